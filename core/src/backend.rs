@@ -1,0 +1,244 @@
+//! The transport under the core.
+//!
+//! The core owns every rule of the DAT specification; a backend never
+//! decides whether a call is legal. It creates and destroys transport
+//! objects, posts work, reports completions and connection events, and
+//! blocks until something happens. The core drives it the way smoltcp's
+//! sockets drive a `phy::Device`: generically, with no `dyn` on the data
+//! path.
+//!
+//! Tags: the core hands the backend a 64-bit tag (a packed handle) with
+//! every QP and listener; the backend echoes it in completions and
+//! connection events. A tag whose object is gone is ignored, which is how
+//! stale completions of a destroyed QP are filtered.
+//!
+//! Obligations of an implementation:
+//! - every posted work request completes exactly once through
+//!   [`Backend::cq_poll`], with success, an error, or
+//!   [`DtoStatus::Flushed`] once the QP has been disconnected; flushes come
+//!   in post order;
+//! - a request posted with [`CompletionFlags::SUPPRESS`] that succeeds
+//!   produces no completion; the next completion of that QP's send queue
+//!   carries it in [`Completion::retired`];
+//! - after [`Backend::disconnect`], a `Disconnected` connection event for
+//!   the QP may or may not follow; the core ignores it once the EP is
+//!   already disconnected.
+
+use crate::error::DatResult;
+use crate::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, RmrTriplet, SrqAttr};
+
+/// Most private data a connection event can carry.
+pub const MAX_PRIVATE_DATA: usize = 196;
+
+/// Connection private data.
+pub type PrivateData = heapless::Vec<u8, MAX_PRIVATE_DATA>;
+
+/// Most scatter/gather entries one work request may have.
+pub const MAX_SGE: usize = 16;
+
+/// A translated local segment: what the transport puts on the wire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    pub addr: u64,
+    pub length: u32,
+    pub lkey: u32,
+}
+
+/// The request half of a work request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestOp {
+    Send,
+    RdmaWrite { remote: RmrTriplet },
+    RdmaRead { remote: RmrTriplet },
+}
+
+/// A send-queue work request.
+#[derive(Clone, Copy, Debug)]
+pub struct SendWr<'a> {
+    pub op: RequestOp,
+    pub sges: &'a [Sge],
+    /// Echoed in the completion.
+    pub cookie: u64,
+    /// `SUPPRESS`, `SOLICITED_WAIT`, `UNSIGNALLED`, `BARRIER_FENCE`.
+    pub flags: CompletionFlags,
+}
+
+/// A memory registration as the backend made it.
+#[derive(Debug)]
+pub struct Registration<M> {
+    pub mr: M,
+    pub lkey: u32,
+    /// The key a remote peer uses; meaningful only with remote privileges.
+    pub rkey: u32,
+    pub address: u64,
+    pub length: u64,
+}
+
+/// One completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The QP's tag.
+    pub tag: u64,
+    /// The cookie of the work request.
+    pub cookie: u64,
+    pub status: DtoStatus,
+    pub op: DtoOp,
+    pub transferred_length: u32,
+    /// Work requests this completion retires: 1, plus any suppressed
+    /// successes posted before it on the same send queue.
+    pub retired: u32,
+    /// Whether the event notifies (is not `UNSIGNALLED`).
+    pub notify: bool,
+}
+
+impl Completion {
+    /// A placeholder for poll buffers.
+    pub const EMPTY: Completion = Completion {
+        tag: 0,
+        cookie: 0,
+        status: DtoStatus::Success,
+        op: DtoOp::Send,
+        transferred_length: 0,
+        retired: 1,
+        notify: true,
+    };
+}
+
+/// What a connection attempt or connection came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnOutcome {
+    Established,
+    PeerRejected,
+    NonPeerRejected,
+    Unreachable,
+    TimedOut,
+    AcceptError,
+    Disconnected,
+    Broken,
+}
+
+/// A connection-manager event.
+#[derive(Debug)]
+pub enum CmEvent<R> {
+    /// A request arrived at the listener with `listener` tag.
+    Request { listener: u64, request: R, remote: IaAddress, remote_port: u64, private_data: PrivateData },
+    /// The QP with `tag` changed connection state.
+    Conn { tag: u64, outcome: ConnOutcome, private_data: PrivateData },
+    /// The device failed: every QP is gone.
+    Catastrophic,
+}
+
+/// How a blocking wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// Something may have happened: poll again.
+    Activity,
+    /// The timeout passed.
+    Timeout,
+    /// A signal interrupted the wait.
+    Interrupted,
+}
+
+/// The shape of a QP.
+#[derive(Debug)]
+pub struct QpConfig<'a, B: Backend + ?Sized> {
+    pub pd: &'a B::Pd,
+    pub send_cq: Option<&'a B::Cq>,
+    pub recv_cq: Option<&'a B::Cq>,
+    pub srq: Option<&'a B::Srq>,
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_rdma_read_in: u32,
+    pub max_rdma_read_out: u32,
+}
+
+/// A transport. See the module documentation for its obligations.
+pub trait Backend {
+    /// An open device.
+    type Ia;
+    type Pd;
+    type Mr;
+    type Mw;
+    type Cq;
+    type Qp;
+    type Srq;
+    type Listener;
+    /// An incoming connection request not yet accepted or rejected.
+    type ConnReq;
+
+    /// Open the device `name`; report its limits.
+    fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)>;
+    fn ia_close(&mut self, ia: Self::Ia);
+
+    fn pd_alloc(&mut self, ia: &mut Self::Ia) -> DatResult<Self::Pd>;
+    fn pd_free(&mut self, pd: Self::Pd);
+
+    /// Register `[address, address + length)` with `privileges`.
+    fn mr_register(&mut self, pd: &Self::Pd, address: u64, length: u64, privileges: MemPriv)
+        -> DatResult<Registration<Self::Mr>>;
+    fn mr_deregister(&mut self, mr: Self::Mr);
+
+    fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<Self::Mw>;
+    fn mw_free(&mut self, mw: Self::Mw);
+
+    fn cq_create(&mut self, ia: &mut Self::Ia, min_entries: u32) -> DatResult<Self::Cq>;
+    fn cq_resize(&mut self, cq: &mut Self::Cq, min_entries: u32) -> DatResult<()>;
+    fn cq_destroy(&mut self, cq: Self::Cq);
+    /// Fill `out` with up to `out.len()` completions; return how many.
+    fn cq_poll(&mut self, cq: &mut Self::Cq, out: &mut [Completion]) -> usize;
+
+    fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<Self::Qp>;
+    fn qp_destroy(&mut self, qp: Self::Qp);
+    /// Make a disconnected QP connectable again (`dat_ep_reset`).
+    fn qp_reset(&mut self, qp: &mut Self::Qp) -> DatResult<()>;
+
+    fn post_send(&mut self, qp: &mut Self::Qp, wr: &SendWr<'_>) -> DatResult<()>;
+    fn post_recv(&mut self, qp: &mut Self::Qp, sges: &[Sge], cookie: u64) -> DatResult<()>;
+    /// Bind `mw` to `sge` of `mr` through `qp`'s send queue and return the
+    /// new remote key; with no `mr`, unbind it. The completion carries
+    /// `cookie` and op `BindMw`.
+    #[allow(clippy::too_many_arguments)]
+    fn post_bind(
+        &mut self,
+        qp: &mut Self::Qp,
+        mw: &mut Self::Mw,
+        mr: Option<&Self::Mr>,
+        sge: Sge,
+        privileges: MemPriv,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<u32>;
+
+    fn srq_create(&mut self, pd: &Self::Pd, attr: &SrqAttr) -> DatResult<Self::Srq>;
+    fn srq_resize(&mut self, srq: &mut Self::Srq, max_recv_dtos: u32) -> DatResult<()>;
+    fn srq_destroy(&mut self, srq: Self::Srq);
+    fn srq_post_recv(&mut self, srq: &mut Self::Srq, sges: &[Sge], cookie: u64) -> DatResult<()>;
+
+    /// Listen on `conn_qual`; requests carry `tag`. `DAT_CONN_QUAL_IN_USE`
+    /// if another listener has it.
+    fn listen(&mut self, ia: &mut Self::Ia, conn_qual: u64, tag: u64) -> DatResult<Self::Listener>;
+    fn unlisten(&mut self, listener: Self::Listener);
+    /// Start connecting `qp`; the outcome arrives as a [`CmEvent::Conn`].
+    fn connect(
+        &mut self,
+        qp: &mut Self::Qp,
+        remote: &IaAddress,
+        conn_qual: u64,
+        private_data: &[u8],
+        timeout_us: Option<u64>,
+    ) -> DatResult<()>;
+    /// Accept `request` on `qp`; `Established` or `AcceptError` follows.
+    fn accept(&mut self, request: &mut Self::ConnReq, qp: &mut Self::Qp, private_data: &[u8]) -> DatResult<()>;
+    fn reject(&mut self, request: Self::ConnReq);
+    /// Tear the connection down; with `graceful` false, flush at once.
+    fn disconnect(&mut self, qp: &mut Self::Qp, graceful: bool);
+    fn poll_cm(&mut self, ia: &mut Self::Ia) -> Option<CmEvent<Self::ConnReq>>;
+
+    /// A monotonic clock, in microseconds.
+    fn now_us(&mut self) -> u64;
+    /// Block until a completion or connection event may be ready on `ia`,
+    /// or `timeout_us` passes (`None`: no limit).
+    fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake;
+}

@@ -1,0 +1,198 @@
+//! Consumer Notification Object (CNO): dat_cno_create(3DAT),
+//! dat_cno_free(3DAT), dat_cno_query(3DAT), dat_cno_modify_agent(3DAT),
+//! dat_cno_wait(3DAT).
+
+use crate::backend::{Backend, Wake};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::evd::TIMEOUT_INFINITE;
+use crate::handle::{CnoHandle, EvdHandle, IaHandle};
+use crate::provider::Provider;
+
+/// `DAT_CNO_FIELD_ALL`.
+pub const CNO_FIELD_ALL: u32 = 0x4;
+
+/// `DAT_OS_WAIT_PROXY_AGENT`: a function and its instance data, opaque to
+/// the core. The C ABI calls it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProxyAgent {
+    pub instance_data: u64,
+    pub function: u64,
+}
+
+pub(crate) struct Cno {
+    pub(crate) ia: IaHandle,
+    pub(crate) agent: Option<ProxyAgent>,
+    /// A trigger the agent has not been told of yet.
+    pub(crate) agent_call: Option<(ProxyAgent, EvdHandle)>,
+    /// EVDs tied to this CNO.
+    pub(crate) evd_refs: u32,
+    pub(crate) waiters: u32,
+    /// The EVD of the first notification not yet taken by a waiter.
+    pub(crate) triggered: EvdHandle,
+    /// Every tied EVD was freed while a thread waited.
+    pub(crate) orphaned: bool,
+    pub(crate) context: u64,
+}
+
+impl Cno {
+    pub(crate) fn trigger(&mut self, evd: EvdHandle) {
+        if self.triggered.is_null() {
+            self.triggered = evd;
+        }
+        // dat_cno_create(3DAT): "After it is invoked, it is no longer
+        // associated with the CNO."
+        if let Some(agent) = self.agent.take() {
+            self.agent_call = Some((agent, evd));
+        }
+    }
+}
+
+/// `DAT_CNO_PARAM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CnoParam {
+    pub ia: IaHandle,
+    pub agent: Option<ProxyAgent>,
+}
+
+/// A `dat_cno_wait` in progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CnoWait {
+    cno: CnoHandle,
+    deadline_us: Option<u64>,
+}
+
+/// One step of a CNO wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CnoStep {
+    /// Unblocked: a hint of which EVD notified, or null when the IA or
+    /// every tied EVD went away.
+    Woken(EvdHandle),
+    /// Nothing yet: block at most this long.
+    Pending { timeout_us: Option<u64> },
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// dat_cno_create(3DAT).
+    pub fn cno_create(&mut self, ia: IaHandle, agent: Option<ProxyAgent>) -> DatResult<CnoHandle> {
+        self.ia(ia)?;
+        let cno = Cno {
+            ia,
+            agent,
+            agent_call: None,
+            evd_refs: 0,
+            waiters: 0,
+            triggered: EvdHandle::NULL,
+            orphaned: false,
+            context: 0,
+        };
+        self.cnos.insert(cno).map(CnoHandle).map_err(|_| DatError::of(ErrorType::InsufficientResources))
+    }
+
+    /// dat_cno_free(3DAT): "A CNO cannot be deleted while it is referenced
+    /// by an Event Dispatcher or while a thread is blocked on it."
+    pub fn cno_free(&mut self, cno: CnoHandle) -> DatResult<()> {
+        let c = self.cno(cno)?;
+        if c.evd_refs != 0 || c.waiters != 0 {
+            return Err(DatError::invalid_state(Subtype::InvalidStateCnoInUse));
+        }
+        self.cno_destroy(cno);
+        Ok(())
+    }
+
+    pub(crate) fn cno_destroy(&mut self, cno: CnoHandle) {
+        self.cnos.remove(cno.0);
+    }
+
+    /// One EVD less is tied to `cno`.
+    pub(crate) fn cno_untie(&mut self, cno: CnoHandle) {
+        if let Some(c) = self.cnos.get_mut(cno.0) {
+            c.evd_refs = c.evd_refs.saturating_sub(1);
+            // dat_cno_wait(3DAT): waiters "are unblocked with the NULL handle
+            // ... when all EVDs the CNO is associated with are freed".
+            if c.evd_refs == 0 && c.waiters != 0 {
+                c.orphaned = true;
+            }
+        }
+    }
+
+    /// dat_cno_query(3DAT).
+    pub fn cno_query(&self, cno: CnoHandle, mask: u32) -> DatResult<CnoParam> {
+        let c = self.cno(cno)?;
+        if mask & !0x7 != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        Ok(CnoParam { ia: c.ia, agent: c.agent })
+    }
+
+    /// dat_cno_modify_agent(3DAT): replace the proxy agent, or remove it.
+    pub fn cno_modify_agent(&mut self, cno: CnoHandle, agent: Option<ProxyAgent>) -> DatResult<()> {
+        self.cno_mut(cno)?.agent = agent;
+        Ok(())
+    }
+
+    /// The proxy-agent call a trigger owes, once (the C ABI makes it).
+    pub fn cno_take_agent_call(&mut self, cno: CnoHandle) -> DatResult<Option<(ProxyAgent, EvdHandle)>> {
+        Ok(self.cno_mut(cno)?.agent_call.take())
+    }
+
+    /// Start a `dat_cno_wait`.
+    pub fn cno_wait_begin(&mut self, cno: CnoHandle, timeout_us: u32) -> DatResult<CnoWait> {
+        self.cno(cno)?;
+        let deadline_us = (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
+        self.cno_mut(cno)?.waiters += 1;
+        Ok(CnoWait { cno, deadline_us })
+    }
+
+    /// One step of a CNO wait. `Woken` and errors end it.
+    pub fn cno_wait_poll(&mut self, wait: &CnoWait) -> DatResult<CnoStep> {
+        // The IA was closed: the CNO is gone, its waiters see a null EVD.
+        let Ok(c) = self.cno(wait.cno) else { return Ok(CnoStep::Woken(EvdHandle::NULL)) };
+        let ia = c.ia;
+        let tied = self.evds.handles_where(|e| e.cno == wait.cno);
+        for evd in tied {
+            self.progress(ia, Some(EvdHandle(evd)));
+        }
+        let now = self.backend.now_us();
+        let c = self.cno_mut(wait.cno)?;
+        if c.orphaned || !c.triggered.is_null() {
+            let evd = core::mem::replace(&mut c.triggered, EvdHandle::NULL);
+            c.waiters -= 1;
+            if c.waiters == 0 {
+                c.orphaned = false;
+            }
+            return Ok(CnoStep::Woken(evd));
+        }
+        match wait.deadline_us {
+            // "DAT_QUEUE_EMPTY: The operation timed out without a
+            // notification."
+            Some(deadline) if now >= deadline => {
+                c.waiters -= 1;
+                Err(DatError::of(ErrorType::QueueEmpty))
+            }
+            deadline => Ok(CnoStep::Pending { timeout_us: deadline.map(|d| d - now) }),
+        }
+    }
+
+    /// dat_cno_wait(3DAT), blocking in the backend between polls.
+    pub fn cno_wait(&mut self, cno: CnoHandle, timeout_us: u32) -> DatResult<EvdHandle> {
+        let wait = self.cno_wait_begin(cno, timeout_us)?;
+        loop {
+            match self.cno_wait_poll(&wait)? {
+                CnoStep::Woken(evd) => return Ok(evd),
+                CnoStep::Pending { timeout_us } => {
+                    let ia = self.cno(cno)?.ia;
+                    let Provider { ias, backend, .. } = self;
+                    let Some(dev) = ias.get_mut(ia.0).map(|i| &mut i.dev) else {
+                        return Ok(EvdHandle::NULL);
+                    };
+                    if backend.block(dev, timeout_us) == Wake::Interrupted {
+                        if let Ok(c) = self.cno_mut(cno) {
+                            c.waiters -= 1;
+                        }
+                        return Err(DatError::of(ErrorType::InterruptedCall));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Connection Request (CR): dat_cr_query(3DAT), dat_cr_accept(3DAT),
+//! dat_cr_reject(3DAT), dat_cr_handoff(3DAT).
+//!
+//! A CR lives from the request's arrival until it is accepted, rejected or
+//! handed off; each of those destroys it ("Use of the handle of the
+//! destroyed Connection Request in any consequent operation fails").
+
+use crate::backend::{Backend, PrivateData};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::event::{EventData, EventNumber};
+use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PspHandle};
+use crate::provider::Provider;
+use crate::types::{EpState, IaAddress, PspFlags};
+
+/// `DAT_CR_FIELD_ALL`.
+pub const CR_FIELD_ALL: u32 = 0x1f;
+
+pub(crate) struct Cr<B: Backend> {
+    pub(crate) ia: IaHandle,
+    /// The PSP it arrived at; null for an RSP.
+    pub(crate) psp: PspHandle,
+    pub(crate) conn_qual: u64,
+    /// The EP the service point provided, if any.
+    pub(crate) local_ep: EpHandle,
+    pub(crate) remote: IaAddress,
+    pub(crate) remote_port: u64,
+    pub(crate) private_data: PrivateData,
+    pub(crate) request: B::ConnReq,
+    pub(crate) context: u64,
+}
+
+/// `DAT_CR_PARAM` (the private data itself: [`Provider::cr_private_data`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrParam {
+    pub remote_ia_address: IaAddress,
+    pub remote_port_qual: u64,
+    pub private_data_size: u32,
+    pub local_ep: EpHandle,
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// Store `cr` and announce it on `evd`. Hands the request back when no
+    /// CR slot is free (the provider's EP, if any, is dropped).
+    pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), B::ConnReq> {
+        let (psp, conn_qual, local_ep) = (cr.psp, cr.conn_qual, cr.local_ep);
+        let h = match self.crs.insert(cr) {
+            Ok(raw) => CrHandle(raw),
+            Err(cr) => {
+                if self.eps.get(local_ep.0).is_some_and(|e| e.provider_owned) {
+                    self.ep_destroy(local_ep);
+                }
+                return Err(cr.request);
+            }
+        };
+        if let Some(e) = self.eps.get_mut(local_ep.0) {
+            e.cr = h;
+        }
+        self.deliver(evd, EventNumber::ConnectionRequest, EventData::CrArrival { psp, conn_qual, cr: h }, true);
+        Ok(())
+    }
+
+    /// dat_cr_query(3DAT).
+    pub fn cr_query(&self, cr: CrHandle, mask: u32) -> DatResult<CrParam> {
+        let c = self.cr(cr)?;
+        if mask & !CR_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        Ok(CrParam {
+            remote_ia_address: c.remote,
+            remote_port_qual: c.remote_port,
+            private_data_size: c.private_data.len() as u32,
+            local_ep: c.local_ep,
+        })
+    }
+
+    /// The private data the remote consumer sent with the request.
+    pub fn cr_private_data(&self, cr: CrHandle) -> DatResult<&[u8]> {
+        Ok(&self.cr(cr)?.private_data)
+    }
+
+    /// dat_cr_accept(3DAT): accept on `ep` — the CR's own EP (pass it or
+    /// null), or an Unconnected EP of the consumer's. The EP goes
+    /// Completion Pending until ESTABLISHED or ACCEPT_COMPLETION_ERROR.
+    /// A failure leaves the CR, the EP and the peer as they were.
+    pub fn cr_accept(&mut self, cr_h: CrHandle, ep: EpHandle, private_data: &[u8]) -> DatResult<()> {
+        let cr = self.cr(cr_h)?;
+        let max = self.ia(cr.ia)?.attr.max_private_data_size as usize;
+        if private_data.len() > max {
+            return Err(DatError::invalid_arg(3));
+        }
+        let target = if cr.local_ep.is_null() {
+            let e = self.ep(ep)?;
+            if e.ia != cr.ia {
+                return Err(DatError::invalid_handle(Subtype::InvalidHandleEp));
+            }
+            if e.state != EpState::Unconnected {
+                return Err(DatError::invalid_state(e.state_subtype()));
+            }
+            ep
+        } else if ep.is_null() || ep == cr.local_ep {
+            cr.local_ep
+        } else {
+            // "If the local Endpoint is specified by the Connection Request,
+            // the ep_handle shall be DAT_HANDLE_NULL."
+            return Err(DatError::invalid_arg(2));
+        };
+        let (remote, remote_port) = (cr.remote, cr.remote_port);
+        let Provider { crs, eps, backend, .. } = self;
+        let e = eps.get_mut(target.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        // An EP without a PZ (a provider's, not yet modified) has no QP.
+        let qp = e.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
+        let c = crs.get_mut(cr_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleCr))?;
+        backend.accept(&mut c.request, qp, private_data)?;
+        e.state = EpState::CompletionPending;
+        e.provider_owned = false;
+        e.cr = CrHandle::NULL;
+        e.remote = remote;
+        e.remote_port = remote_port;
+        self.crs.remove(cr_h.0);
+        Ok(())
+    }
+
+    /// dat_cr_reject(3DAT): an RSP's EP reverts to the consumer
+    /// (Unconnected); a PSP's provider EP reverts to the provider (gone).
+    pub fn cr_reject(&mut self, cr: CrHandle) -> DatResult<()> {
+        self.cr(cr)?;
+        self.cr_destroy(cr);
+        Ok(())
+    }
+
+    pub(crate) fn cr_destroy(&mut self, cr: CrHandle) {
+        let Some(c) = self.crs.remove(cr.0) else { return };
+        self.backend.reject(c.request);
+        self.cr_release_ep(c.local_ep);
+    }
+
+    fn cr_release_ep(&mut self, ep: EpHandle) {
+        match self.eps.get_mut(ep.0) {
+            Some(e) if e.provider_owned => self.ep_destroy(ep),
+            Some(e) => {
+                e.state = EpState::Unconnected;
+                e.cr = CrHandle::NULL;
+            }
+            None => {}
+        }
+    }
+
+    /// dat_cr_handoff(3DAT): pass the request to the PSP of this IA on
+    /// `conn_qual`, as a new CR there. `DAT_INVALID_PARAMETER` if no PSP
+    /// listens there, or if the request is bound to a consumer's EP (an
+    /// RSP's).
+    pub fn cr_handoff(&mut self, cr_h: CrHandle, conn_qual: u64) -> DatResult<()> {
+        let cr = self.cr(cr_h)?;
+        let ia = cr.ia;
+        let bound = self.eps.get(cr.local_ep.0).is_some_and(|e| !e.provider_owned);
+        let target = self.psps.iter().find(|(_, p)| p.ia == ia && p.conn_qual == conn_qual);
+        let Some((psp_raw, psp)) = target.filter(|_| !bound) else {
+            return Err(DatError::invalid_arg(2));
+        };
+        let (psp_h, evd, flags) = (PspHandle(psp_raw), psp.evd, psp.flags);
+        let Some(mut c) = self.crs.remove(cr_h.0) else { return Err(DatError::of(ErrorType::InternalError)) };
+        self.cr_release_ep(c.local_ep);
+        c.psp = psp_h;
+        c.conn_qual = conn_qual;
+        c.local_ep = EpHandle::NULL;
+        let room = self.evds.get(evd.0).is_some_and(|e| e.queue.room() != 0);
+        if flags == PspFlags::Provider && room {
+            match self.ep_for_provider(ia) {
+                Some(ep) => c.local_ep = ep,
+                None => {
+                    self.backend.reject(c.request);
+                    return Ok(());
+                }
+            }
+        }
+        if !room {
+            // The target's backlog is full: the request is refused as at a
+            // full PSP. The CR is destroyed either way.
+            self.backend.reject(c.request);
+            return Ok(());
+        }
+        if let Err(request) = self.cr_deliver(c, evd) {
+            self.backend.reject(request);
+        }
+        Ok(())
+    }
+}

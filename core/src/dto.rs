@@ -1,0 +1,153 @@
+//! Data transfer operations: dat_ep_post_send(3DAT), dat_ep_post_recv(3DAT),
+//! dat_ep_post_rdma_read(3DAT), dat_ep_post_rdma_write(3DAT).
+//!
+//! The hot path: one handle check, the state and flag rules, one O(1) LMR
+//! lookup per segment, then the backend. No allocation, no division, no
+//! dynamic dispatch.
+
+use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::handle::EpHandle;
+use crate::provider::Provider;
+use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
+
+const REQUEST_FLAGS: u32 = CompletionFlags::SUPPRESS.0 | CompletionFlags::UNSIGNALLED.0 | CompletionFlags::BARRIER_FENCE.0;
+const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// dat_ep_post_send(3DAT).
+    pub fn ep_post_send(&mut self, ep: EpHandle, iov: &[LmrTriplet], cookie: u64, flags: CompletionFlags) -> DatResult<()> {
+        self.post_request(ep, iov, cookie, RequestOp::Send, flags, SEND_FLAGS)
+    }
+
+    /// dat_ep_post_rdma_write(3DAT): `iov` into `remote`.
+    pub fn ep_post_rdma_write(
+        &mut self,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        self.post_request(ep, iov, cookie, RequestOp::RdmaWrite { remote: *remote }, flags, REQUEST_FLAGS)
+    }
+
+    /// dat_ep_post_rdma_read(3DAT): `remote` into `iov`.
+    pub fn ep_post_rdma_read(
+        &mut self,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        self.post_request(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags, REQUEST_FLAGS)
+    }
+
+    fn post_request(
+        &mut self,
+        h: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+        allowed: u32,
+    ) -> DatResult<()> {
+        let ep = self.ep(h)?;
+        if flags.0 & !allowed != 0 || !ep.unsignalled_allowed(flags, false) {
+            return Err(DatError::invalid_arg(6));
+        }
+        if iov.len() > ep.attr.max_request_iov as usize {
+            return Err(DatError::invalid_arg(2));
+        }
+        // "The operation is valid for the Endpoint in the
+        // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
+        if !matches!(ep.state, EpState::Connected | EpState::Disconnected) {
+            return Err(DatError::invalid_state(ep.state_subtype()));
+        }
+        let need = match op {
+            RequestOp::RdmaRead { .. } => MemPriv::LOCAL_WRITE,
+            _ => MemPriv::LOCAL_READ,
+        };
+        let mut sges = [Sge::default(); MAX_SGE];
+        let (count, total) = self.gather(ep.pz, iov, need, &mut sges)?;
+        match op {
+            RequestOp::Send if total > u64::from(ep.attr.max_message_size) => {
+                return Err(DatError::invalid_arg(3));
+            }
+            // "The size of the remote buffer is too small for the data of
+            // the local buffer" (write); "The size of the local buffer is
+            // too small for the data of the remote buffer" (read).
+            RequestOp::RdmaWrite { remote } if total > u64::from(remote.segment_length) => {
+                return Err(DatError::of(ErrorType::LengthError));
+            }
+            RequestOp::RdmaRead { remote } if u64::from(remote.segment_length) > total => {
+                return Err(DatError::of(ErrorType::LengthError));
+            }
+            RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } if total > u64::from(ep.attr.max_rdma_size) => {
+                return Err(DatError::invalid_arg(3));
+            }
+            _ => {}
+        }
+        if ep.request_outstanding >= ep.attr.max_request_dtos {
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        }
+        let Provider { eps, backend, .. } = self;
+        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+        let wr = SendWr { op, sges: &sges[..count], cookie, flags };
+        backend.post_send(qp, &wr)?;
+        ep.request_outstanding += 1;
+        Ok(())
+    }
+
+    /// dat_ep_post_recv(3DAT): "The operation is valid for all states of the
+    /// Endpoint"; in Disconnected the receive is flushed at once. An EP that
+    /// receives from an SRQ takes no receives of its own
+    /// (dat_ep_create_with_srq(3DAT)).
+    pub fn ep_post_recv(&mut self, h: EpHandle, iov: &[LmrTriplet], cookie: u64, flags: CompletionFlags) -> DatResult<()> {
+        let ep = self.ep(h)?;
+        if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
+            return Err(DatError::invalid_arg(5));
+        }
+        if iov.len() > ep.attr.max_recv_iov as usize {
+            return Err(DatError::invalid_arg(2));
+        }
+        if !ep.srq.is_null() {
+            return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
+        }
+        let mut sges = [Sge::default(); MAX_SGE];
+        let (count, _) = self.gather(ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
+        if ep.recv_outstanding >= ep.attr.max_recv_dtos {
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        }
+        let Provider { eps, backend, .. } = self;
+        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+        backend.post_recv(qp, &sges[..count], cookie)?;
+        ep.recv_outstanding += 1;
+        Ok(())
+    }
+
+    /// Translate `iov` into `sges`, skipping zero-length segments ("When 0
+    /// is specified for segment_length then the other two elements of the
+    /// dat_lmr_triplet are irrelevant"). Returns the entries written and the
+    /// total length.
+    pub(crate) fn gather(
+        &self,
+        pz: crate::handle::PzHandle,
+        iov: &[LmrTriplet],
+        need: MemPriv,
+        sges: &mut [Sge; MAX_SGE],
+    ) -> DatResult<(usize, u64)> {
+        let mut count = 0;
+        let mut total = 0u64;
+        for seg in iov.iter().filter(|s| s.segment_length != 0) {
+            let slot = sges.get_mut(count).ok_or(DatError::invalid_arg(2))?;
+            *slot = self.translate(pz, seg, need)?;
+            count += 1;
+            total += u64::from(seg.segment_length);
+        }
+        Ok((count, total))
+    }
+}

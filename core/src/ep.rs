@@ -1,0 +1,686 @@
+//! Endpoint (EP): dat_ep_create(3DAT), dat_ep_create_with_srq(3DAT),
+//! dat_ep_free(3DAT), dat_ep_query(3DAT), dat_ep_modify(3DAT),
+//! dat_ep_connect(3DAT), dat_ep_dup_connect(3DAT), dat_ep_disconnect(3DAT),
+//! dat_ep_reset(3DAT), dat_ep_get_status(3DAT), dat_ep_recv_query(3DAT),
+//! dat_ep_set_watermark(3DAT). The data transfers are in `dto`.
+//!
+//! Before you edit, read the state rules of dat_ep_connect(3DAT),
+//! dat_ep_disconnect(3DAT), dat_ep_free(3DAT), dat_ep_modify(3DAT) and
+//! dat_ep_reset(3DAT), and dat_cr_accept/reject(3DAT) and
+//! dat_rsp_create(3DAT) for the passive side. The states:
+//!
+//! ```text
+//!            connect                 ESTABLISHED
+//! UNCONNECTED ──────> ACTIVE_CONNECTION_PENDING ──────> CONNECTED
+//!  │ ^  rsp_create                                       │  │ graceful
+//!  │ └── RESERVED ── request ──> PASSIVE_CONNECTION_PENDING │  v
+//!  │     (reject: back to UNCONNECTED)     │ accept      DISCONNECT_PENDING
+//!  │                                       v               │
+//!  │ (PSP_PROVIDER) TENTATIVE_CONNECTION_PENDING ─> COMPLETION_PENDING
+//!  │                                                       │
+//!  └──────────────── reset <── DISCONNECTED <── failure, abrupt, peer
+//! ```
+
+use crate::backend::{Backend, PrivateData, QpConfig};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::event::EventNumber;
+use crate::evd::NotifyMode;
+use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PzHandle, RspHandle, SrqHandle};
+use crate::provider::Provider;
+use crate::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, EpState, EvdFlags, IaAddress, IaAttr, Qos};
+
+/// `DAT_VALUE_UNKNOWN`.
+pub const VALUE_UNKNOWN: u32 = u32::MAX - 1;
+
+pub(crate) struct Ep<B: Backend> {
+    pub(crate) ia: IaHandle,
+    pub(crate) pz: PzHandle,
+    pub(crate) recv_evd: EvdHandle,
+    pub(crate) request_evd: EvdHandle,
+    pub(crate) connect_evd: EvdHandle,
+    pub(crate) srq: SrqHandle,
+    pub(crate) attr: EpAttr,
+    pub(crate) state: EpState,
+    pub(crate) qp: Option<B::Qp>,
+    /// Created by a PSP with `DAT_PSP_PROVIDER` and not yet accepted on.
+    pub(crate) provider_owned: bool,
+    /// The Connection Request pending on this EP (passive states).
+    pub(crate) cr: CrHandle,
+    /// The RSP holding this EP (Reserved).
+    pub(crate) rsp: RspHandle,
+    pub(crate) remote: IaAddress,
+    pub(crate) remote_port: u64,
+    pub(crate) remote_conn_qual: u64,
+    /// The peer's private data of the established connection (active side).
+    pub(crate) private_data: PrivateData,
+    pub(crate) request_outstanding: u32,
+    pub(crate) recv_outstanding: u32,
+    pub(crate) context: u64,
+}
+
+impl<B: Backend> Ep<B> {
+    /// `DAT_COMPLETION_UNSIGNALLED_FLAG` on a post "is only valid if the
+    /// Endpoint ... Completion Flags [are] DAT_COMPLETION_UNSIGNALLED_FLAG".
+    pub(crate) fn unsignalled_allowed(&self, flags: CompletionFlags, recv: bool) -> bool {
+        let stream = if recv { self.attr.recv_completion_flags } else { self.attr.request_completion_flags };
+        !flags.contains(CompletionFlags::UNSIGNALLED) || stream.contains(CompletionFlags::UNSIGNALLED)
+    }
+
+    /// The `DAT_INVALID_STATE_EP_*` subtype of the current state.
+    pub(crate) fn state_subtype(&self) -> Subtype {
+        match self.state {
+            EpState::Unconnected => Subtype::InvalidStateEpUnconnected,
+            EpState::Reserved => Subtype::InvalidStateEpReserved,
+            EpState::PassiveConnectionPending => Subtype::InvalidStateEpPassconnpending,
+            EpState::ActiveConnectionPending => Subtype::InvalidStateEpActconnpending,
+            EpState::TentativeConnectionPending => Subtype::InvalidStateEpTentconnpending,
+            EpState::Connected => Subtype::InvalidStateEpConnected,
+            EpState::DisconnectPending => Subtype::InvalidStateEpDiscpending,
+            EpState::Disconnected => Subtype::InvalidStateEpDisconnected,
+            EpState::CompletionPending => Subtype::InvalidStateEpComplpending,
+        }
+    }
+
+    pub(crate) fn streams(&self) -> Streams {
+        Streams::new(self.recv_evd, self.request_evd, self.connect_evd, &self.attr, self.srq)
+    }
+}
+/// `DAT_EP_PARAM`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EpParam {
+    pub ia: IaHandle,
+    pub state: EpState,
+    pub local_ia_address: IaAddress,
+    pub remote_ia_address: IaAddress,
+    pub remote_port_qual: u64,
+    pub pz: PzHandle,
+    pub recv_evd: EvdHandle,
+    pub request_evd: EvdHandle,
+    pub connect_evd: EvdHandle,
+    pub srq: SrqHandle,
+    pub attr: EpAttr,
+}
+
+/// What `dat_ep_modify` changes: `None` leaves a parameter as it is. The
+/// parameters the page says cannot be modified have no field here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EpChanges {
+    pub pz: Option<PzHandle>,
+    pub recv_evd: Option<EvdHandle>,
+    pub request_evd: Option<EvdHandle>,
+    pub connect_evd: Option<EvdHandle>,
+    pub attr: Option<EpAttr>,
+}
+
+/// The EP's streams as they attach to EVDs.
+pub(crate) struct Streams {
+    recv: (EvdHandle, NotifyMode),
+    request: (EvdHandle, NotifyMode),
+    connect: EvdHandle,
+}
+
+impl Streams {
+    fn new(recv: EvdHandle, request: EvdHandle, connect: EvdHandle, attr: &EpAttr, srq: SrqHandle) -> Streams {
+        let recv_mode = if srq.is_null() {
+            NotifyMode::of(attr.recv_completion_flags)
+        } else if attr.recv_completion_flags.contains(CompletionFlags::SOLICITED_WAIT) {
+            NotifyMode::Solicited
+        } else {
+            // dat_ep_create_with_srq(3DAT): "completions of all Recv DTO
+            // posted to SRQ complete with Signal".
+            NotifyMode::Threshold
+        };
+        Streams { recv: (recv, recv_mode), request: (request, NotifyMode::of(attr.request_completion_flags)), connect }
+    }
+}
+
+impl EpAttr {
+    /// The attributes an EP gets when the consumer gives none: what the
+    /// device allows, kept small.
+    pub fn provider_default(ia: &IaAttr) -> EpAttr {
+        EpAttr {
+            max_message_size: ia.max_message_size,
+            max_rdma_size: ia.max_rdma_size,
+            qos: Qos::BEST_EFFORT,
+            recv_completion_flags: CompletionFlags::DEFAULT,
+            request_completion_flags: CompletionFlags::DEFAULT,
+            max_recv_dtos: ia.max_dto_per_ep.min(16),
+            max_request_dtos: ia.max_dto_per_ep.min(16),
+            max_recv_iov: ia.max_iov_segments_per_dto.min(4),
+            max_request_iov: ia.max_iov_segments_per_dto.min(4),
+            max_rdma_read_in: ia.max_rdma_read_per_ep_in.min(4),
+            max_rdma_read_out: ia.max_rdma_read_per_ep_out.min(4),
+        }
+    }
+
+    /// Whether the device can give these attributes: `DAT_INVALID_PARAMETER`
+    /// for values out of range, `DAT_MODEL_NOT_SUPPORTED` for a QoS it lacks.
+    pub(crate) fn check(&self, ia: &IaAttr, arg: u8) -> DatResult<()> {
+        let recv_ok = [
+            CompletionFlags::DEFAULT,
+            CompletionFlags::UNSIGNALLED,
+            CompletionFlags::SOLICITED_WAIT,
+            CompletionFlags::EVD_THRESHOLD,
+        ]
+        .contains(&self.recv_completion_flags);
+        let request_ok = [CompletionFlags::DEFAULT, CompletionFlags::UNSIGNALLED, CompletionFlags::EVD_THRESHOLD]
+            .contains(&self.request_completion_flags);
+        let in_range = self.max_message_size <= ia.max_message_size
+            && self.max_rdma_size <= ia.max_rdma_size
+            && self.max_recv_dtos <= ia.max_dto_per_ep
+            && self.max_request_dtos <= ia.max_dto_per_ep
+            && self.max_recv_iov <= ia.max_iov_segments_per_dto
+            && self.max_request_iov <= ia.max_iov_segments_per_dto
+            && self.max_rdma_read_in <= ia.max_rdma_read_per_ep_in
+            && self.max_rdma_read_out <= ia.max_rdma_read_per_ep_out;
+        if !recv_ok || !request_ok || !in_range || !self.qos.is_valid() {
+            return Err(DatError::invalid_arg(arg));
+        }
+        if self.qos.0 & !ia.qos_supported.0 != 0 {
+            return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
+        Ok(())
+    }
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// dat_ep_create(3DAT): an Endpoint in `DAT_EP_STATE_UNCONNECTED`. With
+    /// no `attr` the provider picks [`EpAttr::provider_default`].
+    pub fn ep_create(
+        &mut self,
+        ia: IaHandle,
+        pz: PzHandle,
+        recv_evd: EvdHandle,
+        request_evd: EvdHandle,
+        connect_evd: EvdHandle,
+        attr: Option<&EpAttr>,
+    ) -> DatResult<EpHandle> {
+        self.ep_new(ia, pz, recv_evd, request_evd, connect_evd, SrqHandle::NULL, attr)
+    }
+
+    /// dat_ep_create_with_srq(3DAT): as [`Provider::ep_create`], receiving
+    /// from `srq`. "Consumer can not specify NULL for ep_attributes".
+    #[allow(clippy::too_many_arguments)]
+    pub fn ep_create_with_srq(
+        &mut self,
+        ia: IaHandle,
+        pz: PzHandle,
+        recv_evd: EvdHandle,
+        request_evd: EvdHandle,
+        connect_evd: EvdHandle,
+        srq: SrqHandle,
+        attr: &EpAttr,
+    ) -> DatResult<EpHandle> {
+        let s = self.srq(srq)?;
+        if s.ia != ia {
+            return Err(DatError::invalid_handle(Subtype::InvalidHandleSrq));
+        }
+        // "pz_handle specified does not match the one for SRQ" is
+        // DAT_INVALID_PARAMETER where the provider needs them equal.
+        let differ_ok = self.ia(ia)?.attr.srq_ep_pz_difference_supported;
+        if s.pz != pz && !differ_ok {
+            return Err(DatError::invalid_arg(2));
+        }
+        let ep = self.ep_new(ia, pz, recv_evd, request_evd, connect_evd, srq, Some(attr))?;
+        if let Ok(s) = self.srq_mut(srq) {
+            s.ep_refs += 1;
+        }
+        Ok(ep)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn ep_new(
+        &mut self,
+        ia_h: IaHandle,
+        pz: PzHandle,
+        recv_evd: EvdHandle,
+        request_evd: EvdHandle,
+        connect_evd: EvdHandle,
+        srq: SrqHandle,
+        attr: Option<&EpAttr>,
+    ) -> DatResult<EpHandle> {
+        let ia = self.ia(ia_h)?;
+        let attr = match attr {
+            Some(a) => {
+                a.check(&ia.attr, 6)?;
+                *a
+            }
+            None => EpAttr::provider_default(&ia.attr),
+        };
+        self.pz_of(ia_h, pz)?;
+        let ep = Ep {
+            ia: ia_h,
+            pz,
+            recv_evd,
+            request_evd,
+            connect_evd,
+            srq,
+            attr,
+            state: EpState::Unconnected,
+            qp: None,
+            provider_owned: false,
+            cr: CrHandle::NULL,
+            rsp: RspHandle::NULL,
+            remote: IaAddress::default(),
+            remote_port: 0,
+            remote_conn_qual: 0,
+            private_data: PrivateData::new(),
+            request_outstanding: 0,
+            recv_outstanding: 0,
+            context: 0,
+        };
+        let streams = ep.streams();
+        self.check_streams(ia_h, &streams)?;
+        let h = EpHandle(
+            self.eps
+                .insert(ep)
+                .map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
+        );
+        if let Err(e) = self.qp_build(h) {
+            self.eps.remove(h.0);
+            return Err(e);
+        }
+        self.attach(&streams);
+        self.pz_hold(pz);
+        Ok(h)
+    }
+
+    /// An EP the provider makes for a `DAT_PSP_PROVIDER` request: no PZ,
+    /// no EVDs, default attributes, Tentative Connection Pending.
+    pub(crate) fn ep_for_provider(&mut self, ia_h: IaHandle) -> Option<EpHandle> {
+        let attr = EpAttr::provider_default(&self.ia(ia_h).ok()?.attr);
+        let ep = Ep {
+            ia: ia_h,
+            pz: PzHandle::NULL,
+            recv_evd: EvdHandle::NULL,
+            request_evd: EvdHandle::NULL,
+            connect_evd: EvdHandle::NULL,
+            srq: SrqHandle::NULL,
+            attr,
+            state: EpState::TentativeConnectionPending,
+            qp: None,
+            provider_owned: true,
+            cr: CrHandle::NULL,
+            rsp: RspHandle::NULL,
+            remote: IaAddress::default(),
+            remote_port: 0,
+            remote_conn_qual: 0,
+            private_data: PrivateData::new(),
+            request_outstanding: 0,
+            recv_outstanding: 0,
+            context: 0,
+        };
+        self.eps.insert(ep).ok().map(EpHandle)
+    }
+
+    /// Create the EP's QP if it has a PZ and none yet.
+    fn qp_build(&mut self, h: EpHandle) -> DatResult<()> {
+        let Provider { eps, pzs, evds, srqs, backend, .. } = self;
+        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        if ep.qp.is_some() {
+            return Ok(());
+        }
+        let Some(pz) = pzs.get(ep.pz.0) else { return Ok(()) };
+        let config = QpConfig {
+            pd: &pz.pd,
+            send_cq: evds.get(ep.request_evd.0).and_then(|e| e.cq.as_ref()),
+            recv_cq: evds.get(ep.recv_evd.0).and_then(|e| e.cq.as_ref()),
+            srq: srqs.get(ep.srq.0).map(|s| &s.srq),
+            max_send_wr: ep.attr.max_request_dtos,
+            max_recv_wr: ep.attr.max_recv_dtos,
+            max_send_sge: ep.attr.max_request_iov,
+            max_recv_sge: ep.attr.max_recv_iov,
+            max_rdma_read_in: ep.attr.max_rdma_read_in,
+            max_rdma_read_out: ep.attr.max_rdma_read_out,
+        };
+        ep.qp = Some(backend.qp_create(&config, h.0.to_bits())?);
+        Ok(())
+    }
+
+    /// The EVD rules of dat_ep_create(3DAT) for these streams, as if
+    /// attached now: each EVD takes its kind of event; DTO streams sharing
+    /// an EVD share one notification mode; a solicited-wait receive EVD
+    /// takes no other kind of stream.
+    fn check_streams(&self, ia: IaHandle, s: &Streams) -> DatResult<()> {
+        let (recv, recv_mode) = s.recv;
+        let (request, request_mode) = s.request;
+        if !recv.is_null() {
+            self.evd_for(ia, recv, EvdFlags::DTO, Subtype::InvalidHandleEvdRecv)?;
+        }
+        if !request.is_null() {
+            self.evd_for(ia, request, EvdFlags::DTO, Subtype::InvalidHandleEvdRequest)?;
+        }
+        if !s.connect.is_null() {
+            self.evd_for(ia, s.connect, EvdFlags::CONNECTION, Subtype::InvalidHandleEvdConn)?;
+        }
+        let fits = |evd: EvdHandle, mode: NotifyMode| {
+            let Some(e) = self.evds.get(evd.0) else { return true };
+            let same = e.dto_streams == 0 || e.dto_mode == mode;
+            let alone = mode != NotifyMode::Solicited || (e.other_streams == 0 && evd != s.connect);
+            same && alone
+        };
+        let shared_ok = recv.is_null() || recv != request || recv_mode == request_mode;
+        let connect_ok = self
+            .evds
+            .get(s.connect.0)
+            .is_none_or(|e| e.dto_streams == 0 || e.dto_mode != NotifyMode::Solicited);
+        if !fits(recv, recv_mode) || !fits(request, request_mode) || !shared_ok || !connect_ok {
+            return Err(DatError::invalid_arg(6));
+        }
+        Ok(())
+    }
+
+    fn attach(&mut self, s: &Streams) {
+        for (evd, mode) in [s.recv, s.request] {
+            if let Some(e) = self.evds.get_mut(evd.0) {
+                e.streams += 1;
+                e.dto_streams += 1;
+                e.dto_mode = mode;
+            }
+        }
+        if let Some(e) = self.evds.get_mut(s.connect.0) {
+            e.streams += 1;
+            e.other_streams += 1;
+        }
+    }
+
+    fn detach(&mut self, s: &Streams) {
+        for (evd, _) in [s.recv, s.request] {
+            if let Some(e) = self.evds.get_mut(evd.0) {
+                e.streams = e.streams.saturating_sub(1);
+                e.dto_streams = e.dto_streams.saturating_sub(1);
+            }
+        }
+        if let Some(e) = self.evds.get_mut(s.connect.0) {
+            e.streams = e.streams.saturating_sub(1);
+            e.other_streams = e.other_streams.saturating_sub(1);
+        }
+    }
+
+    /// dat_ep_free(3DAT): "The Endpoint can be destroyed in any Endpoint
+    /// state except Reserved, Passive Connection Pending, and Tentative
+    /// Connection Pending."
+    pub fn ep_free(&mut self, ep: EpHandle) -> DatResult<()> {
+        let e = self.ep(ep)?;
+        if matches!(
+            e.state,
+            EpState::Reserved | EpState::PassiveConnectionPending | EpState::TentativeConnectionPending
+        ) {
+            return Err(DatError::invalid_state(e.state_subtype()));
+        }
+        self.ep_destroy(ep);
+        Ok(())
+    }
+
+    /// Destroy an EP in any state. Its outstanding DTOs are flushed first,
+    /// and what the backend flushes at once reaches the EVDs while the EP
+    /// still exists.
+    pub(crate) fn ep_destroy(&mut self, h: EpHandle) {
+        let Some(ep) = self.eps.get_mut(h.0) else { return };
+        let outstanding = ep.request_outstanding + ep.recv_outstanding != 0;
+        let live = !matches!(ep.state, EpState::Unconnected | EpState::Disconnected);
+        let (ia, recv, request) = (ep.ia, ep.recv_evd, ep.request_evd);
+        if let Some(qp) = ep.qp.as_mut() {
+            if outstanding || live {
+                self.backend.disconnect(qp, false);
+            }
+        }
+        self.progress(ia, Some(recv));
+        self.progress(ia, Some(request));
+        let Some(ep) = self.eps.remove(h.0) else { return };
+        self.detach(&ep.streams());
+        self.pz_release(ep.pz);
+        if let Some(qp) = ep.qp {
+            self.backend.qp_destroy(qp);
+        }
+        if let Ok(s) = self.srq_mut(ep.srq) {
+            s.ep_refs = s.ep_refs.saturating_sub(1);
+        }
+    }
+
+    /// dat_ep_query(3DAT).
+    pub fn ep_query(&self, ep: EpHandle) -> DatResult<EpParam> {
+        let e = self.ep(ep)?;
+        let local = self.ia(e.ia)?.attr.ia_address;
+        Ok(EpParam {
+            ia: e.ia,
+            state: e.state,
+            local_ia_address: local,
+            remote_ia_address: e.remote,
+            remote_port_qual: e.remote_port,
+            pz: e.pz,
+            recv_evd: e.recv_evd,
+            request_evd: e.request_evd,
+            connect_evd: e.connect_evd,
+            srq: e.srq,
+            attr: e.attr,
+        })
+    }
+
+    /// The private data the peer sent with the connection this EP
+    /// established (active side), as the ESTABLISHED event promised.
+    pub fn ep_private_data(&self, ep: EpHandle) -> DatResult<&[u8]> {
+        Ok(&self.ep(ep)?.private_data)
+    }
+
+    /// dat_ep_modify(3DAT).
+    ///
+    /// The PZ changes only in Unconnected or Tentative Connection Pending;
+    /// EVDs and attributes in Unconnected, Reserved, Passive and Tentative
+    /// Connection Pending; receive completion flags only before any
+    /// receive is posted. The QP is rebuilt to the new shape, which the
+    /// transport allows only while no receive is posted on it.
+    pub fn ep_modify(&mut self, h: EpHandle, changes: &EpChanges) -> DatResult<()> {
+        let ep = self.ep(h)?;
+        let ia = self.ia(ep.ia)?;
+        let quiescent = matches!(ep.state, EpState::Unconnected | EpState::TentativeConnectionPending);
+        let before_connect = quiescent
+            || matches!(ep.state, EpState::Reserved | EpState::PassiveConnectionPending);
+        let shaping = changes.recv_evd.is_some()
+            || changes.request_evd.is_some()
+            || changes.connect_evd.is_some()
+            || changes.attr.is_some();
+        if (changes.pz.is_some() && !quiescent) || (shaping && !before_connect) {
+            return Err(DatError::invalid_state(ep.state_subtype()));
+        }
+        if let Some(attr) = changes.attr {
+            attr.check(&ia.attr, 3)?;
+            if attr.recv_completion_flags != ep.attr.recv_completion_flags && ep.recv_outstanding != 0 {
+                return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
+            }
+        }
+        if let Some(pz) = changes.pz {
+            self.pz_of(ep.ia, pz)?;
+        }
+        let rebuild = ep.qp.is_some() && (changes.pz.is_some() || shaping);
+        if rebuild && ep.recv_outstanding != 0 {
+            return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
+        }
+        let pz = changes.pz.unwrap_or(ep.pz);
+        let recv_evd = changes.recv_evd.unwrap_or(ep.recv_evd);
+        let request_evd = changes.request_evd.unwrap_or(ep.request_evd);
+        let connect_evd = changes.connect_evd.unwrap_or(ep.connect_evd);
+        let attr = changes.attr.unwrap_or(ep.attr);
+        let old_streams = ep.streams();
+        let new_streams = Streams::new(recv_evd, request_evd, connect_evd, &attr, ep.srq);
+        let (ia_h, old_pz) = (ep.ia, ep.pz);
+        self.detach(&old_streams);
+        if let Err(e) = self.check_streams(ia_h, &new_streams) {
+            self.attach(&old_streams);
+            return Err(e);
+        }
+        let Some(ep) = self.eps.get_mut(h.0) else { return Err(DatError::of(ErrorType::InternalError)) };
+        let old_qp = if rebuild { ep.qp.take() } else { None };
+        ep.pz = pz;
+        ep.recv_evd = recv_evd;
+        ep.request_evd = request_evd;
+        ep.connect_evd = connect_evd;
+        ep.attr = attr;
+        if let Some(qp) = old_qp {
+            self.backend.qp_destroy(qp);
+        }
+        self.attach(&new_streams);
+        if pz != old_pz {
+            self.pz_release(old_pz);
+            self.pz_hold(pz);
+        }
+        self.qp_build(h)
+    }
+
+    /// dat_ep_connect(3DAT): start connecting to `conn_qual` at `remote`.
+    /// `timeout_us` is `TIMEOUT_INFINITE` or positive.
+    #[allow(clippy::too_many_arguments)]
+    pub fn ep_connect(
+        &mut self,
+        h: EpHandle,
+        remote: &IaAddress,
+        conn_qual: u64,
+        timeout_us: u32,
+        private_data: &[u8],
+        qos: Qos,
+        flags: ConnectFlags,
+    ) -> DatResult<()> {
+        let ep = self.ep(h)?;
+        let ia = &self.ia(ep.ia)?.attr;
+        if timeout_us == 0 {
+            return Err(DatError::invalid_arg(4));
+        }
+        if private_data.len() > ia.max_private_data_size as usize {
+            return Err(DatError::invalid_arg(5));
+        }
+        if !flags.is_valid() {
+            return Err(DatError::invalid_arg(8));
+        }
+        if !qos.is_valid() {
+            return Err(DatError::invalid_arg(7));
+        }
+        // "If the local Provider or Transport does not support the requested
+        // qos, the operation fails and DAT_MODEL_NOT_SUPPORTED is returned
+        // synchronously." No multipath here either.
+        if qos.0 & !ia.qos_supported.0 != 0 || flags.contains(ConnectFlags::MULTIPATH_REQUIRED) {
+            return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
+        // "DAT_INVALID_STATE: Endpoint was not in DAT_EP_STATE_UNCONNECTED".
+        if ep.state != EpState::Unconnected {
+            return Err(DatError::invalid_state(ep.state_subtype()));
+        }
+        let timeout = (timeout_us != crate::evd::TIMEOUT_INFINITE).then_some(u64::from(timeout_us));
+        let Provider { eps, backend, .. } = self;
+        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
+        backend.connect(qp, remote, conn_qual, private_data, timeout)?;
+        ep.state = EpState::ActiveConnectionPending;
+        ep.remote = *remote;
+        ep.remote_conn_qual = conn_qual;
+        ep.remote_port = conn_qual;
+        Ok(())
+    }
+
+    /// dat_ep_dup_connect(3DAT): connect to the same remote end as the
+    /// connected `dup`.
+    pub fn ep_dup_connect(
+        &mut self,
+        h: EpHandle,
+        dup: EpHandle,
+        timeout_us: u32,
+        private_data: &[u8],
+        qos: Qos,
+    ) -> DatResult<()> {
+        self.ep(h)?;
+        let d = self.ep(dup)?;
+        if d.state != EpState::Connected {
+            return Err(DatError::invalid_state(d.state_subtype()));
+        }
+        let (remote, qual) = (d.remote, d.remote_conn_qual);
+        self.ep_connect(h, &remote, qual, timeout_us, private_data, qos, ConnectFlags::DEFAULT)
+    }
+
+    /// dat_ep_disconnect(3DAT).
+    pub fn ep_disconnect(&mut self, h: EpHandle, flags: CloseFlags) -> DatResult<()> {
+        let ep = self.ep(h)?;
+        match (ep.state, flags) {
+            // "Disconnecting an unconnected Disconnected Endpoint is no-op";
+            // graceful in Disconnect Pending "has no effect".
+            (EpState::Disconnected, _) | (EpState::DisconnectPending, CloseFlags::Graceful) => Ok(()),
+            (EpState::Connected, CloseFlags::Graceful) => {
+                let Provider { eps, backend, .. } = self;
+                let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+                ep.state = EpState::DisconnectPending;
+                if let Some(qp) = ep.qp.as_mut() {
+                    backend.disconnect(qp, true);
+                }
+                Ok(())
+            }
+            // Abrupt, or aborting connection establishment: Disconnected at
+            // once, outstanding work flushed, the event reported here.
+            (
+                EpState::Connected
+                | EpState::DisconnectPending
+                | EpState::ActiveConnectionPending
+                | EpState::CompletionPending,
+                _,
+            ) => {
+                self.ep_lost(h, EventNumber::ConnectionDisconnected);
+                Ok(())
+            }
+            // "Disconnecting an Endpoint in DAT_EP_STATE_UNCONNECTED,
+            // DAT_EP_STATE_RESERVED, DAT_EP_STATE_PASSIVE_CONNECTION_PENDING,
+            // and DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING is disallowed."
+            _ => Err(DatError::invalid_state(ep.state_subtype())),
+        }
+    }
+
+    /// dat_ep_reset(3DAT): Disconnected to Unconnected; a no-op when
+    /// Unconnected; `DAT_INVALID_STATE` otherwise. Completions not yet
+    /// dequeued may be lost, as the page allows.
+    pub fn ep_reset(&mut self, h: EpHandle) -> DatResult<()> {
+        let Provider { eps, backend, .. } = self;
+        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        match ep.state {
+            EpState::Unconnected => Ok(()),
+            EpState::Disconnected => {
+                if let Some(qp) = ep.qp.as_mut() {
+                    backend.qp_reset(qp)?;
+                }
+                ep.state = EpState::Unconnected;
+                ep.private_data.clear();
+                ep.remote = IaAddress::default();
+                ep.remote_port = 0;
+                ep.request_outstanding = 0;
+                ep.recv_outstanding = 0;
+                Ok(())
+            }
+            _ => Err(DatError::invalid_state(ep.state_subtype())),
+        }
+    }
+
+    /// dat_ep_get_status(3DAT): the state, and whether the receive and
+    /// request sides are idle.
+    pub fn ep_get_status(&self, h: EpHandle) -> DatResult<(EpState, bool, bool)> {
+        let ep = self.ep(h)?;
+        Ok((ep.state, ep.recv_outstanding == 0, ep.request_outstanding == 0))
+    }
+
+    /// dat_ep_recv_query(3DAT): `(nbufs_allocated, bufs_alloc_span)`. An EP
+    /// with its own receive queue has every posted buffer allocated, and
+    /// can complete each; for an SRQ EP the transport does not say which
+    /// buffers it holds, so both are `DAT_VALUE_UNKNOWN`.
+    pub fn ep_recv_query(&self, h: EpHandle) -> DatResult<(u32, u32)> {
+        let ep = self.ep(h)?;
+        if ep.srq.is_null() {
+            Ok((ep.recv_outstanding, ep.recv_outstanding))
+        } else {
+            Ok((VALUE_UNKNOWN, VALUE_UNKNOWN))
+        }
+    }
+
+    /// dat_ep_set_watermark(3DAT): `DAT_MODEL_NOT_SUPPORTED` — the
+    /// transports udat drives do not report the receive buffers an EP
+    /// holds, so no watermark can be watched (`srq_watermarks_supported`
+    /// is 0).
+    pub fn ep_set_watermark(&self, h: EpHandle, _soft: u32, _hard: u32) -> DatResult<()> {
+        self.ep(h)?;
+        Err(DatError::of(ErrorType::ModelNotSupported))
+    }
+}
+

@@ -1,0 +1,701 @@
+//! DAT return codes: `DAT_RETURN` of `<dat2/dat_error.h>`, bit for bit.
+//!
+//! A `DAT_RETURN` is `class (bits 31–30) | type (29–16) | subtype (15–0)`.
+//! Errors carry `DAT_CLASS_ERROR`; success is `0`. [`DatError::to_raw`] gives
+//! the value a C consumer sees, so the C ABI maps errors 1:1.
+
+use core::fmt;
+
+/// `DAT_CLASS_ERROR`: set on every error return.
+pub const CLASS_ERROR: u32 = 0x8000_0000;
+/// `DAT_TYPE_MASK`.
+pub const TYPE_MASK: u32 = 0x3fff_0000;
+/// `DAT_SUBTYPE_MASK`.
+pub const SUBTYPE_MASK: u32 = 0x0000_ffff;
+/// `DAT_SUCCESS`.
+pub const SUCCESS: u32 = 0;
+
+/// `DAT_RETURN_TYPE`: the major kind of an error (the `DAT_GET_TYPE` bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum ErrorType {
+    #[doc(alias = "DAT_ABORT")]
+    Abort = 0x0001_0000,
+    #[doc(alias = "DAT_CONN_QUAL_IN_USE")]
+    ConnQualInUse = 0x0002_0000,
+    #[doc(alias = "DAT_INSUFFICIENT_RESOURCES")]
+    InsufficientResources = 0x0003_0000,
+    #[doc(alias = "DAT_INTERNAL_ERROR")]
+    InternalError = 0x0004_0000,
+    #[doc(alias = "DAT_INVALID_HANDLE")]
+    InvalidHandle = 0x0005_0000,
+    #[doc(alias = "DAT_INVALID_PARAMETER")]
+    InvalidParameter = 0x0006_0000,
+    #[doc(alias = "DAT_INVALID_STATE")]
+    InvalidState = 0x0007_0000,
+    #[doc(alias = "DAT_LENGTH_ERROR")]
+    LengthError = 0x0008_0000,
+    #[doc(alias = "DAT_MODEL_NOT_SUPPORTED")]
+    ModelNotSupported = 0x0009_0000,
+    #[doc(alias = "DAT_PROVIDER_NOT_FOUND")]
+    ProviderNotFound = 0x000a_0000,
+    #[doc(alias = "DAT_PRIVILEGES_VIOLATION")]
+    PrivilegesViolation = 0x000b_0000,
+    #[doc(alias = "DAT_PROTECTION_VIOLATION")]
+    ProtectionViolation = 0x000c_0000,
+    #[doc(alias = "DAT_QUEUE_EMPTY")]
+    QueueEmpty = 0x000d_0000,
+    #[doc(alias = "DAT_QUEUE_FULL")]
+    QueueFull = 0x000e_0000,
+    #[doc(alias = "DAT_TIMEOUT_EXPIRED")]
+    TimeoutExpired = 0x000f_0000,
+    #[doc(alias = "DAT_PROVIDER_ALREADY_REGISTERED")]
+    ProviderAlreadyRegistered = 0x0010_0000,
+    #[doc(alias = "DAT_PROVIDER_IN_USE")]
+    ProviderInUse = 0x0011_0000,
+    #[doc(alias = "DAT_INVALID_ADDRESS")]
+    InvalidAddress = 0x0012_0000,
+    #[doc(alias = "DAT_INTERRUPTED_CALL")]
+    InterruptedCall = 0x0013_0000,
+    #[doc(alias = "DAT_CONN_QUAL_UNAVAILABLE")]
+    ConnQualUnavailable = 0x0014_0000,
+    #[doc(alias = "DAT_RESERVED_LMR")]
+    ReservedLmr = 0x0015_0000,
+    #[doc(alias = "DAT_PORT_IN_USE")]
+    PortInUse = 0x0016_0000,
+    #[doc(alias = "DAT_COMM_NOT_SUPPORTED")]
+    CommNotSupported = 0x0017_0000,
+    #[doc(alias = "DAT_NOT_IMPLEMENTED")]
+    NotImplemented = 0x3fff_0000,
+}
+
+impl ErrorType {
+    const ALL: [ErrorType; 24] = [
+        ErrorType::Abort,
+        ErrorType::ConnQualInUse,
+        ErrorType::InsufficientResources,
+        ErrorType::InternalError,
+        ErrorType::InvalidHandle,
+        ErrorType::InvalidParameter,
+        ErrorType::InvalidState,
+        ErrorType::LengthError,
+        ErrorType::ModelNotSupported,
+        ErrorType::ProviderNotFound,
+        ErrorType::PrivilegesViolation,
+        ErrorType::ProtectionViolation,
+        ErrorType::QueueEmpty,
+        ErrorType::QueueFull,
+        ErrorType::TimeoutExpired,
+        ErrorType::ProviderAlreadyRegistered,
+        ErrorType::ProviderInUse,
+        ErrorType::InvalidAddress,
+        ErrorType::InterruptedCall,
+        ErrorType::ConnQualUnavailable,
+        ErrorType::ReservedLmr,
+        ErrorType::PortInUse,
+        ErrorType::CommNotSupported,
+        ErrorType::NotImplemented,
+    ];
+
+    /// The type whose bits these are (`DAT_GET_TYPE(raw)`), if the header defines it.
+    pub fn from_raw(raw: u32) -> Option<ErrorType> {
+        let bits = raw & TYPE_MASK;
+        Self::ALL.iter().copied().find(|t| *t as u32 == bits)
+    }
+
+    /// The C name (what `dat_strerror` gives as the major message).
+    pub const fn name(self) -> &'static str {
+        match self {
+            ErrorType::Abort => "DAT_ABORT",
+            ErrorType::ConnQualInUse => "DAT_CONN_QUAL_IN_USE",
+            ErrorType::InsufficientResources => "DAT_INSUFFICIENT_RESOURCES",
+            ErrorType::InternalError => "DAT_INTERNAL_ERROR",
+            ErrorType::InvalidHandle => "DAT_INVALID_HANDLE",
+            ErrorType::InvalidParameter => "DAT_INVALID_PARAMETER",
+            ErrorType::InvalidState => "DAT_INVALID_STATE",
+            ErrorType::LengthError => "DAT_LENGTH_ERROR",
+            ErrorType::ModelNotSupported => "DAT_MODEL_NOT_SUPPORTED",
+            ErrorType::ProviderNotFound => "DAT_PROVIDER_NOT_FOUND",
+            ErrorType::PrivilegesViolation => "DAT_PRIVILEGES_VIOLATION",
+            ErrorType::ProtectionViolation => "DAT_PROTECTION_VIOLATION",
+            ErrorType::QueueEmpty => "DAT_QUEUE_EMPTY",
+            ErrorType::QueueFull => "DAT_QUEUE_FULL",
+            ErrorType::TimeoutExpired => "DAT_TIMEOUT_EXPIRED",
+            ErrorType::ProviderAlreadyRegistered => "DAT_PROVIDER_ALREADY_REGISTERED",
+            ErrorType::ProviderInUse => "DAT_PROVIDER_IN_USE",
+            ErrorType::InvalidAddress => "DAT_INVALID_ADDRESS",
+            ErrorType::InterruptedCall => "DAT_INTERRUPTED_CALL",
+            ErrorType::ConnQualUnavailable => "DAT_CONN_QUAL_UNAVAILABLE",
+            ErrorType::ReservedLmr => "DAT_RESERVED_LMR",
+            ErrorType::PortInUse => "DAT_PORT_IN_USE",
+            ErrorType::CommNotSupported => "DAT_COMM_NOT_SUPPORTED",
+            ErrorType::NotImplemented => "DAT_NOT_IMPLEMENTED",
+        }
+    }
+}
+
+/// `DAT_RETURN_SUBTYPE` of `<dat2/dat_error.h>`, in the header's order (the
+/// values are the C enum's implicit ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u16)]
+pub enum Subtype {
+    #[doc(alias = "DAT_NO_SUBTYPE")]
+    NoSubtype = 0,
+    #[doc(alias = "DAT_SUB_INTERRUPTED")]
+    SubInterrupted = 1,
+    #[doc(alias = "DAT_RESOURCE_MEMORY")]
+    ResourceMemory = 2,
+    #[doc(alias = "DAT_RESOURCE_DEVICE")]
+    ResourceDevice = 3,
+    #[doc(alias = "DAT_RESOURCE_TEP")]
+    ResourceTep = 4,
+    #[doc(alias = "DAT_RESOURCE_TEVD")]
+    ResourceTevd = 5,
+    #[doc(alias = "DAT_RESOURCE_PROTECTION_DOMAIN")]
+    ResourceProtectionDomain = 6,
+    #[doc(alias = "DAT_RESOURCE_MEMORY_REGION")]
+    ResourceMemoryRegion = 7,
+    #[doc(alias = "DAT_RESOURCE_ERROR_HANDLER")]
+    ResourceErrorHandler = 8,
+    #[doc(alias = "DAT_RESOURCE_CREDITS")]
+    ResourceCredits = 9,
+    #[doc(alias = "DAT_RESOURCE_SRQ")]
+    ResourceSrq = 10,
+    #[doc(alias = "DAT_INVALID_HANDLE_IA")]
+    InvalidHandleIa = 11,
+    #[doc(alias = "DAT_INVALID_HANDLE_EP")]
+    InvalidHandleEp = 12,
+    #[doc(alias = "DAT_INVALID_HANDLE_LMR")]
+    InvalidHandleLmr = 13,
+    #[doc(alias = "DAT_INVALID_HANDLE_RMR")]
+    InvalidHandleRmr = 14,
+    #[doc(alias = "DAT_INVALID_HANDLE_PZ")]
+    InvalidHandlePz = 15,
+    #[doc(alias = "DAT_INVALID_HANDLE_PSP")]
+    InvalidHandlePsp = 16,
+    #[doc(alias = "DAT_INVALID_HANDLE_RSP")]
+    InvalidHandleRsp = 17,
+    #[doc(alias = "DAT_INVALID_HANDLE_CR")]
+    InvalidHandleCr = 18,
+    #[doc(alias = "DAT_INVALID_HANDLE_CNO")]
+    InvalidHandleCno = 19,
+    #[doc(alias = "DAT_INVALID_HANDLE_EVD_CR")]
+    InvalidHandleEvdCr = 20,
+    #[doc(alias = "DAT_INVALID_HANDLE_EVD_REQUEST")]
+    InvalidHandleEvdRequest = 21,
+    #[doc(alias = "DAT_INVALID_HANDLE_EVD_RECV")]
+    InvalidHandleEvdRecv = 22,
+    #[doc(alias = "DAT_INVALID_HANDLE_EVD_CONN")]
+    InvalidHandleEvdConn = 23,
+    #[doc(alias = "DAT_INVALID_HANDLE_EVD_ASYNC")]
+    InvalidHandleEvdAsync = 24,
+    #[doc(alias = "DAT_INVALID_HANDLE_SRQ")]
+    InvalidHandleSrq = 25,
+    #[doc(alias = "DAT_INVALID_HANDLE_CSP")]
+    InvalidHandleCsp = 26,
+    #[doc(alias = "DAT_INVALID_HANDLE1")]
+    InvalidHandle1 = 27,
+    #[doc(alias = "DAT_INVALID_HANDLE2")]
+    InvalidHandle2 = 28,
+    #[doc(alias = "DAT_INVALID_HANDLE3")]
+    InvalidHandle3 = 29,
+    #[doc(alias = "DAT_INVALID_HANDLE4")]
+    InvalidHandle4 = 30,
+    #[doc(alias = "DAT_INVALID_HANDLE5")]
+    InvalidHandle5 = 31,
+    #[doc(alias = "DAT_INVALID_HANDLE6")]
+    InvalidHandle6 = 32,
+    #[doc(alias = "DAT_INVALID_HANDLE7")]
+    InvalidHandle7 = 33,
+    #[doc(alias = "DAT_INVALID_HANDLE8")]
+    InvalidHandle8 = 34,
+    #[doc(alias = "DAT_INVALID_HANDLE9")]
+    InvalidHandle9 = 35,
+    #[doc(alias = "DAT_INVALID_HANDLE10")]
+    InvalidHandle10 = 36,
+    #[doc(alias = "DAT_INVALID_ARG1")]
+    InvalidArg1 = 37,
+    #[doc(alias = "DAT_INVALID_ARG2")]
+    InvalidArg2 = 38,
+    #[doc(alias = "DAT_INVALID_ARG3")]
+    InvalidArg3 = 39,
+    #[doc(alias = "DAT_INVALID_ARG4")]
+    InvalidArg4 = 40,
+    #[doc(alias = "DAT_INVALID_ARG5")]
+    InvalidArg5 = 41,
+    #[doc(alias = "DAT_INVALID_ARG6")]
+    InvalidArg6 = 42,
+    #[doc(alias = "DAT_INVALID_ARG7")]
+    InvalidArg7 = 43,
+    #[doc(alias = "DAT_INVALID_ARG8")]
+    InvalidArg8 = 44,
+    #[doc(alias = "DAT_INVALID_ARG9")]
+    InvalidArg9 = 45,
+    #[doc(alias = "DAT_INVALID_ARG10")]
+    InvalidArg10 = 46,
+    #[doc(alias = "DAT_INVALID_STATE_EP_UNCONNECTED")]
+    InvalidStateEpUnconnected = 47,
+    #[doc(alias = "DAT_INVALID_STATE_EP_ACTCONNPENDING")]
+    InvalidStateEpActconnpending = 48,
+    #[doc(alias = "DAT_INVALID_STATE_EP_PASSCONNPENDING")]
+    InvalidStateEpPassconnpending = 49,
+    #[doc(alias = "DAT_INVALID_STATE_EP_TENTCONNPENDING")]
+    InvalidStateEpTentconnpending = 50,
+    #[doc(alias = "DAT_INVALID_STATE_EP_CONNECTED")]
+    InvalidStateEpConnected = 51,
+    #[doc(alias = "DAT_INVALID_STATE_EP_DISCONNECTED")]
+    InvalidStateEpDisconnected = 52,
+    #[doc(alias = "DAT_INVALID_STATE_EP_RESERVED")]
+    InvalidStateEpReserved = 53,
+    #[doc(alias = "DAT_INVALID_STATE_EP_COMPLPENDING")]
+    InvalidStateEpComplpending = 54,
+    #[doc(alias = "DAT_INVALID_STATE_EP_DISCPENDING")]
+    InvalidStateEpDiscpending = 55,
+    #[doc(alias = "DAT_INVALID_STATE_EP_PROVIDERCONTROL")]
+    InvalidStateEpProvidercontrol = 56,
+    #[doc(alias = "DAT_INVALID_STATE_EP_NOTREADY")]
+    InvalidStateEpNotready = 57,
+    #[doc(alias = "DAT_INVALID_STATE_EP_RECV_WATERMARK")]
+    InvalidStateEpRecvWatermark = 58,
+    #[doc(alias = "DAT_INVALID_STATE_EP_PZ")]
+    InvalidStateEpPz = 59,
+    #[doc(alias = "DAT_INVALID_STATE_EP_EVD_REQUEST")]
+    InvalidStateEpEvdRequest = 60,
+    #[doc(alias = "DAT_INVALID_STATE_EP_EVD_RECV")]
+    InvalidStateEpEvdRecv = 61,
+    #[doc(alias = "DAT_INVALID_STATE_EP_EVD_CONNECT")]
+    InvalidStateEpEvdConnect = 62,
+    #[doc(alias = "DAT_INVALID_STATE_EP_UNCONFIGURED")]
+    InvalidStateEpUnconfigured = 63,
+    #[doc(alias = "DAT_INVALID_STATE_EP_UNCONFRESERVED")]
+    InvalidStateEpUnconfreserved = 64,
+    #[doc(alias = "DAT_INVALID_STATE_EP_UNCONFPASSIVE")]
+    InvalidStateEpUnconfpassive = 65,
+    #[doc(alias = "DAT_INVALID_STATE_EP_UNCONFTENTATIVE")]
+    InvalidStateEpUnconftentative = 66,
+    #[doc(alias = "DAT_INVALID_STATE_CNO_IN_USE")]
+    InvalidStateCnoInUse = 67,
+    #[doc(alias = "DAT_INVALID_STATE_CNO_DEAD")]
+    InvalidStateCnoDead = 68,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_OPEN")]
+    InvalidStateEvdOpen = 69,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_ENABLED")]
+    InvalidStateEvdEnabled = 70,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_DISABLED")]
+    InvalidStateEvdDisabled = 71,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_WAITABLE")]
+    InvalidStateEvdWaitable = 72,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_UNWAITABLE")]
+    InvalidStateEvdUnwaitable = 73,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_IN_USE")]
+    InvalidStateEvdInUse = 74,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_CONFIG_NOTIFY")]
+    InvalidStateEvdConfigNotify = 75,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_CONFIG_SOLICITED")]
+    InvalidStateEvdConfigSolicited = 76,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_CONFIG_THRESHOLD")]
+    InvalidStateEvdConfigThreshold = 77,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_WAITER")]
+    InvalidStateEvdWaiter = 78,
+    #[doc(alias = "DAT_INVALID_STATE_EVD_ASYNC")]
+    InvalidStateEvdAsync = 79,
+    #[doc(alias = "DAT_INVALID_STATE_IA_IN_USE")]
+    InvalidStateIaInUse = 80,
+    #[doc(alias = "DAT_INVALID_STATE_LMR_IN_USE")]
+    InvalidStateLmrInUse = 81,
+    #[doc(alias = "DAT_INVALID_STATE_LMR_FREE")]
+    InvalidStateLmrFree = 82,
+    #[doc(alias = "DAT_INVALID_STATE_PZ_IN_USE")]
+    InvalidStatePzInUse = 83,
+    #[doc(alias = "DAT_INVALID_STATE_PZ_FREE")]
+    InvalidStatePzFree = 84,
+    #[doc(alias = "DAT_INVALID_STATE_SRQ_OPERATIONAL")]
+    InvalidStateSrqOperational = 85,
+    #[doc(alias = "DAT_INVALID_STATE_SRQ_ERROR")]
+    InvalidStateSrqError = 86,
+    #[doc(alias = "DAT_INVALID_STATE_SRQ_IN_USE")]
+    InvalidStateSrqInUse = 87,
+    #[doc(alias = "DAT_INVALID_STATE_SRQ_SHUTDOWN")]
+    InvalidStateSrqShutdown = 88,
+    #[doc(alias = "DAT_PRIVILEGES_READ")]
+    PrivilegesRead = 89,
+    #[doc(alias = "DAT_PRIVILEGES_WRITE")]
+    PrivilegesWrite = 90,
+    #[doc(alias = "DAT_PRIVILEGES_RDMA_READ")]
+    PrivilegesRdmaRead = 91,
+    #[doc(alias = "DAT_PRIVILEGES_RDMA_WRITE")]
+    PrivilegesRdmaWrite = 92,
+    #[doc(alias = "DAT_PROTECTION_READ")]
+    ProtectionRead = 93,
+    #[doc(alias = "DAT_PROTECTION_WRITE")]
+    ProtectionWrite = 94,
+    #[doc(alias = "DAT_PROTECTION_RDMA_READ")]
+    ProtectionRdmaRead = 95,
+    #[doc(alias = "DAT_PROTECTION_RDMA_WRITE")]
+    ProtectionRdmaWrite = 96,
+    #[doc(alias = "DAT_INVALID_ADDRESS_UNSUPPORTED")]
+    InvalidAddressUnsupported = 97,
+    #[doc(alias = "DAT_INVALID_ADDRESS_UNREACHABLE")]
+    InvalidAddressUnreachable = 98,
+    #[doc(alias = "DAT_INVALID_ADDRESS_MALFORMED")]
+    InvalidAddressMalformed = 99,
+    #[doc(alias = "DAT_NAME_NOT_REGISTERED")]
+    NameNotRegistered = 100,
+    #[doc(alias = "DAT_MAJOR_NOT_FOUND")]
+    MajorNotFound = 101,
+    #[doc(alias = "DAT_MINOR_NOT_FOUND")]
+    MinorNotFound = 102,
+    #[doc(alias = "DAT_THREAD_SAFETY_NOT_FOUND")]
+    ThreadSafetyNotFound = 103,
+}
+
+impl Subtype {
+    const ALL: [Subtype; 104] = [
+        Subtype::NoSubtype,
+        Subtype::SubInterrupted,
+        Subtype::ResourceMemory,
+        Subtype::ResourceDevice,
+        Subtype::ResourceTep,
+        Subtype::ResourceTevd,
+        Subtype::ResourceProtectionDomain,
+        Subtype::ResourceMemoryRegion,
+        Subtype::ResourceErrorHandler,
+        Subtype::ResourceCredits,
+        Subtype::ResourceSrq,
+        Subtype::InvalidHandleIa,
+        Subtype::InvalidHandleEp,
+        Subtype::InvalidHandleLmr,
+        Subtype::InvalidHandleRmr,
+        Subtype::InvalidHandlePz,
+        Subtype::InvalidHandlePsp,
+        Subtype::InvalidHandleRsp,
+        Subtype::InvalidHandleCr,
+        Subtype::InvalidHandleCno,
+        Subtype::InvalidHandleEvdCr,
+        Subtype::InvalidHandleEvdRequest,
+        Subtype::InvalidHandleEvdRecv,
+        Subtype::InvalidHandleEvdConn,
+        Subtype::InvalidHandleEvdAsync,
+        Subtype::InvalidHandleSrq,
+        Subtype::InvalidHandleCsp,
+        Subtype::InvalidHandle1,
+        Subtype::InvalidHandle2,
+        Subtype::InvalidHandle3,
+        Subtype::InvalidHandle4,
+        Subtype::InvalidHandle5,
+        Subtype::InvalidHandle6,
+        Subtype::InvalidHandle7,
+        Subtype::InvalidHandle8,
+        Subtype::InvalidHandle9,
+        Subtype::InvalidHandle10,
+        Subtype::InvalidArg1,
+        Subtype::InvalidArg2,
+        Subtype::InvalidArg3,
+        Subtype::InvalidArg4,
+        Subtype::InvalidArg5,
+        Subtype::InvalidArg6,
+        Subtype::InvalidArg7,
+        Subtype::InvalidArg8,
+        Subtype::InvalidArg9,
+        Subtype::InvalidArg10,
+        Subtype::InvalidStateEpUnconnected,
+        Subtype::InvalidStateEpActconnpending,
+        Subtype::InvalidStateEpPassconnpending,
+        Subtype::InvalidStateEpTentconnpending,
+        Subtype::InvalidStateEpConnected,
+        Subtype::InvalidStateEpDisconnected,
+        Subtype::InvalidStateEpReserved,
+        Subtype::InvalidStateEpComplpending,
+        Subtype::InvalidStateEpDiscpending,
+        Subtype::InvalidStateEpProvidercontrol,
+        Subtype::InvalidStateEpNotready,
+        Subtype::InvalidStateEpRecvWatermark,
+        Subtype::InvalidStateEpPz,
+        Subtype::InvalidStateEpEvdRequest,
+        Subtype::InvalidStateEpEvdRecv,
+        Subtype::InvalidStateEpEvdConnect,
+        Subtype::InvalidStateEpUnconfigured,
+        Subtype::InvalidStateEpUnconfreserved,
+        Subtype::InvalidStateEpUnconfpassive,
+        Subtype::InvalidStateEpUnconftentative,
+        Subtype::InvalidStateCnoInUse,
+        Subtype::InvalidStateCnoDead,
+        Subtype::InvalidStateEvdOpen,
+        Subtype::InvalidStateEvdEnabled,
+        Subtype::InvalidStateEvdDisabled,
+        Subtype::InvalidStateEvdWaitable,
+        Subtype::InvalidStateEvdUnwaitable,
+        Subtype::InvalidStateEvdInUse,
+        Subtype::InvalidStateEvdConfigNotify,
+        Subtype::InvalidStateEvdConfigSolicited,
+        Subtype::InvalidStateEvdConfigThreshold,
+        Subtype::InvalidStateEvdWaiter,
+        Subtype::InvalidStateEvdAsync,
+        Subtype::InvalidStateIaInUse,
+        Subtype::InvalidStateLmrInUse,
+        Subtype::InvalidStateLmrFree,
+        Subtype::InvalidStatePzInUse,
+        Subtype::InvalidStatePzFree,
+        Subtype::InvalidStateSrqOperational,
+        Subtype::InvalidStateSrqError,
+        Subtype::InvalidStateSrqInUse,
+        Subtype::InvalidStateSrqShutdown,
+        Subtype::PrivilegesRead,
+        Subtype::PrivilegesWrite,
+        Subtype::PrivilegesRdmaRead,
+        Subtype::PrivilegesRdmaWrite,
+        Subtype::ProtectionRead,
+        Subtype::ProtectionWrite,
+        Subtype::ProtectionRdmaRead,
+        Subtype::ProtectionRdmaWrite,
+        Subtype::InvalidAddressUnsupported,
+        Subtype::InvalidAddressUnreachable,
+        Subtype::InvalidAddressMalformed,
+        Subtype::NameNotRegistered,
+        Subtype::MajorNotFound,
+        Subtype::MinorNotFound,
+        Subtype::ThreadSafetyNotFound,
+    ];
+
+    /// The subtype with this numeric value, if the header defines one.
+    pub fn from_raw(raw: u16) -> Option<Subtype> {
+        Self::ALL.get(usize::from(raw)).copied()
+    }
+
+    /// The C name of the subtype (what `dat_strerror` gives as the minor message).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Subtype::NoSubtype => "DAT_NO_SUBTYPE",
+            Subtype::SubInterrupted => "DAT_SUB_INTERRUPTED",
+            Subtype::ResourceMemory => "DAT_RESOURCE_MEMORY",
+            Subtype::ResourceDevice => "DAT_RESOURCE_DEVICE",
+            Subtype::ResourceTep => "DAT_RESOURCE_TEP",
+            Subtype::ResourceTevd => "DAT_RESOURCE_TEVD",
+            Subtype::ResourceProtectionDomain => "DAT_RESOURCE_PROTECTION_DOMAIN",
+            Subtype::ResourceMemoryRegion => "DAT_RESOURCE_MEMORY_REGION",
+            Subtype::ResourceErrorHandler => "DAT_RESOURCE_ERROR_HANDLER",
+            Subtype::ResourceCredits => "DAT_RESOURCE_CREDITS",
+            Subtype::ResourceSrq => "DAT_RESOURCE_SRQ",
+            Subtype::InvalidHandleIa => "DAT_INVALID_HANDLE_IA",
+            Subtype::InvalidHandleEp => "DAT_INVALID_HANDLE_EP",
+            Subtype::InvalidHandleLmr => "DAT_INVALID_HANDLE_LMR",
+            Subtype::InvalidHandleRmr => "DAT_INVALID_HANDLE_RMR",
+            Subtype::InvalidHandlePz => "DAT_INVALID_HANDLE_PZ",
+            Subtype::InvalidHandlePsp => "DAT_INVALID_HANDLE_PSP",
+            Subtype::InvalidHandleRsp => "DAT_INVALID_HANDLE_RSP",
+            Subtype::InvalidHandleCr => "DAT_INVALID_HANDLE_CR",
+            Subtype::InvalidHandleCno => "DAT_INVALID_HANDLE_CNO",
+            Subtype::InvalidHandleEvdCr => "DAT_INVALID_HANDLE_EVD_CR",
+            Subtype::InvalidHandleEvdRequest => "DAT_INVALID_HANDLE_EVD_REQUEST",
+            Subtype::InvalidHandleEvdRecv => "DAT_INVALID_HANDLE_EVD_RECV",
+            Subtype::InvalidHandleEvdConn => "DAT_INVALID_HANDLE_EVD_CONN",
+            Subtype::InvalidHandleEvdAsync => "DAT_INVALID_HANDLE_EVD_ASYNC",
+            Subtype::InvalidHandleSrq => "DAT_INVALID_HANDLE_SRQ",
+            Subtype::InvalidHandleCsp => "DAT_INVALID_HANDLE_CSP",
+            Subtype::InvalidHandle1 => "DAT_INVALID_HANDLE1",
+            Subtype::InvalidHandle2 => "DAT_INVALID_HANDLE2",
+            Subtype::InvalidHandle3 => "DAT_INVALID_HANDLE3",
+            Subtype::InvalidHandle4 => "DAT_INVALID_HANDLE4",
+            Subtype::InvalidHandle5 => "DAT_INVALID_HANDLE5",
+            Subtype::InvalidHandle6 => "DAT_INVALID_HANDLE6",
+            Subtype::InvalidHandle7 => "DAT_INVALID_HANDLE7",
+            Subtype::InvalidHandle8 => "DAT_INVALID_HANDLE8",
+            Subtype::InvalidHandle9 => "DAT_INVALID_HANDLE9",
+            Subtype::InvalidHandle10 => "DAT_INVALID_HANDLE10",
+            Subtype::InvalidArg1 => "DAT_INVALID_ARG1",
+            Subtype::InvalidArg2 => "DAT_INVALID_ARG2",
+            Subtype::InvalidArg3 => "DAT_INVALID_ARG3",
+            Subtype::InvalidArg4 => "DAT_INVALID_ARG4",
+            Subtype::InvalidArg5 => "DAT_INVALID_ARG5",
+            Subtype::InvalidArg6 => "DAT_INVALID_ARG6",
+            Subtype::InvalidArg7 => "DAT_INVALID_ARG7",
+            Subtype::InvalidArg8 => "DAT_INVALID_ARG8",
+            Subtype::InvalidArg9 => "DAT_INVALID_ARG9",
+            Subtype::InvalidArg10 => "DAT_INVALID_ARG10",
+            Subtype::InvalidStateEpUnconnected => "DAT_INVALID_STATE_EP_UNCONNECTED",
+            Subtype::InvalidStateEpActconnpending => "DAT_INVALID_STATE_EP_ACTCONNPENDING",
+            Subtype::InvalidStateEpPassconnpending => "DAT_INVALID_STATE_EP_PASSCONNPENDING",
+            Subtype::InvalidStateEpTentconnpending => "DAT_INVALID_STATE_EP_TENTCONNPENDING",
+            Subtype::InvalidStateEpConnected => "DAT_INVALID_STATE_EP_CONNECTED",
+            Subtype::InvalidStateEpDisconnected => "DAT_INVALID_STATE_EP_DISCONNECTED",
+            Subtype::InvalidStateEpReserved => "DAT_INVALID_STATE_EP_RESERVED",
+            Subtype::InvalidStateEpComplpending => "DAT_INVALID_STATE_EP_COMPLPENDING",
+            Subtype::InvalidStateEpDiscpending => "DAT_INVALID_STATE_EP_DISCPENDING",
+            Subtype::InvalidStateEpProvidercontrol => "DAT_INVALID_STATE_EP_PROVIDERCONTROL",
+            Subtype::InvalidStateEpNotready => "DAT_INVALID_STATE_EP_NOTREADY",
+            Subtype::InvalidStateEpRecvWatermark => "DAT_INVALID_STATE_EP_RECV_WATERMARK",
+            Subtype::InvalidStateEpPz => "DAT_INVALID_STATE_EP_PZ",
+            Subtype::InvalidStateEpEvdRequest => "DAT_INVALID_STATE_EP_EVD_REQUEST",
+            Subtype::InvalidStateEpEvdRecv => "DAT_INVALID_STATE_EP_EVD_RECV",
+            Subtype::InvalidStateEpEvdConnect => "DAT_INVALID_STATE_EP_EVD_CONNECT",
+            Subtype::InvalidStateEpUnconfigured => "DAT_INVALID_STATE_EP_UNCONFIGURED",
+            Subtype::InvalidStateEpUnconfreserved => "DAT_INVALID_STATE_EP_UNCONFRESERVED",
+            Subtype::InvalidStateEpUnconfpassive => "DAT_INVALID_STATE_EP_UNCONFPASSIVE",
+            Subtype::InvalidStateEpUnconftentative => "DAT_INVALID_STATE_EP_UNCONFTENTATIVE",
+            Subtype::InvalidStateCnoInUse => "DAT_INVALID_STATE_CNO_IN_USE",
+            Subtype::InvalidStateCnoDead => "DAT_INVALID_STATE_CNO_DEAD",
+            Subtype::InvalidStateEvdOpen => "DAT_INVALID_STATE_EVD_OPEN",
+            Subtype::InvalidStateEvdEnabled => "DAT_INVALID_STATE_EVD_ENABLED",
+            Subtype::InvalidStateEvdDisabled => "DAT_INVALID_STATE_EVD_DISABLED",
+            Subtype::InvalidStateEvdWaitable => "DAT_INVALID_STATE_EVD_WAITABLE",
+            Subtype::InvalidStateEvdUnwaitable => "DAT_INVALID_STATE_EVD_UNWAITABLE",
+            Subtype::InvalidStateEvdInUse => "DAT_INVALID_STATE_EVD_IN_USE",
+            Subtype::InvalidStateEvdConfigNotify => "DAT_INVALID_STATE_EVD_CONFIG_NOTIFY",
+            Subtype::InvalidStateEvdConfigSolicited => "DAT_INVALID_STATE_EVD_CONFIG_SOLICITED",
+            Subtype::InvalidStateEvdConfigThreshold => "DAT_INVALID_STATE_EVD_CONFIG_THRESHOLD",
+            Subtype::InvalidStateEvdWaiter => "DAT_INVALID_STATE_EVD_WAITER",
+            Subtype::InvalidStateEvdAsync => "DAT_INVALID_STATE_EVD_ASYNC",
+            Subtype::InvalidStateIaInUse => "DAT_INVALID_STATE_IA_IN_USE",
+            Subtype::InvalidStateLmrInUse => "DAT_INVALID_STATE_LMR_IN_USE",
+            Subtype::InvalidStateLmrFree => "DAT_INVALID_STATE_LMR_FREE",
+            Subtype::InvalidStatePzInUse => "DAT_INVALID_STATE_PZ_IN_USE",
+            Subtype::InvalidStatePzFree => "DAT_INVALID_STATE_PZ_FREE",
+            Subtype::InvalidStateSrqOperational => "DAT_INVALID_STATE_SRQ_OPERATIONAL",
+            Subtype::InvalidStateSrqError => "DAT_INVALID_STATE_SRQ_ERROR",
+            Subtype::InvalidStateSrqInUse => "DAT_INVALID_STATE_SRQ_IN_USE",
+            Subtype::InvalidStateSrqShutdown => "DAT_INVALID_STATE_SRQ_SHUTDOWN",
+            Subtype::PrivilegesRead => "DAT_PRIVILEGES_READ",
+            Subtype::PrivilegesWrite => "DAT_PRIVILEGES_WRITE",
+            Subtype::PrivilegesRdmaRead => "DAT_PRIVILEGES_RDMA_READ",
+            Subtype::PrivilegesRdmaWrite => "DAT_PRIVILEGES_RDMA_WRITE",
+            Subtype::ProtectionRead => "DAT_PROTECTION_READ",
+            Subtype::ProtectionWrite => "DAT_PROTECTION_WRITE",
+            Subtype::ProtectionRdmaRead => "DAT_PROTECTION_RDMA_READ",
+            Subtype::ProtectionRdmaWrite => "DAT_PROTECTION_RDMA_WRITE",
+            Subtype::InvalidAddressUnsupported => "DAT_INVALID_ADDRESS_UNSUPPORTED",
+            Subtype::InvalidAddressUnreachable => "DAT_INVALID_ADDRESS_UNREACHABLE",
+            Subtype::InvalidAddressMalformed => "DAT_INVALID_ADDRESS_MALFORMED",
+            Subtype::NameNotRegistered => "DAT_NAME_NOT_REGISTERED",
+            Subtype::MajorNotFound => "DAT_MAJOR_NOT_FOUND",
+            Subtype::MinorNotFound => "DAT_MINOR_NOT_FOUND",
+            Subtype::ThreadSafetyNotFound => "DAT_THREAD_SAFETY_NOT_FOUND",
+        }
+    }
+}
+
+/// A DAT error: its type and subtype. Small, `Copy`, no strings.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[must_use]
+pub struct DatError {
+    ty: ErrorType,
+    subtype: Subtype,
+}
+
+/// The result of every fallible DAT call.
+pub type DatResult<T> = Result<T, DatError>;
+
+impl DatError {
+    /// An error of `ty` with `subtype`.
+    pub const fn new(ty: ErrorType, subtype: Subtype) -> DatError {
+        DatError { ty, subtype }
+    }
+
+    /// An error of `ty` with no subtype.
+    pub const fn of(ty: ErrorType) -> DatError {
+        DatError::new(ty, Subtype::NoSubtype)
+    }
+
+    /// `DAT_INVALID_HANDLE` with the subtype naming which handle.
+    pub const fn invalid_handle(which: Subtype) -> DatError {
+        DatError::new(ErrorType::InvalidHandle, which)
+    }
+
+    /// `DAT_INVALID_PARAMETER`, `DAT_INVALID_ARGn` for the 1-based argument `n`.
+    pub const fn invalid_arg(n: u8) -> DatError {
+        let subtype = match n {
+            1 => Subtype::InvalidArg1,
+            2 => Subtype::InvalidArg2,
+            3 => Subtype::InvalidArg3,
+            4 => Subtype::InvalidArg4,
+            5 => Subtype::InvalidArg5,
+            6 => Subtype::InvalidArg6,
+            7 => Subtype::InvalidArg7,
+            8 => Subtype::InvalidArg8,
+            9 => Subtype::InvalidArg9,
+            10 => Subtype::InvalidArg10,
+            _ => Subtype::NoSubtype,
+        };
+        DatError::new(ErrorType::InvalidParameter, subtype)
+    }
+
+    /// `DAT_INVALID_STATE` with a subtype.
+    pub const fn invalid_state(subtype: Subtype) -> DatError {
+        DatError::new(ErrorType::InvalidState, subtype)
+    }
+
+    /// The major type.
+    pub const fn error_type(self) -> ErrorType {
+        self.ty
+    }
+
+    /// The subtype.
+    pub const fn subtype(self) -> Subtype {
+        self.subtype
+    }
+
+    /// The `DAT_RETURN` value a C consumer sees.
+    pub const fn to_raw(self) -> u32 {
+        CLASS_ERROR | self.ty as u32 | self.subtype as u32
+    }
+
+    /// Decode a `DAT_RETURN`. `Ok(())` for `DAT_SUCCESS`; `None` for a value
+    /// the header does not define (the class bit is ignored, as
+    /// `DAT_GET_TYPE` ignores it).
+    pub fn from_raw(raw: u32) -> Option<Result<(), DatError>> {
+        if raw & (TYPE_MASK | SUBTYPE_MASK) == SUCCESS {
+            return Some(Ok(()));
+        }
+        let ty = ErrorType::from_raw(raw)?;
+        let subtype = Subtype::from_raw((raw & SUBTYPE_MASK) as u16)?;
+        Some(Err(DatError::new(ty, subtype)))
+    }
+}
+
+impl fmt::Debug for DatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({})", self.ty.name(), self.subtype.name())
+    }
+}
+
+impl fmt::Display for DatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// `dat_strerror(3DAT)`: the major and minor message of a return code.
+///
+/// "If an undefined DAT_RETURN value was passed as the return parameter, the
+/// operation fails with DAT_INVALID_PARAMETER returned. The operation succeeds
+/// when DAT_SUCCESS is passed in as the return parameter."
+pub fn strerror(raw: u32) -> DatResult<(&'static str, &'static str)> {
+    match DatError::from_raw(raw) {
+        Some(Ok(())) => Ok(("DAT_SUCCESS", Subtype::NoSubtype.name())),
+        Some(Err(e)) => Ok((e.ty.name(), e.subtype.name())),
+        None => Err(DatError::invalid_arg(1)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_round_trip_for_every_type_and_subtype() {
+        for ty in ErrorType::ALL {
+            for sub in Subtype::ALL {
+                let e = DatError::new(ty, sub);
+                assert_eq!(DatError::from_raw(e.to_raw()), Some(Err(e)));
+            }
+        }
+    }
+
+    #[test]
+    fn dat_strerror_refuses_undefined_values() {
+        assert_eq!(strerror(0x0018_0000), Err(DatError::invalid_arg(1)));
+        assert_eq!(strerror(0x0007_ffff), Err(DatError::invalid_arg(1)));
+        assert_eq!(strerror(SUCCESS), Ok(("DAT_SUCCESS", "DAT_NO_SUBTYPE")));
+        let e = DatError::invalid_state(Subtype::InvalidStateEvdInUse);
+        assert_eq!(strerror(e.to_raw()), Ok(("DAT_INVALID_STATE", "DAT_INVALID_STATE_EVD_IN_USE")));
+    }
+}

@@ -1,0 +1,414 @@
+//! Event Dispatcher (EVD): dat_evd_create, dat_evd_free(3DAT),
+//! dat_evd_query(3DAT), dat_evd_resize(3DAT), dat_evd_post_se(3DAT),
+//! dat_evd_dequeue(3DAT), dat_evd_wait(3DAT), dat_evd_enable(3DAT),
+//! dat_evd_disable(3DAT), dat_evd_set_unwaitable(3DAT),
+//! dat_evd_clear_unwaitable(3DAT), dat_evd_modify_cno(3DAT).
+//!
+//! Before you edit: dat_evd_wait(3DAT) holds most of the rules (one
+//! waiter, thresholds, unwaitable, abort), and dat_ep_create(3DAT)'s USAGE
+//! section the rules for merging completion streams on one EVD.
+
+use crate::backend::{Backend, Wake};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::event::{Event, EventData, EventNumber, EventQueue};
+use crate::handle::{CnoHandle, EvdHandle, IaHandle};
+use crate::provider::Provider;
+use crate::types::{CompletionFlags, EvdFlags};
+
+/// `DAT_TIMEOUT_INFINITE`.
+pub const TIMEOUT_INFINITE: u32 = u32::MAX;
+
+/// `DAT_EVD_FIELD_ALL`.
+pub const EVD_FIELD_ALL: u32 = 0x1f;
+
+/// How the DTO streams feeding an EVD notify (`DAT_EVD_STATE_CONFIG_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotifyMode {
+    /// Every completion notifies; waiters may use thresholds.
+    Threshold,
+    /// `DAT_COMPLETION_UNSIGNALLED_FLAG`: the poster decides.
+    Unsignalled,
+    /// `DAT_COMPLETION_SOLICITED_WAIT_FLAG`: the remote sender decides.
+    Solicited,
+}
+
+impl NotifyMode {
+    pub(crate) fn of(flags: CompletionFlags) -> NotifyMode {
+        if flags.contains(CompletionFlags::UNSIGNALLED) {
+            NotifyMode::Unsignalled
+        } else if flags.contains(CompletionFlags::SOLICITED_WAIT) {
+            NotifyMode::Solicited
+        } else {
+            NotifyMode::Threshold
+        }
+    }
+}
+
+pub(crate) struct Evd<B: Backend> {
+    pub(crate) ia: IaHandle,
+    pub(crate) flags: EvdFlags,
+    pub(crate) queue: EventQueue,
+    pub(crate) cq: Option<B::Cq>,
+    pub(crate) cno: CnoHandle,
+    pub(crate) enabled: bool,
+    pub(crate) waitable: bool,
+    pub(crate) waiter: bool,
+    /// Event streams feeding this EVD (EP streams, service points, an IA's
+    /// async stream): `dat_evd_free` is refused while any remains.
+    pub(crate) streams: u32,
+    /// DTO streams feeding it, and the one notification mode they share.
+    pub(crate) dto_streams: u32,
+    pub(crate) dto_mode: NotifyMode,
+    /// Connection-request and connection streams feeding it.
+    pub(crate) other_streams: u32,
+    pub(crate) overflowed: bool,
+    pub(crate) context: u64,
+}
+
+/// `DAT_EVD_STATE` bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EvdState(pub u32);
+
+impl EvdState {
+    pub const ENABLED: u32 = 0x01;
+    pub const DISABLED: u32 = 0x02;
+    pub const WAITABLE: u32 = 0x04;
+    pub const UNWAITABLE: u32 = 0x08;
+    pub const CONFIG_NOTIFY: u32 = 0x10;
+    pub const CONFIG_SOLICITED: u32 = 0x20;
+    pub const CONFIG_THRESHOLD: u32 = 0x30;
+}
+
+/// `DAT_EVD_PARAM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EvdParam {
+    pub ia: IaHandle,
+    pub evd_qlen: u32,
+    pub evd_state: EvdState,
+    pub cno: CnoHandle,
+    pub evd_flags: EvdFlags,
+}
+
+/// A `dat_evd_wait` in progress (see [`Provider::evd_wait_begin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EvdWait {
+    evd: EvdHandle,
+    threshold: u32,
+    deadline_us: Option<u64>,
+}
+
+/// One step of a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitStep {
+    /// An event, and how many remain queued (`nmore`).
+    Ready { event: Event, nmore: u32 },
+    /// Below the threshold: block at most this long, then poll again.
+    Pending { timeout_us: Option<u64> },
+    /// `DAT_TIMEOUT_EXPIRED`, with `nmore`.
+    TimedOut { nmore: u32 },
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// dat_evd_create: an EVD of `min_qlen` events fed by the streams in
+    /// `flags`, tied to `cno` (or none).
+    pub fn evd_create(&mut self, ia_h: IaHandle, min_qlen: u32, cno: CnoHandle, flags: EvdFlags) -> DatResult<EvdHandle> {
+        let ia = self.ia(ia_h)?;
+        if min_qlen == 0 || min_qlen > ia.attr.max_evd_qlen {
+            return Err(DatError::invalid_arg(2));
+        }
+        if flags.0 == 0 || !flags.is_valid() {
+            return Err(DatError::invalid_arg(4));
+        }
+        if !cno.is_null() && self.cno(cno)?.ia != ia_h {
+            return Err(DatError::invalid_handle(Subtype::InvalidHandleCno));
+        }
+        let queue = self.events.open(min_qlen).ok_or(DatError::of(ErrorType::InsufficientResources))?;
+        let cq = if flags.intersects(EvdFlags::DTO | EvdFlags::RMR_BIND) {
+            let Provider { ias, backend, .. } = self;
+            let dev = &mut ias.get_mut(ia_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?.dev;
+            match backend.cq_create(dev, min_qlen) {
+                Ok(cq) => Some(cq),
+                Err(e) => {
+                    let mut queue = queue;
+                    self.events.close(&mut queue);
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        let evd = Evd {
+            ia: ia_h,
+            flags,
+            queue,
+            cq,
+            cno,
+            enabled: true,
+            waitable: true,
+            waiter: false,
+            streams: 0,
+            dto_streams: 0,
+            dto_mode: NotifyMode::Threshold,
+            other_streams: 0,
+            overflowed: false,
+            context: 0,
+        };
+        match self.evds.insert(evd) {
+            Ok(raw) => {
+                if let Some(c) = self.cnos.get_mut(cno.0) {
+                    c.evd_refs += 1;
+                }
+                Ok(EvdHandle(raw))
+            }
+            Err(mut evd) => {
+                self.events.close(&mut evd.queue);
+                if let Some(cq) = evd.cq {
+                    self.backend.cq_destroy(cq);
+                }
+                Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTevd))
+            }
+        }
+    }
+
+    /// dat_evd_free(3DAT): refused while event streams feed the EVD. A
+    /// thread waiting on it gets `DAT_ABORT`.
+    pub fn evd_free(&mut self, evd: EvdHandle) -> DatResult<()> {
+        if self.evd(evd)?.streams != 0 {
+            return Err(DatError::invalid_state(Subtype::InvalidStateEvdInUse));
+        }
+        self.evd_destroy(evd);
+        Ok(())
+    }
+
+    pub(crate) fn evd_destroy(&mut self, evd: EvdHandle) {
+        let Some(mut e) = self.evds.remove(evd.0) else { return };
+        self.events.close(&mut e.queue);
+        if let Some(cq) = e.cq {
+            self.backend.cq_destroy(cq);
+        }
+        self.cno_untie(e.cno);
+    }
+
+    /// dat_evd_query(3DAT).
+    pub fn evd_query(&self, evd: EvdHandle, mask: u32) -> DatResult<EvdParam> {
+        let e = self.evd(evd)?;
+        if mask & !EVD_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        let mut state = if e.enabled { EvdState::ENABLED } else { EvdState::DISABLED };
+        state |= if e.waitable { EvdState::WAITABLE } else { EvdState::UNWAITABLE };
+        state |= match e.dto_mode {
+            NotifyMode::Threshold => EvdState::CONFIG_THRESHOLD,
+            NotifyMode::Unsignalled => EvdState::CONFIG_NOTIFY,
+            NotifyMode::Solicited => EvdState::CONFIG_SOLICITED,
+        };
+        Ok(EvdParam {
+            ia: e.ia,
+            evd_qlen: e.queue.capacity(),
+            evd_state: EvdState(state),
+            cno: e.cno,
+            evd_flags: e.flags,
+        })
+    }
+
+    /// Events queued on `evd` now (what `nmore` snapshots).
+    pub fn evd_count(&self, evd: EvdHandle) -> DatResult<u32> {
+        Ok(self.evd(evd)?.queue.len())
+    }
+
+    /// dat_evd_resize(3DAT): "If the number of entries on the event queue
+    /// is larger then the requested evd_min_qlen, the operation can return
+    /// DAT_INVALID_STATE and not change an instance of Event Dispatcher."
+    pub fn evd_resize(&mut self, evd: EvdHandle, min_qlen: u32) -> DatResult<()> {
+        let e = self.evd(evd)?;
+        let max = self.ia(e.ia).map(|ia| ia.attr.max_evd_qlen).unwrap_or(0);
+        if min_qlen == 0 || min_qlen > max {
+            return Err(DatError::invalid_arg(2));
+        }
+        if min_qlen < e.queue.len() {
+            return Err(DatError::invalid_state(Subtype::NoSubtype));
+        }
+        let Provider { evds, events, backend, .. } = self;
+        let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
+        let mut grown = e.queue;
+        if !events.resize(&mut grown, min_qlen) {
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        }
+        if let Some(cq) = e.cq.as_mut() {
+            if let Err(err) = backend.cq_resize(cq, min_qlen) {
+                let restored = events.resize(&mut grown, e.queue.capacity());
+                debug_assert!(restored);
+                return Err(err);
+            }
+        }
+        e.queue = grown;
+        Ok(())
+    }
+
+    /// dat_evd_post_se(3DAT): queue a software event. "If the event queue is
+    /// full, the operation is completed unsuccessfully and returns
+    /// DAT_QUEUE_FULL. The event is not queued."
+    pub fn evd_post_se(&mut self, evd: EvdHandle, pointer: u64) -> DatResult<()> {
+        let e = self.evd(evd)?;
+        if !e.flags.contains(EvdFlags::SOFTWARE) {
+            return Err(DatError::invalid_arg(2));
+        }
+        if e.queue.room() == 0 {
+            return Err(DatError::of(ErrorType::QueueFull));
+        }
+        self.deliver(evd, EventNumber::Software, EventData::Software { pointer }, true);
+        Ok(())
+    }
+
+    /// dat_evd_dequeue(3DAT): the oldest event, or `DAT_QUEUE_EMPTY`.
+    pub fn evd_dequeue(&mut self, evd: EvdHandle) -> DatResult<Event> {
+        let e = self.evd(evd)?;
+        // "There is already a waiter on the EVD": DAT_INVALID_STATE.
+        if e.waiter {
+            return Err(DatError::invalid_state(Subtype::InvalidStateEvdWaiter));
+        }
+        let ia = e.ia;
+        self.progress(ia, Some(evd));
+        let Provider { evds, events, .. } = self;
+        let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
+        events.pop(&mut e.queue).ok_or(DatError::of(ErrorType::QueueEmpty))
+    }
+
+    /// Start a `dat_evd_wait`: check its arguments and take the EVD's one
+    /// waiter place. Drive it with [`Provider::evd_wait_poll`]; a
+    /// multithreaded caller blocks between polls without holding the
+    /// provider.
+    pub fn evd_wait_begin(&mut self, evd: EvdHandle, timeout_us: u32, threshold: u32) -> DatResult<EvdWait> {
+        let e = self.evd(evd)?;
+        if !e.waitable {
+            return Err(DatError::invalid_state(Subtype::InvalidStateEvdUnwaitable));
+        }
+        if e.waiter {
+            return Err(DatError::invalid_state(Subtype::InvalidStateEvdWaiter));
+        }
+        // "If the value of the threshold is larger than the Event Dispatcher
+        // queue length ... If a non-positive value is specified ...
+        // DAT_INVALID_PARAMETER."
+        if threshold == 0 || threshold > e.queue.capacity() {
+            return Err(DatError::invalid_arg(3));
+        }
+        // "... configured for a Consumer-controlled event Notification ...
+        // the threshold value must be 1 ... DAT_INVALID_STATE."
+        if threshold != 1 && e.dto_streams != 0 && e.dto_mode != NotifyMode::Threshold {
+            return Err(DatError::invalid_state(Subtype::InvalidStateEvdConfigThreshold));
+        }
+        let deadline_us = (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
+        if let Ok(e) = self.evd_mut(evd) {
+            e.waiter = true;
+        }
+        Ok(EvdWait { evd, threshold, deadline_us })
+    }
+
+    /// One step of a wait begun with [`Provider::evd_wait_begin`]. Every
+    /// outcome but `Pending` ends the wait.
+    pub fn evd_wait_poll(&mut self, wait: &EvdWait) -> DatResult<WaitStep> {
+        // "DAT_ABORT: The operation was aborted because IA was closed or EVD
+        // was destroyed."
+        let e = self.evd(wait.evd).map_err(|_| DatError::of(ErrorType::Abort))?;
+        if !e.waitable {
+            self.evd_wait_end(wait);
+            return Err(DatError::invalid_state(Subtype::InvalidStateEvdUnwaitable));
+        }
+        let ia = e.ia;
+        self.progress(ia, Some(wait.evd));
+        let now = self.backend.now_us();
+        let Provider { evds, events, .. } = self;
+        let e = evds.get_mut(wait.evd.0).ok_or(DatError::of(ErrorType::Abort))?;
+        if e.queue.len() >= wait.threshold {
+            let event = events.pop(&mut e.queue).ok_or(DatError::of(ErrorType::InternalError))?;
+            e.waiter = false;
+            return Ok(WaitStep::Ready { event, nmore: e.queue.len() });
+        }
+        match wait.deadline_us {
+            Some(deadline) if now >= deadline => {
+                e.waiter = false;
+                Ok(WaitStep::TimedOut { nmore: e.queue.len() })
+            }
+            deadline => Ok(WaitStep::Pending { timeout_us: deadline.map(|d| d - now) }),
+        }
+    }
+
+    /// Give up a wait's place (a signal interrupted it, say).
+    pub fn evd_wait_end(&mut self, wait: &EvdWait) {
+        if let Ok(e) = self.evd_mut(wait.evd) {
+            e.waiter = false;
+        }
+    }
+
+    /// dat_evd_wait(3DAT), blocking in the backend between polls. Returns
+    /// the event and `nmore`; `DAT_TIMEOUT_EXPIRED` when the timeout passes
+    /// below the threshold ([`Provider::evd_count`] gives `nmore` then).
+    pub fn evd_wait(&mut self, evd: EvdHandle, timeout_us: u32, threshold: u32) -> DatResult<(Event, u32)> {
+        let wait = self.evd_wait_begin(evd, timeout_us, threshold)?;
+        loop {
+            match self.evd_wait_poll(&wait)? {
+                WaitStep::Ready { event, nmore } => return Ok((event, nmore)),
+                WaitStep::TimedOut { .. } => return Err(DatError::of(ErrorType::TimeoutExpired)),
+                WaitStep::Pending { timeout_us } => {
+                    let ia = self.evd(evd)?.ia;
+                    let Provider { ias, backend, .. } = self;
+                    let Some(dev) = ias.get_mut(ia.0).map(|i| &mut i.dev) else {
+                        return Err(DatError::of(ErrorType::Abort));
+                    };
+                    if backend.block(dev, timeout_us) == Wake::Interrupted {
+                        self.evd_wait_end(&wait);
+                        return Err(DatError::of(ErrorType::InterruptedCall));
+                    }
+                }
+            }
+        }
+    }
+
+    /// dat_evd_enable(3DAT).
+    pub fn evd_enable(&mut self, evd: EvdHandle) -> DatResult<()> {
+        self.evd_mut(evd)?.enabled = true;
+        Ok(())
+    }
+
+    /// dat_evd_disable(3DAT): arrivals no longer trigger the CNO.
+    pub fn evd_disable(&mut self, evd: EvdHandle) -> DatResult<()> {
+        self.evd_mut(evd)?.enabled = false;
+        Ok(())
+    }
+
+    /// dat_evd_set_unwaitable(3DAT): waits fail with `DAT_INVALID_STATE`,
+    /// including one already blocked.
+    pub fn evd_set_unwaitable(&mut self, evd: EvdHandle) -> DatResult<()> {
+        self.evd_mut(evd)?.waitable = false;
+        Ok(())
+    }
+
+    /// dat_evd_clear_unwaitable(3DAT).
+    pub fn evd_clear_unwaitable(&mut self, evd: EvdHandle) -> DatResult<()> {
+        self.evd_mut(evd)?.waitable = true;
+        Ok(())
+    }
+
+    /// dat_evd_modify_cno(3DAT): tie the EVD to `cno`, or to none.
+    pub fn evd_modify_cno(&mut self, evd: EvdHandle, cno: CnoHandle) -> DatResult<()> {
+        let ia = self.evd(evd)?.ia;
+        if !cno.is_null() && self.cno(cno)?.ia != ia {
+            return Err(DatError::invalid_handle(Subtype::InvalidHandleCno));
+        }
+        let old = core::mem::replace(&mut self.evd_mut(evd)?.cno, cno);
+        if let Ok(c) = self.cno_mut(cno) {
+            c.evd_refs += 1;
+        }
+        self.cno_untie(old);
+        Ok(())
+    }
+
+    /// `evd` must be a live EVD of `ia` that takes the `stream` events;
+    /// otherwise `DAT_INVALID_HANDLE` with subtype `which`.
+    pub(crate) fn evd_for(&self, ia: IaHandle, evd: EvdHandle, stream: EvdFlags, which: Subtype) -> DatResult<()> {
+        match self.evds.get(evd.0) {
+            Some(e) if e.ia == ia && e.flags.contains(stream) => Ok(()),
+            _ => Err(DatError::invalid_handle(which)),
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Events and the fixed pool their queues live in.
+//!
+//! Every EVD reserves its queue length from one shared pool of `E` event
+//! slots when it is created or resized, so an EVD can always hold the
+//! `evd_min_qlen` events it was promised, and a full pool is reported as
+//! `DAT_INSUFFICIENT_RESOURCES` at create time rather than as a lost event
+//! later. Each queue is a FIFO threaded through the pool.
+
+use crate::handle::{AnyHandle, CrHandle, EpHandle, EvdHandle, PspHandle, RmrHandle};
+use crate::types::{DtoOp, DtoStatus};
+
+/// `DAT_EVENT_NUMBER`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum EventNumber {
+    #[doc(alias = "DAT_DTO_COMPLETION_EVENT")]
+    DtoCompletion = 0x00001,
+    #[doc(alias = "DAT_RMR_BIND_COMPLETION_EVENT")]
+    RmrBindCompletion = 0x01001,
+    #[doc(alias = "DAT_CONNECTION_REQUEST_EVENT")]
+    ConnectionRequest = 0x02001,
+    #[doc(alias = "DAT_CONNECTION_EVENT_ESTABLISHED")]
+    ConnectionEstablished = 0x04001,
+    #[doc(alias = "DAT_CONNECTION_EVENT_PEER_REJECTED")]
+    ConnectionPeerRejected = 0x04002,
+    #[doc(alias = "DAT_CONNECTION_EVENT_NON_PEER_REJECTED")]
+    ConnectionNonPeerRejected = 0x04003,
+    #[doc(alias = "DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR")]
+    ConnectionAcceptCompletionError = 0x04004,
+    #[doc(alias = "DAT_CONNECTION_EVENT_DISCONNECTED")]
+    ConnectionDisconnected = 0x04005,
+    #[doc(alias = "DAT_CONNECTION_EVENT_BROKEN")]
+    ConnectionBroken = 0x04006,
+    #[doc(alias = "DAT_CONNECTION_EVENT_TIMED_OUT")]
+    ConnectionTimedOut = 0x04007,
+    #[doc(alias = "DAT_CONNECTION_EVENT_UNREACHABLE")]
+    ConnectionUnreachable = 0x04008,
+    #[doc(alias = "DAT_ASYNC_ERROR_EVD_OVERFLOW")]
+    AsyncEvdOverflow = 0x08001,
+    #[doc(alias = "DAT_ASYNC_ERROR_IA_CATASTROPHIC")]
+    AsyncIaCatastrophic = 0x08002,
+    #[doc(alias = "DAT_ASYNC_ERROR_EP_BROKEN")]
+    AsyncEpBroken = 0x08003,
+    #[doc(alias = "DAT_ASYNC_ERROR_TIMED_OUT")]
+    AsyncTimedOut = 0x08004,
+    #[doc(alias = "DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR")]
+    AsyncProviderInternalError = 0x08005,
+    #[doc(alias = "DAT_SOFTWARE_EVENT")]
+    Software = 0x10001,
+}
+
+impl EventNumber {
+    /// The EVD stream flag an event of this number needs on its EVD.
+    pub const fn stream(self) -> crate::types::EvdFlags {
+        use crate::types::EvdFlags;
+        match self {
+            EventNumber::DtoCompletion => EvdFlags::DTO,
+            EventNumber::RmrBindCompletion => EvdFlags::RMR_BIND,
+            EventNumber::ConnectionRequest => EvdFlags::CR,
+            EventNumber::Software => EvdFlags::SOFTWARE,
+            EventNumber::AsyncEvdOverflow
+            | EventNumber::AsyncIaCatastrophic
+            | EventNumber::AsyncEpBroken
+            | EventNumber::AsyncTimedOut
+            | EventNumber::AsyncProviderInternalError => EvdFlags::ASYNC,
+            _ => EvdFlags::CONNECTION,
+        }
+    }
+}
+
+/// The event-type-specific part of `DAT_EVENT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventData {
+    /// `DAT_DTO_COMPLETION_EVENT_DATA`.
+    Dto { ep: EpHandle, cookie: u64, status: DtoStatus, transferred_length: u32, op: DtoOp },
+    /// `DAT_RMR_BIND_COMPLETION_EVENT_DATA`.
+    RmrBind { rmr: RmrHandle, cookie: u64, status: DtoStatus },
+    /// `DAT_CR_ARRIVAL_EVENT_DATA`. `psp` is null for a Reserved Service
+    /// Point, which is gone once it has produced its request.
+    CrArrival { psp: PspHandle, conn_qual: u64, cr: CrHandle },
+    /// `DAT_CONNECTION_EVENT_DATA`. The private data stays with the EP
+    /// (dat_evd_dequeue(3DAT): valid until the EP is freed or reset).
+    Connection { ep: EpHandle, private_data_size: u32 },
+    /// `DAT_ASYNCH_ERROR_EVENT_DATA`.
+    AsyncError { handle: Option<AnyHandle>, reason: u32 },
+    /// `DAT_SOFTWARE_EVENT_DATA`: the consumer's pointer, opaque.
+    Software { pointer: u64 },
+}
+
+/// `DAT_EVENT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub number: EventNumber,
+    pub evd: EvdHandle,
+    pub data: EventData,
+}
+
+const EMPTY: Event = Event {
+    number: EventNumber::Software,
+    evd: EvdHandle::NULL,
+    data: EventData::Software { pointer: 0 },
+};
+
+const NONE: u32 = u32::MAX;
+
+/// One EVD's queue: a FIFO of pool slots and its reserved capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventQueue {
+    head: u32,
+    tail: u32,
+    len: u32,
+    capacity: u32,
+}
+
+impl EventQueue {
+    /// Events queued.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether no event is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The reserved length (`evd_qlen`).
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// Free room.
+    pub fn room(&self) -> u32 {
+        self.capacity - self.len
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    event: Event,
+    next: u32,
+}
+
+/// `E` event slots shared by every EVD of a provider.
+#[derive(Debug)]
+pub struct EventPool<const E: usize> {
+    nodes: [Node; E],
+    free_head: u32,
+    reserved: u32,
+}
+
+impl<const E: usize> Default for EventPool<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const E: usize> EventPool<E> {
+    const FITS: () = assert!(E > 0 && E < NONE as usize, "event pool size out of range");
+
+    /// A pool with every slot free.
+    pub fn new() -> Self {
+        let () = Self::FITS;
+        EventPool {
+            nodes: core::array::from_fn(|i| Node { event: EMPTY, next: if i + 1 < E { (i + 1) as u32 } else { NONE } }),
+            free_head: 0,
+            reserved: 0,
+        }
+    }
+
+    /// Slots not yet promised to a queue.
+    pub fn unreserved(&self) -> u32 {
+        E as u32 - self.reserved
+    }
+
+    /// A queue with `capacity` slots reserved; `None` if the pool cannot
+    /// promise them.
+    pub fn open(&mut self, capacity: u32) -> Option<EventQueue> {
+        if capacity > self.unreserved() {
+            return None;
+        }
+        self.reserved += capacity;
+        Some(EventQueue { head: NONE, tail: NONE, len: 0, capacity })
+    }
+
+    /// Change the reservation of `q` to `capacity` (not below its length).
+    pub fn resize(&mut self, q: &mut EventQueue, capacity: u32) -> bool {
+        if capacity < q.len || capacity > self.unreserved() + q.capacity {
+            return false;
+        }
+        self.reserved = self.reserved - q.capacity + capacity;
+        q.capacity = capacity;
+        true
+    }
+
+    /// Drop every event of `q` and give its reservation back.
+    pub fn close(&mut self, q: &mut EventQueue) {
+        while self.pop(q).is_some() {}
+        self.reserved -= q.capacity;
+        q.capacity = 0;
+    }
+
+    /// Append; `Err(event)` when the queue is at its capacity.
+    pub fn push(&mut self, q: &mut EventQueue, event: Event) -> Result<(), Event> {
+        if q.len >= q.capacity {
+            return Err(event);
+        }
+        let index = self.free_head;
+        // The reservations guarantee a free slot while len < capacity.
+        let Some(node) = self.nodes.get_mut(index as usize) else {
+            return Err(event);
+        };
+        self.free_head = node.next;
+        *node = Node { event, next: NONE };
+        match self.nodes.get_mut(q.tail as usize) {
+            Some(tail) => tail.next = index,
+            None => q.head = index,
+        }
+        q.tail = index;
+        q.len += 1;
+        Ok(())
+    }
+
+    /// Take the oldest event.
+    pub fn pop(&mut self, q: &mut EventQueue) -> Option<Event> {
+        let index = q.head;
+        let node = self.nodes.get_mut(index as usize)?;
+        let event = node.event;
+        q.head = node.next;
+        node.next = self.free_head;
+        self.free_head = index;
+        if q.head == NONE {
+            q.tail = NONE;
+        }
+        q.len -= 1;
+        Some(event)
+    }
+
+    /// The oldest event, left in place.
+    pub fn peek(&self, q: &EventQueue) -> Option<&Event> {
+        self.nodes.get(q.head as usize).map(|n| &n.event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sw(p: u64) -> Event {
+        Event { data: EventData::Software { pointer: p }, ..EMPTY }
+    }
+
+    #[test]
+    fn queues_are_fifo_and_share_the_pool() {
+        let mut pool: EventPool<4> = EventPool::new();
+        let mut a = pool.open(2).unwrap();
+        let mut b = pool.open(2).unwrap();
+        assert!(pool.open(1).is_none());
+        pool.push(&mut a, sw(1)).unwrap();
+        pool.push(&mut b, sw(10)).unwrap();
+        pool.push(&mut a, sw(2)).unwrap();
+        assert_eq!(pool.push(&mut a, sw(3)), Err(sw(3)));
+        assert_eq!(pool.pop(&mut a), Some(sw(1)));
+        pool.push(&mut a, sw(4)).unwrap();
+        assert_eq!(pool.pop(&mut a), Some(sw(2)));
+        assert_eq!(pool.pop(&mut a), Some(sw(4)));
+        assert_eq!(pool.pop(&mut a), None);
+        assert_eq!(pool.pop(&mut b), Some(sw(10)));
+    }
+
+    #[test]
+    fn resize_never_below_length() {
+        let mut pool: EventPool<8> = EventPool::new();
+        let mut q = pool.open(4).unwrap();
+        for i in 0..3 {
+            pool.push(&mut q, sw(i)).unwrap();
+        }
+        assert!(!pool.resize(&mut q, 2));
+        assert!(pool.resize(&mut q, 8));
+        assert!(!pool.resize(&mut q, 9));
+        assert_eq!(pool.unreserved(), 0);
+        pool.close(&mut q);
+        assert_eq!(pool.unreserved(), 8);
+    }
+}

@@ -1,0 +1,143 @@
+//! Handles: a slot index plus a generation, typed per object kind.
+//!
+//! A handle never aliases: freeing an object bumps its slot's generation, so
+//! a handle kept past `dat_*_free` is refused with `DAT_INVALID_HANDLE` even
+//! after the slot holds a new object (dat_srq_free(3DAT): "If the Provider
+//! detects the use of a deleted object handle, it should return
+//! DAT_INVALID_HANDLE. The Provider should avoid assigning the used handle
+//! as long as possible"; slots are reused oldest-first for that reason).
+
+/// The kind of object a handle names. Values are `DAT_HANDLE_TYPE` of
+/// `<dat2/udat.h>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum Kind {
+    #[doc(alias = "DAT_HANDLE_TYPE_CR")]
+    Cr = 0,
+    #[doc(alias = "DAT_HANDLE_TYPE_EP")]
+    Ep = 1,
+    #[doc(alias = "DAT_HANDLE_TYPE_EVD")]
+    Evd = 2,
+    #[doc(alias = "DAT_HANDLE_TYPE_IA")]
+    Ia = 3,
+    #[doc(alias = "DAT_HANDLE_TYPE_LMR")]
+    Lmr = 4,
+    #[doc(alias = "DAT_HANDLE_TYPE_PSP")]
+    Psp = 5,
+    #[doc(alias = "DAT_HANDLE_TYPE_PZ")]
+    Pz = 6,
+    #[doc(alias = "DAT_HANDLE_TYPE_RMR")]
+    Rmr = 7,
+    #[doc(alias = "DAT_HANDLE_TYPE_RSP")]
+    Rsp = 8,
+    #[doc(alias = "DAT_HANDLE_TYPE_CNO")]
+    Cno = 9,
+    #[doc(alias = "DAT_HANDLE_TYPE_SRQ")]
+    Srq = 10,
+}
+
+/// Slot index and generation. Generation 0 is never live, so the all-zero
+/// value is the null handle (`DAT_HANDLE_NULL`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RawHandle {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+impl RawHandle {
+    /// `DAT_HANDLE_NULL`.
+    pub const NULL: RawHandle = RawHandle { index: 0, generation: 0 };
+
+    /// Whether this is `DAT_HANDLE_NULL`.
+    pub const fn is_null(self) -> bool {
+        self.generation == 0
+    }
+
+    /// Pack into 64 bits (index low, generation high): what a backend echoes
+    /// back as a tag in completions and connection events.
+    pub const fn to_bits(self) -> u64 {
+        (self.generation as u64) << 32 | self.index as u64
+    }
+
+    /// Unpack [`RawHandle::to_bits`].
+    pub const fn from_bits(bits: u64) -> RawHandle {
+        RawHandle { index: bits as u32, generation: (bits >> 32) as u32 }
+    }
+
+    /// The slot index.
+    pub const fn index(self) -> u32 {
+        self.index
+    }
+
+    /// The generation.
+    pub const fn generation(self) -> u32 {
+        self.generation
+    }
+}
+
+macro_rules! typed_handle {
+    ($(#[$doc:meta])* $name:ident, $kind:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub(crate) RawHandle);
+
+        impl $name {
+            /// `DAT_HANDLE_NULL` of this kind.
+            pub const NULL: $name = $name(RawHandle::NULL);
+            /// The kind this handle names.
+            pub const KIND: Kind = $kind;
+
+            /// Whether this is `DAT_HANDLE_NULL`.
+            pub const fn is_null(self) -> bool {
+                self.0.is_null()
+            }
+
+            /// The untyped handle.
+            pub const fn raw(self) -> RawHandle {
+                self.0
+            }
+
+            /// Retype a raw handle (checked on use, like any handle).
+            pub const fn from_raw(raw: RawHandle) -> $name {
+                $name(raw)
+            }
+        }
+
+        impl From<$name> for AnyHandle {
+            fn from(h: $name) -> AnyHandle {
+                AnyHandle { kind: $kind, raw: h.0 }
+            }
+        }
+    };
+}
+
+typed_handle!(/// An open Interface Adapter.
+    IaHandle, Kind::Ia);
+typed_handle!(/// A Protection Zone.
+    PzHandle, Kind::Pz);
+typed_handle!(/// A Local Memory Region.
+    LmrHandle, Kind::Lmr);
+typed_handle!(/// A Remote Memory Region.
+    RmrHandle, Kind::Rmr);
+typed_handle!(/// An Event Dispatcher.
+    EvdHandle, Kind::Evd);
+typed_handle!(/// A Consumer Notification Object.
+    CnoHandle, Kind::Cno);
+typed_handle!(/// An Endpoint.
+    EpHandle, Kind::Ep);
+typed_handle!(/// A Public Service Point.
+    PspHandle, Kind::Psp);
+typed_handle!(/// A Reserved Service Point.
+    RspHandle, Kind::Rsp);
+typed_handle!(/// A Connection Request.
+    CrHandle, Kind::Cr);
+typed_handle!(/// A Shared Receive Queue.
+    SrqHandle, Kind::Srq);
+
+/// A handle of any kind: what `dat_get_handle_type` and the consumer-context
+/// calls take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AnyHandle {
+    pub kind: Kind,
+    pub raw: RawHandle,
+}

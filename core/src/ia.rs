@@ -1,0 +1,188 @@
+//! Interface Adapter (IA): dat_ia_open(3DAT), dat_ia_close(3DAT),
+//! dat_ia_query(3DAT).
+
+use crate::backend::Backend;
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::handle::{EvdHandle, IaHandle};
+use crate::provider::Provider;
+use crate::types::{CloseFlags, EvdFlags, IaAttr};
+
+/// Longest IA name kept (`DAT_NAME_MAX_LENGTH` is 256 with the NUL).
+pub const MAX_IA_NAME: usize = 255;
+
+/// The async EVD argument of `dat_ia_open`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsyncEvd {
+    /// `DAT_HANDLE_NULL`: the provider creates one of at least this length.
+    Create { min_qlen: u32 },
+    /// `DAT_EVD_ASYNC_EXISTS`: one exists elsewhere, out of this consumer's
+    /// scope.
+    Exists,
+    /// An async EVD the consumer already has (of another open IA).
+    Use(EvdHandle),
+}
+
+/// What `dat_ia_query` reports as the async EVD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsyncEvdRef {
+    Handle(EvdHandle),
+    /// `DAT_EVD_OUT_OF_SCOPE`.
+    OutOfScope,
+}
+
+pub(crate) struct Ia<B: Backend> {
+    pub(crate) dev: B::Ia,
+    pub(crate) attr: IaAttr,
+    pub(crate) async_evd: EvdHandle,
+    pub(crate) owns_async_evd: bool,
+    pub(crate) out_of_scope: bool,
+    pub(crate) name: heapless::Vec<u8, MAX_IA_NAME>,
+    pub(crate) context: u64,
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// dat_ia_open(3DAT): open the IA `name`.
+    pub fn ia_open(&mut self, name: &[u8], async_evd: AsyncEvd) -> DatResult<(IaHandle, EvdHandle)> {
+        let stored = heapless::Vec::from_slice(name).map_err(|_| DatError::invalid_arg(1))?;
+        if name.is_empty() {
+            return Err(DatError::invalid_arg(1));
+        }
+        if let AsyncEvd::Create { min_qlen: 0 } = async_evd {
+            return Err(DatError::invalid_arg(2));
+        }
+        if let AsyncEvd::Use(h) = async_evd {
+            // "If the Provider determines that the Consumer-provided
+            // async_evd_handle is invalid, the operation fails and returns
+            // DAT_INVALID_HANDLE."
+            let e = self.evd(h).map_err(|_| DatError::invalid_handle(Subtype::InvalidHandleEvdAsync))?;
+            if !e.flags.contains(EvdFlags::ASYNC) {
+                return Err(DatError::invalid_handle(Subtype::InvalidHandleEvdAsync));
+            }
+        }
+        let (dev, mut attr) = self.backend.ia_open(name)?;
+        // The core's capacities bound what the device can offer.
+        let cap = N as u32;
+        for limit in [
+            &mut attr.max_eps,
+            &mut attr.max_evds,
+            &mut attr.max_lmrs,
+            &mut attr.max_pzs,
+            &mut attr.max_rmrs,
+            &mut attr.max_srqs,
+        ] {
+            *limit = (*limit).min(cap);
+        }
+        attr.max_evd_qlen = attr.max_evd_qlen.min(E as u32);
+        attr.max_iov_segments_per_dto = attr.max_iov_segments_per_dto.min(crate::backend::MAX_SGE as u32);
+        attr.max_private_data_size = attr.max_private_data_size.min(crate::backend::MAX_PRIVATE_DATA as u32);
+        let ia = Ia {
+            dev,
+            attr,
+            async_evd: EvdHandle::NULL,
+            owns_async_evd: false,
+            out_of_scope: false,
+            name: stored,
+            context: 0,
+        };
+        let ia_h = match self.ias.insert(ia) {
+            Ok(raw) => IaHandle(raw),
+            Err(ia) => {
+                self.backend.ia_close(ia.dev);
+                return Err(DatError::of(ErrorType::InsufficientResources));
+            }
+        };
+        let (evd, owns) = match async_evd {
+            AsyncEvd::Create { min_qlen } => match self.evd_create(ia_h, min_qlen, crate::CnoHandle::NULL, EvdFlags::ASYNC) {
+                Ok(evd) => (evd, true),
+                Err(e) => {
+                    if let Some(ia) = self.ias.remove(ia_h.0) {
+                        self.backend.ia_close(ia.dev);
+                    }
+                    return Err(e);
+                }
+            },
+            AsyncEvd::Exists => (EvdHandle::NULL, false),
+            AsyncEvd::Use(h) => (h, false),
+        };
+        if let Some(e) = self.evds.get_mut(evd.0) {
+            e.streams += 1;
+        }
+        if let Some(ia) = self.ias.get_mut(ia_h.0) {
+            ia.async_evd = evd;
+            ia.owns_async_evd = owns;
+            ia.out_of_scope = async_evd == AsyncEvd::Exists;
+        }
+        Ok((ia_h, evd))
+    }
+
+    /// dat_ia_close(3DAT).
+    ///
+    /// Graceful: only when every object the consumer created is freed (the
+    /// async EVD the open created excepted), else `DAT_INVALID_STATE`.
+    /// Abrupt: tears everything down in dependency order; waiters on the
+    /// IA's EVDs get `DAT_ABORT`, CNO waiters a null EVD.
+    pub fn ia_close(&mut self, ia_h: IaHandle, flags: CloseFlags) -> DatResult<()> {
+        let ia = self.ia(ia_h)?;
+        let own_async = if ia.owns_async_evd { ia.async_evd } else { EvdHandle::NULL };
+        if flags == CloseFlags::Graceful && self.ia_objects(ia_h, own_async) != 0 {
+            return Err(DatError::invalid_state(Subtype::InvalidStateIaInUse));
+        }
+        self.ia_teardown(ia_h);
+        let Some(ia) = self.ias.remove(ia_h.0) else { return Ok(()) };
+        if !ia.owns_async_evd {
+            if let Some(e) = self.evds.get_mut(ia.async_evd.0) {
+                e.streams = e.streams.saturating_sub(1);
+            }
+        }
+        self.backend.ia_close(ia.dev);
+        Ok(())
+    }
+
+    /// Objects `ia` owns, `except` not counted.
+    fn ia_objects(&self, ia: IaHandle, except: EvdHandle) -> usize {
+        self.pzs.iter().filter(|(_, o)| o.ia == ia).count()
+            + self.lmrs.iter().filter(|(_, o)| o.ia == ia).count()
+            + self.rmrs.iter().filter(|(_, o)| o.ia == ia).count()
+            + self.evds.iter().filter(|(h, o)| o.ia == ia && *h != except.0).count()
+            + self.cnos.iter().filter(|(_, o)| o.ia == ia).count()
+            + self.eps.iter().filter(|(_, o)| o.ia == ia && !o.provider_owned).count()
+            + self.psps.iter().filter(|(_, o)| o.ia == ia).count()
+            + self.rsps.iter().filter(|(_, o)| o.ia == ia).count()
+            + self.crs.iter().filter(|(_, o)| o.ia == ia).count()
+            + self.srqs.iter().filter(|(_, o)| o.ia == ia).count()
+    }
+
+    /// Free every object of `ia`, dependents before what they depend on.
+    fn ia_teardown(&mut self, ia: IaHandle) {
+        macro_rules! each {
+            ($slab:ident, $handle:ident, $free:ident) => {
+                let hs = self.$slab.handles_where(|o| o.ia == ia);
+                for h in hs {
+                    self.$free(crate::handle::$handle(h));
+                }
+            };
+        }
+        each!(crs, CrHandle, cr_destroy);
+        each!(rsps, RspHandle, rsp_destroy);
+        each!(psps, PspHandle, psp_destroy);
+        each!(eps, EpHandle, ep_destroy);
+        each!(rmrs, RmrHandle, rmr_destroy);
+        each!(lmrs, LmrHandle, lmr_destroy);
+        each!(srqs, SrqHandle, srq_destroy);
+        each!(evds, EvdHandle, evd_destroy);
+        each!(cnos, CnoHandle, cno_destroy);
+        each!(pzs, PzHandle, pz_destroy);
+    }
+
+    /// dat_ia_query(3DAT): the async EVD and the IA's attributes.
+    pub fn ia_query(&self, ia: IaHandle) -> DatResult<(AsyncEvdRef, IaAttr)> {
+        let ia = self.ia(ia)?;
+        let evd = if ia.out_of_scope { AsyncEvdRef::OutOfScope } else { AsyncEvdRef::Handle(ia.async_evd) };
+        Ok((evd, ia.attr))
+    }
+
+    /// The name the IA was opened with.
+    pub fn ia_name(&self, ia: IaHandle) -> DatResult<&[u8]> {
+        Ok(&self.ia(ia)?.name)
+    }
+}

@@ -1,0 +1,72 @@
+//! # udat-core
+//!
+//! The DAT/uDAPL object model with no allocator and no operating system:
+//! every object of the uDAPL 1.2 specification (IA, PZ, LMR, RMR, EVD, CNO,
+//! EP, PSP, RSP, CR, SRQ), their states, their ties and their error codes,
+//! over a [`Backend`] that does the transport.
+//!
+//! ```text
+//!  consumer ──> Provider<B, N, E> ──> B: Backend (mlx5 direct, verbs, mock)
+//!               handles · rules · event queues
+//! ```
+//!
+//! - [`slab`]: fixed-capacity object storage; handles carry a generation, so
+//!   a stale handle is refused with `DAT_INVALID_HANDLE`, never aliased.
+//! - one module per object (`ia`, `pz`, `lmr`, `rmr`, `evd`, `cno`, `ep`,
+//!   `psp`, `rsp`, `cr`, `srq`), each citing the man pages it implements;
+//!   `dto` holds the data-transfer posts.
+//! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
+//! - [`backend`]: what a transport must do, and promise.
+//! - [`error`]: `DAT_RETURN`, bit for bit as `<dat2/dat_error.h>` has it.
+//!
+//! The crate never panics on consumer input: every bad handle, length, flag
+//! or state is an `Err` with the code the man page gives, and leaves every
+//! other object as it was. Progress is pulled: completions and connection
+//! events reach the EVDs when the consumer dequeues, waits or posts; no
+//! thread runs behind its back.
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_debug_implementations, rust_2018_idioms)]
+
+pub mod backend;
+mod cno;
+mod context;
+mod cr;
+mod dto;
+mod ep;
+pub mod error;
+pub mod event;
+mod evd;
+pub mod handle;
+mod ia;
+mod lmr;
+#[cfg(feature = "mock")]
+pub mod mock;
+mod provider;
+mod psp;
+mod pz;
+mod rmr;
+mod rsp;
+pub mod slab;
+mod srq;
+pub mod types;
+
+pub use backend::Backend;
+pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, CNO_FIELD_ALL};
+pub use cr::{CrParam, CR_FIELD_ALL};
+pub use ep::{EpChanges, EpParam, VALUE_UNKNOWN};
+pub use error::{DatError, DatResult, ErrorType, Subtype};
+pub use event::{Event, EventData, EventNumber};
+pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, EVD_FIELD_ALL, TIMEOUT_INFINITE};
+pub use handle::{
+    AnyHandle, CnoHandle, CrHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle, PzHandle, RawHandle,
+    RmrHandle, RspHandle, SrqHandle,
+};
+pub use ia::{AsyncEvd, AsyncEvdRef, MAX_IA_NAME};
+pub use lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
+pub use provider::Provider;
+pub use psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
+pub use pz::{PzParam, PZ_FIELD_ALL};
+pub use rmr::{RmrParam, RMR_FIELD_ALL};
+pub use rsp::{RspParam, RSP_FIELD_ALL};
+pub use srq::{SrqParam, SRQ_FIELD_ALL};

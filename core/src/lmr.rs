@@ -1,0 +1,230 @@
+//! Local Memory Region (LMR): dat_lmr_create(3DAT), dat_lmr_free(3DAT),
+//! dat_lmr_query(3DAT), dat_lmr_sync_rdma_read(3DAT),
+//! dat_lmr_sync_rdma_write(3DAT).
+//!
+//! The `lmr_context` the consumer puts in its triplets is the LMR's slot
+//! index (low 16 bits) and the low 16 bits of its generation (high 16), so
+//! a DTO finds its LMR in O(1) and a freed LMR's context is refused.
+
+use crate::backend::{Backend, Sge};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::handle::{IaHandle, LmrHandle, PzHandle, RawHandle};
+use crate::provider::Provider;
+use crate::types::{LmrTriplet, MemPriv, MemType};
+
+/// `DAT_LMR_FIELD_ALL`.
+pub const LMR_FIELD_ALL: u32 = 0x7ff;
+
+pub(crate) struct Lmr<B: Backend> {
+    pub(crate) ia: IaHandle,
+    pub(crate) pz: PzHandle,
+    pub(crate) mem_type: MemType,
+    pub(crate) privileges: MemPriv,
+    pub(crate) address: u64,
+    pub(crate) length: u64,
+    pub(crate) mr: B::Mr,
+    pub(crate) lkey: u32,
+    pub(crate) lmr_context: u32,
+    pub(crate) rmr_context: Option<u32>,
+    /// RMRs bound to this LMR.
+    pub(crate) rmr_refs: u32,
+    pub(crate) context: u64,
+}
+
+/// What `dat_lmr_create` returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LmrCreated {
+    pub lmr: LmrHandle,
+    pub lmr_context: u32,
+    /// `None` unless remote privileges were asked for (dat_lmr_create(3DAT):
+    /// "If mem_privileges does not specify remote Read and Write privileges,
+    /// rmr_context is not generated and NULL is returned").
+    pub rmr_context: Option<u32>,
+    pub registered_size: u64,
+    pub registered_address: u64,
+}
+
+/// `DAT_LMR_PARAM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LmrParam {
+    pub ia: IaHandle,
+    pub mem_type: MemType,
+    pub pz: PzHandle,
+    pub mem_privileges: MemPriv,
+    pub lmr_context: u32,
+    pub rmr_context: Option<u32>,
+    pub registered_size: u64,
+    pub registered_address: u64,
+}
+
+const fn context_of(h: RawHandle) -> u32 {
+    (h.generation() & 0xffff) << 16 | (h.index() & 0xffff)
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    const CONTEXT_FITS: () = assert!(N <= 0x1_0000, "lmr_context holds a 16-bit slot index");
+
+    /// dat_lmr_create(3DAT): register memory in `pz`.
+    pub fn lmr_create(
+        &mut self,
+        ia_h: IaHandle,
+        mem_type: MemType,
+        pz_h: PzHandle,
+        privileges: MemPriv,
+    ) -> DatResult<LmrCreated> {
+        let () = Self::CONTEXT_FITS;
+        let ia = self.ia(ia_h)?;
+        let max_block = ia.attr.max_lmr_block_size;
+        let max_va = ia.attr.max_lmr_virtual_address;
+        if !privileges.is_valid() {
+            return Err(DatError::invalid_arg(6));
+        }
+        let (address, length) = match mem_type {
+            MemType::Virtual { address, length } | MemType::SharedVirtual { address, length, .. } => (address, length),
+            MemType::Lmr(h) => {
+                let base = self.lmr(h)?;
+                if base.ia != ia_h {
+                    return Err(DatError::invalid_handle(Subtype::InvalidHandleLmr));
+                }
+                (base.address, base.length)
+            }
+        };
+        let end = address.checked_add(length).ok_or(DatError::invalid_arg(3))?;
+        if length == 0 || length > max_block || end - 1 > max_va {
+            return Err(DatError::invalid_arg(4));
+        }
+        let Provider { pzs, backend, .. } = self;
+        let pz = pzs.get(pz_h.0).filter(|p| p.ia == ia_h).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
+        let reg = backend.mr_register(&pz.pd, address, length, privileges)?;
+        let remote = privileges.intersects(MemPriv::REMOTE);
+        let lmr = Lmr {
+            ia: ia_h,
+            pz: pz_h,
+            mem_type,
+            privileges,
+            address: reg.address,
+            length: reg.length,
+            mr: reg.mr,
+            lkey: reg.lkey,
+            lmr_context: 0,
+            rmr_context: remote.then_some(reg.rkey),
+            rmr_refs: 0,
+            context: 0,
+        };
+        let raw = match self.lmrs.insert(lmr) {
+            Ok(raw) => raw,
+            Err(lmr) => {
+                self.backend.mr_deregister(lmr.mr);
+                return Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceMemoryRegion));
+            }
+        };
+        self.pz_hold(pz_h);
+        let lmr = self.lmrs.get_mut(raw).ok_or(DatError::of(ErrorType::InternalError))?;
+        lmr.lmr_context = context_of(raw);
+        Ok(LmrCreated {
+            lmr: LmrHandle(raw),
+            lmr_context: lmr.lmr_context,
+            rmr_context: lmr.rmr_context,
+            registered_size: lmr.length,
+            registered_address: lmr.address,
+        })
+    }
+
+    /// dat_lmr_free(3DAT): "The LMR cannot be destroyed if it is in use by
+    /// an RMR."
+    pub fn lmr_free(&mut self, lmr: LmrHandle) -> DatResult<()> {
+        if self.lmr(lmr)?.rmr_refs != 0 {
+            return Err(DatError::invalid_state(Subtype::InvalidStateLmrInUse));
+        }
+        self.lmr_destroy(lmr);
+        Ok(())
+    }
+
+    pub(crate) fn lmr_destroy(&mut self, lmr: LmrHandle) {
+        if let Some(lmr) = self.lmrs.remove(lmr.0) {
+            self.backend.mr_deregister(lmr.mr);
+            self.pz_release(lmr.pz);
+        }
+    }
+
+    /// dat_lmr_query(3DAT).
+    pub fn lmr_query(&self, lmr: LmrHandle, mask: u32) -> DatResult<LmrParam> {
+        let l = self.lmr(lmr)?;
+        if mask & !LMR_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        Ok(LmrParam {
+            ia: l.ia,
+            mem_type: l.mem_type,
+            pz: l.pz,
+            mem_privileges: l.privileges,
+            lmr_context: l.lmr_context,
+            rmr_context: l.rmr_context,
+            registered_size: l.length,
+            registered_address: l.address,
+        })
+    }
+
+    /// The live LMR whose context this is.
+    pub(crate) fn lmr_by_context(&self, lmr_context: u32) -> Option<(LmrHandle, &Lmr<B>)> {
+        let (raw, lmr) = self.lmrs.live_at(lmr_context & 0xffff)?;
+        (lmr.lmr_context == lmr_context).then_some((LmrHandle(raw), lmr))
+    }
+
+    /// Check one local segment against its LMR and translate it.
+    ///
+    /// Errors follow the DTO pages: a context that names no live LMR is a
+    /// protection violation (dat_lmr_free(3DAT): "Any DTO operation that
+    /// uses the destroyed LMR ... shall fail and report a protection
+    /// violation"), as is an LMR of another PZ; a range outside the LMR is
+    /// an invalid parameter; a missing privilege is a privileges violation.
+    pub(crate) fn translate(&self, pz: PzHandle, seg: &LmrTriplet, need: MemPriv) -> DatResult<Sge> {
+        let (_, lmr) = self
+            .lmr_by_context(seg.lmr_context)
+            .ok_or(DatError::of(ErrorType::ProtectionViolation))?;
+        if lmr.pz != pz {
+            return Err(DatError::of(ErrorType::ProtectionViolation));
+        }
+        if !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
+            return Err(DatError::of(ErrorType::InvalidParameter));
+        }
+        if !lmr.privileges.contains(need) {
+            return Err(DatError::of(ErrorType::PrivilegesViolation));
+        }
+        Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey })
+    }
+
+    /// dat_lmr_sync_rdma_read(3DAT). This platform's memory is coherent
+    /// with the adapter, so nothing needs flushing; the segments are still
+    /// checked as the page requires.
+    pub fn lmr_sync_rdma_read(&self, ia: IaHandle, segments: &[LmrTriplet]) -> DatResult<()> {
+        self.lmr_sync(ia, segments)
+    }
+
+    /// dat_lmr_sync_rdma_write(3DAT); see [`Provider::lmr_sync_rdma_read`].
+    pub fn lmr_sync_rdma_write(&self, ia: IaHandle, segments: &[LmrTriplet]) -> DatResult<()> {
+        self.lmr_sync(ia, segments)
+    }
+
+    fn lmr_sync(&self, ia: IaHandle, segments: &[LmrTriplet]) -> DatResult<()> {
+        self.ia(ia)?;
+        // "the address range for a local segment fell outside the boundaries
+        // of the corresponding Local Memory Region or the LMR handle was
+        // invalid": DAT_INVALID_PARAMETER.
+        for seg in segments {
+            let (_, lmr) = self.lmr_by_context(seg.lmr_context).ok_or(DatError::invalid_arg(2))?;
+            if lmr.ia != ia || !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
+                return Err(DatError::invalid_arg(2));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<B: Backend> Lmr<B> {
+    /// Whether `[address, address + length)` lies inside the region.
+    pub(crate) fn contains(&self, address: u64, length: u64) -> bool {
+        address >= self.address
+            && address.checked_add(length).is_some_and(|end| end <= self.address + self.length)
+    }
+}

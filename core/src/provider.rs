@@ -1,0 +1,395 @@
+//! The provider: every object of every open IA, and the progress engine
+//! that turns backend completions and connection events into DAT events.
+//!
+//! There are no hidden threads (DESIGN.md, "Progress without threads"):
+//! events are pulled from the backend when the consumer dequeues, waits or
+//! posts.
+
+use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, PrivateData};
+use crate::cno::Cno;
+use crate::cr::Cr;
+use crate::ep::Ep;
+use crate::error::{DatError, DatResult, Subtype};
+use crate::event::{Event, EventData, EventNumber, EventPool};
+use crate::evd::Evd;
+use crate::handle::*;
+use crate::ia::Ia;
+use crate::lmr::Lmr;
+use crate::psp::Psp;
+use crate::pz::Pz;
+use crate::rmr::Rmr;
+use crate::rsp::Rsp;
+use crate::slab::{Slab, SlotHeader};
+use crate::srq::Srq;
+use crate::types::{DtoOp, DtoStatus, EpState};
+
+/// All DAT objects of one provider instance over backend `B`: up to `N`
+/// objects of each kind and `E` queued events in all.
+///
+/// Keep it at a stable address (in a `Box` or a `static`) once handles are
+/// given to C: the slot headers are the C handles.
+pub struct Provider<B: Backend, const N: usize = 64, const E: usize = 1024> {
+    pub(crate) backend: B,
+    pub(crate) ias: Slab<Ia<B>, N>,
+    pub(crate) pzs: Slab<Pz<B>, N>,
+    pub(crate) lmrs: Slab<Lmr<B>, N>,
+    pub(crate) rmrs: Slab<Rmr<B>, N>,
+    pub(crate) evds: Slab<Evd<B>, N>,
+    pub(crate) cnos: Slab<Cno, N>,
+    pub(crate) eps: Slab<Ep<B>, N>,
+    pub(crate) psps: Slab<Psp<B>, N>,
+    pub(crate) rsps: Slab<Rsp<B>, N>,
+    pub(crate) crs: Slab<Cr<B>, N>,
+    pub(crate) srqs: Slab<Srq<B>, N>,
+    pub(crate) events: EventPool<E>,
+}
+
+macro_rules! lookup {
+    ($get:ident, $slab:ident, $handle:ty, $obj:ty, $sub:ident) => {
+        pub(crate) fn $get(&self, h: $handle) -> DatResult<&$obj> {
+            self.$slab.get(h.0).ok_or(DatError::invalid_handle(Subtype::$sub))
+        }
+    };
+    ($get:ident, $get_mut:ident, $slab:ident, $handle:ty, $obj:ty, $sub:ident) => {
+        lookup!($get, $slab, $handle, $obj, $sub);
+
+        pub(crate) fn $get_mut(&mut self, h: $handle) -> DatResult<&mut $obj> {
+            self.$slab.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::$sub))
+        }
+    };
+}
+
+/// The tag of a Reserved Service Point's listener has this bit set in its
+/// index half, so one tag space serves PSPs and RSPs.
+const RSP_TAG_BIT: u64 = 1 << 31;
+
+pub(crate) fn psp_tag(h: PspHandle) -> u64 {
+    h.0.to_bits()
+}
+
+pub(crate) fn rsp_tag(h: RspHandle) -> u64 {
+    h.0.to_bits() | RSP_TAG_BIT
+}
+
+impl<B: Backend, const N: usize, const E: usize> core::fmt::Debug for Provider<B, N, E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Provider")
+            .field("ias", &self.ias.len())
+            .field("pzs", &self.pzs.len())
+            .field("lmrs", &self.lmrs.len())
+            .field("rmrs", &self.rmrs.len())
+            .field("evds", &self.evds.len())
+            .field("cnos", &self.cnos.len())
+            .field("eps", &self.eps.len())
+            .field("psps", &self.psps.len())
+            .field("rsps", &self.rsps.len())
+            .field("crs", &self.crs.len())
+            .field("srqs", &self.srqs.len())
+            .field("unreserved_events", &self.events.unreserved())
+            .finish()
+    }
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// A provider with no IA open, over `backend`.
+    pub fn new(backend: B) -> Self {
+        Provider {
+            backend,
+            ias: Slab::new(Kind::Ia),
+            pzs: Slab::new(Kind::Pz),
+            lmrs: Slab::new(Kind::Lmr),
+            rmrs: Slab::new(Kind::Rmr),
+            evds: Slab::new(Kind::Evd),
+            cnos: Slab::new(Kind::Cno),
+            eps: Slab::new(Kind::Ep),
+            psps: Slab::new(Kind::Psp),
+            rsps: Slab::new(Kind::Rsp),
+            crs: Slab::new(Kind::Cr),
+            srqs: Slab::new(Kind::Srq),
+            events: EventPool::new(),
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The backend, mutably (tests script it through this).
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
+    /// Set the word every slot header starts with (the C ABI's
+    /// `DAT_PROVIDER*`).
+    pub fn set_provider_word(&mut self, word: usize) {
+        self.ias.set_provider_word(word);
+        self.pzs.set_provider_word(word);
+        self.lmrs.set_provider_word(word);
+        self.rmrs.set_provider_word(word);
+        self.evds.set_provider_word(word);
+        self.cnos.set_provider_word(word);
+        self.eps.set_provider_word(word);
+        self.psps.set_provider_word(word);
+        self.rsps.set_provider_word(word);
+        self.crs.set_provider_word(word);
+        self.srqs.set_provider_word(word);
+    }
+
+    /// The slot header a handle points at (live or tombstone): the address
+    /// the C ABI hands out.
+    pub fn slot_header(&self, h: AnyHandle) -> Option<&SlotHeader> {
+        match h.kind {
+            Kind::Ia => self.ias.header(h.raw),
+            Kind::Pz => self.pzs.header(h.raw),
+            Kind::Lmr => self.lmrs.header(h.raw),
+            Kind::Rmr => self.rmrs.header(h.raw),
+            Kind::Evd => self.evds.header(h.raw),
+            Kind::Cno => self.cnos.header(h.raw),
+            Kind::Ep => self.eps.header(h.raw),
+            Kind::Psp => self.psps.header(h.raw),
+            Kind::Rsp => self.rsps.header(h.raw),
+            Kind::Cr => self.crs.header(h.raw),
+            Kind::Srq => self.srqs.header(h.raw),
+        }
+    }
+
+    lookup!(ia, ias, IaHandle, Ia<B>, InvalidHandleIa);
+    lookup!(pz, pzs, PzHandle, Pz<B>, InvalidHandlePz);
+    lookup!(lmr, lmrs, LmrHandle, Lmr<B>, InvalidHandleLmr);
+    lookup!(rmr, rmrs, RmrHandle, Rmr<B>, InvalidHandleRmr);
+    lookup!(evd, evd_mut, evds, EvdHandle, Evd<B>, NoSubtype);
+    lookup!(cno, cno_mut, cnos, CnoHandle, Cno, InvalidHandleCno);
+    lookup!(ep, eps, EpHandle, Ep<B>, InvalidHandleEp);
+    lookup!(psp, psps, PspHandle, Psp<B>, InvalidHandlePsp);
+    lookup!(rsp, rsps, RspHandle, Rsp<B>, InvalidHandleRsp);
+    lookup!(cr, crs, CrHandle, Cr<B>, InvalidHandleCr);
+    lookup!(srq, srq_mut, srqs, SrqHandle, Srq<B>, InvalidHandleSrq);
+
+    /// Queue `event` on `evd` (a null or freed EVD means nobody listens).
+    /// A full EVD overflows: the event is lost and the IA's async EVD gets
+    /// `DAT_ASYNC_ERROR_EVD_OVERFLOW`.
+    pub(crate) fn deliver(&mut self, evd: EvdHandle, number: EventNumber, data: EventData, notify: bool) {
+        let Some(e) = self.evds.get_mut(evd.0) else { return };
+        let event = Event { number, evd, data };
+        if self.events.push(&mut e.queue, event).is_err() {
+            e.overflowed = true;
+            let ia = e.ia;
+            self.async_event(ia, EventNumber::AsyncEvdOverflow, Some(evd.into()), 0);
+            return;
+        }
+        // dat_evd_wait(3DAT): "The CNO associated with the evd_handle() is
+        // not triggered upon event arrival if there is a Consumer blocked
+        // on dat_evd_wait() on this Event Dispatcher."
+        if notify && e.enabled && !e.waiter {
+            if let Some(cno) = self.cnos.get_mut(e.cno.0) {
+                cno.trigger(evd);
+            }
+        }
+    }
+
+    /// Queue an asynchronous event on `ia`'s async EVD. An async EVD that is
+    /// itself full loses the event.
+    pub(crate) fn async_event(&mut self, ia: IaHandle, number: EventNumber, handle: Option<AnyHandle>, reason: u32) {
+        let Some(async_evd) = self.ias.get(ia.0).map(|i| i.async_evd) else { return };
+        let Some(e) = self.evds.get_mut(async_evd.0) else { return };
+        let event = Event { number, evd: async_evd, data: EventData::AsyncError { handle, reason } };
+        if self.events.push(&mut e.queue, event).is_err() {
+            e.overflowed = true;
+        } else if e.enabled && !e.waiter {
+            if let Some(cno) = self.cnos.get_mut(e.cno.0) {
+                cno.trigger(async_evd);
+            }
+        }
+    }
+
+    /// Pull what the backend has for `ia`, and the completions of `evd`'s
+    /// queue while it has room.
+    pub(crate) fn progress(&mut self, ia: IaHandle, evd: Option<EvdHandle>) {
+        self.pump_cm(ia);
+        if let Some(evd) = evd {
+            self.pump_cq(evd);
+        }
+    }
+
+    fn pump_cq(&mut self, evd: EvdHandle) {
+        const BATCH: usize = 16;
+        let mut buf = [Completion::EMPTY; BATCH];
+        loop {
+            let Provider { evds, backend, .. } = self;
+            let Some(e) = evds.get_mut(evd.0) else { return };
+            let want = (e.queue.room() as usize).min(BATCH);
+            let Some(cq) = e.cq.as_mut() else { return };
+            if want == 0 {
+                return;
+            }
+            let got = backend.cq_poll(cq, &mut buf[..want]).min(want);
+            for c in &buf[..got] {
+                self.complete(c);
+            }
+            if got < want {
+                return;
+            }
+        }
+    }
+
+    fn pump_cm(&mut self, ia: IaHandle) {
+        loop {
+            let Provider { ias, backend, .. } = self;
+            let Some(i) = ias.get_mut(ia.0) else { return };
+            let Some(event) = backend.poll_cm(&mut i.dev) else { return };
+            self.on_cm(ia, event);
+        }
+    }
+
+    /// Route one completion to its EVD and settle the EP's accounts.
+    pub(crate) fn complete(&mut self, c: &Completion) {
+        let ep_h = EpHandle(RawHandle::from_bits(c.tag));
+        // A completion of a freed EP (a stale CQE) has nowhere to go.
+        let Some(ep) = self.eps.get_mut(ep_h.0) else { return };
+        let failed = !matches!(c.status, DtoStatus::Success | DtoStatus::Flushed);
+        let connected = matches!(ep.state, EpState::Connected | EpState::DisconnectPending);
+        match c.op {
+            DtoOp::BindMw => {
+                ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
+                let evd = ep.request_evd;
+                let rmr_h = RmrHandle(RawHandle::from_bits(c.cookie));
+                if let Some(rmr) = self.rmrs.get_mut(rmr_h.0) {
+                    let cookie = rmr.bind_cookie;
+                    if c.status != DtoStatus::Success {
+                        self.rmr_unbind(rmr_h);
+                    }
+                    let data = EventData::RmrBind { rmr: rmr_h, cookie, status: c.status };
+                    self.deliver(evd, EventNumber::RmrBindCompletion, data, c.notify);
+                }
+            }
+            op => {
+                let evd = if op.is_recv() {
+                    match self.srqs.get_mut(ep.srq.0) {
+                        Some(srq) => srq.outstanding = srq.outstanding.saturating_sub(1),
+                        None => ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1),
+                    }
+                    ep.recv_evd
+                } else {
+                    ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
+                    ep.request_evd
+                };
+                let data = EventData::Dto {
+                    ep: ep_h,
+                    cookie: c.cookie,
+                    status: c.status,
+                    transferred_length: c.transferred_length,
+                    op,
+                };
+                self.deliver(evd, EventNumber::DtoCompletion, data, c.notify);
+            }
+        }
+        // A failed DTO breaks the connection (dat_lmr_free(3DAT): "...
+        // DAT_DTO_ERR_REMOTE_ACCESS is reported ... and the connection is
+        // broken"); every later DTO is flushed by the transport.
+        if failed && connected {
+            self.ep_lost(ep_h, EventNumber::ConnectionBroken);
+        }
+    }
+
+    /// The connection of `ep` is gone: it is Disconnected, the transport
+    /// flushes what is outstanding, and the connect EVD hears `number`.
+    pub(crate) fn ep_lost(&mut self, ep_h: EpHandle, number: EventNumber) {
+        let Provider { eps, backend, .. } = self;
+        let Some(ep) = eps.get_mut(ep_h.0) else { return };
+        ep.state = EpState::Disconnected;
+        if let Some(qp) = ep.qp.as_mut() {
+            backend.disconnect(qp, false);
+        }
+        let evd = ep.connect_evd;
+        self.deliver(evd, number, EventData::Connection { ep: ep_h, private_data_size: 0 }, true);
+    }
+
+    fn on_cm(&mut self, ia: IaHandle, event: CmEvent<B::ConnReq>) {
+        match event {
+            CmEvent::Request { listener, request, remote, remote_port, private_data } => {
+                self.on_request(ia, listener, request, remote, remote_port, private_data)
+            }
+            CmEvent::Conn { tag, outcome, private_data } => self.on_conn(EpHandle(RawHandle::from_bits(tag)), outcome, private_data),
+            CmEvent::Catastrophic => {
+                let lost = self
+                    .eps
+                    .handles_where(|ep| {
+                        ep.ia == ia
+                            && matches!(
+                                ep.state,
+                                EpState::Connected
+                                    | EpState::DisconnectPending
+                                    | EpState::ActiveConnectionPending
+                                    | EpState::CompletionPending
+                            )
+                    });
+                for h in lost {
+                    self.ep_lost(EpHandle(h), EventNumber::ConnectionBroken);
+                }
+                self.async_event(ia, EventNumber::AsyncIaCatastrophic, Some(ia.into()), 0);
+            }
+        }
+    }
+
+    fn on_conn(&mut self, ep_h: EpHandle, outcome: ConnOutcome, private_data: PrivateData) {
+        let Some(ep) = self.eps.get_mut(ep_h.0) else { return };
+        let state = ep.state;
+        let number = match (outcome, state) {
+            (ConnOutcome::Established, EpState::ActiveConnectionPending) => {
+                // dat_evd_wait(3DAT): for the active side the event carries
+                // the peer's private data, valid until the EP is freed or
+                // reset.
+                ep.state = EpState::Connected;
+                ep.private_data = private_data;
+                let size = ep.private_data.len() as u32;
+                let evd = ep.connect_evd;
+                let data = EventData::Connection { ep: ep_h, private_data_size: size };
+                self.deliver(evd, EventNumber::ConnectionEstablished, data, true);
+                return;
+            }
+            (ConnOutcome::Established, EpState::CompletionPending) => {
+                ep.state = EpState::Connected;
+                let evd = ep.connect_evd;
+                let data = EventData::Connection { ep: ep_h, private_data_size: 0 };
+                self.deliver(evd, EventNumber::ConnectionEstablished, data, true);
+                return;
+            }
+            (ConnOutcome::PeerRejected, EpState::ActiveConnectionPending) => EventNumber::ConnectionPeerRejected,
+            (ConnOutcome::NonPeerRejected, EpState::ActiveConnectionPending) => EventNumber::ConnectionNonPeerRejected,
+            (ConnOutcome::Unreachable, EpState::ActiveConnectionPending) => EventNumber::ConnectionUnreachable,
+            (ConnOutcome::TimedOut, EpState::ActiveConnectionPending) => EventNumber::ConnectionTimedOut,
+            (ConnOutcome::AcceptError, EpState::CompletionPending) => EventNumber::ConnectionAcceptCompletionError,
+            (ConnOutcome::Disconnected, EpState::Connected | EpState::DisconnectPending) => {
+                EventNumber::ConnectionDisconnected
+            }
+            (ConnOutcome::Broken, EpState::Connected | EpState::DisconnectPending) => EventNumber::ConnectionBroken,
+            // Anything else is stale: the EP has moved on (an abrupt local
+            // disconnect already reported DISCONNECTED, say).
+            _ => return,
+        };
+        self.ep_lost(ep_h, number);
+    }
+
+    fn on_request(
+        &mut self,
+        ia: IaHandle,
+        listener: u64,
+        request: B::ConnReq,
+        remote: crate::types::IaAddress,
+        remote_port: u64,
+        private_data: PrivateData,
+    ) {
+        let raw = RawHandle::from_bits(listener & !RSP_TAG_BIT);
+        let accepted = if listener & RSP_TAG_BIT != 0 {
+            self.rsp_request(ia, RspHandle(raw), request, remote, remote_port, private_data)
+        } else {
+            self.psp_request(ia, PspHandle(raw), request, remote, remote_port, private_data)
+        };
+        // No Service Point, or no room for the request: refuse it as if
+        // nobody listened (dat_psp_free(3DAT)).
+        if let Err(request) = accepted {
+            self.backend.reject(request);
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Public Service Point (PSP): dat_psp_create(3DAT),
+//! dat_psp_create_any(3DAT), dat_psp_free(3DAT), dat_psp_query(3DAT).
+
+use crate::backend::{Backend, PrivateData};
+use crate::cr::Cr;
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::handle::{EpHandle, EvdHandle, IaHandle, PspHandle};
+use crate::provider::{psp_tag, Provider};
+use crate::types::{EvdFlags, IaAddress, PspFlags};
+
+/// `DAT_PSP_FIELD_ALL`.
+pub const PSP_FIELD_ALL: u32 = 0x0f;
+
+/// The connection qualifiers `dat_psp_create_any` chooses from: the
+/// "nonprivileged" ephemeral range.
+pub const ANY_CONN_QUAL: core::ops::RangeInclusive<u64> = 49152..=65535;
+
+pub(crate) struct Psp<B: Backend> {
+    pub(crate) ia: IaHandle,
+    pub(crate) conn_qual: u64,
+    pub(crate) evd: EvdHandle,
+    pub(crate) flags: PspFlags,
+    pub(crate) listener: Option<B::Listener>,
+    pub(crate) context: u64,
+}
+
+/// `DAT_PSP_PARAM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PspParam {
+    pub ia: IaHandle,
+    pub conn_qual: u64,
+    pub evd: EvdHandle,
+    pub flags: PspFlags,
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// dat_psp_create(3DAT): listen on `conn_qual`; requests arrive on
+    /// `evd`, whose queue length is the backlog.
+    pub fn psp_create(&mut self, ia: IaHandle, conn_qual: u64, evd: EvdHandle, flags: PspFlags) -> DatResult<PspHandle> {
+        self.ia(ia)?;
+        self.evd_for(ia, evd, EvdFlags::CR, Subtype::InvalidHandleEvdCr)?;
+        if self.conn_qual_taken(ia, conn_qual) {
+            return Err(DatError::of(ErrorType::ConnQualInUse));
+        }
+        let psp = Psp { ia, conn_qual, evd, flags, listener: None, context: 0 };
+        let h = PspHandle(self.psps.insert(psp).map_err(|_| DatError::of(ErrorType::InsufficientResources))?);
+        let Provider { ias, psps, backend, .. } = self;
+        let listened = match ias.get_mut(ia.0) {
+            Some(i) => backend.listen(&mut i.dev, conn_qual, psp_tag(h)),
+            None => Err(DatError::invalid_handle(Subtype::InvalidHandleIa)),
+        };
+        match listened {
+            Ok(l) => {
+                if let Some(p) = psps.get_mut(h.0) {
+                    p.listener = Some(l);
+                }
+                self.sp_feeds(evd, true);
+                Ok(h)
+            }
+            Err(e) => {
+                psps.remove(h.0);
+                Err(e)
+            }
+        }
+    }
+
+    /// dat_psp_create_any(3DAT): as [`Provider::psp_create`] on a free
+    /// connection qualifier the provider picks; returns it too.
+    pub fn psp_create_any(&mut self, ia: IaHandle, evd: EvdHandle, flags: PspFlags) -> DatResult<(PspHandle, u64)> {
+        for qual in ANY_CONN_QUAL {
+            match self.psp_create(ia, qual, evd, flags) {
+                Ok(h) => return Ok((h, qual)),
+                Err(e) if e.error_type() == ErrorType::ConnQualInUse => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(DatError::of(ErrorType::ConnQualUnavailable))
+    }
+
+    /// Whether a service point of `ia` listens on `conn_qual`.
+    pub(crate) fn conn_qual_taken(&self, ia: IaHandle, conn_qual: u64) -> bool {
+        self.psps.iter().any(|(_, p)| p.ia == ia && p.conn_qual == conn_qual)
+            || self.rsps.iter().any(|(_, r)| r.ia == ia && r.conn_qual == conn_qual)
+    }
+
+    /// A service point starts or stops feeding `evd`.
+    pub(crate) fn sp_feeds(&mut self, evd: EvdHandle, starts: bool) {
+        if let Some(e) = self.evds.get_mut(evd.0) {
+            if starts {
+                e.streams += 1;
+                e.other_streams += 1;
+            } else {
+                e.streams = e.streams.saturating_sub(1);
+                e.other_streams = e.other_streams.saturating_sub(1);
+            }
+        }
+    }
+
+    /// dat_psp_free(3DAT): stop listening. Connection Requests already
+    /// delivered live on.
+    pub fn psp_free(&mut self, psp: PspHandle) -> DatResult<()> {
+        self.psp(psp)?;
+        self.psp_destroy(psp);
+        Ok(())
+    }
+
+    pub(crate) fn psp_destroy(&mut self, psp: PspHandle) {
+        if let Some(p) = self.psps.remove(psp.0) {
+            if let Some(l) = p.listener {
+                self.backend.unlisten(l);
+            }
+            self.sp_feeds(p.evd, false);
+        }
+    }
+
+    /// dat_psp_query(3DAT).
+    pub fn psp_query(&self, psp: PspHandle, mask: u32) -> DatResult<PspParam> {
+        let p = self.psp(psp)?;
+        if mask & !PSP_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        Ok(PspParam { ia: p.ia, conn_qual: p.conn_qual, evd: p.evd, flags: p.flags })
+    }
+
+    /// A request arrived at `psp`: make its Connection Request (and, for
+    /// `DAT_PSP_PROVIDER`, its Endpoint) and tell the PSP's EVD. Hands the
+    /// request back when it cannot be taken.
+    pub(crate) fn psp_request(
+        &mut self,
+        ia: IaHandle,
+        psp_h: PspHandle,
+        request: B::ConnReq,
+        remote: IaAddress,
+        remote_port: u64,
+        private_data: PrivateData,
+    ) -> Result<(), B::ConnReq> {
+        let Some(psp) = self.psps.get(psp_h.0).filter(|p| p.ia == ia) else { return Err(request) };
+        let (evd, conn_qual, flags) = (psp.evd, psp.conn_qual, psp.flags);
+        if self.evds.get(evd.0).is_none_or(|e| e.queue.room() == 0) {
+            return Err(request);
+        }
+        let local_ep = match flags {
+            PspFlags::Provider => match self.ep_for_provider(ia) {
+                Some(ep) => ep,
+                None => return Err(request),
+            },
+            PspFlags::Consumer => EpHandle::NULL,
+        };
+        let cr = Cr { ia, psp: psp_h, conn_qual, local_ep, remote, remote_port, private_data, request, context: 0 };
+        self.cr_deliver(cr, evd)
+    }
+}

@@ -1,0 +1,88 @@
+//! Protection Zone (PZ): dat_pz_create(3DAT), dat_pz_free(3DAT),
+//! dat_pz_query(3DAT).
+
+use crate::backend::Backend;
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::handle::{IaHandle, PzHandle};
+use crate::provider::Provider;
+
+/// `DAT_PZ_FIELD_ALL`.
+pub const PZ_FIELD_ALL: u32 = 0x01;
+
+pub(crate) struct Pz<B: Backend> {
+    pub(crate) ia: IaHandle,
+    pub(crate) pd: B::Pd,
+    /// EPs, LMRs, RMRs and SRQs in this zone.
+    pub(crate) refs: u32,
+    pub(crate) context: u64,
+}
+
+/// `DAT_PZ_PARAM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PzParam {
+    pub ia: IaHandle,
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// dat_pz_create(3DAT).
+    pub fn pz_create(&mut self, ia_h: IaHandle) -> DatResult<PzHandle> {
+        let Provider { ias, backend, .. } = self;
+        let ia = ias.get_mut(ia_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
+        let pd = backend.pd_alloc(&mut ia.dev)?;
+        match self.pzs.insert(Pz { ia: ia_h, pd, refs: 0, context: 0 }) {
+            Ok(raw) => Ok(PzHandle(raw)),
+            Err(pz) => {
+                self.backend.pd_free(pz.pd);
+                Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceProtectionDomain))
+            }
+        }
+    }
+
+    /// dat_pz_free(3DAT): "The Protection Zone cannot be destroyed if it is
+    /// in use by an Endpoint, LMR, or RMR."
+    pub fn pz_free(&mut self, pz: PzHandle) -> DatResult<()> {
+        if self.pz(pz)?.refs != 0 {
+            return Err(DatError::invalid_state(Subtype::InvalidStatePzInUse));
+        }
+        self.pz_destroy(pz);
+        Ok(())
+    }
+
+    pub(crate) fn pz_destroy(&mut self, pz: PzHandle) {
+        if let Some(pz) = self.pzs.remove(pz.0) {
+            self.backend.pd_free(pz.pd);
+        }
+    }
+
+    /// dat_pz_query(3DAT).
+    pub fn pz_query(&self, pz: PzHandle, mask: u32) -> DatResult<PzParam> {
+        let pz = self.pz(pz)?;
+        if mask & !PZ_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        Ok(PzParam { ia: pz.ia })
+    }
+
+    /// Count one more user of `pz`.
+    pub(crate) fn pz_hold(&mut self, pz: PzHandle) {
+        if let Some(pz) = self.pzs.get_mut(pz.0) {
+            pz.refs += 1;
+        }
+    }
+
+    /// Count one user of `pz` fewer.
+    pub(crate) fn pz_release(&mut self, pz: PzHandle) {
+        if let Some(pz) = self.pzs.get_mut(pz.0) {
+            pz.refs = pz.refs.saturating_sub(1);
+        }
+    }
+
+    /// `pz` must be a live PZ of `ia`.
+    pub(crate) fn pz_of(&self, ia: IaHandle, pz: PzHandle) -> DatResult<&Pz<B>> {
+        let p = self.pz(pz)?;
+        if p.ia != ia {
+            return Err(DatError::invalid_handle(Subtype::InvalidHandlePz));
+        }
+        Ok(p)
+    }
+}

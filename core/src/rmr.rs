@@ -1,0 +1,182 @@
+//! Remote Memory Region (RMR): dat_rmr_create(3DAT), dat_rmr_bind(3DAT),
+//! dat_rmr_free(3DAT), dat_rmr_query(3DAT).
+
+use crate::backend::{Backend, Sge};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::handle::{EpHandle, IaHandle, LmrHandle, PzHandle, RmrHandle};
+use crate::provider::Provider;
+use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
+
+/// `DAT_RMR_FIELD_ALL`.
+pub const RMR_FIELD_ALL: u32 = 0x7f;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Binding {
+    pub(crate) lmr: LmrHandle,
+    pub(crate) triplet: LmrTriplet,
+    pub(crate) privileges: MemPriv,
+    pub(crate) rmr_context: u32,
+}
+
+pub(crate) struct Rmr<B: Backend> {
+    pub(crate) ia: IaHandle,
+    pub(crate) pz: PzHandle,
+    pub(crate) mw: B::Mw,
+    pub(crate) binding: Option<Binding>,
+    /// The cookie of the bind in flight, for its completion event.
+    pub(crate) bind_cookie: u64,
+    pub(crate) context: u64,
+}
+
+/// `DAT_RMR_PARAM`. The binding fields are `None` for an unbound RMR
+/// (dat_rmr_query(3DAT): "not defined for an unbound RMR").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RmrParam {
+    pub ia: IaHandle,
+    pub pz: PzHandle,
+    pub lmr_triplet: Option<LmrTriplet>,
+    pub mem_privileges: Option<MemPriv>,
+    pub rmr_context: Option<u32>,
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// dat_rmr_create(3DAT).
+    pub fn rmr_create(&mut self, pz_h: PzHandle) -> DatResult<RmrHandle> {
+        let Provider { pzs, backend, .. } = self;
+        let pz = pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
+        let ia = pz.ia;
+        let mw = backend.mw_alloc(&pz.pd)?;
+        match self.rmrs.insert(Rmr { ia, pz: pz_h, mw, binding: None, bind_cookie: 0, context: 0 }) {
+            Ok(raw) => {
+                self.pz_hold(pz_h);
+                Ok(RmrHandle(raw))
+            }
+            Err(rmr) => {
+                self.backend.mw_free(rmr.mw);
+                Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceMemoryRegion))
+            }
+        }
+    }
+
+    /// dat_rmr_bind(3DAT): bind `rmr` to `triplet` of an LMR through `ep`'s
+    /// request queue; returns the new `rmr_context`. A zero-length triplet
+    /// unbinds (its context is then meaningless).
+    pub fn rmr_bind(
+        &mut self,
+        rmr_h: RmrHandle,
+        triplet: &LmrTriplet,
+        privileges: MemPriv,
+        ep_h: EpHandle,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<u32> {
+        let rmr = self.rmr(rmr_h)?;
+        let rmr_pz = rmr.pz;
+        let ep = self.ep(ep_h)?;
+        if privileges.0 & !MemPriv::REMOTE.0 != 0 {
+            return Err(DatError::invalid_arg(3));
+        }
+        let allowed = CompletionFlags::SUPPRESS | CompletionFlags::UNSIGNALLED | CompletionFlags::BARRIER_FENCE;
+        if flags.0 & !allowed.0 != 0 || !ep.unsignalled_allowed(flags, false) {
+            return Err(DatError::invalid_arg(6));
+        }
+        // "The operation is valid for the Endpoint in the
+        // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
+        if !matches!(ep.state, EpState::Connected | EpState::Disconnected) {
+            return Err(DatError::invalid_state(ep.state_subtype()));
+        }
+        if ep.request_outstanding >= ep.attr.max_request_dtos {
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        }
+        if ep.pz != rmr_pz {
+            return Err(DatError::new(ErrorType::ProtectionViolation, Subtype::ProtectionRdmaWrite));
+        }
+        let bind = if triplet.segment_length == 0 {
+            None
+        } else {
+            let (lmr_h, lmr) = self
+                .lmr_by_context(triplet.lmr_context)
+                .ok_or(DatError::of(ErrorType::ProtectionViolation))?;
+            if lmr.pz != rmr_pz {
+                return Err(DatError::of(ErrorType::ProtectionViolation));
+            }
+            if !lmr.contains(triplet.virtual_address, u64::from(triplet.segment_length)) {
+                return Err(DatError::invalid_arg(2));
+            }
+            // Remote read needs local read on the LMR, remote write local
+            // write ("or the operation fails and returns
+            // DAT_PRIVILEGES_VIOLATION").
+            let needs_read = privileges.contains(MemPriv::REMOTE_READ) && !lmr.privileges.contains(MemPriv::LOCAL_READ);
+            let needs_write =
+                privileges.contains(MemPriv::REMOTE_WRITE) && !lmr.privileges.contains(MemPriv::LOCAL_WRITE);
+            if needs_read || needs_write {
+                return Err(DatError::of(ErrorType::PrivilegesViolation));
+            }
+            Some((lmr_h, Sge { addr: triplet.virtual_address, length: triplet.segment_length, lkey: lmr.lkey }))
+        };
+        let Provider { eps, rmrs, lmrs, backend, .. } = self;
+        let ep = eps.get_mut(ep_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let rmr = rmrs.get_mut(rmr_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleRmr))?;
+        let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+        let (mr, sge) = match bind {
+            Some((lmr_h, sge)) => (lmrs.get(lmr_h.0).map(|l| &l.mr), sge),
+            None => (None, Sge::default()),
+        };
+        let rkey = backend.post_bind(qp, &mut rmr.mw, mr, sge, privileges, rmr_h.0.to_bits(), flags)?;
+        ep.request_outstanding += 1;
+        rmr.bind_cookie = cookie;
+        let old = rmr.binding.take();
+        rmr.binding =
+            bind.map(|(lmr, _)| Binding { lmr, triplet: *triplet, privileges, rmr_context: rkey });
+        if let Some(old) = old {
+            if let Some(l) = self.lmrs.get_mut(old.lmr.0) {
+                l.rmr_refs = l.rmr_refs.saturating_sub(1);
+            }
+        }
+        if let Some((lmr_h, _)) = bind {
+            if let Some(l) = self.lmrs.get_mut(lmr_h.0) {
+                l.rmr_refs += 1;
+            }
+        }
+        Ok(rkey)
+    }
+
+    /// Drop `rmr`'s binding, releasing its LMR.
+    pub(crate) fn rmr_unbind(&mut self, rmr: RmrHandle) {
+        let Some(old) = self.rmrs.get_mut(rmr.0).and_then(|r| r.binding.take()) else { return };
+        if let Some(l) = self.lmrs.get_mut(old.lmr.0) {
+            l.rmr_refs = l.rmr_refs.saturating_sub(1);
+        }
+    }
+
+    /// dat_rmr_free(3DAT): "allowed on either bound or unbound RMR. If RMR is
+    /// bound, dat_rmr_free() unbinds ... and then free RMR."
+    pub fn rmr_free(&mut self, rmr: RmrHandle) -> DatResult<()> {
+        self.rmr(rmr)?;
+        self.rmr_destroy(rmr);
+        Ok(())
+    }
+
+    pub(crate) fn rmr_destroy(&mut self, rmr: RmrHandle) {
+        self.rmr_unbind(rmr);
+        if let Some(r) = self.rmrs.remove(rmr.0) {
+            self.backend.mw_free(r.mw);
+            self.pz_release(r.pz);
+        }
+    }
+
+    /// dat_rmr_query(3DAT).
+    pub fn rmr_query(&self, rmr: RmrHandle, mask: u32) -> DatResult<RmrParam> {
+        let r = self.rmr(rmr)?;
+        if mask & !RMR_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        Ok(RmrParam {
+            ia: r.ia,
+            pz: r.pz,
+            lmr_triplet: r.binding.map(|b| b.triplet),
+            mem_privileges: r.binding.map(|b| b.privileges),
+            rmr_context: r.binding.map(|b| b.rmr_context),
+        })
+    }
+}

@@ -1,0 +1,151 @@
+//! Shared Receive Queue (SRQ): dat_srq_create(3DAT), dat_srq_free(3DAT),
+//! dat_srq_post_recv(3DAT), dat_srq_query(3DAT), dat_srq_resize(3DAT),
+//! dat_srq_set_lw(3DAT).
+
+use crate::backend::{Backend, Sge, MAX_SGE};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::handle::{IaHandle, PzHandle, SrqHandle};
+use crate::provider::Provider;
+use crate::types::{LmrTriplet, MemPriv, SrqAttr};
+
+/// `DAT_SRQ_FIELD_ALL`.
+pub const SRQ_FIELD_ALL: u32 = 0xff;
+
+pub(crate) struct Srq<B: Backend> {
+    pub(crate) ia: IaHandle,
+    pub(crate) pz: PzHandle,
+    pub(crate) srq: B::Srq,
+    pub(crate) attr: SrqAttr,
+    /// EPs receiving from it.
+    pub(crate) ep_refs: u32,
+    /// Receives posted and not yet completed.
+    pub(crate) outstanding: u32,
+    pub(crate) context: u64,
+}
+
+/// `DAT_SRQ_PARAM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrqParam {
+    pub ia: IaHandle,
+    pub pz: PzHandle,
+    pub max_recv_dtos: u32,
+    pub max_recv_iov: u32,
+    pub low_watermark: u32,
+    /// Buffers not yet taken by an EP: `DAT_VALUE_UNKNOWN`, as the
+    /// transport does not say when an EP takes one.
+    pub available_dto_count: u32,
+    /// Buffers posted and not yet completed.
+    pub outstanding_dto_count: u32,
+}
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// dat_srq_create(3DAT). "The Consumer must set low_watermark to
+    /// DAT_SRQ_LW_DEFAULT" (0).
+    pub fn srq_create(&mut self, ia_h: IaHandle, pz_h: PzHandle, attr: &SrqAttr) -> DatResult<SrqHandle> {
+        let ia = self.ia(ia_h)?;
+        let limits = ia.attr;
+        self.pz_of(ia_h, pz_h)?;
+        if attr.max_recv_dtos == 0
+            || attr.max_recv_dtos > limits.max_recv_per_srq
+            || attr.max_recv_iov > limits.max_iov_segments_per_dto
+            || attr.low_watermark != 0
+        {
+            return Err(DatError::invalid_arg(3));
+        }
+        let Provider { pzs, backend, .. } = self;
+        let pd = &pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?.pd;
+        let srq = backend.srq_create(pd, attr)?;
+        let obj = Srq { ia: ia_h, pz: pz_h, srq, attr: *attr, ep_refs: 0, outstanding: 0, context: 0 };
+        match self.srqs.insert(obj) {
+            Ok(raw) => {
+                self.pz_hold(pz_h);
+                Ok(SrqHandle(raw))
+            }
+            Err(obj) => {
+                self.backend.srq_destroy(obj.srq);
+                Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceSrq))
+            }
+        }
+    }
+
+    /// dat_srq_free(3DAT): "The SRQ cannot be destroyed if it is in use by
+    /// an EP" (`DAT_SRQ_IN_USE`, the invalid-state subtype of DAT 2.0).
+    pub fn srq_free(&mut self, srq: SrqHandle) -> DatResult<()> {
+        if self.srq(srq)?.ep_refs != 0 {
+            return Err(DatError::invalid_state(Subtype::InvalidStateSrqInUse));
+        }
+        self.srq_destroy(srq);
+        Ok(())
+    }
+
+    pub(crate) fn srq_destroy(&mut self, srq: SrqHandle) {
+        if let Some(s) = self.srqs.remove(srq.0) {
+            self.backend.srq_destroy(s.srq);
+            self.pz_release(s.pz);
+        }
+    }
+
+    /// dat_srq_post_recv(3DAT): valid in every SRQ state.
+    pub fn srq_post_recv(&mut self, h: SrqHandle, iov: &[LmrTriplet], cookie: u64) -> DatResult<()> {
+        let s = self.srq(h)?;
+        if iov.len() > s.attr.max_recv_iov as usize {
+            return Err(DatError::invalid_arg(2));
+        }
+        let mut sges = [Sge::default(); MAX_SGE];
+        let (count, _) = self.gather(s.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
+        if s.outstanding >= s.attr.max_recv_dtos {
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        }
+        let Provider { srqs, backend, .. } = self;
+        let s = srqs.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleSrq))?;
+        backend.srq_post_recv(&mut s.srq, &sges[..count], cookie)?;
+        s.outstanding += 1;
+        Ok(())
+    }
+
+    /// dat_srq_query(3DAT).
+    pub fn srq_query(&self, h: SrqHandle, mask: u32) -> DatResult<SrqParam> {
+        let s = self.srq(h)?;
+        if mask & !SRQ_FIELD_ALL != 0 {
+            return Err(DatError::invalid_arg(2));
+        }
+        Ok(SrqParam {
+            ia: s.ia,
+            pz: s.pz,
+            max_recv_dtos: s.attr.max_recv_dtos,
+            max_recv_iov: s.attr.max_recv_iov,
+            low_watermark: s.attr.low_watermark,
+            available_dto_count: crate::ep::VALUE_UNKNOWN,
+            outstanding_dto_count: s.outstanding,
+        })
+    }
+
+    /// dat_srq_resize(3DAT): never below the outstanding receives or the
+    /// low watermark (`DAT_INVALID_STATE`).
+    pub fn srq_resize(&mut self, h: SrqHandle, max_recv_dtos: u32) -> DatResult<()> {
+        let s = self.srq(h)?;
+        let limit = self.ia(s.ia)?.attr.max_recv_per_srq;
+        if max_recv_dtos == 0 || max_recv_dtos > limit {
+            return Err(DatError::invalid_arg(2));
+        }
+        if max_recv_dtos < s.outstanding || max_recv_dtos < s.attr.low_watermark {
+            return Err(DatError::invalid_state(Subtype::NoSubtype));
+        }
+        let Provider { srqs, backend, .. } = self;
+        let s = srqs.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleSrq))?;
+        backend.srq_resize(&mut s.srq, max_recv_dtos)?;
+        s.attr.max_recv_dtos = max_recv_dtos;
+        Ok(())
+    }
+
+    /// dat_srq_set_lw(3DAT): `DAT_INVALID_PARAMETER` above `max_recv_dtos`;
+    /// otherwise `DAT_MODEL_NOT_SUPPORTED`, as the transports udat drives do
+    /// not tell when an EP takes a buffer from the SRQ.
+    pub fn srq_set_lw(&mut self, h: SrqHandle, low_watermark: u32) -> DatResult<()> {
+        let s = self.srq(h)?;
+        if low_watermark > s.attr.max_recv_dtos {
+            return Err(DatError::invalid_arg(2));
+        }
+        Err(DatError::of(ErrorType::ModelNotSupported))
+    }
+}

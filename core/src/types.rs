@@ -1,0 +1,352 @@
+//! Flags, enumerations and attribute records of the DAT API, with the
+//! numeric values of `<dat2/dat.h>` and `<dat2/udat.h>`.
+
+macro_rules! flags {
+    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* $flag:ident = $value:expr,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            $($(#[$fdoc])* pub const $flag: $name = $name($value);)*
+            /// Every flag this type defines.
+            pub const ALL_BITS: u32 = 0 $(| $value)*;
+
+            /// Whether every bit of `other` is set.
+            pub const fn contains(self, other: $name) -> bool {
+                self.0 & other.0 == other.0
+            }
+
+            /// Whether any bit of `other` is set.
+            pub const fn intersects(self, other: $name) -> bool {
+                self.0 & other.0 != 0
+            }
+
+            /// Whether only defined bits are set.
+            pub const fn is_valid(self) -> bool {
+                self.0 & !Self::ALL_BITS == 0
+            }
+        }
+
+        impl core::ops::BitOr for $name {
+            type Output = $name;
+            fn bitor(self, rhs: $name) -> $name {
+                $name(self.0 | rhs.0)
+            }
+        }
+    };
+}
+
+flags!(
+    /// `DAT_MEM_PRIV_FLAGS`.
+    MemPriv {
+        /// `DAT_MEM_PRIV_NONE_FLAG`
+        NONE = 0x00,
+        /// `DAT_MEM_PRIV_LOCAL_READ_FLAG`
+        LOCAL_READ = 0x01,
+        /// `DAT_MEM_PRIV_REMOTE_READ_FLAG`
+        REMOTE_READ = 0x02,
+        /// `DAT_MEM_PRIV_LOCAL_WRITE_FLAG`
+        LOCAL_WRITE = 0x10,
+        /// `DAT_MEM_PRIV_REMOTE_WRITE_FLAG`
+        REMOTE_WRITE = 0x20,
+    }
+);
+
+impl MemPriv {
+    /// `DAT_MEM_PRIV_ALL_FLAG`.
+    pub const ALL: MemPriv = MemPriv(0x33);
+    /// Both remote privileges.
+    pub const REMOTE: MemPriv = MemPriv(0x22);
+}
+
+flags!(
+    /// `DAT_COMPLETION_FLAGS`: per-post flags and the EP's completion-stream
+    /// configuration.
+    CompletionFlags {
+        /// `DAT_COMPLETION_DEFAULT_FLAG`
+        DEFAULT = 0x00,
+        /// `DAT_COMPLETION_SUPPRESS_FLAG`: no event for a successful completion.
+        SUPPRESS = 0x01,
+        /// `DAT_COMPLETION_SOLICITED_WAIT_FLAG`
+        SOLICITED_WAIT = 0x02,
+        /// `DAT_COMPLETION_UNSIGNALLED_FLAG`: the event does not notify.
+        UNSIGNALLED = 0x04,
+        /// `DAT_COMPLETION_BARRIER_FENCE_FLAG`
+        BARRIER_FENCE = 0x08,
+        /// `DAT_COMPLETION_EVD_THRESHOLD_FLAG` (EP attribute only)
+        EVD_THRESHOLD = 0x10,
+    }
+);
+
+flags!(
+    /// `DAT_EVD_FLAGS`: which event streams may feed an EVD.
+    EvdFlags {
+        /// `DAT_EVD_SOFTWARE_FLAG`
+        SOFTWARE = 0x001,
+        /// `DAT_EVD_CR_FLAG`
+        CR = 0x010,
+        /// `DAT_EVD_DTO_FLAG`
+        DTO = 0x020,
+        /// `DAT_EVD_CONNECTION_FLAG`
+        CONNECTION = 0x040,
+        /// `DAT_EVD_RMR_BIND_FLAG`
+        RMR_BIND = 0x080,
+        /// `DAT_EVD_ASYNC_FLAG`
+        ASYNC = 0x100,
+    }
+);
+
+impl EvdFlags {
+    /// `DAT_EVD_DEFAULT_FLAG`.
+    pub const DEFAULT: EvdFlags = EvdFlags(0x1f0);
+}
+
+flags!(
+    /// `DAT_QOS`.
+    Qos {
+        /// `DAT_QOS_BEST_EFFORT`
+        BEST_EFFORT = 0x00,
+        /// `DAT_QOS_HIGH_THROUGHPUT`
+        HIGH_THROUGHPUT = 0x01,
+        /// `DAT_QOS_LOW_LATENCY`
+        LOW_LATENCY = 0x02,
+        /// `DAT_QOS_ECONOMY`
+        ECONOMY = 0x04,
+        /// `DAT_QOS_PREMIUM`
+        PREMIUM = 0x08,
+    }
+);
+
+flags!(
+    /// `DAT_CONNECT_FLAGS`.
+    ConnectFlags {
+        /// `DAT_CONNECT_DEFAULT_FLAG`
+        DEFAULT = 0x00,
+        /// `DAT_CONNECT_MULTIPATH_REQUESTED_FLAG`
+        MULTIPATH_REQUESTED = 0x01,
+        /// `DAT_CONNECT_MULTIPATH_REQUIRED_FLAG`
+        MULTIPATH_REQUIRED = 0x02,
+    }
+);
+
+/// `DAT_CLOSE_FLAGS` for `dat_ia_close` and `dat_ep_disconnect`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum CloseFlags {
+    #[doc(alias = "DAT_CLOSE_ABRUPT_FLAG")]
+    Abrupt = 0,
+    #[doc(alias = "DAT_CLOSE_GRACEFUL_FLAG")]
+    Graceful = 1,
+}
+
+impl CloseFlags {
+    /// Decode; `None` for any other value (the pages' `DAT_INVALID_PARAMETER`).
+    pub const fn from_raw(raw: u32) -> Option<CloseFlags> {
+        match raw {
+            0 => Some(CloseFlags::Abrupt),
+            1 => Some(CloseFlags::Graceful),
+            _ => None,
+        }
+    }
+}
+
+/// `DAT_PSP_FLAGS`: who creates the Endpoint for an arriving request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum PspFlags {
+    #[doc(alias = "DAT_PSP_CONSUMER_FLAG")]
+    Consumer = 0,
+    #[doc(alias = "DAT_PSP_PROVIDER_FLAG")]
+    Provider = 1,
+}
+
+impl PspFlags {
+    /// Decode; `None` for any other value.
+    pub const fn from_raw(raw: u32) -> Option<PspFlags> {
+        match raw {
+            0 => Some(PspFlags::Consumer),
+            1 => Some(PspFlags::Provider),
+            _ => None,
+        }
+    }
+}
+
+/// `DAT_EP_STATE`. The nine states of the uDAPL 1.2 Endpoint; the values
+/// are those of `<dat2/dat.h>` (which interleaves DAT 2.0's unconfigured
+/// states, never entered here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum EpState {
+    #[doc(alias = "DAT_EP_STATE_UNCONNECTED")]
+    Unconnected = 0,
+    #[doc(alias = "DAT_EP_STATE_RESERVED")]
+    Reserved = 2,
+    #[doc(alias = "DAT_EP_STATE_PASSIVE_CONNECTION_PENDING")]
+    PassiveConnectionPending = 4,
+    #[doc(alias = "DAT_EP_STATE_ACTIVE_CONNECTION_PENDING")]
+    ActiveConnectionPending = 6,
+    #[doc(alias = "DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING")]
+    TentativeConnectionPending = 7,
+    #[doc(alias = "DAT_EP_STATE_CONNECTED")]
+    Connected = 9,
+    #[doc(alias = "DAT_EP_STATE_DISCONNECT_PENDING")]
+    DisconnectPending = 10,
+    #[doc(alias = "DAT_EP_STATE_DISCONNECTED")]
+    Disconnected = 11,
+    #[doc(alias = "DAT_EP_STATE_COMPLETION_PENDING")]
+    CompletionPending = 12,
+}
+
+/// `DAT_DTOS`: the operation a completion reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum DtoOp {
+    #[doc(alias = "DAT_DTO_SEND")]
+    Send = 0,
+    #[doc(alias = "DAT_DTO_RDMA_WRITE")]
+    RdmaWrite = 1,
+    #[doc(alias = "DAT_DTO_RDMA_READ")]
+    RdmaRead = 2,
+    #[doc(alias = "DAT_DTO_RECEIVE")]
+    Receive = 3,
+    #[doc(alias = "DAT_DTO_RECEIVE_WITH_INVALIDATE")]
+    ReceiveWithInvalidate = 4,
+    #[doc(alias = "DAT_DTO_BIND_MW")]
+    BindMw = 5,
+}
+
+impl DtoOp {
+    /// Whether the operation completes on the receive stream.
+    pub const fn is_recv(self) -> bool {
+        matches!(self, DtoOp::Receive | DtoOp::ReceiveWithInvalidate)
+    }
+}
+
+/// `DAT_DTO_COMPLETION_STATUS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum DtoStatus {
+    #[doc(alias = "DAT_DTO_SUCCESS")]
+    Success = 0,
+    #[doc(alias = "DAT_DTO_ERR_FLUSHED")]
+    Flushed = 1,
+    #[doc(alias = "DAT_DTO_ERR_LOCAL_LENGTH")]
+    LocalLength = 2,
+    #[doc(alias = "DAT_DTO_ERR_LOCAL_EP")]
+    LocalEp = 3,
+    #[doc(alias = "DAT_DTO_ERR_LOCAL_PROTECTION")]
+    LocalProtection = 4,
+    #[doc(alias = "DAT_DTO_ERR_BAD_RESPONSE")]
+    BadResponse = 5,
+    #[doc(alias = "DAT_DTO_ERR_REMOTE_ACCESS")]
+    RemoteAccess = 6,
+    #[doc(alias = "DAT_DTO_ERR_REMOTE_RESPONDER")]
+    RemoteResponder = 7,
+    #[doc(alias = "DAT_DTO_ERR_TRANSPORT")]
+    Transport = 8,
+    #[doc(alias = "DAT_DTO_ERR_RECEIVER_NOT_READY")]
+    ReceiverNotReady = 9,
+    #[doc(alias = "DAT_DTO_ERR_PARTIAL_PACKET")]
+    PartialPacket = 10,
+    #[doc(alias = "DAT_RMR_OPERATION_FAILED")]
+    RmrOperationFailed = 11,
+}
+
+/// `DAT_MEM_TYPE` of `dat_lmr_create`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemType {
+    /// `DAT_MEM_TYPE_VIRTUAL`: a contiguous range of the consumer's memory.
+    Virtual { address: u64, length: u64 },
+    /// `DAT_MEM_TYPE_LMR`: the memory of an existing LMR.
+    Lmr(crate::LmrHandle),
+    /// `DAT_MEM_TYPE_SHARED_VIRTUAL`: a shared range named by a 40-byte cookie.
+    SharedVirtual { cookie: [u8; 40], address: u64, length: u64 },
+}
+
+/// `DAT_LMR_TRIPLET`: a local buffer segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct LmrTriplet {
+    pub virtual_address: u64,
+    pub segment_length: u32,
+    pub lmr_context: u32,
+}
+
+/// `DAT_RMR_TRIPLET`: a remote buffer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct RmrTriplet {
+    pub virtual_address: u64,
+    pub segment_length: u32,
+    pub rmr_context: u32,
+}
+
+/// A transport address (`struct sockaddr` storage, opaque to the core).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct IaAddress {
+    pub bytes: [u8; 28],
+}
+
+/// `DAT_EP_ATTR`: the attributes an Endpoint is created or modified with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EpAttr {
+    pub max_message_size: u32,
+    pub max_rdma_size: u32,
+    pub qos: Qos,
+    pub recv_completion_flags: CompletionFlags,
+    pub request_completion_flags: CompletionFlags,
+    pub max_recv_dtos: u32,
+    pub max_request_dtos: u32,
+    pub max_recv_iov: u32,
+    pub max_request_iov: u32,
+    pub max_rdma_read_in: u32,
+    pub max_rdma_read_out: u32,
+}
+
+/// `DAT_SRQ_ATTR`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SrqAttr {
+    pub max_recv_dtos: u32,
+    pub max_recv_iov: u32,
+    pub low_watermark: u32,
+}
+
+/// `DAT_IA_ATTR` and the parts of `DAT_PROVIDER_ATTR` the rules depend on.
+/// The backend reports the device's limits; the core lowers the object
+/// counts to its own capacities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IaAttr {
+    pub adapter_name: [u8; 32],
+    pub vendor_name: [u8; 32],
+    pub hardware_version_major: u32,
+    pub hardware_version_minor: u32,
+    pub firmware_version_major: u32,
+    pub firmware_version_minor: u32,
+    pub ia_address: IaAddress,
+    pub max_eps: u32,
+    pub max_dto_per_ep: u32,
+    pub max_rdma_read_per_ep_in: u32,
+    pub max_rdma_read_per_ep_out: u32,
+    pub max_evds: u32,
+    pub max_evd_qlen: u32,
+    pub max_iov_segments_per_dto: u32,
+    pub max_lmrs: u32,
+    pub max_lmr_block_size: u64,
+    pub max_lmr_virtual_address: u64,
+    pub max_pzs: u32,
+    pub max_message_size: u32,
+    pub max_rdma_size: u32,
+    pub max_rmrs: u32,
+    pub max_srqs: u32,
+    pub max_recv_per_srq: u32,
+    /// Provider attribute `max_private_data_size` (at least 64).
+    pub max_private_data_size: u32,
+    /// Provider attribute `dat_qos_supported`.
+    pub qos_supported: Qos,
+    /// Whether the transport has memory windows (RMRs).
+    pub rmr_supported: bool,
+    /// Whether an SRQ and its EPs may use different PZs
+    /// (`srq_ep_pz_difference_supported`).
+    pub srq_ep_pz_difference_supported: bool,
+}

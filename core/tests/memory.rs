@@ -1,0 +1,297 @@
+//! dat_pz_create/free/query(3DAT), dat_lmr_create/free/query(3DAT),
+//! dat_lmr_sync_rdma_read/write(3DAT), dat_rmr_create/bind/free/query(3DAT).
+mod common;
+use common::*;
+use udat_core::types::*;
+use udat_core::*;
+
+#[test]
+fn dat_pz_create_stale_ia_is_invalid_handle() {
+    let mut fx = Fx::new();
+    let ia = fx.ia;
+    fx.p.ia_close(ia, CloseFlags::Abrupt).unwrap();
+    let e = fx.p.pz_create(ia).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidHandle, Subtype::InvalidHandleIa));
+}
+
+#[test]
+fn dat_pz_free_refused_while_lmr_uses_it() {
+    let mut fx = Fx::new();
+    let e = fx.p.pz_free(fx.pz).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStatePzInUse));
+    fx.p.lmr_free(fx.lmr.lmr).unwrap();
+    fx.p.pz_free(fx.pz).unwrap();
+}
+
+#[test]
+fn dat_pz_free_refused_while_ep_rmr_or_srq_uses_it() {
+    let mut fx = Fx::new();
+    let pz = fx.p.pz_create(fx.ia).unwrap();
+    let ep = fx.p.ep_create(fx.ia, pz, EvdHandle::NULL, EvdHandle::NULL, EvdHandle::NULL, None).unwrap();
+    let rmr = fx.p.rmr_create(pz).unwrap();
+    let srq = fx.p.srq_create(fx.ia, pz, &SrqAttr { max_recv_dtos: 4, max_recv_iov: 1, low_watermark: 0 }).unwrap();
+    assert_eq!(ty(fx.p.pz_free(pz)), ErrorType::InvalidState);
+    fx.p.ep_free(ep).unwrap();
+    assert_eq!(ty(fx.p.pz_free(pz)), ErrorType::InvalidState);
+    fx.p.rmr_free(rmr).unwrap();
+    assert_eq!(ty(fx.p.pz_free(pz)), ErrorType::InvalidState);
+    fx.p.srq_free(srq).unwrap();
+    fx.p.pz_free(pz).unwrap();
+    // "Use of the handle of the destroyed Protection Zone in any subsequent
+    // operation except for dat_pz_free() fails."
+    assert_eq!(ty(fx.p.pz_query(pz, PZ_FIELD_ALL)), ErrorType::InvalidHandle);
+    assert_eq!(ty(fx.p.pz_free(pz)), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_pz_query_mask_outside_all_is_invalid_parameter() {
+    let fx = Fx::new();
+    assert_eq!(fx.p.pz_query(fx.pz, PZ_FIELD_ALL).unwrap().ia, fx.ia);
+    assert_eq!(ty(fx.p.pz_query(fx.pz, 0x2)), ErrorType::InvalidParameter);
+}
+
+#[test]
+fn dat_lmr_create_no_rmr_context_without_remote_privileges() {
+    let mut fx = Fx::new();
+    let local = fx
+        .p
+        .lmr_create(fx.ia, MemType::Virtual { address: 0x5000, length: 64 }, fx.pz, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE)
+        .unwrap();
+    assert_eq!(local.rmr_context, None);
+    assert!(fx.lmr.rmr_context.is_some());
+    let remote = fx
+        .p
+        .lmr_create(fx.ia, MemType::Virtual { address: 0x5000, length: 64 }, fx.pz, MemPriv::REMOTE_WRITE)
+        .unwrap();
+    assert!(remote.rmr_context.is_some());
+}
+
+#[test]
+fn dat_lmr_create_reports_registered_region() {
+    let fx = Fx::new();
+    assert_eq!((fx.lmr.registered_address, fx.lmr.registered_size), (BUF, BUF_LEN));
+    let q = fx.p.lmr_query(fx.lmr.lmr, LMR_FIELD_ALL).unwrap();
+    assert_eq!(q.lmr_context, fx.lmr.lmr_context);
+    assert_eq!(q.pz, fx.pz);
+    assert_eq!(q.mem_privileges, MemPriv::ALL);
+}
+
+#[test]
+fn dat_lmr_create_bad_privileges_or_length_is_invalid_parameter() {
+    let mut fx = Fx::new();
+    let region = MemType::Virtual { address: 0x5000, length: 64 };
+    assert_eq!(ty(fx.p.lmr_create(fx.ia, region, fx.pz, MemPriv(0x4))), ErrorType::InvalidParameter);
+    let empty = MemType::Virtual { address: 0x5000, length: 0 };
+    assert_eq!(ty(fx.p.lmr_create(fx.ia, empty, fx.pz, MemPriv::ALL)), ErrorType::InvalidParameter);
+    let wraps = MemType::Virtual { address: u64::MAX - 4, length: 64 };
+    assert_eq!(ty(fx.p.lmr_create(fx.ia, wraps, fx.pz, MemPriv::ALL)), ErrorType::InvalidParameter);
+    assert_eq!(fx.p.backend().live_mrs, 1);
+}
+
+#[test]
+fn dat_lmr_create_pz_of_another_ia_is_invalid_handle() {
+    let mut fx = Fx::new();
+    let (ia2, _) = fx.p.ia_open(udat_core::mock::MOCK_IA_NAME, AsyncEvd::Exists).unwrap();
+    let region = MemType::Virtual { address: 0x5000, length: 64 };
+    assert_eq!(ty(fx.p.lmr_create(ia2, region, fx.pz, MemPriv::ALL)), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_lmr_create_over_an_lmr_takes_its_region() {
+    let mut fx = Fx::new();
+    let pz2 = fx.p.pz_create(fx.ia).unwrap();
+    let over = fx.p.lmr_create(fx.ia, MemType::Lmr(fx.lmr.lmr), pz2, MemPriv::LOCAL_READ).unwrap();
+    assert_eq!((over.registered_address, over.registered_size), (BUF, BUF_LEN));
+    assert_ne!(over.lmr_context, fx.lmr.lmr_context);
+}
+
+#[test]
+fn dat_lmr_free_refused_while_rmr_bound() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    fx.p.rmr_bind(rmr, &fx.seg(0, 64), MemPriv::REMOTE_WRITE, ep, 5, CompletionFlags::DEFAULT).unwrap();
+    let e = fx.p.lmr_free(fx.lmr.lmr).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateLmrInUse));
+    fx.p.rmr_free(rmr).unwrap();
+    fx.p.lmr_free(fx.lmr.lmr).unwrap();
+    assert_eq!(fx.p.backend().live_mrs, 0);
+}
+
+#[test]
+fn dat_lmr_free_then_local_use_is_protection_violation() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let seg = fx.seg(0, 16);
+    fx.p.lmr_free(fx.lmr.lmr).unwrap();
+    // "Any DTO operation that uses the destroyed LMR after the
+    // dat_lmr_free() is completed shall fail and report a protection
+    // violation."
+    assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(ty(fx.p.lmr_query(fx.lmr.lmr, 0)), ErrorType::InvalidHandle);
+    // A new LMR in the same slot does not revive the old context.
+    let again = fx
+        .p
+        .lmr_create(fx.ia, MemType::Virtual { address: BUF, length: BUF_LEN }, fx.pz, MemPriv::ALL)
+        .unwrap();
+    assert_ne!(again.lmr_context, seg.lmr_context);
+    assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+}
+
+#[test]
+fn dat_lmr_query_mask_outside_all_is_invalid_parameter() {
+    let fx = Fx::new();
+    assert_eq!(ty(fx.p.lmr_query(fx.lmr.lmr, 0x800)), ErrorType::InvalidParameter);
+}
+
+#[test]
+fn dat_lmr_sync_rdma_read_checks_segments() {
+    let fx = Fx::new();
+    fx.p.lmr_sync_rdma_read(fx.ia, &[fx.seg(0, 64), fx.seg(4000, 96)]).unwrap();
+    assert_eq!(ty(fx.p.lmr_sync_rdma_read(fx.ia, &[fx.seg(4000, 97)])), ErrorType::InvalidParameter);
+    let bogus = LmrTriplet { lmr_context: 0xdead_0001, ..fx.seg(0, 8) };
+    assert_eq!(ty(fx.p.lmr_sync_rdma_read(fx.ia, &[bogus])), ErrorType::InvalidParameter);
+    assert_eq!(ty(fx.p.lmr_sync_rdma_read(IaHandle::NULL, &[])), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_lmr_sync_rdma_write_checks_segments() {
+    let fx = Fx::new();
+    fx.p.lmr_sync_rdma_write(fx.ia, &[fx.seg(0, BUF_LEN as u32)]).unwrap();
+    let before = LmrTriplet { virtual_address: BUF - 1, ..fx.seg(0, 8) };
+    assert_eq!(ty(fx.p.lmr_sync_rdma_write(fx.ia, &[before])), ErrorType::InvalidParameter);
+}
+
+#[test]
+fn dat_rmr_create_stale_pz_is_invalid_handle() {
+    let mut fx = Fx::new();
+    let pz = fx.p.pz_create(fx.ia).unwrap();
+    fx.p.pz_free(pz).unwrap();
+    assert_eq!(ty(fx.p.rmr_create(pz)), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_rmr_bind_returns_context_and_completes_on_request_evd() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    let ctx = fx.p.rmr_bind(rmr, &fx.seg(64, 128), MemPriv::REMOTE_READ, ep, 77, CompletionFlags::DEFAULT).unwrap();
+    let q = fx.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap();
+    assert_eq!(q.rmr_context, Some(ctx));
+    assert_eq!(q.lmr_triplet, Some(fx.seg(64, 128)));
+    assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
+    let ev = fx.p.evd_dequeue(fx.dto_evd).unwrap();
+    assert_eq!(ev.number, EventNumber::RmrBindCompletion);
+    assert_eq!(ev.data, EventData::RmrBind { rmr, cookie: 77, status: DtoStatus::Success });
+}
+
+#[test]
+fn dat_rmr_bind_outside_lmr_is_invalid_parameter() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    let r = fx.p.rmr_bind(rmr, &fx.seg(4000, 200), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT);
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    assert_eq!(fx.p.rmr_query(rmr, 0).unwrap().rmr_context, None);
+}
+
+#[test]
+fn dat_rmr_bind_remote_write_needs_local_write_on_lmr() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let ro = fx
+        .p
+        .lmr_create(fx.ia, MemType::Virtual { address: 0x7000, length: 256 }, fx.pz, MemPriv::LOCAL_READ)
+        .unwrap();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    let t = LmrTriplet { virtual_address: 0x7000, segment_length: 64, lmr_context: ro.lmr_context };
+    let r = fx.p.rmr_bind(rmr, &t, MemPriv::REMOTE_WRITE, ep, 0, CompletionFlags::DEFAULT);
+    assert_eq!(ty(r), ErrorType::PrivilegesViolation);
+    fx.p.rmr_bind(rmr, &t, MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
+}
+
+#[test]
+fn dat_rmr_bind_local_privileges_are_invalid_parameter() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    let r = fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::LOCAL_READ, ep, 0, CompletionFlags::DEFAULT);
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+}
+
+#[test]
+fn dat_rmr_bind_pz_mismatch_is_protection_violation() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let pz2 = fx.p.pz_create(fx.ia).unwrap();
+    let rmr = fx.p.rmr_create(pz2).unwrap();
+    let r = fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT);
+    assert_eq!(ty(r), ErrorType::ProtectionViolation);
+}
+
+#[test]
+fn dat_rmr_bind_only_in_connected_or_disconnected() {
+    let mut fx = Fx::new();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    let ep = fx.ep();
+    let r = fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT);
+    let e = r.unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateEpUnconnected));
+    // "If the operation returns successfully for the Endpoint in
+    // DAT_EP_STATE_DISCONNECTED state, the posted RMR Bind is immediately
+    // flushed to request_evd_handle."
+    let gone = fx.ep_disconnected();
+    fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, gone, 3, CompletionFlags::DEFAULT).unwrap();
+    let ev = fx.p.evd_dequeue(fx.dto_evd).unwrap();
+    assert_eq!(ev.data, EventData::RmrBind { rmr, cookie: 3, status: DtoStatus::Flushed });
+    // A failed bind leaves the RMR unbound, and its LMR free.
+    assert_eq!(fx.p.rmr_query(rmr, 0).unwrap().rmr_context, None);
+    fx.p.rmr_free(rmr).unwrap();
+    fx.p.lmr_free(fx.lmr.lmr).unwrap();
+}
+
+#[test]
+fn dat_rmr_bind_unsignalled_needs_unsignalled_ep() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    let r = fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::UNSIGNALLED);
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    let r = fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::SOLICITED_WAIT);
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+}
+
+#[test]
+fn dat_rmr_bind_zero_length_unbinds() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(ty(fx.p.lmr_free(fx.lmr.lmr)), ErrorType::InvalidState);
+    fx.p.rmr_bind(rmr, &fx.seg(0, 0), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(fx.p.rmr_query(rmr, 0).unwrap().lmr_triplet, None);
+    fx.p.lmr_free(fx.lmr.lmr).unwrap();
+}
+
+#[test]
+fn dat_rmr_free_unbinds_a_bound_rmr() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_free(rmr).unwrap();
+    assert_eq!(fx.p.backend().live_mws, 0);
+    fx.p.lmr_free(fx.lmr.lmr).unwrap();
+    assert_eq!(ty(fx.p.rmr_query(rmr, 0)), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_rmr_query_unbound_has_no_binding_fields() {
+    let mut fx = Fx::new();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    let q = fx.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap();
+    assert_eq!((q.lmr_triplet, q.mem_privileges, q.rmr_context), (None, None, None));
+    assert_eq!((q.ia, q.pz), (fx.ia, fx.pz));
+    assert_eq!(ty(fx.p.rmr_query(rmr, 0x80)), ErrorType::InvalidParameter);
+}

@@ -1,0 +1,460 @@
+//! The Endpoint state machine: dat_ep_create(3DAT),
+//! dat_ep_create_with_srq(3DAT), dat_ep_connect(3DAT),
+//! dat_ep_dup_connect(3DAT), dat_ep_disconnect(3DAT), dat_ep_reset(3DAT),
+//! dat_ep_free(3DAT), dat_ep_modify(3DAT), dat_ep_query(3DAT),
+//! dat_ep_get_status(3DAT), dat_ep_recv_query(3DAT),
+//! dat_ep_set_watermark(3DAT). Grouped by the state a test starts in.
+mod common;
+use common::*;
+use udat_core::backend::ConnOutcome;
+use udat_core::types::*;
+use udat_core::*;
+
+fn connect(fx: &mut Fx, ep: EpHandle) -> DatResult<()> {
+    fx.p.ep_connect(ep, &IaAddress::default(), 1, 1000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT)
+}
+
+// ---- creation -------------------------------------------------------------
+
+#[test]
+fn dat_ep_create_starts_unconnected_with_provider_defaults() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Unconnected, true, true)));
+    let q = fx.p.ep_query(ep).unwrap();
+    assert_eq!(q.attr, fx.attr());
+    assert_eq!((q.pz, q.recv_evd, q.request_evd, q.connect_evd), (fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd));
+    assert!(q.srq.is_null());
+}
+
+#[test]
+fn dat_ep_create_evd_without_the_stream_flag_is_invalid_handle() {
+    let mut fx = Fx::new();
+    let e = fx.p.ep_create(fx.ia, fx.pz, fx.conn_evd, EvdHandle::NULL, EvdHandle::NULL, None).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidHandle, Subtype::InvalidHandleEvdRecv));
+    let e = fx.p.ep_create(fx.ia, fx.pz, EvdHandle::NULL, EvdHandle::NULL, fx.dto_evd, None).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidHandle, Subtype::InvalidHandleEvdConn));
+    let e = fx.p.ep_create(fx.ia, PzHandle::NULL, EvdHandle::NULL, EvdHandle::NULL, EvdHandle::NULL, None).unwrap_err();
+    assert_eq!(e.error_type(), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_ep_create_attributes_beyond_the_device_are_invalid_parameter() {
+    let mut fx = Fx::new();
+    let mut attr = fx.attr();
+    attr.max_request_iov = 1000;
+    assert_eq!(ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))), ErrorType::InvalidParameter);
+    let mut attr = fx.attr();
+    attr.request_completion_flags = CompletionFlags::SOLICITED_WAIT;
+    assert_eq!(ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))), ErrorType::InvalidParameter);
+    let mut attr = fx.attr();
+    attr.qos = Qos::LOW_LATENCY;
+    assert_eq!(ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))), ErrorType::ModelNotSupported);
+    assert_eq!(fx.p.backend().live_qps(), 0);
+}
+
+#[test]
+fn dat_ep_create_streams_sharing_an_evd_must_share_completion_flags() {
+    let mut fx = Fx::new();
+    let _signalled = fx.ep();
+    let mut attr = fx.attr();
+    attr.request_completion_flags = CompletionFlags::UNSIGNALLED;
+    assert_eq!(ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))), ErrorType::InvalidParameter);
+    // On an EVD of its own it is fine.
+    let own = fx.p.evd_create(fx.ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    fx.p.ep_create(fx.ia, fx.pz, own, own, fx.conn_evd, Some(&{
+        let mut a = attr;
+        a.recv_completion_flags = CompletionFlags::UNSIGNALLED;
+        a
+    }))
+    .unwrap();
+}
+
+#[test]
+fn dat_ep_create_solicited_wait_recv_evd_takes_no_other_streams() {
+    let mut fx = Fx::new();
+    let shared = fx.p.evd_create(fx.ia, 8, CnoHandle::NULL, EvdFlags::DTO | EvdFlags::CONNECTION).unwrap();
+    let mut attr = fx.attr();
+    attr.recv_completion_flags = CompletionFlags::SOLICITED_WAIT;
+    let r = fx.p.ep_create(fx.ia, fx.pz, shared, EvdHandle::NULL, shared, Some(&attr));
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    fx.p.ep_create(fx.ia, fx.pz, shared, EvdHandle::NULL, EvdHandle::NULL, Some(&attr)).unwrap();
+}
+
+#[test]
+fn dat_ep_create_with_srq_pz_must_match_srq() {
+    let mut fx = Fx::new();
+    let srq = fx.p.srq_create(fx.ia, fx.pz, &SrqAttr { max_recv_dtos: 4, max_recv_iov: 1, low_watermark: 0 }).unwrap();
+    let pz2 = fx.p.pz_create(fx.ia).unwrap();
+    let attr = fx.attr();
+    let r = fx.p.ep_create_with_srq(fx.ia, pz2, fx.dto_evd, fx.dto_evd, fx.conn_evd, srq, &attr);
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    let ep = fx.p.ep_create_with_srq(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, srq, &attr).unwrap();
+    assert_eq!(fx.p.ep_query(ep).unwrap().srq, srq);
+    // "Receive buffers cannot be posted to the created Endpoint."
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidState);
+}
+
+// ---- Unconnected ----------------------------------------------------------
+
+#[test]
+fn dat_ep_connect_moves_to_active_connection_pending() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connecting();
+    assert_eq!(fx.state(ep), EpState::ActiveConnectionPending);
+    assert_eq!(fx.p.backend().last_connect.as_ref().map(|(q, d)| (*q, d.as_slice())), Some((1000, &b"hello"[..])));
+}
+
+#[test]
+fn dat_ep_connect_parameter_checks() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    let a = IaAddress::default();
+    // "Values must be positive."
+    assert_eq!(ty(fx.p.ep_connect(ep, &a, 1, 0, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT)), ErrorType::InvalidParameter);
+    let big = [0u8; 197];
+    assert_eq!(ty(fx.p.ep_connect(ep, &a, 1, 10, &big, Qos::BEST_EFFORT, ConnectFlags::DEFAULT)), ErrorType::InvalidParameter);
+    assert_eq!(ty(fx.p.ep_connect(ep, &a, 1, 10, b"", Qos::BEST_EFFORT, ConnectFlags(4))), ErrorType::InvalidParameter);
+    assert_eq!(ty(fx.p.ep_connect(ep, &a, 1, 10, b"", Qos::PREMIUM, ConnectFlags::DEFAULT)), ErrorType::ModelNotSupported);
+    assert_eq!(
+        ty(fx.p.ep_connect(ep, &a, 1, 10, b"", Qos::BEST_EFFORT, ConnectFlags::MULTIPATH_REQUIRED)),
+        ErrorType::ModelNotSupported
+    );
+    assert_eq!(fx.state(ep), EpState::Unconnected);
+}
+
+#[test]
+fn dat_ep_connect_outside_unconnected_is_invalid_state() {
+    let mut fx = Fx::new();
+    let pending = fx.ep_connecting();
+    assert_eq!(ty(connect(&mut fx, pending)), ErrorType::InvalidState);
+    let up = fx.ep_connected();
+    let e = connect(&mut fx, up).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateEpConnected));
+    let down = fx.ep_disconnected();
+    assert_eq!(ty(connect(&mut fx, down)), ErrorType::InvalidState);
+}
+
+#[test]
+fn dat_ep_disconnect_in_unconnected_is_invalid_state() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    assert_eq!(ty(fx.p.ep_disconnect(ep, CloseFlags::Abrupt)), ErrorType::InvalidState);
+    assert_eq!(ty(fx.p.ep_disconnect(ep, CloseFlags::Graceful)), ErrorType::InvalidState);
+}
+
+#[test]
+fn dat_ep_reset_in_unconnected_is_a_noop_keeping_receives() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_reset(ep).unwrap();
+    assert_eq!(fx.p.backend().pending_recvs(ep), 1);
+    assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Unconnected, false, true)));
+}
+
+#[test]
+fn dat_ep_free_in_unconnected_flushes_posted_receives() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    for c in 1..=3 {
+        fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], c, CompletionFlags::DEFAULT).unwrap();
+    }
+    fx.p.ep_free(ep).unwrap();
+    let got = dtos(&fx.drain(fx.dto_evd));
+    assert_eq!(got, [(1, DtoStatus::Flushed), (2, DtoStatus::Flushed), (3, DtoStatus::Flushed)]);
+    assert_eq!(fx.p.backend().live_qps(), 0);
+    assert_eq!(ty(fx.p.ep_query(ep)), ErrorType::InvalidHandle);
+    assert_eq!(ty(fx.p.ep_free(ep)), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_ep_modify_in_unconnected_changes_evds_pz_and_attributes() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    let pz2 = fx.p.pz_create(fx.ia).unwrap();
+    let evd2 = fx.p.evd_create(fx.ia, 4, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let mut attr = fx.attr();
+    attr.max_request_dtos = 2;
+    let ch = EpChanges { pz: Some(pz2), recv_evd: Some(evd2), attr: Some(attr), ..EpChanges::default() };
+    fx.p.ep_modify(ep, &ch).unwrap();
+    let q = fx.p.ep_query(ep).unwrap();
+    assert_eq!((q.pz, q.recv_evd, q.request_evd, q.attr.max_request_dtos), (pz2, evd2, fx.dto_evd, 2));
+    // The ties moved with them.
+    fx.p.lmr_free(fx.lmr.lmr).unwrap();
+    fx.p.pz_free(fx.pz).unwrap();
+    assert_eq!(ty(fx.p.pz_free(pz2)), ErrorType::InvalidState);
+    assert_eq!(ty(fx.p.evd_free(evd2)), ErrorType::InvalidState);
+    assert_eq!(fx.p.backend().live_qps(), 1);
+}
+
+#[test]
+fn dat_ep_modify_bad_attribute_changes_nothing() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    let mut attr = fx.attr();
+    attr.max_recv_iov = 999;
+    let evd2 = fx.p.evd_create(fx.ia, 4, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let ch = EpChanges { recv_evd: Some(evd2), attr: Some(attr), ..EpChanges::default() };
+    assert_eq!(ty(fx.p.ep_modify(ep, &ch)), ErrorType::InvalidParameter);
+    assert_eq!(fx.p.ep_query(ep).unwrap().recv_evd, fx.dto_evd);
+    fx.p.evd_free(evd2).unwrap();
+    let wrong = EpChanges { connect_evd: Some(fx.dto_evd), ..EpChanges::default() };
+    assert_eq!(ty(fx.p.ep_modify(ep, &wrong)), ErrorType::InvalidHandle);
+    assert_eq!(ty(fx.p.evd_free(fx.conn_evd)), ErrorType::InvalidState);
+}
+
+#[test]
+fn dat_ep_modify_recv_completion_flags_only_before_receives_are_posted() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    let mut attr = fx.attr();
+    attr.recv_completion_flags = CompletionFlags::EVD_THRESHOLD;
+    assert_eq!(ty(fx.p.ep_modify(ep, &EpChanges { attr: Some(attr), ..EpChanges::default() })), ErrorType::InvalidState);
+}
+
+#[test]
+fn dat_ep_get_status_reports_idle_sides() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Connected, true, false)));
+    fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    fx.drain(fx.dto_evd);
+    assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Connected, true, true)));
+}
+
+#[test]
+fn dat_ep_recv_query_counts_posted_receives() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_recv(ep, &[fx.seg(8, 8)], 2, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(fx.p.ep_recv_query(ep), Ok((2, 2)));
+}
+
+#[test]
+fn dat_ep_set_watermark_is_model_not_supported() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    assert_eq!(ty(fx.p.ep_set_watermark(ep, 1, 2)), ErrorType::ModelNotSupported);
+    assert_eq!(ty(fx.p.ep_set_watermark(EpHandle::NULL, 1, 2)), ErrorType::InvalidHandle);
+}
+
+// ---- Active Connection Pending ---------------------------------------------
+
+#[test]
+fn dat_ep_connect_established_carries_peer_private_data() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connecting();
+    fx.p.backend_mut().conn_event(ep, ConnOutcome::Established, b"welcome");
+    let ev = fx.p.evd_dequeue(fx.conn_evd).unwrap();
+    assert_eq!(ev.number, EventNumber::ConnectionEstablished);
+    assert_eq!(ev.data, EventData::Connection { ep, private_data_size: 7 });
+    assert_eq!(fx.p.ep_private_data(ep), Ok(&b"welcome"[..]));
+    assert_eq!(fx.state(ep), EpState::Connected);
+}
+
+#[test]
+fn dat_ep_connect_failures_end_in_disconnected_with_their_event() {
+    for (outcome, number) in [
+        (ConnOutcome::PeerRejected, EventNumber::ConnectionPeerRejected),
+        (ConnOutcome::NonPeerRejected, EventNumber::ConnectionNonPeerRejected),
+        (ConnOutcome::Unreachable, EventNumber::ConnectionUnreachable),
+        (ConnOutcome::TimedOut, EventNumber::ConnectionTimedOut),
+    ] {
+        let mut fx = Fx::new();
+        let ep = fx.ep();
+        fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 5, CompletionFlags::DEFAULT).unwrap();
+        fx.connect(ep);
+        fx.p.backend_mut().conn_event(ep, outcome, b"");
+        assert_eq!(fx.p.evd_dequeue(fx.conn_evd).unwrap().number, number);
+        assert_eq!(fx.state(ep), EpState::Disconnected);
+        // Preposted receives are flushed.
+        assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(5, DtoStatus::Flushed)]);
+    }
+}
+
+#[test]
+fn dat_ep_disconnect_during_active_connection_pending_aborts() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 5, CompletionFlags::DEFAULT).unwrap();
+    fx.connect(ep);
+    fx.p.ep_disconnect(ep, CloseFlags::Graceful).unwrap();
+    assert_eq!(fx.state(ep), EpState::Disconnected);
+    assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(5, DtoStatus::Flushed)]);
+    // A late ESTABLISHED for the aborted attempt changes nothing.
+    fx.p.backend_mut().conn_event(ep, ConnOutcome::Established, b"");
+    let evs: Vec<_> = fx.drain(fx.conn_evd).iter().map(|e| e.number).collect();
+    assert_eq!(evs, [EventNumber::ConnectionDisconnected]);
+    assert_eq!(fx.state(ep), EpState::Disconnected);
+}
+
+#[test]
+fn dat_ep_free_during_active_connection_pending_aborts_it() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connecting();
+    fx.p.ep_free(ep).unwrap();
+    fx.p.backend_mut().conn_event(ep, ConnOutcome::Established, b"");
+    assert_eq!(ty(fx.p.evd_dequeue(fx.conn_evd)), ErrorType::QueueEmpty);
+}
+
+#[test]
+fn dat_ep_reset_in_active_connection_pending_is_invalid_state() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connecting();
+    let e = fx.p.ep_reset(ep).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateEpActconnpending));
+}
+
+#[test]
+fn dat_ep_modify_after_connect_is_invalid_state() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connecting();
+    let ch = EpChanges { attr: Some(fx.attr()), ..EpChanges::default() };
+    assert_eq!(ty(fx.p.ep_modify(ep, &ch)), ErrorType::InvalidState);
+    let ep = fx.ep_connected();
+    let ch = EpChanges { pz: Some(fx.pz), ..EpChanges::default() };
+    assert_eq!(ty(fx.p.ep_modify(ep, &ch)), ErrorType::InvalidState);
+}
+
+// ---- Connected ------------------------------------------------------------
+
+#[test]
+fn dat_ep_disconnect_graceful_goes_through_disconnect_pending() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    // The mock queues the DISCONNECTED event; it is not pulled yet.
+    fx.p.ep_disconnect(ep, CloseFlags::Graceful).unwrap();
+    assert_eq!(fx.state(ep), EpState::DisconnectPending);
+    // "No new Send, RDMA Read, and RDMA Write DTOs, or RMR Binds can be
+    // posted to the Endpoint when the local Endpoint is in the
+    // DAT_EP_STATE_DISCONNECT_PENDING state."
+    let e = fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 2, CompletionFlags::DEFAULT).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateEpDiscpending));
+    // Graceful again has no effect.
+    fx.p.ep_disconnect(ep, CloseFlags::Graceful).unwrap();
+    assert_eq!(fx.p.evd_dequeue(fx.conn_evd).unwrap().number, EventNumber::ConnectionDisconnected);
+    assert_eq!(fx.state(ep), EpState::Disconnected);
+    assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(1, DtoStatus::Flushed)]);
+}
+
+#[test]
+fn dat_ep_disconnect_abrupt_in_disconnect_pending_finishes_at_once() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_disconnect(ep, CloseFlags::Graceful).unwrap();
+    fx.p.ep_disconnect(ep, CloseFlags::Abrupt).unwrap();
+    assert_eq!(fx.state(ep), EpState::Disconnected);
+    // One DISCONNECTED event, not two: the transport's late one is stale.
+    let evs: Vec<_> = fx.drain(fx.conn_evd).iter().map(|e| e.number).collect();
+    assert_eq!(evs, [EventNumber::ConnectionDisconnected]);
+}
+
+#[test]
+fn dat_ep_disconnect_abrupt_flushes_in_post_order() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    for c in 1..=3 {
+        fx.p.ep_post_send(ep, &[fx.seg(0, 8)], c, CompletionFlags::DEFAULT).unwrap();
+        fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 10 + c, CompletionFlags::DEFAULT).unwrap();
+    }
+    fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    fx.p.ep_disconnect(ep, CloseFlags::Abrupt).unwrap();
+    let got = dtos(&fx.drain(fx.dto_evd));
+    let sends: Vec<_> = got.iter().filter(|(c, _)| *c < 10).copied().collect();
+    let recvs: Vec<_> = got.iter().filter(|(c, _)| *c > 10).copied().collect();
+    assert_eq!(sends, [(1, DtoStatus::Success), (2, DtoStatus::Flushed), (3, DtoStatus::Flushed)]);
+    assert_eq!(recvs, [(11, DtoStatus::Flushed), (12, DtoStatus::Flushed), (13, DtoStatus::Flushed)]);
+    assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Disconnected, true, true)));
+}
+
+#[test]
+fn peer_disconnect_moves_connected_to_disconnected() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.backend_mut().conn_event(ep, ConnOutcome::Disconnected, b"");
+    assert_eq!(fx.p.evd_dequeue(fx.conn_evd).unwrap().number, EventNumber::ConnectionDisconnected);
+    assert_eq!(fx.state(ep), EpState::Disconnected);
+    assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(1, DtoStatus::Flushed)]);
+}
+
+#[test]
+fn broken_connection_reports_broken() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.backend_mut().conn_event(ep, ConnOutcome::Broken, b"");
+    assert_eq!(fx.p.evd_dequeue(fx.conn_evd).unwrap().number, EventNumber::ConnectionBroken);
+    assert_eq!(fx.state(ep), EpState::Disconnected);
+}
+
+#[test]
+fn catastrophic_error_breaks_every_connection_and_tells_the_async_evd() {
+    let mut fx = Fx::new();
+    let a = fx.ep_connected();
+    let b = fx.ep_connecting();
+    fx.p.backend_mut().catastrophe();
+    assert_eq!(fx.p.evd_dequeue(fx.async_evd).unwrap().number, EventNumber::AsyncIaCatastrophic);
+    assert_eq!((fx.state(a), fx.state(b)), (EpState::Disconnected, EpState::Disconnected));
+}
+
+#[test]
+fn dat_ep_dup_connect_reuses_the_remote_end() {
+    let mut fx = Fx::new();
+    let up = fx.ep_connected();
+    let ep = fx.ep();
+    fx.p.ep_dup_connect(ep, up, TIMEOUT_INFINITE, b"dup", Qos::BEST_EFFORT).unwrap();
+    assert_eq!(fx.state(ep), EpState::ActiveConnectionPending);
+    assert_eq!(fx.p.backend().last_connect.as_ref().map(|(q, _)| *q), Some(1000));
+    let idle = fx.ep();
+    let other = fx.ep();
+    assert_eq!(ty(fx.p.ep_dup_connect(other, idle, 10, b"", Qos::BEST_EFFORT)), ErrorType::InvalidState);
+}
+
+#[test]
+fn dat_ep_free_in_connected_flushes_and_frees() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_free(ep).unwrap();
+    assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(1, DtoStatus::Flushed)]);
+    assert_eq!(fx.p.backend().live_qps(), 0);
+    fx.p.evd_free(fx.dto_evd).unwrap();
+}
+
+// ---- Disconnected ---------------------------------------------------------
+
+#[test]
+fn dat_ep_disconnect_in_disconnected_is_a_noop() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_disconnected();
+    fx.p.ep_disconnect(ep, CloseFlags::Abrupt).unwrap();
+    fx.p.ep_disconnect(ep, CloseFlags::Graceful).unwrap();
+    assert_eq!(ty(fx.p.evd_dequeue(fx.conn_evd)), ErrorType::QueueEmpty);
+}
+
+#[test]
+fn dat_ep_reset_takes_disconnected_back_to_unconnected() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_disconnected();
+    assert_eq!(fx.p.ep_private_data(ep), Ok(&b"welcome"[..]));
+    fx.p.ep_reset(ep).unwrap();
+    assert_eq!(fx.state(ep), EpState::Unconnected);
+    // The private data was valid until the reset.
+    assert_eq!(fx.p.ep_private_data(ep), Ok(&b""[..]));
+    // And the EP connects again (dapltest reuses EPs this way).
+    fx.connect(ep);
+    assert_eq!(fx.state(ep), EpState::ActiveConnectionPending);
+}
+
+#[test]
+fn dat_ep_free_in_disconnected_succeeds() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_disconnected();
+    fx.p.ep_free(ep).unwrap();
+    fx.p.evd_free(fx.conn_evd).unwrap();
+}

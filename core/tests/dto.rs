@@ -1,0 +1,323 @@
+//! dat_ep_post_send(3DAT), dat_ep_post_recv(3DAT),
+//! dat_ep_post_rdma_read(3DAT), dat_ep_post_rdma_write(3DAT), and the
+//! completion rules: every DTO completes once, flushes in post order.
+mod common;
+use common::*;
+use udat_core::types::*;
+use udat_core::*;
+
+#[test]
+fn dat_ep_post_send_completes_on_the_request_evd() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_send(ep, &[fx.seg(0, 10), fx.seg(100, 20)], 42, CompletionFlags::DEFAULT).unwrap();
+    fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    let ev = fx.p.evd_dequeue(fx.dto_evd).unwrap();
+    assert_eq!(ev.number, EventNumber::DtoCompletion);
+    assert_eq!(
+        ev.data,
+        EventData::Dto { ep, cookie: 42, status: DtoStatus::Success, transferred_length: 30, op: DtoOp::Send }
+    );
+}
+
+#[test]
+fn dat_ep_post_send_zero_segments_is_a_zero_byte_message() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_send(ep, &[], 1, CompletionFlags::DEFAULT).unwrap();
+    // A zero-length segment's other fields are irrelevant.
+    let junk = LmrTriplet { virtual_address: 0, segment_length: 0, lmr_context: 0xdead };
+    fx.p.ep_post_send(ep, &[junk], 2, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(fx.p.backend().pending_sends(ep), 2);
+}
+
+#[test]
+fn dat_ep_post_send_valid_only_in_connected_or_disconnected() {
+    let mut fx = Fx::new();
+    let seg = fx.seg(0, 8);
+    let idle = fx.ep();
+    let e = fx.p.ep_post_send(idle, &[seg], 1, CompletionFlags::DEFAULT).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateEpUnconnected));
+    let pending = fx.ep_connecting();
+    assert_eq!(ty(fx.p.ep_post_send(pending, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidState);
+    assert_eq!(ty(fx.p.ep_post_rdma_write(pending, &[seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)), ErrorType::InvalidState);
+    assert_eq!(ty(fx.p.ep_post_rdma_read(pending, &[seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)), ErrorType::InvalidState);
+    assert_eq!(fx.p.backend().pending_sends(pending), 0);
+}
+
+#[test]
+fn dat_ep_post_send_in_disconnected_is_flushed_at_once() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_disconnected();
+    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 7, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_rdma_write(ep, &[fx.seg(0, 8)], 8, &fx.remote(8), CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_rdma_read(ep, &[fx.seg(0, 8)], 9, &fx.remote(8), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(
+        dtos(&fx.drain(fx.dto_evd)),
+        [(7, DtoStatus::Flushed), (8, DtoStatus::Flushed), (9, DtoStatus::Flushed)]
+    );
+}
+
+#[test]
+fn dat_ep_post_recv_in_disconnected_is_flushed_at_once() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_disconnected();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 3, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(3, DtoStatus::Flushed)]);
+}
+
+#[test]
+fn dat_ep_post_recv_valid_in_every_state() {
+    let mut fx = Fx::new();
+    let seg = fx.seg(0, 8);
+    for ep in [fx.ep(), fx.ep_connecting(), fx.ep_connected(), fx.ep_disconnected()] {
+        fx.p.ep_post_recv(ep, &[seg], 1, CompletionFlags::DEFAULT).unwrap();
+    }
+}
+
+#[test]
+fn dat_ep_post_recv_completes_with_length_or_length_error() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 16)], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 16)], 2, CompletionFlags::DEFAULT).unwrap();
+    fx.p.backend_mut().complete_recv(ep, 12);
+    fx.p.backend_mut().complete_recv(ep, 17);
+    let evs = fx.drain(fx.dto_evd);
+    assert!(matches!(evs[0].data, EventData::Dto { cookie: 1, status: DtoStatus::Success, transferred_length: 12, op: DtoOp::Receive, .. }));
+    // "If the size of an incoming message is larger than the size of the
+    // local_iov, the reported status ... is DAT_DTO_LENGTH_ERROR."
+    assert!(matches!(evs[1].data, EventData::Dto { cookie: 2, status: DtoStatus::LocalLength, .. }));
+}
+
+#[test]
+fn dat_ep_post_rdma_write_larger_than_remote_is_length_error() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let r = fx.p.ep_post_rdma_write(ep, &[fx.seg(0, 64)], 1, &fx.remote(63), CompletionFlags::DEFAULT);
+    assert_eq!(ty(r), ErrorType::LengthError);
+    fx.p.ep_post_rdma_write(ep, &[fx.seg(0, 64)], 1, &fx.remote(64), CompletionFlags::DEFAULT).unwrap();
+}
+
+#[test]
+fn dat_ep_post_rdma_read_remote_larger_than_local_is_length_error() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let r = fx.p.ep_post_rdma_read(ep, &[fx.seg(0, 32)], 1, &fx.remote(33), CompletionFlags::DEFAULT);
+    assert_eq!(ty(r), ErrorType::LengthError);
+    fx.p.ep_post_rdma_read(ep, &[fx.seg(0, 32)], 1, &fx.remote(32), CompletionFlags::DEFAULT).unwrap();
+}
+
+#[test]
+fn dat_ep_post_segment_outside_its_lmr_is_invalid_parameter() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let over = fx.seg(BUF_LEN - 8, 9);
+    assert_eq!(ty(fx.p.ep_post_send(ep, &[over], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidParameter);
+    let below = LmrTriplet { virtual_address: BUF - 1, ..fx.seg(0, 4) };
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &[below], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidParameter);
+    assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Connected, true, true)));
+}
+
+#[test]
+fn dat_ep_post_lmr_of_another_pz_is_protection_violation() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let pz2 = fx.p.pz_create(fx.ia).unwrap();
+    let other = fx
+        .p
+        .lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::ALL)
+        .unwrap();
+    let seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: other.lmr_context };
+    assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    let bogus = LmrTriplet { lmr_context: 0x1234_5678, ..fx.seg(0, 8) };
+    assert_eq!(ty(fx.p.ep_post_send(ep, &[bogus], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+}
+
+#[test]
+fn dat_ep_post_missing_local_privilege_is_privileges_violation() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let ro = fx
+        .p
+        .lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ)
+        .unwrap();
+    let wo = fx
+        .p
+        .lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE)
+        .unwrap();
+    let ro_seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
+    let wo_seg = LmrTriplet { virtual_address: 0x9000, segment_length: 8, lmr_context: wo.lmr_context };
+    // Send and RDMA write read local memory; receive and RDMA read write it.
+    assert_eq!(ty(fx.p.ep_post_send(ep, &[wo_seg], 1, CompletionFlags::DEFAULT)), ErrorType::PrivilegesViolation);
+    assert_eq!(ty(fx.p.ep_post_rdma_write(ep, &[wo_seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)), ErrorType::PrivilegesViolation);
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &[ro_seg], 1, CompletionFlags::DEFAULT)), ErrorType::PrivilegesViolation);
+    assert_eq!(ty(fx.p.ep_post_rdma_read(ep, &[ro_seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)), ErrorType::PrivilegesViolation);
+    fx.p.ep_post_send(ep, &[ro_seg], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_recv(ep, &[wo_seg], 1, CompletionFlags::DEFAULT).unwrap();
+}
+
+#[test]
+fn dat_ep_post_too_many_segments_is_invalid_parameter() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let max = fx.attr().max_request_iov as usize;
+    let iov = vec![fx.seg(0, 1); max + 1];
+    assert_eq!(ty(fx.p.ep_post_send(ep, &iov, 1, CompletionFlags::DEFAULT)), ErrorType::InvalidParameter);
+    fx.p.ep_post_send(ep, &iov[..max], 1, CompletionFlags::DEFAULT).unwrap();
+}
+
+#[test]
+fn dat_ep_post_flag_checks() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let seg = [fx.seg(0, 8)];
+    // "The value of DAT_COMPLETION_UNSIGNALLED_FLAG is only valid if the
+    // Endpoint Request Completion Flags DAT_COMPLETION_UNSIGNALLED_FLAG."
+    assert_eq!(ty(fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::UNSIGNALLED)), ErrorType::InvalidParameter);
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &seg, 1, CompletionFlags::UNSIGNALLED)), ErrorType::InvalidParameter);
+    // Solicited wait is for sends only; threshold is an EP attribute only.
+    let r = fx.p.ep_post_rdma_write(ep, &seg, 1, &fx.remote(8), CompletionFlags::SOLICITED_WAIT);
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    assert_eq!(ty(fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::EVD_THRESHOLD)), ErrorType::InvalidParameter);
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &seg, 1, CompletionFlags::SUPPRESS)), ErrorType::InvalidParameter);
+    fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::SOLICITED_WAIT | CompletionFlags::BARRIER_FENCE).unwrap();
+}
+
+#[test]
+fn dat_ep_post_beyond_max_dtos_is_insufficient_resources() {
+    let mut fx = Fx::new();
+    let mut attr = fx.attr();
+    attr.max_request_dtos = 2;
+    attr.max_recv_dtos = 1;
+    let ep = fx.ep_with(Some(&attr));
+    fx.connect(ep);
+    fx.p.backend_mut().conn_event(ep, udat_core::backend::ConnOutcome::Established, b"");
+    fx.drain(fx.conn_evd);
+    let seg = [fx.seg(0, 8)];
+    fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_send(ep, &seg, 2, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(ty(fx.p.ep_post_send(ep, &seg, 3, CompletionFlags::DEFAULT)), ErrorType::InsufficientResources);
+    fx.p.ep_post_recv(ep, &seg, 4, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &seg, 5, CompletionFlags::DEFAULT)), ErrorType::InsufficientResources);
+    fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    fx.drain(fx.dto_evd);
+    fx.p.ep_post_send(ep, &seg, 3, CompletionFlags::DEFAULT).unwrap();
+}
+
+#[test]
+fn suppressed_successes_produce_no_event_but_free_their_slot() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let seg = [fx.seg(0, 8)];
+    fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::SUPPRESS).unwrap();
+    fx.p.ep_post_send(ep, &seg, 2, CompletionFlags::SUPPRESS).unwrap();
+    fx.p.ep_post_send(ep, &seg, 3, CompletionFlags::DEFAULT).unwrap();
+    for _ in 0..3 {
+        fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    }
+    assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(3, DtoStatus::Success)]);
+    assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Connected, true, true)));
+}
+
+#[test]
+fn suppressed_failure_is_still_reported() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::SUPPRESS).unwrap();
+    fx.p.backend_mut().complete_send(ep, DtoStatus::Transport);
+    assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(1, DtoStatus::Transport)]);
+}
+
+#[test]
+fn failed_dto_breaks_the_connection_and_flushes_the_rest_in_order() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    for c in 1..=4 {
+        fx.p.ep_post_rdma_write(ep, &[fx.seg(0, 8)], c, &fx.remote(8), CompletionFlags::DEFAULT).unwrap();
+    }
+    fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    // dat_lmr_free(3DAT): the remote LMR is gone: "DAT_DTO_ERR_REMOTE_ACCESS
+    // is reported ... and the connection is broken."
+    fx.p.backend_mut().complete_send(ep, DtoStatus::RemoteAccess);
+    assert_eq!(
+        dtos(&fx.drain(fx.dto_evd)),
+        [(1, DtoStatus::Success), (2, DtoStatus::RemoteAccess), (3, DtoStatus::Flushed), (4, DtoStatus::Flushed)]
+    );
+    assert_eq!(fx.p.evd_dequeue(fx.conn_evd).unwrap().number, EventNumber::ConnectionBroken);
+    assert_eq!(fx.state(ep), EpState::Disconnected);
+}
+
+#[test]
+fn every_posted_dto_completes_exactly_once() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let mut posted = Vec::new();
+    for c in 0..12u64 {
+        let seg = [fx.seg(0, 8)];
+        match c % 3 {
+            0 => fx.p.ep_post_send(ep, &seg, c, CompletionFlags::DEFAULT).unwrap(),
+            1 => fx.p.ep_post_recv(ep, &seg, c, CompletionFlags::DEFAULT).unwrap(),
+            _ => fx.p.ep_post_rdma_read(ep, &seg, c, &fx.remote(8), CompletionFlags::DEFAULT).unwrap(),
+        }
+        posted.push(c);
+    }
+    fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    fx.p.backend_mut().complete_recv(ep, 4);
+    fx.p.ep_disconnect(ep, CloseFlags::Abrupt).unwrap();
+    let mut seen: Vec<u64> = dtos(&fx.drain(fx.dto_evd)).into_iter().map(|(c, _)| c).collect();
+    seen.sort();
+    assert_eq!(seen, posted);
+    assert_eq!(fx.p.backend().queued_completions(), 0);
+}
+
+#[test]
+fn unsignalled_completions_queue_but_do_not_notify_the_cno() {
+    let mut fx = Fx::new();
+    let mut attr = fx.attr();
+    attr.request_completion_flags = CompletionFlags::UNSIGNALLED;
+    attr.recv_completion_flags = CompletionFlags::UNSIGNALLED;
+    let cno = fx.p.cno_create(fx.ia, None).unwrap();
+    let evd = fx.p.evd_create(fx.ia, 8, cno, EvdFlags::DTO).unwrap();
+    let ep = fx.p.ep_create(fx.ia, fx.pz, evd, evd, fx.conn_evd, Some(&attr)).unwrap();
+    fx.connect(ep);
+    fx.p.backend_mut().conn_event(ep, udat_core::backend::ConnOutcome::Established, b"");
+    fx.drain(fx.conn_evd);
+    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::UNSIGNALLED).unwrap();
+    fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    assert_eq!(ty(fx.p.cno_wait(cno, 10)), ErrorType::QueueEmpty);
+    assert_eq!(dtos(&fx.drain(evd)), [(1, DtoStatus::Success)]);
+    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 2, CompletionFlags::DEFAULT).unwrap();
+    fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    assert_eq!(fx.p.cno_wait(cno, 10), Ok(evd));
+}
+
+#[test]
+fn stale_completions_of_a_freed_ep_are_dropped() {
+    let mut fx = Fx::new();
+    let one = fx.p.evd_create(fx.ia, 1, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let ep = fx.p.ep_create(fx.ia, fx.pz, one, one, fx.conn_evd, None).unwrap();
+    fx.connect(ep);
+    fx.p.backend_mut().conn_event(ep, udat_core::backend::ConnOutcome::Established, b"");
+    fx.drain(fx.conn_evd);
+    for c in 1..=2 {
+        fx.p.ep_post_send(ep, &[fx.seg(0, 8)], c, CompletionFlags::DEFAULT).unwrap();
+        fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    }
+    // Freeing pulls what fits; the second completion stays in the CQ,
+    // a completion of an EP that no longer exists.
+    fx.p.ep_free(ep).unwrap();
+    assert_eq!(fx.p.backend().queued_completions(), 1);
+    let got = dtos(&fx.drain(one));
+    assert_eq!(got, [(1, DtoStatus::Success)]);
+    assert_eq!(fx.p.backend().queued_completions(), 0);
+}
+
+#[test]
+fn dat_ep_post_stale_ep_is_invalid_handle() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    fx.p.ep_free(ep).unwrap();
+    let e = fx.p.ep_post_send(ep, &[], 1, CompletionFlags::DEFAULT).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidHandle, Subtype::InvalidHandleEp));
+}

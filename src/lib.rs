@@ -1,1 +1,116 @@
-//! udat
+//! # udat
+//!
+//! A Rust implementation of the DAT/uDAPL RDMA API (Direct Access
+//! Transport) for latency-critical trading and storage engines.
+//!
+//! [`Ia`] is an open Interface Adapter: it owns the provider that holds
+//! every DAT object of the IA, closes it abruptly when dropped (nothing
+//! leaks), and gives the whole DAT API through `Deref` to
+//! [`udat_core::Provider`], whose methods are named for the DAT calls and
+//! cite their man pages. Every call returns `Result<_, DatError>`; the
+//! error carries the exact `DAT_RETURN` of `<dat2/dat_error.h>`.
+//!
+//! ```
+//! use udat::{Ia, CloseFlags, EvdFlags, CnoHandle};
+//! use udat::mock::{MockBackend, MOCK_IA_NAME};
+//!
+//! let mut ia: Ia<MockBackend> = Ia::open(MockBackend::new(), MOCK_IA_NAME, 8)?;
+//! let h = ia.handle();
+//! let pz = ia.pz_create(h)?;
+//! let evd = ia.evd_create(h, 16, CnoHandle::NULL, EvdFlags::SOFTWARE)?;
+//! ia.evd_post_se(evd, 7)?;
+//! assert_eq!(ia.evd_dequeue(evd)?.data, udat::EventData::Software { pointer: 7 });
+//! ia.evd_free(evd)?;
+//! ia.pz_free(pz)?;
+//! ia.close(CloseFlags::Graceful).map_err(|(_, e)| e)?;
+//! # Ok::<(), udat::DatError>(())
+//! ```
+//!
+//! Handles are plain values, checked on every use: a handle whose object
+//! was freed is refused with `DAT_INVALID_HANDLE`, even after its slot
+//! holds a new object. They are meaningful only to the `Ia` that made them.
+
+use core::ops::{Deref, DerefMut};
+
+pub use udat_core::backend::{self, Backend};
+pub use udat_core::types::*;
+pub use udat_core::*;
+
+#[cfg(test)]
+mod abi_check;
+
+/// An open Interface Adapter and everything created on it.
+///
+/// `N` bounds the objects of each kind, `E` the events queued on all EVDs
+/// together; both are fixed at compile time and nothing is allocated after
+/// [`Ia::open`].
+pub struct Ia<B: Backend, const N: usize = 64, const E: usize = 1024> {
+    provider: Box<Provider<B, N, E>>,
+    ia: IaHandle,
+    async_evd: EvdHandle,
+    open: bool,
+}
+
+impl<B: Backend, const N: usize, const E: usize> Ia<B, N, E> {
+    /// dat_ia_open(3DAT): open the IA `name` of `backend`, with a provider
+    /// async EVD of at least `async_evd_qlen` events.
+    pub fn open(backend: B, name: &[u8], async_evd_qlen: u32) -> DatResult<Self> {
+        let mut provider = Box::new(Provider::new(backend));
+        let (ia, async_evd) = provider.ia_open(name, AsyncEvd::Create { min_qlen: async_evd_qlen })?;
+        Ok(Ia { provider, ia, async_evd, open: true })
+    }
+
+    /// The IA's handle, for the calls that take one.
+    pub fn handle(&self) -> IaHandle {
+        self.ia
+    }
+
+    /// The async EVD `open` created.
+    pub fn async_evd(&self) -> EvdHandle {
+        self.async_evd
+    }
+
+    /// dat_ia_close(3DAT). A refused graceful close gives the IA back with
+    /// the error, every object intact.
+    pub fn close(mut self, flags: CloseFlags) -> Result<(), (Self, DatError)> {
+        match self.provider.ia_close(self.ia, flags) {
+            Ok(()) => {
+                self.open = false;
+                Ok(())
+            }
+            Err(e) => Err((self, e)),
+        }
+    }
+}
+
+impl<B: Backend, const N: usize, const E: usize> Drop for Ia<B, N, E> {
+    /// An IA still open is closed abruptly: every object it holds is
+    /// destroyed in dependency order and every transport resource released.
+    fn drop(&mut self) {
+        if self.open {
+            // The handle is this IA's own and still open: the abrupt close
+            // cannot be refused.
+            let _ = self.provider.ia_close(self.ia, CloseFlags::Abrupt);
+        }
+    }
+}
+
+impl<B: Backend, const N: usize, const E: usize> Deref for Ia<B, N, E> {
+    type Target = Provider<B, N, E>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.provider
+    }
+}
+
+impl<B: Backend, const N: usize, const E: usize> DerefMut for Ia<B, N, E> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.provider
+    }
+}
+
+impl<B: Backend, const N: usize, const E: usize> core::fmt::Debug for Ia<B, N, E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Ia").field("ia", &self.ia).field("provider", &self.provider).finish()
+    }
+}

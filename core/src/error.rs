@@ -70,7 +70,8 @@ pub enum ErrorType {
 }
 
 impl ErrorType {
-    const ALL: [ErrorType; 24] = [
+    /// Every type the header defines.
+    pub const ALL: [ErrorType; 24] = [
         ErrorType::Abort,
         ErrorType::ConnQualInUse,
         ErrorType::InsufficientResources,
@@ -350,7 +351,8 @@ pub enum Subtype {
 }
 
 impl Subtype {
-    const ALL: [Subtype; 104] = [
+    /// Every subtype, in value order.
+    pub const ALL: [Subtype; 104] = [
         Subtype::NoSubtype,
         Subtype::SubInterrupted,
         Subtype::ResourceMemory,
@@ -662,6 +664,8 @@ impl fmt::Display for DatError {
         fmt::Debug::fmt(self, f)
     }
 }
+
+impl core::error::Error for DatError {}
 
 /// `dat_strerror(3DAT)`: the major and minor message of a return code.
 ///

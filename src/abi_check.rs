@@ -9,8 +9,8 @@ mod dat2 {
 }
 
 use dat2::*;
-use udat_core::*;
 use udat_core::types::*;
+use udat_core::*;
 
 #[test]
 fn dat_return_types_match_the_header() {

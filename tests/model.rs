@@ -255,11 +255,8 @@ impl World {
             Op::PostSend(e, l) | Op::PostRecv(e, l) => {
                 let e = e.checked_rem(self.m.eps.len())?;
                 let l = l.checked_rem(self.m.lmrs.len())?;
-                let seg = [LmrTriplet {
-                    virtual_address: self.m.lmrs[l].2,
-                    segment_length: 8,
-                    lmr_context: self.lmr_ctx(l),
-                }];
+                let seg =
+                    [LmrTriplet { virtual_address: self.m.lmrs[l].2, segment_length: 8, lmr_context: self.lmr_ctx(l) }];
                 let send = matches!(op, Op::PostSend(..));
                 let cookie = self.next_cookie;
                 self.next_cookie += 1;

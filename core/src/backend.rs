@@ -176,8 +176,13 @@ pub trait Backend {
     fn pd_free(&mut self, pd: Self::Pd);
 
     /// Register `[address, address + length)` with `privileges`.
-    fn mr_register(&mut self, pd: &Self::Pd, address: u64, length: u64, privileges: MemPriv)
-        -> DatResult<Registration<Self::Mr>>;
+    fn mr_register(
+        &mut self,
+        pd: &Self::Pd,
+        address: u64,
+        length: u64,
+        privileges: MemPriv,
+    ) -> DatResult<Registration<Self::Mr>>;
     fn mr_deregister(&mut self, mr: Self::Mr);
 
     fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<Self::Mw>;

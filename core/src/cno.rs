@@ -138,7 +138,8 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     /// Start a `dat_cno_wait`.
     pub fn cno_wait_begin(&mut self, cno: CnoHandle, timeout_us: u32) -> DatResult<CnoWait> {
         self.cno(cno)?;
-        let deadline_us = (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
+        let deadline_us =
+            (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
         self.cno_mut(cno)?.waiters += 1;
         Ok(CnoWait { cno, deadline_us })
     }

@@ -11,12 +11,19 @@ use crate::handle::EpHandle;
 use crate::provider::Provider;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
 
-const REQUEST_FLAGS: u32 = CompletionFlags::SUPPRESS.0 | CompletionFlags::UNSIGNALLED.0 | CompletionFlags::BARRIER_FENCE.0;
+const REQUEST_FLAGS: u32 =
+    CompletionFlags::SUPPRESS.0 | CompletionFlags::UNSIGNALLED.0 | CompletionFlags::BARRIER_FENCE.0;
 const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
 
 impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     /// dat_ep_post_send(3DAT).
-    pub fn ep_post_send(&mut self, ep: EpHandle, iov: &[LmrTriplet], cookie: u64, flags: CompletionFlags) -> DatResult<()> {
+    pub fn ep_post_send(
+        &mut self,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
         self.post_request(ep, iov, cookie, RequestOp::Send, flags, SEND_FLAGS)
     }
 
@@ -105,7 +112,13 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     /// Endpoint"; in Disconnected the receive is flushed at once. An EP that
     /// receives from an SRQ takes no receives of its own
     /// (dat_ep_create_with_srq(3DAT)).
-    pub fn ep_post_recv(&mut self, h: EpHandle, iov: &[LmrTriplet], cookie: u64, flags: CompletionFlags) -> DatResult<()> {
+    pub fn ep_post_recv(
+        &mut self,
+        h: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
         let ep = self.ep(h)?;
         if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
             return Err(DatError::invalid_arg(5));

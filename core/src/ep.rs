@@ -23,8 +23,8 @@
 
 use crate::backend::{Backend, PrivateData, QpConfig};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
-use crate::event::EventNumber;
 use crate::evd::NotifyMode;
+use crate::event::EventNumber;
 use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PzHandle, RspHandle, SrqHandle};
 use crate::provider::Provider;
 use crate::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, EpState, EvdFlags, IaAddress, IaAttr, Qos};
@@ -272,9 +272,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         let streams = ep.streams();
         self.check_streams(ia_h, &streams)?;
         let h = EpHandle(
-            self.eps
-                .insert(ep)
-                .map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
+            self.eps.insert(ep).map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
         );
         if let Err(e) = self.qp_build(h) {
             self.eps.remove(h.0);
@@ -360,10 +358,8 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             same && alone
         };
         let shared_ok = recv.is_null() || recv != request || recv_mode == request_mode;
-        let connect_ok = self
-            .evds
-            .get(s.connect.0)
-            .is_none_or(|e| e.dto_streams == 0 || e.dto_mode != NotifyMode::Solicited);
+        let connect_ok =
+            self.evds.get(s.connect.0).is_none_or(|e| e.dto_streams == 0 || e.dto_mode != NotifyMode::Solicited);
         if !fits(recv, recv_mode) || !fits(request, request_mode) || !shared_ok || !connect_ok {
             return Err(DatError::invalid_arg(6));
         }
@@ -474,8 +470,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         let ep = self.ep(h)?;
         let ia = self.ia(ep.ia)?;
         let quiescent = matches!(ep.state, EpState::Unconnected | EpState::TentativeConnectionPending);
-        let before_connect = quiescent
-            || matches!(ep.state, EpState::Reserved | EpState::PassiveConnectionPending);
+        let before_connect = quiescent || matches!(ep.state, EpState::Reserved | EpState::PassiveConnectionPending);
         let shaping = changes.recv_evd.is_some()
             || changes.request_evd.is_some()
             || changes.connect_evd.is_some()
@@ -683,4 +678,3 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         Err(DatError::of(ErrorType::ModelNotSupported))
     }
 }
-

@@ -111,7 +111,13 @@ pub enum WaitStep {
 impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     /// dat_evd_create: an EVD of `min_qlen` events fed by the streams in
     /// `flags`, tied to `cno` (or none).
-    pub fn evd_create(&mut self, ia_h: IaHandle, min_qlen: u32, cno: CnoHandle, flags: EvdFlags) -> DatResult<EvdHandle> {
+    pub fn evd_create(
+        &mut self,
+        ia_h: IaHandle,
+        min_qlen: u32,
+        cno: CnoHandle,
+        flags: EvdFlags,
+    ) -> DatResult<EvdHandle> {
         let ia = self.ia(ia_h)?;
         if min_qlen == 0 || min_qlen > ia.attr.max_evd_qlen {
             return Err(DatError::invalid_arg(2));
@@ -297,7 +303,8 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         if threshold != 1 && e.dto_streams != 0 && e.dto_mode != NotifyMode::Threshold {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdConfigThreshold));
         }
-        let deadline_us = (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
+        let deadline_us =
+            (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
         if let Ok(e) = self.evd_mut(evd) {
             e.waiter = true;
         }

@@ -95,11 +95,8 @@ pub struct Event {
     pub data: EventData,
 }
 
-const EMPTY: Event = Event {
-    number: EventNumber::Software,
-    evd: EvdHandle::NULL,
-    data: EventData::Software { pointer: 0 },
-};
+const EMPTY: Event =
+    Event { number: EventNumber::Software, evd: EvdHandle::NULL, data: EventData::Software { pointer: 0 } };
 
 const NONE: u32 = u32::MAX;
 

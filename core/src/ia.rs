@@ -92,15 +92,17 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             }
         };
         let (evd, owns) = match async_evd {
-            AsyncEvd::Create { min_qlen } => match self.evd_create(ia_h, min_qlen, crate::CnoHandle::NULL, EvdFlags::ASYNC) {
-                Ok(evd) => (evd, true),
-                Err(e) => {
-                    if let Some(ia) = self.ias.remove(ia_h.0) {
-                        self.backend.ia_close(ia.dev);
+            AsyncEvd::Create { min_qlen } => {
+                match self.evd_create(ia_h, min_qlen, crate::CnoHandle::NULL, EvdFlags::ASYNC) {
+                    Ok(evd) => (evd, true),
+                    Err(e) => {
+                        if let Some(ia) = self.ias.remove(ia_h.0) {
+                            self.backend.ia_close(ia.dev);
+                        }
+                        return Err(e);
                     }
-                    return Err(e);
                 }
-            },
+            }
             AsyncEvd::Exists => (EvdHandle::NULL, false),
             AsyncEvd::Use(h) => (h, false),
         };

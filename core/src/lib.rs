@@ -35,8 +35,8 @@ mod cr;
 mod dto;
 mod ep;
 pub mod error;
-pub mod event;
 mod evd;
+pub mod event;
 pub mod handle;
 mod ia;
 mod lmr;
@@ -56,8 +56,8 @@ pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, CNO_FIELD_ALL};
 pub use cr::{CrParam, CR_FIELD_ALL};
 pub use ep::{EpChanges, EpParam, VALUE_UNKNOWN};
 pub use error::{DatError, DatResult, ErrorType, Subtype};
-pub use event::{Event, EventData, EventNumber};
 pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, EVD_FIELD_ALL, TIMEOUT_INFINITE};
+pub use event::{Event, EventData, EventNumber};
 pub use handle::{
     AnyHandle, CnoHandle, CrHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle, PzHandle, RawHandle,
     RmrHandle, RspHandle, SrqHandle,

@@ -179,9 +179,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     /// violation"), as is an LMR of another PZ; a range outside the LMR is
     /// an invalid parameter; a missing privilege is a privileges violation.
     pub(crate) fn translate(&self, pz: PzHandle, seg: &LmrTriplet, need: MemPriv) -> DatResult<Sge> {
-        let (_, lmr) = self
-            .lmr_by_context(seg.lmr_context)
-            .ok_or(DatError::of(ErrorType::ProtectionViolation))?;
+        let (_, lmr) = self.lmr_by_context(seg.lmr_context).ok_or(DatError::of(ErrorType::ProtectionViolation))?;
         if lmr.pz != pz {
             return Err(DatError::of(ErrorType::ProtectionViolation));
         }
@@ -224,7 +222,6 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
 impl<B: Backend> Lmr<B> {
     /// Whether `[address, address + length)` lies inside the region.
     pub(crate) fn contains(&self, address: u64, length: u64) -> bool {
-        address >= self.address
-            && address.checked_add(length).is_some_and(|end| end <= self.address + self.length)
+        address >= self.address && address.checked_add(length).is_some_and(|end| end <= self.address + self.length)
     }
 }

@@ -142,7 +142,9 @@ impl MockBackend {
                 hardware_version_minor: 0,
                 firmware_version_major: 1,
                 firmware_version_minor: 0,
-                ia_address: IaAddress { bytes: [2, 0, 0, 0, 192, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
+                ia_address: IaAddress {
+                    bytes: [2, 0, 0, 0, 192, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+                },
                 max_eps: 1024,
                 max_dto_per_ep: WRS as u32,
                 max_rdma_read_per_ep_in: 16,
@@ -290,9 +292,17 @@ impl MockBackend {
         let id = self.next_request;
         self.next_request += 1;
         let private_data = PrivateData::from_slice(private_data).unwrap_or_default();
-        let remote = IaAddress { bytes: [2, 0, 0x3d, 0xd4, 192, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] };
+        let remote = IaAddress {
+            bytes: [2, 0, 0x3d, 0xd4, 192, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        };
         self.cm
-            .push_back(CmEvent::Request { listener: listener.tag, request: id, remote, remote_port: 15828, private_data })
+            .push_back(CmEvent::Request {
+                listener: listener.tag,
+                request: id,
+                remote,
+                remote_port: 15828,
+                private_data,
+            })
             .ok()?;
         Some(id)
     }

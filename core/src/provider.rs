@@ -10,8 +10,8 @@ use crate::cno::Cno;
 use crate::cr::Cr;
 use crate::ep::Ep;
 use crate::error::{DatError, DatResult, Subtype};
-use crate::event::{Event, EventData, EventNumber, EventPool};
 use crate::evd::Evd;
+use crate::event::{Event, EventData, EventNumber, EventPool};
 use crate::handle::*;
 use crate::ia::Ia;
 use crate::lmr::Lmr;
@@ -310,20 +310,20 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             CmEvent::Request { listener, request, remote, remote_port, private_data } => {
                 self.on_request(ia, listener, request, remote, remote_port, private_data)
             }
-            CmEvent::Conn { tag, outcome, private_data } => self.on_conn(EpHandle(RawHandle::from_bits(tag)), outcome, private_data),
+            CmEvent::Conn { tag, outcome, private_data } => {
+                self.on_conn(EpHandle(RawHandle::from_bits(tag)), outcome, private_data)
+            }
             CmEvent::Catastrophic => {
-                let lost = self
-                    .eps
-                    .handles_where(|ep| {
-                        ep.ia == ia
-                            && matches!(
-                                ep.state,
-                                EpState::Connected
-                                    | EpState::DisconnectPending
-                                    | EpState::ActiveConnectionPending
-                                    | EpState::CompletionPending
-                            )
-                    });
+                let lost = self.eps.handles_where(|ep| {
+                    ep.ia == ia
+                        && matches!(
+                            ep.state,
+                            EpState::Connected
+                                | EpState::DisconnectPending
+                                | EpState::ActiveConnectionPending
+                                | EpState::CompletionPending
+                        )
+                });
                 for h in lost {
                     self.ep_lost(EpHandle(h), EventNumber::ConnectionBroken);
                 }

@@ -36,7 +36,13 @@ pub struct PspParam {
 impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     /// dat_psp_create(3DAT): listen on `conn_qual`; requests arrive on
     /// `evd`, whose queue length is the backlog.
-    pub fn psp_create(&mut self, ia: IaHandle, conn_qual: u64, evd: EvdHandle, flags: PspFlags) -> DatResult<PspHandle> {
+    pub fn psp_create(
+        &mut self,
+        ia: IaHandle,
+        conn_qual: u64,
+        evd: EvdHandle,
+        flags: PspFlags,
+    ) -> DatResult<PspHandle> {
         self.ia(ia)?;
         self.evd_for(ia, evd, EvdFlags::CR, Subtype::InvalidHandleEvdCr)?;
         if self.conn_qual_taken(ia, conn_qual) {

@@ -94,9 +94,8 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         let bind = if triplet.segment_length == 0 {
             None
         } else {
-            let (lmr_h, lmr) = self
-                .lmr_by_context(triplet.lmr_context)
-                .ok_or(DatError::of(ErrorType::ProtectionViolation))?;
+            let (lmr_h, lmr) =
+                self.lmr_by_context(triplet.lmr_context).ok_or(DatError::of(ErrorType::ProtectionViolation))?;
             if lmr.pz != rmr_pz {
                 return Err(DatError::of(ErrorType::ProtectionViolation));
             }
@@ -126,8 +125,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         ep.request_outstanding += 1;
         rmr.bind_cookie = cookie;
         let old = rmr.binding.take();
-        rmr.binding =
-            bind.map(|(lmr, _)| Binding { lmr, triplet: *triplet, privileges, rmr_context: rkey });
+        rmr.binding = bind.map(|(lmr, _)| Binding { lmr, triplet: *triplet, privileges, rmr_context: rkey });
         if let Some(old) = old {
             if let Some(l) = self.lmrs.get_mut(old.lmr.0) {
                 l.rmr_refs = l.rmr_refs.saturating_sub(1);

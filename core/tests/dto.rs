@@ -40,8 +40,14 @@ fn dat_ep_post_send_valid_only_in_connected_or_disconnected() {
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateEpUnconnected));
     let pending = fx.ep_connecting();
     assert_eq!(ty(fx.p.ep_post_send(pending, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidState);
-    assert_eq!(ty(fx.p.ep_post_rdma_write(pending, &[seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)), ErrorType::InvalidState);
-    assert_eq!(ty(fx.p.ep_post_rdma_read(pending, &[seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)), ErrorType::InvalidState);
+    assert_eq!(
+        ty(fx.p.ep_post_rdma_write(pending, &[seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)),
+        ErrorType::InvalidState
+    );
+    assert_eq!(
+        ty(fx.p.ep_post_rdma_read(pending, &[seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)),
+        ErrorType::InvalidState
+    );
     assert_eq!(fx.p.backend().pending_sends(pending), 0);
 }
 
@@ -84,7 +90,10 @@ fn dat_ep_post_recv_completes_with_length_or_length_error() {
     fx.p.backend_mut().complete_recv(ep, 12);
     fx.p.backend_mut().complete_recv(ep, 17);
     let evs = fx.drain(fx.dto_evd);
-    assert!(matches!(evs[0].data, EventData::Dto { cookie: 1, status: DtoStatus::Success, transferred_length: 12, op: DtoOp::Receive, .. }));
+    assert!(matches!(
+        evs[0].data,
+        EventData::Dto { cookie: 1, status: DtoStatus::Success, transferred_length: 12, op: DtoOp::Receive, .. }
+    ));
     // "If the size of an incoming message is larger than the size of the
     // local_iov, the reported status ... is DAT_DTO_LENGTH_ERROR."
     assert!(matches!(evs[1].data, EventData::Dto { cookie: 2, status: DtoStatus::LocalLength, .. }));
@@ -124,10 +133,7 @@ fn dat_ep_post_lmr_of_another_pz_is_protection_violation() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let pz2 = fx.p.pz_create(fx.ia).unwrap();
-    let other = fx
-        .p
-        .lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::ALL)
-        .unwrap();
+    let other = fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::ALL).unwrap();
     let seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: other.lmr_context };
     assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
     let bogus = LmrTriplet { lmr_context: 0x1234_5678, ..fx.seg(0, 8) };
@@ -138,21 +144,23 @@ fn dat_ep_post_lmr_of_another_pz_is_protection_violation() {
 fn dat_ep_post_missing_local_privilege_is_privileges_violation() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    let ro = fx
-        .p
-        .lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ)
-        .unwrap();
-    let wo = fx
-        .p
-        .lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE)
-        .unwrap();
+    let ro =
+        fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ).unwrap();
+    let wo =
+        fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE).unwrap();
     let ro_seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
     let wo_seg = LmrTriplet { virtual_address: 0x9000, segment_length: 8, lmr_context: wo.lmr_context };
     // Send and RDMA write read local memory; receive and RDMA read write it.
     assert_eq!(ty(fx.p.ep_post_send(ep, &[wo_seg], 1, CompletionFlags::DEFAULT)), ErrorType::PrivilegesViolation);
-    assert_eq!(ty(fx.p.ep_post_rdma_write(ep, &[wo_seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)), ErrorType::PrivilegesViolation);
+    assert_eq!(
+        ty(fx.p.ep_post_rdma_write(ep, &[wo_seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)),
+        ErrorType::PrivilegesViolation
+    );
     assert_eq!(ty(fx.p.ep_post_recv(ep, &[ro_seg], 1, CompletionFlags::DEFAULT)), ErrorType::PrivilegesViolation);
-    assert_eq!(ty(fx.p.ep_post_rdma_read(ep, &[ro_seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)), ErrorType::PrivilegesViolation);
+    assert_eq!(
+        ty(fx.p.ep_post_rdma_read(ep, &[ro_seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)),
+        ErrorType::PrivilegesViolation
+    );
     fx.p.ep_post_send(ep, &[ro_seg], 1, CompletionFlags::DEFAULT).unwrap();
     fx.p.ep_post_recv(ep, &[wo_seg], 1, CompletionFlags::DEFAULT).unwrap();
 }

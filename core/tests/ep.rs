@@ -43,13 +43,22 @@ fn dat_ep_create_attributes_beyond_the_device_are_invalid_parameter() {
     let mut fx = Fx::new();
     let mut attr = fx.attr();
     attr.max_request_iov = 1000;
-    assert_eq!(ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))), ErrorType::InvalidParameter);
+    assert_eq!(
+        ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))),
+        ErrorType::InvalidParameter
+    );
     let mut attr = fx.attr();
     attr.request_completion_flags = CompletionFlags::SOLICITED_WAIT;
-    assert_eq!(ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))), ErrorType::InvalidParameter);
+    assert_eq!(
+        ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))),
+        ErrorType::InvalidParameter
+    );
     let mut attr = fx.attr();
     attr.qos = Qos::LOW_LATENCY;
-    assert_eq!(ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))), ErrorType::ModelNotSupported);
+    assert_eq!(
+        ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))),
+        ErrorType::ModelNotSupported
+    );
     assert_eq!(fx.p.backend().live_qps(), 0);
 }
 
@@ -59,14 +68,24 @@ fn dat_ep_create_streams_sharing_an_evd_must_share_completion_flags() {
     let _signalled = fx.ep();
     let mut attr = fx.attr();
     attr.request_completion_flags = CompletionFlags::UNSIGNALLED;
-    assert_eq!(ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))), ErrorType::InvalidParameter);
+    assert_eq!(
+        ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))),
+        ErrorType::InvalidParameter
+    );
     // On an EVD of its own it is fine.
     let own = fx.p.evd_create(fx.ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
-    fx.p.ep_create(fx.ia, fx.pz, own, own, fx.conn_evd, Some(&{
-        let mut a = attr;
-        a.recv_completion_flags = CompletionFlags::UNSIGNALLED;
-        a
-    }))
+    fx.p.ep_create(
+        fx.ia,
+        fx.pz,
+        own,
+        own,
+        fx.conn_evd,
+        Some(&{
+            let mut a = attr;
+            a.recv_completion_flags = CompletionFlags::UNSIGNALLED;
+            a
+        }),
+    )
     .unwrap();
 }
 
@@ -111,11 +130,20 @@ fn dat_ep_connect_parameter_checks() {
     let ep = fx.ep();
     let a = IaAddress::default();
     // "Values must be positive."
-    assert_eq!(ty(fx.p.ep_connect(ep, &a, 1, 0, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT)), ErrorType::InvalidParameter);
+    assert_eq!(
+        ty(fx.p.ep_connect(ep, &a, 1, 0, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT)),
+        ErrorType::InvalidParameter
+    );
     let big = [0u8; 197];
-    assert_eq!(ty(fx.p.ep_connect(ep, &a, 1, 10, &big, Qos::BEST_EFFORT, ConnectFlags::DEFAULT)), ErrorType::InvalidParameter);
+    assert_eq!(
+        ty(fx.p.ep_connect(ep, &a, 1, 10, &big, Qos::BEST_EFFORT, ConnectFlags::DEFAULT)),
+        ErrorType::InvalidParameter
+    );
     assert_eq!(ty(fx.p.ep_connect(ep, &a, 1, 10, b"", Qos::BEST_EFFORT, ConnectFlags(4))), ErrorType::InvalidParameter);
-    assert_eq!(ty(fx.p.ep_connect(ep, &a, 1, 10, b"", Qos::PREMIUM, ConnectFlags::DEFAULT)), ErrorType::ModelNotSupported);
+    assert_eq!(
+        ty(fx.p.ep_connect(ep, &a, 1, 10, b"", Qos::PREMIUM, ConnectFlags::DEFAULT)),
+        ErrorType::ModelNotSupported
+    );
     assert_eq!(
         ty(fx.p.ep_connect(ep, &a, 1, 10, b"", Qos::BEST_EFFORT, ConnectFlags::MULTIPATH_REQUIRED)),
         ErrorType::ModelNotSupported
@@ -211,7 +239,10 @@ fn dat_ep_modify_recv_completion_flags_only_before_receives_are_posted() {
     fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
     let mut attr = fx.attr();
     attr.recv_completion_flags = CompletionFlags::EVD_THRESHOLD;
-    assert_eq!(ty(fx.p.ep_modify(ep, &EpChanges { attr: Some(attr), ..EpChanges::default() })), ErrorType::InvalidState);
+    assert_eq!(
+        ty(fx.p.ep_modify(ep, &EpChanges { attr: Some(attr), ..EpChanges::default() })),
+        ErrorType::InvalidState
+    );
 }
 
 #[test]

@@ -267,9 +267,6 @@ fn capacity_exhaustion_is_insufficient_resources_and_harms_nothing() {
 fn dat_strerror_gives_type_and_subtype_names() {
     let raw = DatError::invalid_state(Subtype::InvalidStateEpConnected).to_raw();
     assert_eq!(raw, 0x8000_0000 | 0x0007_0000 | 51);
-    assert_eq!(
-        udat_core::error::strerror(raw),
-        Ok(("DAT_INVALID_STATE", "DAT_INVALID_STATE_EP_CONNECTED"))
-    );
+    assert_eq!(udat_core::error::strerror(raw), Ok(("DAT_INVALID_STATE", "DAT_INVALID_STATE_EP_CONNECTED")));
     assert_eq!(ty(udat_core::error::strerror(0x0123_0000)), ErrorType::InvalidParameter);
 }

@@ -53,16 +53,18 @@ fn dat_pz_query_mask_outside_all_is_invalid_parameter() {
 #[test]
 fn dat_lmr_create_no_rmr_context_without_remote_privileges() {
     let mut fx = Fx::new();
-    let local = fx
-        .p
-        .lmr_create(fx.ia, MemType::Virtual { address: 0x5000, length: 64 }, fx.pz, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE)
+    let local =
+        fx.p.lmr_create(
+            fx.ia,
+            MemType::Virtual { address: 0x5000, length: 64 },
+            fx.pz,
+            MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE,
+        )
         .unwrap();
     assert_eq!(local.rmr_context, None);
     assert!(fx.lmr.rmr_context.is_some());
-    let remote = fx
-        .p
-        .lmr_create(fx.ia, MemType::Virtual { address: 0x5000, length: 64 }, fx.pz, MemPriv::REMOTE_WRITE)
-        .unwrap();
+    let remote =
+        fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x5000, length: 64 }, fx.pz, MemPriv::REMOTE_WRITE).unwrap();
     assert!(remote.rmr_context.is_some());
 }
 
@@ -131,10 +133,8 @@ fn dat_lmr_free_then_local_use_is_protection_violation() {
     assert_eq!(ty(fx.p.ep_post_recv(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
     assert_eq!(ty(fx.p.lmr_query(fx.lmr.lmr, 0)), ErrorType::InvalidHandle);
     // A new LMR in the same slot does not revive the old context.
-    let again = fx
-        .p
-        .lmr_create(fx.ia, MemType::Virtual { address: BUF, length: BUF_LEN }, fx.pz, MemPriv::ALL)
-        .unwrap();
+    let again =
+        fx.p.lmr_create(fx.ia, MemType::Virtual { address: BUF, length: BUF_LEN }, fx.pz, MemPriv::ALL).unwrap();
     assert_ne!(again.lmr_context, seg.lmr_context);
     assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
 }
@@ -200,10 +200,8 @@ fn dat_rmr_bind_outside_lmr_is_invalid_parameter() {
 fn dat_rmr_bind_remote_write_needs_local_write_on_lmr() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    let ro = fx
-        .p
-        .lmr_create(fx.ia, MemType::Virtual { address: 0x7000, length: 256 }, fx.pz, MemPriv::LOCAL_READ)
-        .unwrap();
+    let ro =
+        fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x7000, length: 256 }, fx.pz, MemPriv::LOCAL_READ).unwrap();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
     let t = LmrTriplet { virtual_address: 0x7000, segment_length: 64, lmr_context: ro.lmr_context };
     let r = fx.p.rmr_bind(rmr, &t, MemPriv::REMOTE_WRITE, ep, 0, CompletionFlags::DEFAULT);

@@ -43,9 +43,7 @@ impl Fx {
         let dto_evd = p.evd_create(ia, 32, CnoHandle::NULL, EvdFlags::DTO | EvdFlags::RMR_BIND).unwrap();
         let conn_evd = p.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::CONNECTION).unwrap();
         let cr_evd = p.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::CR).unwrap();
-        let lmr = p
-            .lmr_create(ia, MemType::Virtual { address: BUF, length: BUF_LEN }, pz, MemPriv::ALL)
-            .unwrap();
+        let lmr = p.lmr_create(ia, MemType::Virtual { address: BUF, length: BUF_LEN }, pz, MemPriv::ALL).unwrap();
         Fx { p, ia, async_evd, pz, dto_evd, conn_evd, cr_evd, lmr }
     }
 

@@ -1,0 +1,35 @@
+//! Instruction counts of the DAT layer, for callgrind: `icount OP K` runs
+//! OP (post or reap) K times after the same setup. Two runs with different
+//! K give the instructions per operation with the setup cancelled out
+//! (`cargo xtask icount` does that).
+
+use std::hint::black_box;
+
+mod null_backend;
+use null_backend::Rig;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let op = args.next().unwrap_or_default();
+    let k: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut rig = Rig::default();
+    match op.as_str() {
+        "post" => {
+            for _ in 0..k {
+                rig.post();
+            }
+        }
+        "reap" => {
+            for _ in 0..k {
+                rig.post();
+            }
+            for _ in 0..k {
+                black_box(rig.reap());
+            }
+        }
+        _ => {
+            eprintln!("usage: icount post|reap K");
+            std::process::exit(2);
+        }
+    }
+}

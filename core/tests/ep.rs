@@ -489,3 +489,17 @@ fn dat_ep_free_in_disconnected_succeeds() {
     fx.p.ep_free(ep).unwrap();
     fx.p.evd_free(fx.conn_evd).unwrap();
 }
+
+#[test]
+fn dat_ep_query_reports_remote_address_once_connecting() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    let remote =
+        IaAddress { bytes: [2, 0, 0, 0, 10, 1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] };
+    fx.p.ep_connect(ep, &remote, 4242, 10, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
+    let q = fx.p.ep_query(ep).unwrap();
+    assert_eq!((q.state, q.remote_ia_address, q.remote_port_qual), (EpState::ActiveConnectionPending, remote, 4242));
+    let (_, ia_attr) = fx.p.ia_query(fx.ia).unwrap();
+    assert_eq!(q.local_ia_address, ia_attr.ia_address);
+    assert_eq!(ty(fx.p.ep_query(EpHandle::NULL)), ErrorType::InvalidHandle);
+}

@@ -368,3 +368,37 @@ fn dat_cno_create_stale_ia_is_invalid_handle() {
     fx.p.ia_close(ia, CloseFlags::Abrupt).unwrap();
     assert_eq!(ty(fx.p.cno_create(ia, None)), ErrorType::InvalidHandle);
 }
+
+#[test]
+fn dat_evd_enable_is_a_noop_when_already_enabled() {
+    let mut fx = Fx::new();
+    let cno = fx.p.cno_create(fx.ia, None).unwrap();
+    let evd = fx.p.evd_create(fx.ia, 4, cno, EvdFlags::SOFTWARE).unwrap();
+    fx.p.evd_enable(evd).unwrap();
+    fx.p.evd_enable(evd).unwrap();
+    assert_eq!(fx.p.evd_query(evd, 0).unwrap().evd_state.0 & 0x3, EvdState::ENABLED);
+    fx.p.evd_post_se(evd, 1).unwrap();
+    assert_eq!(fx.p.cno_wait(cno, 10), Ok(evd));
+    assert_eq!(ty(fx.p.evd_enable(EvdHandle::NULL)), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_evd_clear_unwaitable_makes_waits_legal_again() {
+    let mut fx = Fx::new();
+    let evd = sw_evd(&mut fx, 2);
+    fx.p.evd_set_unwaitable(evd).unwrap();
+    fx.p.evd_clear_unwaitable(evd).unwrap();
+    assert_eq!(fx.p.evd_query(evd, 0).unwrap().evd_state.0 & 0xc, EvdState::WAITABLE);
+    fx.p.evd_post_se(evd, 3).unwrap();
+    assert_eq!(fx.p.evd_wait(evd, 10, 1).unwrap().0.data, EventData::Software { pointer: 3 });
+    assert_eq!(ty(fx.p.evd_clear_unwaitable(EvdHandle::NULL)), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_cno_query_reports_its_ia_and_no_agent() {
+    let mut fx = Fx::new();
+    let cno = fx.p.cno_create(fx.ia, None).unwrap();
+    assert_eq!(fx.p.cno_query(cno, CNO_FIELD_ALL), Ok(CnoParam { ia: fx.ia, agent: None }));
+    fx.p.cno_free(cno).unwrap();
+    assert_eq!(ty(fx.p.cno_query(cno, CNO_FIELD_ALL)), ErrorType::InvalidHandle);
+}

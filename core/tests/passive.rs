@@ -274,3 +274,23 @@ fn dat_cr_handoff_moves_the_request_to_another_psp() {
     assert_eq!((psp, conn_qual), (target, 50));
     assert_eq!(fx.p.cr_private_data(moved), Ok(&b"ping"[..]));
 }
+
+#[test]
+fn dat_cr_query_reports_the_remote_side() {
+    let mut fx = Fx::new();
+    let (_, cr) = fx.request(5, PspFlags::Consumer);
+    let q = fx.p.cr_query(cr, CR_FIELD_ALL).unwrap();
+    // The mock's peer is 192.0.2.2, port 15828.
+    assert_eq!(&q.remote_ia_address.bytes[4..8], &[192, 0, 2, 2]);
+    assert_eq!((q.remote_port_qual, q.private_data_size), (15828, 4));
+    assert_eq!(ty(fx.p.cr_query(CrHandle::NULL, 0)), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_rsp_query_mask_outside_all_is_invalid_parameter() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    let rsp = fx.p.rsp_create(fx.ia, 6, ep, fx.cr_evd).unwrap();
+    assert_eq!(ty(fx.p.rsp_query(rsp, 0x10)), ErrorType::InvalidParameter);
+    assert_eq!(fx.p.rsp_query(rsp, RSP_FIELD_ALL).unwrap().ep, ep);
+}

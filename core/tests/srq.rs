@@ -122,3 +122,12 @@ fn srq_ep_flush_on_disconnect_leaves_srq_buffers_alone() {
     assert!(dtos(&fx.drain(fx.dto_evd)).is_empty());
     assert_eq!(fx.p.srq_query(srq, 0).unwrap().outstanding_dto_count, 1);
 }
+
+#[test]
+fn dat_srq_query_mask_outside_all_is_invalid_parameter() {
+    let mut fx = Fx::new();
+    let srq = fx.p.srq_create(fx.ia, fx.pz, &ATTR).unwrap();
+    assert_eq!(ty(fx.p.srq_query(srq, 0x100)), ErrorType::InvalidParameter);
+    let q = fx.p.srq_query(srq, SRQ_FIELD_ALL).unwrap();
+    assert_eq!((q.ia, q.outstanding_dto_count, q.available_dto_count), (fx.ia, 0, VALUE_UNKNOWN));
+}

@@ -1,1 +1,114 @@
-fn main() {}
+//! Project automation.
+//!
+//! - `cargo xtask test`: everything CI runs — formatting, clippy with
+//!   warnings as errors, the workspace tests, the bare-metal build of
+//!   udat-core with its no-allocator check, and Miri over udat-core.
+//! - `cargo xtask icount`: instructions per DAT-layer operation, from two
+//!   callgrind runs of the `icount` bench.
+
+use std::process::{exit, Command};
+
+fn main() {
+    let task = std::env::args().nth(1).unwrap_or_default();
+    let result = match task.as_str() {
+        "test" => test(),
+        "icount" => icount(),
+        _ => Err("usage: cargo xtask test|icount".to_string()),
+    };
+    if let Err(e) = result {
+        eprintln!("xtask: {e}");
+        exit(1);
+    }
+}
+
+fn run(program: &str, args: &[&str]) -> Result<(), String> {
+    eprintln!("xtask: {program} {}", args.join(" "));
+    let status = Command::new(program).args(args).status().map_err(|e| format!("{program}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{program} {}` failed ({status})", args.join(" ")))
+    }
+}
+
+fn output(program: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(program).args(args).output().map_err(|e| format!("{program}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("`{program} {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn test() -> Result<(), String> {
+    run("cargo", &["fmt", "--all", "--", "--check"])?;
+    run("cargo", &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    run("cargo", &["test", "--workspace"])?;
+    bare_metal()?;
+    run("cargo", &["+nightly", "miri", "test", "-p", "udat-core"])?;
+    eprintln!("xtask: all checks passed");
+    Ok(())
+}
+
+/// udat-core builds for a target with no operating system and no
+/// allocator, and its library refers to no allocator symbol.
+fn bare_metal() -> Result<(), String> {
+    for features in ["", "mock"] {
+        let args = ["build", "-p", "udat-core", "--release", "--target", "x86_64-unknown-none", "--features", features];
+        run("cargo", &args)?;
+        let rlib = "target/x86_64-unknown-none/release/libudat_core.rlib";
+        let symbols = output("nm", &["--undefined-only", "-A", rlib])?;
+        let alloc: Vec<&str> = symbols
+            .lines()
+            .filter(|l| {
+                ["__rust_alloc", "__rust_dealloc", "__rust_realloc", "__rg_alloc", "__rdl_alloc"]
+                    .iter()
+                    .any(|s| l.contains(s))
+            })
+            .collect();
+        if !alloc.is_empty() {
+            return Err(format!("udat-core refers to an allocator:\n{}", alloc.join("\n")));
+        }
+        eprintln!("xtask: udat-core (features: '{features}') built for x86_64-unknown-none with no allocator symbol");
+    }
+    Ok(())
+}
+
+/// Instructions of one run of the icount bench under callgrind.
+fn instructions(bin: &str, op: &str, k: u64) -> Result<u64, String> {
+    let out_file = format!("target/callgrind.{op}.{k}");
+    let k = k.to_string();
+    output("valgrind", &["--tool=callgrind", &format!("--callgrind-out-file={out_file}"), bin, op, &k])?;
+    let text = std::fs::read_to_string(&out_file).map_err(|e| format!("{out_file}: {e}"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("summary: "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| format!("{out_file}: no summary line"))
+}
+
+fn icount() -> Result<(), String> {
+    let built = output("cargo", &["bench", "-p", "udat", "--bench", "icount", "--no-run", "--message-format=short"]);
+    built?;
+    let bin = find_bench_binary("icount")?;
+    const K: u64 = 10_000;
+    let post = (instructions(&bin, "post", 2 * K)? - instructions(&bin, "post", K)?) as f64 / K as f64;
+    let both = (instructions(&bin, "reap", 2 * K)? - instructions(&bin, "reap", K)?) as f64 / K as f64;
+    println!("| operation (null backend) | instructions |");
+    println!("| --- | --- |");
+    println!("| ep_post_send, 1 segment | {post:.1} |");
+    println!("| evd_dequeue of one completion | {:.1} |", both - post);
+    Ok(())
+}
+
+fn find_bench_binary(name: &str) -> Result<String, String> {
+    let dir = std::fs::read_dir("target/release/deps").map_err(|e| format!("target/release/deps: {e}"))?;
+    let mut found: Vec<(std::time::SystemTime, String)> = dir
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&format!("{name}-")) && !n.contains('.')
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path().to_string_lossy().into_owned())))
+        .collect();
+    found.sort();
+    found.pop().map(|(_, p)| p).ok_or_else(|| format!("no {name} bench binary in target/release/deps"))
+}

@@ -6,7 +6,8 @@
 //! - `cargo xtask icount`: instructions per DAT-layer operation, from two
 //!   callgrind runs of the `icount` bench.
 
-use std::process::{exit, Command};
+use std::io::{BufRead, BufReader};
+use std::process::{exit, Command, Stdio};
 
 fn main() {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -42,11 +43,44 @@ fn output(program: &str, args: &[&str]) -> Result<String, String> {
 fn test() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"])?;
     run("cargo", &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
-    run("cargo", &["test", "--workspace"])?;
+    let native = run_tests(&["test", "--workspace"])?;
     bare_metal()?;
-    run("cargo", &["+nightly", "miri", "test", "-p", "udat-core"])?;
-    eprintln!("xtask: all checks passed");
+    let miri = run_tests(&["+nightly", "miri", "test", "-p", "udat-core"])?;
+    let (passed, failed) = (native.0 + miri.0, native.1 + miri.1);
+    eprintln!("xtask: all checks passed ({} tests natively, {} under Miri)", native.0, miri.0);
+    println!("tests: {passed} passed, {failed} failed");
     Ok(())
+}
+
+/// Run a cargo test command, echoing its output, and add up the
+/// `test result:` lines: (passed, failed).
+fn run_tests(args: &[&str]) -> Result<(u64, u64), String> {
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let mut child =
+        Command::new("cargo").args(args).stdout(Stdio::piped()).spawn().map_err(|e| format!("cargo: {e}"))?;
+    let (mut passed, mut failed) = (0, 0);
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            println!("{line}");
+            if let Some(rest) = line.strip_prefix("test result: ") {
+                passed += count(rest, " passed");
+                failed += count(rest, " failed");
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| format!("cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("`cargo {}` failed ({status}): {passed} passed, {failed} failed", args.join(" ")));
+    }
+    Ok((passed, failed))
+}
+
+/// The number before `what` in a `test result:` line.
+fn count(line: &str, what: &str) -> u64 {
+    line.split(';')
+        .find_map(|part| part.trim().trim_start_matches("ok. ").trim_start_matches("FAILED. ").strip_suffix(what))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// udat-core builds for a target with no operating system and no

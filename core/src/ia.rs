@@ -36,14 +36,14 @@ pub(crate) struct Ia<B: Backend> {
     pub(crate) async_evd: EvdHandle,
     pub(crate) owns_async_evd: bool,
     pub(crate) out_of_scope: bool,
-    pub(crate) name: heapless::Vec<u8, MAX_IA_NAME>,
+    pub(crate) name: crate::FixedVec<u8, MAX_IA_NAME>,
     pub(crate) context: u64,
 }
 
 impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     /// dat_ia_open(3DAT): open the IA `name`.
     pub fn ia_open(&mut self, name: &[u8], async_evd: AsyncEvd) -> DatResult<(IaHandle, EvdHandle)> {
-        let stored = heapless::Vec::from_slice(name).map_err(|_| DatError::invalid_arg(1))?;
+        let stored = crate::FixedVec::from_slice(name).map_err(|_| DatError::invalid_arg(1))?;
         if name.is_empty() {
             return Err(DatError::invalid_arg(1));
         }

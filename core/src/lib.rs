@@ -51,6 +51,10 @@ pub mod slab;
 mod srq;
 pub mod types;
 
+/// A vector of at most `N` items stored inline: the core's only growable
+/// container, and it never allocates.
+pub type FixedVec<T, const N: usize> = heapless::Vec<T, N>;
+
 pub use backend::Backend;
 pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, CNO_FIELD_ALL};
 pub use cr::{CrParam, CR_FIELD_ALL};

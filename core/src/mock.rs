@@ -11,7 +11,9 @@
 //!
 //! Fixed capacities, no allocation: it runs wherever the core runs.
 
-use heapless::{Deque, Vec};
+use heapless::Deque;
+
+use crate::FixedVec;
 
 use crate::backend::{
     Backend, CmEvent, Completion, ConnOutcome, PrivateData, QpConfig, Registration, RequestOp, SendWr, Sge, Wake,
@@ -85,16 +87,16 @@ pub struct MockBackend {
     cqs: [MockCq; CQS],
     srq_recvs: [Deque<PendingWr, WRS>; 4],
     srqs_live: [bool; 4],
-    listeners: Vec<Option<MockListener>, 16>,
+    listeners: FixedVec<Option<MockListener>, 16>,
     cm: Deque<CmEvent<u32>, CMS>,
-    scheduled: Vec<(u64, Scheduled), SCHEDULED>,
+    scheduled: FixedVec<(u64, Scheduled), SCHEDULED>,
     now_us: u64,
     next_key: u32,
     next_request: u32,
     /// Requests rejected, in order.
-    pub rejected: Vec<u32, 16>,
+    pub rejected: FixedVec<u32, 16>,
     /// Requests accepted, in order, with the private data sent back.
-    pub accepted: Vec<(u32, PrivateData), 16>,
+    pub accepted: FixedVec<(u32, PrivateData), 16>,
     /// The last connect: remote qualifier and private data.
     pub last_connect: Option<(u64, PrivateData)>,
     /// Open devices, PDs, MRs, MWs: a leak shows as a count above zero.
@@ -122,14 +124,14 @@ impl MockBackend {
             cqs: core::array::from_fn(|_| MockCq::default()),
             srq_recvs: core::array::from_fn(|_| Deque::new()),
             srqs_live: [false; 4],
-            listeners: Vec::new(),
+            listeners: FixedVec::new(),
             cm: Deque::new(),
-            scheduled: Vec::new(),
+            scheduled: FixedVec::new(),
             now_us: 0,
             next_key: 0x100,
             next_request: 1,
-            rejected: Vec::new(),
-            accepted: Vec::new(),
+            rejected: FixedVec::new(),
+            accepted: FixedVec::new(),
             last_connect: None,
             live_ias: 0,
             live_pds: 0,
@@ -228,7 +230,7 @@ impl MockBackend {
     fn flush(&mut self, i: usize) {
         let qp = &mut self.qps[i];
         qp.error = true;
-        let mut out: Vec<(Option<u32>, Completion), { 2 * WRS }> = Vec::new();
+        let mut out: FixedVec<(Option<u32>, Completion), { 2 * WRS }> = FixedVec::new();
         let mut retired = 1 + core::mem::take(&mut qp.suppressed);
         while let Some(wr) = qp.sends.pop_front() {
             let _ = out.push((qp.send_cq, completion(qp.tag, &wr, DtoStatus::Flushed, retired)));

@@ -145,8 +145,8 @@ impl<T, const N: usize> Slab<T, N> {
     }
 
     /// Handles of the live objects for which `pred` holds, in slot order.
-    pub fn handles_where(&self, mut pred: impl FnMut(&T) -> bool) -> heapless::Vec<RawHandle, N> {
-        let mut out = heapless::Vec::new();
+    pub fn handles_where(&self, mut pred: impl FnMut(&T) -> bool) -> crate::FixedVec<RawHandle, N> {
+        let mut out = crate::FixedVec::new();
         for (h, v) in self.iter() {
             if pred(v) {
                 // At most N objects live, so this cannot overflow.

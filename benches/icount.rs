@@ -27,8 +27,14 @@ fn main() {
                 black_box(rig.reap());
             }
         }
+        "pingpong" => {
+            for _ in 0..k {
+                rig.post();
+                black_box(rig.reap());
+            }
+        }
         _ => {
-            eprintln!("usage: icount post|reap K");
+            eprintln!("usage: icount post|reap|pingpong K");
             std::process::exit(2);
         }
     }

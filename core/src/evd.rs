@@ -274,7 +274,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdWaiter));
         }
         let ia = e.ia;
-        self.progress(ia, Some(evd));
+        self.fill(ia, evd, 1);
         let Provider { evds, events, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
         events.pop(&mut e.queue).ok_or(DatError::of(ErrorType::QueueEmpty))
@@ -322,7 +322,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdUnwaitable));
         }
         let ia = e.ia;
-        self.progress(ia, Some(wait.evd));
+        self.fill(ia, wait.evd, wait.threshold);
         let now = self.backend.now_us();
         let Provider { evds, events, .. } = self;
         let e = evds.get_mut(wait.evd.0).ok_or(DatError::of(ErrorType::Abort))?;
@@ -368,6 +368,17 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
                     }
                 }
             }
+        }
+    }
+
+    /// Pull from the backend only when `evd` holds fewer than `want`
+    /// events. What is queued precedes anything the transport still holds
+    /// for the same stream, so a queue that can serve the caller needs no
+    /// poll: the events a batched CQ poll brought in are dequeued at the
+    /// cost of a pop.
+    fn fill(&mut self, ia: IaHandle, evd: EvdHandle, want: u32) {
+        if self.evds.get(evd.0).is_some_and(|e| e.queue.len() < want) {
+            self.progress(ia, Some(evd));
         }
     }
 

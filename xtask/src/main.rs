@@ -124,12 +124,17 @@ fn icount() -> Result<(), String> {
     built?;
     let bin = find_bench_binary("icount")?;
     const K: u64 = 10_000;
-    let post = (instructions(&bin, "post", 2 * K)? - instructions(&bin, "post", K)?) as f64 / K as f64;
-    let both = (instructions(&bin, "reap", 2 * K)? - instructions(&bin, "reap", K)?) as f64 / K as f64;
+    let per_op = |op: &str| -> Result<f64, String> {
+        Ok((instructions(&bin, op, 2 * K)? - instructions(&bin, op, K)?) as f64 / K as f64)
+    };
+    let post = per_op("post")?;
+    let batched = per_op("reap")? - post;
+    let single = per_op("pingpong")? - post;
     println!("| operation (null backend) | instructions |");
     println!("| --- | --- |");
     println!("| ep_post_send, 1 segment | {post:.1} |");
-    println!("| evd_dequeue of one completion | {:.1} |", both - post);
+    println!("| evd_dequeue, completions polled 16 at a time | {batched:.1} |");
+    println!("| evd_dequeue, one completion per poll (ping-pong) | {single:.1} |");
     Ok(())
 }
 

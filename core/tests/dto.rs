@@ -199,9 +199,7 @@ fn dat_ep_post_beyond_max_dtos_is_insufficient_resources() {
     attr.max_request_dtos = 2;
     attr.max_recv_dtos = 1;
     let ep = fx.ep_with(Some(&attr));
-    fx.connect(ep);
-    fx.p.backend_mut().conn_event(ep, udat_core::backend::ConnOutcome::Established, b"");
-    fx.drain(fx.conn_evd);
+    fx.establish(ep);
     let seg = [fx.seg(0, 8)];
     fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::DEFAULT).unwrap();
     fx.p.ep_post_send(ep, &seg, 2, CompletionFlags::DEFAULT).unwrap();
@@ -288,9 +286,7 @@ fn unsignalled_completions_queue_but_do_not_notify_the_cno() {
     let cno = fx.p.cno_create(fx.ia, None).unwrap();
     let evd = fx.p.evd_create(fx.ia, 8, cno, EvdFlags::DTO).unwrap();
     let ep = fx.p.ep_create(fx.ia, fx.pz, evd, evd, fx.conn_evd, Some(&attr)).unwrap();
-    fx.connect(ep);
-    fx.p.backend_mut().conn_event(ep, udat_core::backend::ConnOutcome::Established, b"");
-    fx.drain(fx.conn_evd);
+    fx.establish(ep);
     fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::UNSIGNALLED).unwrap();
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     assert_eq!(ty(fx.p.cno_wait(cno, 10)), ErrorType::QueueEmpty);
@@ -305,9 +301,7 @@ fn stale_completions_of_a_freed_ep_are_dropped() {
     let mut fx = Fx::new();
     let one = fx.p.evd_create(fx.ia, 1, CnoHandle::NULL, EvdFlags::DTO).unwrap();
     let ep = fx.p.ep_create(fx.ia, fx.pz, one, one, fx.conn_evd, None).unwrap();
-    fx.connect(ep);
-    fx.p.backend_mut().conn_event(ep, udat_core::backend::ConnOutcome::Established, b"");
-    fx.drain(fx.conn_evd);
+    fx.establish(ep);
     for c in 1..=2 {
         fx.p.ep_post_send(ep, &[fx.seg(0, 8)], c, CompletionFlags::DEFAULT).unwrap();
         fx.p.backend_mut().complete_send(ep, DtoStatus::Success);

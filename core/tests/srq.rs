@@ -114,9 +114,7 @@ fn srq_ep_flush_on_disconnect_leaves_srq_buffers_alone() {
     let mut fx = Fx::new();
     let srq = fx.p.srq_create(fx.ia, fx.pz, &ATTR).unwrap();
     let ep = srq_ep(&mut fx, srq);
-    fx.connect(ep);
-    fx.p.backend_mut().conn_event(ep, udat_core::backend::ConnOutcome::Established, b"");
-    fx.drain(fx.conn_evd);
+    fx.establish(ep);
     fx.p.srq_post_recv(srq, &[fx.seg(0, 8)], 1).unwrap();
     fx.p.ep_disconnect(ep, CloseFlags::Abrupt).unwrap();
     assert!(dtos(&fx.drain(fx.dto_evd)).is_empty());

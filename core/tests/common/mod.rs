@@ -77,11 +77,19 @@ impl Fx {
 
     /// An EP in Connected, its ESTABLISHED event already taken.
     pub fn ep_connected(&mut self) -> EpHandle {
-        let ep = self.ep_connecting();
+        let ep = self.ep();
+        self.establish(ep);
+        ep
+    }
+
+    /// Connect the Unconnected `ep` and establish it; the peer's private
+    /// data is "welcome". Its ESTABLISHED event is taken from the fixture's
+    /// connect EVD.
+    pub fn establish(&mut self, ep: EpHandle) {
+        self.connect(ep);
         self.p.backend_mut().conn_event(ep, ConnOutcome::Established, b"welcome");
         let ev = self.p.evd_dequeue(self.conn_evd).unwrap();
         assert_eq!(ev.number, EventNumber::ConnectionEstablished);
-        ep
     }
 
     /// An EP in Disconnected (abruptly disconnected), events drained.

@@ -5,6 +5,10 @@
 //!   udat-core with its no-allocator check, and Miri over udat-core.
 //! - `cargo xtask icount`: instructions per DAT-layer operation, from two
 //!   callgrind runs of the `icount` bench.
+//! - `cargo xtask softroce [--timeout SECS] -- COMMAND...`: run a command
+//!   where a soft-RoCE device exists (see [`softroce`]).
+
+mod softroce;
 
 use std::io::{BufRead, BufReader};
 use std::process::{exit, Command, Stdio};
@@ -14,7 +18,8 @@ fn main() {
     let result = match task.as_str() {
         "test" => test(),
         "icount" => icount(),
-        _ => Err("usage: cargo xtask test|icount".to_string()),
+        "softroce" => softroce::softroce(&std::env::args().skip(2).collect::<Vec<_>>()),
+        _ => Err("usage: cargo xtask test|icount|softroce".to_string()),
     };
     if let Err(e) = result {
         eprintln!("xtask: {e}");

@@ -236,7 +236,8 @@ pub trait Backend {
     ) -> DatResult<()>;
     /// Accept `request` on `qp`; `Established` or `AcceptError` follows.
     fn accept(&mut self, request: &mut Self::ConnReq, qp: &mut Self::Qp, private_data: &[u8]) -> DatResult<()>;
-    fn reject(&mut self, request: Self::ConnReq);
+    /// Refuse `request`; the peer sees `private_data` with the rejection.
+    fn reject(&mut self, request: Self::ConnReq, private_data: &[u8]);
     /// Tear the connection down; with `graceful` false, flush at once.
     fn disconnect(&mut self, qp: &mut Self::Qp, graceful: bool);
     fn poll_cm(&mut self, ia: &mut Self::Ia) -> Option<CmEvent<Self::ConnReq>>;

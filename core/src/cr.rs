@@ -122,15 +122,24 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
 
     /// dat_cr_reject(3DAT): an RSP's EP reverts to the consumer
     /// (Unconnected); a PSP's provider EP reverts to the provider (gone).
-    pub fn cr_reject(&mut self, cr: CrHandle) -> DatResult<()> {
-        self.cr(cr)?;
-        self.cr_destroy(cr);
+    /// `private_data` reaches the peer with its rejection (the DAT 2.0
+    /// form of the call; the uDAPL 1.2 page has none).
+    pub fn cr_reject(&mut self, cr: CrHandle, private_data: &[u8]) -> DatResult<()> {
+        let max = self.ia(self.cr(cr)?.ia)?.attr.max_private_data_size as usize;
+        if private_data.len() > max {
+            return Err(DatError::invalid_arg(2));
+        }
+        self.cr_refuse(cr, private_data);
         Ok(())
     }
 
     pub(crate) fn cr_destroy(&mut self, cr: CrHandle) {
+        self.cr_refuse(cr, &[]);
+    }
+
+    fn cr_refuse(&mut self, cr: CrHandle, private_data: &[u8]) {
         let Some(c) = self.crs.remove(cr.0) else { return };
-        self.backend.reject(c.request);
+        self.backend.reject(c.request, private_data);
         self.cr_release_ep(c.local_ep);
     }
 
@@ -168,7 +177,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             match self.ep_for_provider(ia) {
                 Some(ep) => c.local_ep = ep,
                 None => {
-                    self.backend.reject(c.request);
+                    self.backend.reject(c.request, &[]);
                     return Ok(());
                 }
             }
@@ -176,11 +185,11 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         if !room {
             // The target's backlog is full: the request is refused as at a
             // full PSP. The CR is destroyed either way.
-            self.backend.reject(c.request);
+            self.backend.reject(c.request, &[]);
             return Ok(());
         }
         if let Err(request) = self.cr_deliver(c, evd) {
-            self.backend.reject(request);
+            self.backend.reject(request, &[]);
         }
         Ok(())
     }

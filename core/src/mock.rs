@@ -591,7 +591,7 @@ impl Backend for MockBackend {
         self.accepted.push((*request, pd)).map_err(|_| DatError::of(ErrorType::InsufficientResources))
     }
 
-    fn reject(&mut self, request: u32) {
+    fn reject(&mut self, request: u32, _private_data: &[u8]) {
         let _ = self.rejected.push(request);
     }
 

@@ -389,7 +389,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         // No Service Point, or no room for the request: refuse it as if
         // nobody listened (dat_psp_free(3DAT)).
         if let Err(request) = accepted {
-            self.backend.reject(request);
+            self.backend.reject(request, &[]);
         }
     }
 }

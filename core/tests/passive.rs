@@ -150,10 +150,20 @@ fn dat_cr_accept_error_ends_in_disconnected_and_flushes_receives() {
 fn dat_cr_reject_destroys_the_request() {
     let mut fx = Fx::new();
     let (_, cr) = fx.request(5, PspFlags::Consumer);
-    fx.p.cr_reject(cr).unwrap();
+    fx.p.cr_reject(cr, &[]).unwrap();
     assert_eq!(fx.p.backend().rejected.len(), 1);
-    assert_eq!(ty(fx.p.cr_reject(cr)), ErrorType::InvalidHandle);
+    assert_eq!(ty(fx.p.cr_reject(cr, &[])), ErrorType::InvalidHandle);
     assert_eq!(ty(fx.p.cr_accept(cr, EpHandle::NULL, b"")), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_cr_reject_refuses_oversized_private_data_and_keeps_the_request() {
+    let mut fx = Fx::new();
+    let (_, cr) = fx.request(5, PspFlags::Consumer);
+    assert_eq!(ty(fx.p.cr_reject(cr, &[0; 197])), ErrorType::InvalidParameter);
+    assert!(fx.p.backend().rejected.is_empty());
+    fx.p.cr_reject(cr, b"no").unwrap();
+    assert_eq!(fx.p.backend().rejected.len(), 1);
 }
 
 #[test]
@@ -191,7 +201,7 @@ fn dat_cr_reject_returns_a_provider_ep_to_the_provider() {
     let mut fx = Fx::new();
     let (_, cr) = fx.request(5, PspFlags::Provider);
     let ep = fx.p.cr_query(cr, 0).unwrap().local_ep;
-    fx.p.cr_reject(cr).unwrap();
+    fx.p.cr_reject(cr, &[]).unwrap();
     assert_eq!(ty(fx.p.ep_query(ep)), ErrorType::InvalidHandle);
 }
 
@@ -255,7 +265,7 @@ fn dat_cr_reject_returns_an_rsp_ep_to_unconnected() {
     fx.p.rsp_create(fx.ia, 6, ep, fx.cr_evd).unwrap();
     fx.p.backend_mut().incoming(6, b"").unwrap();
     let EventData::CrArrival { cr, .. } = fx.p.evd_dequeue(fx.cr_evd).unwrap().data else { panic!() };
-    fx.p.cr_reject(cr).unwrap();
+    fx.p.cr_reject(cr, &[]).unwrap();
     assert_eq!(fx.state(ep), EpState::Unconnected);
     fx.p.ep_free(ep).unwrap();
 }

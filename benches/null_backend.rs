@@ -132,7 +132,7 @@ impl Backend for NullBackend {
     fn accept(&mut self, _r: &mut (), _qp: &mut (), _p: &[u8]) -> DatResult<()> {
         Ok(())
     }
-    fn reject(&mut self, _r: ()) {}
+    fn reject(&mut self, _r: (), _private_data: &[u8]) {}
     fn disconnect(&mut self, _qp: &mut (), _g: bool) {}
     fn poll_cm(&mut self, _ia: &mut ()) -> Option<CmEvent<()>> {
         None

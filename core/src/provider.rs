@@ -302,7 +302,8 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             backend.disconnect(qp, false);
         }
         let evd = ep.connect_evd;
-        self.deliver(evd, number, EventData::Connection { ep: ep_h, private_data_size: 0 }, true);
+        let size = if number == EventNumber::ConnectionPeerRejected { ep.private_data.len() as u32 } else { 0 };
+        self.deliver(evd, number, EventData::Connection { ep: ep_h, private_data_size: size }, true);
     }
 
     fn on_cm(&mut self, ia: IaHandle, event: CmEvent<B::ConnReq>) {
@@ -355,7 +356,12 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
                 self.deliver(evd, EventNumber::ConnectionEstablished, data, true);
                 return;
             }
-            (ConnOutcome::PeerRejected, EpState::ActiveConnectionPending) => EventNumber::ConnectionPeerRejected,
+            (ConnOutcome::PeerRejected, EpState::ActiveConnectionPending) => {
+                // DAT 2.0 dat_cr_reject: the rejecting peer's private data
+                // reaches the active side, as the accepting peer's does.
+                ep.private_data = private_data;
+                EventNumber::ConnectionPeerRejected
+            }
             (ConnOutcome::NonPeerRejected, EpState::ActiveConnectionPending) => EventNumber::ConnectionNonPeerRejected,
             (ConnOutcome::Unreachable, EpState::ActiveConnectionPending) => EventNumber::ConnectionUnreachable,
             (ConnOutcome::TimedOut, EpState::ActiveConnectionPending) => EventNumber::ConnectionTimedOut,

@@ -308,6 +308,19 @@ fn dat_ep_connect_failures_end_in_disconnected_with_their_event() {
 }
 
 #[test]
+fn dat_ep_connect_peer_rejected_carries_the_rejecting_peers_private_data() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connecting();
+    fx.p.backend_mut().conn_event(ep, ConnOutcome::PeerRejected, b"busy");
+    let ev = fx.p.evd_dequeue(fx.conn_evd).unwrap();
+    assert_eq!(ev.number, EventNumber::ConnectionPeerRejected);
+    assert_eq!(ev.data, EventData::Connection { ep, private_data_size: 4 });
+    assert_eq!(fx.p.ep_private_data(ep), Ok(&b"busy"[..]));
+    fx.p.ep_reset(ep).unwrap();
+    assert_eq!(fx.p.ep_private_data(ep), Ok(&b""[..]));
+}
+
+#[test]
 fn dat_ep_disconnect_during_active_connection_pending_aborts() {
     let mut fx = Fx::new();
     let ep = fx.ep();

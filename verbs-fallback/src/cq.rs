@@ -1,0 +1,152 @@
+//! Completion queues: polling, translating work completions into the
+//! core's terms, and a stash for completions taken early.
+//!
+//! Completions are taken early in two places: a blocking wait arms the CQ
+//! and polls once more to close the race with a completion that arrived
+//! before the arming, and an abrupt disconnect polls until the QP's
+//! flushes are all in. Either way they wait in the stash, in order, for
+//! the next [`CqShared::poll`].
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
+
+use udat_core::{
+    backend::Completion,
+    types::{DtoOp, DtoStatus},
+    DatError, DatResult, ErrorType,
+};
+
+use crate::qp::{QpShared, RECV};
+use crate::status::{dat_error, dto_status, errno};
+use crate::sys;
+
+/// How many work completions one `ibv_poll_cq` call takes.
+const BATCH: usize = 16;
+
+pub(crate) struct CqShared {
+    pub cq: *mut sys::ibv_cq,
+    stash: RefCell<VecDeque<Completion>>,
+    /// The QPs reporting here, by QP number.
+    pub qps: RefCell<HashMap<u32, Rc<QpShared>>>,
+    /// Whether a notification is requested and not yet delivered.
+    pub armed: Cell<bool>,
+}
+
+impl CqShared {
+    pub fn create(ctx: *mut sys::ibv_context, channel: *mut sys::ibv_comp_channel, entries: u32) -> DatResult<Self> {
+        let entries = i32::try_from(entries.max(1)).map_err(|_| DatError::invalid_arg(2))?;
+        // SAFETY: `ctx` is open and `channel` (possibly null) belongs to it.
+        let cq = unsafe { sys::ibv_create_cq(ctx, entries, std::ptr::null_mut(), channel, 0) };
+        if cq.is_null() {
+            return Err(dat_error(errno()));
+        }
+        Ok(CqShared {
+            cq,
+            stash: RefCell::new(VecDeque::new()),
+            qps: RefCell::new(HashMap::new()),
+            armed: Cell::new(false),
+        })
+    }
+
+    /// Fill `out`: stashed completions first, then the device's.
+    pub fn poll(&self, out: &mut [Completion]) -> usize {
+        let mut n = 0;
+        {
+            let mut stash = self.stash.borrow_mut();
+            while n < out.len() {
+                let Some(c) = stash.pop_front() else { break };
+                out[n] = c;
+                n += 1;
+            }
+        }
+        while n < out.len() {
+            let got = self.poll_device(&mut out[n..]);
+            if got == 0 {
+                break;
+            }
+            n += got;
+        }
+        n
+    }
+
+    /// Move everything the device holds into the stash; whether the stash
+    /// holds anything.
+    pub fn pull(&self) -> bool {
+        let mut buf = [Completion::EMPTY; BATCH];
+        loop {
+            let got = self.poll_device(&mut buf);
+            self.stash.borrow_mut().extend(buf[..got].iter().copied());
+            if got < BATCH {
+                return !self.stash.borrow().is_empty();
+            }
+        }
+    }
+
+    /// One `ibv_poll_cq` of at most `out.len()` (and [`BATCH`]) entries,
+    /// translated; completions of QPs no longer here are dropped.
+    fn poll_device(&self, out: &mut [Completion]) -> usize {
+        // SAFETY: ibv_wc is plain data; the provider writes what it returns.
+        let mut wc: [sys::ibv_wc; BATCH] = unsafe { std::mem::zeroed() };
+        let want = out.len().min(BATCH) as i32;
+        // SAFETY: the CQ is live while `self` is, and `wc` has room.
+        let got = unsafe { sys::poll_cq(self.cq, want, wc.as_mut_ptr()) };
+        let qps = self.qps.borrow();
+        let mut n = 0;
+        for w in &wc[..got.max(0) as usize] {
+            let Some(qp) = qps.get(&w.qp_num) else { continue };
+            if let Some(c) = translate(qp, w) {
+                out[n] = c;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    pub fn resize(&self, entries: u32) -> DatResult<()> {
+        let entries = i32::try_from(entries.max(1)).map_err(|_| DatError::invalid_arg(2))?;
+        // SAFETY: the CQ is live.
+        let rc = unsafe { sys::ibv_resize_cq(self.cq, entries) };
+        match rc {
+            0 => Ok(()),
+            libc::EOPNOTSUPP | libc::ENOSYS => Err(DatError::of(ErrorType::ModelNotSupported)),
+            rc => crate::status::check(rc),
+        }
+    }
+}
+
+impl Drop for CqShared {
+    fn drop(&mut self) {
+        // SAFETY: no QP reports here any more (each holds an Rc), and
+        // every notification was acknowledged when it was read.
+        unsafe { sys::ibv_destroy_cq(self.cq) };
+    }
+}
+
+/// A work completion in the core's terms; `None` if it belongs to no
+/// request udat posted.
+fn translate(qp: &QpShared, w: &sys::ibv_wc) -> Option<Completion> {
+    let status = dto_status(w.status);
+    if w.wr_id & RECV != 0 {
+        let cookie = qp.take_recv(w.wr_id & !RECV)?;
+        let op = if w.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_INV != 0 {
+            DtoOp::ReceiveWithInvalidate
+        } else {
+            DtoOp::Receive
+        };
+        let transferred_length = if status == DtoStatus::Success { w.byte_len } else { 0 };
+        return Some(Completion { tag: qp.tag, cookie, status, op, transferred_length, retired: 1, notify: true });
+    }
+    let (slot, retired) = qp.take_send(w.wr_id)?;
+    // byte_len is defined for receives only; a request moved what it named.
+    let transferred_length = if status == DtoStatus::Success { slot.length } else { 0 };
+    Some(Completion {
+        tag: qp.tag,
+        cookie: slot.cookie,
+        status,
+        op: slot.op,
+        transferred_length,
+        retired,
+        notify: slot.notify,
+    })
+}

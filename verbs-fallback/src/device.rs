@@ -1,0 +1,206 @@
+//! An open device: the verbs context rdma_cm uses for it, the completion
+//! channel every CQ reports to, and the rdma_cm event channel.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::rc::Rc;
+
+use udat_core::{
+    types::{IaAddress, IaAttr, Qos},
+    DatError, DatResult, ErrorType,
+};
+
+use crate::addr;
+use crate::cq::CqShared;
+use crate::qp::QpShared;
+use crate::status::{check, errno};
+use crate::sys;
+
+/// Who an rdma_cm id belongs to.
+pub(crate) enum Owner {
+    /// The connection of a QP.
+    Qp(Rc<QpShared>),
+    /// A listener; requests it receives carry this tag.
+    Listener(u64),
+    /// A request not yet accepted or rejected.
+    Request,
+}
+
+pub(crate) struct IaShared {
+    /// The device's context as librdmacm opened it: QPs on rdma_cm ids
+    /// must live on this very context.
+    pub ctx: *mut sys::ibv_context,
+    list: *mut *mut sys::ibv_context,
+    pub port: u8,
+    pub address: IaAddress,
+    pub comp: *mut sys::ibv_comp_channel,
+    pub cm: *mut sys::rdma_event_channel,
+    pub device: sys::ibv_device_attr,
+    /// The rdma_cm ids of this device, by address.
+    pub ids: RefCell<HashMap<usize, Owner>>,
+    /// The CQs reporting to `comp`, for blocking waits.
+    pub cqs: RefCell<Vec<Rc<CqShared>>>,
+}
+
+/// Requests carry at most 56 bytes of private data over the IB CM (92
+/// bytes of REQ private data less rdma_cm's 36-byte header), the
+/// smallest limit of connect, accept (196) and reject (148).
+const MAX_PRIVATE_DATA: u32 = 56;
+
+impl IaShared {
+    /// Open `name`: a device name (`rxe0`, `mlx5_0`), optionally followed
+    /// by `:port`.
+    pub fn open(name: &[u8]) -> DatResult<(IaShared, IaAttr)> {
+        let not_found = DatError::of(ErrorType::ProviderNotFound);
+        let name = std::str::from_utf8(name).map_err(|_| not_found)?;
+        let (device, port) = match name.split_once(':') {
+            Some((d, p)) => (d, p.parse::<u8>().map_err(|_| not_found)?),
+            None => (name, 1),
+        };
+        let mut count = 0;
+        // SAFETY: rdma_get_devices writes the count and returns a
+        // null-terminated array it owns until rdma_free_devices.
+        let list = unsafe { sys::rdma_get_devices(&mut count) };
+        if list.is_null() {
+            return Err(not_found);
+        }
+        let ctx = (0..count.max(0) as usize)
+            // SAFETY: `list` has `count` entries.
+            .map(|i| unsafe { *list.add(i) })
+            .find(|&ctx| {
+                // SAFETY: each entry is an open context with a device whose
+                // name is a NUL-terminated string.
+                let n = unsafe { CStr::from_ptr(sys::ibv_get_device_name((*ctx).device)) };
+                n.to_bytes() == device.as_bytes()
+            });
+        let Some(ctx) = ctx else {
+            // SAFETY: the list came from rdma_get_devices.
+            unsafe { sys::rdma_free_devices(list) };
+            return Err(not_found);
+        };
+        let mut ia = IaShared {
+            ctx,
+            list,
+            port,
+            address: IaAddress::default(),
+            comp: std::ptr::null_mut(),
+            cm: std::ptr::null_mut(),
+            // SAFETY: a plain C struct of integers.
+            device: unsafe { std::mem::zeroed() },
+            ids: RefCell::new(HashMap::new()),
+            cqs: RefCell::new(Vec::new()),
+        };
+        // SAFETY: `ctx` is open; the attribute struct is ours to fill.
+        check(unsafe { sys::ibv_query_device(ctx, &mut ia.device) })?;
+        // SAFETY: as above; the compat call fills the leading fields of
+        // ibv_port_attr, the ones read here.
+        let mut port_attr: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+        check(unsafe { sys::ibv_query_port(ctx, port, (&raw mut port_attr).cast()) })?;
+        ia.address = ipv4_gid(ctx, port, port_attr.gid_tbl_len).ok_or(DatError::of(ErrorType::InvalidAddress))?;
+        // SAFETY: `ctx` is open.
+        ia.comp = unsafe { sys::ibv_create_comp_channel(ctx) };
+        if ia.comp.is_null() {
+            return Err(crate::status::dat_error(errno()));
+        }
+        // SAFETY: no preconditions.
+        ia.cm = unsafe { sys::rdma_create_event_channel() };
+        if ia.cm.is_null() {
+            return Err(crate::status::dat_error(errno()));
+        }
+        // SAFETY: both channels are open; their fds are theirs.
+        unsafe {
+            nonblocking((*ia.comp).fd);
+            nonblocking((*ia.cm).fd);
+        }
+        let attr = ia.attr(&port_attr, device);
+        Ok((ia, attr))
+    }
+
+    fn attr(&self, port: &sys::ibv_port_attr, device: &str) -> IaAttr {
+        let d = &self.device;
+        let positive = |v: i32| v.max(0) as u32;
+        let mut adapter_name = [0; 32];
+        let n = device.len().min(31);
+        adapter_name[..n].copy_from_slice(&device.as_bytes()[..n]);
+        let mut vendor_name = [0; 32];
+        vendor_name[..4].copy_from_slice(b"udat");
+        IaAttr {
+            adapter_name,
+            vendor_name,
+            hardware_version_major: d.hw_ver,
+            hardware_version_minor: 0,
+            firmware_version_major: 0,
+            firmware_version_minor: 0,
+            ia_address: self.address,
+            max_eps: positive(d.max_qp),
+            max_dto_per_ep: positive(d.max_qp_wr),
+            max_rdma_read_per_ep_in: positive(d.max_qp_rd_atom),
+            max_rdma_read_per_ep_out: positive(d.max_qp_init_rd_atom),
+            max_evds: positive(d.max_cq),
+            max_evd_qlen: positive(d.max_cqe),
+            max_iov_segments_per_dto: positive(d.max_sge).min(udat_core::backend::MAX_SGE as u32),
+            max_lmrs: positive(d.max_mr),
+            max_lmr_block_size: d.max_mr_size,
+            max_lmr_virtual_address: u64::MAX,
+            max_pzs: positive(d.max_pd),
+            max_message_size: port.max_msg_sz,
+            max_rdma_size: port.max_msg_sz,
+            max_rmrs: positive(d.max_mw),
+            max_srqs: positive(d.max_srq),
+            max_recv_per_srq: positive(d.max_srq_wr),
+            max_private_data_size: MAX_PRIVATE_DATA,
+            qos_supported: Qos::BEST_EFFORT,
+            rmr_supported: self.has_memory_windows(),
+            srq_ep_pz_difference_supported: false,
+        }
+    }
+
+    /// Whether the device binds type 1 memory windows (`IBV_DEVICE_MEM_WINDOW`).
+    pub fn has_memory_windows(&self) -> bool {
+        self.device.max_mw > 0 && self.device.device_cap_flags & sys::ibv_device_cap_flags::IBV_DEVICE_MEM_WINDOW != 0
+    }
+}
+
+impl Drop for IaShared {
+    fn drop(&mut self) {
+        self.cqs.borrow_mut().clear();
+        // SAFETY: every object on these channels is gone (they hold an Rc
+        // to this IA); the device list came from rdma_get_devices.
+        unsafe {
+            if !self.cm.is_null() {
+                sys::rdma_destroy_event_channel(self.cm);
+            }
+            if !self.comp.is_null() {
+                sys::ibv_destroy_comp_channel(self.comp);
+            }
+            sys::rdma_free_devices(self.list);
+        }
+    }
+}
+
+/// The first IPv4-mapped GID of the port: the address rdma_cm binds to.
+fn ipv4_gid(ctx: *mut sys::ibv_context, port: u8, gids: i32) -> Option<IaAddress> {
+    (0..gids).find_map(|index| {
+        // SAFETY: a union of plain bytes.
+        let mut gid: sys::ibv_gid = unsafe { std::mem::zeroed() };
+        // SAFETY: `ctx` is open and `gid` ours to fill.
+        if unsafe { sys::ibv_query_gid(ctx, port, index, &mut gid) } != 0 {
+            return None;
+        }
+        // SAFETY: every bit pattern of the union is a valid byte array.
+        let raw = unsafe { gid.raw };
+        let mapped = raw[..10].iter().all(|&b| b == 0) && raw[10..12] == [0xff, 0xff];
+        mapped.then(|| addr::ipv4([raw[12], raw[13], raw[14], raw[15]], 0))
+    })
+}
+
+/// # Safety
+/// `fd` is an open descriptor.
+unsafe fn nonblocking(fd: i32) {
+    // SAFETY: F_GETFL/F_SETFL on an open descriptor.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+    }
+}

@@ -1,0 +1,408 @@
+//! Queue pairs: creation, state transitions, posting, and the rings that
+//! turn work-request ids back into DAT cookies.
+//!
+//! A send's `wr_id` is its sequence number on the QP. Send completions of
+//! an RC QP arrive in post order, so a completion for sequence `s` also
+//! retires every unsignalled request posted before `s`: they succeeded
+//! (a failed one would have produced its own completion first). A
+//! receive's `wr_id` has bit 63 set: its sequence number on the QP, or its
+//! slot in the SRQ.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use udat_core::{
+    backend::{RequestOp, SendWr, Sge, MAX_SGE},
+    types::{CompletionFlags, DtoOp},
+    DatError, DatResult, ErrorType,
+};
+
+use crate::cq::CqShared;
+use crate::device::IaShared;
+use crate::srq::SrqShared;
+use crate::status::{check, dat_error, errno};
+use crate::sys;
+
+/// Bit 63 of a receive's `wr_id`.
+pub(crate) const RECV: u64 = 1 << 63;
+
+/// The inline data a QP asks for; sends that fit go inline.
+const INLINE: u32 = 64;
+
+/// How long an abrupt disconnect waits for the device's flushes.
+const FLUSH_WAIT: Duration = Duration::from_secs(2);
+
+/// A posted send-queue request.
+#[derive(Clone, Copy)]
+pub(crate) struct SendSlot {
+    seq: u64,
+    pub cookie: u64,
+    pub op: DtoOp,
+    pub length: u32,
+    pub notify: bool,
+    signalled: bool,
+}
+
+#[derive(Default)]
+struct Rings {
+    next_send: u64,
+    sends: VecDeque<SendSlot>,
+    next_recv: u64,
+    recvs: VecDeque<(u64, u64)>,
+}
+
+/// Where a QP's connection stands, as rdma_cm drives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Idle,
+    /// Active side: resolving the address and route, then connecting.
+    Connecting,
+    /// Passive side: accepted, waiting for ESTABLISHED.
+    Accepting,
+    Established,
+    Closed,
+}
+
+/// The part of a QP that CQs and rdma_cm events reach.
+pub(crate) struct QpShared {
+    pub qp: *mut sys::ibv_qp,
+    pub tag: u64,
+    rings: RefCell<Rings>,
+    pub srq: Option<Rc<SrqShared>>,
+    /// The rdma_cm id of the current connection (null when none).
+    pub id: Cell<*mut sys::rdma_cm_id>,
+    pub phase: Cell<Phase>,
+    /// When a connect gives up (µs on the backend's clock).
+    pub deadline: Cell<Option<u64>>,
+    /// Private data of a connect, sent once the route is resolved.
+    pub private_data: RefCell<Vec<u8>>,
+    pub rdma_read_in: u8,
+    pub rdma_read_out: u8,
+}
+
+impl QpShared {
+    /// Retire the send with sequence `seq`: its slot, and how many
+    /// requests this completion retires.
+    pub fn take_send(&self, seq: u64) -> Option<(SendSlot, u32)> {
+        let mut rings = self.rings.borrow_mut();
+        if !rings.sends.iter().any(|s| s.seq == seq) {
+            return None;
+        }
+        let mut retired = 0;
+        while let Some(slot) = rings.sends.pop_front() {
+            retired += 1;
+            if slot.seq == seq {
+                return Some((slot, retired));
+            }
+        }
+        None
+    }
+
+    /// The cookie of the receive `id` (a sequence number, or an SRQ slot).
+    pub fn take_recv(&self, id: u64) -> Option<u64> {
+        if let Some(srq) = &self.srq {
+            return srq.take(id);
+        }
+        let mut rings = self.rings.borrow_mut();
+        let at = rings.recvs.iter().position(|&(seq, _)| seq == id)?;
+        rings.recvs.remove(at).map(|(_, cookie)| cookie)
+    }
+
+    /// Requests that will still produce a completion.
+    fn awaited(&self) -> usize {
+        let rings = self.rings.borrow();
+        rings.sends.iter().filter(|s| s.signalled).count() + rings.recvs.len()
+    }
+
+    pub fn modify(&self, attr: &mut sys::ibv_qp_attr, mask: i32) -> DatResult<()> {
+        // SAFETY: the QP is live while `self` is.
+        check(unsafe { sys::ibv_modify_qp(self.qp, attr, mask) })
+    }
+
+    /// Move to `state`, or INIT/RTR/RTS with attributes from rdma_cm.
+    pub fn to_state(&self, state: sys::ibv_qp_state::Type) -> DatResult<()> {
+        // SAFETY: plain C data.
+        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = state;
+        self.modify(&mut attr, sys::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32)
+    }
+
+    /// Move through `state` with the attributes rdma_cm computes for the
+    /// connection of `id`.
+    pub fn to_cm_state(&self, id: *mut sys::rdma_cm_id, state: sys::ibv_qp_state::Type) -> DatResult<()> {
+        // SAFETY: plain C data.
+        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = state;
+        let mut mask = 0;
+        // SAFETY: `id` is a live rdma_cm id; attr and mask are ours.
+        if unsafe { sys::rdma_init_qp_attr(id, &mut attr, &mut mask) } != 0 {
+            return Err(dat_error(errno()));
+        }
+        if state == sys::ibv_qp_state::IBV_QPS_RTR {
+            attr.max_dest_rd_atomic = attr.max_dest_rd_atomic.max(self.rdma_read_in.max(1));
+        }
+        if state == sys::ibv_qp_state::IBV_QPS_RTS {
+            attr.max_rd_atomic = attr.max_rd_atomic.max(self.rdma_read_out.max(1));
+        }
+        self.modify(&mut attr, mask)
+    }
+}
+
+/// A QP as the core holds it.
+pub struct Qp {
+    pub(crate) shared: Rc<QpShared>,
+    pub(crate) ia: Rc<IaShared>,
+    send_cq: Rc<CqShared>,
+    recv_cq: Rc<CqShared>,
+    max_inline: u32,
+}
+
+pub(crate) struct QpSpec<'a> {
+    pub ia: &'a Rc<IaShared>,
+    pub pd: *mut sys::ibv_pd,
+    pub send_cq: Option<Rc<CqShared>>,
+    pub recv_cq: Option<Rc<CqShared>>,
+    pub srq: Option<Rc<SrqShared>>,
+    pub cap: sys::ibv_qp_cap,
+    pub rdma_read_in: u32,
+    pub rdma_read_out: u32,
+    pub tag: u64,
+}
+
+impl Qp {
+    /// An RC QP, moved to INIT at once so receives can be posted before
+    /// the connection exists (DAT allows them in every state).
+    pub(crate) fn create(spec: QpSpec<'_>) -> DatResult<Qp> {
+        let ia = spec.ia;
+        // An EP with no EVD for a stream still needs a CQ: a private one
+        // whose completions nobody hears.
+        let own_cq = |given: Option<Rc<CqShared>>, entries: u32| match given {
+            Some(cq) => Ok(cq),
+            None => CqShared::create(ia.ctx, std::ptr::null_mut(), entries.max(1)).map(Rc::new),
+        };
+        let send_cq = own_cq(spec.send_cq, spec.cap.max_send_wr)?;
+        let recv_cq = own_cq(spec.recv_cq, spec.cap.max_recv_wr)?;
+        let srq_ptr = spec.srq.as_ref().map_or(std::ptr::null_mut(), |s| s.srq);
+        let mut qp = std::ptr::null_mut();
+        let mut cap = spec.cap;
+        for inline in [INLINE, 0] {
+            cap.max_inline_data = inline;
+            let mut init = sys::ibv_qp_init_attr {
+                qp_context: std::ptr::null_mut(),
+                send_cq: send_cq.cq,
+                recv_cq: recv_cq.cq,
+                srq: srq_ptr,
+                cap,
+                qp_type: sys::ibv_qp_type::IBV_QPT_RC,
+                sq_sig_all: 0,
+            };
+            // SAFETY: the PD, CQs and SRQ are live and on one context.
+            qp = unsafe { sys::ibv_create_qp(spec.pd, &mut init) };
+            if !qp.is_null() {
+                cap = init.cap;
+                break;
+            }
+        }
+        if qp.is_null() {
+            return Err(dat_error(errno()));
+        }
+        let clamp = |v: u32| v.min(u32::from(u8::MAX)) as u8;
+        let shared = Rc::new(QpShared {
+            qp,
+            tag: spec.tag,
+            rings: RefCell::new(Rings::default()),
+            srq: spec.srq,
+            id: Cell::new(std::ptr::null_mut()),
+            phase: Cell::new(Phase::Idle),
+            deadline: Cell::new(None),
+            private_data: RefCell::new(Vec::new()),
+            rdma_read_in: clamp(spec.rdma_read_in.min(ia.device.max_qp_rd_atom.max(0) as u32)),
+            rdma_read_out: clamp(spec.rdma_read_out.min(ia.device.max_qp_init_rd_atom.max(0) as u32)),
+        });
+        // SAFETY: `qp` was just created.
+        let num = unsafe { (*qp).qp_num };
+        send_cq.qps.borrow_mut().insert(num, shared.clone());
+        recv_cq.qps.borrow_mut().insert(num, shared.clone());
+        let qp = Qp { shared, ia: ia.clone(), send_cq, recv_cq, max_inline: cap.max_inline_data };
+        qp.init()?;
+        Ok(qp)
+    }
+
+    /// RESET to INIT on the IA's port.
+    fn init(&self) -> DatResult<()> {
+        use sys::ibv_access_flags as a;
+        use sys::ibv_qp_attr_mask as m;
+        // SAFETY: plain C data.
+        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
+        attr.port_num = self.ia.port;
+        attr.pkey_index = 0;
+        // The QP admits every remote operation; each LMR's and RMR's own
+        // privileges decide what a peer may do.
+        attr.qp_access_flags = (a::IBV_ACCESS_LOCAL_WRITE | a::IBV_ACCESS_REMOTE_WRITE | a::IBV_ACCESS_REMOTE_READ).0;
+        let mask = m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_ACCESS_FLAGS;
+        self.shared.modify(&mut attr, mask.0 as i32)
+    }
+
+    pub(crate) fn post_send(&mut self, wr: &SendWr<'_>) -> DatResult<()> {
+        use sys::ibv_send_flags as f;
+        let mut sge = [sys::ibv_sge { addr: 0, length: 0, lkey: 0 }; MAX_SGE];
+        let n = to_ibv_sges(wr.sges, &mut sge)?;
+        let length = wr.sges.iter().map(|s| s.length).fold(0u32, u32::saturating_add);
+        let (opcode, op, remote) = match wr.op {
+            RequestOp::Send => (sys::ibv_wr_opcode::IBV_WR_SEND, DtoOp::Send, None),
+            RequestOp::RdmaWrite { remote } => (sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, Some(remote)),
+            RequestOp::RdmaRead { remote } => (sys::ibv_wr_opcode::IBV_WR_RDMA_READ, DtoOp::RdmaRead, Some(remote)),
+        };
+        let signalled = !wr.flags.contains(CompletionFlags::SUPPRESS);
+        let mut flags = f(0);
+        if signalled {
+            flags |= f::IBV_SEND_SIGNALED;
+        }
+        if wr.flags.contains(CompletionFlags::SOLICITED_WAIT) && op == DtoOp::Send {
+            flags |= f::IBV_SEND_SOLICITED;
+        }
+        if wr.flags.contains(CompletionFlags::BARRIER_FENCE) {
+            flags |= f::IBV_SEND_FENCE;
+        }
+        if op != DtoOp::RdmaRead && length <= self.max_inline && length > 0 {
+            flags |= f::IBV_SEND_INLINE;
+        }
+        let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
+        let seq = self.push_send(SendSlot { seq: 0, cookie: wr.cookie, op, length, notify, signalled });
+        // SAFETY: plain C data; every field read by the provider is set below.
+        let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
+        swr.wr_id = seq;
+        swr.sg_list = sge.as_mut_ptr();
+        swr.num_sge = n;
+        swr.opcode = opcode;
+        swr.send_flags = flags.0;
+        if let Some(r) = remote {
+            swr.wr.rdma =
+                sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 { remote_addr: r.virtual_address, rkey: r.rmr_context };
+        }
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live; `swr` and `sge` outlive the call.
+        let rc = unsafe { sys::post_send(self.shared.qp, &mut swr, &mut bad) };
+        self.settle_post(rc, true)
+    }
+
+    pub(crate) fn post_recv(&mut self, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        let mut sge = [sys::ibv_sge { addr: 0, length: 0, lkey: 0 }; MAX_SGE];
+        let n = to_ibv_sges(sges, &mut sge)?;
+        let seq = {
+            let mut rings = self.shared.rings.borrow_mut();
+            let seq = rings.next_recv;
+            rings.next_recv += 1;
+            rings.recvs.push_back((seq, cookie));
+            seq
+        };
+        let mut rwr =
+            sys::ibv_recv_wr { wr_id: seq | RECV, next: std::ptr::null_mut(), sg_list: sge.as_mut_ptr(), num_sge: n };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live; `rwr` and `sge` outlive the call.
+        let rc = unsafe { sys::post_recv(self.shared.qp, &mut rwr, &mut bad) };
+        self.settle_post(rc, false)
+    }
+
+    /// Bind (or, with no MR, unbind) a type 1 window; the new rkey.
+    pub(crate) fn post_bind(
+        &mut self,
+        mw: *mut sys::ibv_mw,
+        mr: *mut sys::ibv_mr,
+        sge: Sge,
+        access: u32,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<u32> {
+        let signalled = !flags.contains(CompletionFlags::SUPPRESS);
+        let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
+        let seq = self.push_send(SendSlot { seq: 0, cookie, op: DtoOp::BindMw, length: 0, notify, signalled });
+        let (addr, length) = if mr.is_null() { (0, 0) } else { (sge.addr, u64::from(sge.length)) };
+        let mut bind = sys::ibv_mw_bind {
+            wr_id: seq,
+            send_flags: if signalled { sys::ibv_send_flags::IBV_SEND_SIGNALED.0 } else { 0 },
+            bind_info: sys::ibv_mw_bind_info { mr, addr, length, mw_access_flags: access },
+        };
+        // SAFETY: the QP and MW are live; the MR, if any, is live.
+        let rc = unsafe { sys::bind_mw(self.shared.qp, mw, &mut bind) };
+        self.settle_post(rc, true)?;
+        // SAFETY: the provider wrote the window's new key.
+        Ok(unsafe { (*mw).rkey })
+    }
+
+    fn push_send(&mut self, mut slot: SendSlot) -> u64 {
+        let mut rings = self.shared.rings.borrow_mut();
+        slot.seq = rings.next_send;
+        rings.next_send += 1;
+        rings.sends.push_back(slot);
+        slot.seq
+    }
+
+    /// After a post: on failure, forget the request it pushed.
+    fn settle_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
+        if rc == 0 {
+            return Ok(());
+        }
+        let mut rings = self.shared.rings.borrow_mut();
+        if send {
+            rings.sends.pop_back();
+        } else {
+            rings.recvs.pop_back();
+        }
+        Err(match rc {
+            libc::ENOMEM => DatError::of(ErrorType::InsufficientResources),
+            rc => dat_error(rc),
+        })
+    }
+
+    /// Move to ERROR (the device flushes what is outstanding) and take the
+    /// flushes into the CQs' stashes, so they reach the core in post order
+    /// before anything that follows.
+    pub(crate) fn flush(&mut self) {
+        if self.shared.to_state(sys::ibv_qp_state::IBV_QPS_ERR).is_err() {
+            return;
+        }
+        let start = Instant::now();
+        while self.shared.awaited() > 0 && start.elapsed() < FLUSH_WAIT {
+            self.send_cq.pull();
+            self.recv_cq.pull();
+            if self.shared.awaited() > 0 {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+
+    /// Back to INIT with empty rings, ready for another connection.
+    pub(crate) fn reset(&mut self) -> DatResult<()> {
+        self.flush();
+        self.shared.to_state(sys::ibv_qp_state::IBV_QPS_RESET)?;
+        *self.shared.rings.borrow_mut() = Rings::default();
+        self.shared.phase.set(Phase::Idle);
+        self.init()
+    }
+}
+
+impl Drop for Qp {
+    fn drop(&mut self) {
+        crate::cm::release_id(&self.ia, &self.shared);
+        // SAFETY: the QP is live until here.
+        let num = unsafe { (*self.shared.qp).qp_num };
+        self.send_cq.qps.borrow_mut().remove(&num);
+        self.recv_cq.qps.borrow_mut().remove(&num);
+        // SAFETY: no rdma_cm id refers to the QP any more.
+        unsafe { sys::ibv_destroy_qp(self.shared.qp) };
+    }
+}
+
+fn to_ibv_sges(sges: &[Sge], out: &mut [sys::ibv_sge; MAX_SGE]) -> DatResult<i32> {
+    if sges.len() > MAX_SGE {
+        return Err(DatError::of(ErrorType::LengthError));
+    }
+    for (o, s) in out.iter_mut().zip(sges) {
+        *o = sys::ibv_sge { addr: s.addr, length: s.length, lkey: s.lkey };
+    }
+    Ok(sges.len() as i32)
+}

@@ -1,0 +1,89 @@
+//! Verbs outcomes in DAT terms: work-completion statuses and errnos.
+
+use crate::sys::ibv_wc_status as wc;
+use udat_core::{types::DtoStatus, DatError, ErrorType};
+
+/// `ibv_wc_status` to `DAT_DTO_COMPLETION_STATUS`: the one table.
+pub fn dto_status(status: wc::Type) -> DtoStatus {
+    match status {
+        wc::IBV_WC_SUCCESS => DtoStatus::Success,
+        wc::IBV_WC_WR_FLUSH_ERR => DtoStatus::Flushed,
+        wc::IBV_WC_LOC_LEN_ERR => DtoStatus::LocalLength,
+        wc::IBV_WC_LOC_QP_OP_ERR | wc::IBV_WC_LOC_EEC_OP_ERR => DtoStatus::LocalEp,
+        wc::IBV_WC_LOC_PROT_ERR | wc::IBV_WC_LOC_ACCESS_ERR | wc::IBV_WC_LOC_RDD_VIOL_ERR => DtoStatus::LocalProtection,
+        wc::IBV_WC_MW_BIND_ERR => DtoStatus::RmrOperationFailed,
+        wc::IBV_WC_BAD_RESP_ERR => DtoStatus::BadResponse,
+        wc::IBV_WC_REM_ACCESS_ERR => DtoStatus::RemoteAccess,
+        wc::IBV_WC_REM_INV_REQ_ERR
+        | wc::IBV_WC_REM_OP_ERR
+        | wc::IBV_WC_REM_INV_RD_REQ_ERR
+        | wc::IBV_WC_REM_ABORT_ERR => DtoStatus::RemoteResponder,
+        wc::IBV_WC_RNR_RETRY_EXC_ERR => DtoStatus::ReceiverNotReady,
+        // Retry exhaustion, timeouts, fatal and general errors: the
+        // transport failed.
+        _ => DtoStatus::Transport,
+    }
+}
+
+/// An errno from a verbs or rdma_cm call, as a DAT error.
+pub fn dat_error(errno: i32) -> DatError {
+    let ty = match errno {
+        libc::ENOMEM | libc::ENOSPC | libc::EAGAIN | libc::EMFILE | libc::ENFILE => ErrorType::InsufficientResources,
+        libc::EADDRINUSE => ErrorType::ConnQualInUse,
+        libc::EINVAL | libc::ERANGE => ErrorType::InvalidParameter,
+        libc::EOPNOTSUPP | libc::ENOSYS => ErrorType::ModelNotSupported,
+        libc::EACCES | libc::EPERM => ErrorType::PrivilegesViolation,
+        libc::ENODEV | libc::ENXIO => ErrorType::ProviderNotFound,
+        libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT => ErrorType::InvalidAddress,
+        libc::EINTR => ErrorType::InterruptedCall,
+        _ => ErrorType::InternalError,
+    };
+    DatError::of(ty)
+}
+
+/// The errno of the last failed call.
+pub fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// A call that returns 0 or an errno (the `ibv_*` convention).
+pub fn check(rc: i32) -> Result<(), DatError> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(dat_error(if rc > 0 { rc } else { errno() }))
+    }
+}
+
+/// A call that returns 0 or -1 with errno set (the `rdma_*` convention).
+pub fn check_errno(rc: i32) -> Result<(), DatError> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(dat_error(errno()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_has_a_dat_meaning() {
+        assert_eq!(dto_status(wc::IBV_WC_SUCCESS), DtoStatus::Success);
+        assert_eq!(dto_status(wc::IBV_WC_WR_FLUSH_ERR), DtoStatus::Flushed);
+        assert_eq!(dto_status(wc::IBV_WC_REM_ACCESS_ERR), DtoStatus::RemoteAccess);
+        assert_eq!(dto_status(wc::IBV_WC_LOC_PROT_ERR), DtoStatus::LocalProtection);
+        assert_eq!(dto_status(wc::IBV_WC_RNR_RETRY_EXC_ERR), DtoStatus::ReceiverNotReady);
+        assert_eq!(dto_status(wc::IBV_WC_RETRY_EXC_ERR), DtoStatus::Transport);
+        assert_eq!(dto_status(wc::IBV_WC_MW_BIND_ERR), DtoStatus::RmrOperationFailed);
+        assert_eq!(dto_status(9999), DtoStatus::Transport);
+    }
+
+    #[test]
+    fn errnos_map_to_dat_types() {
+        assert_eq!(dat_error(libc::EADDRINUSE).error_type(), ErrorType::ConnQualInUse);
+        assert_eq!(dat_error(libc::ENOMEM).error_type(), ErrorType::InsufficientResources);
+        assert_eq!(dat_error(libc::EIO).error_type(), ErrorType::InternalError);
+    }
+}

@@ -31,6 +31,13 @@ pub(crate) const RECV: u64 = 1 << 63;
 /// The inline data a QP asks for; sends that fit go inline.
 const INLINE: u32 = 64;
 
+/// The QP admits every remote operation; each LMR's and RMR's own
+/// privileges decide what a peer may do.
+const QP_ACCESS: u32 = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
+    | sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
+    | sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0
+    | sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
+
 /// How long an abrupt disconnect waits for the device's flushes.
 const FLUSH_WAIT: Duration = Duration::from_secs(2);
 
@@ -140,6 +147,12 @@ impl QpShared {
         if unsafe { sys::rdma_init_qp_attr(id, &mut attr, &mut mask) } != 0 {
             return Err(dat_error(errno()));
         }
+        if state == sys::ibv_qp_state::IBV_QPS_INIT {
+            // rdma_cm grants remote access from the resources negotiated so
+            // far, which at INIT may be none; the LMRs and RMRs decide.
+            attr.qp_access_flags = QP_ACCESS;
+            mask |= sys::ibv_qp_attr_mask::IBV_QP_ACCESS_FLAGS.0 as i32;
+        }
         if state == sys::ibv_qp_state::IBV_QPS_RTR {
             attr.max_dest_rd_atomic = attr.max_dest_rd_atomic.max(self.rdma_read_in.max(1));
         }
@@ -232,16 +245,13 @@ impl Qp {
 
     /// RESET to INIT on the IA's port.
     fn init(&self) -> DatResult<()> {
-        use sys::ibv_access_flags as a;
         use sys::ibv_qp_attr_mask as m;
         // SAFETY: plain C data.
         let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
         attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
         attr.port_num = self.ia.port;
         attr.pkey_index = 0;
-        // The QP admits every remote operation; each LMR's and RMR's own
-        // privileges decide what a peer may do.
-        attr.qp_access_flags = (a::IBV_ACCESS_LOCAL_WRITE | a::IBV_ACCESS_REMOTE_WRITE | a::IBV_ACCESS_REMOTE_READ).0;
+        attr.qp_access_flags = QP_ACCESS;
         let mask = m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_ACCESS_FLAGS;
         self.shared.modify(&mut attr, mask.0 as i32)
     }

@@ -593,3 +593,104 @@ fn evd_wait_blocks_until_the_completion_and_honours_its_timeout() {
     assert_eq!(more, 1);
     assert_eq!(rig.dto(server.dto).0, 2);
 }
+
+/// The peer process is killed (`kill -9`) while RDMA writes stream into
+/// it: the survivor hears the connection go, every write it posted
+/// completes exactly once, and everything frees cleanly.
+#[test]
+fn a_peer_killed_mid_transfer_leaves_the_survivor_whole() {
+    const OUTSTANDING: u64 = 32;
+    let peer_port = PORT + 9;
+    let exe = std::env::current_exe().unwrap();
+    let example = exe.parent().and_then(|d| d.parent()).unwrap().join("examples/rdma_write_pingpong");
+    assert!(example.exists(), "{} is missing: build the examples first (`cargo xtask test` does)", example.display());
+    let peer = std::process::Command::new(&example)
+        .args(["server", "--device", &device(), "--port", &peer_port.to_string(), "--iters", "100000000"])
+        .args(["--sizes", "64"])
+        .spawn()
+        .expect("starting the peer");
+    let mut peer = Some(Killed(peer));
+
+    let mut rig = Rig::new();
+    let mut attr = EpAttr::provider_default(&rig.attr);
+    attr.max_request_dtos = OUTSTANDING as u32;
+    let client = rig.side_with(Some(&attr));
+    let local = rig.buf(4096, MemPriv::ALL);
+    let mut me = [0u8; 16];
+    me[..8].copy_from_slice(&(local.mem.as_ptr() as u64).to_le_bytes());
+    me[8..12].copy_from_slice(&local.lmr.rmr_context.unwrap().to_le_bytes());
+    me[12..].copy_from_slice(&4096u32.to_le_bytes());
+    let address = rig.address();
+    let start = Instant::now();
+    loop {
+        rig.p
+            .ep_connect(client.ep, &address, peer_port, 10_000_000, &me, Qos::BEST_EFFORT, ConnectFlags::DEFAULT)
+            .unwrap();
+        if rig.next(client.conn).number == EventNumber::ConnectionEstablished {
+            break;
+        }
+        assert!(start.elapsed() < PATIENCE, "the peer never listened");
+        rig.p.ep_reset(client.ep).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let theirs = rig.p.ep_private_data(client.ep).unwrap();
+    let remote = RmrTriplet {
+        virtual_address: u64::from_le_bytes(theirs[..8].try_into().unwrap()),
+        rmr_context: u32::from_le_bytes(theirs[8..12].try_into().unwrap()),
+        segment_length: 4096,
+    };
+
+    // Stream zeroed 4 KB writes (the peer waits for a nonzero byte), keep
+    // OUTSTANDING in flight, and kill the peer after 200 have landed;
+    // go on posting until the connection is seen to go.
+    let (mut posted, mut completed) = (0u64, Vec::new());
+    let gone = loop {
+        while posted - (completed.len() as u64) < OUTSTANDING {
+            rig.p
+                .ep_post_rdma_write(client.ep, &[local.seg(0, 4096)], posted, &remote, CompletionFlags::DEFAULT)
+                .unwrap();
+            posted += 1;
+        }
+        if let Ok(e) = rig.p.evd_dequeue(client.conn) {
+            break e.number;
+        }
+        match rig.p.evd_dequeue(client.dto) {
+            Ok(Event { data: EventData::Dto { cookie, status, .. }, .. }) => completed.push((cookie, status)),
+            Ok(other) => panic!("{other:?}"),
+            Err(_) => {}
+        }
+        if completed.len() >= 200 {
+            drop(peer.take());
+        }
+        assert!(start.elapsed() < PATIENCE * 3, "no disconnect after the peer was killed");
+    };
+    assert!(peer.is_none(), "the connection went before the peer was killed: {gone:?}");
+    assert!(matches!(gone, EventNumber::ConnectionDisconnected | EventNumber::ConnectionBroken), "{gone:?}");
+    while completed.len() < posted as usize {
+        match rig.dto(client.dto) {
+            (cookie, status, _, DtoOp::RdmaWrite) => completed.push((cookie, status)),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(rig.p.evd_dequeue(client.dto).is_err(), "a write completed twice");
+    let cookies: Vec<u64> = completed.iter().map(|c| c.0).collect();
+    assert_eq!(cookies, (0..posted).collect::<Vec<_>>());
+    let failed = completed.iter().filter(|c| c.1 != DtoStatus::Success).count();
+    assert!(
+        completed.iter().all(|c| matches!(c.1, DtoStatus::Success | DtoStatus::Flushed | DtoStatus::Transport)),
+        "{completed:?}"
+    );
+    println!("{posted} writes: {} succeeded, {failed} flushed or failed", posted as usize - failed);
+    rig.p.ep_free(client.ep).unwrap();
+    rig.p.lmr_free(local.lmr.lmr).unwrap();
+}
+
+/// A child process that is killed (SIGKILL) and reaped when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -2,11 +2,14 @@
 //!
 //! - `cargo xtask test`: everything CI runs — formatting, clippy with
 //!   warnings as errors, the workspace tests, the bare-metal build of
-//!   udat-core with its no-allocator check, and Miri over udat-core.
+//!   udat-core with its no-allocator check, Miri over udat-core, and
+//!   udat-verbs's tests on soft-RoCE (through `softroce`).
 //! - `cargo xtask icount`: instructions per DAT-layer operation, from two
 //!   callgrind runs of the `icount` bench.
 //! - `cargo xtask softroce [--timeout SECS] -- COMMAND...`: run a command
 //!   where a soft-RoCE device exists (see [`softroce`]).
+//! - `cargo xtask pingpong`: the RDMA-write ping-pong latency example,
+//!   server and client, on soft-RoCE.
 
 mod softroce;
 
@@ -19,7 +22,8 @@ fn main() {
         "test" => test(),
         "icount" => icount(),
         "softroce" => softroce::softroce(&std::env::args().skip(2).collect::<Vec<_>>()),
-        _ => Err("usage: cargo xtask test|icount|softroce".to_string()),
+        "pingpong" => pingpong(),
+        _ => Err("usage: cargo xtask test|icount|softroce|pingpong".to_string()),
     };
     if let Err(e) = result {
         eprintln!("xtask: {e}");
@@ -51,8 +55,9 @@ fn test() -> Result<(), String> {
     let native = run_tests(&["test", "--workspace"])?;
     bare_metal()?;
     let miri = run_tests(&["+nightly", "miri", "test", "-p", "udat-core"])?;
-    let (passed, failed) = (native.0 + miri.0, native.1 + miri.1);
-    eprintln!("xtask: all checks passed ({} tests natively, {} under Miri)", native.0, miri.0);
+    let rxe = rxe_tests()?;
+    let (passed, failed) = (native.0 + miri.0 + rxe.0, native.1 + miri.1 + rxe.1);
+    eprintln!("xtask: all checks passed ({} tests natively, {} under Miri, {} on soft-RoCE)", native.0, miri.0, rxe.0);
     println!("tests: {passed} passed, {failed} failed");
     Ok(())
 }
@@ -66,6 +71,8 @@ fn run_tests(args: &[&str]) -> Result<(u64, u64), String> {
     let (mut passed, mut failed) = (0, 0);
     if let Some(out) = child.stdout.take() {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
+            // A guest's serial console ends lines with CR LF.
+            let line = line.trim_end_matches('\r');
             println!("{line}");
             if let Some(rest) = line.strip_prefix("test result: ") {
                 passed += count(rest, " passed");
@@ -78,6 +85,35 @@ fn run_tests(args: &[&str]) -> Result<(u64, u64), String> {
         return Err(format!("`cargo {}` failed ({status}): {passed} passed, {failed} failed", args.join(" ")));
     }
     Ok((passed, failed))
+}
+
+/// udat-verbs's tests on a real device: built here, run by `softroce`
+/// (in the guest when this machine has no RDMA). They need the examples
+/// too: one test kills a peer process.
+fn rxe_tests() -> Result<(u64, u64), String> {
+    run("cargo", &["build", "-p", "udat-verbs", "--examples"])?;
+    let bin = test_binary("udat-verbs", "rxe")?;
+    let started = std::time::Instant::now();
+    let result = run_tests(&["xtask", "softroce", "--", &bin, "--test-threads=1", "--color=never"]);
+    eprintln!("xtask: soft-RoCE tests took {:.0} s", started.elapsed().as_secs_f64());
+    result
+}
+
+/// The path of the test executable `name` of `package`, built if needed.
+fn test_binary(package: &str, name: &str) -> Result<String, String> {
+    let json = output("cargo", &["test", "-p", package, "--test", name, "--no-run", "--message-format=json"])?;
+    json.lines()
+        .filter(|l| l.contains(&format!("\"name\":\"{name}\"")) && l.contains("\"test\":true"))
+        .find_map(|l| l.split("\"executable\":\"").nth(1)?.split('"').next().map(str::to_string))
+        .ok_or_else(|| format!("cargo built no test executable {name}"))
+}
+
+/// The latency example on soft-RoCE: server and client in one guest.
+fn pingpong() -> Result<(), String> {
+    run("cargo", &["build", "--release", "-p", "udat-verbs", "--example", "rdma_write_pingpong"])?;
+    let exe = "target/release/examples/rdma_write_pingpong";
+    let script = format!("{exe} server & sleep 1; {exe} client \"$UDAT_RDMA_ADDR\"; status=$?; wait; exit $status");
+    softroce::softroce(&["--".to_string(), "sh".to_string(), "-c".to_string(), script])
 }
 
 /// The number before `what` in a `test result:` line.

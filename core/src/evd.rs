@@ -274,7 +274,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdWaiter));
         }
         let ia = e.ia;
-        self.fill(ia, evd, 1);
+        self.fill(ia, evd, 1, false);
         let Provider { evds, events, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
         events.pop(&mut e.queue).ok_or(DatError::of(ErrorType::QueueEmpty))
@@ -322,7 +322,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdUnwaitable));
         }
         let ia = e.ia;
-        self.fill(ia, wait.evd, wait.threshold);
+        self.fill(ia, wait.evd, wait.threshold, true);
         let now = self.backend.now_us();
         let Provider { evds, events, .. } = self;
         let e = evds.get_mut(wait.evd.0).ok_or(DatError::of(ErrorType::Abort))?;
@@ -376,9 +376,24 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     /// for the same stream, so a queue that can serve the caller needs no
     /// poll: the events a batched CQ poll brought in are dequeued at the
     /// cost of a pop.
-    fn fill(&mut self, ia: IaHandle, evd: EvdHandle, want: u32) {
-        if self.evds.get(evd.0).is_some_and(|e| e.queue.len() < want) {
-            self.progress(ia, Some(evd));
+    ///
+    /// Connection events are pulled first for an EVD they feed. An EVD fed
+    /// only by DTO and bind completions pulls them only when a wait would
+    /// otherwise block: asking the transport for connection events can
+    /// cost a system call, which a completion found in the CQ never should.
+    fn fill(&mut self, ia: IaHandle, evd: EvdHandle, want: u32, waiting: bool) {
+        let Some(e) = self.evds.get(evd.0) else { return };
+        if e.queue.len() >= want {
+            return;
+        }
+        let cm_fed = e.flags.intersects(EvdFlags::CONNECTION | EvdFlags::CR | EvdFlags::ASYNC);
+        if cm_fed {
+            self.pump_cm(ia);
+        }
+        self.pump_cq(evd);
+        if !cm_fed && waiting && self.evds.get(evd.0).is_some_and(|e| e.queue.len() < want) {
+            self.pump_cm(ia);
+            self.pump_cq(evd);
         }
     }
 

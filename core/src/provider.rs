@@ -212,7 +212,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         }
     }
 
-    fn pump_cq(&mut self, evd: EvdHandle) {
+    pub(crate) fn pump_cq(&mut self, evd: EvdHandle) {
         const BATCH: usize = 16;
         let mut buf = [Completion::EMPTY; BATCH];
         loop {
@@ -233,7 +233,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         }
     }
 
-    fn pump_cm(&mut self, ia: IaHandle) {
+    pub(crate) fn pump_cm(&mut self, ia: IaHandle) {
         loop {
             let Provider { ias, backend, .. } = self;
             let Some(i) = ias.get_mut(ia.0) else { return };

@@ -3,6 +3,7 @@
 //! dat_cno_create/free/query/modify_agent/wait(3DAT).
 mod common;
 use common::*;
+use udat_core::backend::ConnOutcome;
 use udat_core::mock::Scheduled;
 use udat_core::types::*;
 use udat_core::*;
@@ -401,4 +402,20 @@ fn dat_cno_query_reports_its_ia_and_no_agent() {
     assert_eq!(fx.p.cno_query(cno, CNO_FIELD_ALL), Ok(CnoParam { ia: fx.ia, agent: None }));
     fx.p.cno_free(cno).unwrap();
     assert_eq!(ty(fx.p.cno_query(cno, CNO_FIELD_ALL)), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn dat_evd_dequeue_of_a_dto_only_evd_leaves_connection_events_to_a_wait() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 5, CompletionFlags::DEFAULT).unwrap();
+    fx.p.backend_mut().conn_event(ep, ConnOutcome::Disconnected, b"");
+    // Dequeuing DTO events asks the transport for completions only.
+    assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
+    assert_eq!(fx.state(ep), EpState::Connected);
+    // A wait that would block pulls connection events too: the receive
+    // is flushed by the disconnect.
+    let (event, _) = fx.p.evd_wait(fx.dto_evd, 1_000, 1).unwrap();
+    assert_eq!(dtos(&[event]), [(5, DtoStatus::Flushed)]);
+    assert_eq!(fx.state(ep), EpState::Disconnected);
 }

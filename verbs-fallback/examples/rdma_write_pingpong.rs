@@ -152,23 +152,31 @@ impl Node {
     /// Spin until the message of `size` bytes marked `seq` (in its last
     /// byte) has landed; false if the connection went first.
     fn await_message(&mut self, size: usize, seq: u8) -> DatResult<bool> {
-        loop {
+        for spin in 0u32.. {
             // SAFETY: `buf` is alive and `size - 1` within it; the device
             // writes into it, and the volatile read sees each new value.
             let last = unsafe { std::ptr::read_volatile(self.buf.as_ptr().add(size - 1)) };
             if last == seq {
                 return Ok(true);
             }
-            if let Ok(e) = self.p.evd_dequeue(self.conn) {
-                eprintln!("connection event while waiting: {:?}", e.number);
-                return Ok(false);
+            // Looking for events costs a system call (rdma_cm) and a CQ
+            // poll: do it now and then, not on every spin.
+            if spin % 256 == 255 {
+                if let Ok(e) = self.p.evd_dequeue(self.conn) {
+                    eprintln!("connection event while waiting: {:?}", e.number);
+                    return Ok(false);
+                }
+                self.reap()?;
             }
-            self.reap()?;
+            std::hint::spin_loop();
         }
+        unreachable!("the spin counter outlasted u32")
     }
 
     /// RDMA-write `size` bytes, stamped with `seq`, into the peer.
     fn write(&mut self, remote: &RmrTriplet, size: usize, seq: u8) -> DatResult<()> {
+        // Retire finished writes first, so the send queue never fills.
+        self.reap()?;
         let out = &mut self.buf[BUF / 2..BUF / 2 + size];
         out[size - 1] = seq;
         let seg = LmrTriplet {

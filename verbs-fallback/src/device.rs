@@ -93,9 +93,10 @@ impl IaShared {
         };
         // SAFETY: `ctx` is open; the attribute struct is ours to fill.
         check(unsafe { sys::ibv_query_device(ctx, &mut ia.device) })?;
-        // SAFETY: as above; the compat call fills the leading fields of
-        // ibv_port_attr, the ones read here.
+        // SAFETY: a plain C struct of integers.
         let mut port_attr: sys::ibv_port_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: `ctx` is open; the compat call fills the leading fields
+        // of ibv_port_attr, the ones read here.
         check(unsafe { sys::ibv_query_port(ctx, port, (&raw mut port_attr).cast()) })?;
         ia.address = ipv4_gid(ctx, port, port_attr.gid_tbl_len).ok_or(DatError::of(ErrorType::InvalidAddress))?;
         // SAFETY: `ctx` is open.

@@ -53,7 +53,7 @@ pub mod types;
 
 /// A vector of at most `N` items stored inline: the core's only growable
 /// container, and it never allocates.
-pub type FixedVec<T, const N: usize> = heapless::Vec<T, N>;
+pub use heapless::Vec as FixedVec;
 
 pub use backend::Backend;
 pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, CNO_FIELD_ALL};

@@ -14,7 +14,7 @@ use std::rc::Rc;
 use udat_core::{
     backend::Completion,
     types::{DtoOp, DtoStatus},
-    DatError, DatResult, ErrorType,
+    DatError, DatResult,
 };
 
 use crate::qp::{QpShared, RECV};
@@ -106,12 +106,7 @@ impl CqShared {
     pub fn resize(&self, entries: u32) -> DatResult<()> {
         let entries = i32::try_from(entries.max(1)).map_err(|_| DatError::invalid_arg(2))?;
         // SAFETY: the CQ is live.
-        let rc = unsafe { sys::ibv_resize_cq(self.cq, entries) };
-        match rc {
-            0 => Ok(()),
-            libc::EOPNOTSUPP | libc::ENOSYS => Err(DatError::of(ErrorType::ModelNotSupported)),
-            rc => crate::status::check(rc),
-        }
+        crate::status::check(unsafe { sys::ibv_resize_cq(self.cq, entries) })
     }
 }
 

@@ -167,10 +167,7 @@ impl Backend for Verbs {
         // range the process does not map fails with EFAULT.
         let mr = unsafe { sys::ibv_reg_mr(pd.pd, address as *mut _, len, flags) };
         if mr.is_null() {
-            return Err(match errno() {
-                libc::EFAULT => DatError::of(ErrorType::ProtectionViolation),
-                e => dat_error(e),
-            });
+            return Err(dat_error(errno()));
         }
         // SAFETY: `mr` was just registered.
         let (lkey, rkey) = unsafe { ((*mr).lkey, (*mr).rkey) };

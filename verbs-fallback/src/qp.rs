@@ -362,10 +362,7 @@ impl Qp {
         } else {
             rings.recvs.pop_back();
         }
-        Err(match rc {
-            libc::ENOMEM => DatError::of(ErrorType::InsufficientResources),
-            rc => dat_error(rc),
-        })
+        Err(dat_error(rc))
     }
 
     /// Move to ERROR (the device flushes what is outstanding) and take the
@@ -407,7 +404,8 @@ impl Drop for Qp {
     }
 }
 
-fn to_ibv_sges(sges: &[Sge], out: &mut [sys::ibv_sge; MAX_SGE]) -> DatResult<i32> {
+/// The core's segments as verbs SGEs in `out`; how many.
+pub(crate) fn to_ibv_sges(sges: &[Sge], out: &mut [sys::ibv_sge; MAX_SGE]) -> DatResult<i32> {
     if sges.len() > MAX_SGE {
         return Err(DatError::of(ErrorType::LengthError));
     }

@@ -5,10 +5,10 @@ use std::cell::RefCell;
 use udat_core::{
     backend::{Sge, MAX_SGE},
     types::SrqAttr,
-    DatError, DatResult, ErrorType,
+    DatResult,
 };
 
-use crate::qp::RECV;
+use crate::qp::{to_ibv_sges, RECV};
 use crate::status::{check, dat_error, errno};
 use crate::sys;
 
@@ -40,21 +40,12 @@ impl SrqShared {
     pub fn resize(&self, max_recv_dtos: u32) -> DatResult<()> {
         let mut attr = sys::ibv_srq_attr { max_wr: max_recv_dtos, max_sge: 0, srq_limit: 0 };
         // SAFETY: the SRQ is live.
-        let rc = unsafe { sys::ibv_modify_srq(self.srq, &mut attr, sys::ibv_srq_attr_mask::IBV_SRQ_MAX_WR as i32) };
-        match rc {
-            libc::EOPNOTSUPP | libc::ENOSYS => Err(DatError::of(ErrorType::ModelNotSupported)),
-            rc => check(rc),
-        }
+        check(unsafe { sys::ibv_modify_srq(self.srq, &mut attr, sys::ibv_srq_attr_mask::IBV_SRQ_MAX_WR as i32) })
     }
 
     pub fn post_recv(&self, sges: &[Sge], cookie: u64) -> DatResult<()> {
-        if sges.len() > MAX_SGE {
-            return Err(DatError::of(ErrorType::LengthError));
-        }
         let mut sge = [sys::ibv_sge { addr: 0, length: 0, lkey: 0 }; MAX_SGE];
-        for (o, s) in sge.iter_mut().zip(sges) {
-            *o = sys::ibv_sge { addr: s.addr, length: s.length, lkey: s.lkey };
-        }
+        let n = to_ibv_sges(sges, &mut sge)?;
         let slot = {
             let mut slots = self.slots.borrow_mut();
             match slots.free.pop() {
@@ -72,7 +63,7 @@ impl SrqShared {
             wr_id: slot as u64 | RECV,
             next: std::ptr::null_mut(),
             sg_list: sge.as_mut_ptr(),
-            num_sge: sges.len() as i32,
+            num_sge: n,
         };
         let mut bad = std::ptr::null_mut();
         // SAFETY: the SRQ is live; `wr` and `sge` outlive the call.

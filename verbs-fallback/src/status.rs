@@ -35,6 +35,8 @@ pub fn dat_error(errno: i32) -> DatError {
         libc::EACCES | libc::EPERM => ErrorType::PrivilegesViolation,
         libc::ENODEV | libc::ENXIO => ErrorType::ProviderNotFound,
         libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT => ErrorType::InvalidAddress,
+        // A registration of memory the process does not map.
+        libc::EFAULT => ErrorType::ProtectionViolation,
         libc::EINTR => ErrorType::InterruptedCall,
         _ => ErrorType::InternalError,
     };

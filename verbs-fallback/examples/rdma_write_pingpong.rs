@@ -152,7 +152,9 @@ impl Node {
     /// Spin until the message of `size` bytes marked `seq` (in its last
     /// byte) has landed; false if the connection went first.
     fn await_message(&mut self, size: usize, seq: u8) -> DatResult<bool> {
-        for spin in 0u32.. {
+        let mut spin: u32 = 0;
+        loop {
+            spin = spin.wrapping_add(1);
             // SAFETY: `buf` is alive and `size - 1` within it; the device
             // writes into it, and the volatile read sees each new value.
             let last = unsafe { std::ptr::read_volatile(self.buf.as_ptr().add(size - 1)) };
@@ -161,7 +163,7 @@ impl Node {
             }
             // Looking for events costs a system call (rdma_cm) and a CQ
             // poll: do it now and then, not on every spin.
-            if spin % 256 == 255 {
+            if spin % 256 == 0 {
                 if let Ok(e) = self.p.evd_dequeue(self.conn) {
                     eprintln!("connection event while waiting: {:?}", e.number);
                     return Ok(false);
@@ -170,7 +172,6 @@ impl Node {
             }
             std::hint::spin_loop();
         }
-        unreachable!("the spin counter outlasted u32")
     }
 
     /// RDMA-write `size` bytes, stamped with `seq`, into the peer.

@@ -9,6 +9,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
+use std::mem::MaybeUninit;
 use std::rc::Rc;
 
 use udat_core::{
@@ -86,14 +87,17 @@ impl CqShared {
     /// One `ibv_poll_cq` of at most `out.len()` (and [`BATCH`]) entries,
     /// translated; completions of QPs no longer here are dropped.
     fn poll_device(&self, out: &mut [Completion]) -> usize {
-        // SAFETY: ibv_wc is plain data; the provider writes what it returns.
-        let mut wc: [sys::ibv_wc; BATCH] = unsafe { std::mem::zeroed() };
+        // Left uninitialised: an empty poll, the common case, should not
+        // pay for clearing 16 work completions.
+        let mut wc = [const { MaybeUninit::<sys::ibv_wc>::uninit() }; BATCH];
         let want = out.len().min(BATCH) as i32;
-        // SAFETY: the CQ is live while `self` is, and `wc` has room.
-        let got = unsafe { sys::poll_cq(self.cq, want, wc.as_mut_ptr()) };
+        // SAFETY: the CQ is live while `self` is, and `wc` has room for `want`.
+        let got = unsafe { sys::poll_cq(self.cq, want, wc.as_mut_ptr().cast()) }.clamp(0, want) as usize;
+        // SAFETY: the provider wrote the first `got` entries.
+        let wc = unsafe { std::slice::from_raw_parts(wc.as_ptr().cast::<sys::ibv_wc>(), got) };
         let qps = self.qps.borrow();
         let mut n = 0;
-        for w in &wc[..got.max(0) as usize] {
+        for w in wc {
             let Some(qp) = qps.get(&w.qp_num) else { continue };
             if let Some(c) = translate(qp, w) {
                 out[n] = c;

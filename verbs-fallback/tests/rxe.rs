@@ -128,19 +128,29 @@ impl Rig {
         self.attr.ia_address
     }
 
+    /// `dat_ep_connect` to this IA on `qual`.
+    fn dial(&mut self, client: Side, qual: u64, data: &[u8], timeout_us: u32) -> DatResult<()> {
+        let remote = self.address();
+        self.p.ep_connect(client.ep, &remote, qual, timeout_us, data, Qos::BEST_EFFORT, ConnectFlags::DEFAULT)
+    }
+
+    /// A listener on `qual`, and the request `client` makes to it.
+    fn request(&mut self, client: Side, qual: u64, data: &[u8]) -> (PspHandle, CrHandle) {
+        let psp = self.p.psp_create(self.ia, qual, self.cr_evd, PspFlags::Consumer).unwrap();
+        self.dial(client, qual, data, 10_000_000).unwrap();
+        match self.expect(self.cr_evd, EventNumber::ConnectionRequest).data {
+            EventData::CrArrival { cr, conn_qual, .. } => {
+                assert_eq!(conn_qual, qual);
+                (psp, cr)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// Connect `client` to a listener on `qual` and accept on `server`;
     /// returns the CR's private data as the server saw it.
     fn connect(&mut self, client: Side, server: Side, qual: u64, data: &[u8], reply: &[u8]) -> Vec<u8> {
-        let psp = self.p.psp_create(self.ia, qual, self.cr_evd, PspFlags::Consumer).unwrap();
-        let remote = self.address();
-        self.p.ep_connect(client.ep, &remote, qual, 10_000_000, data, Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
-        let cr = match self.expect(self.cr_evd, EventNumber::ConnectionRequest).data {
-            EventData::CrArrival { cr, conn_qual, .. } => {
-                assert_eq!(conn_qual, qual);
-                cr
-            }
-            other => panic!("{other:?}"),
-        };
+        let (psp, cr) = self.request(client, qual, data);
         let seen = self.p.cr_private_data(cr).unwrap().to_vec();
         self.p.cr_accept(cr, server.ep, reply).unwrap();
         self.expect(client.conn, EventNumber::ConnectionEstablished);
@@ -178,15 +188,7 @@ fn connect_accept_carry_private_data_both_ways() {
 fn reject_carries_private_data_to_the_active_side() {
     let mut rig = Rig::new();
     let client = rig.side();
-    let psp = rig.p.psp_create(rig.ia, PORT + 1, rig.cr_evd, PspFlags::Consumer).unwrap();
-    let remote = rig.address();
-    rig.p
-        .ep_connect(client.ep, &remote, PORT + 1, 10_000_000, b"may I", Qos::BEST_EFFORT, ConnectFlags::DEFAULT)
-        .unwrap();
-    let cr = match rig.expect(rig.cr_evd, EventNumber::ConnectionRequest).data {
-        EventData::CrArrival { cr, .. } => cr,
-        other => panic!("{other:?}"),
-    };
+    let (psp, cr) = rig.request(client, PORT + 1, b"may I");
     rig.p.cr_reject(cr, b"busy").unwrap();
     let e = rig.expect(client.conn, EventNumber::ConnectionPeerRejected);
     assert!(matches!(e.data, EventData::Connection { private_data_size, .. } if private_data_size >= 4));
@@ -199,9 +201,24 @@ fn reject_carries_private_data_to_the_active_side() {
 fn connect_to_a_port_nobody_listens_on_is_rejected_by_the_transport() {
     let mut rig = Rig::new();
     let client = rig.side();
-    let remote = rig.address();
-    rig.p.ep_connect(client.ep, &remote, PORT + 2, 10_000_000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
+    rig.dial(client, PORT + 2, b"", 10_000_000).unwrap();
     rig.expect(client.conn, EventNumber::ConnectionNonPeerRejected);
+    assert_eq!(rig.state(client.ep), EpState::Disconnected);
+}
+
+/// dat_ep_connect(3DAT): an attempt that outlives its timeout ends in
+/// DAT_CONNECTION_EVENT_TIMED_OUT. 192.0.2.77 answers no ARP, so address
+/// resolution alone would take seconds.
+#[test]
+fn connect_that_outlives_its_timeout_times_out() {
+    let mut rig = Rig::new();
+    let client = rig.side();
+    let mut nobody = rig.address();
+    nobody.bytes[7] = 77;
+    let start = Instant::now();
+    rig.p.ep_connect(client.ep, &nobody, PORT, 300_000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
+    rig.expect(client.conn, EventNumber::ConnectionTimedOut);
+    assert!(start.elapsed() >= Duration::from_millis(300), "timed out after {:?}", start.elapsed());
     assert_eq!(rig.state(client.ep), EpState::Disconnected);
 }
 
@@ -509,8 +526,7 @@ fn ep_free_in_every_state() {
     // Active Connection Pending: the attempt is abandoned.
     let pending = rig.side();
     let psp = rig.p.psp_create(rig.ia, PORT + 6, rig.cr_evd, PspFlags::Consumer).unwrap();
-    let remote = rig.address();
-    rig.p.ep_connect(pending.ep, &remote, PORT + 6, 10_000_000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
+    rig.dial(pending, PORT + 6, b"", 10_000_000).unwrap();
     rig.p.ep_free(pending.ep).unwrap();
     // Its request may still arrive; refusing it is harmless.
     if let Ok(e) = rig.p.evd_wait(rig.cr_evd, 2_000_000, 1) {
@@ -541,12 +557,7 @@ fn ep_free_in_every_state() {
 
     // Completion Pending: accepted, freed before ESTABLISHED is taken.
     let (client, server) = (rig.side(), rig.side());
-    let psp = rig.p.psp_create(rig.ia, PORT + 7, rig.cr_evd, PspFlags::Consumer).unwrap();
-    rig.p.ep_connect(client.ep, &remote, PORT + 7, 10_000_000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
-    let cr = match rig.expect(rig.cr_evd, EventNumber::ConnectionRequest).data {
-        EventData::CrArrival { cr, .. } => cr,
-        other => panic!("{other:?}"),
-    };
+    let (psp, cr) = rig.request(client, PORT + 7, b"");
     rig.p.cr_accept(cr, server.ep, b"").unwrap();
     assert_eq!(rig.state(server.ep), EpState::CompletionPending);
     rig.p.ep_free(server.ep).unwrap();

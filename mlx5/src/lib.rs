@@ -1,8 +1,48 @@
 //! udat-mlx5: the direct data path for NVIDIA ConnectX (mlx5) HCAs.
 //!
-//! This crate is being built: the WQE, doorbell and CQE code, its
-//! byte-exact checks against rdma-core's `mlx5dv.h`, and the software HCA
-//! that runs it with no hardware arrive with the mlx5 work. Until then udat
-//! has no mlx5 backend, and says so in its README.
+//! Posting writes WQEs into the send queue's ring and rings the doorbell
+//! (record, then BlueFlame or the 8-byte UAR write); polling reads CQEs by
+//! their owner bit. No system call, no lock, no allocation: the code runs
+//! over queue memory and registers a control path hands it, which is
+//! rdma-core's `mlx5dv_init_obj` on a ConnectX and the software HCA of
+//! `udat-mlx5-model` everywhere else.
+//!
+//! One file per concern, as rdma-core's provider has: [`wqe`] (segments),
+//! [`sq`] (post and doorbell), [`rq`] (receive queues and SRQs), [`cqe`] and
+//! [`cq`] (poll, arm), [`doorbell`] (registers), [`barrier`] (ordering),
+//! [`mem`] (queue memory). [`device`] is the control path the
+//! [`backend::Mlx5`] backend stands on.
+//!
+//! Before editing, read NVIDIA's "Ethernet Adapters Programmer's Reference
+//! Manual" (ConnectX-4 and later): "Send WQE Format", "Completion Queue
+//! Entry Format", "Doorbells"; and rdma-core's `providers/mlx5/qp.c` and
+//! `cq.c`, which this follows.
 #![no_std]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+pub mod backend;
+pub mod barrier;
+pub mod cq;
+pub mod cqe;
+pub mod device;
+pub mod doorbell;
+pub mod mem;
+pub mod rq;
+pub mod sq;
+mod table;
+pub mod wqe;
+
+pub use backend::Mlx5;
+pub use device::Device;
+
+/// Queue geometry the data path cannot drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Geometry {
+    /// A WQE or CQE stride other than the data path writes.
+    Stride,
+    /// A ring that is not a power of two, or memory that does not match it.
+    Ring,
+    /// A BlueFlame buffer of neither 0 nor 256 bytes.
+    BlueFlame,
+}

@@ -1,0 +1,496 @@
+//! [`Mlx5`]: udat-core's [`Backend`] with the mlx5 data path over a
+//! [`Device`]'s control path.
+//!
+//! The queues live in the backend's own tables, not in the objects the
+//! core holds, because a CQ's poll must reach the QPs whose CQEs it
+//! carries: a CQE names its QP by number, the QP's slot gives the send
+//! slots or the receive queue, and the WQE counter gives the work request.
+//! A CQE whose QP is gone is skipped; a receive it carried from an SRQ
+//! still returns its WQE to the SRQ.
+
+use heapless::FnvIndexMap;
+use udat_core::backend::{Backend, CmEvent, Completion, QpConfig, Registration, RequestOp, SendWr, Sge, Wake};
+use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, SrqAttr};
+use udat_core::{DatError, DatResult, ErrorType};
+
+use crate::cq::CompletionQueue;
+use crate::device::{Device, QpSpec};
+use crate::rq::{RecvQueue, SharedRecvQueue};
+use crate::sq::{Op, Remote, SendQueue, SendSlot};
+use crate::table::Table;
+use crate::wqe::{self, fm_ce_se, SEG_BYTES, WQEBB_BYTES};
+
+/// Most bytes a send or RDMA write carries inline: a WQE of control,
+/// remote-address and inline segments that fills one BlueFlame half.
+pub const MAX_INLINE: usize = 256 - 2 * SEG_BYTES - 4;
+
+/// Most data segments a send WQE carries.
+const MAX_SEND_SGE: u32 = 16;
+
+/// A QP: the device's handle and the slot of its queues.
+#[derive(Debug)]
+pub struct Qp<D: Device> {
+    ctl: D::Qp,
+    slot: u16,
+}
+
+/// A CQ: the device's handle and the slot of its ring.
+#[derive(Debug)]
+pub struct Cq<D: Device> {
+    ctl: D::Cq,
+    slot: u16,
+}
+
+/// An SRQ: the device's handle and the slot of its ring.
+#[derive(Debug)]
+pub struct Srq<D: Device> {
+    ctl: D::Srq,
+    slot: u16,
+}
+
+struct QpQueues<D: Device> {
+    tag: u64,
+    sq: SendQueue<D::Register, D::SendSlots>,
+    rq: Option<RecvQueue<D::RecvSlots>>,
+    srq: Option<u16>,
+    send_cq: Option<u16>,
+    recv_cq: Option<u16>,
+}
+
+struct SrqQueue<D: Device> {
+    srqn: u32,
+    ring: SharedRecvQueue<D::RecvSlots>,
+}
+
+/// The mlx5 backend over the device `D`, with room for `QPS` QPs (a power
+/// of two), `CQS` CQs and `SRQS` SRQs.
+pub struct Mlx5<D: Device, const QPS: usize = 256, const CQS: usize = 256, const SRQS: usize = 64> {
+    device: D,
+    qps: Table<QpQueues<D>, QPS>,
+    by_qpn: FnvIndexMap<u32, u16, QPS>,
+    cqs: Table<CompletionQueue<D::Register>, CQS>,
+    srqs: Table<SrqQueue<D>, SRQS>,
+}
+
+impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Mlx5<D, QPS, CQS, SRQS> {
+    pub fn new(device: D) -> Self {
+        Mlx5 { device, qps: Table::default(), by_qpn: FnvIndexMap::new(), cqs: Table::default(), srqs: Table::default() }
+    }
+
+    /// The device under the data path.
+    pub fn device(&mut self) -> &mut D {
+        &mut self.device
+    }
+
+    /// Drop the queues of QP `slot` and its CQEs not yet polled.
+    fn forget(&mut self, slot: u16) -> Option<QpQueues<D>> {
+        let queues = self.qps.remove(slot)?;
+        let qpn = queues.sq.qpn();
+        self.by_qpn.remove(&qpn);
+        for cq in [queues.send_cq, queues.recv_cq].into_iter().flatten() {
+            if let Some(ring) = self.cqs.get_mut(cq) {
+                ring.forget_qp(qpn);
+            }
+        }
+        Some(queues)
+    }
+}
+
+fn resources() -> DatError {
+    DatError::of(ErrorType::InsufficientResources)
+}
+
+fn internal() -> DatError {
+    DatError::of(ErrorType::InternalError)
+}
+
+/// Send ring WQEBBs for `max_send_wr` WQEs of the largest kind.
+fn sq_wqebbs(max_send_wr: u32, max_send_sge: u32) -> u32 {
+    let gather = 2 + max_send_sge.max(1) as usize;
+    let inline = 2 + wqe::inline_ds(MAX_INLINE);
+    let per_wqe = wqe::bbs(gather.max(inline)) as u32;
+    (max_send_wr.max(1) * per_wqe).next_power_of_two()
+}
+
+impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend for Mlx5<D, QPS, CQS, SRQS> {
+    type Ia = D::Ia;
+    type Pd = D::Pd;
+    type Mr = D::Mr;
+    type Mw = core::convert::Infallible;
+    type Cq = Cq<D>;
+    type Qp = Qp<D>;
+    type Srq = Srq<D>;
+    type Listener = D::Listener;
+    type ConnReq = D::ConnReq;
+
+    fn ia_open(&mut self, name: &[u8]) -> DatResult<(D::Ia, IaAttr)> {
+        let (ia, mut attr) = self.device.ia_open(name)?;
+        attr.max_iov_segments_per_dto = attr.max_iov_segments_per_dto.min(MAX_SEND_SGE);
+        // Memory windows are bound with UMR WQEs, which this data path
+        // does not build.
+        attr.rmr_supported = false;
+        attr.max_rmrs = 0;
+        Ok((ia, attr))
+    }
+
+    fn ia_close(&mut self, ia: D::Ia) {
+        self.device.ia_close(ia);
+    }
+
+    fn pd_alloc(&mut self, ia: &mut D::Ia) -> DatResult<D::Pd> {
+        self.device.pd_alloc(ia)
+    }
+
+    fn pd_free(&mut self, pd: D::Pd) {
+        self.device.pd_free(pd);
+    }
+
+    fn mr_register(
+        &mut self,
+        pd: &D::Pd,
+        address: u64,
+        length: u64,
+        privileges: MemPriv,
+    ) -> DatResult<Registration<D::Mr>> {
+        self.device.mr_register(pd, address, length, privileges)
+    }
+
+    fn mr_deregister(&mut self, mr: D::Mr) {
+        self.device.mr_deregister(mr);
+    }
+
+    fn mw_alloc(&mut self, _pd: &D::Pd) -> DatResult<Self::Mw> {
+        Err(DatError::of(ErrorType::ModelNotSupported))
+    }
+
+    fn mw_free(&mut self, mw: Self::Mw) {
+        match mw {}
+    }
+
+    fn cq_create(&mut self, ia: &mut D::Ia, min_entries: u32) -> DatResult<Cq<D>> {
+        let parts = self.device.cq_create(ia, min_entries)?;
+        let ring = match CompletionQueue::new(parts.geometry) {
+            Ok(ring) => ring,
+            Err(_) => {
+                self.device.cq_destroy(parts.cq);
+                return Err(internal());
+            }
+        };
+        match self.cqs.insert(ring) {
+            Ok(slot) => Ok(Cq { ctl: parts.cq, slot }),
+            Err(_) => {
+                self.device.cq_destroy(parts.cq);
+                Err(resources())
+            }
+        }
+    }
+
+    fn cq_resize(&mut self, _cq: &mut Cq<D>, _min_entries: u32) -> DatResult<()> {
+        Err(DatError::of(ErrorType::ModelNotSupported))
+    }
+
+    fn cq_destroy(&mut self, cq: Cq<D>) {
+        self.cqs.remove(cq.slot);
+        self.device.cq_destroy(cq.ctl);
+    }
+
+    #[inline]
+    fn cq_poll(&mut self, cq: &mut Cq<D>, out: &mut [Completion]) -> usize {
+        let Mlx5 { qps, by_qpn, cqs, srqs, .. } = self;
+        let Some(ring) = cqs.get_mut(cq.slot) else { return 0 };
+        let mut n = 0;
+        let mut taken = false;
+        let mut cache: Option<(u32, u16)> = None;
+        while n < out.len() {
+            let Some(cqe) = ring.poll() else { break };
+            taken = true;
+            let slot = match cache {
+                Some((qpn, slot)) if qpn == cqe.qpn => Some(slot),
+                _ => by_qpn.get(&cqe.qpn).copied(),
+            };
+            let Some((slot, queues)) = slot.and_then(|s| Some((s, qps.get_mut(s)?))) else {
+                // A destroyed QP's CQE: a receive still gives its SRQ WQE back.
+                if !cqe.is_requester() {
+                    if let Some(s) = srqs.iter_mut().find(|s| s.srqn == cqe.srqn) {
+                        s.ring.complete(cqe.wqe_counter);
+                    }
+                }
+                continue;
+            };
+            cache = Some((cqe.qpn, slot));
+            let status = cqe.status();
+            let completion = if cqe.is_requester() {
+                let Some((sent, retired)) = queues.sq.retire(cqe.wqe_counter) else { continue };
+                Completion {
+                    tag: queues.tag,
+                    cookie: sent.cookie,
+                    status,
+                    op: sent.op,
+                    transferred_length: sent.length,
+                    retired,
+                    notify: sent.notify,
+                }
+            } else {
+                let cookie = match (queues.srq, queues.rq.as_mut()) {
+                    (Some(s), _) => srqs.get_mut(s).and_then(|s| s.ring.complete(cqe.wqe_counter)),
+                    (None, Some(rq)) => rq.complete(),
+                    (None, None) => None,
+                };
+                let Some(cookie) = cookie else { continue };
+                Completion {
+                    tag: queues.tag,
+                    cookie,
+                    status,
+                    op: DtoOp::Receive,
+                    transferred_length: if status == DtoStatus::Success { cqe.byte_cnt } else { 0 },
+                    retired: 1,
+                    notify: true,
+                }
+            };
+            if let Some(place) = out.get_mut(n) {
+                *place = completion;
+            }
+            n += 1;
+        }
+        if taken {
+            ring.update_ci();
+        }
+        n
+    }
+
+    fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<Qp<D>> {
+        if self.qps.iter().count() >= QPS {
+            return Err(resources());
+        }
+        let max_recv_sge = config.max_recv_sge.max(1);
+        if config.max_send_sge > MAX_SEND_SGE || max_recv_sge > MAX_SEND_SGE {
+            return Err(DatError::invalid_arg(0));
+        }
+        let spec = QpSpec::<D> {
+            pd: config.pd,
+            send_cq: config.send_cq.map(|c| &c.ctl),
+            recv_cq: config.recv_cq.map(|c| &c.ctl),
+            srq: config.srq.map(|s| &s.ctl),
+            sq_wqebbs: sq_wqebbs(config.max_send_wr, config.max_send_sge),
+            max_recv_wr: config.max_recv_wr.max(1),
+            max_recv_sge,
+            max_rdma_read_in: config.max_rdma_read_in,
+            max_rdma_read_out: config.max_rdma_read_out,
+            tag,
+        };
+        let parts = self.device.qp_create(&spec)?;
+        let qpn = parts.sq.qpn;
+        let sq = SendQueue::new(parts.sq, parts.send_slots);
+        let rq = parts.rq.map(|(geometry, slots)| RecvQueue::new(geometry, slots)).transpose();
+        let (Ok(sq), Ok(rq)) = (sq, rq) else {
+            self.device.qp_destroy(parts.qp);
+            return Err(internal());
+        };
+        let queues = QpQueues {
+            tag,
+            sq,
+            rq,
+            srq: config.srq.map(|s| s.slot),
+            send_cq: config.send_cq.map(|c| c.slot),
+            recv_cq: config.recv_cq.map(|c| c.slot),
+        };
+        let slot = match self.qps.insert(queues) {
+            Ok(slot) => slot,
+            Err(_) => {
+                self.device.qp_destroy(parts.qp);
+                return Err(resources());
+            }
+        };
+        if self.by_qpn.insert(qpn, slot).is_err() {
+            self.qps.remove(slot);
+            self.device.qp_destroy(parts.qp);
+            return Err(resources());
+        }
+        Ok(Qp { ctl: parts.qp, slot })
+    }
+
+    fn qp_destroy(&mut self, qp: Qp<D>) {
+        self.device.qp_destroy(qp.ctl);
+        self.forget(qp.slot);
+    }
+
+    fn qp_reset(&mut self, qp: &mut Qp<D>) -> DatResult<()> {
+        self.device.qp_reset(&mut qp.ctl)?;
+        // dat_ep_reset(3DAT): "The operation might cause the loss of any
+        // completions of previously posted DTOs ... that were not dequeued
+        // yet": the QP keeps its number, so its old CQEs are marked stale.
+        let Some(queues) = self.qps.get_mut(qp.slot) else { return Err(internal()) };
+        let qpn = queues.sq.qpn();
+        queues.sq.reset();
+        if let Some(rq) = queues.rq.as_mut() {
+            rq.reset();
+        }
+        let cqs = [queues.send_cq, queues.recv_cq];
+        for cq in cqs.into_iter().flatten() {
+            if let Some(ring) = self.cqs.get_mut(cq) {
+                ring.forget_qp(qpn);
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    #[allow(unsafe_code)]
+    fn post_send(&mut self, qp: &mut Qp<D>, wr: &SendWr<'_>) -> DatResult<()> {
+        let Some(queues) = self.qps.get_mut(qp.slot) else { return Err(internal()) };
+        let (op, dto) = match wr.op {
+            RequestOp::Send => (Op::Send, DtoOp::Send),
+            RequestOp::RdmaWrite { remote } => (
+                Op::Write(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }),
+                DtoOp::RdmaWrite,
+            ),
+            RequestOp::RdmaRead { remote } => (
+                Op::Read(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }),
+                DtoOp::RdmaRead,
+            ),
+        };
+        let suppress = wr.flags.contains(CompletionFlags::SUPPRESS);
+        let mut flags = if suppress { 0 } else { fm_ce_se::CQ_UPDATE };
+        if wr.flags.contains(CompletionFlags::SOLICITED_WAIT) {
+            flags |= fm_ce_se::SOLICITED;
+        }
+        if wr.flags.contains(CompletionFlags::BARRIER_FENCE) {
+            flags |= fm_ce_se::FENCE;
+        }
+        let length = wr.sges.iter().map(|s| s.length).sum();
+        let slot = SendSlot {
+            cookie: wr.cookie,
+            length,
+            op: dto,
+            signalled: !suppress,
+            notify: !wr.flags.contains(CompletionFlags::UNSIGNALLED),
+            bbs: 0,
+        };
+        let posted = if dto != DtoOp::RdmaRead && length as usize <= MAX_INLINE && length != 0 {
+            // SAFETY: the core translated every segment through a live LMR
+            // that covers it (dat_ep_post_send(3DAT) and friends check the
+            // triplets against the LMR), and registered memory stays
+            // mapped while it is registered.
+            unsafe { queues.sq.post_inline(op, wr.sges, flags, slot) }
+        } else {
+            queues.sq.post(op, wr.sges, flags, slot)
+        };
+        posted.map_err(|_| resources())?;
+        queues.sq.ring();
+        Ok(())
+    }
+
+    #[inline]
+    fn post_recv(&mut self, qp: &mut Qp<D>, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        let rq = self.qps.get_mut(qp.slot).and_then(|q| q.rq.as_mut()).ok_or_else(internal)?;
+        rq.post(sges, cookie).map_err(|_| resources())
+    }
+
+    fn post_bind(
+        &mut self,
+        _qp: &mut Qp<D>,
+        _mw: &mut Self::Mw,
+        _mr: Option<&D::Mr>,
+        _sge: Sge,
+        _privileges: MemPriv,
+        _cookie: u64,
+        _flags: CompletionFlags,
+    ) -> DatResult<u32> {
+        Err(DatError::of(ErrorType::ModelNotSupported))
+    }
+
+    fn srq_create(&mut self, pd: &D::Pd, attr: &SrqAttr) -> DatResult<Srq<D>> {
+        let parts = self.device.srq_create(pd, attr)?;
+        let Ok(ring) = SharedRecvQueue::new(parts.geometry, parts.slots) else {
+            self.device.srq_destroy(parts.srq);
+            return Err(internal());
+        };
+        match self.srqs.insert(SrqQueue { srqn: parts.srqn, ring }) {
+            Ok(slot) => Ok(Srq { ctl: parts.srq, slot }),
+            Err(_) => {
+                self.device.srq_destroy(parts.srq);
+                Err(resources())
+            }
+        }
+    }
+
+    fn srq_resize(&mut self, srq: &mut Srq<D>, max_recv_dtos: u32) -> DatResult<()> {
+        // The ring was sized at creation; it may shrink in use, never grow.
+        let ring = self.srqs.get(srq.slot).ok_or_else(internal)?;
+        if max_recv_dtos <= ring.ring.capacity() {
+            Ok(())
+        } else {
+            Err(resources())
+        }
+    }
+
+    fn srq_destroy(&mut self, srq: Srq<D>) {
+        self.srqs.remove(srq.slot);
+        self.device.srq_destroy(srq.ctl);
+    }
+
+    #[inline]
+    fn srq_post_recv(&mut self, srq: &mut Srq<D>, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        let ring = self.srqs.get_mut(srq.slot).ok_or_else(internal)?;
+        ring.ring.post(sges, cookie).map_err(|_| resources())
+    }
+
+    fn listen(&mut self, ia: &mut D::Ia, conn_qual: u64, tag: u64) -> DatResult<D::Listener> {
+        self.device.listen(ia, conn_qual, tag)
+    }
+
+    fn unlisten(&mut self, listener: D::Listener) {
+        self.device.unlisten(listener);
+    }
+
+    fn connect(
+        &mut self,
+        qp: &mut Qp<D>,
+        remote: &IaAddress,
+        conn_qual: u64,
+        private_data: &[u8],
+        timeout_us: Option<u64>,
+    ) -> DatResult<()> {
+        self.device.connect(&mut qp.ctl, remote, conn_qual, private_data, timeout_us)
+    }
+
+    fn accept(&mut self, request: &mut D::ConnReq, qp: &mut Qp<D>, private_data: &[u8]) -> DatResult<()> {
+        self.device.accept(request, &mut qp.ctl, private_data)
+    }
+
+    fn reject(&mut self, request: D::ConnReq, private_data: &[u8]) {
+        self.device.reject(request, private_data);
+    }
+
+    fn disconnect(&mut self, qp: &mut Qp<D>, graceful: bool) {
+        self.device.disconnect(&mut qp.ctl, graceful);
+    }
+
+    fn poll_cm(&mut self, ia: &mut D::Ia) -> Option<CmEvent<D::ConnReq>> {
+        self.device.poll_cm(ia)
+    }
+
+    fn now_us(&mut self) -> u64 {
+        self.device.now_us()
+    }
+
+    /// Arm every CQ, look once more for a CQE that raced the arming, then
+    /// let the device block; the CQ events it took advance the arm
+    /// sequence numbers.
+    fn block(&mut self, ia: &mut D::Ia, timeout_us: Option<u64>) -> Wake {
+        let mut ready = false;
+        for ring in self.cqs.iter_mut() {
+            ring.arm(false);
+            ready |= ring.has_cqe();
+        }
+        let wake = if ready { Wake::Activity } else { self.device.block(ia, timeout_us) };
+        while let Some(cqn) = self.device.cq_event(ia) {
+            if let Some(ring) = self.cqs.iter_mut().find(|r| r.cqn() == cqn) {
+                ring.event_taken();
+            }
+        }
+        wake
+    }
+}
+
+const _: () = assert!(WQEBB_BYTES == 4 * SEG_BYTES);

@@ -1,0 +1,185 @@
+//! The completion queue: ownership, the consumer index, arming.
+//!
+//! CQE `i` is software's when its opcode is not `INVALID` and its owner bit
+//! equals the wrap parity of the consumer index, `(ci & cqe_cnt) != 0`
+//! (PRM "Completion Queue Entry Format", ownership); then a load barrier,
+//! then the rest of the CQE. The consumer index goes to the doorbell
+//! record once per poll batch. Arming writes the record's arm word, then
+//! the UAR's CQ doorbell (rdma-core `mlx5_arm_cq`); the arm sequence
+//! number advances with each completion event taken.
+
+use crate::barrier;
+use crate::cqe::{field, Cqe, CqeOpcode, Syndrome, CQE_BYTES};
+use crate::doorbell::{Register, CQ_DOORBELL};
+use crate::mem::DmaBuf;
+use crate::Geometry;
+
+/// Index of the consumer counter in a CQ's doorbell record.
+#[doc(alias = "MLX5_CQ_SET_CI")]
+pub const SET_CI: usize = 0;
+/// Index of the arm word in a CQ's doorbell record.
+#[doc(alias = "MLX5_CQ_ARM_DB")]
+pub const ARM_DB: usize = 1;
+/// Arm for solicited completions only (`MLX5_CQ_DB_REQ_NOT_SOL`).
+#[doc(alias = "MLX5_CQ_DB_REQ_NOT_SOL")]
+pub const REQ_NOT_SOL: u32 = 1 << 24;
+/// A QP number no RC QP has: marks the CQEs of a destroyed QP.
+pub const NO_QPN: u32 = 0x00ff_ffff;
+
+/// What rdma-core's `mlx5dv_init_obj` hands over for a CQ.
+#[derive(Debug)]
+pub struct CqGeometry<R> {
+    pub cqn: u32,
+    pub buf: DmaBuf,
+    pub cqe_cnt: u32,
+    /// 64 or 128; a 128-byte CQE keeps its 64 bytes in the second half.
+    pub cqe_size: u32,
+    pub dbrec: DmaBuf,
+    /// The UAR page whose CQ doorbell arms this CQ.
+    pub uar: R,
+}
+
+/// A completion queue over device memory.
+#[derive(Debug)]
+pub struct CompletionQueue<R> {
+    buf: DmaBuf,
+    dbrec: DmaBuf,
+    uar: R,
+    cqn: u32,
+    cqe_cnt: u32,
+    mask: u32,
+    shift: u32,
+    /// Where the 64-byte CQE starts inside an entry.
+    inner: usize,
+    ci: u32,
+    arm_sn: u32,
+}
+
+impl<R: Register> CompletionQueue<R> {
+    /// Take over a CQ; every entry must start out invalid.
+    pub fn new(geometry: CqGeometry<R>) -> Result<Self, Geometry> {
+        let CqGeometry { cqn, buf, cqe_cnt, cqe_size, dbrec, uar } = geometry;
+        if cqe_size != 64 && cqe_size != 128 {
+            return Err(Geometry::Stride);
+        }
+        if !cqe_cnt.is_power_of_two() || cqe_cnt > 1 << 22 || buf.len() != (cqe_cnt * cqe_size) as usize {
+            return Err(Geometry::Ring);
+        }
+        if dbrec.len() < 8 {
+            return Err(Geometry::Ring);
+        }
+        dbrec.write_be32(SET_CI * 4, 0);
+        dbrec.write_be32(ARM_DB * 4, 0);
+        Ok(CompletionQueue {
+            buf,
+            dbrec,
+            uar,
+            cqn,
+            cqe_cnt,
+            mask: cqe_cnt - 1,
+            shift: cqe_size.trailing_zeros(),
+            inner: cqe_size as usize - CQE_BYTES,
+            ci: 0,
+            arm_sn: 0,
+        })
+    }
+
+    pub fn cqn(&self) -> u32 {
+        self.cqn
+    }
+
+    /// The consumer index.
+    pub fn ci(&self) -> u32 {
+        self.ci
+    }
+
+    #[inline(always)]
+    fn entry(&self, index: u32) -> usize {
+        (((index & self.mask) << self.shift) as usize) + self.inner
+    }
+
+    /// Whether CQE `index` is software's.
+    #[inline(always)]
+    fn owned(&self, at: usize, index: u32) -> bool {
+        let op_own = self.buf.read_u8(at + field::OP_OWN);
+        op_own >> 4 != u8::from(CqeOpcode::Invalid) && (op_own & 1 != 0) == (index & self.cqe_cnt != 0)
+    }
+
+    /// Whether the next CQE is software's.
+    #[inline]
+    pub fn has_cqe(&self) -> bool {
+        self.owned(self.entry(self.ci), self.ci)
+    }
+
+    /// Take the next CQE, if the device has written it. The consumer
+    /// index reaches the device at [`update_ci`](Self::update_ci).
+    #[inline]
+    pub fn poll(&mut self) -> Option<Cqe> {
+        let at = self.entry(self.ci);
+        if !self.owned(at, self.ci) {
+            return None;
+        }
+        barrier::from_device_barrier();
+        let op_own = self.buf.read_u8(at + field::OP_OWN);
+        let sop_drop_qpn = self.buf.read_be32(at + field::SOP_DROP_QPN.start);
+        let cqe = Cqe {
+            opcode: CqeOpcode::from(op_own >> 4),
+            qpn: sop_drop_qpn & 0x00ff_ffff,
+            wqe_counter: self.buf.read_be16(at + field::WQE_COUNTER.start),
+            byte_cnt: self.buf.read_be32(at + field::BYTE_CNT.start),
+            imm: self.buf.read_be32(at + field::IMM.start),
+            srqn: self.buf.read_be32(at + field::SRQN.start) & 0x00ff_ffff,
+            syndrome: Syndrome::from(self.buf.read_u8(at + field::SYNDROME)),
+            vendor_syndrome: self.buf.read_u8(at + field::VENDOR_SYNDROME),
+            send_opcode: (sop_drop_qpn >> 24) as u8,
+            solicited: op_own & 0x2 != 0,
+        };
+        self.ci = self.ci.wrapping_add(1);
+        Some(cqe)
+    }
+
+    /// Tell the device which CQEs are consumed (`SET_CI`).
+    #[inline]
+    pub fn update_ci(&mut self) {
+        barrier::to_device_barrier();
+        self.dbrec.write_be32(SET_CI * 4, self.ci & 0x00ff_ffff);
+    }
+
+    /// Ask for a completion event at the next CQE (or the next solicited
+    /// one).
+    pub fn arm(&mut self, solicited_only: bool) {
+        let cmd = if solicited_only { REQ_NOT_SOL } else { 0 };
+        let word = ((self.arm_sn & 3) << 28) | cmd | (self.ci & 0x00ff_ffff);
+        self.dbrec.write_be32(ARM_DB * 4, word);
+        barrier::wc_start();
+        let mut doorbell = [0u8; 8];
+        doorbell[..4].copy_from_slice(&word.to_be_bytes());
+        doorbell[4..].copy_from_slice(&self.cqn.to_be_bytes());
+        self.uar.write64(CQ_DOORBELL, doorbell);
+        self.uar.flush();
+    }
+
+    /// A completion event of this CQ was taken: the next arm carries the
+    /// next sequence number.
+    pub fn event_taken(&mut self) {
+        self.arm_sn = self.arm_sn.wrapping_add(1);
+    }
+
+    /// The QP `qpn` is destroyed: mark its CQEs not yet polled, so a QP
+    /// that later gets the same number never sees them. The device writes
+    /// no CQE for a destroyed QP, and the ones it wrote are software's.
+    pub fn forget_qp(&mut self, qpn: u32) {
+        let mut index = self.ci;
+        for _ in 0..self.cqe_cnt {
+            let at = self.entry(index);
+            if !self.owned(at, index) {
+                break;
+            }
+            let word = self.buf.read_be32(at + field::SOP_DROP_QPN.start);
+            if word & 0x00ff_ffff == qpn {
+                self.buf.write(at + field::SOP_DROP_QPN.start, &((word & 0xff00_0000) | NO_QPN).to_be_bytes());
+            }
+            index = index.wrapping_add(1);
+        }
+    }
+}

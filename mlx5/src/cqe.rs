@@ -1,0 +1,179 @@
+//! The 64-byte CQE (PRM "Completion Queue Entry Format"; `struct
+//! mlx5_cqe64` and `struct mlx5_err_cqe` in `mlx5dv.h`), and what its
+//! opcodes and syndromes mean in DAT terms.
+
+use udat_core::types::DtoStatus;
+
+/// Field offsets of a 64-byte CQE.
+pub mod field {
+    use core::ops::Range;
+    /// be32: the SRQ number (23–0) of a receive from an SRQ.
+    pub const SRQN: Range<usize> = 32..36;
+    /// be32: the immediate of a receive with immediate.
+    pub const IMM: Range<usize> = 36..40;
+    /// be32: bytes received (responder) or read (requester).
+    pub const BYTE_CNT: Range<usize> = 44..48;
+    /// Error CQEs: the vendor syndrome.
+    pub const VENDOR_SYNDROME: usize = 54;
+    /// Error CQEs: the syndrome.
+    pub const SYNDROME: usize = 55;
+    /// be32: the send opcode (31–24) of a requester CQE, the QP number (23–0).
+    pub const SOP_DROP_QPN: Range<usize> = 56..60;
+    /// be16: the index of the WQE (its first WQEBB) the CQE completes.
+    pub const WQE_COUNTER: Range<usize> = 60..62;
+    pub const SIGNATURE: usize = 62;
+    /// Opcode (7–4), format (3–2), solicited (1), owner (0).
+    pub const OP_OWN: usize = 63;
+}
+
+/// Bytes of the CQE the data path reads.
+pub const CQE_BYTES: usize = 64;
+
+macro_rules! enum_with_unknown {
+    ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $variant:ident = $value:expr,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vm])* $variant,)*
+            /// A value this crate does not know.
+            Unknown(u8),
+        }
+
+        impl From<u8> for $name {
+            #[inline(always)]
+            fn from(value: u8) -> $name {
+                match value {
+                    $($value => $name::$variant,)*
+                    other => $name::Unknown(other),
+                }
+            }
+        }
+
+        impl From<$name> for u8 {
+            fn from(value: $name) -> u8 {
+                match value {
+                    $($name::$variant => $value,)*
+                    $name::Unknown(other) => other,
+                }
+            }
+        }
+    };
+}
+
+enum_with_unknown! {
+    /// CQE opcodes (`MLX5_CQE_*`).
+    pub enum CqeOpcode {
+        #[doc(alias = "MLX5_CQE_REQ")]
+        Req = 0,
+        #[doc(alias = "MLX5_CQE_RESP_WR_IMM")]
+        RespWriteImm = 1,
+        #[doc(alias = "MLX5_CQE_RESP_SEND")]
+        RespSend = 2,
+        #[doc(alias = "MLX5_CQE_RESP_SEND_IMM")]
+        RespSendImm = 3,
+        #[doc(alias = "MLX5_CQE_RESP_SEND_INV")]
+        RespSendInv = 4,
+        #[doc(alias = "MLX5_CQE_REQ_ERR")]
+        ReqErr = 13,
+        #[doc(alias = "MLX5_CQE_RESP_ERR")]
+        RespErr = 14,
+        /// Never written by the device: the initial opcode of every CQE.
+        #[doc(alias = "MLX5_CQE_INVALID")]
+        Invalid = 15,
+    }
+}
+
+enum_with_unknown! {
+    /// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`).
+    pub enum Syndrome {
+        #[doc(alias = "MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR")]
+        LocalLength = 0x01,
+        #[doc(alias = "MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR")]
+        LocalQpOp = 0x02,
+        #[doc(alias = "MLX5_CQE_SYNDROME_LOCAL_PROT_ERR")]
+        LocalProtection = 0x04,
+        #[doc(alias = "MLX5_CQE_SYNDROME_WR_FLUSH_ERR")]
+        WrFlush = 0x05,
+        #[doc(alias = "MLX5_CQE_SYNDROME_MW_BIND_ERR")]
+        MwBind = 0x06,
+        #[doc(alias = "MLX5_CQE_SYNDROME_BAD_RESP_ERR")]
+        BadResponse = 0x10,
+        #[doc(alias = "MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR")]
+        LocalAccess = 0x11,
+        #[doc(alias = "MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR")]
+        RemoteInvalidRequest = 0x12,
+        #[doc(alias = "MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR")]
+        RemoteAccess = 0x13,
+        #[doc(alias = "MLX5_CQE_SYNDROME_REMOTE_OP_ERR")]
+        RemoteOp = 0x14,
+        #[doc(alias = "MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR")]
+        TransportRetryExceeded = 0x15,
+        #[doc(alias = "MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR")]
+        RnrRetryExceeded = 0x16,
+        #[doc(alias = "MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR")]
+        RemoteAborted = 0x22,
+    }
+}
+
+impl Syndrome {
+    /// The DAT status of a WQE that completed with this syndrome: the one
+    /// table.
+    pub fn dto_status(self) -> DtoStatus {
+        match self {
+            Syndrome::WrFlush => DtoStatus::Flushed,
+            Syndrome::LocalLength => DtoStatus::LocalLength,
+            Syndrome::LocalQpOp => DtoStatus::LocalEp,
+            Syndrome::LocalProtection | Syndrome::LocalAccess => DtoStatus::LocalProtection,
+            Syndrome::MwBind => DtoStatus::RmrOperationFailed,
+            Syndrome::BadResponse => DtoStatus::BadResponse,
+            Syndrome::RemoteAccess => DtoStatus::RemoteAccess,
+            Syndrome::RemoteInvalidRequest | Syndrome::RemoteOp | Syndrome::RemoteAborted => {
+                DtoStatus::RemoteResponder
+            }
+            Syndrome::RnrRetryExceeded => DtoStatus::ReceiverNotReady,
+            // Retry exhaustion and anything the device may add later: the
+            // transport failed.
+            Syndrome::TransportRetryExceeded | Syndrome::Unknown(_) => DtoStatus::Transport,
+        }
+    }
+}
+
+/// A CQE as the data path reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cqe {
+    pub opcode: CqeOpcode,
+    pub qpn: u32,
+    pub wqe_counter: u16,
+    pub byte_cnt: u32,
+    /// The immediate, in host order.
+    pub imm: u32,
+    /// For an SRQ receive, the SRQ.
+    pub srqn: u32,
+    /// Error CQEs only.
+    pub syndrome: Syndrome,
+    pub vendor_syndrome: u8,
+    /// Requester CQEs: the opcode of the WQE.
+    pub send_opcode: u8,
+    pub solicited: bool,
+}
+
+impl Cqe {
+    /// Whether the CQE reports an error.
+    pub fn is_error(&self) -> bool {
+        matches!(self.opcode, CqeOpcode::ReqErr | CqeOpcode::RespErr)
+    }
+
+    /// Whether the CQE completes a send-queue WQE.
+    pub fn is_requester(&self) -> bool {
+        matches!(self.opcode, CqeOpcode::Req | CqeOpcode::ReqErr)
+    }
+
+    /// The DAT status.
+    pub fn status(&self) -> DtoStatus {
+        if self.is_error() {
+            self.syndrome.dto_status()
+        } else {
+            DtoStatus::Success
+        }
+    }
+}

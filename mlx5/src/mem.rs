@@ -1,0 +1,142 @@
+//! Memory shared with the HCA: queue buffers and doorbell records.
+//!
+//! The device reads WQEs and writes CQEs and doorbell records behind the
+//! compiler's back, so no Rust reference to this memory ever exists: a
+//! [`DmaBuf`] is a pointer and a length, every access is a raw read or
+//! write inside the bounds, and reads of what the device writes are
+//! volatile.
+
+#![allow(unsafe_code)]
+
+use core::ptr::NonNull;
+
+/// A span of queue memory shared with the device.
+#[derive(Debug)]
+pub struct DmaBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl DmaBuf {
+    /// # Safety
+    /// For as long as the value lives, `ptr` is valid for reads and writes
+    /// of `len` bytes and aligned to 64; nothing but the device and this
+    /// value's holder accesses the memory, and no reference to it exists.
+    pub unsafe fn new(ptr: NonNull<u8>, len: usize) -> DmaBuf {
+        DmaBuf { ptr, len }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether `[offset, offset + n)` lies inside the buffer.
+    #[inline(always)]
+    fn holds(&self, offset: usize, n: usize) -> bool {
+        offset <= self.len && n <= self.len - offset
+    }
+
+    /// Copy `bytes` in at `offset`; a write past the end is dropped (the
+    /// rings mask every offset, so none happens).
+    #[inline(always)]
+    pub fn write(&self, offset: usize, bytes: &[u8]) {
+        debug_assert!(self.holds(offset, bytes.len()), "write of {} at {offset} past {}", bytes.len(), self.len);
+        if self.holds(offset, bytes.len()) {
+            // SAFETY: the range is inside the buffer (checked above), which
+            // `new`'s contract makes valid for writes; `bytes` is ordinary
+            // memory and cannot overlap it, since no reference into the
+            // buffer exists.
+            unsafe { self.ptr.as_ptr().add(offset).copy_from_nonoverlapping(bytes.as_ptr(), bytes.len()) }
+        }
+    }
+
+    /// Copy `len` bytes of registered memory at `src` in at `offset`
+    /// (inline data).
+    ///
+    /// # Safety
+    /// `src` is valid for reads of `len` bytes: it lies inside a live
+    /// memory registration, which the consumer keeps mapped
+    /// (dat_lmr_create(3DAT)).
+    #[inline(always)]
+    pub unsafe fn copy_in(&self, offset: usize, src: *const u8, len: usize) {
+        debug_assert!(self.holds(offset, len));
+        if self.holds(offset, len) {
+            // SAFETY: the destination is inside the buffer (checked above);
+            // the caller vouches for the source. A consumer buffer may not
+            // overlap queue memory, which the device owns.
+            unsafe { self.ptr.as_ptr().add(offset).copy_from(src, len) }
+        }
+    }
+
+    /// Read the 64-byte block at `offset` (for BlueFlame copies).
+    #[inline(always)]
+    pub fn block(&self, offset: usize) -> [u8; 64] {
+        let mut out = [0u8; 64];
+        if self.holds(offset, 64) {
+            // SAFETY: inside the buffer (checked above); `out` is a local.
+            unsafe { out.as_mut_ptr().copy_from_nonoverlapping(self.ptr.as_ptr().add(offset), 64) }
+        }
+        out
+    }
+
+    /// A volatile read of the byte at `offset` (0 past the end).
+    #[inline(always)]
+    pub fn read_u8(&self, offset: usize) -> u8 {
+        if self.holds(offset, 1) {
+            // SAFETY: inside the buffer (checked above); volatile because
+            // the device writes it.
+            unsafe { self.ptr.as_ptr().add(offset).read_volatile() }
+        } else {
+            0
+        }
+    }
+
+    /// A volatile read of the big-endian 16-bit field at `offset`.
+    #[inline(always)]
+    pub fn read_be16(&self, offset: usize) -> u16 {
+        if self.holds(offset, 2) {
+            // SAFETY: inside the buffer (checked above); unaligned-safe.
+            let raw = unsafe { self.ptr.as_ptr().add(offset).cast::<[u8; 2]>().read_volatile() };
+            u16::from_be_bytes(raw)
+        } else {
+            0
+        }
+    }
+
+    /// A volatile read of the big-endian 32-bit field at `offset`.
+    #[inline(always)]
+    pub fn read_be32(&self, offset: usize) -> u32 {
+        if self.holds(offset, 4) {
+            // SAFETY: inside the buffer (checked above); unaligned-safe.
+            let raw = unsafe { self.ptr.as_ptr().add(offset).cast::<[u8; 4]>().read_volatile() };
+            u32::from_be_bytes(raw)
+        } else {
+            0
+        }
+    }
+
+    /// A volatile write of a big-endian 32-bit word at a 4-aligned
+    /// `offset`: one store the device sees whole (doorbell records).
+    #[inline(always)]
+    pub fn write_be32(&self, offset: usize, value: u32) {
+        debug_assert!(self.holds(offset, 4) && offset % 4 == 0);
+        if self.holds(offset, 4) && offset % 4 == 0 {
+            // SAFETY: inside the buffer and 4-aligned (the buffer is
+            // 64-aligned); a single aligned 32-bit volatile store.
+            unsafe { self.ptr.as_ptr().add(offset).cast::<u32>().write_volatile(value.to_be()) }
+        }
+    }
+
+    /// A volatile write of the byte at `offset`.
+    #[inline(always)]
+    pub fn write_u8(&self, offset: usize, value: u8) {
+        if self.holds(offset, 1) {
+            // SAFETY: inside the buffer (checked above).
+            unsafe { self.ptr.as_ptr().add(offset).write_volatile(value) }
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Receive queues and shared receive queues.
+//!
+//! A receive WQE is a scatter list of data segments (no control segment);
+//! a list shorter than the WQE ends with a zero-length segment whose lkey
+//! is `MLX5_INVALID_LKEY`. An RQ completes in order, so its CQEs retire
+//! the oldest WQE. An SRQ WQE starts with a next segment: the free WQEs
+//! form a list the device follows from WQE to WQE, and each CQE names the
+//! WQE it consumed (`wqe_counter`), which goes back on the list's tail
+//! (PRM "Shared Receive Queue"; rdma-core `mlx5_post_srq_recv`).
+
+use crate::barrier;
+use crate::mem::DmaBuf;
+use crate::sq::Sge;
+use crate::wqe::{self, SEG_BYTES};
+use crate::Geometry;
+
+/// Index of the receive counter in a QP's doorbell record (`MLX5_RCV_DBR`).
+#[doc(alias = "MLX5_RCV_DBR")]
+pub const RCV_DBR: usize = 0;
+
+/// What rdma-core hands over for a receive queue or an SRQ.
+#[derive(Debug)]
+pub struct RqGeometry {
+    pub buf: DmaBuf,
+    pub wqe_cnt: u32,
+    pub stride: u32,
+    /// For an RQ the QP's record (receive counter first); for an SRQ its own.
+    pub dbrec: DmaBuf,
+}
+
+/// What a receive WQE's completion reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecvSlot {
+    pub cookie: u64,
+    /// SRQ only: the WQE after this one on the free list.
+    pub next: u16,
+}
+
+/// The queue has no room; nothing was written.
+pub use crate::sq::Full;
+
+#[derive(Debug)]
+struct Ring<S> {
+    buf: DmaBuf,
+    dbrec: DmaBuf,
+    slots: S,
+    mask: u16,
+    cnt: u16,
+    stride: usize,
+    /// Data segments a WQE holds.
+    max_sge: usize,
+}
+
+impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> Ring<S> {
+    fn new(geometry: RqGeometry, slots: S, header: usize) -> Result<Ring<S>, Geometry> {
+        let RqGeometry { buf, wqe_cnt, stride, dbrec } = geometry;
+        if !stride.is_power_of_two() || (stride as usize) < SEG_BYTES + header {
+            return Err(Geometry::Stride);
+        }
+        if !wqe_cnt.is_power_of_two()
+            || wqe_cnt > 1 << 15
+            || buf.len() != (wqe_cnt * stride) as usize
+            || slots.as_ref().len() < wqe_cnt as usize
+            || dbrec.len() < 4
+        {
+            return Err(Geometry::Ring);
+        }
+        let max_sge = (stride as usize - header) / SEG_BYTES;
+        Ok(Ring { buf, dbrec, slots, mask: (wqe_cnt - 1) as u16, cnt: wqe_cnt as u16, stride: stride as usize, max_sge })
+    }
+
+    /// The scatter list of WQE `index`, after `header` bytes.
+    #[inline(always)]
+    fn scatter(&self, index: u16, header: usize, sges: &[Sge]) -> Result<(), Full> {
+        if sges.len() > self.max_sge {
+            return Err(Full);
+        }
+        let mut at = usize::from(index & self.mask) * self.stride + header;
+        for sge in sges {
+            self.buf.write(at, &wqe::data_seg(sge.length, sge.lkey, sge.addr));
+            at += SEG_BYTES;
+        }
+        if sges.len() < self.max_sge {
+            self.buf.write(at, &wqe::data_seg(0, wqe::INVALID_LKEY, 0));
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn slot(&mut self, index: u16) -> Option<&mut RecvSlot> {
+        self.slots.as_mut().get_mut(usize::from(index & self.mask))
+    }
+}
+
+/// A QP's receive queue.
+#[derive(Debug)]
+pub struct RecvQueue<S> {
+    ring: Ring<S>,
+    head: u16,
+    tail: u16,
+}
+
+impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> RecvQueue<S> {
+    pub fn new(geometry: RqGeometry, slots: S) -> Result<Self, Geometry> {
+        let mut rq = RecvQueue { ring: Ring::new(geometry, slots, 0)?, head: 0, tail: 0 };
+        rq.reset();
+        Ok(rq)
+    }
+
+    /// Empty, with a zero receive counter.
+    pub fn reset(&mut self) {
+        self.head = 0;
+        self.tail = 0;
+        self.ring.dbrec.write_be32(RCV_DBR * 4, 0);
+    }
+
+    /// Post a receive and publish it in the doorbell record.
+    #[inline]
+    pub fn post(&mut self, sges: &[Sge], cookie: u64) -> Result<(), Full> {
+        if self.head.wrapping_sub(self.tail) == self.ring.cnt {
+            return Err(Full);
+        }
+        self.ring.scatter(self.head, 0, sges)?;
+        if let Some(slot) = self.ring.slot(self.head) {
+            slot.cookie = cookie;
+        }
+        self.head = self.head.wrapping_add(1);
+        barrier::to_device_barrier();
+        self.ring.dbrec.write_be32(RCV_DBR * 4, u32::from(self.head));
+        Ok(())
+    }
+
+    /// Retire the oldest receive: its cookie.
+    #[inline]
+    pub fn complete(&mut self) -> Option<u64> {
+        if self.head == self.tail {
+            return None;
+        }
+        let cookie = self.ring.slot(self.tail).map_or(0, |s| s.cookie);
+        self.tail = self.tail.wrapping_add(1);
+        Some(cookie)
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.head == self.tail
+    }
+}
+
+/// A shared receive queue.
+#[derive(Debug)]
+pub struct SharedRecvQueue<S> {
+    ring: Ring<S>,
+    /// The next free WQE to fill.
+    head: u16,
+    /// The last WQE on the free list.
+    tail: u16,
+    /// Receives posted, free-running: the doorbell record's counter.
+    counter: u16,
+}
+
+impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> SharedRecvQueue<S> {
+    /// Take over an SRQ and link every WQE into the free list. One WQE
+    /// always stays on the list, so the SRQ holds `wqe_cnt - 1` receives.
+    pub fn new(geometry: RqGeometry, slots: S) -> Result<Self, Geometry> {
+        let ring = Ring::new(geometry, slots, SEG_BYTES)?;
+        let mut srq = SharedRecvQueue { ring, head: 0, tail: 0, counter: 0 };
+        for i in 0..srq.ring.cnt {
+            let next = (i + 1) & srq.ring.mask;
+            srq.ring.buf.write(usize::from(i) * srq.ring.stride, &wqe::srq_next_seg(next));
+            if let Some(slot) = srq.ring.slot(i) {
+                *slot = RecvSlot { cookie: 0, next };
+            }
+        }
+        srq.tail = srq.ring.mask;
+        srq.ring.dbrec.write_be32(0, 0);
+        Ok(srq)
+    }
+
+    /// Post a receive and publish it in the doorbell record.
+    #[inline]
+    pub fn post(&mut self, sges: &[Sge], cookie: u64) -> Result<(), Full> {
+        if self.head == self.tail {
+            return Err(Full);
+        }
+        let index = self.head;
+        self.ring.scatter(index, SEG_BYTES, sges)?;
+        let Some(slot) = self.ring.slot(index) else { return Err(Full) };
+        slot.cookie = cookie;
+        self.head = slot.next;
+        self.counter = self.counter.wrapping_add(1);
+        barrier::to_device_barrier();
+        self.ring.dbrec.write_be32(0, u32::from(self.counter));
+        Ok(())
+    }
+
+    /// The WQE a CQE names is consumed: its cookie; it joins the tail of
+    /// the free list.
+    #[inline]
+    pub fn complete(&mut self, wqe_counter: u16) -> Option<u64> {
+        let index = wqe_counter & self.ring.mask;
+        if index == self.tail {
+            return None;
+        }
+        let cookie = self.ring.slot(index)?.cookie;
+        let tail = self.tail;
+        self.ring.buf.write(usize::from(tail) * self.ring.stride, &wqe::srq_next_seg(index));
+        if let Some(slot) = self.ring.slot(tail) {
+            slot.next = index;
+        }
+        self.tail = index;
+        Some(cookie)
+    }
+
+    /// Receives the SRQ can hold.
+    pub fn capacity(&self) -> u32 {
+        u32::from(self.ring.cnt) - 1
+    }
+}

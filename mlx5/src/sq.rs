@@ -1,0 +1,355 @@
+//! The send queue: WQEs into the ring, the doorbell record, BlueFlame.
+//!
+//! Counters run free over 16 bits (the WQE index in the control segment is
+//! 16 bits whatever the ring size); a WQEBB's slot is `index & (cnt - 1)`.
+//! A WQE that runs past the end of the ring continues at its start, and an
+//! inline copy splits there. A WQE is refused before it is written unless
+//! all its WQEBBs are free: the last one, `pi + nbb - 1`, must stay below
+//! `ci + cnt` (UCX's rule), so the device never sees a half-written ring.
+//!
+//! Posting writes the WQE; [`SendQueue::ring`] publishes every WQE written
+//! since the last doorbell with one record update and one register write.
+
+// Inline data is copied out of the consumer's registered memory.
+#![allow(unsafe_code)]
+
+use udat_core::types::DtoOp;
+
+use crate::barrier;
+use crate::doorbell::Register;
+use crate::mem::DmaBuf;
+use crate::wqe::{self, opcode, SEG_BYTES, WQEBB_BYTES};
+use crate::Geometry;
+
+/// Index of the send counter in a QP's doorbell record (`MLX5_SND_DBR`).
+#[doc(alias = "MLX5_SND_DBR")]
+pub const SND_DBR: usize = 1;
+
+/// The largest ring the WQE index can address.
+const MAX_WQEBBS: u32 = 1 << 15;
+
+/// What rdma-core's `mlx5dv_init_obj` hands over for a send queue.
+#[derive(Debug)]
+pub struct SqGeometry<R> {
+    pub qpn: u32,
+    pub buf: DmaBuf,
+    pub wqe_cnt: u32,
+    pub stride: u32,
+    /// The QP's doorbell record: the receive counter, then the send counter.
+    pub dbrec: DmaBuf,
+    /// The BlueFlame register (or the plain doorbell when `bf_size` is 0).
+    pub bf: R,
+    /// Half the BlueFlame buffer: 256, or 0 when the UAR has none.
+    pub bf_size: u32,
+}
+
+/// A remote buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Remote {
+    pub addr: u64,
+    pub rkey: u32,
+}
+
+/// The operation of a send WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Send,
+    SendImm(u32),
+    Write(Remote),
+    WriteImm(Remote, u32),
+    Read(Remote),
+    /// Compare-and-swap of the 8 bytes at the remote address; the old
+    /// value lands in the one 8-byte local segment.
+    CompareSwap { remote: Remote, compare: u64, swap: u64 },
+    /// Fetch-and-add of the 8 bytes at the remote address.
+    FetchAdd { remote: Remote, add: u64 },
+}
+
+impl Op {
+    /// Opcode, immediate, remote-address and atomic segments.
+    #[inline(always)]
+    fn parts(&self) -> (u8, u32, Option<Remote>, Option<(u64, u64)>) {
+        match *self {
+            Op::Send => (opcode::SEND, 0, None, None),
+            Op::SendImm(imm) => (opcode::SEND_IMM, imm, None, None),
+            Op::Write(remote) => (opcode::RDMA_WRITE, 0, Some(remote), None),
+            Op::WriteImm(remote, imm) => (opcode::RDMA_WRITE_IMM, imm, Some(remote), None),
+            Op::Read(remote) => (opcode::RDMA_READ, 0, Some(remote), None),
+            Op::CompareSwap { remote, compare, swap } => (opcode::ATOMIC_CS, 0, Some(remote), Some((swap, compare))),
+            Op::FetchAdd { remote, add } => (opcode::ATOMIC_FA, 0, Some(remote), Some((add, 0))),
+        }
+    }
+}
+
+/// A local segment: address, length and lkey.
+pub use udat_core::backend::Sge;
+
+/// What a completion of the WQE reports, kept for its first WQEBB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendSlot {
+    pub cookie: u64,
+    pub length: u32,
+    pub op: DtoOp,
+    /// Whether a success reaches the consumer (the WQE asked for a CQE).
+    pub signalled: bool,
+    /// Whether the event notifies.
+    pub notify: bool,
+    /// WQEBBs the WQE took; set by the queue.
+    pub bbs: u16,
+}
+
+impl SendSlot {
+    pub const EMPTY: SendSlot =
+        SendSlot { cookie: 0, length: 0, op: DtoOp::Send, signalled: false, notify: false, bbs: 1 };
+}
+
+impl Default for SendSlot {
+    fn default() -> SendSlot {
+        SendSlot::EMPTY
+    }
+}
+
+/// The ring has no room for the WQE; nothing was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub struct Full;
+
+/// The last WQE written since the doorbell.
+#[derive(Clone, Copy, Debug)]
+struct Last {
+    pi: u16,
+    word: [u8; 8],
+    bbs: u16,
+}
+
+/// A send queue over device memory; `S` holds one [`SendSlot`] per WQEBB.
+#[derive(Debug)]
+pub struct SendQueue<R, S> {
+    buf: DmaBuf,
+    dbrec: DmaBuf,
+    bf: R,
+    slots: S,
+    qpn: u32,
+    ring_mask: usize,
+    wqe_mask: u16,
+    wqe_cnt: u16,
+    bf_size: usize,
+    bf_offset: usize,
+    /// Index of the next WQEBB to write.
+    pi: u16,
+    /// Index of the oldest WQEBB not yet retired.
+    ci: u16,
+    /// WQEs written since the last doorbell.
+    pending: u16,
+    last: Last,
+}
+
+impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
+    /// Take over a send queue; its geometry must be what the data path
+    /// expects (64-byte stride, a power-of-two ring, BlueFlame of 0 or 256
+    /// bytes), and `slots` must cover the ring.
+    pub fn new(geometry: SqGeometry<R>, slots: S) -> Result<Self, Geometry> {
+        let SqGeometry { qpn, buf, wqe_cnt, stride, dbrec, bf, bf_size } = geometry;
+        if stride as usize != WQEBB_BYTES {
+            return Err(Geometry::Stride);
+        }
+        if !wqe_cnt.is_power_of_two() || wqe_cnt > MAX_WQEBBS || buf.len() != wqe_cnt as usize * WQEBB_BYTES {
+            return Err(Geometry::Ring);
+        }
+        if bf_size != 0 && bf_size != 256 {
+            return Err(Geometry::BlueFlame);
+        }
+        if dbrec.len() < 8 || slots.as_ref().len() < wqe_cnt as usize {
+            return Err(Geometry::Ring);
+        }
+        let mut sq = SendQueue {
+            buf,
+            dbrec,
+            bf,
+            slots,
+            qpn,
+            ring_mask: wqe_cnt as usize * WQEBB_BYTES - 1,
+            wqe_mask: (wqe_cnt - 1) as u16,
+            wqe_cnt: wqe_cnt as u16,
+            bf_size: bf_size as usize,
+            bf_offset: 0,
+            pi: 0,
+            ci: 0,
+            pending: 0,
+            last: Last { pi: 0, word: [0; 8], bbs: 0 },
+        };
+        sq.reset();
+        Ok(sq)
+    }
+
+    /// Back to an empty ring and a zero doorbell record, as after the QP
+    /// moves through RESET.
+    pub fn reset(&mut self) {
+        self.pi = 0;
+        self.ci = 0;
+        self.pending = 0;
+        self.bf_offset = 0;
+        self.dbrec.write_be32(SND_DBR * 4, 0);
+    }
+
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// WQEBBs free for new WQEs.
+    #[inline(always)]
+    pub fn free_bbs(&self) -> u16 {
+        self.wqe_cnt - self.pi.wrapping_sub(self.ci)
+    }
+
+    /// Whether every WQE has been retired.
+    pub fn is_idle(&self) -> bool {
+        self.pi == self.ci
+    }
+
+    /// The producer index: the next WQE's index.
+    pub fn pi(&self) -> u16 {
+        self.pi
+    }
+
+    #[inline(always)]
+    fn at(&self, start: usize, byte: usize) -> usize {
+        (start + byte) & self.ring_mask
+    }
+
+    /// Write a WQE that gathers `sges`. It reaches the device at the next
+    /// [`ring`](Self::ring).
+    #[inline]
+    pub fn post(&mut self, op: Op, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
+        let (opcode, imm, remote, atomic) = op.parts();
+        let ds = 1 + remote.is_some() as usize + atomic.is_some() as usize + sges.len();
+        let start = self.begin(ds)?;
+        let mut byte = self.headers(start, remote, atomic);
+        for sge in sges {
+            self.buf.write(self.at(start, byte), &wqe::data_seg(sge.length, sge.lkey, sge.addr));
+            byte += SEG_BYTES;
+        }
+        self.finish(start, opcode, imm, ds, flags, slot);
+        Ok(())
+    }
+
+    /// Write a WQE that carries the bytes of `sges` inline.
+    ///
+    /// # Safety
+    /// Each segment's `[addr, addr + length)` is readable memory: it lies
+    /// inside a live memory registration.
+    #[inline]
+    pub unsafe fn post_inline(&mut self, op: Op, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
+        let (opcode, imm, remote, atomic) = op.parts();
+        let len: usize = sges.iter().map(|s| s.length as usize).sum();
+        let data_ds = if len == 0 { 0 } else { wqe::inline_ds(len) };
+        let ds = 1 + remote.is_some() as usize + atomic.is_some() as usize + data_ds;
+        let start = self.begin(ds)?;
+        let mut byte = self.headers(start, remote, atomic);
+        if len != 0 {
+            self.buf.write(self.at(start, byte), &wqe::inline_header(len as u32));
+            byte += 4;
+            for sge in sges {
+                let (mut src, mut left) = (sge.addr as *const u8, sge.length as usize);
+                while left != 0 {
+                    let offset = self.at(start, byte);
+                    let n = left.min(self.ring_mask + 1 - offset);
+                    // SAFETY: the caller vouches that the segment is
+                    // readable; `src..src + n` stays inside it.
+                    unsafe { self.buf.copy_in(offset, src, n) };
+                    src = src.wrapping_add(n);
+                    left -= n;
+                    byte += n;
+                }
+            }
+        }
+        self.finish(start, opcode, imm, ds, flags, slot);
+        Ok(())
+    }
+
+    /// Room for a WQE of `ds` segments: its first byte in the ring.
+    #[inline(always)]
+    fn begin(&self, ds: usize) -> Result<usize, Full> {
+        if wqe::bbs(ds) > usize::from(self.free_bbs()) || ds > usize::from(u8::MAX) {
+            return Err(Full);
+        }
+        Ok(usize::from(self.pi & self.wqe_mask) * WQEBB_BYTES)
+    }
+
+    /// The remote-address and atomic segments; the byte after them.
+    #[inline(always)]
+    fn headers(&self, start: usize, remote: Option<Remote>, atomic: Option<(u64, u64)>) -> usize {
+        let mut byte = SEG_BYTES;
+        if let Some(r) = remote {
+            self.buf.write(self.at(start, byte), &wqe::raddr_seg(r.addr, r.rkey));
+            byte += SEG_BYTES;
+        }
+        if let Some((swap_add, compare)) = atomic {
+            self.buf.write(self.at(start, byte), &wqe::atomic_seg(swap_add, compare));
+            byte += SEG_BYTES;
+        }
+        byte
+    }
+
+    /// The control segment, last; the slot; the producer index.
+    #[inline(always)]
+    fn finish(&mut self, start: usize, opcode: u8, imm: u32, ds: usize, flags: u8, mut slot: SendSlot) {
+        let ctrl = wqe::ctrl_seg(self.pi, opcode, 0, self.qpn, ds as u8, flags, imm);
+        self.buf.write(start, &ctrl);
+        let bbs = wqe::bbs(ds) as u16;
+        slot.bbs = bbs;
+        let index = usize::from(self.pi & self.wqe_mask);
+        if let Some(s) = self.slots.as_mut().get_mut(index) {
+            *s = slot;
+        }
+        self.last = Last { pi: self.pi, word: wqe::doorbell_word(&ctrl), bbs };
+        self.pending += 1;
+        self.pi = self.pi.wrapping_add(bbs);
+    }
+
+    /// Ring the doorbell for the WQEs written since the last one: the
+    /// record, then BlueFlame for a lone WQE that fits, else the 8-byte
+    /// doorbell with the last WQE's first control bytes.
+    #[inline]
+    pub fn ring(&mut self) {
+        if self.pending == 0 {
+            return;
+        }
+        barrier::to_device_barrier();
+        self.dbrec.write_be32(SND_DBR * 4, u32::from(self.pi));
+        barrier::wc_start();
+        let Last { pi, word, bbs } = self.last;
+        let bytes = usize::from(bbs) * WQEBB_BYTES;
+        if self.pending == 1 && bytes <= self.bf_size {
+            for i in 0..usize::from(bbs) {
+                let block = self.buf.block(usize::from(pi.wrapping_add(i as u16) & self.wqe_mask) * WQEBB_BYTES);
+                self.bf.write_block(self.bf_offset + i * WQEBB_BYTES, &block);
+            }
+        } else {
+            self.bf.write64(self.bf_offset, word);
+        }
+        self.bf.flush();
+        self.bf_offset ^= self.bf_size;
+        self.pending = 0;
+    }
+
+    /// Retire the WQEs up to the one whose first WQEBB is `wqe_counter`
+    /// (a CQE's): that WQE's slot and how many WQEs went. A counter that
+    /// names no outstanding WQE retires nothing.
+    #[inline]
+    pub fn retire(&mut self, wqe_counter: u16) -> Option<(SendSlot, u32)> {
+        if wqe_counter.wrapping_sub(self.ci) >= self.pi.wrapping_sub(self.ci) {
+            return None;
+        }
+        let mut retired = 0;
+        loop {
+            let slot = *self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask))?;
+            retired += 1;
+            let (this, bbs) = (self.ci, slot.bbs.max(1));
+            self.ci = self.ci.wrapping_add(bbs);
+            if wqe_counter.wrapping_sub(this) < bbs {
+                return Some((slot, retired));
+            }
+        }
+    }
+}

@@ -64,7 +64,7 @@ struct SrqQueue<D: Device> {
 
 /// The mlx5 backend over the device `D`, with room for `QPS` QPs (a power
 /// of two), `CQS` CQs and `SRQS` SRQs.
-pub struct Mlx5<D: Device, const QPS: usize = 256, const CQS: usize = 256, const SRQS: usize = 64> {
+pub struct Mlx5<D: Device, const QPS: usize = 64, const CQS: usize = 64, const SRQS: usize = 16> {
     device: D,
     qps: Table<QpQueues<D>, QPS>,
     by_qpn: FnvIndexMap<u32, u16, QPS>,
@@ -74,7 +74,13 @@ pub struct Mlx5<D: Device, const QPS: usize = 256, const CQS: usize = 256, const
 
 impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Mlx5<D, QPS, CQS, SRQS> {
     pub fn new(device: D) -> Self {
-        Mlx5 { device, qps: Table::default(), by_qpn: FnvIndexMap::new(), cqs: Table::default(), srqs: Table::default() }
+        Mlx5 {
+            device,
+            qps: Table::default(),
+            by_qpn: FnvIndexMap::new(),
+            cqs: Table::default(),
+            srqs: Table::default(),
+        }
     }
 
     /// The device under the data path.
@@ -340,14 +346,12 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
         let Some(queues) = self.qps.get_mut(qp.slot) else { return Err(internal()) };
         let (op, dto) = match wr.op {
             RequestOp::Send => (Op::Send, DtoOp::Send),
-            RequestOp::RdmaWrite { remote } => (
-                Op::Write(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }),
-                DtoOp::RdmaWrite,
-            ),
-            RequestOp::RdmaRead { remote } => (
-                Op::Read(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }),
-                DtoOp::RdmaRead,
-            ),
+            RequestOp::RdmaWrite { remote } => {
+                (Op::Write(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }), DtoOp::RdmaWrite)
+            }
+            RequestOp::RdmaRead { remote } => {
+                (Op::Read(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }), DtoOp::RdmaRead)
+            }
         };
         let suppress = wr.flags.contains(CompletionFlags::SUPPRESS);
         let mut flags = if suppress { 0 } else { fm_ce_se::CQ_UPDATE };

@@ -127,9 +127,7 @@ impl Syndrome {
             Syndrome::MwBind => DtoStatus::RmrOperationFailed,
             Syndrome::BadResponse => DtoStatus::BadResponse,
             Syndrome::RemoteAccess => DtoStatus::RemoteAccess,
-            Syndrome::RemoteInvalidRequest | Syndrome::RemoteOp | Syndrome::RemoteAborted => {
-                DtoStatus::RemoteResponder
-            }
+            Syndrome::RemoteInvalidRequest | Syndrome::RemoteOp | Syndrome::RemoteAborted => DtoStatus::RemoteResponder,
             Syndrome::RnrRetryExceeded => DtoStatus::ReceiverNotReady,
             // Retry exhaustion and anything the device may add later: the
             // transport failed.

@@ -66,7 +66,15 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> Ring<S> {
             return Err(Geometry::Ring);
         }
         let max_sge = (stride as usize - header) / SEG_BYTES;
-        Ok(Ring { buf, dbrec, slots, mask: (wqe_cnt - 1) as u16, cnt: wqe_cnt as u16, stride: stride as usize, max_sge })
+        Ok(Ring {
+            buf,
+            dbrec,
+            slots,
+            mask: (wqe_cnt - 1) as u16,
+            cnt: wqe_cnt as u16,
+            stride: stride as usize,
+            max_sge,
+        })
     }
 
     /// The scatter list of WQE `index`, after `header` bytes.

@@ -60,9 +60,16 @@ pub enum Op {
     Read(Remote),
     /// Compare-and-swap of the 8 bytes at the remote address; the old
     /// value lands in the one 8-byte local segment.
-    CompareSwap { remote: Remote, compare: u64, swap: u64 },
+    CompareSwap {
+        remote: Remote,
+        compare: u64,
+        swap: u64,
+    },
     /// Fetch-and-add of the 8 bytes at the remote address.
-    FetchAdd { remote: Remote, add: u64 },
+    FetchAdd {
+        remote: Remote,
+        add: u64,
+    },
 }
 
 impl Op {

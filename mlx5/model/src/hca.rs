@@ -1,0 +1,752 @@
+//! The HCA: queues, keys, WQE execution and CQE writing.
+//!
+//! It reads only what a ConnectX reads — the doorbell record, the WQEs in
+//! the rings, the register writes — and parses them with its own code
+//! from the PRM's layouts, never with the data path's. Each doorbell is
+//! checked: the record names the index after the last WQE, every WQE's
+//! control segment carries its own index and the QP's number, an 8-byte
+//! doorbell repeats the last WQE's first control bytes, a BlueFlame copy
+//! repeats the whole WQE, and the BlueFlame halves alternate. A broken
+//! rule is a bug in the data path: the model panics and says which.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Instant;
+
+use udat_core::backend::{CmEvent, ConnOutcome};
+use udat_core::types::{IaAddress, MemPriv};
+
+use crate::region::{self, Region};
+
+/// CQE opcodes (PRM "Completion Queue Entry Format").
+pub mod cqe_op {
+    pub const REQ: u8 = 0;
+    pub const RESP_WR_IMM: u8 = 1;
+    pub const RESP_SEND: u8 = 2;
+    pub const RESP_SEND_IMM: u8 = 3;
+    pub const REQ_ERR: u8 = 13;
+    pub const RESP_ERR: u8 = 14;
+    pub const INVALID: u8 = 15;
+}
+
+/// Error syndromes (PRM "Completion with Error").
+pub mod syndrome {
+    pub const LOCAL_LENGTH: u8 = 0x01;
+    pub const LOCAL_PROT: u8 = 0x04;
+    pub const WR_FLUSH: u8 = 0x05;
+    pub const REMOTE_INVAL_REQ: u8 = 0x12;
+    pub const REMOTE_ACCESS: u8 = 0x13;
+    pub const TRANSPORT_RETRY_EXC: u8 = 0x15;
+}
+
+const OP_RDMA_WRITE: u8 = 0x08;
+const OP_RDMA_WRITE_IMM: u8 = 0x09;
+const OP_SEND: u8 = 0x0a;
+const OP_SEND_IMM: u8 = 0x0b;
+const OP_RDMA_READ: u8 = 0x10;
+const OP_ATOMIC_CS: u8 = 0x11;
+const OP_ATOMIC_FA: u8 = 0x12;
+const CQ_UPDATE: u8 = 0x08;
+const SOLICITED: u8 = 0x02;
+const INLINE: u32 = 0x8000_0000;
+const INVALID_LKEY: u32 = 0x100;
+pub const BF_SIZE: usize = 256;
+pub const CQ_DOORBELL: usize = 0x20;
+
+/// Who a UAR page belongs to.
+#[derive(Clone, Copy, Debug)]
+pub enum UarOwner {
+    Qp(u32),
+    Cq(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpState {
+    Init,
+    Connecting,
+    Rts,
+    Error,
+    /// The peer process is gone: nothing answers.
+    Vanished,
+}
+
+#[derive(Debug)]
+pub struct Mr {
+    pub pd: u32,
+    pub addr: u64,
+    pub len: u64,
+    pub access: MemPriv,
+}
+
+#[derive(Debug)]
+pub struct Cq {
+    pub ia: u32,
+    pub buf: Region,
+    pub cnt: u32,
+    pub dbrec: Region,
+    pub pi: u32,
+    /// Armed at this consumer index; for solicited CQEs only.
+    pub armed: Option<(u32, bool)>,
+}
+
+#[derive(Debug)]
+pub struct Qp {
+    pub ia: u32,
+    pub pd: u32,
+    pub tag: u64,
+    pub send_cq: Option<u32>,
+    pub recv_cq: Option<u32>,
+    pub srq: Option<u32>,
+    pub sq: Region,
+    pub sq_cnt: u32,
+    pub rq: Option<(Region, u32, u32)>,
+    pub dbrec: Region,
+    pub state: QpState,
+    pub peer: Option<u32>,
+    /// The next WQE to execute.
+    pub exec: u16,
+    /// The doorbell record last checked: WQEs before it are published.
+    pub seen: u16,
+    /// The next receive WQE to consume.
+    pub rq_next: u16,
+    pub bf_next: usize,
+    /// An injected fault: the next WQE fails with this syndrome.
+    pub fail_next: Option<u8>,
+}
+
+#[derive(Debug)]
+pub struct Srq {
+    pub pd: u32,
+    pub buf: Region,
+    pub stride: u32,
+    pub dbrec: Region,
+    pub head: u16,
+    pub consumed: u16,
+}
+
+#[derive(Debug)]
+pub struct Request {
+    pub active: u32,
+}
+
+#[derive(Debug, Default)]
+pub struct Ia {
+    pub address: IaAddress,
+    pub cm: VecDeque<CmEvent<u32>>,
+    pub cq_events: VecDeque<u32>,
+}
+
+/// What the HCA counted: doorbells by kind, WQEs, CQEs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub blueflame: u64,
+    pub doorbells: u64,
+    pub wqes: u64,
+    pub cqes: u64,
+    pub cq_arms: u64,
+}
+
+/// A CQE to write.
+#[derive(Clone, Copy, Debug, Default)]
+struct CqeOut {
+    opcode: u8,
+    qpn: u32,
+    wqe_counter: u16,
+    byte_cnt: u32,
+    imm: u32,
+    srqn: u32,
+    syndrome: u8,
+    send_opcode: u8,
+    solicited: bool,
+}
+
+/// A parsed send WQE.
+#[derive(Debug)]
+struct Wqe {
+    opcode: u8,
+    flags: u8,
+    imm: u32,
+    bbs: u16,
+    remote: Option<(u64, u32)>,
+    atomic: Option<(u64, u64)>,
+    /// Gather or scatter list: (addr, len, lkey).
+    data: Vec<(u64, u32, u32)>,
+    inline: Option<Vec<u8>>,
+}
+
+/// How one WQE went.
+enum Outcome {
+    Done(u32),
+    /// Receiver not ready: retry later.
+    Stall,
+    Failed(u8),
+}
+
+#[derive(Debug)]
+pub struct Hca {
+    start: Instant,
+    next_id: u32,
+    pub ias: BTreeMap<u32, Ia>,
+    pub mrs: BTreeMap<u32, Mr>,
+    pub cqs: BTreeMap<u32, Cq>,
+    pub qps: BTreeMap<u32, Qp>,
+    pub srqs: BTreeMap<u32, Srq>,
+    pub uars: BTreeMap<u32, UarOwner>,
+    /// (IA address, connection qualifier) → (IA, tag).
+    pub listeners: BTreeMap<([u8; 28], u64), (u32, u64)>,
+    pub requests: BTreeMap<u32, Request>,
+    /// QP → (deadline µs, outcome) of a connect nobody answers.
+    pub deadlines: BTreeMap<u32, (u64, ConnOutcome)>,
+    pub stats: Stats,
+    /// Register writes of the doorbell under way, per UAR.
+    pending: BTreeMap<u32, Vec<(usize, Vec<u8>)>>,
+}
+
+impl Default for Hca {
+    fn default() -> Self {
+        Hca {
+            start: Instant::now(),
+            next_id: 0x100,
+            ias: BTreeMap::new(),
+            mrs: BTreeMap::new(),
+            cqs: BTreeMap::new(),
+            qps: BTreeMap::new(),
+            srqs: BTreeMap::new(),
+            uars: BTreeMap::new(),
+            listeners: BTreeMap::new(),
+            requests: BTreeMap::new(),
+            deadlines: BTreeMap::new(),
+            stats: Stats::default(),
+            pending: BTreeMap::new(),
+        }
+    }
+}
+
+/// A WQE's bytes, read across the ring's end.
+fn ring_read(ring: &Region, cnt: u32, index: u16, byte: usize, out: &mut [u8]) {
+    let len = cnt as usize * 64;
+    let start = usize::from(index) % cnt as usize * 64;
+    for (i, b) in out.iter_mut().enumerate() {
+        let mut one = [0u8];
+        ring.read((start + byte + i) % len, &mut one);
+        *b = one[0];
+    }
+}
+
+impl Hca {
+    pub fn id(&mut self) -> u32 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    pub fn now_us(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+
+    pub fn qp_by_tag(&self, tag: u64) -> Option<u32> {
+        self.qps.iter().find(|(_, q)| q.tag == tag).map(|(n, _)| *n)
+    }
+
+    // ---- registers ----
+
+    pub fn register_write(&mut self, uar: u32, offset: usize, bytes: &[u8]) {
+        self.pending.entry(uar).or_default().push((offset, bytes.to_vec()));
+    }
+
+    pub fn register_flush(&mut self, uar: u32) {
+        let writes = self.pending.remove(&uar).unwrap_or_default();
+        match self.uars.get(&uar).copied() {
+            Some(UarOwner::Qp(qpn)) => self.send_doorbell(qpn, &writes),
+            Some(UarOwner::Cq(cqn)) => self.arm(cqn, &writes),
+            None => panic!("model: a doorbell on UAR {uar}, which belongs to nothing live"),
+        }
+        self.progress();
+    }
+
+    fn send_doorbell(&mut self, qpn: u32, writes: &[(usize, Vec<u8>)]) {
+        let qp = self.qps.get_mut(&qpn).expect("a doorbell for a live QP");
+        let record = qp.dbrec.be32(4);
+        assert!(record <= 0xffff, "model: QP {qpn:#x}: doorbell record {record:#x} has bits above the 16-bit index");
+        let record = record as u16;
+        // Every WQE between the last record and this one, in order.
+        let (mut at, mut wqes, mut last) = (qp.seen, 0u16, None);
+        while at != record {
+            let mut ctrl = [0u8; 16];
+            ring_read(&qp.sq, qp.sq_cnt, at, 0, &mut ctrl);
+            let idx = ((u32::from_be_bytes(ctrl[0..4].try_into().unwrap()) >> 8) & 0xffff) as u16;
+            let qpn_ds = u32::from_be_bytes(ctrl[4..8].try_into().unwrap());
+            assert_eq!(idx, at, "model: QP {qpn:#x}: the WQE at {at} carries index {idx}");
+            assert_eq!(qpn_ds >> 8, qpn, "model: QP {qpn:#x}: the WQE at {at} names QP {:#x}", qpn_ds >> 8);
+            let ds = (qpn_ds & 0x3f) as u16;
+            assert!(ds >= 1, "model: QP {qpn:#x}: the WQE at {at} has ds 0");
+            let bbs = (ds * 16).div_ceil(64);
+            assert!(
+                record.wrapping_sub(at) >= bbs,
+                "model: QP {qpn:#x}: doorbell record {record} ends inside the WQE at {at}"
+            );
+            assert!(
+                at.wrapping_add(bbs).wrapping_sub(qp.exec) as u32 <= qp.sq_cnt,
+                "model: QP {qpn:#x}: the WQE at {at} overwrites one not yet executed"
+            );
+            last = Some((at, bbs, ctrl));
+            at = at.wrapping_add(bbs);
+            wqes += 1;
+        }
+        let Some((last_at, last_bbs, ctrl)) = last else {
+            panic!("model: QP {qpn:#x}: a doorbell with no new WQE (record {record})")
+        };
+        match writes {
+            [(offset, word)] if word.len() == 8 => {
+                assert_eq!(*offset, qp.bf_next, "model: QP {qpn:#x}: doorbell at {offset}, not the expected half");
+                assert_eq!(&word[..], &ctrl[..8], "model: QP {qpn:#x}: the 8-byte doorbell is not the last WQE's");
+                self.stats.doorbells += 1;
+            }
+            blocks if !blocks.is_empty() && blocks.iter().all(|(_, b)| b.len() == 64) => {
+                assert_eq!(wqes, 1, "model: QP {qpn:#x}: BlueFlame for {wqes} WQEs");
+                assert_eq!(blocks.len(), usize::from(last_bbs), "model: QP {qpn:#x}: BlueFlame copy is not the WQE");
+                for (i, (offset, block)) in blocks.iter().enumerate() {
+                    assert_eq!(*offset, qp.bf_next + i * 64, "model: QP {qpn:#x}: BlueFlame block {i} misplaced");
+                    let mut wqe = [0u8; 64];
+                    ring_read(&qp.sq, qp.sq_cnt, last_at.wrapping_add(i as u16), 0, &mut wqe);
+                    assert_eq!(&block[..], &wqe[..], "model: QP {qpn:#x}: BlueFlame block {i} differs from the ring");
+                }
+                self.stats.blueflame += 1;
+            }
+            other => panic!("model: QP {qpn:#x}: doorbell writes {other:?}"),
+        }
+        qp.bf_next ^= BF_SIZE;
+        qp.seen = record;
+    }
+
+    fn arm(&mut self, cqn: u32, writes: &[(usize, Vec<u8>)]) {
+        let [(offset, word)] = writes else { panic!("model: CQ {cqn:#x}: arm writes {writes:?}") };
+        assert_eq!((*offset, word.len()), (CQ_DOORBELL, 8), "model: CQ {cqn:#x}: arm is one 8-byte write at 0x20");
+        let cq = self.cqs.get_mut(&cqn).expect("arming a live CQ");
+        let value = u32::from_be_bytes(word[0..4].try_into().unwrap());
+        assert_eq!(u32::from_be_bytes(word[4..8].try_into().unwrap()), cqn, "model: arm names another CQ");
+        assert_eq!(cq.dbrec.be32(4), value, "model: CQ {cqn:#x}: arm doorbell differs from the record's arm word");
+        let ci = value & 0xffffff;
+        let solicited_only = value & (1 << 24) != 0;
+        self.stats.cq_arms += 1;
+        if cq.pi & 0xffffff != ci {
+            // CQEs past the armed index exist: the event fires at once.
+            let ia = cq.ia;
+            cq.armed = None;
+            if let Some(i) = self.ias.get_mut(&ia) {
+                i.cq_events.push_back(cqn);
+            }
+        } else {
+            cq.armed = Some((ci, solicited_only));
+        }
+    }
+
+    // ---- CQEs ----
+
+    fn write_cqe(&mut self, cqn: Option<u32>, e: CqeOut) {
+        let Some(cq) = cqn.and_then(|c| self.cqs.get_mut(&c)) else { return };
+        let ci = cq.dbrec.be32(0) & 0xffffff;
+        assert!(
+            (cq.pi.wrapping_sub(ci) & 0xffffff) < cq.cnt,
+            "model: CQ overrun: {} CQEs unconsumed in a CQ of {}",
+            cq.pi.wrapping_sub(ci) & 0xffffff,
+            cq.cnt
+        );
+        let mut b = [0u8; 64];
+        b[32..36].copy_from_slice(&e.srqn.to_be_bytes());
+        b[36..40].copy_from_slice(&e.imm.to_be_bytes());
+        b[44..48].copy_from_slice(&e.byte_cnt.to_be_bytes());
+        b[55] = e.syndrome;
+        b[56..60].copy_from_slice(&((u32::from(e.send_opcode) << 24) | e.qpn).to_be_bytes());
+        b[60..62].copy_from_slice(&e.wqe_counter.to_be_bytes());
+        let owner = u8::from(cq.pi & cq.cnt != 0);
+        let at = (cq.pi & (cq.cnt - 1)) as usize * 64;
+        cq.buf.write(at, &b[..63]);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+        cq.buf.write(at + 63, &[(e.opcode << 4) | (u8::from(e.solicited) << 1) | owner]);
+        cq.pi = cq.pi.wrapping_add(1);
+        self.stats.cqes += 1;
+        if let Some((_, solicited_only)) = cq.armed {
+            if !solicited_only || e.solicited || e.opcode >= cqe_op::REQ_ERR {
+                cq.armed = None;
+                let ia = cq.ia;
+                if let Some(i) = self.ias.get_mut(&ia) {
+                    i.cq_events.push_back(cqn.unwrap_or(0));
+                }
+            }
+        }
+    }
+
+    // ---- execution ----
+
+    /// Run every QP as far as it goes: execute, retry stalled sends, flush
+    /// what an errored QP holds.
+    pub fn progress(&mut self) {
+        let qpns: Vec<u32> = self.qps.keys().copied().collect();
+        for qpn in qpns {
+            self.run(qpn);
+            if self.qps.get(&qpn).is_some_and(|q| q.state == QpState::Error) {
+                self.flush_rq(qpn);
+            }
+        }
+    }
+
+    fn parse(&self, qpn: u32, at: u16) -> Wqe {
+        let qp = &self.qps[&qpn];
+        let mut ctrl = [0u8; 16];
+        ring_read(&qp.sq, qp.sq_cnt, at, 0, &mut ctrl);
+        let opcode = ctrl[3];
+        let ds = usize::from(ctrl[7] & 0x3f);
+        let mut body = vec![0u8; ds * 16];
+        ring_read(&qp.sq, qp.sq_cnt, at, 0, &mut body);
+        let be32 = |b: &[u8], o: usize| u32::from_be_bytes(b[o..o + 4].try_into().unwrap());
+        let be64 = |b: &[u8], o: usize| u64::from_be_bytes(b[o..o + 8].try_into().unwrap());
+        let mut seg = 16;
+        let remote = if matches!(opcode, OP_RDMA_WRITE | OP_RDMA_WRITE_IMM | OP_RDMA_READ | OP_ATOMIC_CS | OP_ATOMIC_FA)
+        {
+            let r = (be64(&body, seg), be32(&body, seg + 8));
+            seg += 16;
+            Some(r)
+        } else {
+            None
+        };
+        let atomic = if matches!(opcode, OP_ATOMIC_CS | OP_ATOMIC_FA) {
+            let a = (be64(&body, seg), be64(&body, seg + 8));
+            seg += 16;
+            Some(a)
+        } else {
+            None
+        };
+        let (mut data, mut inline) = (Vec::new(), None);
+        if seg < body.len() && be32(&body, seg) & INLINE != 0 {
+            let len = (be32(&body, seg) & !INLINE) as usize;
+            assert!(seg + 4 + len <= body.len(), "model: QP {qpn:#x}: inline data of {len} bytes overruns ds");
+            inline = Some(body[seg + 4..seg + 4 + len].to_vec());
+        } else {
+            while seg < body.len() {
+                data.push((be64(&body, seg + 8), be32(&body, seg), be32(&body, seg + 4)));
+                seg += 16;
+            }
+        }
+        Wqe {
+            opcode,
+            flags: ctrl[11],
+            imm: be32(&ctrl, 12),
+            bbs: (ds as u16 * 16).div_ceil(64),
+            remote,
+            atomic,
+            data,
+            inline,
+        }
+    }
+
+    fn run(&mut self, qpn: u32) {
+        loop {
+            let Some(qp) = self.qps.get(&qpn) else { return };
+            if qp.exec == qp.seen {
+                return;
+            }
+            let (at, state) = (qp.exec, qp.state);
+            let wqe = self.parse(qpn, at);
+            let requester = |opcode: u8, syndrome: u8, byte_cnt: u32| CqeOut {
+                opcode,
+                qpn,
+                wqe_counter: at,
+                byte_cnt,
+                syndrome,
+                send_opcode: wqe.opcode,
+                ..CqeOut::default()
+            };
+            match state {
+                QpState::Init | QpState::Connecting | QpState::Vanished => return,
+                QpState::Error => {
+                    let cq = self.qps[&qpn].send_cq;
+                    let e = requester(cqe_op::REQ_ERR, syndrome::WR_FLUSH, 0);
+                    self.write_cqe(cq, e);
+                }
+                QpState::Rts => {
+                    let outcome = match self.qps.get_mut(&qpn).and_then(|q| q.fail_next.take()) {
+                        Some(syndrome) => Outcome::Failed(syndrome),
+                        None => self.execute(qpn, &wqe),
+                    };
+                    let cq = self.qps[&qpn].send_cq;
+                    match outcome {
+                        Outcome::Stall => return,
+                        Outcome::Done(bytes) => {
+                            if wqe.flags & CQ_UPDATE != 0 {
+                                let e = requester(cqe_op::REQ, 0, bytes);
+                                self.write_cqe(cq, e);
+                            }
+                        }
+                        Outcome::Failed(syndrome) => {
+                            let e = requester(cqe_op::REQ_ERR, syndrome, 0);
+                            self.write_cqe(cq, e);
+                            self.stats.wqes += 1;
+                            let qp = self.qps.get_mut(&qpn).unwrap();
+                            qp.exec = qp.exec.wrapping_add(wqe.bbs);
+                            self.fail_qp(qpn);
+                            continue;
+                        }
+                    }
+                }
+            }
+            self.stats.wqes += 1;
+            let qp = self.qps.get_mut(&qpn).unwrap();
+            qp.exec = qp.exec.wrapping_add(wqe.bbs);
+        }
+    }
+
+    /// The QP goes to ERROR: everything it holds is flushed, in order.
+    pub fn fail_qp(&mut self, qpn: u32) {
+        let Some(qp) = self.qps.get_mut(&qpn) else { return };
+        if qp.state == QpState::Vanished {
+            return;
+        }
+        qp.state = QpState::Error;
+        self.deadlines.remove(&qpn);
+        self.run(qpn);
+        self.flush_rq(qpn);
+    }
+
+    fn flush_rq(&mut self, qpn: u32) {
+        let Some(qp) = self.qps.get_mut(&qpn) else { return };
+        if qp.rq.is_none() {
+            return;
+        }
+        let record = qp.dbrec.be32(0) as u16;
+        let (cq, start) = (qp.recv_cq, qp.rq_next);
+        qp.rq_next = record;
+        let mut at = start;
+        while at != record {
+            let e = CqeOut {
+                opcode: cqe_op::RESP_ERR,
+                qpn,
+                wqe_counter: at,
+                syndrome: syndrome::WR_FLUSH,
+                ..CqeOut::default()
+            };
+            self.write_cqe(cq, e);
+            at = at.wrapping_add(1);
+        }
+    }
+
+    /// Check a local segment: (address, length) it covers.
+    fn local(&self, pd: u32, (addr, len, lkey): (u64, u32, u32), write: bool) -> Option<(u64, usize)> {
+        if len == 0 {
+            return Some((addr, 0));
+        }
+        let mr = self.mrs.get(&lkey)?;
+        let inside = mr.pd == pd && addr >= mr.addr && addr + u64::from(len) <= mr.addr + mr.len;
+        let allowed = !write || mr.access.contains(MemPriv::LOCAL_WRITE);
+        (inside && allowed).then_some((addr, len as usize))
+    }
+
+    fn remote(&self, pd: u32, addr: u64, rkey: u32, len: usize, need: MemPriv) -> bool {
+        if len == 0 {
+            return true;
+        }
+        self.mrs.get(&rkey).is_some_and(|mr| {
+            mr.pd == pd && mr.access.contains(need) && addr >= mr.addr && addr + len as u64 <= mr.addr + mr.len
+        })
+    }
+
+    /// The bytes a WQE sends, or None on a local protection error.
+    fn gather(&self, pd: u32, wqe: &Wqe) -> Option<Vec<u8>> {
+        if let Some(bytes) = &wqe.inline {
+            return Some(bytes.clone());
+        }
+        let mut out = Vec::new();
+        for seg in &wqe.data {
+            let (addr, len) = self.local(pd, *seg, false)?;
+            let start = out.len();
+            out.resize(start + len, 0);
+            // SAFETY: `local` found the range inside a live registration of
+            // mapped memory; `out` is ours.
+            unsafe { region::copy(out[start..].as_mut_ptr() as u64, addr, len) };
+        }
+        Some(out)
+    }
+
+    /// Scatter `bytes` over `segs`; None on a protection error, Some(false)
+    /// when they do not fit.
+    fn scatter(&self, pd: u32, segs: &[(u64, u32, u32)], bytes: &[u8]) -> Option<bool> {
+        let mut placed = 0;
+        for seg in segs {
+            if placed == bytes.len() {
+                break;
+            }
+            let (addr, len) = self.local(pd, *seg, true)?;
+            let n = len.min(bytes.len() - placed);
+            // SAFETY: `local` found the range inside a live registration
+            // with local write access of mapped memory.
+            unsafe { region::copy(addr, bytes[placed..].as_ptr() as u64, n) };
+            placed += n;
+        }
+        Some(placed == bytes.len())
+    }
+
+    fn execute(&mut self, qpn: u32, wqe: &Wqe) -> Outcome {
+        let qp = &self.qps[&qpn];
+        let pd = qp.pd;
+        let Some(peer_qpn) = qp.peer else { return Outcome::Failed(syndrome::TRANSPORT_RETRY_EXC) };
+        let Some(peer) = self.qps.get(&peer_qpn) else { return Outcome::Failed(syndrome::TRANSPORT_RETRY_EXC) };
+        match peer.state {
+            QpState::Rts => {}
+            // A peer that is gone or broken never acknowledges.
+            _ => return Outcome::Failed(syndrome::TRANSPORT_RETRY_EXC),
+        }
+        let peer_pd = peer.pd;
+        let remote_fail = |s: &mut Self| {
+            s.fail_qp(peer_qpn);
+            Outcome::Failed(syndrome::REMOTE_ACCESS)
+        };
+        match wqe.opcode {
+            OP_RDMA_WRITE | OP_RDMA_WRITE_IMM | OP_SEND | OP_SEND_IMM => {
+                let Some(bytes) = self.gather(pd, wqe) else { return Outcome::Failed(syndrome::LOCAL_PROT) };
+                if let Some((addr, rkey)) = wqe.remote {
+                    if !self.remote(peer_pd, addr, rkey, bytes.len(), MemPriv::REMOTE_WRITE) {
+                        return remote_fail(self);
+                    }
+                    // SAFETY: `remote` found the range inside a live
+                    // registration with remote write access.
+                    unsafe { region::copy(addr, bytes.as_ptr() as u64, bytes.len()) };
+                    if wqe.opcode == OP_RDMA_WRITE {
+                        return Outcome::Done(bytes.len() as u32);
+                    }
+                }
+                self.deliver(peer_qpn, wqe, &bytes)
+            }
+            OP_RDMA_READ => {
+                let Some((addr, rkey)) = wqe.remote else { return Outcome::Failed(syndrome::LOCAL_PROT) };
+                let len: usize = wqe.data.iter().map(|d| d.1 as usize).sum();
+                if !self.remote(peer_pd, addr, rkey, len, MemPriv::REMOTE_READ) {
+                    return remote_fail(self);
+                }
+                let mut bytes = vec![0u8; len];
+                // SAFETY: `remote` found the range inside a live
+                // registration with remote read access.
+                unsafe { region::copy(bytes.as_mut_ptr() as u64, addr, len) };
+                match self.scatter(pd, &wqe.data, &bytes) {
+                    Some(true) => Outcome::Done(len as u32),
+                    _ => Outcome::Failed(syndrome::LOCAL_PROT),
+                }
+            }
+            OP_ATOMIC_CS | OP_ATOMIC_FA => {
+                let (Some((addr, rkey)), Some((swap_add, compare))) = (wqe.remote, wqe.atomic) else {
+                    return Outcome::Failed(syndrome::LOCAL_PROT);
+                };
+                if addr % 8 != 0 || !self.remote(peer_pd, addr, rkey, 8, MemPriv::REMOTE_WRITE) {
+                    return remote_fail(self);
+                }
+                let mut old = [0u8; 8];
+                // SAFETY: `remote` found the 8 aligned bytes inside a live
+                // registration with remote write access.
+                unsafe { region::copy(old.as_mut_ptr() as u64, addr, 8) };
+                let value = u64::from_ne_bytes(old);
+                let new = if wqe.opcode == OP_ATOMIC_CS {
+                    if value == compare {
+                        swap_add
+                    } else {
+                        value
+                    }
+                } else {
+                    value.wrapping_add(swap_add)
+                };
+                // SAFETY: as above.
+                unsafe { region::copy(addr, new.to_ne_bytes().as_ptr() as u64, 8) };
+                match self.scatter(pd, &wqe.data, &old) {
+                    Some(true) => Outcome::Done(8),
+                    _ => Outcome::Failed(syndrome::LOCAL_PROT),
+                }
+            }
+            other => panic!("model: QP {qpn:#x}: opcode {other:#x} is not one the data path posts"),
+        }
+    }
+
+    /// A send, or a write with immediate, consumes a receive at the peer.
+    fn deliver(&mut self, peer_qpn: u32, wqe: &Wqe, bytes: &[u8]) -> Outcome {
+        let peer = &self.qps[&peer_qpn];
+        let (mut pd, cq) = (peer.pd, peer.recv_cq);
+        // The receive WQE: (index, scatter list, srqn).
+        let taken = match peer.srq {
+            Some(srqn) => {
+                let srq = &self.srqs[&srqn];
+                if srq.consumed == srq.dbrec.be32(0) as u16 {
+                    return Outcome::Stall;
+                }
+                let at = usize::from(srq.head) * srq.stride as usize;
+                let next = srq.buf.be16(at + 2);
+                let segs = read_scatter(&srq.buf, at + 16, srq.stride as usize - 16);
+                let index = srq.head;
+                pd = srq.pd;
+                let srq = self.srqs.get_mut(&srqn).unwrap();
+                srq.head = next;
+                srq.consumed = srq.consumed.wrapping_add(1);
+                (index, segs, srqn)
+            }
+            None => {
+                let Some((rq, cnt, stride)) = &peer.rq else { return Outcome::Failed(syndrome::REMOTE_INVAL_REQ) };
+                if peer.rq_next == peer.dbrec.be32(0) as u16 {
+                    return Outcome::Stall;
+                }
+                let index = peer.rq_next;
+                let at = (usize::from(index) % *cnt as usize) * *stride as usize;
+                let segs = read_scatter(rq, at, *stride as usize);
+                self.qps.get_mut(&peer_qpn).unwrap().rq_next = index.wrapping_add(1);
+                (index, segs, 0)
+            }
+        };
+        let (index, segs, srqn) = taken;
+        let fail = |s: &mut Self, syndrome: u8| {
+            let e = CqeOut {
+                opcode: cqe_op::RESP_ERR,
+                qpn: peer_qpn,
+                wqe_counter: index,
+                srqn,
+                syndrome,
+                ..CqeOut::default()
+            };
+            s.write_cqe(cq, e);
+            s.fail_qp(peer_qpn);
+        };
+        match self.scatter(pd, &segs, bytes) {
+            Some(true) => {}
+            Some(false) => {
+                fail(self, syndrome::LOCAL_LENGTH);
+                return Outcome::Failed(syndrome::REMOTE_INVAL_REQ);
+            }
+            None => {
+                fail(self, syndrome::LOCAL_PROT);
+                return Outcome::Failed(syndrome::REMOTE_ACCESS);
+            }
+        }
+        let opcode = match wqe.opcode {
+            OP_SEND => cqe_op::RESP_SEND,
+            OP_SEND_IMM => cqe_op::RESP_SEND_IMM,
+            _ => cqe_op::RESP_WR_IMM,
+        };
+        let e = CqeOut {
+            opcode,
+            qpn: peer_qpn,
+            wqe_counter: index,
+            byte_cnt: bytes.len() as u32,
+            imm: if wqe.opcode == OP_SEND { 0 } else { wqe.imm },
+            srqn,
+            solicited: wqe.flags & SOLICITED != 0,
+            ..CqeOut::default()
+        };
+        self.write_cqe(cq, e);
+        Outcome::Done(bytes.len() as u32)
+    }
+}
+
+/// A receive WQE's scatter list, up to its terminator.
+fn read_scatter(buf: &Region, at: usize, len: usize) -> Vec<(u64, u32, u32)> {
+    let mut segs = Vec::new();
+    for seg in (at..at + len).step_by(16) {
+        let (count, lkey, addr) = (buf.be32(seg), buf.be32(seg + 4), buf.be64(seg + 8));
+        if lkey == INVALID_LKEY {
+            break;
+        }
+        segs.push((addr, count, lkey));
+    }
+    segs
+}

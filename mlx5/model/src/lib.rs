@@ -1,0 +1,596 @@
+//! udat-mlx5-model: a ConnectX (mlx5) HCA in software.
+//!
+//! It owns queue memory with the geometry `mlx5dv_init_obj` reports
+//! (64-byte WQEBBs and CQEs, power-of-two rings, 256-byte BlueFlame
+//! halves), watches the doorbell record and every register write, and
+//! executes the WQEs between its QPs in this process — RDMA write and
+//! read, send and receive, immediate data, atomics — with real key, range
+//! and privilege checks. It writes CQEs with the owner bit, error
+//! syndromes, flushes after an error, and leaves the CQEs of a destroyed
+//! QP in place, as a CQ the data path polls itself has them. Connection
+//! management is in-process too: listeners by address and qualifier,
+//! requests with private data, accept, reject, disconnect, and connect
+//! timeouts.
+//!
+//! Select it with `Mlx5::new(SoftHca::new())`; open IA `mlx5_model0`.
+//! Faults can be injected by the tag of a QP (an EP handle's bits):
+//! [`SoftHca::fail_next`], [`SoftHca::force_error`], [`SoftHca::vanish`].
+//!
+//! Execution is synchronous: a doorbell runs its QP's WQEs before the
+//! register write returns, and every entry into the device retries sends
+//! that found no receive (the model's RNR retry).
+
+mod hca;
+mod region;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use udat_core::backend::{CmEvent, ConnOutcome, PrivateData, Registration, Wake, MAX_PRIVATE_DATA};
+use udat_core::types::{IaAddress, IaAttr, MemPriv, Qos, SrqAttr};
+use udat_core::{DatError, DatResult, ErrorType};
+use udat_mlx5::cq::CqGeometry;
+use udat_mlx5::device::{CqParts, Device, QpParts, QpSpec, SrqParts};
+use udat_mlx5::doorbell::Register;
+use udat_mlx5::rq::{RecvSlot, RqGeometry};
+use udat_mlx5::sq::{SendSlot, SqGeometry};
+
+pub use hca::{syndrome, Stats};
+use hca::{Hca, QpState, UarOwner, BF_SIZE};
+use region::Region;
+
+/// The IA names the model opens: `mlx5_model` and a digit.
+pub const IA_NAME_PREFIX: &[u8] = b"mlx5_model";
+
+/// Most bytes of private data a connection carries (as rdma_cm on IB).
+pub const PRIVATE_DATA: u32 = 56;
+
+/// Largest message: as soft-RoCE's.
+const MAX_MESSAGE: u32 = 8 << 20;
+
+/// The software HCA. Clones share one device, so providers in one thread
+/// can connect to each other through it.
+#[derive(Clone, Debug, Default)]
+pub struct SoftHca {
+    hca: Rc<RefCell<Hca>>,
+}
+
+/// A doorbell register of the model: a UAR page of one QP or CQ.
+#[derive(Debug)]
+pub struct ModelRegister {
+    hca: Rc<RefCell<Hca>>,
+    uar: u32,
+}
+
+impl Register for ModelRegister {
+    fn write64(&mut self, offset: usize, value: [u8; 8]) {
+        self.hca.borrow_mut().register_write(self.uar, offset, &value);
+    }
+
+    fn write_block(&mut self, offset: usize, block: &[u8; 64]) {
+        self.hca.borrow_mut().register_write(self.uar, offset, block);
+    }
+
+    fn flush(&mut self) {
+        self.hca.borrow_mut().register_flush(self.uar);
+    }
+}
+
+#[derive(Debug)]
+pub struct ModelIa(u32);
+
+#[derive(Debug)]
+pub struct ModelPd {
+    id: u32,
+    ia: u32,
+}
+
+/// A QP: its number and the memory the data path was given.
+#[derive(Debug)]
+pub struct ModelQp {
+    qpn: u32,
+}
+
+/// A CQ: its number.
+#[derive(Debug)]
+pub struct ModelCq {
+    cqn: u32,
+}
+
+#[derive(Debug)]
+pub struct ModelSrq {
+    srqn: u32,
+}
+
+#[derive(Debug)]
+pub struct ModelListener {
+    key: ([u8; 28], u64),
+}
+
+/// An incoming connection request.
+#[derive(Debug)]
+pub struct ModelConnReq(u32);
+
+fn error(ty: ErrorType) -> DatError {
+    DatError::of(ty)
+}
+
+fn private(data: &[u8]) -> PrivateData {
+    let mut out = PrivateData::new();
+    let _ = out.extend_from_slice(&data[..data.len().min(MAX_PRIVATE_DATA)]);
+    out
+}
+
+fn address(n: u8) -> IaAddress {
+    let mut a = IaAddress::default();
+    a.bytes[0..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+    a.bytes[4..8].copy_from_slice(&[192, 0, 2, n]);
+    a
+}
+
+impl SoftHca {
+    pub fn new() -> SoftHca {
+        SoftHca::default()
+    }
+
+    /// Doorbells, WQEs and CQEs so far.
+    pub fn stats(&self) -> Stats {
+        self.hca.borrow().stats
+    }
+
+    /// The next WQE the QP with `tag` executes fails with `syndrome`.
+    pub fn fail_next(&self, tag: u64, syndrome: u8) -> bool {
+        let mut hca = self.hca.borrow_mut();
+        let Some(qpn) = hca.qp_by_tag(tag) else { return false };
+        hca.qps.get_mut(&qpn).map(|q| q.fail_next = Some(syndrome)).is_some()
+    }
+
+    /// The QP with `tag` fails (a local catastrophic error): it flushes
+    /// everything, and the connection is reported broken.
+    pub fn force_error(&self, tag: u64) -> bool {
+        let mut hca = self.hca.borrow_mut();
+        let Some(qpn) = hca.qp_by_tag(tag) else { return false };
+        hca.fail_qp(qpn);
+        let ia = hca.qps[&qpn].ia;
+        SoftHca::push_cm(
+            &mut hca,
+            ia,
+            CmEvent::Conn { tag, outcome: ConnOutcome::Broken, private_data: PrivateData::new() },
+        );
+        true
+    }
+
+    /// The QP with `tag` vanishes, as a killed peer's does: it stops
+    /// answering, and nothing tells its peer.
+    pub fn vanish(&self, tag: u64) -> bool {
+        let mut hca = self.hca.borrow_mut();
+        let Some(qpn) = hca.qp_by_tag(tag) else { return false };
+        hca.qps.get_mut(&qpn).map(|q| q.state = QpState::Vanished).is_some()
+    }
+
+    fn push_cm(hca: &mut Hca, ia: u32, event: CmEvent<u32>) {
+        if let Some(i) = hca.ias.get_mut(&ia) {
+            i.cm.push_back(event);
+        }
+    }
+
+    fn conn(hca: &mut Hca, qpn: u32, outcome: ConnOutcome, data: &[u8]) {
+        let Some(qp) = hca.qps.get(&qpn) else { return };
+        let (ia, tag) = (qp.ia, qp.tag);
+        SoftHca::push_cm(hca, ia, CmEvent::Conn { tag, outcome, private_data: private(data) });
+    }
+
+    /// `me` leaves the connection: its peer, if still connected to it,
+    /// goes to ERROR and hears DISCONNECTED, once.
+    fn hang_up(hca: &mut Hca, peer: u32, me: u32) {
+        let Some(p) = hca.qps.get_mut(&peer) else { return };
+        if p.peer != Some(me) || p.state == QpState::Vanished {
+            return;
+        }
+        p.peer = None;
+        hca.fail_qp(peer);
+        SoftHca::conn(hca, peer, ConnOutcome::Disconnected, &[]);
+    }
+
+    /// Connection timers that ran out.
+    fn expire(hca: &mut Hca) {
+        let now = hca.now_us();
+        let due: Vec<(u32, ConnOutcome)> =
+            hca.deadlines.iter().filter(|(_, (at, _))| *at <= now).map(|(q, (_, o))| (*q, *o)).collect();
+        for (qpn, outcome) in due {
+            hca.deadlines.remove(&qpn);
+            hca.fail_qp(qpn);
+            SoftHca::conn(hca, qpn, outcome, &[]);
+        }
+    }
+
+    fn register(&self, owner: UarOwner) -> ModelRegister {
+        let mut hca = self.hca.borrow_mut();
+        let uar = hca.id();
+        hca.uars.insert(uar, owner);
+        ModelRegister { hca: self.hca.clone(), uar }
+    }
+}
+
+impl Device for SoftHca {
+    type Ia = ModelIa;
+    type Pd = ModelPd;
+    type Mr = u32;
+    type Cq = ModelCq;
+    type Qp = ModelQp;
+    type Srq = ModelSrq;
+    type Listener = ModelListener;
+    type ConnReq = ModelConnReq;
+    type Register = ModelRegister;
+    type SendSlots = Box<[SendSlot]>;
+    type RecvSlots = Box<[RecvSlot]>;
+
+    fn ia_open(&mut self, name: &[u8]) -> DatResult<(ModelIa, IaAttr)> {
+        let digit = match name.strip_prefix(IA_NAME_PREFIX) {
+            Some([d]) if d.is_ascii_digit() => d - b'0',
+            _ => return Err(error(ErrorType::ProviderNotFound)),
+        };
+        let mut hca = self.hca.borrow_mut();
+        let id = hca.id();
+        let ia_address = address(10 + digit);
+        hca.ias.insert(id, hca::Ia { address: ia_address, ..Default::default() });
+        let mut adapter_name = [0u8; 32];
+        adapter_name[..name.len().min(31)].copy_from_slice(&name[..name.len().min(31)]);
+        let mut vendor_name = [0u8; 32];
+        vendor_name[..4].copy_from_slice(b"udat");
+        let attr = IaAttr {
+            adapter_name,
+            vendor_name,
+            hardware_version_major: 0,
+            hardware_version_minor: 0,
+            firmware_version_major: 0,
+            firmware_version_minor: 0,
+            ia_address,
+            max_eps: 256,
+            max_dto_per_ep: 1024,
+            max_rdma_read_per_ep_in: 16,
+            max_rdma_read_per_ep_out: 16,
+            max_evds: 256,
+            max_evd_qlen: 4096,
+            max_iov_segments_per_dto: 16,
+            max_lmrs: 4096,
+            max_lmr_block_size: 1 << 40,
+            max_lmr_virtual_address: u64::MAX,
+            max_pzs: 256,
+            max_message_size: MAX_MESSAGE,
+            max_rdma_size: MAX_MESSAGE,
+            max_rmrs: 0,
+            max_srqs: 64,
+            max_recv_per_srq: 4095,
+            max_private_data_size: PRIVATE_DATA,
+            qos_supported: Qos::BEST_EFFORT,
+            rmr_supported: false,
+            srq_ep_pz_difference_supported: false,
+        };
+        Ok((ModelIa(id), attr))
+    }
+
+    fn ia_close(&mut self, ia: ModelIa) {
+        self.hca.borrow_mut().ias.remove(&ia.0);
+    }
+
+    fn pd_alloc(&mut self, ia: &mut ModelIa) -> DatResult<ModelPd> {
+        Ok(ModelPd { id: self.hca.borrow_mut().id(), ia: ia.0 })
+    }
+
+    fn pd_free(&mut self, _pd: ModelPd) {}
+
+    fn mr_register(
+        &mut self,
+        pd: &ModelPd,
+        address: u64,
+        length: u64,
+        privileges: MemPriv,
+    ) -> DatResult<Registration<u32>> {
+        if !region::mapped(address, length) {
+            return Err(error(ErrorType::ProtectionViolation));
+        }
+        let mut hca = self.hca.borrow_mut();
+        let key = hca.id() << 8;
+        hca.mrs.insert(key, hca::Mr { pd: pd.id, addr: address, len: length, access: privileges });
+        Ok(Registration { mr: key, lkey: key, rkey: key, address, length })
+    }
+
+    fn mr_deregister(&mut self, mr: u32) {
+        self.hca.borrow_mut().mrs.remove(&mr);
+    }
+
+    fn cq_create(&mut self, ia: &mut ModelIa, min_entries: u32) -> DatResult<CqParts<Self>> {
+        let cnt = (min_entries.max(1) * 2).next_power_of_two().max(64);
+        let buf = Region::new(cnt as usize * 64);
+        for i in 0..cnt as usize {
+            buf.write(i * 64 + 63, &[hca::cqe_op::INVALID << 4]);
+        }
+        let dbrec = Region::new(64);
+        let cqn = self.hca.borrow_mut().id();
+        let uar = self.register(UarOwner::Cq(cqn));
+        // SAFETY: the regions move into the HCA's CQ, which outlives the
+        // data path's ring: the backend drops the ring before it destroys
+        // the CQ.
+        let (ring, record) = unsafe { (buf.share(0, cnt as usize * 64), dbrec.share(0, 8)) };
+        let geometry = CqGeometry { cqn, buf: ring, cqe_cnt: cnt, cqe_size: 64, dbrec: record, uar };
+        self.hca.borrow_mut().cqs.insert(cqn, hca::Cq { ia: ia.0, buf, cnt, dbrec, pi: 0, armed: None });
+        Ok(CqParts { cq: ModelCq { cqn }, geometry })
+    }
+
+    fn cq_destroy(&mut self, cq: ModelCq) {
+        let mut hca = self.hca.borrow_mut();
+        hca.cqs.remove(&cq.cqn);
+    }
+
+    fn cq_event(&mut self, ia: &mut ModelIa) -> Option<u32> {
+        self.hca.borrow_mut().ias.get_mut(&ia.0)?.cq_events.pop_front()
+    }
+
+    fn qp_create(&mut self, spec: &QpSpec<'_, Self>) -> DatResult<QpParts<Self>> {
+        let sq_cnt = spec.sq_wqebbs;
+        let sq = Region::new(sq_cnt as usize * 64);
+        let dbrec = Region::new(64);
+        let rq = spec.srq.is_none().then(|| {
+            let cnt = spec.max_recv_wr.next_power_of_two();
+            let stride = (spec.max_recv_sge * 16).next_power_of_two();
+            (Region::new((cnt * stride) as usize), cnt, stride)
+        });
+        let qpn = self.hca.borrow_mut().id();
+        let bf = self.register(UarOwner::Qp(qpn));
+        // SAFETY: the regions move into the HCA's QP, which the backend
+        // destroys only after dropping its queues.
+        let geometry = unsafe {
+            SqGeometry {
+                qpn,
+                buf: sq.share(0, sq_cnt as usize * 64),
+                wqe_cnt: sq_cnt,
+                stride: 64,
+                dbrec: dbrec.share(0, 8),
+                bf,
+                bf_size: BF_SIZE as u32,
+            }
+        };
+        let rq_parts = rq.as_ref().map(|(buf, cnt, stride)| {
+            // SAFETY: as above.
+            let geometry = unsafe {
+                RqGeometry {
+                    buf: buf.share(0, (cnt * stride) as usize),
+                    wqe_cnt: *cnt,
+                    stride: *stride,
+                    dbrec: dbrec.share(0, 8),
+                }
+            };
+            (geometry, vec![RecvSlot::default(); *cnt as usize].into_boxed_slice())
+        });
+        let pd = spec.pd;
+        self.hca.borrow_mut().qps.insert(
+            qpn,
+            hca::Qp {
+                ia: pd.ia,
+                pd: pd.id,
+                tag: spec.tag,
+                send_cq: spec.send_cq.map(|c| c.cqn),
+                recv_cq: spec.recv_cq.map(|c| c.cqn),
+                srq: spec.srq.map(|s| s.srqn),
+                sq,
+                sq_cnt,
+                rq,
+                dbrec,
+                state: QpState::Init,
+                peer: None,
+                exec: 0,
+                seen: 0,
+                rq_next: 0,
+                bf_next: 0,
+                fail_next: None,
+            },
+        );
+        Ok(QpParts {
+            qp: ModelQp { qpn },
+            sq: geometry,
+            send_slots: vec![SendSlot::EMPTY; sq_cnt as usize].into_boxed_slice(),
+            rq: rq_parts,
+        })
+    }
+
+    fn qp_destroy(&mut self, qp: ModelQp) {
+        let mut hca = self.hca.borrow_mut();
+        let Some(gone) = hca.qps.remove(&qp.qpn) else { return };
+        hca.deadlines.remove(&qp.qpn);
+        // The peer of a connected QP hears the disconnect.
+        if let Some(peer) = gone.peer {
+            SoftHca::hang_up(&mut hca, peer, qp.qpn);
+        }
+        hca.uars.retain(|_, owner| !matches!(owner, UarOwner::Qp(q) if *q == qp.qpn));
+    }
+
+    fn qp_reset(&mut self, qp: &mut ModelQp) -> DatResult<()> {
+        let mut hca = self.hca.borrow_mut();
+        let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
+        q.state = QpState::Init;
+        q.peer = None;
+        (q.exec, q.seen, q.rq_next, q.bf_next) = (0, 0, 0, 0);
+        Ok(())
+    }
+
+    fn qpn(&self, qp: &ModelQp) -> u32 {
+        qp.qpn
+    }
+
+    fn srq_create(&mut self, pd: &ModelPd, attr: &SrqAttr) -> DatResult<SrqParts<Self>> {
+        let cnt = (attr.max_recv_dtos + 1).next_power_of_two();
+        let stride = (16 * (1 + attr.max_recv_iov.max(1))).next_power_of_two();
+        let buf = Region::new((cnt * stride) as usize);
+        let dbrec = Region::new(64);
+        let srqn = self.hca.borrow_mut().id();
+        // SAFETY: the regions move into the HCA's SRQ, destroyed after the
+        // data path drops its ring.
+        let geometry = unsafe {
+            RqGeometry { buf: buf.share(0, (cnt * stride) as usize), wqe_cnt: cnt, stride, dbrec: dbrec.share(0, 8) }
+        };
+        self.hca.borrow_mut().srqs.insert(srqn, hca::Srq { pd: pd.id, buf, stride, dbrec, head: 0, consumed: 0 });
+        Ok(SrqParts {
+            srq: ModelSrq { srqn },
+            srqn,
+            geometry,
+            slots: vec![RecvSlot::default(); cnt as usize].into_boxed_slice(),
+        })
+    }
+
+    fn srq_destroy(&mut self, srq: ModelSrq) {
+        self.hca.borrow_mut().srqs.remove(&srq.srqn);
+    }
+
+    fn listen(&mut self, ia: &mut ModelIa, conn_qual: u64, tag: u64) -> DatResult<ModelListener> {
+        let mut hca = self.hca.borrow_mut();
+        let address = hca.ias.get(&ia.0).ok_or(error(ErrorType::InternalError))?.address;
+        let key = (address.bytes, conn_qual);
+        if hca.listeners.contains_key(&key) {
+            return Err(error(ErrorType::ConnQualInUse));
+        }
+        hca.listeners.insert(key, (ia.0, tag));
+        Ok(ModelListener { key })
+    }
+
+    fn unlisten(&mut self, listener: ModelListener) {
+        self.hca.borrow_mut().listeners.remove(&listener.key);
+    }
+
+    fn connect(
+        &mut self,
+        qp: &mut ModelQp,
+        remote: &IaAddress,
+        conn_qual: u64,
+        private_data: &[u8],
+        timeout_us: Option<u64>,
+    ) -> DatResult<()> {
+        let mut hca = self.hca.borrow_mut();
+        let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
+        q.state = QpState::Connecting;
+        let (ia, qpn) = (q.ia, qp.qpn);
+        let mut target = remote.bytes;
+        target[2..4].fill(0);
+        let from = hca.ias[&ia].address;
+        if let Some(&(listener_ia, tag)) = hca.listeners.get(&(target, conn_qual)) {
+            let id = hca.id();
+            hca.requests.insert(id, hca::Request { active: qpn });
+            let event = CmEvent::Request {
+                listener: tag,
+                request: id,
+                remote: from,
+                remote_port: u64::from(qpn),
+                private_data: private(private_data),
+            };
+            SoftHca::push_cm(&mut hca, listener_ia, event);
+        } else if hca.ias.values().any(|i| i.address.bytes == target) {
+            // The device is there and nobody listens: the CM rejects.
+            hca.fail_qp(qpn);
+            SoftHca::conn(&mut hca, qpn, ConnOutcome::NonPeerRejected, &[]);
+        } else {
+            // Nobody answers: the attempt times out.
+            let (after, outcome) = match timeout_us {
+                Some(t) => (t, ConnOutcome::TimedOut),
+                None => (2_000_000, ConnOutcome::Unreachable),
+            };
+            let at = hca.now_us() + after;
+            hca.deadlines.insert(qpn, (at, outcome));
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, request: &mut ModelConnReq, qp: &mut ModelQp, private_data: &[u8]) -> DatResult<()> {
+        let mut hca = self.hca.borrow_mut();
+        let req = hca.requests.remove(&request.0).ok_or(error(ErrorType::InvalidState))?;
+        let active = req.active;
+        let live = hca.qps.get(&active).is_some_and(|q| q.state == QpState::Connecting);
+        if !live {
+            SoftHca::conn(&mut hca, qp.qpn, ConnOutcome::AcceptError, &[]);
+            return Ok(());
+        }
+        for (me, peer) in [(active, qp.qpn), (qp.qpn, active)] {
+            let q = hca.qps.get_mut(&me).ok_or(error(ErrorType::InternalError))?;
+            q.state = QpState::Rts;
+            q.peer = Some(peer);
+        }
+        SoftHca::conn(&mut hca, active, ConnOutcome::Established, private_data);
+        SoftHca::conn(&mut hca, qp.qpn, ConnOutcome::Established, &[]);
+        Ok(())
+    }
+
+    fn reject(&mut self, request: ModelConnReq, private_data: &[u8]) {
+        let mut hca = self.hca.borrow_mut();
+        let Some(req) = hca.requests.remove(&request.0) else { return };
+        if hca.qps.get(&req.active).is_some_and(|q| q.state == QpState::Connecting) {
+            hca.fail_qp(req.active);
+            SoftHca::conn(&mut hca, req.active, ConnOutcome::PeerRejected, private_data);
+        }
+    }
+
+    fn disconnect(&mut self, qp: &mut ModelQp, _graceful: bool) {
+        let mut hca = self.hca.borrow_mut();
+        let Some(q) = hca.qps.get(&qp.qpn) else { return };
+        let (state, peer) = (q.state, q.peer);
+        if state == QpState::Vanished {
+            return;
+        }
+        hca.fail_qp(qp.qpn);
+        if matches!(state, QpState::Rts | QpState::Connecting) {
+            SoftHca::conn(&mut hca, qp.qpn, ConnOutcome::Disconnected, &[]);
+        }
+        if let Some(peer) = peer {
+            SoftHca::hang_up(&mut hca, peer, qp.qpn);
+        }
+    }
+
+    fn poll_cm(&mut self, ia: &mut ModelIa) -> Option<CmEvent<ModelConnReq>> {
+        let mut hca = self.hca.borrow_mut();
+        hca.progress();
+        SoftHca::expire(&mut hca);
+        let event = hca.ias.get_mut(&ia.0)?.cm.pop_front()?;
+        Some(match event {
+            CmEvent::Request { listener, request, remote, remote_port, private_data } => {
+                CmEvent::Request { listener, request: ModelConnReq(request), remote, remote_port, private_data }
+            }
+            CmEvent::Conn { tag, outcome, private_data } => CmEvent::Conn { tag, outcome, private_data },
+            CmEvent::Catastrophic => CmEvent::Catastrophic,
+        })
+    }
+
+    fn now_us(&mut self) -> u64 {
+        self.hca.borrow().now_us()
+    }
+
+    fn block(&mut self, ia: &mut ModelIa, timeout_us: Option<u64>) -> Wake {
+        let ready = |hca: &mut Hca| {
+            hca.progress();
+            SoftHca::expire(hca);
+            hca.ias.get(&ia.0).is_some_and(|i| !i.cm.is_empty() || !i.cq_events.is_empty())
+        };
+        let wait = {
+            let mut hca = self.hca.borrow_mut();
+            if ready(&mut hca) {
+                return Wake::Activity;
+            }
+            let now = hca.now_us();
+            let next = hca.deadlines.values().map(|(at, _)| at.saturating_sub(now)).min();
+            match (timeout_us, next) {
+                (Some(t), Some(d)) => Some((t.min(d), d < t)),
+                (Some(t), None) => Some((t, false)),
+                (None, Some(d)) => Some((d, true)),
+                // Nothing can happen in a single-threaded model: a wait
+                // with no limit and no timer would never end.
+                (None, None) => None,
+            }
+        };
+        let Some((us, timer)) = wait else { return Wake::Timeout };
+        std::thread::sleep(Duration::from_micros(us));
+        let mut hca = self.hca.borrow_mut();
+        if ready(&mut hca) || timer {
+            Wake::Activity
+        } else {
+            Wake::Timeout
+        }
+    }
+}

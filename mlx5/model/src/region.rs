@@ -1,0 +1,107 @@
+//! Queue memory the HCA owns: page-aligned, zeroed allocations shared
+//! with the data path through raw pointers only.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ptr::NonNull;
+
+use udat_mlx5::mem::DmaBuf;
+
+/// One allocation of queue memory.
+#[derive(Debug)]
+pub struct Region {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl Region {
+    pub fn new(len: usize) -> Region {
+        let layout = Layout::from_size_align(len.max(64), 4096).expect("queue sizes are small");
+        // SAFETY: the layout has a nonzero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        Region { ptr, layout }
+    }
+
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// The span `[offset, offset + len)` for the data path.
+    ///
+    /// # Safety
+    /// The caller drops the returned value before this region.
+    pub unsafe fn share(&self, offset: usize, len: usize) -> DmaBuf {
+        assert!(offset + len <= self.len() && offset % 64 == 0);
+        // SAFETY: inside this allocation, which outlives the value (the
+        // caller's promise); the model touches it through raw pointers only.
+        unsafe { DmaBuf::new(self.ptr.add(offset), len) }
+    }
+
+    pub fn read(&self, offset: usize, out: &mut [u8]) {
+        assert!(offset + out.len() <= self.len());
+        // SAFETY: inside the allocation (asserted); volatile because the
+        // data path writes it.
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = unsafe { self.ptr.as_ptr().add(offset + i).read_volatile() };
+        }
+    }
+
+    pub fn write(&self, offset: usize, bytes: &[u8]) {
+        assert!(offset + bytes.len() <= self.len());
+        for (i, b) in bytes.iter().enumerate() {
+            // SAFETY: inside the allocation (asserted).
+            unsafe { self.ptr.as_ptr().add(offset + i).write_volatile(*b) };
+        }
+    }
+
+    pub fn be32(&self, offset: usize) -> u32 {
+        let mut b = [0u8; 4];
+        self.read(offset, &mut b);
+        u32::from_be_bytes(b)
+    }
+
+    pub fn be16(&self, offset: usize) -> u16 {
+        let mut b = [0u8; 2];
+        self.read(offset, &mut b);
+        u16::from_be_bytes(b)
+    }
+
+    pub fn be64(&self, offset: usize) -> u64 {
+        let mut b = [0u8; 8];
+        self.read(offset, &mut b);
+        u64::from_be_bytes(b)
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// Whether every page of `[address, address + length)` is mapped: the
+/// model's stand-in for pinning at registration.
+pub fn mapped(address: u64, length: u64) -> bool {
+    if length == 0 {
+        return true;
+    }
+    // SAFETY: sysconf has no memory effects.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    let start = address & !(page - 1);
+    let Some(end) = address.checked_add(length) else { return false };
+    let pages = (end - start).div_ceil(page) as usize;
+    let mut vec = vec![0u8; pages];
+    // SAFETY: mincore only reports on the range; `vec` has a byte per page.
+    unsafe { libc::mincore(start as *mut libc::c_void, (end - start) as usize, vec.as_mut_ptr()) == 0 }
+}
+
+/// Copy `len` bytes between registered memory ranges.
+///
+/// # Safety
+/// Both ranges lie inside live registrations (checked by key, range and
+/// privilege) of memory that [`mapped`] found mapped.
+pub unsafe fn copy(dst: u64, src: u64, len: usize) {
+    // SAFETY: the caller's promise; `copy` tolerates overlap.
+    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) }
+}

@@ -1,0 +1,673 @@
+//! The transport conformance suite: every test of udat over a real
+//! transport, written once and run on each backend — udat-verbs on
+//! soft-RoCE, udat-mlx5 on the software mlx5 HCA. A backend's test file
+//! names its [`Fabric`] and expands [`transport_suite!`].
+//!
+//! Both sides of a connection live on one IA of one provider: the
+//! connection still goes through the transport's connection manager and
+//! data path, and every call on either side makes progress for both.
+
+use std::time::{Duration, Instant};
+
+use udat_core::types::*;
+use udat_core::*;
+
+/// A transport under test.
+pub trait Fabric {
+    type B: Backend;
+    fn backend() -> Self::B;
+    /// The IA name to open.
+    fn device() -> String;
+    /// Whether the transport binds memory windows (RMRs).
+    const MEMORY_WINDOWS: bool;
+}
+
+pub const PORT: u64 = 18515;
+/// How long a test waits for one event: TCG is slow.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A registered buffer.
+pub struct Buf {
+    pub mem: Vec<u8>,
+    pub lmr: LmrCreated,
+}
+
+impl Buf {
+    pub fn seg(&self, offset: usize, len: usize) -> LmrTriplet {
+        LmrTriplet {
+            virtual_address: self.mem.as_ptr() as u64 + offset as u64,
+            segment_length: len as u32,
+            lmr_context: self.lmr.lmr_context,
+        }
+    }
+
+    pub fn remote(&self, offset: usize, len: usize) -> RmrTriplet {
+        RmrTriplet {
+            virtual_address: self.mem.as_ptr() as u64 + offset as u64,
+            segment_length: len as u32,
+            rmr_context: self.lmr.rmr_context.expect("registered with remote privileges"),
+        }
+    }
+}
+
+/// One side of a connection: its EP and EVDs.
+#[derive(Clone, Copy)]
+pub struct Side {
+    pub ep: EpHandle,
+    pub dto: EvdHandle,
+    pub conn: EvdHandle,
+}
+
+pub struct Rig<F: Fabric> {
+    pub p: Box<Provider<F::B, 64, 4096>>,
+    pub ia: IaHandle,
+    pub pz: PzHandle,
+    pub cr_evd: EvdHandle,
+    pub attr: IaAttr,
+}
+
+impl<F: Fabric> Rig<F> {
+    pub fn new() -> Rig<F> {
+        let mut p = Box::new(Provider::new(F::backend()));
+        let (ia, _) =
+            p.ia_open(F::device().as_bytes(), AsyncEvd::Create { min_qlen: 8 }).expect("dat_ia_open on the device");
+        let pz = p.pz_create(ia).unwrap();
+        let cr_evd = p.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::CR).unwrap();
+        let (_, attr) = p.ia_query(ia).unwrap();
+        Rig { p, ia, pz, cr_evd, attr }
+    }
+
+    pub fn buf(&mut self, len: usize, privileges: MemPriv) -> Buf {
+        let mem = vec![0u8; len.max(1)];
+        let region = MemType::Virtual { address: mem.as_ptr() as u64, length: mem.len() as u64 };
+        let lmr = self.p.lmr_create(self.ia, region, self.pz, privileges).expect("dat_lmr_create");
+        Buf { mem, lmr }
+    }
+
+    pub fn side(&mut self) -> Side {
+        self.side_with(None)
+    }
+
+    pub fn side_with(&mut self, attr: Option<&EpAttr>) -> Side {
+        let dto = self.p.evd_create(self.ia, 128, CnoHandle::NULL, EvdFlags::DTO | EvdFlags::RMR_BIND).unwrap();
+        let conn = self.p.evd_create(self.ia, 8, CnoHandle::NULL, EvdFlags::CONNECTION).unwrap();
+        let ep = self.p.ep_create(self.ia, self.pz, dto, dto, conn, attr).unwrap();
+        Side { ep, dto, conn }
+    }
+
+    /// The next event on `evd`, waiting (in `dat_evd_wait`) up to PATIENCE.
+    pub fn next(&mut self, evd: EvdHandle) -> Event {
+        let start = Instant::now();
+        loop {
+            match self.p.evd_wait(evd, 100_000, 1) {
+                Ok((event, _)) => return event,
+                Err(e) if e.error_type() == ErrorType::TimeoutExpired => {}
+                Err(e) => panic!("dat_evd_wait: {e:?}"),
+            }
+            assert!(start.elapsed() < PATIENCE, "no event on {evd:?} within {PATIENCE:?}");
+        }
+    }
+
+    pub fn expect(&mut self, evd: EvdHandle, number: EventNumber) -> Event {
+        let e = self.next(evd);
+        assert_eq!(e.number, number, "{e:?}");
+        e
+    }
+
+    /// A DTO completion: (cookie, status, transferred length, op).
+    pub fn dto(&mut self, evd: EvdHandle) -> (u64, DtoStatus, u32, DtoOp) {
+        match self.next(evd).data {
+            EventData::Dto { cookie, status, transferred_length, op, .. } => (cookie, status, transferred_length, op),
+            other => panic!("expected a DTO completion, got {other:?}"),
+        }
+    }
+
+    pub fn state(&self, ep: EpHandle) -> EpState {
+        self.p.ep_get_status(ep).unwrap().0
+    }
+
+    pub fn address(&self) -> IaAddress {
+        self.attr.ia_address
+    }
+
+    /// `dat_ep_connect` to this IA on `qual`.
+    pub fn dial(&mut self, client: Side, qual: u64, data: &[u8], timeout_us: u32) -> DatResult<()> {
+        let remote = self.address();
+        self.p.ep_connect(client.ep, &remote, qual, timeout_us, data, Qos::BEST_EFFORT, ConnectFlags::DEFAULT)
+    }
+
+    /// A listener on `qual`, and the request `client` makes to it.
+    pub fn request(&mut self, client: Side, qual: u64, data: &[u8]) -> (PspHandle, CrHandle) {
+        let psp = self.p.psp_create(self.ia, qual, self.cr_evd, PspFlags::Consumer).unwrap();
+        self.dial(client, qual, data, 10_000_000).unwrap();
+        match self.expect(self.cr_evd, EventNumber::ConnectionRequest).data {
+            EventData::CrArrival { cr, conn_qual, .. } => {
+                assert_eq!(conn_qual, qual);
+                (psp, cr)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Connect `client` to a listener on `qual` and accept on `server`;
+    /// returns the CR's private data as the server saw it.
+    pub fn connect(&mut self, client: Side, server: Side, qual: u64, data: &[u8], reply: &[u8]) -> Vec<u8> {
+        let (psp, cr) = self.request(client, qual, data);
+        let seen = self.p.cr_private_data(cr).unwrap().to_vec();
+        self.p.cr_accept(cr, server.ep, reply).unwrap();
+        self.expect(client.conn, EventNumber::ConnectionEstablished);
+        self.expect(server.conn, EventNumber::ConnectionEstablished);
+        self.p.psp_free(psp).unwrap();
+        seen
+    }
+
+    pub fn pair(&mut self) -> (Side, Side) {
+        let (client, server) = (self.side(), self.side());
+        self.connect(client, server, PORT, b"", b"");
+        (client, server)
+    }
+}
+
+pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+pub fn connect_accept_carry_private_data_both_ways<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = (rig.side(), rig.side());
+    let hello = pattern(48, 1);
+    let seen = rig.connect(client, server, PORT, &hello, b"welcome");
+    // The IB CM pads a request's private data to its full 56 bytes.
+    assert_eq!(&seen[..48], &hello[..]);
+    assert_eq!(&rig.p.ep_private_data(client.ep).unwrap()[..7], b"welcome");
+    assert_eq!(rig.state(client.ep), EpState::Connected);
+    assert_eq!(rig.state(server.ep), EpState::Connected);
+    assert_eq!(rig.p.ep_query(client.ep).unwrap().remote_ia_address, rig.address());
+}
+
+pub fn reject_carries_private_data_to_the_active_side<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let client = rig.side();
+    let (psp, cr) = rig.request(client, PORT + 1, b"may I");
+    rig.p.cr_reject(cr, b"busy").unwrap();
+    let e = rig.expect(client.conn, EventNumber::ConnectionPeerRejected);
+    assert!(matches!(e.data, EventData::Connection { private_data_size, .. } if private_data_size >= 4));
+    assert_eq!(&rig.p.ep_private_data(client.ep).unwrap()[..4], b"busy");
+    assert_eq!(rig.state(client.ep), EpState::Disconnected);
+    rig.p.psp_free(psp).unwrap();
+}
+
+pub fn connect_to_a_port_nobody_listens_on_is_rejected_by_the_transport<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let client = rig.side();
+    rig.dial(client, PORT + 2, b"", 10_000_000).unwrap();
+    rig.expect(client.conn, EventNumber::ConnectionNonPeerRejected);
+    assert_eq!(rig.state(client.ep), EpState::Disconnected);
+}
+
+/// dat_ep_connect(3DAT): an attempt that outlives its timeout ends in
+/// DAT_CONNECTION_EVENT_TIMED_OUT. 192.0.2.77 answers no ARP, so address
+/// resolution alone would take seconds.
+pub fn connect_that_outlives_its_timeout_times_out<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let client = rig.side();
+    let mut nobody = rig.address();
+    nobody.bytes[7] = 77;
+    let start = Instant::now();
+    rig.p.ep_connect(client.ep, &nobody, PORT, 300_000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
+    rig.expect(client.conn, EventNumber::ConnectionTimedOut);
+    assert!(start.elapsed() >= Duration::from_millis(300), "timed out after {:?}", start.elapsed());
+    assert_eq!(rig.state(client.ep), EpState::Disconnected);
+}
+
+pub fn send_receive_write_and_read_move_the_bytes<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = rig.pair();
+    let mut src = rig.buf(4096, MemPriv::ALL);
+    let dst = rig.buf(4096, MemPriv::ALL);
+    src.mem.copy_from_slice(&pattern(4096, 7));
+
+    // Send into a posted receive.
+    rig.p.ep_post_recv(server.ep, &[dst.seg(0, 4096)], 1, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_send(client.ep, &[src.seg(0, 1000)], 2, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (2, DtoStatus::Success, 1000, DtoOp::Send));
+    assert_eq!(rig.dto(server.dto), (1, DtoStatus::Success, 1000, DtoOp::Receive));
+    assert_eq!(&dst.mem[..1000], &src.mem[..1000]);
+
+    // RDMA write.
+    rig.p
+        .ep_post_rdma_write(client.ep, &[src.seg(1000, 3000)], 3, &dst.remote(1000, 3000), CompletionFlags::DEFAULT)
+        .unwrap();
+    assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 3000, DtoOp::RdmaWrite));
+    assert_eq!(&dst.mem[1000..4000], &src.mem[1000..4000]);
+
+    // RDMA read back into the zeroed tail of the source.
+    src.mem[..96].fill(0);
+    rig.p.ep_post_rdma_read(client.ep, &[src.seg(0, 96)], 4, &dst.remote(4000, 96), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (4, DtoStatus::Success, 96, DtoOp::RdmaRead));
+    assert_eq!(&src.mem[..96], &dst.mem[4000..4096]);
+
+    // And the other way: the passive side writes into and reads from the
+    // active side's memory.
+    rig.p
+        .ep_post_rdma_write(server.ep, &[dst.seg(0, 512)], 5, &src.remote(2048, 512), CompletionFlags::DEFAULT)
+        .unwrap();
+    assert_eq!(rig.dto(server.dto), (5, DtoStatus::Success, 512, DtoOp::RdmaWrite));
+    assert_eq!(&src.mem[2048..2560], &dst.mem[..512]);
+    rig.p.ep_post_rdma_read(server.ep, &[dst.seg(0, 64)], 6, &src.remote(3000, 64), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(server.dto), (6, DtoStatus::Success, 64, DtoOp::RdmaRead));
+    assert_eq!(&dst.mem[..64], &src.mem[3000..3064]);
+}
+
+pub fn zero_byte_and_multi_segment_posts<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = rig.pair();
+    let mut src = rig.buf(4096, MemPriv::ALL);
+    let dst = rig.buf(4096, MemPriv::ALL);
+    src.mem.copy_from_slice(&pattern(4096, 3));
+
+    // A 0-byte send consumes a receive and reports 0 bytes.
+    rig.p.ep_post_recv(server.ep, &[dst.seg(0, 64)], 10, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_send(client.ep, &[], 11, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (11, DtoStatus::Success, 0, DtoOp::Send));
+    assert_eq!(rig.dto(server.dto), (10, DtoStatus::Success, 0, DtoOp::Receive));
+
+    // A 0-byte RDMA write completes.
+    rig.p.ep_post_rdma_write(client.ep, &[], 12, &dst.remote(0, 0), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (12, DtoStatus::Success, 0, DtoOp::RdmaWrite));
+
+    // Three gathered segments land in two scattered ones.
+    let gather = [src.seg(0, 100), src.seg(1000, 200), src.seg(3000, 300)];
+    rig.p.ep_post_recv(server.ep, &[dst.seg(0, 250), dst.seg(2048, 350)], 13, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_send(client.ep, &gather, 14, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (14, DtoStatus::Success, 600, DtoOp::Send));
+    assert_eq!(rig.dto(server.dto), (13, DtoStatus::Success, 600, DtoOp::Receive));
+    let sent: Vec<u8> = [&src.mem[0..100], &src.mem[1000..1200], &src.mem[3000..3300]].concat();
+    let got: Vec<u8> = [&dst.mem[0..250], &dst.mem[2048..2398]].concat();
+    assert_eq!(sent, got);
+}
+
+pub fn the_largest_message_the_device_allows<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let max = rig.attr.max_message_size as usize;
+    assert!(max >= 1 << 20, "the device reports max_message_size {max}");
+    let (client, server) = rig.pair();
+    let mut src = rig.buf(max, MemPriv::ALL);
+    let dst = rig.buf(max, MemPriv::ALL);
+    src.mem.copy_from_slice(&pattern(max, 9));
+
+    rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, max)], 1, &dst.remote(0, max), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (1, DtoStatus::Success, max as u32, DtoOp::RdmaWrite));
+    assert!(dst.mem == src.mem, "the RDMA write of {max} bytes differs");
+
+    src.mem.reverse();
+    rig.p.ep_post_recv(server.ep, &[dst.seg(0, max)], 2, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_send(client.ep, &[src.seg(0, max)], 3, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, max as u32, DtoOp::Send));
+    assert_eq!(rig.dto(server.dto), (2, DtoStatus::Success, max as u32, DtoOp::Receive));
+    assert!(dst.mem == src.mem, "the send of {max} bytes differs");
+}
+
+pub fn suppressed_completions_retire_with_the_next_signalled_one<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, _server) = rig.pair();
+    let src = rig.buf(4096, MemPriv::ALL);
+    let dst = rig.buf(4096, MemPriv::ALL);
+    for cookie in 0..8 {
+        rig.p
+            .ep_post_rdma_write(client.ep, &[src.seg(0, 64)], cookie, &dst.remote(0, 64), CompletionFlags::SUPPRESS)
+            .unwrap();
+    }
+    rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 8, &dst.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (8, DtoStatus::Success, 64, DtoOp::RdmaWrite));
+    let (_, recv_idle, request_idle) = rig.p.ep_get_status(client.ep).unwrap();
+    assert!(recv_idle && request_idle, "suppressed writes still outstanding");
+}
+
+/// Every DTO posted before an abrupt disconnect completes exactly once,
+/// the flushed ones in post order. The server posts no receives, so the
+/// client's sends stall in RNR retry (which never gives up) until the
+/// disconnect flushes them.
+pub fn disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order<F: Fabric>() {
+    const WRITES: u64 = 8;
+    const SENDS: u64 = 16;
+    const RECVS: u64 = 16;
+    let mut rig = Rig::<F>::new();
+    let mut attr = EpAttr::provider_default(&rig.attr);
+    attr.max_request_dtos = (WRITES + SENDS) as u32;
+    attr.max_recv_dtos = RECVS as u32;
+    let (client, server) = (rig.side_with(Some(&attr)), rig.side_with(Some(&attr)));
+    rig.connect(client, server, PORT, b"", b"");
+    let src = rig.buf(4096, MemPriv::ALL);
+    let dst = rig.buf(4096, MemPriv::ALL);
+    for cookie in 0..RECVS {
+        rig.p.ep_post_recv(client.ep, &[dst.seg(0, 64)], 1000 + cookie, CompletionFlags::DEFAULT).unwrap();
+    }
+    for cookie in 0..WRITES {
+        let remote = dst.remote(0, 4096);
+        rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, 4096)], cookie, &remote, CompletionFlags::DEFAULT).unwrap();
+    }
+    for cookie in WRITES..WRITES + SENDS {
+        rig.p.ep_post_send(client.ep, &[src.seg(0, 64)], cookie, CompletionFlags::DEFAULT).unwrap();
+    }
+    rig.p.ep_disconnect(client.ep, CloseFlags::Abrupt).unwrap();
+
+    let (mut requests, mut recvs) = (Vec::new(), Vec::new());
+    for _ in 0..WRITES + SENDS + RECVS {
+        let (cookie, status, _, op) = rig.dto(client.dto);
+        match op {
+            DtoOp::Receive => recvs.push((cookie, status)),
+            _ => requests.push((cookie, status)),
+        }
+    }
+    assert!(rig.p.evd_dequeue(client.dto).is_err(), "a DTO completed twice");
+    let cookies: Vec<u64> = requests.iter().map(|r| r.0).collect();
+    assert_eq!(cookies, (0..WRITES + SENDS).collect::<Vec<_>>(), "requests out of post order");
+    let first_flush = requests.iter().position(|r| r.1 == DtoStatus::Flushed).expect("no request was flushed");
+    assert!(requests[first_flush..].iter().all(|r| r.1 == DtoStatus::Flushed), "a success after a flush: {requests:?}");
+    assert!(requests[..first_flush].iter().all(|r| r.1 == DtoStatus::Success), "{requests:?}");
+    assert!(first_flush <= (WRITES + 1) as usize, "a send completed with no receive posted: {requests:?}");
+    let expected: Vec<_> = (0..RECVS).map(|c| (1000 + c, DtoStatus::Flushed)).collect();
+    assert_eq!(recvs, expected);
+    rig.expect(server.conn, EventNumber::ConnectionDisconnected);
+    println!("{} of {} requests flushed", requests.len() - first_flush, requests.len());
+}
+
+pub fn graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = rig.pair();
+    rig.p.ep_disconnect(client.ep, CloseFlags::Graceful).unwrap();
+    rig.expect(client.conn, EventNumber::ConnectionDisconnected);
+    rig.expect(server.conn, EventNumber::ConnectionDisconnected);
+    assert_eq!(rig.state(client.ep), EpState::Disconnected);
+    assert_eq!(rig.state(server.ep), EpState::Disconnected);
+
+    // dat_ep_reset, then a second connection on the same EPs.
+    rig.p.ep_reset(client.ep).unwrap();
+    rig.p.ep_reset(server.ep).unwrap();
+    rig.connect(client, server, PORT + 3, b"again", b"");
+    let src = rig.buf(64, MemPriv::ALL);
+    let dst = rig.buf(64, MemPriv::ALL);
+    rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 1, &dst.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
+}
+
+/// After dat_lmr_free, a remote RDMA write or read to the old rmr_context
+/// completes with DAT_DTO_ERR_REMOTE_ACCESS and breaks the connection.
+pub fn remote_access_to_a_freed_lmr_fails_and_breaks_the_connection<F: Fabric>() {
+    for read in [false, true] {
+        let mut rig = Rig::<F>::new();
+        let (client, server) = rig.pair();
+        let local = rig.buf(4096, MemPriv::ALL);
+        let target = rig.buf(4096, MemPriv::ALL);
+        let remote = target.remote(0, 64);
+        rig.p.lmr_free(target.lmr.lmr).unwrap();
+        if read {
+            rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 1, &remote, CompletionFlags::DEFAULT).unwrap();
+        } else {
+            rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 1, &remote, CompletionFlags::DEFAULT).unwrap();
+        }
+        assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess, "read: {read}");
+        rig.expect(client.conn, EventNumber::ConnectionBroken);
+        assert_eq!(rig.state(client.ep), EpState::Disconnected);
+        let e = rig.next(server.conn);
+        assert!(
+            matches!(e.number, EventNumber::ConnectionDisconnected | EventNumber::ConnectionBroken),
+            "server: {e:?}"
+        );
+    }
+}
+
+pub fn remote_write_without_the_remote_write_privilege_fails<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, _server) = rig.pair();
+    let local = rig.buf(4096, MemPriv::ALL);
+    let read_only = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE | MemPriv::REMOTE_READ);
+    // Reading is allowed.
+    rig.p
+        .ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 1, &read_only.remote(0, 64), CompletionFlags::DEFAULT)
+        .unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
+    // Writing is not.
+    rig.p
+        .ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 2, &read_only.remote(0, 64), CompletionFlags::DEFAULT)
+        .unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
+    rig.expect(client.conn, EventNumber::ConnectionBroken);
+}
+
+pub fn an_lmr_without_remote_privileges_has_no_rmr_context<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let local = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+    assert_eq!(local.lmr.rmr_context, None);
+}
+
+/// dat_rmr_bind opens an LMR to the peer through a window; dat_rmr_free
+/// on a bound RMR unbinds it, and the old context is refused.
+pub fn rmr_bind_grants_remote_access_and_rmr_free_revokes_it<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    assert_eq!(rig.attr.rmr_supported, F::MEMORY_WINDOWS, "rmr_supported");
+    if !F::MEMORY_WINDOWS {
+        // A transport without memory windows refuses the RMR itself.
+        let refused = rig.p.rmr_create(rig.pz).unwrap_err();
+        assert_eq!(refused.error_type(), ErrorType::ModelNotSupported);
+        println!("no memory windows on this transport: dat_rmr_create is refused");
+        return;
+    }
+    let (client, server) = rig.pair();
+    let local = rig.buf(4096, MemPriv::ALL);
+    let mut target = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+    target.mem[..64].copy_from_slice(&pattern(64, 5));
+    let rmr = rig.p.rmr_create(rig.pz).unwrap();
+    let context = rig
+        .p
+        .rmr_bind(rmr, &target.seg(0, 4096), MemPriv::REMOTE_READ, server.ep, 77, CompletionFlags::DEFAULT)
+        .unwrap();
+    let bound = rig.next(server.dto);
+    assert!(matches!(bound.data, EventData::RmrBind { cookie: 77, status: DtoStatus::Success, .. }), "{bound:?}");
+    let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
+    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 1, &window, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
+    assert_eq!(&local.mem[..64], &target.mem[..64]);
+
+    rig.p.rmr_free(rmr).unwrap();
+    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 2, &window, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
+    // The LMR the window was bound to is free to go.
+    rig.p.lmr_free(target.lmr.lmr).unwrap();
+}
+
+pub fn shared_receive_queue_feeds_two_endpoints<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let srq_attr = SrqAttr { max_recv_dtos: 16, max_recv_iov: 2, low_watermark: 0 };
+    let dst = rig.buf(4096, MemPriv::ALL);
+    let src = rig.buf(4096, MemPriv::ALL);
+    let srq = rig.p.srq_create(rig.ia, rig.pz, &srq_attr).unwrap();
+    for cookie in 0..4 {
+        rig.p.srq_post_recv(srq, &[dst.seg(cookie as usize * 64, 64)], cookie).unwrap();
+    }
+    let mut servers = Vec::new();
+    for qual in [PORT + 4, PORT + 5] {
+        let client = rig.side();
+        let dto = rig.p.evd_create(rig.ia, 64, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+        let conn = rig.p.evd_create(rig.ia, 8, CnoHandle::NULL, EvdFlags::CONNECTION).unwrap();
+        let attr = EpAttr::provider_default(&rig.attr);
+        let ep = rig.p.ep_create_with_srq(rig.ia, rig.pz, dto, dto, conn, srq, &attr).unwrap();
+        let server = Side { ep, dto, conn };
+        rig.connect(client, server, qual, b"", b"");
+        rig.p.ep_post_send(client.ep, &[src.seg(0, 32)], 100, CompletionFlags::DEFAULT).unwrap();
+        assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
+        servers.push(server);
+    }
+    let first = rig.dto(servers[0].dto);
+    let second = rig.dto(servers[1].dto);
+    assert_eq!((first.1, first.2, second.1, second.2), (DtoStatus::Success, 32, DtoStatus::Success, 32));
+    assert_ne!(first.0, second.0, "one SRQ buffer used twice");
+}
+
+/// dat_ep_free(3DAT) in every state the transport takes part in: the EP
+/// goes, its DTOs are flushed, and a connected peer hears DISCONNECTED.
+pub fn ep_free_in_every_state<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let buf = rig.buf(4096, MemPriv::ALL);
+
+    // Unconnected, with a receive posted.
+    let lone = rig.side();
+    rig.p.ep_post_recv(lone.ep, &[buf.seg(0, 64)], 1, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_free(lone.ep).unwrap();
+
+    // Active Connection Pending: the attempt is abandoned.
+    let pending = rig.side();
+    let psp = rig.p.psp_create(rig.ia, PORT + 6, rig.cr_evd, PspFlags::Consumer).unwrap();
+    rig.dial(pending, PORT + 6, b"", 10_000_000).unwrap();
+    rig.p.ep_free(pending.ep).unwrap();
+    // Its request may still arrive; refusing it is harmless.
+    if let Ok(e) = rig.p.evd_wait(rig.cr_evd, 2_000_000, 1) {
+        if let EventData::CrArrival { cr, .. } = e.0.data {
+            rig.p.cr_reject(cr, b"").unwrap();
+        }
+    }
+    rig.p.psp_free(psp).unwrap();
+
+    // Connected, with DTOs outstanding: the peer hears DISCONNECTED.
+    let (client, server) = rig.pair();
+    rig.p.ep_post_recv(client.ep, &[buf.seg(0, 64)], 2, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_free(client.ep).unwrap();
+    rig.expect(server.conn, EventNumber::ConnectionDisconnected);
+    assert_eq!(rig.p.ep_get_status(client.ep).map(|s| s.0).unwrap_err().error_type(), ErrorType::InvalidHandle);
+
+    // Disconnected.
+    rig.p.ep_free(server.ep).unwrap();
+
+    // Disconnect Pending.
+    let (client, server) = rig.pair();
+    rig.p.ep_disconnect(client.ep, CloseFlags::Graceful).unwrap();
+    let freed_in = rig.state(client.ep);
+    rig.p.ep_free(client.ep).unwrap();
+    rig.expect(server.conn, EventNumber::ConnectionDisconnected);
+    rig.p.ep_free(server.ep).unwrap();
+    assert!(matches!(freed_in, EpState::DisconnectPending | EpState::Disconnected), "{freed_in:?}");
+
+    // Completion Pending: accepted, freed before ESTABLISHED is taken.
+    let (client, server) = (rig.side(), rig.side());
+    let (psp, cr) = rig.request(client, PORT + 7, b"");
+    rig.p.cr_accept(cr, server.ep, b"").unwrap();
+    assert_eq!(rig.state(server.ep), EpState::CompletionPending);
+    rig.p.ep_free(server.ep).unwrap();
+    let e = rig.next(client.conn);
+    assert!(
+        matches!(
+            e.number,
+            EventNumber::ConnectionDisconnected
+                | EventNumber::ConnectionEstablished
+                | EventNumber::ConnectionNonPeerRejected
+                | EventNumber::ConnectionUnreachable
+        ),
+        "{e:?}"
+    );
+    rig.p.ep_free(client.ep).unwrap();
+    rig.p.psp_free(psp).unwrap();
+
+    // Reserved: an RSP's EP may not be freed.
+    let reserved = rig.side();
+    let rsp = rig.p.rsp_create(rig.ia, PORT + 8, reserved.ep, rig.cr_evd).unwrap();
+    assert_eq!(rig.p.ep_free(reserved.ep).unwrap_err().error_type(), ErrorType::InvalidState);
+    rig.p.rsp_free(rsp).unwrap();
+    rig.p.ep_free(reserved.ep).unwrap();
+}
+
+pub fn evd_wait_blocks_until_the_completion_and_honours_its_timeout<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = rig.pair();
+    let dst = rig.buf(64, MemPriv::ALL);
+    let src = rig.buf(64, MemPriv::ALL);
+    // Nothing to wait for: the timeout expires.
+    let start = Instant::now();
+    let err = rig.p.evd_wait(server.dto, 200_000, 1).unwrap_err();
+    assert_eq!(err.error_type(), ErrorType::TimeoutExpired);
+    assert!(start.elapsed() >= Duration::from_millis(200), "woke after {:?}", start.elapsed());
+    // Two receives, a threshold of 2: one wait returns both.
+    rig.p.ep_post_recv(server.ep, &[dst.seg(0, 32)], 1, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_recv(server.ep, &[dst.seg(32, 32)], 2, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_send(client.ep, &[src.seg(0, 8)], 3, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_send(client.ep, &[src.seg(0, 8)], 4, CompletionFlags::DEFAULT).unwrap();
+    let (first, more) = rig.p.evd_wait(server.dto, 20_000_000, 2).unwrap();
+    assert!(matches!(first.data, EventData::Dto { cookie: 1, status: DtoStatus::Success, .. }), "{first:?}");
+    assert_eq!(more, 1);
+    assert_eq!(rig.dto(server.dto).0, 2);
+}
+
+/// One `#[test]` per suite test, on the fabric `$fabric`.
+#[macro_export]
+macro_rules! transport_suite {
+    ($fabric:ty) => {
+        #[test]
+        fn connect_accept_carry_private_data_both_ways() {
+            suite::connect_accept_carry_private_data_both_ways::<$fabric>();
+        }
+        #[test]
+        fn reject_carries_private_data_to_the_active_side() {
+            suite::reject_carries_private_data_to_the_active_side::<$fabric>();
+        }
+        #[test]
+        fn connect_to_a_port_nobody_listens_on_is_rejected_by_the_transport() {
+            suite::connect_to_a_port_nobody_listens_on_is_rejected_by_the_transport::<$fabric>();
+        }
+        #[test]
+        fn connect_that_outlives_its_timeout_times_out() {
+            suite::connect_that_outlives_its_timeout_times_out::<$fabric>();
+        }
+        #[test]
+        fn send_receive_write_and_read_move_the_bytes() {
+            suite::send_receive_write_and_read_move_the_bytes::<$fabric>();
+        }
+        #[test]
+        fn zero_byte_and_multi_segment_posts() {
+            suite::zero_byte_and_multi_segment_posts::<$fabric>();
+        }
+        #[test]
+        fn the_largest_message_the_device_allows() {
+            suite::the_largest_message_the_device_allows::<$fabric>();
+        }
+        #[test]
+        fn suppressed_completions_retire_with_the_next_signalled_one() {
+            suite::suppressed_completions_retire_with_the_next_signalled_one::<$fabric>();
+        }
+        #[test]
+        fn disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order() {
+            suite::disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order::<$fabric>();
+        }
+        #[test]
+        fn graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused() {
+            suite::graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused::<$fabric>();
+        }
+        #[test]
+        fn remote_access_to_a_freed_lmr_fails_and_breaks_the_connection() {
+            suite::remote_access_to_a_freed_lmr_fails_and_breaks_the_connection::<$fabric>();
+        }
+        #[test]
+        fn remote_write_without_the_remote_write_privilege_fails() {
+            suite::remote_write_without_the_remote_write_privilege_fails::<$fabric>();
+        }
+        #[test]
+        fn an_lmr_without_remote_privileges_has_no_rmr_context() {
+            suite::an_lmr_without_remote_privileges_has_no_rmr_context::<$fabric>();
+        }
+        #[test]
+        fn rmr_bind_grants_remote_access_and_rmr_free_revokes_it() {
+            suite::rmr_bind_grants_remote_access_and_rmr_free_revokes_it::<$fabric>();
+        }
+        #[test]
+        fn shared_receive_queue_feeds_two_endpoints() {
+            suite::shared_receive_queue_feeds_two_endpoints::<$fabric>();
+        }
+        #[test]
+        fn ep_free_in_every_state() {
+            suite::ep_free_in_every_state::<$fabric>();
+        }
+        #[test]
+        fn evd_wait_blocks_until_the_completion_and_honours_its_timeout() {
+            suite::evd_wait_blocks_until_the_completion_and_honours_its_timeout::<$fabric>();
+        }
+    };
+}

@@ -21,6 +21,7 @@
 //! that found no receive (the model's RNR retry).
 
 mod hca;
+pub mod oracle;
 mod region;
 
 use std::cell::RefCell;

@@ -1,0 +1,152 @@
+/*
+ * The byte oracle for udat's mlx5 data path: rdma-core's own inline
+ * helpers from <infiniband/mlx5dv.h>, and the header's structs for the
+ * segments that have no helper. Nothing here touches a device.
+ */
+#include <endian.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <infiniband/mlx5dv.h>
+
+void oracle_ctrl_seg(uint8_t out[16], uint16_t pi, uint8_t opcode, uint8_t opmod, uint32_t qpn,
+                     uint8_t fm_ce_se, uint8_t ds, uint32_t imm)
+{
+	/* mlx5dv_set_ctrl_seg leaves bytes 9-10 alone: start from zero, as rdma-core does. */
+	memset(out, 0, 16);
+	mlx5dv_set_ctrl_seg((struct mlx5_wqe_ctrl_seg *)out, pi, opcode, opmod, qpn, fm_ce_se, ds, 0, htobe32(imm));
+}
+
+void oracle_x86_ctrl_seg(uint8_t out[16], uint16_t pi, uint8_t opcode, uint8_t opmod, uint32_t qpn,
+                         uint8_t fm_ce_se, uint8_t ds, uint32_t imm)
+{
+	struct mlx5_wqe_ctrl_seg seg __attribute__((aligned(16)));
+	mlx5dv_x86_set_ctrl_seg(&seg, pi, opcode, opmod, qpn, fm_ce_se, ds, 0, htobe32(imm));
+	memcpy(out, &seg, 16);
+}
+
+void oracle_data_seg(uint8_t out[16], uint32_t length, uint32_t lkey, uint64_t addr)
+{
+	mlx5dv_set_data_seg((struct mlx5_wqe_data_seg *)out, length, lkey, (uintptr_t)addr);
+}
+
+void oracle_x86_data_seg(uint8_t out[16], uint32_t length, uint32_t lkey, uint64_t addr)
+{
+	struct mlx5_wqe_data_seg seg __attribute__((aligned(16)));
+	mlx5dv_x86_set_data_seg(&seg, length, lkey, (uintptr_t)addr);
+	memcpy(out, &seg, 16);
+}
+
+void oracle_raddr_seg(uint8_t out[16], uint64_t raddr, uint32_t rkey)
+{
+	struct mlx5_wqe_raddr_seg seg = { .raddr = htobe64(raddr), .rkey = htobe32(rkey), .reserved = 0 };
+	memcpy(out, &seg, sizeof(seg));
+}
+
+void oracle_atomic_seg(uint8_t out[16], uint64_t swap_add, uint64_t compare)
+{
+	struct mlx5_wqe_atomic_seg seg = { .swap_add = htobe64(swap_add), .compare = htobe64(compare) };
+	memcpy(out, &seg, sizeof(seg));
+}
+
+void oracle_inline_header(uint8_t out[4], uint32_t byte_count)
+{
+	struct mlx5_wqe_inl_data_seg seg = { .byte_count = htobe32(byte_count | MLX5_INLINE_SEG) };
+	memcpy(out, &seg, sizeof(seg));
+}
+
+void oracle_srq_next_seg(uint8_t out[16], uint16_t next)
+{
+	struct mlx5_wqe_srq_next_seg seg;
+	memset(&seg, 0, sizeof(seg));
+	seg.next_wqe_index = htobe16(next);
+	memcpy(out, &seg, sizeof(seg));
+}
+
+/* A CQE written through the header's structs: a success CQE through
+ * struct mlx5_cqe64, then the error fields through struct mlx5_err_cqe. */
+void oracle_cqe(uint8_t out[64], uint8_t opcode, uint8_t owner, uint8_t se, uint32_t qpn, uint8_t send_opcode,
+                uint16_t wqe_counter, uint32_t byte_cnt, uint32_t imm, uint32_t srqn, uint8_t syndrome,
+                uint8_t vendor_syndrome)
+{
+	struct mlx5_cqe64 cqe;
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.srqn_uidx = htobe32(srqn & 0xffffff);
+	cqe.imm_inval_pkey = htobe32(imm);
+	cqe.byte_cnt = htobe32(byte_cnt);
+	cqe.sop_drop_qpn = htobe32(((uint32_t)send_opcode << 24) | (qpn & 0xffffff));
+	cqe.wqe_counter = htobe16(wqe_counter);
+	cqe.op_own = (uint8_t)((opcode << 4) | ((se & 1) << 1));
+	mlx5dv_set_cqe_owner(&cqe, owner);
+	if (opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR) {
+		struct mlx5_err_cqe *err = (struct mlx5_err_cqe *)&cqe;
+		err->syndrome = syndrome;
+		err->vendor_err_synd = vendor_syndrome;
+	}
+	memcpy(out, &cqe, sizeof(cqe));
+}
+
+/* The getters, over raw CQE bytes. */
+uint8_t oracle_cqe_owner(uint8_t cqe[64]) { return mlx5dv_get_cqe_owner((struct mlx5_cqe64 *)cqe); }
+uint8_t oracle_cqe_opcode(uint8_t cqe[64]) { return mlx5dv_get_cqe_opcode((struct mlx5_cqe64 *)cqe); }
+uint8_t oracle_cqe_se(uint8_t cqe[64]) { return mlx5dv_get_cqe_se((struct mlx5_cqe64 *)cqe); }
+uint8_t oracle_cqe_format(uint8_t cqe[64]) { return mlx5dv_get_cqe_format((struct mlx5_cqe64 *)cqe); }
+
+/* Layout facts of the header, by name. */
+long oracle_layout(const char *name)
+{
+#define L(n, v) if (!strcmp(name, n)) return (long)(v)
+	L("ctrl.size", sizeof(struct mlx5_wqe_ctrl_seg));
+	L("ctrl.opmod_idx_opcode", offsetof(struct mlx5_wqe_ctrl_seg, opmod_idx_opcode));
+	L("ctrl.qpn_ds", offsetof(struct mlx5_wqe_ctrl_seg, qpn_ds));
+	L("ctrl.signature", offsetof(struct mlx5_wqe_ctrl_seg, signature));
+	L("ctrl.dci_stream_channel_id", offsetof(struct mlx5_wqe_ctrl_seg, dci_stream_channel_id));
+	L("ctrl.fm_ce_se", offsetof(struct mlx5_wqe_ctrl_seg, fm_ce_se));
+	L("ctrl.imm", offsetof(struct mlx5_wqe_ctrl_seg, imm));
+	L("raddr.size", sizeof(struct mlx5_wqe_raddr_seg));
+	L("raddr.raddr", offsetof(struct mlx5_wqe_raddr_seg, raddr));
+	L("raddr.rkey", offsetof(struct mlx5_wqe_raddr_seg, rkey));
+	L("raddr.reserved", offsetof(struct mlx5_wqe_raddr_seg, reserved));
+	L("data.size", sizeof(struct mlx5_wqe_data_seg));
+	L("data.byte_count", offsetof(struct mlx5_wqe_data_seg, byte_count));
+	L("data.lkey", offsetof(struct mlx5_wqe_data_seg, lkey));
+	L("data.addr", offsetof(struct mlx5_wqe_data_seg, addr));
+	L("atomic.size", sizeof(struct mlx5_wqe_atomic_seg));
+	L("atomic.swap_add", offsetof(struct mlx5_wqe_atomic_seg, swap_add));
+	L("atomic.compare", offsetof(struct mlx5_wqe_atomic_seg, compare));
+	L("inl.size", sizeof(struct mlx5_wqe_inl_data_seg));
+	L("srq_next.size", sizeof(struct mlx5_wqe_srq_next_seg));
+	L("srq_next.next_wqe_index", offsetof(struct mlx5_wqe_srq_next_seg, next_wqe_index));
+	L("srq_next.signature", offsetof(struct mlx5_wqe_srq_next_seg, signature));
+	L("cqe.size", sizeof(struct mlx5_cqe64));
+	L("cqe.srqn_uidx", offsetof(struct mlx5_cqe64, srqn_uidx));
+	L("cqe.imm_inval_pkey", offsetof(struct mlx5_cqe64, imm_inval_pkey));
+	L("cqe.byte_cnt", offsetof(struct mlx5_cqe64, byte_cnt));
+	L("cqe.sop_drop_qpn", offsetof(struct mlx5_cqe64, sop_drop_qpn));
+	L("cqe.wqe_counter", offsetof(struct mlx5_cqe64, wqe_counter));
+	L("cqe.signature", offsetof(struct mlx5_cqe64, signature));
+	L("cqe.op_own", offsetof(struct mlx5_cqe64, op_own));
+	L("err.vendor_err_synd", offsetof(struct mlx5_err_cqe, vendor_err_synd));
+	L("err.syndrome", offsetof(struct mlx5_err_cqe, syndrome));
+	L("err.s_wqe_opcode_qpn", offsetof(struct mlx5_err_cqe, s_wqe_opcode_qpn));
+	L("err.wqe_counter", offsetof(struct mlx5_err_cqe, wqe_counter));
+	L("MLX5_SEND_WQE_BB", MLX5_SEND_WQE_BB);
+	L("MLX5_INLINE_SEG", MLX5_INLINE_SEG);
+	L("MLX5_INVALID_LKEY", MLX5_INVALID_LKEY);
+	L("MLX5_CQ_DOORBELL", MLX5_CQ_DOORBELL);
+	L("MLX5_CQ_DB_REQ_NOT_SOL", MLX5_CQ_DB_REQ_NOT_SOL);
+	L("MLX5_RCV_DBR", MLX5_RCV_DBR);
+	L("MLX5_SND_DBR", MLX5_SND_DBR);
+	L("MLX5_WQE_CTRL_CQ_UPDATE", MLX5_WQE_CTRL_CQ_UPDATE);
+	L("MLX5_WQE_CTRL_SOLICITED", MLX5_WQE_CTRL_SOLICITED);
+	L("MLX5_WQE_CTRL_FENCE", MLX5_WQE_CTRL_FENCE);
+	L("MLX5_OPCODE_RDMA_WRITE", MLX5_OPCODE_RDMA_WRITE);
+	L("MLX5_OPCODE_RDMA_WRITE_IMM", MLX5_OPCODE_RDMA_WRITE_IMM);
+	L("MLX5_OPCODE_SEND", MLX5_OPCODE_SEND);
+	L("MLX5_OPCODE_SEND_IMM", MLX5_OPCODE_SEND_IMM);
+	L("MLX5_OPCODE_RDMA_READ", MLX5_OPCODE_RDMA_READ);
+	L("MLX5_OPCODE_ATOMIC_CS", MLX5_OPCODE_ATOMIC_CS);
+	L("MLX5_OPCODE_ATOMIC_FA", MLX5_OPCODE_ATOMIC_FA);
+#undef L
+	return -1;
+}

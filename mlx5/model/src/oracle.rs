@@ -1,0 +1,154 @@
+//! rdma-core's `mlx5dv.h` as a byte oracle: its inline helpers and
+//! structs, compiled in C by this crate's build (`oracle/mlx5dv_oracle.c`).
+//! The data path is tested against these bytes; nothing here runs on the
+//! data path.
+
+use std::ffi::CString;
+use std::os::raw::{c_char, c_long};
+
+extern "C" {
+    fn oracle_ctrl_seg(out: *mut u8, pi: u16, opcode: u8, opmod: u8, qpn: u32, fm_ce_se: u8, ds: u8, imm: u32);
+    fn oracle_x86_ctrl_seg(out: *mut u8, pi: u16, opcode: u8, opmod: u8, qpn: u32, fm_ce_se: u8, ds: u8, imm: u32);
+    fn oracle_data_seg(out: *mut u8, length: u32, lkey: u32, addr: u64);
+    fn oracle_x86_data_seg(out: *mut u8, length: u32, lkey: u32, addr: u64);
+    fn oracle_raddr_seg(out: *mut u8, raddr: u64, rkey: u32);
+    fn oracle_atomic_seg(out: *mut u8, swap_add: u64, compare: u64);
+    fn oracle_inline_header(out: *mut u8, byte_count: u32);
+    fn oracle_srq_next_seg(out: *mut u8, next: u16);
+    fn oracle_cqe(
+        out: *mut u8,
+        opcode: u8,
+        owner: u8,
+        se: u8,
+        qpn: u32,
+        send_opcode: u8,
+        wqe_counter: u16,
+        byte_cnt: u32,
+        imm: u32,
+        srqn: u32,
+        syndrome: u8,
+        vendor_syndrome: u8,
+    );
+    fn oracle_cqe_owner(cqe: *mut u8) -> u8;
+    fn oracle_cqe_opcode(cqe: *mut u8) -> u8;
+    fn oracle_cqe_se(cqe: *mut u8) -> u8;
+    fn oracle_cqe_format(cqe: *mut u8) -> u8;
+    fn oracle_layout(name: *const c_char) -> c_long;
+}
+
+/// Which `mlx5dv.h` helper builds a segment.
+#[derive(Clone, Copy, Debug)]
+pub enum Helper {
+    /// `mlx5dv_set_*_seg`
+    Scalar,
+    /// `mlx5dv_x86_set_*_seg` (SSSE3 shuffles)
+    X86,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn ctrl_seg(helper: Helper, pi: u16, opcode: u8, opmod: u8, qpn: u32, fm_ce_se: u8, ds: u8, imm: u32) -> [u8; 16] {
+    let mut out = [0xa5u8; 16];
+    // SAFETY: the helper writes exactly the 16 bytes of `out`.
+    unsafe {
+        match helper {
+            Helper::Scalar => oracle_ctrl_seg(out.as_mut_ptr(), pi, opcode, opmod, qpn, fm_ce_se, ds, imm),
+            Helper::X86 => oracle_x86_ctrl_seg(out.as_mut_ptr(), pi, opcode, opmod, qpn, fm_ce_se, ds, imm),
+        }
+    }
+    out
+}
+
+pub fn data_seg(helper: Helper, length: u32, lkey: u32, addr: u64) -> [u8; 16] {
+    let mut out = [0xa5u8; 16];
+    // SAFETY: the helper writes exactly the 16 bytes of `out`.
+    unsafe {
+        match helper {
+            Helper::Scalar => oracle_data_seg(out.as_mut_ptr(), length, lkey, addr),
+            Helper::X86 => oracle_x86_data_seg(out.as_mut_ptr(), length, lkey, addr),
+        }
+    }
+    out
+}
+
+pub fn raddr_seg(raddr: u64, rkey: u32) -> [u8; 16] {
+    let mut out = [0xa5u8; 16];
+    // SAFETY: writes the 16 bytes of `out`.
+    unsafe { oracle_raddr_seg(out.as_mut_ptr(), raddr, rkey) };
+    out
+}
+
+pub fn atomic_seg(swap_add: u64, compare: u64) -> [u8; 16] {
+    let mut out = [0xa5u8; 16];
+    // SAFETY: writes the 16 bytes of `out`.
+    unsafe { oracle_atomic_seg(out.as_mut_ptr(), swap_add, compare) };
+    out
+}
+
+pub fn inline_header(byte_count: u32) -> [u8; 4] {
+    let mut out = [0xa5u8; 4];
+    // SAFETY: writes the 4 bytes of `out`.
+    unsafe { oracle_inline_header(out.as_mut_ptr(), byte_count) };
+    out
+}
+
+pub fn srq_next_seg(next: u16) -> [u8; 16] {
+    let mut out = [0xa5u8; 16];
+    // SAFETY: writes the 16 bytes of `out`.
+    unsafe { oracle_srq_next_seg(out.as_mut_ptr(), next) };
+    out
+}
+
+/// The fields of a CQE, to build through the header's structs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CqeFields {
+    pub opcode: u8,
+    pub owner: u8,
+    pub se: u8,
+    pub qpn: u32,
+    pub send_opcode: u8,
+    pub wqe_counter: u16,
+    pub byte_cnt: u32,
+    pub imm: u32,
+    pub srqn: u32,
+    pub syndrome: u8,
+    pub vendor_syndrome: u8,
+}
+
+pub fn cqe(f: CqeFields) -> [u8; 64] {
+    let mut out = [0xa5u8; 64];
+    // SAFETY: writes the 64 bytes of `out`.
+    unsafe {
+        oracle_cqe(
+            out.as_mut_ptr(),
+            f.opcode,
+            f.owner,
+            f.se,
+            f.qpn,
+            f.send_opcode,
+            f.wqe_counter,
+            f.byte_cnt,
+            f.imm,
+            f.srqn,
+            f.syndrome,
+            f.vendor_syndrome,
+        )
+    };
+    out
+}
+
+/// `mlx5dv_get_cqe_owner`, `_opcode`, `_se`, `_format` of a CQE.
+pub fn cqe_getters(cqe: &[u8; 64]) -> (u8, u8, u8, u8) {
+    let mut copy = *cqe;
+    let p = copy.as_mut_ptr();
+    // SAFETY: each getter reads one byte of the 64.
+    unsafe { (oracle_cqe_owner(p), oracle_cqe_opcode(p), oracle_cqe_se(p), oracle_cqe_format(p)) }
+}
+
+/// A size, offset or constant of `mlx5dv.h` by name (`"ctrl.qpn_ds"`,
+/// `"MLX5_OPCODE_SEND"`); None for a name the oracle does not know.
+pub fn layout(name: &str) -> Option<i64> {
+    let name = CString::new(name).ok()?;
+    // SAFETY: a NUL-terminated string the call only reads.
+    let v = unsafe { oracle_layout(name.as_ptr()) };
+    (v >= 0).then_some(v as i64)
+}

@@ -214,6 +214,11 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.pi == self.ci
     }
 
+    /// The doorbell register.
+    pub fn register(&self) -> &R {
+        &self.bf
+    }
+
     /// The producer index: the next WQE's index.
     pub fn pi(&self) -> u16 {
         self.pi

@@ -1,0 +1,116 @@
+//! Faults injected into the software HCA, seen through the DAT API: each
+//! error syndrome reaches the consumer as its DAT status and breaks the
+//! connection; a QP forced to error and a peer that vanishes leave every
+//! DTO completed exactly once.
+
+#[path = "../../../tests/transport/suite.rs"]
+#[allow(dead_code)]
+mod suite;
+
+use suite::{Fabric, Rig};
+use udat_core::types::*;
+use udat_core::*;
+use udat_mlx5::Mlx5;
+use udat_mlx5_model::SoftHca;
+
+struct Model;
+
+impl Fabric for Model {
+    type B = Mlx5<SoftHca>;
+    const MEMORY_WINDOWS: bool = false;
+
+    fn backend() -> Mlx5<SoftHca> {
+        Mlx5::new(SoftHca::new())
+    }
+
+    fn device() -> String {
+        "mlx5_model0".into()
+    }
+}
+
+fn tag(ep: EpHandle) -> u64 {
+    ep.raw().to_bits()
+}
+
+#[test]
+fn each_error_syndrome_completes_with_its_dat_status_and_breaks_the_connection() {
+    let table = [
+        (0x01, DtoStatus::LocalLength),
+        (0x02, DtoStatus::LocalEp),
+        (0x04, DtoStatus::LocalProtection),
+        (0x06, DtoStatus::RmrOperationFailed),
+        (0x10, DtoStatus::BadResponse),
+        (0x11, DtoStatus::LocalProtection),
+        (0x12, DtoStatus::RemoteResponder),
+        (0x13, DtoStatus::RemoteAccess),
+        (0x14, DtoStatus::RemoteResponder),
+        (0x15, DtoStatus::Transport),
+        (0x16, DtoStatus::ReceiverNotReady),
+        (0x22, DtoStatus::RemoteResponder),
+    ];
+    for (raw, status) in table {
+        let mut rig = Rig::<Model>::new();
+        let (client, server) = rig.pair();
+        let src = rig.buf(64, MemPriv::ALL);
+        let dst = rig.buf(64, MemPriv::ALL);
+        assert!(rig.p.backend_mut().device().fail_next(tag(client.ep), raw));
+        rig.p
+            .ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 1, &dst.remote(0, 64), CompletionFlags::DEFAULT)
+            .unwrap();
+        rig.p
+            .ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 2, &dst.remote(0, 64), CompletionFlags::DEFAULT)
+            .unwrap();
+        assert_eq!(rig.dto(client.dto), (1, status, 64, DtoOp::RdmaWrite), "syndrome {raw:#x}");
+        rig.expect(client.conn, EventNumber::ConnectionBroken);
+        assert_eq!(rig.dto(client.dto).1, DtoStatus::Flushed, "the WQE after the error");
+        rig.expect(server.conn, EventNumber::ConnectionDisconnected);
+        assert!(rig.p.evd_dequeue(client.dto).is_err(), "a DTO completed twice");
+    }
+}
+
+#[test]
+fn a_receive_too_small_for_the_send_fails_both_sides() {
+    let mut rig = Rig::<Model>::new();
+    let (client, server) = rig.pair();
+    let src = rig.buf(256, MemPriv::ALL);
+    let dst = rig.buf(256, MemPriv::ALL);
+    rig.p.ep_post_recv(server.ep, &[dst.seg(0, 16)], 1, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_send(client.ep, &[src.seg(0, 200)], 2, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(server.dto).1, DtoStatus::LocalLength);
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteResponder);
+}
+
+#[test]
+fn a_qp_forced_to_error_flushes_everything_once_in_order() {
+    let mut rig = Rig::<Model>::new();
+    let (client, _server) = rig.pair();
+    let buf = rig.buf(4096, MemPriv::ALL);
+    for cookie in 0..4 {
+        rig.p.ep_post_recv(client.ep, &[buf.seg(0, 64)], 10 + cookie, CompletionFlags::DEFAULT).unwrap();
+    }
+    assert!(rig.p.backend_mut().device().force_error(tag(client.ep)));
+    rig.expect(client.conn, EventNumber::ConnectionBroken);
+    let cookies: Vec<u64> = (0..4).map(|_| rig.dto(client.dto)).map(|d| d.0).collect();
+    assert_eq!(cookies, vec![10, 11, 12, 13]);
+    assert!(rig.p.evd_dequeue(client.dto).is_err());
+}
+
+#[test]
+fn a_vanished_peer_fails_the_next_request_and_nothing_is_lost() {
+    let mut rig = Rig::<Model>::new();
+    let (client, server) = rig.pair();
+    let src = rig.buf(64, MemPriv::ALL);
+    let dst = rig.buf(64, MemPriv::ALL);
+    rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 1, &dst.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
+    assert!(rig.p.backend_mut().device().vanish(tag(server.ep)));
+    for cookie in 2..6 {
+        rig.p
+            .ep_post_rdma_write(client.ep, &[src.seg(0, 64)], cookie, &dst.remote(0, 64), CompletionFlags::DEFAULT)
+            .unwrap();
+    }
+    assert_eq!(rig.dto(client.dto), (2, DtoStatus::Transport, 64, DtoOp::RdmaWrite));
+    rig.expect(client.conn, EventNumber::ConnectionBroken);
+    let rest: Vec<_> = (3..6).map(|_| rig.dto(client.dto)).map(|d| (d.0, d.1)).collect();
+    assert_eq!(rest, vec![(3, DtoStatus::Flushed), (4, DtoStatus::Flushed), (5, DtoStatus::Flushed)]);
+}

@@ -124,14 +124,15 @@ fn count(line: &str, what: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// udat-core builds for a target with no operating system and no
-/// allocator, and its library refers to no allocator symbol.
+/// udat-core and the mlx5 data path build for a target with no operating
+/// system and no allocator, and their libraries refer to no allocator
+/// symbol.
 fn bare_metal() -> Result<(), String> {
-    for features in ["", "mock"] {
-        let args = ["build", "-p", "udat-core", "--release", "--target", "x86_64-unknown-none", "--features", features];
+    for (package, features) in [("udat-core", ""), ("udat-core", "mock"), ("udat-mlx5", "")] {
+        let args = ["build", "-p", package, "--release", "--target", "x86_64-unknown-none", "--features", features];
         run("cargo", &args)?;
-        let rlib = "target/x86_64-unknown-none/release/libudat_core.rlib";
-        let symbols = output("nm", &["--undefined-only", "-A", rlib])?;
+        let rlib = format!("target/x86_64-unknown-none/release/lib{}.rlib", package.replace('-', "_"));
+        let symbols = output("nm", &["--undefined-only", "-A", &rlib])?;
         let alloc: Vec<&str> = symbols
             .lines()
             .filter(|l| {
@@ -141,9 +142,9 @@ fn bare_metal() -> Result<(), String> {
             })
             .collect();
         if !alloc.is_empty() {
-            return Err(format!("udat-core refers to an allocator:\n{}", alloc.join("\n")));
+            return Err(format!("{package} refers to an allocator:\n{}", alloc.join("\n")));
         }
-        eprintln!("xtask: udat-core (features: '{features}') built for x86_64-unknown-none with no allocator symbol");
+        eprintln!("xtask: {package} (features: '{features}') built for x86_64-unknown-none with no allocator symbol");
     }
     Ok(())
 }
@@ -176,6 +177,38 @@ fn icount() -> Result<(), String> {
     println!("| ep_post_send, 1 segment | {post:.1} |");
     println!("| evd_dequeue, completions polled 16 at a time | {batched:.1} |");
     println!("| evd_dequeue, one completion per poll (ping-pong) | {single:.1} |");
+    mlx5_icount()
+}
+
+/// Instructions per DAT call on the mlx5 data path over the software HCA,
+/// counted only inside the bench's `measured_*` functions (the model's
+/// execution is outside them).
+fn mlx5_icount() -> Result<(), String> {
+    let args = ["bench", "-p", "udat-mlx5-model", "--bench", "mlx5_icount", "--no-run", "--message-format=short"];
+    output("cargo", &args)?;
+    let bin = find_bench_binary("mlx5_icount")?;
+    const K: u64 = 3200;
+    println!();
+    println!("| operation (mlx5 data path, software HCA) | instructions |");
+    println!("| --- | --- |");
+    for (op, what) in [
+        ("write_inline", "ep_post_rdma_write, 64 B inline (BlueFlame)"),
+        ("write", "ep_post_rdma_write, 4 KiB gathered (BlueFlame)"),
+        ("send", "ep_post_send, 64 B inline (BlueFlame)"),
+        ("completion", "evd_dequeue of one CQE"),
+    ] {
+        let out_file = format!("target/callgrind.mlx5.{op}");
+        let k = K.to_string();
+        let toggle = "--toggle-collect=*measured_*";
+        output("valgrind", &["--tool=callgrind", toggle, &format!("--callgrind-out-file={out_file}"), &bin, op, &k])?;
+        let text = std::fs::read_to_string(&out_file).map_err(|e| format!("{out_file}: {e}"))?;
+        let total: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("summary: "))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| format!("{out_file}: no summary line"))?;
+        println!("| {what} | {:.1} |", total as f64 / K as f64);
+    }
     Ok(())
 }
 

@@ -1,0 +1,113 @@
+//! A connected pair on the software HCA, driven through the DAT API, with
+//! doorbells deferred so that a measured post costs what it would on a
+//! ConnectX: the model executes the WQEs only at `complete`.
+
+#[path = "../../../tests/transport/suite.rs"]
+#[allow(dead_code)]
+mod suite;
+
+use std::hint::black_box;
+
+use suite::{Buf, Fabric, Side};
+use udat_core::types::*;
+use udat_mlx5::Mlx5;
+use udat_mlx5_model::SoftHca;
+
+pub struct Model;
+
+impl Fabric for Model {
+    type B = Mlx5<SoftHca>;
+    const MEMORY_WINDOWS: bool = false;
+
+    fn backend() -> Mlx5<SoftHca> {
+        Mlx5::new(SoftHca::new())
+    }
+
+    fn device() -> String {
+        "mlx5_model0".into()
+    }
+}
+
+/// Posts between drains: within the EP's request limit and the EVD.
+pub const BATCH: u64 = 16;
+
+pub struct Rig {
+    rig: suite::Rig<Model>,
+    client: Side,
+    server: Side,
+    src: Buf,
+    dst: Buf,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Post {
+    /// A 64-byte RDMA write, carried inline.
+    WriteInline,
+    /// A 4 KiB RDMA write, gathered by the HCA.
+    Write,
+    /// A 64-byte send, inline.
+    Send,
+}
+
+impl Default for Rig {
+    fn default() -> Rig {
+        let mut rig = suite::Rig::<Model>::new();
+        let (client, server) = rig.pair();
+        let src = rig.buf(4096, MemPriv::ALL);
+        let dst = rig.buf(4096 * BATCH as usize, MemPriv::ALL);
+        rig.p.backend_mut().device().defer_doorbells();
+        Rig { rig, client, server, src, dst }
+    }
+}
+
+impl Rig {
+    /// Give the server a receive for each send of a batch.
+    pub fn receives(&mut self) {
+        for i in 0..BATCH {
+            let seg = self.dst.seg(i as usize * 64, 64);
+            self.rig.p.ep_post_recv(self.server.ep, &[seg], i, CompletionFlags::DEFAULT).unwrap();
+        }
+    }
+
+    #[inline(always)]
+    pub fn post(&mut self, kind: Post, cookie: u64) {
+        let p = &mut self.rig.p;
+        let r = match kind {
+            Post::WriteInline => p.ep_post_rdma_write(
+                self.client.ep,
+                &[self.src.seg(0, 64)],
+                cookie,
+                &self.dst.remote(0, 64),
+                CompletionFlags::DEFAULT,
+            ),
+            Post::Write => p.ep_post_rdma_write(
+                self.client.ep,
+                &[self.src.seg(0, 4096)],
+                cookie,
+                &self.dst.remote(0, 4096),
+                CompletionFlags::DEFAULT,
+            ),
+            Post::Send => p.ep_post_send(self.client.ep, &[self.src.seg(0, 64)], cookie, CompletionFlags::DEFAULT),
+        };
+        black_box(r).unwrap();
+    }
+
+    /// Let the model execute what was posted.
+    pub fn execute(&mut self) {
+        self.rig.p.backend_mut().device().release();
+    }
+
+    /// One completion of the client as a DAT event.
+    #[inline(always)]
+    pub fn reap(&mut self) -> u64 {
+        match black_box(self.rig.p.evd_dequeue(self.client.dto)) {
+            Ok(e) => e.number as u64,
+            Err(e) => panic!("no completion: {e:?}"),
+        }
+    }
+
+    /// Drain the server's receive completions.
+    pub fn drain_server(&mut self) {
+        while self.rig.p.evd_dequeue(self.server.dto).is_ok() {}
+    }
+}

@@ -22,7 +22,7 @@ fn posts(c: &mut Criterion) {
                 while left > 0 {
                     let n = left.min(BATCH);
                     if let Post::Send = kind {
-                        rig.receives();
+                        rig.receives(n);
                     }
                     let start = Instant::now();
                     for i in 0..n {

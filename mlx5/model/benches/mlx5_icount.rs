@@ -35,7 +35,7 @@ fn main() {
     while left > 0 {
         let n = left.min(BATCH);
         if let Post::Send = kind {
-            rig.receives();
+            rig.receives(n);
         }
         for i in 0..n {
             if op == "completion" {

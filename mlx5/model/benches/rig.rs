@@ -61,9 +61,9 @@ impl Default for Rig {
 }
 
 impl Rig {
-    /// Give the server a receive for each send of a batch.
-    pub fn receives(&mut self) {
-        for i in 0..BATCH {
+    /// Give the server a receive for each of `n` sends.
+    pub fn receives(&mut self, n: u64) {
+        for i in 0..n {
             let seg = self.dst.seg(i as usize * 64, 64);
             self.rig.p.ep_post_recv(self.server.ep, &[seg], i, CompletionFlags::DEFAULT).unwrap();
         }

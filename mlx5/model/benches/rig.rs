@@ -2,31 +2,14 @@
 //! doorbells deferred so that a measured post costs what it would on a
 //! ConnectX: the model executes the WQEs only at `complete`.
 
-#[path = "../../../tests/transport/suite.rs"]
-#[allow(dead_code)]
-mod suite;
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 use std::hint::black_box;
 
-use suite::{Buf, Fabric, Side};
+use common::suite::{self, Buf, Side};
+use common::Model;
 use udat_core::types::*;
-use udat_mlx5::Mlx5;
-use udat_mlx5_model::SoftHca;
-
-pub struct Model;
-
-impl Fabric for Model {
-    type B = Mlx5<SoftHca>;
-    const MEMORY_WINDOWS: bool = false;
-
-    fn backend() -> Mlx5<SoftHca> {
-        Mlx5::new(SoftHca::new())
-    }
-
-    fn device() -> String {
-        "mlx5_model0".into()
-    }
-}
 
 /// Posts between drains: within the EP's request limit and the EVD.
 pub const BATCH: u64 = 16;

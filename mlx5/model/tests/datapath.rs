@@ -6,6 +6,9 @@
 use std::alloc::{alloc, dealloc, Layout};
 use std::ptr::NonNull;
 
+mod common;
+
+use common::Recorder;
 use proptest::prelude::*;
 use udat_core::backend::{Backend, CmEvent, Completion, ConnOutcome, QpConfig, RequestOp, SendWr, Sge};
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
@@ -255,24 +258,6 @@ impl Drop for Bare {
             dealloc(self.ring.as_ptr(), Layout::from_size_align(self.len, 64).unwrap());
             dealloc(self.record.as_ptr(), Layout::from_size_align(64, 64).unwrap());
         }
-    }
-}
-
-#[derive(Default, Debug)]
-struct Recorder {
-    writes: Vec<(usize, Vec<u8>)>,
-    flushes: usize,
-}
-
-impl Register for Recorder {
-    fn write64(&mut self, offset: usize, value: [u8; 8]) {
-        self.writes.push((offset, value.to_vec()));
-    }
-    fn write_block(&mut self, offset: usize, block: &[u8; 64]) {
-        self.writes.push((offset, block.to_vec()));
-    }
-    fn flush(&mut self) {
-        self.flushes += 1;
     }
 }
 

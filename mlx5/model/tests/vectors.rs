@@ -4,70 +4,15 @@
 //! random inputs; and every layout fact the data path relies on, checked
 //! against the header.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::ptr::NonNull;
+mod common;
 
+use common::{Mem, Recorder, SYNDROMES};
 use proptest::prelude::*;
-use udat_core::types::DtoStatus;
 use udat_mlx5::cq::{CompletionQueue, CqGeometry};
 use udat_mlx5::cqe::{field, CqeOpcode, Syndrome};
-use udat_mlx5::doorbell::{Register, CQ_DOORBELL};
-use udat_mlx5::mem::DmaBuf;
+use udat_mlx5::doorbell::CQ_DOORBELL;
 use udat_mlx5::wqe::{self, atomic, ctrl, data, fm_ce_se, opcode, raddr, srq_next};
 use udat_mlx5_model::oracle::{self, CqeFields, Helper};
-
-/// 64-aligned test memory, zeroed.
-struct Mem {
-    ptr: NonNull<u8>,
-    layout: Layout,
-}
-
-impl Mem {
-    fn new(len: usize) -> Mem {
-        let layout = Layout::from_size_align(len, 64).unwrap();
-        // SAFETY: nonzero size.
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).unwrap();
-        Mem { ptr, layout }
-    }
-
-    fn share(&self) -> DmaBuf {
-        // SAFETY: the allocation outlives every DmaBuf of a test (each test
-        // drops its queues first) and is reached only through raw pointers.
-        unsafe { DmaBuf::new(self.ptr, self.layout.size()) }
-    }
-
-    fn write(&self, offset: usize, bytes: &[u8]) {
-        assert!(offset + bytes.len() <= self.layout.size());
-        // SAFETY: inside the allocation (asserted).
-        unsafe { self.ptr.as_ptr().add(offset).copy_from_nonoverlapping(bytes.as_ptr(), bytes.len()) }
-    }
-}
-
-impl Drop for Mem {
-    fn drop(&mut self) {
-        // SAFETY: allocated with this layout in `new`.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
-/// A register that records what is written to it.
-#[derive(Default)]
-struct Recorder {
-    writes: Vec<(usize, Vec<u8>)>,
-    flushes: usize,
-}
-
-impl Register for Recorder {
-    fn write64(&mut self, offset: usize, value: [u8; 8]) {
-        self.writes.push((offset, value.to_vec()));
-    }
-    fn write_block(&mut self, offset: usize, block: &[u8; 64]) {
-        self.writes.push((offset, block.to_vec()));
-    }
-    fn flush(&mut self) {
-        self.flushes += 1;
-    }
-}
 
 fn layout(name: &str) -> usize {
     oracle::layout(name).unwrap_or_else(|| panic!("the oracle knows no {name}")) as usize
@@ -239,23 +184,7 @@ fn constants_match_the_header() {
 /// Every syndrome of `mlx5dv.h` has its DAT status, by the one table.
 #[test]
 fn every_syndrome_has_its_dat_status() {
-    let table = [
-        (0x01, DtoStatus::LocalLength),
-        (0x02, DtoStatus::LocalEp),
-        (0x04, DtoStatus::LocalProtection),
-        (0x05, DtoStatus::Flushed),
-        (0x06, DtoStatus::RmrOperationFailed),
-        (0x10, DtoStatus::BadResponse),
-        (0x11, DtoStatus::LocalProtection),
-        (0x12, DtoStatus::RemoteResponder),
-        (0x13, DtoStatus::RemoteAccess),
-        (0x14, DtoStatus::RemoteResponder),
-        (0x15, DtoStatus::Transport),
-        (0x16, DtoStatus::ReceiverNotReady),
-        (0x22, DtoStatus::RemoteResponder),
-        (0x7f, DtoStatus::Transport),
-    ];
-    for (raw, status) in table {
+    for &(raw, status) in SYNDROMES {
         let syndrome = Syndrome::from(raw);
         assert_eq!(syndrome.dto_status(), status, "syndrome {raw:#x}");
         assert_eq!(u8::from(syndrome), raw, "syndrome {raw:#x} round-trips");

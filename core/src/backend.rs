@@ -57,6 +57,9 @@ pub enum RequestOp {
 pub struct SendWr<'a> {
     pub op: RequestOp,
     pub sges: &'a [Sge],
+    /// Bytes the segments cover, as the core summed them (at most the
+    /// EP's message or RDMA size, so it fits).
+    pub length: u32,
     /// Echoed in the completion.
     pub cookie: u64,
     /// `SUPPRESS`, `SOLICITED_WAIT`, `UNSIGNALLED`, `BARRIER_FENCE`.

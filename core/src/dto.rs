@@ -102,7 +102,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         let Provider { eps, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-        let wr = SendWr { op, sges: &sges[..count], cookie, flags };
+        let wr = SendWr { op, sges: &sges[..count], length: total as u32, cookie, flags };
         backend.post_send(qp, &wr)?;
         ep.request_outstanding += 1;
         Ok(())

@@ -487,7 +487,7 @@ impl Backend for MockBackend {
             RequestOp::RdmaWrite { .. } => DtoOp::RdmaWrite,
             RequestOp::RdmaRead { .. } => DtoOp::RdmaRead,
         };
-        let pending = PendingWr { cookie: wr.cookie, op, length: total(wr.sges), flags: wr.flags };
+        let pending = PendingWr { cookie: wr.cookie, op, length: wr.length, flags: wr.flags };
         q.sends.push_back(pending).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
         if q.error {
             self.flush(i);

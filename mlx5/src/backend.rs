@@ -361,21 +361,20 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
         if wr.flags.contains(CompletionFlags::BARRIER_FENCE) {
             flags |= fm_ce_se::FENCE;
         }
-        let length = wr.sges.iter().map(|s| s.length).sum();
         let slot = SendSlot {
             cookie: wr.cookie,
-            length,
+            length: wr.length,
             op: dto,
             signalled: !suppress,
             notify: !wr.flags.contains(CompletionFlags::UNSIGNALLED),
             bbs: 0,
         };
-        let posted = if dto != DtoOp::RdmaRead && length as usize <= MAX_INLINE && length != 0 {
+        let posted = if dto != DtoOp::RdmaRead && wr.length as usize <= MAX_INLINE && wr.length != 0 {
             // SAFETY: the core translated every segment through a live LMR
             // that covers it (dat_ep_post_send(3DAT) and friends check the
             // triplets against the LMR), and registered memory stays
             // mapped while it is registered.
-            unsafe { queues.sq.post_inline(op, wr.sges, flags, slot) }
+            unsafe { queues.sq.post_inline(op, wr.sges, wr.length, flags, slot) }
         } else {
             queues.sq.post(op, wr.sges, flags, slot)
         };

@@ -245,15 +245,23 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         Ok(())
     }
 
-    /// Write a WQE that carries the bytes of `sges` inline.
+    /// Write a WQE that carries the `len` bytes of `sges` inline.
     ///
     /// # Safety
     /// Each segment's `[addr, addr + length)` is readable memory: it lies
-    /// inside a live memory registration.
+    /// inside a live memory registration. `len` is the sum of the
+    /// segments' lengths (the WQE is sized by it).
     #[inline]
-    pub unsafe fn post_inline(&mut self, op: Op, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
+    pub unsafe fn post_inline(
+        &mut self,
+        op: Op,
+        sges: &[Sge],
+        len: u32,
+        flags: u8,
+        slot: SendSlot,
+    ) -> Result<(), Full> {
         let (opcode, imm, remote, atomic) = op.parts();
-        let len: usize = sges.iter().map(|s| s.length as usize).sum();
+        let len = len as usize;
         let data_ds = if len == 0 { 0 } else { wqe::inline_ds(len) };
         let ds = 1 + remote.is_some() as usize + atomic.is_some() as usize + data_ds;
         let start = self.begin(ds)?;

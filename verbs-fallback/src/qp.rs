@@ -260,7 +260,6 @@ impl Qp {
         use sys::ibv_send_flags as f;
         let mut sge = [sys::ibv_sge { addr: 0, length: 0, lkey: 0 }; MAX_SGE];
         let n = to_ibv_sges(wr.sges, &mut sge)?;
-        let length = wr.sges.iter().map(|s| s.length).fold(0u32, u32::saturating_add);
         let (opcode, op, remote) = match wr.op {
             RequestOp::Send => (sys::ibv_wr_opcode::IBV_WR_SEND, DtoOp::Send, None),
             RequestOp::RdmaWrite { remote } => (sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, Some(remote)),
@@ -277,11 +276,11 @@ impl Qp {
         if wr.flags.contains(CompletionFlags::BARRIER_FENCE) {
             flags |= f::IBV_SEND_FENCE;
         }
-        if op != DtoOp::RdmaRead && length <= self.max_inline && length > 0 {
+        if op != DtoOp::RdmaRead && wr.length <= self.max_inline && wr.length > 0 {
             flags |= f::IBV_SEND_INLINE;
         }
         let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
-        let seq = self.push_send(SendSlot { seq: 0, cookie: wr.cookie, op, length, notify, signalled });
+        let seq = self.push_send(SendSlot { seq: 0, cookie: wr.cookie, op, length: wr.length, notify, signalled });
         // SAFETY: plain C data; every field read by the provider is set below.
         let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
         swr.wr_id = seq;

@@ -172,7 +172,8 @@ fn the_send_ring_wraps_three_times() {
             let len = 1 + (posted as u32 * 37) % 196;
             let s = p.a_seg(0, len);
             // SAFETY: `s` lies in mem_a, registered and alive.
-            unsafe { p.a.0.post_inline(Op::Write(remote), &[s], SIGNALLED, slot(posted, DtoOp::RdmaWrite)) }.unwrap();
+            unsafe { p.a.0.post_inline(Op::Write(remote), &[s], len, SIGNALLED, slot(posted, DtoOp::RdmaWrite)) }
+                .unwrap();
         } else {
             let sges: Vec<Sge> = (0..n * 3).map(|i| p.a_seg(i * 8, 8)).collect();
             p.a.0.post(Op::Write(remote), &sges, SIGNALLED, slot(posted, DtoOp::RdmaWrite)).unwrap();
@@ -388,13 +389,17 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     let write = |cookie| SendWr {
         op: RequestOp::RdmaWrite { remote },
         sges: std::slice::from_ref(&sge),
+        length: 64,
         cookie,
         flags: CompletionFlags::DEFAULT,
     };
     // The peer goes away with four writes posted behind a stalled send:
     // they are flushed into the CQ, and nobody polls them.
-    b.post_send(&mut a, &SendWr { op: RequestOp::Send, sges: &[], cookie: 100, flags: CompletionFlags::DEFAULT })
-        .unwrap();
+    b.post_send(
+        &mut a,
+        &SendWr { op: RequestOp::Send, sges: &[], length: 0, cookie: 100, flags: CompletionFlags::DEFAULT },
+    )
+    .unwrap();
     for cookie in 0..4 {
         b.post_send(&mut a, &write(cookie)).unwrap();
     }

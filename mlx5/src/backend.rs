@@ -9,7 +9,7 @@
 //! still returns its WQE to the SRQ.
 
 use heapless::FnvIndexMap;
-use udat_core::backend::{Backend, CmEvent, Completion, QpConfig, Registration, RequestOp, SendWr, Sge, Wake};
+use udat_core::backend::{Backend, CmEvent, Completion, QpConfig, Registration, RequestOp, SendWr, Sge, Wake, MAX_SGE};
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
 
@@ -18,14 +18,11 @@ use crate::device::{Device, QpSpec};
 use crate::rq::{RecvQueue, SharedRecvQueue};
 use crate::sq::{Op, Remote, SendQueue, SendSlot};
 use crate::table::Table;
-use crate::wqe::{self, fm_ce_se, SEG_BYTES, WQEBB_BYTES};
+use crate::wqe::{self, fm_ce_se, SEG_BYTES};
 
 /// Most bytes a send or RDMA write carries inline: a WQE of control,
 /// remote-address and inline segments that fills one BlueFlame half.
 pub const MAX_INLINE: usize = 256 - 2 * SEG_BYTES - 4;
-
-/// Most data segments a send WQE carries.
-const MAX_SEND_SGE: u32 = 16;
 
 /// A QP: the device's handle and the slot of its queues.
 #[derive(Debug)]
@@ -88,17 +85,14 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Mlx5<D, Q
         &mut self.device
     }
 
-    /// Drop the queues of QP `slot` and its CQEs not yet polled.
-    fn forget(&mut self, slot: u16) -> Option<QpQueues<D>> {
-        let queues = self.qps.remove(slot)?;
-        let qpn = queues.sq.qpn();
-        self.by_qpn.remove(&qpn);
-        for cq in [queues.send_cq, queues.recv_cq].into_iter().flatten() {
+    /// Mark the CQEs of QP `qpn` not yet polled in `cqs`, so no QP that
+    /// has (or later gets) the number takes them.
+    fn forget_cqes(&mut self, qpn: u32, cqs: [Option<u16>; 2]) {
+        for cq in cqs.into_iter().flatten() {
             if let Some(ring) = self.cqs.get_mut(cq) {
                 ring.forget_qp(qpn);
             }
         }
-        Some(queues)
     }
 }
 
@@ -131,7 +125,7 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(D::Ia, IaAttr)> {
         let (ia, mut attr) = self.device.ia_open(name)?;
-        attr.max_iov_segments_per_dto = attr.max_iov_segments_per_dto.min(MAX_SEND_SGE);
+        attr.max_iov_segments_per_dto = attr.max_iov_segments_per_dto.min(MAX_SGE as u32);
         // Memory windows are bound with UMR WQEs, which this data path
         // does not build.
         attr.rmr_supported = false;
@@ -265,11 +259,8 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
     }
 
     fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<Qp<D>> {
-        if self.qps.iter().count() >= QPS {
-            return Err(resources());
-        }
         let max_recv_sge = config.max_recv_sge.max(1);
-        if config.max_send_sge > MAX_SEND_SGE || max_recv_sge > MAX_SEND_SGE {
+        if config.max_send_sge as usize > MAX_SGE || max_recv_sge as usize > MAX_SGE {
             return Err(DatError::invalid_arg(0));
         }
         let spec = QpSpec::<D> {
@@ -315,9 +306,19 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
         Ok(Qp { ctl: parts.qp, slot })
     }
 
+    /// The data path lets go of the queue memory before the device frees
+    /// it; the CQEs are marked once the device writes no more.
     fn qp_destroy(&mut self, qp: Qp<D>) {
+        let queues = self.qps.remove(qp.slot);
+        let cqs = queues.as_ref().map(|q| {
+            self.by_qpn.remove(&q.sq.qpn());
+            (q.sq.qpn(), [q.send_cq, q.recv_cq])
+        });
+        drop(queues);
         self.device.qp_destroy(qp.ctl);
-        self.forget(qp.slot);
+        if let Some((qpn, cqs)) = cqs {
+            self.forget_cqes(qpn, cqs);
+        }
     }
 
     fn qp_reset(&mut self, qp: &mut Qp<D>) -> DatResult<()> {
@@ -326,17 +327,12 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
         // completions of previously posted DTOs ... that were not dequeued
         // yet": the QP keeps its number, so its old CQEs are marked stale.
         let Some(queues) = self.qps.get_mut(qp.slot) else { return Err(internal()) };
-        let qpn = queues.sq.qpn();
+        let (qpn, cqs) = (queues.sq.qpn(), [queues.send_cq, queues.recv_cq]);
         queues.sq.reset();
         if let Some(rq) = queues.rq.as_mut() {
             rq.reset();
         }
-        let cqs = [queues.send_cq, queues.recv_cq];
-        for cq in cqs.into_iter().flatten() {
-            if let Some(ring) = self.cqs.get_mut(cq) {
-                ring.forget_qp(qpn);
-            }
-        }
+        self.forget_cqes(qpn, cqs);
         Ok(())
     }
 
@@ -365,7 +361,6 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
             cookie: wr.cookie,
             length: wr.length,
             op: dto,
-            signalled: !suppress,
             notify: !wr.flags.contains(CompletionFlags::UNSIGNALLED),
             bbs: 0,
         };
@@ -495,5 +490,3 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
         wake
     }
 }
-
-const _: () = assert!(WQEBB_BYTES == 4 * SEG_BYTES);

@@ -130,13 +130,4 @@ impl DmaBuf {
             unsafe { self.ptr.as_ptr().add(offset).cast::<u32>().write_volatile(value.to_be()) }
         }
     }
-
-    /// A volatile write of the byte at `offset`.
-    #[inline(always)]
-    pub fn write_u8(&self, offset: usize, value: u8) {
-        if self.holds(offset, 1) {
-            // SAFETY: inside the buffer (checked above).
-            unsafe { self.ptr.as_ptr().add(offset).write_volatile(value) }
-        }
-    }
 }

@@ -97,8 +97,6 @@ pub struct SendSlot {
     pub cookie: u64,
     pub length: u32,
     pub op: DtoOp,
-    /// Whether a success reaches the consumer (the WQE asked for a CQE).
-    pub signalled: bool,
     /// Whether the event notifies.
     pub notify: bool,
     /// WQEBBs the WQE took; set by the queue.
@@ -106,8 +104,7 @@ pub struct SendSlot {
 }
 
 impl SendSlot {
-    pub const EMPTY: SendSlot =
-        SendSlot { cookie: 0, length: 0, op: DtoOp::Send, signalled: false, notify: false, bbs: 1 };
+    pub const EMPTY: SendSlot = SendSlot { cookie: 0, length: 0, op: DtoOp::Send, notify: false, bbs: 1 };
 }
 
 impl Default for SendSlot {

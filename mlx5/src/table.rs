@@ -47,8 +47,4 @@ impl<T, const N: usize> Table<T, N> {
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         self.slots.iter_mut().flatten()
     }
-
-    pub fn iter(&self) -> impl Iterator<Item = (u16, &T)> {
-        self.slots.iter().enumerate().filter_map(|(i, v)| Some((i as u16, v.as_ref()?)))
-    }
 }

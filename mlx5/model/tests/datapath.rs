@@ -99,7 +99,7 @@ impl Pair {
 }
 
 fn slot(cookie: u64, op: DtoOp) -> SendSlot {
-    SendSlot { cookie, length: 0, op, signalled: true, notify: true, bbs: 0 }
+    SendSlot { cookie, length: 0, op, notify: true, bbs: 0 }
 }
 
 const SIGNALLED: u8 = fm_ce_se::CQ_UPDATE;
@@ -199,9 +199,7 @@ fn a_signalled_cqe_retires_the_unsignalled_wqes_before_it() {
     let s = p.a_seg(0, 8);
     for cookie in 0..5 {
         let remote = p.b_remote(0);
-        p.a.0
-            .post(Op::Write(remote), &[s], 0, SendSlot { signalled: false, ..slot(cookie, DtoOp::RdmaWrite) })
-            .unwrap();
+        p.a.0.post(Op::Write(remote), &[s], 0, slot(cookie, DtoOp::RdmaWrite)).unwrap();
     }
     let remote = p.b_remote(0);
     p.a.0.post(Op::Write(remote), &[s], SIGNALLED, slot(5, DtoOp::RdmaWrite)).unwrap();

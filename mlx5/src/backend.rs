@@ -104,6 +104,24 @@ fn internal() -> DatError {
     DatError::of(ErrorType::InternalError)
 }
 
+/// The control segment's `fm_ce_se` for a post's DAT completion flags
+/// (dat_ep_post_send(3DAT) and friends): a CQE unless
+/// `DAT_COMPLETION_SUPPRESS_FLAG`; "notification completion for matching
+/// receive on the other side" (`SOLICITED_WAIT`) is the solicited bit;
+/// "Barrier Fence" is the fence. `UNSIGNALLED` is the core's business
+/// (the event does not notify), not the device's.
+#[inline(always)]
+fn wqe_flags(flags: CompletionFlags) -> u8 {
+    let mut bits = if flags.contains(CompletionFlags::SUPPRESS) { 0 } else { fm_ce_se::CQ_UPDATE };
+    if flags.contains(CompletionFlags::SOLICITED_WAIT) {
+        bits |= fm_ce_se::SOLICITED;
+    }
+    if flags.contains(CompletionFlags::BARRIER_FENCE) {
+        bits |= fm_ce_se::FENCE;
+    }
+    bits
+}
+
 /// Send ring WQEBBs for `max_send_wr` WQEs of the largest kind.
 fn sq_wqebbs(max_send_wr: u32, max_send_sge: u32) -> u32 {
     let gather = 2 + max_send_sge.max(1) as usize;
@@ -349,14 +367,7 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
                 (Op::Read(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }), DtoOp::RdmaRead)
             }
         };
-        let suppress = wr.flags.contains(CompletionFlags::SUPPRESS);
-        let mut flags = if suppress { 0 } else { fm_ce_se::CQ_UPDATE };
-        if wr.flags.contains(CompletionFlags::SOLICITED_WAIT) {
-            flags |= fm_ce_se::SOLICITED;
-        }
-        if wr.flags.contains(CompletionFlags::BARRIER_FENCE) {
-            flags |= fm_ce_se::FENCE;
-        }
+        let flags = wqe_flags(wr.flags);
         let slot = SendSlot {
             cookie: wr.cookie,
             length: wr.length,
@@ -488,5 +499,31 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
             }
         }
         wake
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dat_completion_flags_become_the_control_segment_bits() {
+        let f = |bits: u32| wqe_flags(CompletionFlags(bits));
+        assert_eq!(f(CompletionFlags::DEFAULT.0), fm_ce_se::CQ_UPDATE);
+        assert_eq!(f(CompletionFlags::SUPPRESS.0), 0);
+        assert_eq!(f(CompletionFlags::UNSIGNALLED.0), fm_ce_se::CQ_UPDATE);
+        assert_eq!(f(CompletionFlags::SOLICITED_WAIT.0), fm_ce_se::CQ_UPDATE | fm_ce_se::SOLICITED);
+        assert_eq!(f(CompletionFlags::BARRIER_FENCE.0), fm_ce_se::CQ_UPDATE | fm_ce_se::FENCE);
+        let all = CompletionFlags::SUPPRESS.0 | CompletionFlags::SOLICITED_WAIT.0 | CompletionFlags::BARRIER_FENCE.0;
+        assert_eq!(f(all), fm_ce_se::SOLICITED | fm_ce_se::FENCE);
+    }
+
+    #[test]
+    fn the_send_ring_holds_max_send_wr_of_the_largest_wqe() {
+        // 16 gather segments: ctrl, raddr and 16 data = 18 ds = 5 WQEBBs.
+        assert_eq!(sq_wqebbs(16, 16), (16u32 * 5).next_power_of_two());
+        // Inline fills a BlueFlame half: 4 WQEBBs.
+        assert_eq!(sq_wqebbs(8, 1), 32);
+        assert_eq!(sq_wqebbs(0, 0), 4);
     }
 }

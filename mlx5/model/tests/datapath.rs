@@ -133,6 +133,23 @@ fn send_and_write_with_immediate_deliver_the_immediate() {
     assert_eq!((p.hca.stats().doorbells, p.hca.stats().blueflame), (1, 0));
 }
 
+/// A send with the solicited bit raises it in the responder's CQE (the
+/// bit `DAT_COMPLETION_SOLICITED_WAIT_FLAG` becomes); one without does not.
+#[test]
+fn the_solicited_bit_reaches_the_responder() {
+    let mut p = Pair::new(64);
+    for cookie in 0..2 {
+        let r = p.b_seg(cookie as usize * 64, 64);
+        p.b.1.post(&[r], cookie).unwrap();
+    }
+    let s = p.a_seg(0, 8);
+    p.a.0.post(Op::Send, &[s], SIGNALLED | fm_ce_se::SOLICITED, slot(1, DtoOp::Send)).unwrap();
+    p.a.0.post(Op::Send, &[s], SIGNALLED, slot(2, DtoOp::Send)).unwrap();
+    p.a.0.ring();
+    let solicited: Vec<bool> = (0..2).map(|_| p.cq_b.poll().expect("a receive").solicited).collect();
+    assert_eq!(solicited, vec![true, false]);
+}
+
 #[test]
 fn compare_and_swap_and_fetch_and_add_return_the_old_value() {
     let mut p = Pair::new(64);

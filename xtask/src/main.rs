@@ -151,10 +151,20 @@ fn bare_metal() -> Result<(), String> {
 
 /// Instructions of one run of the icount bench under callgrind.
 fn instructions(bin: &str, op: &str, k: u64) -> Result<u64, String> {
-    let out_file = format!("target/callgrind.{op}.{k}");
+    callgrind(bin, None, &format!("target/callgrind.{op}.{k}"), op, k)
+}
+
+/// Instructions callgrind counts in `bin OP K`, only inside functions
+/// matching `toggle` when given.
+fn callgrind(bin: &str, toggle: Option<&str>, out_file: &str, op: &str, k: u64) -> Result<u64, String> {
     let k = k.to_string();
-    output("valgrind", &["--tool=callgrind", &format!("--callgrind-out-file={out_file}"), bin, op, &k])?;
-    let text = std::fs::read_to_string(&out_file).map_err(|e| format!("{out_file}: {e}"))?;
+    let out = format!("--callgrind-out-file={out_file}");
+    let toggle = toggle.map(|t| format!("--toggle-collect={t}"));
+    let mut args = vec!["--tool=callgrind", &out];
+    args.extend(toggle.as_deref());
+    args.extend([bin, op, &k]);
+    output("valgrind", &args)?;
+    let text = std::fs::read_to_string(out_file).map_err(|e| format!("{out_file}: {e}"))?;
     text.lines()
         .find_map(|l| l.strip_prefix("summary: "))
         .and_then(|v| v.trim().parse().ok())
@@ -197,16 +207,7 @@ fn mlx5_icount() -> Result<(), String> {
         ("send", "ep_post_send, 64 B inline (BlueFlame)"),
         ("completion", "evd_dequeue of one CQE"),
     ] {
-        let out_file = format!("target/callgrind.mlx5.{op}");
-        let k = K.to_string();
-        let toggle = "--toggle-collect=*measured_*";
-        output("valgrind", &["--tool=callgrind", toggle, &format!("--callgrind-out-file={out_file}"), &bin, op, &k])?;
-        let text = std::fs::read_to_string(&out_file).map_err(|e| format!("{out_file}: {e}"))?;
-        let total: u64 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("summary: "))
-            .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| format!("{out_file}: no summary line"))?;
+        let total = callgrind(&bin, Some("*measured_*"), &format!("target/callgrind.mlx5.{op}"), op, K)?;
         println!("| {what} | {:.1} |", total as f64 / K as f64);
     }
     Ok(())

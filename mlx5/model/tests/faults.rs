@@ -83,3 +83,22 @@ fn a_vanished_peer_fails_the_next_request_and_nothing_is_lost() {
     let rest: Vec<_> = (3..6).map(|_| rig.dto(client.dto)).map(|d| (d.0, d.1)).collect();
     assert_eq!(rest, vec![(3, DtoStatus::Flushed), (4, DtoStatus::Flushed), (5, DtoStatus::Flushed)]);
 }
+
+/// dat_srq_resize(3DAT): the ring is sized at creation, so the SRQ may
+/// shrink within it but cannot grow: DAT_INSUFFICIENT_RESOURCES, and the
+/// SRQ keeps its size and still takes receives.
+#[test]
+fn an_srq_shrinks_within_its_ring_and_refuses_to_grow() {
+    let mut rig = Rig::<Model>::new();
+    let attr = SrqAttr { max_recv_dtos: 15, max_recv_iov: 1, low_watermark: 0 };
+    let srq = rig.p.srq_create(rig.ia, rig.pz, &attr).unwrap();
+    rig.p.srq_resize(srq, 8).unwrap();
+    rig.p.srq_resize(srq, 15).unwrap();
+    let refused = rig.p.srq_resize(srq, 64).unwrap_err();
+    assert_eq!(refused.error_type(), ErrorType::InsufficientResources);
+    let buf = rig.buf(64 * 15, MemPriv::ALL);
+    for cookie in 0..15 {
+        rig.p.srq_post_recv(srq, &[buf.seg(cookie as usize * 64, 64)], cookie).unwrap();
+    }
+    rig.p.srq_free(srq).unwrap();
+}

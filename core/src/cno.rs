@@ -174,6 +174,13 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         }
     }
 
+    /// Give up a wait's place (a signal interrupted it, say).
+    pub fn cno_wait_end(&mut self, wait: &CnoWait) {
+        if let Ok(c) = self.cno_mut(wait.cno) {
+            c.waiters = c.waiters.saturating_sub(1);
+        }
+    }
+
     /// dat_cno_wait(3DAT), blocking in the backend between polls.
     pub fn cno_wait(&mut self, cno: CnoHandle, timeout_us: u32) -> DatResult<EvdHandle> {
         let wait = self.cno_wait_begin(cno, timeout_us)?;
@@ -187,9 +194,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
                         return Ok(EvdHandle::NULL);
                     };
                     if backend.block(dev, timeout_us) == Wake::Interrupted {
-                        if let Ok(c) = self.cno_mut(cno) {
-                            c.waiters -= 1;
-                        }
+                        self.cno_wait_end(&wait);
                         return Err(DatError::of(ErrorType::InterruptedCall));
                     }
                 }

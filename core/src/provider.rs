@@ -154,6 +154,21 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         }
     }
 
+    /// The transport's side of an open IA (for a C ABI that blocks on the
+    /// transport's file descriptors outside its own lock).
+    pub fn ia_device(&self, ia: IaHandle) -> DatResult<&B::Ia> {
+        Ok(&self.ia(ia)?.dev)
+    }
+
+    /// Block in the backend until `ia`'s transport has something or
+    /// `timeout_us` passes: the sleep between the steps of a wait begun with
+    /// [`Provider::evd_wait_begin`] or [`Provider::cno_wait_begin`].
+    pub fn block(&mut self, ia: IaHandle, timeout_us: Option<u64>) -> DatResult<crate::backend::Wake> {
+        let Provider { ias, backend, .. } = self;
+        let i = ias.get_mut(ia.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
+        Ok(backend.block(&mut i.dev, timeout_us))
+    }
+
     lookup!(ia, ias, IaHandle, Ia<B>, InvalidHandleIa);
     lookup!(pz, pzs, PzHandle, Pz<B>, InvalidHandlePz);
     lookup!(lmr, lmrs, LmrHandle, Lmr<B>, InvalidHandleLmr);

@@ -20,6 +20,9 @@ pub struct SlotHeader {
     pub generation: u32,
     /// The kind of object the slot holds.
     pub kind: Kind,
+    /// The slot's index in its slab: with `generation`, the handle of the
+    /// object the slot holds.
+    pub index: u32,
 }
 
 #[derive(Debug)]
@@ -48,7 +51,7 @@ impl<T, const N: usize> Slab<T, N> {
     pub fn new(kind: Kind) -> Self {
         let () = Self::FITS;
         let slots = core::array::from_fn(|i| Slot {
-            header: SlotHeader { provider: 0, generation: 1, kind },
+            header: SlotHeader { provider: 0, generation: 1, kind, index: i as u32 },
             value: None,
             next_free: if i + 1 < N { (i + 1) as u32 } else { NONE },
         });

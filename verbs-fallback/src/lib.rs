@@ -59,6 +59,17 @@ impl Default for Verbs {
 /// An open device.
 pub struct Ia(Rc<IaShared>);
 
+impl Ia {
+    /// The completion channel's and the rdma_cm channel's descriptors: what
+    /// [`Backend::block`] polls. A caller that must not hold its own lock
+    /// while it sleeps polls these itself, after a `block` with a zero
+    /// timeout has armed the CQs.
+    pub fn wait_fds(&self) -> [std::os::fd::RawFd; 2] {
+        // SAFETY: both channels are open while the IA is.
+        unsafe { [(*self.0.comp).fd, (*self.0.cm).fd] }
+    }
+}
+
 /// A protection domain.
 pub struct Pd {
     pd: *mut sys::ibv_pd,

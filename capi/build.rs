@@ -1,0 +1,34 @@
+//! Generates the DAT 2.0 ABI types from Debian's `<dat2/udat.h>` and
+//! `<dat2/dat_ib_extensions.h>` (package `libdapl-dev`), with
+//! `DAT_EXTENSIONS` defined as libdat2 was built. bindgen's layout checks
+//! are kept: every size, alignment and field offset is asserted against
+//! the C compiler's view of the header when this crate compiles.
+
+use std::env;
+use std::path::PathBuf;
+
+const HEADERS: [&str; 2] = ["/usr/include/dat2/udat.h", "/usr/include/dat2/dat_ib_extensions.h"];
+
+fn main() {
+    for h in HEADERS {
+        println!("cargo:rerun-if-changed={h}");
+        if !std::path::Path::new(h).exists() {
+            panic!("{h} is missing: install Debian's libdapl-dev (and libclang-dev for bindgen)");
+        }
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+    let bindings = bindgen::Builder::default()
+        .header_contents("dat_abi.h", "#include <netinet/in.h>\n#include <dat2/udat.h>\n#include <dat2/dat_ib_extensions.h>\n#include <dat2/dat_registry.h>\n")
+        .clang_arg("-DDAT_EXTENSIONS")
+        .allowlist_type("DAT_.*|dat_.*|sockaddr.*")
+        .allowlist_var("DAT_.*")
+        .allowlist_function("dat_.*|dats_.*")
+        .default_enum_style(bindgen::EnumVariation::Consts)
+        .prepend_enum_name(false)
+        .derive_default(true)
+        .generate_comments(false)
+        .generate()
+        .expect("bindgen could not parse <dat2/udat.h>");
+    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("dat_abi.rs");
+    bindings.write_to_file(out).expect("writing the DAT ABI bindings");
+}

@@ -1,0 +1,114 @@
+//! Consumer notification objects.
+
+use udat_core::backend::Wake;
+use udat_core::handle::{CnoHandle, IaHandle, Kind};
+use udat_core::{CnoStep, DatError, DatResult, ErrorType, ProxyAgent};
+
+use super::evd::sleep;
+use super::{out, with};
+use crate::instance::Transport;
+use crate::sys::*;
+
+fn agent(a: &DAT_OS_WAIT_PROXY_AGENT) -> Option<ProxyAgent> {
+    let function = a.proxy_agent_func? as usize as u64;
+    Some(ProxyAgent { instance_data: a.instance_data as u64, function })
+}
+
+fn agent_out(a: Option<ProxyAgent>) -> DAT_OS_WAIT_PROXY_AGENT {
+    match a {
+        Some(a) => DAT_OS_WAIT_PROXY_AGENT {
+            instance_data: a.instance_data as DAT_PVOID,
+            // SAFETY: `function` was a `DAT_AGENT_FUNC` the consumer gave.
+            proxy_agent_func: unsafe { std::mem::transmute::<usize, DAT_AGENT_FUNC>(a.function as usize) },
+        },
+        None => DAT_OS_WAIT_PROXY_AGENT { instance_data: std::ptr::null_mut(), proxy_agent_func: None },
+    }
+}
+
+/// dat_cno_create(3DAT).
+pub unsafe extern "C" fn cno_create<B: Transport>(
+    ia: DAT_IA_HANDLE,
+    proxy: DAT_OS_WAIT_PROXY_AGENT,
+    cno_out: *mut DAT_CNO_HANDLE,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `ia`'s provider word.
+    unsafe {
+        with::<B>(ia, Kind::Ia, |cx, raw| {
+            let slot = out(cno_out, 3)?;
+            let cno = cx.st.core.cno_create(IaHandle::from_raw(raw), agent(&proxy))?;
+            *slot = cx.st.ptr(cno);
+            Ok(())
+        })
+    }
+}
+
+/// dat_cno_modify_agent(3DAT).
+pub unsafe extern "C" fn cno_modify_agent<B: Transport>(
+    cno: DAT_CNO_HANDLE,
+    proxy: DAT_OS_WAIT_PROXY_AGENT,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `cno`'s provider word.
+    unsafe { with::<B>(cno, Kind::Cno, |cx, raw| cx.st.core.cno_modify_agent(CnoHandle::from_raw(raw), agent(&proxy))) }
+}
+
+/// dat_cno_query(3DAT).
+pub unsafe extern "C" fn cno_query<B: Transport>(
+    cno: DAT_CNO_HANDLE,
+    m: DAT_CNO_PARAM_MASK,
+    param: *mut DAT_CNO_PARAM,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `cno`'s provider word.
+    unsafe {
+        with::<B>(cno, Kind::Cno, |cx, raw| {
+            let slot = out(param, 3)?;
+            let p = cx.st.core.cno_query(CnoHandle::from_raw(raw), m)?;
+            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            slot.proxy_type = DAT_PROXY_TYPE_AGENT;
+            slot.proxy.agent = agent_out(p.agent);
+            Ok(())
+        })
+    }
+}
+
+/// dat_cno_free(3DAT).
+pub unsafe extern "C" fn cno_free<B: Transport>(cno: DAT_CNO_HANDLE) -> DAT_RETURN {
+    // SAFETY: dispatched on `cno`'s provider word.
+    unsafe { with::<B>(cno, Kind::Cno, |cx, raw| cx.st.core.cno_free(CnoHandle::from_raw(raw))) }
+}
+
+/// dat_cno_wait(3DAT), sleeping outside the lock like dat_evd_wait.
+pub unsafe extern "C" fn cno_wait<B: Transport>(
+    cno: DAT_CNO_HANDLE,
+    timeout: DAT_TIMEOUT,
+    evd_out: *mut DAT_EVD_HANDLE,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `cno`'s provider word.
+    unsafe {
+        with::<B>(cno, Kind::Cno, |cx, raw| -> DatResult<()> {
+            let slot = out(evd_out, 3)?;
+            let h = CnoHandle::from_raw(raw);
+            let ia = cx.st.core.cno_query(h, udat_core::CNO_FIELD_ALL)?.ia;
+            let wait = cx.st.core.cno_wait_begin(h, timeout)?;
+            loop {
+                match cx.st.core.cno_wait_poll(&wait)? {
+                    CnoStep::Woken(evd) => {
+                        *slot = cx.st.ptr(evd);
+                        return Ok(());
+                    }
+                    CnoStep::Pending { timeout_us } => match sleep(&mut cx.st, ia, timeout_us) {
+                        Ok(Wake::Interrupted) => {
+                            cx.st.core.cno_wait_end(&wait);
+                            return Err(DatError::of(ErrorType::InterruptedCall));
+                        }
+                        Ok(_) => {}
+                        // The IA went away while the thread slept.
+                        Err(_) => {
+                            *slot = std::ptr::null_mut();
+                            return Ok(());
+                        }
+                    },
+                }
+            }
+        })
+    }
+}

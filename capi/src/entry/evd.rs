@@ -1,0 +1,260 @@
+//! The EVD calls, the DAT_EVENT layout, and the blocking wait.
+
+use std::ptr;
+
+use udat_core::backend::Wake;
+use udat_core::handle::{CnoHandle, EvdHandle, IaHandle, Kind};
+use udat_core::types::EvdFlags;
+use udat_core::{DatError, DatResult, ErrorType, Event, EventData, WaitStep};
+
+use super::{count, out, with, Cx};
+use parking_lot::MutexGuard;
+
+use crate::instance::{State, Transport};
+use crate::sys::*;
+
+/// The longest a waiter sleeps outside the lock before it looks again: a
+/// bound on a wake-up another waiter took first.
+const SLICE_US: u64 = 10_000;
+
+/// dat_evd_create(3DAT).
+pub unsafe extern "C" fn evd_create<B: Transport>(
+    ia: DAT_IA_HANDLE,
+    qlen: DAT_COUNT,
+    cno: DAT_CNO_HANDLE,
+    flags: DAT_EVD_FLAGS,
+    evd_out: *mut DAT_EVD_HANDLE,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `ia`'s provider word.
+    unsafe {
+        with::<B>(ia, Kind::Ia, |cx, raw| {
+            let qlen = count(qlen, 2)?;
+            let cno = CnoHandle::from_raw(cx.raw_or_null(cno, Kind::Cno)?);
+            let slot = out(evd_out, 5)?;
+            let evd = cx.st.core.evd_create(IaHandle::from_raw(raw), qlen, cno, EvdFlags(flags))?;
+            *slot = cx.st.ptr(evd);
+            Ok(())
+        })
+    }
+}
+
+macro_rules! evd_call {
+    ($(#[$doc:meta])* $name:ident => $method:ident) => {
+        $(#[$doc])*
+        pub unsafe extern "C" fn $name<B: Transport>(evd: DAT_EVD_HANDLE) -> DAT_RETURN {
+            // SAFETY: dispatched on `evd`'s provider word.
+            unsafe { with::<B>(evd, Kind::Evd, |cx, raw| cx.st.core.$method(EvdHandle::from_raw(raw))) }
+        }
+    };
+}
+
+evd_call!(/// dat_evd_free(3DAT).
+    evd_free => evd_free);
+evd_call!(/// dat_evd_enable(3DAT).
+    evd_enable => evd_enable);
+evd_call!(/// dat_evd_disable(3DAT).
+    evd_disable => evd_disable);
+evd_call!(/// dat_evd_set_unwaitable(3DAT).
+    evd_set_unwaitable => evd_set_unwaitable);
+evd_call!(/// dat_evd_clear_unwaitable(3DAT).
+    evd_clear_unwaitable => evd_clear_unwaitable);
+
+/// dat_evd_query(3DAT).
+pub unsafe extern "C" fn evd_query<B: Transport>(
+    evd: DAT_EVD_HANDLE,
+    m: DAT_EVD_PARAM_MASK,
+    param: *mut DAT_EVD_PARAM,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `evd`'s provider word.
+    unsafe {
+        with::<B>(evd, Kind::Evd, |cx, raw| {
+            let slot = out(param, 3)?;
+            let p = cx.st.core.evd_query(EvdHandle::from_raw(raw), m)?;
+            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            slot.evd_qlen = p.evd_qlen.min(i32::MAX as u32) as DAT_COUNT;
+            slot.evd_state = p.evd_state.0;
+            slot.cno_handle = cx.st.ptr(p.cno);
+            slot.evd_flags = p.evd_flags.0;
+            Ok(())
+        })
+    }
+}
+
+/// dat_evd_modify_cno(3DAT).
+pub unsafe extern "C" fn evd_modify_cno<B: Transport>(evd: DAT_EVD_HANDLE, cno: DAT_CNO_HANDLE) -> DAT_RETURN {
+    // SAFETY: dispatched on `evd`'s provider word.
+    unsafe {
+        with::<B>(evd, Kind::Evd, |cx, raw| {
+            let cno = CnoHandle::from_raw(cx.raw_or_null(cno, Kind::Cno)?);
+            cx.st.core.evd_modify_cno(EvdHandle::from_raw(raw), cno)
+        })
+    }
+}
+
+/// dat_evd_resize(3DAT).
+pub unsafe extern "C" fn evd_resize<B: Transport>(evd: DAT_EVD_HANDLE, qlen: DAT_COUNT) -> DAT_RETURN {
+    // SAFETY: dispatched on `evd`'s provider word.
+    unsafe {
+        with::<B>(evd, Kind::Evd, |cx, raw| {
+            let qlen = count(qlen, 2)?;
+            cx.st.core.evd_resize(EvdHandle::from_raw(raw), qlen)
+        })
+    }
+}
+
+/// dat_evd_post_se(3DAT).
+pub unsafe extern "C" fn evd_post_se<B: Transport>(evd: DAT_EVD_HANDLE, event: *const DAT_EVENT) -> DAT_RETURN {
+    // SAFETY: dispatched on `evd`'s provider word.
+    unsafe {
+        with::<B>(evd, Kind::Evd, |cx, raw| {
+            let event = event.as_ref().ok_or(DatError::invalid_arg(2))?;
+            // "DAT_INVALID_PARAMETER: ... the event is not a software event"
+            if event.event_number != DAT_SOFTWARE_EVENT {
+                return Err(DatError::invalid_arg(2));
+            }
+            let pointer = event.event_data.software_event_data.pointer as u64;
+            cx.st.core.evd_post_se(EvdHandle::from_raw(raw), pointer)
+        })
+    }
+}
+
+/// dat_evd_dequeue(3DAT).
+pub unsafe extern "C" fn evd_dequeue<B: Transport>(evd: DAT_EVD_HANDLE, event: *mut DAT_EVENT) -> DAT_RETURN {
+    // SAFETY: dispatched on `evd`'s provider word.
+    unsafe {
+        with::<B>(evd, Kind::Evd, |cx, raw| {
+            let slot = out(event, 2)?;
+            let e = cx.st.core.evd_dequeue(EvdHandle::from_raw(raw))?;
+            write_event(cx, &e, slot);
+            Ok(())
+        })
+    }
+}
+
+/// dat_evd_wait(3DAT). The lock is let go while the thread sleeps, so other
+/// threads post and reap on the same provider meanwhile.
+pub unsafe extern "C" fn evd_wait<B: Transport>(
+    evd: DAT_EVD_HANDLE,
+    timeout: DAT_TIMEOUT,
+    threshold: DAT_COUNT,
+    event: *mut DAT_EVENT,
+    nmore: *mut DAT_COUNT,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `evd`'s provider word.
+    unsafe {
+        with::<B>(evd, Kind::Evd, |cx, raw| {
+            let slot = out(event, 4)?;
+            let nmore = out(nmore, 5)?;
+            let threshold = count(threshold, 3)?;
+            let h = EvdHandle::from_raw(raw);
+            let ia = cx.st.core.evd_query(h, udat_core::EVD_FIELD_ALL)?.ia;
+            let wait = cx.st.core.evd_wait_begin(h, timeout, threshold)?;
+            loop {
+                match cx.st.core.evd_wait_poll(&wait)? {
+                    WaitStep::Ready { event, nmore: more } => {
+                        write_event(cx, &event, slot);
+                        *nmore = more.min(i32::MAX as u32) as DAT_COUNT;
+                        return Ok(());
+                    }
+                    WaitStep::TimedOut { nmore: more } => {
+                        *nmore = more.min(i32::MAX as u32) as DAT_COUNT;
+                        return Err(DatError::of(ErrorType::TimeoutExpired));
+                    }
+                    WaitStep::Pending { timeout_us } => {
+                        if sleep(&mut cx.st, ia, timeout_us)? == Wake::Interrupted {
+                            cx.st.core.evd_wait_end(&wait);
+                            return Err(DatError::of(ErrorType::InterruptedCall));
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Sleep until the transport of `ia` has something or `timeout_us`
+/// passes. Where the transport has descriptors, the CQs are armed under
+/// the lock and the thread sleeps on them without it.
+pub(crate) fn sleep<B: Transport>(
+    st: &mut MutexGuard<'static, State<B>>,
+    ia: IaHandle,
+    timeout_us: Option<u64>,
+) -> DatResult<Wake> {
+    let Some(fds) = B::wait_fds(st.core.ia_device(ia).map_err(|_| DatError::of(ErrorType::Abort))?) else {
+        return st.core.block(ia, timeout_us).map_err(|_| DatError::of(ErrorType::Abort));
+    };
+    if st.core.block(ia, Some(0)).map_err(|_| DatError::of(ErrorType::Abort))? == Wake::Activity {
+        return Ok(Wake::Activity);
+    }
+    let us = timeout_us.map_or(SLICE_US, |t| t.min(SLICE_US));
+    let mut pfds = fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+    let rc = MutexGuard::unlocked(st, || {
+        // SAFETY: `pfds` is an array of two valid pollfd entries.
+        unsafe { libc::poll(pfds.as_mut_ptr(), 2, us.div_ceil(1000) as libc::c_int) }
+    });
+    if rc < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+        return Ok(Wake::Interrupted);
+    }
+    Ok(if rc > 0 { Wake::Activity } else { Wake::Timeout })
+}
+
+/// Fill a `DAT_EVENT` from a core event. Pointers in it (private data,
+/// addresses) point into the provider and stay valid as the spec says.
+pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, e: &Event, out: &mut DAT_EVENT) {
+    out.event_number = e.number as DAT_EVENT_NUMBER;
+    out.evd_handle = cx.st.ptr(e.evd);
+    out.event_extension_data = [0; 8];
+    match e.data {
+        EventData::Dto { ep, cookie, status, transferred_length, op } => {
+            out.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
+                ep_handle: cx.st.ptr(ep),
+                user_cookie: DAT_CONTEXT { as_64: cookie },
+                status: status as DAT_DTO_COMPLETION_STATUS,
+                transfered_length: transferred_length,
+                operation: op as DAT_DTOS,
+                rmr_context: 0,
+            };
+        }
+        EventData::RmrBind { rmr, cookie, status } => {
+            out.event_data.rmr_completion_event_data = DAT_RMR_BIND_COMPLETION_EVENT_DATA {
+                rmr_handle: cx.st.ptr(rmr),
+                user_cookie: DAT_CONTEXT { as_64: cookie },
+                status: status as DAT_DTO_COMPLETION_STATUS,
+            };
+        }
+        EventData::CrArrival { psp, conn_qual, cr } => {
+            let ia = cx.st.core.evd_query(e.evd, udat_core::EVD_FIELD_ALL).map(|p| p.ia).unwrap_or_default();
+            let addr = ptr::addr_of_mut!(cx.st.ia_addr[ia.raw().index() as usize]).cast();
+            out.event_data.cr_arrival_event_data = DAT_CR_ARRIVAL_EVENT_DATA {
+                sp_handle: DAT_SP_HANDLE { psp_handle: cx.st.ptr(psp) },
+                local_ia_address_ptr: addr,
+                conn_qual,
+                cr_handle: cx.st.ptr(cr),
+                truncate_flag: DAT_FALSE,
+            };
+        }
+        EventData::Connection { ep, private_data_size } => {
+            let data = match cx.st.core.ep_private_data(ep) {
+                Ok(d) if private_data_size > 0 => d.as_ptr() as DAT_PVOID,
+                _ => ptr::null_mut(),
+            };
+            out.event_data.connect_event_data = DAT_CONNECTION_EVENT_DATA {
+                ep_handle: cx.st.ptr(ep),
+                private_data_size: private_data_size as DAT_COUNT,
+                private_data: data,
+            };
+        }
+        EventData::AsyncError { handle, reason } => {
+            let h = match handle {
+                Some(h) if h.kind == Kind::Ia => (cx.inst.ia_out)(cx.st.ptr(h)),
+                Some(h) => cx.st.ptr(h),
+                None => ptr::null_mut(),
+            };
+            out.event_data.asynch_error_event_data =
+                DAT_ASYNCH_ERROR_EVENT_DATA { dat_handle: h, reason: reason as DAT_COUNT };
+        }
+        EventData::Software { pointer } => {
+            out.event_data.software_event_data = DAT_SOFTWARE_EVENT_DATA { pointer: pointer as DAT_PVOID };
+        }
+    }
+}

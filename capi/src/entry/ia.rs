@@ -1,0 +1,191 @@
+//! dat_ia_open, dat_ia_query, dat_ia_close.
+
+use std::ffi::CStr;
+use std::ptr;
+
+use udat_core::handle::{EvdHandle, IaHandle, Kind};
+use udat_core::types::{CloseFlags, IaAttr};
+use udat_core::{AsyncEvd, AsyncEvdRef, DatError, ErrorType};
+
+use super::{count, guarded, out, with, Cx};
+use crate::instance::{Addr, Transport};
+use crate::registry;
+use crate::sys::*;
+
+/// `DAT_EVD_ASYNC_EXISTS` of `<dat2/dat.h>`.
+const ASYNC_EXISTS: usize = 1;
+
+/// dat_ia_open(3DAT), as libdat2 and the static registry call it: the
+/// instance is the one registered under `name`.
+pub unsafe extern "C" fn ia_open<B: Transport>(
+    name: DAT_NAME_PTR,
+    async_evd_qlen: DAT_COUNT,
+    async_evd: *mut DAT_EVD_HANDLE,
+    ia_out: *mut DAT_IA_HANDLE,
+) -> DAT_RETURN {
+    guarded(|| {
+        if name.is_null() {
+            return Err(DatError::invalid_arg(1));
+        }
+        // SAFETY: a non-null name is a NUL-terminated string.
+        let name = unsafe { CStr::from_ptr(name) };
+        let inst = registry::find::<B>(name).ok_or(DatError::of(ErrorType::ProviderNotFound))?;
+        let evd_slot = out(async_evd, 3)?;
+        let ia_slot = out(ia_out, 4)?;
+        let mut cx = Cx { inst, st: inst.state.lock() };
+        let how = if evd_slot.is_null() {
+            AsyncEvd::Create { min_qlen: count(async_evd_qlen, 2)? }
+        } else if *evd_slot as usize == ASYNC_EXISTS {
+            AsyncEvd::Exists
+        } else {
+            AsyncEvd::Use(EvdHandle::from_raw(cx.raw(*evd_slot, Kind::Evd)?))
+        };
+        let (ia, evd) = cx.st.core.ia_open(inst.device.as_bytes(), how)?;
+        let (_, attr) = cx.st.core.ia_query(ia)?;
+        cx.st.ia_addr[ia.raw().index() as usize] = Addr(attr.ia_address);
+        if matches!(how, AsyncEvd::Create { .. }) {
+            *evd_slot = cx.st.ptr(evd);
+        }
+        *ia_slot = cx.st.ptr(ia);
+        Ok(())
+    })
+}
+
+/// dat_ia_close(3DAT).
+pub unsafe extern "C" fn ia_close<B: Transport>(ia: DAT_IA_HANDLE, flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
+    // SAFETY: dispatched on `ia`'s provider word.
+    unsafe {
+        with::<B>(ia, Kind::Ia, |cx, raw| {
+            let flags = CloseFlags::from_raw(flags).ok_or(DatError::invalid_arg(2))?;
+            cx.st.core.ia_close(IaHandle::from_raw(raw), flags)
+        })
+    }
+}
+
+/// dat_ia_query(3DAT). Every field is filled whatever the masks ask.
+pub unsafe extern "C" fn ia_query<B: Transport>(
+    ia: DAT_IA_HANDLE,
+    async_evd: *mut DAT_EVD_HANDLE,
+    _ia_mask: DAT_IA_ATTR_MASK,
+    ia_attr: *mut DAT_IA_ATTR,
+    _provider_mask: DAT_PROVIDER_ATTR_MASK,
+    provider_attr: *mut DAT_PROVIDER_ATTR,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `ia`'s provider word.
+    unsafe {
+        with::<B>(ia, Kind::Ia, |cx, raw| {
+            let ia = IaHandle::from_raw(raw);
+            let (evd, attr) = cx.st.core.ia_query(ia)?;
+            if let Some(slot) = async_evd.as_mut() {
+                *slot = match evd {
+                    AsyncEvdRef::Handle(h) => cx.st.ptr(h),
+                    AsyncEvdRef::OutOfScope => ASYNC_EXISTS as DAT_EVD_HANDLE,
+                };
+            }
+            if let Some(a) = ia_attr.as_mut() {
+                let addr = ptr::addr_of_mut!(cx.st.ia_addr[raw.index() as usize]).cast();
+                fill_ia_attr(a, &attr, addr);
+            }
+            if let Some(p) = provider_attr.as_mut() {
+                fill_provider_attr(cx, p, &attr);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Copy a name into a fixed C string field, NUL-terminated.
+pub fn set_name(dst: &mut [libc::c_char], src: &[u8]) {
+    let n = src.iter().position(|&b| b == 0).unwrap_or(src.len()).min(dst.len().saturating_sub(1));
+    for (d, &s) in dst.iter_mut().zip(&src[..n]) {
+        *d = s as libc::c_char;
+    }
+    if let Some(end) = dst.get_mut(n) {
+        *end = 0;
+    }
+}
+
+fn int(v: u32) -> DAT_COUNT {
+    v.min(i32::MAX as u32) as DAT_COUNT
+}
+
+fn fill_ia_attr(a: &mut DAT_IA_ATTR, attr: &IaAttr, addr: DAT_IA_ADDRESS_PTR) {
+    set_name(&mut a.adapter_name, &attr.adapter_name);
+    set_name(&mut a.vendor_name, &attr.vendor_name);
+    a.hardware_version_major = attr.hardware_version_major;
+    a.hardware_version_minor = attr.hardware_version_minor;
+    a.firmware_version_major = attr.firmware_version_major;
+    a.firmware_version_minor = attr.firmware_version_minor;
+    a.ia_address_ptr = addr;
+    a.max_eps = int(attr.max_eps);
+    a.max_dto_per_ep = int(attr.max_dto_per_ep);
+    a.max_rdma_read_per_ep_in = int(attr.max_rdma_read_per_ep_in);
+    a.max_rdma_read_per_ep_out = int(attr.max_rdma_read_per_ep_out);
+    a.max_evds = int(attr.max_evds);
+    a.max_evd_qlen = int(attr.max_evd_qlen);
+    a.max_iov_segments_per_dto = int(attr.max_iov_segments_per_dto);
+    a.max_lmrs = int(attr.max_lmrs);
+    a.max_lmr_block_size = attr.max_lmr_block_size.min(u64::from(u32::MAX)) as DAT_SEG_LENGTH;
+    a.max_lmr_virtual_address = attr.max_lmr_virtual_address;
+    a.max_pzs = int(attr.max_pzs);
+    a.max_message_size = attr.max_message_size;
+    a.max_rdma_size = attr.max_rdma_size;
+    a.max_rmrs = int(attr.max_rmrs);
+    a.max_rmr_target_address = attr.max_lmr_virtual_address;
+    a.max_srqs = int(attr.max_srqs);
+    a.max_ep_per_srq = int(attr.max_eps);
+    a.max_recv_per_srq = int(attr.max_recv_per_srq);
+    a.max_iov_segments_per_rdma_read = int(attr.max_iov_segments_per_dto);
+    a.max_iov_segments_per_rdma_write = int(attr.max_iov_segments_per_dto);
+    a.max_rdma_read_in = int(attr.max_rdma_read_per_ep_in);
+    a.max_rdma_read_out = int(attr.max_rdma_read_per_ep_out);
+    a.max_rdma_read_per_ep_in_guaranteed = DAT_TRUE;
+    a.max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
+    a.zb_supported = DAT_FALSE;
+    a.extension_supported = DAT_EXTENSION_NONE;
+    a.extension_version = 0;
+    a.num_transport_attr = 0;
+    a.transport_attr = ptr::null_mut();
+    a.num_vendor_attr = 0;
+    a.vendor_attr = ptr::null_mut();
+}
+
+fn fill_provider_attr<B: Transport>(cx: &Cx<B>, p: &mut DAT_PROVIDER_ATTR, attr: &IaAttr) {
+    // dat_ia_close in libdat2 rebuilds the registration key from the name
+    // and these three fields; they echo the registration.
+    set_name(&mut p.provider_name, cx.inst.name.as_bytes());
+    p.provider_version_major = 0;
+    p.provider_version_minor = 1;
+    p.dapl_version_major = cx.inst.dapl_version.0;
+    p.dapl_version_minor = cx.inst.dapl_version.1;
+    p.is_thread_safe = if cx.inst.thread_safe { DAT_TRUE } else { DAT_FALSE };
+    p.lmr_mem_types_supported = DAT_MEM_TYPE_VIRTUAL | DAT_MEM_TYPE_LMR;
+    p.iov_ownership_on_return = DAT_IOV_CONSUMER;
+    p.dat_qos_supported = attr.qos_supported.0;
+    p.completion_flags_supported = udat_core::types::CompletionFlags::ALL_BITS;
+    p.max_private_data_size = int(attr.max_private_data_size);
+    p.supports_multipath = DAT_FALSE;
+    p.ep_creator = DAT_PSP_CREATES_EP_NEVER;
+    p.pz_support = DAT_PZ_UNIQUE;
+    p.optimal_buffer_alignment = 256;
+    for row in p.evd_stream_merging_supported.iter_mut() {
+        for cell in row.iter_mut() {
+            *cell = DAT_TRUE;
+        }
+    }
+    p.srq_supported = if attr.max_srqs > 0 { DAT_TRUE } else { DAT_FALSE };
+    p.srq_watermarks_supported = 0;
+    p.srq_ep_pz_difference_supported = if attr.srq_ep_pz_difference_supported { DAT_TRUE } else { DAT_FALSE };
+    p.srq_info_supported = 0;
+    p.ep_recv_info_supported = 0;
+    p.lmr_sync_req = DAT_FALSE;
+    p.dto_async_return_guaranteed = DAT_FALSE;
+    p.rdma_write_for_rdma_read_req = DAT_FALSE;
+    p.rdma_read_lmr_rmr_context_exposure = DAT_FALSE;
+    p.rmr_scope_supported = DAT_RMR_SCOPE_EP;
+    p.is_signal_safe = DAT_FALSE;
+    p.ha_supported = DAT_FALSE;
+    p.ha_loadbalancing = 0;
+    p.num_provider_specific_attr = 0;
+    p.provider_specific_attr = ptr::null_mut();
+}

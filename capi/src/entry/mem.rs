@@ -1,0 +1,277 @@
+//! Protection zones, LMRs and RMRs.
+
+use udat_core::handle::{EpHandle, IaHandle, Kind, LmrHandle, PzHandle, RmrHandle};
+use udat_core::types::{CompletionFlags, LmrTriplet, MemPriv, MemType};
+use udat_core::{DatError, ErrorType};
+
+use super::{out, with};
+use crate::instance::Transport;
+use crate::sys::*;
+
+/// dat_pz_create(3DAT).
+pub unsafe extern "C" fn pz_create<B: Transport>(ia: DAT_IA_HANDLE, pz_out: *mut DAT_PZ_HANDLE) -> DAT_RETURN {
+    // SAFETY: dispatched on `ia`'s provider word.
+    unsafe {
+        with::<B>(ia, Kind::Ia, |cx, raw| {
+            let slot = out(pz_out, 2)?;
+            let pz = cx.st.core.pz_create(IaHandle::from_raw(raw))?;
+            *slot = cx.st.ptr(pz);
+            Ok(())
+        })
+    }
+}
+
+/// dat_pz_free(3DAT).
+pub unsafe extern "C" fn pz_free<B: Transport>(pz: DAT_PZ_HANDLE) -> DAT_RETURN {
+    // SAFETY: dispatched on `pz`'s provider word.
+    unsafe { with::<B>(pz, Kind::Pz, |cx, raw| cx.st.core.pz_free(PzHandle::from_raw(raw))) }
+}
+
+/// dat_pz_query(3DAT).
+pub unsafe extern "C" fn pz_query<B: Transport>(
+    pz: DAT_PZ_HANDLE,
+    m: DAT_PZ_PARAM_MASK,
+    param: *mut DAT_PZ_PARAM,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `pz`'s provider word.
+    unsafe {
+        with::<B>(pz, Kind::Pz, |cx, raw| {
+            let slot = out(param, 3)?;
+            let p = cx.st.core.pz_query(PzHandle::from_raw(raw), m)?;
+            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            Ok(())
+        })
+    }
+}
+
+/// dat_lmr_create(3DAT): virtual memory, or another LMR's region.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn lmr_create<B: Transport>(
+    ia: DAT_IA_HANDLE,
+    mem_type: DAT_MEM_TYPE,
+    region: DAT_REGION_DESCRIPTION,
+    length: DAT_VLEN,
+    pz: DAT_PZ_HANDLE,
+    privileges: DAT_MEM_PRIV_FLAGS,
+    va_type: DAT_VA_TYPE,
+    lmr_out: *mut DAT_LMR_HANDLE,
+    lmr_context: *mut DAT_LMR_CONTEXT,
+    rmr_context: *mut DAT_RMR_CONTEXT,
+    registered_length: *mut DAT_VLEN,
+    registered_address: *mut DAT_VADDR,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `ia`'s provider word; the region union is read
+    // as the member `mem_type` names; out-pointers other than the handle
+    // may be null.
+    unsafe {
+        with::<B>(ia, Kind::Ia, |cx, raw| {
+            // Zero-based virtual addresses are not offered
+            // (DAT_IA_ATTR.zb_supported is false).
+            if va_type != DAT_VA_TYPE_VA {
+                return Err(DatError::of(ErrorType::ModelNotSupported));
+            }
+            let mem = match mem_type {
+                DAT_MEM_TYPE_VIRTUAL => MemType::Virtual { address: region.for_va as u64, length },
+                DAT_MEM_TYPE_LMR => MemType::Lmr(LmrHandle::from_raw(cx.raw(region.for_lmr_handle, Kind::Lmr)?)),
+                _ => return Err(DatError::of(ErrorType::ModelNotSupported)),
+            };
+            let pz = PzHandle::from_raw(cx.raw(pz, Kind::Pz)?);
+            let slot = out(lmr_out, 8)?;
+            let made = cx.st.core.lmr_create(IaHandle::from_raw(raw), mem, pz, MemPriv(privileges))?;
+            *slot = cx.st.ptr(made.lmr);
+            if let Some(p) = lmr_context.as_mut() {
+                *p = made.lmr_context;
+            }
+            if let Some(p) = rmr_context.as_mut() {
+                *p = made.rmr_context.unwrap_or(0);
+            }
+            if let Some(p) = registered_length.as_mut() {
+                *p = made.registered_size;
+            }
+            if let Some(p) = registered_address.as_mut() {
+                *p = made.registered_address;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// dat_lmr_free(3DAT).
+pub unsafe extern "C" fn lmr_free<B: Transport>(lmr: DAT_LMR_HANDLE) -> DAT_RETURN {
+    // SAFETY: dispatched on `lmr`'s provider word.
+    unsafe { with::<B>(lmr, Kind::Lmr, |cx, raw| cx.st.core.lmr_free(LmrHandle::from_raw(raw))) }
+}
+
+/// dat_lmr_query(3DAT).
+pub unsafe extern "C" fn lmr_query<B: Transport>(
+    lmr: DAT_LMR_HANDLE,
+    m: DAT_LMR_PARAM_MASK,
+    param: *mut DAT_LMR_PARAM,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `lmr`'s provider word.
+    unsafe {
+        with::<B>(lmr, Kind::Lmr, |cx, raw| {
+            let slot = out(param, 3)?;
+            let p = cx.st.core.lmr_query(LmrHandle::from_raw(raw), m)?;
+            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            match p.mem_type {
+                MemType::Virtual { address, length } => {
+                    slot.mem_type = DAT_MEM_TYPE_VIRTUAL;
+                    slot.region_desc.for_va = address as DAT_PVOID;
+                    slot.length = length;
+                }
+                MemType::Lmr(h) => {
+                    slot.mem_type = DAT_MEM_TYPE_LMR;
+                    slot.region_desc.for_lmr_handle = cx.st.ptr(h);
+                    slot.length = p.registered_size;
+                }
+                MemType::SharedVirtual { address, length, .. } => {
+                    slot.mem_type = DAT_MEM_TYPE_SHARED_VIRTUAL;
+                    slot.region_desc.for_va = address as DAT_PVOID;
+                    slot.length = length;
+                }
+            }
+            slot.pz_handle = cx.st.ptr(p.pz);
+            slot.mem_priv = p.mem_privileges.0;
+            slot.va_type = DAT_VA_TYPE_VA;
+            slot.lmr_context = p.lmr_context;
+            slot.rmr_context = p.rmr_context.unwrap_or(0);
+            slot.registered_size = p.registered_size;
+            slot.registered_address = p.registered_address;
+            Ok(())
+        })
+    }
+}
+
+fn sync<B: Transport>(ia: DAT_IA_HANDLE, segs: *const DAT_LMR_TRIPLET, n: DAT_VLEN, read: bool) -> DAT_RETURN {
+    // SAFETY: dispatched on `ia`'s provider word.
+    unsafe {
+        with::<B>(ia, Kind::Ia, |cx, raw| {
+            let n = i32::try_from(n).map_err(|_| DatError::invalid_arg(3))?;
+            let segs = super::slice(segs, n, 3)?;
+            let mut buf = [LmrTriplet::default(); udat_core::backend::MAX_SGE];
+            if segs.len() > buf.len() {
+                return Err(DatError::invalid_arg(3));
+            }
+            for (d, s) in buf.iter_mut().zip(segs) {
+                d.virtual_address = s.virtual_address;
+                d.segment_length = s.segment_length;
+                d.lmr_context = s.lmr_context;
+            }
+            let ia = IaHandle::from_raw(raw);
+            let segs = &buf[..segs.len()];
+            if read {
+                cx.st.core.lmr_sync_rdma_read(ia, segs)
+            } else {
+                cx.st.core.lmr_sync_rdma_write(ia, segs)
+            }
+        })
+    }
+}
+
+/// dat_lmr_sync_rdma_read(3DAT).
+pub unsafe extern "C" fn lmr_sync_rdma_read<B: Transport>(
+    ia: DAT_IA_HANDLE,
+    segs: *const DAT_LMR_TRIPLET,
+    n: DAT_VLEN,
+) -> DAT_RETURN {
+    sync::<B>(ia, segs, n, true)
+}
+
+/// dat_lmr_sync_rdma_write(3DAT).
+pub unsafe extern "C" fn lmr_sync_rdma_write<B: Transport>(
+    ia: DAT_IA_HANDLE,
+    segs: *const DAT_LMR_TRIPLET,
+    n: DAT_VLEN,
+) -> DAT_RETURN {
+    sync::<B>(ia, segs, n, false)
+}
+
+/// dat_rmr_create(3DAT).
+pub unsafe extern "C" fn rmr_create<B: Transport>(pz: DAT_PZ_HANDLE, rmr_out: *mut DAT_RMR_HANDLE) -> DAT_RETURN {
+    // SAFETY: dispatched on `pz`'s provider word.
+    unsafe {
+        with::<B>(pz, Kind::Pz, |cx, raw| {
+            let slot = out(rmr_out, 2)?;
+            let rmr = cx.st.core.rmr_create(PzHandle::from_raw(raw))?;
+            *slot = cx.st.ptr(rmr);
+            Ok(())
+        })
+    }
+}
+
+/// dat_rmr_free(3DAT).
+pub unsafe extern "C" fn rmr_free<B: Transport>(rmr: DAT_RMR_HANDLE) -> DAT_RETURN {
+    // SAFETY: dispatched on `rmr`'s provider word.
+    unsafe { with::<B>(rmr, Kind::Rmr, |cx, raw| cx.st.core.rmr_free(RmrHandle::from_raw(raw))) }
+}
+
+/// dat_rmr_query(3DAT).
+pub unsafe extern "C" fn rmr_query<B: Transport>(
+    rmr: DAT_RMR_HANDLE,
+    m: DAT_RMR_PARAM_MASK,
+    param: *mut DAT_RMR_PARAM,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `rmr`'s provider word.
+    unsafe {
+        with::<B>(rmr, Kind::Rmr, |cx, raw| {
+            let slot = out(param, 3)?;
+            let p = cx.st.core.rmr_query(RmrHandle::from_raw(raw), m)?;
+            let t = p.lmr_triplet.unwrap_or_default();
+            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            slot.pz_handle = cx.st.ptr(p.pz);
+            slot.lmr_triplet = DAT_LMR_TRIPLET {
+                virtual_address: t.virtual_address,
+                segment_length: t.segment_length,
+                lmr_context: t.lmr_context,
+            };
+            slot.mem_priv = p.mem_privileges.map_or(0, |m| m.0);
+            slot.rmr_context = p.rmr_context.unwrap_or(0);
+            slot.rmr_scope = DAT_RMR_SCOPE_EP;
+            slot.va_type = DAT_VA_TYPE_VA;
+            Ok(())
+        })
+    }
+}
+
+/// dat_rmr_bind(3DAT). The LMR handle is implied by the triplet's context.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn rmr_bind<B: Transport>(
+    rmr: DAT_RMR_HANDLE,
+    _lmr: DAT_LMR_HANDLE,
+    triplet: *const DAT_LMR_TRIPLET,
+    privileges: DAT_MEM_PRIV_FLAGS,
+    va_type: DAT_VA_TYPE,
+    ep: DAT_EP_HANDLE,
+    cookie: DAT_RMR_COOKIE,
+    flags: DAT_COMPLETION_FLAGS,
+    context_out: *mut DAT_RMR_CONTEXT,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `rmr`'s provider word; a cookie is 64 bits.
+    unsafe {
+        with::<B>(rmr, Kind::Rmr, |cx, raw| {
+            if va_type != DAT_VA_TYPE_VA {
+                return Err(DatError::of(ErrorType::ModelNotSupported));
+            }
+            let t = triplet.as_ref().ok_or(DatError::invalid_arg(3))?;
+            let t = LmrTriplet {
+                virtual_address: t.virtual_address,
+                segment_length: t.segment_length,
+                lmr_context: t.lmr_context,
+            };
+            let ep = EpHandle::from_raw(cx.raw_or_null(ep, Kind::Ep)?);
+            let ctx = cx.st.core.rmr_bind(
+                RmrHandle::from_raw(raw),
+                &t,
+                MemPriv(privileges),
+                ep,
+                cookie.as_64,
+                CompletionFlags(flags),
+            )?;
+            if let Some(p) = context_out.as_mut() {
+                *p = ctx;
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,127 @@
+//! The entry points of `struct dat_provider`, one `extern "C"` function per
+//! slot, generic over the transport. Each finds its instance from its
+//! first handle, takes the lock, turns C arguments into core values, and
+//! returns the core's `DAT_RETURN`. No entry point unwinds into C: a panic
+//! is `DAT_INTERNAL_ERROR`.
+//!
+//! # Safety
+//! Every entry point has one contract, the DAT API's: it is reached
+//! through the table of the provider its first handle points at (libdat2
+//! and the static registry dispatch so), and every pointer argument is
+//! null or valid for its type as the man page describes it.
+#![allow(clippy::missing_safety_doc)]
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use parking_lot::MutexGuard;
+
+use udat_core::handle::{Kind, RawHandle};
+use udat_core::{DatError, DatResult, ErrorType};
+
+use crate::instance::{invalid, Instance, State, Transport};
+use crate::sys::{DAT_HANDLE, DAT_RETURN, DAT_SUCCESS};
+
+pub mod cm;
+pub mod cno;
+pub mod ep;
+pub mod evd;
+pub mod ia;
+pub mod mem;
+pub mod misc;
+pub mod srq;
+
+/// The `DAT_RETURN` of a result.
+pub(crate) fn ret(r: DatResult<()>) -> DAT_RETURN {
+    match r {
+        Ok(()) => DAT_SUCCESS,
+        Err(e) => e.to_raw(),
+    }
+}
+
+/// Run `f` without letting a panic cross into C.
+pub(crate) fn guarded(f: impl FnOnce() -> DatResult<()>) -> DAT_RETURN {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => ret(r),
+        Err(_) => DatError::of(ErrorType::InternalError).to_raw(),
+    }
+}
+
+/// The context an entry point works in: its instance and the locked state.
+pub(crate) struct Cx<B: Transport> {
+    pub(crate) inst: &'static Instance<B>,
+    pub(crate) st: MutexGuard<'static, State<B>>,
+}
+
+impl<B: Transport> Cx<B> {
+    /// A further handle argument of `kind`, which must belong to the same
+    /// provider.
+    pub(crate) fn raw(&self, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
+        // SAFETY: C callers pass handles where the DAT API asks for them.
+        unsafe { self.st.raw(self.inst.word(), h, kind) }
+    }
+
+    /// A further handle argument that may be `DAT_HANDLE_NULL`.
+    pub(crate) fn raw_or_null(&self, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
+        // SAFETY: as in `raw`.
+        unsafe { self.st.raw_or_null(self.inst.word(), h, kind) }
+    }
+}
+
+/// Run `f` on the instance that owns `h` (a handle of `kind`), under its
+/// lock, with `h` resolved.
+///
+/// # Safety
+/// `h` is null or a handle this transport's table was dispatched for.
+pub(crate) unsafe fn with<B: Transport>(
+    h: DAT_HANDLE,
+    kind: Kind,
+    f: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
+) -> DAT_RETURN {
+    if h.is_null() {
+        return invalid(kind).to_raw();
+    }
+    guarded(|| {
+        // SAFETY: `h` is non-null and dispatched to this transport.
+        let inst = unsafe { Instance::<B>::of(h) };
+        let mut cx = Cx { inst, st: inst.state.lock() };
+        let raw = cx.raw(h, kind)?;
+        f(&mut cx, raw)
+    })
+}
+
+/// An out-pointer argument (argument number `n`, for the subtype).
+pub(crate) fn out<'a, T>(p: *mut T, n: u8) -> DatResult<&'a mut T> {
+    // SAFETY: a non-null out-pointer from C points at a writable `T`.
+    unsafe { p.as_mut() }.ok_or(DatError::invalid_arg(n))
+}
+
+/// A `DAT_COUNT` argument that must not be negative.
+pub(crate) fn count(c: i32, n: u8) -> DatResult<u32> {
+    u32::try_from(c).map_err(|_| DatError::invalid_arg(n))
+}
+
+/// Bytes of private data at `p`, `size` long (none when `size` is 0).
+pub(crate) fn bytes<'a>(p: *const libc::c_void, size: i32, n: u8) -> DatResult<&'a [u8]> {
+    let len = count(size, n)? as usize;
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(DatError::invalid_arg(n + 1));
+    }
+    // SAFETY: the caller's buffer holds `size` bytes (DAT private data).
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
+}
+
+/// An array argument of `n` elements at `p`.
+pub(crate) fn slice<'a, T>(p: *const T, len: i32, n: u8) -> DatResult<&'a [T]> {
+    let len = count(len, n)? as usize;
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(DatError::invalid_arg(n + 1));
+    }
+    // SAFETY: the caller's array holds `len` elements.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}

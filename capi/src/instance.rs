@@ -1,0 +1,226 @@
+//! One registered provider: its `DAT_PROVIDER` table, and the core
+//! provider that holds every object opened through it, behind one lock.
+//!
+//! A C handle is the address of a core slot header, whose first word is
+//! the address of this instance's table (`<dat2/dat_redirection.h>`:
+//! `DAT_HANDLE_TO_PROVIDER`). The table is the instance's first field, so
+//! an entry point finds its instance from any handle it is given.
+
+use std::ffi::CString;
+use std::ptr;
+
+use parking_lot::{Mutex, MutexGuard};
+
+use udat_core::backend::Backend;
+use udat_core::handle::{AnyHandle, Kind, RawHandle};
+use udat_core::slab::SlotHeader;
+use udat_core::types::IaAddress;
+use udat_core::{DatError, DatResult, Provider, Subtype};
+
+use crate::sys::{DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
+
+/// Objects of each kind one provider holds.
+pub const OBJECTS: usize = 256;
+/// Events queued on all EVDs of one provider together.
+pub const EVENTS: usize = 8192;
+
+/// The core provider as the C ABI instantiates it.
+pub type Core<B> = Provider<B, OBJECTS, EVENTS>;
+
+/// A transport the C ABI can open.
+pub trait Transport: Backend + Sized + 'static {
+    /// A backend for this transport.
+    fn create() -> DatResult<Self>;
+
+    /// Descriptors to sleep on outside the lock while a wait is pending,
+    /// after a zero-timeout [`Provider::block`] armed them; `None` when the
+    /// transport must be blocked in while the lock is held.
+    fn wait_fds(ia: &Self::Ia) -> Option<[libc::c_int; 2]>;
+}
+
+/// How a query result names an IA to the consumer: libdat2 gives consumers
+/// its own small integers, a static registry the provider's pointer.
+pub type IaOut = fn(DAT_IA_HANDLE) -> DAT_IA_HANDLE;
+
+/// A socket address at a stable, aligned place, for the `*_ptr` fields of
+/// query results and events.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(8))]
+pub struct Addr(pub IaAddress);
+
+/// What the lock guards.
+pub struct State<B: Transport> {
+    pub core: Box<Core<B>>,
+    /// Per IA slot: the IA's own address.
+    pub ia_addr: Box<[Addr; OBJECTS]>,
+    /// Per EP slot: local and remote address of the last `dat_ep_query`.
+    pub ep_addr: Box<[(Addr, Addr); OBJECTS]>,
+    /// Per CR slot: the requester's address of the last `dat_cr_query`.
+    pub cr_addr: Box<[Addr; OBJECTS]>,
+}
+
+/// The lock. The core provider and its backend are single-threaded objects
+/// (the verbs backend shares reference-counted device state between its
+/// objects); they are only ever reached through this mutex.
+pub struct Locked<T>(Mutex<T>);
+
+// SAFETY: every access to the value goes through the mutex, so no two
+// threads touch it at once, and no reference-counted part of it is ever
+// handed out of the guard (entry points copy plain values out).
+unsafe impl<T> Sync for Locked<T> {}
+// SAFETY: as above; the value moves between threads only as a whole.
+unsafe impl<T> Send for Locked<T> {}
+
+impl<T> Locked<T> {
+    /// Take the lock. A panic in another caller was turned into
+    /// `DAT_INTERNAL_ERROR` for that caller and released the lock; the core
+    /// leaves its state consistent or fails before it changes anything.
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        self.0.lock()
+    }
+}
+
+/// A registered provider.
+#[repr(C)]
+pub struct Instance<B: Transport> {
+    /// First, so the provider word of a handle is this instance's address.
+    pub table: DAT_PROVIDER,
+    /// The name it is registered under (`device_name` points here).
+    pub name: CString,
+    /// The backend's IA name: a verbs device or a model HCA.
+    pub device: CString,
+    /// The registration's version and thread-safety, echoed by
+    /// `dat_ia_query` so libdat2 finds the registration again on close.
+    pub dapl_version: (u32, u32),
+    pub thread_safe: bool,
+    pub ia_out: IaOut,
+    pub state: Locked<State<B>>,
+}
+
+impl<B: Transport> Instance<B> {
+    /// A new instance, at its final address: handles point into it.
+    pub fn new(
+        name: CString,
+        device: CString,
+        dapl_version: (u32, u32),
+        thread_safe: bool,
+        ia_out: IaOut,
+    ) -> DatResult<Box<Self>> {
+        let core = Box::new(Provider::new(B::create()?));
+        let state = State {
+            core,
+            ia_addr: Box::new([Addr::default(); OBJECTS]),
+            ep_addr: Box::new([(Addr::default(), Addr::default()); OBJECTS]),
+            cr_addr: Box::new([Addr::default(); OBJECTS]),
+        };
+        let mut inst = Box::new(Instance {
+            table: crate::table::table::<B>(),
+            name,
+            device,
+            dapl_version,
+            thread_safe,
+            ia_out,
+            state: Locked(Mutex::new(state)),
+        });
+        inst.table.device_name = inst.name.as_ptr();
+        let word = ptr::addr_of!(inst.table) as usize;
+        inst.state.lock().core.set_provider_word(word);
+        Ok(inst)
+    }
+
+    /// The instance a handle of this transport belongs to.
+    ///
+    /// # Safety
+    /// `h` is non-null and was produced by an instance of `B` (libdat2 and
+    /// the static registry dispatch on the handle's own provider word, so
+    /// an entry point of `B` only ever sees such handles first).
+    pub unsafe fn of(h: DAT_HANDLE) -> &'static Instance<B> {
+        // SAFETY: by the contract, `h` points at a slot header whose
+        // provider word is the address of a live `Instance<B>`.
+        unsafe { &*((*(h as *const SlotHeader)).provider as *const Instance<B>) }
+    }
+
+    /// The address of this instance's table: every handle's first word.
+    pub fn word(&self) -> usize {
+        ptr::addr_of!(self.table) as usize
+    }
+}
+
+/// The `DAT_INVALID_HANDLE` subtype for a kind.
+pub fn invalid(kind: Kind) -> DatError {
+    let sub = match kind {
+        Kind::Ia => Subtype::InvalidHandleIa,
+        Kind::Pz => Subtype::InvalidHandlePz,
+        Kind::Lmr => Subtype::InvalidHandleLmr,
+        Kind::Rmr => Subtype::InvalidHandleRmr,
+        Kind::Evd => Subtype::NoSubtype,
+        Kind::Cno => Subtype::InvalidHandleCno,
+        Kind::Ep => Subtype::InvalidHandleEp,
+        Kind::Psp => Subtype::InvalidHandlePsp,
+        Kind::Rsp => Subtype::InvalidHandleRsp,
+        Kind::Cr => Subtype::InvalidHandleCr,
+        Kind::Srq => Subtype::InvalidHandleSrq,
+    };
+    DatError::invalid_handle(sub)
+}
+
+impl<B: Transport> State<B> {
+    /// The core handle a C handle of `kind` names, checked: it must point
+    /// at a slot header of this very provider, of this kind. A freed
+    /// object's slot is a tombstone: the handle resolves, and the core
+    /// refuses it with `DAT_INVALID_HANDLE`.
+    ///
+    /// # Safety
+    /// `h` is null or points at readable memory of at least a slot header
+    /// (C callers pass handles, which the DAT API requires to be handles).
+    pub unsafe fn raw(&self, word: usize, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
+        if h.is_null() {
+            return Err(invalid(kind));
+        }
+        let hdr = h as *const SlotHeader;
+        // SAFETY: by the contract `h` points at readable memory the size of
+        // a header; the kind is read as an integer, so a foreign handle's
+        // bytes are never taken for an enum value.
+        let (provider, kind_bits, index, generation) = unsafe {
+            (
+                ptr::addr_of!((*hdr).provider).read(),
+                ptr::addr_of!((*hdr).kind).cast::<u32>().read(),
+                ptr::addr_of!((*hdr).index).read(),
+                ptr::addr_of!((*hdr).generation).read(),
+            )
+        };
+        if provider != word || kind_bits != kind as u32 {
+            return Err(invalid(kind));
+        }
+        let raw = RawHandle::from_bits(u64::from(generation) << 32 | u64::from(index));
+        match self.core.slot_header(AnyHandle { kind, raw }) {
+            Some(real) if ptr::eq(real, hdr) => Ok(raw),
+            _ => Err(invalid(kind)),
+        }
+    }
+
+    /// Like [`State::raw`], but `DAT_HANDLE_NULL` is the null handle.
+    ///
+    /// # Safety
+    /// As [`State::raw`].
+    pub unsafe fn raw_or_null(&self, word: usize, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
+        if h.is_null() {
+            Ok(RawHandle::NULL)
+        } else {
+            // SAFETY: forwarded contract.
+            unsafe { self.raw(word, h, kind) }
+        }
+    }
+
+    /// The C handle of a core handle; null for the null handle.
+    pub fn ptr(&self, h: impl Into<AnyHandle>) -> DAT_HANDLE {
+        let h = h.into();
+        if h.raw.is_null() {
+            return ptr::null_mut();
+        }
+        match self.core.slot_header(h) {
+            Some(hdr) => hdr as *const SlotHeader as DAT_HANDLE,
+            None => ptr::null_mut(),
+        }
+    }
+}

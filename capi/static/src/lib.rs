@@ -1,0 +1,219 @@
+//! libudat.a: udat's providers with a registry of their own, so a C
+//! runtime links udat alone: no libdat2, no dat.conf, no dlopen.
+//!
+//! Provider names are `udat-<transport>-<device>`:
+//! `udat-verbs-rxe0`, `udat-mlx5-mlx5_0`, `udat-model-mlx5_model0`. A
+//! name is registered the first time an IA is opened under it.
+//!
+//! The registry calls are here; every other consumer call is in
+//! `dispatch.c` and reaches the provider through its handle.
+
+use std::ffi::{c_char, CStr, CString};
+use std::sync::OnceLock;
+
+use udat_capi::registry::{self, Registration};
+use udat_capi::sys::*;
+use udat_core::{DatError, ErrorType, Subtype};
+
+/// The IA handle a consumer of the static registry holds is the
+/// provider's own pointer.
+fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
+    ia
+}
+
+/// `ia_params` for a built-in provider name.
+fn params(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("udat-")?;
+    let (transport, device) = rest.split_once('-')?;
+    Some(format!("{transport} {device}"))
+}
+
+/// dat_ia_openv: open an IA of the provider `name`, registering the name
+/// first if this is its first use.
+///
+/// # Safety
+/// As the DAT API: `name` is a NUL-terminated string, the pointers are
+/// valid for their types.
+#[no_mangle]
+pub unsafe extern "C" fn dat_ia_openv(
+    name: *const c_char,
+    async_evd_qlen: DAT_COUNT,
+    async_evd: *mut DAT_EVD_HANDLE,
+    ia: *mut DAT_IA_HANDLE,
+    dapl_major: DAT_UINT32,
+    dapl_minor: DAT_UINT32,
+    thread_safety: DAT_BOOLEAN,
+) -> DAT_RETURN {
+    if name.is_null() {
+        return DatError::invalid_arg(1).to_raw();
+    }
+    if ia.is_null() {
+        return DatError::invalid_handle(Subtype::InvalidHandleIa).to_raw();
+    }
+    // SAFETY: a non-null name is NUL-terminated.
+    let cname = unsafe { CStr::from_ptr(name) };
+    if cname.to_bytes().len() >= DAT_NAME_MAX_LENGTH as usize {
+        return DatError::invalid_arg(1).to_raw();
+    }
+    let table = match registry::table(cname) {
+        Some(t) => t,
+        None => {
+            let Some(params) = cname.to_str().ok().and_then(params) else {
+                return DatError::of(ErrorType::ProviderNotFound).to_raw();
+            };
+            let reg = Registration {
+                dapl_version: (dapl_major, dapl_minor),
+                thread_safe: thread_safety == DAT_TRUE,
+                ia_out: same,
+            };
+            match registry::add(cname, &params, reg) {
+                Ok(t) => t,
+                // Another thread registered it meanwhile.
+                Err(e) if e.error_type() == ErrorType::ProviderAlreadyRegistered => match registry::table(cname) {
+                    Some(t) => t,
+                    None => return e.to_raw(),
+                },
+                Err(e) => return e.to_raw(),
+            }
+        }
+    };
+    // SAFETY: registered tables live until removed, which this library
+    // never does; every slot is filled.
+    let open = unsafe { (*table).ia_open_func };
+    match open {
+        // SAFETY: the provider's own entry point, with the caller's
+        // arguments.
+        Some(f) => unsafe { f(name.cast_mut(), async_evd_qlen, async_evd, ia) },
+        None => DatError::of(ErrorType::InternalError).to_raw(),
+    }
+}
+
+/// dat_ia_close.
+///
+/// # Safety
+/// `ia` is null or an IA handle from [`dat_ia_openv`].
+#[no_mangle]
+pub unsafe extern "C" fn dat_ia_close(ia: DAT_IA_HANDLE, flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
+    if ia.is_null() {
+        return DatError::invalid_handle(Subtype::InvalidHandleIa).to_raw();
+    }
+    // SAFETY: a handle's first word is its provider's table.
+    let close = unsafe { (**(ia as *const *const DAT_PROVIDER)).ia_close_func };
+    match close {
+        // SAFETY: the provider's own entry point.
+        Some(f) => unsafe { f(ia, flags) },
+        None => DatError::of(ErrorType::InternalError).to_raw(),
+    }
+}
+
+/// The names this library can open: the software HCA, and each verbs
+/// device present, through udat-verbs.
+fn available() -> Vec<CString> {
+    let mut names = vec![CString::from(c"udat-model-mlx5_model0")];
+    let mut n = 0;
+    // SAFETY: rdma-core returns a null-terminated list of `n` devices,
+    // owned until ibv_free_device_list.
+    unsafe {
+        let list = udat_verbs::sys::ibv_get_device_list(&mut n);
+        if !list.is_null() {
+            for i in 0..n.max(0) as usize {
+                let dev = CStr::from_ptr(udat_verbs::sys::ibv_get_device_name(*list.add(i)));
+                if let Ok(name) = CString::new(format!("udat-verbs-{}", dev.to_string_lossy())) {
+                    names.push(name);
+                }
+            }
+            udat_verbs::sys::ibv_free_device_list(list);
+        }
+    }
+    for name in registry::names() {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// dat_registry_list_providers.
+///
+/// # Safety
+/// `entries` is writable; `list` holds `max` pointers to writable
+/// `DAT_PROVIDER_INFO`s.
+#[no_mangle]
+pub unsafe extern "C" fn dat_registry_list_providers(
+    max: DAT_COUNT,
+    entries: *mut DAT_COUNT,
+    list: *mut *mut DAT_PROVIDER_INFO,
+) -> DAT_RETURN {
+    if entries.is_null() {
+        return DatError::invalid_arg(2).to_raw();
+    }
+    let names = available();
+    if max <= 0 {
+        // SAFETY: checked non-null above.
+        unsafe { *entries = names.len() as DAT_COUNT };
+        // dat_registry_list_providers(3DAT): a zero max_to_return asks for
+        // the count and returns DAT_INVALID_PARAMETER.
+        return DatError::invalid_arg(1).to_raw();
+    }
+    if list.is_null() {
+        return DatError::invalid_arg(3).to_raw();
+    }
+    let n = names.len().min(max as usize);
+    for (i, name) in names.iter().take(n).enumerate() {
+        // SAFETY: the caller's array holds `max` pointers to infos.
+        let Some(info) = (unsafe { (*list.add(i)).as_mut() }) else {
+            return DatError::invalid_arg(3).to_raw();
+        };
+        udat_capi::entry::ia::set_name(&mut info.ia_name, name.as_bytes());
+        info.dapl_version_major = DAT_VERSION_MAJOR;
+        info.dapl_version_minor = DAT_VERSION_MINOR;
+        info.is_thread_safe = DAT_FALSE;
+    }
+    // SAFETY: checked non-null above.
+    unsafe { *entries = n as DAT_COUNT };
+    0
+}
+
+/// Names by value: the return types, and the subtypes.
+type Names = (Vec<(u32, CString)>, Vec<(u32, CString)>);
+
+fn strings() -> &'static Names {
+    static STRINGS: OnceLock<Names> = OnceLock::new();
+    STRINGS.get_or_init(|| {
+        let c = |s: &str| CString::new(s).unwrap_or_default();
+        let mut major: Vec<_> = ErrorType::ALL.iter().map(|t| (*t as u32, c(t.name()))).collect();
+        major.push((0, c("DAT_SUCCESS")));
+        let minor = Subtype::ALL.iter().map(|s| (*s as u32, c(s.name()))).collect();
+        (major, minor)
+    })
+}
+
+/// dat_strerror: the names of a return value's type and subtype.
+///
+/// # Safety
+/// The out-pointers are writable.
+#[no_mangle]
+pub unsafe extern "C" fn dat_strerror(
+    value: DAT_RETURN,
+    major: *mut *const c_char,
+    minor: *mut *const c_char,
+) -> DAT_RETURN {
+    if major.is_null() {
+        return DatError::invalid_arg(2).to_raw();
+    }
+    if minor.is_null() {
+        return DatError::invalid_arg(3).to_raw();
+    }
+    let (majors, minors) = strings();
+    let ty = value & 0x3fff_0000;
+    let sub = value & 0xffff;
+    let (Some(ma), Some(mi)) = (majors.iter().find(|(v, _)| *v == ty), minors.iter().find(|(v, _)| *v == sub)) else {
+        return DatError::invalid_arg(1).to_raw();
+    };
+    // SAFETY: checked non-null above; the strings are static.
+    unsafe {
+        *major = ma.1.as_ptr();
+        *minor = mi.1.as_ptr();
+    }
+    0
+}

@@ -54,6 +54,7 @@ impl Backend for NullBackend {
                 qos_supported: Qos::BEST_EFFORT,
                 rmr_supported: true,
                 srq_ep_pz_difference_supported: true,
+                local_read_implied: false,
             },
         ))
     }

@@ -153,6 +153,19 @@ impl EpAttr {
         }
     }
 
+    /// These attributes with a zero `max_message_size` or `max_rdma_size`
+    /// read as the IA's maximum. The man pages give zero no meaning; OFA's
+    /// providers take it as "no limit of the consumer's own", and the
+    /// OpenFabrics test programs create their Endpoints so.
+    pub(crate) fn resolved(&self, ia: &IaAttr) -> EpAttr {
+        let pick = |v: u32, max: u32| if v == 0 { max } else { v };
+        EpAttr {
+            max_message_size: pick(self.max_message_size, ia.max_message_size),
+            max_rdma_size: pick(self.max_rdma_size, ia.max_rdma_size),
+            ..*self
+        }
+    }
+
     /// Whether the device can give these attributes: `DAT_INVALID_PARAMETER`
     /// for values out of range, `DAT_MODEL_NOT_SUPPORTED` for a QoS it lacks.
     pub(crate) fn check(&self, ia: &IaAttr, arg: u8) -> DatResult<()> {
@@ -243,7 +256,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         let attr = match attr {
             Some(a) => {
                 a.check(&ia.attr, 6)?;
-                *a
+                a.resolved(&ia.attr)
             }
             None => EpAttr::provider_default(&ia.attr),
         };
@@ -495,7 +508,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         let recv_evd = changes.recv_evd.unwrap_or(ep.recv_evd);
         let request_evd = changes.request_evd.unwrap_or(ep.request_evd);
         let connect_evd = changes.connect_evd.unwrap_or(ep.connect_evd);
-        let attr = changes.attr.unwrap_or(ep.attr);
+        let attr = changes.attr.map_or(ep.attr, |a| a.resolved(&ia.attr));
         let old_streams = ep.streams();
         let new_streams = Streams::new(recv_evd, request_evd, connect_evd, &attr, ep.srq);
         let (ia_h, old_pz) = (ep.ia, ep.pz);

@@ -79,6 +79,9 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         if !privileges.is_valid() {
             return Err(DatError::invalid_arg(6));
         }
+        // A transport that reads every region locally grants the privilege
+        // whether asked or not, and the LMR reports what it has.
+        let privileges = if ia.attr.local_read_implied { privileges | MemPriv::LOCAL_READ } else { privileges };
         let (address, length) = match mem_type {
             MemType::Virtual { address, length } | MemType::SharedVirtual { address, length, .. } => (address, length),
             MemType::Lmr(h) => {

@@ -167,6 +167,7 @@ impl MockBackend {
                 qos_supported: Qos::BEST_EFFORT,
                 rmr_supported: true,
                 srq_ep_pz_difference_supported: false,
+                local_read_implied: false,
             },
         }
     }

@@ -349,4 +349,11 @@ pub struct IaAttr {
     /// Whether an SRQ and its EPs may use different PZs
     /// (`srq_ep_pz_difference_supported`).
     pub srq_ep_pz_difference_supported: bool,
+    /// Whether the transport lets the local HCA read every registered
+    /// region, whatever its privileges. InfiniBand and RoCE do
+    /// (ibv_reg_mr(3): "Local read access is always enabled for the MR"),
+    /// so there an LMR always has `DAT_MEM_PRIV_LOCAL_READ_FLAG`, and a
+    /// send from a region registered only for local write is legal, as
+    /// the OpenFabrics test programs expect.
+    pub local_read_implied: bool,
 }

@@ -154,6 +154,7 @@ impl IaShared {
             qos_supported: Qos::BEST_EFFORT,
             rmr_supported: self.has_memory_windows(),
             srq_ep_pz_difference_supported: false,
+            local_read_implied: true,
         }
     }
 

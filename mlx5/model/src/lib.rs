@@ -288,6 +288,7 @@ impl Device for SoftHca {
             qos_supported: Qos::BEST_EFFORT,
             rmr_supported: false,
             srq_ep_pz_difference_supported: false,
+            local_read_implied: true,
         };
         Ok((ModelIa(id), attr))
     }

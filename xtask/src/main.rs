@@ -3,7 +3,9 @@
 //! - `cargo xtask test`: everything CI runs — formatting, clippy with
 //!   warnings as errors, the workspace tests, the bare-metal build of
 //!   udat-core with its no-allocator check, Miri over udat-core, and
-//!   udat-verbs's tests on soft-RoCE (through `softroce`).
+//!   udat-verbs's tests on soft-RoCE (through `softroce`), the C ABI's
+//!   artifacts and C example ([`capi`]), and the OpenFabrics DAPL test
+//!   programs against the plug-in on soft-RoCE (`tests/peers/run.sh`).
 //! - `cargo xtask icount`: instructions per DAT-layer operation, from two
 //!   callgrind runs of the `icount` bench.
 //! - `cargo xtask softroce [--timeout SECS] -- COMMAND...`: run a command
@@ -11,6 +13,7 @@
 //! - `cargo xtask pingpong`: the RDMA-write ping-pong latency example,
 //!   server and client, on soft-RoCE.
 
+mod capi;
 mod softroce;
 
 use std::io::{BufRead, BufReader};
@@ -54,10 +57,16 @@ fn test() -> Result<(), String> {
     run("cargo", &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
     let native = run_tests(&["test", "--workspace"])?;
     bare_metal()?;
+    let c = capi::check()?;
     let miri = run_tests(&["+nightly", "miri", "test", "-p", "udat-core"])?;
     let rxe = rxe_tests()?;
-    let (passed, failed) = (native.0 + miri.0 + rxe.0, native.1 + miri.1 + rxe.1);
-    eprintln!("xtask: all checks passed ({} tests natively, {} under Miri, {} on soft-RoCE)", native.0, miri.0, rxe.0);
+    let peers = peer_tests()?;
+    let passed = native.0 + c + miri.0 + rxe.0 + peers.0;
+    let failed = native.1 + miri.1 + rxe.1 + peers.1;
+    eprintln!(
+        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {} on soft-RoCE, {} OpenFabrics programs)",
+        native.0, miri.0, rxe.0, peers.0
+    );
     println!("tests: {passed} passed, {failed} failed");
     Ok(())
 }
@@ -96,6 +105,16 @@ fn rxe_tests() -> Result<(u64, u64), String> {
     let started = std::time::Instant::now();
     let result = run_tests(&["xtask", "softroce", "--", &bin, "--test-threads=1", "--color=never"]);
     eprintln!("xtask: soft-RoCE tests took {:.0} s", started.elapsed().as_secs_f64());
+    result
+}
+
+/// The OpenFabrics DAPL test programs against the plug-in, on soft-RoCE.
+fn peer_tests() -> Result<(u64, u64), String> {
+    let plugin = std::fs::canonicalize("target/debug/libudat_dapl.so").map_err(|e| format!("the plug-in: {e}"))?;
+    let plugin = plugin.to_string_lossy();
+    let started = std::time::Instant::now();
+    let result = run_tests(&["xtask", "softroce", "--", "tests/peers/run.sh", &plugin]);
+    eprintln!("xtask: the OpenFabrics programs took {:.0} s", started.elapsed().as_secs_f64());
     result
 }
 

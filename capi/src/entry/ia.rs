@@ -12,6 +12,18 @@ use crate::instance::{Addr, Transport};
 use crate::registry;
 use crate::sys::*;
 
+/// The provider-specific attributes `dat_ia_query` reports. OFA's
+/// providers name the path MTU `DAT_IB_TRANSPORT_MTU`, and dtestsrq sizes its messages
+/// from it; 1024 is the RoCE MTU of a 1500-byte Ethernet link and fits
+/// every InfiniBand link.
+struct NamedAttrs([DAT_NAMED_ATTR; 1]);
+
+// SAFETY: the attributes point at static, immutable strings.
+unsafe impl Sync for NamedAttrs {}
+
+static PROVIDER_SPECIFIC: NamedAttrs =
+    NamedAttrs([DAT_NAMED_ATTR { name: c"DAT_IB_TRANSPORT_MTU".as_ptr(), value: c"1024".as_ptr() }]);
+
 /// `DAT_EVD_ASYNC_EXISTS` of `<dat2/dat.h>`.
 const ASYNC_EXISTS: usize = 1;
 
@@ -186,6 +198,8 @@ fn fill_provider_attr<B: Transport>(cx: &Cx<B>, p: &mut DAT_PROVIDER_ATTR, attr:
     p.is_signal_safe = DAT_FALSE;
     p.ha_supported = DAT_FALSE;
     p.ha_loadbalancing = 0;
-    p.num_provider_specific_attr = 0;
-    p.provider_specific_attr = ptr::null_mut();
+    p.num_provider_specific_attr = PROVIDER_SPECIFIC.0.len() as DAT_COUNT;
+    // Consumers only read through this pointer (`DAT_NAMED_ATTR *` is not
+    // const in the header).
+    p.provider_specific_attr = PROVIDER_SPECIFIC.0.as_ptr().cast_mut();
 }

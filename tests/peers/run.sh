@@ -1,0 +1,127 @@
+#!/bin/sh
+# The OpenFabrics DAPL test programs (Debian dapl2-utils), unmodified,
+# against udat's libdat2 plug-in on a soft-RoCE device: server and client
+# both on udat, then dtest across udat and OFA's own cma provider.
+#
+# Usage: run.sh PLUGIN.so   (under `cargo xtask softroce`, which exports
+# UDAT_RDMA_DEVICE and UDAT_RDMA_ADDR)
+#
+# Each case prints `peer NAME ... ok|FAILED|expected failure|XPASS`; a case
+# listed in XFAIL is one udat does not pass yet, counted and shown, and a
+# pass of it fails the run so the list is kept true. The last line is a
+# `test result:` summary.
+
+PLUGIN=${1:?usage: run.sh PLUGIN.so}
+DEV=${UDAT_RDMA_DEVICE:?}
+S=${UDAT_RDMA_ADDR:?}
+NETDEV=$(ls /sys/class/infiniband/"$DEV"/device/net 2>/dev/null | head -1)
+[ -n "$NETDEV" ] || NETDEV=$(ip -o -4 addr show | awk -v a="$S" 'index($4, a"/") == 1 { print $2; exit }')
+LOG=${PEER_LOG:-/tmp/peers}
+mkdir -p "$LOG"
+
+# Not passed yet, each for a reason in README ("The OpenFabrics programs"):
+# dtestx needs the DAT IB extensions (immediate data, atomics), which the
+# plug-in does not offer yet; dapltest's transaction and limit tests fail
+# on udat, and the dapltest server, which serves them, does not end cleanly.
+XFAIL="dtestx dapltest-T-1x1 dapltest-T-2x2 dapltest-L dapltest-server"
+
+cat > "$LOG/dat.conf" <<CONF
+udat u2.0 nonthreadsafe default $PLUGIN dapl.2.0 "verbs $DEV" ""
+ofa u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "$NETDEV 0" ""
+CONF
+export DAT_OVERRIDE="$LOG/dat.conf" DAPL_ACK_TIMER=21 DAPL_ACK_RETRY=7
+ulimit -l unlimited
+
+passed=0 failed=0 xfailed=0
+
+report() { # name ok(0/1)
+	case " $XFAIL " in
+	*" $1 "*)
+		if [ "$2" -eq 0 ]; then
+			echo "peer $1 ... XPASS (remove it from XFAIL)"; failed=$((failed + 1))
+		else
+			echo "peer $1 ... expected failure"; xfailed=$((xfailed + 1))
+		fi ;;
+	*)
+		if [ "$2" -eq 0 ]; then
+			echo "peer $1 ... ok"; passed=$((passed + 1))
+		else
+			echo "peer $1 ... FAILED"; failed=$((failed + 1))
+			for f in "$LOG/$1".*; do echo "--- $f"; tail -25 "$f"; done
+		fi ;;
+	esac
+}
+
+wait_port() { # the dtest family exchanges the server's address on TCP 15828
+	for _ in $(seq 100); do
+		ss -Hltn "sport = :15828" | grep -q . && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# pair NAME SECS "SERVER ARGS" "CLIENT ARGS" PATTERN: run a dtest-family
+# server and client; both must exit 0 and print PATTERN (if not empty).
+pair() {
+	name=$1 secs=$2 server=$3 client=$4 pattern=$5
+	# shellcheck disable=SC2086
+	timeout "$secs" $server > "$LOG/$name.server" 2>&1 &
+	spid=$!
+	wait_port
+	# shellcheck disable=SC2086
+	timeout "$secs" $client > "$LOG/$name.client" 2>&1
+	c=$?
+	wait $spid
+	s=$?
+	ok=1
+	if [ $c -eq 0 ] && [ $s -eq 0 ]; then
+		ok=0
+		if [ -n "$pattern" ]; then
+			grep -q "$pattern" "$LOG/$name.server" && grep -q "$pattern" "$LOG/$name.client" || ok=1
+		fi
+	fi
+	report "$name" $ok
+}
+
+pair dtest 120 "dtest -P udat -s -b 65536 -B 100" "dtest -P udat -h $S -b 65536 -B 100" PASSED
+pair dtest-latency 120 "dtest -P udat -s -W" "dtest -P udat -h $S -W" PASSED
+pair dtestcm 120 "dtestcm -P udat -s -c 50" "dtestcm -P udat -h $S -c 50" ""
+pair dtestsrq-no-srq 120 "dtestsrq -S 0 -P udat -s" "dtestsrq -S 0 -P udat -h $S" ""
+pair dtestsrq 120 "dtestsrq -P udat -s" "dtestsrq -P udat -h $S" ""
+pair dtestx 120 "dtestx -P udat -s" "dtestx -P udat -c -h $S" ""
+
+# dapltest: one server for all clients; it always exits 0, so its output is
+# judged: a transaction or performance test prints its statistics, and any
+# failure prints "error" or "FAIL".
+timeout 420 dapltest -T S -D udat > "$LOG/dapltest.server" 2>&1 &
+dpid=$!
+sleep 1
+dapl() { # NAME ARGS...
+	name=$1
+	shift
+	timeout 120 dapltest "$@" > "$LOG/$name.client" 2>&1
+	rc=$?
+	ok=1
+	if [ $rc -eq 0 ] && ! grep -qiE 'error|fail|not found' "$LOG/$name.client"; then ok=0; fi
+	report "$name" $ok
+}
+dapl dapltest-T-1x1 -T T -s "$S" -D udat -i 100 -t 1 -w 1 -V \
+	client SR 256 server SR 256 client RW 4096 server RW 4096 client RR 4096 server RR 4096
+dapl dapltest-T-2x2 -T T -s "$S" -D udat -i 100 -t 2 -w 2 -V \
+	client SR 256 server SR 256 client RW 4096 server RW 4096 client RR 4096 server RR 4096
+dapl dapltest-P-RW -T P -s "$S" -D udat -m p -i 1000 -p 1 RW 4096 1
+dapl dapltest-P-RR -T P -s "$S" -D udat -m p -i 1000 -p 16 RR 65536 1
+dapl dapltest-L -T L -D udat -w 2 -m 20 limit_ia limit_pz limit_evd limit_ep limit_psp limit_lmr limit_rpost
+dapl dapltest-Q -T Q -s "$S" -D udat
+wait $dpid
+report dapltest-server $?
+
+# Interoperation over rdma_cm: udat and OFA's cma provider on either side.
+pair interop-ofa-server 120 "dtest -P ofa -s -b 65536 -B 100" "dtest -P udat -h $S -b 65536 -B 100" PASSED
+pair interop-udat-server 120 "dtest -P udat -s -b 65536 -B 100" "dtest -P ofa -h $S -b 65536 -B 100" PASSED
+
+result=ok
+[ $failed -eq 0 ] || result=FAILED
+echo "peer programs: $passed passed, $failed failed, $xfailed expected failures (listed above)"
+echo "test result: $result. $passed passed; $failed failed; 0 ignored; 0 measured; 0 filtered out"
+[ $failed -eq 0 ]

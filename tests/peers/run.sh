@@ -21,9 +21,9 @@ mkdir -p "$LOG"
 
 # Not passed yet, each for a reason in README ("The OpenFabrics programs"):
 # dtestx needs the DAT IB extensions (immediate data, atomics), which the
-# plug-in does not offer yet; dapltest's transaction and limit tests fail
-# on udat, and the dapltest server, which serves them, does not end cleanly.
-XFAIL="dtestx dapltest-T-1x1 dapltest-T-2x2 dapltest-L dapltest-server"
+# plug-in does not offer yet; dtestsrq with an SRQ stalls before its first
+# message; dapltest's transaction and limit tests fail on udat.
+XFAIL="dtestx dtestsrq dapltest-T-1x1 dapltest-T-2x2 dapltest-L"
 
 cat > "$LOG/dat.conf" <<CONF
 udat u2.0 nonthreadsafe default $PLUGIN dapl.2.0 "verbs $DEV" ""
@@ -87,15 +87,11 @@ pair dtest 120 "dtest -P udat -s -b 65536 -B 100" "dtest -P udat -h $S -b 65536 
 pair dtest-latency 120 "dtest -P udat -s -W" "dtest -P udat -h $S -W" PASSED
 pair dtestcm 120 "dtestcm -P udat -s -c 50" "dtestcm -P udat -h $S -c 50" ""
 pair dtestsrq-no-srq 120 "dtestsrq -S 0 -P udat -s" "dtestsrq -S 0 -P udat -h $S" ""
-pair dtestsrq 120 "dtestsrq -P udat -s" "dtestsrq -P udat -h $S" ""
-pair dtestx 120 "dtestx -P udat -s" "dtestx -P udat -c -h $S" ""
+pair dtestsrq 60 "dtestsrq -P udat -s" "dtestsrq -P udat -h $S" ""
+pair dtestx 60 "dtestx -P udat -s" "dtestx -P udat -c -h $S" ""
 
-# dapltest: one server for all clients; it always exits 0, so its output is
-# judged: a transaction or performance test prints its statistics, and any
-# failure prints "error" or "FAIL".
-timeout 420 dapltest -T S -D udat > "$LOG/dapltest.server" 2>&1 &
-dpid=$!
-sleep 1
+# dapltest always exits 0, so its output is judged: any failure prints
+# "error", "FAIL" or "not found".
 dapl() { # NAME ARGS...
 	name=$1
 	shift
@@ -105,13 +101,27 @@ dapl() { # NAME ARGS...
 	if [ $rc -eq 0 ] && ! grep -qiE 'error|fail|not found' "$LOG/$name.client"; then ok=0; fi
 	report "$name" $ok
 }
+
+# The transaction tests, against a server of their own: they fail on udat
+# and leave that server unusable, so it is stopped after them.
+timeout 300 dapltest -T S -D udat > "$LOG/dapltest-T.server" 2>&1 &
+dpid=$!
+sleep 1
 dapl dapltest-T-1x1 -T T -s "$S" -D udat -i 100 -t 1 -w 1 -V \
 	client SR 256 server SR 256 client RW 4096 server RW 4096 client RR 4096 server RR 4096
 dapl dapltest-T-2x2 -T T -s "$S" -D udat -i 100 -t 2 -w 2 -V \
 	client SR 256 server SR 256 client RW 4096 server RW 4096 client RR 4096 server RR 4096
+kill $dpid 2>/dev/null
+wait $dpid 2>/dev/null
+
+dapl dapltest-L -T L -D udat -w 2 -m 20 limit_ia limit_pz limit_evd limit_ep limit_psp limit_lmr limit_rpost
+
+# Performance, then quit: the server must end on its own.
+timeout 300 dapltest -T S -D udat > "$LOG/dapltest-server.server" 2>&1 &
+dpid=$!
+sleep 1
 dapl dapltest-P-RW -T P -s "$S" -D udat -m p -i 1000 -p 1 RW 4096 1
 dapl dapltest-P-RR -T P -s "$S" -D udat -m p -i 1000 -p 16 RR 65536 1
-dapl dapltest-L -T L -D udat -w 2 -m 20 limit_ia limit_pz limit_evd limit_ep limit_psp limit_lmr limit_rpost
 dapl dapltest-Q -T Q -s "$S" -D udat
 wait $dpid
 report dapltest-server $?

@@ -8,7 +8,7 @@ use udat_core::handle::{EpHandle, EvdHandle, IaHandle, Kind, PzHandle, SrqHandle
 use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddress, LmrTriplet, Qos, RmrTriplet};
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
-use super::{bytes, count, out, slice, with, Cx};
+use super::{bytes, count, iov, out, slice, with, Cx};
 use crate::instance::{Addr, Transport};
 use crate::sys::*;
 
@@ -87,21 +87,6 @@ pub(crate) fn address_in(p: *const DAT_SOCK_ADDR, n: u8) -> DatResult<IaAddress>
     // `len` fits the 28 bytes of an IaAddress.
     unsafe { ptr::copy_nonoverlapping(p.cast::<u8>(), a.bytes.as_mut_ptr(), len) };
     Ok(a)
-}
-
-/// Local segments as the core takes them.
-fn iov<'a>(segs: &[DAT_LMR_TRIPLET], buf: &'a mut [LmrTriplet; MAX_SGE], n: u8) -> DatResult<&'a [LmrTriplet]> {
-    if segs.len() > MAX_SGE {
-        return Err(DatError::invalid_arg(n));
-    }
-    for (d, s) in buf.iter_mut().zip(segs) {
-        *d = LmrTriplet {
-            virtual_address: s.virtual_address,
-            segment_length: s.segment_length,
-            lmr_context: s.lmr_context,
-        };
-    }
-    Ok(&buf[..segs.len()])
 }
 
 fn remote(r: *const DAT_RMR_TRIPLET, n: u8) -> DatResult<RmrTriplet> {

@@ -148,18 +148,9 @@ fn sync<B: Transport>(ia: DAT_IA_HANDLE, segs: *const DAT_LMR_TRIPLET, n: DAT_VL
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let n = i32::try_from(n).map_err(|_| DatError::invalid_arg(3))?;
-            let segs = super::slice(segs, n, 3)?;
             let mut buf = [LmrTriplet::default(); udat_core::backend::MAX_SGE];
-            if segs.len() > buf.len() {
-                return Err(DatError::invalid_arg(3));
-            }
-            for (d, s) in buf.iter_mut().zip(segs) {
-                d.virtual_address = s.virtual_address;
-                d.segment_length = s.segment_length;
-                d.lmr_context = s.lmr_context;
-            }
+            let segs = super::iov(super::slice(segs, n, 3)?, &mut buf, 3)?;
             let ia = IaHandle::from_raw(raw);
-            let segs = &buf[..segs.len()];
             if read {
                 cx.st.core.lmr_sync_rdma_read(ia, segs)
             } else {

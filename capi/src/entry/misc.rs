@@ -35,9 +35,10 @@ unsafe fn with_any<B: Transport>(
         return DatError::invalid_handle(udat_core::Subtype::NoSubtype).to_raw();
     }
     guarded(|| {
-        // SAFETY: `h` is non-null and dispatched to this transport; its kind
-        // is read as an integer and checked before it is used.
+        // SAFETY: `h` is non-null and dispatched to this transport.
         let inst = unsafe { Instance::<B>::of(h) };
+        // SAFETY: `h` points at a slot header; its kind is read as an
+        // integer and checked before it is used.
         let bits = unsafe { std::ptr::addr_of!((*(h as *const SlotHeader)).kind).cast::<u32>().read() };
         let kind = KINDS.iter().copied().find(|k| *k as u32 == bits).ok_or(invalid(Kind::Ia))?;
         let mut cx = super::Cx { inst, st: inst.state.lock() };

@@ -113,6 +113,23 @@ pub(crate) fn bytes<'a>(p: *const libc::c_void, size: i32, n: u8) -> DatResult<&
     Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
 }
 
+/// Local segments (argument `n`) as the core takes them, in `buf`.
+pub(crate) fn iov<'a>(
+    segs: &[crate::sys::DAT_LMR_TRIPLET],
+    buf: &'a mut [udat_core::types::LmrTriplet; udat_core::backend::MAX_SGE],
+    n: u8,
+) -> DatResult<&'a [udat_core::types::LmrTriplet]> {
+    if segs.len() > buf.len() {
+        return Err(DatError::invalid_arg(n));
+    }
+    for (d, s) in buf.iter_mut().zip(segs) {
+        d.virtual_address = s.virtual_address;
+        d.segment_length = s.segment_length;
+        d.lmr_context = s.lmr_context;
+    }
+    Ok(&buf[..segs.len()])
+}
+
 /// An array argument of `n` elements at `p`.
 pub(crate) fn slice<'a, T>(p: *const T, len: i32, n: u8) -> DatResult<&'a [T]> {
     let len = count(len, n)? as usize;

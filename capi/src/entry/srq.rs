@@ -5,7 +5,7 @@ use udat_core::handle::{IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::{LmrTriplet, SrqAttr};
 use udat_core::DatError;
 
-use super::{count, out, slice, with};
+use super::{count, iov, out, slice, with};
 use crate::instance::Transport;
 use crate::sys::*;
 
@@ -50,17 +50,9 @@ pub unsafe extern "C" fn srq_post_recv<B: Transport>(
     // SAFETY: dispatched on `srq`'s provider word; a cookie is 64 bits.
     unsafe {
         with::<B>(srq, Kind::Srq, |cx, raw| {
-            let segs = slice(segs, n, 2)?;
             let mut buf = [LmrTriplet::default(); MAX_SGE];
-            if segs.len() > MAX_SGE {
-                return Err(DatError::invalid_arg(2));
-            }
-            for (d, s) in buf.iter_mut().zip(segs) {
-                d.virtual_address = s.virtual_address;
-                d.segment_length = s.segment_length;
-                d.lmr_context = s.lmr_context;
-            }
-            cx.st.core.srq_post_recv(SrqHandle::from_raw(raw), &buf[..segs.len()], cookie.as_64)
+            let iov = iov(slice(segs, n, 2)?, &mut buf, 2)?;
+            cx.st.core.srq_post_recv(SrqHandle::from_raw(raw), iov, cookie.as_64)
         })
     }
 }

@@ -3,13 +3,12 @@
 
 use std::ptr;
 
-use udat_core::backend::MAX_SGE;
 use udat_core::handle::{EpHandle, EvdHandle, IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddress, LmrTriplet, Qos, RmrTriplet};
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
-use super::{bytes, count, iov, out, slice, with, Cx};
-use crate::instance::{Addr, Transport};
+use super::{bytes, count, iov, out, with, Cx};
+use crate::instance::{Addr, Core, Transport};
 use crate::sys::*;
 
 // `DAT_EP_FIELD_*` of <dat2/dat.h> (macros, so not in the bindings).
@@ -287,6 +286,18 @@ pub unsafe extern "C" fn ep_disconnect<B: Transport>(ep: DAT_EP_HANDLE, flags: D
     }
 }
 
+/// The posts of an Endpoint share their first arguments; `f` is the core
+/// call.
+unsafe fn post<B: Transport>(
+    ep: DAT_EP_HANDLE,
+    n: DAT_COUNT,
+    segs: *const DAT_LMR_TRIPLET,
+    f: impl FnOnce(&mut Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `ep`'s provider word.
+    unsafe { with::<B>(ep, Kind::Ep, |cx, raw| f(&mut cx.st.core, EpHandle::from_raw(raw), iov(segs, n, 2)?)) }
+}
+
 /// dat_ep_post_send(3DAT).
 pub unsafe extern "C" fn ep_post_send<B: Transport>(
     ep: DAT_EP_HANDLE,
@@ -296,13 +307,7 @@ pub unsafe extern "C" fn ep_post_send<B: Transport>(
     flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
-    unsafe {
-        with::<B>(ep, Kind::Ep, |cx, raw| {
-            let mut buf = [LmrTriplet::default(); MAX_SGE];
-            let iov = iov(slice(segs, n, 2)?, &mut buf, 2)?;
-            cx.st.core.ep_post_send(EpHandle::from_raw(raw), iov, cookie.as_64, CompletionFlags(flags))
-        })
-    }
+    unsafe { post::<B>(ep, n, segs, |core, ep, iov| core.ep_post_send(ep, iov, cookie.as_64, CompletionFlags(flags))) }
 }
 
 /// dat_ep_post_recv(3DAT).
@@ -314,13 +319,7 @@ pub unsafe extern "C" fn ep_post_recv<B: Transport>(
     flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
-    unsafe {
-        with::<B>(ep, Kind::Ep, |cx, raw| {
-            let mut buf = [LmrTriplet::default(); MAX_SGE];
-            let iov = iov(slice(segs, n, 2)?, &mut buf, 2)?;
-            cx.st.core.ep_post_recv(EpHandle::from_raw(raw), iov, cookie.as_64, CompletionFlags(flags))
-        })
-    }
+    unsafe { post::<B>(ep, n, segs, |core, ep, iov| core.ep_post_recv(ep, iov, cookie.as_64, CompletionFlags(flags))) }
 }
 
 /// dat_ep_post_rdma_read(3DAT).
@@ -334,11 +333,8 @@ pub unsafe extern "C" fn ep_post_rdma_read<B: Transport>(
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
     unsafe {
-        with::<B>(ep, Kind::Ep, |cx, raw| {
-            let mut buf = [LmrTriplet::default(); MAX_SGE];
-            let iov = iov(slice(segs, n, 2)?, &mut buf, 2)?;
-            let r = remote(rmr, 5)?;
-            cx.st.core.ep_post_rdma_read(EpHandle::from_raw(raw), iov, cookie.as_64, &r, CompletionFlags(flags))
+        post::<B>(ep, n, segs, |core, ep, iov| {
+            core.ep_post_rdma_read(ep, iov, cookie.as_64, &remote(rmr, 5)?, CompletionFlags(flags))
         })
     }
 }
@@ -354,11 +350,8 @@ pub unsafe extern "C" fn ep_post_rdma_write<B: Transport>(
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
     unsafe {
-        with::<B>(ep, Kind::Ep, |cx, raw| {
-            let mut buf = [LmrTriplet::default(); MAX_SGE];
-            let iov = iov(slice(segs, n, 2)?, &mut buf, 2)?;
-            let r = remote(rmr, 5)?;
-            cx.st.core.ep_post_rdma_write(EpHandle::from_raw(raw), iov, cookie.as_64, &r, CompletionFlags(flags))
+        post::<B>(ep, n, segs, |core, ep, iov| {
+            core.ep_post_rdma_write(ep, iov, cookie.as_64, &remote(rmr, 5)?, CompletionFlags(flags))
         })
     }
 }

@@ -147,9 +147,12 @@ fn sync<B: Transport>(ia: DAT_IA_HANDLE, segs: *const DAT_LMR_TRIPLET, n: DAT_VL
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
+            // The array is argument 2 and its count argument 3 here.
             let n = i32::try_from(n).map_err(|_| DatError::invalid_arg(3))?;
-            let mut buf = [LmrTriplet::default(); udat_core::backend::MAX_SGE];
-            let segs = super::iov(super::slice(segs, n, 3)?, &mut buf, 3)?;
+            if segs.is_null() && n != 0 {
+                return Err(DatError::invalid_arg(2));
+            }
+            let segs = super::iov(segs, n, 3)?;
             let ia = IaHandle::from_raw(raw);
             if read {
                 cx.st.core.lmr_sync_rdma_read(ia, segs)

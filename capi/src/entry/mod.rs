@@ -19,7 +19,9 @@ use udat_core::handle::{Kind, RawHandle};
 use udat_core::{DatError, DatResult, ErrorType};
 
 use crate::instance::{invalid, Instance, State, Transport};
-use crate::sys::{DAT_HANDLE, DAT_RETURN, DAT_SUCCESS};
+use udat_core::types::LmrTriplet;
+
+use crate::sys::{DAT_HANDLE, DAT_LMR_TRIPLET, DAT_RETURN, DAT_SUCCESS};
 
 pub mod cm;
 pub mod cno;
@@ -113,25 +115,21 @@ pub(crate) fn bytes<'a>(p: *const libc::c_void, size: i32, n: u8) -> DatResult<&
     Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
 }
 
-/// Local segments (argument `n`) as the core takes them, in `buf`.
-pub(crate) fn iov<'a>(
-    segs: &[crate::sys::DAT_LMR_TRIPLET],
-    buf: &'a mut [udat_core::types::LmrTriplet; udat_core::backend::MAX_SGE],
-    n: u8,
-) -> DatResult<&'a [udat_core::types::LmrTriplet]> {
-    if segs.len() > buf.len() {
-        return Err(DatError::invalid_arg(n));
-    }
-    for (d, s) in buf.iter_mut().zip(segs) {
-        d.virtual_address = s.virtual_address;
-        d.segment_length = s.segment_length;
-        d.lmr_context = s.lmr_context;
-    }
-    Ok(&buf[..segs.len()])
-}
+// `DAT_LMR_TRIPLET` of <dat2/dat.h> and the core's `LmrTriplet` are one
+// layout (`{ u64, u32, u32 }`), so a consumer's segment array is handed to
+// the core as it is, with no copy on the post path.
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<DAT_LMR_TRIPLET>() == size_of::<LmrTriplet>());
+    assert!(align_of::<DAT_LMR_TRIPLET>() == align_of::<LmrTriplet>());
+    assert!(offset_of!(DAT_LMR_TRIPLET, virtual_address) == offset_of!(LmrTriplet, virtual_address));
+    assert!(offset_of!(DAT_LMR_TRIPLET, segment_length) == offset_of!(LmrTriplet, segment_length));
+    assert!(offset_of!(DAT_LMR_TRIPLET, lmr_context) == offset_of!(LmrTriplet, lmr_context));
+};
 
-/// An array argument of `n` elements at `p`.
-pub(crate) fn slice<'a, T>(p: *const T, len: i32, n: u8) -> DatResult<&'a [T]> {
+/// The `len` local segments at `p` (argument `n` is the count, `n + 1`
+/// the array), as the core's triplets.
+pub(crate) fn iov<'a>(p: *const DAT_LMR_TRIPLET, len: i32, n: u8) -> DatResult<&'a [LmrTriplet]> {
     let len = count(len, n)? as usize;
     if len == 0 {
         return Ok(&[]);
@@ -139,6 +137,7 @@ pub(crate) fn slice<'a, T>(p: *const T, len: i32, n: u8) -> DatResult<&'a [T]> {
     if p.is_null() {
         return Err(DatError::invalid_arg(n + 1));
     }
-    // SAFETY: the caller's array holds `len` elements.
-    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+    // SAFETY: the caller's array holds `len` triplets, and the two triplet
+    // types have one layout (asserted above).
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<LmrTriplet>(), len) })
 }

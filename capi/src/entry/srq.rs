@@ -1,11 +1,10 @@
 //! Shared receive queues.
 
-use udat_core::backend::MAX_SGE;
 use udat_core::handle::{IaHandle, Kind, PzHandle, SrqHandle};
-use udat_core::types::{LmrTriplet, SrqAttr};
+use udat_core::types::SrqAttr;
 use udat_core::DatError;
 
-use super::{count, iov, out, slice, with};
+use super::{count, iov, out, with};
 use crate::instance::Transport;
 use crate::sys::*;
 
@@ -50,9 +49,7 @@ pub unsafe extern "C" fn srq_post_recv<B: Transport>(
     // SAFETY: dispatched on `srq`'s provider word; a cookie is 64 bits.
     unsafe {
         with::<B>(srq, Kind::Srq, |cx, raw| {
-            let mut buf = [LmrTriplet::default(); MAX_SGE];
-            let iov = iov(slice(segs, n, 2)?, &mut buf, 2)?;
-            cx.st.core.srq_post_recv(SrqHandle::from_raw(raw), iov, cookie.as_64)
+            cx.st.core.srq_post_recv(SrqHandle::from_raw(raw), iov(segs, n, 2)?, cookie.as_64)
         })
     }
 }

@@ -19,10 +19,14 @@ use udat_core::{DatError, DatResult, Provider, Subtype};
 
 use crate::sys::{DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
 
-/// Objects of each kind one provider holds.
-pub const OBJECTS: usize = 256;
+/// Objects of each kind one provider holds. With [`EVENTS`] this makes a
+/// provider of about 390 KB, which is built by value on the stack of the
+/// thread that first opens an IA (the core forbids the unsafe code an
+/// in-place construction would need): it has to fit a 2 MB thread stack
+/// in a debug build, as the ABI tests check.
+pub const OBJECTS: usize = 64;
 /// Events queued on all EVDs of one provider together.
-pub const EVENTS: usize = 8192;
+pub const EVENTS: usize = 4096;
 
 /// The core provider as the C ABI instantiates it.
 pub type Core<B> = Provider<B, OBJECTS, EVENTS>;

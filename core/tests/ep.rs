@@ -516,3 +516,20 @@ fn dat_ep_query_reports_remote_address_once_connecting() {
     assert_eq!(q.local_ia_address, ia_attr.ia_address);
     assert_eq!(ty(fx.p.ep_query(EpHandle::NULL)), ErrorType::InvalidHandle);
 }
+
+#[test]
+fn dat_ep_create_zero_message_and_rdma_sizes_mean_the_ia_maximum() {
+    let mut fx = Fx::new();
+    let (_, ia_attr) = fx.p.ia_query(fx.ia).unwrap();
+    let zeroed = EpAttr { max_message_size: 0, max_rdma_size: 0, ..fx.attr() };
+    let ep = fx.ep_with(Some(&zeroed));
+    let got = fx.p.ep_query(ep).unwrap().attr;
+    assert_eq!((got.max_message_size, got.max_rdma_size), (ia_attr.max_message_size, ia_attr.max_rdma_size));
+    // dat_ep_modify resolves them the same way.
+    let small = EpAttr { max_message_size: 64, max_rdma_size: 128, ..fx.attr() };
+    fx.p.ep_modify(ep, &EpChanges { attr: Some(small), ..EpChanges::default() }).unwrap();
+    assert_eq!(fx.p.ep_query(ep).unwrap().attr.max_message_size, 64);
+    fx.p.ep_modify(ep, &EpChanges { attr: Some(zeroed), ..EpChanges::default() }).unwrap();
+    let got = fx.p.ep_query(ep).unwrap().attr;
+    assert_eq!((got.max_message_size, got.max_rdma_size), (ia_attr.max_message_size, ia_attr.max_rdma_size));
+}

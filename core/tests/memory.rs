@@ -293,3 +293,20 @@ fn dat_rmr_query_unbound_has_no_binding_fields() {
     assert_eq!((q.ia, q.pz), (fx.ia, fx.pz));
     assert_eq!(ty(fx.p.rmr_query(rmr, 0x80)), ErrorType::InvalidParameter);
 }
+
+#[test]
+fn dat_lmr_create_on_a_transport_that_reads_every_region_has_local_read() {
+    // InfiniBand and RoCE: ibv_reg_mr(3) always enables local read.
+    let mut mock = udat_core::mock::MockBackend::new();
+    mock.attr.local_read_implied = true;
+    let mut p: Box<P> = Box::new(Provider::new(mock));
+    let (ia, _) = p.ia_open(udat_core::mock::MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 }).unwrap();
+    let pz = p.pz_create(ia).unwrap();
+    let wo = p.lmr_create(ia, MemType::Virtual { address: BUF, length: 64 }, pz, MemPriv::LOCAL_WRITE).unwrap();
+    assert_eq!(p.lmr_query(wo.lmr, LMR_FIELD_ALL).unwrap().mem_privileges, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+    // Where the transport does not, the LMR has what was asked.
+    let mut fx = Fx::new();
+    let wo =
+        fx.p.lmr_create(fx.ia, MemType::Virtual { address: BUF, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE).unwrap();
+    assert_eq!(fx.p.lmr_query(wo.lmr, LMR_FIELD_ALL).unwrap().mem_privileges, MemPriv::LOCAL_WRITE);
+}

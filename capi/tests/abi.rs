@@ -1,0 +1,144 @@
+//! The C ABI's handle rules, called through a provider table as libdat2
+//! calls it, on the software HCA: a freed handle, a handle of another
+//! kind, a null handle and a null out-pointer each get their DAT error and
+//! leave everything else intact; unoffered slots answer
+//! DAT_NOT_IMPLEMENTED; provider attributes echo the registration.
+
+use std::ffi::CStr;
+use std::ptr;
+
+use udat_capi::registry::{self, Registration};
+use udat_capi::sys::*;
+
+const TYPE_MASK: u32 = 0x3fff_0000;
+
+fn ty(ret: DAT_RETURN) -> u32 {
+    ret & TYPE_MASK
+}
+
+fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
+    ia
+}
+
+/// A registered model provider and an IA opened on it.
+struct Rig {
+    table: *const DAT_PROVIDER,
+    ia: DAT_IA_HANDLE,
+}
+
+impl Rig {
+    fn new(name: &'static CStr) -> Rig {
+        let reg = Registration { dapl_version: (2, 0), thread_safe: false, ia_out: same };
+        let table = registry::add(name, "model mlx5_model0", reg).expect("register the model provider");
+        let (mut evd, mut ia) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: the table was just registered; the arguments are valid.
+        let ret = unsafe { (*table).ia_open_func.unwrap()(name.as_ptr().cast_mut(), 8, &mut evd, &mut ia) };
+        assert_eq!(ret, DAT_SUCCESS);
+        Rig { table, ia }
+    }
+
+    fn t(&self) -> &DAT_PROVIDER {
+        // SAFETY: registered until `drop`.
+        unsafe { &*self.table }
+    }
+
+    fn pz(&self) -> DAT_PZ_HANDLE {
+        let mut pz = ptr::null_mut();
+        // SAFETY: a live IA and a valid out-pointer.
+        assert_eq!(unsafe { self.t().pz_create_func.unwrap()(self.ia, &mut pz) }, DAT_SUCCESS);
+        pz
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        // SAFETY: the IA is open.
+        let ret = unsafe { self.t().ia_close_func.unwrap()(self.ia, DAT_CLOSE_ABRUPT_FLAG) };
+        assert_eq!(ret, DAT_SUCCESS);
+        assert!(registry::remove(self.table));
+    }
+}
+
+#[test]
+fn freed_handle_is_invalid_handle_and_others_survive() {
+    let rig = Rig::new(c"abi-freed");
+    let t = rig.t();
+    let (a, b) = (rig.pz(), rig.pz());
+    // SAFETY: handles from this provider, live or freed (a tombstone).
+    unsafe {
+        assert_eq!(t.pz_free_func.unwrap()(a), DAT_SUCCESS);
+        assert_eq!(t.pz_free_func.unwrap()(a), DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ);
+        let mut param = DAT_PZ_PARAM::default();
+        assert_eq!(ty(t.pz_query_func.unwrap()(a, 0, &mut param)), DAT_INVALID_HANDLE);
+        // A new PZ does not take the freed one's handle while older slots
+        // are free, and the other PZ is untouched.
+        let c = rig.pz();
+        assert_ne!(c, a);
+        assert_eq!(t.pz_query_func.unwrap()(b, 0, &mut param), DAT_SUCCESS);
+        assert_eq!(param.ia_handle, rig.ia);
+        assert_eq!(t.pz_free_func.unwrap()(b), DAT_SUCCESS);
+        assert_eq!(t.pz_free_func.unwrap()(c), DAT_SUCCESS);
+    }
+}
+
+#[test]
+fn handle_of_another_kind_or_null_is_refused() {
+    let rig = Rig::new(c"abi-kind");
+    let t = rig.t();
+    let pz = rig.pz();
+    let mut evd = ptr::null_mut();
+    // SAFETY: handles from this provider; null where the test says so.
+    unsafe {
+        let flags = DAT_EVD_DTO_FLAG;
+        assert_eq!(t.evd_create_func.unwrap()(rig.ia, 8, ptr::null_mut(), flags, &mut evd), DAT_SUCCESS);
+        // An EVD handle where a PZ is asked for, and the reverse.
+        assert_eq!(t.pz_free_func.unwrap()(evd), DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ);
+        assert_eq!(ty(t.evd_free_func.unwrap()(pz)), DAT_INVALID_HANDLE);
+        assert_eq!(ty(t.pz_free_func.unwrap()(ptr::null_mut())), DAT_INVALID_HANDLE);
+        // A null out-pointer is the argument's DAT_INVALID_PARAMETER.
+        assert_eq!(
+            t.pz_create_func.unwrap()(rig.ia, ptr::null_mut()),
+            DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2
+        );
+        // Both objects are intact.
+        let mut kind = 0;
+        assert_eq!(t.get_handle_type_func.unwrap()(evd, &mut kind), DAT_SUCCESS);
+        assert_eq!(kind, DAT_HANDLE_TYPE_EVD);
+        assert_eq!(t.get_handle_type_func.unwrap()(pz, &mut kind), DAT_SUCCESS);
+        assert_eq!(kind, DAT_HANDLE_TYPE_PZ);
+        assert_eq!(t.evd_free_func.unwrap()(evd), DAT_SUCCESS);
+        assert_eq!(t.pz_free_func.unwrap()(pz), DAT_SUCCESS);
+    }
+}
+
+#[test]
+fn unoffered_slots_are_not_implemented() {
+    let rig = Rig::new(c"abi-unoffered");
+    let t = rig.t();
+    // SAFETY: these slots read none of their arguments.
+    unsafe {
+        assert_eq!(ty(t.csp_free_func.unwrap()(ptr::null_mut())), DAT_NOT_IMPLEMENTED);
+        assert_eq!(ty(t.cno_trigger_func.unwrap()(ptr::null_mut(), ptr::null_mut())), DAT_NOT_IMPLEMENTED);
+        let mut rmr = ptr::null_mut();
+        assert_eq!(ty(t.rmr_create_for_ep_func.unwrap()(rig.pz(), &mut rmr)), DAT_NOT_IMPLEMENTED);
+    }
+}
+
+#[test]
+fn provider_attributes_echo_the_registration() {
+    let rig = Rig::new(c"abi-echo");
+    let mut attr = DAT_PROVIDER_ATTR::default();
+    // SAFETY: a live IA and valid out-pointers.
+    let ret =
+        unsafe { rig.t().ia_query_func.unwrap()(rig.ia, ptr::null_mut(), 0, ptr::null_mut(), u64::MAX, &mut attr) };
+    assert_eq!(ret, DAT_SUCCESS);
+    // SAFETY: the provider wrote a NUL-terminated name, and its named
+    // attributes are static strings.
+    unsafe {
+        assert_eq!(CStr::from_ptr(attr.provider_name.as_ptr()), c"abi-echo");
+        assert_eq!(CStr::from_ptr(rig.t().device_name), c"abi-echo");
+        let named = std::slice::from_raw_parts(attr.provider_specific_attr, attr.num_provider_specific_attr as usize);
+        assert!(named.iter().any(|a| CStr::from_ptr(a.name) == c"DAT_IB_TRANSPORT_MTU"));
+    }
+    assert_eq!((attr.dapl_version_major, attr.dapl_version_minor, attr.is_thread_safe), (2, 0, DAT_FALSE));
+}

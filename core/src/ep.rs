@@ -82,7 +82,7 @@ impl<B: Backend> Ep<B> {
     }
 
     pub(crate) fn streams(&self) -> Streams {
-        Streams::new(self.recv_evd, self.request_evd, self.connect_evd, &self.attr, self.srq)
+        Streams::new(self.ia, self.recv_evd, self.request_evd, self.connect_evd, &self.attr, self.srq)
     }
 }
 /// `DAT_EP_PARAM`.
@@ -114,13 +114,21 @@ pub struct EpChanges {
 
 /// The EP's streams as they attach to EVDs.
 pub(crate) struct Streams {
+    ia: IaHandle,
     recv: (EvdHandle, NotifyMode),
     request: (EvdHandle, NotifyMode),
     connect: EvdHandle,
 }
 
 impl Streams {
-    fn new(recv: EvdHandle, request: EvdHandle, connect: EvdHandle, attr: &EpAttr, srq: SrqHandle) -> Streams {
+    fn new(
+        ia: IaHandle,
+        recv: EvdHandle,
+        request: EvdHandle,
+        connect: EvdHandle,
+        attr: &EpAttr,
+        srq: SrqHandle,
+    ) -> Streams {
         let recv_mode = if srq.is_null() {
             NotifyMode::of(attr.recv_completion_flags)
         } else if attr.recv_completion_flags.contains(CompletionFlags::SOLICITED_WAIT) {
@@ -130,7 +138,8 @@ impl Streams {
             // posted to SRQ complete with Signal".
             NotifyMode::Threshold
         };
-        Streams { recv: (recv, recv_mode), request: (request, NotifyMode::of(attr.request_completion_flags)), connect }
+        let request = (request, NotifyMode::of(attr.request_completion_flags));
+        Streams { ia, recv: (recv, recv_mode), request, connect }
     }
 }
 
@@ -283,7 +292,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             context: 0,
         };
         let streams = ep.streams();
-        self.check_streams(ia_h, &streams)?;
+        self.check_streams(&streams)?;
         let h = EpHandle(
             self.eps.insert(ep).map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
         );
@@ -352,16 +361,23 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     /// attached now: each EVD takes its kind of event; DTO streams sharing
     /// an EVD share one notification mode; a solicited-wait receive EVD
     /// takes no other kind of stream.
-    fn check_streams(&self, ia: IaHandle, s: &Streams) -> DatResult<()> {
+    ///
+    /// The DTO EVDs must be of the EP's IA: their CQs belong to its device
+    /// context, as the QP does. The page ties only the EP to `ia_handle`,
+    /// and a connection EVD is a queue of the provider's, so it may be of
+    /// any IA of this provider (dapltest's limit test shares one among
+    /// the IAs it opens).
+    fn check_streams(&self, s: &Streams) -> DatResult<()> {
         let (recv, recv_mode) = s.recv;
         let (request, request_mode) = s.request;
         if !recv.is_null() {
-            self.evd_for(ia, recv, EvdFlags::DTO, Subtype::InvalidHandleEvdRecv)?;
+            self.evd_for(s.ia, recv, EvdFlags::DTO, Subtype::InvalidHandleEvdRecv)?;
         }
         if !request.is_null() {
-            self.evd_for(ia, request, EvdFlags::DTO, Subtype::InvalidHandleEvdRequest)?;
+            self.evd_for(s.ia, request, EvdFlags::DTO, Subtype::InvalidHandleEvdRequest)?;
         }
         if !s.connect.is_null() {
+            let ia = self.evds.get(s.connect.0).map_or(s.ia, |e| e.ia);
             self.evd_for(ia, s.connect, EvdFlags::CONNECTION, Subtype::InvalidHandleEvdConn)?;
         }
         let fits = |evd: EvdHandle, mode: NotifyMode| {
@@ -390,6 +406,9 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         if let Some(e) = self.evds.get_mut(s.connect.0) {
             e.streams += 1;
             e.other_streams += 1;
+            if e.ia != s.ia {
+                e.foreign_streams += 1;
+            }
         }
     }
 
@@ -403,6 +422,9 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         if let Some(e) = self.evds.get_mut(s.connect.0) {
             e.streams = e.streams.saturating_sub(1);
             e.other_streams = e.other_streams.saturating_sub(1);
+            if e.ia != s.ia {
+                e.foreign_streams = e.foreign_streams.saturating_sub(1);
+            }
         }
     }
 
@@ -510,10 +532,10 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         let connect_evd = changes.connect_evd.unwrap_or(ep.connect_evd);
         let attr = changes.attr.map_or(ep.attr, |a| a.resolved(&ia.attr));
         let old_streams = ep.streams();
-        let new_streams = Streams::new(recv_evd, request_evd, connect_evd, &attr, ep.srq);
-        let (ia_h, old_pz) = (ep.ia, ep.pz);
+        let new_streams = Streams::new(ep.ia, recv_evd, request_evd, connect_evd, &attr, ep.srq);
+        let old_pz = ep.pz;
         self.detach(&old_streams);
-        if let Err(e) = self.check_streams(ia_h, &new_streams) {
+        if let Err(e) = self.check_streams(&new_streams) {
             self.attach(&old_streams);
             return Err(e);
         }

@@ -21,6 +21,10 @@ pub const TIMEOUT_INFINITE: u32 = u32::MAX;
 /// `DAT_EVD_FIELD_ALL`.
 pub const EVD_FIELD_ALL: u32 = 0x1f;
 
+/// The longest a wait on an EVD fed by other IAs' EPs sleeps between
+/// polls of their transports.
+const FOREIGN_SLICE_US: u64 = 10_000;
+
 /// How the DTO streams feeding an EVD notify (`DAT_EVD_STATE_CONFIG_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NotifyMode {
@@ -61,6 +65,10 @@ pub(crate) struct Evd<B: Backend> {
     pub(crate) dto_mode: NotifyMode,
     /// Connection-request and connection streams feeding it.
     pub(crate) other_streams: u32,
+    /// Connection streams of EPs on other IAs: while any remains, a fill
+    /// pulls connection events from every IA, and a wait blocks in slices
+    /// because it sleeps on its own IA's transport only.
+    pub(crate) foreign_streams: u32,
     pub(crate) overflowed: bool,
     pub(crate) context: u64,
 }
@@ -156,6 +164,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             dto_streams: 0,
             dto_mode: NotifyMode::Threshold,
             other_streams: 0,
+            foreign_streams: 0,
             overflowed: false,
             context: 0,
         };
@@ -356,8 +365,12 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             match self.evd_wait_poll(&wait)? {
                 WaitStep::Ready { event, nmore } => return Ok((event, nmore)),
                 WaitStep::TimedOut { .. } => return Err(DatError::of(ErrorType::TimeoutExpired)),
-                WaitStep::Pending { timeout_us } => {
-                    let ia = self.evd(evd)?.ia;
+                WaitStep::Pending { mut timeout_us } => {
+                    let e = self.evd(evd)?;
+                    let ia = e.ia;
+                    if e.foreign_streams != 0 {
+                        timeout_us = Some(timeout_us.map_or(FOREIGN_SLICE_US, |t| t.min(FOREIGN_SLICE_US)));
+                    }
                     let Provider { ias, backend, .. } = self;
                     let Some(dev) = ias.get_mut(ia.0).map(|i| &mut i.dev) else {
                         return Err(DatError::of(ErrorType::Abort));
@@ -387,7 +400,11 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             return;
         }
         let cm_fed = e.flags.intersects(EvdFlags::CONNECTION | EvdFlags::CR | EvdFlags::ASYNC);
-        if cm_fed {
+        if e.foreign_streams != 0 {
+            for other in self.ias.handles_where(|_| true) {
+                self.pump_cm(IaHandle(other));
+            }
+        } else if cm_fed {
             self.pump_cm(ia);
         }
         self.pump_cq(evd);

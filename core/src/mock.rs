@@ -28,6 +28,8 @@ const CQ_DEPTH: usize = 64;
 const WRS: usize = 32;
 const CMS: usize = 16;
 const SCHEDULED: usize = 8;
+/// A connection event any device's channel carries.
+const ANY_DEVICE: u32 = 0;
 
 /// The IA name the mock opens; any other is `DAT_PROVIDER_NOT_FOUND`.
 pub const MOCK_IA_NAME: &[u8] = b"mock0";
@@ -88,7 +90,9 @@ pub struct MockBackend {
     srq_recvs: [Deque<PendingWr, WRS>; 4],
     srqs_live: [bool; 4],
     listeners: FixedVec<Option<MockListener>, 16>,
-    cm: Deque<CmEvent<u32>, CMS>,
+    /// Connection events, each with the device whose channel carries it
+    /// ([`ANY_DEVICE`]: whichever is polled first).
+    cm: Deque<(u32, CmEvent<u32>), CMS>,
     scheduled: FixedVec<(u64, Scheduled), SCHEDULED>,
     now_us: u64,
     next_key: u32,
@@ -284,8 +288,14 @@ impl MockBackend {
 
     /// A connection event for `ep`'s QP arrives.
     pub fn conn_event(&mut self, ep: EpHandle, outcome: ConnOutcome, private_data: &[u8]) {
+        self.conn_event_on(ANY_DEVICE, ep, outcome, private_data);
+    }
+
+    /// A connection event for `ep`'s QP arrives on the channel of one
+    /// device only: the `device`-th IA opened, counting from 1.
+    pub fn conn_event_on(&mut self, device: u32, ep: EpHandle, outcome: ConnOutcome, private_data: &[u8]) {
         let private_data = PrivateData::from_slice(private_data).unwrap_or_default();
-        let _ = self.cm.push_back(CmEvent::Conn { tag: ep.raw().to_bits(), outcome, private_data });
+        let _ = self.cm.push_back((device, CmEvent::Conn { tag: ep.raw().to_bits(), outcome, private_data }));
     }
 
     /// A connection request arrives on `conn_qual`; returns its id, or
@@ -298,21 +308,15 @@ impl MockBackend {
         let remote = IaAddress {
             bytes: [2, 0, 0x3d, 0xd4, 192, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
         };
-        self.cm
-            .push_back(CmEvent::Request {
-                listener: listener.tag,
-                request: id,
-                remote,
-                remote_port: 15828,
-                private_data,
-            })
-            .ok()?;
+        let request =
+            CmEvent::Request { listener: listener.tag, request: id, remote, remote_port: 15828, private_data };
+        self.cm.push_back((ANY_DEVICE, request)).ok()?;
         Some(id)
     }
 
     /// The device fails.
     pub fn catastrophe(&mut self) {
-        let _ = self.cm.push_back(CmEvent::Catastrophic);
+        let _ = self.cm.push_back((ANY_DEVICE, CmEvent::Catastrophic));
     }
 
     /// Make `what` happen when the clock reaches `at_us`.
@@ -330,7 +334,7 @@ impl MockBackend {
             let (_, what) = self.scheduled.swap_remove(pos);
             match what {
                 Scheduled::Cm(e) => {
-                    let _ = self.cm.push_back(e);
+                    let _ = self.cm.push_back((ANY_DEVICE, e));
                 }
                 Scheduled::Send(ep, status) => {
                     self.complete_send(ep, status);
@@ -601,19 +605,27 @@ impl Backend for MockBackend {
         let Some(q) = self.qps.get(i) else { return };
         if graceful {
             let tag = q.tag;
-            let _ = self.cm.push_back(CmEvent::Conn {
-                tag,
-                outcome: ConnOutcome::Disconnected,
-                private_data: PrivateData::new(),
-            });
+            let event = CmEvent::Conn { tag, outcome: ConnOutcome::Disconnected, private_data: PrivateData::new() };
+            let _ = self.cm.push_back((ANY_DEVICE, event));
         } else {
             self.flush(i);
         }
     }
 
-    fn poll_cm(&mut self, _ia: &mut u32) -> Option<CmEvent<u32>> {
+    fn poll_cm(&mut self, ia: &mut u32) -> Option<CmEvent<u32>> {
         self.run_due();
-        self.cm.pop_front()
+        // The first event this device's channel carries; the others keep
+        // their order.
+        let mut found = None;
+        for _ in 0..self.cm.len() {
+            let (device, event) = self.cm.pop_front()?;
+            if found.is_none() && (device == ANY_DEVICE || device == *ia) {
+                found = Some(event);
+            } else {
+                let _ = self.cm.push_back((device, event));
+            }
+        }
+        found
     }
 
     fn now_us(&mut self) -> u64 {

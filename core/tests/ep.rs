@@ -39,6 +39,30 @@ fn dat_ep_create_evd_without_the_stream_flag_is_invalid_handle() {
 }
 
 #[test]
+fn dat_ep_create_connect_evd_may_be_of_another_ia_and_gets_its_events() {
+    let mut fx = Fx::new();
+    // The fixture's IA is the first the mock opened; this is the second.
+    let (ia2, _) = fx.p.ia_open(udat_core::mock::MOCK_IA_NAME, AsyncEvd::Exists).unwrap();
+    let pz2 = fx.p.pz_create(ia2).unwrap();
+    let dto2 = fx.p.evd_create(ia2, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    // DTO EVDs must share the EP's IA: their CQs belong to its device.
+    let e = fx.p.ep_create(ia2, pz2, fx.dto_evd, dto2, fx.conn_evd, None).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidHandle, Subtype::InvalidHandleEvdRecv));
+    let ep = fx.p.ep_create(ia2, pz2, dto2, dto2, fx.conn_evd, None).unwrap();
+    assert_eq!(ty(fx.p.evd_free(fx.conn_evd)), ErrorType::InvalidState);
+    connect(&mut fx, ep).unwrap();
+    // The event comes on the second IA's channel only; a dequeue on the
+    // first IA's EVD finds it there.
+    fx.p.backend_mut().conn_event_on(2, ep, ConnOutcome::Established, b"");
+    assert_eq!(fx.p.evd_dequeue(fx.conn_evd).map(|e| e.number), Ok(EventNumber::ConnectionEstablished));
+    assert_eq!(fx.state(ep), EpState::Connected);
+    fx.p.ep_disconnect(ep, CloseFlags::Abrupt).unwrap();
+    fx.p.ep_free(ep).unwrap();
+    fx.drain(fx.conn_evd);
+    fx.p.evd_free(fx.conn_evd).unwrap();
+}
+
+#[test]
 fn dat_ep_create_attributes_beyond_the_device_are_invalid_parameter() {
     let mut fx = Fx::new();
     let mut attr = fx.attr();

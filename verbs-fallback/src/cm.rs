@@ -34,6 +34,22 @@ const REJ_CONSUMER_DEFINED: i32 = 28;
 /// DAT consumers expect a receiver to catch up.
 const RETRIES: u8 = 7;
 
+/// Qualifiers wider than a port fold into the top `PORT_FOLD` ports.
+const PORT_FOLD: u64 = 32001;
+
+/// The rdma_cm port of a connection qualifier. A port has 16 bits; a wider
+/// qualifier folds into 33534..=65534 by the rule OFA's cma provider
+/// uses, so both providers listen and connect on the same port for it
+/// (dapltest's limit test listens on 0xaffab1e and up). Two wide
+/// qualifiers can share a port: the second listener gets
+/// `DAT_CONN_QUAL_IN_USE`.
+fn port(conn_qual: u64) -> u16 {
+    match u16::try_from(conn_qual) {
+        Ok(port) => port,
+        Err(_) => (conn_qual % PORT_FOLD + (u64::from(u16::MAX) - PORT_FOLD)) as u16,
+    }
+}
+
 /// A listening rdma_cm id.
 pub struct Listener {
     id: *mut sys::rdma_cm_id,
@@ -47,8 +63,7 @@ pub struct ConnReq {
 }
 
 pub(crate) fn listen(ia: &Rc<IaShared>, conn_qual: u64, tag: u64) -> DatResult<Listener> {
-    let port = u16::try_from(conn_qual).map_err(|_| DatError::of(ErrorType::ConnQualUnavailable))?;
-    let mut local = addr::to_storage(&ia.address, port).ok_or(DatError::of(ErrorType::InvalidAddress))?;
+    let mut local = addr::to_storage(&ia.address, port(conn_qual)).ok_or(DatError::of(ErrorType::InvalidAddress))?;
     let id = create_id(ia)?;
     let listener = Listener { id, ia: ia.clone() };
     // SAFETY: `id` is live; `local` is a valid sockaddr.
@@ -118,8 +133,7 @@ pub(crate) fn connect(
     private_data: &[u8],
     deadline: Option<u64>,
 ) -> DatResult<()> {
-    let port = u16::try_from(conn_qual).map_err(|_| DatError::invalid_arg(3))?;
-    let mut dst = addr::to_storage(remote, port).ok_or(DatError::of(ErrorType::InvalidAddress))?;
+    let mut dst = addr::to_storage(remote, port(conn_qual)).ok_or(DatError::of(ErrorType::InvalidAddress))?;
     let mut src = addr::to_storage(&qp.ia.address, 0).ok_or(DatError::of(ErrorType::InvalidAddress))?;
     release_id(&qp.ia, &qp.shared);
     let id = create_id(&qp.ia)?;
@@ -350,5 +364,22 @@ fn dispatch(
             conn(ConnOutcome::Disconnected, PrivateData::new())
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::port;
+
+    #[test]
+    fn a_qualifier_that_fits_is_its_port_and_a_wider_one_folds_into_the_top_ports() {
+        assert_eq!(port(0), 0);
+        assert_eq!(port(62000), 62000);
+        assert_eq!(port(0xffff), 0xffff);
+        // 0xaffab1e = 184527646 = 5766 * 32001 + 9880.
+        assert_eq!(port(0xaffab1e), 33534 + 9880);
+        assert_eq!(port(0x1_0000), 33534 + 1534);
+        assert_eq!(port(u64::MAX), 33534 + (u64::MAX % 32001) as u16);
+        assert!((0x1_0000..0x1_0000 + 40_000).all(|q| (33534..=65534).contains(&port(q))));
     }
 }

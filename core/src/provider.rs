@@ -316,9 +316,15 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         if let Some(qp) = ep.qp.as_mut() {
             backend.disconnect(qp, false);
         }
-        let evd = ep.connect_evd;
+        let (evd, ia, on_srq) = (ep.connect_evd, ep.ia, !ep.srq.is_null());
         let size = if number == EventNumber::ConnectionPeerRejected { ep.private_data.len() as u32 } else { 0 };
         self.deliver(evd, number, EventData::Connection { ep: ep_h, private_data_size: size }, true);
+        // An EP on an SRQ takes no more of its buffers once flushed: the
+        // transport's "last WQE reached" event, which DAT providers report
+        // as EP_BROKEN on the IA's async EVD (dtestsrq frees the EP on it).
+        if on_srq {
+            self.async_event(ia, EventNumber::AsyncEpBroken, Some(ep_h.into()), 0);
+        }
     }
 
     fn on_cm(&mut self, ia: IaHandle, event: CmEvent<B::ConnReq>) {

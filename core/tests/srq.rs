@@ -122,6 +122,25 @@ fn srq_ep_flush_on_disconnect_leaves_srq_buffers_alone() {
 }
 
 #[test]
+fn an_srq_ep_losing_its_connection_reports_ep_broken_on_the_async_evd() {
+    let mut fx = Fx::new();
+    let srq = fx.p.srq_create(fx.ia, fx.pz, &ATTR).unwrap();
+    let ep = srq_ep(&mut fx, srq);
+    let plain = fx.ep();
+    fx.establish(ep);
+    fx.establish(plain);
+    fx.p.ep_disconnect(plain, CloseFlags::Abrupt).unwrap();
+    assert!(fx.drain(fx.async_evd).is_empty(), "an EP without an SRQ raises nothing");
+    // The peer closes: DISCONNECTED on the connect EVD, then EP_BROKEN.
+    fx.p.backend_mut().conn_event(ep, udat_core::backend::ConnOutcome::Disconnected, b"");
+    assert_eq!(fx.p.evd_dequeue(fx.conn_evd).map(|e| e.number), Ok(EventNumber::ConnectionDisconnected));
+    let ev = fx.p.evd_dequeue(fx.async_evd).unwrap();
+    assert_eq!(ev.number, EventNumber::AsyncEpBroken);
+    assert_eq!(ev.data, EventData::AsyncError { handle: Some(ep.into()), reason: 0 });
+    fx.p.ep_free(ep).unwrap();
+}
+
+#[test]
 fn dat_srq_query_mask_outside_all_is_invalid_parameter() {
     let mut fx = Fx::new();
     let srq = fx.p.srq_create(fx.ia, fx.pz, &ATTR).unwrap();

@@ -483,14 +483,20 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
         self.device.now_us()
     }
 
-    /// Arm every CQ, look once more for a CQE that raced the arming, then
-    /// let the device block; the CQ events it took advance the arm
-    /// sequence numbers.
+    /// Arm every empty CQ, then let the device block; the CQ events it
+    /// took advance the arm sequence numbers. A CQ armed at an index with
+    /// CQEs past it raises its event at once, so a CQE that lands between
+    /// the look and the arming is not missed. For the same reason a CQ
+    /// already holding CQEs is left unarmed: they wait for their EVD's
+    /// poll, and wake a block only the first time they are seen.
     fn block(&mut self, ia: &mut D::Ia, timeout_us: Option<u64>) -> Wake {
         let mut ready = false;
         for ring in self.cqs.iter_mut() {
-            ring.arm(false);
-            ready |= ring.has_cqe();
+            if ring.has_cqe() {
+                ready |= ring.has_news();
+            } else {
+                ring.arm(false);
+            }
         }
         let wake = if ready { Wake::Activity } else { self.device.block(ia, timeout_us) };
         while let Some(cqn) = self.device.cq_event(ia) {

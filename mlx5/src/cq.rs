@@ -53,6 +53,9 @@ pub struct CompletionQueue<R> {
     inner: usize,
     ci: u32,
     arm_sn: u32,
+    /// The consumer index at which a waiting CQE was last reported by
+    /// [`has_news`](Self::has_news).
+    reported: Option<u32>,
 }
 
 impl<R: Register> CompletionQueue<R> {
@@ -81,6 +84,7 @@ impl<R: Register> CompletionQueue<R> {
             inner: cqe_size as usize - CQE_BYTES,
             ci: 0,
             arm_sn: 0,
+            reported: None,
         })
     }
 
@@ -109,6 +113,18 @@ impl<R: Register> CompletionQueue<R> {
     #[inline]
     pub fn has_cqe(&self) -> bool {
         self.owned(self.entry(self.ci), self.ci)
+    }
+
+    /// Whether a CQE waits that no earlier call reported. A CQE left for
+    /// its EVD's next poll is old news: a wait on another EVD that counted
+    /// it would wake again and again, to find nothing.
+    pub fn has_news(&mut self) -> bool {
+        if !self.has_cqe() {
+            return false;
+        }
+        let news = self.reported != Some(self.ci);
+        self.reported = Some(self.ci);
+        news
     }
 
     /// Take the next CQE, if the device has written it. The consumer

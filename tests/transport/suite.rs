@@ -9,6 +9,7 @@
 
 use std::time::{Duration, Instant};
 
+use udat_core::backend::Wake;
 use udat_core::types::*;
 use udat_core::*;
 
@@ -597,6 +598,25 @@ pub fn evd_wait_blocks_until_the_completion_and_honours_its_timeout<F: Fabric>()
     assert_eq!(rig.dto(server.dto).0, 2);
 }
 
+/// A completion left in the transport for its EVD wakes a block once.
+/// Afterwards a block sleeps its timeout: a thread waiting on another EVD
+/// of the IA (for connection requests, say) must not spin on it, holding
+/// up the thread whose EVD it is. The completion is still delivered.
+pub fn a_completion_left_for_its_evd_wakes_a_block_once<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = rig.pair();
+    let dst = rig.buf(64, MemPriv::ALL);
+    let src = rig.buf(64, MemPriv::ALL);
+    rig.p.ep_post_recv(server.ep, &[dst.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_send(client.ep, &[src.seg(0, 8)], 2, CompletionFlags::DEFAULT).unwrap();
+    // The send completes once the receiver has taken the message.
+    assert_eq!(rig.dto(client.dto).0, 2);
+    let quiet = (0..20).any(|_| rig.p.block(rig.ia, Some(50_000)).unwrap() == Wake::Timeout);
+    assert!(quiet, "every block woke at once for a completion nobody took");
+    let (cookie, status, len, _) = rig.dto(server.dto);
+    assert_eq!((cookie, status, len), (1, DtoStatus::Success, 8));
+}
+
 /// One `#[test]` per suite test, on the fabric `$fabric`.
 #[macro_export]
 macro_rules! transport_suite {
@@ -664,6 +684,10 @@ macro_rules! transport_suite {
         #[test]
         fn ep_free_in_every_state() {
             suite::ep_free_in_every_state::<$fabric>();
+        }
+        #[test]
+        fn a_completion_left_for_its_evd_wakes_a_block_once() {
+            suite::a_completion_left_for_its_evd_wakes_a_block_once::<$fabric>();
         }
         #[test]
         fn evd_wait_blocks_until_the_completion_and_honours_its_timeout() {

@@ -71,15 +71,19 @@ impl CqShared {
         n
     }
 
-    /// Move everything the device holds into the stash; whether the stash
-    /// holds anything.
+    /// Move everything the device holds into the stash; whether anything
+    /// came. What was stashed before is not news: it waits for the EVD it
+    /// belongs to, and counting it would wake a waiter on another EVD of
+    /// the IA again and again, to find nothing.
     pub fn pull(&self) -> bool {
         let mut buf = [Completion::EMPTY; BATCH];
+        let mut came = false;
         loop {
             let got = self.poll_device(&mut buf);
             self.stash.borrow_mut().extend(buf[..got].iter().copied());
+            came |= got != 0;
             if got < BATCH {
-                return !self.stash.borrow().is_empty();
+                return came;
             }
         }
     }

@@ -55,6 +55,7 @@ impl Backend for NullBackend {
                 rmr_supported: true,
                 srq_ep_pz_difference_supported: true,
                 local_read_implied: false,
+                atomics: false,
             },
         ))
     }

@@ -3,6 +3,9 @@
 //! `DAT_EXTENSIONS` defined as libdat2 was built. bindgen's layout checks
 //! are kept: every size, alignment and field offset is asserted against
 //! the C compiler's view of the header when this crate compiles.
+//!
+//! `c/ext.c`, the extended-op slot that reads a `va_list`, is compiled
+//! here, and its header `c/ext.h` joins the bindings.
 
 use std::env;
 use std::path::PathBuf;
@@ -17,12 +20,19 @@ fn main() {
         }
     }
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=c/ext.h");
+    println!("cargo:rerun-if-changed=c/ext.c");
+    cc::Build::new().file("c/ext.c").define("DAT_EXTENSIONS", None).warnings(true).compile("udat_ext");
     let bindings = bindgen::Builder::default()
-        .header_contents("dat_abi.h", "#include <netinet/in.h>\n#include <dat2/udat.h>\n#include <dat2/dat_ib_extensions.h>\n#include <dat2/dat_registry.h>\n")
+        .header_contents(
+            "dat_abi.h",
+            "#include <netinet/in.h>\n#include <dat2/udat.h>\n#include <dat2/dat_ib_extensions.h>\n#include <dat2/dat_registry.h>\n#include \"c/ext.h\"\n",
+        )
         .clang_arg("-DDAT_EXTENSIONS")
-        .allowlist_type("DAT_.*|dat_.*|sockaddr.*")
+        .clang_arg(format!("-I{}", env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR")))
+        .allowlist_type("DAT_.*|dat_.*|sockaddr.*|udat_.*")
         .allowlist_var("DAT_.*")
-        .allowlist_function("dat_.*|dats_.*")
+        .allowlist_function("dat_.*|dats_.*|udat_extendedop")
         .default_enum_style(bindgen::EnumVariation::Consts)
         .prepend_enum_name(false)
         .derive_default(true)

@@ -17,7 +17,7 @@ use udat_core::slab::SlotHeader;
 use udat_core::types::IaAddress;
 use udat_core::{DatError, DatResult, Provider, Subtype};
 
-use crate::sys::{DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
+use crate::sys::{udat_ext_fn, udat_provider_head, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
 
 /// Objects of each kind one provider holds. With [`EVENTS`] this makes a
 /// provider of about 390 KB, which is built by value on the stack of the
@@ -89,6 +89,9 @@ impl<T> Locked<T> {
 pub struct Instance<B: Transport> {
     /// First, so the provider word of a handle is this instance's address.
     pub table: DAT_PROVIDER,
+    /// Second, as `udat_provider_head` of `c/ext.h` says: the entry the
+    /// extended-op slot calls with the posts it read from its `va_list`.
+    pub post: udat_ext_fn,
     /// The name it is registered under (`device_name` points here).
     pub name: CString,
     /// The backend's IA name: a verbs device or a model HCA.
@@ -100,6 +103,12 @@ pub struct Instance<B: Transport> {
     pub ia_out: IaOut,
     pub state: Locked<State<B>>,
 }
+
+// `c/ext.c` reaches `post` as `udat_provider_head` lays it out; the
+// fields before it are the same for every transport.
+const _: () = assert!(
+    core::mem::offset_of!(Instance<crate::transport::Model>, post) == core::mem::offset_of!(udat_provider_head, post)
+);
 
 impl<B: Transport> Instance<B> {
     /// A new instance, at its final address: handles point into it.
@@ -119,6 +128,7 @@ impl<B: Transport> Instance<B> {
         };
         let mut inst = Box::new(Instance {
             table: crate::table::table::<B>(),
+            post: Some(crate::entry::ext::post::<B>),
             name,
             device,
             dapl_version,

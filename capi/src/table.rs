@@ -6,7 +6,7 @@ use std::ptr;
 
 use crate::entry::{cm, cno, ep, evd, ia, mem, misc, srq};
 use crate::instance::Transport;
-use crate::sys::DAT_PROVIDER;
+use crate::sys::{udat_extendedop, DAT_PROVIDER};
 
 /// The table for transport `B`; `device_name` is set by the instance.
 pub fn table<B: Transport>() -> DAT_PROVIDER {
@@ -91,6 +91,6 @@ pub fn table<B: Transport>() -> DAT_PROVIDER {
         cno_fd_create_func: Some(misc::cno_fd_create),
         cno_trigger_func: Some(misc::cno_trigger),
         ia_ha_related_func: Some(misc::ia_ha_related),
-        handle_extendedop_func: Some(misc::extended_op),
+        handle_extendedop_func: Some(udat_extendedop),
     }
 }

@@ -48,8 +48,29 @@ pub struct Sge {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestOp {
     Send,
-    RdmaWrite { remote: RmrTriplet },
-    RdmaRead { remote: RmrTriplet },
+    RdmaWrite {
+        remote: RmrTriplet,
+    },
+    RdmaRead {
+        remote: RmrTriplet,
+    },
+    /// An RDMA write whose immediate data consumes a receive at the peer.
+    RdmaWriteImm {
+        remote: RmrTriplet,
+        imm: u32,
+    },
+    /// Compare the 8 bytes at `remote` with `compare`, write `swap` if
+    /// equal; the old value lands in the one 8-byte local segment.
+    CompareSwap {
+        remote: RmrTriplet,
+        compare: u64,
+        swap: u64,
+    },
+    /// Add `add` to the 8 bytes at `remote`; the old value lands locally.
+    FetchAdd {
+        remote: RmrTriplet,
+        add: u64,
+    },
 }
 
 /// A send-queue work request.
@@ -87,6 +108,9 @@ pub struct Completion {
     pub status: DtoStatus,
     pub op: DtoOp,
     pub transferred_length: u32,
+    /// The immediate data of a [`DtoOp::ReceiveImm`] or
+    /// [`DtoOp::ReceiveMsgImm`]; 0 otherwise.
+    pub imm: u32,
     /// Work requests this completion retires: 1, plus any suppressed
     /// successes posted before it on the same send queue.
     pub retired: u32,
@@ -102,6 +126,7 @@ impl Completion {
         status: DtoStatus::Success,
         op: DtoOp::Send,
         transferred_length: 0,
+        imm: 0,
         retired: 1,
         notify: true,
     };

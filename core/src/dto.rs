@@ -11,9 +11,11 @@ use crate::handle::EpHandle;
 use crate::provider::Provider;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
 
-const REQUEST_FLAGS: u32 =
+pub(crate) const REQUEST_FLAGS: u32 =
     CompletionFlags::SUPPRESS.0 | CompletionFlags::UNSIGNALLED.0 | CompletionFlags::BARRIER_FENCE.0;
 const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
+/// The operand of an atomic.
+const ATOMIC_BYTES: u64 = 8;
 
 impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     /// dat_ep_post_send(3DAT).
@@ -51,7 +53,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         self.post_request(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags, REQUEST_FLAGS)
     }
 
-    fn post_request(
+    pub(crate) fn post_request(
         &mut self,
         h: EpHandle,
         iov: &[LmrTriplet],
@@ -73,7 +75,9 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             return Err(DatError::invalid_state(ep.state_subtype()));
         }
         let need = match op {
-            RequestOp::RdmaRead { .. } => MemPriv::LOCAL_WRITE,
+            RequestOp::RdmaRead { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. } => {
+                MemPriv::LOCAL_WRITE
+            }
             _ => MemPriv::LOCAL_READ,
         };
         let mut sges = [Sge::default(); MAX_SGE];
@@ -85,14 +89,31 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
             // "The size of the remote buffer is too small for the data of
             // the local buffer" (write); "The size of the local buffer is
             // too small for the data of the remote buffer" (read).
-            RequestOp::RdmaWrite { remote } if total > u64::from(remote.segment_length) => {
+            RequestOp::RdmaWrite { remote } | RequestOp::RdmaWriteImm { remote, .. }
+                if total > u64::from(remote.segment_length) =>
+            {
                 return Err(DatError::of(ErrorType::LengthError));
             }
             RequestOp::RdmaRead { remote } if u64::from(remote.segment_length) > total => {
                 return Err(DatError::of(ErrorType::LengthError));
             }
-            RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } if total > u64::from(ep.attr.max_rdma_size) => {
+            RequestOp::RdmaWrite { .. } | RequestOp::RdmaWriteImm { .. } | RequestOp::RdmaRead { .. }
+                if total > u64::from(ep.attr.max_rdma_size) =>
+            {
                 return Err(DatError::invalid_arg(3));
+            }
+            RequestOp::CompareSwap { remote, .. } | RequestOp::FetchAdd { remote, .. } => {
+                if !self.ia(ep.ia)?.attr.atomics {
+                    return Err(DatError::of(ErrorType::NotImplemented));
+                }
+                // An atomic works on 8 naturally aligned bytes; the old
+                // value lands in 8 local ones.
+                if total != ATOMIC_BYTES || remote.segment_length < ATOMIC_BYTES as u32 {
+                    return Err(DatError::of(ErrorType::LengthError));
+                }
+                if remote.virtual_address % ATOMIC_BYTES != 0 {
+                    return Err(DatError::of(ErrorType::InvalidParameter));
+                }
             }
             _ => {}
         }

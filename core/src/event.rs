@@ -71,8 +71,9 @@ impl EventNumber {
 /// The event-type-specific part of `DAT_EVENT`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventData {
-    /// `DAT_DTO_COMPLETION_EVENT_DATA`.
-    Dto { ep: EpHandle, cookie: u64, status: DtoStatus, transferred_length: u32, op: DtoOp },
+    /// `DAT_DTO_COMPLETION_EVENT_DATA`; `imm` is the immediate data of a
+    /// receive that carried some (an IB extension operation), else 0.
+    Dto { ep: EpHandle, cookie: u64, status: DtoStatus, transferred_length: u32, op: DtoOp, imm: u32 },
     /// `DAT_RMR_BIND_COMPLETION_EVENT_DATA`.
     RmrBind { rmr: RmrHandle, cookie: u64, status: DtoStatus },
     /// `DAT_CR_ARRIVAL_EVENT_DATA`. `psp` is null for a Reserved Service

@@ -37,6 +37,7 @@ mod ep;
 pub mod error;
 mod evd;
 pub mod event;
+mod ext;
 pub mod handle;
 mod ia;
 mod lmr;

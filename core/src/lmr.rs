@@ -99,7 +99,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         let Provider { pzs, backend, .. } = self;
         let pz = pzs.get(pz_h.0).filter(|p| p.ia == ia_h).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
         let reg = backend.mr_register(&pz.pd, address, length, privileges)?;
-        let remote = privileges.intersects(MemPriv::REMOTE);
+        let remote = privileges.intersects(MemPriv(MemPriv::REMOTE.0 | MemPriv::REMOTE_ATOMIC.0));
         let lmr = Lmr {
             ia: ia_h,
             pz: pz_h,

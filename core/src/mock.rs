@@ -172,6 +172,7 @@ impl MockBackend {
                 rmr_supported: true,
                 srq_ep_pz_difference_supported: false,
                 local_read_implied: false,
+                atomics: true,
             },
         }
     }
@@ -217,6 +218,17 @@ impl MockBackend {
     /// as a message of `length` bytes; a message longer than the buffer
     /// completes with `DAT_DTO_ERR_LOCAL_LENGTH`.
     pub fn complete_recv(&mut self, ep: EpHandle, length: u32) -> bool {
+        self.take_recv(ep, length, None)
+    }
+
+    /// Complete the oldest pending receive of `ep` as consumed by the
+    /// peer's RDMA write with immediate data `imm` of `length` bytes. The
+    /// bytes went to the write's target, so the buffer's size is moot.
+    pub fn complete_recv_imm(&mut self, ep: EpHandle, length: u32, imm: u32) -> bool {
+        self.take_recv(ep, length, Some(imm))
+    }
+
+    fn take_recv(&mut self, ep: EpHandle, length: u32, imm: Option<u32>) -> bool {
         let Some(i) = self.qp_index(ep) else { return false };
         let qp = &mut self.qps[i];
         let wr = match qp.srq {
@@ -224,9 +236,12 @@ impl MockBackend {
             None => qp.recvs.pop_front(),
         };
         let Some(mut wr) = wr else { return false };
-        let status = if length > wr.length { DtoStatus::LocalLength } else { DtoStatus::Success };
-        wr.length = length.min(wr.length);
-        let c = completion(qp.tag, &wr, status, 1);
+        let status = if imm.is_none() && length > wr.length { DtoStatus::LocalLength } else { DtoStatus::Success };
+        wr.length = if imm.is_some() { length } else { length.min(wr.length) };
+        if imm.is_some() {
+            wr.op = DtoOp::ReceiveImm;
+        }
+        let c = Completion { imm: imm.unwrap_or(0), ..completion(qp.tag, &wr, status, 1) };
         let cq = qp.recv_cq;
         self.push_cq(cq, c);
         true
@@ -363,6 +378,7 @@ fn completion(tag: u64, wr: &PendingWr, status: DtoStatus, retired: u32) -> Comp
         status,
         op: wr.op,
         transferred_length: wr.length,
+        imm: 0,
         retired,
         notify: !wr.flags.contains(CompletionFlags::UNSIGNALLED),
     }
@@ -491,6 +507,9 @@ impl Backend for MockBackend {
             RequestOp::Send => DtoOp::Send,
             RequestOp::RdmaWrite { .. } => DtoOp::RdmaWrite,
             RequestOp::RdmaRead { .. } => DtoOp::RdmaRead,
+            RequestOp::RdmaWriteImm { .. } => DtoOp::RdmaWriteImm,
+            RequestOp::CompareSwap { .. } => DtoOp::CompareSwap,
+            RequestOp::FetchAdd { .. } => DtoOp::FetchAdd,
         };
         let pending = PendingWr { cookie: wr.cookie, op, length: wr.length, flags: wr.flags };
         q.sends.push_back(pending).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;

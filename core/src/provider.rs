@@ -295,6 +295,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
                     status: c.status,
                     transferred_length: c.transferred_length,
                     op,
+                    imm: c.imm,
                 };
                 self.deliver(evd, EventNumber::DtoCompletion, data, c.notify);
             }

@@ -50,6 +50,9 @@ flags!(
         LOCAL_WRITE = 0x10,
         /// `DAT_MEM_PRIV_REMOTE_WRITE_FLAG`
         REMOTE_WRITE = 0x20,
+        /// `DAT_IB_MEM_PRIV_REMOTE_ATOMIC` (`<dat2/dat_ib_extensions.h>`):
+        /// the target of a peer's compare-and-swap or fetch-and-add.
+        REMOTE_ATOMIC = 0x40,
     }
 );
 
@@ -214,12 +217,35 @@ pub enum DtoOp {
     ReceiveWithInvalidate = 4,
     #[doc(alias = "DAT_DTO_BIND_MW")]
     BindMw = 5,
+    // The IB extension's operations (`DAT_IB_DTOS`, from
+    // `DAT_DTO_EXTENSION_BASE`).
+    #[doc(alias = "DAT_IB_DTO_RDMA_WRITE_IMMED")]
+    RdmaWriteImm = 8,
+    /// A receive consumed by the peer's RDMA write with immediate data.
+    #[doc(alias = "DAT_IB_DTO_RECV_IMMED")]
+    ReceiveImm = 9,
+    #[doc(alias = "DAT_IB_DTO_FETCH_ADD")]
+    FetchAdd = 10,
+    #[doc(alias = "DAT_IB_DTO_CMP_SWAP")]
+    CompareSwap = 11,
+    /// A receive of a send with immediate data.
+    #[doc(alias = "DAT_IB_DTO_RECV_MSG_IMMED")]
+    ReceiveMsgImm = 12,
 }
 
 impl DtoOp {
     /// Whether the operation completes on the receive stream.
     pub const fn is_recv(self) -> bool {
-        matches!(self, DtoOp::Receive | DtoOp::ReceiveWithInvalidate)
+        matches!(self, DtoOp::Receive | DtoOp::ReceiveWithInvalidate | DtoOp::ReceiveImm | DtoOp::ReceiveMsgImm)
+    }
+
+    /// Whether the operation is one of the IB extension's, reported as a
+    /// `DAT_IB_DTO_EVENT`.
+    pub const fn is_extension(self) -> bool {
+        matches!(
+            self,
+            DtoOp::RdmaWriteImm | DtoOp::ReceiveImm | DtoOp::FetchAdd | DtoOp::CompareSwap | DtoOp::ReceiveMsgImm
+        )
     }
 }
 
@@ -356,4 +382,7 @@ pub struct IaAttr {
     /// send from a region registered only for local write is legal, as
     /// the OpenFabrics test programs expect.
     pub local_read_implied: bool,
+    /// Whether the transport performs the IB extension's atomics
+    /// (compare-and-swap, fetch-and-add on 8 aligned bytes).
+    pub atomics: bool,
 }

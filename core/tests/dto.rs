@@ -16,7 +16,7 @@ fn dat_ep_post_send_completes_on_the_request_evd() {
     assert_eq!(ev.number, EventNumber::DtoCompletion);
     assert_eq!(
         ev.data,
-        EventData::Dto { ep, cookie: 42, status: DtoStatus::Success, transferred_length: 30, op: DtoOp::Send }
+        EventData::Dto { ep, cookie: 42, status: DtoStatus::Success, transferred_length: 30, op: DtoOp::Send, imm: 0 }
     );
 }
 

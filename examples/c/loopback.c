@@ -1,8 +1,9 @@
 /*
  * A DAT consumer in C, written against <dat2/udat.h> alone: one IA
  * connects an Endpoint to another of its own through a Public Service
- * Point, sends a message, RDMA-writes and RDMA-reads a buffer, and
- * disconnects. Linked statically against libudat.a it needs no libdat2
+ * Point, sends a message, RDMA-writes and RDMA-reads a buffer, uses the
+ * IB extension (an RDMA write with immediate data, compare-and-swap,
+ * fetch-and-add through dat_extension_op), and disconnects. Linked statically against libudat.a it needs no libdat2
  * and no dat.conf:
  *
  *   cc loopback.c $(pkg-config --cflags --static --libs udat) -o loopback
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <dat2/udat.h>
+#include <dat2/dat_ib_extensions.h>
 
 #define CONN_QUAL 4242
 #define SIZE 4096
@@ -43,13 +45,29 @@ static DAT_EVENT wait_for(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const char 
 			event.event_number, want);
 		exit(1);
 	}
-	if (event.event_number == DAT_DTO_COMPLETION_EVENT &&
+	if ((event.event_number == DAT_DTO_COMPLETION_EVENT ||
+	     event.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT) &&
 	    event.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS) {
 		fprintf(stderr, "loopback: %s: DTO status %d\n", what,
 			event.event_data.dto_completion_event_data.status);
 		exit(1);
 	}
 	return event;
+}
+
+/* An IB extension completion of the given type. */
+static DAT_IB_EXTENSION_EVENT_DATA wait_ext(DAT_EVD_HANDLE evd, DAT_IB_EXT_TYPE type, const char *what)
+{
+	DAT_EVENT event = wait_for(evd, (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT, what);
+	DAT_IB_EXTENSION_EVENT_DATA ext;
+
+	memcpy(&ext, event.event_extension_data, sizeof ext);
+	if (ext.type != type || ext.status != DAT_OP_SUCCESS) {
+		fprintf(stderr, "loopback: %s: extension type %d status %d, expected %d\n", what,
+			ext.type, ext.status, type);
+		exit(1);
+	}
+	return ext;
 }
 
 struct side {
@@ -73,7 +91,7 @@ static void side_init(struct side *s, DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz)
 	      "dat_evd_create CONNECTION");
 	check(dat_ep_create(ia, pz, s->dto, s->dto, s->conn, NULL, &s->ep), "dat_ep_create");
 	region.for_va = s->buf;
-	check(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, region, SIZE, pz, DAT_MEM_PRIV_ALL_FLAG,
+	check(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, region, SIZE, pz, DAT_MEM_PRIV_ALL_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC,
 			     DAT_VA_TYPE_VA, &s->lmr, &s->lmr_context, &s->rmr_context, &len, &addr),
 	      "dat_lmr_create");
 }
@@ -172,6 +190,56 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* The IB extension: an RDMA write whose immediate data reaches the
+	 * server with the receive it consumes... */
+	if (ia_attr.extension_supported != DAT_EXTENSION_IB) {
+		fprintf(stderr, "loopback: %s offers no IB extension\n", name);
+		return 1;
+	}
+	iov.virtual_address = (DAT_VADDR)(uintptr_t)server.buf;
+	iov.lmr_context = server.lmr_context;
+	iov.segment_length = 8;
+	cookie.as_64 = 5;
+	check(dat_ep_post_recv(server.ep, 1, &iov, cookie, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+	strcpy(client.buf, "immediate");
+	iov.virtual_address = (DAT_VADDR)(uintptr_t)client.buf;
+	iov.lmr_context = client.lmr_context;
+	iov.segment_length = 16;
+	cookie.as_64 = 6;
+	check(dat_ib_post_rdma_write_immed(client.ep, 1, &iov, cookie, &rmr, 0x1234, DAT_COMPLETION_DEFAULT_FLAG),
+	      "dat_ib_post_rdma_write_immed");
+	wait_ext(client.dto, DAT_IB_RDMA_WRITE_IMMED, "RDMA write with immediate completion");
+	if (wait_ext(server.dto, DAT_IB_RDMA_WRITE_IMMED_DATA, "immediate data").val.immed.data != 0x1234 ||
+	    strcmp(server.buf, "immediate")) {
+		fprintf(stderr, "loopback: the write with immediate data did not arrive\n");
+		return 1;
+	}
+
+	/* ...then compare-and-swap and fetch-and-add on the server's first
+	 * 8 bytes, the old value landing in the client's. */
+	uint64_t *target = (uint64_t *)server.buf, *old = (uint64_t *)client.buf;
+	*target = 7;
+	iov.segment_length = 8;
+	rmr.segment_length = 8;
+	cookie.as_64 = 7;
+	check(dat_ib_post_cmp_and_swap(client.ep, 7, 9, &iov, cookie, &rmr, DAT_COMPLETION_DEFAULT_FLAG),
+	      "dat_ib_post_cmp_and_swap");
+	wait_ext(client.dto, DAT_IB_CMP_AND_SWAP, "compare-and-swap completion");
+	if (*old != 7 || *target != 9) {
+		fprintf(stderr, "loopback: compare-and-swap: old %lu, now %lu\n", (unsigned long)*old,
+			(unsigned long)*target);
+		return 1;
+	}
+	cookie.as_64 = 8;
+	check(dat_ib_post_fetch_and_add(client.ep, 1, &iov, cookie, &rmr, DAT_COMPLETION_DEFAULT_FLAG),
+	      "dat_ib_post_fetch_and_add");
+	wait_ext(client.dto, DAT_IB_FETCH_AND_ADD, "fetch-and-add completion");
+	if (*old != 9 || *target != 10) {
+		fprintf(stderr, "loopback: fetch-and-add: old %lu, now %lu\n", (unsigned long)*old,
+			(unsigned long)*target);
+		return 1;
+	}
+
 	check(dat_ep_disconnect(client.ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
 	wait_for(client.conn, DAT_CONNECTION_EVENT_DISCONNECTED, "client disconnected");
 	wait_for(server.conn, DAT_CONNECTION_EVENT_DISCONNECTED, "server disconnected");
@@ -182,6 +250,6 @@ int main(int argc, char **argv)
 	check(dat_evd_free(cr_evd), "dat_evd_free CR");
 	check(dat_pz_free(pz), "dat_pz_free");
 	check(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), "dat_ia_close");
-	printf("loopback on %s: connect, send, RDMA write, RDMA read, disconnect: ok\n", name);
+	printf("loopback on %s: connect, send, RDMA write, RDMA read, write with immediate, compare-and-swap, fetch-and-add, disconnect: ok\n", name);
 	return 0;
 }

@@ -14,6 +14,7 @@ use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, Mem
 use udat_core::{DatError, DatResult, ErrorType};
 
 use crate::cq::CompletionQueue;
+use crate::cqe::CqeOpcode;
 use crate::device::{Device, QpSpec};
 use crate::rq::{RecvQueue, SharedRecvQueue};
 use crate::sq::{Op, Remote, SendQueue, SendSlot};
@@ -245,6 +246,7 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
                     status,
                     op: sent.op,
                     transferred_length: sent.length,
+                    imm: 0,
                     retired,
                     notify: sent.notify,
                 }
@@ -255,12 +257,18 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
                     (None, None) => None,
                 };
                 let Some(cookie) = cookie else { continue };
+                let (op, imm) = match cqe.opcode {
+                    CqeOpcode::RespWriteImm => (DtoOp::ReceiveImm, cqe.imm),
+                    CqeOpcode::RespSendImm => (DtoOp::ReceiveMsgImm, cqe.imm),
+                    _ => (DtoOp::Receive, 0),
+                };
                 Completion {
                     tag: queues.tag,
                     cookie,
                     status,
-                    op: DtoOp::Receive,
+                    op,
                     transferred_length: if status == DtoStatus::Success { cqe.byte_cnt } else { 0 },
+                    imm,
                     retired: 1,
                     notify: true,
                 }
@@ -366,6 +374,18 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
             RequestOp::RdmaRead { remote } => {
                 (Op::Read(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }), DtoOp::RdmaRead)
             }
+            RequestOp::RdmaWriteImm { remote, imm } => (
+                Op::WriteImm(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }, imm),
+                DtoOp::RdmaWriteImm,
+            ),
+            RequestOp::CompareSwap { remote, compare, swap } => {
+                let remote = Remote { addr: remote.virtual_address, rkey: remote.rmr_context };
+                (Op::CompareSwap { remote, compare, swap }, DtoOp::CompareSwap)
+            }
+            RequestOp::FetchAdd { remote, add } => (
+                Op::FetchAdd { remote: Remote { addr: remote.virtual_address, rkey: remote.rmr_context }, add },
+                DtoOp::FetchAdd,
+            ),
         };
         let flags = wqe_flags(wr.flags);
         let slot = SendSlot {
@@ -375,7 +395,8 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
             notify: !wr.flags.contains(CompletionFlags::UNSIGNALLED),
             bbs: 0,
         };
-        let posted = if dto != DtoOp::RdmaRead && wr.length as usize <= MAX_INLINE && wr.length != 0 {
+        let reads_back = matches!(dto, DtoOp::RdmaRead | DtoOp::CompareSwap | DtoOp::FetchAdd);
+        let posted = if !reads_back && wr.length as usize <= MAX_INLINE && wr.length != 0 {
             // SAFETY: the core translated every segment through a live LMR
             // that covers it (dat_ep_post_send(3DAT) and friends check the
             // triplets against the LMR), and registered memory stays

@@ -617,6 +617,51 @@ pub fn a_completion_left_for_its_evd_wakes_a_block_once<F: Fabric>() {
     assert_eq!((cookie, status, len), (1, DtoStatus::Success, 8));
 }
 
+/// The IB extension's operations move real bytes: an RDMA write with
+/// immediate data lands and consumes the peer's receive, which carries the
+/// data; compare-and-swap swaps only on a match; fetch-and-add adds. Each
+/// atomic returns the old value.
+pub fn immediate_data_and_atomics_reach_the_peer<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    assert!(rig.attr.atomics, "the device reports no atomics");
+    let (client, server) = rig.pair();
+    let mut target = rig.buf(64, MemPriv(MemPriv::ALL.0 | MemPriv::REMOTE_ATOMIC.0));
+    let mut src = rig.buf(64, MemPriv::ALL);
+    let data = pattern(16, 3);
+    src.mem[..16].copy_from_slice(&data);
+    rig.p.ep_post_recv(server.ep, &[target.seg(48, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    let remote = target.remote(0, 16);
+    rig.p.ep_post_rdma_write_imm(client.ep, &[src.seg(0, 16)], 2, &remote, 0xabcd, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (2, DtoStatus::Success, 16, DtoOp::RdmaWriteImm));
+    match rig.next(server.dto).data {
+        EventData::Dto { cookie, status, transferred_length, op, imm, .. } => {
+            assert_eq!(
+                (cookie, status, transferred_length, op, imm),
+                (1, DtoStatus::Success, 16, DtoOp::ReceiveImm, 0xabcd)
+            );
+        }
+        other => panic!("expected the receive, got {other:?}"),
+    }
+    assert_eq!(target.mem[..16], data[..]);
+
+    // Eight naturally aligned bytes of the target, and of the result.
+    let word = |b: &Buf| 24 + (8 - b.mem.as_ptr() as usize % 8) % 8;
+    let (t, r) = (word(&target), word(&src));
+    target.mem[t..t + 8].copy_from_slice(&0x12345u64.to_ne_bytes());
+    let at = target.remote(t, 8);
+    let old = |src: &Buf| u64::from_ne_bytes(src.mem[r..r + 8].try_into().unwrap());
+    let value = |target: &Buf| u64::from_ne_bytes(target.mem[t..t + 8].try_into().unwrap());
+    rig.p.ep_post_compare_swap(client.ep, 0x1, 0x2, &src.seg(r, 8), 3, &at, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 8, DtoOp::CompareSwap));
+    assert_eq!((old(&src), value(&target)), (0x12345, 0x12345), "no match, no swap");
+    rig.p.ep_post_compare_swap(client.ep, 0x12345, 0x98765, &src.seg(r, 8), 4, &at, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (4, DtoStatus::Success, 8, DtoOp::CompareSwap));
+    assert_eq!((old(&src), value(&target)), (0x12345, 0x98765));
+    rig.p.ep_post_fetch_add(client.ep, 0x10, &src.seg(r, 8), 5, &at, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (5, DtoStatus::Success, 8, DtoOp::FetchAdd));
+    assert_eq!((old(&src), value(&target)), (0x98765, 0x98775));
+}
+
 /// One `#[test]` per suite test, on the fabric `$fabric`.
 #[macro_export]
 macro_rules! transport_suite {
@@ -688,6 +733,10 @@ macro_rules! transport_suite {
         #[test]
         fn a_completion_left_for_its_evd_wakes_a_block_once() {
             suite::a_completion_left_for_its_evd_wakes_a_block_once::<$fabric>();
+        }
+        #[test]
+        fn immediate_data_and_atomics_reach_the_peer() {
+            suite::immediate_data_and_atomics_reach_the_peer::<$fabric>();
         }
         #[test]
         fn evd_wait_blocks_until_the_completion_and_honours_its_timeout() {

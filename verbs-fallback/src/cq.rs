@@ -132,13 +132,20 @@ fn translate(qp: &QpShared, w: &sys::ibv_wc) -> Option<Completion> {
     let status = dto_status(w.status);
     if w.wr_id & RECV != 0 {
         let cookie = qp.take_recv(w.wr_id & !RECV)?;
-        let op = if w.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_INV != 0 {
-            DtoOp::ReceiveWithInvalidate
+        let with_imm = w.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_IMM != 0;
+        let (op, imm) = if w.opcode == sys::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM {
+            // SAFETY: the union holds the immediate for this opcode.
+            (DtoOp::ReceiveImm, u32::from_be(unsafe { w.__bindgen_anon_1.imm_data }))
+        } else if with_imm {
+            // SAFETY: IBV_WC_WITH_IMM says the union holds the immediate.
+            (DtoOp::ReceiveMsgImm, u32::from_be(unsafe { w.__bindgen_anon_1.imm_data }))
+        } else if w.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_INV != 0 {
+            (DtoOp::ReceiveWithInvalidate, 0)
         } else {
-            DtoOp::Receive
+            (DtoOp::Receive, 0)
         };
         let transferred_length = if status == DtoStatus::Success { w.byte_len } else { 0 };
-        return Some(Completion { tag: qp.tag, cookie, status, op, transferred_length, retired: 1, notify: true });
+        return Some(Completion { tag: qp.tag, cookie, status, op, transferred_length, imm, retired: 1, notify: true });
     }
     let (slot, retired) = qp.take_send(w.wr_id)?;
     // byte_len is defined for receives only; a request moved what it named.
@@ -149,6 +156,7 @@ fn translate(qp: &QpShared, w: &sys::ibv_wc) -> Option<Completion> {
         status,
         op: slot.op,
         transferred_length,
+        imm: 0,
         retired,
         notify: slot.notify,
     })

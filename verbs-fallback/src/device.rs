@@ -155,6 +155,7 @@ impl IaShared {
             rmr_supported: self.has_memory_windows(),
             srq_ep_pz_difference_supported: false,
             local_read_implied: true,
+            atomics: d.atomic_cap != sys::ibv_atomic_cap::IBV_ATOMIC_NONE,
         }
     }
 

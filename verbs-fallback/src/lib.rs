@@ -132,6 +132,10 @@ fn access(privileges: MemPriv, mw_bind: bool) -> i32 {
     if privileges.contains(MemPriv::REMOTE_READ) {
         flags |= a::IBV_ACCESS_REMOTE_READ;
     }
+    if privileges.contains(MemPriv::REMOTE_ATOMIC) {
+        // Verbs requires local write for remote atomics too.
+        flags |= a::IBV_ACCESS_REMOTE_ATOMIC | a::IBV_ACCESS_LOCAL_WRITE;
+    }
     if mw_bind {
         flags |= a::IBV_ACCESS_MW_BIND;
     }

@@ -260,10 +260,16 @@ impl Qp {
         use sys::ibv_send_flags as f;
         let mut sge = [sys::ibv_sge { addr: 0, length: 0, lkey: 0 }; MAX_SGE];
         let n = to_ibv_sges(wr.sges, &mut sge)?;
+        use sys::ibv_wr_opcode as o;
         let (opcode, op, remote) = match wr.op {
-            RequestOp::Send => (sys::ibv_wr_opcode::IBV_WR_SEND, DtoOp::Send, None),
-            RequestOp::RdmaWrite { remote } => (sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, Some(remote)),
-            RequestOp::RdmaRead { remote } => (sys::ibv_wr_opcode::IBV_WR_RDMA_READ, DtoOp::RdmaRead, Some(remote)),
+            RequestOp::Send => (o::IBV_WR_SEND, DtoOp::Send, None),
+            RequestOp::RdmaWrite { remote } => (o::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, Some(remote)),
+            RequestOp::RdmaRead { remote } => (o::IBV_WR_RDMA_READ, DtoOp::RdmaRead, Some(remote)),
+            RequestOp::RdmaWriteImm { remote, .. } => {
+                (o::IBV_WR_RDMA_WRITE_WITH_IMM, DtoOp::RdmaWriteImm, Some(remote))
+            }
+            RequestOp::CompareSwap { .. } => (o::IBV_WR_ATOMIC_CMP_AND_SWP, DtoOp::CompareSwap, None),
+            RequestOp::FetchAdd { .. } => (o::IBV_WR_ATOMIC_FETCH_AND_ADD, DtoOp::FetchAdd, None),
         };
         let signalled = !wr.flags.contains(CompletionFlags::SUPPRESS);
         let mut flags = f(0);
@@ -276,7 +282,8 @@ impl Qp {
         if wr.flags.contains(CompletionFlags::BARRIER_FENCE) {
             flags |= f::IBV_SEND_FENCE;
         }
-        if op != DtoOp::RdmaRead && wr.length <= self.max_inline && wr.length > 0 {
+        let reads_back = matches!(op, DtoOp::RdmaRead | DtoOp::CompareSwap | DtoOp::FetchAdd);
+        if !reads_back && wr.length <= self.max_inline && wr.length > 0 {
             flags |= f::IBV_SEND_INLINE;
         }
         let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
@@ -291,6 +298,26 @@ impl Qp {
         if let Some(r) = remote {
             swr.wr.rdma =
                 sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 { remote_addr: r.virtual_address, rkey: r.rmr_context };
+        }
+        match wr.op {
+            RequestOp::RdmaWriteImm { imm, .. } => swr.__bindgen_anon_1.imm_data = imm.to_be(),
+            RequestOp::CompareSwap { remote: r, compare, swap } => {
+                swr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+                    remote_addr: r.virtual_address,
+                    compare_add: compare,
+                    swap,
+                    rkey: r.rmr_context,
+                };
+            }
+            RequestOp::FetchAdd { remote: r, add } => {
+                swr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+                    remote_addr: r.virtual_address,
+                    compare_add: add,
+                    swap: 0,
+                    rkey: r.rmr_context,
+                };
+            }
+            _ => {}
         }
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live; `swr` and `sge` outlive the call.

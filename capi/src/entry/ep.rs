@@ -88,7 +88,7 @@ pub(crate) fn address_in(p: *const DAT_SOCK_ADDR, n: u8) -> DatResult<IaAddress>
     Ok(a)
 }
 
-fn remote(r: *const DAT_RMR_TRIPLET, n: u8) -> DatResult<RmrTriplet> {
+pub(crate) fn remote(r: *const DAT_RMR_TRIPLET, n: u8) -> DatResult<RmrTriplet> {
     // SAFETY: a non-null triplet pointer from C points at a triplet.
     let r = unsafe { r.as_ref() }.ok_or(DatError::invalid_arg(n))?;
     Ok(RmrTriplet { virtual_address: r.virtual_address, segment_length: r.segment_length, rmr_context: r.rmr_context })

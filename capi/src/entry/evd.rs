@@ -4,7 +4,7 @@ use std::ptr;
 
 use udat_core::backend::Wake;
 use udat_core::handle::{CnoHandle, EvdHandle, IaHandle, Kind};
-use udat_core::types::EvdFlags;
+use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, Event, EventData, WaitStep};
 
 use super::{count, out, with, Cx};
@@ -198,6 +198,22 @@ pub(crate) fn sleep<B: Transport>(
     Ok(if rc > 0 { Wake::Activity } else { Wake::Timeout })
 }
 
+const _: () = assert!(
+    size_of::<DAT_IB_EXTENSION_EVENT_DATA>() <= size_of::<[DAT_UINT64; 8]>()
+        && align_of::<DAT_IB_EXTENSION_EVENT_DATA>() <= align_of::<DAT_UINT64>()
+);
+
+/// The `DAT_IB_EXT_TYPE` of an extension operation's completion.
+fn ib_ext_type(op: DtoOp) -> DAT_IB_EXT_TYPE {
+    match op {
+        DtoOp::RdmaWriteImm => DAT_IB_RDMA_WRITE_IMMED,
+        DtoOp::ReceiveImm => DAT_IB_RDMA_WRITE_IMMED_DATA,
+        DtoOp::ReceiveMsgImm => DAT_IB_RECV_IMMED_DATA,
+        DtoOp::CompareSwap => DAT_IB_CMP_AND_SWAP,
+        _ => DAT_IB_FETCH_AND_ADD,
+    }
+}
+
 /// Fill a `DAT_EVENT` from a core event. Pointers in it (private data,
 /// addresses) point into the provider and stay valid as the spec says.
 pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, e: &Event, out: &mut DAT_EVENT) {
@@ -205,7 +221,7 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, e: &Event, out: &mut DAT
     out.evd_handle = cx.st.ptr(e.evd);
     out.event_extension_data = [0; 8];
     match e.data {
-        EventData::Dto { ep, cookie, status, transferred_length, op } => {
+        EventData::Dto { ep, cookie, status, transferred_length, op, imm } => {
             out.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
                 ep_handle: cx.st.ptr(ep),
                 user_cookie: DAT_CONTEXT { as_64: cookie },
@@ -214,6 +230,20 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, e: &Event, out: &mut DAT
                 operation: op as DAT_DTOS,
                 rmr_context: 0,
             };
+            if op.is_extension() {
+                // The IB extension reports its operations as
+                // DAT_IB_DTO_EVENT, the kind in the extension data.
+                out.event_number = DAT_IB_DTO_EVENT as DAT_EVENT_NUMBER;
+                let ext = DAT_IB_EXTENSION_EVENT_DATA {
+                    type_: ib_ext_type(op),
+                    status: if status == DtoStatus::Success { DAT_OP_SUCCESS } else { DAT_IB_OP_ERR },
+                    val: dat_ib_extension_event_data__bindgen_ty_1 { immed: DAT_IB_IMMED_DATA { data: imm } },
+                    ..Default::default()
+                };
+                // SAFETY: the extension data is 64 bytes of 8-byte
+                // alignment, room for the record (asserted below).
+                unsafe { ptr::write(out.event_extension_data.as_mut_ptr().cast(), ext) };
+            }
         }
         EventData::RmrBind { rmr, cookie, status } => {
             out.event_data.rmr_completion_event_data = DAT_RMR_BIND_COMPLETION_EVENT_DATA {

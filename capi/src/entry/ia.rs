@@ -12,17 +12,33 @@ use crate::instance::{Addr, Transport};
 use crate::registry;
 use crate::sys::*;
 
-/// The provider-specific attributes `dat_ia_query` reports. OFA's
-/// providers name the path MTU `DAT_IB_TRANSPORT_MTU`, and dtestsrq sizes its messages
-/// from it; 1024 is the RoCE MTU of a 1500-byte Ethernet link and fits
-/// every InfiniBand link.
-struct NamedAttrs([DAT_NAMED_ATTR; 1]);
+/// The provider-specific attributes `dat_ia_query` reports: the path MTU
+/// under the name OFA's providers give it (`DAT_IB_TRANSPORT_MTU`; dtestsrq
+/// sizes its messages from it; 1024 is the RoCE MTU of a 1500-byte
+/// Ethernet link and fits every InfiniBand link), and which of the IB
+/// extension's operations the device performs (dtestx reads these).
+struct NamedAttrs([DAT_NAMED_ATTR; 4]);
 
 // SAFETY: the attributes point at static, immutable strings.
 unsafe impl Sync for NamedAttrs {}
 
-static PROVIDER_SPECIFIC: NamedAttrs =
-    NamedAttrs([DAT_NAMED_ATTR { name: c"DAT_IB_TRANSPORT_MTU".as_ptr(), value: c"1024".as_ptr() }]);
+const fn named(name: &'static core::ffi::CStr, value: &'static core::ffi::CStr) -> DAT_NAMED_ATTR {
+    DAT_NAMED_ATTR { name: name.as_ptr(), value: value.as_ptr() }
+}
+
+static WITH_ATOMICS: NamedAttrs = NamedAttrs([
+    named(c"DAT_IB_TRANSPORT_MTU", c"1024"),
+    named(c"DAT_IB_IMMED_DATA", c"TRUE"),
+    named(c"DAT_IB_CMP_AND_SWAP", c"TRUE"),
+    named(c"DAT_IB_FETCH_AND_ADD", c"TRUE"),
+]);
+
+static WITHOUT_ATOMICS: NamedAttrs = NamedAttrs([
+    named(c"DAT_IB_TRANSPORT_MTU", c"1024"),
+    named(c"DAT_IB_IMMED_DATA", c"TRUE"),
+    named(c"DAT_IB_CMP_AND_SWAP", c"FALSE"),
+    named(c"DAT_IB_FETCH_AND_ADD", c"FALSE"),
+]);
 
 /// `DAT_EVD_ASYNC_EXISTS` of `<dat2/dat.h>`.
 const ASYNC_EXISTS: usize = 1;
@@ -154,8 +170,10 @@ fn fill_ia_attr(a: &mut DAT_IA_ATTR, attr: &IaAttr, addr: DAT_IA_ADDRESS_PTR) {
     a.max_rdma_read_per_ep_in_guaranteed = DAT_TRUE;
     a.max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
     a.zb_supported = DAT_FALSE;
-    a.extension_supported = DAT_EXTENSION_NONE;
-    a.extension_version = 0;
+    // The IB extension: immediate data and, where the device has them,
+    // atomics (`dat_extension_op`, see `entry::ext`).
+    a.extension_supported = DAT_EXTENSION_IB;
+    a.extension_version = DAT_IB_EXTENSION_VERSION as DAT_COUNT;
     a.num_transport_attr = 0;
     a.transport_attr = ptr::null_mut();
     a.num_vendor_attr = 0;
@@ -198,8 +216,9 @@ fn fill_provider_attr<B: Transport>(cx: &Cx<B>, p: &mut DAT_PROVIDER_ATTR, attr:
     p.is_signal_safe = DAT_FALSE;
     p.ha_supported = DAT_FALSE;
     p.ha_loadbalancing = 0;
-    p.num_provider_specific_attr = PROVIDER_SPECIFIC.0.len() as DAT_COUNT;
+    let named = if attr.atomics { &WITH_ATOMICS } else { &WITHOUT_ATOMICS };
+    p.num_provider_specific_attr = named.0.len() as DAT_COUNT;
     // Consumers only read through this pointer (`DAT_NAMED_ATTR *` is not
     // const in the header).
-    p.provider_specific_attr = PROVIDER_SPECIFIC.0.as_ptr().cast_mut();
+    p.provider_specific_attr = named.0.as_ptr().cast_mut();
 }

@@ -156,8 +156,3 @@ pub unsafe extern "C" fn cno_trigger(_: DAT_CNO_HANDLE, _: *mut DAT_EVD_HANDLE) 
 pub unsafe extern "C" fn ia_ha_related(_: DAT_IA_HANDLE, _: DAT_NAME_PTR, _: *mut DAT_BOOLEAN) -> DAT_RETURN {
     not_implemented()
 }
-
-/// dat_extension_op: `DAT_IA_ATTR.extension_supported` says none.
-pub unsafe extern "C" fn extended_op(_: DAT_HANDLE, _: DAT_EXTENDED_OP, _: *mut __va_list_tag) -> DAT_RETURN {
-    not_implemented()
-}

@@ -27,6 +27,7 @@ pub mod cm;
 pub mod cno;
 pub mod ep;
 pub mod evd;
+pub mod ext;
 pub mod ia;
 pub mod mem;
 pub mod misc;

@@ -641,12 +641,12 @@ impl Hca {
                 let (Some((addr, rkey)), Some((swap_add, compare))) = (wqe.remote, wqe.atomic) else {
                     return Outcome::Failed(syndrome::LOCAL_PROT);
                 };
-                if addr % 8 != 0 || !self.remote(peer_pd, addr, rkey, 8, MemPriv::REMOTE_WRITE) {
+                if addr % 8 != 0 || !self.remote(peer_pd, addr, rkey, 8, MemPriv::REMOTE_ATOMIC) {
                     return remote_fail(self);
                 }
                 let mut old = [0u8; 8];
                 // SAFETY: `remote` found the 8 aligned bytes inside a live
-                // registration with remote write access.
+                // registration with remote atomic access.
                 unsafe { region::copy(old.as_mut_ptr() as u64, addr, 8) };
                 let value = u64::from_ne_bytes(old);
                 let new = if wqe.opcode == OP_ATOMIC_CS {
@@ -715,7 +715,10 @@ impl Hca {
             s.write_cqe(cq, e);
             s.fail_qp(peer_qpn);
         };
-        match self.scatter(pd, &segs, bytes) {
+        // A write with immediate consumes the receive but places its bytes
+        // at the write's target only: the receive's buffers stay untouched.
+        let placed = if wqe.opcode == OP_RDMA_WRITE_IMM { Some(true) } else { self.scatter(pd, &segs, bytes) };
+        match placed {
             Some(true) => {}
             Some(false) => {
                 fail(self, syndrome::LOCAL_LENGTH);

@@ -289,6 +289,7 @@ impl Device for SoftHca {
             rmr_supported: false,
             srq_ep_pz_difference_supported: false,
             local_read_implied: true,
+            atomics: true,
         };
         Ok((ModelIa(id), attr))
     }

@@ -12,6 +12,9 @@ use common::Recorder;
 use proptest::prelude::*;
 use udat_core::backend::{Backend, CmEvent, Completion, ConnOutcome, QpConfig, RequestOp, SendWr, Sge};
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
+
+/// Every privilege, the atomic target's included.
+const ALL: MemPriv = MemPriv(MemPriv::ALL.0 | MemPriv::REMOTE_ATOMIC.0);
 use udat_mlx5::cq::CompletionQueue;
 use udat_mlx5::cqe::CqeOpcode;
 use udat_mlx5::device::{Device, QpSpec};
@@ -78,8 +81,8 @@ impl Pair {
         }
         hca.unlisten(listener);
         let (mem_a, mem_b) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
-        let key_a = hca.mr_register(&pd, mem_a.as_ptr() as u64, mem_a.len() as u64, MemPriv::ALL).unwrap().lkey;
-        let key_b = hca.mr_register(&pd, mem_b.as_ptr() as u64, mem_b.len() as u64, MemPriv::ALL).unwrap().lkey;
+        let key_a = hca.mr_register(&pd, mem_a.as_ptr() as u64, mem_a.len() as u64, ALL).unwrap().lkey;
+        let key_b = hca.mr_register(&pd, mem_b.as_ptr() as u64, mem_b.len() as u64, ALL).unwrap().lkey;
         let cq_b = cqs.pop().unwrap();
         let cq_a = cqs.pop().unwrap();
         Pair { hca, a: (qa.1, qa.2), b: (qb.1, qb.2), cq_a, cq_b, mem_a, mem_b, key_a, key_b }

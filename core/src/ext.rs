@@ -1,0 +1,67 @@
+//! The IB extension's data transfers (`<dat2/dat_ib_extensions.h>`):
+//! RDMA write with immediate data, compare-and-swap and fetch-and-add.
+//!
+//! They follow the rules of the DTOs they extend (dat_ep_post_rdma_write(3DAT)
+//! for the write; an atomic is a one-segment request whose result lands in
+//! local memory, so its segment needs local write as a read's does) and
+//! complete on the request EVD with their own [`DtoOp`]. A peer's write
+//! with immediate data consumes one of its receives, which completes as
+//! [`DtoOp::ReceiveImm`] with the data in the event.
+
+use crate::backend::{Backend, RequestOp};
+use crate::dto::REQUEST_FLAGS;
+use crate::error::DatResult;
+use crate::handle::EpHandle;
+use crate::provider::Provider;
+#[cfg(doc)]
+use crate::types::DtoOp;
+use crate::types::{CompletionFlags, LmrTriplet, RmrTriplet};
+
+impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+    /// `dat_ib_post_rdma_write_immed`: `iov` into `remote`, then `imm` to
+    /// the peer with the receive it consumes.
+    pub fn ep_post_rdma_write_imm(
+        &mut self,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        remote: &RmrTriplet,
+        imm: u32,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        self.post_request(ep, iov, cookie, RequestOp::RdmaWriteImm { remote: *remote, imm }, flags, REQUEST_FLAGS)
+    }
+
+    /// `dat_ib_post_cmp_and_swap`: if the 8 bytes at `remote` equal
+    /// `compare`, they become `swap`; their old value lands in `local`
+    /// (8 bytes, local write). The arguments are the macro's, in its order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn ep_post_compare_swap(
+        &mut self,
+        ep: EpHandle,
+        compare: u64,
+        swap: u64,
+        local: &LmrTriplet,
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let op = RequestOp::CompareSwap { remote: *remote, compare, swap };
+        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags, REQUEST_FLAGS)
+    }
+
+    /// `dat_ib_post_fetch_and_add`: the 8 bytes at `remote` grow by `add`;
+    /// their old value lands in `local` (8 bytes, local write).
+    pub fn ep_post_fetch_add(
+        &mut self,
+        ep: EpHandle,
+        add: u64,
+        local: &LmrTriplet,
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let op = RequestOp::FetchAdd { remote: *remote, add };
+        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags, REQUEST_FLAGS)
+    }
+}

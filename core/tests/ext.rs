@@ -1,0 +1,124 @@
+//! The IB extension's data transfers: RDMA write with immediate data,
+//! compare-and-swap and fetch-and-add (`<dat2/dat_ib_extensions.h>`).
+mod common;
+use common::*;
+use udat_core::mock::{MockBackend, MOCK_IA_NAME};
+use udat_core::types::*;
+use udat_core::*;
+
+fn flags() -> CompletionFlags {
+    CompletionFlags::DEFAULT
+}
+
+#[test]
+fn rdma_write_with_immediate_completes_both_sides_with_the_data() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], 7, flags()).unwrap();
+    fx.p.ep_post_rdma_write_imm(ep, &[fx.seg(64, 32)], 8, &fx.remote(32), 0x1111, flags()).unwrap();
+    assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
+    // The peer's write consumes the receive: 32 bytes, its immediate data.
+    assert!(fx.p.backend_mut().complete_recv_imm(ep, 32, 0x7777));
+    let events = fx.drain(fx.dto_evd);
+    let got: Vec<_> = events
+        .iter()
+        .map(|e| match e.data {
+            EventData::Dto { cookie, status, transferred_length, op, imm, .. } => {
+                (cookie, status, transferred_length, op, imm)
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [(8, DtoStatus::Success, 32, DtoOp::RdmaWriteImm, 0), (7, DtoStatus::Success, 32, DtoOp::ReceiveImm, 0x7777)]
+    );
+    assert!(DtoOp::ReceiveImm.is_recv() && DtoOp::ReceiveImm.is_extension() && !DtoOp::Receive.is_extension());
+}
+
+#[test]
+fn rdma_write_with_immediate_follows_the_rdma_write_rules() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let e = fx.p.ep_post_rdma_write_imm(ep, &[fx.seg(0, 64)], 1, &fx.remote(32), 1, flags()).unwrap_err();
+    assert_eq!(e.error_type(), ErrorType::LengthError);
+    let unconnected = fx.ep();
+    let e = fx.p.ep_post_rdma_write_imm(unconnected, &[fx.seg(0, 8)], 1, &fx.remote(8), 1, flags()).unwrap_err();
+    assert_eq!(e.error_type(), ErrorType::InvalidState);
+    assert_eq!(fx.p.backend().pending_sends(ep), 0);
+}
+
+#[test]
+fn atomics_complete_with_their_own_operation() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    fx.p.ep_post_compare_swap(ep, 1, 2, &fx.seg(0, 8), 3, &fx.remote(8), flags()).unwrap();
+    fx.p.ep_post_fetch_add(ep, 5, &fx.seg(8, 8), 4, &fx.remote(8), flags()).unwrap();
+    assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
+    assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
+    let ops: Vec<_> = fx
+        .drain(fx.dto_evd)
+        .iter()
+        .map(|e| match e.data {
+            EventData::Dto { cookie, op, transferred_length, .. } => (cookie, op, transferred_length),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(ops, [(3, DtoOp::CompareSwap, 8), (4, DtoOp::FetchAdd, 8)]);
+}
+
+#[test]
+fn an_atomic_needs_eight_aligned_bytes_and_a_writable_result() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let remote = fx.remote(8);
+    // The old value takes exactly 8 local bytes.
+    let e = fx.p.ep_post_fetch_add(ep, 1, &fx.seg(0, 4), 1, &remote, flags()).unwrap_err();
+    assert_eq!(e.error_type(), ErrorType::LengthError);
+    let e = fx.p.ep_post_compare_swap(ep, 1, 2, &fx.seg(0, 16), 1, &remote, flags()).unwrap_err();
+    assert_eq!(e.error_type(), ErrorType::LengthError);
+    // The target is 8 bytes, naturally aligned.
+    let short = RmrTriplet { segment_length: 4, ..remote };
+    assert_eq!(ty(fx.p.ep_post_fetch_add(ep, 1, &fx.seg(0, 8), 1, &short, flags())), ErrorType::LengthError);
+    let odd = RmrTriplet { virtual_address: remote.virtual_address + 4, ..remote };
+    assert_eq!(ty(fx.p.ep_post_fetch_add(ep, 1, &fx.seg(0, 8), 1, &odd, flags())), ErrorType::InvalidParameter);
+    // The result is written locally: local write, like an RDMA read.
+    let ro =
+        fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ).unwrap();
+    let ro_seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
+    assert_eq!(ty(fx.p.ep_post_compare_swap(ep, 1, 2, &ro_seg, 1, &remote, flags())), ErrorType::PrivilegesViolation);
+    assert_eq!(fx.p.backend().pending_sends(ep), 0);
+}
+
+#[test]
+fn atomics_on_a_transport_without_them_are_not_implemented() {
+    let mut backend = MockBackend::new();
+    backend.attr.atomics = false;
+    let mut p: Box<P> = Box::new(Provider::new(backend));
+    let (ia, _) = p.ia_open(MOCK_IA_NAME, AsyncEvd::Exists).unwrap();
+    assert!(!p.ia_query(ia).unwrap().1.atomics);
+    let pz = p.pz_create(ia).unwrap();
+    let evd = p.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::DTO | EvdFlags::CONNECTION).unwrap();
+    let lmr = p.lmr_create(ia, MemType::Virtual { address: BUF, length: BUF_LEN }, pz, MemPriv::ALL).unwrap();
+    let ep = p.ep_create(ia, pz, evd, evd, EvdHandle::NULL, None).unwrap();
+    let remote = IaAddress::default();
+    p.ep_connect(ep, &remote, 1, 1000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
+    p.backend_mut().conn_event(ep, backend::ConnOutcome::Established, b"");
+    let _ = p.evd_dequeue(evd);
+    let local = LmrTriplet { virtual_address: BUF, segment_length: 8, lmr_context: lmr.lmr_context };
+    let target = RmrTriplet { virtual_address: 0x9000, segment_length: 8, rmr_context: 1 };
+    assert_eq!(ty(p.ep_post_fetch_add(ep, 1, &local, 1, &target, flags())), ErrorType::NotImplemented);
+    // Immediate data needs no atomics.
+    p.ep_post_rdma_write_imm(ep, &[local], 2, &target, 9, flags()).unwrap();
+}
+
+#[test]
+fn remote_atomic_privilege_makes_an_lmr_remotely_reachable() {
+    let mut fx = Fx::new();
+    let region = MemType::Virtual { address: 0x8000, length: 64 };
+    let lmr =
+        fx.p.lmr_create(fx.ia, region, fx.pz, MemPriv(MemPriv::LOCAL_WRITE.0 | MemPriv::REMOTE_ATOMIC.0)).unwrap();
+    assert!(lmr.rmr_context.is_some(), "an atomic target needs an RMR context");
+    let q = fx.p.lmr_query(lmr.lmr, LMR_FIELD_ALL).unwrap();
+    assert!(q.mem_privileges.contains(MemPriv::REMOTE_ATOMIC));
+}

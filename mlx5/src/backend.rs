@@ -10,7 +10,7 @@
 
 use heapless::FnvIndexMap;
 use udat_core::backend::{Backend, CmEvent, Completion, QpConfig, Registration, RequestOp, SendWr, Sge, Wake, MAX_SGE};
-use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, SrqAttr};
+use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
 
 use crate::cq::CompletionQueue;
@@ -366,26 +366,16 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
     #[allow(unsafe_code)]
     fn post_send(&mut self, qp: &mut Qp<D>, wr: &SendWr<'_>) -> DatResult<()> {
         let Some(queues) = self.qps.get_mut(qp.slot) else { return Err(internal()) };
+        let at = |r: RmrTriplet| Remote { addr: r.virtual_address, rkey: r.rmr_context };
         let (op, dto) = match wr.op {
             RequestOp::Send => (Op::Send, DtoOp::Send),
-            RequestOp::RdmaWrite { remote } => {
-                (Op::Write(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }), DtoOp::RdmaWrite)
-            }
-            RequestOp::RdmaRead { remote } => {
-                (Op::Read(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }), DtoOp::RdmaRead)
-            }
-            RequestOp::RdmaWriteImm { remote, imm } => (
-                Op::WriteImm(Remote { addr: remote.virtual_address, rkey: remote.rmr_context }, imm),
-                DtoOp::RdmaWriteImm,
-            ),
+            RequestOp::RdmaWrite { remote } => (Op::Write(at(remote)), DtoOp::RdmaWrite),
+            RequestOp::RdmaRead { remote } => (Op::Read(at(remote)), DtoOp::RdmaRead),
+            RequestOp::RdmaWriteImm { remote, imm } => (Op::WriteImm(at(remote), imm), DtoOp::RdmaWriteImm),
             RequestOp::CompareSwap { remote, compare, swap } => {
-                let remote = Remote { addr: remote.virtual_address, rkey: remote.rmr_context };
-                (Op::CompareSwap { remote, compare, swap }, DtoOp::CompareSwap)
+                (Op::CompareSwap { remote: at(remote), compare, swap }, DtoOp::CompareSwap)
             }
-            RequestOp::FetchAdd { remote, add } => (
-                Op::FetchAdd { remote: Remote { addr: remote.virtual_address, rkey: remote.rmr_context }, add },
-                DtoOp::FetchAdd,
-            ),
+            RequestOp::FetchAdd { remote, add } => (Op::FetchAdd { remote: at(remote), add }, DtoOp::FetchAdd),
         };
         let flags = wqe_flags(wr.flags);
         let slot = SendSlot {

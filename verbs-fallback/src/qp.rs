@@ -299,25 +299,22 @@ impl Qp {
             swr.wr.rdma =
                 sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 { remote_addr: r.virtual_address, rkey: r.rmr_context };
         }
-        match wr.op {
-            RequestOp::RdmaWriteImm { imm, .. } => swr.__bindgen_anon_1.imm_data = imm.to_be(),
-            RequestOp::CompareSwap { remote: r, compare, swap } => {
-                swr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
-                    remote_addr: r.virtual_address,
-                    compare_add: compare,
-                    swap,
-                    rkey: r.rmr_context,
-                };
-            }
-            RequestOp::FetchAdd { remote: r, add } => {
-                swr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
-                    remote_addr: r.virtual_address,
-                    compare_add: add,
-                    swap: 0,
-                    rkey: r.rmr_context,
-                };
-            }
-            _ => {}
+        // An atomic's operands: compare and swap, or the addend alone.
+        let atomic = match wr.op {
+            RequestOp::CompareSwap { remote, compare, swap } => Some((remote, compare, swap)),
+            RequestOp::FetchAdd { remote, add } => Some((remote, add, 0)),
+            _ => None,
+        };
+        if let Some((r, compare_add, swap)) = atomic {
+            swr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+                remote_addr: r.virtual_address,
+                compare_add,
+                swap,
+                rkey: r.rmr_context,
+            };
+        }
+        if let RequestOp::RdmaWriteImm { imm, .. } = wr.op {
+            swr.__bindgen_anon_1.imm_data = imm.to_be();
         }
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live; `swr` and `sge` outlive the call.

@@ -149,7 +149,7 @@ impl Backend for NullBackend {
 
 /// A connected EP over the null backend, one LMR segment and its EVD.
 pub struct Rig {
-    pub ia: Ia<NullBackend, 8, 4096>,
+    pub ia: Ia<NullBackend, Inline<8, 4096>>,
     pub ep: EpHandle,
     pub evd: EvdHandle,
     pub seg: [LmrTriplet; 1],

@@ -41,21 +41,30 @@ mod abi_check;
 
 /// An open Interface Adapter and everything created on it.
 ///
-/// `N` bounds the objects of each kind, `E` the events queued on all EVDs
-/// together; both are fixed at compile time and nothing is allocated after
-/// [`Ia::open`].
-pub struct Ia<B: Backend, const N: usize = 64, const E: usize = 1024> {
-    provider: Box<Provider<B, N, E>>,
+/// `S` is where its objects and events live: by default [`Inline`] room
+/// for 64 objects of each kind and 1,024 queued events, fixed at compile
+/// time (`Ia<B, Inline<N, E>>` for other sizes), or any [`Storage`] given
+/// to [`Ia::open_in`]. Nothing is allocated after the open.
+pub struct Ia<B: Backend, S: Storage = Inline<64, 1024>> {
+    provider: Box<Provider<B, S>>,
     ia: IaHandle,
     async_evd: EvdHandle,
     open: bool,
 }
 
-impl<B: Backend, const N: usize, const E: usize> Ia<B, N, E> {
+impl<B: Backend, S: Storage> Ia<B, S> {
     /// dat_ia_open(3DAT): open the IA `name` of `backend`, with a provider
     /// async EVD of at least `async_evd_qlen` events.
-    pub fn open(backend: B, name: &[u8], async_evd_qlen: u32) -> DatResult<Self> {
-        let mut provider = Box::new(Provider::new(backend));
+    pub fn open(backend: B, name: &[u8], async_evd_qlen: u32) -> DatResult<Self>
+    where
+        S: Default,
+    {
+        Self::open_in(backend, S::default(), name, async_evd_qlen)
+    }
+
+    /// [`Ia::open`], with the objects and events in `storage`.
+    pub fn open_in(backend: B, storage: S, name: &[u8], async_evd_qlen: u32) -> DatResult<Self> {
+        let mut provider = Box::new(Provider::with_storage(backend, storage));
         let (ia, async_evd) = provider.ia_open(name, AsyncEvd::Create { min_qlen: async_evd_qlen })?;
         Ok(Ia { provider, ia, async_evd, open: true })
     }
@@ -83,7 +92,7 @@ impl<B: Backend, const N: usize, const E: usize> Ia<B, N, E> {
     }
 }
 
-impl<B: Backend, const N: usize, const E: usize> Drop for Ia<B, N, E> {
+impl<B: Backend, S: Storage> Drop for Ia<B, S> {
     /// An IA still open is closed abruptly: every object it holds is
     /// destroyed in dependency order and every transport resource released.
     fn drop(&mut self) {
@@ -95,21 +104,21 @@ impl<B: Backend, const N: usize, const E: usize> Drop for Ia<B, N, E> {
     }
 }
 
-impl<B: Backend, const N: usize, const E: usize> Deref for Ia<B, N, E> {
-    type Target = Provider<B, N, E>;
+impl<B: Backend, S: Storage> Deref for Ia<B, S> {
+    type Target = Provider<B, S>;
 
     fn deref(&self) -> &Self::Target {
         &self.provider
     }
 }
 
-impl<B: Backend, const N: usize, const E: usize> DerefMut for Ia<B, N, E> {
+impl<B: Backend, S: Storage> DerefMut for Ia<B, S> {
     fn deref_mut(&mut self) -> &mut Self::Target {
         &mut self.provider
     }
 }
 
-impl<B: Backend, const N: usize, const E: usize> core::fmt::Debug for Ia<B, N, E> {
+impl<B: Backend, S: Storage> core::fmt::Debug for Ia<B, S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Ia").field("ia", &self.ia).field("provider", &self.provider).finish()
     }

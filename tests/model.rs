@@ -13,7 +13,7 @@ use udat::mock::{MockBackend, MOCK_IA_NAME};
 use udat::*;
 
 const N: usize = 16;
-type P = Provider<MockBackend, N, 1024>;
+type P = Provider<MockBackend, Inline<N, 1024>>;
 
 #[derive(Clone, Debug)]
 enum Op {

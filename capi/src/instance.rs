@@ -17,24 +17,18 @@ use udat_core::slab::SlotHeader;
 use udat_core::types::IaAddress;
 use udat_core::{DatError, DatResult, Provider, Subtype};
 
+use crate::capacity::{Capacity, Heap};
+use crate::registry::Registration;
 use crate::sys::{udat_ext_fn, udat_provider_head, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
 
-/// Objects of each kind one provider holds. With [`EVENTS`] this makes a
-/// provider of about 390 KB, which is built by value on the stack of the
-/// thread that first opens an IA (the core forbids the unsafe code an
-/// in-place construction would need): it has to fit a 2 MB thread stack
-/// in a debug build, as the ABI tests check.
-pub const OBJECTS: usize = 64;
-/// Events queued on all EVDs of one provider together.
-pub const EVENTS: usize = 4096;
-
-/// The core provider as the C ABI instantiates it.
-pub type Core<B> = Provider<B, OBJECTS, EVENTS>;
+/// The core provider as the C ABI instantiates it: its objects and events
+/// on the heap, in the counts of a [`Capacity`].
+pub type Core<B> = Provider<B, Heap>;
 
 /// A transport the C ABI can open.
 pub trait Transport: Backend + Sized + 'static {
-    /// A backend for this transport.
-    fn create() -> DatResult<Self>;
+    /// A backend for this transport, with room for what `capacity` counts.
+    fn create(capacity: &Capacity) -> DatResult<Self>;
 
     /// Descriptors to sleep on outside the lock while a wait is pending,
     /// after a zero-timeout [`Provider::block`] armed them; `None` when the
@@ -56,11 +50,11 @@ pub struct Addr(pub IaAddress);
 pub struct State<B: Transport> {
     pub core: Box<Core<B>>,
     /// Per IA slot: the IA's own address.
-    pub ia_addr: Box<[Addr; OBJECTS]>,
+    pub ia_addr: Box<[Addr]>,
     /// Per EP slot: local and remote address of the last `dat_ep_query`.
-    pub ep_addr: Box<[(Addr, Addr); OBJECTS]>,
+    pub ep_addr: Box<[(Addr, Addr)]>,
     /// Per CR slot: the requester's address of the last `dat_cr_query`.
-    pub cr_addr: Box<[Addr; OBJECTS]>,
+    pub cr_addr: Box<[Addr]>,
 }
 
 /// The lock. The core provider and its backend are single-threaded objects
@@ -112,28 +106,22 @@ const _: () = assert!(
 
 impl<B: Transport> Instance<B> {
     /// A new instance, at its final address: handles point into it.
-    pub fn new(
-        name: CString,
-        device: CString,
-        dapl_version: (u32, u32),
-        thread_safe: bool,
-        ia_out: IaOut,
-    ) -> DatResult<Box<Self>> {
-        let core = Box::new(Provider::new(B::create()?));
+    pub fn new(name: CString, device: CString, capacity: Capacity, reg: &Registration) -> DatResult<Box<Self>> {
+        let core = Box::new(Provider::with_storage(B::create(&capacity)?, Heap(capacity)));
         let state = State {
             core,
-            ia_addr: Box::new([Addr::default(); OBJECTS]),
-            ep_addr: Box::new([(Addr::default(), Addr::default()); OBJECTS]),
-            cr_addr: Box::new([Addr::default(); OBJECTS]),
+            ia_addr: vec![Addr::default(); capacity.ias as usize].into_boxed_slice(),
+            ep_addr: vec![(Addr::default(), Addr::default()); capacity.eps as usize].into_boxed_slice(),
+            cr_addr: vec![Addr::default(); capacity.crs as usize].into_boxed_slice(),
         };
         let mut inst = Box::new(Instance {
             table: crate::table::table::<B>(),
             post: Some(crate::entry::ext::post::<B>),
             name,
             device,
-            dapl_version,
-            thread_safe,
-            ia_out,
+            dapl_version: reg.dapl_version,
+            thread_safe: reg.thread_safe,
+            ia_out: reg.ia_out,
             state: Locked(Mutex::new(state)),
         });
         inst.table.device_name = inst.name.as_ptr();

@@ -17,6 +17,7 @@
 //! these tables with libdat2; the static library `libudat.a` (crate
 //! `udat-static`) carries its own registry and the consumer entry points.
 
+pub mod capacity;
 pub mod entry;
 pub mod instance;
 pub mod registry;

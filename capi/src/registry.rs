@@ -13,7 +13,7 @@ use udat_verbs::Verbs;
 
 use crate::instance::{IaOut, Instance, Transport};
 use crate::sys::DAT_PROVIDER;
-use crate::transport::{self, Model};
+use crate::transport::{self, Model, Params};
 
 struct Entry {
     name: CString,
@@ -40,9 +40,9 @@ unsafe fn free<B: Transport>(table: usize) {
     drop(unsafe { Box::from_raw(table as *mut Instance<B>) });
 }
 
-fn insert<B: Transport>(name: &CStr, device: &str, reg: Registration) -> DatResult<*const DAT_PROVIDER> {
-    let device = CString::new(device).map_err(|_| DatError::invalid_arg(1))?;
-    let inst = Instance::<B>::new(name.to_owned(), device, reg.dapl_version, reg.thread_safe, reg.ia_out)?;
+fn insert<B: Transport>(name: &CStr, params: &Params<'_>, reg: Registration) -> DatResult<*const DAT_PROVIDER> {
+    let device = CString::new(params.device).map_err(|_| DatError::invalid_arg(1))?;
+    let inst = Instance::<B>::new(name.to_owned(), device, params.capacity, &reg)?;
     let table = Box::into_raw(inst) as usize;
     ENTRIES.lock().push(Entry { name: name.to_owned(), ty: TypeId::of::<B>(), table, free: free::<B> });
     Ok(table as *const DAT_PROVIDER)
@@ -54,9 +54,15 @@ pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT
     if ENTRIES.lock().iter().any(|e| e.name.as_c_str() == name) {
         return Err(DatError::of(ErrorType::ProviderAlreadyRegistered));
     }
-    let (kind, device) = transport::parse(params).ok_or(DatError::of(ErrorType::ProviderNotFound))?;
-    match kind {
-        transport::Kind::Verbs => insert::<Verbs>(name, device, reg),
+    let params = transport::parse(params).ok_or(DatError::of(ErrorType::ProviderNotFound))?;
+    let capacity = params.capacity.with_env().map_err(|e| {
+        eprintln!("udat: {}: {e}", name.to_string_lossy());
+        DatError::of(ErrorType::InvalidParameter)
+    })?;
+    let params = Params { capacity, ..params };
+    let device = params.device;
+    match params.kind {
+        transport::Kind::Verbs => insert::<Verbs>(name, &params, reg),
         transport::Kind::Mlx5 => {
             // The ConnectX control path (mlx5dv) is not built yet: the
             // device runs on the verbs path, which drives any HCA.
@@ -64,9 +70,9 @@ pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT
                 "udat: {}: the mlx5 direct path has no ConnectX control path yet; {device} runs on udat-verbs",
                 name.to_string_lossy()
             );
-            insert::<Verbs>(name, device, reg)
+            insert::<Verbs>(name, &params, reg)
         }
-        transport::Kind::Model => insert::<Model>(name, device, reg),
+        transport::Kind::Model => insert::<Model>(name, &params, reg),
     }
 }
 

@@ -5,13 +5,14 @@ use udat_mlx5::Mlx5;
 use udat_mlx5_model::SoftHca;
 use udat_verbs::Verbs;
 
+use crate::capacity::{Capacity, QueueHeap};
 use crate::instance::Transport;
 
 /// The software mlx5 HCA behind udat's own mlx5 data path, in-process.
-pub type Model = Mlx5<SoftHca>;
+pub type Model = Mlx5<SoftHca, QueueHeap>;
 
 impl Transport for Verbs {
-    fn create() -> DatResult<Self> {
+    fn create(_: &Capacity) -> DatResult<Self> {
         Ok(Verbs::new())
     }
 
@@ -21,8 +22,8 @@ impl Transport for Verbs {
 }
 
 impl Transport for Model {
-    fn create() -> DatResult<Self> {
-        Ok(Mlx5::new(SoftHca::new()))
+    fn create(capacity: &Capacity) -> DatResult<Self> {
+        Ok(Mlx5::with_storage(SoftHca::new(), QueueHeap(*capacity)))
     }
 
     /// The model runs inside the calling thread: nothing to sleep on.
@@ -43,8 +44,18 @@ pub enum Kind {
     Model,
 }
 
-/// `ia_params` split into transport and device.
-pub fn parse(params: &str) -> Option<(Kind, &str)> {
+/// What a registration's `ia_params` ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params<'a> {
+    pub kind: Kind,
+    pub device: &'a str,
+    /// The defaults with the `key=value` words after the device applied.
+    pub capacity: Capacity,
+}
+
+/// `ia_params`: the transport, the device, then any capacities
+/// (`"verbs rxe0 eps=100000"`).
+pub fn parse(params: &str) -> Option<Params<'_>> {
     let mut words = params.split_whitespace();
     let kind = match words.next()? {
         "verbs" => Kind::Verbs,
@@ -53,7 +64,8 @@ pub fn parse(params: &str) -> Option<(Kind, &str)> {
         _ => return None,
     };
     let device = words.next()?;
-    words.next().is_none().then_some((kind, device))
+    let capacity = Capacity::default().with(words).ok()?;
+    Some(Params { kind, device, capacity })
 }
 
 #[cfg(test)]
@@ -62,11 +74,20 @@ mod tests {
 
     #[test]
     fn params_name_transport_and_device() {
-        assert_eq!(parse("verbs rxe0"), Some((Kind::Verbs, "rxe0")));
-        assert_eq!(parse(" model  mlx5_model1 "), Some((Kind::Model, "mlx5_model1")));
-        assert_eq!(parse("mlx5 mlx5_0:2"), Some((Kind::Mlx5, "mlx5_0:2")));
+        let kd = |p: &str| parse(p).map(|p| (p.kind, p.device.to_string()));
+        assert_eq!(kd("verbs rxe0"), Some((Kind::Verbs, "rxe0".into())));
+        assert_eq!(kd(" model  mlx5_model1 "), Some((Kind::Model, "mlx5_model1".into())));
+        assert_eq!(kd("mlx5 mlx5_0:2"), Some((Kind::Mlx5, "mlx5_0:2".into())));
         assert_eq!(parse("verbs"), None);
         assert_eq!(parse("ofa v0 0"), None);
         assert_eq!(parse("verbs rxe0 extra"), None);
+    }
+
+    #[test]
+    fn params_after_the_device_set_capacities() {
+        let p = parse("verbs rxe0 eps=100000 events=9").unwrap();
+        assert_eq!((p.capacity.eps, p.capacity.events), (100_000, 9));
+        assert_eq!(p.capacity.lmrs, Capacity::default().lmrs);
+        assert_eq!(parse("verbs rxe0 eps=0"), None);
     }
 }

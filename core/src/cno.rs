@@ -7,6 +7,7 @@ use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::evd::TIMEOUT_INFINITE;
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
 use crate::provider::Provider;
+use crate::storage::Storage;
 
 /// `DAT_CNO_FIELD_ALL`.
 pub const CNO_FIELD_ALL: u32 = 0x4;
@@ -71,7 +72,7 @@ pub enum CnoStep {
     Pending { timeout_us: Option<u64> },
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_cno_create(3DAT).
     pub fn cno_create(&mut self, ia: IaHandle, agent: Option<ProxyAgent>) -> DatResult<CnoHandle> {
         self.ia(ia)?;
@@ -149,8 +150,9 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         // The IA was closed: the CNO is gone, its waiters see a null EVD.
         let Ok(c) = self.cno(wait.cno) else { return Ok(CnoStep::Woken(EvdHandle::NULL)) };
         let ia = c.ia;
-        let tied = self.evds.handles_where(|e| e.cno == wait.cno);
-        for evd in tied {
+        let mut at = 0;
+        while let Some(evd) = self.evds.find_from(at, |e| e.cno == wait.cno) {
+            at = evd.index() + 1;
             self.progress(ia, Some(EvdHandle(evd)));
         }
         let now = self.backend.now_us();

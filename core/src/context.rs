@@ -5,8 +5,9 @@ use crate::backend::Backend;
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{AnyHandle, Kind};
 use crate::provider::Provider;
+use crate::storage::Storage;
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     fn context_slot(&mut self, h: AnyHandle) -> Option<&mut u64> {
         Some(match h.kind {
             Kind::Ia => &mut self.ias.get_mut(h.raw)?.context,

@@ -10,6 +10,7 @@ use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{EventData, EventNumber};
 use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PspHandle};
 use crate::provider::Provider;
+use crate::storage::Storage;
 use crate::types::{EpState, IaAddress, PspFlags};
 
 /// `DAT_CR_FIELD_ALL`.
@@ -38,7 +39,7 @@ pub struct CrParam {
     pub local_ep: EpHandle,
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// Store `cr` and announce it on `evd`. Hands the request back when no
     /// CR slot is free (the provider's EP, if any, is dropped).
     pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), B::ConnReq> {

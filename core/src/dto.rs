@@ -9,6 +9,7 @@ use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::EpHandle;
 use crate::provider::Provider;
+use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
 
 pub(crate) const REQUEST_FLAGS: u32 =
@@ -17,7 +18,7 @@ const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
 /// The operand of an atomic.
 const ATOMIC_BYTES: u64 = 8;
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_post_send(3DAT).
     pub fn ep_post_send(
         &mut self,

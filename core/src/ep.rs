@@ -27,6 +27,7 @@ use crate::evd::NotifyMode;
 use crate::event::EventNumber;
 use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PzHandle, RspHandle, SrqHandle};
 use crate::provider::Provider;
+use crate::storage::Storage;
 use crate::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, EpState, EvdFlags, IaAddress, IaAttr, Qos};
 
 /// `DAT_VALUE_UNKNOWN`.
@@ -205,7 +206,7 @@ impl EpAttr {
     }
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_create(3DAT): an Endpoint in `DAT_EP_STATE_UNCONNECTED`. With
     /// no `attr` the provider picks [`EpAttr::provider_default`].
     pub fn ep_create(

@@ -13,6 +13,7 @@ use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber, EventQueue};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
 use crate::provider::Provider;
+use crate::storage::Storage;
 use crate::types::{CompletionFlags, EvdFlags};
 
 /// `DAT_TIMEOUT_INFINITE`.
@@ -116,7 +117,7 @@ pub enum WaitStep {
     TimedOut { nmore: u32 },
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_evd_create: an EVD of `min_qlen` events fed by the streams in
     /// `flags`, tied to `cno` (or none).
     pub fn evd_create(
@@ -401,7 +402,9 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         }
         let cm_fed = e.flags.intersects(EvdFlags::CONNECTION | EvdFlags::CR | EvdFlags::ASYNC);
         if e.foreign_streams != 0 {
-            for other in self.ias.handles_where(|_| true) {
+            let mut at = 0;
+            while let Some(other) = self.ias.find_from(at, |_| true) {
+                at = other.index() + 1;
                 self.pump_cm(IaHandle(other));
             }
         } else if cm_fed {

@@ -1,6 +1,6 @@
 //! Events and the fixed pool their queues live in.
 //!
-//! Every EVD reserves its queue length from one shared pool of `E` event
+//! Every EVD reserves its queue length from one shared pool of event
 //! slots when it is created or resized, so an EVD can always hold the
 //! `evd_min_qlen` events it was promised, and a full pool is reported as
 //! `DAT_INSUFFICIENT_RESOURCES` at create time rather than as a lost event
@@ -132,42 +132,48 @@ impl EventQueue {
     }
 }
 
+/// One slot of an [`EventPool`]'s storage.
 #[derive(Debug, Clone, Copy)]
-struct Node {
+pub struct EventSlot {
     event: Event,
     next: u32,
 }
 
-/// `E` event slots shared by every EVD of a provider.
+impl EventSlot {
+    /// A slot as storage comes: [`EventPool::new`] links it in.
+    pub const VACANT: EventSlot = EventSlot { event: EMPTY, next: NONE };
+}
+
+/// Event slots shared by every EVD of a provider, in storage `S` that
+/// the provider's owner gives.
 #[derive(Debug)]
-pub struct EventPool<const E: usize> {
-    nodes: [Node; E],
+pub struct EventPool<S> {
+    nodes: S,
     free_head: u32,
     reserved: u32,
+    size: u32,
 }
 
-impl<const E: usize> Default for EventPool<E> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const E: usize> EventPool<E> {
-    const FITS: () = assert!(E > 0 && E < NONE as usize, "event pool size out of range");
-
-    /// A pool with every slot free.
-    pub fn new() -> Self {
-        let () = Self::FITS;
-        EventPool {
-            nodes: core::array::from_fn(|i| Node { event: EMPTY, next: if i + 1 < E { (i + 1) as u32 } else { NONE } }),
-            free_head: 0,
-            reserved: 0,
+impl<S: AsRef<[EventSlot]> + AsMut<[EventSlot]>> EventPool<S> {
+    /// A pool over `nodes`, every slot free.
+    pub fn new(mut nodes: S) -> Self {
+        let all = nodes.as_mut();
+        let n = all.len().min(NONE as usize - 1);
+        for (i, node) in all.iter_mut().take(n).enumerate() {
+            *node = EventSlot { event: EMPTY, next: if i + 1 < n { (i + 1) as u32 } else { NONE } };
         }
+        let free_head = if n == 0 { NONE } else { 0 };
+        EventPool { nodes, free_head, reserved: 0, size: n as u32 }
+    }
+
+    /// Events the pool holds.
+    pub fn size(&self) -> u32 {
+        self.size
     }
 
     /// Slots not yet promised to a queue.
     pub fn unreserved(&self) -> u32 {
-        E as u32 - self.reserved
+        self.size - self.reserved
     }
 
     /// A queue with `capacity` slots reserved; `None` if the pool cannot
@@ -204,12 +210,12 @@ impl<const E: usize> EventPool<E> {
         }
         let index = self.free_head;
         // The reservations guarantee a free slot while len < capacity.
-        let Some(node) = self.nodes.get_mut(index as usize) else {
+        let Some(node) = self.nodes.as_mut().get_mut(index as usize) else {
             return Err(event);
         };
         self.free_head = node.next;
-        *node = Node { event, next: NONE };
-        match self.nodes.get_mut(q.tail as usize) {
+        *node = EventSlot { event, next: NONE };
+        match self.nodes.as_mut().get_mut(q.tail as usize) {
             Some(tail) => tail.next = index,
             None => q.head = index,
         }
@@ -221,7 +227,7 @@ impl<const E: usize> EventPool<E> {
     /// Take the oldest event.
     pub fn pop(&mut self, q: &mut EventQueue) -> Option<Event> {
         let index = q.head;
-        let node = self.nodes.get_mut(index as usize)?;
+        let node = self.nodes.as_mut().get_mut(index as usize)?;
         let event = node.event;
         q.head = node.next;
         node.next = self.free_head;
@@ -235,7 +241,7 @@ impl<const E: usize> EventPool<E> {
 
     /// The oldest event, left in place.
     pub fn peek(&self, q: &EventQueue) -> Option<&Event> {
-        self.nodes.get(q.head as usize).map(|n| &n.event)
+        self.nodes.as_ref().get(q.head as usize).map(|n| &n.event)
     }
 }
 
@@ -249,7 +255,7 @@ mod tests {
 
     #[test]
     fn queues_are_fifo_and_share_the_pool() {
-        let mut pool: EventPool<4> = EventPool::new();
+        let mut pool = EventPool::new([EventSlot::VACANT; 4]);
         let mut a = pool.open(2).unwrap();
         let mut b = pool.open(2).unwrap();
         assert!(pool.open(1).is_none());
@@ -267,7 +273,7 @@ mod tests {
 
     #[test]
     fn resize_never_below_length() {
-        let mut pool: EventPool<8> = EventPool::new();
+        let mut pool = EventPool::new([EventSlot::VACANT; 8]);
         let mut q = pool.open(4).unwrap();
         for i in 0..3 {
             pool.push(&mut q, sw(i)).unwrap();

@@ -13,11 +13,12 @@ use crate::dto::REQUEST_FLAGS;
 use crate::error::DatResult;
 use crate::handle::EpHandle;
 use crate::provider::Provider;
+use crate::storage::Storage;
 #[cfg(doc)]
 use crate::types::DtoOp;
 use crate::types::{CompletionFlags, LmrTriplet, RmrTriplet};
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// `dat_ib_post_rdma_write_immed`: `iov` into `remote`, then `imm` to
     /// the peer with the receive it consumes.
     pub fn ep_post_rdma_write_imm(

@@ -5,6 +5,7 @@ use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EvdHandle, IaHandle};
 use crate::provider::Provider;
+use crate::storage::Storage;
 use crate::types::{CloseFlags, EvdFlags, IaAttr};
 
 /// Longest IA name kept (`DAT_NAME_MAX_LENGTH` is 256 with the NUL).
@@ -40,7 +41,7 @@ pub(crate) struct Ia<B: Backend> {
     pub(crate) context: u64,
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ia_open(3DAT): open the IA `name`.
     pub fn ia_open(&mut self, name: &[u8], async_evd: AsyncEvd) -> DatResult<(IaHandle, EvdHandle)> {
         let stored = crate::FixedVec::from_slice(name).map_err(|_| DatError::invalid_arg(1))?;
@@ -61,18 +62,17 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         }
         let (dev, mut attr) = self.backend.ia_open(name)?;
         // The core's capacities bound what the device can offer.
-        let cap = N as u32;
-        for limit in [
-            &mut attr.max_eps,
-            &mut attr.max_evds,
-            &mut attr.max_lmrs,
-            &mut attr.max_pzs,
-            &mut attr.max_rmrs,
-            &mut attr.max_srqs,
+        for (limit, cap) in [
+            (&mut attr.max_eps, self.eps.capacity()),
+            (&mut attr.max_evds, self.evds.capacity()),
+            (&mut attr.max_lmrs, self.lmrs.capacity()),
+            (&mut attr.max_pzs, self.pzs.capacity()),
+            (&mut attr.max_rmrs, self.rmrs.capacity()),
+            (&mut attr.max_srqs, self.srqs.capacity()),
+            (&mut attr.max_evd_qlen, self.events.size()),
         ] {
             *limit = (*limit).min(cap);
         }
-        attr.max_evd_qlen = attr.max_evd_qlen.min(E as u32);
         attr.max_iov_segments_per_dto = attr.max_iov_segments_per_dto.min(crate::backend::MAX_SGE as u32);
         attr.max_private_data_size = attr.max_private_data_size.min(crate::backend::MAX_PRIVATE_DATA as u32);
         let ia = Ia {
@@ -158,8 +158,9 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
     fn ia_teardown(&mut self, ia: IaHandle) {
         macro_rules! each {
             ($slab:ident, $handle:ident, $free:ident) => {
-                let hs = self.$slab.handles_where(|o| o.ia == ia);
-                for h in hs {
+                let mut at = 0;
+                while let Some(h) = self.$slab.find_from(at, |o| o.ia == ia) {
+                    at = h.index() + 1;
                     self.$free(crate::handle::$handle(h));
                 }
             };

@@ -6,12 +6,14 @@
 //! over a [`Backend`] that does the transport.
 //!
 //! ```text
-//!  consumer ──> Provider<B, N, E> ──> B: Backend (mlx5 direct, verbs, mock)
+//!  consumer ──> Provider<B, S> ──> B: Backend (mlx5 direct, verbs, mock)
 //!               handles · rules · event queues
 //! ```
 //!
-//! - [`slab`]: fixed-capacity object storage; handles carry a generation, so
-//!   a stale handle is refused with `DAT_INVALID_HANDLE`, never aliased.
+//! - [`slab`]: object slots; handles carry a generation, so a stale handle
+//!   is refused with `DAT_INVALID_HANDLE`, never aliased.
+//! - [`storage`]: the memory the slots and events live in, given by the
+//!   provider's owner (arrays, or memory allocated once by the C ABI).
 //! - one module per object (`ia`, `pz`, `lmr`, `rmr`, `evd`, `cno`, `ep`,
 //!   `psp`, `rsp`, `cr`, `srq`), each citing the man pages it implements;
 //!   `dto` holds the data-transfer posts.
@@ -50,6 +52,7 @@ mod rmr;
 mod rsp;
 pub mod slab;
 mod srq;
+pub mod storage;
 pub mod types;
 
 /// A vector of at most `N` items stored inline: the core's only growable
@@ -75,3 +78,4 @@ pub use pz::{PzParam, PZ_FIELD_ALL};
 pub use rmr::{RmrParam, RMR_FIELD_ALL};
 pub use rsp::{RspParam, RSP_FIELD_ALL};
 pub use srq::{SrqParam, SRQ_FIELD_ALL};
+pub use storage::{Inline, Storage};

@@ -10,6 +10,7 @@ use crate::backend::{Backend, Sge};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, LmrHandle, PzHandle, RawHandle};
 use crate::provider::Provider;
+use crate::storage::Storage;
 use crate::types::{LmrTriplet, MemPriv, MemType};
 
 /// `DAT_LMR_FIELD_ALL`.
@@ -61,9 +62,11 @@ const fn context_of(h: RawHandle) -> u32 {
     (h.generation() & 0xffff) << 16 | (h.index() & 0xffff)
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
-    const CONTEXT_FITS: () = assert!(N <= 0x1_0000, "lmr_context holds a 16-bit slot index");
+/// Most LMRs one provider holds: an `lmr_context` carries a 16-bit slot
+/// index.
+pub(crate) const MAX_LMRS: usize = 0x1_0000;
 
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_lmr_create(3DAT): register memory in `pz`.
     pub fn lmr_create(
         &mut self,
@@ -72,7 +75,6 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
         pz_h: PzHandle,
         privileges: MemPriv,
     ) -> DatResult<LmrCreated> {
-        let () = Self::CONTEXT_FITS;
         let ia = self.ia(ia_h)?;
         let max_block = ia.attr.max_lmr_block_size;
         let max_va = ia.attr.max_lmr_virtual_address;

@@ -21,27 +21,29 @@ use crate::rmr::Rmr;
 use crate::rsp::Rsp;
 use crate::slab::{Slab, SlotHeader};
 use crate::srq::Srq;
+use crate::storage::{Inline, Storage};
 use crate::types::{DtoOp, DtoStatus, EpState};
 
-/// All DAT objects of one provider instance over backend `B`: up to `N`
-/// objects of each kind and `E` queued events in all.
+/// All DAT objects of one provider instance over backend `B`, in storage
+/// `S`: by default 64 objects of each kind and 1,024 queued events in all,
+/// inline.
 ///
 /// Keep it at a stable address (in a `Box` or a `static`) once handles are
 /// given to C: the slot headers are the C handles.
-pub struct Provider<B: Backend, const N: usize = 64, const E: usize = 1024> {
+pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) backend: B,
-    pub(crate) ias: Slab<Ia<B>, N>,
-    pub(crate) pzs: Slab<Pz<B>, N>,
-    pub(crate) lmrs: Slab<Lmr<B>, N>,
-    pub(crate) rmrs: Slab<Rmr<B>, N>,
-    pub(crate) evds: Slab<Evd<B>, N>,
-    pub(crate) cnos: Slab<Cno, N>,
-    pub(crate) eps: Slab<Ep<B>, N>,
-    pub(crate) psps: Slab<Psp<B>, N>,
-    pub(crate) rsps: Slab<Rsp<B>, N>,
-    pub(crate) crs: Slab<Cr<B>, N>,
-    pub(crate) srqs: Slab<Srq<B>, N>,
-    pub(crate) events: EventPool<E>,
+    pub(crate) ias: Slab<Ia<B>, S::Slots<Ia<B>>>,
+    pub(crate) pzs: Slab<Pz<B>, S::Slots<Pz<B>>>,
+    pub(crate) lmrs: Slab<Lmr<B>, S::Slots<Lmr<B>>>,
+    pub(crate) rmrs: Slab<Rmr<B>, S::Slots<Rmr<B>>>,
+    pub(crate) evds: Slab<Evd<B>, S::Slots<Evd<B>>>,
+    pub(crate) cnos: Slab<Cno, S::Slots<Cno>>,
+    pub(crate) eps: Slab<Ep<B>, S::Slots<Ep<B>>>,
+    pub(crate) psps: Slab<Psp<B>, S::Slots<Psp<B>>>,
+    pub(crate) rsps: Slab<Rsp<B>, S::Slots<Rsp<B>>>,
+    pub(crate) crs: Slab<Cr<B>, S::Slots<Cr<B>>>,
+    pub(crate) srqs: Slab<Srq<B>, S::Slots<Srq<B>>>,
+    pub(crate) events: EventPool<S::Events>,
 }
 
 macro_rules! lookup {
@@ -71,7 +73,7 @@ pub(crate) fn rsp_tag(h: RspHandle) -> u64 {
     h.0.to_bits() | RSP_TAG_BIT
 }
 
-impl<B: Backend, const N: usize, const E: usize> core::fmt::Debug for Provider<B, N, E> {
+impl<B: Backend, S: Storage> core::fmt::Debug for Provider<B, S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Provider")
             .field("ias", &self.ias.len())
@@ -90,23 +92,32 @@ impl<B: Backend, const N: usize, const E: usize> core::fmt::Debug for Provider<B
     }
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
-    /// A provider with no IA open, over `backend`.
+impl<B: Backend, S: Storage + Default> Provider<B, S> {
+    /// A provider with no IA open, over `backend`, in storage of the
+    /// default size.
     pub fn new(backend: B) -> Self {
+        Self::with_storage(backend, S::default())
+    }
+}
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// A provider with no IA open, over `backend`, holding what `storage`
+    /// gives it room for.
+    pub fn with_storage(backend: B, mut storage: S) -> Self {
         Provider {
             backend,
-            ias: Slab::new(Kind::Ia),
-            pzs: Slab::new(Kind::Pz),
-            lmrs: Slab::new(Kind::Lmr),
-            rmrs: Slab::new(Kind::Rmr),
-            evds: Slab::new(Kind::Evd),
-            cnos: Slab::new(Kind::Cno),
-            eps: Slab::new(Kind::Ep),
-            psps: Slab::new(Kind::Psp),
-            rsps: Slab::new(Kind::Rsp),
-            crs: Slab::new(Kind::Cr),
-            srqs: Slab::new(Kind::Srq),
-            events: EventPool::new(),
+            ias: Slab::new(Kind::Ia, storage.slots(Kind::Ia)),
+            pzs: Slab::new(Kind::Pz, storage.slots(Kind::Pz)),
+            lmrs: Slab::with_limit(Kind::Lmr, storage.slots(Kind::Lmr), crate::lmr::MAX_LMRS),
+            rmrs: Slab::new(Kind::Rmr, storage.slots(Kind::Rmr)),
+            evds: Slab::new(Kind::Evd, storage.slots(Kind::Evd)),
+            cnos: Slab::new(Kind::Cno, storage.slots(Kind::Cno)),
+            eps: Slab::new(Kind::Ep, storage.slots(Kind::Ep)),
+            psps: Slab::new(Kind::Psp, storage.slots(Kind::Psp)),
+            rsps: Slab::new(Kind::Rsp, storage.slots(Kind::Rsp)),
+            crs: Slab::new(Kind::Cr, storage.slots(Kind::Cr)),
+            srqs: Slab::new(Kind::Srq, storage.slots(Kind::Srq)),
+            events: EventPool::new(storage.events()),
         }
     }
 
@@ -337,7 +348,7 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
                 self.on_conn(EpHandle(RawHandle::from_bits(tag)), outcome, private_data)
             }
             CmEvent::Catastrophic => {
-                let lost = self.eps.handles_where(|ep| {
+                let lost = |ep: &Ep<B>| {
                     ep.ia == ia
                         && matches!(
                             ep.state,
@@ -346,8 +357,10 @@ impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
                                 | EpState::ActiveConnectionPending
                                 | EpState::CompletionPending
                         )
-                });
-                for h in lost {
+                };
+                let mut at = 0;
+                while let Some(h) = self.eps.find_from(at, lost) {
+                    at = h.index() + 1;
                     self.ep_lost(EpHandle(h), EventNumber::ConnectionBroken);
                 }
                 self.async_event(ia, EventNumber::AsyncIaCatastrophic, Some(ia.into()), 0);

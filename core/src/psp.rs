@@ -6,6 +6,7 @@ use crate::cr::Cr;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, EvdHandle, IaHandle, PspHandle};
 use crate::provider::{psp_tag, Provider};
+use crate::storage::Storage;
 use crate::types::{EvdFlags, IaAddress, PspFlags};
 
 /// `DAT_PSP_FIELD_ALL`.
@@ -33,7 +34,7 @@ pub struct PspParam {
     pub flags: PspFlags,
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_psp_create(3DAT): listen on `conn_qual`; requests arrive on
     /// `evd`, whose queue length is the backlog.
     pub fn psp_create(

@@ -5,6 +5,7 @@ use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, PzHandle};
 use crate::provider::Provider;
+use crate::storage::Storage;
 
 /// `DAT_PZ_FIELD_ALL`.
 pub const PZ_FIELD_ALL: u32 = 0x01;
@@ -23,7 +24,7 @@ pub struct PzParam {
     pub ia: IaHandle,
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_pz_create(3DAT).
     pub fn pz_create(&mut self, ia_h: IaHandle) -> DatResult<PzHandle> {
         let Provider { ias, backend, .. } = self;

@@ -5,6 +5,7 @@ use crate::backend::{Backend, Sge};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, IaHandle, LmrHandle, PzHandle, RmrHandle};
 use crate::provider::Provider;
+use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
 
 /// `DAT_RMR_FIELD_ALL`.
@@ -39,7 +40,7 @@ pub struct RmrParam {
     pub rmr_context: Option<u32>,
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_rmr_create(3DAT).
     pub fn rmr_create(&mut self, pz_h: PzHandle) -> DatResult<RmrHandle> {
         let Provider { pzs, backend, .. } = self;

@@ -11,6 +11,7 @@ use crate::cr::Cr;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PspHandle, RspHandle};
 use crate::provider::{rsp_tag, Provider};
+use crate::storage::Storage;
 use crate::types::{EpState, EvdFlags, IaAddress};
 
 /// `DAT_RSP_FIELD_ALL`.
@@ -34,7 +35,7 @@ pub struct RspParam {
     pub ep: EpHandle,
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_rsp_create(3DAT): reserve `ep` (Unconnected) for one request on
     /// `conn_qual`; a null `ep` asks the provider for one.
     pub fn rsp_create(&mut self, ia: IaHandle, conn_qual: u64, ep: EpHandle, evd: EvdHandle) -> DatResult<RspHandle> {

@@ -7,6 +7,8 @@
 //! C handle still points at valid memory and is refused, never dereferenced
 //! as live. Free slots are reused oldest-first.
 
+use core::marker::PhantomData;
+
 use crate::handle::{Kind, RawHandle};
 
 /// The per-slot header the C ABI points at. `provider` is the first word, as
@@ -25,43 +27,73 @@ pub struct SlotHeader {
     pub index: u32,
 }
 
+/// One slot of a [`Slab`]: a header, and the object while it lives.
+///
+/// Storage for a slab is a run of these, given by the slab's owner (an
+/// array for a fixed capacity, or memory the caller allocated once); a
+/// slab initialises every slot it is given.
 #[derive(Debug)]
-struct Slot<T> {
+pub struct Slot<T> {
     header: SlotHeader,
     value: Option<T>,
     /// Next slot in the free FIFO (`NONE` at the tail).
     next_free: u32,
 }
 
+impl<T> Slot<T> {
+    /// A slot as storage comes: [`Slab::new`] gives it its header.
+    pub const VACANT: Slot<T> = Slot {
+        header: SlotHeader { provider: 0, generation: 1, kind: Kind::Pz, index: 0 },
+        value: None,
+        next_free: NONE,
+    };
+}
+
 const NONE: u32 = u32::MAX;
 
-/// `N` slots of `T`.
+/// Slots of `T` in storage `S`, which the slab's owner provides.
 #[derive(Debug)]
-pub struct Slab<T, const N: usize> {
-    slots: [Slot<T>; N],
+pub struct Slab<T, S> {
+    slots: S,
     free_head: u32,
     free_tail: u32,
     len: usize,
+    capacity: u32,
+    _objects: PhantomData<T>,
 }
 
-impl<T, const N: usize> Slab<T, N> {
-    const FITS: () = assert!(N > 0 && N < NONE as usize, "slab capacity out of range");
+impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> Slab<T, S> {
+    /// An empty slab over `slots`, whose slots hold objects of `kind`. An
+    /// index must fit below `u32::MAX`: slots past that are never used.
+    pub fn new(kind: Kind, slots: S) -> Self {
+        Self::with_limit(kind, slots, NONE as usize - 1)
+    }
 
-    /// An empty slab whose slots hold objects of `kind`.
-    pub fn new(kind: Kind) -> Self {
-        let () = Self::FITS;
-        let slots = core::array::from_fn(|i| Slot {
-            header: SlotHeader { provider: 0, generation: 1, kind, index: i as u32 },
-            value: None,
-            next_free: if i + 1 < N { (i + 1) as u32 } else { NONE },
-        });
-        Slab { slots, free_head: 0, free_tail: (N - 1) as u32, len: 0 }
+    /// [`Slab::new`], using no more than `limit` of the slots (for objects
+    /// whose index must fit fewer bits).
+    pub fn with_limit(kind: Kind, mut slots: S, limit: usize) -> Self {
+        let all = slots.as_mut();
+        let n = all.len().min(limit).min(NONE as usize - 1);
+        for (i, slot) in all.iter_mut().take(n).enumerate() {
+            *slot = Slot {
+                header: SlotHeader { provider: 0, generation: 1, kind, index: i as u32 },
+                value: None,
+                next_free: if i + 1 < n { (i + 1) as u32 } else { NONE },
+            };
+        }
+        let (free_head, free_tail) = if n == 0 { (NONE, NONE) } else { (0, (n - 1) as u32) };
+        Slab { slots, free_head, free_tail, len: 0, capacity: n as u32, _objects: PhantomData }
+    }
+
+    /// How many objects the slab can hold.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
     }
 
     /// Store `value`; `Err(value)` when every slot is taken.
     pub fn insert(&mut self, value: T) -> Result<RawHandle, T> {
         let index = self.free_head;
-        let Some(slot) = self.slots.get_mut(index as usize) else {
+        let Some(slot) = self.slots.as_mut().get_mut(index as usize) else {
             return Err(value);
         };
         self.free_head = slot.next_free;
@@ -75,17 +107,19 @@ impl<T, const N: usize> Slab<T, N> {
     }
 
     fn slot(&self, h: RawHandle) -> Option<&Slot<T>> {
-        self.slots.get(h.index as usize).filter(|s| s.header.generation == h.generation && s.value.is_some())
+        self.slots.as_ref().get(h.index as usize).filter(|s| s.header.generation == h.generation && s.value.is_some())
     }
 
     /// The live object `h` names.
+    #[inline]
     pub fn get(&self, h: RawHandle) -> Option<&T> {
         self.slot(h)?.value.as_ref()
     }
 
     /// The live object `h` names, mutably.
+    #[inline]
     pub fn get_mut(&mut self, h: RawHandle) -> Option<&mut T> {
-        let slot = self.slots.get_mut(h.index as usize)?;
+        let slot = self.slots.as_mut().get_mut(h.index as usize)?;
         if slot.header.generation != h.generation {
             return None;
         }
@@ -100,7 +134,8 @@ impl<T, const N: usize> Slab<T, N> {
     /// Take the object out; its slot becomes a tombstone with a new
     /// generation and joins the tail of the free FIFO.
     pub fn remove(&mut self, h: RawHandle) -> Option<T> {
-        let slot = self.slots.get_mut(h.index as usize)?;
+        let slots = self.slots.as_mut();
+        let slot = slots.get_mut(h.index as usize)?;
         if slot.header.generation != h.generation {
             return None;
         }
@@ -109,7 +144,7 @@ impl<T, const N: usize> Slab<T, N> {
             0 => 1,
             g => g,
         };
-        match self.slots.get_mut(self.free_tail as usize) {
+        match slots.get_mut(self.free_tail as usize) {
             Some(tail) => tail.next_free = h.index,
             None => self.free_head = h.index,
         }
@@ -120,19 +155,19 @@ impl<T, const N: usize> Slab<T, N> {
 
     /// The live object in slot `index`, with its handle.
     pub fn live_at(&self, index: u32) -> Option<(RawHandle, &T)> {
-        let slot = self.slots.get(index as usize)?;
+        let slot = self.slots.as_ref().get(index as usize)?;
         let value = slot.value.as_ref()?;
         Some((RawHandle { index, generation: slot.header.generation }, value))
     }
 
     /// The header of the slot `h` points at, live or tombstone.
     pub fn header(&self, h: RawHandle) -> Option<&SlotHeader> {
-        self.slots.get(h.index as usize).map(|s| &s.header)
+        self.slots.as_ref().get(h.index as usize).map(|s| &s.header)
     }
 
     /// Set the provider word of every slot (the C ABI does this once).
     pub fn set_provider_word(&mut self, word: usize) {
-        for slot in &mut self.slots {
+        for slot in self.slots.as_mut() {
             slot.header.provider = word;
         }
     }
@@ -147,22 +182,21 @@ impl<T, const N: usize> Slab<T, N> {
         self.len == 0
     }
 
-    /// Handles of the live objects for which `pred` holds, in slot order.
-    pub fn handles_where(&self, mut pred: impl FnMut(&T) -> bool) -> crate::FixedVec<RawHandle, N> {
-        let mut out = crate::FixedVec::new();
-        for (h, v) in self.iter() {
-            if pred(v) {
-                // At most N objects live, so this cannot overflow.
-                let _ = out.push(h);
-            }
-        }
-        out
+    /// The first live object at slot `from` or after for which `pred`
+    /// holds: walk with `from = h.index() + 1` to visit each once, even
+    /// while the walk frees what it finds.
+    pub fn find_from(&self, from: u32, mut pred: impl FnMut(&T) -> bool) -> Option<RawHandle> {
+        let slots = self.slots.as_ref().get(from as usize..self.capacity as usize)?;
+        slots.iter().zip(from..).find_map(|(s, index)| {
+            let v = s.value.as_ref()?;
+            pred(v).then_some(RawHandle { index, generation: s.header.generation })
+        })
     }
 
     /// The live objects, with their handles.
     pub fn iter(&self) -> impl Iterator<Item = (RawHandle, &T)> {
-        self.slots.iter().enumerate().filter_map(|(i, s)| {
-            s.value.as_ref().map(|v| (RawHandle { index: i as u32, generation: s.header.generation }, v))
+        self.slots.as_ref().iter().zip(0..self.capacity).filter_map(|(s, index)| {
+            s.value.as_ref().map(|v| (RawHandle { index, generation: s.header.generation }, v))
         })
     }
 }
@@ -173,7 +207,7 @@ mod tests {
 
     #[test]
     fn stale_handle_refused_after_reuse() {
-        let mut slab: Slab<u32, 1> = Slab::new(Kind::Pz);
+        let mut slab = Slab::new(Kind::Pz, [Slot::<u32>::VACANT; 1]);
         let a = slab.insert(7).unwrap();
         assert_eq!(slab.remove(a), Some(7));
         let b = slab.insert(8).unwrap();
@@ -185,7 +219,7 @@ mod tests {
 
     #[test]
     fn full_slab_hands_the_value_back() {
-        let mut slab: Slab<u32, 2> = Slab::new(Kind::Pz);
+        let mut slab = Slab::new(Kind::Pz, [const { Slot::<u32>::VACANT }; 2]);
         slab.insert(1).unwrap();
         slab.insert(2).unwrap();
         assert_eq!(slab.insert(3), Err(3));
@@ -194,7 +228,7 @@ mod tests {
 
     #[test]
     fn slots_are_reused_oldest_first() {
-        let mut slab: Slab<u32, 3> = Slab::new(Kind::Pz);
+        let mut slab = Slab::new(Kind::Pz, [const { Slot::<u32>::VACANT }; 3]);
         let h: [RawHandle; 3] = core::array::from_fn(|i| slab.insert(i as u32).unwrap());
         slab.remove(h[1]);
         slab.remove(h[0]);
@@ -204,14 +238,14 @@ mod tests {
 
     #[test]
     fn null_handle_never_live() {
-        let mut slab: Slab<u32, 2> = Slab::new(Kind::Pz);
+        let mut slab = Slab::new(Kind::Pz, [const { Slot::<u32>::VACANT }; 2]);
         slab.insert(1).unwrap();
         assert!(slab.get(RawHandle::NULL).is_none());
     }
 
     #[test]
     fn tombstone_keeps_provider_word() {
-        let mut slab: Slab<u32, 2> = Slab::new(Kind::Ep);
+        let mut slab = Slab::new(Kind::Ep, [const { Slot::<u32>::VACANT }; 2]);
         slab.set_provider_word(0xabc);
         let h = slab.insert(1).unwrap();
         slab.remove(h);

@@ -6,6 +6,7 @@ use crate::backend::{Backend, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, PzHandle, SrqHandle};
 use crate::provider::Provider;
+use crate::storage::Storage;
 use crate::types::{LmrTriplet, MemPriv, SrqAttr};
 
 /// `DAT_SRQ_FIELD_ALL`.
@@ -38,7 +39,7 @@ pub struct SrqParam {
     pub outstanding_dto_count: u32,
 }
 
-impl<B: Backend, const N: usize, const E: usize> Provider<B, N, E> {
+impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_srq_create(3DAT). "The Consumer must set low_watermark to
     /// DAT_SRQ_LW_DEFAULT" (0).
     pub fn srq_create(&mut self, ia_h: IaHandle, pz_h: PzHandle, attr: &SrqAttr) -> DatResult<SrqHandle> {

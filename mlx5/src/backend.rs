@@ -8,7 +8,6 @@
 //! A CQE whose QP is gone is skipped; a receive it carried from an SRQ
 //! still returns its WQE to the SRQ.
 
-use heapless::FnvIndexMap;
 use udat_core::backend::{Backend, CmEvent, Completion, QpConfig, Registration, RequestOp, SendWr, Sge, Wake, MAX_SGE};
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
@@ -18,7 +17,7 @@ use crate::cqe::CqeOpcode;
 use crate::device::{Device, QpSpec};
 use crate::rq::{RecvQueue, SharedRecvQueue};
 use crate::sq::{Op, Remote, SendQueue, SendSlot};
-use crate::table::Table;
+use crate::table::{Inline, Of, QpnIndex, Storage, Table, TableIn};
 use crate::wqe::{self, fm_ce_se, SEG_BYTES};
 
 /// Most bytes a send or RDMA write carries inline: a WQE of control,
@@ -60,24 +59,34 @@ struct SrqQueue<D: Device> {
     ring: SharedRecvQueue<D::RecvSlots>,
 }
 
-/// The mlx5 backend over the device `D`, with room for `QPS` QPs (a power
-/// of two), `CQS` CQs and `SRQS` SRQs.
-pub struct Mlx5<D: Device, const QPS: usize = 64, const CQS: usize = 64, const SRQS: usize = 16> {
+/// The mlx5 backend over the device `D`, its queue tables in storage `S`:
+/// by default 64 QPs, 128 CQs and 128 SRQs inside the backend.
+pub struct Mlx5<D: Device, S: Storage = Inline<128>> {
     device: D,
-    qps: Table<QpQueues<D>, QPS>,
-    by_qpn: FnvIndexMap<u32, u16, QPS>,
-    cqs: Table<CompletionQueue<D::Register>, CQS>,
-    srqs: Table<SrqQueue<D>, SRQS>,
+    qps: TableIn<QpQueues<D>, S>,
+    by_qpn: QpnIndex<S::Slots<(u32, u16)>>,
+    cqs: TableIn<CompletionQueue<D::Register>, S>,
+    srqs: TableIn<SrqQueue<D>, S>,
 }
 
-impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Mlx5<D, QPS, CQS, SRQS> {
+impl<D: Device, S: Storage + Default> Mlx5<D, S> {
+    /// The backend over `device`, with tables of the default size.
     pub fn new(device: D) -> Self {
+        Self::with_storage(device, S::default())
+    }
+}
+
+impl<D: Device, S: Storage> Mlx5<D, S> {
+    /// The backend over `device`, with tables in `storage`.
+    pub fn with_storage(device: D, mut storage: S) -> Self {
+        let by_qpn = QpnIndex::new(storage.slots(Of::QpnIndex));
+        let qps = Table::new(storage.slots(Of::Qps), by_qpn.capacity());
         Mlx5 {
             device,
-            qps: Table::default(),
-            by_qpn: FnvIndexMap::new(),
-            cqs: Table::default(),
-            srqs: Table::default(),
+            qps,
+            by_qpn,
+            cqs: Table::new(storage.slots(Of::Cqs), usize::MAX),
+            srqs: Table::new(storage.slots(Of::Srqs), usize::MAX),
         }
     }
 
@@ -131,7 +140,7 @@ fn sq_wqebbs(max_send_wr: u32, max_send_sge: u32) -> u32 {
     (max_send_wr.max(1) * per_wqe).next_power_of_two()
 }
 
-impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend for Mlx5<D, QPS, CQS, SRQS> {
+impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     type Ia = D::Ia;
     type Pd = D::Pd;
     type Mr = D::Mr;
@@ -225,7 +234,7 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
             taken = true;
             let slot = match cache {
                 Some((qpn, slot)) if qpn == cqe.qpn => Some(slot),
-                _ => by_qpn.get(&cqe.qpn).copied(),
+                _ => by_qpn.get(cqe.qpn),
             };
             let Some((slot, queues)) = slot.and_then(|s| Some((s, qps.get_mut(s)?))) else {
                 // A destroyed QP's CQE: a receive still gives its SRQ WQE back.
@@ -324,7 +333,7 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
                 return Err(resources());
             }
         };
-        if self.by_qpn.insert(qpn, slot).is_err() {
+        if !self.by_qpn.insert(qpn, slot) {
             self.qps.remove(slot);
             self.device.qp_destroy(parts.qp);
             return Err(resources());
@@ -337,7 +346,7 @@ impl<D: Device, const QPS: usize, const CQS: usize, const SRQS: usize> Backend f
     fn qp_destroy(&mut self, qp: Qp<D>) {
         let queues = self.qps.remove(qp.slot);
         let cqs = queues.as_ref().map(|q| {
-            self.by_qpn.remove(&q.sq.qpn());
+            self.by_qpn.remove(q.sq.qpn());
             (q.sq.qpn(), [q.send_cq, q.recv_cq])
         });
         drop(queues);

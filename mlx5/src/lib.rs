@@ -10,7 +10,8 @@
 //! One file per concern, as rdma-core's provider has: [`wqe`] (segments),
 //! [`sq`] (post and doorbell), [`rq`] (receive queues and SRQs), [`cqe`] and
 //! [`cq`] (poll, arm), [`doorbell`] (registers), [`barrier`] (ordering),
-//! [`mem`] (queue memory). [`device`] is the control path the
+//! [`mem`] (queue memory), [`table`] (queue tables in caller storage).
+//! [`device`] is the control path the
 //! [`backend::Mlx5`] backend stands on.
 //!
 //! Before editing, read NVIDIA's "Ethernet Adapters Programmer's Reference
@@ -30,7 +31,7 @@ pub mod doorbell;
 pub mod mem;
 pub mod rq;
 pub mod sq;
-mod table;
+pub mod table;
 pub mod wqe;
 
 pub use backend::Mlx5;

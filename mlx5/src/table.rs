@@ -1,50 +1,245 @@
-//! A fixed-capacity table of queue state, indexed by slot.
+//! The backend's queue tables, in storage its owner gives: slots of queue
+//! state, and the index from a CQE's QP number to the QP's slot.
+//!
+//! The data path allocates nothing, so the memory comes from outside: an
+//! [`Inline`] array fixed at compile time, or memory the caller allocated
+//! once (the C ABI sizes it from the provider's capacities).
 
-use heapless::Vec;
-
-/// Up to `N` values in numbered slots; a freed slot is reused.
-#[derive(Debug)]
-pub struct Table<T, const N: usize> {
-    slots: Vec<Option<T>, N>,
+/// Which table a [`Storage`] is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Of {
+    /// Queue pairs.
+    Qps,
+    /// The QP-number index: at least twice as many entries as QPs.
+    QpnIndex,
+    /// Completion queues.
+    Cqs,
+    /// Shared receive queues.
+    Srqs,
 }
 
-impl<T, const N: usize> Default for Table<T, N> {
-    fn default() -> Self {
-        Table { slots: Vec::new() }
+/// A source of table storage for [`Mlx5`](crate::Mlx5).
+pub trait Storage {
+    type Slots<T>: AsRef<[Option<T>]> + AsMut<[Option<T>]>;
+
+    /// Empty slots for the table `of`.
+    fn slots<T>(&mut self, of: Of) -> Self::Slots<T>;
+}
+
+/// `N` slots for each table inside the backend: `N / 2` QPs (their index
+/// takes `N`), `N` CQs and `N` SRQs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Inline<const N: usize>;
+
+impl<const N: usize> Storage for Inline<N> {
+    type Slots<T> = [Option<T>; N];
+
+    fn slots<T>(&mut self, _: Of) -> [Option<T>; N] {
+        [const { None }; N]
     }
 }
 
-impl<T, const N: usize> Table<T, N> {
+/// A [`Table`] of `T` in the slots storage `S` gives.
+pub type TableIn<T, S> = Table<T, <S as Storage>::Slots<T>>;
+
+/// Most slots a table uses: a slot number is 16 bits.
+const MOST: usize = 1 << 16;
+
+/// Values in numbered slots; a freed slot is reused.
+#[derive(Debug)]
+pub struct Table<T, S> {
+    slots: S,
+    /// Slots in use are below this.
+    high: usize,
+    limit: usize,
+    _values: core::marker::PhantomData<T>,
+}
+
+impl<T, S: AsRef<[Option<T>]> + AsMut<[Option<T>]>> Table<T, S> {
+    /// A table over `slots`, using at most `limit` of them.
+    pub fn new(slots: S, limit: usize) -> Self {
+        let limit = slots.as_ref().len().min(limit).min(MOST);
+        Table { slots, high: 0, limit, _values: core::marker::PhantomData }
+    }
+
     /// Store `value`: its slot, or the value back when the table is full.
     pub fn insert(&mut self, value: T) -> Result<u16, T> {
-        if let Some(i) = self.slots.iter().position(Option::is_none) {
-            self.slots[i] = Some(value);
-            return Ok(i as u16);
+        let slots = self.slots.as_mut();
+        let free = slots.get(..self.high).and_then(|s| s.iter().position(Option::is_none));
+        let i = match free {
+            Some(i) => i,
+            None if self.high < self.limit => {
+                self.high += 1;
+                self.high - 1
+            }
+            None => return Err(value),
+        };
+        match slots.get_mut(i) {
+            Some(slot) => *slot = Some(value),
+            None => return Err(value),
         }
-        if self.slots.is_full() {
-            return Err(value);
-        }
-        let i = self.slots.len() as u16;
-        // Not full (checked above): the push succeeds.
-        let _ = self.slots.push(Some(value));
-        Ok(i)
+        Ok(i as u16)
     }
 
     #[inline(always)]
     pub fn get(&self, slot: u16) -> Option<&T> {
-        self.slots.get(usize::from(slot))?.as_ref()
+        self.slots.as_ref().get(usize::from(slot))?.as_ref()
     }
 
     #[inline(always)]
     pub fn get_mut(&mut self, slot: u16) -> Option<&mut T> {
-        self.slots.get_mut(usize::from(slot))?.as_mut()
+        self.slots.as_mut().get_mut(usize::from(slot))?.as_mut()
     }
 
     pub fn remove(&mut self, slot: u16) -> Option<T> {
-        self.slots.get_mut(usize::from(slot))?.take()
+        self.slots.as_mut().get_mut(usize::from(slot))?.take()
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
-        self.slots.iter_mut().flatten()
+        let high = self.high;
+        self.slots.as_mut().iter_mut().take(high).flatten()
+    }
+
+    /// How many values the table can hold.
+    pub fn capacity(&self) -> usize {
+        self.limit
+    }
+}
+
+/// QP number → slot, open addressing with linear probing over a power of
+/// two of entries, indexed by the number's low bits: QP numbers handed out
+/// in sequence each land in their own entry, so a lookup is one load and
+/// one compare. Kept at most half full.
+#[derive(Debug)]
+pub struct QpnIndex<S> {
+    entries: S,
+    mask: usize,
+    len: usize,
+}
+
+impl<S: AsRef<[Option<(u32, u16)>]> + AsMut<[Option<(u32, u16)>]>> QpnIndex<S> {
+    /// An empty index over the largest power of two of `entries`.
+    pub fn new(entries: S) -> Self {
+        let n = entries.as_ref().len();
+        let size: usize = if n == 0 { 0 } else { 1 << n.ilog2() };
+        QpnIndex { entries, mask: size.wrapping_sub(1), len: 0 }
+    }
+
+    /// How many QPs the index takes while staying half full.
+    pub fn capacity(&self) -> usize {
+        self.mask.wrapping_add(1) / 2
+    }
+
+    #[inline(always)]
+    fn home(&self, qpn: u32) -> usize {
+        qpn as usize & self.mask
+    }
+
+    /// The slot of QP `qpn`.
+    #[inline(always)]
+    pub fn get(&self, qpn: u32) -> Option<u16> {
+        let entries = self.entries.as_ref();
+        let mut i = self.home(qpn);
+        loop {
+            match *entries.get(i)? {
+                Some((n, slot)) if n == qpn => return Some(slot),
+                Some(_) => i = (i + 1) & self.mask,
+                None => return None,
+            }
+        }
+    }
+
+    /// Record QP `qpn` at `slot`; `false` when the index is as full as it
+    /// may be.
+    pub fn insert(&mut self, qpn: u32, slot: u16) -> bool {
+        if self.len >= self.capacity() {
+            return false;
+        }
+        let mut i = self.home(qpn);
+        let mask = self.mask;
+        let entries = self.entries.as_mut();
+        while let Some(Some((n, _))) = entries.get(i) {
+            if *n == qpn {
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        let Some(entry) = entries.get_mut(i) else { return false };
+        if entry.is_none() {
+            self.len += 1;
+        }
+        *entry = Some((qpn, slot));
+        true
+    }
+
+    /// Forget QP `qpn`: later entries of its probe run move back into the
+    /// hole, so every lookup still ends at its first empty entry.
+    pub fn remove(&mut self, qpn: u32) {
+        let mask = self.mask;
+        let mut hole = self.home(qpn);
+        let entries = self.entries.as_mut();
+        loop {
+            match entries.get(hole) {
+                Some(Some((n, _))) if *n == qpn => break,
+                Some(Some(_)) => hole = (hole + 1) & mask,
+                _ => return,
+            }
+        }
+        let mut i = hole;
+        loop {
+            i = (i + 1) & mask;
+            let Some(&Some((n, slot))) = entries.get(i) else { break };
+            // An entry may move back to the hole only if its home is not
+            // between the hole and it (cyclically).
+            let home = n as usize & mask;
+            if (i.wrapping_sub(home) & mask) >= (i.wrapping_sub(hole) & mask) {
+                entries[hole] = Some((n, slot));
+                hole = i;
+            }
+        }
+        if let Some(e) = entries.get_mut(hole) {
+            *e = None;
+        }
+        self.len -= 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_table_hands_the_value_back_and_reuses_freed_slots() {
+        let mut t: Table<u32, _> = Table::new([None; 4], 3);
+        assert_eq!((t.insert(1), t.insert(2), t.insert(3)), (Ok(0), Ok(1), Ok(2)));
+        assert_eq!(t.insert(4), Err(4));
+        assert_eq!(t.remove(1), Some(2));
+        assert_eq!(t.insert(5), Ok(1));
+        assert_eq!(t.iter_mut().map(|v| *v).collect::<heapless::Vec<u32, 4>>(), [1, 5, 3]);
+    }
+
+    #[test]
+    fn qpn_index_finds_every_number_through_collisions_and_removals() {
+        let mut index = QpnIndex::new([None; 16]);
+        assert_eq!(index.capacity(), 8);
+        // Numbers that share low bits probe past each other.
+        let qpns = [0x100, 0x110, 0x120, 0x101, 0x10f, 0x11f, 0x102, 0x130];
+        for (slot, &qpn) in qpns.iter().enumerate() {
+            assert!(index.insert(qpn, slot as u16));
+        }
+        assert!(!index.insert(0x999, 9), "more than half full");
+        for (slot, &qpn) in qpns.iter().enumerate() {
+            assert_eq!(index.get(qpn), Some(slot as u16));
+        }
+        index.remove(0x110);
+        index.remove(0x10f);
+        assert_eq!(index.get(0x110), None);
+        assert_eq!(index.get(0x10f), None);
+        for (slot, &qpn) in qpns.iter().enumerate().filter(|(_, &q)| q != 0x110 && q != 0x10f) {
+            assert_eq!(index.get(qpn), Some(slot as u16), "{qpn:#x}");
+        }
+        assert!(index.insert(0x140, 10));
+        assert_eq!(index.get(0x140), Some(10));
+        assert_eq!(index.get(0x555), None);
     }
 }

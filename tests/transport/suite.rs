@@ -60,7 +60,7 @@ pub struct Side {
 }
 
 pub struct Rig<F: Fabric> {
-    pub p: Box<Provider<F::B, 64, 4096>>,
+    pub p: Box<Provider<F::B, Inline<64, 4096>>>,
     pub ia: IaHandle,
     pub pz: PzHandle,
     pub cr_evd: EvdHandle,

@@ -21,7 +21,7 @@ use udat_core::types::*;
 use udat_core::*;
 use udat_verbs::{ipv4, Verbs};
 
-type P = Provider<Verbs, 16, 256>;
+type P = Provider<Verbs, Inline<16, 256>>;
 
 const BUF: usize = 1 << 16;
 const WARMUP: usize = 100;

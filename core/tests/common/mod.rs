@@ -7,7 +7,7 @@ use udat_core::mock::{MockBackend, MOCK_IA_NAME};
 use udat_core::types::*;
 use udat_core::*;
 
-pub type P = Provider<MockBackend, 32, 512>;
+pub type P = Provider<MockBackend, Inline<32, 512>>;
 
 /// The error type of a result, for terse assertions.
 pub fn ty<T: core::fmt::Debug>(r: DatResult<T>) -> ErrorType {

@@ -260,6 +260,8 @@ impl Device for SoftHca {
         adapter_name[..name.len().min(31)].copy_from_slice(&name[..name.len().min(31)]);
         let mut vendor_name = [0u8; 32];
         vendor_name[..4].copy_from_slice(b"udat");
+        // Object limits of a ConnectX-5 (`ibv_devinfo -v`); nothing in the
+        // model is sized by them.
         let attr = IaAttr {
             adapter_name,
             vendor_name,
@@ -268,21 +270,21 @@ impl Device for SoftHca {
             firmware_version_major: 0,
             firmware_version_minor: 0,
             ia_address,
-            max_eps: 256,
+            max_eps: 1 << 18,
             max_dto_per_ep: 1024,
             max_rdma_read_per_ep_in: 16,
             max_rdma_read_per_ep_out: 16,
-            max_evds: 256,
+            max_evds: 1 << 24,
             max_evd_qlen: 4096,
             max_iov_segments_per_dto: 16,
-            max_lmrs: 4096,
+            max_lmrs: 1 << 24,
             max_lmr_block_size: 1 << 40,
             max_lmr_virtual_address: u64::MAX,
-            max_pzs: 256,
+            max_pzs: 1 << 24,
             max_message_size: MAX_MESSAGE,
             max_rdma_size: MAX_MESSAGE,
             max_rmrs: 0,
-            max_srqs: 64,
+            max_srqs: 1 << 23,
             max_recv_per_srq: 4095,
             max_private_data_size: PRIVATE_DATA,
             qos_supported: Qos::BEST_EFFORT,

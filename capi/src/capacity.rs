@@ -1,0 +1,178 @@
+//! How many objects a provider holds, and the heap storage that holds
+//! them.
+//!
+//! A provider's objects live in slots allocated once, when it is
+//! registered (inside the consumer's first `dat_ia_open` of its name),
+//! and never again: a post or a dequeue allocates nothing. The counts
+//! come from the defaults below, overridden by `key=value` words after
+//! the device in `ia_params` (`"verbs rxe0 eps=100000 lmrs=65536"`), and
+//! those by the environment variable `UDAT_CAPACITY` in the same form
+//! (`eps=100000,lmrs=65536`, commas or spaces). Running out of any kind is
+//! `DAT_INSUFFICIENT_RESOURCES`.
+
+use udat_core::event::EventSlot;
+use udat_core::handle::Kind;
+use udat_core::slab::Slot;
+use udat_core::Storage;
+
+/// Objects of each kind and events one provider holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capacity {
+    pub ias: u32,
+    pub pzs: u32,
+    pub lmrs: u32,
+    pub rmrs: u32,
+    pub evds: u32,
+    pub cnos: u32,
+    pub eps: u32,
+    pub psps: u32,
+    pub rsps: u32,
+    pub crs: u32,
+    pub srqs: u32,
+    /// Events queued on all EVDs together.
+    pub events: u32,
+}
+
+impl Default for Capacity {
+    /// Sized for storage engines: tens of thousands of connections, each
+    /// with its own EVD, and 65,536 registered regions (the most an
+    /// `lmr_context` can name).
+    fn default() -> Capacity {
+        Capacity {
+            ias: 256,
+            pzs: 4096,
+            lmrs: 65_536,
+            rmrs: 65_536,
+            evds: 16_384,
+            cnos: 4096,
+            eps: 16_384,
+            psps: 4096,
+            rsps: 4096,
+            crs: 16_384,
+            srqs: 4096,
+            events: 1 << 18,
+        }
+    }
+}
+
+/// Most of any one kind: slot indexes and event counts are 32-bit, and a
+/// provider this size already takes gigabytes.
+const MOST: u32 = 1 << 24;
+
+impl Capacity {
+    /// The count for one kind of object.
+    pub fn of(&self, kind: Kind) -> u32 {
+        match kind {
+            Kind::Ia => self.ias,
+            Kind::Pz => self.pzs,
+            Kind::Lmr => self.lmrs,
+            Kind::Rmr => self.rmrs,
+            Kind::Evd => self.evds,
+            Kind::Cno => self.cnos,
+            Kind::Ep => self.eps,
+            Kind::Psp => self.psps,
+            Kind::Rsp => self.rsps,
+            Kind::Cr => self.crs,
+            Kind::Srq => self.srqs,
+        }
+    }
+
+    /// These counts with `words` applied: each `key=value`, the key one of
+    /// the field names. `None` names the first word that is not one.
+    pub fn with<'a>(mut self, words: impl IntoIterator<Item = &'a str>) -> Result<Capacity, &'a str> {
+        for word in words {
+            let (key, value) = word.split_once('=').ok_or(word)?;
+            let n = value.parse::<u32>().ok().filter(|n| (1..=MOST).contains(n)).ok_or(word)?;
+            let field = match key {
+                "ias" => &mut self.ias,
+                "pzs" => &mut self.pzs,
+                "lmrs" => &mut self.lmrs,
+                "rmrs" => &mut self.rmrs,
+                "evds" => &mut self.evds,
+                "cnos" => &mut self.cnos,
+                "eps" => &mut self.eps,
+                "psps" => &mut self.psps,
+                "rsps" => &mut self.rsps,
+                "crs" => &mut self.crs,
+                "srqs" => &mut self.srqs,
+                "events" => &mut self.events,
+                _ => return Err(word),
+            };
+            *field = n;
+        }
+        Ok(self)
+    }
+
+    /// These counts with `UDAT_CAPACITY` applied, if it is set.
+    pub fn with_env(self) -> Result<Capacity, String> {
+        let Ok(value) = std::env::var("UDAT_CAPACITY") else { return Ok(self) };
+        self.with(value.split([',', ' ']).filter(|w| !w.is_empty()))
+            .map_err(|w| format!("UDAT_CAPACITY: `{w}` is not a count such as eps=20000"))
+    }
+}
+
+/// Heap storage of the sizes a [`Capacity`] gives, allocated once.
+#[derive(Clone, Copy, Debug)]
+pub struct Heap(pub Capacity);
+
+impl Storage for Heap {
+    type Slots<T> = Box<[Slot<T>]>;
+    type Events = Box<[EventSlot]>;
+
+    fn slots<T>(&mut self, kind: Kind) -> Box<[Slot<T>]> {
+        (0..self.0.of(kind)).map(|_| Slot::VACANT).collect()
+    }
+
+    fn events(&mut self) -> Box<[EventSlot]> {
+        vec![EventSlot::VACANT; self.0.events as usize].into_boxed_slice()
+    }
+}
+
+/// Heap storage for the mlx5 backend's queue tables: a QP per EP, a CQ per
+/// EVD, an SRQ per SRQ, and a QP-number index twice the QPs.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueHeap(pub Capacity);
+
+impl udat_mlx5::table::Storage for QueueHeap {
+    type Slots<T> = Box<[Option<T>]>;
+
+    fn slots<T>(&mut self, of: udat_mlx5::table::Of) -> Box<[Option<T>]> {
+        use udat_mlx5::table::Of;
+        let n = match of {
+            Of::Qps => self.0.eps,
+            Of::QpnIndex => self.0.eps.saturating_mul(2).next_power_of_two(),
+            Of::Cqs => self.0.evds,
+            Of::Srqs => self.0.srqs,
+        };
+        (0..n).map(|_| None).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_override_the_defaults() {
+        let c = Capacity::default().with(["eps=100000", "lmrs=7"]).unwrap();
+        assert_eq!((c.eps, c.lmrs, c.evds), (100_000, 7, Capacity::default().evds));
+    }
+
+    #[test]
+    fn a_bad_word_is_named() {
+        assert_eq!(Capacity::default().with(["eps=0"]), Err("eps=0"));
+        assert_eq!(Capacity::default().with(["eps=-1"]), Err("eps=-1"));
+        assert_eq!(Capacity::default().with(["cars=3"]), Err("cars=3"));
+        assert_eq!(Capacity::default().with(["eps"]), Err("eps"));
+        assert_eq!(Capacity::default().with(["eps=99999999999"]), Err("eps=99999999999"));
+    }
+
+    #[test]
+    fn heap_storage_has_the_counts() {
+        let cap = Capacity::default().with(["eps=3", "events=5"]).unwrap();
+        let mut heap = Heap(cap);
+        assert_eq!(heap.slots::<u8>(Kind::Ep).len(), 3);
+        assert_eq!(heap.slots::<u8>(Kind::Lmr).len(), 65_536);
+        assert_eq!(heap.events().len(), 5);
+    }
+}

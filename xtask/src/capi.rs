@@ -24,19 +24,7 @@ pub fn check() -> Result<u64, String> {
     }
     eprintln!("xtask: libudat_dapl.so exports only {PLUGIN_EXPORTS:?}");
 
-    let pc = fs::read_to_string("capi/static/udat.pc.in").map_err(|e| format!("udat.pc.in: {e}"))?;
-    let pc = pc.replace("@LIBDIR@", &dir.to_string_lossy()).replace("@VERSION@", env!("CARGO_PKG_VERSION"));
-    fs::write(dir.join("udat.pc"), pc).map_err(|e| format!("udat.pc: {e}"))?;
-    let path = dir.to_string_lossy().into_owned();
-    let flags = std::process::Command::new("pkg-config")
-        .args(["--cflags", "--libs", "--static", "udat"])
-        .env("PKG_CONFIG_PATH", &path)
-        .output()
-        .map_err(|e| format!("pkg-config: {e}"))?;
-    if !flags.status.success() {
-        return Err(format!("pkg-config udat: {}", String::from_utf8_lossy(&flags.stderr)));
-    }
-    let flags = String::from_utf8_lossy(&flags.stdout).into_owned();
+    let flags = pkg_config("target/debug")?;
     let exe = dir.join("loopback");
     let exe = exe.to_string_lossy();
     let mut cc = vec!["-Wall", "-Wextra", "-Werror", "examples/c/loopback.c", "-o", &exe];
@@ -53,4 +41,23 @@ pub fn check() -> Result<u64, String> {
     }
     run(&exe, &["udat-model-mlx5_model0"])?;
     Ok(3)
+}
+
+/// Write `udat.pc` for the `libudat.a` in `libdir` (a profile's directory
+/// under target/) there; the compiler and linker flags it gives for a
+/// static link.
+pub fn pkg_config(libdir: &str) -> Result<String, String> {
+    let dir = fs::canonicalize(libdir).map_err(|e| format!("{libdir}: {e}"))?;
+    let pc = fs::read_to_string("capi/static/udat.pc.in").map_err(|e| format!("udat.pc.in: {e}"))?;
+    let pc = pc.replace("@LIBDIR@", &dir.to_string_lossy()).replace("@VERSION@", env!("CARGO_PKG_VERSION"));
+    fs::write(dir.join("udat.pc"), pc).map_err(|e| format!("udat.pc: {e}"))?;
+    let flags = std::process::Command::new("pkg-config")
+        .args(["--cflags", "--libs", "--static", "udat"])
+        .env("PKG_CONFIG_PATH", &dir)
+        .output()
+        .map_err(|e| format!("pkg-config: {e}"))?;
+    if !flags.status.success() {
+        return Err(format!("pkg-config udat: {}", String::from_utf8_lossy(&flags.stderr)));
+    }
+    Ok(String::from_utf8_lossy(&flags.stdout).into_owned())
 }

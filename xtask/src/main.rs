@@ -6,14 +6,15 @@
 //!   udat-verbs's tests on soft-RoCE (through `softroce`), the C ABI's
 //!   artifacts and C example ([`capi`]), and the OpenFabrics DAPL test
 //!   programs against the plug-in on soft-RoCE (`tests/peers/run.sh`).
-//! - `cargo xtask icount`: instructions per DAT-layer operation, from two
-//!   callgrind runs of the `icount` bench.
+//! - `cargo xtask icount [--json PATH]`: instructions per DAT operation
+//!   through the Rust API and the C ABI, from callgrind (see [`icount`]).
 //! - `cargo xtask softroce [--timeout SECS] -- COMMAND...`: run a command
 //!   where a soft-RoCE device exists (see [`softroce`]).
 //! - `cargo xtask pingpong`: the RDMA-write ping-pong latency example,
 //!   server and client, on soft-RoCE.
 
 mod capi;
+mod icount;
 mod softroce;
 
 use std::io::{BufRead, BufReader};
@@ -23,7 +24,7 @@ fn main() {
     let task = std::env::args().nth(1).unwrap_or_default();
     let result = match task.as_str() {
         "test" => test(),
-        "icount" => icount(),
+        "icount" => icount::icount(&std::env::args().skip(2).collect::<Vec<_>>()),
         "softroce" => softroce::softroce(&std::env::args().skip(2).collect::<Vec<_>>()),
         "pingpong" => pingpong(),
         _ => Err("usage: cargo xtask test|icount|softroce|pingpong".to_string()),
@@ -166,82 +167,4 @@ fn bare_metal() -> Result<(), String> {
         eprintln!("xtask: {package} (features: '{features}') built for x86_64-unknown-none with no allocator symbol");
     }
     Ok(())
-}
-
-/// Instructions of one run of the icount bench under callgrind.
-fn instructions(bin: &str, op: &str, k: u64) -> Result<u64, String> {
-    callgrind(bin, None, &format!("target/callgrind.{op}.{k}"), op, k)
-}
-
-/// Instructions callgrind counts in `bin OP K`, only inside functions
-/// matching `toggle` when given.
-fn callgrind(bin: &str, toggle: Option<&str>, out_file: &str, op: &str, k: u64) -> Result<u64, String> {
-    let k = k.to_string();
-    let out = format!("--callgrind-out-file={out_file}");
-    let toggle = toggle.map(|t| format!("--toggle-collect={t}"));
-    let mut args = vec!["--tool=callgrind", &out];
-    args.extend(toggle.as_deref());
-    args.extend([bin, op, &k]);
-    output("valgrind", &args)?;
-    let text = std::fs::read_to_string(out_file).map_err(|e| format!("{out_file}: {e}"))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("summary: "))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| format!("{out_file}: no summary line"))
-}
-
-fn icount() -> Result<(), String> {
-    let built = output("cargo", &["bench", "-p", "udat", "--bench", "icount", "--no-run", "--message-format=short"]);
-    built?;
-    let bin = find_bench_binary("icount")?;
-    const K: u64 = 10_000;
-    let per_op = |op: &str| -> Result<f64, String> {
-        Ok((instructions(&bin, op, 2 * K)? - instructions(&bin, op, K)?) as f64 / K as f64)
-    };
-    let post = per_op("post")?;
-    let batched = per_op("reap")? - post;
-    let single = per_op("pingpong")? - post;
-    println!("| operation (null backend) | instructions |");
-    println!("| --- | --- |");
-    println!("| ep_post_send, 1 segment | {post:.1} |");
-    println!("| evd_dequeue, completions polled 16 at a time | {batched:.1} |");
-    println!("| evd_dequeue, one completion per poll (ping-pong) | {single:.1} |");
-    mlx5_icount()
-}
-
-/// Instructions per DAT call on the mlx5 data path over the software HCA,
-/// counted only inside the bench's `measured_*` functions (the model's
-/// execution is outside them).
-fn mlx5_icount() -> Result<(), String> {
-    let args = ["bench", "-p", "udat-mlx5-model", "--bench", "mlx5_icount", "--no-run", "--message-format=short"];
-    output("cargo", &args)?;
-    let bin = find_bench_binary("mlx5_icount")?;
-    const K: u64 = 3200;
-    println!();
-    println!("| operation (mlx5 data path, software HCA) | instructions |");
-    println!("| --- | --- |");
-    for (op, what) in [
-        ("write_inline", "ep_post_rdma_write, 64 B inline (BlueFlame)"),
-        ("write", "ep_post_rdma_write, 4 KiB gathered (BlueFlame)"),
-        ("send", "ep_post_send, 64 B inline (BlueFlame)"),
-        ("completion", "evd_dequeue of one CQE"),
-    ] {
-        let total = callgrind(&bin, Some("*measured_*"), &format!("target/callgrind.mlx5.{op}"), op, K)?;
-        println!("| {what} | {:.1} |", total as f64 / K as f64);
-    }
-    Ok(())
-}
-
-fn find_bench_binary(name: &str) -> Result<String, String> {
-    let dir = std::fs::read_dir("target/release/deps").map_err(|e| format!("target/release/deps: {e}"))?;
-    let mut found: Vec<(std::time::SystemTime, String)> = dir
-        .filter_map(Result::ok)
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.starts_with(&format!("{name}-")) && !n.contains('.')
-        })
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path().to_string_lossy().into_owned())))
-        .collect();
-    found.sort();
-    found.pop().map(|(_, p)| p).ok_or_else(|| format!("no {name} bench binary in target/release/deps"))
 }

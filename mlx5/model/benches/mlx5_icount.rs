@@ -2,7 +2,9 @@
 //! `mlx5_icount OP K` does OP K times inside `measured_*` functions, and
 //! `cargo xtask icount` collects only inside them
 //! (`--toggle-collect`), so setup and the model's execution are not
-//! counted. OP: write_inline, write, send, completion.
+//! counted. OP: write_inline, write, send (posts), dequeue_one (one CQE
+//! waiting at each dequeue: post one, execute, dequeue it) and
+//! dequeue_batch16 (post 16, execute, dequeue each of them).
 
 mod rig;
 use rig::{Post, Rig, BATCH};
@@ -22,23 +24,25 @@ fn main() {
     let op = args.next().unwrap_or_default();
     let k: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
     let kind = match op.as_str() {
-        "write_inline" | "completion" => Post::WriteInline,
+        "write_inline" | "dequeue_one" | "dequeue_batch16" => Post::WriteInline,
         "write" => Post::Write,
         "send" => Post::Send,
         _ => {
-            eprintln!("usage: mlx5_icount write_inline|write|send|completion K");
+            eprintln!("usage: mlx5_icount write_inline|write|send|dequeue_one|dequeue_batch16 K");
             std::process::exit(2);
         }
     };
+    let dequeue = op.starts_with("dequeue");
+    let batch = if op == "dequeue_one" { 1 } else { BATCH };
     let mut rig = Rig::default();
     let mut left = k;
     while left > 0 {
-        let n = left.min(BATCH);
+        let n = left.min(batch);
         if let Post::Send = kind {
             rig.receives(n);
         }
         for i in 0..n {
-            if op == "completion" {
+            if dequeue {
                 rig.post(kind, i);
             } else {
                 measured_post(&mut rig, kind, i);
@@ -46,7 +50,7 @@ fn main() {
         }
         rig.execute();
         for _ in 0..n {
-            if op == "completion" {
+            if dequeue {
                 measured_completion(&mut rig);
             } else {
                 rig.reap();

@@ -1,0 +1,305 @@
+/*
+ * Instruction counts of the C ABI (libudat.a) on the software mlx5 HCA,
+ * for callgrind: `icount OP K [N]` makes connected Endpoints on one IA of
+ * udat-model-mlx5_model0, then does OP K times. `cargo xtask icount`
+ * collects only inside the DAT call OP measures (--toggle-collect), less
+ * the model's doorbell registers (the software HCA executes the WQEs
+ * there, which a ConnectX does in hardware), and takes the difference of
+ * two runs with different K where the setup calls it too. Written against
+ * <dat2/udat.h> alone.
+ *
+ * OP, and the call each iteration counts:
+ *   write_4k         dat_ep_post_rdma_write, one 4 KiB segment, signalled
+ *   write_64_inline  the same, 64 bytes (carried inline)
+ *   send_64_inline   dat_ep_post_send, 64 bytes, the peer's receive posted
+ *   dequeue_one      dat_evd_dequeue of one completion, the only one waiting
+ *   dequeue_batch16  dat_evd_dequeue, 16 completions waiting (K a multiple of 16)
+ *   write_4k_eps     write_4k on N Endpoints (N/2 connected pairs, N LMRs),
+ *                    each post on the next Endpoint, round robin
+ *
+ * Completions are reaped between posts (uncounted) so that no EVD and no
+ * Endpoint holds more than REAP. Exit status 3: the provider could not
+ * create that many objects (DAT_INSUFFICIENT_RESOURCES).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <dat2/udat.h>
+
+#define PROVIDER "udat-model-mlx5_model0"
+#define CONN_QUAL 4243
+#define SIZE 4096
+/* Completions an EVD and an Endpoint hold at most: the EVD queue length
+ * and within the provider's default max_request_dtos and max_recv_dtos. */
+#define REAP 16
+/* Endpoints sharing one DTO EVD. */
+#define EPS_PER_EVD 256
+/* Dequeues of an empty EVD before a wanted event counts as lost. */
+#define PATIENCE 1000000
+#define EXIT_RESOURCES 3
+
+struct ep {
+	DAT_EP_HANDLE handle;
+	int evd;		/* index into rig.evds */
+	int peer;		/* index into rig.eps */
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lmr_context;
+	DAT_RMR_CONTEXT rmr_context;
+};
+
+struct rig {
+	DAT_IA_HANDLE ia;
+	DAT_PZ_HANDLE pz;
+	DAT_EVD_HANDLE cr_evd, conn_evd;
+	DAT_PSP_HANDLE psp;
+	int nevds, neps;
+	DAT_EVD_HANDLE *evds;
+	int *pending;		/* per EVD: completions not yet dequeued */
+	struct ep *eps;
+	char *buf;		/* source in the first half, target in the second */
+};
+
+static void check(DAT_RETURN ret, const char *what)
+{
+	const char *major = "?", *minor = "?";
+
+	if (ret == DAT_SUCCESS)
+		return;
+	dat_strerror(ret, &major, &minor);
+	fprintf(stderr, "icount: %s: %s %s (0x%x)\n", what, major, minor, ret);
+	exit(1);
+}
+
+/* Object creation: running out of objects is an answer, not a failure. */
+static void create(DAT_RETURN ret, const char *what, int made, int wanted)
+{
+	if (DAT_GET_TYPE(ret) == DAT_INSUFFICIENT_RESOURCES) {
+		fprintf(stderr, "icount: insufficient resources: %s after %d of %d\n", what, made, wanted);
+		exit(EXIT_RESOURCES);
+	}
+	check(ret, what);
+}
+
+/* The next event of `evd`, polled for: dat_evd_wait would arm CQs and
+ * ring the model's doorbell registers outside the counted calls. */
+static DAT_EVENT next_event(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const char *what)
+{
+	DAT_EVENT event;
+	DAT_RETURN ret;
+
+	for (long i = 0; i < PATIENCE; i++) {
+		ret = dat_evd_dequeue(evd, &event);
+		if (DAT_GET_TYPE(ret) == DAT_QUEUE_EMPTY)
+			continue;
+		check(ret, what);
+		if (event.event_number != want) {
+			fprintf(stderr, "icount: %s: event 0x%x, expected 0x%x\n", what, event.event_number, want);
+			exit(1);
+		}
+		return event;
+	}
+	fprintf(stderr, "icount: %s: no event\n", what);
+	exit(1);
+}
+
+static void dto_ok(const DAT_EVENT *event, const char *what)
+{
+	if (event->event_number != DAT_DTO_COMPLETION_EVENT ||
+	    event->event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS) {
+		fprintf(stderr, "icount: %s: event 0x%x status %d\n", what, event->event_number,
+			event->event_data.dto_completion_event_data.status);
+		exit(1);
+	}
+}
+
+static void make_evds(struct rig *r)
+{
+	r->nevds = (r->neps + EPS_PER_EVD - 1) / EPS_PER_EVD;
+	r->evds = calloc(r->nevds, sizeof *r->evds);
+	r->pending = calloc(r->nevds, sizeof *r->pending);
+	for (int i = 0; i < r->nevds; i++)
+		create(dat_evd_create(r->ia, REAP, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &r->evds[i]),
+		       "dat_evd_create DTO", i, r->nevds);
+}
+
+/* Endpoint `i` with an LMR of its own over the whole buffer. */
+static void make_ep(struct rig *r, int i)
+{
+	struct ep *e = &r->eps[i];
+	DAT_REGION_DESCRIPTION region;
+	DAT_VLEN len;
+	DAT_VADDR addr;
+
+	e->evd = i % r->nevds;
+	e->peer = i ^ 1;
+	create(dat_ep_create(r->ia, r->pz, r->evds[e->evd], r->evds[e->evd], r->conn_evd, NULL, &e->handle),
+	       "dat_ep_create", i, r->neps);
+	region.for_va = r->buf;
+	create(dat_lmr_create(r->ia, DAT_MEM_TYPE_VIRTUAL, region, 2 * SIZE, r->pz, DAT_MEM_PRIV_ALL_FLAG,
+			      DAT_VA_TYPE_VA, &e->lmr, &e->lmr_context, &e->rmr_context, &len, &addr),
+	       "dat_lmr_create", i, r->neps);
+}
+
+/* Endpoint `i` connects to the PSP, which hands the request to `i + 1`. */
+static void connect_pair(struct rig *r, int i, DAT_IA_ADDRESS_PTR addr)
+{
+	DAT_EVENT event;
+
+	check(dat_ep_connect(r->eps[i].handle, addr, CONN_QUAL, DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
+			     DAT_CONNECT_DEFAULT_FLAG), "dat_ep_connect");
+	event = next_event(r->cr_evd, DAT_CONNECTION_REQUEST_EVENT, "connection request");
+	check(dat_cr_accept(event.event_data.cr_arrival_event_data.cr_handle, r->eps[i + 1].handle, 0, NULL),
+	      "dat_cr_accept");
+	next_event(r->conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED, "established");
+	next_event(r->conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED, "established");
+}
+
+/* `neps` Endpoints (even), connected in pairs 0-1, 2-3, ... */
+static void rig_init(struct rig *r, int neps)
+{
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+	DAT_IA_ATTR ia_attr;
+
+	memset(r, 0, sizeof *r);
+	r->neps = neps;
+	r->buf = calloc(1, 2 * SIZE);
+	r->eps = calloc(neps, sizeof *r->eps);
+	check(dat_ia_open(PROVIDER, 8, &async, &r->ia), "dat_ia_open");
+	check(dat_ia_query(r->ia, NULL, DAT_IA_FIELD_ALL, &ia_attr, 0, NULL), "dat_ia_query");
+	check(dat_pz_create(r->ia, &r->pz), "dat_pz_create");
+	check(dat_evd_create(r->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &r->cr_evd), "dat_evd_create CR");
+	check(dat_evd_create(r->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &r->conn_evd),
+	      "dat_evd_create CONNECTION");
+	check(dat_psp_create(r->ia, CONN_QUAL, r->cr_evd, DAT_PSP_CONSUMER_FLAG, &r->psp), "dat_psp_create");
+	make_evds(r);
+	for (int i = 0; i < neps; i++)
+		make_ep(r, i);
+	for (int i = 0; i < neps; i += 2)
+		connect_pair(r, i, ia_attr.ia_address_ptr);
+}
+
+/* Dequeue every completion waiting on EVD `g` (uncounted). */
+static void reap(struct rig *r, int g)
+{
+	DAT_EVENT event;
+
+	for (; r->pending[g] > 0; r->pending[g]--) {
+		event = next_event(r->evds[g], DAT_DTO_COMPLETION_EVENT, "reap");
+		dto_ok(&event, "reap");
+	}
+}
+
+/* A completion is due on Endpoint `i`'s EVD. */
+static void due(struct rig *r, int i)
+{
+	int g = r->eps[i].evd;
+
+	if (++r->pending[g] == REAP)
+		reap(r, g);
+}
+
+static DAT_LMR_TRIPLET segment(const struct ep *e, const char *at, DAT_VLEN len)
+{
+	DAT_LMR_TRIPLET iov = { .virtual_address = (DAT_VADDR)(uintptr_t)at, .segment_length = len,
+				.lmr_context = e->lmr_context };
+	return iov;
+}
+
+/* One RDMA write of `len` bytes from Endpoint `i` into its peer's LMR,
+ * its completion left for the caller. */
+static void rdma_write(struct rig *r, int i, DAT_VLEN len, uint64_t n)
+{
+	struct ep *e = &r->eps[i];
+	DAT_LMR_TRIPLET iov = segment(e, r->buf, len);
+	DAT_RMR_TRIPLET rmr = { .rmr_context = r->eps[e->peer].rmr_context, .segment_length = len,
+				.virtual_address = (DAT_VADDR)(uintptr_t)(r->buf + SIZE) };
+	DAT_DTO_COOKIE cookie = { .as_64 = n };
+
+	check(dat_ep_post_rdma_write(e->handle, 1, &iov, cookie, &rmr, DAT_COMPLETION_DEFAULT_FLAG),
+	      "dat_ep_post_rdma_write");
+}
+
+static void post_write(struct rig *r, int i, DAT_VLEN len, uint64_t n)
+{
+	rdma_write(r, i, len, n);
+	due(r, i);
+}
+
+/* One 64-byte send from Endpoint `i`, its peer's receive posted first. */
+static void post_send(struct rig *r, int i, uint64_t n)
+{
+	struct ep *e = &r->eps[i], *peer = &r->eps[e->peer];
+	DAT_LMR_TRIPLET recv = segment(peer, r->buf + SIZE, 64), send = segment(e, r->buf, 64);
+	DAT_DTO_COOKIE cookie = { .as_64 = n };
+
+	check(dat_ep_post_recv(peer->handle, 1, &recv, cookie, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+	check(dat_ep_post_send(e->handle, 1, &send, cookie, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+	due(r, e->peer);
+	due(r, i);
+}
+
+/* `k` completions: `batch` inline writes posted on Endpoint 0 (executed
+ * inside the post), then each completion taken with the counted call. */
+static void dequeue(struct rig *r, long k, int batch)
+{
+	DAT_EVD_HANDLE evd = r->evds[r->eps[0].evd];
+	DAT_EVENT event;
+
+	for (long n = 0; n < k; n += batch) {
+		for (int j = 0; j < batch; j++)
+			rdma_write(r, 0, 64, n + j);
+		for (int j = 0; j < batch; j++) {
+			check(dat_evd_dequeue(evd, &event), "dat_evd_dequeue");
+			dto_ok(&event, "dat_evd_dequeue");
+		}
+	}
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: icount write_4k|write_64_inline|send_64_inline|dequeue_one|dequeue_batch16 K\n"
+			"       icount write_4k_eps K N\n");
+	return 2;
+}
+
+/* Run `op` `k` times on a rig of `neps` Endpoints; 0 when `op` is known. */
+static int run(struct rig *r, const char *op, long k, int neps)
+{
+	if (!strcmp(op, "dequeue_one"))
+		dequeue(r, k, 1);
+	else if (!strcmp(op, "dequeue_batch16") && k % 16 == 0)
+		dequeue(r, k, 16);
+	else if (!strcmp(op, "write_4k_eps"))
+		for (long n = 0; n < k; n++)
+			post_write(r, n % neps, SIZE, n);
+	else if (!strcmp(op, "write_4k"))
+		for (long n = 0; n < k; n++)
+			post_write(r, 0, SIZE, n);
+	else if (!strcmp(op, "write_64_inline"))
+		for (long n = 0; n < k; n++)
+			post_write(r, 0, 64, n);
+	else if (!strcmp(op, "send_64_inline"))
+		for (long n = 0; n < k; n++)
+			post_send(r, 0, n);
+	else
+		return -1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct rig r;
+	int eps = argc == 4 && !strcmp(argv[1], "write_4k_eps");
+	long k = argc > 2 ? atol(argv[2]) : 0;
+	int neps = eps ? atoi(argv[3]) : 2;
+
+	if (argc != 3 + eps || k <= 0 || neps < 2 || neps % 2 != 0)
+		return usage();
+	rig_init(&r, neps);
+	if (run(&r, argv[1], k, neps) != 0)
+		return usage();
+	printf("icount: %s x %ld on %d Endpoints: ok\n", argv[1], k, neps);
+	return 0;
+}

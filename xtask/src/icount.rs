@@ -1,0 +1,416 @@
+//! `cargo xtask icount [--json PATH] [--eps N]`: instructions per DAT
+//! operation, counted by callgrind in release builds, printed as a
+//! markdown table and, with `--json`, written as one JSON object from
+//! operation key to instructions (`null` where the figure could not be
+//! measured).
+//!
+//! Three benches:
+//! - `benches/icount.rs`: the DAT layer over the null backend, through
+//!   the Rust API (`rust.null.*`);
+//! - `mlx5/model/benches/mlx5_icount.rs`: the Rust API over the mlx5 data
+//!   path on the software HCA with its doorbells deferred (`rust.mlx5.*`);
+//! - `benches/c/icount.c`: the C ABI of `libudat.a` over the mlx5 data path
+//!   on the software HCA (`capi.*`), built here with `cc -O2` against a
+//!   release `libudat.a` through `target/release/udat.pc`.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use crate::{capi, output, run};
+
+/// Connected Endpoints (and LMRs) of the many-Endpoints figure unless
+/// `--eps` says otherwise.
+const EPS: u32 = 10_000;
+
+/// The model's doorbell register methods. The software HCA executes the
+/// rung WQEs inside them, which a ConnectX does in hardware, so the C ABI's
+/// post figures leave them out: callgrind turns collection off on entering
+/// one and on again on leaving it (nothing they call matches).
+const MODEL_REGISTER: &str = "<udat_mlx5_model::ModelRegister as udat_mlx5::doorbell::Register>::*";
+
+/// The mlx5 transport's entry for every request post, as callgrind names it.
+const MLX5_POST: &str = "<udat_mlx5::backend::Mlx5<D,_,_,_> as udat_core::backend::Backend>::post_send";
+
+/// Functions of the software HCA; none may add to a counted figure.
+const MODEL: &str = "udat_mlx5_model::";
+
+/// Exit status of the C bench when the provider ran out of objects.
+const EXIT_RESOURCES: i32 = 3;
+
+/// One figure: its key, what it measures, and instructions per operation
+/// (`None`: not measured, and a line on stderr said why).
+struct Figure {
+    key: String,
+    what: &'static str,
+    value: Option<f64>,
+}
+
+impl Figure {
+    fn new(key: impl Into<String>, what: &'static str, value: Option<f64>) -> Figure {
+        Figure { key: key.into(), what, value }
+    }
+}
+
+pub fn icount(args: &[String]) -> Result<(), String> {
+    let (json, eps) = parse_args(args)?;
+    let mut figures = null_backend()?;
+    figures.extend(rust_mlx5()?);
+    figures.extend(capi_mlx5(eps)?);
+    print_table(&figures);
+    if let Some(path) = json {
+        std::fs::write(&path, to_json(&figures)).map_err(|e| format!("{path}: {e}"))?;
+        eprintln!("xtask: wrote {path}");
+    }
+    Ok(())
+}
+
+/// `--json PATH` and `--eps N`.
+fn parse_args(args: &[String]) -> Result<(Option<String>, u32), String> {
+    let usage = || "usage: cargo xtask icount [--json PATH] [--eps N]".to_string();
+    let (mut json, mut eps) = (None, EPS);
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--json" => json = Some(args.next().ok_or_else(usage)?.clone()),
+            "--eps" => {
+                eps = args.next().and_then(|n| n.parse().ok()).filter(|n| *n >= 2 && n % 2 == 0).ok_or_else(usage)?
+            }
+            _ => return Err(usage()),
+        }
+    }
+    Ok((json, eps))
+}
+
+fn print_table(figures: &[Figure]) {
+    println!("| key | operation | instructions |");
+    println!("| --- | --- | --- |");
+    for f in figures {
+        let value = f.value.map_or("not measured".to_string(), |v| format!("{v:.1}"));
+        println!("| `{}` | {} | {value} |", f.key, f.what);
+    }
+}
+
+/// One JSON object, keys sorted, one decimal.
+fn to_json(figures: &[Figure]) -> String {
+    let sorted: BTreeMap<&str, Option<f64>> = figures.iter().map(|f| (f.key.as_str(), f.value)).collect();
+    let fields: Vec<String> = sorted
+        .iter()
+        .map(|(key, value)| format!("  \"{key}\": {}", value.map_or("null".to_string(), |v| format!("{v:.1}"))))
+        .collect();
+    format!("{{\n{}\n}}\n", fields.join(",\n"))
+}
+
+/// What callgrind collected in one run.
+struct Profile {
+    total: u64,
+    /// Per function as callgrind_annotate names it: inclusive cost.
+    inclusive: Vec<(String, u64)>,
+    /// Per function: self cost.
+    own: Vec<(String, u64)>,
+}
+
+impl Profile {
+    /// Inclusive cost of the functions named exactly `name`.
+    fn inclusive_of(&self, name: &str) -> u64 {
+        self.inclusive.iter().filter(|(f, _)| function_name(f) == name).map(|(_, n)| n).sum()
+    }
+
+    /// Self cost of every function whose name contains `part`.
+    fn own_of(&self, part: &str) -> u64 {
+        self.own.iter().filter(|(f, _)| f.contains(part)).map(|(_, n)| n).sum()
+    }
+}
+
+/// `file:function [object]` of a callgrind_annotate line, less file and
+/// object.
+fn function_name(line: &str) -> &str {
+    let line = line.rsplit_once(" [").map_or(line, |(f, _)| f);
+    line.split_once(':').map_or(line, |(_, f)| f)
+}
+
+/// How a callgrind run of a bench ended.
+enum Outcome<T> {
+    Counted(T),
+    /// The bench could not create the objects it needs: its message.
+    OutOfObjects(String),
+}
+
+/// Run `bin args` under callgrind into `out_file`, collecting only inside
+/// functions matching one of `toggles` (everywhere when there is none).
+fn callgrind(bin: &str, args: &[&str], toggles: &[&str], out_file: &str) -> Result<Outcome<u64>, String> {
+    let mut argv = vec!["--tool=callgrind".to_string(), format!("--callgrind-out-file={out_file}")];
+    argv.extend(toggles.iter().map(|t| format!("--toggle-collect={t}")));
+    argv.push(bin.to_string());
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let out = Command::new("valgrind").args(&argv).output().map_err(|e| format!("valgrind: {e}"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(EXIT_RESOURCES) {
+        let why = stderr.lines().find(|l| l.contains("insufficient resources")).unwrap_or("out of objects");
+        return Ok(Outcome::OutOfObjects(why.to_string()));
+    }
+    if !out.status.success() {
+        return Err(format!("`valgrind {}` failed ({}):\n{stderr}", argv.join(" "), out.status));
+    }
+    let text = std::fs::read_to_string(out_file).map_err(|e| format!("{out_file}: {e}"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("summary: "))
+        .and_then(|v| v.trim().parse().ok())
+        .map(Outcome::Counted)
+        .ok_or_else(|| format!("{out_file}: no summary line"))
+}
+
+/// Instructions of `bin args`, which must run to the end.
+fn counted(bin: &str, args: &[&str], toggles: &[&str], out_file: &str) -> Result<u64, String> {
+    match callgrind(bin, args, toggles, out_file)? {
+        Outcome::Counted(n) => Ok(n),
+        Outcome::OutOfObjects(why) => Err(format!("{bin}: {why}")),
+    }
+}
+
+/// The functions of a callgrind out file with their costs, inclusive or
+/// self.
+fn annotate(out_file: &str, inclusive: bool) -> Result<Vec<(String, u64)>, String> {
+    let mode = format!("--inclusive={}", if inclusive { "yes" } else { "no" });
+    let text = output("callgrind_annotate", &[&mode, "--auto=no", "--threshold=100", out_file])?;
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let (cost, rest) = l.trim_start().split_once(' ')?;
+            let cost = cost.replace(',', "").parse().ok()?;
+            let name = rest.trim_start().strip_prefix('(')?.split_once(')')?.1.trim();
+            Some((name.to_string(), cost))
+        })
+        .filter(|(name, _)| name != "PROGRAM TOTALS")
+        .collect())
+}
+
+// ---- the DAT layer over the null backend ----
+
+/// The Rust API over a backend that does nothing: what the DAT layer
+/// itself costs. Each figure is the difference of two whole-program runs
+/// (K and 2K operations) over K, so setup cancels; a dequeue is a loop of
+/// post and dequeue less the post.
+fn null_backend() -> Result<Vec<Figure>, String> {
+    output("cargo", &["bench", "-p", "udat", "--bench", "icount", "--no-run", "--message-format=short"])?;
+    let bin = find_bench_binary("icount")?;
+    const K: u64 = 10_000;
+    let per_op = |op: &str| -> Result<f64, String> {
+        let run = |k: u64| counted(&bin, &[op, &k.to_string()], &[], &format!("target/callgrind.{op}.{k}"));
+        Ok((run(2 * K)? - run(K)?) as f64 / K as f64)
+    };
+    let post = per_op("post")?;
+    let batched = per_op("reap")? - post;
+    let single = per_op("pingpong")? - post;
+    Ok(vec![
+        Figure::new("rust.null.post.send", "null backend: `ep_post_send`, 1 segment", Some(post)),
+        Figure::new(
+            "rust.null.dequeue.batch16",
+            "null backend: `evd_dequeue`, completions polled 16 at a time",
+            Some(batched),
+        ),
+        Figure::new(
+            "rust.null.dequeue.one",
+            "null backend: `evd_dequeue`, one completion per poll (ping-pong)",
+            Some(single),
+        ),
+    ])
+}
+
+// ---- the Rust API over the mlx5 data path ----
+
+/// Instructions per DAT call through the Rust API on the mlx5 data path
+/// over the software HCA with doorbells deferred, counted only inside the
+/// bench's `measured_*` functions (the model's execution is outside them;
+/// a deferred doorbell register costs a handful of instructions, as an
+/// MMIO store would). Each figure is the count over the number of calls.
+fn rust_mlx5() -> Result<Vec<Figure>, String> {
+    let args = ["bench", "-p", "udat-mlx5-model", "--bench", "mlx5_icount", "--no-run", "--message-format=short"];
+    output("cargo", &args)?;
+    let bin = find_bench_binary("mlx5_icount")?;
+    const K: u64 = 3200;
+    let mut figures = Vec::new();
+    for (key, op, what) in [
+        (
+            "rust.mlx5.post.write_64_inline",
+            "write_inline",
+            "Rust API, mlx5: `ep_post_rdma_write`, 64 B inline (BlueFlame)",
+        ),
+        ("rust.mlx5.post.write_4k", "write", "Rust API, mlx5: `ep_post_rdma_write`, 4 KiB gathered (BlueFlame)"),
+        ("rust.mlx5.post.send_64_inline", "send", "Rust API, mlx5: `ep_post_send`, 64 B inline (BlueFlame)"),
+        ("rust.mlx5.dequeue.one", "dequeue_one", "Rust API, mlx5: `evd_dequeue`, the only CQE waiting"),
+        ("rust.mlx5.dequeue.batch16", "dequeue_batch16", "Rust API, mlx5: `evd_dequeue`, per event of 16 CQEs waiting"),
+    ] {
+        let out_file = format!("target/callgrind.mlx5.{op}");
+        let total = counted(&bin, &[op, &K.to_string()], &["*measured_*"], &out_file)?;
+        figures.push(Figure::new(key, what, Some(total as f64 / K as f64)));
+    }
+    Ok(figures)
+}
+
+// ---- the C ABI over the mlx5 data path ----
+
+/// One operation of the C bench: its name there, and the DAT call counted.
+struct CapiOp {
+    key: &'static str,
+    op: &'static str,
+    call: &'static str,
+    what: &'static str,
+}
+
+const CAPI_OPS: [CapiOp; 5] = [
+    CapiOp {
+        key: "capi.mlx5.post.write_4k",
+        op: "write_4k",
+        call: "dat_ep_post_rdma_write",
+        what: "C ABI, mlx5: `dat_ep_post_rdma_write`, 4 KiB, 1 segment, signalled",
+    },
+    CapiOp {
+        key: "capi.mlx5.post.write_64_inline",
+        op: "write_64_inline",
+        call: "dat_ep_post_rdma_write",
+        what: "C ABI, mlx5: `dat_ep_post_rdma_write`, 64 B inline, signalled",
+    },
+    CapiOp {
+        key: "capi.mlx5.post.send_64_inline",
+        op: "send_64_inline",
+        call: "dat_ep_post_send",
+        what: "C ABI, mlx5: `dat_ep_post_send`, 64 B inline, receive posted",
+    },
+    CapiOp {
+        key: "capi.mlx5.dequeue.one",
+        op: "dequeue_one",
+        call: "dat_evd_dequeue",
+        what: "C ABI, mlx5: `dat_evd_dequeue`, the only CQE waiting",
+    },
+    CapiOp {
+        key: "capi.mlx5.dequeue.batch16",
+        op: "dequeue_batch16",
+        call: "dat_evd_dequeue",
+        what: "C ABI, mlx5: `dat_evd_dequeue`, per event of 16 CQEs waiting",
+    },
+];
+
+/// The C ABI figures. Each is (count at 2K − count at K) / K from two runs
+/// of the C bench that collect only inside the counted DAT call (for a
+/// post, less the model's doorbell registers), so what the setup collects
+/// (its polls of connection events call `dat_evd_dequeue`) cancels.
+fn capi_mlx5(eps: u32) -> Result<Vec<Figure>, String> {
+    let bin = build_capi_bench()?;
+    let mut figures = Vec::new();
+    for op in &CAPI_OPS {
+        let (at_k, at_2k) = capi_pair(&bin, op)?;
+        figures.push(Figure::new(op.key, op.what, Some(per_op(at_k.total, at_2k.total, CAPI_K))));
+        if op.op == "write_4k" {
+            figures.push(capi_null(&at_k, &at_2k, CAPI_K)?);
+        }
+    }
+    figures.push(capi_eps(&bin, eps)?);
+    Ok(figures)
+}
+
+/// Operations in the shorter of the two runs of a C ABI figure.
+const CAPI_K: u64 = 3200;
+
+/// The profiles of the runs at K and 2K of `op`, in which the model's
+/// execution must not grow with K.
+fn capi_pair(bin: &str, op: &CapiOp) -> Result<(Profile, Profile), String> {
+    let mut runs = [CAPI_K, 2 * CAPI_K].into_iter().map(|k| match capi_run(bin, op.op, op.call, k, &[])? {
+        Outcome::Counted(p) => Ok(p),
+        Outcome::OutOfObjects(why) => Err(format!("{}: {why}", op.key)),
+    });
+    let (at_k, at_2k) = (runs.next().expect("two runs")?, runs.next().expect("two runs")?);
+    if at_2k.own_of(MODEL) != at_k.own_of(MODEL) {
+        return Err(format!("{}: the software HCA's execution is counted in `{}`", op.key, op.call));
+    }
+    Ok((at_k, at_2k))
+}
+
+fn per_op(at_k: u64, at_2k: u64, k: u64) -> f64 {
+    (at_2k as f64 - at_k as f64) / k as f64
+}
+
+/// The DAT layer alone through the C ABI, from the 4 KiB write runs: what
+/// `dat_ep_post_rdma_write` collected less the inclusive cost of the mlx5
+/// transport's `post_send` inside it (callgrind_annotate --inclusive=yes:
+/// everything from the core's call into the backend on, WQE, ring and
+/// doorbell; the model's registers were not collected in either), per
+/// post, as the difference of the two runs. No test-double transport is
+/// needed, so none is shipped.
+fn capi_null(at_k: &Profile, at_2k: &Profile, k: u64) -> Result<Figure, String> {
+    if at_k.inclusive_of(MLX5_POST) == 0 {
+        return Err(format!("capi.null.post.write_4k: no `{MLX5_POST}` in the profile (inlined?)"));
+    }
+    let dat_layer = |p: &Profile| p.total - p.inclusive_of(MLX5_POST);
+    Ok(Figure::new(
+        "capi.null.post.write_4k",
+        "C ABI, DAT layer alone: the 4 KiB write post less the transport's `post_send`",
+        Some(per_op(dat_layer(at_k), dat_layer(at_2k), k)),
+    ))
+}
+
+/// The 4 KiB write post with `eps` connected Endpoints and as many LMRs
+/// live, each post on the next Endpoint; null when the provider cannot
+/// hold that many objects. One run, count over posts: with a post's
+/// toggles nothing else is collected, which the model's absence from the
+/// profile confirms (its setup alone grows with the square of `eps`, as
+/// the software HCA visits every QP at each doorbell and connection event).
+fn capi_eps(bin: &str, eps: u32) -> Result<Figure, String> {
+    let key = format!("capi.mlx5.post.write_4k.eps_{eps}");
+    let what = "C ABI, mlx5: `dat_ep_post_rdma_write`, 4 KiB, round robin over N connected Endpoints and N LMRs";
+    // At least a few thousand posts, and whole rounds of the Endpoints.
+    let k = u64::from(eps) * (4096 / u64::from(eps)).max(1);
+    let value = match capi_run(bin, "write_4k_eps", "dat_ep_post_rdma_write", k, &[&eps.to_string()])? {
+        Outcome::Counted(p) if p.own_of(MODEL) == 0 => Some(p.total as f64 / k as f64),
+        Outcome::Counted(_) => return Err(format!("{key}: the software HCA's execution is counted")),
+        Outcome::OutOfObjects(why) => {
+            eprintln!("xtask: !!! {key} NOT MEASURED, recorded as null: the C ABI could not hold {eps} Endpoints and LMRs ({why})");
+            None
+        }
+    };
+    Ok(Figure::new(key, what, value))
+}
+
+/// A run of the C bench doing `op` K times, counting `call`, and its
+/// profile.
+fn capi_run(bin: &str, op: &str, call: &str, k: u64, extra: &[&str]) -> Result<Outcome<Profile>, String> {
+    let mut toggles = vec![call];
+    if call != "dat_evd_dequeue" {
+        toggles.push(MODEL_REGISTER);
+    }
+    let k = k.to_string();
+    let out_file = format!("target/callgrind.capi.{op}.{k}");
+    let mut args = vec![op, &k];
+    args.extend(extra);
+    Ok(match callgrind(bin, &args, &toggles, &out_file)? {
+        Outcome::Counted(total) => {
+            Outcome::Counted(Profile { total, inclusive: annotate(&out_file, true)?, own: annotate(&out_file, false)? })
+        }
+        Outcome::OutOfObjects(why) => Outcome::OutOfObjects(why),
+    })
+}
+
+/// Build the release `libudat.a`, its `udat.pc`, and the C bench against
+/// them; the bench's path.
+fn build_capi_bench() -> Result<String, String> {
+    run("cargo", &["build", "--release", "-p", "udat-static"])?;
+    let flags = capi::pkg_config("target/release")?;
+    let exe = "target/release/icount-capi";
+    let mut cc = vec!["-O2", "-Wall", "-Wextra", "-Werror", "benches/c/icount.c", "-o", exe];
+    cc.extend(flags.split_whitespace());
+    run("cc", &cc)?;
+    Ok(exe.to_string())
+}
+
+fn find_bench_binary(name: &str) -> Result<String, String> {
+    let dir = std::fs::read_dir("target/release/deps").map_err(|e| format!("target/release/deps: {e}"))?;
+    let mut found: Vec<(std::time::SystemTime, String)> = dir
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&format!("{name}-")) && !n.contains('.')
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path().to_string_lossy().into_owned())))
+        .collect();
+    found.sort();
+    found.pop().map(|(_, p)| p).ok_or_else(|| format!("no {name} bench binary in target/release/deps"))
+}

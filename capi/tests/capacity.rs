@@ -91,19 +91,14 @@ impl Drop for Rig {
 }
 
 #[test]
-fn thousands_of_eps_and_ten_thousand_lmrs_live_at_once_by_default() {
+fn ten_thousand_eps_and_lmrs_live_at_once_by_default() {
     let rig = Rig::new(c"capacity-default", "model mlx5_model0");
     let attr = rig.attr();
     assert!(attr.max_eps >= 16_384 && attr.max_evds >= 16_384, "{} EPs, {} EVDs", attr.max_eps, attr.max_evds);
     assert!(attr.max_lmrs >= 65_536, "{} LMRs", attr.max_lmrs);
-    // The software HCA looks at every QP each time it is asked for
-    // connection events, which every EP's teardown does: a few thousand
-    // EPs keep the abrupt close quick in a debug build.
     let buf = vec![0u8; 64];
-    for i in 0..2_000 {
-        assert_eq!(rig.ep(), DAT_SUCCESS, "EP {i}");
-    }
     for i in 0..10_000 {
+        assert_eq!(rig.ep(), DAT_SUCCESS, "EP {i}");
         assert_eq!(rig.lmr(&buf), DAT_SUCCESS, "LMR {i}");
     }
 }

@@ -44,7 +44,13 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) crs: Slab<Cr<B>, S::Slots<Cr<B>>>,
     pub(crate) srqs: Slab<Srq<B>, S::Slots<Srq<B>>>,
     pub(crate) events: EventPool<S::Events>,
+    /// Where a CQ poll puts its completions: kept, so that no poll clears
+    /// a buffer first.
+    polled: [Completion; POLL_BATCH],
 }
+
+/// Completions taken from a CQ in one poll.
+const POLL_BATCH: usize = 16;
 
 macro_rules! lookup {
     ($get:ident, $slab:ident, $handle:ty, $obj:ty, $sub:ident) => {
@@ -118,6 +124,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             crs: Slab::new(Kind::Cr, storage.slots(Kind::Cr)),
             srqs: Slab::new(Kind::Srq, storage.slots(Kind::Srq)),
             events: EventPool::new(storage.events()),
+            polled: [Completion::EMPTY; POLL_BATCH],
         }
     }
 
@@ -239,19 +246,18 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn pump_cq(&mut self, evd: EvdHandle) {
-        const BATCH: usize = 16;
-        let mut buf = [Completion::EMPTY; BATCH];
         loop {
-            let Provider { evds, backend, .. } = self;
+            let Provider { evds, backend, polled, .. } = self;
             let Some(e) = evds.get_mut(evd.0) else { return };
-            let want = (e.queue.room() as usize).min(BATCH);
+            let want = (e.queue.room() as usize).min(POLL_BATCH);
             let Some(cq) = e.cq.as_mut() else { return };
             if want == 0 {
                 return;
             }
-            let got = backend.cq_poll(cq, &mut buf[..want]).min(want);
-            for c in &buf[..got] {
-                self.complete(c);
+            let got = backend.cq_poll(cq, &mut polled[..want]).min(want);
+            for i in 0..got {
+                let Some(&c) = self.polled.get(i) else { break };
+                self.complete(&c);
             }
             if got < want {
                 return;

@@ -155,7 +155,34 @@ pub struct Cqe {
     pub solicited: bool,
 }
 
+/// Where the half of the CQE that [`Cqe::from_tail`] reads starts.
+pub const TAIL: usize = 32;
+
 impl Cqe {
+    /// The CQE whose bytes 32–63 are `tail` (every field the data path
+    /// reads lies there).
+    #[inline(always)]
+    pub fn from_tail(tail: &[u8; 32]) -> Cqe {
+        let be32 = |at: usize| {
+            u32::from_be_bytes([tail[at - TAIL], tail[at - TAIL + 1], tail[at - TAIL + 2], tail[at - TAIL + 3]])
+        };
+        let op_own = tail[field::OP_OWN - TAIL];
+        let sop_drop_qpn = be32(field::SOP_DROP_QPN.start);
+        let counter = field::WQE_COUNTER.start - TAIL;
+        Cqe {
+            opcode: CqeOpcode::from(op_own >> 4),
+            qpn: sop_drop_qpn & 0x00ff_ffff,
+            wqe_counter: u16::from_be_bytes([tail[counter], tail[counter + 1]]),
+            byte_cnt: be32(field::BYTE_CNT.start),
+            imm: be32(field::IMM.start),
+            srqn: be32(field::SRQN.start) & 0x00ff_ffff,
+            syndrome: Syndrome::from(tail[field::SYNDROME - TAIL]),
+            vendor_syndrome: tail[field::VENDOR_SYNDROME - TAIL],
+            send_opcode: (sop_drop_qpn >> 24) as u8,
+            solicited: op_own & 0x2 != 0,
+        }
+    }
+
     /// Whether the CQE reports an error.
     pub fn is_error(&self) -> bool {
         matches!(self.opcode, CqeOpcode::ReqErr | CqeOpcode::RespErr)

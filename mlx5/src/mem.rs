@@ -83,6 +83,23 @@ impl DmaBuf {
         out
     }
 
+    /// The 32 bytes at the 8-aligned `offset`, read as four volatile 8-byte
+    /// loads (the half of a CQE that holds its fields); zeros past the end.
+    #[inline(always)]
+    pub fn read_32(&self, offset: usize) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        if self.holds(offset, 32) && offset % 8 == 0 {
+            for (i, chunk) in out.chunks_exact_mut(8).enumerate() {
+                // SAFETY: inside the buffer and 8-aligned (checked above,
+                // the buffer being 64-aligned); volatile because the
+                // device writes it.
+                let word = unsafe { self.ptr.as_ptr().add(offset + 8 * i).cast::<u64>().read_volatile() };
+                chunk.copy_from_slice(&word.to_ne_bytes());
+            }
+        }
+        out
+    }
+
     /// A volatile read of the byte at `offset` (0 past the end).
     #[inline(always)]
     pub fn read_u8(&self, offset: usize) -> u8 {
@@ -90,18 +107,6 @@ impl DmaBuf {
             // SAFETY: inside the buffer (checked above); volatile because
             // the device writes it.
             unsafe { self.ptr.as_ptr().add(offset).read_volatile() }
-        } else {
-            0
-        }
-    }
-
-    /// A volatile read of the big-endian 16-bit field at `offset`.
-    #[inline(always)]
-    pub fn read_be16(&self, offset: usize) -> u16 {
-        if self.holds(offset, 2) {
-            // SAFETY: inside the buffer (checked above); unaligned-safe.
-            let raw = unsafe { self.ptr.as_ptr().add(offset).cast::<[u8; 2]>().read_volatile() };
-            u16::from_be_bytes(raw)
         } else {
             0
         }

@@ -9,7 +9,7 @@
 //! repeats the whole WQE, and the BlueFlame halves alternate. A broken
 //! rule is a bug in the data path: the model panics and says which.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 
 use udat_core::backend::{CmEvent, ConnOutcome};
@@ -199,6 +199,10 @@ pub struct Hca {
     pub stats: Stats,
     /// Register writes of the doorbell under way, per UAR.
     pending: BTreeMap<u32, Vec<(usize, Vec<u8>)>>,
+    /// QPs that may have work: WQEs rung but not yet executed, or an
+    /// ERROR state whose receives are flushed as they are posted. Only
+    /// these are run, so a device with thousands of idle QPs stays quick.
+    busy: BTreeSet<u32>,
 }
 
 impl Default for Hca {
@@ -217,6 +221,7 @@ impl Default for Hca {
             deadlines: BTreeMap::new(),
             stats: Stats::default(),
             pending: BTreeMap::new(),
+            busy: BTreeSet::new(),
         }
     }
 }
@@ -315,6 +320,7 @@ impl Hca {
         }
         qp.bf_next ^= BF_SIZE;
         qp.seen = record;
+        self.busy.insert(qpn);
     }
 
     fn arm(&mut self, cqn: u32, writes: &[(usize, Vec<u8>)]) {
@@ -341,8 +347,9 @@ impl Hca {
 
     /// Take every QP's doorbell record as rung (bench mode) and run.
     pub fn release(&mut self) {
-        for qp in self.qps.values_mut() {
+        for (qpn, qp) in self.qps.iter_mut() {
             qp.seen = qp.dbrec.be32(4) as u16;
+            self.busy.insert(*qpn);
         }
         self.progress();
     }
@@ -385,14 +392,18 @@ impl Hca {
 
     // ---- execution ----
 
-    /// Run every QP as far as it goes: execute, retry stalled sends, flush
-    /// what an errored QP holds.
+    /// Run every busy QP as far as it goes: execute, retry stalled sends,
+    /// flush what an errored QP holds.
     pub fn progress(&mut self) {
-        let qpns: Vec<u32> = self.qps.keys().copied().collect();
-        for qpn in qpns {
+        let busy: Vec<u32> = self.busy.iter().copied().collect();
+        for qpn in busy {
             self.run(qpn);
-            if self.qps.get(&qpn).is_some_and(|q| q.state == QpState::Error) {
-                self.flush_rq(qpn);
+            match self.qps.get(&qpn) {
+                Some(q) if q.state == QpState::Error => self.flush_rq(qpn),
+                Some(q) if q.exec != q.seen => {}
+                _ => {
+                    self.busy.remove(&qpn);
+                }
             }
         }
     }
@@ -509,6 +520,7 @@ impl Hca {
             return;
         }
         qp.state = QpState::Error;
+        self.busy.insert(qpn);
         self.deadlines.remove(&qpn);
         self.run(qpn);
         self.flush_rq(qpn);

@@ -7,7 +7,6 @@
 use std::ffi::CStr;
 use std::ptr;
 
-use udat_capi::registry::{self, Registration};
 use udat_capi::sys::*;
 
 const TYPE_MASK: u32 = 0x3fff_0000;
@@ -16,52 +15,12 @@ fn ty(ret: DAT_RETURN) -> u32 {
     ret & TYPE_MASK
 }
 
-fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
-    ia
-}
-
-/// A registered model provider and an IA opened on it.
-struct Rig {
-    table: *const DAT_PROVIDER,
-    ia: DAT_IA_HANDLE,
-}
-
-impl Rig {
-    fn new(name: &'static CStr) -> Rig {
-        let reg = Registration { dapl_version: (2, 0), thread_safe: false, ia_out: same };
-        let table = registry::add(name, "model mlx5_model0", reg).expect("register the model provider");
-        let (mut evd, mut ia) = (ptr::null_mut(), ptr::null_mut());
-        // SAFETY: the table was just registered; the arguments are valid.
-        let ret = unsafe { (*table).ia_open_func.unwrap()(name.as_ptr().cast_mut(), 8, &mut evd, &mut ia) };
-        assert_eq!(ret, DAT_SUCCESS);
-        Rig { table, ia }
-    }
-
-    fn t(&self) -> &DAT_PROVIDER {
-        // SAFETY: registered until `drop`.
-        unsafe { &*self.table }
-    }
-
-    fn pz(&self) -> DAT_PZ_HANDLE {
-        let mut pz = ptr::null_mut();
-        // SAFETY: a live IA and a valid out-pointer.
-        assert_eq!(unsafe { self.t().pz_create_func.unwrap()(self.ia, &mut pz) }, DAT_SUCCESS);
-        pz
-    }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        // SAFETY: the IA is open.
-        let ret = unsafe { self.t().ia_close_func.unwrap()(self.ia, DAT_CLOSE_ABRUPT_FLAG) };
-        assert_eq!(ret, DAT_SUCCESS);
-        assert!(registry::remove(self.table));
-    }
-}
+mod common;
+use common::{Rig, MODEL};
 
 #[test]
 fn freed_handle_is_invalid_handle_and_others_survive() {
-    let rig = Rig::new(c"abi-freed");
+    let rig = Rig::new(c"abi-freed", MODEL);
     let t = rig.t();
     let (a, b) = (rig.pz(), rig.pz());
     // SAFETY: handles from this provider, live or freed (a tombstone).
@@ -83,7 +42,7 @@ fn freed_handle_is_invalid_handle_and_others_survive() {
 
 #[test]
 fn handle_of_another_kind_or_null_is_refused() {
-    let rig = Rig::new(c"abi-kind");
+    let rig = Rig::new(c"abi-kind", MODEL);
     let t = rig.t();
     let pz = rig.pz();
     let mut evd = ptr::null_mut();
@@ -113,7 +72,7 @@ fn handle_of_another_kind_or_null_is_refused() {
 
 #[test]
 fn unoffered_slots_are_not_implemented() {
-    let rig = Rig::new(c"abi-unoffered");
+    let rig = Rig::new(c"abi-unoffered", MODEL);
     let t = rig.t();
     // SAFETY: these slots read none of their arguments.
     unsafe {
@@ -126,7 +85,7 @@ fn unoffered_slots_are_not_implemented() {
 
 #[test]
 fn provider_attributes_echo_the_registration() {
-    let rig = Rig::new(c"abi-echo");
+    let rig = Rig::new(c"abi-echo", MODEL);
     let mut attr = DAT_PROVIDER_ATTR::default();
     // SAFETY: a live IA and valid out-pointers.
     let ret =

@@ -7,44 +7,34 @@
 use std::ffi::CStr;
 use std::ptr;
 
-use udat_capi::registry::{self, Registration};
+use udat_capi::registry;
 use udat_capi::sys::*;
 
-fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
-    ia
-}
+mod common;
+use common::{Rig, MODEL, REGISTRATION};
 
-/// A model provider registered with `params` and an IA open on it.
-struct Rig {
-    table: *const DAT_PROVIDER,
-    ia: DAT_IA_HANDLE,
+/// A provider with a PZ on its IA.
+struct Cap {
+    rig: Rig,
     pz: DAT_PZ_HANDLE,
 }
 
-impl Rig {
-    fn new(name: &'static CStr, params: &str) -> Rig {
-        let reg = Registration { dapl_version: (2, 0), thread_safe: false, ia_out: same };
-        let table = registry::add(name, params, reg).expect("register the model provider");
-        let (mut evd, mut ia, mut pz) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-        // SAFETY: the table was just registered; the arguments are valid.
-        unsafe {
-            let t = &*table;
-            assert_eq!(t.ia_open_func.unwrap()(name.as_ptr().cast_mut(), 8, &mut evd, &mut ia), DAT_SUCCESS);
-            assert_eq!(t.pz_create_func.unwrap()(ia, &mut pz), DAT_SUCCESS);
-        }
-        Rig { table, ia, pz }
+impl Cap {
+    fn new(name: &'static CStr, params: &str) -> Cap {
+        let rig = Rig::new(name, params);
+        let pz = rig.pz();
+        Cap { rig, pz }
     }
 
     fn t(&self) -> &DAT_PROVIDER {
-        // SAFETY: registered until `drop`.
-        unsafe { &*self.table }
+        self.rig.t()
     }
 
     fn ep(&self) -> DAT_RETURN {
         let mut ep = ptr::null_mut();
         let null = ptr::null_mut();
         // SAFETY: a live IA and PZ; no EVDs and default attributes.
-        unsafe { self.t().ep_create_func.unwrap()(self.ia, self.pz, null, null, null, ptr::null(), &mut ep) }
+        unsafe { self.t().ep_create_func.unwrap()(self.rig.ia, self.pz, null, null, null, ptr::null(), &mut ep) }
     }
 
     fn lmr(&self, buf: &[u8]) -> DAT_RETURN {
@@ -54,7 +44,7 @@ impl Rig {
         // closed before the test returns); null optional out-pointers.
         unsafe {
             self.t().lmr_create_func.unwrap()(
-                self.ia,
+                self.rig.ia,
                 DAT_MEM_TYPE_VIRTUAL,
                 region,
                 buf.len() as u64,
@@ -74,25 +64,16 @@ impl Rig {
         let mut attr = DAT_IA_ATTR::default();
         // SAFETY: a live IA and a valid out-pointer.
         let ret = unsafe {
-            self.t().ia_query_func.unwrap()(self.ia, ptr::null_mut(), u64::MAX, &mut attr, 0, ptr::null_mut())
+            self.t().ia_query_func.unwrap()(self.rig.ia, ptr::null_mut(), u64::MAX, &mut attr, 0, ptr::null_mut())
         };
         assert_eq!(ret, DAT_SUCCESS);
         attr
     }
 }
 
-impl Drop for Rig {
-    fn drop(&mut self) {
-        // SAFETY: the IA is open.
-        let ret = unsafe { self.t().ia_close_func.unwrap()(self.ia, DAT_CLOSE_ABRUPT_FLAG) };
-        assert_eq!(ret, DAT_SUCCESS);
-        assert!(registry::remove(self.table));
-    }
-}
-
 #[test]
 fn ten_thousand_eps_and_lmrs_live_at_once_by_default() {
-    let rig = Rig::new(c"capacity-default", "model mlx5_model0");
+    let rig = Cap::new(c"capacity-default", MODEL);
     let attr = rig.attr();
     assert!(attr.max_eps >= 16_384 && attr.max_evds >= 16_384, "{} EPs, {} EVDs", attr.max_eps, attr.max_evds);
     assert!(attr.max_lmrs >= 65_536, "{} LMRs", attr.max_lmrs);
@@ -105,7 +86,7 @@ fn ten_thousand_eps_and_lmrs_live_at_once_by_default() {
 
 #[test]
 fn ia_params_set_the_counts_and_the_next_object_is_insufficient_resources() {
-    let rig = Rig::new(c"capacity-params", "model mlx5_model0 eps=3 lmrs=2");
+    let rig = Cap::new(c"capacity-params", "model mlx5_model0 eps=3 lmrs=2");
     assert_eq!((rig.attr().max_eps, rig.attr().max_lmrs), (3, 2));
     for _ in 0..3 {
         assert_eq!(rig.ep(), DAT_SUCCESS);
@@ -119,8 +100,7 @@ fn ia_params_set_the_counts_and_the_next_object_is_insufficient_resources() {
 
 #[test]
 fn a_bad_count_in_ia_params_registers_nothing() {
-    let reg = Registration { dapl_version: (2, 0), thread_safe: false, ia_out: same };
-    assert!(registry::add(c"capacity-bad", "model mlx5_model0 eps=lots", reg).is_err());
+    assert!(registry::add(c"capacity-bad", "model mlx5_model0 eps=lots", REGISTRATION).is_err());
     assert!(registry::table(c"capacity-bad").is_none());
 }
 
@@ -129,7 +109,7 @@ fn first_open_works_on_a_small_thread_stack() {
     let opened = std::thread::Builder::new()
         .stack_size(256 << 10)
         .spawn(|| {
-            let rig = Rig::new(c"capacity-stack", "model mlx5_model0");
+            let rig = Cap::new(c"capacity-stack", MODEL);
             rig.ep()
         })
         .expect("spawn")

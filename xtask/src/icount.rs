@@ -29,7 +29,7 @@ const EPS: u32 = 10_000;
 const MODEL_REGISTER: &str = "<udat_mlx5_model::ModelRegister as udat_mlx5::doorbell::Register>::*";
 
 /// The mlx5 transport's entry for every request post, as callgrind names it.
-const MLX5_POST: &str = "<udat_mlx5::backend::Mlx5<D,_,_,_> as udat_core::backend::Backend>::post_send";
+const MLX5_POST: &str = "<udat_mlx5::backend::Mlx5<D,S> as udat_core::backend::Backend>::post_send";
 
 /// Functions of the software HCA; none may add to a counted figure.
 const MODEL: &str = "udat_mlx5_model::";

@@ -55,9 +55,11 @@ impl Default for Capacity {
     }
 }
 
-/// Most of any one kind: slot indexes and event counts are 32-bit, and a
-/// provider this size already takes gigabytes.
-const MOST: u32 = 1 << 24;
+/// Most of any one kind. The slots are written once when the provider is
+/// built, and a failed allocation ends the process, so a count is kept to
+/// what a machine can hold: a provider with every kind at this count
+/// takes about 2 GB.
+const MOST: u32 = 1 << 20;
 
 impl Capacity {
     /// The count for one kind of object.

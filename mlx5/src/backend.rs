@@ -400,13 +400,11 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             // that covers it (dat_ep_post_send(3DAT) and friends check the
             // triplets against the LMR), and registered memory stays
             // mapped while it is registered.
-            unsafe { queues.sq.post_inline(op, wr.sges, wr.length, flags, slot) }
+            unsafe { queues.sq.send_inline(op, wr.sges, wr.length, flags, slot) }
         } else {
-            queues.sq.post(op, wr.sges, flags, slot)
+            queues.sq.send(op, wr.sges, flags, slot)
         };
-        posted.map_err(|_| resources())?;
-        queues.sq.ring();
-        Ok(())
+        posted.map_err(|_| resources())
     }
 
     #[inline]

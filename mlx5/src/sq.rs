@@ -118,6 +118,67 @@ impl Default for SendSlot {
 #[must_use]
 pub struct Full;
 
+/// Most bytes one BlueFlame copy carries: half the BlueFlame buffer.
+const BF_BYTES: usize = 256;
+
+/// A WQE of at most `N` bytes built on the stack: every byte of its
+/// WQEBBs is written (unused ones zero), so the ring and the BlueFlame
+/// copy get the same whole blocks.
+struct Staged<const N: usize> {
+    bytes: [u8; N],
+    /// Bytes written so far; the control segment is written last, at 0.
+    len: usize,
+}
+
+impl<const N: usize> Staged<N> {
+    #[inline(always)]
+    fn new() -> Self {
+        Staged { bytes: [0; N], len: SEG_BYTES }
+    }
+
+    /// Append `seg`; a segment past the end is dropped (the callers size
+    /// the WQE before building it, so none is).
+    #[inline(always)]
+    fn put(&mut self, seg: &[u8]) {
+        if let Some(dst) = self.bytes.get_mut(self.len..self.len + seg.len()) {
+            dst.copy_from_slice(seg);
+        }
+        self.len += seg.len();
+    }
+
+    /// The remote-address and atomic segments.
+    #[inline(always)]
+    fn headers(&mut self, remote: Option<Remote>, atomic: Option<(u64, u64)>) {
+        if let Some(r) = remote {
+            self.put(&wqe::raddr_seg(r.addr, r.rkey));
+        }
+        if let Some((swap_add, compare)) = atomic {
+            self.put(&wqe::atomic_seg(swap_add, compare));
+        }
+    }
+
+    /// Append `len` bytes of registered memory at `src`.
+    ///
+    /// # Safety
+    /// `src` is valid for reads of `len` bytes.
+    #[inline(always)]
+    unsafe fn copy_in(&mut self, src: *const u8, len: usize) {
+        if let Some(dst) = self.bytes.get_mut(self.len..self.len + len) {
+            // SAFETY: the destination is inside the local array (checked
+            // above); the caller vouches for the source, which is the
+            // consumer's memory and cannot overlap this stack frame.
+            unsafe { dst.as_mut_ptr().copy_from_nonoverlapping(src, len) };
+        }
+        self.len += len;
+    }
+
+    /// The WQEBBs, in order.
+    #[inline(always)]
+    fn blocks(&self) -> impl Iterator<Item = &[u8; WQEBB_BYTES]> {
+        self.bytes.chunks_exact(WQEBB_BYTES).filter_map(|b| b.try_into().ok())
+    }
+}
+
 /// The last WQE written since the doorbell.
 #[derive(Clone, Copy, Debug)]
 struct Last {
@@ -310,18 +371,117 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
 
     /// The control segment, last; the slot; the producer index.
     #[inline(always)]
-    fn finish(&mut self, start: usize, opcode: u8, imm: u32, ds: usize, flags: u8, mut slot: SendSlot) {
+    fn finish(&mut self, start: usize, opcode: u8, imm: u32, ds: usize, flags: u8, slot: SendSlot) {
         let ctrl = wqe::ctrl_seg(self.pi, opcode, 0, self.qpn, ds as u8, flags, imm);
         self.buf.write(start, &ctrl);
         let bbs = wqe::bbs(ds) as u16;
+        self.last = Last { pi: self.pi, word: wqe::doorbell_word(&ctrl), bbs };
+        self.pending += 1;
+        self.keep(slot, bbs);
+    }
+
+    /// Keep what the WQE at the producer index reports on completion, and
+    /// move the producer index past its `bbs` WQEBBs.
+    #[inline(always)]
+    fn keep(&mut self, mut slot: SendSlot, bbs: u16) {
         slot.bbs = bbs;
         let index = usize::from(self.pi & self.wqe_mask);
         if let Some(s) = self.slots.as_mut().get_mut(index) {
             *s = slot;
         }
-        self.last = Last { pi: self.pi, word: wqe::doorbell_word(&ctrl), bbs };
-        self.pending += 1;
         self.pi = self.pi.wrapping_add(bbs);
+    }
+
+    /// Post a WQE that gathers `sges` and ring the doorbell for it. With
+    /// nothing else waiting for a doorbell and a WQE of one WQEBB, the WQE
+    /// is built on the stack, stored into the ring whole and copied to the
+    /// BlueFlame register from the same bytes.
+    #[inline]
+    pub fn send(&mut self, op: Op, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
+        let (opcode, imm, remote, atomic) = op.parts();
+        let ds = 1 + remote.is_some() as usize + atomic.is_some() as usize + sges.len();
+        if self.pending != 0 || ds * SEG_BYTES > WQEBB_BYTES.min(self.bf_size) {
+            self.post(op, sges, flags, slot)?;
+            self.ring();
+            return Ok(());
+        }
+        self.begin(ds)?;
+        let mut wqe = Staged::<WQEBB_BYTES>::new();
+        wqe.headers(remote, atomic);
+        for sge in sges {
+            wqe.put(&wqe::data_seg(sge.length, sge.lkey, sge.addr));
+        }
+        self.ring_staged(&mut wqe, opcode, imm, ds, flags, slot);
+        Ok(())
+    }
+
+    /// Post a WQE that carries the `len` bytes of `sges` inline and ring
+    /// the doorbell for it; built on the stack as [`send`](Self::send)
+    /// builds one, when it fits a BlueFlame copy.
+    ///
+    /// # Safety
+    /// As [`post_inline`](Self::post_inline).
+    #[inline]
+    pub unsafe fn send_inline(
+        &mut self,
+        op: Op,
+        sges: &[Sge],
+        len: u32,
+        flags: u8,
+        slot: SendSlot,
+    ) -> Result<(), Full> {
+        let (opcode, imm, remote, atomic) = op.parts();
+        let data_ds = if len == 0 { 0 } else { wqe::inline_ds(len as usize) };
+        let ds = 1 + remote.is_some() as usize + atomic.is_some() as usize + data_ds;
+        if self.pending != 0 || ds * SEG_BYTES > BF_BYTES.min(self.bf_size) {
+            // SAFETY: forwarded contract.
+            unsafe { self.post_inline(op, sges, len, flags, slot)? };
+            self.ring();
+            return Ok(());
+        }
+        self.begin(ds)?;
+        let mut wqe = Staged::<BF_BYTES>::new();
+        wqe.headers(remote, atomic);
+        if len != 0 {
+            wqe.put(&wqe::inline_header(len));
+            for sge in sges {
+                // SAFETY: the caller vouches that each segment is
+                // readable; the segments sum to `len`, which `ds` sized.
+                unsafe { wqe.copy_in(sge.addr as *const u8, sge.length as usize) };
+            }
+        }
+        self.ring_staged(&mut wqe, opcode, imm, ds, flags, slot);
+        Ok(())
+    }
+
+    /// Store a staged WQE of `ds` segments into the ring, then ring its
+    /// doorbell: the record, and the same bytes by BlueFlame.
+    #[inline(always)]
+    fn ring_staged<const N: usize>(
+        &mut self,
+        wqe: &mut Staged<N>,
+        opcode: u8,
+        imm: u32,
+        ds: usize,
+        flags: u8,
+        slot: SendSlot,
+    ) {
+        let ctrl = wqe::ctrl_seg(self.pi, opcode, 0, self.qpn, ds as u8, flags, imm);
+        wqe.bytes[..SEG_BYTES].copy_from_slice(&ctrl);
+        let bbs = wqe::bbs(ds);
+        let pi = self.pi;
+        for (i, block) in wqe.blocks().take(bbs).enumerate() {
+            self.buf.write(usize::from(pi.wrapping_add(i as u16) & self.wqe_mask) * WQEBB_BYTES, block);
+        }
+        self.keep(slot, bbs as u16);
+        barrier::to_device_barrier();
+        self.dbrec.write_be32(SND_DBR * 4, u32::from(self.pi));
+        barrier::wc_start();
+        for (i, block) in wqe.blocks().take(bbs).enumerate() {
+            self.bf.write_block(self.bf_offset + i * WQEBB_BYTES, block);
+        }
+        self.bf.flush();
+        self.bf_offset ^= self.bf_size;
     }
 
     /// Ring the doorbell for the WQEs written since the last one: the

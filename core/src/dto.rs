@@ -1,13 +1,14 @@
 //! Data transfer operations: dat_ep_post_send(3DAT), dat_ep_post_recv(3DAT),
 //! dat_ep_post_rdma_read(3DAT), dat_ep_post_rdma_write(3DAT).
 //!
-//! The hot path: one handle check, the state and flag rules, one O(1) LMR
-//! lookup per segment, then the backend. No allocation, no division, no
+//! The hot path: one look-up of the EP, the state and flag rules, one O(1)
+//! LMR look-up per segment, then the backend. No allocation, no division, no
 //! dynamic dispatch.
 
-use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
+use crate::backend::{Backend, RequestOp, SendWr};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::EpHandle;
+use crate::lmr::gather;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
@@ -63,7 +64,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
         allowed: u32,
     ) -> DatResult<()> {
-        let ep = self.ep(h)?;
+        // One look-up of the EP; the LMRs, the IA and the backend are other
+        // fields of the provider.
+        let Provider { eps, lmrs, ias, backend, sges, .. } = self;
+        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         if flags.0 & !allowed != 0 || !ep.unsignalled_allowed(flags, false) {
             return Err(DatError::invalid_arg(6));
         }
@@ -81,8 +85,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             }
             _ => MemPriv::LOCAL_READ,
         };
-        let mut sges = [Sge::default(); MAX_SGE];
-        let (count, total) = self.gather(ep.pz, iov, need, &mut sges)?;
+        let (count, total) = gather(lmrs, ep.pz, iov, need, sges)?;
         match op {
             RequestOp::Send if total > u64::from(ep.attr.max_message_size) => {
                 return Err(DatError::invalid_arg(3));
@@ -104,7 +107,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 return Err(DatError::invalid_arg(3));
             }
             RequestOp::CompareSwap { remote, .. } | RequestOp::FetchAdd { remote, .. } => {
-                if !self.ia(ep.ia)?.attr.atomics {
+                let ia = ias.get(ep.ia.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
+                if !ia.attr.atomics {
                     return Err(DatError::of(ErrorType::NotImplemented));
                 }
                 // An atomic works on 8 naturally aligned bytes; the old
@@ -121,10 +125,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if ep.request_outstanding >= ep.attr.max_request_dtos {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
-        let Provider { eps, backend, .. } = self;
-        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-        let wr = SendWr { op, sges: &sges[..count], length: total as u32, cookie, flags };
+        let wr = SendWr { op, sges: sges.get(..count).unwrap_or_default(), length: total as u32, cookie, flags };
         backend.post_send(qp, &wr)?;
         ep.request_outstanding += 1;
         Ok(())
@@ -141,7 +143,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let ep = self.ep(h)?;
+        let Provider { eps, lmrs, backend, sges, .. } = self;
+        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
             return Err(DatError::invalid_arg(5));
         }
@@ -151,38 +154,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !ep.srq.is_null() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
-        let mut sges = [Sge::default(); MAX_SGE];
-        let (count, _) = self.gather(ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
+        let (count, _) = gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, sges)?;
         if ep.recv_outstanding >= ep.attr.max_recv_dtos {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
-        let Provider { eps, backend, .. } = self;
-        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-        backend.post_recv(qp, &sges[..count], cookie)?;
+        backend.post_recv(qp, sges.get(..count).unwrap_or_default(), cookie)?;
         ep.recv_outstanding += 1;
         Ok(())
-    }
-
-    /// Translate `iov` into `sges`, skipping zero-length segments ("When 0
-    /// is specified for segment_length then the other two elements of the
-    /// dat_lmr_triplet are irrelevant"). Returns the entries written and the
-    /// total length.
-    pub(crate) fn gather(
-        &self,
-        pz: crate::handle::PzHandle,
-        iov: &[LmrTriplet],
-        need: MemPriv,
-        sges: &mut [Sge; MAX_SGE],
-    ) -> DatResult<(usize, u64)> {
-        let mut count = 0;
-        let mut total = 0u64;
-        for seg in iov.iter().filter(|s| s.segment_length != 0) {
-            let slot = sges.get_mut(count).ok_or(DatError::invalid_arg(2))?;
-            *slot = self.translate(pz, seg, need)?;
-            count += 1;
-            total += u64::from(seg.segment_length);
-        }
-        Ok((count, total))
     }
 }

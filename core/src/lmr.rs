@@ -6,10 +6,11 @@
 //! index (low 16 bits) and the low 16 bits of its generation (high 16), so
 //! a DTO finds its LMR in O(1) and a freed LMR's context is refused.
 
-use crate::backend::{Backend, Sge};
+use crate::backend::{Backend, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, LmrHandle, PzHandle, RawHandle};
 use crate::provider::Provider;
+use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 use crate::types::{LmrTriplet, MemPriv, MemType};
 
@@ -172,29 +173,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// The live LMR whose context this is.
     pub(crate) fn lmr_by_context(&self, lmr_context: u32) -> Option<(LmrHandle, &Lmr<B>)> {
-        let (raw, lmr) = self.lmrs.live_at(lmr_context & 0xffff)?;
-        (lmr.lmr_context == lmr_context).then_some((LmrHandle(raw), lmr))
-    }
-
-    /// Check one local segment against its LMR and translate it.
-    ///
-    /// Errors follow the DTO pages: a context that names no live LMR is a
-    /// protection violation (dat_lmr_free(3DAT): "Any DTO operation that
-    /// uses the destroyed LMR ... shall fail and report a protection
-    /// violation"), as is an LMR of another PZ; a range outside the LMR is
-    /// an invalid parameter; a missing privilege is a privileges violation.
-    pub(crate) fn translate(&self, pz: PzHandle, seg: &LmrTriplet, need: MemPriv) -> DatResult<Sge> {
-        let (_, lmr) = self.lmr_by_context(seg.lmr_context).ok_or(DatError::of(ErrorType::ProtectionViolation))?;
-        if lmr.pz != pz {
-            return Err(DatError::of(ErrorType::ProtectionViolation));
-        }
-        if !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
-            return Err(DatError::of(ErrorType::InvalidParameter));
-        }
-        if !lmr.privileges.contains(need) {
-            return Err(DatError::of(ErrorType::PrivilegesViolation));
-        }
-        Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey })
+        by_context(&self.lmrs, lmr_context)
     }
 
     /// dat_lmr_sync_rdma_read(3DAT). This platform's memory is coherent
@@ -222,6 +201,66 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         Ok(())
     }
+}
+
+/// The live LMR of `lmrs` whose context this is.
+#[inline(always)]
+pub(crate) fn by_context<B: Backend, L: SlotsOf<Lmr<B>>>(
+    lmrs: &Slab<Lmr<B>, L>,
+    lmr_context: u32,
+) -> Option<(LmrHandle, &Lmr<B>)> {
+    let (raw, lmr) = lmrs.live_at(lmr_context & 0xffff)?;
+    (lmr.lmr_context == lmr_context).then_some((LmrHandle(raw), lmr))
+}
+
+/// Check one local segment against its LMR in `lmrs` and translate it.
+///
+/// Errors follow the DTO pages: a context that names no live LMR is a
+/// protection violation (dat_lmr_free(3DAT): "Any DTO operation that uses
+/// the destroyed LMR ... shall fail and report a protection violation"),
+/// as is an LMR of another PZ; a range outside the LMR is an invalid
+/// parameter; a missing privilege is a privileges violation.
+#[inline(always)]
+pub(crate) fn translate<B: Backend, L: SlotsOf<Lmr<B>>>(
+    lmrs: &Slab<Lmr<B>, L>,
+    pz: PzHandle,
+    seg: &LmrTriplet,
+    need: MemPriv,
+) -> DatResult<Sge> {
+    let (_, lmr) = by_context(lmrs, seg.lmr_context).ok_or(DatError::of(ErrorType::ProtectionViolation))?;
+    if lmr.pz != pz {
+        return Err(DatError::of(ErrorType::ProtectionViolation));
+    }
+    if !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
+        return Err(DatError::of(ErrorType::InvalidParameter));
+    }
+    if !lmr.privileges.contains(need) {
+        return Err(DatError::of(ErrorType::PrivilegesViolation));
+    }
+    Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey })
+}
+
+/// Translate `iov` into `sges`, skipping zero-length segments ("When 0 is
+/// specified for segment_length then the other two elements of the
+/// dat_lmr_triplet are irrelevant"). Returns the entries written and the
+/// total length.
+#[inline(always)]
+pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
+    lmrs: &Slab<Lmr<B>, L>,
+    pz: PzHandle,
+    iov: &[LmrTriplet],
+    need: MemPriv,
+    sges: &mut [Sge; MAX_SGE],
+) -> DatResult<(usize, u64)> {
+    let mut count = 0;
+    let mut total = 0u64;
+    for seg in iov.iter().filter(|s| s.segment_length != 0) {
+        let slot = sges.get_mut(count).ok_or(DatError::invalid_arg(2))?;
+        *slot = translate(lmrs, pz, seg, need)?;
+        count += 1;
+        total += u64::from(seg.segment_length);
+    }
+    Ok((count, total))
 }
 
 impl<B: Backend> Lmr<B> {

@@ -5,7 +5,7 @@
 //! events are pulled from the backend when the consumer dequeues, waits or
 //! posts.
 
-use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, PrivateData};
+use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, PrivateData, Sge, MAX_SGE};
 use crate::cno::Cno;
 use crate::cr::Cr;
 use crate::ep::Ep;
@@ -47,6 +47,9 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     /// Where a CQ poll puts its completions: kept, so that no poll clears
     /// a buffer first.
     polled: [Completion; POLL_BATCH],
+    /// Where a post puts its translated segments: kept, so that no post
+    /// clears an array first.
+    pub(crate) sges: [Sge; MAX_SGE],
 }
 
 /// Completions taken from a CQ in one poll.
@@ -125,6 +128,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             srqs: Slab::new(Kind::Srq, storage.slots(Kind::Srq)),
             events: EventPool::new(storage.events()),
             polled: [Completion::EMPTY; POLL_BATCH],
+            sges: [Sge::default(); MAX_SGE],
         }
     }
 

@@ -51,6 +51,11 @@ impl<T> Slot<T> {
 
 const NONE: u32 = u32::MAX;
 
+/// Storage a slab of `T` can live in.
+pub trait SlotsOf<T>: AsRef<[Slot<T>]> + AsMut<[Slot<T>]> {}
+
+impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> SlotsOf<T> for S {}
+
 /// Slots of `T` in storage `S`, which the slab's owner provides.
 #[derive(Debug)]
 pub struct Slab<T, S> {

@@ -2,7 +2,8 @@
 //! dat_srq_post_recv(3DAT), dat_srq_query(3DAT), dat_srq_resize(3DAT),
 //! dat_srq_set_lw(3DAT).
 
-use crate::backend::{Backend, Sge, MAX_SGE};
+use crate::backend::Backend;
+use crate::lmr::gather;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, PzHandle, SrqHandle};
 use crate::provider::Provider;
@@ -88,18 +89,16 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// dat_srq_post_recv(3DAT): valid in every SRQ state.
     pub fn srq_post_recv(&mut self, h: SrqHandle, iov: &[LmrTriplet], cookie: u64) -> DatResult<()> {
-        let s = self.srq(h)?;
+        let Provider { srqs, lmrs, backend, sges, .. } = self;
+        let s = srqs.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleSrq))?;
         if iov.len() > s.attr.max_recv_iov as usize {
             return Err(DatError::invalid_arg(2));
         }
-        let mut sges = [Sge::default(); MAX_SGE];
-        let (count, _) = self.gather(s.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
+        let (count, _) = gather(lmrs, s.pz, iov, MemPriv::LOCAL_WRITE, sges)?;
         if s.outstanding >= s.attr.max_recv_dtos {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
-        let Provider { srqs, backend, .. } = self;
-        let s = srqs.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleSrq))?;
-        backend.srq_post_recv(&mut s.srq, &sges[..count], cookie)?;
+        backend.srq_post_recv(&mut s.srq, sges.get(..count).unwrap_or_default(), cookie)?;
         s.outstanding += 1;
         Ok(())
     }

@@ -74,6 +74,17 @@ pub(crate) struct Evd<B: Backend> {
     pub(crate) context: u64,
 }
 
+impl<B: Backend> Evd<B> {
+    /// Whether a dequeue may hand the next completion of its CQ straight to
+    /// the caller: nothing but DTO and bind completions feed it, and no CNO
+    /// waits to hear of an event's arrival.
+    fn takes_direct(&self) -> bool {
+        !self.flags.intersects(EvdFlags::CONNECTION | EvdFlags::CR | EvdFlags::ASYNC | EvdFlags::SOFTWARE)
+            && self.foreign_streams == 0
+            && self.cno.is_null()
+    }
+}
+
 /// `DAT_EVD_STATE` bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EvdState(pub u32);
@@ -278,12 +289,27 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// dat_evd_dequeue(3DAT): the oldest event, or `DAT_QUEUE_EMPTY`.
     pub fn evd_dequeue(&mut self, evd: EvdHandle) -> DatResult<Event> {
-        let e = self.evd(evd)?;
+        let Provider { evds, backend, polled, .. } = self;
+        let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
         // "There is already a waiter on the EVD": DAT_INVALID_STATE.
         if e.waiter {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdWaiter));
         }
         let ia = e.ia;
+        // An EVD that only completions feed, with nothing queued and no CNO
+        // to notify, takes the next completion straight from its CQ: the
+        // event goes to the caller without passing through the queue.
+        if e.queue.is_empty() && e.takes_direct() {
+            let Some(cq) = e.cq.as_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
+            let Some(slot) = polled.first_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
+            if backend.cq_poll(cq, core::slice::from_mut(slot)) == 0 {
+                return Err(DatError::of(ErrorType::QueueEmpty));
+            }
+            let c = *slot;
+            if let Some(event) = self.complete_to(&c, evd) {
+                return Ok(event);
+            }
+        }
         self.fill(ia, evd, 1, false);
         let Provider { evds, events, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;

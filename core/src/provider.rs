@@ -46,7 +46,7 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) events: EventPool<S::Events>,
     /// Where a CQ poll puts its completions: kept, so that no poll clears
     /// a buffer first.
-    polled: [Completion; POLL_BATCH],
+    pub(crate) polled: [Completion; POLL_BATCH],
     /// Where a post puts its translated segments: kept, so that no post
     /// clears an array first.
     pub(crate) sges: [Sge; MAX_SGE],
@@ -280,23 +280,35 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// Route one completion to its EVD and settle the EP's accounts.
     pub(crate) fn complete(&mut self, c: &Completion) {
+        // With no EVD to hand it to directly, the event is always queued.
+        let _ = self.complete_to(c, EvdHandle::NULL);
+    }
+
+    /// Settle one completion: the EP's accounts, then its event, which is
+    /// returned instead of queued when it is for `direct` (a dequeue of
+    /// that EVD with nothing queued before it), then the connection a
+    /// failure breaks.
+    pub(crate) fn complete_to(&mut self, c: &Completion, direct: EvdHandle) -> Option<Event> {
         let ep_h = EpHandle(RawHandle::from_bits(c.tag));
         // A completion of a freed EP (a stale CQE) has nowhere to go.
-        let Some(ep) = self.eps.get_mut(ep_h.0) else { return };
+        let ep = self.eps.get_mut(ep_h.0)?;
         let failed = !matches!(c.status, DtoStatus::Success | DtoStatus::Flushed);
         let connected = matches!(ep.state, EpState::Connected | EpState::DisconnectPending);
-        match c.op {
+        let routed = match c.op {
             DtoOp::BindMw => {
                 ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
                 let evd = ep.request_evd;
                 let rmr_h = RmrHandle(RawHandle::from_bits(c.cookie));
-                if let Some(rmr) = self.rmrs.get_mut(rmr_h.0) {
-                    let cookie = rmr.bind_cookie;
-                    if c.status != DtoStatus::Success {
-                        self.rmr_unbind(rmr_h);
+                match self.rmrs.get_mut(rmr_h.0) {
+                    Some(rmr) => {
+                        let cookie = rmr.bind_cookie;
+                        if c.status != DtoStatus::Success {
+                            self.rmr_unbind(rmr_h);
+                        }
+                        let data = EventData::RmrBind { rmr: rmr_h, cookie, status: c.status };
+                        Some((evd, EventNumber::RmrBindCompletion, data))
                     }
-                    let data = EventData::RmrBind { rmr: rmr_h, cookie, status: c.status };
-                    self.deliver(evd, EventNumber::RmrBindCompletion, data, c.notify);
+                    None => None,
                 }
             }
             op => {
@@ -318,15 +330,24 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     op,
                     imm: c.imm,
                 };
-                self.deliver(evd, EventNumber::DtoCompletion, data, c.notify);
+                Some((evd, EventNumber::DtoCompletion, data))
             }
-        }
+        };
+        let handed = match routed {
+            Some((evd, number, data)) if evd == direct && !direct.is_null() => Some(Event { number, evd, data }),
+            Some((evd, number, data)) => {
+                self.deliver(evd, number, data, c.notify);
+                None
+            }
+            None => None,
+        };
         // A failed DTO breaks the connection (dat_lmr_free(3DAT): "...
         // DAT_DTO_ERR_REMOTE_ACCESS is reported ... and the connection is
         // broken"); every later DTO is flushed by the transport.
         if failed && connected {
             self.ep_lost(ep_h, EventNumber::ConnectionBroken);
         }
+        handed
     }
 
     /// The connection of `ep` is gone: it is Disconnected, the transport

@@ -136,6 +136,7 @@ impl<B: Transport> Instance<B> {
     /// `h` is non-null and was produced by an instance of `B` (libdat2 and
     /// the static registry dispatch on the handle's own provider word, so
     /// an entry point of `B` only ever sees such handles first).
+    #[inline(always)]
     pub unsafe fn of(h: DAT_HANDLE) -> &'static Instance<B> {
         // SAFETY: by the contract, `h` points at a slot header whose
         // provider word is the address of a live `Instance<B>`.
@@ -175,6 +176,7 @@ impl<B: Transport> State<B> {
     /// # Safety
     /// `h` is null or points at readable memory of at least a slot header
     /// (C callers pass handles, which the DAT API requires to be handles).
+    #[inline(always)]
     pub unsafe fn raw(&self, word: usize, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
         if h.is_null() {
             return Err(invalid(kind));

@@ -160,6 +160,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// The slot header a handle points at (live or tombstone): the address
     /// the C ABI hands out.
+    #[inline]
     pub fn slot_header(&self, h: AnyHandle) -> Option<&SlotHeader> {
         match h.kind {
             Kind::Ia => self.ias.header(h.raw),

@@ -3,9 +3,9 @@
 //! dat_srq_set_lw(3DAT).
 
 use crate::backend::Backend;
-use crate::lmr::gather;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, PzHandle, SrqHandle};
+use crate::lmr::gather;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{LmrTriplet, MemPriv, SrqAttr};

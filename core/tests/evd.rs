@@ -419,3 +419,38 @@ fn dat_evd_dequeue_of_a_dto_only_evd_leaves_connection_events_to_a_wait() {
     assert_eq!(dtos(&[event]), [(5, DtoStatus::Flushed)]);
     assert_eq!(fx.state(ep), EpState::Disconnected);
 }
+
+/// A dequeue of a DTO-only EVD with nothing queued and no CNO takes the
+/// next completion straight from the transport; with a CNO tied the events
+/// pass through the queue. Either way they come in completion order with
+/// their accounts settled, and a failed DTO still breaks the connection,
+/// flushing the rest behind it.
+#[test]
+fn dat_evd_dequeue_gives_completions_in_order_with_or_without_a_cno() {
+    let mut seen = Vec::new();
+    for with_cno in [false, true] {
+        let mut fx = Fx::new();
+        if with_cno {
+            let cno = fx.p.cno_create(fx.ia, None).unwrap();
+            fx.p.evd_modify_cno(fx.dto_evd, cno).unwrap();
+        }
+        let ep = fx.ep_connected();
+        for cookie in 1..=4 {
+            fx.p.ep_post_send(ep, &[fx.seg(0, 8)], cookie, CompletionFlags::DEFAULT).unwrap();
+        }
+        assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
+        assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
+        let first = fx.p.evd_dequeue(fx.dto_evd).unwrap();
+        assert_eq!(dtos(&[first]), [(1, DtoStatus::Success)]);
+        assert_eq!(fx.p.ep_get_status(ep).unwrap(), (EpState::Connected, true, false));
+        // The third fails: the fourth is flushed, the connection breaks.
+        assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::LocalProtection));
+        let rest = fx.drain(fx.dto_evd);
+        assert_eq!(dtos(&rest), [(2, DtoStatus::Success), (3, DtoStatus::LocalProtection), (4, DtoStatus::Flushed)]);
+        assert_eq!(fx.state(ep), EpState::Disconnected);
+        let conn = fx.drain(fx.conn_evd);
+        assert_eq!(conn.iter().map(|e| e.number).collect::<Vec<_>>(), [EventNumber::ConnectionBroken]);
+        seen.push((first, rest));
+    }
+    assert_eq!(seen[0], seen[1]);
+}

@@ -34,6 +34,7 @@ pub mod misc;
 pub mod srq;
 
 /// The `DAT_RETURN` of a result.
+#[inline(always)]
 pub(crate) fn ret(r: DatResult<()>) -> DAT_RETURN {
     match r {
         Ok(()) => DAT_SUCCESS,
@@ -42,6 +43,7 @@ pub(crate) fn ret(r: DatResult<()>) -> DAT_RETURN {
 }
 
 /// Run `f` without letting a panic cross into C.
+#[inline(always)]
 pub(crate) fn guarded(f: impl FnOnce() -> DatResult<()>) -> DAT_RETURN {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => ret(r),
@@ -75,6 +77,7 @@ impl<B: Transport> Cx<B> {
 ///
 /// # Safety
 /// `h` is null or a handle this transport's table was dispatched for.
+#[inline(always)]
 pub(crate) unsafe fn with<B: Transport>(
     h: DAT_HANDLE,
     kind: Kind,

@@ -125,7 +125,7 @@ pub unsafe extern "C" fn evd_dequeue<B: Transport>(evd: DAT_EVD_HANDLE, event: *
         with::<B>(evd, Kind::Evd, |cx, raw| {
             let slot = out(event, 2)?;
             let e = cx.st.core.evd_dequeue(EvdHandle::from_raw(raw))?;
-            write_event(cx, &e, slot);
+            write_event(cx, evd, &e, slot);
             Ok(())
         })
     }
@@ -152,7 +152,7 @@ pub unsafe extern "C" fn evd_wait<B: Transport>(
             loop {
                 match cx.st.core.evd_wait_poll(&wait)? {
                     WaitStep::Ready { event, nmore: more } => {
-                        write_event(cx, &event, slot);
+                        write_event(cx, evd, &event, slot);
                         *nmore = more.min(i32::MAX as u32) as DAT_COUNT;
                         return Ok(());
                     }
@@ -214,11 +214,13 @@ fn ib_ext_type(op: DtoOp) -> DAT_IB_EXT_TYPE {
     }
 }
 
-/// Fill a `DAT_EVENT` from a core event. Pointers in it (private data,
-/// addresses) point into the provider and stay valid as the spec says.
-pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, e: &Event, out: &mut DAT_EVENT) {
+/// Fill a `DAT_EVENT` from a core event taken from the EVD whose C handle
+/// is `evd`. Pointers in it (private data, addresses) point into the
+/// provider and stay valid as the spec says.
+#[inline(always)]
+pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: &Event, out: &mut DAT_EVENT) {
     out.event_number = e.number as DAT_EVENT_NUMBER;
-    out.evd_handle = cx.st.ptr(e.evd);
+    out.evd_handle = evd;
     out.event_extension_data = [0; 8];
     match e.data {
         EventData::Dto { ep, cookie, status, transferred_length, op, imm } => {

@@ -36,8 +36,11 @@ pub type PrivateData = crate::FixedVec<u8, MAX_PRIVATE_DATA>;
 /// Most scatter/gather entries one work request may have.
 pub const MAX_SGE: usize = 16;
 
-/// A translated local segment: what the transport puts on the wire.
+/// A translated local segment: what the transport puts on the wire. Laid
+/// out as verbs' `struct ibv_sge`, so a transport over libibverbs hands the
+/// segments to the device as they are.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Sge {
     pub addr: u64,
     pub length: u32,

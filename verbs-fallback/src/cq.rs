@@ -9,6 +9,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::MaybeUninit;
 use std::rc::Rc;
 
@@ -25,11 +26,40 @@ use crate::sys;
 /// How many work completions one `ibv_poll_cq` call takes.
 const BATCH: usize = 16;
 
+/// Hashes a QP number with one multiply: QP numbers are device-assigned
+/// small integers, not attacker-chosen keys, and a poll looks one up per
+/// work completion, where SipHash would cost more than the rest of it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct QpnHasher(u64);
+
+impl Hasher for QpnHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(FIBONACCI);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(FIBONACCI);
+    }
+}
+
+/// 2^64 divided by the golden ratio: a multiplier that spreads sequential
+/// keys over the high bits.
+const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The QPs reporting to a CQ, by QP number.
+pub(crate) type QpMap = HashMap<u32, Rc<QpShared>, BuildHasherDefault<QpnHasher>>;
+
 pub(crate) struct CqShared {
     pub cq: *mut sys::ibv_cq,
     stash: RefCell<VecDeque<Completion>>,
     /// The QPs reporting here, by QP number.
-    pub qps: RefCell<HashMap<u32, Rc<QpShared>>>,
+    pub qps: RefCell<QpMap>,
     /// Whether a notification is requested and not yet delivered.
     pub armed: Cell<bool>,
 }
@@ -45,7 +75,7 @@ impl CqShared {
         Ok(CqShared {
             cq,
             stash: RefCell::new(VecDeque::new()),
-            qps: RefCell::new(HashMap::new()),
+            qps: RefCell::new(QpMap::default()),
             armed: Cell::new(false),
         })
     }

@@ -258,8 +258,7 @@ impl Qp {
 
     pub(crate) fn post_send(&mut self, wr: &SendWr<'_>) -> DatResult<()> {
         use sys::ibv_send_flags as f;
-        let mut sge = [sys::ibv_sge { addr: 0, length: 0, lkey: 0 }; MAX_SGE];
-        let n = to_ibv_sges(wr.sges, &mut sge)?;
+        let (sg_list, n) = ibv_sges(wr.sges)?;
         use sys::ibv_wr_opcode as o;
         let (opcode, op, remote) = match wr.op {
             RequestOp::Send => (o::IBV_WR_SEND, DtoOp::Send, None),
@@ -291,7 +290,7 @@ impl Qp {
         // SAFETY: plain C data; every field read by the provider is set below.
         let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
         swr.wr_id = seq;
-        swr.sg_list = sge.as_mut_ptr();
+        swr.sg_list = sg_list;
         swr.num_sge = n;
         swr.opcode = opcode;
         swr.send_flags = flags.0;
@@ -317,14 +316,14 @@ impl Qp {
             swr.__bindgen_anon_1.imm_data = imm.to_be();
         }
         let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live; `swr` and `sge` outlive the call.
+        // SAFETY: the QP is live; `swr` and the segments it points at
+        // outlive the call, which only reads them.
         let rc = unsafe { sys::post_send(self.shared.qp, &mut swr, &mut bad) };
         self.settle_post(rc, true)
     }
 
     pub(crate) fn post_recv(&mut self, sges: &[Sge], cookie: u64) -> DatResult<()> {
-        let mut sge = [sys::ibv_sge { addr: 0, length: 0, lkey: 0 }; MAX_SGE];
-        let n = to_ibv_sges(sges, &mut sge)?;
+        let (sg_list, n) = ibv_sges(sges)?;
         let seq = {
             let mut rings = self.shared.rings.borrow_mut();
             let seq = rings.next_recv;
@@ -332,10 +331,10 @@ impl Qp {
             rings.recvs.push_back((seq, cookie));
             seq
         };
-        let mut rwr =
-            sys::ibv_recv_wr { wr_id: seq | RECV, next: std::ptr::null_mut(), sg_list: sge.as_mut_ptr(), num_sge: n };
+        let mut rwr = sys::ibv_recv_wr { wr_id: seq | RECV, next: std::ptr::null_mut(), sg_list, num_sge: n };
         let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live; `rwr` and `sge` outlive the call.
+        // SAFETY: the QP is live; `rwr` and the segments it points at
+        // outlive the call, which only reads them.
         let rc = unsafe { sys::post_recv(self.shared.qp, &mut rwr, &mut bad) };
         self.settle_post(rc, false)
     }
@@ -427,13 +426,24 @@ impl Drop for Qp {
     }
 }
 
-/// The core's segments as verbs SGEs in `out`; how many.
-pub(crate) fn to_ibv_sges(sges: &[Sge], out: &mut [sys::ibv_sge; MAX_SGE]) -> DatResult<i32> {
+// The core's `Sge` and verbs' `ibv_sge` are one layout (`{ u64, u32,
+// u32 }`), so a work request points at the core's segments as they are.
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<Sge>() == size_of::<sys::ibv_sge>());
+    assert!(align_of::<Sge>() == align_of::<sys::ibv_sge>());
+    assert!(offset_of!(Sge, addr) == offset_of!(sys::ibv_sge, addr));
+    assert!(offset_of!(Sge, length) == offset_of!(sys::ibv_sge, length));
+    assert!(offset_of!(Sge, lkey) == offset_of!(sys::ibv_sge, lkey));
+};
+
+/// The core's segments as a work request's scatter/gather list and its
+/// length. The device reads the list during the post call and never
+/// writes it; the pointer is `*mut` only because `struct ibv_send_wr`
+/// declares it so.
+pub(crate) fn ibv_sges(sges: &[Sge]) -> DatResult<(*mut sys::ibv_sge, i32)> {
     if sges.len() > MAX_SGE {
         return Err(DatError::of(ErrorType::LengthError));
     }
-    for (o, s) in out.iter_mut().zip(sges) {
-        *o = sys::ibv_sge { addr: s.addr, length: s.length, lkey: s.lkey };
-    }
-    Ok(sges.len() as i32)
+    Ok((sges.as_ptr().cast::<sys::ibv_sge>().cast_mut(), sges.len() as i32))
 }

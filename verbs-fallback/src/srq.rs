@@ -2,13 +2,9 @@
 
 use std::cell::RefCell;
 
-use udat_core::{
-    backend::{Sge, MAX_SGE},
-    types::SrqAttr,
-    DatResult,
-};
+use udat_core::{backend::Sge, types::SrqAttr, DatResult};
 
-use crate::qp::{to_ibv_sges, RECV};
+use crate::qp::{ibv_sges, RECV};
 use crate::status::{check, dat_error, errno};
 use crate::sys;
 
@@ -44,8 +40,7 @@ impl SrqShared {
     }
 
     pub fn post_recv(&self, sges: &[Sge], cookie: u64) -> DatResult<()> {
-        let mut sge = [sys::ibv_sge { addr: 0, length: 0, lkey: 0 }; MAX_SGE];
-        let n = to_ibv_sges(sges, &mut sge)?;
+        let (sg_list, n) = ibv_sges(sges)?;
         let slot = {
             let mut slots = self.slots.borrow_mut();
             match slots.free.pop() {
@@ -59,14 +54,10 @@ impl SrqShared {
                 }
             }
         };
-        let mut wr = sys::ibv_recv_wr {
-            wr_id: slot as u64 | RECV,
-            next: std::ptr::null_mut(),
-            sg_list: sge.as_mut_ptr(),
-            num_sge: n,
-        };
+        let mut wr = sys::ibv_recv_wr { wr_id: slot as u64 | RECV, next: std::ptr::null_mut(), sg_list, num_sge: n };
         let mut bad = std::ptr::null_mut();
-        // SAFETY: the SRQ is live; `wr` and `sge` outlive the call.
+        // SAFETY: the SRQ is live; `wr` and the segments it points at
+        // outlive the call, which only reads them.
         let rc = unsafe { sys::post_srq_recv(self.srq, &mut wr, &mut bad) };
         if rc != 0 {
             self.take(slot as u64);

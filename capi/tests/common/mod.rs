@@ -1,3 +1,6 @@
+// Each test crate that includes this module uses a part of it.
+#![allow(dead_code)]
+
 //! A model provider registered under a name of the test's own, with an
 //! IA open on it: called through its table as libdat2 calls it.
 

@@ -1,12 +1,18 @@
 /*
- * Instruction counts of the C ABI (libudat.a) on the software mlx5 HCA,
- * for callgrind: `icount OP K [N]` makes connected Endpoints on one IA of
- * udat-model-mlx5_model0, then does OP K times. `cargo xtask icount`
- * collects only inside the DAT call OP measures (--toggle-collect), less
- * the model's doorbell registers (the software HCA executes the WQEs
- * there, which a ConnectX does in hardware), and takes the difference of
- * two runs with different K where the setup calls it too. Written against
- * <dat2/udat.h> alone.
+ * Instruction counts of the C ABI, for callgrind: `icount [-P IA] OP K [N]`
+ * opens the IA named IA (by default udat-model-mlx5_model0, udat's mlx5
+ * data path on the software HCA), connects Endpoints of it to each other
+ * in pairs through a PSP, then does OP K times. Written against
+ * <dat2/udat.h> alone, so it builds against udat's libudat.a or against
+ * libdat2 (-ldat2), which loads the provider dat.conf names IA.
+ *
+ * `cargo xtask icount` links it with libudat.a and collects only inside
+ * the DAT call OP measures (--toggle-collect), less the model's doorbell
+ * registers (the software HCA executes the WQEs there, which a ConnectX
+ * does in hardware); `cargo xtask icount-rxe` links it with libdat2 and
+ * counts write_4k through udat's plug-in and OFA's provider on rxe. Both
+ * take the difference of two runs with different K, so that what the
+ * setup collects (it calls dat_evd_dequeue too) cancels.
  *
  * OP, and the call each iteration counts:
  *   write_4k         dat_ep_post_rdma_write, one 4 KiB segment, signalled
@@ -25,10 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <dat2/udat.h>
 
-#define PROVIDER "udat-model-mlx5_model0"
+/* The IA opened unless -P names another. */
+#define DEFAULT_IA "udat-model-mlx5_model0"
 #define CONN_QUAL 4243
 #define SIZE 4096
 /* Completions an EVD and an Endpoint hold at most: the EVD queue length
@@ -36,8 +45,8 @@
 #define REAP 16
 /* Endpoints sharing one DTO EVD. */
 #define EPS_PER_EVD 256
-/* Dequeues of an empty EVD before a wanted event counts as lost. */
-#define PATIENCE 1000000
+/* Seconds of empty dequeues before a wanted event counts as lost. */
+#define PATIENCE 120
 #define EXIT_RESOURCES 3
 
 struct ep {
@@ -82,25 +91,39 @@ static void create(DAT_RETURN ret, const char *what, int made, int wanted)
 	check(ret, what);
 }
 
+static time_t now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
 /* The next event of `evd`, polled for: dat_evd_wait would arm CQs and
- * ring the model's doorbell registers outside the counted calls. */
+ * ring the model's doorbell registers outside the counted calls. An empty
+ * EVD yields the processor, so that a provider's own threads (a
+ * connection manager's, say) run even where threads take turns, as under
+ * valgrind. */
 static DAT_EVENT next_event(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const char *what)
 {
 	DAT_EVENT event;
 	DAT_RETURN ret;
+	time_t deadline = now() + PATIENCE;
 
-	for (long i = 0; i < PATIENCE; i++) {
+	do {
 		ret = dat_evd_dequeue(evd, &event);
-		if (DAT_GET_TYPE(ret) == DAT_QUEUE_EMPTY)
+		if (DAT_GET_TYPE(ret) == DAT_QUEUE_EMPTY) {
+			sched_yield();
 			continue;
+		}
 		check(ret, what);
 		if (event.event_number != want) {
 			fprintf(stderr, "icount: %s: event 0x%x, expected 0x%x\n", what, event.event_number, want);
 			exit(1);
 		}
 		return event;
-	}
-	fprintf(stderr, "icount: %s: no event\n", what);
+	} while (now() < deadline);
+	fprintf(stderr, "icount: %s: no event in %d s\n", what, PATIENCE);
 	exit(1);
 }
 
@@ -157,7 +180,7 @@ static void connect_pair(struct rig *r, int i, DAT_IA_ADDRESS_PTR addr)
 }
 
 /* `neps` Endpoints (even), connected in pairs 0-1, 2-3, ... */
-static void rig_init(struct rig *r, int neps)
+static void rig_init(struct rig *r, char *ia_name, int neps)
 {
 	DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
 	DAT_IA_ATTR ia_attr;
@@ -166,7 +189,7 @@ static void rig_init(struct rig *r, int neps)
 	r->neps = neps;
 	r->buf = calloc(1, 2 * SIZE);
 	r->eps = calloc(neps, sizeof *r->eps);
-	check(dat_ia_open(PROVIDER, 8, &async, &r->ia), "dat_ia_open");
+	check(dat_ia_open(ia_name, 8, &async, &r->ia), "dat_ia_open");
 	check(dat_ia_query(r->ia, NULL, DAT_IA_FIELD_ALL, &ia_attr, 0, NULL), "dat_ia_query");
 	check(dat_pz_create(r->ia, &r->pz), "dat_pz_create");
 	check(dat_evd_create(r->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &r->cr_evd), "dat_evd_create CR");
@@ -259,8 +282,8 @@ static void dequeue(struct rig *r, long k, int batch)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: icount write_4k|write_64_inline|send_64_inline|dequeue_one|dequeue_batch16 K\n"
-			"       icount write_4k_eps K N\n");
+	fprintf(stderr, "usage: icount [-P IA] write_4k|write_64_inline|send_64_inline|dequeue_one|dequeue_batch16 K\n"
+			"       icount [-P IA] write_4k_eps K N\n");
 	return 2;
 }
 
@@ -291,15 +314,23 @@ static int run(struct rig *r, const char *op, long k, int neps)
 int main(int argc, char **argv)
 {
 	struct rig r;
-	int eps = argc == 4 && !strcmp(argv[1], "write_4k_eps");
-	long k = argc > 2 ? atol(argv[2]) : 0;
-	int neps = eps ? atoi(argv[3]) : 2;
+	char *ia_name = DEFAULT_IA;
+	int eps, neps;
+	long k;
 
+	if (argc > 2 && !strcmp(argv[1], "-P")) {
+		ia_name = argv[2];
+		argc -= 2;
+		argv += 2;
+	}
+	eps = argc == 4 && !strcmp(argv[1], "write_4k_eps");
+	k = argc > 2 ? atol(argv[2]) : 0;
+	neps = eps ? atoi(argv[3]) : 2;
 	if (argc != 3 + eps || k <= 0 || neps < 2 || neps % 2 != 0)
 		return usage();
-	rig_init(&r, neps);
+	rig_init(&r, ia_name, neps);
 	if (run(&r, argv[1], k, neps) != 0)
 		return usage();
-	printf("icount: %s x %ld on %d Endpoints: ok\n", argv[1], k, neps);
+	printf("icount: %s x %ld on %d Endpoints of %s: ok\n", argv[1], k, neps, ia_name);
 	return 0;
 }

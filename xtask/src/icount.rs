@@ -12,6 +12,9 @@
 //! - `benches/c/icount.c`: the C ABI of `libudat.a` over the mlx5 data path
 //!   on the software HCA (`capi.*`), built here with `cc -O2` against a
 //!   release `libudat.a` through `target/release/udat.pc`.
+//!
+//! `cargo xtask icount-rxe` runs the same C program against libdat2 on
+//! soft-RoCE (see [`crate::icount_rxe`]).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -39,14 +42,14 @@ const EXIT_RESOURCES: i32 = 3;
 
 /// One figure: its key, what it measures, and instructions per operation
 /// (`None`: not measured, and a line on stderr said why).
-struct Figure {
+pub(crate) struct Figure {
     key: String,
     what: &'static str,
     value: Option<f64>,
 }
 
 impl Figure {
-    fn new(key: impl Into<String>, what: &'static str, value: Option<f64>) -> Figure {
+    pub(crate) fn new(key: impl Into<String>, what: &'static str, value: Option<f64>) -> Figure {
         Figure { key: key.into(), what, value }
     }
 }
@@ -91,7 +94,7 @@ fn print_table(figures: &[Figure]) {
 }
 
 /// One JSON object, keys sorted, one decimal.
-fn to_json(figures: &[Figure]) -> String {
+pub(crate) fn to_json(figures: &[Figure]) -> String {
     let sorted: BTreeMap<&str, Option<f64>> = figures.iter().map(|f| (f.key.as_str(), f.value)).collect();
     let fields: Vec<String> = sorted
         .iter()
@@ -172,16 +175,17 @@ fn counted(bin: &str, args: &[&str], toggles: &[&str], out_file: &str) -> Result
 fn annotate(out_file: &str, inclusive: bool) -> Result<Vec<(String, u64)>, String> {
     let mode = format!("--inclusive={}", if inclusive { "yes" } else { "no" });
     let text = output("callgrind_annotate", &[&mode, "--auto=no", "--threshold=100", out_file])?;
-    Ok(text
-        .lines()
-        .filter_map(|l| {
-            let (cost, rest) = l.trim_start().split_once(' ')?;
-            let cost = cost.replace(',', "").parse().ok()?;
-            let name = rest.trim_start().strip_prefix('(')?.split_once(')')?.1.trim();
-            Some((name.to_string(), cost))
-        })
-        .filter(|(name, _)| name != "PROGRAM TOTALS")
-        .collect())
+    Ok(text.lines().filter_map(annotated_cost).collect())
+}
+
+/// The function and cost of one line of callgrind_annotate's function
+/// list (`1,234 (5.6%)  file:function [object]`); `None` for any other
+/// line, the program's total among them.
+pub(crate) fn annotated_cost(line: &str) -> Option<(String, u64)> {
+    let (cost, rest) = line.trim_start().split_once(' ')?;
+    let cost = cost.replace(',', "").parse().ok()?;
+    let name = rest.trim_start().strip_prefix('(')?.split_once(')')?.1.trim();
+    (name != "PROGRAM TOTALS").then(|| (name.to_string(), cost))
 }
 
 // ---- the DAT layer over the null backend ----

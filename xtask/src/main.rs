@@ -8,6 +8,9 @@
 //!   programs against the plug-in on soft-RoCE (`tests/peers/run.sh`).
 //! - `cargo xtask icount [--json PATH]`: instructions per DAT operation
 //!   through the Rust API and the C ABI, from callgrind (see [`icount`]).
+//! - `cargo xtask icount-rxe [--json PATH]`: instructions per
+//!   `dat_ep_post_rdma_write` on soft-RoCE, udat's plug-in beside OFA
+//!   dapl's cma provider, from callgrind (see [`icount_rxe`]).
 //! - `cargo xtask softroce [--timeout SECS] -- COMMAND...`: run a command
 //!   where a soft-RoCE device exists (see [`softroce`]).
 //! - `cargo xtask pingpong`: the RDMA-write ping-pong latency example,
@@ -15,6 +18,7 @@
 
 mod capi;
 mod icount;
+mod icount_rxe;
 mod softroce;
 
 use std::io::{BufRead, BufReader};
@@ -25,9 +29,10 @@ fn main() {
     let result = match task.as_str() {
         "test" => test(),
         "icount" => icount::icount(&std::env::args().skip(2).collect::<Vec<_>>()),
+        "icount-rxe" => icount_rxe::icount_rxe(&std::env::args().skip(2).collect::<Vec<_>>()),
         "softroce" => softroce::softroce(&std::env::args().skip(2).collect::<Vec<_>>()),
         "pingpong" => pingpong(),
-        _ => Err("usage: cargo xtask test|icount|softroce|pingpong".to_string()),
+        _ => Err("usage: cargo xtask test|icount|icount-rxe|softroce|pingpong".to_string()),
     };
     if let Err(e) = result {
         eprintln!("xtask: {e}");

@@ -1,0 +1,284 @@
+//! `cargo xtask icount-rxe [--json PATH]`: instructions per
+//! `dat_ep_post_rdma_write` (one 4 KiB segment, signalled) on a soft-RoCE
+//! device, through udat's libdat2 plug-in and through OFA dapl's cma
+//! provider, in one run, counted by callgrind in user space.
+//!
+//! `benches/c/icount.c`, linked with `-ldat2` (`target/release/icount-dat2`),
+//! connects two Endpoints of one IA to each other through a PSP and makes
+//! K RDMA writes between them; `benches/c/icount-rxe.sh` runs it through
+//! `softroce` (in the QEMU guest when this machine has no RDMA), with a
+//! `dat.conf` naming both providers, under
+//! `valgrind --tool=callgrind --toggle-collect=dat_ep_post_rdma_write`,
+//! for K and 2K writes per provider. A figure is (count at 2K − count at
+//! K) / K, so that what the setup collects cancels. It covers libdat2's
+//! dispatcher, the provider's post, and librxe's post_send (`ibv_post_send`
+//! is inline) with the libc it calls: the `write` that rings the kernel,
+//! not the kernel's side of it. Reaping completions is outside the
+//! counted call.
+//!
+//! The figures go into their own JSON file rather than `cargo xtask
+//! icount`'s: they need an RDMA device (here a guest that takes minutes),
+//! and they measure another transport.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use crate::icount::{annotated_cost, to_json, Figure};
+use crate::run;
+
+/// RDMA writes in the shorter of a provider's two runs.
+const K: u64 = 500;
+
+/// Seconds the guest may take for all four runs.
+const GUEST_TIMEOUT: &str = "900";
+
+/// The C bench built against libdat2.
+const BENCH: &str = "target/release/icount-dat2";
+
+/// The script run on the RDMA device.
+const SCRIPT: &str = "benches/c/icount-rxe.sh";
+
+/// A provider as `benches/c/icount-rxe.sh`'s `dat.conf` names it.
+struct Provider {
+    /// Its IA name in `dat.conf`.
+    ia: &'static str,
+    /// The start of its library's file name.
+    library: &'static str,
+    key: &'static str,
+    what: &'static str,
+}
+
+const PROVIDERS: [Provider; 2] = [
+    Provider {
+        ia: "ofa",
+        library: "libdaplofa.so",
+        key: "rxe.ofa.post.write_4k",
+        what: "OFA dapl 2.1 cma (libdaplofa) on rxe: `dat_ep_post_rdma_write`, 4 KiB, 1 segment, signalled",
+    },
+    Provider {
+        ia: "udat",
+        library: "libudat_dapl.so",
+        key: "rxe.udat.post.write_4k",
+        what: "udat's plug-in (libudat_dapl) on rxe: `dat_ep_post_rdma_write`, 4 KiB, 1 segment, signalled",
+    },
+];
+
+pub fn icount_rxe(args: &[String]) -> Result<(), String> {
+    let json = parse_args(args)?;
+    let plugin = build()?;
+    let runs = parse_guest_output(&guest(&plugin)?)?;
+    let posts = PROVIDERS.iter().map(|p| Post::of(p, &runs)).collect::<Result<Vec<_>, _>>()?;
+    print_table(&posts);
+    if let Some(path) = json {
+        let figures: Vec<Figure> =
+            posts.iter().map(|p| Figure::new(p.provider.key, p.provider.what, Some(p.total))).collect();
+        std::fs::write(&path, to_json(&figures)).map_err(|e| format!("{path}: {e}"))?;
+        eprintln!("xtask: wrote {path}");
+    }
+    Ok(())
+}
+
+/// `--json PATH`.
+fn parse_args(args: &[String]) -> Result<Option<String>, String> {
+    match args {
+        [] => Ok(None),
+        [flag, path] if flag == "--json" => Ok(Some(path.clone())),
+        _ => Err("usage: cargo xtask icount-rxe [--json PATH]".to_string()),
+    }
+}
+
+/// Build the release plug-in and the C bench against libdat2; the
+/// plug-in's absolute path, for `dat.conf`.
+fn build() -> Result<String, String> {
+    run("cargo", &["build", "--release", "-p", "udat-dapl"])?;
+    run("cc", &["-O2", "-Wall", "-Wextra", "-Werror", "benches/c/icount.c", "-o", BENCH, "-ldat2"])?;
+    let plugin = std::fs::canonicalize("target/release/libudat_dapl.so").map_err(|e| format!("the plug-in: {e}"))?;
+    Ok(plugin.to_string_lossy().into_owned())
+}
+
+/// The script's data lines (`ICOUNT`, `SELF`, `INCLUSIVE`), from a run on
+/// the RDMA device; everything else it prints goes to stderr as it comes.
+fn guest(plugin: &str) -> Result<Vec<String>, String> {
+    let xtask = std::env::current_exe().map_err(|e| format!("xtask: {e}"))?;
+    let (k, k2) = (K.to_string(), (2 * K).to_string());
+    let args = ["softroce", "--timeout", GUEST_TIMEOUT, "--", "sh", SCRIPT, plugin, BENCH, &k, &k2];
+    eprintln!("xtask: softroce -- sh {SCRIPT} {plugin} {BENCH} {k} {k2}");
+    let started = std::time::Instant::now();
+    let mut child =
+        Command::new(xtask).args(args).stdout(Stdio::piped()).spawn().map_err(|e| format!("softroce: {e}"))?;
+    let mut data = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            // A guest's serial console ends lines with CR LF.
+            let line = line.trim_end_matches('\r');
+            if ["ICOUNT ", "SELF ", "INCLUSIVE "].iter().any(|tag| line.starts_with(tag)) {
+                data.push(line.to_string());
+            } else {
+                eprintln!("{line}");
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| format!("softroce: {e}"))?;
+    eprintln!("xtask: the guest's runs took {:.0} s", started.elapsed().as_secs_f64());
+    if !status.success() {
+        return Err(format!("{SCRIPT} failed on the RDMA device ({status}); its output is above"));
+    }
+    Ok(data)
+}
+
+/// One callgrind run of the bench.
+#[derive(Default)]
+struct Run {
+    /// Instructions collected in `dat_ep_post_rdma_write`, callgrind's
+    /// summary.
+    total: Option<u64>,
+    /// Per function (`file:function [object]`): self cost.
+    own: Vec<(String, u64)>,
+    /// Per function: inclusive cost.
+    inclusive: Vec<(String, u64)>,
+}
+
+/// The runs in the script's data lines, by provider and K.
+fn parse_guest_output(lines: &[String]) -> Result<BTreeMap<(String, u64), Run>, String> {
+    let mut runs: BTreeMap<(String, u64), Run> = BTreeMap::new();
+    for line in lines {
+        let bad = || format!("{SCRIPT}: cannot read `{line}`");
+        let mut fields = line.splitn(4, ' ');
+        let (tag, provider, k) = (fields.next(), fields.next(), fields.next().and_then(|k| k.parse().ok()));
+        let (Some(tag), Some(provider), Some(k)) = (tag, provider, k) else { return Err(bad()) };
+        let rest = fields.next().unwrap_or("");
+        let run = runs.entry((provider.to_string(), k)).or_default();
+        match tag {
+            "ICOUNT" => run.total = Some(rest.trim().parse().map_err(|_| bad())?),
+            "SELF" => run.own.extend(annotated_cost(rest)),
+            "INCLUSIVE" => run.inclusive.extend(annotated_cost(rest)),
+            _ => return Err(bad()),
+        }
+    }
+    Ok(runs)
+}
+
+/// Where a function's instructions belong, by the object it is in.
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    /// libdat2's `dat_ep_post_rdma_write`, which calls the provider.
+    Libdat2,
+    /// The provider's library.
+    Provider,
+    /// rdma-core's rxe user-space driver (its post_send; no symbols).
+    Librxe,
+    /// libc (librxe's `write` to the kernel, memcpy, locks) and the rest.
+    Other,
+}
+
+impl Part {
+    fn of(function: &str, provider: &Provider) -> Part {
+        let object = function.rsplit_once(" [").map_or("", |(_, o)| o.trim_end_matches(']'));
+        let file = object.rsplit('/').next().unwrap_or(object);
+        if file.starts_with("libdat2.so") {
+            Part::Libdat2
+        } else if file.starts_with(provider.library) {
+            Part::Provider
+        } else if file.starts_with("librxe-") {
+            Part::Librxe
+        } else {
+            Part::Other
+        }
+    }
+}
+
+/// A provider's figures: instructions per `dat_ep_post_rdma_write`, and
+/// how they divide among the objects they run in.
+struct Post {
+    provider: &'static Provider,
+    /// Everything collected inside the call, per post.
+    total: f64,
+    /// Self cost per post of the functions in each part.
+    libdat2: f64,
+    library: f64,
+    librxe: f64,
+    other: f64,
+    /// The functions under the call with the highest inclusive cost per
+    /// post, highest first.
+    top: Vec<(String, f64)>,
+}
+
+/// Functions listed under each provider's table row.
+const TOP: usize = 5;
+
+impl Post {
+    /// The figures from the provider's runs at K and 2K, which must
+    /// include librxe's post and the provider's own.
+    fn of(provider: &'static Provider, runs: &BTreeMap<(String, u64), Run>) -> Result<Post, String> {
+        let run = |k: u64| {
+            runs.get(&(provider.ia.to_string(), k))
+                .ok_or_else(|| format!("{SCRIPT}: no run of {} with K = {k}", provider.ia))
+        };
+        let (at_k, at_2k) = (run(K)?, run(2 * K)?);
+        let total = |r: &Run| r.total.ok_or_else(|| format!("{SCRIPT}: no total for {}", provider.ia));
+        let part = |p: Part| per_post(own_of(at_k, provider, p), own_of(at_2k, provider, p));
+        let post = Post {
+            provider,
+            total: per_post(total(at_k)?, total(at_2k)?),
+            libdat2: part(Part::Libdat2),
+            library: part(Part::Provider),
+            librxe: part(Part::Librxe),
+            other: part(Part::Other),
+            top: top_inclusive(at_k, at_2k),
+        };
+        if post.libdat2 <= 0.0 || post.library <= 0.0 || post.librxe <= 0.0 {
+            return Err(format!(
+                "{}: libdat2, {} and librxe must all run in `dat_ep_post_rdma_write` (per post: {:.1}, {:.1}, {:.1})",
+                provider.ia, provider.library, post.libdat2, post.library, post.librxe
+            ));
+        }
+        Ok(post)
+    }
+}
+
+/// Self cost of the functions of `part` in a run.
+fn own_of(run: &Run, provider: &Provider, part: Part) -> u64 {
+    run.own.iter().filter(|(f, _)| Part::of(f, provider) == part).map(|(_, n)| n).sum()
+}
+
+/// Instructions per post between a run of K posts and one of 2K.
+fn per_post(at_k: u64, at_2k: u64) -> f64 {
+    (at_2k as f64 - at_k as f64) / K as f64
+}
+
+/// The `TOP` functions with the highest inclusive cost per post among
+/// those under `dat_ep_post_rdma_write` (less than the whole call's) and
+/// the call itself.
+fn top_inclusive(at_k: &Run, at_2k: &Run) -> Vec<(String, f64)> {
+    let before: BTreeMap<&str, u64> = at_k.inclusive.iter().map(|(f, n)| (f.as_str(), *n)).collect();
+    let mut functions: Vec<(String, f64)> = at_2k
+        .inclusive
+        .iter()
+        .map(|(f, n)| (f.clone(), per_post(before.get(f.as_str()).copied().unwrap_or(0), *n)))
+        .collect();
+    let whole = functions.iter().find(|(f, _)| f.contains(":dat_ep_post_rdma_write [")).map_or(f64::MAX, |(_, n)| *n);
+    functions.retain(|(f, n)| *n < whole || f.contains(":dat_ep_post_rdma_write ["));
+    functions.sort_by(|a, b| b.1.total_cmp(&a.1));
+    functions.truncate(TOP);
+    functions
+}
+
+fn print_table(posts: &[Post]) {
+    println!(
+        "| key | provider | instructions per `dat_ep_post_rdma_write` | libdat2 | provider's library | librxe | libc and other |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for p in posts {
+        println!(
+            "| `{}` | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            p.provider.key, p.provider.ia, p.total, p.libdat2, p.library, p.librxe, p.other
+        );
+    }
+    for p in posts {
+        println!("\n{}: the functions with the most instructions per post, inclusive:\n", p.provider.ia);
+        for (function, n) in &p.top {
+            println!("- {n:.1} `{function}`");
+        }
+    }
+}

@@ -94,7 +94,13 @@ impl QpShared {
     /// requests this completion retires.
     pub fn take_send(&self, seq: u64) -> Option<(SendSlot, u32)> {
         let mut rings = self.rings.borrow_mut();
-        if !rings.sends.iter().any(|s| s.seq == seq) {
+        // Sequence numbers rise along the ring: one that is not between its
+        // ends names no outstanding request.
+        let outstanding = match (rings.sends.front(), rings.sends.back()) {
+            (Some(first), Some(last)) => (first.seq..=last.seq).contains(&seq),
+            _ => false,
+        };
+        if !outstanding {
             return None;
         }
         let mut retired = 0;
@@ -225,7 +231,13 @@ impl Qp {
         let shared = Rc::new(QpShared {
             qp,
             tag: spec.tag,
-            rings: RefCell::new(Rings::default()),
+            // Room for every request the QP takes, so a post never grows
+            // them.
+            rings: RefCell::new(Rings {
+                sends: VecDeque::with_capacity(cap.max_send_wr as usize),
+                recvs: VecDeque::with_capacity(cap.max_recv_wr as usize),
+                ..Rings::default()
+            }),
             srq: spec.srq,
             id: Cell::new(std::ptr::null_mut()),
             phase: Cell::new(Phase::Idle),

@@ -62,7 +62,21 @@ impl<B: Backend, S: Storage> Ia<B, S> {
         Self::open_in(backend, S::default(), name, async_evd_qlen)
     }
 
-    /// [`Ia::open`], with the objects and events in `storage`.
+    /// [`Ia::open`], with the objects and events in `storage`: running out
+    /// of room is `DAT_INSUFFICIENT_RESOURCES`.
+    ///
+    /// ```
+    /// use udat::{ErrorType, Ia, Inline};
+    /// use udat::mock::{MockBackend, MOCK_IA_NAME};
+    ///
+    /// // Two objects of each kind, 16 events.
+    /// let mut ia = Ia::open_in(MockBackend::new(), Inline::<2, 16>, MOCK_IA_NAME, 4)?;
+    /// let h = ia.handle();
+    /// ia.pz_create(h)?;
+    /// ia.pz_create(h)?;
+    /// assert_eq!(ia.pz_create(h).unwrap_err().error_type(), ErrorType::InsufficientResources);
+    /// # Ok::<(), udat::DatError>(())
+    /// ```
     pub fn open_in(backend: B, storage: S, name: &[u8], async_evd_qlen: u32) -> DatResult<Self> {
         let mut provider = Box::new(Provider::with_storage(backend, storage));
         let (ia, async_evd) = provider.ia_open(name, AsyncEvd::Create { min_qlen: async_evd_qlen })?;

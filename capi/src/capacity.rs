@@ -13,6 +13,7 @@
 use udat_core::event::EventSlot;
 use udat_core::handle::Kind;
 use udat_core::slab::Slot;
+use udat_core::storage::{Store, Vacant};
 use udat_core::Storage;
 
 /// Objects of each kind and events one provider holds.
@@ -113,20 +114,61 @@ impl Capacity {
     }
 }
 
-/// Heap storage of the sizes a [`Capacity`] gives, allocated once.
+/// Heap memory reserved once for `limit` values and filled as they are
+/// needed: it never moves (a C handle is a slot's address), and a
+/// provider's resident memory grows with the objects it holds, not with
+/// its capacity.
+#[derive(Debug)]
+pub struct Reserved<X> {
+    items: Vec<X>,
+    limit: usize,
+}
+
+impl<X> Reserved<X> {
+    fn new(limit: u32) -> Self {
+        let limit = limit as usize;
+        Reserved { items: Vec::with_capacity(limit), limit }
+    }
+}
+
+impl<X: Vacant> Store<X> for Reserved<X> {
+    fn items(&self) -> &[X] {
+        &self.items
+    }
+
+    fn items_mut(&mut self) -> &mut [X] {
+        &mut self.items
+    }
+
+    /// Within the reservation (`limit` at most its capacity), so the
+    /// values already there stay where they are.
+    fn grow(&mut self) -> bool {
+        if self.items.len() >= self.limit {
+            return false;
+        }
+        self.items.push(X::VACANT);
+        true
+    }
+
+    fn limit(&self) -> usize {
+        self.limit
+    }
+}
+
+/// Heap storage of the sizes a [`Capacity`] gives, reserved once.
 #[derive(Clone, Copy, Debug)]
 pub struct Heap(pub Capacity);
 
 impl Storage for Heap {
-    type Slots<T> = Box<[Slot<T>]>;
-    type Events = Box<[EventSlot]>;
+    type Slots<T> = Reserved<Slot<T>>;
+    type Events = Reserved<EventSlot>;
 
-    fn slots<T>(&mut self, kind: Kind) -> Box<[Slot<T>]> {
-        (0..self.0.of(kind)).map(|_| Slot::VACANT).collect()
+    fn slots<T>(&mut self, kind: Kind) -> Reserved<Slot<T>> {
+        Reserved::new(self.0.of(kind))
     }
 
-    fn events(&mut self) -> Box<[EventSlot]> {
-        vec![EventSlot::VACANT; self.0.events as usize].into_boxed_slice()
+    fn events(&mut self) -> Reserved<EventSlot> {
+        Reserved::new(self.0.events)
     }
 }
 
@@ -136,9 +178,9 @@ impl Storage for Heap {
 pub struct QueueHeap(pub Capacity);
 
 impl udat_mlx5::table::Storage for QueueHeap {
-    type Slots<T> = Box<[Option<T>]>;
+    type Slots<T> = Reserved<Option<T>>;
 
-    fn slots<T>(&mut self, of: udat_mlx5::table::Of) -> Box<[Option<T>]> {
+    fn slots<T>(&mut self, of: udat_mlx5::table::Of) -> Reserved<Option<T>> {
         use udat_mlx5::table::Of;
         let n = match of {
             Of::Qps => self.0.eps,
@@ -146,7 +188,7 @@ impl udat_mlx5::table::Storage for QueueHeap {
             Of::Cqs => self.0.evds,
             Of::Srqs => self.0.srqs,
         };
-        (0..n).map(|_| None).collect()
+        Reserved::new(n)
     }
 }
 
@@ -173,8 +215,11 @@ mod tests {
     fn heap_storage_has_the_counts() {
         let cap = Capacity::default().with(["eps=3", "events=5"]).unwrap();
         let mut heap = Heap(cap);
-        assert_eq!(heap.slots::<u8>(Kind::Ep).len(), 3);
-        assert_eq!(heap.slots::<u8>(Kind::Lmr).len(), 65_536);
-        assert_eq!(heap.events().len(), 5);
+        assert_eq!(heap.slots::<u8>(Kind::Ep).limit(), 3);
+        assert_eq!(heap.slots::<u8>(Kind::Lmr).limit(), 65_536);
+        let mut events = heap.events();
+        assert_eq!((events.limit(), events.items().len()), (5, 0));
+        assert!((0..5).all(|_| events.grow()));
+        assert!(!events.grow(), "a store grows no further than its reservation");
     }
 }

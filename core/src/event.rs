@@ -7,6 +7,7 @@
 //! later. Each queue is a FIFO threaded through the pool.
 
 use crate::handle::{AnyHandle, CrHandle, EpHandle, EvdHandle, PspHandle, RmrHandle};
+use crate::storage::{Store, Vacant};
 use crate::types::{DtoOp, DtoStatus};
 
 /// `DAT_EVENT_NUMBER`.
@@ -139,31 +140,48 @@ pub struct EventSlot {
     next: u32,
 }
 
-impl EventSlot {
-    /// A slot as storage comes: [`EventPool::new`] links it in.
-    pub const VACANT: EventSlot = EventSlot { event: EMPTY, next: NONE };
+impl Vacant for EventSlot {
+    const VACANT: EventSlot = EventSlot { event: EMPTY, next: NONE };
 }
 
-/// Event slots shared by every EVD of a provider, in storage `S` that
-/// the provider's owner gives.
+impl EventSlot {
+    /// A slot as a store gives it.
+    pub const VACANT: EventSlot = <EventSlot as Vacant>::VACANT;
+}
+
+/// Event slots shared by every EVD of a provider, in a store that the
+/// provider's owner gives. A freed slot is taken again before a slot never
+/// used, so the pool touches no more of its store than the most events
+/// ever queued at once.
 #[derive(Debug)]
 pub struct EventPool<S> {
     nodes: S,
     free_head: u32,
+    /// Slots below this have held an event.
+    fresh: u32,
     reserved: u32,
     size: u32,
 }
 
-impl<S: AsRef<[EventSlot]> + AsMut<[EventSlot]>> EventPool<S> {
+impl<S: Store<EventSlot>> EventPool<S> {
     /// A pool over `nodes`, every slot free.
-    pub fn new(mut nodes: S) -> Self {
-        let all = nodes.as_mut();
-        let n = all.len().min(NONE as usize - 1);
-        for (i, node) in all.iter_mut().take(n).enumerate() {
-            *node = EventSlot { event: EMPTY, next: if i + 1 < n { (i + 1) as u32 } else { NONE } };
+    pub fn new(nodes: S) -> Self {
+        let size = nodes.limit().min(NONE as usize - 1) as u32;
+        EventPool { nodes, free_head: NONE, fresh: 0, reserved: 0, size }
+    }
+
+    /// A free slot: the one freed last, or one never used.
+    fn take(&mut self) -> Option<u32> {
+        if let Some(node) = self.nodes.items().get(self.free_head as usize) {
+            let index = self.free_head;
+            self.free_head = node.next;
+            return Some(index);
         }
-        let free_head = if n == 0 { NONE } else { 0 };
-        EventPool { nodes, free_head, reserved: 0, size: n as u32 }
+        if self.fresh >= self.size || (self.nodes.items().len() <= self.fresh as usize && !self.nodes.grow()) {
+            return None;
+        }
+        self.fresh += 1;
+        Some(self.fresh - 1)
     }
 
     /// Events the pool holds.
@@ -208,14 +226,13 @@ impl<S: AsRef<[EventSlot]> + AsMut<[EventSlot]>> EventPool<S> {
         if q.len >= q.capacity {
             return Err(event);
         }
-        let index = self.free_head;
         // The reservations guarantee a free slot while len < capacity.
-        let Some(node) = self.nodes.as_mut().get_mut(index as usize) else {
+        let Some(index) = self.take() else { return Err(event) };
+        let Some(node) = self.nodes.items_mut().get_mut(index as usize) else {
             return Err(event);
         };
-        self.free_head = node.next;
         *node = EventSlot { event, next: NONE };
-        match self.nodes.as_mut().get_mut(q.tail as usize) {
+        match self.nodes.items_mut().get_mut(q.tail as usize) {
             Some(tail) => tail.next = index,
             None => q.head = index,
         }
@@ -227,7 +244,7 @@ impl<S: AsRef<[EventSlot]> + AsMut<[EventSlot]>> EventPool<S> {
     /// Take the oldest event.
     pub fn pop(&mut self, q: &mut EventQueue) -> Option<Event> {
         let index = q.head;
-        let node = self.nodes.as_mut().get_mut(index as usize)?;
+        let node = self.nodes.items_mut().get_mut(index as usize)?;
         let event = node.event;
         q.head = node.next;
         node.next = self.free_head;
@@ -241,7 +258,7 @@ impl<S: AsRef<[EventSlot]> + AsMut<[EventSlot]>> EventPool<S> {
 
     /// The oldest event, left in place.
     pub fn peek(&self, q: &EventQueue) -> Option<&Event> {
-        self.nodes.as_ref().get(q.head as usize).map(|n| &n.event)
+        self.nodes.items().get(q.head as usize).map(|n| &n.event)
     }
 }
 

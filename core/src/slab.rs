@@ -5,11 +5,13 @@
 //! pointer to the header as the DAT handle. A freed slot keeps its header —
 //! with the provider word and a bumped generation — as a tombstone: a stale
 //! C handle still points at valid memory and is refused, never dereferenced
-//! as live. Free slots are reused oldest-first.
+//! as live. A new object takes a slot never used before while there is
+//! room, and only then the slot freed longest ago.
 
 use core::marker::PhantomData;
 
 use crate::handle::{Kind, RawHandle};
+use crate::storage::{Store, Vacant};
 
 /// The per-slot header the C ABI points at. `provider` is the first word, as
 /// `<dat2/dat_redirection.h>` requires of every DAT handle.
@@ -29,37 +31,51 @@ pub struct SlotHeader {
 
 /// One slot of a [`Slab`]: a header, and the object while it lives.
 ///
-/// Storage for a slab is a run of these, given by the slab's owner (an
-/// array for a fixed capacity, or memory the caller allocated once); a
-/// slab initialises every slot it is given.
+/// A slab's slots live in a [`Store`] its owner gives (an array for a
+/// fixed capacity, or memory the caller reserved once); the slab writes a
+/// slot's header the first time it hands the slot out.
 #[derive(Debug)]
 pub struct Slot<T> {
     header: SlotHeader,
     value: Option<T>,
-    /// Next slot in the free FIFO (`NONE` at the tail).
+    /// Next slot in the FIFO of freed slots (`NONE` at the tail).
     next_free: u32,
 }
 
-impl<T> Slot<T> {
-    /// A slot as storage comes: [`Slab::new`] gives it its header.
-    pub const VACANT: Slot<T> = Slot {
+impl<T> Vacant for Slot<T> {
+    const VACANT: Slot<T> = Slot {
         header: SlotHeader { provider: 0, generation: 1, kind: Kind::Pz, index: 0 },
         value: None,
         next_free: NONE,
     };
 }
 
+impl<T> Slot<T> {
+    /// A slot as a store gives it: the slab writes its header on first use.
+    pub const VACANT: Slot<T> = <Slot<T> as Vacant>::VACANT;
+}
+
 const NONE: u32 = u32::MAX;
 
 /// Storage a slab of `T` can live in.
-pub trait SlotsOf<T>: AsRef<[Slot<T>]> + AsMut<[Slot<T>]> {}
+pub trait SlotsOf<T>: Store<Slot<T>> {}
 
-impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> SlotsOf<T> for S {}
+impl<T, S: Store<Slot<T>>> SlotsOf<T> for S {}
 
-/// Slots of `T` in storage `S`, which the slab's owner provides.
+/// Slots of `T` in store `S`, which the slab's owner provides.
+///
+/// A new object takes a slot never used before while the store has room,
+/// and only then the slot freed longest ago: a freed handle stays dead for
+/// as long as the capacity allows (dat_srq_free(3DAT): "The Provider
+/// should avoid assigning the used handle as long as possible").
 #[derive(Debug)]
 pub struct Slab<T, S> {
     slots: S,
+    kind: Kind,
+    /// The provider word every header starts with.
+    provider: usize,
+    /// Slots below this have been handed out at least once.
+    fresh: u32,
     free_head: u32,
     free_tail: u32,
     len: usize,
@@ -67,7 +83,7 @@ pub struct Slab<T, S> {
     _objects: PhantomData<T>,
 }
 
-impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> Slab<T, S> {
+impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// An empty slab over `slots`, whose slots hold objects of `kind`. An
     /// index must fit below `u32::MAX`: slots past that are never used.
     pub fn new(kind: Kind, slots: S) -> Self {
@@ -76,18 +92,19 @@ impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> Slab<T, S> {
 
     /// [`Slab::new`], using no more than `limit` of the slots (for objects
     /// whose index must fit fewer bits).
-    pub fn with_limit(kind: Kind, mut slots: S, limit: usize) -> Self {
-        let all = slots.as_mut();
-        let n = all.len().min(limit).min(NONE as usize - 1);
-        for (i, slot) in all.iter_mut().take(n).enumerate() {
-            *slot = Slot {
-                header: SlotHeader { provider: 0, generation: 1, kind, index: i as u32 },
-                value: None,
-                next_free: if i + 1 < n { (i + 1) as u32 } else { NONE },
-            };
+    pub fn with_limit(kind: Kind, slots: S, limit: usize) -> Self {
+        let capacity = slots.limit().min(limit).min(NONE as usize - 1) as u32;
+        Slab {
+            slots,
+            kind,
+            provider: 0,
+            fresh: 0,
+            free_head: NONE,
+            free_tail: NONE,
+            len: 0,
+            capacity,
+            _objects: PhantomData,
         }
-        let (free_head, free_tail) = if n == 0 { (NONE, NONE) } else { (0, (n - 1) as u32) };
-        Slab { slots, free_head, free_tail, len: 0, capacity: n as u32, _objects: PhantomData }
     }
 
     /// How many objects the slab can hold.
@@ -97,22 +114,57 @@ impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> Slab<T, S> {
 
     /// Store `value`; `Err(value)` when every slot is taken.
     pub fn insert(&mut self, value: T) -> Result<RawHandle, T> {
-        let index = self.free_head;
-        let Some(slot) = self.slots.as_mut().get_mut(index as usize) else {
+        let index = match self.take_fresh() {
+            Some(index) => index,
+            None => {
+                let index = self.free_head;
+                let Some(slot) = self.slots.items_mut().get_mut(index as usize) else {
+                    return Err(value);
+                };
+                self.free_head = slot.next_free;
+                if self.free_head == NONE {
+                    self.free_tail = NONE;
+                }
+                slot.next_free = NONE;
+                index
+            }
+        };
+        let Some(slot) = self.slots.items_mut().get_mut(index as usize) else {
             return Err(value);
         };
-        self.free_head = slot.next_free;
-        if self.free_head == NONE {
-            self.free_tail = NONE;
-        }
-        slot.next_free = NONE;
         slot.value = Some(value);
         self.len += 1;
         Ok(RawHandle { index, generation: slot.header.generation })
     }
 
+    /// A slot never used before, its header written, if the store has
+    /// room for one.
+    fn take_fresh(&mut self) -> Option<u32> {
+        if self.fresh >= self.capacity {
+            return None;
+        }
+        let index = self.fresh;
+        if self.slots.items().len() <= index as usize && !self.slots.grow() {
+            return None;
+        }
+        let slot = self.slots.items_mut().get_mut(index as usize)?;
+        *slot = Slot {
+            header: SlotHeader { provider: self.provider, generation: 1, kind: self.kind, index },
+            value: None,
+            next_free: NONE,
+        };
+        self.fresh += 1;
+        Some(index)
+    }
+
+    /// The slots handed out so far.
+    fn used(&self) -> &[Slot<T>] {
+        let items = self.slots.items();
+        items.get(..self.fresh as usize).unwrap_or(items)
+    }
+
     fn slot(&self, h: RawHandle) -> Option<&Slot<T>> {
-        self.slots.as_ref().get(h.index as usize).filter(|s| s.header.generation == h.generation && s.value.is_some())
+        self.used().get(h.index as usize).filter(|s| s.header.generation == h.generation && s.value.is_some())
     }
 
     /// The live object `h` names.
@@ -124,7 +176,7 @@ impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> Slab<T, S> {
     /// The live object `h` names, mutably.
     #[inline]
     pub fn get_mut(&mut self, h: RawHandle) -> Option<&mut T> {
-        let slot = self.slots.as_mut().get_mut(h.index as usize)?;
+        let slot = self.slots.items_mut().get_mut(h.index as usize)?;
         if slot.header.generation != h.generation {
             return None;
         }
@@ -139,7 +191,7 @@ impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> Slab<T, S> {
     /// Take the object out; its slot becomes a tombstone with a new
     /// generation and joins the tail of the free FIFO.
     pub fn remove(&mut self, h: RawHandle) -> Option<T> {
-        let slots = self.slots.as_mut();
+        let slots = self.slots.items_mut();
         let slot = slots.get_mut(h.index as usize)?;
         if slot.header.generation != h.generation {
             return None;
@@ -160,19 +212,23 @@ impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> Slab<T, S> {
 
     /// The live object in slot `index`, with its handle.
     pub fn live_at(&self, index: u32) -> Option<(RawHandle, &T)> {
-        let slot = self.slots.as_ref().get(index as usize)?;
+        let slot = self.used().get(index as usize)?;
         let value = slot.value.as_ref()?;
         Some((RawHandle { index, generation: slot.header.generation }, value))
     }
 
-    /// The header of the slot `h` points at, live or tombstone.
+    /// The header of the slot `h` points at, live or tombstone; `None` for
+    /// a slot never handed out.
     pub fn header(&self, h: RawHandle) -> Option<&SlotHeader> {
-        self.slots.as_ref().get(h.index as usize).map(|s| &s.header)
+        self.used().get(h.index as usize).map(|s| &s.header)
     }
 
-    /// Set the provider word of every slot (the C ABI does this once).
+    /// Set the provider word of every slot's header (the C ABI does this
+    /// once, before any object exists).
     pub fn set_provider_word(&mut self, word: usize) {
-        for slot in self.slots.as_mut() {
+        self.provider = word;
+        let fresh = self.fresh as usize;
+        for slot in self.slots.items_mut().iter_mut().take(fresh) {
             slot.header.provider = word;
         }
     }
@@ -191,7 +247,7 @@ impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> Slab<T, S> {
     /// holds: walk with `from = h.index() + 1` to visit each once, even
     /// while the walk frees what it finds.
     pub fn find_from(&self, from: u32, mut pred: impl FnMut(&T) -> bool) -> Option<RawHandle> {
-        let slots = self.slots.as_ref().get(from as usize..self.capacity as usize)?;
+        let slots = self.used().get(from as usize..)?;
         slots.iter().zip(from..).find_map(|(s, index)| {
             let v = s.value.as_ref()?;
             pred(v).then_some(RawHandle { index, generation: s.header.generation })
@@ -200,7 +256,7 @@ impl<T, S: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>> Slab<T, S> {
 
     /// The live objects, with their handles.
     pub fn iter(&self) -> impl Iterator<Item = (RawHandle, &T)> {
-        self.slots.as_ref().iter().zip(0..self.capacity).filter_map(|(s, index)| {
+        self.used().iter().zip(0..).filter_map(|(s, index)| {
             s.value.as_ref().map(|v| (RawHandle { index, generation: s.header.generation }, v))
         })
     }

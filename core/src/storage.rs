@@ -1,29 +1,75 @@
 //! Where a provider keeps its objects and events: memory its owner gives.
 //!
-//! The core never allocates. A [`Storage`] hands the provider, once, a run
-//! of vacant slots for each kind of object and for the event pool; the
-//! provider never asks again, so its capacity is what the storage gave.
-//! [`Inline`] is storage fixed at compile time (arrays, for bare-metal
-//! runtimes and tests); the C ABI gives heap memory sized at run time.
-//! Running out is `DAT_INSUFFICIENT_RESOURCES`, never an allocation.
+//! The core never allocates. A [`Storage`] hands the provider, once, a
+//! [`Store`] for the slots of each kind of object and one for the event
+//! pool. A store is a run of slots that may grow, up to a limit fixed when
+//! it is made, without moving the slots it has (a C handle is a slot's
+//! address): [`Inline`] gives arrays fixed at compile time, for bare-metal
+//! runtimes and tests; the C ABI gives heap memory reserved at run time
+//! and filled as objects are made, so a provider touches only the memory
+//! its objects use. Running out is `DAT_INSUFFICIENT_RESOURCES`, never an
+//! allocation by the core.
 
 use crate::event::EventSlot;
 use crate::handle::Kind;
 use crate::slab::Slot;
 
-/// A source of slot storage for a [`Provider`](crate::Provider).
+/// A value a store's new places start as.
+pub trait Vacant {
+    /// An empty place.
+    const VACANT: Self;
+}
+
+impl<T> Vacant for Option<T> {
+    const VACANT: Option<T> = None;
+}
+
+/// A run of `X`s that may grow at its end, up to [`Store::limit`], and
+/// never moves the ones it has.
+pub trait Store<X> {
+    /// The places so far.
+    fn items(&self) -> &[X];
+    /// The places so far, mutably.
+    fn items_mut(&mut self) -> &mut [X];
+    /// Add one vacant place at the end: `false` when the store is at its
+    /// limit.
+    fn grow(&mut self) -> bool;
+    /// The most places the store holds.
+    fn limit(&self) -> usize;
+}
+
+impl<X, const N: usize> Store<X> for [X; N] {
+    fn items(&self) -> &[X] {
+        self
+    }
+
+    fn items_mut(&mut self) -> &mut [X] {
+        self
+    }
+
+    /// An array has all its places from the start.
+    fn grow(&mut self) -> bool {
+        false
+    }
+
+    fn limit(&self) -> usize {
+        N
+    }
+}
+
+/// A source of stores for a [`Provider`](crate::Provider).
 pub trait Storage {
     /// Storage for the slots of one kind of object.
-    type Slots<T>: AsRef<[Slot<T>]> + AsMut<[Slot<T>]>;
+    type Slots<T>: Store<Slot<T>>;
     /// Storage for the event pool every EVD queue reserves from.
-    type Events: AsRef<[EventSlot]> + AsMut<[EventSlot]>;
+    type Events: Store<EventSlot>;
 
-    /// Vacant slots for objects of `kind`: as many as the provider may
-    /// hold of that kind.
+    /// The store for objects of `kind`: its limit is as many as the
+    /// provider may hold of that kind.
     fn slots<T>(&mut self, kind: Kind) -> Self::Slots<T>;
 
-    /// Vacant event slots: as many events as may be queued on all EVDs
-    /// together.
+    /// The store for events: its limit is as many events as may be queued
+    /// on all EVDs together.
     fn events(&mut self) -> Self::Events;
 }
 

@@ -1,9 +1,12 @@
 //! The backend's queue tables, in storage its owner gives: slots of queue
 //! state, and the index from a CQE's QP number to the QP's slot.
 //!
-//! The data path allocates nothing, so the memory comes from outside: an
-//! [`Inline`] array fixed at compile time, or memory the caller allocated
-//! once (the C ABI sizes it from the provider's capacities).
+//! The data path allocates nothing, so the memory comes from outside, as
+//! a [`Store`]: an [`Inline`] array fixed at compile time, or memory the
+//! caller reserved once and that fills as queues are made (the C ABI
+//! sizes it from the provider's capacities).
+
+use udat_core::storage::Store;
 
 /// Which table a [`Storage`] is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,7 +23,7 @@ pub enum Of {
 
 /// A source of table storage for [`Mlx5`](crate::Mlx5).
 pub trait Storage {
-    type Slots<T>: AsRef<[Option<T>]> + AsMut<[Option<T>]>;
+    type Slots<T>: Store<Option<T>>;
 
     /// Empty slots for the table `of`.
     fn slots<T>(&mut self, of: Of) -> Self::Slots<T>;
@@ -55,26 +58,25 @@ pub struct Table<T, S> {
     _values: core::marker::PhantomData<T>,
 }
 
-impl<T, S: AsRef<[Option<T>]> + AsMut<[Option<T>]>> Table<T, S> {
+impl<T, S: Store<Option<T>>> Table<T, S> {
     /// A table over `slots`, using at most `limit` of them.
     pub fn new(slots: S, limit: usize) -> Self {
-        let limit = slots.as_ref().len().min(limit).min(MOST);
+        let limit = slots.limit().min(limit).min(MOST);
         Table { slots, high: 0, limit, _values: core::marker::PhantomData }
     }
 
     /// Store `value`: its slot, or the value back when the table is full.
     pub fn insert(&mut self, value: T) -> Result<u16, T> {
-        let slots = self.slots.as_mut();
-        let free = slots.get(..self.high).and_then(|s| s.iter().position(Option::is_none));
+        let free = self.slots.items().get(..self.high).and_then(|s| s.iter().position(Option::is_none));
         let i = match free {
             Some(i) => i,
-            None if self.high < self.limit => {
+            None if self.high < self.limit && (self.slots.items().len() > self.high || self.slots.grow()) => {
                 self.high += 1;
                 self.high - 1
             }
             None => return Err(value),
         };
-        match slots.get_mut(i) {
+        match self.slots.items_mut().get_mut(i) {
             Some(slot) => *slot = Some(value),
             None => return Err(value),
         }
@@ -83,21 +85,21 @@ impl<T, S: AsRef<[Option<T>]> + AsMut<[Option<T>]>> Table<T, S> {
 
     #[inline(always)]
     pub fn get(&self, slot: u16) -> Option<&T> {
-        self.slots.as_ref().get(usize::from(slot))?.as_ref()
+        self.slots.items().get(usize::from(slot))?.as_ref()
     }
 
     #[inline(always)]
     pub fn get_mut(&mut self, slot: u16) -> Option<&mut T> {
-        self.slots.as_mut().get_mut(usize::from(slot))?.as_mut()
+        self.slots.items_mut().get_mut(usize::from(slot))?.as_mut()
     }
 
     pub fn remove(&mut self, slot: u16) -> Option<T> {
-        self.slots.as_mut().get_mut(usize::from(slot))?.take()
+        self.slots.items_mut().get_mut(usize::from(slot))?.take()
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         let high = self.high;
-        self.slots.as_mut().iter_mut().take(high).flatten()
+        self.slots.items_mut().iter_mut().take(high).flatten()
     }
 
     /// How many values the table can hold.
@@ -117,10 +119,13 @@ pub struct QpnIndex<S> {
     len: usize,
 }
 
-impl<S: AsRef<[Option<(u32, u16)>]> + AsMut<[Option<(u32, u16)>]>> QpnIndex<S> {
-    /// An empty index over the largest power of two of `entries`.
-    pub fn new(entries: S) -> Self {
-        let n = entries.as_ref().len();
+impl<S: Store<Option<(u32, u16)>>> QpnIndex<S> {
+    /// An empty index over the largest power of two of the entries
+    /// `entries` can hold, every one of them made at once (a lookup probes
+    /// anywhere).
+    pub fn new(mut entries: S) -> Self {
+        while entries.items().len() < entries.limit() && entries.grow() {}
+        let n = entries.items().len();
         let size: usize = if n == 0 { 0 } else { 1 << n.ilog2() };
         QpnIndex { entries, mask: size.wrapping_sub(1), len: 0 }
     }
@@ -138,7 +143,7 @@ impl<S: AsRef<[Option<(u32, u16)>]> + AsMut<[Option<(u32, u16)>]>> QpnIndex<S> {
     /// The slot of QP `qpn`.
     #[inline(always)]
     pub fn get(&self, qpn: u32) -> Option<u16> {
-        let entries = self.entries.as_ref();
+        let entries = self.entries.items();
         let mut i = self.home(qpn);
         loop {
             match *entries.get(i)? {
@@ -157,7 +162,7 @@ impl<S: AsRef<[Option<(u32, u16)>]> + AsMut<[Option<(u32, u16)>]>> QpnIndex<S> {
         }
         let mut i = self.home(qpn);
         let mask = self.mask;
-        let entries = self.entries.as_mut();
+        let entries = self.entries.items_mut();
         while let Some(Some((n, _))) = entries.get(i) {
             if *n == qpn {
                 break;
@@ -177,7 +182,7 @@ impl<S: AsRef<[Option<(u32, u16)>]> + AsMut<[Option<(u32, u16)>]>> QpnIndex<S> {
     pub fn remove(&mut self, qpn: u32) {
         let mask = self.mask;
         let mut hole = self.home(qpn);
-        let entries = self.entries.as_mut();
+        let entries = self.entries.items_mut();
         loop {
             match entries.get(hole) {
                 Some(Some((n, _))) if *n == qpn => break,

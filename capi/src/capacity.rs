@@ -1,9 +1,13 @@
 //! How many objects a provider holds, and the heap storage that holds
 //! them.
 //!
-//! A provider's objects live in slots allocated once, when it is
-//! registered (inside the consumer's first `dat_ia_open` of its name),
-//! and never again: a post or a dequeue allocates nothing. The counts
+//! A provider's objects live in slots whose memory is reserved once, when
+//! it is registered (inside the consumer's first `dat_ia_open` of its
+//! name), and never again; the slots are filled in as objects are made
+//! (the operating system maps a page when it is first written), so a
+//! provider's resident memory follows the objects it holds, not its
+//! capacity. Creating an object may write a new slot; a post or a dequeue
+//! allocates nothing. The counts
 //! come from the defaults below, overridden by `key=value` words after
 //! the device in `ia_params` (`"verbs rxe0 eps=100000 lmrs=65536"`), and
 //! those by the environment variable `UDAT_CAPACITY` in the same form

@@ -136,10 +136,12 @@ impl<X> Reserved<X> {
 }
 
 impl<X: Vacant> Store<X> for Reserved<X> {
+    #[inline(always)]
     fn items(&self) -> &[X] {
         &self.items
     }
 
+    #[inline(always)]
     fn items_mut(&mut self) -> &mut [X] {
         &mut self.items
     }

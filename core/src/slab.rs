@@ -158,11 +158,13 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     }
 
     /// The slots handed out so far.
+    #[inline(always)]
     fn used(&self) -> &[Slot<T>] {
         let items = self.slots.items();
         items.get(..self.fresh as usize).unwrap_or(items)
     }
 
+    #[inline(always)]
     fn slot(&self, h: RawHandle) -> Option<&Slot<T>> {
         self.used().get(h.index as usize).filter(|s| s.header.generation == h.generation && s.value.is_some())
     }
@@ -211,6 +213,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     }
 
     /// The live object in slot `index`, with its handle.
+    #[inline]
     pub fn live_at(&self, index: u32) -> Option<(RawHandle, &T)> {
         let slot = self.used().get(index as usize)?;
         let value = slot.value.as_ref()?;
@@ -219,6 +222,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     /// The header of the slot `h` points at, live or tombstone; `None` for
     /// a slot never handed out.
+    #[inline]
     pub fn header(&self, h: RawHandle) -> Option<&SlotHeader> {
         self.used().get(h.index as usize).map(|s| &s.header)
     }

@@ -39,10 +39,12 @@ pub trait Store<X> {
 }
 
 impl<X, const N: usize> Store<X> for [X; N] {
+    #[inline(always)]
     fn items(&self) -> &[X] {
         self
     }
 
+    #[inline(always)]
     fn items_mut(&mut self) -> &mut [X] {
         self
     }

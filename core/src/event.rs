@@ -288,6 +288,38 @@ mod tests {
         assert_eq!(pool.pop(&mut b), Some(sw(10)));
     }
 
+    /// A store that grows one place at a time, as the C ABI's does.
+    struct Growing(crate::FixedVec<EventSlot, 8>);
+
+    impl Store<EventSlot> for Growing {
+        fn items(&self) -> &[EventSlot] {
+            &self.0
+        }
+        fn items_mut(&mut self) -> &mut [EventSlot] {
+            &mut self.0
+        }
+        fn grow(&mut self) -> bool {
+            self.0.push(EventSlot::VACANT).is_ok()
+        }
+        fn limit(&self) -> usize {
+            8
+        }
+    }
+
+    #[test]
+    fn the_pool_reuses_freed_slots_before_growing_its_store() {
+        let mut pool = EventPool::new(Growing(crate::FixedVec::new()));
+        let mut q = pool.open(8).unwrap();
+        for round in 0..10 {
+            pool.push(&mut q, sw(round)).unwrap();
+            pool.push(&mut q, sw(round + 100)).unwrap();
+            assert_eq!(pool.pop(&mut q), Some(sw(round)));
+            assert_eq!(pool.pop(&mut q), Some(sw(round + 100)));
+        }
+        // Never more than two queued at once: two places ever made.
+        assert_eq!(pool.nodes.0.len(), 2);
+    }
+
     #[test]
     fn resize_never_below_length() {
         let mut pool = EventPool::new([EventSlot::VACANT; 8]);

@@ -308,6 +308,53 @@ mod tests {
         assert!(slab.get(RawHandle::NULL).is_none());
     }
 
+    /// A store that grows one place at a time, as the C ABI's does.
+    struct Growing(crate::FixedVec<Slot<u32>, 4>);
+
+    impl Store<Slot<u32>> for Growing {
+        fn items(&self) -> &[Slot<u32>] {
+            &self.0
+        }
+        fn items_mut(&mut self) -> &mut [Slot<u32>] {
+            &mut self.0
+        }
+        fn grow(&mut self) -> bool {
+            self.0.push(Slot::VACANT).is_ok()
+        }
+        fn limit(&self) -> usize {
+            4
+        }
+    }
+
+    #[test]
+    fn a_growing_store_grows_only_for_a_slot_never_used() {
+        let mut slab = Slab::new(Kind::Ep, Growing(crate::FixedVec::new()));
+        assert_eq!((slab.capacity(), slab.slots.0.len()), (4, 0));
+        let a = slab.insert(1).unwrap();
+        let b = slab.insert(2).unwrap();
+        assert_eq!(slab.slots.0.len(), 2);
+        // A freed slot waits while never-used ones remain.
+        slab.remove(a);
+        let c = slab.insert(3).unwrap();
+        let d = slab.insert(4).unwrap();
+        assert_eq!((c.index, d.index, slab.slots.0.len()), (2, 3, 4));
+        // The store is full: the slot freed first comes back, with a new
+        // generation, and the old handle stays dead.
+        let e = slab.insert(5).unwrap();
+        assert_eq!(e.index, a.index);
+        assert_eq!((slab.get(a), slab.get(e), slab.get(b)), (None, Some(&5), Some(&2)));
+        assert_eq!(slab.insert(6), Err(6));
+        assert!(slab.header(RawHandle { index: 3, generation: 1 }).is_some());
+    }
+
+    #[test]
+    fn a_slot_never_handed_out_has_no_header() {
+        let mut slab = Slab::new(Kind::Pz, [const { Slot::<u32>::VACANT }; 2]);
+        slab.insert(1).unwrap();
+        assert!(slab.header(RawHandle { index: 0, generation: 1 }).is_some());
+        assert!(slab.header(RawHandle { index: 1, generation: 1 }).is_none());
+    }
+
     #[test]
     fn tombstone_keeps_provider_word() {
         let mut slab = Slab::new(Kind::Ep, [const { Slot::<u32>::VACANT }; 2]);

@@ -118,6 +118,23 @@ impl Default for SendSlot {
 #[must_use]
 pub struct Full;
 
+/// Segments of a WQE: the control segment, the operation's remote-address
+/// and atomic segments, and `data_ds` of data.
+#[inline(always)]
+fn wqe_ds(remote: Option<Remote>, atomic: Option<(u64, u64)>, data_ds: usize) -> usize {
+    1 + remote.is_some() as usize + atomic.is_some() as usize + data_ds
+}
+
+/// Segments `len` bytes of inline data take (none for none).
+#[inline(always)]
+fn inline_data_ds(len: u32) -> usize {
+    if len == 0 {
+        0
+    } else {
+        wqe::inline_ds(len as usize)
+    }
+}
+
 /// Most bytes one BlueFlame copy carries: half the BlueFlame buffer.
 const BF_BYTES: usize = 256;
 
@@ -292,7 +309,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     #[inline]
     pub fn post(&mut self, op: Op, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
         let (opcode, imm, remote, atomic) = op.parts();
-        let ds = 1 + remote.is_some() as usize + atomic.is_some() as usize + sges.len();
+        let ds = wqe_ds(remote, atomic, sges.len());
         let start = self.begin(ds)?;
         let mut byte = self.headers(start, remote, atomic);
         for sge in sges {
@@ -319,9 +336,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         slot: SendSlot,
     ) -> Result<(), Full> {
         let (opcode, imm, remote, atomic) = op.parts();
+        let ds = wqe_ds(remote, atomic, inline_data_ds(len));
         let len = len as usize;
-        let data_ds = if len == 0 { 0 } else { wqe::inline_ds(len) };
-        let ds = 1 + remote.is_some() as usize + atomic.is_some() as usize + data_ds;
         let start = self.begin(ds)?;
         let mut byte = self.headers(start, remote, atomic);
         if len != 0 {
@@ -399,7 +415,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     #[inline]
     pub fn send(&mut self, op: Op, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
         let (opcode, imm, remote, atomic) = op.parts();
-        let ds = 1 + remote.is_some() as usize + atomic.is_some() as usize + sges.len();
+        let ds = wqe_ds(remote, atomic, sges.len());
         if self.pending != 0 || ds * SEG_BYTES > WQEBB_BYTES.min(self.bf_size) {
             self.post(op, sges, flags, slot)?;
             self.ring();
@@ -431,8 +447,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         slot: SendSlot,
     ) -> Result<(), Full> {
         let (opcode, imm, remote, atomic) = op.parts();
-        let data_ds = if len == 0 { 0 } else { wqe::inline_ds(len as usize) };
-        let ds = 1 + remote.is_some() as usize + atomic.is_some() as usize + data_ds;
+        let ds = wqe_ds(remote, atomic, inline_data_ds(len));
         if self.pending != 0 || ds * SEG_BYTES > BF_BYTES.min(self.bf_size) {
             // SAFETY: forwarded contract.
             unsafe { self.post_inline(op, sges, len, flags, slot)? };

@@ -25,6 +25,7 @@ pub mod oracle;
 mod region;
 
 use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -33,7 +34,7 @@ use udat_core::types::{IaAddress, IaAttr, MemPriv, Qos, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
 use udat_mlx5::cq::CqGeometry;
 use udat_mlx5::device::{CqParts, Device, QpParts, QpSpec, SrqParts};
-use udat_mlx5::doorbell::Register;
+use udat_mlx5::doorbell::{Register, Uar};
 use udat_mlx5::rq::{RecvSlot, RqGeometry};
 use udat_mlx5::sq::{SendSlot, SqGeometry};
 
@@ -61,31 +62,67 @@ pub struct SoftHca {
 /// A doorbell register of the model: a UAR page of one QP or CQ. Its
 /// methods stay distinct symbols, so an instruction count can leave out
 /// the model's execution behind a doorbell (`cargo xtask icount`).
+///
+/// With doorbells deferred (for benches) the model executes nothing at a
+/// doorbell, and the register does what a ConnectX's does: the data
+/// path's writes go through a real [`Uar`] to a page of memory standing in
+/// for the mapped register, so a count of a post includes the doorbell's
+/// MMIO stores.
 #[derive(Debug)]
 pub struct ModelRegister {
     hca: Rc<RefCell<Hca>>,
     uar: u32,
     deferred: Rc<Cell<bool>>,
+    /// The stand-in register page, owned here (freed on drop).
+    page: NonNull<[u64; PAGE_WORDS]>,
+    mirror: Uar,
+}
+
+/// 64-bit words of a stand-in register page: both BlueFlame halves and
+/// the CQ doorbell fit.
+const PAGE_WORDS: usize = 128;
+
+impl ModelRegister {
+    fn new(hca: Rc<RefCell<Hca>>, uar: u32, deferred: Rc<Cell<bool>>) -> ModelRegister {
+        let page = NonNull::from(Box::leak(Box::new([0u64; PAGE_WORDS])));
+        // SAFETY: the page is 8-aligned, `PAGE_WORDS * 8` bytes long, and
+        // lives until this register drops; only the `Uar` writes it.
+        let mirror = unsafe { Uar::new(page.cast(), PAGE_WORDS * 8) };
+        ModelRegister { hca, uar, deferred, page, mirror }
+    }
+}
+
+impl Drop for ModelRegister {
+    fn drop(&mut self) {
+        // SAFETY: leaked from a Box in `new` and freed only here.
+        drop(unsafe { Box::from_raw(self.page.as_ptr()) });
+    }
 }
 
 impl Register for ModelRegister {
     #[inline(never)]
     fn write64(&mut self, offset: usize, value: [u8; 8]) {
-        if !self.deferred.get() {
+        if self.deferred.get() {
+            self.mirror.write64(offset, value);
+        } else {
             self.hca.borrow_mut().register_write(self.uar, offset, &value);
         }
     }
 
     #[inline(never)]
     fn write_block(&mut self, offset: usize, block: &[u8; 64]) {
-        if !self.deferred.get() {
+        if self.deferred.get() {
+            self.mirror.write_block(offset, block);
+        } else {
             self.hca.borrow_mut().register_write(self.uar, offset, block);
         }
     }
 
     #[inline(never)]
     fn flush(&mut self) {
-        if !self.deferred.get() {
+        if self.deferred.get() {
+            self.mirror.flush();
+        } else {
             self.hca.borrow_mut().register_flush(self.uar);
         }
     }
@@ -148,9 +185,10 @@ impl SoftHca {
         SoftHca::default()
     }
 
-    /// For benches: doorbell registers cost what an MMIO store costs and
-    /// execute nothing, until [`release`](Self::release). The doorbell
-    /// checks are off from here on.
+    /// For benches: doorbell registers make the MMIO stores a ConnectX's
+    /// `Uar` makes, to a stand-in page, and execute nothing until
+    /// [`release`](Self::release). The doorbell checks are off from here
+    /// on.
     pub fn defer_doorbells(&self) {
         self.deferred.set(true);
     }
@@ -235,7 +273,7 @@ impl SoftHca {
         let mut hca = self.hca.borrow_mut();
         let uar = hca.id();
         hca.uars.insert(uar, owner);
-        ModelRegister { hca: self.hca.clone(), uar, deferred: self.deferred.clone() }
+        ModelRegister::new(self.hca.clone(), uar, self.deferred.clone())
     }
 }
 

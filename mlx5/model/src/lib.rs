@@ -59,15 +59,15 @@ pub struct SoftHca {
     deferred: Rc<Cell<bool>>,
 }
 
-/// A doorbell register of the model: a UAR page of one QP or CQ. Its
-/// methods stay distinct symbols, so an instruction count can leave out
-/// the model's execution behind a doorbell (`cargo xtask icount`).
+/// A doorbell register of the model: a UAR page of one QP or CQ.
 ///
-/// With doorbells deferred (for benches) the model executes nothing at a
-/// doorbell, and the register does what a ConnectX's does: the data
-/// path's writes go through a real [`Uar`] to a page of memory standing in
-/// for the mapped register, so a count of a post includes the doorbell's
-/// MMIO stores.
+/// The data path's writes go first through a real [`Uar`] to a page of
+/// memory standing in for the mapped register: the MMIO stores a ConnectX
+/// doorbell makes, which an instruction count includes. Then, unless
+/// doorbells are deferred (for benches), the model takes the writes and
+/// executes what they publish in `hca_write` and `hca_flush`, distinct
+/// symbols that a count leaves out (`cargo xtask icount`): on a ConnectX
+/// that work is the device's.
 #[derive(Debug)]
 pub struct ModelRegister {
     hca: Rc<RefCell<Hca>>,
@@ -99,31 +99,42 @@ impl Drop for ModelRegister {
     }
 }
 
+impl ModelRegister {
+    /// The model takes a register write.
+    #[inline(never)]
+    fn hca_write(&mut self, offset: usize, bytes: &[u8]) {
+        self.hca.borrow_mut().register_write(self.uar, offset, bytes);
+    }
+
+    /// The model takes the doorbell and executes what it publishes.
+    #[inline(never)]
+    fn hca_flush(&mut self) {
+        self.hca.borrow_mut().register_flush(self.uar);
+    }
+}
+
 impl Register for ModelRegister {
     #[inline(never)]
     fn write64(&mut self, offset: usize, value: [u8; 8]) {
-        if self.deferred.get() {
-            self.mirror.write64(offset, value);
-        } else {
-            self.hca.borrow_mut().register_write(self.uar, offset, &value);
+        self.mirror.write64(offset, value);
+        if !self.deferred.get() {
+            self.hca_write(offset, &value);
         }
     }
 
     #[inline(never)]
     fn write_block(&mut self, offset: usize, block: &[u8; 64]) {
-        if self.deferred.get() {
-            self.mirror.write_block(offset, block);
-        } else {
-            self.hca.borrow_mut().register_write(self.uar, offset, block);
+        self.mirror.write_block(offset, block);
+        if !self.deferred.get() {
+            self.hca_write(offset, block);
         }
     }
 
     #[inline(never)]
     fn flush(&mut self) {
-        if self.deferred.get() {
-            self.mirror.flush();
-        } else {
-            self.hca.borrow_mut().register_flush(self.uar);
+        self.mirror.flush();
+        if !self.deferred.get() {
+            self.hca_flush();
         }
     }
 }
@@ -185,10 +196,10 @@ impl SoftHca {
         SoftHca::default()
     }
 
-    /// For benches: doorbell registers make the MMIO stores a ConnectX's
-    /// `Uar` makes, to a stand-in page, and execute nothing until
-    /// [`release`](Self::release). The doorbell checks are off from here
-    /// on.
+    /// For benches: doorbell registers make only the MMIO stores a
+    /// ConnectX's `Uar` makes, to a stand-in page, and the model executes
+    /// nothing until [`release`](Self::release). The doorbell checks are
+    /// off from here on.
     pub fn defer_doorbells(&self) {
         self.deferred.set(true);
     }

@@ -54,6 +54,9 @@ pub struct Table<T, S> {
     slots: S,
     /// Slots in use are below this.
     high: usize,
+    /// Empty slots below `high`: while there are none, an insert takes the
+    /// slot at `high` without looking for one.
+    holes: usize,
     limit: usize,
     _values: core::marker::PhantomData<T>,
 }
@@ -62,14 +65,20 @@ impl<T, S: Store<Option<T>>> Table<T, S> {
     /// A table over `slots`, using at most `limit` of them.
     pub fn new(slots: S, limit: usize) -> Self {
         let limit = slots.limit().min(limit).min(MOST);
-        Table { slots, high: 0, limit, _values: core::marker::PhantomData }
+        Table { slots, high: 0, holes: 0, limit, _values: core::marker::PhantomData }
     }
 
     /// Store `value`: its slot, or the value back when the table is full.
     pub fn insert(&mut self, value: T) -> Result<u16, T> {
-        let free = self.slots.items().get(..self.high).and_then(|s| s.iter().position(Option::is_none));
+        let free = match self.holes {
+            0 => None,
+            _ => self.slots.items().get(..self.high).and_then(|s| s.iter().position(Option::is_none)),
+        };
         let i = match free {
-            Some(i) => i,
+            Some(i) => {
+                self.holes -= 1;
+                i
+            }
             None if self.high < self.limit && (self.slots.items().len() > self.high || self.slots.grow()) => {
                 self.high += 1;
                 self.high - 1
@@ -94,17 +103,14 @@ impl<T, S: Store<Option<T>>> Table<T, S> {
     }
 
     pub fn remove(&mut self, slot: u16) -> Option<T> {
-        self.slots.items_mut().get_mut(usize::from(slot))?.take()
+        let value = self.slots.items_mut().get_mut(usize::from(slot))?.take()?;
+        self.holes += 1;
+        Some(value)
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         let high = self.high;
         self.slots.items_mut().iter_mut().take(high).flatten()
-    }
-
-    /// How many values the table can hold.
-    pub fn capacity(&self) -> usize {
-        self.limit
     }
 }
 
@@ -219,7 +225,9 @@ mod tests {
         assert_eq!((t.insert(1), t.insert(2), t.insert(3)), (Ok(0), Ok(1), Ok(2)));
         assert_eq!(t.insert(4), Err(4));
         assert_eq!(t.remove(1), Some(2));
+        assert_eq!(t.remove(1), None, "an empty slot is freed once");
         assert_eq!(t.insert(5), Ok(1));
+        assert_eq!(t.insert(6), Err(6));
         assert_eq!(t.iter_mut().map(|v| *v).collect::<heapless::Vec<u32, 4>>(), [1, 5, 3]);
     }
 

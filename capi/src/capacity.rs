@@ -129,9 +129,26 @@ pub struct Reserved<X> {
 }
 
 impl<X> Reserved<X> {
+    /// The reservation is zeroed memory: pages the operating system maps
+    /// only when written, yet never uninitialised, so a garbage C handle
+    /// that points past the slots made so far reads zeros (no provider
+    /// word) and is refused.
     fn new(limit: u32) -> Self {
         let limit = limit as usize;
-        Reserved { items: Vec::with_capacity(limit), limit }
+        let items = match std::alloc::Layout::array::<X>(limit) {
+            Ok(layout) if layout.size() != 0 => {
+                // SAFETY: a layout of nonzero size.
+                let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<X>();
+                if ptr.is_null() {
+                    std::alloc::handle_alloc_error(layout);
+                }
+                // SAFETY: allocated by the global allocator with the layout
+                // of `limit` values of `X`; no value is initialised yet.
+                unsafe { Vec::from_raw_parts(ptr, 0, limit) }
+            }
+            _ => Vec::with_capacity(limit),
+        };
+        Reserved { items, limit }
     }
 }
 

@@ -101,3 +101,23 @@ fn provider_attributes_echo_the_registration() {
     }
     assert_eq!((attr.dapl_version_major, attr.dapl_version_minor, attr.is_thread_safe), (2, 0, DAT_FALSE));
 }
+
+#[test]
+fn a_handle_into_slots_not_made_yet_is_invalid_handle() {
+    let rig = Rig::new(c"abi-unmade", MODEL);
+    let (a, b) = (rig.pz(), rig.pz());
+    // Slots are laid out evenly: ten slots past the last one made is
+    // reserved memory no object has used yet.
+    let stride = b as usize - a as usize;
+    let unmade = (b as usize + 10 * stride) as DAT_PZ_HANDLE;
+    let (null, mut ep) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: the IA is live; the PZ argument, a secondary handle, lies
+    // inside the PZ slots' reservation (4,096 of them), which stays
+    // allocated while the provider is registered.
+    unsafe {
+        let ret = rig.t().ep_create_func.unwrap()(rig.ia, unmade, null, null, null, ptr::null(), &mut ep);
+        assert_eq!(ret, DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ);
+        assert_eq!(rig.t().pz_free_func.unwrap()(a), DAT_SUCCESS);
+        assert_eq!(rig.t().pz_free_func.unwrap()(b), DAT_SUCCESS);
+    }
+}

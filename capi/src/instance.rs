@@ -1,23 +1,24 @@
 //! One registered provider: its `DAT_PROVIDER` table, and the core
 //! provider that holds every object opened through it, behind one lock.
 //!
-//! A C handle is the address of a core slot header, whose first word is
-//! the address of this instance's table (`<dat2/dat_redirection.h>`:
+//! A C handle is a word of the instance's [`HandleSpace`] holding the
+//! address of this instance's table (`<dat2/dat_redirection.h>`:
 //! `DAT_HANDLE_TO_PROVIDER`). The table is the instance's first field, so
 //! an entry point finds its instance from any handle it is given.
 
 use std::ffi::CString;
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
 
 use udat_core::backend::Backend;
 use udat_core::handle::{AnyHandle, Kind, RawHandle};
-use udat_core::slab::SlotHeader;
 use udat_core::types::IaAddress;
 use udat_core::{DatError, DatResult, Provider, Subtype};
 
 use crate::capacity::{Capacity, Heap};
+use crate::handles::HandleSpace;
 use crate::registry::Registration;
 use crate::sys::{udat_ext_fn, udat_provider_head, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
 
@@ -29,6 +30,10 @@ pub type Core<B> = Provider<B, Heap>;
 pub trait Transport: Backend + Sized + 'static {
     /// A backend for this transport, with room for what `capacity` counts.
     fn create(capacity: &Capacity) -> DatResult<Self>;
+
+    /// Whether `device` names a device of this transport that can be
+    /// opened: a name that cannot is not registered at all.
+    fn knows(device: &str) -> bool;
 
     /// Descriptors to sleep on outside the lock while a wait is pending,
     /// after a zero-timeout [`Provider::block`] armed them; `None` when the
@@ -49,6 +54,8 @@ pub struct Addr(pub IaAddress);
 /// What the lock guards.
 pub struct State<B: Transport> {
     pub core: Box<Core<B>>,
+    /// Where the C handles of the core's objects are.
+    pub handles: HandleSpace,
     /// Per IA slot: the IA's own address.
     pub ia_addr: Box<[Addr]>,
     /// Per EP slot: local and remote address of the last `dat_ep_query`.
@@ -110,6 +117,7 @@ impl<B: Transport> Instance<B> {
         let core = Box::new(Provider::with_storage(B::create(&capacity)?, Heap(capacity)));
         let state = State {
             core,
+            handles: HandleSpace::new(&capacity)?,
             ia_addr: vec![Addr::default(); capacity.ias as usize].into_boxed_slice(),
             ep_addr: vec![(Addr::default(), Addr::default()); capacity.eps as usize].into_boxed_slice(),
             cr_addr: vec![Addr::default(); capacity.crs as usize].into_boxed_slice(),
@@ -126,26 +134,23 @@ impl<B: Transport> Instance<B> {
         });
         inst.table.device_name = inst.name.as_ptr();
         let word = ptr::addr_of!(inst.table) as usize;
-        inst.state.lock().core.set_provider_word(word);
+        inst.state.lock().handles.set_word(word);
         Ok(inst)
     }
 
     /// The instance a handle of this transport belongs to.
     ///
     /// # Safety
-    /// `h` is non-null and was produced by an instance of `B` (libdat2 and
-    /// the static registry dispatch on the handle's own provider word, so
-    /// an entry point of `B` only ever sees such handles first).
+    /// `h` is a handle an instance of `B` handed out (libdat2 and the
+    /// static registry dispatch on the handle's own provider word, the
+    /// static registry once [`crate::handles::issued`] holds, so an entry
+    /// point of `B` only ever sees such handles first).
     #[inline(always)]
     pub unsafe fn of(h: DAT_HANDLE) -> &'static Instance<B> {
-        // SAFETY: by the contract, `h` points at a slot header whose
-        // provider word is the address of a live `Instance<B>`.
-        unsafe { &*((*(h as *const SlotHeader)).provider as *const Instance<B>) }
-    }
-
-    /// The address of this instance's table: every handle's first word.
-    pub fn word(&self) -> usize {
-        ptr::addr_of!(self.table) as usize
+        // SAFETY: by the contract, `h` is a handle word (written atomically)
+        // holding the address of an `Instance<B>`, and instances are never
+        // freed.
+        unsafe { &*((*(h as *const AtomicUsize)).load(Ordering::Relaxed) as *const Instance<B>) }
     }
 }
 
@@ -168,63 +173,28 @@ pub fn invalid(kind: Kind) -> DatError {
 }
 
 impl<B: Transport> State<B> {
-    /// The core handle a C handle of `kind` names, checked: it must point
-    /// at a slot header of this very provider, of this kind. A freed
-    /// object's slot is a tombstone: the handle resolves, and the core
-    /// refuses it with `DAT_INVALID_HANDLE`.
-    ///
-    /// # Safety
-    /// `h` is null or points at readable memory of at least a slot header
-    /// (C callers pass handles, which the DAT API requires to be handles).
+    /// The core handle a C handle of `kind` names, checked: it must be a
+    /// handle word of this very provider, of this kind, whose slot holds a
+    /// live object of the generation that selects this word. Nothing is
+    /// read through `h`.
     #[inline(always)]
-    pub unsafe fn raw(&self, word: usize, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
-        if h.is_null() {
-            return Err(invalid(kind));
-        }
-        let hdr = h as *const SlotHeader;
-        // SAFETY: by the contract `h` points at readable memory the size of
-        // a header; the kind is read as an integer, so a foreign handle's
-        // bytes are never taken for an enum value.
-        let (provider, kind_bits, index, generation) = unsafe {
-            (
-                ptr::addr_of!((*hdr).provider).read(),
-                ptr::addr_of!((*hdr).kind).cast::<u32>().read(),
-                ptr::addr_of!((*hdr).index).read(),
-                ptr::addr_of!((*hdr).generation).read(),
-            )
-        };
-        if provider != word || kind_bits != kind as u32 {
-            return Err(invalid(kind));
-        }
-        let raw = RawHandle::from_bits(u64::from(generation) << 32 | u64::from(index));
-        match self.core.slot_header(AnyHandle { kind, raw }) {
-            Some(real) if ptr::eq(real, hdr) => Ok(raw),
-            _ => Err(invalid(kind)),
-        }
+    pub fn raw(&self, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
+        self.handles.resolve(h, kind, |index| self.core.live_generation(kind, index)).ok_or(invalid(kind))
     }
 
     /// Like [`State::raw`], but `DAT_HANDLE_NULL` is the null handle.
-    ///
-    /// # Safety
-    /// As [`State::raw`].
-    pub unsafe fn raw_or_null(&self, word: usize, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
+    pub fn raw_or_null(&self, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
         if h.is_null() {
             Ok(RawHandle::NULL)
         } else {
-            // SAFETY: forwarded contract.
-            unsafe { self.raw(word, h, kind) }
+            self.raw(h, kind)
         }
     }
 
     /// The C handle of a core handle; null for the null handle.
+    #[inline(always)]
     pub fn ptr(&self, h: impl Into<AnyHandle>) -> DAT_HANDLE {
         let h = h.into();
-        if h.raw.is_null() {
-            return ptr::null_mut();
-        }
-        match self.core.slot_header(h) {
-            Some(hdr) => hdr as *const SlotHeader as DAT_HANDLE,
-            None => ptr::null_mut(),
-        }
+        self.handles.handle(h.kind, h.raw)
     }
 }

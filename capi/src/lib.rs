@@ -5,10 +5,10 @@
 //! - One `DAT_PROVIDER` table per transport ([`table`]), whose every slot
 //!   is an `extern "C"` function over the core; the slots of features udat
 //!   does not offer answer `DAT_NOT_IMPLEMENTED`.
-//! - A handle is the address of the core's slot header for the object,
-//!   whose first word is the provider's table: what libdat2's dispatch
-//!   needs. A freed object's slot is a tombstone, refused with
-//!   `DAT_INVALID_HANDLE`; slots are reused oldest-first.
+//! - A handle is a word of the provider's [`handles`] space, chosen by the
+//!   object's slot and generation, holding the provider's table: what
+//!   libdat2's dispatch needs. A freed object's handle is refused with
+//!   `DAT_INVALID_HANDLE` until its slot has been reused many times over.
 //! - [`registry`]: the providers of this process by name, each a
 //!   transport and a device (`ia_params` `"verbs rxe0"`,
 //!   `"mlx5 mlx5_0"`, `"model mlx5_model0"`).
@@ -19,6 +19,7 @@
 
 pub mod capacity;
 pub mod entry;
+pub mod handles;
 pub mod instance;
 pub mod registry;
 pub mod sys;

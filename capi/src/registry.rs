@@ -3,6 +3,12 @@
 //! libdat2 finds a provider's table by name and calls its `ia_open_func`
 //! with that name; the static registry does the same. Both come here to
 //! find the instance behind the name.
+//!
+//! An instance is never freed: a removed provider's instance is kept,
+//! unlisted, so that a handle a consumer kept past the removal still leads
+//! to a table that refuses it, and a registration of the same name and
+//! parameters later takes it back. Its handles stay dead across that, since
+//! the instance's slots keep their generations.
 
 use std::any::TypeId;
 use std::ffi::{CStr, CString};
@@ -18,9 +24,13 @@ use crate::transport::{self, Model, Params};
 struct Entry {
     name: CString,
     ty: TypeId,
+    /// The `ia_params` and registration it was made with.
+    params: String,
+    version: (u32, u32, bool),
     /// The instance's address (its table's).
     table: usize,
-    free: unsafe fn(usize),
+    /// Listed: registered and not removed since.
+    listed: bool,
 }
 
 static ENTRIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
@@ -33,27 +43,46 @@ pub struct Registration {
     pub ia_out: IaOut,
 }
 
-/// # Safety
-/// `table` came from `Box::into_raw` of an `Instance<B>` and is freed once.
-unsafe fn free<B: Transport>(table: usize) {
-    // SAFETY: by the contract.
-    drop(unsafe { Box::from_raw(table as *mut Instance<B>) });
-}
-
-fn insert<B: Transport>(name: &CStr, params: &Params<'_>, reg: Registration) -> DatResult<*const DAT_PROVIDER> {
+fn insert<B: Transport>(
+    name: &CStr,
+    raw: &str,
+    params: &Params<'_>,
+    reg: Registration,
+) -> DatResult<*const DAT_PROVIDER> {
+    if !B::knows(params.device) {
+        return Err(DatError::of(ErrorType::ProviderNotFound));
+    }
+    let version = (reg.dapl_version.0, reg.dapl_version.1, reg.thread_safe);
+    let mut entries = ENTRIES.lock();
+    if let Some(e) = entries.iter_mut().find(|e| {
+        !e.listed && e.name.as_c_str() == name && e.ty == TypeId::of::<B>() && e.params == raw && e.version == version
+    }) {
+        e.listed = true;
+        return Ok(e.table as *const DAT_PROVIDER);
+    }
     let device = CString::new(params.device).map_err(|_| DatError::invalid_arg(1))?;
     let inst = Instance::<B>::new(name.to_owned(), device, params.capacity, &reg)?;
+    // Never freed: see the module documentation.
     let table = Box::into_raw(inst) as usize;
-    ENTRIES.lock().push(Entry { name: name.to_owned(), ty: TypeId::of::<B>(), table, free: free::<B> });
+    entries.push(Entry {
+        name: name.to_owned(),
+        ty: TypeId::of::<B>(),
+        params: raw.to_owned(),
+        version,
+        table,
+        listed: true,
+    });
     Ok(table as *const DAT_PROVIDER)
 }
 
 /// Register `name` for the transport and device `params` names; the
-/// table to hand to libdat2 (or to dispatch through).
+/// table to hand to libdat2 (or to dispatch through). A device the
+/// transport cannot open registers nothing.
 pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT_PROVIDER> {
-    if ENTRIES.lock().iter().any(|e| e.name.as_c_str() == name) {
+    if ENTRIES.lock().iter().any(|e| e.listed && e.name.as_c_str() == name) {
         return Err(DatError::of(ErrorType::ProviderAlreadyRegistered));
     }
+    let raw = params;
     let params = transport::parse(params).ok_or(DatError::of(ErrorType::ProviderNotFound))?;
     let capacity = params.capacity.with_env().map_err(|e| {
         eprintln!("udat: {}: {e}", name.to_string_lossy());
@@ -62,7 +91,7 @@ pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT
     let params = Params { capacity, ..params };
     let device = params.device;
     match params.kind {
-        transport::Kind::Verbs => insert::<Verbs>(name, &params, reg),
+        transport::Kind::Verbs => insert::<Verbs>(name, raw, &params, reg),
         transport::Kind::Mlx5 => {
             // The ConnectX control path (mlx5dv) is not built yet: the
             // device runs on the verbs path, which drives any HCA.
@@ -70,41 +99,41 @@ pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT
                 "udat: {}: the mlx5 direct path has no ConnectX control path yet; {device} runs on udat-verbs",
                 name.to_string_lossy()
             );
-            insert::<Verbs>(name, &params, reg)
+            insert::<Verbs>(name, raw, &params, reg)
         }
-        transport::Kind::Model => insert::<Model>(name, &params, reg),
+        transport::Kind::Model => insert::<Model>(name, raw, &params, reg),
     }
 }
 
-/// Unregister the provider whose table this is and free it. Handles of its
-/// objects must not be used afterwards (libdat2 removes a provider only
-/// when no IA of it is open).
+/// Unregister the provider whose table this is. Its instance stays (see
+/// the module documentation); its handles are refused from now on only as
+/// far as they name no live object, so libdat2 removes a provider when no
+/// IA of it is open.
 pub fn remove(table: *const DAT_PROVIDER) -> bool {
-    let entry = {
-        let mut entries = ENTRIES.lock();
-        let Some(i) = entries.iter().position(|e| e.table == table as usize) else { return false };
-        entries.remove(i)
-    };
-    // SAFETY: the entry held the only record of this instance, just taken.
-    unsafe { (entry.free)(entry.table) };
-    true
+    let mut entries = ENTRIES.lock();
+    match entries.iter_mut().find(|e| e.listed && e.table == table as usize) {
+        Some(e) => {
+            e.listed = false;
+            true
+        }
+        None => false,
+    }
 }
 
 /// The table registered under `name`.
 pub fn table(name: &CStr) -> Option<*const DAT_PROVIDER> {
-    ENTRIES.lock().iter().find(|e| e.name.as_c_str() == name).map(|e| e.table as *const DAT_PROVIDER)
+    ENTRIES.lock().iter().find(|e| e.listed && e.name.as_c_str() == name).map(|e| e.table as *const DAT_PROVIDER)
 }
 
 /// The names registered, in order.
 pub fn names() -> Vec<CString> {
-    ENTRIES.lock().iter().map(|e| e.name.clone()).collect()
+    ENTRIES.lock().iter().filter(|e| e.listed).map(|e| e.name.clone()).collect()
 }
 
 /// The instance of transport `B` registered under `name`.
 pub fn find<B: Transport>(name: &CStr) -> Option<&'static Instance<B>> {
     let entries = ENTRIES.lock();
-    let e = entries.iter().find(|e| e.name.as_c_str() == name && e.ty == TypeId::of::<B>())?;
-    // SAFETY: an entry of type `B` records a live `Instance<B>`, freed only
-    // by `remove`, after which libdat2 no longer calls into it.
+    let e = entries.iter().find(|e| e.listed && e.name.as_c_str() == name && e.ty == TypeId::of::<B>())?;
+    // SAFETY: an entry of type `B` records an `Instance<B>`, never freed.
     Some(unsafe { &*(e.table as *const Instance<B>) })
 }

@@ -16,6 +16,12 @@ impl Transport for Verbs {
         Ok(Verbs::new())
     }
 
+    /// A verbs device present now (`rxe0`, or `rxe0:1` for a port).
+    fn knows(device: &str) -> bool {
+        let device = device.split_once(':').map_or(device, |(d, _)| d);
+        verbs_devices().iter().any(|d| d == device)
+    }
+
     fn wait_fds(ia: &udat_verbs::Ia) -> Option<[libc::c_int; 2]> {
         Some(ia.wait_fds())
     }
@@ -26,10 +32,34 @@ impl Transport for Model {
         Ok(Mlx5::with_storage(SoftHca::new(), QueueHeap(*capacity)))
     }
 
+    /// The model's IA names: `mlx5_model` and a digit.
+    fn knows(device: &str) -> bool {
+        matches!(device.as_bytes().strip_prefix(udat_mlx5_model::IA_NAME_PREFIX), Some([d]) if d.is_ascii_digit())
+    }
+
     /// The model runs inside the calling thread: nothing to sleep on.
     fn wait_fds(_: &<Self as udat_core::Backend>::Ia) -> Option<[libc::c_int; 2]> {
         None
     }
+}
+
+/// The names of the verbs devices present.
+pub fn verbs_devices() -> Vec<String> {
+    let mut names = Vec::new();
+    let mut n = 0;
+    // SAFETY: rdma-core returns a null-terminated list of `n` devices,
+    // owned until ibv_free_device_list; each name is NUL-terminated.
+    unsafe {
+        let list = udat_verbs::sys::ibv_get_device_list(&mut n);
+        if !list.is_null() {
+            for i in 0..n.max(0) as usize {
+                let name = std::ffi::CStr::from_ptr(udat_verbs::sys::ibv_get_device_name(*list.add(i)));
+                names.push(name.to_string_lossy().into_owned());
+            }
+            udat_verbs::sys::ibv_free_device_list(list);
+        }
+    }
+    names
 }
 
 /// Which transport a registration asked for: the first word of its

@@ -106,18 +106,63 @@ fn provider_attributes_echo_the_registration() {
 fn a_handle_into_slots_not_made_yet_is_invalid_handle() {
     let rig = Rig::new(c"abi-unmade", MODEL);
     let (a, b) = (rig.pz(), rig.pz());
-    // Slots are laid out evenly: ten slots past the last one made is
-    // reserved memory no object has used yet.
+    // Handles of one generation lie a word apart: ten words past the last
+    // one made is a handle no object has had.
     let stride = b as usize - a as usize;
+    assert_eq!(stride, size_of::<usize>());
     let unmade = (b as usize + 10 * stride) as DAT_PZ_HANDLE;
     let (null, mut ep) = (ptr::null_mut(), ptr::null_mut());
-    // SAFETY: the IA is live; the PZ argument, a secondary handle, lies
-    // inside the PZ slots' reservation (4,096 of them), which stays
-    // allocated while the provider is registered.
+    // SAFETY: the IA is live; the PZ argument, a secondary handle, is
+    // checked by its address alone, never read.
     unsafe {
         let ret = rig.t().ep_create_func.unwrap()(rig.ia, unmade, null, null, null, ptr::null(), &mut ep);
         assert_eq!(ret, DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ);
         assert_eq!(rig.t().pz_free_func.unwrap()(a), DAT_SUCCESS);
         assert_eq!(rig.t().pz_free_func.unwrap()(b), DAT_SUCCESS);
     }
+}
+
+#[test]
+fn a_stale_handle_stays_dead_through_a_million_cycles() {
+    let rig = Rig::new(c"abi-stale", MODEL);
+    let t = rig.t();
+    let stale = rig.pz();
+    // SAFETY: handles from this provider, live or freed.
+    unsafe {
+        assert_eq!(t.pz_free_func.unwrap()(stale), DAT_SUCCESS);
+        for cycle in 0..1_000_000 {
+            let pz = rig.pz();
+            let ret = t.pz_free_func.unwrap()(stale);
+            assert_eq!(ret, DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ, "cycle {cycle}");
+            assert_eq!(t.pz_free_func.unwrap()(pz), DAT_SUCCESS);
+        }
+    }
+}
+
+#[test]
+fn a_handle_kept_past_its_provider_removal_is_refused_when_it_comes_back() {
+    let name = c"abi-removed";
+    let rig = Rig::new(name, MODEL);
+    let (table, stale) = (rig.table, rig.pz());
+    drop(rig);
+    // The same name and parameters take the instance back; the old IA's
+    // PZ handle still resolves to its table and is refused there.
+    let rig = Rig::new(name, MODEL);
+    assert_eq!(rig.table, table);
+    let pz = rig.pz();
+    // SAFETY: handles from this provider's instance, live or freed.
+    unsafe {
+        assert_eq!(rig.t().pz_free_func.unwrap()(stale), DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ);
+        assert_eq!(rig.t().pz_free_func.unwrap()(pz), DAT_SUCCESS);
+    }
+}
+
+#[test]
+fn an_unknown_device_registers_nothing() {
+    let reg = common::REGISTRATION;
+    for params in ["model mlx5_model", "model mlx5_model12", "model nic0", "verbs no_such_device0"] {
+        let err = udat_capi::registry::add(c"abi-unknown", params, reg).unwrap_err();
+        assert_eq!(err.error_type(), udat_core::ErrorType::ProviderNotFound, "{params}");
+    }
+    assert!(!udat_capi::registry::names().iter().any(|n| n.as_c_str() == c"abi-unknown"));
 }

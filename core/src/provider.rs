@@ -19,7 +19,7 @@ use crate::psp::Psp;
 use crate::pz::Pz;
 use crate::rmr::Rmr;
 use crate::rsp::Rsp;
-use crate::slab::{Slab, SlotHeader};
+use crate::slab::Slab;
 use crate::srq::Srq;
 use crate::storage::{Inline, Storage};
 use crate::types::{DtoOp, DtoStatus, EpState};
@@ -27,9 +27,6 @@ use crate::types::{DtoOp, DtoStatus, EpState};
 /// All DAT objects of one provider instance over backend `B`, in storage
 /// `S`: by default 64 objects of each kind and 1,024 queued events in all,
 /// inline.
-///
-/// Keep it at a stable address (in a `Box` or a `static`) once handles are
-/// given to C: the slot headers are the C handles.
 pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) backend: B,
     pub(crate) ias: Slab<Ia<B>, S::Slots<Ia<B>>>,
@@ -115,17 +112,17 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn with_storage(backend: B, mut storage: S) -> Self {
         Provider {
             backend,
-            ias: Slab::new(Kind::Ia, storage.slots(Kind::Ia)),
-            pzs: Slab::new(Kind::Pz, storage.slots(Kind::Pz)),
-            lmrs: Slab::with_limit(Kind::Lmr, storage.slots(Kind::Lmr), crate::lmr::MAX_LMRS),
-            rmrs: Slab::new(Kind::Rmr, storage.slots(Kind::Rmr)),
-            evds: Slab::new(Kind::Evd, storage.slots(Kind::Evd)),
-            cnos: Slab::new(Kind::Cno, storage.slots(Kind::Cno)),
-            eps: Slab::new(Kind::Ep, storage.slots(Kind::Ep)),
-            psps: Slab::new(Kind::Psp, storage.slots(Kind::Psp)),
-            rsps: Slab::new(Kind::Rsp, storage.slots(Kind::Rsp)),
-            crs: Slab::new(Kind::Cr, storage.slots(Kind::Cr)),
-            srqs: Slab::new(Kind::Srq, storage.slots(Kind::Srq)),
+            ias: Slab::new(storage.slots(Kind::Ia)),
+            pzs: Slab::new(storage.slots(Kind::Pz)),
+            lmrs: Slab::with_limit(storage.slots(Kind::Lmr), crate::lmr::MAX_LMRS),
+            rmrs: Slab::new(storage.slots(Kind::Rmr)),
+            evds: Slab::new(storage.slots(Kind::Evd)),
+            cnos: Slab::new(storage.slots(Kind::Cno)),
+            eps: Slab::new(storage.slots(Kind::Ep)),
+            psps: Slab::new(storage.slots(Kind::Psp)),
+            rsps: Slab::new(storage.slots(Kind::Rsp)),
+            crs: Slab::new(storage.slots(Kind::Cr)),
+            srqs: Slab::new(storage.slots(Kind::Srq)),
             events: EventPool::new(storage.events()),
             polled: [Completion::EMPTY; POLL_BATCH],
             sges: [Sge::default(); MAX_SGE],
@@ -142,39 +139,23 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         &mut self.backend
     }
 
-    /// Set the word every slot header starts with (the C ABI's
-    /// `DAT_PROVIDER*`).
-    pub fn set_provider_word(&mut self, word: usize) {
-        self.ias.set_provider_word(word);
-        self.pzs.set_provider_word(word);
-        self.lmrs.set_provider_word(word);
-        self.rmrs.set_provider_word(word);
-        self.evds.set_provider_word(word);
-        self.cnos.set_provider_word(word);
-        self.eps.set_provider_word(word);
-        self.psps.set_provider_word(word);
-        self.rsps.set_provider_word(word);
-        self.crs.set_provider_word(word);
-        self.srqs.set_provider_word(word);
-    }
-
-    /// The slot header a handle points at (live or tombstone): the address
-    /// the C ABI hands out. Inlined, so that a caller that names the kind
-    /// pays for one slab's look-up, not a match over eleven.
+    /// The generation of the live object of `kind` in slot `index`; `None`
+    /// when the slot holds none. Inlined, so that a caller that names the
+    /// kind pays for one slab's look-up, not a match over eleven.
     #[inline(always)]
-    pub fn slot_header(&self, h: AnyHandle) -> Option<&SlotHeader> {
-        match h.kind {
-            Kind::Ia => self.ias.header(h.raw),
-            Kind::Pz => self.pzs.header(h.raw),
-            Kind::Lmr => self.lmrs.header(h.raw),
-            Kind::Rmr => self.rmrs.header(h.raw),
-            Kind::Evd => self.evds.header(h.raw),
-            Kind::Cno => self.cnos.header(h.raw),
-            Kind::Ep => self.eps.header(h.raw),
-            Kind::Psp => self.psps.header(h.raw),
-            Kind::Rsp => self.rsps.header(h.raw),
-            Kind::Cr => self.crs.header(h.raw),
-            Kind::Srq => self.srqs.header(h.raw),
+    pub fn live_generation(&self, kind: Kind, index: u32) -> Option<u32> {
+        match kind {
+            Kind::Ia => self.ias.generation(index),
+            Kind::Pz => self.pzs.generation(index),
+            Kind::Lmr => self.lmrs.generation(index),
+            Kind::Rmr => self.rmrs.generation(index),
+            Kind::Evd => self.evds.generation(index),
+            Kind::Cno => self.cnos.generation(index),
+            Kind::Ep => self.eps.generation(index),
+            Kind::Psp => self.psps.generation(index),
+            Kind::Rsp => self.rsps.generation(index),
+            Kind::Cr => self.crs.generation(index),
+            Kind::Srq => self.srqs.generation(index),
         }
     }
 

@@ -1,57 +1,36 @@
 //! Fixed-capacity, generation-checked object storage.
 //!
-//! Each slot has a `#[repr(C)]` [`SlotHeader`] at a stable address (a slab
-//! is never moved while objects live in it), so the C ABI can hand out a
-//! pointer to the header as the DAT handle. A freed slot keeps its header —
-//! with the provider word and a bumped generation — as a tombstone: a stale
-//! C handle still points at valid memory and is refused, never dereferenced
-//! as live. A new object takes a slot never used before while there is
-//! room, and only then the slot freed longest ago.
+//! A handle is a slot index and the slot's generation, which every free
+//! bumps: a stale handle is refused, never taken for the slot's new object
+//! (the C ABI puts the generation into its handle values the same way). A
+//! new object takes a slot never used before while there is room, and only
+//! then the slot freed longest ago.
 
 use core::marker::PhantomData;
 
-use crate::handle::{Kind, RawHandle};
+use crate::handle::RawHandle;
 use crate::storage::{Store, Vacant};
 
-/// The per-slot header the C ABI points at. `provider` is the first word, as
-/// `<dat2/dat_redirection.h>` requires of every DAT handle.
-#[repr(C)]
-#[derive(Debug)]
-pub struct SlotHeader {
-    /// Opaque to the core: the C ABI stores its `DAT_PROVIDER*` here.
-    pub provider: usize,
-    /// The generation a live handle must carry.
-    pub generation: u32,
-    /// The kind of object the slot holds.
-    pub kind: Kind,
-    /// The slot's index in its slab: with `generation`, the handle of the
-    /// object the slot holds.
-    pub index: u32,
-}
-
-/// One slot of a [`Slab`]: a header, and the object while it lives.
+/// One slot of a [`Slab`]: its generation, and the object while it lives.
 ///
 /// A slab's slots live in a [`Store`] its owner gives (an array for a
 /// fixed capacity, or memory the caller reserved once); the slab writes a
-/// slot's header the first time it hands the slot out.
+/// slot the first time it hands it out.
 #[derive(Debug)]
 pub struct Slot<T> {
-    header: SlotHeader,
+    /// The generation a live handle must carry.
+    generation: u32,
     value: Option<T>,
     /// Next slot in the FIFO of freed slots (`NONE` at the tail).
     next_free: u32,
 }
 
 impl<T> Vacant for Slot<T> {
-    const VACANT: Slot<T> = Slot {
-        header: SlotHeader { provider: 0, generation: 1, kind: Kind::Pz, index: 0 },
-        value: None,
-        next_free: NONE,
-    };
+    const VACANT: Slot<T> = Slot { generation: 1, value: None, next_free: NONE };
 }
 
 impl<T> Slot<T> {
-    /// A slot as a store gives it: the slab writes its header on first use.
+    /// A slot as a store gives it: the slab writes it on first use.
     pub const VACANT: Slot<T> = <Slot<T> as Vacant>::VACANT;
 }
 
@@ -71,9 +50,6 @@ impl<T, S: Store<Slot<T>>> SlotsOf<T> for S {}
 #[derive(Debug)]
 pub struct Slab<T, S> {
     slots: S,
-    kind: Kind,
-    /// The provider word every header starts with.
-    provider: usize,
     /// Slots below this have been handed out at least once.
     fresh: u32,
     free_head: u32,
@@ -84,27 +60,17 @@ pub struct Slab<T, S> {
 }
 
 impl<T, S: Store<Slot<T>>> Slab<T, S> {
-    /// An empty slab over `slots`, whose slots hold objects of `kind`. An
-    /// index must fit below `u32::MAX`: slots past that are never used.
-    pub fn new(kind: Kind, slots: S) -> Self {
-        Self::with_limit(kind, slots, NONE as usize - 1)
+    /// An empty slab over `slots`. An index must fit below `u32::MAX`:
+    /// slots past that are never used.
+    pub fn new(slots: S) -> Self {
+        Self::with_limit(slots, NONE as usize - 1)
     }
 
     /// [`Slab::new`], using no more than `limit` of the slots (for objects
     /// whose index must fit fewer bits).
-    pub fn with_limit(kind: Kind, slots: S, limit: usize) -> Self {
+    pub fn with_limit(slots: S, limit: usize) -> Self {
         let capacity = slots.limit().min(limit).min(NONE as usize - 1) as u32;
-        Slab {
-            slots,
-            kind,
-            provider: 0,
-            fresh: 0,
-            free_head: NONE,
-            free_tail: NONE,
-            len: 0,
-            capacity,
-            _objects: PhantomData,
-        }
+        Slab { slots, fresh: 0, free_head: NONE, free_tail: NONE, len: 0, capacity, _objects: PhantomData }
     }
 
     /// How many objects the slab can hold.
@@ -134,10 +100,10 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         };
         slot.value = Some(value);
         self.len += 1;
-        Ok(RawHandle { index, generation: slot.header.generation })
+        Ok(RawHandle { index, generation: slot.generation })
     }
 
-    /// A slot never used before, its header written, if the store has
+    /// A slot never used before, written, if the store has
     /// room for one.
     fn take_fresh(&mut self) -> Option<u32> {
         if self.fresh >= self.capacity {
@@ -148,11 +114,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
             return None;
         }
         let slot = self.slots.items_mut().get_mut(index as usize)?;
-        *slot = Slot {
-            header: SlotHeader { provider: self.provider, generation: 1, kind: self.kind, index },
-            value: None,
-            next_free: NONE,
-        };
+        *slot = Slot { generation: 1, value: None, next_free: NONE };
         self.fresh += 1;
         Some(index)
     }
@@ -166,7 +128,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     #[inline(always)]
     fn slot(&self, h: RawHandle) -> Option<&Slot<T>> {
-        self.used().get(h.index as usize).filter(|s| s.header.generation == h.generation && s.value.is_some())
+        self.used().get(h.index as usize).filter(|s| s.generation == h.generation && s.value.is_some())
     }
 
     /// The live object `h` names.
@@ -179,7 +141,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     #[inline]
     pub fn get_mut(&mut self, h: RawHandle) -> Option<&mut T> {
         let slot = self.slots.items_mut().get_mut(h.index as usize)?;
-        if slot.header.generation != h.generation {
+        if slot.generation != h.generation {
             return None;
         }
         slot.value.as_mut()
@@ -195,11 +157,11 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     pub fn remove(&mut self, h: RawHandle) -> Option<T> {
         let slots = self.slots.items_mut();
         let slot = slots.get_mut(h.index as usize)?;
-        if slot.header.generation != h.generation {
+        if slot.generation != h.generation {
             return None;
         }
         let value = slot.value.take()?;
-        slot.header.generation = match slot.header.generation.wrapping_add(1) {
+        slot.generation = match slot.generation.wrapping_add(1) {
             0 => 1,
             g => g,
         };
@@ -217,24 +179,14 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     pub fn live_at(&self, index: u32) -> Option<(RawHandle, &T)> {
         let slot = self.used().get(index as usize)?;
         let value = slot.value.as_ref()?;
-        Some((RawHandle { index, generation: slot.header.generation }, value))
+        Some((RawHandle { index, generation: slot.generation }, value))
     }
 
-    /// The header of the slot `h` points at, live or tombstone; `None` for
-    /// a slot never handed out.
-    #[inline]
-    pub fn header(&self, h: RawHandle) -> Option<&SlotHeader> {
-        self.used().get(h.index as usize).map(|s| &s.header)
-    }
-
-    /// Set the provider word of every slot's header (the C ABI does this
-    /// once, before any object exists).
-    pub fn set_provider_word(&mut self, word: usize) {
-        self.provider = word;
-        let fresh = self.fresh as usize;
-        for slot in self.slots.items_mut().iter_mut().take(fresh) {
-            slot.header.provider = word;
-        }
+    /// The generation of the object living in slot `index`; `None` for a
+    /// free slot or one never handed out.
+    #[inline(always)]
+    pub fn generation(&self, index: u32) -> Option<u32> {
+        self.used().get(index as usize).filter(|s| s.value.is_some()).map(|s| s.generation)
     }
 
     /// Number of live objects.
@@ -254,15 +206,16 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         let slots = self.used().get(from as usize..)?;
         slots.iter().zip(from..).find_map(|(s, index)| {
             let v = s.value.as_ref()?;
-            pred(v).then_some(RawHandle { index, generation: s.header.generation })
+            pred(v).then_some(RawHandle { index, generation: s.generation })
         })
     }
 
     /// The live objects, with their handles.
     pub fn iter(&self) -> impl Iterator<Item = (RawHandle, &T)> {
-        self.used().iter().zip(0..).filter_map(|(s, index)| {
-            s.value.as_ref().map(|v| (RawHandle { index, generation: s.header.generation }, v))
-        })
+        self.used()
+            .iter()
+            .zip(0..)
+            .filter_map(|(s, index)| s.value.as_ref().map(|v| (RawHandle { index, generation: s.generation }, v)))
     }
 }
 
@@ -272,7 +225,7 @@ mod tests {
 
     #[test]
     fn stale_handle_refused_after_reuse() {
-        let mut slab = Slab::new(Kind::Pz, [Slot::<u32>::VACANT; 1]);
+        let mut slab = Slab::new([Slot::<u32>::VACANT; 1]);
         let a = slab.insert(7).unwrap();
         assert_eq!(slab.remove(a), Some(7));
         let b = slab.insert(8).unwrap();
@@ -284,7 +237,7 @@ mod tests {
 
     #[test]
     fn full_slab_hands_the_value_back() {
-        let mut slab = Slab::new(Kind::Pz, [const { Slot::<u32>::VACANT }; 2]);
+        let mut slab = Slab::new([const { Slot::<u32>::VACANT }; 2]);
         slab.insert(1).unwrap();
         slab.insert(2).unwrap();
         assert_eq!(slab.insert(3), Err(3));
@@ -293,7 +246,7 @@ mod tests {
 
     #[test]
     fn slots_are_reused_oldest_first() {
-        let mut slab = Slab::new(Kind::Pz, [const { Slot::<u32>::VACANT }; 3]);
+        let mut slab = Slab::new([const { Slot::<u32>::VACANT }; 3]);
         let h: [RawHandle; 3] = core::array::from_fn(|i| slab.insert(i as u32).unwrap());
         slab.remove(h[1]);
         slab.remove(h[0]);
@@ -303,7 +256,7 @@ mod tests {
 
     #[test]
     fn null_handle_never_live() {
-        let mut slab = Slab::new(Kind::Pz, [const { Slot::<u32>::VACANT }; 2]);
+        let mut slab = Slab::new([const { Slot::<u32>::VACANT }; 2]);
         slab.insert(1).unwrap();
         assert!(slab.get(RawHandle::NULL).is_none());
     }
@@ -328,7 +281,7 @@ mod tests {
 
     #[test]
     fn a_growing_store_grows_only_for_a_slot_never_used() {
-        let mut slab = Slab::new(Kind::Ep, Growing(crate::FixedVec::new()));
+        let mut slab = Slab::new(Growing(crate::FixedVec::new()));
         assert_eq!((slab.capacity(), slab.slots.0.len()), (4, 0));
         let a = slab.insert(1).unwrap();
         let b = slab.insert(2).unwrap();
@@ -344,26 +297,21 @@ mod tests {
         assert_eq!(e.index, a.index);
         assert_eq!((slab.get(a), slab.get(e), slab.get(b)), (None, Some(&5), Some(&2)));
         assert_eq!(slab.insert(6), Err(6));
-        assert!(slab.header(RawHandle { index: 3, generation: 1 }).is_some());
+        assert_eq!(slab.generation(3), Some(1));
     }
 
     #[test]
-    fn a_slot_never_handed_out_has_no_header() {
-        let mut slab = Slab::new(Kind::Pz, [const { Slot::<u32>::VACANT }; 2]);
-        slab.insert(1).unwrap();
-        assert!(slab.header(RawHandle { index: 0, generation: 1 }).is_some());
-        assert!(slab.header(RawHandle { index: 1, generation: 1 }).is_none());
-    }
-
-    #[test]
-    fn tombstone_keeps_provider_word() {
-        let mut slab = Slab::new(Kind::Ep, [const { Slot::<u32>::VACANT }; 2]);
-        slab.set_provider_word(0xabc);
-        let h = slab.insert(1).unwrap();
-        slab.remove(h);
-        let hdr = slab.header(h).unwrap();
-        assert_eq!(hdr.provider, 0xabc);
-        assert_ne!(hdr.generation, h.generation);
-        assert_eq!(hdr.kind, Kind::Ep);
+    fn only_a_live_slot_has_a_generation() {
+        let mut slab = Slab::new([const { Slot::<u32>::VACANT }; 3]);
+        let a = slab.insert(1).unwrap();
+        slab.insert(2).unwrap();
+        assert_eq!(slab.generation(a.index), Some(a.generation));
+        slab.remove(a);
+        assert_eq!(slab.generation(a.index), None);
+        assert_eq!(slab.generation(2), None);
+        let b = slab.insert(3).unwrap();
+        assert_eq!((b.index, slab.generation(b.index)), (2, Some(1)));
+        let c = slab.insert(4).unwrap();
+        assert_eq!((c.index, slab.generation(c.index)), (a.index, Some(a.generation + 1)));
     }
 }

@@ -40,7 +40,29 @@ pub fn check() -> Result<u64, String> {
         return Err(format!("{exe} was not built"));
     }
     run(&exe, &["udat-model-mlx5_model0"])?;
-    Ok(3)
+    Ok(3 + bad_handles(&dir, &flags)?)
+}
+
+/// `capi/static/tests/bad_handles.c` against libudat.a: garbage, stale
+/// and wrong-kind handles, a case per forked child. Returns the cases run.
+fn bad_handles(dir: &Path, flags: &str) -> Result<u64, String> {
+    let exe = dir.join("bad_handles");
+    let exe = exe.to_string_lossy();
+    let mut cc = vec!["-Wall", "-Wextra", "-Werror", "-O2", "capi/static/tests/bad_handles.c", "-o", &exe];
+    cc.extend(flags.split_whitespace());
+    run("cc", &cc)?;
+    eprintln!("xtask: {exe} udat-model-mlx5_model0");
+    let run =
+        std::process::Command::new(&*exe).arg("udat-model-mlx5_model0").output().map_err(|e| format!("{exe}: {e}"))?;
+    let out = String::from_utf8_lossy(&run.stdout);
+    eprint!("{out}{}", String::from_utf8_lossy(&run.stderr));
+    let summary = out.lines().last().unwrap_or_default();
+    let cases = summary
+        .strip_prefix("bad_handles: ")
+        .and_then(|s| s.strip_suffix(" cases, 0 failed"))
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("bad_handles: {summary}"))?;
+    Ok(cases)
 }
 
 /// Write `udat.pc` for the `libudat.a` in `libdir` (a profile's directory

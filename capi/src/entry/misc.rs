@@ -2,26 +2,11 @@
 //! have, which answer `DAT_NOT_IMPLEMENTED`.
 
 use udat_core::handle::{AnyHandle, Kind, RawHandle};
-use udat_core::slab::SlotHeader;
 use udat_core::{DatError, ErrorType};
 
 use super::{guarded, out};
 use crate::instance::{invalid, Instance, Transport};
 use crate::sys::*;
-
-const KINDS: [Kind; 11] = [
-    Kind::Cr,
-    Kind::Ep,
-    Kind::Evd,
-    Kind::Ia,
-    Kind::Lmr,
-    Kind::Psp,
-    Kind::Pz,
-    Kind::Rmr,
-    Kind::Rsp,
-    Kind::Cno,
-    Kind::Srq,
-];
 
 /// Run `f` on a handle whose kind its header tells.
 ///
@@ -37,11 +22,9 @@ unsafe fn with_any<B: Transport>(
     guarded(|| {
         // SAFETY: `h` is non-null and dispatched to this transport.
         let inst = unsafe { Instance::<B>::of(h) };
-        // SAFETY: `h` points at a slot header; its kind is read as an
-        // integer and checked before it is used.
-        let bits = unsafe { std::ptr::addr_of!((*(h as *const SlotHeader)).kind).cast::<u32>().read() };
-        let kind = KINDS.iter().copied().find(|k| *k as u32 == bits).ok_or(invalid(Kind::Ia))?;
         let mut cx = super::Cx { inst, st: inst.state.lock() };
+        // The region `h` points into tells its kind.
+        let kind = cx.st.handles.kind_of(h).ok_or(invalid(Kind::Ia))?;
         let raw: RawHandle = cx.raw(h, kind)?;
         f(&mut cx, AnyHandle { kind, raw })
     })

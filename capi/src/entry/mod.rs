@@ -61,14 +61,12 @@ impl<B: Transport> Cx<B> {
     /// A further handle argument of `kind`, which must belong to the same
     /// provider.
     pub(crate) fn raw(&self, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
-        // SAFETY: C callers pass handles where the DAT API asks for them.
-        unsafe { self.st.raw(self.inst.word(), h, kind) }
+        self.st.raw(h, kind)
     }
 
     /// A further handle argument that may be `DAT_HANDLE_NULL`.
     pub(crate) fn raw_or_null(&self, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
-        // SAFETY: as in `raw`.
-        unsafe { self.st.raw_or_null(self.inst.word(), h, kind) }
+        self.st.raw_or_null(h, kind)
     }
 }
 

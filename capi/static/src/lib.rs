@@ -94,10 +94,10 @@ pub unsafe extern "C" fn dat_ia_openv(
 /// `ia` is null or an IA handle from [`dat_ia_openv`].
 #[no_mangle]
 pub unsafe extern "C" fn dat_ia_close(ia: DAT_IA_HANDLE, flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
-    if ia.is_null() {
+    if !udat_capi::handles::issued(ia) {
         return DatError::invalid_handle(Subtype::InvalidHandleIa).to_raw();
     }
-    // SAFETY: a handle's first word is its provider's table.
+    // SAFETY: an issued handle's first word is its provider's table.
     let close = unsafe { (**(ia as *const *const DAT_PROVIDER)).ia_close_func };
     match close {
         // SAFETY: the provider's own entry point.
@@ -106,23 +106,20 @@ pub unsafe extern "C" fn dat_ia_close(ia: DAT_IA_HANDLE, flags: DAT_CLOSE_FLAGS)
     }
 }
 
+/// Whether a provider of this process handed out `handle`: `dispatch.c`
+/// asks before it reads the provider word through a first handle.
+#[no_mangle]
+pub extern "C" fn udat_handle_issued(handle: DAT_HANDLE) -> std::ffi::c_int {
+    std::ffi::c_int::from(udat_capi::handles::issued(handle))
+}
+
 /// The names this library can open: the software HCA, and each verbs
 /// device present, through udat-verbs.
 fn available() -> Vec<CString> {
     let mut names = vec![CString::from(c"udat-model-mlx5_model0")];
-    let mut n = 0;
-    // SAFETY: rdma-core returns a null-terminated list of `n` devices,
-    // owned until ibv_free_device_list.
-    unsafe {
-        let list = udat_verbs::sys::ibv_get_device_list(&mut n);
-        if !list.is_null() {
-            for i in 0..n.max(0) as usize {
-                let dev = CStr::from_ptr(udat_verbs::sys::ibv_get_device_name(*list.add(i)));
-                if let Ok(name) = CString::new(format!("udat-verbs-{}", dev.to_string_lossy())) {
-                    names.push(name);
-                }
-            }
-            udat_verbs::sys::ibv_free_device_list(list);
+    for dev in udat_capi::transport::verbs_devices() {
+        if let Ok(name) = CString::new(format!("udat-verbs-{dev}")) {
+            names.push(name);
         }
     }
     for name in registry::names() {

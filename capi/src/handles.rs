@@ -1,0 +1,235 @@
+//! C handle values: a slot and its generation, at an address that stays
+//! readable for the life of the process.
+//!
+//! Each instance reserves one stretch of address space with a region per
+//! kind. In a kind's region, the handle of slot `index` at generation `g`
+//! is the word at `(g mod K) << slot_bits | index`, where `2^slot_bits`
+//! holds the kind's capacity and `K << slot_bits` is [`REGION_WORDS`]. So a
+//! handle value comes back only once its slot has been reused `K` times,
+//! which takes at least [`REGION_WORDS`] creations of that kind: until then
+//! a stale handle is refused (dat_srq_free(3DAT): "If the Provider detects
+//! the use of a deleted object handle, it should return
+//! DAT_INVALID_HANDLE").
+//!
+//! A word holds the instance's `DAT_PROVIDER*` once its handle has been
+//! handed out, as `<dat2/dat_redirection.h>` requires of a handle's first
+//! word, and zero before. Nothing is ever loaded through a handle to find
+//! what it names: its address alone gives kind, slot and generation, so a
+//! garbage handle is refused without being read. The space is never
+//! unmapped, so libdat2 can read a stale handle's provider word even after
+//! the provider was removed.
+
+use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use udat_core::handle::{Kind, RawHandle};
+use udat_core::{DatError, DatResult, ErrorType};
+
+use crate::capacity::Capacity;
+use crate::sys::DAT_HANDLE;
+
+/// Every kind, by its `DAT_HANDLE_TYPE` value: the order of the regions.
+pub const KINDS: [Kind; 11] = [
+    Kind::Cr,
+    Kind::Ep,
+    Kind::Evd,
+    Kind::Ia,
+    Kind::Lmr,
+    Kind::Psp,
+    Kind::Pz,
+    Kind::Rmr,
+    Kind::Rsp,
+    Kind::Cno,
+    Kind::Srq,
+];
+
+/// Handle words per kind: at least this many creations of one kind pass
+/// before a handle value is handed out again.
+pub const REGION_WORDS: usize = 1 << 21;
+
+const WORD: usize = size_of::<usize>();
+const REGION_BYTES: usize = REGION_WORDS * WORD;
+const SPACE_BYTES: usize = REGION_BYTES * KINDS.len();
+
+/// The handle spaces of this process, for [`issued`]: appended to, never
+/// removed from, because spaces are never unmapped.
+static SPACES: [AtomicUsize; MAX_SPACES] = [const { AtomicUsize::new(0) }; MAX_SPACES];
+static SPACE_COUNT: AtomicUsize = AtomicUsize::new(0);
+const MAX_SPACES: usize = 64;
+
+/// One instance's handle space.
+#[derive(Debug)]
+pub struct HandleSpace {
+    base: usize,
+    /// The provider word every handed-out handle holds.
+    word: usize,
+    /// Per kind (by `DAT_HANDLE_TYPE`): bits of the slot index.
+    slot_bits: [u32; KINDS.len()],
+}
+
+impl HandleSpace {
+    /// Reserve a space for objects in the counts of `capacity`. Its pages
+    /// are touched only as handles are handed out.
+    pub fn new(capacity: &Capacity) -> DatResult<HandleSpace> {
+        let mut slot_bits = [0; KINDS.len()];
+        for (bits, kind) in slot_bits.iter_mut().zip(KINDS) {
+            let slots = (capacity.of(kind) as usize).max(1).next_power_of_two();
+            if slots > REGION_WORDS {
+                return Err(DatError::of(ErrorType::InsufficientResources));
+            }
+            *bits = slots.trailing_zeros();
+        }
+        let at = SPACE_COUNT.fetch_add(1, Ordering::AcqRel);
+        let Some(entry) = SPACES.get(at) else {
+            SPACE_COUNT.fetch_sub(1, Ordering::AcqRel);
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        };
+        // SAFETY: a fresh anonymous mapping at an address the kernel picks
+        // touches no existing memory; MAP_NORESERVE leaves the pages
+        // uncommitted until a handle word is written.
+        let base = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                SPACE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            entry.store(usize::MAX, Ordering::Release);
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        }
+        entry.store(base as usize, Ordering::Release);
+        Ok(HandleSpace { base: base as usize, word: 0, slot_bits })
+    }
+
+    /// Set the provider word, before any handle is handed out.
+    pub fn set_word(&mut self, word: usize) {
+        self.word = word;
+    }
+
+    fn region(&self, kind: Kind) -> usize {
+        self.base + kind as usize * REGION_BYTES
+    }
+
+    /// The C handle of `raw`, a live object of `kind`; null for the null
+    /// handle. Writes the provider word the handle's first word must hold.
+    #[inline(always)]
+    pub fn handle(&self, kind: Kind, raw: RawHandle) -> DAT_HANDLE {
+        if raw.is_null() {
+            return ptr::null_mut();
+        }
+        let bits = self.slot_bits[kind as usize];
+        let slots = (1usize << bits) - 1;
+        let word = ((raw.generation() as usize) << bits | raw.index() as usize & slots) & (REGION_WORDS - 1);
+        let at = (self.region(kind) + word * WORD) as *const AtomicUsize;
+        // SAFETY: `word` is below REGION_WORDS, so `at` is an aligned word
+        // of this space's region for `kind`, mapped for the process's life.
+        let cell = unsafe { &*at };
+        if cell.load(Ordering::Relaxed) != self.word {
+            cell.store(self.word, Ordering::Relaxed);
+        }
+        at as DAT_HANDLE
+    }
+
+    /// The kind of the region `h` points into, if it is a word of this
+    /// space. Reads nothing through `h`.
+    pub fn kind_of(&self, h: DAT_HANDLE) -> Option<Kind> {
+        let off = (h as usize).wrapping_sub(self.base);
+        if off >= SPACE_BYTES || off % WORD != 0 {
+            return None;
+        }
+        KINDS.get(off / REGION_BYTES).copied()
+    }
+
+    /// The handle `h` names as a handle of `kind`: `generation_of` gives
+    /// the generation of the object living in a slot. Refused unless `h`
+    /// is a word of `kind`'s region whose slot lives at a generation that
+    /// selects that very word. Reads nothing through `h`.
+    #[inline(always)]
+    pub fn resolve(
+        &self,
+        h: DAT_HANDLE,
+        kind: Kind,
+        generation_of: impl FnOnce(u32) -> Option<u32>,
+    ) -> Option<RawHandle> {
+        let off = (h as usize).wrapping_sub(self.region(kind));
+        if off >= REGION_BYTES || off % WORD != 0 {
+            return None;
+        }
+        let word = off / WORD;
+        let bits = self.slot_bits[kind as usize];
+        let index = (word & ((1 << bits) - 1)) as u32;
+        let generation = generation_of(index)?;
+        let selects = (generation as usize) << bits & (REGION_WORDS - 1) == word & !((1 << bits) - 1);
+        selects.then(|| RawHandle::from_bits(u64::from(generation) << 32 | u64::from(index)))
+    }
+}
+
+/// Whether `h` is a handle some instance of this process has handed out:
+/// an aligned word of a handle space that holds a provider word. The
+/// static registry checks this before it reads the provider word through
+/// a consumer's first handle.
+pub fn issued(h: DAT_HANDLE) -> bool {
+    let n = SPACE_COUNT.load(Ordering::Acquire).min(MAX_SPACES);
+    let addr = h as usize;
+    SPACES.iter().take(n).any(|space| {
+        let off = addr.wrapping_sub(space.load(Ordering::Acquire));
+        off < SPACE_BYTES && off % WORD == 0 && {
+            // SAFETY: `addr` is an aligned word of a mapped handle space
+            // (a space's entry is published after its mapping exists, and
+            // spaces are never unmapped).
+            unsafe { &*(addr as *const AtomicUsize) }.load(Ordering::Relaxed) != 0
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn space() -> HandleSpace {
+        let mut s = HandleSpace::new(&Capacity::default()).unwrap();
+        s.set_word(0x1234_5670);
+        s
+    }
+
+    #[test]
+    fn a_handle_resolves_to_its_slot_and_generation_only() {
+        let s = space();
+        let raw = RawHandle::from_bits(7 << 32 | 42);
+        let h = s.handle(Kind::Pz, raw);
+        assert!(issued(h));
+        assert_eq!(s.kind_of(h), Some(Kind::Pz));
+        assert_eq!(s.resolve(h, Kind::Pz, |i| (i == 42).then_some(7)), Some(raw));
+        // The slot moved on: the old value is refused.
+        assert_eq!(s.resolve(h, Kind::Pz, |_| Some(8)), None);
+        // Another kind's region, or the middle of a word: refused.
+        assert_eq!(s.resolve(h, Kind::Ep, |_| Some(7)), None);
+        assert_eq!(s.resolve(h.wrapping_byte_add(4), Kind::Pz, |_| Some(7)), None);
+        assert!(!issued(h.wrapping_byte_add(4)));
+    }
+
+    #[test]
+    fn a_word_never_handed_out_is_not_issued() {
+        let s = space();
+        let h = s.handle(Kind::Ep, RawHandle::from_bits(1 << 32 | 3));
+        assert!(!issued(h.wrapping_byte_add(WORD)));
+        assert!(!issued(ptr::null_mut()));
+        assert!(!issued(8 as DAT_HANDLE));
+    }
+
+    #[test]
+    fn handle_values_repeat_only_after_a_region_of_creations() {
+        let s = space();
+        let slots = 1u64 << s.slot_bits[Kind::Pz as usize];
+        let first = s.handle(Kind::Pz, RawHandle::from_bits(1 << 32 | 5));
+        let generations = REGION_WORDS as u64 / slots;
+        for g in 2..=generations {
+            assert_ne!(s.handle(Kind::Pz, RawHandle::from_bits(g << 32 | 5)), first);
+        }
+        assert_eq!(s.handle(Kind::Pz, RawHandle::from_bits((generations + 1) << 32 | 5)), first);
+    }
+}

@@ -1,0 +1,197 @@
+/*
+ * Bad handles against libudat.a: garbage, misaligned, wrong-kind and
+ * stale handles, first and secondary arguments, each case in a forked
+ * child so that a crash is a failure of that case alone. Every case must
+ * return DAT_INVALID_HANDLE and leave the provider usable.
+ *
+ *   bad_handles udat-model-mlx5_model0 [CASE]
+ *
+ * With a case number, that case alone runs, in the process itself.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <dat2/udat.h>
+
+/* A stale handle stays refused through this many create/free cycles. */
+#define CYCLES 1000000
+
+static char *provider;
+
+static DAT_IA_HANDLE open_ia(DAT_EVD_HANDLE *async)
+{
+	DAT_IA_HANDLE ia;
+	DAT_RETURN ret = dat_ia_open(provider, 8, async, &ia);
+
+	if (ret != DAT_SUCCESS) {
+		fprintf(stderr, "bad_handles: cannot open %s: 0x%x\n", provider, ret);
+		exit(2);
+	}
+	return ia;
+}
+
+static int invalid(DAT_RETURN ret, const char *what)
+{
+	if (DAT_GET_TYPE(ret) == DAT_INVALID_HANDLE)
+		return 1;
+	fprintf(stderr, "bad_handles: %s: 0x%x, not DAT_INVALID_HANDLE\n", what, ret);
+	return 0;
+}
+
+/* The provider still works: a PZ comes and goes. */
+static int usable(DAT_IA_HANDLE ia)
+{
+	DAT_PZ_HANDLE pz;
+
+	return dat_pz_create(ia, &pz) == DAT_SUCCESS && dat_pz_free(pz) == DAT_SUCCESS;
+}
+
+/* An address that is mapped nowhere. */
+static void *unmapped(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	munmap(p, 4096);
+	return p;
+}
+
+static int first_argument_garbage(void)
+{
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+	DAT_IA_HANDLE ia = open_ia(&async);
+	DAT_PZ_HANDLE pz;
+	void *zeroed = calloc(1, 256), *filled = malloc(256);
+	DAT_EVENT event;
+	int ok = 1;
+
+	memset(filled, 0x41, 256);
+	if (dat_pz_create(ia, &pz) != DAT_SUCCESS)
+		return 0;
+	ok &= invalid(dat_pz_free(unmapped()), "pz_free(unmapped)");
+	ok &= invalid(dat_pz_free((DAT_PZ_HANDLE)(uintptr_t)8), "pz_free(8)");
+	ok &= invalid(dat_pz_free(zeroed), "pz_free(zeroed memory)");
+	ok &= invalid(dat_pz_free(filled), "pz_free(0x41 memory)");
+	ok &= invalid(dat_pz_free((char *)pz + 1), "pz_free(misaligned)");
+	ok &= invalid(dat_pz_free((char *)pz + 4), "pz_free(middle of a handle)");
+	ok &= invalid(dat_evd_dequeue(filled, &event), "evd_dequeue(0x41 memory)");
+	ok &= invalid(dat_ia_close(unmapped(), DAT_CLOSE_ABRUPT_FLAG), "ia_close(unmapped)");
+	ok &= invalid(dat_ep_free(pz), "ep_free(a PZ)");
+	ok &= dat_pz_free(pz) == DAT_SUCCESS && usable(ia);
+	return ok;
+}
+
+static int secondary_argument_garbage(void)
+{
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+	DAT_IA_HANDLE ia = open_ia(&async);
+	DAT_EP_HANDLE ep;
+	DAT_PZ_HANDLE pz;
+	int ok = 1;
+
+	if (dat_pz_create(ia, &pz) != DAT_SUCCESS)
+		return 0;
+	ok &= invalid(dat_ep_create(ia, unmapped(), NULL, NULL, NULL, NULL, &ep), "ep_create(pz unmapped)");
+	ok &= invalid(dat_ep_create(ia, (char *)pz + 2, NULL, NULL, NULL, NULL, &ep),
+		      "ep_create(pz misaligned)");
+	ok &= invalid(dat_ep_create(ia, ia, NULL, NULL, NULL, NULL, &ep), "ep_create(pz an IA)");
+	ok &= dat_pz_free(pz) == DAT_SUCCESS && usable(ia);
+	return ok;
+}
+
+/* A freed PZ's handle, kept while another PZ is made and freed over and
+ * over, is refused every time, and never frees the new one. */
+static int stale_handle_stays_dead(void)
+{
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+	DAT_IA_HANDLE ia = open_ia(&async);
+	DAT_PZ_HANDLE stale, pz;
+
+	if (dat_pz_create(ia, &stale) != DAT_SUCCESS || dat_pz_free(stale) != DAT_SUCCESS)
+		return 0;
+	for (long i = 0; i < CYCLES; i++) {
+		if (dat_pz_create(ia, &pz) != DAT_SUCCESS)
+			return 0;
+		if (!invalid(dat_pz_free(stale), "pz_free(stale)")) {
+			fprintf(stderr, "bad_handles: stale handle accepted after %ld cycles\n", i);
+			return 0;
+		}
+		if (dat_pz_free(pz) != DAT_SUCCESS)
+			return 0;
+	}
+	return 1;
+}
+
+/* A PZ handle of a closed IA frees nothing of another IA. */
+static int stale_handle_of_a_closed_ia(void)
+{
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+	DAT_IA_HANDLE ia = open_ia(&async), other;
+	DAT_PZ_HANDLE stale, pz;
+
+	if (dat_pz_create(ia, &stale) != DAT_SUCCESS || dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG) != DAT_SUCCESS)
+		return 0;
+	async = DAT_HANDLE_NULL;
+	other = open_ia(&async);
+	for (int i = 0; i < 10000; i++) {
+		if (dat_pz_create(other, &pz) != DAT_SUCCESS)
+			return 0;
+		if (!invalid(dat_pz_free(stale), "pz_free(stale, closed IA)"))
+			return 0;
+		if (dat_pz_free(pz) != DAT_SUCCESS)
+			return 0;
+	}
+	return invalid(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), "ia_close(closed IA)") && usable(other);
+}
+
+static const struct {
+	const char *name;
+	int (*run)(void);
+} cases[] = {
+	{ "a garbage first argument", first_argument_garbage },
+	{ "a garbage secondary argument", secondary_argument_garbage },
+	{ "a stale handle through 1,000,000 create/free cycles", stale_handle_stays_dead },
+	{ "a stale handle of a closed IA", stale_handle_of_a_closed_ia },
+};
+
+int main(int argc, char **argv)
+{
+	int failed = 0;
+
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: bad_handles PROVIDER [CASE]\n");
+		return 2;
+	}
+	provider = argv[1];
+	if (argc == 3) {
+		size_t i = strtoul(argv[2], NULL, 10);
+
+		return i < sizeof(cases) / sizeof(cases[0]) && cases[i].run() ? 0 : 1;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int status;
+		pid_t pid;
+
+		fflush(stdout);
+		pid = fork();
+
+		if (pid == 0)
+			_exit(cases[i].run() ? 0 : 1);
+		waitpid(pid, &status, 0);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+			printf("bad_handles: ok: %s\n", cases[i].name);
+		} else {
+			failed++;
+			if (WIFSIGNALED(status))
+				printf("bad_handles: FAILED: %s: signal %d\n", cases[i].name, WTERMSIG(status));
+			else
+				printf("bad_handles: FAILED: %s\n", cases[i].name);
+		}
+	}
+	printf("bad_handles: %zu cases, %d failed\n", sizeof(cases) / sizeof(cases[0]), failed);
+	return failed != 0;
+}

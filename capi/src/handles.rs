@@ -79,11 +79,6 @@ impl HandleSpace {
             }
             *bits = slots.trailing_zeros();
         }
-        let at = SPACE_COUNT.fetch_add(1, Ordering::AcqRel);
-        let Some(entry) = SPACES.get(at) else {
-            SPACE_COUNT.fetch_sub(1, Ordering::AcqRel);
-            return Err(DatError::of(ErrorType::InsufficientResources));
-        };
         // SAFETY: a fresh anonymous mapping at an address the kernel picks
         // touches no existing memory; MAP_NORESERVE leaves the pages
         // uncommitted until a handle word is written.
@@ -98,9 +93,15 @@ impl HandleSpace {
             )
         };
         if base == libc::MAP_FAILED {
-            entry.store(usize::MAX, Ordering::Release);
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
+        // Publish it; an entry still zero is skipped by `issued`.
+        let at = SPACE_COUNT.fetch_add(1, Ordering::AcqRel);
+        let Some(entry) = SPACES.get(at) else {
+            // SAFETY: the mapping was just made and nothing points into it.
+            unsafe { libc::munmap(base, SPACE_BYTES) };
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        };
         entry.store(base as usize, Ordering::Release);
         Ok(HandleSpace { base: base as usize, word: 0, slot_bits })
     }
@@ -176,8 +177,9 @@ pub fn issued(h: DAT_HANDLE) -> bool {
     let n = SPACE_COUNT.load(Ordering::Acquire).min(MAX_SPACES);
     let addr = h as usize;
     SPACES.iter().take(n).any(|space| {
-        let off = addr.wrapping_sub(space.load(Ordering::Acquire));
-        off < SPACE_BYTES && off % WORD == 0 && {
+        let base = space.load(Ordering::Acquire);
+        let off = addr.wrapping_sub(base);
+        base != 0 && off < SPACE_BYTES && off % WORD == 0 && {
             // SAFETY: `addr` is an aligned word of a mapped handle space
             // (a space's entry is published after its mapping exists, and
             // spaces are never unmapped).

@@ -19,6 +19,17 @@ const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
 /// The operand of an atomic.
 const ATOMIC_BYTES: u64 = 8;
 
+/// The position of the completion flags among the call's arguments:
+/// dat_ep_post_send(3DAT) has no remote buffer, the IB extension's
+/// immediate write and compare-and-swap have one more operand.
+const fn flags_arg(op: &RequestOp) -> u8 {
+    match op {
+        RequestOp::Send => 5,
+        RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } | RequestOp::FetchAdd { .. } => 6,
+        RequestOp::RdmaWriteImm { .. } | RequestOp::CompareSwap { .. } => 7,
+    }
+}
+
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_post_send(3DAT).
     pub fn ep_post_send(
@@ -69,7 +80,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { eps, lmrs, ias, backend, sges, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         if flags.0 & !allowed != 0 || !ep.unsignalled_allowed(flags, false) {
-            return Err(DatError::invalid_arg(6));
+            return Err(DatError::invalid_arg(flags_arg(&op)));
         }
         if iov.len() > ep.attr.max_request_iov as usize {
             return Err(DatError::invalid_arg(2));

@@ -193,6 +193,25 @@ fn dat_ep_post_flag_checks() {
 }
 
 #[test]
+fn dat_ep_post_bad_flags_name_the_flags_argument() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let seg = [fx.seg(0, 8)];
+    let bad = CompletionFlags::EVD_THRESHOLD;
+    // dat_ep_post_send(ep, num_segments, local_iov, user_cookie,
+    // completion_flags): the flags are argument 5; the RDMA posts take the
+    // remote buffer before them, so theirs is argument 6.
+    let e = fx.p.ep_post_send(ep, &seg, 1, bad).unwrap_err();
+    assert_eq!(e.subtype(), Subtype::InvalidArg5);
+    let e = fx.p.ep_post_rdma_write(ep, &seg, 1, &fx.remote(8), bad).unwrap_err();
+    assert_eq!(e.subtype(), Subtype::InvalidArg6);
+    let e = fx.p.ep_post_rdma_read(ep, &seg, 1, &fx.remote(8), bad).unwrap_err();
+    assert_eq!(e.subtype(), Subtype::InvalidArg6);
+    let e = fx.p.ep_post_recv(ep, &seg, 1, bad).unwrap_err();
+    assert_eq!(e.subtype(), Subtype::InvalidArg5);
+}
+
+#[test]
 fn dat_ep_post_beyond_max_dtos_is_insufficient_resources() {
     let mut fx = Fx::new();
     let mut attr = fx.attr();

@@ -40,15 +40,15 @@ pub fn check() -> Result<u64, String> {
         return Err(format!("{exe} was not built"));
     }
     run(&exe, &["udat-model-mlx5_model0"])?;
-    Ok(3 + bad_handles(&dir, &flags)?)
+    Ok(3 + bad_input(&dir, &flags)?)
 }
 
-/// `capi/static/tests/bad_handles.c` against libudat.a: garbage, stale
+/// `capi/static/tests/bad_input.c` against libudat.a: garbage, stale
 /// and wrong-kind handles, a case per forked child. Returns the cases run.
-fn bad_handles(dir: &Path, flags: &str) -> Result<u64, String> {
-    let exe = dir.join("bad_handles");
+fn bad_input(dir: &Path, flags: &str) -> Result<u64, String> {
+    let exe = dir.join("bad_input");
     let exe = exe.to_string_lossy();
-    let mut cc = vec!["-Wall", "-Wextra", "-Werror", "-O2", "capi/static/tests/bad_handles.c", "-o", &exe];
+    let mut cc = vec!["-Wall", "-Wextra", "-Werror", "-O2", "capi/static/tests/bad_input.c", "-o", &exe];
     cc.extend(flags.split_whitespace());
     run("cc", &cc)?;
     eprintln!("xtask: {exe} udat-model-mlx5_model0");
@@ -58,10 +58,10 @@ fn bad_handles(dir: &Path, flags: &str) -> Result<u64, String> {
     eprint!("{out}{}", String::from_utf8_lossy(&run.stderr));
     let summary = out.lines().last().unwrap_or_default();
     let cases = summary
-        .strip_prefix("bad_handles: ")
+        .strip_prefix("bad_input: ")
         .and_then(|s| s.strip_suffix(" cases, 0 failed"))
         .and_then(|n| n.parse().ok())
-        .ok_or_else(|| format!("bad_handles: {summary}"))?;
+        .ok_or_else(|| format!("bad_input: {summary}"))?;
     Ok(cases)
 }
 

@@ -40,6 +40,14 @@ fn consumer_ia(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
     ia
 }
 
+/// The provider name of libdat2's info: NUL-terminated within its array,
+/// or no name.
+fn ia_name(info: &DAT_PROVIDER_INFO) -> Option<&CStr> {
+    // SAFETY: `c_char` and `u8` have one layout; the array is the info's.
+    let bytes = unsafe { std::slice::from_raw_parts(info.ia_name.as_ptr().cast::<u8>(), info.ia_name.len()) };
+    CStr::from_bytes_until_nul(bytes).ok()
+}
+
 /// Called by libdat2 after it loads the library for the dat.conf line
 /// `info` describes; registers a provider under exactly that name.
 ///
@@ -50,8 +58,7 @@ fn consumer_ia(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
 pub unsafe extern "C" fn dat_provider_init(info: *const DAT_PROVIDER_INFO, params: *const c_char) {
     // SAFETY: by the contract.
     let Some(info) = (unsafe { info.as_ref() }) else { return };
-    // SAFETY: `ia_name` is NUL-terminated within its 256 bytes.
-    let name = unsafe { CStr::from_ptr(info.ia_name.as_ptr()) };
+    let Some(name) = ia_name(info) else { return };
     // SAFETY: by the contract.
     let params = if params.is_null() { "" } else { unsafe { CStr::from_ptr(params) }.to_str().unwrap_or("") };
     let reg = Registration {
@@ -80,8 +87,7 @@ pub unsafe extern "C" fn dat_provider_init(info: *const DAT_PROVIDER_INFO, param
 pub unsafe extern "C" fn dat_provider_fini(info: *const DAT_PROVIDER_INFO) {
     // SAFETY: by the contract.
     let Some(info) = (unsafe { info.as_ref() }) else { return };
-    // SAFETY: `ia_name` is NUL-terminated within its 256 bytes.
-    let name = unsafe { CStr::from_ptr(info.ia_name.as_ptr()) };
+    let Some(name) = ia_name(info) else { return };
     if let Some(table) = registry::table(name) {
         // SAFETY: the table is the one registered under this name.
         unsafe { dat_registry_remove_provider(table, info) };

@@ -89,8 +89,12 @@ pub(crate) fn address_in(p: *const DAT_SOCK_ADDR, n: u8) -> DatResult<IaAddress>
 }
 
 pub(crate) fn remote(r: *const DAT_RMR_TRIPLET, n: u8) -> DatResult<RmrTriplet> {
-    // SAFETY: a non-null triplet pointer from C points at a triplet.
-    let r = unsafe { r.as_ref() }.ok_or(DatError::invalid_arg(n))?;
+    if r.is_null() {
+        return Err(DatError::invalid_arg(n));
+    }
+    // SAFETY: a non-null triplet pointer from C points at a triplet; it is
+    // read unaligned, which costs nothing here and asks nothing of it.
+    let r = unsafe { r.read_unaligned() };
     Ok(RmrTriplet { virtual_address: r.virtual_address, segment_length: r.segment_length, rmr_context: r.rmr_context })
 }
 

@@ -1,6 +1,5 @@
 //! dat_ia_open, dat_ia_query, dat_ia_close.
 
-use std::ffi::CStr;
 use std::ptr;
 
 use udat_core::handle::{EvdHandle, IaHandle, Kind};
@@ -52,12 +51,8 @@ pub unsafe extern "C" fn ia_open<B: Transport>(
     ia_out: *mut DAT_IA_HANDLE,
 ) -> DAT_RETURN {
     guarded(|| {
-        if name.is_null() {
-            return Err(DatError::invalid_arg(1));
-        }
-        // SAFETY: a non-null name is a NUL-terminated string.
-        let name = unsafe { CStr::from_ptr(name) };
-        let inst = registry::find::<B>(name).ok_or(DatError::of(ErrorType::ProviderNotFound))?;
+        let name = super::name(name, 1)?;
+        let inst = registry::find::<B>(&name).ok_or(DatError::of(ErrorType::ProviderNotFound))?;
         let evd_slot = out(async_evd, 3)?;
         let ia_slot = out(ia_out, 4)?;
         let mut cx = Cx { inst, st: inst.state.lock() };

@@ -152,7 +152,8 @@ fn sync<B: Transport>(ia: DAT_IA_HANDLE, segs: *const DAT_LMR_TRIPLET, n: DAT_VL
             if segs.is_null() && n != 0 {
                 return Err(DatError::invalid_arg(2));
             }
-            let segs = super::iov(segs, n, 3)?;
+            // The consumer's array holds `n` triplets (`triplets`' contract).
+            let segs = super::triplets(segs, n as usize, 1)?;
             let ia = IaHandle::from_raw(raw);
             if read {
                 cx.st.core.lmr_sync_rdma_read(ia, segs)

@@ -8,7 +8,7 @@
 //! The registry calls are here; every other consumer call is in
 //! `dispatch.c` and reaches the provider through its handle.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CString};
 use std::sync::OnceLock;
 
 use udat_capi::registry::{self, Registration};
@@ -44,17 +44,14 @@ pub unsafe extern "C" fn dat_ia_openv(
     dapl_minor: DAT_UINT32,
     thread_safety: DAT_BOOLEAN,
 ) -> DAT_RETURN {
-    if name.is_null() {
-        return DatError::invalid_arg(1).to_raw();
-    }
+    let cname = match udat_capi::entry::name(name, 1) {
+        Ok(n) => n,
+        Err(e) => return e.to_raw(),
+    };
     if ia.is_null() {
         return DatError::invalid_handle(Subtype::InvalidHandleIa).to_raw();
     }
-    // SAFETY: a non-null name is NUL-terminated.
-    let cname = unsafe { CStr::from_ptr(name) };
-    if cname.to_bytes().len() >= DAT_NAME_MAX_LENGTH as usize {
-        return DatError::invalid_arg(1).to_raw();
-    }
+    let cname = cname.as_c_str();
     let table = match registry::table(cname) {
         Some(t) => t,
         None => {

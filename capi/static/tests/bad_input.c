@@ -1,10 +1,12 @@
 /*
- * Bad handles against libudat.a: garbage, misaligned, wrong-kind and
- * stale handles, first and secondary arguments, each case in a forked
- * child so that a crash is a failure of that case alone. Every case must
- * return DAT_INVALID_HANDLE and leave the provider usable.
+ * Bad input against libudat.a, each case in a forked child so that a
+ * crash is a failure of that case alone: garbage, misaligned, wrong-kind
+ * and stale handles, first and secondary arguments, which must be
+ * DAT_INVALID_HANDLE; unterminated names, impossible lengths and
+ * misaligned arrays, which must be DAT_INVALID_PARAMETER; unknown provider
+ * names, which must register nothing. The provider stays usable.
  *
- *   bad_handles udat-model-mlx5_model0 [CASE]
+ *   bad_input udat-model-mlx5_model0 [CASE]
  *
  * With a case number, that case alone runs, in the process itself.
  */
@@ -29,17 +31,25 @@ static DAT_IA_HANDLE open_ia(DAT_EVD_HANDLE *async)
 	DAT_RETURN ret = dat_ia_open(provider, 8, async, &ia);
 
 	if (ret != DAT_SUCCESS) {
-		fprintf(stderr, "bad_handles: cannot open %s: 0x%x\n", provider, ret);
+		fprintf(stderr, "bad_input: cannot open %s: 0x%x\n", provider, ret);
 		exit(2);
 	}
 	return ia;
+}
+
+static int invalid_parameter(DAT_RETURN ret, const char *what)
+{
+	if (DAT_GET_TYPE(ret) == DAT_INVALID_PARAMETER)
+		return 1;
+	fprintf(stderr, "bad_input: %s: 0x%x, not DAT_INVALID_PARAMETER\n", what, ret);
+	return 0;
 }
 
 static int invalid(DAT_RETURN ret, const char *what)
 {
 	if (DAT_GET_TYPE(ret) == DAT_INVALID_HANDLE)
 		return 1;
-	fprintf(stderr, "bad_handles: %s: 0x%x, not DAT_INVALID_HANDLE\n", what, ret);
+	fprintf(stderr, "bad_input: %s: 0x%x, not DAT_INVALID_HANDLE\n", what, ret);
 	return 0;
 }
 
@@ -117,7 +127,7 @@ static int stale_handle_stays_dead(void)
 		if (dat_pz_create(ia, &pz) != DAT_SUCCESS)
 			return 0;
 		if (!invalid(dat_pz_free(stale), "pz_free(stale)")) {
-			fprintf(stderr, "bad_handles: stale handle accepted after %ld cycles\n", i);
+			fprintf(stderr, "bad_input: stale handle accepted after %ld cycles\n", i);
 			return 0;
 		}
 		if (dat_pz_free(pz) != DAT_SUCCESS)
@@ -148,6 +158,101 @@ static int stale_handle_of_a_closed_ia(void)
 	return invalid(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), "ia_close(closed IA)") && usable(other);
 }
 
+/* A name whose bytes run into a page that cannot be read, with no NUL. */
+static int unterminated_name(void)
+{
+	static const char name[] = "udat-model-mlx5_model0";
+	long page = sysconf(_SC_PAGESIZE);
+	char *two = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *at = two + page - (sizeof(name) - 1);
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+	DAT_IA_HANDLE ia;
+
+	memcpy(at, name, sizeof(name) - 1);
+	mprotect(two + page, page, PROT_NONE);
+	if (!invalid_parameter(dat_ia_open(at, 8, &async, &ia), "ia_open(unterminated name)"))
+		return 0;
+	open_ia(&async);
+	return 1;
+}
+
+/* Lengths and arrays the consumer gets wrong, refused before a byte of
+ * them is read. */
+static int impossible_lengths_and_misaligned_arrays(void)
+{
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, evd;
+	DAT_IA_HANDLE ia = open_ia(&async);
+	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(1) };
+	DAT_LMR_TRIPLET triplets[2];
+	DAT_DTO_COOKIE cookie = { .as_64 = 1 };
+	DAT_EP_HANDLE ep;
+	DAT_PZ_HANDLE pz;
+	char data[16] = { 0 };
+	int ok = 1;
+
+	if (dat_pz_create(ia, &pz) != DAT_SUCCESS ||
+	    dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG, &evd) != DAT_SUCCESS ||
+	    dat_ep_create(ia, pz, evd, evd, evd, NULL, &ep) != DAT_SUCCESS)
+		return 0;
+	ok &= invalid_parameter(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&peer, 1, DAT_TIMEOUT_INFINITE, 0x7fffffff,
+					       data, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+				"ep_connect(INT_MAX bytes of private data)");
+	ok &= invalid_parameter(dat_ep_post_send(ep, 1, (DAT_LMR_TRIPLET *)((char *)triplets + 4), cookie,
+						 DAT_COMPLETION_DEFAULT_FLAG),
+				"ep_post_send(misaligned segments)");
+	ok &= invalid_parameter(dat_ep_post_recv(ep, 0x7fffffff, triplets, cookie, DAT_COMPLETION_DEFAULT_FLAG),
+				"ep_post_recv(INT_MAX segments)");
+	ok &= invalid_parameter(dat_ep_post_send(ep, 1, triplets, cookie, DAT_COMPLETION_EVD_THRESHOLD_FLAG),
+				"ep_post_send(bad flags)");
+	ok &= dat_ep_post_send(ep, 1, triplets, cookie, DAT_COMPLETION_EVD_THRESHOLD_FLAG) ==
+	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG5);
+	ok &= dat_ep_free(ep) == DAT_SUCCESS && usable(ia);
+	return ok;
+}
+
+/* Resident memory, in pages. */
+static long resident(void)
+{
+	long size = 0, pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f == NULL || fscanf(f, "%ld %ld", &size, &pages) != 2)
+		pages = -1;
+	if (f != NULL)
+		fclose(f);
+	return pages;
+}
+
+/* Names the static registry could parse but whose device does not exist
+ * register nothing and cost nothing. */
+static int unknown_names_register_nothing(void)
+{
+	long before = 0;
+
+	for (int i = 0; i < 500; i++) {
+		char name[64];
+		DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+		DAT_IA_HANDLE ia;
+		DAT_RETURN ret;
+
+		/* The first call brings in the code the others run. */
+		if (i == 1)
+			before = resident();
+		snprintf(name, sizeof(name), "udat-model-nosuch%d", i);
+		ret = dat_ia_open(name, 8, &async, &ia);
+		if (DAT_GET_TYPE(ret) != DAT_PROVIDER_NOT_FOUND) {
+			fprintf(stderr, "bad_input: ia_open(%s): 0x%x\n", name, ret);
+			return 0;
+		}
+	}
+	/* Before, each name cost a provider: 200 MB for the 500. */
+	if (resident() - before > 64) {
+		fprintf(stderr, "bad_input: 500 unknown names grew RSS by %ld pages\n", resident() - before);
+		return 0;
+	}
+	return 1;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(void);
@@ -156,6 +261,9 @@ static const struct {
 	{ "a garbage secondary argument", secondary_argument_garbage },
 	{ "a stale handle through 1,000,000 create/free cycles", stale_handle_stays_dead },
 	{ "a stale handle of a closed IA", stale_handle_of_a_closed_ia },
+	{ "an IA name with no NUL before an unreadable page", unterminated_name },
+	{ "impossible lengths and misaligned arrays", impossible_lengths_and_misaligned_arrays },
+	{ "500 unknown provider names", unknown_names_register_nothing },
 };
 
 int main(int argc, char **argv)
@@ -163,7 +271,7 @@ int main(int argc, char **argv)
 	int failed = 0;
 
 	if (argc != 2 && argc != 3) {
-		fprintf(stderr, "usage: bad_handles PROVIDER [CASE]\n");
+		fprintf(stderr, "usage: bad_input PROVIDER [CASE]\n");
 		return 2;
 	}
 	provider = argv[1];
@@ -183,15 +291,15 @@ int main(int argc, char **argv)
 			_exit(cases[i].run() ? 0 : 1);
 		waitpid(pid, &status, 0);
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-			printf("bad_handles: ok: %s\n", cases[i].name);
+			printf("bad_input: ok: %s\n", cases[i].name);
 		} else {
 			failed++;
 			if (WIFSIGNALED(status))
-				printf("bad_handles: FAILED: %s: signal %d\n", cases[i].name, WTERMSIG(status));
+				printf("bad_input: FAILED: %s: signal %d\n", cases[i].name, WTERMSIG(status));
 			else
-				printf("bad_handles: FAILED: %s\n", cases[i].name);
+				printf("bad_input: FAILED: %s\n", cases[i].name);
 		}
 	}
-	printf("bad_handles: %zu cases, %d failed\n", sizeof(cases) / sizeof(cases[0]), failed);
+	printf("bad_input: %zu cases, %d failed\n", sizeof(cases) / sizeof(cases[0]), failed);
 	return failed != 0;
 }

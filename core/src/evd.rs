@@ -22,6 +22,11 @@ pub const TIMEOUT_INFINITE: u32 = u32::MAX;
 /// `DAT_EVD_FIELD_ALL`.
 pub const EVD_FIELD_ALL: u32 = 0x1f;
 
+/// How often a dequeue that finds nothing looks at its IA's connection
+/// events: the bound on how long a peer's disconnect stays unseen by a
+/// consumer that only dequeues its DTO EVD.
+pub const CM_LOOK_US: u64 = 1_000;
+
 /// The longest a wait on an EVD fed by other IAs' EPs sleeps between
 /// polls of their transports.
 const FOREIGN_SLICE_US: u64 = 10_000;
@@ -288,6 +293,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     /// dat_evd_dequeue(3DAT): the oldest event, or `DAT_QUEUE_EMPTY`.
+    ///
+    /// A dequeue that finds nothing looks at the IA's connection events,
+    /// at most once per [`CM_LOOK_US`]: a peer's disconnect is what
+    /// flushes the EP's posted DTOs, and a consumer whose data thread only
+    /// dequeues its DTO EVD must still see them complete. A dequeue that
+    /// returns an event never looks.
     pub fn evd_dequeue(&mut self, evd: EvdHandle) -> DatResult<Event> {
         let Provider { evds, backend, polled, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
@@ -303,17 +314,43 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             let Some(cq) = e.cq.as_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
             let Some(slot) = polled.first_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
             if backend.cq_poll(cq, core::slice::from_mut(slot)) == 0 {
-                return Err(DatError::of(ErrorType::QueueEmpty));
-            }
-            let c = *slot;
-            if let Some(event) = self.complete_to(&c, evd) {
-                return Ok(event);
+                if !self.cm_look_due(ia) {
+                    return Err(DatError::of(ErrorType::QueueEmpty));
+                }
+                self.pump_cm(ia);
+            } else {
+                let c = *slot;
+                if let Some(event) = self.complete_to(&c, evd) {
+                    return Ok(event);
+                }
             }
         }
         self.fill(ia, evd, 1, false);
+        if let Some(event) = self.pop(evd) {
+            return Ok(event);
+        }
+        if self.cm_look_due(ia) {
+            self.pump_cm(ia);
+            self.pump_cq(evd);
+        }
+        self.pop(evd).ok_or(DatError::of(ErrorType::QueueEmpty))
+    }
+
+    fn pop(&mut self, evd: EvdHandle) -> Option<Event> {
         let Provider { evds, events, .. } = self;
-        let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
-        events.pop(&mut e.queue).ok_or(DatError::of(ErrorType::QueueEmpty))
+        events.pop(&mut evds.get_mut(evd.0)?.queue)
+    }
+
+    /// Whether a dequeue that found nothing is to look at `ia`'s connection
+    /// events now; if so, the next look is due [`CM_LOOK_US`] later.
+    fn cm_look_due(&mut self, ia: IaHandle) -> bool {
+        let now = self.backend.now_us();
+        let Some(i) = self.ias.get_mut(ia.0) else { return false };
+        if now < i.cm_look_us {
+            return false;
+        }
+        i.cm_look_us = now.saturating_add(CM_LOOK_US);
+        true
     }
 
     /// Start a `dat_evd_wait`: check its arguments and take the EVD's one

@@ -39,6 +39,9 @@ pub(crate) struct Ia<B: Backend> {
     pub(crate) out_of_scope: bool,
     pub(crate) name: crate::FixedVec<u8, MAX_IA_NAME>,
     pub(crate) context: u64,
+    /// When a dequeue that finds nothing next looks at the connection
+    /// events (backend clock, µs).
+    pub(crate) cm_look_us: u64,
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -83,6 +86,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             out_of_scope: false,
             name: stored,
             context: 0,
+            cm_look_us: 0,
         };
         let ia_h = match self.ias.insert(ia) {
             Ok(raw) => IaHandle(raw),

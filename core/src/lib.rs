@@ -64,7 +64,7 @@ pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, CNO_FIELD_ALL};
 pub use cr::{CrParam, CR_FIELD_ALL};
 pub use ep::{EpChanges, EpParam, VALUE_UNKNOWN};
 pub use error::{DatError, DatResult, ErrorType, Subtype};
-pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, EVD_FIELD_ALL, TIMEOUT_INFINITE};
+pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL, TIMEOUT_INFINITE};
 pub use event::{Event, EventData, EventNumber};
 pub use handle::{
     AnyHandle, CnoHandle, CrHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle, PzHandle, RawHandle,

@@ -344,6 +344,11 @@ impl MockBackend {
         self.now_us
     }
 
+    /// Move the clock on by `us`.
+    pub fn advance(&mut self, us: u64) {
+        self.now_us = self.now_us.saturating_add(us);
+    }
+
     fn run_due(&mut self) {
         while let Some(pos) = self.scheduled.iter().position(|(at, _)| *at <= self.now_us) {
             let (_, what) = self.scheduled.swap_remove(pos);

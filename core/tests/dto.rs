@@ -3,6 +3,7 @@
 //! completion rules: every DTO completes once, flushes in post order.
 mod common;
 use common::*;
+use udat_core::backend::ConnOutcome;
 use udat_core::types::*;
 use udat_core::*;
 
@@ -190,6 +191,36 @@ fn dat_ep_post_flag_checks() {
     assert_eq!(ty(fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::EVD_THRESHOLD)), ErrorType::InvalidParameter);
     assert_eq!(ty(fx.p.ep_post_recv(ep, &seg, 1, CompletionFlags::SUPPRESS)), ErrorType::InvalidParameter);
     fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::SOLICITED_WAIT | CompletionFlags::BARRIER_FENCE).unwrap();
+}
+
+#[test]
+fn a_peer_disconnect_flushes_the_dtos_of_a_consumer_that_only_dequeues() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    for cookie in 1..=3 {
+        fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], cookie, CompletionFlags::DEFAULT).unwrap();
+    }
+    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 4, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
+    // The peer goes away. The consumer's data thread dequeues its DTO EVD
+    // only, never the connect EVD.
+    fx.p.backend_mut().conn_event(ep, ConnOutcome::Disconnected, b"");
+    assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
+    fx.p.backend_mut().advance(CM_LOOK_US);
+    let mut flushed = Vec::new();
+    while let Ok(ev) = fx.p.evd_dequeue(fx.dto_evd) {
+        let EventData::Dto { cookie, status, .. } = ev.data else { panic!("{ev:?}") };
+        assert_eq!(status, DtoStatus::Flushed);
+        flushed.push(cookie);
+    }
+    // Each DTO once; each queue in post order.
+    assert_eq!(flushed.iter().filter(|c| **c <= 3).copied().collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(flushed.iter().filter(|c| **c == 4).count(), 1);
+    assert_eq!(flushed.len(), 4);
+    fx.p.backend_mut().advance(CM_LOOK_US);
+    assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
+    assert_eq!(fx.p.ep_get_status(ep).unwrap().0, EpState::Disconnected);
+    assert_eq!(fx.p.evd_dequeue(fx.conn_evd).unwrap().number, EventNumber::ConnectionDisconnected);
 }
 
 #[test]

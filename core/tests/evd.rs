@@ -405,19 +405,28 @@ fn dat_cno_query_reports_its_ia_and_no_agent() {
 }
 
 #[test]
-fn dat_evd_dequeue_of_a_dto_only_evd_leaves_connection_events_to_a_wait() {
+fn dat_evd_dequeue_of_a_dto_only_evd_looks_at_connection_events_when_it_finds_nothing() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 5, CompletionFlags::DEFAULT).unwrap();
     fx.p.backend_mut().conn_event(ep, ConnOutcome::Disconnected, b"");
-    // Dequeuing DTO events asks the transport for completions only.
-    assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
-    assert_eq!(fx.state(ep), EpState::Connected);
-    // A wait that would block pulls connection events too: the receive
-    // is flushed by the disconnect.
-    let (event, _) = fx.p.evd_wait(fx.dto_evd, 1_000, 1).unwrap();
+    // The CQ has nothing: the dequeue looks at the connection events, and
+    // the disconnect flushes the receive.
+    let event = fx.p.evd_dequeue(fx.dto_evd).unwrap();
     assert_eq!(dtos(&[event]), [(5, DtoStatus::Flushed)]);
     assert_eq!(fx.state(ep), EpState::Disconnected);
+    fx.drain(fx.conn_evd);
+    // It looked a moment ago, so the next dequeue that finds nothing
+    // leaves a new disconnect for later...
+    let other = fx.ep_connected();
+    fx.p.ep_post_recv(other, &[fx.seg(0, 8)], 6, CompletionFlags::DEFAULT).unwrap();
+    fx.p.backend_mut().conn_event(other, ConnOutcome::Disconnected, b"");
+    assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
+    assert_eq!(fx.state(other), EpState::Connected);
+    // ...but a wait that would block pulls connection events at once.
+    let (event, _) = fx.p.evd_wait(fx.dto_evd, 1_000, 1).unwrap();
+    assert_eq!(dtos(&[event]), [(6, DtoStatus::Flushed)]);
+    assert_eq!(fx.state(other), EpState::Disconnected);
 }
 
 /// A dequeue of a DTO-only EVD with nothing queued and no CNO takes the

@@ -374,6 +374,38 @@ pub fn disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order<F: Fa
     println!("{} of {} requests flushed", requests.len() - first_flush, requests.len());
 }
 
+/// When the peer goes away, the receives of a consumer whose data thread
+/// only dequeues its DTO EVD (never the connect EVD, never a wait) are
+/// flushed, each once and in post order, and the connection event follows.
+pub fn a_peer_disconnect_flushes_the_receives_of_a_consumer_that_only_dequeues<F: Fabric>() {
+    const RECVS: u64 = 4;
+    let mut rig = Rig::<F>::new();
+    let (client, server) = rig.pair();
+    let dst = rig.buf(4096, MemPriv::ALL);
+    for cookie in 0..RECVS {
+        rig.p.ep_post_recv(client.ep, &[dst.seg(0, 64)], cookie, CompletionFlags::DEFAULT).unwrap();
+    }
+    rig.p.ep_disconnect(server.ep, CloseFlags::Abrupt).unwrap();
+    let start = Instant::now();
+    let mut flushed = Vec::new();
+    while flushed.len() < RECVS as usize {
+        match rig.p.evd_dequeue(client.dto) {
+            Ok(Event { data: EventData::Dto { cookie, status, .. }, .. }) => flushed.push((cookie, status)),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) if e.error_type() == ErrorType::QueueEmpty => std::thread::sleep(Duration::from_micros(100)),
+            Err(e) => panic!("dat_evd_dequeue: {e:?}"),
+        }
+        assert!(start.elapsed() < PATIENCE, "flushed after {:?}: {flushed:?}", start.elapsed());
+    }
+    println!("receives flushed {:?} after the peer's disconnect", start.elapsed());
+    let expected: Vec<_> = (0..RECVS).map(|c| (c, DtoStatus::Flushed)).collect();
+    assert_eq!(flushed, expected);
+    std::thread::sleep(Duration::from_millis(2));
+    assert!(rig.p.evd_dequeue(client.dto).is_err(), "a receive completed twice");
+    assert_eq!(rig.state(client.ep), EpState::Disconnected);
+    rig.expect(client.conn, EventNumber::ConnectionDisconnected);
+}
+
 pub fn graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused<F: Fabric>() {
     let mut rig = Rig::<F>::new();
     let (client, server) = rig.pair();
@@ -701,6 +733,10 @@ macro_rules! transport_suite {
         #[test]
         fn disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order() {
             suite::disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order::<$fabric>();
+        }
+        #[test]
+        fn a_peer_disconnect_flushes_the_receives_of_a_consumer_that_only_dequeues() {
+            suite::a_peer_disconnect_flushes_the_receives_of_a_consumer_that_only_dequeues::<$fabric>();
         }
         #[test]
         fn graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused() {

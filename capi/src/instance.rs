@@ -8,7 +8,7 @@
 
 use std::ffi::CString;
 use std::ptr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -102,6 +102,9 @@ pub struct Instance<B: Transport> {
     pub dapl_version: (u32, u32),
     pub thread_safe: bool,
     pub ia_out: IaOut,
+    /// An entry point panicked: its objects may be half-updated, so the
+    /// instance serves no further call (`DAT_INTERNAL_ERROR`).
+    pub poisoned: AtomicBool,
     pub state: Locked<State<B>>,
 }
 
@@ -130,6 +133,7 @@ impl<B: Transport> Instance<B> {
             dapl_version: reg.dapl_version,
             thread_safe: reg.thread_safe,
             ia_out: reg.ia_out,
+            poisoned: AtomicBool::new(false),
             state: Locked(Mutex::new(state)),
         });
         inst.table.device_name = inst.name.as_ptr();

@@ -12,6 +12,7 @@
 
 use std::any::TypeId;
 use std::ffi::{CStr, CString};
+use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
 use udat_core::{DatError, DatResult, ErrorType};
@@ -55,7 +56,14 @@ fn insert<B: Transport>(
     let version = (reg.dapl_version.0, reg.dapl_version.1, reg.thread_safe);
     let mut entries = ENTRIES.lock();
     if let Some(e) = entries.iter_mut().find(|e| {
-        !e.listed && e.name.as_c_str() == name && e.ty == TypeId::of::<B>() && e.params == raw && e.version == version
+        !e.listed
+            && e.name.as_c_str() == name
+            && e.ty == TypeId::of::<B>()
+            && e.params == raw
+            && e.version == version
+            // SAFETY: an entry of type `B` records an `Instance<B>`, never
+            // freed.
+            && !unsafe { &*(e.table as *const Instance<B>) }.poisoned.load(Ordering::Relaxed)
     }) {
         e.listed = true;
         return Ok(e.table as *const DAT_PROVIDER);

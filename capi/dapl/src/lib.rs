@@ -56,27 +56,30 @@ fn ia_name(info: &DAT_PROVIDER_INFO) -> Option<&CStr> {
 /// NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn dat_provider_init(info: *const DAT_PROVIDER_INFO, params: *const c_char) {
-    // SAFETY: by the contract.
-    let Some(info) = (unsafe { info.as_ref() }) else { return };
-    let Some(name) = ia_name(info) else { return };
-    // SAFETY: by the contract.
-    let params = if params.is_null() { "" } else { unsafe { CStr::from_ptr(params) }.to_str().unwrap_or("") };
-    let reg = Registration {
-        dapl_version: (info.dapl_version_major, info.dapl_version_minor),
-        thread_safe: info.is_thread_safe == DAT_TRUE,
-        ia_out: consumer_ia,
-    };
-    let table = match registry::add(name, params, reg) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("udat: cannot register {}: ia_params {params:?}: {e:?}", name.to_string_lossy());
-            return;
+    // No panic unwinds into libdat2.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: by the contract.
+        let Some(info) = (unsafe { info.as_ref() }) else { return };
+        let Some(name) = ia_name(info) else { return };
+        // SAFETY: by the contract.
+        let params = if params.is_null() { "" } else { unsafe { CStr::from_ptr(params) }.to_str().unwrap_or("") };
+        let reg = Registration {
+            dapl_version: (info.dapl_version_major, info.dapl_version_minor),
+            thread_safe: info.is_thread_safe == DAT_TRUE,
+            ia_out: consumer_ia,
+        };
+        let table = match registry::add(name, params, reg) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("udat: cannot register {}: ia_params {params:?}: {e:?}", name.to_string_lossy());
+                return;
+            }
+        };
+        // SAFETY: the table is never freed.
+        if unsafe { dat_registry_add_provider(table, info) } != 0 {
+            registry::remove(table);
         }
-    };
-    // SAFETY: the table lives until dat_provider_fini removes it.
-    if unsafe { dat_registry_add_provider(table, info) } != 0 {
-        registry::remove(table);
-    }
+    }));
 }
 
 /// Called by libdat2 before it unloads the library.
@@ -85,12 +88,15 @@ pub unsafe extern "C" fn dat_provider_init(info: *const DAT_PROVIDER_INFO, param
 /// `info` points at libdat2's provider info.
 #[no_mangle]
 pub unsafe extern "C" fn dat_provider_fini(info: *const DAT_PROVIDER_INFO) {
-    // SAFETY: by the contract.
-    let Some(info) = (unsafe { info.as_ref() }) else { return };
-    let Some(name) = ia_name(info) else { return };
-    if let Some(table) = registry::table(name) {
-        // SAFETY: the table is the one registered under this name.
-        unsafe { dat_registry_remove_provider(table, info) };
-        registry::remove(table);
-    }
+    // No panic unwinds into libdat2.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: by the contract.
+        let Some(info) = (unsafe { info.as_ref() }) else { return };
+        let Some(name) = ia_name(info) else { return };
+        if let Some(table) = registry::table(name) {
+            // SAFETY: the table is the one registered under this name.
+            unsafe { dat_registry_remove_provider(table, info) };
+            registry::remove(table);
+        }
+    }));
 }

@@ -6,7 +6,7 @@ use udat_core::handle::{EvdHandle, IaHandle, Kind};
 use udat_core::types::{CloseFlags, IaAttr};
 use udat_core::{AsyncEvd, AsyncEvdRef, DatError, ErrorType};
 
-use super::{count, guarded, out, with, Cx};
+use super::{count, guarded_on, out, with, Cx};
 use crate::instance::{Addr, Transport};
 use crate::registry;
 use crate::sys::*;
@@ -50,9 +50,13 @@ pub unsafe extern "C" fn ia_open<B: Transport>(
     async_evd: *mut DAT_EVD_HANDLE,
     ia_out: *mut DAT_IA_HANDLE,
 ) -> DAT_RETURN {
-    guarded(|| {
-        let name = super::name(name, 1)?;
-        let inst = registry::find::<B>(&name).ok_or(DatError::of(ErrorType::ProviderNotFound))?;
+    let inst = match super::name(name, 1)
+        .and_then(|name| registry::find::<B>(&name).ok_or(DatError::of(ErrorType::ProviderNotFound)))
+    {
+        Ok(inst) => inst,
+        Err(e) => return e.to_raw(),
+    };
+    guarded_on(inst, || {
         let evd_slot = out(async_evd, 3)?;
         let ia_slot = out(ia_out, 4)?;
         let mut cx = Cx { inst, st: inst.state.lock() };

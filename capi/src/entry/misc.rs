@@ -4,7 +4,7 @@
 use udat_core::handle::{AnyHandle, Kind, RawHandle};
 use udat_core::{DatError, ErrorType};
 
-use super::{guarded, out};
+use super::{guarded_on, out};
 use crate::instance::{invalid, Instance, Transport};
 use crate::sys::*;
 
@@ -19,9 +19,9 @@ unsafe fn with_any<B: Transport>(
     if h.is_null() {
         return DatError::invalid_handle(udat_core::Subtype::NoSubtype).to_raw();
     }
-    guarded(|| {
-        // SAFETY: `h` is non-null and dispatched to this transport.
-        let inst = unsafe { Instance::<B>::of(h) };
+    // SAFETY: `h` is non-null and dispatched to this transport.
+    let inst = unsafe { Instance::<B>::of(h) };
+    guarded_on(inst, || {
         let mut cx = super::Cx { inst, st: inst.state.lock() };
         // The region `h` points into tells its kind.
         let kind = cx.st.handles.kind_of(h).ok_or(invalid(Kind::Ia))?;

@@ -13,6 +13,7 @@
 
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 
 use parking_lot::MutexGuard;
 
@@ -44,12 +45,26 @@ pub(crate) fn ret(r: DatResult<()>) -> DAT_RETURN {
     }
 }
 
-/// Run `f` without letting a panic cross into C.
+/// Run `f`, the body of an exported function that reaches no instance,
+/// without letting a panic cross into C.
+pub fn guarded(f: impl FnOnce() -> DAT_RETURN) -> DAT_RETURN {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| DatError::of(ErrorType::InternalError).to_raw())
+}
+
+/// Run `f` on `inst` without letting a panic cross into C. A panic may
+/// have left the instance's objects half-updated, so it is the last call
+/// the instance serves: every later one is `DAT_INTERNAL_ERROR`.
 #[inline(always)]
-pub(crate) fn guarded(f: impl FnOnce() -> DatResult<()>) -> DAT_RETURN {
+pub(crate) fn guarded_on<B: Transport>(inst: &Instance<B>, f: impl FnOnce() -> DatResult<()>) -> DAT_RETURN {
+    if inst.poisoned.load(Ordering::Relaxed) {
+        return DatError::of(ErrorType::InternalError).to_raw();
+    }
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => ret(r),
-        Err(_) => DatError::of(ErrorType::InternalError).to_raw(),
+        Err(_) => {
+            inst.poisoned.store(true, Ordering::Relaxed);
+            DatError::of(ErrorType::InternalError).to_raw()
+        }
     }
 }
 
@@ -86,9 +101,9 @@ pub(crate) unsafe fn with<B: Transport>(
     if h.is_null() {
         return invalid(kind).to_raw();
     }
-    guarded(|| {
-        // SAFETY: `h` is non-null and dispatched to this transport.
-        let inst = unsafe { Instance::<B>::of(h) };
+    // SAFETY: `h` is non-null and dispatched to this transport.
+    let inst = unsafe { Instance::<B>::of(h) };
+    guarded_on(inst, || {
         let mut cx = Cx { inst, st: inst.state.lock() };
         let raw = cx.raw(h, kind)?;
         f(&mut cx, raw)

@@ -44,45 +44,47 @@ pub unsafe extern "C" fn dat_ia_openv(
     dapl_minor: DAT_UINT32,
     thread_safety: DAT_BOOLEAN,
 ) -> DAT_RETURN {
-    let cname = match udat_capi::entry::name(name, 1) {
-        Ok(n) => n,
-        Err(e) => return e.to_raw(),
-    };
-    if ia.is_null() {
-        return DatError::invalid_handle(Subtype::InvalidHandleIa).to_raw();
-    }
-    let cname = cname.as_c_str();
-    let table = match registry::table(cname) {
-        Some(t) => t,
-        None => {
-            let Some(params) = cname.to_str().ok().and_then(params) else {
-                return DatError::of(ErrorType::ProviderNotFound).to_raw();
-            };
-            let reg = Registration {
-                dapl_version: (dapl_major, dapl_minor),
-                thread_safe: thread_safety == DAT_TRUE,
-                ia_out: same,
-            };
-            match registry::add(cname, &params, reg) {
-                Ok(t) => t,
-                // Another thread registered it meanwhile.
-                Err(e) if e.error_type() == ErrorType::ProviderAlreadyRegistered => match registry::table(cname) {
-                    Some(t) => t,
-                    None => return e.to_raw(),
-                },
-                Err(e) => return e.to_raw(),
-            }
+    udat_capi::entry::guarded(|| {
+        let cname = match udat_capi::entry::name(name, 1) {
+            Ok(n) => n,
+            Err(e) => return e.to_raw(),
+        };
+        if ia.is_null() {
+            return DatError::invalid_handle(Subtype::InvalidHandleIa).to_raw();
         }
-    };
-    // SAFETY: registered tables live until removed, which this library
-    // never does; every slot is filled.
-    let open = unsafe { (*table).ia_open_func };
-    match open {
-        // SAFETY: the provider's own entry point, with the caller's
-        // arguments.
-        Some(f) => unsafe { f(name.cast_mut(), async_evd_qlen, async_evd, ia) },
-        None => DatError::of(ErrorType::InternalError).to_raw(),
-    }
+        let cname = cname.as_c_str();
+        let table = match registry::table(cname) {
+            Some(t) => t,
+            None => {
+                let Some(params) = cname.to_str().ok().and_then(params) else {
+                    return DatError::of(ErrorType::ProviderNotFound).to_raw();
+                };
+                let reg = Registration {
+                    dapl_version: (dapl_major, dapl_minor),
+                    thread_safe: thread_safety == DAT_TRUE,
+                    ia_out: same,
+                };
+                match registry::add(cname, &params, reg) {
+                    Ok(t) => t,
+                    // Another thread registered it meanwhile.
+                    Err(e) if e.error_type() == ErrorType::ProviderAlreadyRegistered => match registry::table(cname) {
+                        Some(t) => t,
+                        None => return e.to_raw(),
+                    },
+                    Err(e) => return e.to_raw(),
+                }
+            }
+        };
+        // SAFETY: registered tables live until removed, which this library
+        // never does; every slot is filled.
+        let open = unsafe { (*table).ia_open_func };
+        match open {
+            // SAFETY: the provider's own entry point, with the caller's
+            // arguments.
+            Some(f) => unsafe { f(name.cast_mut(), async_evd_qlen, async_evd, ia) },
+            None => DatError::of(ErrorType::InternalError).to_raw(),
+        }
+    })
 }
 
 /// dat_ia_close.
@@ -91,23 +93,26 @@ pub unsafe extern "C" fn dat_ia_openv(
 /// `ia` is null or an IA handle from [`dat_ia_openv`].
 #[no_mangle]
 pub unsafe extern "C" fn dat_ia_close(ia: DAT_IA_HANDLE, flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
-    if !udat_capi::handles::issued(ia) {
-        return DatError::invalid_handle(Subtype::InvalidHandleIa).to_raw();
-    }
-    // SAFETY: an issued handle's first word is its provider's table.
-    let close = unsafe { (**(ia as *const *const DAT_PROVIDER)).ia_close_func };
-    match close {
-        // SAFETY: the provider's own entry point.
-        Some(f) => unsafe { f(ia, flags) },
-        None => DatError::of(ErrorType::InternalError).to_raw(),
-    }
+    udat_capi::entry::guarded(|| {
+        if !udat_capi::handles::issued(ia) {
+            return DatError::invalid_handle(Subtype::InvalidHandleIa).to_raw();
+        }
+        // SAFETY: an issued handle's first word is its provider's table.
+        let close = unsafe { (**(ia as *const *const DAT_PROVIDER)).ia_close_func };
+        match close {
+            // SAFETY: the provider's own entry point.
+            Some(f) => unsafe { f(ia, flags) },
+            None => DatError::of(ErrorType::InternalError).to_raw(),
+        }
+    })
 }
 
 /// Whether a provider of this process handed out `handle`: `dispatch.c`
 /// asks before it reads the provider word through a first handle.
 #[no_mangle]
 pub extern "C" fn udat_handle_issued(handle: DAT_HANDLE) -> std::ffi::c_int {
-    std::ffi::c_int::from(udat_capi::handles::issued(handle))
+    let issued = std::panic::catch_unwind(|| udat_capi::handles::issued(handle));
+    std::ffi::c_int::from(issued.unwrap_or(false))
 }
 
 /// The names this library can open: the software HCA, and each verbs
@@ -138,34 +143,36 @@ pub unsafe extern "C" fn dat_registry_list_providers(
     entries: *mut DAT_COUNT,
     list: *mut *mut DAT_PROVIDER_INFO,
 ) -> DAT_RETURN {
-    if entries.is_null() {
-        return DatError::invalid_arg(2).to_raw();
-    }
-    let names = available();
-    if max <= 0 {
-        // SAFETY: checked non-null above.
-        unsafe { *entries = names.len() as DAT_COUNT };
-        // dat_registry_list_providers(3DAT): a zero max_to_return asks for
-        // the count and returns DAT_INVALID_PARAMETER.
-        return DatError::invalid_arg(1).to_raw();
-    }
-    if list.is_null() {
-        return DatError::invalid_arg(3).to_raw();
-    }
-    let n = names.len().min(max as usize);
-    for (i, name) in names.iter().take(n).enumerate() {
-        // SAFETY: the caller's array holds `max` pointers to infos.
-        let Some(info) = (unsafe { (*list.add(i)).as_mut() }) else {
+    udat_capi::entry::guarded(|| {
+        if entries.is_null() {
+            return DatError::invalid_arg(2).to_raw();
+        }
+        let names = available();
+        if max <= 0 {
+            // SAFETY: checked non-null above.
+            unsafe { *entries = names.len() as DAT_COUNT };
+            // dat_registry_list_providers(3DAT): a zero max_to_return asks for
+            // the count and returns DAT_INVALID_PARAMETER.
+            return DatError::invalid_arg(1).to_raw();
+        }
+        if list.is_null() {
             return DatError::invalid_arg(3).to_raw();
-        };
-        udat_capi::entry::ia::set_name(&mut info.ia_name, name.as_bytes());
-        info.dapl_version_major = DAT_VERSION_MAJOR;
-        info.dapl_version_minor = DAT_VERSION_MINOR;
-        info.is_thread_safe = DAT_FALSE;
-    }
-    // SAFETY: checked non-null above.
-    unsafe { *entries = n as DAT_COUNT };
-    0
+        }
+        let n = names.len().min(max as usize);
+        for (i, name) in names.iter().take(n).enumerate() {
+            // SAFETY: the caller's array holds `max` pointers to infos.
+            let Some(info) = (unsafe { (*list.add(i)).as_mut() }) else {
+                return DatError::invalid_arg(3).to_raw();
+            };
+            udat_capi::entry::ia::set_name(&mut info.ia_name, name.as_bytes());
+            info.dapl_version_major = DAT_VERSION_MAJOR;
+            info.dapl_version_minor = DAT_VERSION_MINOR;
+            info.is_thread_safe = DAT_FALSE;
+        }
+        // SAFETY: checked non-null above.
+        unsafe { *entries = n as DAT_COUNT };
+        0
+    })
 }
 
 /// Names by value: the return types, and the subtypes.
@@ -192,22 +199,25 @@ pub unsafe extern "C" fn dat_strerror(
     major: *mut *const c_char,
     minor: *mut *const c_char,
 ) -> DAT_RETURN {
-    if major.is_null() {
-        return DatError::invalid_arg(2).to_raw();
-    }
-    if minor.is_null() {
-        return DatError::invalid_arg(3).to_raw();
-    }
-    let (majors, minors) = strings();
-    let ty = value & 0x3fff_0000;
-    let sub = value & 0xffff;
-    let (Some(ma), Some(mi)) = (majors.iter().find(|(v, _)| *v == ty), minors.iter().find(|(v, _)| *v == sub)) else {
-        return DatError::invalid_arg(1).to_raw();
-    };
-    // SAFETY: checked non-null above; the strings are static.
-    unsafe {
-        *major = ma.1.as_ptr();
-        *minor = mi.1.as_ptr();
-    }
-    0
+    udat_capi::entry::guarded(|| {
+        if major.is_null() {
+            return DatError::invalid_arg(2).to_raw();
+        }
+        if minor.is_null() {
+            return DatError::invalid_arg(3).to_raw();
+        }
+        let (majors, minors) = strings();
+        let ty = value & 0x3fff_0000;
+        let sub = value & 0xffff;
+        let (Some(ma), Some(mi)) = (majors.iter().find(|(v, _)| *v == ty), minors.iter().find(|(v, _)| *v == sub))
+        else {
+            return DatError::invalid_arg(1).to_raw();
+        };
+        // SAFETY: checked non-null above; the strings are static.
+        unsafe {
+            *major = ma.1.as_ptr();
+            *minor = mi.1.as_ptr();
+        }
+        0
+    })
 }

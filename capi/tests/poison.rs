@@ -1,0 +1,209 @@
+//! A panic inside an entry point: it never unwinds into C, and it is the
+//! last call the provider serves, since it may have left objects
+//! half-updated. The panic comes from a transport written for this test,
+//! which wraps the software HCA and panics in its CQ poll on demand.
+
+use std::ffi::CString;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use udat_capi::capacity::Capacity;
+use udat_capi::sys::*;
+use udat_capi::transport::Model;
+use udat_capi::{Instance, Registration, Transport};
+use udat_core::backend::{Backend, CmEvent, Completion, QpConfig, SendWr, Sge, Wake};
+use udat_core::handle::CnoHandle;
+use udat_core::types::{CompletionFlags, EvdFlags, IaAddress, IaAttr, MemPriv, SrqAttr};
+use udat_core::{AsyncEvd, DatResult};
+
+static PANIC_IN_POLL: AtomicBool = AtomicBool::new(false);
+
+/// The software HCA, with a CQ poll that panics while `PANIC_IN_POLL`.
+struct Panicky(Model);
+
+type M = Model;
+
+impl Backend for Panicky {
+    type Ia = <M as Backend>::Ia;
+    type Pd = <M as Backend>::Pd;
+    type Mr = <M as Backend>::Mr;
+    type Mw = <M as Backend>::Mw;
+    type Cq = <M as Backend>::Cq;
+    type Qp = <M as Backend>::Qp;
+    type Srq = <M as Backend>::Srq;
+    type Listener = <M as Backend>::Listener;
+    type ConnReq = <M as Backend>::ConnReq;
+
+    fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)> {
+        self.0.ia_open(name)
+    }
+    fn ia_close(&mut self, ia: Self::Ia) {
+        self.0.ia_close(ia)
+    }
+    fn pd_alloc(&mut self, ia: &mut Self::Ia) -> DatResult<Self::Pd> {
+        self.0.pd_alloc(ia)
+    }
+    fn pd_free(&mut self, pd: Self::Pd) {
+        self.0.pd_free(pd)
+    }
+    fn mr_register(
+        &mut self,
+        pd: &Self::Pd,
+        a: u64,
+        l: u64,
+        p: MemPriv,
+    ) -> DatResult<udat_core::backend::Registration<Self::Mr>> {
+        self.0.mr_register(pd, a, l, p)
+    }
+    fn mr_deregister(&mut self, mr: Self::Mr) {
+        self.0.mr_deregister(mr)
+    }
+    fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<Self::Mw> {
+        self.0.mw_alloc(pd)
+    }
+    fn mw_free(&mut self, mw: Self::Mw) {
+        self.0.mw_free(mw)
+    }
+    fn cq_create(&mut self, ia: &mut Self::Ia, min_entries: u32) -> DatResult<Self::Cq> {
+        self.0.cq_create(ia, min_entries)
+    }
+    fn cq_resize(&mut self, cq: &mut Self::Cq, min_entries: u32) -> DatResult<()> {
+        self.0.cq_resize(cq, min_entries)
+    }
+    fn cq_destroy(&mut self, cq: Self::Cq) {
+        self.0.cq_destroy(cq)
+    }
+    fn cq_poll(&mut self, cq: &mut Self::Cq, out: &mut [Completion]) -> usize {
+        assert!(!PANIC_IN_POLL.load(Ordering::Relaxed), "a transport bug");
+        self.0.cq_poll(cq, out)
+    }
+    fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<Self::Qp> {
+        let config = QpConfig {
+            pd: config.pd,
+            send_cq: config.send_cq,
+            recv_cq: config.recv_cq,
+            srq: config.srq,
+            max_send_wr: config.max_send_wr,
+            max_recv_wr: config.max_recv_wr,
+            max_send_sge: config.max_send_sge,
+            max_recv_sge: config.max_recv_sge,
+            max_rdma_read_in: config.max_rdma_read_in,
+            max_rdma_read_out: config.max_rdma_read_out,
+        };
+        self.0.qp_create(&config, tag)
+    }
+    fn qp_destroy(&mut self, qp: Self::Qp) {
+        self.0.qp_destroy(qp)
+    }
+    fn qp_reset(&mut self, qp: &mut Self::Qp) -> DatResult<()> {
+        self.0.qp_reset(qp)
+    }
+    fn post_send(&mut self, qp: &mut Self::Qp, wr: &SendWr<'_>) -> DatResult<()> {
+        self.0.post_send(qp, wr)
+    }
+    fn post_recv(&mut self, qp: &mut Self::Qp, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        self.0.post_recv(qp, sges, cookie)
+    }
+    fn post_bind(
+        &mut self,
+        qp: &mut Self::Qp,
+        mw: &mut Self::Mw,
+        mr: Option<&Self::Mr>,
+        sge: Sge,
+        privileges: MemPriv,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<u32> {
+        self.0.post_bind(qp, mw, mr, sge, privileges, cookie, flags)
+    }
+    fn srq_create(&mut self, pd: &Self::Pd, attr: &SrqAttr) -> DatResult<Self::Srq> {
+        self.0.srq_create(pd, attr)
+    }
+    fn srq_resize(&mut self, srq: &mut Self::Srq, max_recv_dtos: u32) -> DatResult<()> {
+        self.0.srq_resize(srq, max_recv_dtos)
+    }
+    fn srq_destroy(&mut self, srq: Self::Srq) {
+        self.0.srq_destroy(srq)
+    }
+    fn srq_post_recv(&mut self, srq: &mut Self::Srq, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        self.0.srq_post_recv(srq, sges, cookie)
+    }
+    fn listen(&mut self, ia: &mut Self::Ia, conn_qual: u64, tag: u64) -> DatResult<Self::Listener> {
+        self.0.listen(ia, conn_qual, tag)
+    }
+    fn unlisten(&mut self, listener: Self::Listener) {
+        self.0.unlisten(listener)
+    }
+    fn connect(
+        &mut self,
+        qp: &mut Self::Qp,
+        remote: &IaAddress,
+        conn_qual: u64,
+        private_data: &[u8],
+        timeout_us: Option<u64>,
+    ) -> DatResult<()> {
+        self.0.connect(qp, remote, conn_qual, private_data, timeout_us)
+    }
+    fn accept(&mut self, request: &mut Self::ConnReq, qp: &mut Self::Qp, private_data: &[u8]) -> DatResult<()> {
+        self.0.accept(request, qp, private_data)
+    }
+    fn reject(&mut self, request: Self::ConnReq, private_data: &[u8]) {
+        self.0.reject(request, private_data)
+    }
+    fn disconnect(&mut self, qp: &mut Self::Qp, graceful: bool) {
+        self.0.disconnect(qp, graceful)
+    }
+    fn poll_cm(&mut self, ia: &mut Self::Ia) -> Option<CmEvent<Self::ConnReq>> {
+        self.0.poll_cm(ia)
+    }
+    fn now_us(&mut self) -> u64 {
+        self.0.now_us()
+    }
+    fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake {
+        self.0.block(ia, timeout_us)
+    }
+}
+
+impl Transport for Panicky {
+    fn create(capacity: &Capacity) -> DatResult<Self> {
+        Ok(Panicky(Model::create(capacity)?))
+    }
+    fn knows(device: &str) -> bool {
+        Model::knows(device)
+    }
+    fn wait_fds(ia: &Self::Ia) -> Option<[libc::c_int; 2]> {
+        Model::wait_fds(ia)
+    }
+}
+
+fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
+    ia
+}
+
+#[test]
+fn a_panic_is_internal_error_and_the_last_call_the_provider_serves() {
+    let reg = Registration { dapl_version: (2, 0), thread_safe: false, ia_out: same };
+    let name = CString::from(c"poison");
+    let device = CString::from(c"mlx5_model0");
+    let inst: &'static Instance<Panicky> =
+        Box::leak(Instance::new(name, device, Capacity::default(), &reg).expect("an instance"));
+    let (ia, evd) = {
+        let mut st = inst.state.lock();
+        let (ia, _) = st.core.ia_open(b"mlx5_model0", AsyncEvd::Create { min_qlen: 8 }).unwrap();
+        let evd = st.core.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+        (st.ptr(ia), st.ptr(evd))
+    };
+    let t = &inst.table;
+    let mut event = DAT_EVENT::default();
+    let mut pz = ptr::null_mut();
+    // SAFETY: handles of this instance; valid out-pointers.
+    unsafe {
+        assert_eq!(t.evd_dequeue_func.unwrap()(evd, &mut event), DAT_CLASS_ERROR | DAT_QUEUE_EMPTY);
+        PANIC_IN_POLL.store(true, Ordering::Relaxed);
+        assert_eq!(t.evd_dequeue_func.unwrap()(evd, &mut event), DAT_CLASS_ERROR | DAT_INTERNAL_ERROR);
+        PANIC_IN_POLL.store(false, Ordering::Relaxed);
+        // The transport is fine again, the provider is not.
+        assert_eq!(t.evd_dequeue_func.unwrap()(evd, &mut event), DAT_CLASS_ERROR | DAT_INTERNAL_ERROR);
+        assert_eq!(t.pz_create_func.unwrap()(ia, &mut pz), DAT_CLASS_ERROR | DAT_INTERNAL_ERROR);
+    }
+}

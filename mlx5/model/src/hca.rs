@@ -16,6 +16,7 @@ use udat_core::backend::{CmEvent, ConnOutcome};
 use udat_core::types::{IaAddress, MemPriv};
 
 use crate::region::{self, Region};
+use crate::MAX_MESSAGE;
 
 /// CQE opcodes (PRM "Completion Queue Entry Format").
 pub mod cqe_op {
@@ -75,6 +76,15 @@ pub struct Mr {
     pub addr: u64,
     pub len: u64,
     pub access: MemPriv,
+}
+
+impl Mr {
+    /// Whether `[addr, addr + len)` lies inside the registration. Computed
+    /// from the offset into it, so a range that wraps past 2^64 is outside
+    /// rather than an overflow.
+    fn covers(&self, addr: u64, len: u64) -> bool {
+        addr.checked_sub(self.addr).is_some_and(|offset| offset <= self.len && len <= self.len - offset)
+    }
 }
 
 #[derive(Debug)]
@@ -171,6 +181,20 @@ struct Wqe {
     /// Gather or scatter list: (addr, len, lkey).
     data: Vec<(u64, u32, u32)>,
     inline: Option<Vec<u8>>,
+}
+
+impl Wqe {
+    /// The bytes the data segments cover: past the largest message the
+    /// device reports (`max_message_size`, `max_rdma_size`) a local length
+    /// error (ibv_poll_cq(3), IBV_WC_LOC_LEN_ERR).
+    fn data_len(&self) -> Result<usize, u8> {
+        // At most 63 segments of under 2^32 bytes: the sum fits.
+        let len: u64 = self.data.iter().map(|d| u64::from(d.1)).sum();
+        if len > u64::from(MAX_MESSAGE) {
+            return Err(syndrome::LOCAL_LENGTH);
+        }
+        Ok(len as usize)
+    }
 }
 
 /// How one WQE went.
@@ -548,41 +572,44 @@ impl Hca {
         }
     }
 
-    /// Check a local segment: (address, length) it covers.
+    /// Check a local segment: (address, length) it covers. Outside its
+    /// lkey's registration it is a local protection error (ibv_poll_cq(3),
+    /// IBV_WC_LOC_PROT_ERR).
     fn local(&self, pd: u32, (addr, len, lkey): (u64, u32, u32), write: bool) -> Option<(u64, usize)> {
         if len == 0 {
             return Some((addr, 0));
         }
         let mr = self.mrs.get(&lkey)?;
-        let inside = mr.pd == pd && addr >= mr.addr && addr + u64::from(len) <= mr.addr + mr.len;
         let allowed = !write || mr.access.contains(MemPriv::LOCAL_WRITE);
-        (inside && allowed).then_some((addr, len as usize))
+        (mr.pd == pd && mr.covers(addr, len.into()) && allowed).then_some((addr, len as usize))
     }
 
+    /// Check a remote range. Outside its rkey's registration it is a remote
+    /// access error (ibv_poll_cq(3), IBV_WC_REM_ACCESS_ERR); a zero-length
+    /// one names no memory, and neither its address nor its key is checked
+    /// (IBA C9-88).
     fn remote(&self, pd: u32, addr: u64, rkey: u32, len: usize, need: MemPriv) -> bool {
         if len == 0 {
             return true;
         }
-        self.mrs.get(&rkey).is_some_and(|mr| {
-            mr.pd == pd && mr.access.contains(need) && addr >= mr.addr && addr + len as u64 <= mr.addr + mr.len
-        })
+        self.mrs.get(&rkey).is_some_and(|mr| mr.pd == pd && mr.access.contains(need) && mr.covers(addr, len as u64))
     }
 
-    /// The bytes a WQE sends, or None on a local protection error.
-    fn gather(&self, pd: u32, wqe: &Wqe) -> Option<Vec<u8>> {
+    /// The bytes a WQE sends, or the syndrome it fails with.
+    fn gather(&self, pd: u32, wqe: &Wqe) -> Result<Vec<u8>, u8> {
         if let Some(bytes) = &wqe.inline {
-            return Some(bytes.clone());
+            return Ok(bytes.clone());
         }
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(wqe.data_len()?);
         for seg in &wqe.data {
-            let (addr, len) = self.local(pd, *seg, false)?;
+            let (addr, len) = self.local(pd, *seg, false).ok_or(syndrome::LOCAL_PROT)?;
             let start = out.len();
             out.resize(start + len, 0);
             // SAFETY: `local` found the range inside a live registration of
             // mapped memory; `out` is ours.
             unsafe { region::copy(out[start..].as_mut_ptr() as u64, addr, len) };
         }
-        Some(out)
+        Ok(out)
     }
 
     /// Scatter `bytes` over `segs`; None on a protection error, Some(false)
@@ -620,7 +647,10 @@ impl Hca {
         };
         match wqe.opcode {
             OP_RDMA_WRITE | OP_RDMA_WRITE_IMM | OP_SEND | OP_SEND_IMM => {
-                let Some(bytes) = self.gather(pd, wqe) else { return Outcome::Failed(syndrome::LOCAL_PROT) };
+                let bytes = match self.gather(pd, wqe) {
+                    Ok(bytes) => bytes,
+                    Err(syndrome) => return Outcome::Failed(syndrome),
+                };
                 if let Some((addr, rkey)) = wqe.remote {
                     if !self.remote(peer_pd, addr, rkey, bytes.len(), MemPriv::REMOTE_WRITE) {
                         return remote_fail(self);
@@ -636,7 +666,10 @@ impl Hca {
             }
             OP_RDMA_READ => {
                 let Some((addr, rkey)) = wqe.remote else { return Outcome::Failed(syndrome::LOCAL_PROT) };
-                let len: usize = wqe.data.iter().map(|d| d.1 as usize).sum();
+                let len = match wqe.data_len() {
+                    Ok(len) => len,
+                    Err(syndrome) => return Outcome::Failed(syndrome),
+                };
                 if !self.remote(peer_pd, addr, rkey, len, MemPriv::REMOTE_READ) {
                     return remote_fail(self);
                 }

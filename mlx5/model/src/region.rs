@@ -96,12 +96,19 @@ pub fn mapped(address: u64, length: u64) -> bool {
     unsafe { libc::mincore(start as *mut libc::c_void, (end - start) as usize, vec.as_mut_ptr()) == 0 }
 }
 
-/// Copy `len` bytes between registered memory ranges.
+/// Copy `len` bytes between registered memory ranges. An empty copy
+/// touches nothing: an empty range's address is never checked and may be
+/// null, which `ptr::copy` refuses even for no bytes (as documented for
+/// Rust 1.85, the crate's rust-version).
 ///
 /// # Safety
-/// Both ranges lie inside live registrations (checked by key, range and
-/// privilege) of memory that [`mapped`] found mapped.
+/// Unless `len` is 0, both ranges lie inside live registrations (checked
+/// by key, range and privilege) of memory that [`mapped`] found mapped.
 pub unsafe fn copy(dst: u64, src: u64, len: usize) {
-    // SAFETY: the caller's promise; `copy` tolerates overlap.
+    if len == 0 {
+        return;
+    }
+    // SAFETY: the caller's promise: both ranges are mapped memory, so
+    // neither address is null; `copy` tolerates overlap.
     unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) }
 }

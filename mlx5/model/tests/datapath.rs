@@ -1,7 +1,8 @@
 //! The mlx5 data path on the software HCA, below the DAT layer: the send
 //! ring across wrap-around and when full, batched and BlueFlame
 //! doorbells, immediate data and atomics, and the CQEs of a destroyed QP.
-//! The model checks every doorbell as it executes it.
+//! The model checks every doorbell as it executes it, and every range a
+//! WQE names: a bad one is an error CQE, even one that wraps past 2^64.
 
 use std::alloc::{alloc, dealloc, Layout};
 use std::ptr::NonNull;
@@ -16,7 +17,7 @@ use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
 /// Every privilege, the atomic target's included.
 const ALL: MemPriv = MemPriv(MemPriv::ALL.0 | MemPriv::REMOTE_ATOMIC.0);
 use udat_mlx5::cq::CompletionQueue;
-use udat_mlx5::cqe::CqeOpcode;
+use udat_mlx5::cqe::{Cqe, CqeOpcode, Syndrome};
 use udat_mlx5::device::{Device, QpSpec};
 use udat_mlx5::doorbell::Register;
 use udat_mlx5::mem::DmaBuf;
@@ -24,7 +25,7 @@ use udat_mlx5::rq::RecvQueue;
 use udat_mlx5::sq::{Op, Remote, SendQueue, SendSlot, SqGeometry};
 use udat_mlx5::wqe::{fm_ce_se, WQEBB_BYTES};
 use udat_mlx5::Mlx5;
-use udat_mlx5_model::{ModelRegister, SoftHca};
+use udat_mlx5_model::{ModelPd, ModelRegister, SoftHca};
 
 type Sq = SendQueue<ModelRegister, Box<[SendSlot]>>;
 type Rq = RecvQueue<Box<[udat_mlx5::rq::RecvSlot]>>;
@@ -42,11 +43,16 @@ struct Pair {
     mem_b: Vec<u8>,
     key_a: u32,
     key_b: u32,
+    pd: ModelPd,
 }
 
 impl Pair {
     fn new(send_wqebbs: u32) -> Pair {
-        let mut hca = SoftHca::new();
+        Pair::on(SoftHca::new(), send_wqebbs)
+    }
+
+    /// A pair on a device that other pairs may share.
+    fn on(mut hca: SoftHca, send_wqebbs: u32) -> Pair {
         let (mut ia, attr) = hca.ia_open(b"mlx5_model0").unwrap();
         let pd = hca.pd_alloc(&mut ia).unwrap();
         let (mut cqs, mut qps) = (Vec::new(), Vec::new());
@@ -85,7 +91,7 @@ impl Pair {
         let key_b = hca.mr_register(&pd, mem_b.as_ptr() as u64, mem_b.len() as u64, ALL).unwrap().lkey;
         let cq_b = cqs.pop().unwrap();
         let cq_a = cqs.pop().unwrap();
-        Pair { hca, a: (qa.1, qa.2), b: (qb.1, qb.2), cq_a, cq_b, mem_a, mem_b, key_a, key_b }
+        Pair { hca, a: (qa.1, qa.2), b: (qb.1, qb.2), cq_a, cq_b, mem_a, mem_b, key_a, key_b, pd }
     }
 
     fn a_seg(&self, offset: usize, len: u32) -> Sge {
@@ -99,6 +105,15 @@ impl Pair {
     fn b_remote(&self, offset: usize) -> Remote {
         Remote { addr: self.mem_b.as_ptr() as u64 + offset as u64, rkey: self.key_b }
     }
+
+    /// Post one signalled WQE on A, ring, and take its CQE.
+    fn complete(&mut self, op: Op, sges: &[Sge]) -> Cqe {
+        self.a.0.post(op, sges, SIGNALLED, slot(0, DtoOp::RdmaWrite)).unwrap();
+        self.a.0.ring();
+        let cqe = self.cq_a.poll().expect("the WQE completed");
+        self.a.0.retire(cqe.wqe_counter).expect("the CQE names the WQE");
+        cqe
+    }
 }
 
 fn slot(cookie: u64, op: DtoOp) -> SendSlot {
@@ -106,6 +121,92 @@ fn slot(cookie: u64, op: DtoOp) -> SendSlot {
 }
 
 const SIGNALLED: u8 = fm_ce_se::CQ_UPDATE;
+
+/// 2 KiB below 2^64: a 4 KiB range from here wraps past the end of the
+/// address space.
+const NEAR_END: u64 = u64::MAX - 2047;
+
+/// A remote range past 2^64 lies outside every registration: an RDMA
+/// write, an RDMA read or an atomic there completes with a remote access
+/// error, as a bad rkey does, and both QPs go to ERROR: the requester
+/// flushes its next WQE, the responder its receive. The device, and every
+/// other connection on it, carry on.
+#[test]
+fn a_remote_range_past_2_64_is_a_remote_access_error() {
+    let hca = SoftHca::new();
+    let mut other = Pair::on(hca.clone(), 64);
+    let ops: [fn(u32) -> Op; 3] = [
+        |rkey| Op::Write(Remote { addr: NEAR_END, rkey }),
+        |rkey| Op::Read(Remote { addr: NEAR_END, rkey }),
+        // The last aligned 8 bytes: their end is 2^64.
+        |rkey| Op::FetchAdd { remote: Remote { addr: u64::MAX - 7, rkey }, add: 1 },
+    ];
+    for op in ops {
+        let mut p = Pair::on(hca.clone(), 64);
+        let r = p.b_seg(0, 64);
+        p.b.1.post(&[r], 9).unwrap();
+        let op = op(p.key_b);
+        let len = if matches!(op, Op::FetchAdd { .. }) { 8 } else { 4096 };
+        let s = p.a_seg(0, len);
+        let cqe = p.complete(op, &[s]);
+        assert_eq!((cqe.opcode, cqe.syndrome), (CqeOpcode::ReqErr, Syndrome::RemoteAccess), "{op:?}");
+        let next = p.complete(Op::Write(p.b_remote(0)), &[p.a_seg(0, 8)]);
+        assert_eq!((next.opcode, next.syndrome), (CqeOpcode::ReqErr, Syndrome::WrFlush), "after {op:?}");
+        let recv = p.cq_b.poll().expect("the responder flushed its receive");
+        assert_eq!((recv.opcode, recv.syndrome), (CqeOpcode::RespErr, Syndrome::WrFlush), "after {op:?}");
+    }
+    other.mem_a[..8].copy_from_slice(b"carry on");
+    let cqe = other.complete(Op::Write(other.b_remote(0)), &[other.a_seg(0, 8)]);
+    assert_eq!(cqe.opcode, CqeOpcode::Req);
+    assert_eq!(&other.mem_b[..8], b"carry on");
+}
+
+/// A local segment past 2^64 lies outside its lkey's registration: the
+/// requester's gather (a write) and scatter (a read) complete with a
+/// local protection error, and a receive's scatter with one at the
+/// responder.
+#[test]
+fn a_local_segment_past_2_64_is_a_local_protection_error() {
+    for read in [false, true] {
+        let mut p = Pair::new(64);
+        let remote = p.b_remote(0);
+        let op = if read { Op::Read(remote) } else { Op::Write(remote) };
+        let s = Sge { addr: NEAR_END, length: 4096, lkey: p.key_a };
+        let cqe = p.complete(op, &[s]);
+        assert_eq!((cqe.opcode, cqe.syndrome), (CqeOpcode::ReqErr, Syndrome::LocalProtection), "read: {read}");
+    }
+    let mut p = Pair::new(64);
+    let r = Sge { addr: NEAR_END, length: 4096, lkey: p.key_b };
+    p.b.1.post(&[r], 1).unwrap();
+    let cqe = p.complete(Op::Send, &[p.a_seg(0, 64)]);
+    assert_eq!(cqe.opcode, CqeOpcode::ReqErr);
+    let recv = p.cq_b.poll().expect("the receive completed");
+    assert_eq!((recv.opcode, recv.syndrome), (CqeOpcode::RespErr, Syndrome::LocalProtection));
+}
+
+/// A WQE longer than the largest message the device reports fails with
+/// a local length error (ibv_poll_cq(3), IBV_WC_LOC_LEN_ERR).
+#[test]
+fn a_message_past_the_device_maximum_is_a_local_length_error() {
+    let mut p = Pair::new(64);
+    let mem = vec![0u8; 1 << 20];
+    let reg = p.hca.mr_register(&p.pd, mem.as_ptr() as u64, mem.len() as u64, ALL).unwrap();
+    // Sixteen times the same MiB: 16 MiB, twice the 8 MiB maximum.
+    let s = Sge { addr: mem.as_ptr() as u64, length: 1 << 20, lkey: reg.lkey };
+    let cqe = p.complete(Op::Write(p.b_remote(0)), &[s; 16]);
+    assert_eq!((cqe.opcode, cqe.syndrome), (CqeOpcode::ReqErr, Syndrome::LocalLength));
+}
+
+/// A zero-length RDMA write or read names no memory: neither its address
+/// nor its key is checked (IBA C9-88), and address 0 is never touched.
+#[test]
+fn a_zero_length_rdma_at_address_0_completes() {
+    let mut p = Pair::new(64);
+    for op in [Op::Write(Remote { addr: 0, rkey: 0 }), Op::Read(Remote { addr: 0, rkey: 0 })] {
+        let cqe = p.complete(op, &[]);
+        assert_eq!((cqe.opcode, cqe.byte_cnt), (CqeOpcode::Req, 0), "{op:?}");
+    }
+}
 
 #[test]
 fn send_and_write_with_immediate_deliver_the_immediate() {

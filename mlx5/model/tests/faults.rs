@@ -37,6 +37,32 @@ fn each_error_syndrome_completes_with_its_dat_status_and_breaks_the_connection()
     }
 }
 
+/// An RMR triplet whose range runs past 2^64 is outside its registration:
+/// an RDMA write or read completes with DAT_DTO_ERR_REMOTE_ACCESS and
+/// breaks its connection, as a bad rmr_context does, and another
+/// connection of the provider carries on.
+#[test]
+fn a_remote_range_past_2_64_is_a_remote_access_error() {
+    let mut rig = Rig::<Model>::new();
+    let (bystander, _) = rig.pair();
+    let local = rig.buf(4096, MemPriv::ALL);
+    let target = rig.buf(4096, MemPriv::ALL);
+    for read in [false, true] {
+        let (client, _server) = rig.pair();
+        let remote = RmrTriplet { virtual_address: u64::MAX - 2047, ..target.remote(0, 4096) };
+        if read {
+            rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 4096)], 1, &remote, CompletionFlags::DEFAULT).unwrap();
+        } else {
+            rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 4096)], 1, &remote, CompletionFlags::DEFAULT).unwrap();
+        }
+        assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess, "read: {read}");
+        rig.expect(client.conn, EventNumber::ConnectionBroken);
+    }
+    let remote = target.remote(0, 4096);
+    rig.p.ep_post_rdma_write(bystander.ep, &[local.seg(0, 4096)], 2, &remote, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(bystander.dto), (2, DtoStatus::Success, 4096, DtoOp::RdmaWrite));
+}
+
 #[test]
 fn a_receive_too_small_for_the_send_fails_both_sides() {
     let mut rig = Rig::<Model>::new();

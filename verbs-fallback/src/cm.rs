@@ -194,7 +194,7 @@ pub(crate) fn disconnect(qp: &mut Qp, graceful: bool) {
     if !graceful {
         release_id(&qp.ia, &qp.shared);
     }
-    qp.flush();
+    qp.break_off();
 }
 
 /// The earliest connect deadline of the IA.

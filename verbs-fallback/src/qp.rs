@@ -38,7 +38,7 @@ const QP_ACCESS: u32 = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
     | sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0
     | sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
 
-/// How long an abrupt disconnect waits for the device's flushes.
+/// How long a reset waits for the device's flushes.
 const FLUSH_WAIT: Duration = Duration::from_secs(2);
 
 /// A posted send-queue request.
@@ -399,11 +399,19 @@ impl Qp {
         Err(dat_error(rc))
     }
 
-    /// Move to ERROR (the device flushes what is outstanding) and take the
-    /// flushes into the CQs' stashes, so they reach the core in post order
-    /// before anything that follows.
-    pub(crate) fn flush(&mut self) {
-        if self.shared.to_state(sys::ibv_qp_state::IBV_QPS_ERR).is_err() {
+    /// Move to ERROR: the device flushes what is outstanding, in post
+    /// order, and the flushes reach the core through the CQs like any
+    /// completion. Nothing waits for them here, so a disconnect never
+    /// sleeps, let alone under the provider's lock.
+    pub(crate) fn break_off(&mut self) -> bool {
+        self.shared.to_state(sys::ibv_qp_state::IBV_QPS_ERR).is_ok()
+    }
+
+    /// [`Qp::break_off`], then take the flushes into the CQs' stashes,
+    /// waiting up to [`FLUSH_WAIT`]: a QP moved to RESET drops requests
+    /// not yet flushed, which would then never complete.
+    fn flush(&mut self) {
+        if !self.break_off() {
             return;
         }
         let start = Instant::now();

@@ -40,8 +40,7 @@ pub struct Capacity {
 
 impl Default for Capacity {
     /// Sized for storage engines: tens of thousands of connections, each
-    /// with its own EVD, and 65,536 registered regions (the most an
-    /// `lmr_context` can name).
+    /// with its own EVD, and 65,536 registered regions.
     fn default() -> Capacity {
         Capacity {
             ias: 256,

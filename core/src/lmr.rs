@@ -2,13 +2,16 @@
 //! dat_lmr_query(3DAT), dat_lmr_sync_rdma_read(3DAT),
 //! dat_lmr_sync_rdma_write(3DAT).
 //!
-//! The `lmr_context` the consumer puts in its triplets is the LMR's slot
-//! index (low 16 bits) and the low 16 bits of its generation (high 16), so
-//! a DTO finds its LMR in O(1) and a freed LMR's context is refused.
+//! The `lmr_context` the consumer puts in its triplets comes from a 32-bit
+//! sequence, one value per registration, and names the LMR's slot in its
+//! low bits (as many as the capacity needs): a registration takes the next
+//! value whose slot is free. So a DTO finds its LMR in O(1), and a freed
+//! LMR's context is refused until the sequence has gone round, 2^32
+//! registrations later, however many slots there are.
 
 use crate::backend::{Backend, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
-use crate::handle::{IaHandle, LmrHandle, PzHandle, RawHandle};
+use crate::handle::{IaHandle, LmrHandle, PzHandle};
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
@@ -58,14 +61,6 @@ pub struct LmrParam {
     pub registered_size: u64,
     pub registered_address: u64,
 }
-
-const fn context_of(h: RawHandle) -> u32 {
-    (h.generation() & 0xffff) << 16 | (h.index() & 0xffff)
-}
-
-/// Most LMRs one provider holds: an `lmr_context` carries a 16-bit slot
-/// index.
-pub(crate) const MAX_LMRS: usize = 0x1_0000;
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_lmr_create(3DAT): register memory in `pz`.
@@ -117,7 +112,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             rmr_refs: 0,
             context: 0,
         };
-        let raw = match self.lmrs.insert(lmr) {
+        let placed = match self.next_lmr_context() {
+            Some(context) => self.lmrs.insert_at(self.lmrs.key_slot(context), Lmr { lmr_context: context, ..lmr }),
+            None => Err(lmr),
+        };
+        let raw = match placed {
             Ok(raw) => raw,
             Err(lmr) => {
                 self.backend.mr_deregister(lmr.mr);
@@ -125,8 +124,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             }
         };
         self.pz_hold(pz_h);
-        let lmr = self.lmrs.get_mut(raw).ok_or(DatError::of(ErrorType::InternalError))?;
-        lmr.lmr_context = context_of(raw);
+        let lmr = self.lmrs.get(raw).ok_or(DatError::of(ErrorType::InternalError))?;
         Ok(LmrCreated {
             lmr: LmrHandle(raw),
             lmr_context: lmr.lmr_context,
@@ -134,6 +132,23 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             registered_size: lmr.length,
             registered_address: lmr.address,
         })
+    }
+
+    /// The next value of the context sequence whose slot is free; `None`
+    /// when every slot is taken. Zero is never a context.
+    fn next_lmr_context(&mut self) -> Option<u32> {
+        let capacity = self.lmrs.capacity();
+        if self.lmrs.len() >= capacity as usize {
+            return None;
+        }
+        loop {
+            self.lmr_sequence = self.lmr_sequence.wrapping_add(1);
+            let context = self.lmr_sequence;
+            let slot = self.lmrs.key_slot(context);
+            if context != 0 && slot < capacity && self.lmrs.generation(slot).is_none() {
+                return Some(context);
+            }
+        }
     }
 
     /// dat_lmr_free(3DAT): "The LMR cannot be destroyed if it is in use by
@@ -209,7 +224,7 @@ pub(crate) fn by_context<B: Backend, L: SlotsOf<Lmr<B>>>(
     lmrs: &Slab<Lmr<B>, L>,
     lmr_context: u32,
 ) -> Option<(LmrHandle, &Lmr<B>)> {
-    let (raw, lmr) = lmrs.live_at(lmr_context & 0xffff)?;
+    let (raw, lmr) = lmrs.live_at(lmrs.key_slot(lmr_context))?;
     (lmr.lmr_context == lmr_context).then_some((LmrHandle(raw), lmr))
 }
 

@@ -47,6 +47,8 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     /// Where a post puts its translated segments: kept, so that no post
     /// clears an array first.
     pub(crate) sges: [Sge; MAX_SGE],
+    /// The last `lmr_context` handed out (see `lmr`).
+    pub(crate) lmr_sequence: u32,
 }
 
 /// Completions taken from a CQ in one poll.
@@ -114,7 +116,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             backend,
             ias: Slab::new(storage.slots(Kind::Ia)),
             pzs: Slab::new(storage.slots(Kind::Pz)),
-            lmrs: Slab::with_limit(storage.slots(Kind::Lmr), crate::lmr::MAX_LMRS),
+            lmrs: Slab::keyed(storage.slots(Kind::Lmr)),
             rmrs: Slab::new(storage.slots(Kind::Rmr)),
             evds: Slab::new(storage.slots(Kind::Evd)),
             cnos: Slab::new(storage.slots(Kind::Cno)),
@@ -126,6 +128,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             events: EventPool::new(storage.events()),
             polled: [Completion::EMPTY; POLL_BATCH],
             sges: [Sge::default(); MAX_SGE],
+            lmr_sequence: 0,
         }
     }
 

@@ -56,6 +56,11 @@ pub struct Slab<T, S> {
     free_tail: u32,
     len: usize,
     capacity: u32,
+    /// Filled by [`Slab::insert_at`], in slots the owner picks, rather
+    /// than by [`Slab::insert`] from the free FIFO.
+    keyed: bool,
+    /// The low bits of a key that name a slot (see [`Slab::key_slot`]).
+    key_mask: u32,
     _objects: PhantomData<T>,
 }
 
@@ -70,7 +75,24 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// whose index must fit fewer bits).
     pub fn with_limit(slots: S, limit: usize) -> Self {
         let capacity = slots.limit().min(limit).min(NONE as usize - 1) as u32;
-        Slab { slots, fresh: 0, free_head: NONE, free_tail: NONE, len: 0, capacity, _objects: PhantomData }
+        let key_mask = u32::MAX >> (capacity.max(2) - 1).leading_zeros();
+        Slab {
+            slots,
+            fresh: 0,
+            free_head: NONE,
+            free_tail: NONE,
+            len: 0,
+            capacity,
+            keyed: false,
+            key_mask,
+            _objects: PhantomData,
+        }
+    }
+
+    /// An empty slab over `slots` whose owner picks each object's slot
+    /// ([`Slab::insert_at`]); [`Slab::insert`] refuses.
+    pub fn keyed(slots: S) -> Self {
+        Slab { keyed: true, ..Self::new(slots) }
     }
 
     /// How many objects the slab can hold.
@@ -80,6 +102,9 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     /// Store `value`; `Err(value)` when every slot is taken.
     pub fn insert(&mut self, value: T) -> Result<RawHandle, T> {
+        if self.keyed {
+            return Err(value);
+        }
         let index = match self.take_fresh() {
             Some(index) => index,
             None => {
@@ -98,6 +123,34 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         let Some(slot) = self.slots.items_mut().get_mut(index as usize) else {
             return Err(value);
         };
+        slot.value = Some(value);
+        self.len += 1;
+        Ok(RawHandle { index, generation: slot.generation })
+    }
+
+    /// The slot a 32-bit key names in a keyed slab: its low bits, as many
+    /// as the capacity needs. A key whose slot is past the capacity names
+    /// none.
+    #[inline(always)]
+    pub fn key_slot(&self, key: u32) -> u32 {
+        key & self.key_mask
+    }
+
+    /// Store `value` in slot `index` of a keyed slab; `Err(value)` when the
+    /// slot is taken or past the capacity.
+    pub fn insert_at(&mut self, index: u32, value: T) -> Result<RawHandle, T> {
+        if !self.keyed || index >= self.capacity {
+            return Err(value);
+        }
+        while self.fresh <= index {
+            if self.take_fresh().is_none() {
+                return Err(value);
+            }
+        }
+        let Some(slot) = self.slots.items_mut().get_mut(index as usize) else { return Err(value) };
+        if slot.value.is_some() {
+            return Err(value);
+        }
         slot.value = Some(value);
         self.len += 1;
         Ok(RawHandle { index, generation: slot.generation })
@@ -165,12 +218,15 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
             0 => 1,
             g => g,
         };
+        self.len -= 1;
+        if self.keyed {
+            return Some(value);
+        }
         match slots.get_mut(self.free_tail as usize) {
             Some(tail) => tail.next_free = h.index,
             None => self.free_head = h.index,
         }
         self.free_tail = h.index;
-        self.len -= 1;
         Some(value)
     }
 
@@ -298,6 +354,20 @@ mod tests {
         assert_eq!((slab.get(a), slab.get(e), slab.get(b)), (None, Some(&5), Some(&2)));
         assert_eq!(slab.insert(6), Err(6));
         assert_eq!(slab.generation(3), Some(1));
+    }
+
+    #[test]
+    fn a_keyed_slab_fills_the_slots_its_owner_picks() {
+        let mut slab = Slab::keyed(Growing(crate::FixedVec::new()));
+        assert_eq!(slab.insert(1), Err(1));
+        let a = slab.insert_at(2, 10).unwrap();
+        assert_eq!((a.index, slab.slots.0.len()), (2, 3));
+        assert_eq!(slab.insert_at(2, 11), Err(11));
+        assert_eq!(slab.insert_at(4, 12), Err(12));
+        assert_eq!(slab.remove(a), Some(10));
+        let b = slab.insert_at(2, 13).unwrap();
+        assert_eq!((b.index, b.generation), (2, a.generation + 1));
+        assert_eq!((slab.get(a), slab.get(b), slab.len()), (None, Some(&13), 1));
     }
 
     #[test]

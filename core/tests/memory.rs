@@ -139,6 +139,31 @@ fn dat_lmr_free_then_local_use_is_protection_violation() {
     assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
 }
 
+/// An `lmr_context` comes from a 32-bit sequence, not from the slot's
+/// generation: with 4 slots, a freed context stays refused through 300,000
+/// re-registrations (a 16-bit generation beside the slot index repeated
+/// after 4 × 65,536).
+#[test]
+fn a_freed_lmr_context_stays_refused_through_many_registrations() {
+    let mut p: Box<Provider<udat_core::mock::MockBackend, Inline<4, 64>>> =
+        Box::new(Provider::new(udat_core::mock::MockBackend::new()));
+    let (ia, _) = p.ia_open(udat_core::mock::MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 }).unwrap();
+    let pz = p.pz_create(ia).unwrap();
+    let region = MemType::Virtual { address: BUF, length: BUF_LEN };
+    let first = p.lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
+    p.lmr_free(first.lmr).unwrap();
+    let stale = LmrTriplet { virtual_address: BUF, segment_length: 8, lmr_context: first.lmr_context };
+    for cycle in 0..300_000 {
+        let lmr = p.lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
+        assert_ne!(lmr.lmr_context, first.lmr_context, "cycle {cycle}");
+        p.lmr_free(lmr.lmr).unwrap();
+    }
+    let held = p.lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
+    assert_eq!(ty(p.lmr_sync_rdma_read(ia, &[stale])), ErrorType::InvalidParameter);
+    let live = LmrTriplet { lmr_context: held.lmr_context, ..stale };
+    p.lmr_sync_rdma_read(ia, &[live]).unwrap();
+}
+
 #[test]
 fn dat_lmr_query_mask_outside_all_is_invalid_parameter() {
     let fx = Fx::new();

@@ -136,7 +136,7 @@ fn a_signal_interrupts_a_wait() {
     // SAFETY: a zeroed sigaction with a handler that does nothing.
     unsafe {
         let mut act: libc::sigaction = std::mem::zeroed();
-        act.sa_sigaction = ignore as usize;
+        act.sa_sigaction = ignore as extern "C" fn(libc::c_int) as usize;
         assert_eq!(libc::sigaction(libc::SIGUSR1, &act, ptr::null_mut()), 0);
     }
     let rig = Rig::new(c"wait-signal", MODEL);

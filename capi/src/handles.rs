@@ -11,6 +11,10 @@
 //! the use of a deleted object handle, it should return
 //! DAT_INVALID_HANDLE").
 //!
+//! The spaces of all instances are consecutive parts of one reservation
+//! made at the first instance, so telling whether an address is a handle
+//! word of any of them is one range check.
+//!
 //! A word holds the instance's `DAT_PROVIDER*` once its handle has been
 //! handed out, as `<dat2/dat_redirection.h>` requires of a handle's first
 //! word, and zero before. Nothing is ever loaded through a handle to find
@@ -21,6 +25,7 @@
 
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use udat_core::handle::{Kind, RawHandle};
 use udat_core::{DatError, DatResult, ErrorType};
@@ -51,11 +56,54 @@ const WORD: usize = size_of::<usize>();
 const REGION_BYTES: usize = REGION_WORDS * WORD;
 const SPACE_BYTES: usize = REGION_BYTES * KINDS.len();
 
-/// The handle spaces of this process, for [`issued`]: appended to, never
-/// removed from, because spaces are never unmapped.
-static SPACES: [AtomicUsize; MAX_SPACES] = [const { AtomicUsize::new(0) }; MAX_SPACES];
-static SPACE_COUNT: AtomicUsize = AtomicUsize::new(0);
-const MAX_SPACES: usize = 64;
+/// Most handle spaces, hence instances, one process has: their
+/// reservation is this many spaces long (5.5 GiB of address space, none
+/// of it committed until a handle word is written).
+pub const MAX_SPACES: usize = 32;
+
+/// Where the handle spaces are: libudat.a exports it to `dispatch.c`, which
+/// makes the check of [`issued`] inline.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Spaces {
+    /// Where the reservation starts (0 before the first instance).
+    pub base: AtomicUsize,
+    /// Bytes of it made readable so far, from its start, a space at a
+    /// time; [`issued`] looks no further.
+    pub extent: AtomicUsize,
+}
+
+/// The handle spaces of this process.
+pub static SPACES: Spaces = Spaces { base: AtomicUsize::new(0), extent: AtomicUsize::new(0) };
+/// Serialises making spaces.
+static MAKING: Mutex<()> = Mutex::new(());
+
+/// The reservation, made on first use: address space no access is
+/// allowed to, MAP_NORESERVE so that no part of it is charged until
+/// written.
+fn reservation() -> DatResult<usize> {
+    let base = SPACES.base.load(Ordering::Acquire);
+    if base != 0 {
+        return Ok(base);
+    }
+    // SAFETY: a fresh anonymous mapping at an address the kernel picks
+    // touches no existing memory.
+    let p = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            SPACE_BYTES * MAX_SPACES,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(DatError::of(ErrorType::InsufficientResources));
+    }
+    SPACES.base.store(p as usize, Ordering::Release);
+    Ok(p as usize)
+}
 
 /// One instance's handle space.
 #[derive(Debug)]
@@ -79,31 +127,19 @@ impl HandleSpace {
             }
             *bits = slots.trailing_zeros();
         }
-        // SAFETY: a fresh anonymous mapping at an address the kernel picks
-        // touches no existing memory; MAP_NORESERVE leaves the pages
-        // uncommitted until a handle word is written.
-        let base = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                SPACE_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
+        let _making = MAKING.lock();
+        let at = SPACES.extent.load(Ordering::Acquire) / SPACE_BYTES;
+        if at >= MAX_SPACES {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
-        // Publish it; an entry still zero is skipped by `issued`.
-        let at = SPACE_COUNT.fetch_add(1, Ordering::AcqRel);
-        let Some(entry) = SPACES.get(at) else {
-            // SAFETY: the mapping was just made and nothing points into it.
-            unsafe { libc::munmap(base, SPACE_BYTES) };
+        let base = reservation()? + at * SPACE_BYTES;
+        // SAFETY: `base..base + SPACE_BYTES` is a part of the reservation
+        // no space uses yet; it becomes ordinary zeroed memory.
+        if unsafe { libc::mprotect(base as *mut libc::c_void, SPACE_BYTES, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
             return Err(DatError::of(ErrorType::InsufficientResources));
-        };
-        entry.store(base as usize, Ordering::Release);
-        Ok(HandleSpace { base: base as usize, word: 0, slot_bits })
+        }
+        SPACES.extent.store((at + 1) * SPACE_BYTES, Ordering::Release);
+        Ok(HandleSpace { base, word: 0, slot_bits })
     }
 
     /// Set the provider word, before any handle is handed out.
@@ -173,19 +209,17 @@ impl HandleSpace {
 /// an aligned word of a handle space that holds a provider word. The
 /// static registry checks this before it reads the provider word through
 /// a consumer's first handle.
+/// `dispatch.c` makes the same check inline, from [`SPACES`]; no
+/// operation in it can panic.
+#[inline]
 pub fn issued(h: DAT_HANDLE) -> bool {
-    let n = SPACE_COUNT.load(Ordering::Acquire).min(MAX_SPACES);
-    let addr = h as usize;
-    SPACES.iter().take(n).any(|space| {
-        let base = space.load(Ordering::Acquire);
-        let off = addr.wrapping_sub(base);
-        base != 0 && off < SPACE_BYTES && off % WORD == 0 && {
-            // SAFETY: `addr` is an aligned word of a mapped handle space
-            // (a space's entry is published after its mapping exists, and
-            // spaces are never unmapped).
-            unsafe { &*(addr as *const AtomicUsize) }.load(Ordering::Relaxed) != 0
-        }
-    })
+    let extent = SPACES.extent.load(Ordering::Acquire);
+    let off = (h as usize).wrapping_sub(SPACES.base.load(Ordering::Relaxed));
+    off < extent && off % WORD == 0 && {
+        // SAFETY: `h` is an aligned word of a space made readable before
+        // the extent took it in, and spaces are never unmapped.
+        unsafe { &*(h as *const AtomicUsize) }.load(Ordering::Relaxed) != 0
+    }
 }
 
 #[cfg(test)]

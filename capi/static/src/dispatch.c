@@ -7,6 +7,7 @@
  * libudat.a is the provider's own, so no handle table stands in between.
  */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <netinet/in.h>
 #include <dat2/udat.h>
@@ -14,8 +15,26 @@
 
 #define NOT_ISSUED (DAT_CLASS_ERROR | DAT_INVALID_HANDLE)
 
-/* lib.rs: whether a provider of this process handed out `handle`. */
-extern int udat_handle_issued(DAT_HANDLE handle);
+/* capi/src/handles.rs, `Spaces`: where the handle spaces of this process
+ * start, and how many bytes of them are readable. */
+struct udat_spaces {
+	uintptr_t base;
+	uintptr_t extent;
+};
+
+extern const struct udat_spaces *const udat_handle_spaces;
+
+/* Whether a provider of this process handed out `handle`: an aligned word
+ * of a readable handle space that holds a provider word. Inline, so that
+ * a dispatch stays a jump into the provider (handles.rs: issued). */
+static inline int udat_handle_issued(DAT_HANDLE handle)
+{
+	uintptr_t extent = __atomic_load_n(&udat_handle_spaces->extent, __ATOMIC_ACQUIRE);
+	uintptr_t off = (uintptr_t)handle - __atomic_load_n(&udat_handle_spaces->base, __ATOMIC_RELAXED);
+
+	return off < extent && (off & (sizeof(uintptr_t) - 1)) == 0 &&
+	       __atomic_load_n((const uintptr_t *)handle, __ATOMIC_RELAXED) != 0;
+}
 
 DAT_RETURN DAT_API dat_cno_create(DAT_IA_HANDLE a0, DAT_OS_WAIT_PROXY_AGENT a1, DAT_CNO_HANDLE * a2)
 {

@@ -107,13 +107,10 @@ pub unsafe extern "C" fn dat_ia_close(ia: DAT_IA_HANDLE, flags: DAT_CLOSE_FLAGS)
     })
 }
 
-/// Whether a provider of this process handed out `handle`: `dispatch.c`
-/// asks before it reads the provider word through a first handle.
+/// Where the handle spaces are, for `dispatch.c`'s inline check of a
+/// first argument.
 #[no_mangle]
-pub extern "C" fn udat_handle_issued(handle: DAT_HANDLE) -> std::ffi::c_int {
-    let issued = std::panic::catch_unwind(|| udat_capi::handles::issued(handle));
-    std::ffi::c_int::from(issued.unwrap_or(false))
-}
+pub static udat_handle_spaces: &udat_capi::handles::Spaces = &udat_capi::handles::SPACES;
 
 /// The names this library can open: the software HCA, and each verbs
 /// device present, through udat-verbs.

@@ -4,7 +4,8 @@
 //!   warnings as errors, the workspace tests, the bare-metal build of
 //!   udat-core with its no-allocator check, Miri over udat-core, and
 //!   udat-verbs's tests on soft-RoCE (through `softroce`), the C ABI's
-//!   artifacts and C example ([`capi`]), and the OpenFabrics DAPL test
+//!   artifacts and C example ([`capi`]), a minute of each fuzz target
+//!   (`fuzz/`, from the corpus there), and the OpenFabrics DAPL test
 //!   programs against the plug-in on soft-RoCE (`tests/peers/run.sh`).
 //! - `cargo xtask icount [--json PATH]`: instructions per DAT operation
 //!   through the Rust API and the C ABI, from callgrind (see [`icount`]).
@@ -65,16 +66,37 @@ fn test() -> Result<(), String> {
     bare_metal()?;
     let c = capi::check()?;
     let miri = run_tests(&["+nightly", "miri", "test", "-p", "udat-core"])?;
+    let fuzzed = fuzz()?;
     let rxe = rxe_tests()?;
     let peers = peer_tests()?;
-    let passed = native.0 + c + miri.0 + rxe.0 + peers.0;
+    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + peers.0;
     let failed = native.1 + miri.1 + rxe.1 + peers.1;
     eprintln!(
-        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {} on soft-RoCE, {} OpenFabrics programs)",
+        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, {} OpenFabrics programs)",
         native.0, miri.0, rxe.0, peers.0
     );
     println!("tests: {passed} passed, {failed} failed");
     Ok(())
+}
+
+/// The fuzz targets of `fuzz/`.
+const FUZZ_TARGETS: [&str; 2] = ["capi", "core_model"];
+
+/// Run each fuzz target for a minute from the corpus in the repository
+/// (what it finds goes to a scratch directory); a crash, hang or leak
+/// fails. Returns the number of targets run.
+fn fuzz() -> Result<u64, String> {
+    for target in FUZZ_TARGETS {
+        let scratch = std::env::temp_dir().join(format!("udat-fuzz-{target}"));
+        std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+        let corpus = format!("fuzz/corpus/{target}");
+        let args = ["+nightly", "fuzz", "run", "--fuzz-dir", "fuzz", "-O", target];
+        let scratch = scratch.to_string_lossy();
+        let libfuzzer = ["--", "-max_total_time=60", "-rss_limit_mb=2048", "-timeout=10"];
+        let all: Vec<&str> = args.into_iter().chain([&*scratch, &corpus]).chain(libfuzzer).collect();
+        run("cargo", &all)?;
+    }
+    Ok(FUZZ_TARGETS.len() as u64)
 }
 
 /// Run a cargo test command, echoing its output, and add up the

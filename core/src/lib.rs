@@ -18,6 +18,7 @@
 //!   `psp`, `rsp`, `cr`, `srq`), each citing the man pages it implements;
 //!   `dto` holds the data-transfer posts.
 //! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
+//! - [`fast`]: posts through an endpoint and segments checked once.
 //! - [`backend`]: what a transport must do, and promise.
 //! - [`error`]: `DAT_RETURN`, bit for bit as `<dat2/dat_error.h>` has it.
 //!
@@ -40,6 +41,7 @@ pub mod error;
 mod evd;
 pub mod event;
 mod ext;
+pub mod fast;
 pub mod handle;
 mod ia;
 mod lmr;

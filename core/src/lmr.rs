@@ -163,6 +163,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     pub(crate) fn lmr_destroy(&mut self, lmr: LmrHandle) {
         if let Some(lmr) = self.lmrs.remove(lmr.0) {
+            self.lmr_epoch += 1;
             self.backend.mr_deregister(lmr.mr);
             self.pz_release(lmr.pz);
         }

@@ -49,6 +49,11 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) sges: [Sge; MAX_SGE],
     /// The last `lmr_context` handed out (see `lmr`).
     pub(crate) lmr_sequence: u32,
+    /// LMRs freed so far: segments checked before the last free are
+    /// checked again (see `fast`).
+    pub(crate) lmr_epoch: u64,
+    /// This provider's number among those of the process (see `fast`).
+    pub(crate) number: u32,
 }
 
 /// Completions taken from a CQ in one poll.
@@ -129,6 +134,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             polled: [Completion::EMPTY; POLL_BATCH],
             sges: [Sge::default(); MAX_SGE],
             lmr_sequence: 0,
+            lmr_epoch: 0,
+            number: crate::fast::provider_number(),
         }
     }
 

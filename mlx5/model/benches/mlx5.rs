@@ -41,6 +41,31 @@ fn posts(c: &mut Criterion) {
         });
     }
     let mut rig = Rig::default();
+    c.bench_function("mlx5 fast post: rdma_write 4 KiB gathered (Poster)", |b| {
+        b.iter_custom(|iters| {
+            let mut took = Duration::ZERO;
+            let mut left = iters;
+            let (segs, remote) = rig.segments(Post::Write);
+            while left > 0 {
+                let n = left.min(BATCH);
+                let start = Instant::now();
+                {
+                    let mut poster = rig.poster();
+                    for i in 0..n {
+                        poster.rdma_write(&segs, i, &remote, udat_core::types::CompletionFlags::DEFAULT).unwrap();
+                    }
+                }
+                took += start.elapsed();
+                rig.execute();
+                for _ in 0..n {
+                    rig.reap();
+                }
+                left -= n;
+            }
+            took
+        })
+    });
+    let mut rig = Rig::default();
     c.bench_function("mlx5 CQE to DAT event (evd_dequeue)", |b| {
         b.iter_custom(|iters| {
             let mut took = Duration::ZERO;

@@ -9,7 +9,9 @@ use std::hint::black_box;
 
 use common::suite::{self, Buf, Side};
 use common::Model;
+use udat_core::fast::{Access, Poster, Segments};
 use udat_core::types::*;
+use udat_core::Inline;
 
 /// Posts between drains: within the EP's request limit and the EVD.
 pub const BATCH: u64 = 16;
@@ -87,6 +89,18 @@ impl Rig {
             Ok(e) => e.number as u64,
             Err(e) => panic!("no completion: {e:?}"),
         }
+    }
+
+    /// The source of a `kind` post, checked once; and its remote buffer.
+    pub fn segments(&self, kind: Post) -> (Segments, RmrTriplet) {
+        let len = if let Post::Write = kind { 4096 } else { 64 };
+        let segs = self.rig.p.segments(self.rig.pz, &[self.src.seg(0, len)], Access::Read).unwrap();
+        (segs, self.dst.remote(0, len))
+    }
+
+    /// The client's EP, borrowed for a run of posts.
+    pub fn poster(&mut self) -> Poster<'_, <Model as suite::Fabric>::B, Inline<64, 4096>> {
+        self.rig.p.poster(self.client.ep).unwrap()
     }
 
     /// Drain the server's receive completions.

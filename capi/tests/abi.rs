@@ -166,3 +166,21 @@ fn an_unknown_device_registers_nothing() {
     }
     assert!(!udat_capi::registry::names().iter().any(|n| n.as_c_str() == c"abi-unknown"));
 }
+
+#[test]
+fn ia_query_asking_for_attributes_with_nowhere_to_put_them_is_invalid_parameter() {
+    let rig = Rig::new(c"abi-ia-query", MODEL);
+    let t = rig.t();
+    let (mut attr, mut pattr) = (DAT_IA_ATTR::default(), DAT_PROVIDER_ATTR::default());
+    let (evd, ia_attr, p_attr) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    let invalid = |n| DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | n;
+    // SAFETY: a live IA; the out-pointers are valid or null.
+    unsafe {
+        let q = t.ia_query_func.unwrap();
+        assert_eq!(q(rig.ia, evd, !0, ia_attr, 0, p_attr), invalid(DAT_INVALID_ARG4));
+        assert_eq!(q(rig.ia, evd, 0, ia_attr, !0, p_attr), invalid(DAT_INVALID_ARG6));
+        // A zero mask asks for nothing, as libdat2's own calls do.
+        assert_eq!(q(rig.ia, evd, 0, ia_attr, !0, &mut pattr), DAT_SUCCESS);
+        assert_eq!(q(rig.ia, evd, !0, &mut attr, 0, p_attr), DAT_SUCCESS);
+    }
+}

@@ -89,18 +89,28 @@ pub unsafe extern "C" fn ia_close<B: Transport>(ia: DAT_IA_HANDLE, flags: DAT_CL
     }
 }
 
-/// dat_ia_query(3DAT). Every field is filled whatever the masks ask.
+/// dat_ia_query(3DAT). Every field of a structure given is filled,
+/// whatever its mask asks.
 pub unsafe extern "C" fn ia_query<B: Transport>(
     ia: DAT_IA_HANDLE,
     async_evd: *mut DAT_EVD_HANDLE,
-    _ia_mask: DAT_IA_ATTR_MASK,
+    ia_mask: DAT_IA_ATTR_MASK,
     ia_attr: *mut DAT_IA_ATTR,
-    _provider_mask: DAT_PROVIDER_ATTR_MASK,
+    provider_mask: DAT_PROVIDER_ATTR_MASK,
     provider_attr: *mut DAT_PROVIDER_ATTR,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
+            // dat_ia_query(3DAT): the attributes a mask asks for go to "a
+            // Consumer-allocated structure that the Provider fills": none
+            // there is DAT_INVALID_PARAMETER. A zero mask asks for nothing.
+            if ia_mask != 0 && ia_attr.is_null() {
+                return Err(DatError::invalid_arg(4));
+            }
+            if provider_mask != 0 && provider_attr.is_null() {
+                return Err(DatError::invalid_arg(6));
+            }
             let ia = IaHandle::from_raw(raw);
             let (evd, attr) = cx.st.core.ia_query(ia)?;
             if let Some(slot) = async_evd.as_mut() {

@@ -229,6 +229,13 @@ pub trait Backend {
     fn qp_destroy(&mut self, qp: Self::Qp);
     /// Make a disconnected QP connectable again (`dat_ep_reset`).
     fn qp_reset(&mut self, qp: &mut Self::Qp) -> DatResult<()>;
+    /// Whether a disconnected QP still owes flushes that a reset would
+    /// lose, so that a caller can wait for them before
+    /// [`Backend::qp_reset`], and not inside it. A transport whose flushes
+    /// are complete by the time a disconnect returns owes none.
+    fn qp_unflushed(&mut self, _qp: &mut Self::Qp) -> bool {
+        false
+    }
 
     fn post_send(&mut self, qp: &mut Self::Qp, wr: &SendWr<'_>) -> DatResult<()>;
     fn post_recv(&mut self, qp: &mut Self::Qp, sges: &[Sge], cookie: u64) -> DatResult<()>;

@@ -685,6 +685,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
     }
 
+    /// Whether [`Provider::ep_reset`] of the Disconnected `h` would wait for
+    /// the transport's flushes now: a caller that can sleep without holding
+    /// others out waits until this is false first.
+    pub fn ep_reset_would_wait(&mut self, h: EpHandle) -> DatResult<bool> {
+        let Provider { eps, backend, .. } = self;
+        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        Ok(ep.state == EpState::Disconnected && ep.qp.as_mut().is_some_and(|qp| backend.qp_unflushed(qp)))
+    }
+
     /// dat_ep_get_status(3DAT): the state, and whether the receive and
     /// request sides are idle.
     pub fn ep_get_status(&self, h: EpHandle) -> DatResult<(EpState, bool, bool)> {

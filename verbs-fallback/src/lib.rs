@@ -254,6 +254,10 @@ impl Backend for Verbs {
         qp.reset()
     }
 
+    fn qp_unflushed(&mut self, qp: &mut Qp) -> bool {
+        qp.unflushed()
+    }
+
     fn post_send(&mut self, qp: &mut Qp, wr: &SendWr<'_>) -> DatResult<()> {
         qp.post_send(wr)
     }

@@ -424,6 +424,14 @@ impl Qp {
         }
     }
 
+    /// Whether requests are still to be flushed: the CQs are pulled first,
+    /// so this is false as soon as the device has flushed them all.
+    pub(crate) fn unflushed(&mut self) -> bool {
+        self.send_cq.pull();
+        self.recv_cq.pull();
+        self.shared.awaited() > 0
+    }
+
     /// Back to INIT with empty rings, ready for another connection.
     pub(crate) fn reset(&mut self) -> DatResult<()> {
         self.flush();

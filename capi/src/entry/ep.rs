@@ -396,8 +396,28 @@ macro_rules! ep_call {
 
 ep_call!(/// dat_ep_free(3DAT).
     ep_free => ep_free);
-ep_call!(/// dat_ep_reset(3DAT).
-    ep_reset => ep_reset);
+/// How long `dat_ep_reset` waits for the transport's flushes, outside
+/// the lock, before it resets anyway.
+const FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// dat_ep_reset(3DAT). A transport that still owes the EP's flushes gets
+/// them awaited here, in 1 ms sleeps without the lock, rather than inside
+/// the reset under it.
+pub unsafe extern "C" fn ep_reset<B: Transport>(ep: DAT_EP_HANDLE) -> DAT_RETURN {
+    // SAFETY: dispatched on `ep`'s provider word.
+    unsafe {
+        with::<B>(ep, Kind::Ep, |cx, raw| {
+            let ep = EpHandle::from_raw(raw);
+            let start = std::time::Instant::now();
+            while cx.st.core.ep_reset_would_wait(ep)? && start.elapsed() < FLUSH_WAIT {
+                parking_lot::MutexGuard::unlocked(&mut cx.st, || {
+                    std::thread::sleep(std::time::Duration::from_millis(1))
+                });
+            }
+            cx.st.core.ep_reset(ep)
+        })
+    }
+}
 
 /// dat_ep_recv_query(3DAT).
 pub unsafe extern "C" fn ep_recv_query<B: Transport>(

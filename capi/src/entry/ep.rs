@@ -7,7 +7,7 @@ use udat_core::handle::{EpHandle, EvdHandle, IaHandle, Kind, PzHandle, SrqHandle
 use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddress, LmrTriplet, Qos, RmrTriplet};
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
-use super::{bytes, count, iov, out, with, Cx};
+use super::{bytes, count, input, iov, out, with, Cx};
 use crate::instance::{Addr, Core, Transport};
 use crate::sys::*;
 
@@ -132,10 +132,7 @@ pub unsafe extern "C" fn ep_create<B: Transport>(
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let pz = PzHandle::from_raw(cx.raw(pz, Kind::Pz)?);
             let e = evds(cx, recv_evd, request_evd, connect_evd)?;
-            let attr = match attr.as_ref() {
-                Some(a) => Some(attr_in(a, 6)?),
-                None => None,
-            };
+            let attr = if attr.is_null() { None } else { Some(attr_in(&input(attr, 6)?, 6)?) };
             let slot = out(ep_out, 7)?;
             let ep = cx.st.core.ep_create(IaHandle::from_raw(raw), pz, e.recv, e.request, e.connect, attr.as_ref())?;
             *slot = cx.st.ptr(ep);
@@ -162,7 +159,7 @@ pub unsafe extern "C" fn ep_create_with_srq<B: Transport>(
             let pz = PzHandle::from_raw(cx.raw(pz, Kind::Pz)?);
             let e = evds(cx, recv_evd, request_evd, connect_evd)?;
             let srq = SrqHandle::from_raw(cx.raw(srq, Kind::Srq)?);
-            let attr = attr_in(attr.as_ref().ok_or(DatError::invalid_arg(7))?, 7)?;
+            let attr = attr_in(&input(attr, 7)?, 7)?;
             let slot = out(ep_out, 8)?;
             let ep =
                 cx.st.core.ep_create_with_srq(IaHandle::from_raw(raw), pz, e.recv, e.request, e.connect, srq, &attr)?;
@@ -214,7 +211,7 @@ pub unsafe extern "C" fn ep_modify<B: Transport>(
     // SAFETY: dispatched on `ep`'s provider word.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
-            let p = param.as_ref().ok_or(DatError::invalid_arg(3))?;
+            let p = &input(param, 3)?;
             let evd = |cx: &Cx<B>, set: bool, h| -> DatResult<Option<EvdHandle>> {
                 Ok(if set { Some(EvdHandle::from_raw(cx.raw_or_null(h, Kind::Evd)?)) } else { None })
             };

@@ -109,7 +109,7 @@ pub unsafe extern "C" fn evd_post_se<B: Transport>(evd: DAT_EVD_HANDLE, event: *
     // SAFETY: dispatched on `evd`'s provider word.
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
-            let event = event.as_ref().ok_or(DatError::invalid_arg(2))?;
+            let event = &super::input(event, 2)?;
             // "DAT_INVALID_PARAMETER: ... the event is not a software event"
             if event.event_number != DAT_SOFTWARE_EVENT {
                 return Err(DatError::invalid_arg(2));

@@ -248,7 +248,7 @@ pub unsafe extern "C" fn rmr_bind<B: Transport>(
             if va_type != DAT_VA_TYPE_VA {
                 return Err(DatError::of(ErrorType::ModelNotSupported));
             }
-            let t = triplet.as_ref().ok_or(DatError::invalid_arg(3))?;
+            let t = super::input(triplet, 3)?;
             let t = LmrTriplet {
                 virtual_address: t.virtual_address,
                 segment_length: t.segment_length,

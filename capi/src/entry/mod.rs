@@ -121,6 +121,20 @@ pub(crate) fn out<'a, T>(p: *mut T, n: u8) -> DatResult<&'a mut T> {
     unsafe { p.as_mut() }.ok_or(DatError::invalid_arg(n))
 }
 
+/// A structure the consumer passes in (argument `n`), copied with an
+/// unaligned load: a null pointer is `DAT_INVALID_PARAMETER`, and a
+/// misaligned one is read as it is rather than taken for a reference.
+///
+/// # Safety
+/// A non-null `p` points at a readable `T`.
+pub(crate) unsafe fn input<T: Copy>(p: *const T, n: u8) -> DatResult<T> {
+    if p.is_null() {
+        return Err(DatError::invalid_arg(n));
+    }
+    // SAFETY: by the contract; `read_unaligned` asks no alignment.
+    Ok(unsafe { p.read_unaligned() })
+}
+
 /// A consumer's NUL-terminated name (argument `n`), read no further than
 /// `DAT_NAME_MAX_LENGTH` bytes and never past the last readable byte: a
 /// name with no NUL in that reach is `DAT_INVALID_PARAMETER`.

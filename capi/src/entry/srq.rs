@@ -2,7 +2,6 @@
 
 use udat_core::handle::{IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::SrqAttr;
-use udat_core::DatError;
 
 use super::{count, iov, out, with};
 use crate::instance::Transport;
@@ -19,7 +18,7 @@ pub unsafe extern "C" fn srq_create<B: Transport>(
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let pz = PzHandle::from_raw(cx.raw(pz, Kind::Pz)?);
-            let a = attr.as_ref().ok_or(DatError::invalid_arg(3))?;
+            let a = super::input(attr, 3)?;
             let attr = SrqAttr {
                 max_recv_dtos: count(a.max_recv_dtos, 3)?,
                 max_recv_iov: count(a.max_recv_iov, 3)?,

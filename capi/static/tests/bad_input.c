@@ -176,6 +176,23 @@ static int unterminated_name(void)
 	return 1;
 }
 
+/* EP attributes handed in at an odd address are read as they are. */
+static int misaligned_attributes_are_read(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep)
+{
+	static char buf[sizeof(DAT_EP_ATTR) + 8];
+	DAT_EP_PARAM param;
+	DAT_EP_HANDLE other;
+
+	if (dat_ep_query(ep, DAT_EP_FIELD_ALL, &param) != DAT_SUCCESS)
+		return 0;
+	memcpy(buf + 1, &param.ep_attr, sizeof(param.ep_attr));
+	if (dat_ep_create(ia, pz, evd, evd, evd, (DAT_EP_ATTR *)(buf + 1), &other) != DAT_SUCCESS) {
+		fprintf(stderr, "bad_input: ep_create(misaligned attributes) failed\n");
+		return 0;
+	}
+	return dat_ep_free(other) == DAT_SUCCESS;
+}
+
 /* Lengths and arrays the consumer gets wrong, refused before a byte of
  * them is read. */
 static int impossible_lengths_and_misaligned_arrays(void)
@@ -206,6 +223,7 @@ static int impossible_lengths_and_misaligned_arrays(void)
 				"ep_post_send(bad flags)");
 	ok &= dat_ep_post_send(ep, 1, triplets, cookie, DAT_COMPLETION_EVD_THRESHOLD_FLAG) ==
 	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG5);
+	ok &= misaligned_attributes_are_read(ia, pz, evd, ep);
 	ok &= dat_ep_free(ep) == DAT_SUCCESS && usable(ia);
 	return ok;
 }

@@ -22,7 +22,7 @@ const ATOMIC_BYTES: u64 = 8;
 /// The position of the completion flags among the call's arguments:
 /// dat_ep_post_send(3DAT) has no remote buffer, the IB extension's
 /// immediate write and compare-and-swap have one more operand.
-const fn flags_arg(op: &RequestOp) -> u8 {
+pub(crate) const fn flags_arg(op: &RequestOp) -> u8 {
     match op {
         RequestOp::Send => 5,
         RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } | RequestOp::FetchAdd { .. } => 6,

@@ -19,10 +19,10 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
-use crate::dto::REQUEST_FLAGS;
+use crate::dto::{flags_arg, REQUEST_FLAGS};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, PzHandle};
-use crate::lmr::translate;
+use crate::lmr::gather;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
@@ -91,14 +91,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn segments(&self, pz: PzHandle, iov: &[LmrTriplet], access: Access) -> DatResult<Segments> {
         let kept = crate::FixedVec::from_slice(iov).map_err(|_| DatError::invalid_arg(2))?;
         let mut sges = [Sge::default(); MAX_SGE];
-        let mut count = 0;
-        let mut total = 0;
-        for seg in iov.iter().filter(|s| s.segment_length != 0) {
-            let slot = sges.get_mut(count).ok_or(DatError::invalid_arg(2))?;
-            *slot = translate(&self.lmrs, pz, seg, access.privilege())?;
-            count += 1;
-            total += u64::from(seg.segment_length);
-        }
+        let (count, total) = gather(&self.lmrs, pz, iov, access.privilege(), &mut sges)?;
         Ok(Segments { iov: kept, sges, count, total, access, pz, provider: self.number, epoch: self.lmr_epoch })
     }
 
@@ -193,7 +186,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         }
         let Limits { message, rdma, requests, iov } = self.limits;
         if flags.0 & !allowed != 0 {
-            return Err(DatError::invalid_arg(if matches!(op, RequestOp::Send) { 5 } else { 6 }));
+            return Err(DatError::invalid_arg(flags_arg(&op)));
         }
         if segs.iov.len() > iov {
             return Err(DatError::invalid_arg(2));

@@ -183,7 +183,14 @@ impl<B: Transport> State<B> {
     /// read through `h`.
     #[inline(always)]
     pub fn raw(&self, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {
-        self.handles.resolve(h, kind, |index| self.core.live_generation(kind, index)).ok_or(invalid(kind))
+        self.handles
+            .resolve(
+                h,
+                kind,
+                #[inline(always)]
+                |index| self.core.live_generation(kind, index),
+            )
+            .ok_or(invalid(kind))
     }
 
     /// Like [`State::raw`], but `DAT_HANDLE_NULL` is the null handle.

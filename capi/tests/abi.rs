@@ -184,3 +184,79 @@ fn ia_query_asking_for_attributes_with_nowhere_to_put_them_is_invalid_parameter(
         assert_eq!(q(rig.ia, evd, !0, &mut attr, 0, p_attr), DAT_SUCCESS);
     }
 }
+
+#[test]
+fn an_argument_error_names_the_argument_by_its_place_in_the_call() {
+    let rig = Rig::new(c"abi-positions", MODEL);
+    let t = rig.t();
+    let invalid = |n| DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | n;
+    let pz = rig.pz();
+    let (mut evd, mut ep) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: live handles of this provider; pointers valid, null or
+    // misaligned where the test says so (misaligned ones are never
+    // dereferenced: refusing them is what is tested).
+    unsafe {
+        assert_eq!(
+            t.evd_create_func.unwrap()(rig.ia, -1, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd),
+            invalid(DAT_INVALID_ARG2)
+        );
+        assert_eq!(t.evd_create_func.unwrap()(rig.ia, 8, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd), DAT_SUCCESS);
+        let create = t.ep_create_func.unwrap();
+        assert_eq!(create(rig.ia, pz, evd, evd, ptr::null_mut(), ptr::null(), &mut ep), DAT_SUCCESS);
+
+        // A null remote triplet is argument 5 of an RDMA write, before
+        // anything else is looked at.
+        let write = t.ep_post_rdma_write_func.unwrap();
+        let cookie = DAT_DTO_COOKIE { as_64: 1 };
+        assert_eq!(write(ep, 0, ptr::null_mut(), cookie, ptr::null(), 0), invalid(DAT_INVALID_ARG5));
+        // A negative segment count is argument 2.
+        let remote = DAT_RMR_TRIPLET::default();
+        assert_eq!(write(ep, -1, ptr::null_mut(), cookie, &remote, 0), invalid(DAT_INVALID_ARG2));
+
+        // A misaligned out-pointer the call may be given as null is its
+        // own argument's error, not a write through it.
+        let mut words = [0u64; 2];
+        let odd = words.as_mut_ptr().cast::<u8>().add(1).cast::<DAT_BOOLEAN>();
+        let mut state = 0;
+        let status = t.ep_get_status_func.unwrap();
+        assert_eq!(status(ep, &mut state, odd, ptr::null_mut()), invalid(DAT_INVALID_ARG3));
+        assert_eq!(status(ep, &mut state, ptr::null_mut(), odd), invalid(DAT_INVALID_ARG4));
+        assert_eq!(words, [0, 0]);
+
+        // The syncs take their array before its count.
+        let sync = t.lmr_sync_rdma_read_func.unwrap();
+        assert_eq!(sync(rig.ia, ptr::null(), 1), invalid(DAT_INVALID_ARG2));
+        assert_eq!(sync(rig.ia, ptr::null(), u64::MAX), invalid(DAT_INVALID_ARG3));
+
+        // Flags.
+        assert_eq!(t.ep_disconnect_func.unwrap()(ep, 7), invalid(DAT_INVALID_ARG2));
+        let mut psp = ptr::null_mut();
+        assert_eq!(t.psp_create_func.unwrap()(rig.ia, 77, evd, 9, &mut psp), invalid(DAT_INVALID_ARG4));
+
+        // A structure passed in: a negative count in it is the structure's
+        // argument.
+        let mut srq = ptr::null_mut();
+        let mut attr = DAT_SRQ_ATTR { max_recv_dtos: 4, max_recv_iov: -1, low_watermark: 0 };
+        assert_eq!(t.srq_create_func.unwrap()(rig.ia, pz, &mut attr, &mut srq), invalid(DAT_INVALID_ARG3));
+
+        // Private data longer than any IA takes is its size argument,
+        // refused before a slice of it exists.
+        let to = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: 0,
+            sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes([127, 0, 0, 1]) },
+            sin_zero: [0; 8],
+        };
+        let to = ptr::addr_of!(to).cast_mut().cast::<DAT_SOCK_ADDR>();
+        let connect = t.ep_connect_func.unwrap();
+        let (qos, flags) = (DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
+        assert_eq!(connect(ep, to, 77, 1000, i32::MAX, ptr::null_mut(), qos, flags), invalid(DAT_INVALID_ARG5));
+        assert_eq!(connect(ep, to, 77, 1000, 4, ptr::null_mut(), qos, flags), invalid(DAT_INVALID_ARG6));
+        assert_eq!(connect(ep, ptr::null_mut(), 77, 1000, 0, ptr::null_mut(), qos, flags), invalid(DAT_INVALID_ARG2));
+
+        // Everything made is intact.
+        assert_eq!(t.ep_free_func.unwrap()(ep), DAT_SUCCESS);
+        assert_eq!(t.evd_free_func.unwrap()(evd), DAT_SUCCESS);
+        assert_eq!(t.pz_free_func.unwrap()(pz), DAT_SUCCESS);
+    }
+}

@@ -7,6 +7,7 @@
 //!   artifacts and C example ([`capi`]), a minute of each fuzz target
 //!   (`fuzz/`, from the corpus there), and the OpenFabrics DAPL test
 //!   programs against the plug-in on soft-RoCE (`tests/peers/run.sh`).
+//! - `cargo xtask capi`: the C ABI's checks alone ([`capi`]).
 //! - `cargo xtask icount [--json PATH]`: instructions per DAT operation
 //!   through the Rust API and the C ABI, from callgrind (see [`icount`]).
 //! - `cargo xtask icount-rxe [--json PATH]`: instructions per
@@ -29,6 +30,7 @@ fn main() {
     let task = std::env::args().nth(1).unwrap_or_default();
     let result = match task.as_str() {
         "test" => test(),
+        "capi" => capi::check().map(|n| eprintln!("xtask: {n} C ABI checks passed")),
         "icount" => icount::icount(&std::env::args().skip(2).collect::<Vec<_>>()),
         "icount-rxe" => icount_rxe::icount_rxe(&std::env::args().skip(2).collect::<Vec<_>>()),
         "softroce" => softroce::softroce(&std::env::args().skip(2).collect::<Vec<_>>()),

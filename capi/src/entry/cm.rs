@@ -4,27 +4,27 @@ use std::ptr;
 
 use udat_core::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, Kind, PspHandle, RspHandle};
 use udat_core::types::PspFlags;
-use udat_core::DatError;
 
-use super::{bytes, out, with};
+use super::arg::private_data;
+use super::{with, Arg};
 use crate::instance::{Addr, Transport};
 use crate::sys::*;
 
 /// dat_psp_create(3DAT).
-pub unsafe extern "C" fn psp_create<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    conn_qual: DAT_CONN_QUAL,
-    evd: DAT_EVD_HANDLE,
-    flags: DAT_PSP_FLAGS,
-    psp_out: *mut DAT_PSP_HANDLE,
+pub(crate) unsafe fn psp_create<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    conn_qual: Arg<2, DAT_CONN_QUAL>,
+    evd: Arg<3, DAT_EVD_HANDLE>,
+    flags: Arg<4, DAT_PSP_FLAGS>,
+    psp_out: Arg<5, *mut DAT_PSP_HANDLE>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let evd = EvdHandle::from_raw(cx.raw(evd, Kind::Evd)?);
-            let flags = PspFlags::from_raw(flags).ok_or(DatError::invalid_arg(4))?;
-            let slot = out(psp_out, 5)?;
-            let psp = cx.st.core.psp_create(IaHandle::from_raw(raw), conn_qual, evd, flags)?;
+            let flags = PspFlags::from_raw(flags.0).ok_or(flags.invalid())?;
+            let slot = psp_out.out()?;
+            let psp = cx.st.core.psp_create(IaHandle::from_raw(raw), conn_qual.0, evd, flags)?;
             *slot = cx.st.ptr(psp);
             Ok(())
         })
@@ -32,20 +32,20 @@ pub unsafe extern "C" fn psp_create<B: Transport>(
 }
 
 /// dat_psp_create_any(3DAT).
-pub unsafe extern "C" fn psp_create_any<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    conn_qual: *mut DAT_CONN_QUAL,
-    evd: DAT_EVD_HANDLE,
-    flags: DAT_PSP_FLAGS,
-    psp_out: *mut DAT_PSP_HANDLE,
+pub(crate) unsafe fn psp_create_any<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    conn_qual: Arg<2, *mut DAT_CONN_QUAL>,
+    evd: Arg<3, DAT_EVD_HANDLE>,
+    flags: Arg<4, DAT_PSP_FLAGS>,
+    psp_out: Arg<5, *mut DAT_PSP_HANDLE>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
-            let qual = out(conn_qual, 2)?;
+            let qual = conn_qual.out()?;
             let evd = EvdHandle::from_raw(cx.raw(evd, Kind::Evd)?);
-            let flags = PspFlags::from_raw(flags).ok_or(DatError::invalid_arg(4))?;
-            let slot = out(psp_out, 5)?;
+            let flags = PspFlags::from_raw(flags.0).ok_or(flags.invalid())?;
+            let slot = psp_out.out()?;
             let (psp, q) = cx.st.core.psp_create_any(IaHandle::from_raw(raw), evd, flags)?;
             *qual = q;
             *slot = cx.st.ptr(psp);
@@ -55,22 +55,22 @@ pub unsafe extern "C" fn psp_create_any<B: Transport>(
 }
 
 /// dat_psp_free(3DAT).
-pub unsafe extern "C" fn psp_free<B: Transport>(psp: DAT_PSP_HANDLE) -> DAT_RETURN {
+pub(crate) unsafe fn psp_free<B: Transport>(psp: Arg<1, DAT_PSP_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `psp`'s provider word.
     unsafe { with::<B>(psp, Kind::Psp, |cx, raw| cx.st.core.psp_free(PspHandle::from_raw(raw))) }
 }
 
 /// dat_psp_query(3DAT).
-pub unsafe extern "C" fn psp_query<B: Transport>(
-    psp: DAT_PSP_HANDLE,
-    m: DAT_PSP_PARAM_MASK,
-    param: *mut DAT_PSP_PARAM,
+pub(crate) unsafe fn psp_query<B: Transport>(
+    psp: Arg<1, DAT_PSP_HANDLE>,
+    m: Arg<2, DAT_PSP_PARAM_MASK>,
+    param: Arg<3, *mut DAT_PSP_PARAM>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `psp`'s provider word.
     unsafe {
         with::<B>(psp, Kind::Psp, |cx, raw| {
-            let slot = out(param, 3)?;
-            let p = cx.st.core.psp_query(PspHandle::from_raw(raw), m)?;
+            let slot = param.out()?;
+            let p = cx.st.core.psp_query(PspHandle::from_raw(raw), m.0)?;
             slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
             slot.conn_qual = p.conn_qual;
             slot.evd_handle = cx.st.ptr(p.evd);
@@ -81,20 +81,20 @@ pub unsafe extern "C" fn psp_query<B: Transport>(
 }
 
 /// dat_rsp_create(3DAT).
-pub unsafe extern "C" fn rsp_create<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    conn_qual: DAT_CONN_QUAL,
-    ep: DAT_EP_HANDLE,
-    evd: DAT_EVD_HANDLE,
-    rsp_out: *mut DAT_RSP_HANDLE,
+pub(crate) unsafe fn rsp_create<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    conn_qual: Arg<2, DAT_CONN_QUAL>,
+    ep: Arg<3, DAT_EP_HANDLE>,
+    evd: Arg<4, DAT_EVD_HANDLE>,
+    rsp_out: Arg<5, *mut DAT_RSP_HANDLE>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let ep = EpHandle::from_raw(cx.raw(ep, Kind::Ep)?);
             let evd = EvdHandle::from_raw(cx.raw(evd, Kind::Evd)?);
-            let slot = out(rsp_out, 5)?;
-            let rsp = cx.st.core.rsp_create(IaHandle::from_raw(raw), conn_qual, ep, evd)?;
+            let slot = rsp_out.out()?;
+            let rsp = cx.st.core.rsp_create(IaHandle::from_raw(raw), conn_qual.0, ep, evd)?;
             *slot = cx.st.ptr(rsp);
             Ok(())
         })
@@ -102,22 +102,22 @@ pub unsafe extern "C" fn rsp_create<B: Transport>(
 }
 
 /// dat_rsp_free(3DAT).
-pub unsafe extern "C" fn rsp_free<B: Transport>(rsp: DAT_RSP_HANDLE) -> DAT_RETURN {
+pub(crate) unsafe fn rsp_free<B: Transport>(rsp: Arg<1, DAT_RSP_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `rsp`'s provider word.
     unsafe { with::<B>(rsp, Kind::Rsp, |cx, raw| cx.st.core.rsp_free(RspHandle::from_raw(raw))) }
 }
 
 /// dat_rsp_query(3DAT).
-pub unsafe extern "C" fn rsp_query<B: Transport>(
-    rsp: DAT_RSP_HANDLE,
-    m: DAT_RSP_PARAM_MASK,
-    param: *mut DAT_RSP_PARAM,
+pub(crate) unsafe fn rsp_query<B: Transport>(
+    rsp: Arg<1, DAT_RSP_HANDLE>,
+    m: Arg<2, DAT_RSP_PARAM_MASK>,
+    param: Arg<3, *mut DAT_RSP_PARAM>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `rsp`'s provider word.
     unsafe {
         with::<B>(rsp, Kind::Rsp, |cx, raw| {
-            let slot = out(param, 3)?;
-            let p = cx.st.core.rsp_query(RspHandle::from_raw(raw), m)?;
+            let slot = param.out()?;
+            let p = cx.st.core.rsp_query(RspHandle::from_raw(raw), m.0)?;
             slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
             slot.conn_qual = p.conn_qual;
             slot.evd_handle = cx.st.ptr(p.evd);
@@ -129,17 +129,17 @@ pub unsafe extern "C" fn rsp_query<B: Transport>(
 
 /// dat_cr_query(3DAT). The address and private data stay valid until the
 /// CR is accepted or rejected.
-pub unsafe extern "C" fn cr_query<B: Transport>(
-    cr: DAT_CR_HANDLE,
-    m: DAT_CR_PARAM_MASK,
-    param: *mut DAT_CR_PARAM,
+pub(crate) unsafe fn cr_query<B: Transport>(
+    cr: Arg<1, DAT_CR_HANDLE>,
+    m: Arg<2, DAT_CR_PARAM_MASK>,
+    param: Arg<3, *mut DAT_CR_PARAM>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `cr`'s provider word.
     unsafe {
         with::<B>(cr, Kind::Cr, |cx, raw| {
-            let slot = out(param, 3)?;
+            let slot = param.out()?;
             let h = CrHandle::from_raw(raw);
-            let p = cx.st.core.cr_query(h, m)?;
+            let p = cx.st.core.cr_query(h, m.0)?;
             let data = cx.st.core.cr_private_data(h)?;
             slot.private_data = if data.is_empty() { ptr::null_mut() } else { data.as_ptr() as DAT_PVOID };
             let addr = &mut cx.st.cr_addr[raw.index() as usize];
@@ -154,35 +154,42 @@ pub unsafe extern "C" fn cr_query<B: Transport>(
 }
 
 /// dat_cr_accept(3DAT).
-pub unsafe extern "C" fn cr_accept<B: Transport>(
-    cr: DAT_CR_HANDLE,
-    ep: DAT_EP_HANDLE,
-    pd_size: DAT_COUNT,
-    pd: DAT_PVOID,
+pub(crate) unsafe fn cr_accept<B: Transport>(
+    cr: Arg<1, DAT_CR_HANDLE>,
+    ep: Arg<2, DAT_EP_HANDLE>,
+    pd_size: Arg<3, DAT_COUNT>,
+    pd: Arg<4, DAT_PVOID>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `cr`'s provider word.
     unsafe {
         with::<B>(cr, Kind::Cr, |cx, raw| {
             let ep = EpHandle::from_raw(cx.raw_or_null(ep, Kind::Ep)?);
-            let data = bytes(pd, pd_size, 3)?;
+            let data = private_data(pd_size, pd)?;
             cx.st.core.cr_accept(CrHandle::from_raw(raw), ep, data)
         })
     }
 }
 
 /// dat_cr_reject(3DAT).
-pub unsafe extern "C" fn cr_reject<B: Transport>(cr: DAT_CR_HANDLE, pd_size: DAT_COUNT, pd: DAT_PVOID) -> DAT_RETURN {
+pub(crate) unsafe fn cr_reject<B: Transport>(
+    cr: Arg<1, DAT_CR_HANDLE>,
+    pd_size: Arg<2, DAT_COUNT>,
+    pd: Arg<3, DAT_PVOID>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `cr`'s provider word.
     unsafe {
         with::<B>(cr, Kind::Cr, |cx, raw| {
-            let data = bytes(pd, pd_size, 2)?;
+            let data = private_data(pd_size, pd)?;
             cx.st.core.cr_reject(CrHandle::from_raw(raw), data)
         })
     }
 }
 
 /// dat_cr_handoff(3DAT).
-pub unsafe extern "C" fn cr_handoff<B: Transport>(cr: DAT_CR_HANDLE, conn_qual: DAT_CONN_QUAL) -> DAT_RETURN {
+pub(crate) unsafe fn cr_handoff<B: Transport>(
+    cr: Arg<1, DAT_CR_HANDLE>,
+    conn_qual: Arg<2, DAT_CONN_QUAL>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `cr`'s provider word.
-    unsafe { with::<B>(cr, Kind::Cr, |cx, raw| cx.st.core.cr_handoff(CrHandle::from_raw(raw), conn_qual)) }
+    unsafe { with::<B>(cr, Kind::Cr, |cx, raw| cx.st.core.cr_handoff(CrHandle::from_raw(raw), conn_qual.0)) }
 }

@@ -5,7 +5,7 @@ use udat_core::handle::{CnoHandle, IaHandle, Kind};
 use udat_core::{CnoStep, DatError, DatResult, ErrorType, ProxyAgent};
 
 use super::evd::sleep;
-use super::{out, with};
+use super::{with, Arg};
 use crate::instance::Transport;
 use crate::sys::*;
 
@@ -26,16 +26,16 @@ fn agent_out(a: Option<ProxyAgent>) -> DAT_OS_WAIT_PROXY_AGENT {
 }
 
 /// dat_cno_create(3DAT).
-pub unsafe extern "C" fn cno_create<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    proxy: DAT_OS_WAIT_PROXY_AGENT,
-    cno_out: *mut DAT_CNO_HANDLE,
+pub(crate) unsafe fn cno_create<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    proxy: Arg<2, DAT_OS_WAIT_PROXY_AGENT>,
+    cno_out: Arg<3, *mut DAT_CNO_HANDLE>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
-            let slot = out(cno_out, 3)?;
-            let cno = cx.st.core.cno_create(IaHandle::from_raw(raw), agent(&proxy))?;
+            let slot = cno_out.out()?;
+            let cno = cx.st.core.cno_create(IaHandle::from_raw(raw), agent(&proxy.0))?;
             *slot = cx.st.ptr(cno);
             Ok(())
         })
@@ -43,25 +43,27 @@ pub unsafe extern "C" fn cno_create<B: Transport>(
 }
 
 /// dat_cno_modify_agent(3DAT).
-pub unsafe extern "C" fn cno_modify_agent<B: Transport>(
-    cno: DAT_CNO_HANDLE,
-    proxy: DAT_OS_WAIT_PROXY_AGENT,
+pub(crate) unsafe fn cno_modify_agent<B: Transport>(
+    cno: Arg<1, DAT_CNO_HANDLE>,
+    proxy: Arg<2, DAT_OS_WAIT_PROXY_AGENT>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `cno`'s provider word.
-    unsafe { with::<B>(cno, Kind::Cno, |cx, raw| cx.st.core.cno_modify_agent(CnoHandle::from_raw(raw), agent(&proxy))) }
+    unsafe {
+        with::<B>(cno, Kind::Cno, |cx, raw| cx.st.core.cno_modify_agent(CnoHandle::from_raw(raw), agent(&proxy.0)))
+    }
 }
 
 /// dat_cno_query(3DAT).
-pub unsafe extern "C" fn cno_query<B: Transport>(
-    cno: DAT_CNO_HANDLE,
-    m: DAT_CNO_PARAM_MASK,
-    param: *mut DAT_CNO_PARAM,
+pub(crate) unsafe fn cno_query<B: Transport>(
+    cno: Arg<1, DAT_CNO_HANDLE>,
+    m: Arg<2, DAT_CNO_PARAM_MASK>,
+    param: Arg<3, *mut DAT_CNO_PARAM>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `cno`'s provider word.
     unsafe {
         with::<B>(cno, Kind::Cno, |cx, raw| {
-            let slot = out(param, 3)?;
-            let p = cx.st.core.cno_query(CnoHandle::from_raw(raw), m)?;
+            let slot = param.out()?;
+            let p = cx.st.core.cno_query(CnoHandle::from_raw(raw), m.0)?;
             slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
             slot.proxy_type = DAT_PROXY_TYPE_AGENT;
             slot.proxy.agent = agent_out(p.agent);
@@ -71,24 +73,24 @@ pub unsafe extern "C" fn cno_query<B: Transport>(
 }
 
 /// dat_cno_free(3DAT).
-pub unsafe extern "C" fn cno_free<B: Transport>(cno: DAT_CNO_HANDLE) -> DAT_RETURN {
+pub(crate) unsafe fn cno_free<B: Transport>(cno: Arg<1, DAT_CNO_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `cno`'s provider word.
     unsafe { with::<B>(cno, Kind::Cno, |cx, raw| cx.st.core.cno_free(CnoHandle::from_raw(raw))) }
 }
 
 /// dat_cno_wait(3DAT), sleeping outside the lock like dat_evd_wait.
-pub unsafe extern "C" fn cno_wait<B: Transport>(
-    cno: DAT_CNO_HANDLE,
-    timeout: DAT_TIMEOUT,
-    evd_out: *mut DAT_EVD_HANDLE,
+pub(crate) unsafe fn cno_wait<B: Transport>(
+    cno: Arg<1, DAT_CNO_HANDLE>,
+    timeout: Arg<2, DAT_TIMEOUT>,
+    evd_out: Arg<3, *mut DAT_EVD_HANDLE>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `cno`'s provider word.
     unsafe {
         with::<B>(cno, Kind::Cno, |cx, raw| -> DatResult<()> {
-            let slot = out(evd_out, 3)?;
+            let slot = evd_out.out()?;
             let h = CnoHandle::from_raw(raw);
             let ia = cx.st.core.cno_query(h, udat_core::CNO_FIELD_ALL)?.ia;
-            let wait = cx.st.core.cno_wait_begin(h, timeout)?;
+            let wait = cx.st.core.cno_wait_begin(h, timeout.0)?;
             loop {
                 match cx.st.core.cno_wait_poll(&wait)? {
                     CnoStep::Woken(evd) => {

@@ -7,7 +7,8 @@ use udat_core::handle::{EpHandle, EvdHandle, IaHandle, Kind, PzHandle, SrqHandle
 use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddress, LmrTriplet, Qos, RmrTriplet};
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
-use super::{bytes, count, input, iov, out, with, Cx};
+use super::arg::{iov, private_data};
+use super::{with, Arg, Cx};
 use crate::instance::{Addr, Core, Transport};
 use crate::sys::*;
 
@@ -18,24 +19,26 @@ const FIELD_REQUEST_EVD: u64 = 0x200;
 const FIELD_CONNECT_EVD: u64 = 0x400;
 const FIELD_ATTR_ALL: u64 = 0x7fff_f000;
 
-/// A `DAT_EP_ATTR` as the core takes it (argument `n` for errors). Only the
+/// A `DAT_EP_ATTR` as the core takes it; `invalid` is the error for a
+/// value out of range (the argument that holds the attributes). Only the
 /// reliable connected service exists.
-pub(crate) fn attr_in(a: &DAT_EP_ATTR, n: u8) -> DatResult<EpAttr> {
+pub(crate) fn attr_in(a: &DAT_EP_ATTR, invalid: DatError) -> DatResult<EpAttr> {
     if a.service_type != DAT_SERVICE_TYPE_RC {
-        return Err(DatError::invalid_arg(n));
+        return Err(invalid);
     }
+    let count = |c: DAT_COUNT| u32::try_from(c).map_err(|_| invalid);
     Ok(EpAttr {
         max_message_size: a.max_message_size,
         max_rdma_size: a.max_rdma_size,
         qos: Qos(a.qos),
         recv_completion_flags: CompletionFlags(a.recv_completion_flags),
         request_completion_flags: CompletionFlags(a.request_completion_flags),
-        max_recv_dtos: count(a.max_recv_dtos, n)?,
-        max_request_dtos: count(a.max_request_dtos, n)?,
-        max_recv_iov: count(a.max_recv_iov, n)?,
-        max_request_iov: count(a.max_request_iov, n)?,
-        max_rdma_read_in: count(a.max_rdma_read_in, n)?,
-        max_rdma_read_out: count(a.max_rdma_read_out, n)?,
+        max_recv_dtos: count(a.max_recv_dtos)?,
+        max_request_dtos: count(a.max_request_dtos)?,
+        max_recv_iov: count(a.max_recv_iov)?,
+        max_request_iov: count(a.max_request_iov)?,
+        max_rdma_read_in: count(a.max_rdma_read_in)?,
+        max_rdma_read_out: count(a.max_rdma_read_out)?,
     })
 }
 
@@ -70,10 +73,11 @@ pub(crate) fn attr_out(a: &EpAttr) -> DAT_EP_ATTR {
 
 /// A socket address the consumer passed: `sockaddr_in` or `sockaddr_in6`,
 /// read no further than its family's size.
-pub(crate) fn address_in(p: *const DAT_SOCK_ADDR, n: u8) -> DatResult<IaAddress> {
-    if p.is_null() {
-        return Err(DatError::invalid_arg(n));
+pub(crate) fn address_in<const N: u8>(p: Arg<N, DAT_IA_ADDRESS_PTR>) -> DatResult<IaAddress> {
+    if p.0.is_null() {
+        return Err(p.invalid());
     }
+    let p = p.0;
     // SAFETY: a non-null address starts with its family.
     let family = unsafe { ptr::addr_of!((*p).sa_family).read() };
     let len = match i32::from(family) {
@@ -88,13 +92,13 @@ pub(crate) fn address_in(p: *const DAT_SOCK_ADDR, n: u8) -> DatResult<IaAddress>
     Ok(a)
 }
 
-pub(crate) fn remote(r: *const DAT_RMR_TRIPLET, n: u8) -> DatResult<RmrTriplet> {
-    if r.is_null() {
-        return Err(DatError::invalid_arg(n));
-    }
-    // SAFETY: a non-null triplet pointer from C points at a triplet; it is
-    // read unaligned, which costs nothing here and asks nothing of it.
-    let r = unsafe { r.read_unaligned() };
+/// The remote triplet of an RDMA post.
+///
+/// # Safety
+/// A non-null `r` points at a readable triplet.
+pub(crate) unsafe fn remote<const N: u8>(r: Arg<N, *const DAT_RMR_TRIPLET>) -> DatResult<RmrTriplet> {
+    // SAFETY: by the contract.
+    let r = unsafe { r.input() }?;
     Ok(RmrTriplet { virtual_address: r.virtual_address, segment_length: r.segment_length, rmr_context: r.rmr_context })
 }
 
@@ -106,9 +110,9 @@ struct EvdArgs {
 
 fn evds<B: Transport>(
     cx: &Cx<B>,
-    recv: DAT_EVD_HANDLE,
-    request: DAT_EVD_HANDLE,
-    connect: DAT_EVD_HANDLE,
+    recv: Arg<3, DAT_EVD_HANDLE>,
+    request: Arg<4, DAT_EVD_HANDLE>,
+    connect: Arg<5, DAT_EVD_HANDLE>,
 ) -> DatResult<EvdArgs> {
     Ok(EvdArgs {
         recv: EvdHandle::from_raw(cx.raw_or_null(recv, Kind::Evd)?),
@@ -118,22 +122,25 @@ fn evds<B: Transport>(
 }
 
 /// dat_ep_create(3DAT).
-pub unsafe extern "C" fn ep_create<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    pz: DAT_PZ_HANDLE,
-    recv_evd: DAT_EVD_HANDLE,
-    request_evd: DAT_EVD_HANDLE,
-    connect_evd: DAT_EVD_HANDLE,
-    attr: *const DAT_EP_ATTR,
-    ep_out: *mut DAT_EP_HANDLE,
+pub(crate) unsafe fn ep_create<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    pz: Arg<2, DAT_PZ_HANDLE>,
+    recv_evd: Arg<3, DAT_EVD_HANDLE>,
+    request_evd: Arg<4, DAT_EVD_HANDLE>,
+    connect_evd: Arg<5, DAT_EVD_HANDLE>,
+    attr: Arg<6, *const DAT_EP_ATTR>,
+    ep_out: Arg<7, *mut DAT_EP_HANDLE>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let pz = PzHandle::from_raw(cx.raw(pz, Kind::Pz)?);
             let e = evds(cx, recv_evd, request_evd, connect_evd)?;
-            let attr = if attr.is_null() { None } else { Some(attr_in(&input(attr, 6)?, 6)?) };
-            let slot = out(ep_out, 7)?;
+            let attr = match attr.input_or_null()? {
+                Some(a) => Some(attr_in(&a, attr.invalid())?),
+                None => None,
+            };
+            let slot = ep_out.out()?;
             let ep = cx.st.core.ep_create(IaHandle::from_raw(raw), pz, e.recv, e.request, e.connect, attr.as_ref())?;
             *slot = cx.st.ptr(ep);
             Ok(())
@@ -143,15 +150,15 @@ pub unsafe extern "C" fn ep_create<B: Transport>(
 
 /// dat_ep_create_with_srq(3DAT).
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn ep_create_with_srq<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    pz: DAT_PZ_HANDLE,
-    recv_evd: DAT_EVD_HANDLE,
-    request_evd: DAT_EVD_HANDLE,
-    connect_evd: DAT_EVD_HANDLE,
-    srq: DAT_SRQ_HANDLE,
-    attr: *const DAT_EP_ATTR,
-    ep_out: *mut DAT_EP_HANDLE,
+pub(crate) unsafe fn ep_create_with_srq<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    pz: Arg<2, DAT_PZ_HANDLE>,
+    recv_evd: Arg<3, DAT_EVD_HANDLE>,
+    request_evd: Arg<4, DAT_EVD_HANDLE>,
+    connect_evd: Arg<5, DAT_EVD_HANDLE>,
+    srq: Arg<6, DAT_SRQ_HANDLE>,
+    attr: Arg<7, *const DAT_EP_ATTR>,
+    ep_out: Arg<8, *mut DAT_EP_HANDLE>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
@@ -159,8 +166,8 @@ pub unsafe extern "C" fn ep_create_with_srq<B: Transport>(
             let pz = PzHandle::from_raw(cx.raw(pz, Kind::Pz)?);
             let e = evds(cx, recv_evd, request_evd, connect_evd)?;
             let srq = SrqHandle::from_raw(cx.raw(srq, Kind::Srq)?);
-            let attr = attr_in(&input(attr, 7)?, 7)?;
-            let slot = out(ep_out, 8)?;
+            let attr = attr_in(&attr.input()?, attr.invalid())?;
+            let slot = ep_out.out()?;
             let ep =
                 cx.st.core.ep_create_with_srq(IaHandle::from_raw(raw), pz, e.recv, e.request, e.connect, srq, &attr)?;
             *slot = cx.st.ptr(ep);
@@ -171,15 +178,15 @@ pub unsafe extern "C" fn ep_create_with_srq<B: Transport>(
 
 /// dat_ep_query(3DAT). The address pointers stay valid until the next
 /// query of the same EP or its free.
-pub unsafe extern "C" fn ep_query<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    _mask: DAT_EP_PARAM_MASK,
-    param: *mut DAT_EP_PARAM,
+pub(crate) unsafe fn ep_query<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    _mask: Arg<2, DAT_EP_PARAM_MASK>,
+    param: Arg<3, *mut DAT_EP_PARAM>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
-            let slot = out(param, 3)?;
+            let slot = param.out()?;
             let p = cx.st.core.ep_query(EpHandle::from_raw(raw))?;
             let addrs = &mut cx.st.ep_addr[raw.index() as usize];
             *addrs = (Addr(p.local_ia_address), Addr(p.remote_ia_address));
@@ -203,15 +210,16 @@ pub unsafe extern "C" fn ep_query<B: Transport>(
 }
 
 /// dat_ep_modify(3DAT): the handles and attributes the mask names.
-pub unsafe extern "C" fn ep_modify<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    mask: DAT_EP_PARAM_MASK,
-    param: *const DAT_EP_PARAM,
+pub(crate) unsafe fn ep_modify<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    mask: Arg<2, DAT_EP_PARAM_MASK>,
+    param: Arg<3, *const DAT_EP_PARAM>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
-            let p = &input(param, 3)?;
+            let p = &param.input()?;
+            let mask = mask.0;
             let evd = |cx: &Cx<B>, set: bool, h| -> DatResult<Option<EvdHandle>> {
                 Ok(if set { Some(EvdHandle::from_raw(cx.raw_or_null(h, Kind::Evd)?)) } else { None })
             };
@@ -220,7 +228,7 @@ pub unsafe extern "C" fn ep_modify<B: Transport>(
                 recv_evd: evd(cx, mask & FIELD_RECV_EVD != 0, p.recv_evd_handle)?,
                 request_evd: evd(cx, mask & FIELD_REQUEST_EVD != 0, p.request_evd_handle)?,
                 connect_evd: evd(cx, mask & FIELD_CONNECT_EVD != 0, p.connect_evd_handle)?,
-                attr: if mask & FIELD_ATTR_ALL != 0 { Some(attr_in(&p.ep_attr, 3)?) } else { None },
+                attr: if mask & FIELD_ATTR_ALL != 0 { Some(attr_in(&p.ep_attr, param.invalid())?) } else { None },
             };
             cx.st.core.ep_modify(EpHandle::from_raw(raw), &changes)
         })
@@ -229,59 +237,62 @@ pub unsafe extern "C" fn ep_modify<B: Transport>(
 
 /// dat_ep_connect(3DAT).
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn ep_connect<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    remote_addr: DAT_IA_ADDRESS_PTR,
-    conn_qual: DAT_CONN_QUAL,
-    timeout: DAT_TIMEOUT,
-    pd_size: DAT_COUNT,
-    pd: DAT_PVOID,
-    qos: DAT_QOS,
-    flags: DAT_CONNECT_FLAGS,
+pub(crate) unsafe fn ep_connect<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    remote_addr: Arg<2, DAT_IA_ADDRESS_PTR>,
+    conn_qual: Arg<3, DAT_CONN_QUAL>,
+    timeout: Arg<4, DAT_TIMEOUT>,
+    pd_size: Arg<5, DAT_COUNT>,
+    pd: Arg<6, DAT_PVOID>,
+    qos: Arg<7, DAT_QOS>,
+    flags: Arg<8, DAT_CONNECT_FLAGS>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
-            let addr = address_in(remote_addr, 2)?;
-            let data = bytes(pd, pd_size, 5)?;
+            let addr = address_in(remote_addr)?;
+            let data = private_data(pd_size, pd)?;
             cx.st.core.ep_connect(
                 EpHandle::from_raw(raw),
                 &addr,
-                conn_qual,
-                timeout,
+                conn_qual.0,
+                timeout.0,
                 data,
-                Qos(qos),
-                ConnectFlags(flags),
+                Qos(qos.0),
+                ConnectFlags(flags.0),
             )
         })
     }
 }
 
 /// dat_ep_dup_connect(3DAT).
-pub unsafe extern "C" fn ep_dup_connect<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    dup: DAT_EP_HANDLE,
-    timeout: DAT_TIMEOUT,
-    pd_size: DAT_COUNT,
-    pd: DAT_PVOID,
-    qos: DAT_QOS,
+pub(crate) unsafe fn ep_dup_connect<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    dup: Arg<2, DAT_EP_HANDLE>,
+    timeout: Arg<3, DAT_TIMEOUT>,
+    pd_size: Arg<4, DAT_COUNT>,
+    pd: Arg<5, DAT_PVOID>,
+    qos: Arg<6, DAT_QOS>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let dup = EpHandle::from_raw(cx.raw(dup, Kind::Ep)?);
-            let data = bytes(pd, pd_size, 4)?;
-            cx.st.core.ep_dup_connect(EpHandle::from_raw(raw), dup, timeout, data, Qos(qos))
+            let data = private_data(pd_size, pd)?;
+            cx.st.core.ep_dup_connect(EpHandle::from_raw(raw), dup, timeout.0, data, Qos(qos.0))
         })
     }
 }
 
 /// dat_ep_disconnect(3DAT).
-pub unsafe extern "C" fn ep_disconnect<B: Transport>(ep: DAT_EP_HANDLE, flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
+pub(crate) unsafe fn ep_disconnect<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    flags: Arg<2, DAT_CLOSE_FLAGS>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
-            let flags = CloseFlags::from_raw(flags).ok_or(DatError::invalid_arg(2))?;
+            let flags = CloseFlags::from_raw(flags.0).ok_or(flags.invalid())?;
             cx.st.core.ep_disconnect(EpHandle::from_raw(raw), flags)
         })
     }
@@ -289,91 +300,100 @@ pub unsafe extern "C" fn ep_disconnect<B: Transport>(ep: DAT_EP_HANDLE, flags: D
 
 /// The posts of an Endpoint share their first arguments; `f` is the core
 /// call.
+#[inline(always)]
 unsafe fn post<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    n: DAT_COUNT,
-    segs: *const DAT_LMR_TRIPLET,
+    ep: Arg<1, DAT_EP_HANDLE>,
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
     f: impl FnOnce(&mut Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word.
-    unsafe { with::<B>(ep, Kind::Ep, |cx, raw| f(&mut cx.st.core, EpHandle::from_raw(raw), iov(segs, n, 2)?)) }
+    unsafe { with::<B>(ep, Kind::Ep, |cx, raw| f(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?)) }
 }
 
 /// dat_ep_post_send(3DAT).
-pub unsafe extern "C" fn ep_post_send<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    n: DAT_COUNT,
-    segs: *mut DAT_LMR_TRIPLET,
-    cookie: DAT_DTO_COOKIE,
-    flags: DAT_COMPLETION_FLAGS,
+#[inline(always)]
+pub(crate) unsafe fn ep_post_send<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    cookie: Arg<4, DAT_DTO_COOKIE>,
+    flags: Arg<5, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
-    unsafe { post::<B>(ep, n, segs, |core, ep, iov| core.ep_post_send(ep, iov, cookie.as_64, CompletionFlags(flags))) }
+    unsafe {
+        post::<B>(ep, n, segs, |core, ep, iov| core.ep_post_send(ep, iov, cookie.0.as_64, CompletionFlags(flags.0)))
+    }
 }
 
 /// dat_ep_post_recv(3DAT).
-pub unsafe extern "C" fn ep_post_recv<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    n: DAT_COUNT,
-    segs: *mut DAT_LMR_TRIPLET,
-    cookie: DAT_DTO_COOKIE,
-    flags: DAT_COMPLETION_FLAGS,
+#[inline(always)]
+pub(crate) unsafe fn ep_post_recv<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    cookie: Arg<4, DAT_DTO_COOKIE>,
+    flags: Arg<5, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
-    unsafe { post::<B>(ep, n, segs, |core, ep, iov| core.ep_post_recv(ep, iov, cookie.as_64, CompletionFlags(flags))) }
+    unsafe {
+        post::<B>(ep, n, segs, |core, ep, iov| core.ep_post_recv(ep, iov, cookie.0.as_64, CompletionFlags(flags.0)))
+    }
 }
 
 /// dat_ep_post_rdma_read(3DAT).
-pub unsafe extern "C" fn ep_post_rdma_read<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    n: DAT_COUNT,
-    segs: *mut DAT_LMR_TRIPLET,
-    cookie: DAT_DTO_COOKIE,
-    rmr: *const DAT_RMR_TRIPLET,
-    flags: DAT_COMPLETION_FLAGS,
+#[inline(always)]
+pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    cookie: Arg<4, DAT_DTO_COOKIE>,
+    rmr: Arg<5, *const DAT_RMR_TRIPLET>,
+    flags: Arg<6, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
     unsafe {
         post::<B>(ep, n, segs, |core, ep, iov| {
-            core.ep_post_rdma_read(ep, iov, cookie.as_64, &remote(rmr, 5)?, CompletionFlags(flags))
+            core.ep_post_rdma_read(ep, iov, cookie.0.as_64, &remote(rmr)?, CompletionFlags(flags.0))
         })
     }
 }
 
 /// dat_ep_post_rdma_write(3DAT).
-pub unsafe extern "C" fn ep_post_rdma_write<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    n: DAT_COUNT,
-    segs: *mut DAT_LMR_TRIPLET,
-    cookie: DAT_DTO_COOKIE,
-    rmr: *const DAT_RMR_TRIPLET,
-    flags: DAT_COMPLETION_FLAGS,
+#[inline(always)]
+pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    cookie: Arg<4, DAT_DTO_COOKIE>,
+    rmr: Arg<5, *const DAT_RMR_TRIPLET>,
+    flags: Arg<6, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
     unsafe {
         post::<B>(ep, n, segs, |core, ep, iov| {
-            core.ep_post_rdma_write(ep, iov, cookie.as_64, &remote(rmr, 5)?, CompletionFlags(flags))
+            core.ep_post_rdma_write(ep, iov, cookie.0.as_64, &remote(rmr)?, CompletionFlags(flags.0))
         })
     }
 }
 
 /// dat_ep_get_status(3DAT).
-pub unsafe extern "C" fn ep_get_status<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    state: *mut DAT_EP_STATE,
-    recv_idle: *mut DAT_BOOLEAN,
-    request_idle: *mut DAT_BOOLEAN,
+pub(crate) unsafe fn ep_get_status<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    state: Arg<2, *mut DAT_EP_STATE>,
+    recv_idle: Arg<3, *mut DAT_BOOLEAN>,
+    request_idle: Arg<4, *mut DAT_BOOLEAN>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; out-pointers may be null.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let (s, recv, request) = cx.st.core.ep_get_status(EpHandle::from_raw(raw))?;
             let b = |v: bool| if v { DAT_TRUE } else { DAT_FALSE };
-            *out(state, 2)? = s as DAT_EP_STATE;
-            if let Some(p) = recv_idle.as_mut() {
+            *state.out()? = s as DAT_EP_STATE;
+            if let Some(p) = recv_idle.out_or_null()? {
                 *p = b(recv);
             }
-            if let Some(p) = request_idle.as_mut() {
+            if let Some(p) = request_idle.out_or_null()? {
                 *p = b(request);
             }
             Ok(())
@@ -384,7 +404,7 @@ pub unsafe extern "C" fn ep_get_status<B: Transport>(
 macro_rules! ep_call {
     ($(#[$doc:meta])* $name:ident => $method:ident) => {
         $(#[$doc])*
-        pub unsafe extern "C" fn $name<B: Transport>(ep: DAT_EP_HANDLE) -> DAT_RETURN {
+        pub(crate) unsafe fn $name<B: Transport>(ep: Arg<1, DAT_EP_HANDLE>) -> DAT_RETURN {
             // SAFETY: dispatched on `ep`'s provider word.
             unsafe { with::<B>(ep, Kind::Ep, |cx, raw| cx.st.core.$method(EpHandle::from_raw(raw))) }
         }
@@ -400,7 +420,7 @@ const FLUSH_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// dat_ep_reset(3DAT). A transport that still owes the EP's flushes gets
 /// them awaited here, in 1 ms sleeps without the lock, rather than inside
 /// the reset under it.
-pub unsafe extern "C" fn ep_reset<B: Transport>(ep: DAT_EP_HANDLE) -> DAT_RETURN {
+pub(crate) unsafe fn ep_reset<B: Transport>(ep: Arg<1, DAT_EP_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
@@ -417,19 +437,19 @@ pub unsafe extern "C" fn ep_reset<B: Transport>(ep: DAT_EP_HANDLE) -> DAT_RETURN
 }
 
 /// dat_ep_recv_query(3DAT).
-pub unsafe extern "C" fn ep_recv_query<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    nbufs: *mut DAT_COUNT,
-    span: *mut DAT_COUNT,
+pub(crate) unsafe fn ep_recv_query<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    nbufs: Arg<2, *mut DAT_COUNT>,
+    span: Arg<3, *mut DAT_COUNT>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; out-pointers may be null.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let (n, s) = cx.st.core.ep_recv_query(EpHandle::from_raw(raw))?;
-            if let Some(p) = nbufs.as_mut() {
+            if let Some(p) = nbufs.out_or_null()? {
                 *p = int(n);
             }
-            if let Some(p) = span.as_mut() {
+            if let Some(p) = span.out_or_null()? {
                 *p = int(s);
             }
             Ok(())
@@ -438,15 +458,15 @@ pub unsafe extern "C" fn ep_recv_query<B: Transport>(
 }
 
 /// dat_ep_set_watermark(3DAT).
-pub unsafe extern "C" fn ep_set_watermark<B: Transport>(
-    ep: DAT_EP_HANDLE,
-    soft: DAT_COUNT,
-    hard: DAT_COUNT,
+pub(crate) unsafe fn ep_set_watermark<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    soft: Arg<2, DAT_COUNT>,
+    hard: Arg<3, DAT_COUNT>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
-            cx.st.core.ep_set_watermark(EpHandle::from_raw(raw), count(soft, 2)?, count(hard, 3)?)
+            cx.st.core.ep_set_watermark(EpHandle::from_raw(raw), soft.count()?, hard.count()?)
         })
     }
 }

@@ -7,7 +7,7 @@ use udat_core::handle::{CnoHandle, EvdHandle, IaHandle, Kind};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, Event, EventData, WaitStep};
 
-use super::{count, out, with, Cx};
+use super::{with, Arg, Cx};
 use parking_lot::MutexGuard;
 
 use crate::instance::{State, Transport};
@@ -20,20 +20,20 @@ const SLICE_US: u64 = 10_000;
 const MODEL_SLICE_US: u64 = 1_000;
 
 /// dat_evd_create(3DAT).
-pub unsafe extern "C" fn evd_create<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    qlen: DAT_COUNT,
-    cno: DAT_CNO_HANDLE,
-    flags: DAT_EVD_FLAGS,
-    evd_out: *mut DAT_EVD_HANDLE,
+pub(crate) unsafe fn evd_create<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    qlen: Arg<2, DAT_COUNT>,
+    cno: Arg<3, DAT_CNO_HANDLE>,
+    flags: Arg<4, DAT_EVD_FLAGS>,
+    evd_out: Arg<5, *mut DAT_EVD_HANDLE>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
-            let qlen = count(qlen, 2)?;
+            let qlen = qlen.count()?;
             let cno = CnoHandle::from_raw(cx.raw_or_null(cno, Kind::Cno)?);
-            let slot = out(evd_out, 5)?;
-            let evd = cx.st.core.evd_create(IaHandle::from_raw(raw), qlen, cno, EvdFlags(flags))?;
+            let slot = evd_out.out()?;
+            let evd = cx.st.core.evd_create(IaHandle::from_raw(raw), qlen, cno, EvdFlags(flags.0))?;
             *slot = cx.st.ptr(evd);
             Ok(())
         })
@@ -43,7 +43,7 @@ pub unsafe extern "C" fn evd_create<B: Transport>(
 macro_rules! evd_call {
     ($(#[$doc:meta])* $name:ident => $method:ident) => {
         $(#[$doc])*
-        pub unsafe extern "C" fn $name<B: Transport>(evd: DAT_EVD_HANDLE) -> DAT_RETURN {
+        pub(crate) unsafe fn $name<B: Transport>(evd: Arg<1, DAT_EVD_HANDLE>) -> DAT_RETURN {
             // SAFETY: dispatched on `evd`'s provider word.
             unsafe { with::<B>(evd, Kind::Evd, |cx, raw| cx.st.core.$method(EvdHandle::from_raw(raw))) }
         }
@@ -62,16 +62,16 @@ evd_call!(/// dat_evd_clear_unwaitable(3DAT).
     evd_clear_unwaitable => evd_clear_unwaitable);
 
 /// dat_evd_query(3DAT).
-pub unsafe extern "C" fn evd_query<B: Transport>(
-    evd: DAT_EVD_HANDLE,
-    m: DAT_EVD_PARAM_MASK,
-    param: *mut DAT_EVD_PARAM,
+pub(crate) unsafe fn evd_query<B: Transport>(
+    evd: Arg<1, DAT_EVD_HANDLE>,
+    m: Arg<2, DAT_EVD_PARAM_MASK>,
+    param: Arg<3, *mut DAT_EVD_PARAM>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `evd`'s provider word.
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
-            let slot = out(param, 3)?;
-            let p = cx.st.core.evd_query(EvdHandle::from_raw(raw), m)?;
+            let slot = param.out()?;
+            let p = cx.st.core.evd_query(EvdHandle::from_raw(raw), m.0)?;
             slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
             slot.evd_qlen = p.evd_qlen.min(i32::MAX as u32) as DAT_COUNT;
             slot.evd_state = p.evd_state.0;
@@ -83,7 +83,10 @@ pub unsafe extern "C" fn evd_query<B: Transport>(
 }
 
 /// dat_evd_modify_cno(3DAT).
-pub unsafe extern "C" fn evd_modify_cno<B: Transport>(evd: DAT_EVD_HANDLE, cno: DAT_CNO_HANDLE) -> DAT_RETURN {
+pub(crate) unsafe fn evd_modify_cno<B: Transport>(
+    evd: Arg<1, DAT_EVD_HANDLE>,
+    cno: Arg<2, DAT_CNO_HANDLE>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `evd`'s provider word.
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
@@ -94,40 +97,47 @@ pub unsafe extern "C" fn evd_modify_cno<B: Transport>(evd: DAT_EVD_HANDLE, cno: 
 }
 
 /// dat_evd_resize(3DAT).
-pub unsafe extern "C" fn evd_resize<B: Transport>(evd: DAT_EVD_HANDLE, qlen: DAT_COUNT) -> DAT_RETURN {
+pub(crate) unsafe fn evd_resize<B: Transport>(evd: Arg<1, DAT_EVD_HANDLE>, qlen: Arg<2, DAT_COUNT>) -> DAT_RETURN {
     // SAFETY: dispatched on `evd`'s provider word.
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
-            let qlen = count(qlen, 2)?;
+            let qlen = qlen.count()?;
             cx.st.core.evd_resize(EvdHandle::from_raw(raw), qlen)
         })
     }
 }
 
 /// dat_evd_post_se(3DAT).
-pub unsafe extern "C" fn evd_post_se<B: Transport>(evd: DAT_EVD_HANDLE, event: *const DAT_EVENT) -> DAT_RETURN {
+pub(crate) unsafe fn evd_post_se<B: Transport>(
+    evd: Arg<1, DAT_EVD_HANDLE>,
+    event: Arg<2, *const DAT_EVENT>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `evd`'s provider word.
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
-            let event = &super::input(event, 2)?;
+            let se = &event.input()?;
             // "DAT_INVALID_PARAMETER: ... the event is not a software event"
-            if event.event_number != DAT_SOFTWARE_EVENT {
-                return Err(DatError::invalid_arg(2));
+            if se.event_number != DAT_SOFTWARE_EVENT {
+                return Err(event.invalid());
             }
-            let pointer = event.event_data.software_event_data.pointer as u64;
+            let pointer = se.event_data.software_event_data.pointer as u64;
             cx.st.core.evd_post_se(EvdHandle::from_raw(raw), pointer)
         })
     }
 }
 
 /// dat_evd_dequeue(3DAT).
-pub unsafe extern "C" fn evd_dequeue<B: Transport>(evd: DAT_EVD_HANDLE, event: *mut DAT_EVENT) -> DAT_RETURN {
+#[inline(always)]
+pub(crate) unsafe fn evd_dequeue<B: Transport>(
+    evd: Arg<1, DAT_EVD_HANDLE>,
+    event: Arg<2, *mut DAT_EVENT>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `evd`'s provider word.
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
-            let slot = out(event, 2)?;
+            let slot = event.out()?;
             let e = cx.st.core.evd_dequeue(EvdHandle::from_raw(raw))?;
-            write_event(cx, evd, &e, slot);
+            write_event(cx, evd.0, &e, slot);
             Ok(())
         })
     }
@@ -135,26 +145,26 @@ pub unsafe extern "C" fn evd_dequeue<B: Transport>(evd: DAT_EVD_HANDLE, event: *
 
 /// dat_evd_wait(3DAT). The lock is let go while the thread sleeps, so other
 /// threads post and reap on the same provider meanwhile.
-pub unsafe extern "C" fn evd_wait<B: Transport>(
-    evd: DAT_EVD_HANDLE,
-    timeout: DAT_TIMEOUT,
-    threshold: DAT_COUNT,
-    event: *mut DAT_EVENT,
-    nmore: *mut DAT_COUNT,
+pub(crate) unsafe fn evd_wait<B: Transport>(
+    evd: Arg<1, DAT_EVD_HANDLE>,
+    timeout: Arg<2, DAT_TIMEOUT>,
+    threshold: Arg<3, DAT_COUNT>,
+    event: Arg<4, *mut DAT_EVENT>,
+    nmore: Arg<5, *mut DAT_COUNT>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `evd`'s provider word.
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
-            let slot = out(event, 4)?;
-            let nmore = out(nmore, 5)?;
-            let threshold = count(threshold, 3)?;
+            let slot = event.out()?;
+            let nmore = nmore.out()?;
+            let threshold = threshold.count()?;
             let h = EvdHandle::from_raw(raw);
             let ia = cx.st.core.evd_query(h, udat_core::EVD_FIELD_ALL)?.ia;
-            let wait = cx.st.core.evd_wait_begin(h, timeout, threshold)?;
+            let wait = cx.st.core.evd_wait_begin(h, timeout.0, threshold)?;
             loop {
                 match cx.st.core.evd_wait_poll(&wait)? {
                     WaitStep::Ready { event, nmore: more } => {
-                        write_event(cx, evd, &event, slot);
+                        write_event(cx, evd.0, &event, slot);
                         *nmore = more.min(i32::MAX as u32) as DAT_COUNT;
                         return Ok(());
                     }

@@ -8,8 +8,9 @@ use udat_core::handle::{EpHandle, Kind};
 use udat_core::types::CompletionFlags;
 use udat_core::{DatError, ErrorType};
 
+use super::arg::iov;
 use super::ep::remote;
-use super::{iov, with};
+use super::{with, Arg};
 use crate::instance::Transport;
 use crate::sys::*;
 
@@ -23,20 +24,28 @@ pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_po
     // SAFETY: dispatched on `h`'s provider word; the triplet pointers are
     // the consumer's, checked for null by `iov` and `remote`.
     unsafe {
-        with::<B>(h, Kind::Ep, |cx, raw| {
+        with::<B>(Arg(h), Kind::Ep, |cx, raw| {
             let (core, ep) = (&mut cx.st.core, EpHandle::from_raw(raw));
             match p.op {
                 DAT_IB_RDMA_WRITE_IMMED_OP => {
-                    let local = iov(p.local, p.segments, 3)?;
-                    core.ep_post_rdma_write_imm(ep, local, cookie, &remote(p.remote, 6)?, p.immediate, flags)
+                    let local = iov(Arg::<3, _>(p.segments), Arg::<4, _>(p.local.cast_mut()))?;
+                    core.ep_post_rdma_write_imm(ep, local, cookie, &remote(Arg::<6, _>(p.remote))?, p.immediate, flags)
                 }
                 DAT_IB_CMP_AND_SWAP_OP => {
-                    let local = &iov(p.local, 1, 4)?[0];
-                    core.ep_post_compare_swap(ep, p.compare_add, p.swap, local, cookie, &remote(p.remote, 7)?, flags)
+                    let local = &iov(Arg::<4, _>(1), Arg::<5, _>(p.local.cast_mut()))?[0];
+                    core.ep_post_compare_swap(
+                        ep,
+                        p.compare_add,
+                        p.swap,
+                        local,
+                        cookie,
+                        &remote(Arg::<7, _>(p.remote))?,
+                        flags,
+                    )
                 }
                 DAT_IB_FETCH_AND_ADD_OP => {
-                    let local = &iov(p.local, 1, 3)?[0];
-                    core.ep_post_fetch_add(ep, p.compare_add, local, cookie, &remote(p.remote, 6)?, flags)
+                    let local = &iov(Arg::<3, _>(1), Arg::<4, _>(p.local.cast_mut()))?[0];
+                    core.ep_post_fetch_add(ep, p.compare_add, local, cookie, &remote(Arg::<6, _>(p.remote))?, flags)
                 }
                 _ => Err(DatError::of(ErrorType::NotImplemented)),
             }

@@ -6,7 +6,7 @@ use udat_core::handle::{EvdHandle, IaHandle, Kind};
 use udat_core::types::{CloseFlags, IaAttr};
 use udat_core::{AsyncEvd, AsyncEvdRef, DatError, ErrorType};
 
-use super::{count, guarded_on, out, with, Cx};
+use super::{guarded_on, with, Arg, Cx};
 use crate::instance::{Addr, Transport};
 use crate::registry;
 use crate::sys::*;
@@ -44,24 +44,25 @@ const ASYNC_EXISTS: usize = 1;
 
 /// dat_ia_open(3DAT), as libdat2 and the static registry call it: the
 /// instance is the one registered under `name`.
-pub unsafe extern "C" fn ia_open<B: Transport>(
-    name: DAT_NAME_PTR,
-    async_evd_qlen: DAT_COUNT,
-    async_evd: *mut DAT_EVD_HANDLE,
-    ia_out: *mut DAT_IA_HANDLE,
+pub(crate) unsafe fn ia_open<B: Transport>(
+    name: Arg<1, DAT_NAME_PTR>,
+    async_evd_qlen: Arg<2, DAT_COUNT>,
+    async_evd: Arg<3, *mut DAT_EVD_HANDLE>,
+    ia_out: Arg<4, *mut DAT_IA_HANDLE>,
 ) -> DAT_RETURN {
-    let inst = match super::name(name, 1)
+    let inst = match name
+        .name()
         .and_then(|name| registry::find::<B>(&name).ok_or(DatError::of(ErrorType::ProviderNotFound)))
     {
         Ok(inst) => inst,
         Err(e) => return e.to_raw(),
     };
     guarded_on(inst, || {
-        let evd_slot = out(async_evd, 3)?;
-        let ia_slot = out(ia_out, 4)?;
+        let evd_slot = async_evd.out()?;
+        let ia_slot = ia_out.out()?;
         let mut cx = Cx { inst, st: inst.state.lock() };
         let how = if evd_slot.is_null() {
-            AsyncEvd::Create { min_qlen: count(async_evd_qlen, 2)? }
+            AsyncEvd::Create { min_qlen: async_evd_qlen.count()? }
         } else if *evd_slot as usize == ASYNC_EXISTS {
             AsyncEvd::Exists
         } else {
@@ -79,11 +80,11 @@ pub unsafe extern "C" fn ia_open<B: Transport>(
 }
 
 /// dat_ia_close(3DAT).
-pub unsafe extern "C" fn ia_close<B: Transport>(ia: DAT_IA_HANDLE, flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
+pub(crate) unsafe fn ia_close<B: Transport>(ia: Arg<1, DAT_IA_HANDLE>, flags: Arg<2, DAT_CLOSE_FLAGS>) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
-            let flags = CloseFlags::from_raw(flags).ok_or(DatError::invalid_arg(2))?;
+            let flags = CloseFlags::from_raw(flags.0).ok_or(flags.invalid())?;
             cx.st.core.ia_close(IaHandle::from_raw(raw), flags)
         })
     }
@@ -91,13 +92,13 @@ pub unsafe extern "C" fn ia_close<B: Transport>(ia: DAT_IA_HANDLE, flags: DAT_CL
 
 /// dat_ia_query(3DAT). Every field of a structure given is filled,
 /// whatever its mask asks.
-pub unsafe extern "C" fn ia_query<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    async_evd: *mut DAT_EVD_HANDLE,
-    ia_mask: DAT_IA_ATTR_MASK,
-    ia_attr: *mut DAT_IA_ATTR,
-    provider_mask: DAT_PROVIDER_ATTR_MASK,
-    provider_attr: *mut DAT_PROVIDER_ATTR,
+pub(crate) unsafe fn ia_query<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    async_evd: Arg<2, *mut DAT_EVD_HANDLE>,
+    ia_mask: Arg<3, DAT_IA_ATTR_MASK>,
+    ia_attr: Arg<4, *mut DAT_IA_ATTR>,
+    provider_mask: Arg<5, DAT_PROVIDER_ATTR_MASK>,
+    provider_attr: Arg<6, *mut DAT_PROVIDER_ATTR>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
@@ -105,25 +106,25 @@ pub unsafe extern "C" fn ia_query<B: Transport>(
             // dat_ia_query(3DAT): the attributes a mask asks for go to "a
             // Consumer-allocated structure that the Provider fills": none
             // there is DAT_INVALID_PARAMETER. A zero mask asks for nothing.
-            if ia_mask != 0 && ia_attr.is_null() {
-                return Err(DatError::invalid_arg(4));
+            if ia_mask.0 != 0 && ia_attr.0.is_null() {
+                return Err(ia_attr.invalid());
             }
-            if provider_mask != 0 && provider_attr.is_null() {
-                return Err(DatError::invalid_arg(6));
+            if provider_mask.0 != 0 && provider_attr.0.is_null() {
+                return Err(provider_attr.invalid());
             }
             let ia = IaHandle::from_raw(raw);
             let (evd, attr) = cx.st.core.ia_query(ia)?;
-            if let Some(slot) = async_evd.as_mut() {
+            if let Some(slot) = async_evd.out_or_null()? {
                 *slot = match evd {
                     AsyncEvdRef::Handle(h) => cx.st.ptr(h),
                     AsyncEvdRef::OutOfScope => ASYNC_EXISTS as DAT_EVD_HANDLE,
                 };
             }
-            if let Some(a) = ia_attr.as_mut() {
+            if let Some(a) = ia_attr.out_or_null()? {
                 let addr = ptr::addr_of_mut!(cx.st.ia_addr[raw.index() as usize]).cast();
                 fill_ia_attr(a, &attr, addr);
             }
-            if let Some(p) = provider_attr.as_mut() {
+            if let Some(p) = provider_attr.out_or_null()? {
                 fill_provider_attr(cx, p, &attr);
             }
             Ok(())

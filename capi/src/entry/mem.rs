@@ -4,16 +4,20 @@ use udat_core::handle::{EpHandle, IaHandle, Kind, LmrHandle, PzHandle, RmrHandle
 use udat_core::types::{CompletionFlags, LmrTriplet, MemPriv, MemType};
 use udat_core::{DatError, ErrorType};
 
-use super::{out, with};
+use super::arg::triplets;
+use super::{with, Arg};
 use crate::instance::Transport;
 use crate::sys::*;
 
 /// dat_pz_create(3DAT).
-pub unsafe extern "C" fn pz_create<B: Transport>(ia: DAT_IA_HANDLE, pz_out: *mut DAT_PZ_HANDLE) -> DAT_RETURN {
+pub(crate) unsafe fn pz_create<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    pz_out: Arg<2, *mut DAT_PZ_HANDLE>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
-            let slot = out(pz_out, 2)?;
+            let slot = pz_out.out()?;
             let pz = cx.st.core.pz_create(IaHandle::from_raw(raw))?;
             *slot = cx.st.ptr(pz);
             Ok(())
@@ -22,22 +26,22 @@ pub unsafe extern "C" fn pz_create<B: Transport>(ia: DAT_IA_HANDLE, pz_out: *mut
 }
 
 /// dat_pz_free(3DAT).
-pub unsafe extern "C" fn pz_free<B: Transport>(pz: DAT_PZ_HANDLE) -> DAT_RETURN {
+pub(crate) unsafe fn pz_free<B: Transport>(pz: Arg<1, DAT_PZ_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `pz`'s provider word.
     unsafe { with::<B>(pz, Kind::Pz, |cx, raw| cx.st.core.pz_free(PzHandle::from_raw(raw))) }
 }
 
 /// dat_pz_query(3DAT).
-pub unsafe extern "C" fn pz_query<B: Transport>(
-    pz: DAT_PZ_HANDLE,
-    m: DAT_PZ_PARAM_MASK,
-    param: *mut DAT_PZ_PARAM,
+pub(crate) unsafe fn pz_query<B: Transport>(
+    pz: Arg<1, DAT_PZ_HANDLE>,
+    m: Arg<2, DAT_PZ_PARAM_MASK>,
+    param: Arg<3, *mut DAT_PZ_PARAM>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `pz`'s provider word.
     unsafe {
         with::<B>(pz, Kind::Pz, |cx, raw| {
-            let slot = out(param, 3)?;
-            let p = cx.st.core.pz_query(PzHandle::from_raw(raw), m)?;
+            let slot = param.out()?;
+            let p = cx.st.core.pz_query(PzHandle::from_raw(raw), m.0)?;
             slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
             Ok(())
         })
@@ -46,19 +50,19 @@ pub unsafe extern "C" fn pz_query<B: Transport>(
 
 /// dat_lmr_create(3DAT): virtual memory, or another LMR's region.
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn lmr_create<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    mem_type: DAT_MEM_TYPE,
-    region: DAT_REGION_DESCRIPTION,
-    length: DAT_VLEN,
-    pz: DAT_PZ_HANDLE,
-    privileges: DAT_MEM_PRIV_FLAGS,
-    va_type: DAT_VA_TYPE,
-    lmr_out: *mut DAT_LMR_HANDLE,
-    lmr_context: *mut DAT_LMR_CONTEXT,
-    rmr_context: *mut DAT_RMR_CONTEXT,
-    registered_length: *mut DAT_VLEN,
-    registered_address: *mut DAT_VADDR,
+pub(crate) unsafe fn lmr_create<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    mem_type: Arg<2, DAT_MEM_TYPE>,
+    region: Arg<3, DAT_REGION_DESCRIPTION>,
+    length: Arg<4, DAT_VLEN>,
+    pz: Arg<5, DAT_PZ_HANDLE>,
+    privileges: Arg<6, DAT_MEM_PRIV_FLAGS>,
+    va_type: Arg<7, DAT_VA_TYPE>,
+    lmr_out: Arg<8, *mut DAT_LMR_HANDLE>,
+    lmr_context: Arg<9, *mut DAT_LMR_CONTEXT>,
+    rmr_context: Arg<10, *mut DAT_RMR_CONTEXT>,
+    registered_length: Arg<11, *mut DAT_VLEN>,
+    registered_address: Arg<12, *mut DAT_VADDR>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word; the region union is read
     // as the member `mem_type` names; out-pointers other than the handle
@@ -67,28 +71,33 @@ pub unsafe extern "C" fn lmr_create<B: Transport>(
         with::<B>(ia, Kind::Ia, |cx, raw| {
             // Zero-based virtual addresses are not offered
             // (DAT_IA_ATTR.zb_supported is false).
-            if va_type != DAT_VA_TYPE_VA {
+            if va_type.0 != DAT_VA_TYPE_VA {
                 return Err(DatError::of(ErrorType::ModelNotSupported));
             }
-            let mem = match mem_type {
-                DAT_MEM_TYPE_VIRTUAL => MemType::Virtual { address: region.for_va as u64, length },
-                DAT_MEM_TYPE_LMR => MemType::Lmr(LmrHandle::from_raw(cx.raw(region.for_lmr_handle, Kind::Lmr)?)),
+            let mem = match mem_type.0 {
+                DAT_MEM_TYPE_VIRTUAL => MemType::Virtual { address: region.0.for_va as u64, length: length.0 },
+                DAT_MEM_TYPE_LMR => MemType::Lmr(LmrHandle::from_raw(cx.raw(region.0.for_lmr_handle, Kind::Lmr)?)),
                 _ => return Err(DatError::of(ErrorType::ModelNotSupported)),
             };
             let pz = PzHandle::from_raw(cx.raw(pz, Kind::Pz)?);
-            let slot = out(lmr_out, 8)?;
-            let made = cx.st.core.lmr_create(IaHandle::from_raw(raw), mem, pz, MemPriv(privileges))?;
+            // Every out-pointer is checked before the region is registered.
+            let slot = lmr_out.out()?;
+            let lmr_context = lmr_context.out_or_null()?;
+            let rmr_context = rmr_context.out_or_null()?;
+            let registered_length = registered_length.out_or_null()?;
+            let registered_address = registered_address.out_or_null()?;
+            let made = cx.st.core.lmr_create(IaHandle::from_raw(raw), mem, pz, MemPriv(privileges.0))?;
             *slot = cx.st.ptr(made.lmr);
-            if let Some(p) = lmr_context.as_mut() {
+            if let Some(p) = lmr_context {
                 *p = made.lmr_context;
             }
-            if let Some(p) = rmr_context.as_mut() {
+            if let Some(p) = rmr_context {
                 *p = made.rmr_context.unwrap_or(0);
             }
-            if let Some(p) = registered_length.as_mut() {
+            if let Some(p) = registered_length {
                 *p = made.registered_size;
             }
-            if let Some(p) = registered_address.as_mut() {
+            if let Some(p) = registered_address {
                 *p = made.registered_address;
             }
             Ok(())
@@ -97,22 +106,22 @@ pub unsafe extern "C" fn lmr_create<B: Transport>(
 }
 
 /// dat_lmr_free(3DAT).
-pub unsafe extern "C" fn lmr_free<B: Transport>(lmr: DAT_LMR_HANDLE) -> DAT_RETURN {
+pub(crate) unsafe fn lmr_free<B: Transport>(lmr: Arg<1, DAT_LMR_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `lmr`'s provider word.
     unsafe { with::<B>(lmr, Kind::Lmr, |cx, raw| cx.st.core.lmr_free(LmrHandle::from_raw(raw))) }
 }
 
 /// dat_lmr_query(3DAT).
-pub unsafe extern "C" fn lmr_query<B: Transport>(
-    lmr: DAT_LMR_HANDLE,
-    m: DAT_LMR_PARAM_MASK,
-    param: *mut DAT_LMR_PARAM,
+pub(crate) unsafe fn lmr_query<B: Transport>(
+    lmr: Arg<1, DAT_LMR_HANDLE>,
+    m: Arg<2, DAT_LMR_PARAM_MASK>,
+    param: Arg<3, *mut DAT_LMR_PARAM>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `lmr`'s provider word.
     unsafe {
         with::<B>(lmr, Kind::Lmr, |cx, raw| {
-            let slot = out(param, 3)?;
-            let p = cx.st.core.lmr_query(LmrHandle::from_raw(raw), m)?;
+            let slot = param.out()?;
+            let p = cx.st.core.lmr_query(LmrHandle::from_raw(raw), m.0)?;
             slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
             match p.mem_type {
                 MemType::Virtual { address, length } => {
@@ -143,17 +152,22 @@ pub unsafe extern "C" fn lmr_query<B: Transport>(
     }
 }
 
-fn sync<B: Transport>(ia: DAT_IA_HANDLE, segs: *const DAT_LMR_TRIPLET, n: DAT_VLEN, read: bool) -> DAT_RETURN {
+/// The two syncs, whose array comes before its count.
+///
+/// # Safety
+/// As the DAT calls'.
+unsafe fn sync<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    segs: Arg<2, *const DAT_LMR_TRIPLET>,
+    n: Arg<3, DAT_VLEN>,
+    read: bool,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `ia`'s provider word.
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
-            // The array is argument 2 and its count argument 3 here.
-            let n = i32::try_from(n).map_err(|_| DatError::invalid_arg(3))?;
-            if segs.is_null() && n != 0 {
-                return Err(DatError::invalid_arg(2));
-            }
-            // The consumer's array holds `n` triplets (`triplets`' contract).
-            let segs = super::triplets(segs, n as usize, 1)?;
+            let len = i32::try_from(n.0).map_err(|_| n.invalid())?;
+            // The consumer's array holds `len` triplets (`triplets`' contract).
+            let segs = triplets(segs, len as usize)?;
             let ia = IaHandle::from_raw(raw);
             if read {
                 cx.st.core.lmr_sync_rdma_read(ia, segs)
@@ -165,29 +179,32 @@ fn sync<B: Transport>(ia: DAT_IA_HANDLE, segs: *const DAT_LMR_TRIPLET, n: DAT_VL
 }
 
 /// dat_lmr_sync_rdma_read(3DAT).
-pub unsafe extern "C" fn lmr_sync_rdma_read<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    segs: *const DAT_LMR_TRIPLET,
-    n: DAT_VLEN,
+pub(crate) unsafe fn lmr_sync_rdma_read<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    segs: Arg<2, *const DAT_LMR_TRIPLET>,
+    n: Arg<3, DAT_VLEN>,
 ) -> DAT_RETURN {
     sync::<B>(ia, segs, n, true)
 }
 
 /// dat_lmr_sync_rdma_write(3DAT).
-pub unsafe extern "C" fn lmr_sync_rdma_write<B: Transport>(
-    ia: DAT_IA_HANDLE,
-    segs: *const DAT_LMR_TRIPLET,
-    n: DAT_VLEN,
+pub(crate) unsafe fn lmr_sync_rdma_write<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    segs: Arg<2, *const DAT_LMR_TRIPLET>,
+    n: Arg<3, DAT_VLEN>,
 ) -> DAT_RETURN {
     sync::<B>(ia, segs, n, false)
 }
 
 /// dat_rmr_create(3DAT).
-pub unsafe extern "C" fn rmr_create<B: Transport>(pz: DAT_PZ_HANDLE, rmr_out: *mut DAT_RMR_HANDLE) -> DAT_RETURN {
+pub(crate) unsafe fn rmr_create<B: Transport>(
+    pz: Arg<1, DAT_PZ_HANDLE>,
+    rmr_out: Arg<2, *mut DAT_RMR_HANDLE>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `pz`'s provider word.
     unsafe {
         with::<B>(pz, Kind::Pz, |cx, raw| {
-            let slot = out(rmr_out, 2)?;
+            let slot = rmr_out.out()?;
             let rmr = cx.st.core.rmr_create(PzHandle::from_raw(raw))?;
             *slot = cx.st.ptr(rmr);
             Ok(())
@@ -196,22 +213,22 @@ pub unsafe extern "C" fn rmr_create<B: Transport>(pz: DAT_PZ_HANDLE, rmr_out: *m
 }
 
 /// dat_rmr_free(3DAT).
-pub unsafe extern "C" fn rmr_free<B: Transport>(rmr: DAT_RMR_HANDLE) -> DAT_RETURN {
+pub(crate) unsafe fn rmr_free<B: Transport>(rmr: Arg<1, DAT_RMR_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `rmr`'s provider word.
     unsafe { with::<B>(rmr, Kind::Rmr, |cx, raw| cx.st.core.rmr_free(RmrHandle::from_raw(raw))) }
 }
 
 /// dat_rmr_query(3DAT).
-pub unsafe extern "C" fn rmr_query<B: Transport>(
-    rmr: DAT_RMR_HANDLE,
-    m: DAT_RMR_PARAM_MASK,
-    param: *mut DAT_RMR_PARAM,
+pub(crate) unsafe fn rmr_query<B: Transport>(
+    rmr: Arg<1, DAT_RMR_HANDLE>,
+    m: Arg<2, DAT_RMR_PARAM_MASK>,
+    param: Arg<3, *mut DAT_RMR_PARAM>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `rmr`'s provider word.
     unsafe {
         with::<B>(rmr, Kind::Rmr, |cx, raw| {
-            let slot = out(param, 3)?;
-            let p = cx.st.core.rmr_query(RmrHandle::from_raw(raw), m)?;
+            let slot = param.out()?;
+            let p = cx.st.core.rmr_query(RmrHandle::from_raw(raw), m.0)?;
             let t = p.lmr_triplet.unwrap_or_default();
             slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
             slot.pz_handle = cx.st.ptr(p.pz);
@@ -231,24 +248,24 @@ pub unsafe extern "C" fn rmr_query<B: Transport>(
 
 /// dat_rmr_bind(3DAT). The LMR handle is implied by the triplet's context.
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn rmr_bind<B: Transport>(
-    rmr: DAT_RMR_HANDLE,
-    _lmr: DAT_LMR_HANDLE,
-    triplet: *const DAT_LMR_TRIPLET,
-    privileges: DAT_MEM_PRIV_FLAGS,
-    va_type: DAT_VA_TYPE,
-    ep: DAT_EP_HANDLE,
-    cookie: DAT_RMR_COOKIE,
-    flags: DAT_COMPLETION_FLAGS,
-    context_out: *mut DAT_RMR_CONTEXT,
+pub(crate) unsafe fn rmr_bind<B: Transport>(
+    rmr: Arg<1, DAT_RMR_HANDLE>,
+    _lmr: Arg<2, DAT_LMR_HANDLE>,
+    triplet: Arg<3, *const DAT_LMR_TRIPLET>,
+    privileges: Arg<4, DAT_MEM_PRIV_FLAGS>,
+    va_type: Arg<5, DAT_VA_TYPE>,
+    ep: Arg<6, DAT_EP_HANDLE>,
+    cookie: Arg<7, DAT_RMR_COOKIE>,
+    flags: Arg<8, DAT_COMPLETION_FLAGS>,
+    context_out: Arg<9, *mut DAT_RMR_CONTEXT>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `rmr`'s provider word; a cookie is 64 bits.
     unsafe {
         with::<B>(rmr, Kind::Rmr, |cx, raw| {
-            if va_type != DAT_VA_TYPE_VA {
+            if va_type.0 != DAT_VA_TYPE_VA {
                 return Err(DatError::of(ErrorType::ModelNotSupported));
             }
-            let t = super::input(triplet, 3)?;
+            let t = triplet.input()?;
             let t = LmrTriplet {
                 virtual_address: t.virtual_address,
                 segment_length: t.segment_length,
@@ -258,12 +275,12 @@ pub unsafe extern "C" fn rmr_bind<B: Transport>(
             let ctx = cx.st.core.rmr_bind(
                 RmrHandle::from_raw(raw),
                 &t,
-                MemPriv(privileges),
+                MemPriv(privileges.0),
                 ep,
-                cookie.as_64,
-                CompletionFlags(flags),
+                cookie.0.as_64,
+                CompletionFlags(flags.0),
             )?;
-            if let Some(p) = context_out.as_mut() {
+            if let Some(p) = context_out.out_or_null()? {
                 *p = ctx;
             }
             Ok(())

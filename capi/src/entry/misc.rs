@@ -1,10 +1,9 @@
-//! Calls on a handle of any kind, and the slots of features udat does not
-//! have, which answer `DAT_NOT_IMPLEMENTED`.
+//! Calls on a handle of any kind.
 
 use udat_core::handle::{AnyHandle, Kind, RawHandle};
-use udat_core::{DatError, ErrorType};
+use udat_core::DatError;
 
-use super::{guarded_on, out};
+use super::{guarded_on, Arg};
 use crate::instance::{invalid, Instance, Transport};
 use crate::sys::*;
 
@@ -31,17 +30,23 @@ unsafe fn with_any<B: Transport>(
 }
 
 /// dat_set_consumer_context(3DAT).
-pub unsafe extern "C" fn set_consumer_context<B: Transport>(h: DAT_HANDLE, context: DAT_CONTEXT) -> DAT_RETURN {
+pub(crate) unsafe fn set_consumer_context<B: Transport>(
+    h: Arg<1, DAT_HANDLE>,
+    context: Arg<2, DAT_CONTEXT>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `h`'s provider word; a context is 64 bits.
-    unsafe { with_any::<B>(h, |cx, any| cx.st.core.set_consumer_context(any, context.as_64)) }
+    unsafe { with_any::<B>(h.0, |cx, any| cx.st.core.set_consumer_context(any, context.0.as_64)) }
 }
 
 /// dat_get_consumer_context(3DAT).
-pub unsafe extern "C" fn get_consumer_context<B: Transport>(h: DAT_HANDLE, context: *mut DAT_CONTEXT) -> DAT_RETURN {
+pub(crate) unsafe fn get_consumer_context<B: Transport>(
+    h: Arg<1, DAT_HANDLE>,
+    context: Arg<2, *mut DAT_CONTEXT>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `h`'s provider word.
     unsafe {
-        with_any::<B>(h, |cx, any| {
-            let slot = out(context, 2)?;
+        with_any::<B>(h.0, |cx, any| {
+            let slot = context.out()?;
             slot.as_64 = cx.st.core.get_consumer_context(any)?;
             Ok(())
         })
@@ -49,93 +54,16 @@ pub unsafe extern "C" fn get_consumer_context<B: Transport>(h: DAT_HANDLE, conte
 }
 
 /// dat_get_handle_type(3DAT).
-pub unsafe extern "C" fn get_handle_type<B: Transport>(h: DAT_HANDLE, kind: *mut DAT_HANDLE_TYPE) -> DAT_RETURN {
+pub(crate) unsafe fn get_handle_type<B: Transport>(
+    h: Arg<1, DAT_HANDLE>,
+    kind: Arg<2, *mut DAT_HANDLE_TYPE>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `h`'s provider word.
     unsafe {
-        with_any::<B>(h, |cx, any| {
-            let slot = out(kind, 2)?;
+        with_any::<B>(h.0, |cx, any| {
+            let slot = kind.out()?;
             *slot = cx.st.core.get_handle_type(any)? as DAT_HANDLE_TYPE;
             Ok(())
         })
     }
-}
-
-fn not_implemented() -> DAT_RETURN {
-    DatError::of(ErrorType::NotImplemented).to_raw()
-}
-
-/// dat_csp_create(3DAT): Common Service Points are not offered.
-pub unsafe extern "C" fn csp_create(
-    _: DAT_IA_HANDLE,
-    _: *mut DAT_COMM,
-    _: DAT_IA_ADDRESS_PTR,
-    _: DAT_EVD_HANDLE,
-    _: *mut DAT_CSP_HANDLE,
-) -> DAT_RETURN {
-    not_implemented()
-}
-
-/// dat_csp_query(3DAT): not offered.
-pub unsafe extern "C" fn csp_query(_: DAT_CSP_HANDLE, _: DAT_CSP_PARAM_MASK, _: *mut DAT_CSP_PARAM) -> DAT_RETURN {
-    not_implemented()
-}
-
-/// dat_csp_free(3DAT): not offered.
-pub unsafe extern "C" fn csp_free(_: DAT_CSP_HANDLE) -> DAT_RETURN {
-    not_implemented()
-}
-
-/// dat_ep_common_connect(3DAT): not offered (no CSPs).
-pub unsafe extern "C" fn ep_common_connect(
-    _: DAT_EP_HANDLE,
-    _: DAT_IA_ADDRESS_PTR,
-    _: DAT_TIMEOUT,
-    _: DAT_COUNT,
-    _: DAT_PVOID,
-) -> DAT_RETURN {
-    not_implemented()
-}
-
-/// dat_rmr_create_for_ep(3DAT): type 2 windows are not offered.
-pub unsafe extern "C" fn rmr_create_for_ep(_: DAT_PZ_HANDLE, _: *mut DAT_RMR_HANDLE) -> DAT_RETURN {
-    not_implemented()
-}
-
-/// dat_ep_post_send_with_invalidate(3DAT): not offered.
-pub unsafe extern "C" fn ep_post_send_with_invalidate(
-    _: DAT_EP_HANDLE,
-    _: DAT_COUNT,
-    _: *mut DAT_LMR_TRIPLET,
-    _: DAT_DTO_COOKIE,
-    _: DAT_COMPLETION_FLAGS,
-    _: DAT_BOOLEAN,
-    _: DAT_RMR_CONTEXT,
-) -> DAT_RETURN {
-    not_implemented()
-}
-
-/// dat_ep_post_rdma_read_to_rmr(3DAT): not offered.
-pub unsafe extern "C" fn ep_post_rdma_read_to_rmr(
-    _: DAT_EP_HANDLE,
-    _: *const DAT_RMR_TRIPLET,
-    _: DAT_DTO_COOKIE,
-    _: *const DAT_RMR_TRIPLET,
-    _: DAT_COMPLETION_FLAGS,
-) -> DAT_RETURN {
-    not_implemented()
-}
-
-/// dat_cno_fd_create(3DAT): not offered.
-pub unsafe extern "C" fn cno_fd_create(_: DAT_IA_HANDLE, _: *mut DAT_FD, _: *mut DAT_CNO_HANDLE) -> DAT_RETURN {
-    not_implemented()
-}
-
-/// dat_cno_trigger(3DAT): not offered.
-pub unsafe extern "C" fn cno_trigger(_: DAT_CNO_HANDLE, _: *mut DAT_EVD_HANDLE) -> DAT_RETURN {
-    not_implemented()
-}
-
-/// dat_ia_ha_related(3DAT): high availability is not offered.
-pub unsafe extern "C" fn ia_ha_related(_: DAT_IA_HANDLE, _: DAT_NAME_PTR, _: *mut DAT_BOOLEAN) -> DAT_RETURN {
-    not_implemented()
 }

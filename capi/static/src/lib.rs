@@ -5,8 +5,9 @@
 //! `udat-verbs-rxe0`, `udat-mlx5-mlx5_0`, `udat-model-mlx5_model0`. A
 //! name is registered the first time an IA is opened under it.
 //!
-//! The registry calls are here; every other consumer call is in
-//! `dispatch.c` and reaches the provider through its handle.
+//! The registry calls are here; every other consumer call is generated
+//! from udat-capi's `entries.list` into `dispatch.c`, and reaches the
+//! provider through its handle.
 
 use std::ffi::{c_char, CString};
 use std::sync::OnceLock;
@@ -82,26 +83,6 @@ pub unsafe extern "C" fn dat_ia_openv(
             // SAFETY: the provider's own entry point, with the caller's
             // arguments.
             Some(f) => unsafe { f(name.cast_mut(), async_evd_qlen, async_evd, ia) },
-            None => DatError::of(ErrorType::InternalError).to_raw(),
-        }
-    })
-}
-
-/// dat_ia_close.
-///
-/// # Safety
-/// `ia` is null or an IA handle from [`dat_ia_openv`].
-#[no_mangle]
-pub unsafe extern "C" fn dat_ia_close(ia: DAT_IA_HANDLE, flags: DAT_CLOSE_FLAGS) -> DAT_RETURN {
-    udat_capi::entry::guarded(|| {
-        if !udat_capi::handles::issued(ia) {
-            return DatError::invalid_handle(Subtype::InvalidHandleIa).to_raw();
-        }
-        // SAFETY: an issued handle's first word is its provider's table.
-        let close = unsafe { (**(ia as *const *const DAT_PROVIDER)).ia_close_func };
-        match close {
-            // SAFETY: the provider's own entry point.
-            Some(f) => unsafe { f(ia, flags) },
             None => DatError::of(ErrorType::InternalError).to_raw(),
         }
     })

@@ -260,3 +260,49 @@ fn an_argument_error_names_the_argument_by_its_place_in_the_call() {
         assert_eq!(t.pz_free_func.unwrap()(pz), DAT_SUCCESS);
     }
 }
+
+#[test]
+fn a_freed_lmr_s_contexts_do_not_come_back_through_a_million_registrations() {
+    let rig = Rig::new(c"abi-contexts", MODEL);
+    let t = rig.t();
+    let pz = rig.pz();
+    let buf = vec![0u8; 4096];
+    let region = DAT_REGION_DESCRIPTION { for_va: buf.as_ptr().cast_mut().cast() };
+    let privileges = DAT_MEM_PRIV_ALL_FLAG;
+    let register = || {
+        let (mut lmr, mut lmr_context, mut rmr_context) = (ptr::null_mut(), 0, 0);
+        let (mut len, mut addr) = (0, 0);
+        // SAFETY: a live IA and PZ, a buffer this test owns, valid
+        // out-pointers.
+        let ret = unsafe {
+            t.lmr_create_func.unwrap()(
+                rig.ia,
+                DAT_MEM_TYPE_VIRTUAL,
+                region,
+                4096,
+                pz,
+                privileges,
+                DAT_VA_TYPE_VA,
+                &mut lmr,
+                &mut lmr_context,
+                &mut rmr_context,
+                &mut len,
+                &mut addr,
+            )
+        };
+        assert_eq!(ret, DAT_SUCCESS);
+        (lmr, lmr_context, rmr_context)
+    };
+    // SAFETY: LMR handles from this provider.
+    let free = |lmr| assert_eq!(unsafe { t.lmr_free_func.unwrap()(lmr) }, DAT_SUCCESS);
+    let (lmr, stale_lmr_context, stale_rmr_context) = register();
+    free(lmr);
+    for cycle in 0..1_000_000 {
+        let (lmr, lmr_context, rmr_context) = register();
+        assert_ne!(lmr_context, stale_lmr_context, "cycle {cycle}");
+        assert_ne!(rmr_context, stale_rmr_context, "cycle {cycle}");
+        free(lmr);
+    }
+    // SAFETY: a live PZ.
+    assert_eq!(unsafe { t.pz_free_func.unwrap()(pz) }, DAT_SUCCESS);
+}

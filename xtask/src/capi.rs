@@ -1,5 +1,6 @@
-//! The C ABI as a C user meets it: the two artifacts, the pkg-config file,
-//! and a C program built against `<dat2/udat.h>` and run.
+//! The C ABI as a C user meets it: the two artifacts, the pkg-config
+//! files, and a C program built against `<dat2/udat.h>` and run, linked
+//! with the shared rdma-core and fully static.
 
 use std::fs;
 use std::path::Path;
@@ -40,7 +41,33 @@ pub fn check() -> Result<u64, String> {
         return Err(format!("{exe} was not built"));
     }
     run(&exe, &["udat-model-mlx5_model0"])?;
-    Ok(3 + bad_input(&dir, &flags)?)
+    Ok(3 + static_loopback(&dir)? + bad_input(&dir, &flags)?)
+}
+
+/// Where [`static_loopback`] puts the fully static example, for
+/// `cargo xtask test` to run on soft-RoCE.
+pub const STATIC_LOOPBACK: &str = "target/debug/loopback-static";
+
+/// `examples/c/loopback.c` linked with `-static` through `udat-static.pc`:
+/// libudat.a, Debian's static rdma-core with every verbs provider built
+/// in (rdma-core registers a provider from its archive member's
+/// constructor once the link pulls the member in), and the static C
+/// library. Checks that it has no dynamic section at all, so it needs no
+/// shared library, and runs it on the software HCA. Returns the checks.
+fn static_loopback(dir: &Path) -> Result<u64, String> {
+    let flags = pkg_config_of("udat-static", dir)?;
+    let exe = dir.join("loopback-static");
+    let exe = exe.to_string_lossy();
+    let mut cc = vec!["-static", "-Wall", "-Wextra", "-Werror", "examples/c/loopback.c", "-o", &exe];
+    cc.extend(flags.split_whitespace());
+    run("cc", &cc)?;
+    let dynamic = output("readelf", &["-d", &exe])?;
+    if !dynamic.contains("There is no dynamic section") {
+        return Err(format!("{exe} is not fully static:\n{dynamic}"));
+    }
+    eprintln!("xtask: {exe} is fully static: libudat.a and rdma-core's providers, no shared library");
+    run(&exe, &["udat-model-mlx5_model0"])?;
+    Ok(2)
 }
 
 /// `capi/static/tests/bad_input.c` against libudat.a: garbage, stale
@@ -65,21 +92,30 @@ fn bad_input(dir: &Path, flags: &str) -> Result<u64, String> {
     Ok(cases)
 }
 
-/// Write `udat.pc` for the `libudat.a` in `libdir` (a profile's directory
-/// under target/) there; the compiler and linker flags it gives for a
-/// static link.
+/// Write `udat.pc` and `udat-static.pc` for the `libudat.a` in `libdir`
+/// (a profile's directory under target/) there; the compiler and linker
+/// flags `udat.pc` gives for a static link of libudat.a.
 pub fn pkg_config(libdir: &str) -> Result<String, String> {
     let dir = fs::canonicalize(libdir).map_err(|e| format!("{libdir}: {e}"))?;
-    let pc = fs::read_to_string("capi/static/udat.pc.in").map_err(|e| format!("udat.pc.in: {e}"))?;
-    let pc = pc.replace("@LIBDIR@", &dir.to_string_lossy()).replace("@VERSION@", env!("CARGO_PKG_VERSION"));
-    fs::write(dir.join("udat.pc"), pc).map_err(|e| format!("udat.pc: {e}"))?;
+    for name in ["udat", "udat-static"] {
+        let template = format!("capi/static/{name}.pc.in");
+        let pc = fs::read_to_string(&template).map_err(|e| format!("{template}: {e}"))?;
+        let pc = pc.replace("@LIBDIR@", &dir.to_string_lossy()).replace("@VERSION@", env!("CARGO_PKG_VERSION"));
+        fs::write(dir.join(format!("{name}.pc")), pc).map_err(|e| format!("{name}.pc: {e}"))?;
+    }
+    pkg_config_of("udat", &dir)
+}
+
+/// The compiler and linker flags of the package `name` whose `.pc` is in
+/// `dir`, for a static link.
+fn pkg_config_of(name: &str, dir: &Path) -> Result<String, String> {
     let flags = std::process::Command::new("pkg-config")
-        .args(["--cflags", "--libs", "--static", "udat"])
-        .env("PKG_CONFIG_PATH", &dir)
+        .args(["--cflags", "--libs", "--static", name])
+        .env("PKG_CONFIG_PATH", dir)
         .output()
         .map_err(|e| format!("pkg-config: {e}"))?;
     if !flags.status.success() {
-        return Err(format!("pkg-config udat: {}", String::from_utf8_lossy(&flags.stderr)));
+        return Err(format!("pkg-config {name}: {}", String::from_utf8_lossy(&flags.stderr)));
     }
     Ok(String::from_utf8_lossy(&flags.stdout).into_owned())
 }

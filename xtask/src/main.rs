@@ -5,7 +5,8 @@
 //!   udat-core with its no-allocator check, Miri over udat-core, and
 //!   udat-verbs's tests on soft-RoCE (through `softroce`), the C ABI's
 //!   artifacts and C example ([`capi`]), a minute of each fuzz target
-//!   (`fuzz/`, from the corpus there), and the OpenFabrics DAPL test
+//!   (`fuzz/`, from the corpus there), the fully static C example on
+//!   soft-RoCE under strace, and the OpenFabrics DAPL test
 //!   programs against the plug-in on soft-RoCE (`tests/peers/run.sh`).
 //! - `cargo xtask capi`: the C ABI's checks alone ([`capi`]).
 //! - `cargo xtask icount [--json PATH]`: instructions per DAT operation
@@ -70,11 +71,12 @@ fn test() -> Result<(), String> {
     let miri = run_tests(&["+nightly", "miri", "test", "-p", "udat-core"])?;
     let fuzzed = fuzz()?;
     let rxe = rxe_tests()?;
+    let fully_static = static_on_rxe()?;
     let peers = peer_tests()?;
-    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + peers.0;
+    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + fully_static + peers.0;
     let failed = native.1 + miri.1 + rxe.1 + peers.1;
     eprintln!(
-        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, {} OpenFabrics programs)",
+        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, the static binary on soft-RoCE, {} OpenFabrics programs)",
         native.0, miri.0, rxe.0, peers.0
     );
     println!("tests: {passed} passed, {failed} failed");
@@ -136,6 +138,27 @@ fn rxe_tests() -> Result<(u64, u64), String> {
     let result = run_tests(&["xtask", "softroce", "--", &bin, "--test-threads=1", "--color=never"]);
     eprintln!("xtask: soft-RoCE tests took {:.0} s", started.elapsed().as_secs_f64());
     result
+}
+
+/// The fully static C example (built by [`capi::check`]) on soft-RoCE,
+/// through the verbs transport, under strace: it must pass and open no
+/// shared object, so no provider is loaded at run time. One check.
+fn static_on_rxe() -> Result<u64, String> {
+    let exe = capi::STATIC_LOOPBACK;
+    let args = ["xtask", "softroce", "--", "strace", "-f", "-e", "trace=open,openat", exe, "udat-verbs-rxe0"];
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let out = Command::new("cargo").args(args).output().map_err(|e| format!("cargo: {e}"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprint!("{text}");
+    if !out.status.success() || !text.contains("loopback on udat-verbs-rxe0:") {
+        return Err(format!("{exe} failed on soft-RoCE ({})", out.status));
+    }
+    let opened: Vec<&str> = text.lines().filter(|l| l.contains("open") && l.contains(".so")).collect();
+    if !opened.is_empty() {
+        return Err(format!("{exe} looked for shared objects at run time:\n{}", opened.join("\n")));
+    }
+    eprintln!("xtask: {exe} ran on soft-RoCE and opened no shared object");
+    Ok(1)
 }
 
 /// The OpenFabrics DAPL test programs against the plug-in, on soft-RoCE.

@@ -28,6 +28,10 @@ pub type Core<B> = Provider<B, Heap>;
 
 /// A transport the C ABI can open.
 pub trait Transport: Backend + Sized + 'static {
+    /// What `dat_ia_query` names the transport in use (the provider
+    /// attribute `UDAT_TRANSPORT`).
+    const NAME: &'static core::ffi::CStr;
+
     /// A backend for this transport, with room for what `capacity` counts.
     fn create(capacity: &Capacity) -> DatResult<Self>;
 

@@ -100,15 +100,21 @@ pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT
     let device = params.device;
     match params.kind {
         transport::Kind::Verbs => insert::<Verbs>(name, raw, &params, reg),
+        transport::Kind::Mlx5 if !transport::is_mlx5(device) => {
+            eprintln!("udat: {}: {device} is not an mlx5 device; `verbs` or `auto` drives it", name.to_string_lossy());
+            Err(DatError::of(ErrorType::ProviderNotFound))
+        }
+        // The ConnectX control path (mlx5dv) is not built yet: an mlx5
+        // device runs on the verbs path, which drives any HCA, and
+        // `dat_ia_query` says so (`UDAT_TRANSPORT`).
         transport::Kind::Mlx5 => {
-            // The ConnectX control path (mlx5dv) is not built yet: the
-            // device runs on the verbs path, which drives any HCA.
             eprintln!(
                 "udat: {}: the mlx5 direct path has no ConnectX control path yet; {device} runs on udat-verbs",
                 name.to_string_lossy()
             );
             insert::<Verbs>(name, raw, &params, reg)
         }
+        transport::Kind::Auto => insert::<Verbs>(name, raw, &params, reg),
         transport::Kind::Model => insert::<Model>(name, raw, &params, reg),
     }
 }

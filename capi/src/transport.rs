@@ -12,6 +12,8 @@ use crate::instance::Transport;
 pub type Model = Mlx5<SoftHca, QueueHeap>;
 
 impl Transport for Verbs {
+    const NAME: &'static std::ffi::CStr = c"verbs";
+
     fn create(_: &Capacity) -> DatResult<Self> {
         Ok(Verbs::new())
     }
@@ -28,6 +30,8 @@ impl Transport for Verbs {
 }
 
 impl Transport for Model {
+    const NAME: &'static std::ffi::CStr = c"model";
+
     fn create(capacity: &Capacity) -> DatResult<Self> {
         Ok(Mlx5::with_storage(SoftHca::new(), QueueHeap(*capacity)))
     }
@@ -62,16 +66,30 @@ pub fn verbs_devices() -> Vec<String> {
     names
 }
 
+/// Whether the verbs device `device` (`mlx5_0`, or `mlx5_0:1` for a port)
+/// is driven by the kernel's mlx5 driver, as its sysfs entry says.
+pub fn is_mlx5(device: &str) -> bool {
+    let device = device.split_once(':').map_or(device, |(d, _)| d);
+    if device.is_empty() || device.contains('/') || device.starts_with('.') {
+        return false;
+    }
+    std::fs::read_link(format!("/sys/class/infiniband/{device}/device/driver"))
+        .is_ok_and(|driver| driver.file_name().is_some_and(|n| n == "mlx5_core"))
+}
+
 /// Which transport a registration asked for: the first word of its
-/// `ia_params` (`"verbs rxe0"`, `"mlx5 mlx5_0"`, `"model mlx5_model0"`).
+/// `ia_params` (`"verbs rxe0"`, `"mlx5 mlx5_0"`, `"model mlx5_model0"`,
+/// `"auto mlx5_0"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// udat-verbs on any HCA or soft-RoCE.
     Verbs,
-    /// udat's mlx5 direct path on a ConnectX.
+    /// udat's mlx5 direct path on a ConnectX, and only there.
     Mlx5,
     /// udat's mlx5 data path on the software HCA.
     Model,
+    /// The best transport the device has; `dat_ia_query` says which.
+    Auto,
 }
 
 /// What a registration's `ia_params` ask for.
@@ -91,6 +109,7 @@ pub fn parse(params: &str) -> Option<Params<'_>> {
         "verbs" => Kind::Verbs,
         "mlx5" => Kind::Mlx5,
         "model" => Kind::Model,
+        "auto" => Kind::Auto,
         _ => return None,
     };
     let device = words.next()?;
@@ -108,6 +127,7 @@ mod tests {
         assert_eq!(kd("verbs rxe0"), Some((Kind::Verbs, "rxe0".into())));
         assert_eq!(kd(" model  mlx5_model1 "), Some((Kind::Model, "mlx5_model1".into())));
         assert_eq!(kd("mlx5 mlx5_0:2"), Some((Kind::Mlx5, "mlx5_0:2".into())));
+        assert_eq!(kd("auto rxe0"), Some((Kind::Auto, "rxe0".into())));
         assert_eq!(parse("verbs"), None);
         assert_eq!(parse("ofa v0 0"), None);
         assert_eq!(parse("verbs rxe0 extra"), None);
@@ -119,5 +139,15 @@ mod tests {
         assert_eq!((p.capacity.eps, p.capacity.events), (100_000, 9));
         assert_eq!(p.capacity.lmrs, Capacity::default().lmrs);
         assert_eq!(parse("verbs rxe0 eps=0"), None);
+    }
+}
+
+#[cfg(test)]
+mod sysfs {
+    #[test]
+    fn a_name_that_is_no_device_is_not_mlx5() {
+        for name in ["", "../../..", ".", "no_such_device0", "mlx5_model0"] {
+            assert!(!super::is_mlx5(name), "{name}");
+        }
     }
 }

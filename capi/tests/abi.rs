@@ -98,6 +98,9 @@ fn provider_attributes_echo_the_registration() {
         assert_eq!(CStr::from_ptr(rig.t().device_name), c"abi-echo");
         let named = std::slice::from_raw_parts(attr.provider_specific_attr, attr.num_provider_specific_attr as usize);
         assert!(named.iter().any(|a| CStr::from_ptr(a.name) == c"DAT_IB_TRANSPORT_MTU"));
+        // The transport in use is named.
+        let transport = named.iter().find(|a| CStr::from_ptr(a.name) == c"UDAT_TRANSPORT").unwrap();
+        assert_eq!(CStr::from_ptr(transport.value), c"model");
     }
     assert_eq!((attr.dapl_version_major, attr.dapl_version_minor, attr.is_thread_safe), (2, 0, DAT_FALSE));
 }
@@ -160,7 +163,9 @@ fn a_handle_kept_past_its_provider_removal_is_refused_when_it_comes_back() {
 #[test]
 fn an_unknown_device_registers_nothing() {
     let reg = common::REGISTRATION;
-    for params in ["model mlx5_model", "model mlx5_model12", "model nic0", "verbs no_such_device0"] {
+    // `mlx5` refuses any device that is not an mlx5 one.
+    let unknown = ["model mlx5_model", "model mlx5_model12", "model nic0", "verbs no_such_device0", "mlx5 mlx5_model0"];
+    for params in unknown.into_iter().chain(["auto no_such_device0"]) {
         let err = udat_capi::registry::add(c"abi-unknown", params, reg).unwrap_err();
         assert_eq!(err.error_type(), udat_core::ErrorType::ProviderNotFound, "{params}");
     }

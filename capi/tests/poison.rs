@@ -165,6 +165,8 @@ impl Backend for Panicky {
 }
 
 impl Transport for Panicky {
+    const NAME: &'static std::ffi::CStr = c"model";
+
     fn create(capacity: &Capacity) -> DatResult<Self> {
         Ok(Panicky(Model::create(capacity)?))
     }

@@ -31,6 +31,8 @@ XFAIL="dapltest-F-queryinfo-case13 dapltest-F-queryinfo-case15"
 
 cat > "$LOG/dat.conf" <<CONF
 udat u2.0 nonthreadsafe default $PLUGIN dapl.2.0 "verbs $DEV" ""
+udat-mlx5 u2.0 nonthreadsafe default $PLUGIN dapl.2.0 "mlx5 $DEV" ""
+udat-auto u2.0 nonthreadsafe default $PLUGIN dapl.2.0 "auto $DEV" ""
 ofa u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "$NETDEV 0" ""
 CONF
 export DAT_OVERRIDE="$LOG/dat.conf" DAPL_ACK_TIMER=21 DAPL_ACK_RETRY=7
@@ -105,6 +107,17 @@ pair() {
 }
 
 pair dtest 120 "dtest -P udat -s -b 65536 -B 100" "dtest -P udat -h $S -b 65536 -B 100" PASSED
+
+# `mlx5` names udat's mlx5 path, which an rxe device does not have: the
+# open fails with DAT_PROVIDER_NOT_FOUND and a line saying why. `auto`
+# takes the device over verbs.
+timeout 60 dtest -P udat-mlx5 -s > "$LOG/mlx5-refuses-rxe.server" 2>&1
+rc=$?
+ok=1
+if [ $rc -ne 0 ] && grep -q "$DEV is not an mlx5 device" "$LOG/mlx5-refuses-rxe.server" &&
+	grep -q 'DAT_PROVIDER_NOT_FOUND' "$LOG/mlx5-refuses-rxe.server"; then ok=0; fi
+report mlx5-refuses-rxe $ok
+pair dtest-auto 120 "dtest -P udat-auto -s" "dtest -P udat-auto -h $S" PASSED
 pair dtest-latency 120 "dtest -P udat -s -W" "dtest -P udat -h $S -W" PASSED
 pair dtestcm 120 "dtestcm -P udat -s -c 50" "dtestcm -P udat -h $S -c 50" ""
 pair dtestsrq-no-srq 120 "dtestsrq -S 0 -P udat -s" "dtestsrq -S 0 -P udat -h $S" "" "server ready"

@@ -15,8 +15,11 @@ use crate::sys::*;
 /// under the name OFA's providers give it (`DAT_IB_TRANSPORT_MTU`; dtestsrq
 /// sizes its messages from it; 1024 is the RoCE MTU of a 1500-byte
 /// Ethernet link and fits every InfiniBand link), and which of the IB
-/// extension's operations the device performs (dtestx reads these).
-struct NamedAttrs([DAT_NAMED_ATTR; 4]);
+/// extension's operations the device performs (dtestx reads these); and
+/// `UDAT_TRANSPORT`, the transport in use (`verbs` or `model`; an `mlx5` or
+/// `auto` registration says `verbs` until the ConnectX control path
+/// exists).
+struct NamedAttrs([DAT_NAMED_ATTR; 5]);
 
 // SAFETY: the attributes point at static, immutable strings.
 unsafe impl Sync for NamedAttrs {}
@@ -25,19 +28,32 @@ const fn named(name: &'static core::ffi::CStr, value: &'static core::ffi::CStr) 
     DAT_NAMED_ATTR { name: name.as_ptr(), value: value.as_ptr() }
 }
 
-static WITH_ATOMICS: NamedAttrs = NamedAttrs([
-    named(c"DAT_IB_TRANSPORT_MTU", c"1024"),
-    named(c"DAT_IB_IMMED_DATA", c"TRUE"),
-    named(c"DAT_IB_CMP_AND_SWAP", c"TRUE"),
-    named(c"DAT_IB_FETCH_AND_ADD", c"TRUE"),
-]);
+/// One [`NamedAttrs`] for a transport, with or without atomics.
+macro_rules! attrs {
+    ($name:ident, $transport:literal, $atomics:literal) => {
+        static $name: NamedAttrs = NamedAttrs([
+            named(c"DAT_IB_TRANSPORT_MTU", c"1024"),
+            named(c"DAT_IB_IMMED_DATA", c"TRUE"),
+            named(c"DAT_IB_CMP_AND_SWAP", $atomics),
+            named(c"DAT_IB_FETCH_AND_ADD", $atomics),
+            named(c"UDAT_TRANSPORT", $transport),
+        ]);
+    };
+}
 
-static WITHOUT_ATOMICS: NamedAttrs = NamedAttrs([
-    named(c"DAT_IB_TRANSPORT_MTU", c"1024"),
-    named(c"DAT_IB_IMMED_DATA", c"TRUE"),
-    named(c"DAT_IB_CMP_AND_SWAP", c"FALSE"),
-    named(c"DAT_IB_FETCH_AND_ADD", c"FALSE"),
-]);
+attrs!(VERBS_WITH_ATOMICS, c"verbs", c"TRUE");
+attrs!(VERBS_WITHOUT_ATOMICS, c"verbs", c"FALSE");
+attrs!(MODEL_WITH_ATOMICS, c"model", c"TRUE");
+attrs!(MODEL_WITHOUT_ATOMICS, c"model", c"FALSE");
+
+fn attrs_of<B: Transport>(atomics: bool) -> &'static NamedAttrs {
+    match (B::NAME == c"model", atomics) {
+        (false, true) => &VERBS_WITH_ATOMICS,
+        (false, false) => &VERBS_WITHOUT_ATOMICS,
+        (true, true) => &MODEL_WITH_ATOMICS,
+        (true, false) => &MODEL_WITHOUT_ATOMICS,
+    }
+}
 
 /// `DAT_EVD_ASYNC_EXISTS` of `<dat2/dat.h>`.
 const ASYNC_EXISTS: usize = 1;
@@ -226,7 +242,7 @@ fn fill_provider_attr<B: Transport>(cx: &Cx<B>, p: &mut DAT_PROVIDER_ATTR, attr:
     p.is_signal_safe = DAT_FALSE;
     p.ha_supported = DAT_FALSE;
     p.ha_loadbalancing = 0;
-    let named = if attr.atomics { &WITH_ATOMICS } else { &WITHOUT_ATOMICS };
+    let named = attrs_of::<B>(attr.atomics);
     p.num_provider_specific_attr = named.0.len() as DAT_COUNT;
     // Consumers only read through this pointer (`DAT_NAMED_ATTR *` is not
     // const in the header).

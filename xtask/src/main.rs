@@ -6,8 +6,10 @@
 //!   udat-verbs's tests on soft-RoCE (through `softroce`), the C ABI's
 //!   artifacts and C example ([`capi`]), a minute of each fuzz target
 //!   (`fuzz/`, from the corpus there), the fully static C example on
-//!   soft-RoCE under strace, and the OpenFabrics DAPL test
-//!   programs against the plug-in on soft-RoCE (`tests/peers/run.sh`).
+//!   soft-RoCE under strace, the OpenFabrics DAPL test programs against
+//!   the plug-in on soft-RoCE (`tests/peers/run.sh`), and the same
+//!   programs between two soft-RoCE hosts (`tests/fabric/run.sh`, through
+//!   `fabric`).
 //! - `cargo xtask capi`: the C ABI's checks alone ([`capi`]).
 //! - `cargo xtask icount [--json PATH]`: instructions per DAT operation
 //!   through the Rust API and the C ABI, from callgrind (see [`icount`]).
@@ -16,10 +18,13 @@
 //!   dapl's cma provider, from callgrind (see [`icount_rxe`]).
 //! - `cargo xtask softroce [--timeout SECS] -- COMMAND...`: run a command
 //!   where a soft-RoCE device exists (see [`softroce`]).
+//! - `cargo xtask fabric [--timeout SECS] -- COMMAND...`: run a command on
+//!   two soft-RoCE guests joined by a cable it can cut (see [`fabric`]).
 //! - `cargo xtask pingpong`: the RDMA-write ping-pong latency example,
 //!   server and client, on soft-RoCE.
 
 mod capi;
+mod fabric;
 mod icount;
 mod icount_rxe;
 mod softroce;
@@ -35,6 +40,7 @@ fn main() {
         "icount" => icount::icount(&std::env::args().skip(2).collect::<Vec<_>>()),
         "icount-rxe" => icount_rxe::icount_rxe(&std::env::args().skip(2).collect::<Vec<_>>()),
         "softroce" => softroce::softroce(&std::env::args().skip(2).collect::<Vec<_>>()),
+        "fabric" => fabric::fabric(&std::env::args().skip(2).collect::<Vec<_>>()),
         "pingpong" => pingpong(),
         _ => Err("usage: cargo xtask test|icount|icount-rxe|softroce|pingpong".to_string()),
     };
@@ -73,11 +79,12 @@ fn test() -> Result<(), String> {
     let rxe = rxe_tests()?;
     let fully_static = static_on_rxe()?;
     let peers = peer_tests()?;
-    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + fully_static + peers.0;
-    let failed = native.1 + miri.1 + rxe.1 + peers.1;
+    let across = fabric_tests()?;
+    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + fully_static + peers.0 + across.0;
+    let failed = native.1 + miri.1 + rxe.1 + peers.1 + across.1;
     eprintln!(
-        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, the static binary on soft-RoCE, {} OpenFabrics programs)",
-        native.0, miri.0, rxe.0, peers.0
+        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, the static binary on soft-RoCE, {} OpenFabrics programs, {} across two hosts)",
+        native.0, miri.0, rxe.0, peers.0, across.0
     );
     println!("tests: {passed} passed, {failed} failed");
     Ok(())
@@ -115,7 +122,9 @@ fn run_tests(args: &[&str]) -> Result<(u64, u64), String> {
             // A guest's serial console ends lines with CR LF.
             let line = line.trim_end_matches('\r');
             println!("{line}");
-            if let Some(rest) = line.strip_prefix("test result: ") {
+            // `fabric` puts each guest's lines under `[server] ` or `[client] `.
+            let body = line.strip_prefix('[').and_then(|l| l.split_once("] ")).map_or(line, |(_, rest)| rest);
+            if let Some(rest) = body.strip_prefix("test result: ") {
                 passed += count(rest, " passed");
                 failed += count(rest, " failed");
             }
@@ -168,6 +177,17 @@ fn peer_tests() -> Result<(u64, u64), String> {
     let started = std::time::Instant::now();
     let result = run_tests(&["xtask", "softroce", "--", "tests/peers/run.sh", &plugin]);
     eprintln!("xtask: the OpenFabrics programs took {:.0} s", started.elapsed().as_secs_f64());
+    result
+}
+
+/// The OpenFabrics DAPL test programs between two soft-RoCE hosts, each
+/// host's half of each case counted (`tests/fabric/run.sh`).
+fn fabric_tests() -> Result<(u64, u64), String> {
+    let plugin = std::fs::canonicalize("target/debug/libudat_dapl.so").map_err(|e| format!("the plug-in: {e}"))?;
+    let plugin = plugin.to_string_lossy();
+    let started = std::time::Instant::now();
+    let result = run_tests(&["xtask", "fabric", "--timeout", "900", "--", "tests/fabric/run.sh", &plugin]);
+    eprintln!("xtask: the programs across two hosts took {:.0} s", started.elapsed().as_secs_f64());
     result
 }
 

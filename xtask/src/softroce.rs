@@ -39,6 +39,7 @@ const MODULES: &[&str] = &[
     "veth",
     "dummy",
     "crc32_generic",
+    "virtio_net",
 ];
 
 pub fn softroce(args: &[String]) -> Result<(), String> {
@@ -60,8 +61,9 @@ pub fn softroce(args: &[String]) -> Result<(), String> {
     }
 }
 
-fn parse(args: &[String]) -> Result<(Duration, Vec<String>), String> {
-    let usage = "usage: cargo xtask softroce [--timeout SECS] -- COMMAND...";
+/// `[--timeout SECS] -- COMMAND...`, as `softroce` and `fabric` take it.
+pub(crate) fn parse(args: &[String]) -> Result<(Duration, Vec<String>), String> {
+    let usage = "usage: cargo xtask softroce|fabric [--timeout SECS] -- COMMAND...";
     let mut timeout = Duration::from_secs(1200);
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
@@ -142,7 +144,7 @@ fn capture(program: &str, args: &[&str], dir: Option<&Path>) -> Result<String, S
 
 /// A bootable soft-RoCE guest: kernel, initramfs, and whether KVM works.
 #[derive(Clone)]
-struct Guest {
+pub(crate) struct Guest {
     dir: PathBuf,
     kernel: PathBuf,
     initrd: PathBuf,
@@ -151,13 +153,15 @@ struct Guest {
 
 impl Guest {
     /// Build the guest under `target/softroce/`, or reuse the one there.
-    fn build() -> Result<Guest, String> {
+    pub(crate) fn build() -> Result<Guest, String> {
         let dir = target_dir()?.join("softroce");
         let version = kernel_package()?;
         let release = version.trim_start_matches("linux-image-").to_string();
         let root = dir.join(&version);
         let kernel = root.join(format!("boot/vmlinuz-{release}"));
-        let initrd = dir.join(format!("initrd-{release}.gz"));
+        // The name carries a digest of what goes in, so a changed module
+        // list or /init builds a new one.
+        let initrd = dir.join(format!("initrd-{release}-{:016x}.gz", fnv1a(&[MODULES.join(" ").as_str(), INIT])));
         if !initrd.exists() {
             eprintln!("softroce: building the guest from {version} (once; cached in {})", dir.display());
             fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
@@ -196,11 +200,31 @@ impl Guest {
     /// Boot, run `command` in the current directory with rxe set up, and
     /// return its exit status.
     fn boot(&self, command: &[String], timeout: Duration, echo: bool) -> Result<i32, String> {
-        let run = self.dir.join(format!("run-{}", std::process::id()));
+        let console = if echo { Console::Inherit } else { Console::Quiet };
+        let mut guest = self.spawn(&Net::Loopback, command, console)?;
+        while !guest.stopped()? {
+            if guest.elapsed() > timeout {
+                guest.kill();
+                return Err(format!("the guest did not finish within {} s and was killed", timeout.as_secs()));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let elapsed = guest.elapsed();
+        let status = guest.finish().ok_or("the guest stopped without reporting the command's exit status")?;
+        if echo {
+            eprintln!("softroce: guest ran {:.1} s; command exited with {status}", elapsed.as_secs_f64());
+        }
+        Ok(status)
+    }
+
+    /// Start a guest that runs `command` in the current directory with
+    /// rxe set up on `net`.
+    pub(crate) fn spawn(&self, net: &Net, command: &[String], console: Console) -> Result<Running, String> {
+        let run = self.dir.join(format!("run-{}-{}", std::process::id(), net.name()));
         let _ = fs::remove_dir_all(&run);
         fs::create_dir_all(&run).map_err(|e| e.to_string())?;
         let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
-        let script = stage2(&run, &cwd, command);
+        let script = stage2(&run, &cwd, command, net);
         fs::write(run.join("stage2"), script).map_err(|e| e.to_string())?;
 
         let accel = if self.kvm { "kvm" } else { "tcg,thread=multi" };
@@ -212,45 +236,161 @@ impl Guest {
             .args(["-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"])
             .arg("-virtfs")
             .arg(format!("local,path={},mount_tag=results,security_model=none,multidevs=remap", path(&run)?))
-            .args(["-nic", "none"])
             .stdin(Stdio::null());
-        if !echo {
-            qemu.stdout(Stdio::null()).stderr(Stdio::null());
+        match net {
+            Net::Loopback => {
+                qemu.args(["-nic", "none"]);
+            }
+            Net::Link(link) => {
+                // A point-to-point Ethernet cable: each end sends its frames
+                // to the other's UDP port on this machine's loopback.
+                qemu.arg("-netdev")
+                    .arg(format!("socket,id=cable,udp=127.0.0.1:{},localaddr=127.0.0.1:{}", link.peer_port, link.port))
+                    .arg("-device")
+                    .arg(format!("virtio-net-pci,netdev=cable,mac=52:54:00:00:00:{:02x}", link.host))
+                    .arg("-monitor")
+                    .arg(format!("unix:{},server=on,wait=off", path(&run.join("monitor"))?));
+            }
+        }
+        match console {
+            Console::Quiet => {
+                qemu.stdout(Stdio::null()).stderr(Stdio::null());
+            }
+            Console::Inherit => {}
+            Console::Prefixed(_) => {
+                qemu.stdout(Stdio::piped()).stderr(Stdio::piped());
+            }
         }
         let mut child = qemu.spawn().map_err(|e| format!("qemu-system-x86_64: {e}"))?;
-        let start = Instant::now();
-        let exited = loop {
-            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-                break Some(status);
+        let mut pumps = Vec::new();
+        if let Console::Prefixed(prefix) = console {
+            if let Some(out) = child.stdout.take() {
+                pumps.push(std::thread::spawn(move || prefixed(out, prefix)));
             }
-            if start.elapsed() > timeout {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
+            if let Some(err) = child.stderr.take() {
+                pumps.push(std::thread::spawn(move || prefixed(err, prefix)));
             }
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        let status = fs::read_to_string(run.join("status")).ok().and_then(|s| s.trim().parse::<i32>().ok());
-        let _ = fs::remove_dir_all(&run);
-        match (exited, status) {
-            (None, _) => Err(format!("the guest did not finish within {} s and was killed", timeout.as_secs())),
-            (Some(_), None) => Err("the guest stopped without reporting the command's exit status".into()),
-            (Some(_), Some(status)) => {
-                if echo {
-                    eprintln!(
-                        "softroce: guest ran {:.1} s; command exited with {status}",
-                        start.elapsed().as_secs_f64()
-                    );
-                }
-                Ok(status)
-            }
+        }
+        Ok(Running { child, run, start: Instant::now(), pumps })
+    }
+}
+
+/// Copy a guest's console to ours, each line under `prefix`.
+fn prefixed(from: impl std::io::Read, prefix: &str) {
+    use std::io::BufRead;
+    for line in std::io::BufReader::new(from).lines().map_while(Result::ok) {
+        println!("[{prefix}] {}", line.trim_end_matches('\r'));
+    }
+}
+
+/// Where a guest's console goes.
+#[derive(Clone, Copy)]
+pub(crate) enum Console {
+    Quiet,
+    Inherit,
+    /// Ours, each line under the prefix.
+    Prefixed(&'static str),
+}
+
+/// What network the guest's rxe device sits on.
+pub(crate) enum Net {
+    /// A veth pair inside the guest, with no device to the outside.
+    Loopback,
+    /// One end of a cable to another guest.
+    Link(Link),
+}
+
+impl Net {
+    fn name(&self) -> &'static str {
+        match self {
+            Net::Loopback => "loopback",
+            Net::Link(link) => link.role,
         }
     }
 }
 
+/// A guest's end of the fabric's cable.
+pub(crate) struct Link {
+    /// What the guest is told it is (`UDAT_FABRIC_ROLE`).
+    pub(crate) role: &'static str,
+    /// The last byte of the guest's address in 10.0.0.0/24 and of its MAC.
+    pub(crate) host: u8,
+    /// The peer's.
+    pub(crate) peer: u8,
+    /// The UDP ports on this machine's loopback the two ends send from.
+    pub(crate) port: u16,
+    pub(crate) peer_port: u16,
+}
+
+/// A booted guest.
+pub(crate) struct Running {
+    child: std::process::Child,
+    /// The directory the guest reports into (its `status`), mounted in the
+    /// guest at the same path, with QEMU's monitor socket.
+    pub(crate) run: PathBuf,
+    start: Instant,
+    pumps: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Whether QEMU has exited.
+    pub(crate) fn stopped(&mut self) -> Result<bool, String> {
+        Ok(self.child.try_wait().map_err(|e| e.to_string())?.is_some())
+    }
+
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    /// Stop the guest as a power cut would.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// A command to QEMU's human monitor (`set_link cable off`).
+    pub(crate) fn monitor(&self, command: &str) -> Result<(), String> {
+        use std::io::{Read, Write};
+        let socket = self.run.join("monitor");
+        let mut stream =
+            std::os::unix::net::UnixStream::connect(&socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
+        stream.write_all(format!("{command}\n").as_bytes()).map_err(|e| e.to_string())?;
+        // Read until the monitor has echoed the command and prompted again.
+        let (mut seen, mut buf) = (String::new(), [0u8; 512]);
+        while seen.matches("(qemu)").count() < 2 {
+            let n = stream.read(&mut buf).map_err(|e| format!("QEMU monitor: {e}"))?;
+            if n == 0 {
+                break;
+            }
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        Ok(())
+    }
+
+    /// The command's exit status, if the guest reported one; the guest's
+    /// directory is removed.
+    pub(crate) fn finish(mut self) -> Option<i32> {
+        self.kill();
+        for pump in self.pumps.drain(..) {
+            let _ = pump.join();
+        }
+        let status = fs::read_to_string(self.run.join("status")).ok().and_then(|s| s.trim().parse::<i32>().ok());
+        let _ = fs::remove_dir_all(&self.run);
+        status
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = fs::remove_dir_all(&self.run);
+    }
+}
+
 /// The script the guest runs after switching to the overlay root: set up
-/// rxe0, run the command from `cwd`, leave its status in `run`.
-fn stage2(run: &Path, cwd: &Path, command: &[String]) -> String {
+/// rxe0 on `net`, run the command from `cwd`, leave its status in `run`.
+fn stage2(run: &Path, cwd: &Path, command: &[String], net: &Net) -> String {
     let quoted: Vec<String> = command.iter().map(|a| format!("'{}'", a.replace('\'', "'\\''"))).collect();
     let mut env = String::new();
     for var in ["PATH", "HOME", "CARGO_HOME", "RUSTUP_HOME", "RUST_BACKTRACE", "RUST_LOG", "CARGO_TARGET_DIR"] {
@@ -258,17 +398,34 @@ fn stage2(run: &Path, cwd: &Path, command: &[String]) -> String {
             env.push_str(&format!("export {var}='{}'\n", value.replace('\'', "'\\''")));
         }
     }
+    let network = match net {
+        Net::Loopback => format!(
+            "export UDAT_RDMA_DEVICE=rxe0 UDAT_RDMA_ADDR={ADDR}\n\
+             modprobe crc32_generic && modprobe rdma_rxe && modprobe rdma_ucm && modprobe veth\n\
+             ip link set lo up\n\
+             ip link add v0 type veth peer name v1\n\
+             ip addr add {ADDR}/24 dev v0\n\
+             ip link set v0 up && ip link set v1 up\n\
+             rdma link add rxe0 type rxe netdev v0 || echo \"softroce: rdma link add failed\" >&2\n"
+        ),
+        Net::Link(link) => format!(
+            "export UDAT_RDMA_DEVICE=rxe0 UDAT_RDMA_ADDR=10.0.0.{host} UDAT_PEER_ADDR=10.0.0.{peer}\n\
+             export UDAT_FABRIC_ROLE={role} UDAT_FABRIC_CTL={run}\n\
+             modprobe crc32_generic && modprobe rdma_rxe && modprobe rdma_ucm && modprobe virtio_net\n\
+             ip link set lo up\n\
+             ip addr add 10.0.0.{host}/24 dev eth0\n\
+             ip link set eth0 up\n\
+             rdma link add rxe0 type rxe netdev eth0 || echo \"fabric: rdma link add failed\" >&2\n",
+            host = link.host,
+            peer = link.peer,
+            role = link.role,
+            run = run.display(),
+        ),
+    };
     format!(
         r#"#!/bin/sh
-{env}export UDAT_RDMA_DEVICE=rxe0 UDAT_RDMA_ADDR={ADDR}
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 results {run}
-modprobe crc32_generic && modprobe rdma_rxe && modprobe rdma_ucm && modprobe veth
-ip link set lo up
-ip link add v0 type veth peer name v1
-ip addr add {ADDR}/24 dev v0
-ip link set v0 up && ip link set v1 up
-rdma link add rxe0 type rxe netdev v0 || echo "softroce: rdma link add failed" >&2
-ulimit -l unlimited
+{env}mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 results {run}
+{network}ulimit -l unlimited
 cd {cwd}
 {command}
 echo $? > {run}/status
@@ -393,6 +550,15 @@ mount --move /sys /newroot/sys
 mount --move /dev /newroot/dev
 exec switch_root /newroot /bin/sh "$script"
 "#;
+
+/// FNV-1a over `parts`: a name for built things that changes with their
+/// inputs.
+fn fnv1a(parts: &[&str]) -> u64 {
+    parts
+        .iter()
+        .flat_map(|p| p.bytes().chain([0]))
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
 
 fn target_dir() -> Result<PathBuf, String> {
     if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {

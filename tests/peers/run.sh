@@ -117,7 +117,7 @@ ok=1
 if [ $rc -ne 0 ] && grep -q "$DEV is not an mlx5 device" "$LOG/mlx5-refuses-rxe.server" &&
 	grep -q 'DAT_PROVIDER_NOT_FOUND' "$LOG/mlx5-refuses-rxe.server"; then ok=0; fi
 report mlx5-refuses-rxe $ok
-pair dtest-auto 120 "dtest -P udat-auto -s" "dtest -P udat-auto -h $S" PASSED
+pair dtest-auto 120 "dtest -P udat-auto -s -b 65536 -B 100" "dtest -P udat-auto -h $S -b 65536 -B 100" PASSED
 pair dtest-latency 120 "dtest -P udat -s -W" "dtest -P udat -h $S -W" PASSED
 pair dtestcm 120 "dtestcm -P udat -s -c 50" "dtestcm -P udat -h $S -c 50" ""
 pair dtestsrq-no-srq 120 "dtestsrq -S 0 -P udat -s" "dtestsrq -S 0 -P udat -h $S" "" "server ready"

@@ -170,6 +170,27 @@ pub enum Wake {
     Interrupted,
 }
 
+/// Descriptors of an operating system that become readable when a
+/// transport may have something for an IA: what an event loop sleeps on
+/// instead of [`Backend::block`]. Unused places hold -1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitFds(pub [i32; 3]);
+
+impl WaitFds {
+    /// A transport with nothing to sleep on.
+    pub const NONE: WaitFds = WaitFds([-1; 3]);
+
+    /// The descriptors in use.
+    pub fn iter(&self) -> impl Iterator<Item = i32> + '_ {
+        self.0.iter().copied().filter(|fd| *fd >= 0)
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+}
+
 /// The shape of a QP.
 #[derive(Debug)]
 pub struct QpConfig<'a, B: Backend + ?Sized> {
@@ -285,4 +306,12 @@ pub trait Backend {
     /// Block until a completion or connection event may be ready on `ia`,
     /// or `timeout_us` passes (`None`: no limit).
     fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake;
+
+    /// Descriptors that become readable when [`Backend::block`] on `ia`
+    /// would find activity, once a `block` with a zero timeout armed the
+    /// transport; readable until a `block` takes what they report. A
+    /// transport without any cannot be waited on outside `block`.
+    fn wait_fds(&self, _ia: &Self::Ia) -> WaitFds {
+        WaitFds::NONE
+    }
 }

@@ -1,6 +1,22 @@
 //! Consumer Notification Object (CNO): dat_cno_create(3DAT),
 //! dat_cno_free(3DAT), dat_cno_query(3DAT), dat_cno_modify_agent(3DAT),
-//! dat_cno_wait(3DAT).
+//! dat_cno_wait(3DAT), and DAT 2.0's `dat_cno_fd_create` and
+//! `dat_cno_trigger`.
+//!
+//! A CNO can carry a [`Signal`]: a way for the layer above to learn of a
+//! trigger without a call, which the C ABI and the Rust API turn into a
+//! file descriptor for an event loop. DAT 2.0 gives those two calls only
+//! as prototypes in `<dat2/udat.h>` (none of the 73 man pages describes
+//! them), so the rules here are udat's:
+//! - the signal is raised when the CNO is triggered and no trigger is
+//!   pending, and cleared when [`Provider::cno_trigger`] takes the
+//!   trigger: one raise per trigger taken, however many events arrive;
+//! - an EVD tied to a CNO (at `dat_evd_create` or `dat_evd_modify_cno`)
+//!   or enabled while events are queued on it triggers the CNO at once,
+//!   so an event loop never sleeps on events it could dequeue;
+//! - an EVD tied to another CNO leaves a trigger it already made on the
+//!   old one (dat_evd_modify_cno(3DAT): "the Consumer must be prepared to
+//!   collect a notification event on the EVD's old CNO as well").
 
 use crate::backend::{Backend, Wake};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
@@ -20,6 +36,17 @@ pub struct ProxyAgent {
     pub function: u64,
 }
 
+/// How a CNO tells the layer above that it was triggered, without a call:
+/// `raise(arg)` when a trigger arrives and none is pending, `clear(arg)`
+/// when [`Provider::cno_trigger`] takes it. The C ABI and the Rust API
+/// make these an eventfd's write and read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signal {
+    pub raise: fn(u64),
+    pub clear: fn(u64),
+    pub arg: u64,
+}
+
 pub(crate) struct Cno {
     pub(crate) ia: IaHandle,
     pub(crate) agent: Option<ProxyAgent>,
@@ -33,13 +60,25 @@ pub(crate) struct Cno {
     /// Every tied EVD was freed while a thread waited.
     pub(crate) orphaned: bool,
     pub(crate) context: u64,
+    pub(crate) signal: Option<Signal>,
+    /// The signal was raised and the trigger not yet taken.
+    pub(crate) raised: bool,
 }
 
 impl Cno {
+    /// Raise the signal, unless it is up.
+    fn raise(&mut self) {
+        if let Some(s) = self.signal.filter(|_| !self.raised) {
+            self.raised = true;
+            (s.raise)(s.arg);
+        }
+    }
+
     pub(crate) fn trigger(&mut self, evd: EvdHandle) {
         if self.triggered.is_null() {
             self.triggered = evd;
         }
+        self.raise();
         // dat_cno_create(3DAT): "After it is invoked, it is no longer
         // associated with the CNO."
         if let Some(agent) = self.agent.take() {
@@ -85,6 +124,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             triggered: EvdHandle::NULL,
             orphaned: false,
             context: 0,
+            signal: None,
+            raised: false,
         };
         self.cnos.insert(cno).map(CnoHandle).map_err(|_| DatError::of(ErrorType::InsufficientResources))
     }
@@ -134,6 +175,62 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// The proxy-agent call a trigger owes, once (the C ABI makes it).
     pub fn cno_take_agent_call(&mut self, cno: CnoHandle) -> DatResult<Option<(ProxyAgent, EvdHandle)>> {
         Ok(self.cno_mut(cno)?.agent_call.take())
+    }
+
+    /// Give `cno` a [`Signal`] (or take it away): the core half of
+    /// `dat_cno_fd_create`. A trigger already pending raises it at once.
+    pub fn cno_signal(&mut self, cno: CnoHandle, signal: Option<Signal>) -> DatResult<()> {
+        let c = self.cno_mut(cno)?;
+        if let Some(old) = c.signal.filter(|_| c.raised) {
+            (old.clear)(old.arg);
+        }
+        c.signal = signal;
+        c.raised = false;
+        if !c.triggered.is_null() {
+            c.raise();
+        }
+        Ok(())
+    }
+
+    /// `dat_cno_trigger`: which EVD triggered `cno`, without blocking.
+    /// The transport is pulled for the EVDs tied to the CNO and armed, as
+    /// a wait would; the trigger found is taken (the signal cleared) and
+    /// its EVD returned. `DAT_QUEUE_EMPTY` when nothing triggered it, as
+    /// dat_cno_wait(3DAT) says of a wait that times out; a null EVD when
+    /// every EVD tied to it was freed while a trigger was pending.
+    pub fn cno_trigger(&mut self, cno: CnoHandle) -> DatResult<EvdHandle> {
+        let ia = self.cno(cno)?.ia;
+        // Arm first, then pull: a completion after the pull raises the
+        // transport's notification, one before it is pulled.
+        if let Some(i) = self.ias.get_mut(ia.0) {
+            self.backend.block(&mut i.dev, Some(0));
+        }
+        let mut at = 0;
+        while let Some(evd) = self.evds.find_from(at, |e| e.cno == cno) {
+            at = evd.index() + 1;
+            self.progress(ia, Some(EvdHandle(evd)));
+        }
+        let c = self.cno_mut(cno)?;
+        if let Some(s) = c.signal.filter(|_| c.raised) {
+            c.raised = false;
+            (s.clear)(s.arg);
+        }
+        if c.triggered.is_null() {
+            return Err(DatError::of(ErrorType::QueueEmpty));
+        }
+        Ok(core::mem::replace(&mut c.triggered, EvdHandle::NULL))
+    }
+
+    /// An EVD just tied to `cno`, or just enabled: events already queued
+    /// on it trigger the CNO (see the module documentation).
+    pub(crate) fn cno_catch_up(&mut self, evd: EvdHandle) {
+        let Some(e) = self.evds.get(evd.0) else { return };
+        if e.enabled && !e.waiter && !e.queue.is_empty() {
+            let cno = e.cno;
+            if let Some(c) = self.cnos.get_mut(cno.0) {
+                c.trigger(evd);
+            }
+        }
     }
 
     /// Start a `dat_cno_wait`.

@@ -483,6 +483,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_evd_enable(3DAT).
     pub fn evd_enable(&mut self, evd: EvdHandle) -> DatResult<()> {
         self.evd_mut(evd)?.enabled = true;
+        self.cno_catch_up(evd);
         Ok(())
     }
 
@@ -516,6 +517,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             c.evd_refs += 1;
         }
         self.cno_untie(old);
+        self.cno_catch_up(evd);
         Ok(())
     }
 

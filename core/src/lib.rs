@@ -62,7 +62,7 @@ pub mod types;
 pub use heapless::Vec as FixedVec;
 
 pub use backend::Backend;
-pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, CNO_FIELD_ALL};
+pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, Signal, CNO_FIELD_ALL};
 pub use cr::{CrParam, CR_FIELD_ALL};
 pub use ep::{EpChanges, EpParam, VALUE_UNKNOWN};
 pub use error::{DatError, DatResult, ErrorType, Subtype};

@@ -175,6 +175,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         Ok(&self.ia(ia)?.dev)
     }
 
+    /// What an event loop sleeps on for `ia`'s transport (see
+    /// [`Backend::wait_fds`]).
+    pub fn wait_fds(&self, ia: IaHandle) -> DatResult<crate::backend::WaitFds> {
+        Ok(self.backend.wait_fds(&self.ia(ia)?.dev))
+    }
+
     /// Block in the backend until `ia`'s transport has something or
     /// `timeout_us` passes: the sleep between the steps of a wait begun with
     /// [`Provider::evd_wait_begin`] or [`Provider::cno_wait_begin`].

@@ -463,3 +463,118 @@ fn dat_evd_dequeue_gives_completions_in_order_with_or_without_a_cno() {
     }
     assert_eq!(seen[0], seen[1]);
 }
+
+thread_local! {
+    static SIGNALS: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+fn raise(_: u64) {
+    SIGNALS.with(|s| s.set((s.get().0 + 1, s.get().1)));
+}
+
+fn clear(_: u64) {
+    SIGNALS.with(|s| s.set((s.get().0, s.get().1 + 1)));
+}
+
+/// Raises and clears so far in this thread.
+fn signals() -> (u32, u32) {
+    SIGNALS.with(|s| s.get())
+}
+
+fn signalled_cno(fx: &mut Fx) -> CnoHandle {
+    SIGNALS.with(|s| s.set((0, 0)));
+    let cno = fx.p.cno_create(fx.ia, None).unwrap();
+    fx.p.cno_signal(cno, Some(Signal { raise, clear, arg: 0 })).unwrap();
+    cno
+}
+
+#[test]
+fn a_signalled_cno_raises_once_per_trigger_taken() {
+    let mut fx = Fx::new();
+    let cno = signalled_cno(&mut fx);
+    let evd = fx.p.evd_create(fx.ia, 8, cno, EvdFlags::SOFTWARE).unwrap();
+    assert_eq!(ty(fx.p.cno_trigger(cno)), ErrorType::QueueEmpty);
+    assert_eq!(signals(), (0, 0));
+    for i in 0..3 {
+        fx.p.evd_post_se(evd, i).unwrap();
+    }
+    assert_eq!(signals(), (1, 0), "three events, one raise");
+    assert_eq!(fx.p.cno_trigger(cno), Ok(evd));
+    assert_eq!(signals(), (1, 1));
+    assert_eq!(ty(fx.p.cno_trigger(cno)), ErrorType::QueueEmpty);
+    fx.p.evd_post_se(evd, 4).unwrap();
+    assert_eq!(signals(), (2, 1));
+    assert_eq!(fx.drain(evd).len(), 4);
+    assert_eq!(fx.p.cno_trigger(cno), Ok(evd), "the trigger outlives the events");
+    assert_eq!(ty(fx.p.cno_trigger(CnoHandle::NULL)), ErrorType::InvalidHandle);
+}
+
+#[test]
+fn a_completion_reaches_a_signalled_cno_through_cno_trigger() {
+    let mut fx = Fx::new();
+    let cno = signalled_cno(&mut fx);
+    let ep = fx.ep_connected();
+    fx.p.evd_modify_cno(fx.dto_evd, cno).unwrap();
+    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 7, CompletionFlags::DEFAULT).unwrap();
+    assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
+    // Nothing pulled the CQ yet: the trigger does.
+    assert_eq!(signals(), (0, 0));
+    assert_eq!(fx.p.cno_trigger(cno), Ok(fx.dto_evd));
+    assert_eq!(signals(), (1, 1));
+    assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(7, DtoStatus::Success)]);
+}
+
+#[test]
+fn events_queued_before_the_tie_or_the_enable_trigger_the_cno() {
+    let mut fx = Fx::new();
+    let cno = signalled_cno(&mut fx);
+    let evd = fx.p.evd_create(fx.ia, 8, CnoHandle::NULL, EvdFlags::SOFTWARE).unwrap();
+    fx.p.evd_post_se(evd, 1).unwrap();
+    fx.p.evd_modify_cno(evd, cno).unwrap();
+    assert_eq!(signals(), (1, 0));
+    assert_eq!(fx.p.cno_trigger(cno), Ok(evd));
+    fx.p.evd_disable(evd).unwrap();
+    fx.p.evd_post_se(evd, 2).unwrap();
+    assert_eq!(signals(), (1, 1), "a disabled EVD triggers nothing");
+    fx.p.evd_enable(evd).unwrap();
+    assert_eq!(signals(), (2, 1));
+    assert_eq!(fx.p.cno_trigger(cno), Ok(evd));
+    fx.drain(evd);
+    // An empty EVD tied anew triggers nothing.
+    fx.p.evd_modify_cno(evd, CnoHandle::NULL).unwrap();
+    fx.p.evd_modify_cno(evd, cno).unwrap();
+    assert_eq!(ty(fx.p.cno_trigger(cno)), ErrorType::QueueEmpty);
+}
+
+#[test]
+fn a_retied_evd_leaves_its_trigger_on_the_old_cno() {
+    let mut fx = Fx::new();
+    let a = signalled_cno(&mut fx);
+    let b = fx.p.cno_create(fx.ia, None).unwrap();
+    let evd = fx.p.evd_create(fx.ia, 8, a, EvdFlags::SOFTWARE).unwrap();
+    fx.p.evd_post_se(evd, 1).unwrap();
+    fx.p.evd_modify_cno(evd, b).unwrap();
+    // dat_evd_modify_cno(3DAT): "the Consumer must be prepared to collect
+    // a notification event on the EVD's old CNO as well as the new one."
+    assert_eq!(fx.p.cno_trigger(a), Ok(evd));
+    assert_eq!(fx.p.cno_trigger(b), Ok(evd));
+    fx.p.evd_post_se(evd, 2).unwrap();
+    assert_eq!(ty(fx.p.cno_trigger(a)), ErrorType::QueueEmpty);
+    assert_eq!(signals(), (1, 1));
+}
+
+#[test]
+fn a_signal_given_to_a_triggered_cno_is_raised_at_once() {
+    let mut fx = Fx::new();
+    SIGNALS.with(|s| s.set((0, 0)));
+    let cno = fx.p.cno_create(fx.ia, None).unwrap();
+    let evd = fx.p.evd_create(fx.ia, 8, cno, EvdFlags::SOFTWARE).unwrap();
+    fx.p.evd_post_se(evd, 1).unwrap();
+    fx.p.cno_signal(cno, Some(Signal { raise, clear, arg: 0 })).unwrap();
+    assert_eq!(signals(), (1, 0));
+    // Taking the signal away clears what it raised.
+    fx.p.cno_signal(cno, None).unwrap();
+    assert_eq!(signals(), (1, 1));
+    assert_eq!(fx.p.cno_trigger(cno), Ok(evd));
+    assert_eq!(signals(), (1, 1));
+}

@@ -38,6 +38,11 @@ pub use udat_core::*;
 
 #[cfg(test)]
 mod abi_check;
+#[cfg(feature = "tokio")]
+pub mod aio;
+pub mod notify;
+
+use notify::Notifier;
 
 /// An open Interface Adapter and everything created on it.
 ///
@@ -50,6 +55,8 @@ pub struct Ia<B: Backend, S: Storage = Inline<64, 1024>> {
     ia: IaHandle,
     async_evd: EvdHandle,
     open: bool,
+    /// The descriptors of the CNOs made by [`Ia::cno_fd_create`].
+    notifiers: Vec<(CnoHandle, Notifier)>,
 }
 
 impl<B: Backend, S: Storage> Ia<B, S> {
@@ -80,7 +87,7 @@ impl<B: Backend, S: Storage> Ia<B, S> {
     pub fn open_in(backend: B, storage: S, name: &[u8], async_evd_qlen: u32) -> DatResult<Self> {
         let mut provider = Box::new(Provider::with_storage(backend, storage));
         let (ia, async_evd) = provider.ia_open(name, AsyncEvd::Create { min_qlen: async_evd_qlen })?;
-        Ok(Ia { provider, ia, async_evd, open: true })
+        Ok(Ia { provider, ia, async_evd, open: true, notifiers: Vec::new() })
     }
 
     /// The IA's handle, for the calls that take one.
@@ -93,12 +100,49 @@ impl<B: Backend, S: Storage> Ia<B, S> {
         self.async_evd
     }
 
+    /// DAT 2.0's `dat_cno_fd_create`: a CNO, and a descriptor that is
+    /// readable when it may have been triggered, for an event loop to
+    /// sleep on. When it is, [`Provider::cno_trigger`] says which EVD
+    /// triggered the CNO, or `DAT_QUEUE_EMPTY` when the wake-up was the
+    /// transport's for another CNO. The descriptor is the IA's: it stays
+    /// open until [`Ia::cno_free`] or the close of the IA.
+    ///
+    /// A transport with no descriptors (the mock) is
+    /// `DAT_NOT_IMPLEMENTED`; a descriptor the system refuses is
+    /// `DAT_INSUFFICIENT_RESOURCES`.
+    pub fn cno_fd_create(&mut self) -> DatResult<(CnoHandle, std::os::fd::RawFd)> {
+        let transport = self.provider.wait_fds(self.ia)?;
+        if transport.is_empty() {
+            return Err(DatError::of(ErrorType::NotImplemented));
+        }
+        let notifier = Notifier::new(transport).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
+        let cno = self.provider.cno_create(self.ia, None)?;
+        if let Err(e) = self.provider.cno_signal(cno, Some(notifier.signal())) {
+            let _ = self.provider.cno_free(cno);
+            return Err(e);
+        }
+        let fd = notifier.fd();
+        self.notifiers.push((cno, notifier));
+        Ok((cno, fd))
+    }
+
+    /// dat_cno_free(3DAT), closing the descriptor of a CNO made by
+    /// [`Ia::cno_fd_create`].
+    pub fn cno_free(&mut self, cno: CnoHandle) -> DatResult<()> {
+        self.provider.cno_free(cno)?;
+        // The CNO is gone, and its signal with it: the descriptors may go.
+        self.notifiers.retain(|(c, _)| *c != cno);
+        Ok(())
+    }
+
     /// dat_ia_close(3DAT). A refused graceful close gives the IA back with
     /// the error, every object intact.
     pub fn close(mut self, flags: CloseFlags) -> Result<(), (Self, DatError)> {
         match self.provider.ia_close(self.ia, flags) {
             Ok(()) => {
                 self.open = false;
+                // The CNOs went with the IA: their descriptors may close.
+                self.notifiers.clear();
                 Ok(())
             }
             Err(e) => Err((self, e)),

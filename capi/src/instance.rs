@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
 
+use udat::notify::Notifier;
 use udat_core::backend::Backend;
-use udat_core::handle::{AnyHandle, Kind, RawHandle};
+use udat_core::handle::{AnyHandle, CnoHandle, Kind, RawHandle};
 use udat_core::types::IaAddress;
 use udat_core::{DatError, DatResult, Provider, Subtype};
 
@@ -38,11 +39,6 @@ pub trait Transport: Backend + Sized + 'static {
     /// Whether `device` names a device of this transport that can be
     /// opened: a name that cannot is not registered at all.
     fn knows(device: &str) -> bool;
-
-    /// Descriptors to sleep on outside the lock while a wait is pending,
-    /// after a zero-timeout [`Provider::block`] armed them; `None` when the
-    /// transport must be blocked in while the lock is held.
-    fn wait_fds(ia: &Self::Ia) -> Option<[libc::c_int; 2]>;
 }
 
 /// How a query result names an IA to the consumer: libdat2 gives consumers
@@ -66,6 +62,21 @@ pub struct State<B: Transport> {
     pub ep_addr: Box<[(Addr, Addr)]>,
     /// Per CR slot: the requester's address of the last `dat_cr_query`.
     pub cr_addr: Box<[Addr]>,
+    /// Per CNO slot: the descriptors of a CNO of `dat_cno_fd_create`.
+    pub cno_fds: Box<[Option<(CnoHandle, Notifier)>]>,
+}
+
+impl<B: Transport> State<B> {
+    /// Close the descriptors of the CNOs that are gone (freed, or closed
+    /// with their IA). A CNO loses its signal as it goes, so nothing
+    /// raises a closed descriptor.
+    pub fn forget_cnos(&mut self) {
+        for slot in self.cno_fds.iter_mut() {
+            if slot.as_ref().is_some_and(|(h, _)| self.core.cno_query(*h, udat_core::CNO_FIELD_ALL).is_err()) {
+                *slot = None;
+            }
+        }
+    }
 }
 
 /// The lock. The core provider and its backend are single-threaded objects
@@ -128,6 +139,7 @@ impl<B: Transport> Instance<B> {
             ia_addr: vec![Addr::default(); capacity.ias as usize].into_boxed_slice(),
             ep_addr: vec![(Addr::default(), Addr::default()); capacity.eps as usize].into_boxed_slice(),
             cr_addr: vec![Addr::default(); capacity.crs as usize].into_boxed_slice(),
+            cno_fds: std::iter::repeat_with(|| None).take(capacity.cnos as usize).collect(),
         };
         let mut inst = Box::new(Instance {
             table: crate::table::table::<B>(),

@@ -23,10 +23,6 @@ impl Transport for Verbs {
         let device = device.split_once(':').map_or(device, |(d, _)| d);
         verbs_devices().iter().any(|d| d == device)
     }
-
-    fn wait_fds(ia: &udat_verbs::Ia) -> Option<[libc::c_int; 2]> {
-        Some(ia.wait_fds())
-    }
 }
 
 impl Transport for Model {
@@ -39,11 +35,6 @@ impl Transport for Model {
     /// The model's IA names: `mlx5_model` and a digit.
     fn knows(device: &str) -> bool {
         matches!(device.as_bytes().strip_prefix(udat_mlx5_model::IA_NAME_PREFIX), Some([d]) if d.is_ascii_digit())
-    }
-
-    /// The model runs inside the calling thread: nothing to sleep on.
-    fn wait_fds(_: &<Self as udat_core::Backend>::Ia) -> Option<[libc::c_int; 2]> {
-        None
     }
 }
 

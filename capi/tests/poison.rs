@@ -162,6 +162,9 @@ impl Backend for Panicky {
     fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake {
         self.0.block(ia, timeout_us)
     }
+    fn wait_fds(&self, ia: &Self::Ia) -> udat_core::backend::WaitFds {
+        self.0.wait_fds(ia)
+    }
 }
 
 impl Transport for Panicky {
@@ -172,9 +175,6 @@ impl Transport for Panicky {
     }
     fn knows(device: &str) -> bool {
         Model::knows(device)
-    }
-    fn wait_fds(ia: &Self::Ia) -> Option<[libc::c_int; 2]> {
-        Model::wait_fds(ia)
     }
 }
 

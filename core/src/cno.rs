@@ -25,6 +25,11 @@ use crate::handle::{CnoHandle, EvdHandle, IaHandle};
 use crate::provider::Provider;
 use crate::storage::Storage;
 
+/// Rounds of arming and pulling one `dat_cno_trigger` makes at most: a
+/// full EVD leaves completions behind, which a transport reports as
+/// activity every round.
+const ARM_ROUNDS: usize = 4;
+
 /// `DAT_CNO_FIELD_ALL`.
 pub const CNO_FIELD_ALL: u32 = 0x4;
 
@@ -40,7 +45,7 @@ pub struct ProxyAgent {
 /// `raise(arg)` when a trigger arrives and none is pending, `clear(arg)`
 /// when [`Provider::cno_trigger`] takes it. The C ABI and the Rust API
 /// make these an eventfd's write and read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct Signal {
     pub raise: fn(u64),
     pub clear: fn(u64),
@@ -200,15 +205,23 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// every EVD tied to it was freed while a trigger was pending.
     pub fn cno_trigger(&mut self, cno: CnoHandle) -> DatResult<EvdHandle> {
         let ia = self.cno(cno)?.ia;
-        // Arm first, then pull: a completion after the pull raises the
-        // transport's notification, one before it is pulled.
-        if let Some(i) = self.ias.get_mut(ia.0) {
-            self.backend.block(&mut i.dev, Some(0));
-        }
-        let mut at = 0;
-        while let Some(evd) = self.evds.find_from(at, |e| e.cno == cno) {
-            at = evd.index() + 1;
-            self.progress(ia, Some(EvdHandle(evd)));
+        // Arm, then pull, until the transport reports nothing more: a
+        // completion after the last pull raises the transport's
+        // notification. Every EVD of the IA is pulled, not only this
+        // CNO's: the notifications are the IA's, and one taken here for
+        // another CNO's EVD must reach that CNO as its own trigger.
+        for _ in 0..ARM_ROUNDS {
+            let Some(i) = self.ias.get_mut(ia.0) else { break };
+            let wake = self.backend.block(&mut i.dev, Some(0));
+            self.pump_cm(ia);
+            let mut at = 0;
+            while let Some(evd) = self.evds.find_from(at, |e| e.ia == ia && e.cq.is_some()) {
+                at = evd.index() + 1;
+                self.pump_cq(EvdHandle(evd));
+            }
+            if wake != Wake::Activity {
+                break;
+            }
         }
         let c = self.cno_mut(cno)?;
         if let Some(s) = c.signal.filter(|_| c.raised) {

@@ -8,7 +8,9 @@
 //! A CQE whose QP is gone is skipped; a receive it carried from an SRQ
 //! still returns its WQE to the SRQ.
 
-use udat_core::backend::{Backend, CmEvent, Completion, QpConfig, Registration, RequestOp, SendWr, Sge, Wake, MAX_SGE};
+use udat_core::backend::{
+    Backend, CmEvent, Completion, QpConfig, Registration, RequestOp, SendWr, Sge, WaitFds, Wake, MAX_SGE,
+};
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
 
@@ -523,6 +525,10 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             }
         }
         wake
+    }
+
+    fn wait_fds(&self, ia: &D::Ia) -> WaitFds {
+        self.device.wait_fds(ia)
     }
 }
 

@@ -7,7 +7,7 @@
 //! (libibverbs, mlx5dv, rdma_cm); for tests, examples and benches it is
 //! the software HCA of `udat-mlx5-model`.
 
-use udat_core::backend::{CmEvent, Registration, Wake};
+use udat_core::backend::{CmEvent, Registration, WaitFds, Wake};
 use udat_core::types::{IaAddress, IaAttr, MemPriv, SrqAttr};
 use udat_core::DatResult;
 
@@ -128,4 +128,8 @@ pub trait Device {
     fn now_us(&mut self) -> u64;
     /// Block until an armed CQ's event or a connection event may be ready.
     fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake;
+    /// What [`Backend::wait_fds`](udat_core::Backend::wait_fds) reports.
+    fn wait_fds(&self, _ia: &Self::Ia) -> WaitFds {
+        WaitFds::NONE
+    }
 }

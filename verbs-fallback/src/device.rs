@@ -16,6 +16,7 @@ use crate::cq::CqShared;
 use crate::qp::QpShared;
 use crate::status::{check, errno};
 use crate::sys;
+use crate::timer::Timer;
 
 /// Who an rdma_cm id belongs to.
 pub(crate) enum Owner {
@@ -41,6 +42,8 @@ pub(crate) struct IaShared {
     pub ids: RefCell<HashMap<usize, Owner>>,
     /// The CQs reporting to `comp`, for blocking waits.
     pub cqs: RefCell<Vec<Rc<CqShared>>>,
+    /// Armed for the earliest connect deadline.
+    pub timer: Timer,
 }
 
 /// Requests carry at most 56 bytes of private data over the IB CM (92
@@ -58,6 +61,7 @@ impl IaShared {
             Some((d, p)) => (d, p.parse::<u8>().map_err(|_| not_found)?),
             None => (name, 1),
         };
+        let timer = Timer::new()?;
         let mut count = 0;
         // SAFETY: rdma_get_devices writes the count and returns a
         // null-terminated array it owns until rdma_free_devices.
@@ -90,6 +94,7 @@ impl IaShared {
             device: unsafe { std::mem::zeroed() },
             ids: RefCell::new(HashMap::new()),
             cqs: RefCell::new(Vec::new()),
+            timer,
         };
         // SAFETY: `ctx` is open; the attribute struct is ours to fill.
         check(unsafe { sys::ibv_query_device(ctx, &mut ia.device) })?;

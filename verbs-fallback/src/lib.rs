@@ -20,12 +20,13 @@ mod qp;
 mod srq;
 mod status;
 pub mod sys;
+mod timer;
 
 use std::rc::Rc;
 use std::time::Instant;
 
 use udat_core::{
-    backend::{Backend, CmEvent, Completion, QpConfig, Registration, SendWr, Sge, Wake},
+    backend::{Backend, CmEvent, Completion, QpConfig, Registration, SendWr, Sge, WaitFds, Wake},
     types::{CompletionFlags, IaAddress, IaAttr, MemPriv, SrqAttr},
     DatError, DatResult, ErrorType,
 };
@@ -50,6 +51,17 @@ impl Verbs {
     }
 }
 
+impl Verbs {
+    /// Arm the IA's timer for its earliest connect deadline, which it
+    /// returns.
+    fn arm_timer(&mut self, ia: &IaShared) -> Option<u64> {
+        let deadline = cm::next_deadline(ia);
+        let now = self.now_us();
+        ia.timer.set(deadline.map(|d| d.saturating_sub(now)));
+        deadline
+    }
+}
+
 impl Default for Verbs {
     fn default() -> Verbs {
         Verbs::new()
@@ -60,13 +72,14 @@ impl Default for Verbs {
 pub struct Ia(Rc<IaShared>);
 
 impl Ia {
-    /// The completion channel's and the rdma_cm channel's descriptors: what
-    /// [`Backend::block`] polls. A caller that must not hold its own lock
-    /// while it sleeps polls these itself, after a `block` with a zero
-    /// timeout has armed the CQs.
-    pub fn wait_fds(&self) -> [std::os::fd::RawFd; 2] {
+    /// The completion channel's and the rdma_cm channel's descriptors, and
+    /// the timer of the connect deadlines: what [`Backend::block`] sleeps
+    /// on. A caller that must not hold its own lock while it sleeps, or an
+    /// event loop, polls these itself, after a `block` with a zero timeout
+    /// has armed the CQs.
+    pub fn wait_fds(&self) -> WaitFds {
         // SAFETY: both channels are open while the IA is.
-        unsafe { [(*self.0.comp).fd, (*self.0.cm).fd] }
+        unsafe { WaitFds([(*self.0.comp).fd, (*self.0.cm).fd, self.0.timer.fd()]) }
     }
 }
 
@@ -314,7 +327,9 @@ impl Backend for Verbs {
         timeout_us: Option<u64>,
     ) -> DatResult<()> {
         let deadline = timeout_us.map(|t| self.now_us().saturating_add(t));
-        cm::connect(qp, remote, conn_qual, private_data, deadline)
+        cm::connect(qp, remote, conn_qual, private_data, deadline)?;
+        self.arm_timer(&qp.ia);
+        Ok(())
     }
 
     fn accept(&mut self, request: &mut ConnReq, qp: &mut Qp, private_data: &[u8]) -> DatResult<()> {
@@ -338,6 +353,10 @@ impl Backend for Verbs {
         self.epoch.elapsed().as_micros() as u64
     }
 
+    fn wait_fds(&self, ia: &Ia) -> WaitFds {
+        ia.wait_fds()
+    }
+
     fn block(&mut self, ia: &mut Ia, timeout_us: Option<u64>) -> Wake {
         let ia = &ia.0;
         // Arm every CQ, then look once more: a completion that arrived
@@ -356,7 +375,7 @@ impl Backend for Verbs {
             return Wake::Activity;
         }
         let now = self.now_us();
-        let deadline = cm::next_deadline(ia);
+        let deadline = self.arm_timer(ia);
         let wait = match (timeout_us, deadline) {
             (Some(t), Some(d)) => Some(t.min(d.saturating_sub(now))),
             (t, None) => t,

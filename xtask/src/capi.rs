@@ -41,7 +41,23 @@ pub fn check() -> Result<u64, String> {
         return Err(format!("{exe} was not built"));
     }
     run(&exe, &["udat-model-mlx5_model0"])?;
-    Ok(3 + static_loopback(&dir)? + bad_input(&dir, &flags)?)
+    Ok(3 + static_loopback(&dir)? + event_loop(&dir, &flags)? + bad_input(&dir, &flags)?)
+}
+
+/// Where [`event_loop`] puts `examples/c/event_loop.c`, for `cargo xtask
+/// test` to run on soft-RoCE.
+pub const EVENT_LOOP: &str = "target/debug/event_loop";
+
+/// `examples/c/event_loop.c`, an epoll loop over a CNO descriptor, built
+/// against libudat.a and run on the software HCA. One check.
+fn event_loop(dir: &Path, flags: &str) -> Result<u64, String> {
+    let exe = dir.join("event_loop");
+    let exe = exe.to_string_lossy();
+    let mut cc = vec!["-Wall", "-Wextra", "-Werror", "examples/c/event_loop.c", "-o", &exe];
+    cc.extend(flags.split_whitespace());
+    run("cc", &cc)?;
+    run(&exe, &["udat-model-mlx5_model0"])?;
+    Ok(1)
 }
 
 /// Where [`static_loopback`] puts the fully static example, for

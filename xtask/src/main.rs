@@ -70,20 +70,21 @@ fn output(program: &str, args: &[&str]) -> Result<String, String> {
 
 fn test() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"])?;
-    run("cargo", &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
-    let native = run_tests(&["test", "--workspace"])?;
+    run("cargo", &["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])?;
+    let native = run_tests(&["test", "--workspace", "--all-features"])?;
     bare_metal()?;
     let c = capi::check()?;
     let miri = run_tests(&["+nightly", "miri", "test", "-p", "udat-core"])?;
     let fuzzed = fuzz()?;
     let rxe = rxe_tests()?;
     let fully_static = static_on_rxe()?;
+    let loops = event_loops_on_rxe()?;
     let peers = peer_tests()?;
     let across = fabric_tests()?;
-    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + fully_static + peers.0 + across.0;
+    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + fully_static + loops + peers.0 + across.0;
     let failed = native.1 + miri.1 + rxe.1 + peers.1 + across.1;
     eprintln!(
-        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, the static binary on soft-RoCE, {} OpenFabrics programs, {} across two hosts)",
+        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, the static binary and {loops} event loops on soft-RoCE, {} OpenFabrics programs, {} across two hosts)",
         native.0, miri.0, rxe.0, peers.0, across.0
     );
     println!("tests: {passed} passed, {failed} failed");
@@ -168,6 +169,26 @@ fn static_on_rxe() -> Result<u64, String> {
     }
     eprintln!("xtask: {exe} ran on soft-RoCE and opened no shared object");
     Ok(1)
+}
+
+/// The two event-loop consumers on soft-RoCE in one guest: the C epoll
+/// loop over a CNO descriptor (built by [`capi::check`]) and the async
+/// Rust ping-pong on tokio. Each checks its own counts; two checks.
+fn event_loops_on_rxe() -> Result<u64, String> {
+    run("cargo", &["build", "--features", "tokio", "--example", "async_pingpong"])?;
+    let script = format!("{} udat-verbs-rxe0 && target/debug/examples/async_pingpong rxe0 200", capi::EVENT_LOOP);
+    let args = ["xtask", "softroce", "--", "sh", "-c", &script];
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let out = Command::new("cargo").args(args).output().map_err(|e| format!("cargo: {e}"))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprint!("{text}");
+    if !out.status.success()
+        || !text.contains("event_loop on udat-verbs-rxe0:")
+        || !text.contains("async_pingpong on rxe0:")
+    {
+        return Err(format!("the event loops failed on soft-RoCE ({})", out.status));
+    }
+    Ok(2)
 }
 
 /// The OpenFabrics DAPL test programs against the plug-in, on soft-RoCE.

@@ -8,6 +8,7 @@ use super::evd::sleep;
 use super::{with, Arg};
 use crate::instance::Transport;
 use crate::sys::*;
+use udat::notify::Notifier;
 
 fn agent(a: &DAT_OS_WAIT_PROXY_AGENT) -> Option<ProxyAgent> {
     let function = a.proxy_agent_func? as usize as u64;
@@ -72,10 +73,70 @@ pub(crate) unsafe fn cno_query<B: Transport>(
     }
 }
 
-/// dat_cno_free(3DAT).
+/// dat_cno_free(3DAT); the descriptor of a CNO of `dat_cno_fd_create`
+/// is closed with it (and leaves any epoll set it is in).
 pub(crate) unsafe fn cno_free<B: Transport>(cno: Arg<1, DAT_CNO_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `cno`'s provider word.
-    unsafe { with::<B>(cno, Kind::Cno, |cx, raw| cx.st.core.cno_free(CnoHandle::from_raw(raw))) }
+    unsafe {
+        with::<B>(cno, Kind::Cno, |cx, raw| {
+            cx.st.core.cno_free(CnoHandle::from_raw(raw))?;
+            cx.st.forget_cnos();
+            Ok(())
+        })
+    }
+}
+
+/// DAT 2.0's `dat_cno_fd_create`: a CNO with no proxy agent, and a
+/// descriptor readable when it may have been triggered (`udat::notify`
+/// says how). The descriptor belongs to the CNO: `dat_cno_free` or the
+/// close of the IA closes it. A transport with nothing to sleep on is
+/// `DAT_NOT_IMPLEMENTED`.
+pub(crate) unsafe fn cno_fd_create<B: Transport>(
+    ia: Arg<1, DAT_IA_HANDLE>,
+    fd_out: Arg<2, *mut DAT_FD>,
+    cno_out: Arg<3, *mut DAT_CNO_HANDLE>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `ia`'s provider word.
+    unsafe {
+        with::<B>(ia, Kind::Ia, |cx, raw| {
+            let fd_slot = fd_out.out()?;
+            let cno_slot = cno_out.out()?;
+            let ia = IaHandle::from_raw(raw);
+            let transport = cx.st.core.wait_fds(ia)?;
+            if transport.is_empty() {
+                return Err(DatError::of(ErrorType::NotImplemented));
+            }
+            let notifier = Notifier::new(transport).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
+            let cno = cx.st.core.cno_create(ia, None)?;
+            let at = cno.raw().index() as usize;
+            if at >= cx.st.cno_fds.len() {
+                let _ = cx.st.core.cno_free(cno);
+                return Err(DatError::of(ErrorType::InsufficientResources));
+            }
+            cx.st.core.cno_signal(cno, Some(notifier.signal()))?;
+            *fd_slot = notifier.fd();
+            cx.st.cno_fds[at] = Some((cno, notifier));
+            *cno_slot = cx.st.ptr(cno);
+            Ok(())
+        })
+    }
+}
+
+/// DAT 2.0's `dat_cno_trigger`: the EVD that triggered `cno`, without
+/// blocking; `DAT_QUEUE_EMPTY` when nothing did.
+pub(crate) unsafe fn cno_trigger<B: Transport>(
+    cno: Arg<1, DAT_CNO_HANDLE>,
+    evd_out: Arg<2, *mut DAT_EVD_HANDLE>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `cno`'s provider word.
+    unsafe {
+        with::<B>(cno, Kind::Cno, |cx, raw| {
+            let slot = evd_out.out()?;
+            let evd = cx.st.core.cno_trigger(CnoHandle::from_raw(raw))?;
+            *slot = cx.st.ptr(evd);
+            Ok(())
+        })
+    }
 }
 
 /// dat_cno_wait(3DAT), sleeping outside the lock like dat_evd_wait.

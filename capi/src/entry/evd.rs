@@ -17,7 +17,7 @@ use crate::sys::*;
 /// bound on a wake-up another waiter took first.
 const SLICE_US: u64 = 10_000;
 /// How long a wait on a transport with no descriptor sleeps between looks.
-const MODEL_SLICE_US: u64 = 1_000;
+const BLIND_SLICE_US: u64 = 1_000;
 
 /// dat_evd_create(3DAT).
 pub(crate) unsafe fn evd_create<B: Transport>(
@@ -186,10 +186,10 @@ pub(crate) unsafe fn evd_wait<B: Transport>(
 
 /// Sleep until the transport of `ia` has something or `timeout_us`
 /// passes, without the lock: other threads post, reap, free and close
-/// meanwhile. The CQs are armed under the lock; where the transport has
-/// descriptors the thread sleeps on them, and a transport without (the
-/// software HCA, which runs in the callers' threads) is looked at again
-/// after a slice of [`MODEL_SLICE_US`].
+/// meanwhile. The CQs are armed under the lock, then the thread sleeps on
+/// the transport's descriptors for at most a slice of [`SLICE_US`]; a
+/// transport without descriptors is looked at again after a slice of
+/// [`BLIND_SLICE_US`].
 pub(crate) fn sleep<B: Transport>(
     st: &mut MutexGuard<'static, State<B>>,
     ia: IaHandle,
@@ -198,21 +198,22 @@ pub(crate) fn sleep<B: Transport>(
     if st.core.block(ia, Some(0)).map_err(|_| DatError::of(ErrorType::Abort))? == Wake::Activity {
         return Ok(Wake::Activity);
     }
-    let fds = B::wait_fds(st.core.ia_device(ia).map_err(|_| DatError::of(ErrorType::Abort))?);
-    let slice = if fds.is_some() { SLICE_US } else { MODEL_SLICE_US };
+    let fds = st.core.wait_fds(ia).map_err(|_| DatError::of(ErrorType::Abort))?;
+    let blind = fds.is_empty();
+    let slice = if blind { BLIND_SLICE_US } else { SLICE_US };
     let us = timeout_us.map_or(slice, |t| t.min(slice));
-    let mut pfds = fds.unwrap_or([-1; 2]).map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+    let mut pfds = fds.0.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
     let rc = MutexGuard::unlocked(st, || {
-        // SAFETY: `pfds` is an array of two pollfd entries; poll ignores
-        // the entries whose descriptor is negative.
-        unsafe { libc::poll(pfds.as_mut_ptr(), 2, us.div_ceil(1000) as libc::c_int) }
+        // SAFETY: `pfds` is an array of pollfd entries of its length; poll
+        // ignores the entries whose descriptor is negative.
+        unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, us.div_ceil(1000) as libc::c_int) }
     });
     if rc < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
         return Ok(Wake::Interrupted);
     }
     // With no descriptor, a slice that ran out may still have let another
     // thread make an event: look again.
-    Ok(if rc > 0 || fds.is_none() { Wake::Activity } else { Wake::Timeout })
+    Ok(if rc > 0 || blind { Wake::Activity } else { Wake::Timeout })
 }
 
 const _: () = assert!(

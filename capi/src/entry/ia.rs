@@ -101,7 +101,9 @@ pub(crate) unsafe fn ia_close<B: Transport>(ia: Arg<1, DAT_IA_HANDLE>, flags: Ar
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let flags = CloseFlags::from_raw(flags.0).ok_or(flags.invalid())?;
-            cx.st.core.ia_close(IaHandle::from_raw(raw), flags)
+            cx.st.core.ia_close(IaHandle::from_raw(raw), flags)?;
+            cx.st.forget_cnos();
+            Ok(())
         })
     }
 }

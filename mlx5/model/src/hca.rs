@@ -143,6 +143,8 @@ pub struct Ia {
     pub address: IaAddress,
     pub cm: VecDeque<CmEvent<u32>>,
     pub cq_events: VecDeque<u32>,
+    /// The descriptor of the IA's [`crate::alarm::Alarm`].
+    pub alarm: Option<i32>,
 }
 
 /// What the HCA counted: doorbells by kind, WQEs, CQEs.
@@ -269,6 +271,24 @@ impl Hca {
 
     pub fn now_us(&self) -> u64 {
         self.start.elapsed().as_micros() as u64
+    }
+
+    /// Set `ia`'s alarm: at once while it has events queued, else at its
+    /// earliest connect timer.
+    pub fn rearm(&self, ia: u32) {
+        let Some(i) = self.ias.get(&ia) else { return };
+        let Some(fd) = i.alarm else { return };
+        let due = if !i.cm.is_empty() || !i.cq_events.is_empty() {
+            Some(0)
+        } else {
+            let now = self.now_us();
+            self.deadlines
+                .iter()
+                .filter(|(qpn, _)| self.qps.get(qpn).is_some_and(|q| q.ia == ia))
+                .map(|(_, (at, _))| at.saturating_sub(now))
+                .min()
+        };
+        crate::alarm::set(fd, due);
     }
 
     pub fn qp_by_tag(&self, tag: u64) -> Option<u32> {
@@ -410,6 +430,7 @@ impl Hca {
                 if let Some(i) = self.ias.get_mut(&ia) {
                     i.cq_events.push_back(cqn.unwrap_or(0));
                 }
+                self.rearm(ia);
             }
         }
     }

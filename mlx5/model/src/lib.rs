@@ -20,6 +20,7 @@
 //! register write returns, and every entry into the device retries sends
 //! that found no receive (the model's RNR retry).
 
+mod alarm;
 mod hca;
 pub mod oracle;
 mod region;
@@ -29,7 +30,7 @@ use std::ptr::NonNull;
 use std::rc::Rc;
 use std::time::Duration;
 
-use udat_core::backend::{CmEvent, ConnOutcome, PrivateData, Registration, Wake, MAX_PRIVATE_DATA};
+use udat_core::backend::{CmEvent, ConnOutcome, PrivateData, Registration, WaitFds, Wake, MAX_PRIVATE_DATA};
 use udat_core::types::{IaAddress, IaAttr, MemPriv, Qos, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
 use udat_mlx5::cq::CqGeometry;
@@ -140,7 +141,7 @@ impl Register for ModelRegister {
 }
 
 #[derive(Debug)]
-pub struct ModelIa(u32);
+pub struct ModelIa(u32, Option<alarm::Alarm>);
 
 #[derive(Debug)]
 pub struct ModelPd {
@@ -248,6 +249,7 @@ impl SoftHca {
         if let Some(i) = hca.ias.get_mut(&ia) {
             i.cm.push_back(event);
         }
+        hca.rearm(ia);
     }
 
     fn conn(hca: &mut Hca, qpn: u32, outcome: ConnOutcome, data: &[u8]) {
@@ -309,7 +311,11 @@ impl Device for SoftHca {
         let mut hca = self.hca.borrow_mut();
         let id = hca.id();
         let ia_address = address(10 + digit);
-        hca.ias.insert(id, hca::Ia { address: ia_address, ..Default::default() });
+        // Without a descriptor the IA still works; only an event loop
+        // cannot wait on it.
+        let alarm = alarm::Alarm::new();
+        hca.ias
+            .insert(id, hca::Ia { address: ia_address, alarm: alarm.as_ref().map(|a| a.fd()), ..Default::default() });
         let mut adapter_name = [0u8; 32];
         adapter_name[..name.len().min(31)].copy_from_slice(&name[..name.len().min(31)]);
         let mut vendor_name = [0u8; 32];
@@ -347,7 +353,7 @@ impl Device for SoftHca {
             local_read_implied: true,
             atomics: true,
         };
-        Ok((ModelIa(id), attr))
+        Ok((ModelIa(id, alarm), attr))
     }
 
     fn ia_close(&mut self, ia: ModelIa) {
@@ -404,7 +410,12 @@ impl Device for SoftHca {
     }
 
     fn cq_event(&mut self, ia: &mut ModelIa) -> Option<u32> {
-        self.hca.borrow_mut().ias.get_mut(&ia.0)?.cq_events.pop_front()
+        let mut hca = self.hca.borrow_mut();
+        let event = hca.ias.get_mut(&ia.0)?.cq_events.pop_front();
+        if event.is_none() {
+            hca.rearm(ia.0);
+        }
+        event
     }
 
     fn qp_create(&mut self, spec: &QpSpec<'_, Self>) -> DatResult<QpParts<Self>> {
@@ -575,6 +586,7 @@ impl Device for SoftHca {
             };
             let at = hca.now_us() + after;
             hca.deadlines.insert(qpn, (at, outcome));
+            hca.rearm(ia);
         }
         Ok(())
     }
@@ -627,7 +639,10 @@ impl Device for SoftHca {
         let mut hca = self.hca.borrow_mut();
         hca.progress();
         SoftHca::expire(&mut hca);
-        let event = hca.ias.get_mut(&ia.0)?.cm.pop_front()?;
+        let Some(event) = hca.ias.get_mut(&ia.0)?.cm.pop_front() else {
+            hca.rearm(ia.0);
+            return None;
+        };
         Some(match event {
             CmEvent::Request { listener, request, remote, remote_port, private_data } => {
                 CmEvent::Request { listener, request: ModelConnReq(request), remote, remote_port, private_data }
@@ -671,5 +686,13 @@ impl Device for SoftHca {
         } else {
             Wake::Timeout
         }
+    }
+
+    fn wait_fds(&self, ia: &ModelIa) -> WaitFds {
+        let mut fds = WaitFds::NONE;
+        if let Some(alarm) = &ia.1 {
+            fds.0[0] = alarm.fd();
+        }
+        fds
     }
 }

@@ -51,6 +51,8 @@ fn a_cno_descriptor_is_readable_exactly_while_a_trigger_waits() {
     post_se(t, evd, 1);
     post_se(t, evd, 2);
     assert!(readable(fd, 1000), "a trigger makes the descriptor readable");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(readable(fd, 0), "and keeps it readable for a consumer that looks late");
     // SAFETY: as above.
     assert_eq!(unsafe { t.cno_trigger_func.unwrap()(cno, &mut which) }, DAT_SUCCESS);
     assert_eq!(which, evd);
@@ -65,13 +67,21 @@ fn a_cno_descriptor_is_readable_exactly_while_a_trigger_waits() {
         // SAFETY: a software event carries a pointer.
         assert_eq!(unsafe { event.event_data.software_event_data.pointer } as usize, want);
     }
-    // Freeing is refused while an EVD is tied, then closes the descriptor.
-    // SAFETY: live handles.
+    // Freeing is refused while an EVD is tied, then closes the descriptor,
+    // which leaves the consumer's epoll set.
+    post_se(t, evd, 3);
+    // SAFETY: live handles and a valid epoll event.
     unsafe {
+        let epoll = libc::epoll_create1(0);
+        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: 7 };
+        assert_eq!(libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut ev), 0);
+        assert_eq!(libc::epoll_wait(epoll, &mut ev, 1, 0), 1);
         assert_eq!(ty(t.cno_free_func.unwrap()(cno)), DAT_INVALID_STATE);
         assert_eq!(t.evd_free_func.unwrap()(evd), DAT_SUCCESS);
         assert_eq!(t.cno_free_func.unwrap()(cno), DAT_SUCCESS);
         assert_eq!(libc::fcntl(fd, libc::F_GETFD), -1, "the descriptor is closed");
+        assert_eq!(libc::epoll_wait(epoll, &mut ev, 1, 0), 0, "and gone from the epoll set");
+        libc::close(epoll);
     }
 }
 

@@ -578,3 +578,22 @@ fn a_signal_given_to_a_triggered_cno_is_raised_at_once() {
     assert_eq!(fx.p.cno_trigger(cno), Ok(evd));
     assert_eq!(signals(), (1, 1));
 }
+
+#[test]
+fn an_async_error_and_a_connection_event_reach_a_signalled_cno_through_cno_trigger() {
+    let mut fx = Fx::new();
+    let cno = signalled_cno(&mut fx);
+    fx.p.evd_modify_cno(fx.async_evd, cno).unwrap();
+    let conn = fx.p.evd_create(fx.ia, 1, cno, EvdFlags::CONNECTION).unwrap();
+    let ep = fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, conn, None).unwrap();
+    fx.connect(ep);
+    fx.p.backend_mut().conn_event(ep, udat_core::backend::ConnOutcome::Established, b"");
+    fx.p.backend_mut().conn_event(ep, udat_core::backend::ConnOutcome::Disconnected, b"");
+    // Both wait in the transport until a trigger pulls them: the first
+    // connection event triggers the CNO, the second overflows the EVD.
+    assert_eq!(signals(), (0, 0));
+    assert_eq!(fx.p.cno_trigger(cno), Ok(conn));
+    assert_eq!(signals(), (1, 1));
+    assert_eq!(fx.p.evd_dequeue(fx.async_evd).unwrap().number, EventNumber::AsyncEvdOverflow);
+    assert_eq!(fx.p.evd_dequeue(conn).unwrap().number, EventNumber::ConnectionEstablished);
+}

@@ -126,7 +126,7 @@ pub struct Instance<B: Transport> {
 // `c/ext.c` reaches `post` as `udat_provider_head` lays it out; the
 // fields before it are the same for every transport.
 const _: () = assert!(
-    core::mem::offset_of!(Instance<crate::transport::Model>, post) == core::mem::offset_of!(udat_provider_head, post)
+    core::mem::offset_of!(Instance<udat_verbs::Verbs>, post) == core::mem::offset_of!(udat_provider_head, post)
 );
 
 impl<B: Transport> Instance<B> {

@@ -20,7 +20,7 @@ use udat_verbs::Verbs;
 
 use crate::instance::{IaOut, Instance, Transport};
 use crate::sys::DAT_PROVIDER;
-use crate::transport::{self, Model, Params};
+use crate::transport::{self, Params};
 
 struct Entry {
     name: CString,
@@ -115,7 +115,13 @@ pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT
             insert::<Verbs>(name, raw, &params, reg)
         }
         transport::Kind::Auto => insert::<Verbs>(name, raw, &params, reg),
-        transport::Kind::Model => insert::<Model>(name, raw, &params, reg),
+        #[cfg(feature = "model")]
+        transport::Kind::Model => insert::<transport::Model>(name, raw, &params, reg),
+        #[cfg(not(feature = "model"))]
+        transport::Kind::Model => {
+            eprintln!("udat: {}: this build has no software HCA (feature `model`)", name.to_string_lossy());
+            Err(DatError::of(ErrorType::ProviderNotFound))
+        }
     }
 }
 

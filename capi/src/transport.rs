@@ -1,15 +1,15 @@
 //! The transports a provider name can select, and how each blocks.
 
 use udat_core::DatResult;
-use udat_mlx5::Mlx5;
-use udat_mlx5_model::SoftHca;
 use udat_verbs::Verbs;
 
-use crate::capacity::{Capacity, QueueHeap};
+use crate::capacity::Capacity;
 use crate::instance::Transport;
 
-/// The software mlx5 HCA behind udat's own mlx5 data path, in-process.
-pub type Model = Mlx5<SoftHca, QueueHeap>;
+/// The software mlx5 HCA behind udat's own mlx5 data path, in-process:
+/// only with the `model` feature (tests, examples, benches).
+#[cfg(feature = "model")]
+pub type Model = udat_mlx5::Mlx5<udat_mlx5_model::SoftHca, crate::capacity::QueueHeap>;
 
 impl Transport for Verbs {
     const NAME: &'static std::ffi::CStr = c"verbs";
@@ -25,11 +25,12 @@ impl Transport for Verbs {
     }
 }
 
+#[cfg(feature = "model")]
 impl Transport for Model {
     const NAME: &'static std::ffi::CStr = c"model";
 
     fn create(capacity: &Capacity) -> DatResult<Self> {
-        Ok(Mlx5::with_storage(SoftHca::new(), QueueHeap(*capacity)))
+        Ok(udat_mlx5::Mlx5::with_storage(udat_mlx5_model::SoftHca::new(), crate::capacity::QueueHeap(*capacity)))
     }
 
     /// The model's IA names: `mlx5_model` and a digit.

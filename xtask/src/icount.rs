@@ -415,7 +415,7 @@ fn capi_run(bin: &str, op: &str, call: &str, k: u64, extra: &[&str]) -> Result<O
 /// Build the release `libudat.a`, its `udat.pc`, and the C bench against
 /// them; the bench's path.
 fn build_capi_bench() -> Result<String, String> {
-    run("cargo", &["build", "--release", "-p", "udat-static"])?;
+    run("cargo", &["build", "--release", "-p", "udat-static", "--features", "model"])?;
     let flags = capi::pkg_config("target/release")?;
     let exe = "target/release/icount-capi";
     let mut cc = vec!["-O2", "-Wall", "-Wextra", "-Werror", "benches/c/icount.c", "-o", exe];

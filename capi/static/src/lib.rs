@@ -1,9 +1,10 @@
 //! libudat.a: udat's providers with a registry of their own, so a C
 //! runtime links udat alone: no libdat2, no dat.conf, no dlopen.
 //!
-//! Provider names are `udat-<transport>-<device>`:
-//! `udat-verbs-rxe0`, `udat-mlx5-mlx5_0`, `udat-model-mlx5_model0`. A
-//! name is registered the first time an IA is opened under it.
+//! Provider names are `udat-<transport>-<device>`: `udat-verbs-rxe0`,
+//! `udat-mlx5-mlx5_0`, and, in a build with the `model` feature,
+//! `udat-model-mlx5_model0`. A name is registered the first time an IA is
+//! opened under it.
 //!
 //! The registry calls are here; every other consumer call is generated
 //! from udat-capi's `entries.list` into `dispatch.c`, and reaches the
@@ -93,10 +94,13 @@ pub unsafe extern "C" fn dat_ia_openv(
 #[no_mangle]
 pub static udat_handle_spaces: &udat_capi::handles::Spaces = &udat_capi::handles::SPACES;
 
-/// The names this library can open: the software HCA, and each verbs
-/// device present, through udat-verbs.
+/// The names this library can open: the software HCA (in a build with
+/// it), and each verbs device present, through udat-verbs.
 fn available() -> Vec<CString> {
-    let mut names = vec![CString::from(c"udat-model-mlx5_model0")];
+    let mut names = Vec::new();
+    if cfg!(feature = "model") {
+        names.push(CString::from(c"udat-model-mlx5_model0"));
+    }
     for dev in udat_capi::transport::verbs_devices() {
         if let Ok(name) = CString::new(format!("udat-verbs-{dev}")) {
             names.push(name);

@@ -171,14 +171,22 @@ static void on_dto(struct side *s, int i, const DAT_EVENT *e)
 	maybe_hang_up(i);
 }
 
+/* A client's request names its pair in its private data: requests need
+ * not arrive in the order of the connects. */
 static void on_request(const DAT_EVENT *e)
 {
 	DAT_CR_HANDLE cr = e->event_data.cr_arrival_event_data.cr_handle;
+	DAT_CR_PARAM param;
 	DAT_LMR_TRIPLET iov;
 	DAT_DTO_COOKIE cookie = { .as_64 = 3 };
-	int i = accepted++;
+	int i = -1;
 
-	if (e->event_number != DAT_CONNECTION_REQUEST_EVENT || i >= PAIRS)
+	if (e->event_number != DAT_CONNECTION_REQUEST_EVENT)
+		fail("an unexpected event on the CR EVD", i);
+	check(dat_cr_query(cr, DAT_CR_FIELD_ALL, &param), "dat_cr_query");
+	if (param.private_data_size >= 1)
+		i = *(const unsigned char *)param.private_data;
+	if (i < 0 || i >= PAIRS || accepted++ >= PAIRS)
 		fail("an unexpected connection request", i);
 	iov = local(&server[i], 16);
 	check(dat_ep_post_recv(server[i].ep, 1, &iov, cookie, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
@@ -258,10 +266,13 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	getrusage(RUSAGE_SELF, &r0);
-	for (int i = 0; i < PAIRS; i++)
-		check(dat_ep_connect(client[i].ep, attr.ia_address_ptr, CONN_QUAL, TIMEOUT, 0, NULL,
+	for (int i = 0; i < PAIRS; i++) {
+		unsigned char pair = i;
+
+		check(dat_ep_connect(client[i].ep, attr.ia_address_ptr, CONN_QUAL, TIMEOUT, 1, &pair,
 				     DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
 		      "dat_ep_connect");
+	}
 
 	while (!done()) {
 		int n = epoll_wait(epoll, &ev, 1, IDLE_MS), got = 0;

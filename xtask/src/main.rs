@@ -4,9 +4,10 @@
 //!   warnings as errors, the workspace tests, the bare-metal build of
 //!   udat-core with its no-allocator check, Miri over udat-core, and
 //!   udat-verbs's tests on soft-RoCE (through `softroce`), the C ABI's
-//!   artifacts and C example ([`capi`]), a minute of each fuzz target
+//!   artifacts and C examples ([`capi`]), a minute of each fuzz target
 //!   (`fuzz/`, from the corpus there), the fully static C example on
-//!   soft-RoCE under strace, the OpenFabrics DAPL test programs against
+//!   soft-RoCE under strace, the two event loops and udat-perf beside
+//!   perftest on soft-RoCE, the OpenFabrics DAPL test programs against
 //!   the plug-in on soft-RoCE (`tests/peers/run.sh`), and the same
 //!   programs between two soft-RoCE hosts (`tests/fabric/run.sh`, through
 //!   `fabric`).
@@ -20,13 +21,14 @@
 //!   where a soft-RoCE device exists (see [`softroce`]).
 //! - `cargo xtask fabric [--timeout SECS] -- COMMAND...`: run a command on
 //!   two soft-RoCE guests joined by a cable it can cut (see [`fabric`]).
-//! - `cargo xtask pingpong`: the RDMA-write ping-pong latency example,
-//!   server and client, on soft-RoCE.
+//! - `cargo xtask perf [-- ARGS...]`: udat-perf beside perftest on
+//!   soft-RoCE (see [`perf`]).
 
 mod capi;
 mod fabric;
 mod icount;
 mod icount_rxe;
+mod perf;
 mod softroce;
 
 use std::io::{BufRead, BufReader};
@@ -41,8 +43,8 @@ fn main() {
         "icount-rxe" => icount_rxe::icount_rxe(&std::env::args().skip(2).collect::<Vec<_>>()),
         "softroce" => softroce::softroce(&std::env::args().skip(2).collect::<Vec<_>>()),
         "fabric" => fabric::fabric(&std::env::args().skip(2).collect::<Vec<_>>()),
-        "pingpong" => pingpong(),
-        _ => Err("usage: cargo xtask test|icount|icount-rxe|softroce|pingpong".to_string()),
+        "perf" => perf::perf(&std::env::args().skip(2).collect::<Vec<_>>()),
+        _ => Err("usage: cargo xtask test|capi|icount|icount-rxe|softroce|fabric|perf".to_string()),
     };
     if let Err(e) = result {
         eprintln!("xtask: {e}");
@@ -81,12 +83,13 @@ fn test() -> Result<(), String> {
     let rxe = rxe_tests()?;
     let fully_static = static_on_rxe()?;
     let loops = event_loops_on_rxe()?;
+    let perf = perf::check()?;
     let peers = peer_tests()?;
     let across = fabric_tests()?;
-    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + fully_static + loops + peers.0 + across.0;
+    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + fully_static + loops + perf + peers.0 + across.0;
     let failed = native.1 + miri.1 + rxe.1 + peers.1 + across.1;
     eprintln!(
-        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, the static binary and {loops} event loops on soft-RoCE, {} OpenFabrics programs, {} across two hosts)",
+        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, the static binary, {loops} event loops and {perf} udat-perf runs on soft-RoCE, {} OpenFabrics programs, {} across two hosts)",
         native.0, miri.0, rxe.0, peers.0, across.0
     );
     println!("tests: {passed} passed, {failed} failed");
@@ -224,13 +227,6 @@ fn test_binary(package: &str, name: &str) -> Result<String, String> {
 }
 
 /// The latency example on soft-RoCE: server and client in one guest.
-fn pingpong() -> Result<(), String> {
-    run("cargo", &["build", "--release", "-p", "udat-verbs", "--example", "rdma_write_pingpong"])?;
-    let exe = "target/release/examples/rdma_write_pingpong";
-    let script = format!("{exe} server & sleep 1; {exe} client \"$UDAT_RDMA_ADDR\"; status=$?; wait; exit $status");
-    softroce::softroce(&["--".to_string(), "sh".to_string(), "-c".to_string(), script])
-}
-
 /// The number before `what` in a `test result:` line.
 fn count(line: &str, what: &str) -> u64 {
     line.split(';')

@@ -1,0 +1,298 @@
+//! udat-perf: RDMA latency and bandwidth through udat, in the manner of
+//! perftest, and beside it (`--compare`). See `udat-perf --help`.
+
+mod args;
+mod link;
+mod output;
+mod perftest;
+mod run;
+mod rust_api;
+mod stats;
+
+use std::sync::mpsc;
+
+use args::{Options, Role};
+use link::Link;
+use run::{Measured, Server};
+use rust_api::Side;
+use udat::IaAddress;
+
+fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let o = match args::parse(&argv) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&o) {
+        eprintln!("udat-perf: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Pin this thread to `cpu`, or say that it is not pinned.
+fn pin(cpu: Option<usize>, who: &str) {
+    let Some(cpu) = cpu else {
+        eprintln!("udat-perf: the {who} is not pinned to a CPU; figures move with the scheduler (--cpu N pins it)");
+        return;
+    };
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET and
+    // sched_setaffinity read and write only it.
+    let ok = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    };
+    if !ok {
+        eprintln!("udat-perf: could not pin the {who} to CPU {cpu}: {}", std::io::Error::last_os_error());
+    }
+}
+
+/// A thread with room on its stack for a side's provider.
+fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+    std::thread::Builder::new().stack_size(64 << 20).spawn(f).expect("a thread")
+}
+
+/// Depth of each endpoint's queues.
+fn depth(o: &Options) -> u32 {
+    o.tx_depth.max(16)
+}
+
+fn hello(o: &Options) -> link::Hello {
+    link::Hello {
+        test: o.test.code(),
+        all: o.all,
+        size: o.sizes()[0],
+        iters: o.iters,
+        warmup: o.warmup,
+        duration_ms: o.duration.map_or(0, |d| d.as_millis() as u32),
+        eps: o.eps,
+        buf: 0,
+        rkey: 0,
+    }
+}
+
+/// The client's options as the server takes them from its request.
+fn from_hello(base: &Options, h: &link::Hello) -> Result<Options, String> {
+    let test = args::Test::from_code(h.test).ok_or("the client asked for a test this server does not know")?;
+    Ok(Options {
+        test,
+        all: h.all,
+        size: Some(h.size),
+        iters: h.iters,
+        warmup: h.warmup,
+        duration: (h.duration_ms != 0).then(|| std::time::Duration::from_millis(u64::from(h.duration_ms))),
+        eps: h.eps,
+        ..base.clone()
+    })
+}
+
+/// Serve one client on `port` over `side`: accept its endpoints, answer
+/// until it hangs up. `ready` is told once the side listens.
+fn serve<B: udat::Backend>(
+    mut side: Side<B>,
+    base: &Options,
+    port: u64,
+    ready: Option<mpsc::Sender<()>>,
+) -> Result<(), String> {
+    side.listen(port)?;
+    if let Some(r) = ready {
+        let _ = r.send(());
+    }
+    let d = depth(base);
+    let first = side.accept(|h| args::Test::from_code(h.test).map_or(0, |t| Server::receives(t, d)))?;
+    let o = from_hello(base, &first)?;
+    for _ in 1..o.eps {
+        side.accept(|_| Server::receives(o.test, d))?;
+    }
+    let mut server = Server::new(&o);
+    while !server.step(&mut side)? {}
+    side.close();
+    Ok(())
+}
+
+/// The client's run on `side` against the server at `address`.
+fn measure<B: udat::Backend>(
+    mut side: Side<B>,
+    o: &Options,
+    address: IaAddress,
+    port: u64,
+) -> Result<Vec<Measured>, String> {
+    let recvs = u32::from(o.test == args::Test::SendLat);
+    for _ in 0..o.eps {
+        side.connect(address, port, hello(o), recvs)?;
+    }
+    side.connected()?;
+    let rows = run::client(o, &mut side, &mut || Ok(()))?;
+    side.close();
+    Ok(rows)
+}
+
+fn verbs(o: &Options) -> Result<Side<udat_verbs::Verbs>, String> {
+    Side::open(udat_verbs::Verbs::new(), &o.device, o.eps, depth(o))
+}
+
+/// Add up the threads' figures, size by size: bandwidth and rates sum,
+/// overheads average.
+fn combine(per_thread: Vec<Vec<Measured>>) -> Vec<Measured> {
+    let mut it = per_thread.into_iter();
+    let Some(mut total) = it.next() else { return Vec::new() };
+    let mut n = 1.0;
+    for rows in it {
+        n += 1.0;
+        for (t, m) in total.iter_mut().zip(rows) {
+            t.iterations += m.iterations;
+            t.mb_s += m.mb_s;
+            t.mops += m.mops;
+            t.seconds = t.seconds.max(m.seconds);
+            t.post_ns += m.post_ns;
+            t.poll_ns += m.poll_ns;
+        }
+    }
+    for t in &mut total {
+        t.post_ns /= n;
+        t.poll_ns /= n;
+    }
+    total
+}
+
+fn run(o: &Options) -> Result<(), String> {
+    match o.role {
+        Role::Server => {
+            pin(o.cpu.map(|c| c + 1), "server");
+            let threads: Vec<_> = (0..u64::from(o.threads))
+                .map(|t| {
+                    let o = o.clone();
+                    spawn(move || serve(verbs(&o)?, &o, o.port + t, None))
+                })
+                .collect();
+            for t in threads {
+                t.join().map_err(|_| "a server thread panicked")??;
+            }
+            eprintln!("udat-perf: served");
+            Ok(())
+        }
+        Role::Client(ip) => {
+            pin(o.cpu, "client");
+            let address = udat_verbs::ipv4(ip, 0);
+            let rows = threads(o, address)?;
+            report(o, &rows, None)
+        }
+        Role::Loopback if o.device == "model" => {
+            pin(o.cpu, "client and server");
+            let rows = model_loopback(o)?;
+            report(o, &rows, None)
+        }
+        Role::Loopback => {
+            pin(o.cpu, "client");
+            let mut ready = Vec::new();
+            let mut servers = Vec::new();
+            let mut address = None;
+            for t in 0..u64::from(o.threads) {
+                let (tx, rx) = mpsc::channel();
+                let (atx, arx) = mpsc::channel();
+                let o2 = o.clone();
+                servers.push(spawn(move || {
+                    pin(o2.cpu.map(|c| c + 1), "server");
+                    let side = verbs(&o2)?;
+                    let _ = atx.send(side.address()?);
+                    serve(side, &o2, o2.port + t, Some(tx))
+                }));
+                address = Some(arx.recv().map_err(|_| "the server did not open its device")?);
+                ready.push(rx);
+            }
+            for r in ready {
+                r.recv().map_err(|_| "the server did not listen")?;
+            }
+            let address = address.ok_or("no server")?;
+            let rows = threads(o, address);
+            for s in servers {
+                s.join().map_err(|_| "a server thread panicked")??;
+            }
+            let rows = rows?;
+            let compared = if o.compare {
+                let at = std::env::var("UDAT_RDMA_ADDR").unwrap_or_else(|_| "127.0.0.1".into());
+                Some(perftest::run(o, &at)?)
+            } else {
+                None
+            };
+            report(o, &rows, compared.as_deref())
+        }
+    }
+}
+
+/// The client's threads, each with its own IA, on ports from `o.port`.
+fn threads(o: &Options, address: IaAddress) -> Result<Vec<Measured>, String> {
+    let handles: Vec<_> = (0..u64::from(o.threads))
+        .map(|t| {
+            let o = o.clone();
+            spawn(move || measure(verbs(&o)?, &o, address, o.port + t))
+        })
+        .collect();
+    let mut all = Vec::new();
+    for h in handles {
+        all.push(h.join().map_err(|_| "a client thread panicked")??);
+    }
+    Ok(combine(all))
+}
+
+/// Both sides on the software HCA, which runs in this thread: the
+/// server's step runs between the client's spins.
+fn model_loopback(o: &Options) -> Result<Vec<Measured>, String> {
+    if o.threads > 1 {
+        return Err("the software HCA runs in one thread: drop --threads".into());
+    }
+    let hca = udat_mlx5_model::SoftHca::new();
+    let d = depth(o);
+    let mut server_side = Side::open(udat_mlx5::Mlx5::<_>::new(hca.clone()), "mlx5_model0", o.eps, d)?;
+    let mut client_side = Side::open(udat_mlx5::Mlx5::<_>::new(hca), "mlx5_model1", o.eps, d)?;
+    server_side.listen(o.port)?;
+    let address = server_side.address()?;
+    let recvs = u32::from(o.test == args::Test::SendLat);
+    for _ in 0..o.eps {
+        client_side.connect(address, o.port, hello(o), recvs)?;
+        server_side.accept(|_| Server::receives(o.test, d))?;
+    }
+    client_side.connected()?;
+    let mut server = Server::new(o);
+    let rows = {
+        let mut tick = || server.step(&mut server_side).map(|_| ());
+        run::client(o, &mut client_side, &mut tick)?
+    };
+    client_side.close();
+    while !server.step(&mut server_side)? {}
+    server_side.close();
+    Ok(rows)
+}
+
+/// Print the results (and perftest's beside them), and write JSON or CSV
+/// where asked.
+fn report(o: &Options, rows: &[Measured], perftest: Option<&[perftest::Row]>) -> Result<(), String> {
+    let (api, transport) = ("rust", if o.device == "model" { "model" } else { "verbs" });
+    println!("udat-perf {} on {} ({api} API, {transport})", o.test.name(), o.device);
+    print!("{}", output::table(o, rows));
+    if o.histogram {
+        print!("{}", output::histograms(rows));
+    }
+    if let Some(p) = perftest {
+        println!("beside {} on {} (ratio: udat / perftest)", o.test.perftest(), o.device);
+        print!("{}", output::compare(o.test, rows, p));
+    }
+    let write = |path: &str, text: String| -> Result<(), String> {
+        if path == "-" {
+            print!("{text}");
+            Ok(())
+        } else {
+            std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
+        }
+    };
+    if let Some(path) = &o.json {
+        write(path, output::json(o, api, transport, rows, perftest))?;
+    }
+    if let Some(path) = &o.csv {
+        write(path, output::csv(rows, perftest))?;
+    }
+    Ok(())
+}

@@ -111,6 +111,25 @@ pub trait Link {
     fn close(&mut self);
 }
 
+/// A side that connects: the calls around [`Link`]'s, which differ by API
+/// only in their types.
+pub trait Peer: Link {
+    /// How the API names the server's address.
+    type Addr: Copy + Send + 'static;
+    /// The address of IPv4 `ip`.
+    fn addr_of(ip: [u8; 4]) -> Self::Addr;
+    /// This side's address, for a client in the same process.
+    fn address(&self) -> Result<Self::Addr, String>;
+    fn listen(&mut self, port: u64) -> Result<(), String>;
+    /// Accept the next connection request, with `recvs` receives posted
+    /// on its endpoint first; the client's parameters.
+    fn accept(&mut self, recvs: &dyn Fn(&Hello) -> u32) -> Result<Hello, String>;
+    /// Start connecting a new endpoint, with `recvs` receives posted first.
+    fn connect(&mut self, server: Self::Addr, port: u64, hello: Hello, recvs: u32) -> Result<(), String>;
+    /// Wait until every endpoint connecting is connected.
+    fn connected(&mut self) -> Result<(), String>;
+}
+
 /// Read the byte at `offset` of a buffer the device writes into.
 ///
 /// # Safety

@@ -2,6 +2,7 @@
 //! perftest, and beside it (`--compare`). See `udat-perf --help`.
 
 mod args;
+mod c_api;
 mod link;
 mod output;
 mod perftest;
@@ -11,11 +12,13 @@ mod stats;
 
 use std::sync::mpsc;
 
-use args::{Options, Role};
-use link::Link;
+use args::{Api, Options, Role};
+use c_api::CSide;
+use link::Peer;
 use run::{Measured, Server};
 use rust_api::Side;
-use udat::IaAddress;
+// libudat.a's consumer functions, which `c_api` calls.
+use libudat as _;
 
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -91,21 +94,16 @@ fn from_hello(base: &Options, h: &link::Hello) -> Result<Options, String> {
 
 /// Serve one client on `port` over `side`: accept its endpoints, answer
 /// until it hangs up. `ready` is told once the side listens.
-fn serve<B: udat::Backend>(
-    mut side: Side<B>,
-    base: &Options,
-    port: u64,
-    ready: Option<mpsc::Sender<()>>,
-) -> Result<(), String> {
+fn serve<P: Peer>(mut side: P, base: &Options, port: u64, ready: Option<mpsc::Sender<()>>) -> Result<(), String> {
     side.listen(port)?;
     if let Some(r) = ready {
         let _ = r.send(());
     }
     let d = depth(base);
-    let first = side.accept(|h| args::Test::from_code(h.test).map_or(0, |t| Server::receives(t, d)))?;
+    let first = side.accept(&|h| args::Test::from_code(h.test).map_or(0, |t| Server::receives(t, d)))?;
     let o = from_hello(base, &first)?;
     for _ in 1..o.eps {
-        side.accept(|_| Server::receives(o.test, d))?;
+        side.accept(&|_| Server::receives(o.test, d))?;
     }
     let mut server = Server::new(&o);
     while !server.step(&mut side)? {}
@@ -114,12 +112,7 @@ fn serve<B: udat::Backend>(
 }
 
 /// The client's run on `side` against the server at `address`.
-fn measure<B: udat::Backend>(
-    mut side: Side<B>,
-    o: &Options,
-    address: IaAddress,
-    port: u64,
-) -> Result<Vec<Measured>, String> {
+fn measure<P: Peer>(mut side: P, o: &Options, address: P::Addr, port: u64) -> Result<Vec<Measured>, String> {
     let recvs = u32::from(o.test == args::Test::SendLat);
     for _ in 0..o.eps {
         side.connect(address, port, hello(o), recvs)?;
@@ -130,8 +123,22 @@ fn measure<B: udat::Backend>(
     Ok(rows)
 }
 
-fn verbs(o: &Options) -> Result<Side<udat_verbs::Verbs>, String> {
+/// How each API opens the device `o.device` names.
+fn rust_side(o: &Options) -> Result<Side<udat_verbs::Verbs>, String> {
     Side::open(udat_verbs::Verbs::new(), &o.device, o.eps, depth(o))
+}
+
+fn c_side(o: &Options) -> Result<CSide, String> {
+    CSide::open(&format!("udat-verbs-{}", o.device), o.eps, depth(o))
+}
+
+/// The loopback server's side through the C ABI: a provider of its own
+/// (the device's port named), as a server in another process would have,
+/// so that the two sides do not share one provider's lock.
+fn c_server_side(o: &Options) -> Result<CSide, String> {
+    let name =
+        if o.device.contains(':') { format!("udat-verbs-{}", o.device) } else { format!("udat-verbs-{}:1", o.device) };
+    CSide::open(&name, o.eps, depth(o))
 }
 
 /// Add up the threads' figures, size by size: bandwidth and rates sum,
@@ -159,13 +166,44 @@ fn combine(per_thread: Vec<Vec<Measured>>) -> Vec<Measured> {
 }
 
 fn run(o: &Options) -> Result<(), String> {
+    if o.role == Role::Loopback && o.device == "model" {
+        pin(o.cpu, "client and server");
+        let rows = match o.api {
+            Api::Rust => {
+                let hca = udat_mlx5_model::SoftHca::new();
+                let d = depth(o);
+                let server = Side::open(udat_mlx5::Mlx5::<_>::new(hca.clone()), "mlx5_model0", o.eps, d)?;
+                let client = Side::open(udat_mlx5::Mlx5::<_>::new(hca), "mlx5_model1", o.eps, d)?;
+                model_loopback(o, server, client)?
+            }
+            // One provider, hence one software HCA, serves both IAs.
+            Api::C => {
+                let name = "udat-model-mlx5_model0";
+                model_loopback(o, CSide::open(name, o.eps, depth(o))?, CSide::open(name, o.eps, depth(o))?)?
+            }
+        };
+        return report(o, &rows, None);
+    }
+    match o.api {
+        Api::Rust => roles(o, rust_side, rust_side),
+        Api::C => roles(o, c_side, c_server_side),
+    }
+}
+
+/// Server, client or loopback over verbs, each side opened by `open` in
+/// the thread that uses it (a loopback server by `open_server`).
+fn roles<P: Peer + 'static>(
+    o: &Options,
+    open: fn(&Options) -> Result<P, String>,
+    open_server: fn(&Options) -> Result<P, String>,
+) -> Result<(), String> {
     match o.role {
         Role::Server => {
             pin(o.cpu.map(|c| c + 1), "server");
             let threads: Vec<_> = (0..u64::from(o.threads))
                 .map(|t| {
                     let o = o.clone();
-                    spawn(move || serve(verbs(&o)?, &o, o.port + t, None))
+                    spawn(move || serve(open(&o)?, &o, o.port + t, None))
                 })
                 .collect();
             for t in threads {
@@ -176,13 +214,7 @@ fn run(o: &Options) -> Result<(), String> {
         }
         Role::Client(ip) => {
             pin(o.cpu, "client");
-            let address = udat_verbs::ipv4(ip, 0);
-            let rows = threads(o, address)?;
-            report(o, &rows, None)
-        }
-        Role::Loopback if o.device == "model" => {
-            pin(o.cpu, "client and server");
-            let rows = model_loopback(o)?;
+            let rows = threads(o, open, P::addr_of(ip))?;
             report(o, &rows, None)
         }
         Role::Loopback => {
@@ -196,7 +228,7 @@ fn run(o: &Options) -> Result<(), String> {
                 let o2 = o.clone();
                 servers.push(spawn(move || {
                     pin(o2.cpu.map(|c| c + 1), "server");
-                    let side = verbs(&o2)?;
+                    let side = open_server(&o2)?;
                     let _ = atx.send(side.address()?);
                     serve(side, &o2, o2.port + t, Some(tx))
                 }));
@@ -207,7 +239,7 @@ fn run(o: &Options) -> Result<(), String> {
                 r.recv().map_err(|_| "the server did not listen")?;
             }
             let address = address.ok_or("no server")?;
-            let rows = threads(o, address);
+            let rows = threads(o, open, address);
             for s in servers {
                 s.join().map_err(|_| "a server thread panicked")??;
             }
@@ -224,11 +256,15 @@ fn run(o: &Options) -> Result<(), String> {
 }
 
 /// The client's threads, each with its own IA, on ports from `o.port`.
-fn threads(o: &Options, address: IaAddress) -> Result<Vec<Measured>, String> {
+fn threads<P: Peer + 'static>(
+    o: &Options,
+    open: fn(&Options) -> Result<P, String>,
+    address: P::Addr,
+) -> Result<Vec<Measured>, String> {
     let handles: Vec<_> = (0..u64::from(o.threads))
         .map(|t| {
             let o = o.clone();
-            spawn(move || measure(verbs(&o)?, &o, address, o.port + t))
+            spawn(move || measure(open(&o)?, &o, address, o.port + t))
         })
         .collect();
     let mut all = Vec::new();
@@ -240,20 +276,17 @@ fn threads(o: &Options, address: IaAddress) -> Result<Vec<Measured>, String> {
 
 /// Both sides on the software HCA, which runs in this thread: the
 /// server's step runs between the client's spins.
-fn model_loopback(o: &Options) -> Result<Vec<Measured>, String> {
+fn model_loopback<P: Peer>(o: &Options, mut server_side: P, mut client_side: P) -> Result<Vec<Measured>, String> {
     if o.threads > 1 {
         return Err("the software HCA runs in one thread: drop --threads".into());
     }
-    let hca = udat_mlx5_model::SoftHca::new();
     let d = depth(o);
-    let mut server_side = Side::open(udat_mlx5::Mlx5::<_>::new(hca.clone()), "mlx5_model0", o.eps, d)?;
-    let mut client_side = Side::open(udat_mlx5::Mlx5::<_>::new(hca), "mlx5_model1", o.eps, d)?;
     server_side.listen(o.port)?;
     let address = server_side.address()?;
     let recvs = u32::from(o.test == args::Test::SendLat);
     for _ in 0..o.eps {
         client_side.connect(address, o.port, hello(o), recvs)?;
-        server_side.accept(|_| Server::receives(o.test, d))?;
+        server_side.accept(&|_| Server::receives(o.test, d))?;
     }
     client_side.connected()?;
     let mut server = Server::new(o);
@@ -270,7 +303,11 @@ fn model_loopback(o: &Options) -> Result<Vec<Measured>, String> {
 /// Print the results (and perftest's beside them), and write JSON or CSV
 /// where asked.
 fn report(o: &Options, rows: &[Measured], perftest: Option<&[perftest::Row]>) -> Result<(), String> {
-    let (api, transport) = ("rust", if o.device == "model" { "model" } else { "verbs" });
+    let api = match o.api {
+        Api::Rust => "rust",
+        Api::C => "C",
+    };
+    let transport = if o.device == "model" { "model" } else { "verbs" };
     println!("udat-perf {} on {} ({api} API, {transport})", o.test.name(), o.device);
     print!("{}", output::table(o, rows));
     if o.histogram {

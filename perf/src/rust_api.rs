@@ -2,7 +2,7 @@
 
 use udat::*;
 
-use crate::link::{decode_remote, encode_remote, Done, Hello, Link, Remote, BUF};
+use crate::link::{decode_remote, encode_remote, Done, Hello, Link, Peer, Remote, BUF};
 
 /// Objects and queued events one side holds at most. The provider is
 /// built on the opening thread's stack before it moves to the heap: the
@@ -83,11 +83,6 @@ impl<B: Backend> Side<B> {
         })
     }
 
-    /// The IA's address, for a client in the same process.
-    pub fn address(&self) -> Result<IaAddress, String> {
-        Ok(check("dat_ia_query", self.ia.ia_query(self.ia.handle()))?.1.ia_address)
-    }
-
     fn mine(&self) -> Remote {
         Remote { addr: self.buf.as_ptr() as u64, rkey: self.rmr_context }
     }
@@ -97,8 +92,37 @@ impl<B: Backend> Side<B> {
         check("dat_ep_create", self.ia.ep_create(h, self.pz, self.dto, self.dto, self.conn, Some(&self.attr)))
     }
 
+    fn local(&self, offset: u64, len: u32) -> LmrTriplet {
+        LmrTriplet {
+            lmr_context: self.lmr_context,
+            virtual_address: self.buf.as_ptr() as u64 + offset,
+            segment_length: len,
+        }
+    }
+
+    fn target(&self, ep: usize, offset: u64, len: u32) -> RmrTriplet {
+        let r = self.remotes[ep];
+        RmrTriplet { rmr_context: r.rkey, virtual_address: r.addr + offset, segment_length: len }
+    }
+}
+
+/// Receives carry this bit in their cookies.
+pub const RECV_COOKIE: u64 = 1 << 63;
+
+impl<B: Backend> Peer for Side<B> {
+    type Addr = IaAddress;
+
+    fn addr_of(ip: [u8; 4]) -> IaAddress {
+        udat_verbs::ipv4(ip, 0)
+    }
+
+    /// The IA's address, for a client in the same process.
+    fn address(&self) -> Result<IaAddress, String> {
+        Ok(check("dat_ia_query", self.ia.ia_query(self.ia.handle()))?.1.ia_address)
+    }
+
     /// Listen on `port`.
-    pub fn listen(&mut self, port: u64) -> Result<(), String> {
+    fn listen(&mut self, port: u64) -> Result<(), String> {
         let h = self.ia.handle();
         self.psp = Some(check("dat_psp_create", self.ia.psp_create(h, port, self.cr, PspFlags::Consumer))?);
         Ok(())
@@ -106,7 +130,7 @@ impl<B: Backend> Side<B> {
 
     /// Accept the first connection request, with `recvs` receives posted
     /// on its endpoint first; the client's parameters.
-    pub fn accept(&mut self, recvs: impl Fn(&Hello) -> u32) -> Result<Hello, String> {
+    fn accept(&mut self, recvs: &dyn Fn(&Hello) -> u32) -> Result<Hello, String> {
         let cr = loop {
             let e = check("waiting for a connection request", self.ia.evd_wait(self.cr, WAIT_US, 1))?.0;
             if let EventData::CrArrival { cr, .. } = e.data {
@@ -133,7 +157,7 @@ impl<B: Backend> Side<B> {
 
     /// Start connecting a new endpoint to `server`, with `recvs` receives
     /// posted on it first.
-    pub fn connect(&mut self, server: IaAddress, port: u64, hello: Hello, recvs: u32) -> Result<(), String> {
+    fn connect(&mut self, server: IaAddress, port: u64, hello: Hello, recvs: u32) -> Result<(), String> {
         let ep = self.new_ep()?;
         let index = self.eps.len();
         self.eps.push(ep);
@@ -149,7 +173,7 @@ impl<B: Backend> Side<B> {
 
     /// Wait for every endpoint connecting to be connected; learn the
     /// server's buffer.
-    pub fn connected(&mut self) -> Result<(), String> {
+    fn connected(&mut self) -> Result<(), String> {
         for i in 0..self.eps.len() {
             let e = check("waiting for the connection", self.ia.evd_wait(self.conn, WAIT_US, 1))?.0;
             if gone(&e) {
@@ -165,23 +189,7 @@ impl<B: Backend> Side<B> {
         }
         Ok(())
     }
-
-    fn local(&self, offset: u64, len: u32) -> LmrTriplet {
-        LmrTriplet {
-            lmr_context: self.lmr_context,
-            virtual_address: self.buf.as_ptr() as u64 + offset,
-            segment_length: len,
-        }
-    }
-
-    fn target(&self, ep: usize, offset: u64, len: u32) -> RmrTriplet {
-        let r = self.remotes[ep];
-        RmrTriplet { rmr_context: r.rkey, virtual_address: r.addr + offset, segment_length: len }
-    }
 }
-
-/// Receives carry this bit in their cookies.
-pub const RECV_COOKIE: u64 = 1 << 63;
 
 fn flags(signal: bool) -> CompletionFlags {
     if signal {

@@ -25,6 +25,15 @@ fn every_test_runs_on_the_software_hca_and_reports_its_iterations() {
 }
 
 #[test]
+fn the_c_abi_runs_every_test_too() {
+    for test in ["write_lat", "read_lat", "send_lat", "atomic_lat", "write_bw", "read_bw", "send_bw"] {
+        let out = perf(&["loopback", "-d", "model", "--api", "c", "-t", test, "-n", "32", "-w", "4", "--json", "-"]);
+        let json = out.lines().find(|l| l.starts_with("{\"tool\": \"udat-perf\"")).expect("a JSON line");
+        assert!(json.contains("\"api\": \"C\"") && json.contains("\"iterations\": 32,"), "{json}");
+    }
+}
+
+#[test]
 fn several_endpoints_a_sweep_and_csv() {
     let out = perf(&["loopback", "-d", "model", "-t", "write_bw", "-q", "3", "-s", "4096", "-n", "90", "--csv", "-"]);
     let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("udat,")).collect();

@@ -7,10 +7,16 @@
 
 use crate::{run, softroce};
 
-/// The default runs: small-message latency of each operation, and
-/// RDMA-write bandwidth at 64 KiB.
-const DEFAULT: [&str; 4] =
-    ["-t write_lat -n 2000", "-t send_lat -n 2000", "-t read_lat -n 2000", "-t write_bw -s 65536 -n 2000"];
+/// The default runs: small-message latency of each operation through the
+/// Rust API, RDMA-write latency through the C ABI, and RDMA-write
+/// bandwidth at 64 KiB.
+const DEFAULT: [&str; 5] = [
+    "-t write_lat -n 2000",
+    "--api c -t write_lat -n 2000",
+    "-t send_lat -n 2000",
+    "-t read_lat -n 2000",
+    "-t write_bw -s 65536 -n 2000",
+];
 
 const EXE: &str = "target/release/udat-perf";
 

@@ -3,7 +3,10 @@
 # between two hosts: run by `cargo xtask fabric` on both guests, the
 # server side of each case on the server, the client side on the client,
 # over the cable between their rxe devices. udat's plug-in talks to
-# itself and to OFA's cma provider in both directions.
+# itself and to OFA's cma provider in both directions. Then udat-perf
+# across the cable, and the faults: the cable cut mid-transfer and
+# restored, and last the server's machine killed mid-transfer
+# (verbs-fallback/examples/fabric_stream.rs checks what the survivor sees).
 #
 # Usage: run.sh PLUGIN.so   (under `cargo xtask fabric`, which exports
 # UDAT_FABRIC_ROLE, UDAT_RDMA_DEVICE, UDAT_RDMA_ADDR, UDAT_PEER_ADDR and
@@ -52,17 +55,18 @@ wait_port() { # the dtest family exchanges the server's address on TCP 15828
 	return 1
 }
 
-# across NAME SECS "SERVER ARGS" "CLIENT ARGS" PATTERN: the server side on
-# the server host, the client side on the client host once the server
-# listens; each must exit 0 and print PATTERN (if not empty).
+# across NAME SECS "SERVER ARGS" "CLIENT ARGS" PATTERN [READY]: the server
+# side on the server host, the client side on the client host once the
+# server listens (READY, by default wait_port, says when); each must exit
+# 0 and print PATTERN (if not empty).
 across() {
-	name=$1 secs=$2 server=$3 client=$4 pattern=$5
+	name=$1 secs=$2 server=$3 client=$4 pattern=$5 ready=${6:-wait_port}
 	if [ "$ROLE" = server ]; then
 		out="$LOG/$name.server"
 		# shellcheck disable=SC2086
 		timeout "$secs" $server > "$out" 2>&1 &
 		pid=$!
-		wait_port
+		$ready
 		barrier "$name"
 		wait $pid
 		rc=$?
@@ -120,5 +124,43 @@ if [ "$ROLE" = server ]; then
 	report dapltest-server $rc "$LOG/dapltest.server"
 fi
 
-echo "test result: $([ $failed -eq 0 ] && echo ok || echo FAILED). $passed passed; $failed failed; 0 ignored; 0 measured; 0 filtered out"
+# udat-perf between the hosts, through both APIs. Its server says nothing
+# a port would show (rdma_cm listens in the kernel): give it a moment.
+PERF=target/release/udat-perf
+settle() { sleep 3; }
+across udat-perf-write-lat 180 "$PERF server -d $DEV" "$PERF client $PEER -d $DEV -t write_lat -n 500" \
+	'served\|write_lat on' settle
+across udat-perf-c-send-bw 180 "$PERF server -d $DEV --api c" \
+	"$PERF client $PEER -d $DEV --api c -t send_bw -s 4096 -n 500" 'served\|send_bw on' settle
+
+# The cable cut mid-transfer, then restored: the survivor's account, and a
+# new connection over the restored cable. The client retries its connect
+# until the server listens.
+STREAM=target/debug/examples/fabric_stream
+across fabric-cut 240 "$STREAM server" "$STREAM client $PEER --fault cut" 'server: done\|everything freed' true
+[ "$ROLE" = client ] && grep "client:" "$LOG/fabric-cut.client"
+
+summary() {
+	echo "test result: $([ $failed -eq 0 ] && echo ok || echo FAILED). $passed passed; $failed failed; 0 ignored; 0 measured; 0 filtered out"
+}
+
+# Last, the server's machine dies mid-transfer: the server reports what
+# it ran first, then serves until it is killed; the client checks what
+# the survivor sees.
+if [ "$ROLE" = server ]; then
+	summary
+	barrier kill-peer
+	timeout 300 $STREAM server > "$LOG/fabric-kill-peer.server" 2>&1
+	echo "fabric: the server outlived the kill it waited for"
+	exit 1
+fi
+barrier kill-peer
+out="$LOG/fabric-kill-peer.client"
+timeout 240 $STREAM client "$PEER" --fault kill-peer > "$out" 2>&1
+rc=$?
+ok=1
+if [ $rc -eq 0 ] && grep -q "everything freed" "$out"; then ok=0; fi
+report fabric-kill-peer $ok "$out"
+grep "client:" "$out"
+summary
 [ $failed -eq 0 ]

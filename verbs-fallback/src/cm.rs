@@ -30,9 +30,16 @@ const RESOLVE_MS: i32 = 2000;
 /// IB CM reject reason `IB_CM_REJ_CONSUMER_DEFINED`: the peer's consumer
 /// said no (a port nobody listens on is `IB_CM_REJ_INVALID_SERVICE_ID`).
 const REJ_CONSUMER_DEFINED: i32 = 28;
-/// Transport and RNR retries: 7 means the RNR retry never gives up, as
-/// DAT consumers expect a receiver to catch up.
-const RETRIES: u8 = 7;
+/// RNR retries: 7 means they never give up, as DAT consumers expect a
+/// receiver to catch up.
+const RNR_RETRIES: u8 = 7;
+/// Transport retries after an ACK timeout: 6, the most that ends. IBTA
+/// gives 7 no special meaning, but rxe takes a `retry_cnt` of 7 as
+/// "retry forever" (as it does an RNR retry count of 7), so a QP whose
+/// peer died or whose cable was cut would never complete what it has in
+/// flight. With rdma_cm's ACK timeout the QP gives up after 7 tries of
+/// 4.096 µs × 2^timeout each (README, "Two soft-RoCE hosts").
+const RETRIES: u8 = 6;
 
 /// Qualifiers wider than a port fold into the top `PORT_FOLD` ports.
 const PORT_FOLD: u64 = 32001;
@@ -119,7 +126,7 @@ fn conn_param(qp: &QpShared, private_data: &[u8]) -> sys::rdma_conn_param {
         initiator_depth: qp.rdma_read_out,
         flow_control: 1,
         retry_count: RETRIES,
-        rnr_retry_count: RETRIES,
+        rnr_retry_count: RNR_RETRIES,
         srq: u8::from(qp.srq.is_some()),
         // SAFETY: the QP is live while `qp` is.
         qp_num: unsafe { (*qp.qp).qp_num },

@@ -209,6 +209,8 @@ fn peer_tests() -> Result<(u64, u64), String> {
 /// The OpenFabrics DAPL test programs between two soft-RoCE hosts, each
 /// host's half of each case counted (`tests/fabric/run.sh`).
 fn fabric_tests() -> Result<(u64, u64), String> {
+    run("cargo", &["build", "-p", "udat-verbs", "--example", "fabric_stream"])?;
+    run("cargo", &["build", "--release", "-p", "udat-perf"])?;
     let plugin = std::fs::canonicalize("target/debug/libudat_dapl.so").map_err(|e| format!("the plug-in: {e}"))?;
     let plugin = plugin.to_string_lossy();
     let started = std::time::Instant::now();

@@ -10,7 +10,8 @@
 //! One file per concern, as rdma-core's provider has: [`wqe`] (segments),
 //! [`sq`] (post and doorbell), [`rq`] (receive queues and SRQs), [`cqe`] and
 //! [`cq`] (poll, arm), [`doorbell`] (registers), [`barrier`] (ordering),
-//! [`mem`] (queue memory), [`table`] (queue tables in caller storage).
+//! [`mem`] (queue memory), [`table`] (queue tables in caller storage),
+//! [`dv`] (what `mlx5dv_init_obj` hands over, checked into geometry).
 //! [`device`] is the control path the
 //! [`backend::Mlx5`] backend stands on.
 //!
@@ -28,6 +29,7 @@ pub mod cq;
 pub mod cqe;
 pub mod device;
 pub mod doorbell;
+pub mod dv;
 pub mod mem;
 pub mod rq;
 pub mod sq;
@@ -46,4 +48,7 @@ pub enum Geometry {
     Ring,
     /// A BlueFlame buffer of neither 0 nor 256 bytes.
     BlueFlame,
+    /// A queue buffer, doorbell record or register that is missing (null)
+    /// or not aligned to a cache line.
+    Memory,
 }

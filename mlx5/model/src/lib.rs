@@ -33,11 +33,11 @@ use std::time::Duration;
 use udat_core::backend::{CmEvent, ConnOutcome, PrivateData, Registration, WaitFds, Wake, MAX_PRIVATE_DATA};
 use udat_core::types::{IaAddress, IaAttr, MemPriv, Qos, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
-use udat_mlx5::cq::CqGeometry;
 use udat_mlx5::device::{CqParts, Device, QpParts, QpSpec, SrqParts};
 use udat_mlx5::doorbell::{Register, Uar};
-use udat_mlx5::rq::{RecvSlot, RqGeometry};
-use udat_mlx5::sq::{SendSlot, SqGeometry};
+use udat_mlx5::dv::{self, DvBlueFlame, DvCq, DvQp, DvSrq, DvWorkQueue};
+use udat_mlx5::rq::RecvSlot;
+use udat_mlx5::sq::SendSlot;
 
 pub use hca::{syndrome, Stats};
 use hca::{Hca, QpState, UarOwner, BF_SIZE};
@@ -90,6 +90,14 @@ impl ModelRegister {
         // lives until this register drops; only the `Uar` writes it.
         let mirror = unsafe { Uar::new(page.cast(), PAGE_WORDS * 8) };
         ModelRegister { hca, uar, deferred, page, mirror }
+    }
+}
+
+impl ModelRegister {
+    /// The stand-in register page: what `mlx5dv_init_obj` reports as a
+    /// QP's `bf.reg` or a CQ's `cq_uar`.
+    fn page_ptr(&self) -> *mut std::ffi::c_void {
+        self.page.as_ptr().cast()
     }
 }
 
@@ -395,11 +403,20 @@ impl Device for SoftHca {
         let dbrec = Region::new(64);
         let cqn = self.hca.borrow_mut().id();
         let uar = self.register(UarOwner::Cq(cqn));
+        // What mlx5dv_init_obj reports for a CQ of a ConnectX.
+        let dv = DvCq {
+            buf: buf.as_ptr(),
+            dbrec: dbrec.as_ptr().cast(),
+            cqe_cnt: cnt,
+            cqe_size: 64,
+            cq_uar: uar.page_ptr(),
+            cqn,
+            comp_mask: 0,
+        };
         // SAFETY: the regions move into the HCA's CQ, which outlives the
         // data path's ring: the backend drops the ring before it destroys
         // the CQ.
-        let (ring, record) = unsafe { (buf.share(0, cnt as usize * 64), dbrec.share(0, 8)) };
-        let geometry = CqGeometry { cqn, buf: ring, cqe_cnt: cnt, cqe_size: 64, dbrec: record, uar };
+        let geometry = unsafe { dv::completion_queue(&dv, uar) }.map_err(|_| error(ErrorType::InternalError))?;
         self.hca.borrow_mut().cqs.insert(cqn, hca::Cq { ia: ia.0, buf, cnt, dbrec, pi: 0, armed: None });
         Ok(CqParts { cq: ModelCq { cqn }, geometry })
     }
@@ -429,30 +446,32 @@ impl Device for SoftHca {
         });
         let qpn = self.hca.borrow_mut().id();
         let bf = self.register(UarOwner::Qp(qpn));
+        // What mlx5dv_init_obj reports for a QP of a ConnectX.
+        let no_rq = DvWorkQueue { buf: std::ptr::null_mut(), wqe_cnt: 0, stride: 0 };
+        let dv = DvQp {
+            dbrec: dbrec.as_ptr().cast(),
+            sq: DvWorkQueue { buf: sq.as_ptr(), wqe_cnt: sq_cnt, stride: 64 },
+            rq: rq.as_ref().map_or(no_rq, |(buf, cnt, stride)| DvWorkQueue {
+                buf: buf.as_ptr(),
+                wqe_cnt: *cnt,
+                stride: *stride,
+            }),
+            bf: DvBlueFlame { reg: bf.page_ptr(), size: BF_SIZE as u32 },
+            comp_mask: 0,
+            uar_mmap_offset: 0,
+            tirn: 0,
+            tisn: 0,
+            rqn: 0,
+            sqn: 0,
+            tir_icm_addr: 0,
+        };
         // SAFETY: the regions move into the HCA's QP, which the backend
         // destroys only after dropping its queues.
-        let geometry = unsafe {
-            SqGeometry {
-                qpn,
-                buf: sq.share(0, sq_cnt as usize * 64),
-                wqe_cnt: sq_cnt,
-                stride: 64,
-                dbrec: dbrec.share(0, 8),
-                bf,
-                bf_size: BF_SIZE as u32,
-            }
-        };
-        let rq_parts = rq.as_ref().map(|(buf, cnt, stride)| {
-            // SAFETY: as above.
-            let geometry = unsafe {
-                RqGeometry {
-                    buf: buf.share(0, (cnt * stride) as usize),
-                    wqe_cnt: *cnt,
-                    stride: *stride,
-                    dbrec: dbrec.share(0, 8),
-                }
-            };
-            (geometry, vec![RecvSlot::default(); *cnt as usize].into_boxed_slice())
+        let (geometry, rq_geometry) = unsafe { (dv::send_queue(&dv, qpn, bf), dv::recv_queue(&dv)) };
+        let geometry = geometry.map_err(|_| error(ErrorType::InternalError))?;
+        let rq_parts = rq_geometry.map_err(|_| error(ErrorType::InternalError))?.map(|g| {
+            let cnt = g.wqe_cnt as usize;
+            (g, vec![RecvSlot::default(); cnt].into_boxed_slice())
         });
         let pd = spec.pd;
         self.hca.borrow_mut().qps.insert(
@@ -515,11 +534,20 @@ impl Device for SoftHca {
         let buf = Region::new((cnt * stride) as usize);
         let dbrec = Region::new(64);
         let srqn = self.hca.borrow_mut().id();
+        // What mlx5dv_init_obj reports for an SRQ of a ConnectX, whose WQE
+        // count is the one it was created with.
+        let dv = DvSrq {
+            buf: buf.as_ptr(),
+            dbrec: dbrec.as_ptr().cast(),
+            stride,
+            head: 0,
+            tail: cnt - 1,
+            comp_mask: 0,
+            srqn,
+        };
         // SAFETY: the regions move into the HCA's SRQ, destroyed after the
         // data path drops its ring.
-        let geometry = unsafe {
-            RqGeometry { buf: buf.share(0, (cnt * stride) as usize), wqe_cnt: cnt, stride, dbrec: dbrec.share(0, 8) }
-        };
+        let geometry = unsafe { dv::shared_recv_queue(&dv, cnt) }.map_err(|_| error(ErrorType::InternalError))?;
         self.hca.borrow_mut().srqs.insert(srqn, hca::Srq { pd: pd.id, buf, stride, dbrec, head: 0, consumed: 0 });
         Ok(SrqParts {
             srq: ModelSrq { srqn },

@@ -4,8 +4,6 @@
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
 
-use udat_mlx5::mem::DmaBuf;
-
 /// One allocation of queue memory.
 #[derive(Debug)]
 pub struct Region {
@@ -26,15 +24,9 @@ impl Region {
         self.layout.size()
     }
 
-    /// The span `[offset, offset + len)` for the data path.
-    ///
-    /// # Safety
-    /// The caller drops the returned value before this region.
-    pub unsafe fn share(&self, offset: usize, len: usize) -> DmaBuf {
-        assert!(offset + len <= self.len() && offset % 64 == 0);
-        // SAFETY: inside this allocation, which outlives the value (the
-        // caller's promise); the model touches it through raw pointers only.
-        unsafe { DmaBuf::new(self.ptr.add(offset), len) }
+    /// The memory, as `mlx5dv_init_obj` hands a queue's over.
+    pub fn as_ptr(&self) -> *mut std::ffi::c_void {
+        self.ptr.as_ptr().cast()
     }
 
     pub fn read(&self, offset: usize, out: &mut [u8]) {

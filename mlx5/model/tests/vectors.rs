@@ -190,3 +190,46 @@ fn every_syndrome_has_its_dat_status() {
         assert_eq!(u8::from(syndrome), raw, "syndrome {raw:#x} round-trips");
     }
 }
+
+/// `udat_mlx5::dv`'s mirrors of what `mlx5dv_init_obj` fills are the
+/// header's structs, field for field.
+#[test]
+fn init_obj_structs_are_laid_out_as_the_header_s() {
+    use std::mem::{offset_of, size_of};
+    use udat_mlx5::dv::{DvCq, DvQp, DvSrq};
+    let checks: &[(&str, usize)] = &[
+        ("dv_qp.size", size_of::<DvQp>()),
+        ("dv_qp.dbrec", offset_of!(DvQp, dbrec)),
+        ("dv_qp.sq.buf", offset_of!(DvQp, sq.buf)),
+        ("dv_qp.sq.wqe_cnt", offset_of!(DvQp, sq.wqe_cnt)),
+        ("dv_qp.sq.stride", offset_of!(DvQp, sq.stride)),
+        ("dv_qp.rq.buf", offset_of!(DvQp, rq.buf)),
+        ("dv_qp.rq.wqe_cnt", offset_of!(DvQp, rq.wqe_cnt)),
+        ("dv_qp.rq.stride", offset_of!(DvQp, rq.stride)),
+        ("dv_qp.bf.reg", offset_of!(DvQp, bf.reg)),
+        ("dv_qp.bf.size", offset_of!(DvQp, bf.size)),
+        ("dv_qp.comp_mask", offset_of!(DvQp, comp_mask)),
+        ("dv_qp.uar_mmap_offset", offset_of!(DvQp, uar_mmap_offset)),
+        ("dv_qp.sqn", offset_of!(DvQp, sqn)),
+        ("dv_qp.tir_icm_addr", offset_of!(DvQp, tir_icm_addr)),
+        ("dv_cq.size", size_of::<DvCq>()),
+        ("dv_cq.buf", offset_of!(DvCq, buf)),
+        ("dv_cq.dbrec", offset_of!(DvCq, dbrec)),
+        ("dv_cq.cqe_cnt", offset_of!(DvCq, cqe_cnt)),
+        ("dv_cq.cqe_size", offset_of!(DvCq, cqe_size)),
+        ("dv_cq.cq_uar", offset_of!(DvCq, cq_uar)),
+        ("dv_cq.cqn", offset_of!(DvCq, cqn)),
+        ("dv_cq.comp_mask", offset_of!(DvCq, comp_mask)),
+        ("dv_srq.size", size_of::<DvSrq>()),
+        ("dv_srq.buf", offset_of!(DvSrq, buf)),
+        ("dv_srq.dbrec", offset_of!(DvSrq, dbrec)),
+        ("dv_srq.stride", offset_of!(DvSrq, stride)),
+        ("dv_srq.head", offset_of!(DvSrq, head)),
+        ("dv_srq.tail", offset_of!(DvSrq, tail)),
+        ("dv_srq.comp_mask", offset_of!(DvSrq, comp_mask)),
+        ("dv_srq.srqn", offset_of!(DvSrq, srqn)),
+    ];
+    for (name, ours) in checks {
+        assert_eq!(layout(name), *ours, "{name}");
+    }
+}

@@ -3,8 +3,10 @@
  * EVD feeds one CNO made by dat_cno_fd_create, and the loop sleeps in
  * epoll_wait on its descriptor. Four Endpoints of one IA connect to four of
  * its own through a Public Service Point; each client sends a message and
- * RDMA-writes a buffer into its server, then disconnects, and each server
- * sees its peer go. The loop counts every event and every wake-up:
+ * RDMA-writes a buffer into its server; once every pair is through, a
+ * timerfd in the same epoll set waits a second, then the clients
+ * disconnect and each server sees its peer go. The loop counts every
+ * event, every wake-up and the CPU time it used:
  *
  *   cc event_loop.c $(pkg-config --cflags --static --libs udat) -o event_loop
  *   ./event_loop udat-model-mlx5_model0
@@ -13,8 +15,9 @@
  * the CNO has: dat_cno_wait(3DAT) makes the EVD a trigger names "only a
  * hint" and the consumer "responsible for ensuring that all EVDs feeding
  * this CNO are polled". It fails if an event is lost or comes twice, if the
- * loop wakes with nothing to do more often than it has events, or if no
- * wake-up comes for five seconds.
+ * loop wakes with nothing to do more often than it has events, if no
+ * wake-up comes for five seconds, or if it used as much CPU as time: a loop
+ * that polled would spend the idle second spinning.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 #include <time.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 #include <dat2/udat.h>
 
@@ -119,11 +123,26 @@ static void start(int i)
 	      "dat_ep_post_rdma_write");
 }
 
-/* Both of a client's DTOs completed: once its server has the message too,
- * it hangs up. */
-static void maybe_hang_up(int i)
+/* The idle second before the hang-ups. */
+static int timer = -1, armed;
+
+/* Every pair's DTOs completed: the clients hang up after the idle second. */
+static void maybe_hang_up(void)
 {
-	if (client[i].sent && client[i].written && server[i].received && !client[i].disconnected)
+	struct itimerspec in_a_second = { .it_value = { .tv_sec = 1 } };
+
+	for (int i = 0; i < PAIRS; i++)
+		if (!client[i].sent || !client[i].written || !server[i].received)
+			return;
+	if (!armed++ && timerfd_settime(timer, 0, &in_a_second, NULL) != 0) {
+		perror("event_loop: timerfd_settime");
+		exit(1);
+	}
+}
+
+static void hang_up(void)
+{
+	for (int i = 0; i < PAIRS; i++)
 		check(dat_ep_disconnect(client[i].ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
 }
 
@@ -168,7 +187,7 @@ static void on_dto(struct side *s, int i, const DAT_EVENT *e)
 			if (server[i].buf[b] != 'a' + i)
 				fail("the RDMA write did not land", i);
 	}
-	maybe_hang_up(i);
+	maybe_hang_up();
 }
 
 /* A client's request names its pair in its private data: requests need
@@ -244,17 +263,25 @@ int main(int argc, char **argv)
 	DAT_IA_ATTR attr;
 	DAT_PSP_HANDLE psp;
 	DAT_FD fd;
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = -1 };
 	struct timespec t0, t1;
 	struct rusage r0, r1;
 	int epoll, wakeups = 0, idle = 0;
+	double cpu, wall;
 
 	check(dat_ia_open(name, 8, &async, &ia), "dat_ia_open");
 	check(dat_ia_query(ia, NULL, DAT_IA_FIELD_ALL, &attr, 0, NULL), "dat_ia_query");
 	check(dat_pz_create(ia, &pz), "dat_pz_create");
 	check(dat_cno_fd_create(ia, &fd, &cno), "dat_cno_fd_create");
 	epoll = epoll_create1(0);
-	if (epoll < 0 || epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev) != 0) {
+	timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+	ev.data.fd = fd;
+	if (epoll < 0 || timer < 0 || epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		perror("event_loop: epoll");
+		return 1;
+	}
+	ev.data.fd = timer;
+	if (epoll_ctl(epoll, EPOLL_CTL_ADD, timer, &ev) != 0) {
 		perror("event_loop: epoll");
 		return 1;
 	}
@@ -286,6 +313,16 @@ int main(int argc, char **argv)
 			perror("event_loop: epoll_wait");
 			return 1;
 		}
+		if (ev.data.fd == timer) {
+			uint64_t expiries;
+
+			if (read(timer, &expiries, sizeof expiries) != sizeof expiries) {
+				perror("event_loop: timerfd");
+				return 1;
+			}
+			hang_up();
+			continue;
+		}
 		wakeups++;
 		ret = dat_cno_trigger(cno, &which);
 		if (DAT_GET_TYPE(ret) != DAT_QUEUE_EMPTY)
@@ -310,9 +347,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "event_loop: %d of %d wake-ups found nothing\n", idle, wakeups);
 		return 1;
 	}
-	printf("event_loop on %s: %d events, %d wake-ups (%d with nothing to do) in %.3f s, CPU %.3f s user %.3f s system\n",
-	       name, events, wakeups, idle, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
-	       seconds(r1.ru_utime) - seconds(r0.ru_utime), seconds(r1.ru_stime) - seconds(r0.ru_stime));
+	cpu = seconds(r1.ru_utime) - seconds(r0.ru_utime) + seconds(r1.ru_stime) - seconds(r0.ru_stime);
+	wall = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (cpu > wall / 2) {
+		fprintf(stderr, "event_loop: %.3f s of CPU in %.3f s: the loop did not sleep\n", cpu, wall);
+		return 1;
+	}
+	printf("event_loop on %s: %d events, %d wake-ups of the CNO (%d with nothing to do) in %.3f s, "
+	       "one idle second included; CPU %.3f s\n",
+	       name, events, wakeups, idle, wall, cpu);
 
 	check(dat_psp_free(psp), "dat_psp_free");
 	for (int i = 0; i < PAIRS; i++) {
@@ -323,6 +366,7 @@ int main(int argc, char **argv)
 	check(dat_cno_free(cno), "dat_cno_free");
 	check(dat_pz_free(pz), "dat_pz_free");
 	check(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), "dat_ia_close");
+	close(timer);
 	close(epoll);
 	return 0;
 }

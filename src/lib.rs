@@ -30,6 +30,8 @@
 //! was freed is refused with `DAT_INVALID_HANDLE`, even after its slot
 //! holds a new object. They are meaningful only to the `Ia` that made them.
 
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
 use core::ops::{Deref, DerefMut};
 
 pub use udat_core::backend::{self, Backend};

@@ -18,9 +18,9 @@ use crate::cq::CompletionQueue;
 use crate::cqe::CqeOpcode;
 use crate::device::{Device, QpSpec};
 use crate::rq::{RecvQueue, SharedRecvQueue};
-use crate::sq::{Op, Remote, SendQueue, SendSlot};
+use crate::sq::{Header, Remote, SendQueue, SendSlot};
 use crate::table::{Inline, Of, QpnIndex, Storage, Table, TableIn};
-use crate::wqe::{self, fm_ce_se, SEG_BYTES};
+use crate::wqe::{self, fm_ce_se, opcode, SEG_BYTES};
 
 /// Most bytes a send or RDMA write carries inline: a WQE of control,
 /// remote-address and inline segments that fills one BlueFlame half.
@@ -124,14 +124,52 @@ fn internal() -> DatError {
 /// (the event does not notify), not the device's.
 #[inline(always)]
 fn wqe_flags(flags: CompletionFlags) -> u8 {
-    let mut bits = if flags.contains(CompletionFlags::SUPPRESS) { 0 } else { fm_ce_se::CQ_UPDATE };
-    if flags.contains(CompletionFlags::SOLICITED_WAIT) {
-        bits |= fm_ce_se::SOLICITED;
+    const fn of(flags: u32) -> u8 {
+        let mut bits = if flags & CompletionFlags::SUPPRESS.0 != 0 { 0 } else { fm_ce_se::CQ_UPDATE };
+        if flags & CompletionFlags::SOLICITED_WAIT.0 != 0 {
+            bits |= fm_ce_se::SOLICITED;
+        }
+        if flags & CompletionFlags::BARRIER_FENCE.0 != 0 {
+            bits |= fm_ce_se::FENCE;
+        }
+        bits
     }
-    if flags.contains(CompletionFlags::BARRIER_FENCE) {
-        bits |= fm_ce_se::FENCE;
+    /// Every combination of the four flags, looked up rather than tested.
+    const TABLE: [u8; 16] = {
+        let mut table = [0; 16];
+        let mut i = 0;
+        while i < 16 {
+            table[i] = of(i as u32);
+            i += 1;
+        }
+        table
+    };
+    TABLE[(flags.0 & 0x0f) as usize]
+}
+
+/// The WQE header of a request, and the operation its completion reports.
+#[inline(always)]
+fn request_header(op: &RequestOp) -> (Header, DtoOp) {
+    let header = |opcode, imm, remote: Option<RmrTriplet>, atomic| Header {
+        opcode,
+        imm,
+        remote: remote.map(|r| Remote { addr: r.virtual_address, rkey: r.rmr_context }),
+        atomic,
+    };
+    match *op {
+        RequestOp::Send => (header(opcode::SEND, 0, None, None), DtoOp::Send),
+        RequestOp::RdmaWrite { remote } => (header(opcode::RDMA_WRITE, 0, Some(remote), None), DtoOp::RdmaWrite),
+        RequestOp::RdmaRead { remote } => (header(opcode::RDMA_READ, 0, Some(remote), None), DtoOp::RdmaRead),
+        RequestOp::RdmaWriteImm { remote, imm } => {
+            (header(opcode::RDMA_WRITE_IMM, imm, Some(remote), None), DtoOp::RdmaWriteImm)
+        }
+        RequestOp::CompareSwap { remote, compare, swap } => {
+            (header(opcode::ATOMIC_CS, 0, Some(remote), Some((swap, compare))), DtoOp::CompareSwap)
+        }
+        RequestOp::FetchAdd { remote, add } => {
+            (header(opcode::ATOMIC_FA, 0, Some(remote), Some((add, 0))), DtoOp::FetchAdd)
+        }
     }
-    bits
 }
 
 /// Send ring WQEBBs for `max_send_wr` WQEs of the largest kind.
@@ -377,18 +415,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     #[allow(unsafe_code)]
     fn post_send(&mut self, qp: &mut Qp<D>, wr: &SendWr<'_>) -> DatResult<()> {
         let Some(queues) = self.qps.get_mut(qp.slot) else { return Err(internal()) };
-        let at = |r: RmrTriplet| Remote { addr: r.virtual_address, rkey: r.rmr_context };
-        let (op, dto) = match wr.op {
-            RequestOp::Send => (Op::Send, DtoOp::Send),
-            RequestOp::RdmaWrite { remote } => (Op::Write(at(remote)), DtoOp::RdmaWrite),
-            RequestOp::RdmaRead { remote } => (Op::Read(at(remote)), DtoOp::RdmaRead),
-            RequestOp::RdmaWriteImm { remote, imm } => (Op::WriteImm(at(remote), imm), DtoOp::RdmaWriteImm),
-            RequestOp::CompareSwap { remote, compare, swap } => {
-                (Op::CompareSwap { remote: at(remote), compare, swap }, DtoOp::CompareSwap)
-            }
-            RequestOp::FetchAdd { remote, add } => (Op::FetchAdd { remote: at(remote), add }, DtoOp::FetchAdd),
-        };
-        let flags = wqe_flags(wr.flags);
+        let (header, dto) = request_header(&wr.op);
         let slot = SendSlot {
             cookie: wr.cookie,
             length: wr.length,
@@ -396,15 +423,21 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             notify: !wr.flags.contains(CompletionFlags::UNSIGNALLED),
             bbs: 0,
         };
-        let reads_back = matches!(dto, DtoOp::RdmaRead | DtoOp::CompareSwap | DtoOp::FetchAdd);
-        let posted = if !reads_back && wr.length as usize <= MAX_INLINE && wr.length != 0 {
+        let flags = wqe_flags(wr.flags);
+        // Only a send or an RDMA write carries data out: reads and atomics
+        // scatter what comes back.
+        let posted = if header.atomic.is_none()
+            && header.opcode != opcode::RDMA_READ
+            && wr.length as usize <= MAX_INLINE
+            && wr.length != 0
+        {
             // SAFETY: the core translated every segment through a live LMR
             // that covers it (dat_ep_post_send(3DAT) and friends check the
             // triplets against the LMR), and registered memory stays
             // mapped while it is registered.
-            unsafe { queues.sq.send_inline(op, wr.sges, wr.length, flags, slot) }
+            unsafe { queues.sq.send_inline(header, wr.sges, wr.length, flags, slot) }
         } else {
-            queues.sq.send(op, wr.sges, flags, slot)
+            queues.sq.send(header, wr.sges, flags, slot)
         };
         posted.map_err(|_| resources())
     }

@@ -27,8 +27,9 @@ pub const CQ_DOORBELL: usize = 0x20;
 pub trait Register {
     /// One 64-bit store of `value` (bytes in memory order) at `offset`.
     fn write64(&mut self, offset: usize, value: [u8; 8]);
-    /// One 64-byte BlueFlame block at `offset`.
-    fn write_block(&mut self, offset: usize, block: &[u8; 64]);
+    /// One 64-byte BlueFlame block at `offset`: eight words, each holding
+    /// its eight bytes in memory order.
+    fn write_block(&mut self, offset: usize, block: &[u64; 8]);
     /// The doorbell is complete: push the writes to the device
     /// (`mmio_flush_writes`).
     fn flush(&mut self);
@@ -71,18 +72,15 @@ impl Register for Uar {
     /// order (rdma-core's `mlx5_bf_copy` copies BlueFlame in 64-bit words
     /// too).
     #[inline(always)]
-    fn write_block(&mut self, offset: usize, block: &[u8; 64]) {
+    fn write_block(&mut self, offset: usize, block: &[u64; 8]) {
         if offset % 8 != 0 || offset > self.len || self.len - offset < 64 {
             return;
         }
-        // SAFETY: `block` is 64 readable bytes; an unaligned read of them
-        // as eight words is a plain copy.
-        let words: [u64; 8] = unsafe { block.as_ptr().cast::<[u64; 8]>().read_unaligned() };
         // SAFETY: `offset` is 8-aligned and the 64 bytes from it are
         // inside the mapping (checked above), which `new`'s contract keeps
         // valid; MMIO is written only through volatile stores.
         let reg = unsafe { self.base.as_ptr().add(offset).cast::<u64>() };
-        for (i, word) in words.into_iter().enumerate() {
+        for (i, &word) in block.iter().enumerate() {
             // SAFETY: as above; `i < 8` keeps the store inside the block.
             unsafe { reg.add(i).write_volatile(word) };
         }
@@ -109,18 +107,19 @@ mod tests {
     #[test]
     fn a_blueflame_block_lands_whole_and_an_out_of_range_one_not_at_all() {
         let mut words = [0u64; 24];
-        let block: [u8; 64] = core::array::from_fn(|i| i as u8 + 1);
+        let block: [u64; 8] = core::array::from_fn(|i| 0x0101_0101_0101_0101 * (i as u64 + 1));
         {
             let mut uar = page(&mut words);
             uar.write_block(64, &block);
             // Misaligned, and past the end: dropped.
-            uar.write_block(4, &[0xff; 64]);
-            uar.write_block(136, &[0xff; 64]);
+            uar.write_block(4, &[u64::MAX; 8]);
+            uar.write_block(136, &[u64::MAX; 8]);
             uar.write64(0, [9; 8]);
             uar.flush();
         }
         let bytes: [u8; 192] = core::array::from_fn(|i| words[i / 8].to_ne_bytes()[i % 8]);
-        assert_eq!(&bytes[64..128], &block[..]);
+        let expected: [u8; 64] = core::array::from_fn(|i| block[i / 8].to_ne_bytes()[i % 8]);
+        assert_eq!(&bytes[64..128], &expected[..]);
         assert_eq!(&bytes[..8], &[9; 8]);
         assert!(bytes[8..64].iter().chain(&bytes[128..]).all(|&b| b == 0));
     }

@@ -72,15 +72,33 @@ impl DmaBuf {
         }
     }
 
-    /// Read the 64-byte block at `offset` (for BlueFlame copies).
+    /// Store one WQEBB, as eight words, at `offset`.
+    ///
+    /// # Safety
+    /// `offset` is a multiple of 64 and `offset + 64 <= self.len()`: the
+    /// queue that calls it checked its ring's geometry once, when it took
+    /// the buffer over, and masks every index into it.
     #[inline(always)]
-    pub fn block(&self, offset: usize) -> [u8; 64] {
-        let mut out = [0u8; 64];
-        if self.holds(offset, 64) {
-            // SAFETY: inside the buffer (checked above); `out` is a local.
-            unsafe { out.as_mut_ptr().copy_from_nonoverlapping(self.ptr.as_ptr().add(offset), 64) }
-        }
-        out
+    pub unsafe fn store_block(&self, offset: usize, block: &[u64; 8]) {
+        debug_assert!(offset % 64 == 0 && self.holds(offset, 64));
+        // SAFETY: inside the buffer and 64-aligned (the caller's contract,
+        // the buffer being 64-aligned); `block` is a local or the caller's
+        // memory and cannot overlap the buffer, which no reference reaches.
+        unsafe { self.ptr.as_ptr().add(offset).cast::<[u64; 8]>().write(*block) }
+    }
+
+    /// Load the WQEBB at `offset` back as eight words (for a BlueFlame
+    /// copy of a WQE written in place).
+    ///
+    /// # Safety
+    /// As [`store_block`](Self::store_block).
+    #[inline(always)]
+    pub unsafe fn load_block(&self, offset: usize) -> [u64; 8] {
+        debug_assert!(offset % 64 == 0 && self.holds(offset, 64));
+        // SAFETY: inside the buffer and 64-aligned (the caller's
+        // contract); the data path wrote these bytes and the device only
+        // reads send WQEs.
+        unsafe { self.ptr.as_ptr().add(offset).cast::<[u64; 8]>().read() }
     }
 
     /// The 32 bytes at the 8-aligned `offset`, read as four volatile 8-byte

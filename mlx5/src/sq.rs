@@ -18,7 +18,7 @@ use udat_core::types::DtoOp;
 use crate::barrier;
 use crate::doorbell::Register;
 use crate::mem::DmaBuf;
-use crate::wqe::{self, opcode, SEG_BYTES, WQEBB_BYTES};
+use crate::wqe::{self, opcode, SegWords, SEG_BYTES, WQEBB_BYTES};
 use crate::Geometry;
 
 /// Index of the send counter in a QP's doorbell record (`MLX5_SND_DBR`).
@@ -72,18 +72,40 @@ pub enum Op {
     },
 }
 
-impl Op {
-    /// Opcode, immediate, remote-address and atomic segments.
+/// What a WQE carries ahead of its data: the opcode and immediate of its
+/// control segment, then its remote-address and atomic segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub opcode: u8,
+    /// In host order.
+    pub imm: u32,
+    pub remote: Option<Remote>,
+    /// The atomic segment: swap (or addend), then compare.
+    pub atomic: Option<(u64, u64)>,
+}
+
+impl Header {
+    /// Segments before the data: control, remote address, atomic.
     #[inline(always)]
-    fn parts(&self) -> (u8, u32, Option<Remote>, Option<(u64, u64)>) {
-        match *self {
-            Op::Send => (opcode::SEND, 0, None, None),
-            Op::SendImm(imm) => (opcode::SEND_IMM, imm, None, None),
-            Op::Write(remote) => (opcode::RDMA_WRITE, 0, Some(remote), None),
-            Op::WriteImm(remote, imm) => (opcode::RDMA_WRITE_IMM, imm, Some(remote), None),
-            Op::Read(remote) => (opcode::RDMA_READ, 0, Some(remote), None),
-            Op::CompareSwap { remote, compare, swap } => (opcode::ATOMIC_CS, 0, Some(remote), Some((swap, compare))),
-            Op::FetchAdd { remote, add } => (opcode::ATOMIC_FA, 0, Some(remote), Some((add, 0))),
+    fn ds(&self) -> usize {
+        1 + self.remote.is_some() as usize + self.atomic.is_some() as usize
+    }
+}
+
+impl From<Op> for Header {
+    #[inline(always)]
+    fn from(op: Op) -> Header {
+        let header = |opcode, imm, remote, atomic| Header { opcode, imm, remote, atomic };
+        match op {
+            Op::Send => header(opcode::SEND, 0, None, None),
+            Op::SendImm(imm) => header(opcode::SEND_IMM, imm, None, None),
+            Op::Write(remote) => header(opcode::RDMA_WRITE, 0, Some(remote), None),
+            Op::WriteImm(remote, imm) => header(opcode::RDMA_WRITE_IMM, imm, Some(remote), None),
+            Op::Read(remote) => header(opcode::RDMA_READ, 0, Some(remote), None),
+            Op::CompareSwap { remote, compare, swap } => {
+                header(opcode::ATOMIC_CS, 0, Some(remote), Some((swap, compare)))
+            }
+            Op::FetchAdd { remote, add } => header(opcode::ATOMIC_FA, 0, Some(remote), Some((add, 0))),
         }
     }
 }
@@ -118,13 +140,6 @@ impl Default for SendSlot {
 #[must_use]
 pub struct Full;
 
-/// Segments of a WQE: the control segment, the operation's remote-address
-/// and atomic segments, and `data_ds` of data.
-#[inline(always)]
-fn wqe_ds(remote: Option<Remote>, atomic: Option<(u64, u64)>, data_ds: usize) -> usize {
-    1 + remote.is_some() as usize + atomic.is_some() as usize + data_ds
-}
-
 /// Segments `len` bytes of inline data take (none for none).
 #[inline(always)]
 fn inline_data_ds(len: u32) -> usize {
@@ -138,61 +153,65 @@ fn inline_data_ds(len: u32) -> usize {
 /// Most bytes one BlueFlame copy carries: half the BlueFlame buffer.
 const BF_BYTES: usize = 256;
 
-/// A WQE of at most `N` bytes built on the stack: every byte of its
-/// WQEBBs is written (unused ones zero), so the ring and the BlueFlame
-/// copy get the same whole blocks.
-struct Staged<const N: usize> {
-    bytes: [u8; N],
-    /// Bytes written so far; the control segment is written last, at 0.
-    len: usize,
+/// A WQE of at most `K` WQEBBs built on the stack in words: every word
+/// of its WQEBBs is written (unused ones zero), so the ring and the
+/// BlueFlame copy get the same whole blocks.
+struct Staged<const K: usize> {
+    blocks: [[u64; 8]; K],
 }
 
-impl<const N: usize> Staged<N> {
+impl<const K: usize> Staged<K> {
     #[inline(always)]
     fn new() -> Self {
-        Staged { bytes: [0; N], len: SEG_BYTES }
+        Staged { blocks: [[0; 8]; K] }
     }
 
-    /// Append `seg`; a segment past the end is dropped (the callers size
-    /// the WQE before building it, so none is).
+    /// Segment `n` (the control segment is 0); one past the end is
+    /// dropped (the callers size the WQE before building it, so none is).
     #[inline(always)]
-    fn put(&mut self, seg: &[u8]) {
-        if let Some(dst) = self.bytes.get_mut(self.len..self.len + seg.len()) {
-            dst.copy_from_slice(seg);
+    fn put(&mut self, n: usize, seg: SegWords) {
+        if let Some(block) = self.blocks.get_mut(n / 4) {
+            let w = n % 4 * 2;
+            block[w] = seg[0];
+            block[w + 1] = seg[1];
         }
-        self.len += seg.len();
     }
 
-    /// The remote-address and atomic segments.
+    /// The remote-address and atomic segments; the segment after them.
     #[inline(always)]
-    fn headers(&mut self, remote: Option<Remote>, atomic: Option<(u64, u64)>) {
-        if let Some(r) = remote {
-            self.put(&wqe::raddr_seg(r.addr, r.rkey));
+    fn headers(&mut self, header: &Header) -> usize {
+        let mut n = 1;
+        if let Some(r) = header.remote {
+            self.put(n, wqe::raddr_words(r.addr, r.rkey));
+            n += 1;
         }
-        if let Some((swap_add, compare)) = atomic {
-            self.put(&wqe::atomic_seg(swap_add, compare));
+        if let Some((swap_add, compare)) = header.atomic {
+            self.put(n, wqe::atomic_words(swap_add, compare));
+            n += 1;
         }
+        n
     }
 
-    /// Append `len` bytes of registered memory at `src`.
+    /// Copy `len` bytes of registered memory at `src` in from byte `at`;
+    /// a copy past the end is dropped (the callers size the WQE first).
     ///
     /// # Safety
     /// `src` is valid for reads of `len` bytes.
     #[inline(always)]
-    unsafe fn copy_in(&mut self, src: *const u8, len: usize) {
-        if let Some(dst) = self.bytes.get_mut(self.len..self.len + len) {
-            // SAFETY: the destination is inside the local array (checked
-            // above); the caller vouches for the source, which is the
-            // consumer's memory and cannot overlap this stack frame.
-            unsafe { dst.as_mut_ptr().copy_from_nonoverlapping(src, len) };
+    unsafe fn copy_in(&mut self, at: usize, src: *const u8, len: usize) {
+        if at <= K * WQEBB_BYTES && len <= K * WQEBB_BYTES - at {
+            // SAFETY: `[at, at + len)` is inside the blocks (checked
+            // above), which are plain words: any bytes written are valid.
+            // The caller vouches for the source, which is the consumer's
+            // memory and cannot overlap this stack frame.
+            unsafe { self.blocks.as_mut_ptr().cast::<u8>().add(at).copy_from_nonoverlapping(src, len) };
         }
-        self.len += len;
     }
 
-    /// The WQEBBs, in order.
+    /// The first `bbs` WQEBBs.
     #[inline(always)]
-    fn blocks(&self) -> impl Iterator<Item = &[u8; WQEBB_BYTES]> {
-        self.bytes.chunks_exact(WQEBB_BYTES).filter_map(|b| b.try_into().ok())
+    fn first(&self, bbs: usize) -> &[[u64; 8]] {
+        self.blocks.get(..bbs).unwrap_or(&self.blocks)
     }
 }
 
@@ -200,7 +219,8 @@ impl<const N: usize> Staged<N> {
 #[derive(Clone, Copy, Debug)]
 struct Last {
     pi: u16,
-    word: [u8; 8],
+    /// The first word of its control segment: the 8-byte doorbell.
+    word: u64,
     bbs: u16,
 }
 
@@ -217,6 +237,10 @@ pub struct SendQueue<R, S> {
     wqe_cnt: u16,
     bf_size: usize,
     bf_offset: usize,
+    /// Most segments a WQE built on the stack may have: those of one
+    /// WQEBB (`send`) and those of one BlueFlame copy (`send_inline`);
+    /// none without BlueFlame.
+    staged_segs: [usize; 2],
     /// Index of the next WQEBB to write.
     pi: u16,
     /// Index of the oldest WQEBB not yet retired.
@@ -255,10 +279,11 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             wqe_cnt: wqe_cnt as u16,
             bf_size: bf_size as usize,
             bf_offset: 0,
+            staged_segs: [WQEBB_BYTES.min(bf_size as usize) / SEG_BYTES, BF_BYTES.min(bf_size as usize) / SEG_BYTES],
             pi: 0,
             ci: 0,
             pending: 0,
-            last: Last { pi: 0, word: [0; 8], bbs: 0 },
+            last: Last { pi: 0, word: 0, bbs: 0 },
         };
         sq.reset();
         Ok(sq)
@@ -304,19 +329,26 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         (start + byte) & self.ring_mask
     }
 
+    /// The ring offset of WQEBB `index`: inside the ring, which `new`
+    /// checked holds `wqe_cnt` WQEBBs, and 64-aligned.
+    #[inline(always)]
+    fn block_offset(&self, index: u16) -> usize {
+        usize::from(index & self.wqe_mask) * WQEBB_BYTES
+    }
+
     /// Write a WQE that gathers `sges`. It reaches the device at the next
     /// [`ring`](Self::ring).
     #[inline]
-    pub fn post(&mut self, op: Op, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
-        let (opcode, imm, remote, atomic) = op.parts();
-        let ds = wqe_ds(remote, atomic, sges.len());
+    pub fn post(&mut self, op: impl Into<Header>, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
+        let header = op.into();
+        let ds = header.ds() + sges.len();
         let start = self.begin(ds)?;
-        let mut byte = self.headers(start, remote, atomic);
+        let mut byte = self.headers(start, &header);
         for sge in sges {
             self.buf.write(self.at(start, byte), &wqe::data_seg(sge.length, sge.lkey, sge.addr));
             byte += SEG_BYTES;
         }
-        self.finish(start, opcode, imm, ds, flags, slot);
+        self.finish(start, &header, ds, flags, slot);
         Ok(())
     }
 
@@ -329,17 +361,17 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     #[inline]
     pub unsafe fn post_inline(
         &mut self,
-        op: Op,
+        op: impl Into<Header>,
         sges: &[Sge],
         len: u32,
         flags: u8,
         slot: SendSlot,
     ) -> Result<(), Full> {
-        let (opcode, imm, remote, atomic) = op.parts();
-        let ds = wqe_ds(remote, atomic, inline_data_ds(len));
+        let header = op.into();
+        let ds = header.ds() + inline_data_ds(len);
         let len = len as usize;
         let start = self.begin(ds)?;
-        let mut byte = self.headers(start, remote, atomic);
+        let mut byte = self.headers(start, &header);
         if len != 0 {
             self.buf.write(self.at(start, byte), &wqe::inline_header(len as u32));
             byte += 4;
@@ -357,7 +389,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
                 }
             }
         }
-        self.finish(start, opcode, imm, ds, flags, slot);
+        self.finish(start, &header, ds, flags, slot);
         Ok(())
     }
 
@@ -372,13 +404,13 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
 
     /// The remote-address and atomic segments; the byte after them.
     #[inline(always)]
-    fn headers(&self, start: usize, remote: Option<Remote>, atomic: Option<(u64, u64)>) -> usize {
+    fn headers(&self, start: usize, header: &Header) -> usize {
         let mut byte = SEG_BYTES;
-        if let Some(r) = remote {
+        if let Some(r) = header.remote {
             self.buf.write(self.at(start, byte), &wqe::raddr_seg(r.addr, r.rkey));
             byte += SEG_BYTES;
         }
-        if let Some((swap_add, compare)) = atomic {
+        if let Some((swap_add, compare)) = header.atomic {
             self.buf.write(self.at(start, byte), &wqe::atomic_seg(swap_add, compare));
             byte += SEG_BYTES;
         }
@@ -387,11 +419,11 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
 
     /// The control segment, last; the slot; the producer index.
     #[inline(always)]
-    fn finish(&mut self, start: usize, opcode: u8, imm: u32, ds: usize, flags: u8, slot: SendSlot) {
-        let ctrl = wqe::ctrl_seg(self.pi, opcode, 0, self.qpn, ds as u8, flags, imm);
-        self.buf.write(start, &ctrl);
+    fn finish(&mut self, start: usize, header: &Header, ds: usize, flags: u8, slot: SendSlot) {
+        let ctrl = wqe::ctrl_words(self.pi, header.opcode, 0, self.qpn, ds as u8, flags, header.imm);
+        self.buf.write(start, &wqe::seg_bytes(ctrl));
         let bbs = wqe::bbs(ds) as u16;
-        self.last = Last { pi: self.pi, word: wqe::doorbell_word(&ctrl), bbs };
+        self.last = Last { pi: self.pi, word: ctrl[0], bbs };
         self.pending += 1;
         self.keep(slot, bbs);
     }
@@ -410,24 +442,24 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
 
     /// Post a WQE that gathers `sges` and ring the doorbell for it. With
     /// nothing else waiting for a doorbell and a WQE of one WQEBB, the WQE
-    /// is built on the stack, stored into the ring whole and copied to the
-    /// BlueFlame register from the same bytes.
+    /// is built in words on the stack, stored into the ring whole and
+    /// copied to the BlueFlame register from the same words.
     #[inline]
-    pub fn send(&mut self, op: Op, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
-        let (opcode, imm, remote, atomic) = op.parts();
-        let ds = wqe_ds(remote, atomic, sges.len());
-        if self.pending != 0 || ds * SEG_BYTES > WQEBB_BYTES.min(self.bf_size) {
-            self.post(op, sges, flags, slot)?;
+    pub fn send(&mut self, op: impl Into<Header>, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
+        let header = op.into();
+        let ds = header.ds() + sges.len();
+        if self.pending != 0 || ds > self.staged_segs[0] {
+            self.post(header, sges, flags, slot)?;
             self.ring();
             return Ok(());
         }
         self.begin(ds)?;
-        let mut wqe = Staged::<WQEBB_BYTES>::new();
-        wqe.headers(remote, atomic);
-        for sge in sges {
-            wqe.put(&wqe::data_seg(sge.length, sge.lkey, sge.addr));
+        let mut wqe = Staged::<1>::new();
+        let first = wqe.headers(&header);
+        for (n, sge) in (first..).zip(sges) {
+            wqe.put(n, wqe::data_words(sge.length, sge.lkey, sge.addr));
         }
-        self.ring_staged(&mut wqe, opcode, imm, ds, flags, slot);
+        self.ring_staged(&mut wqe, &header, ds, flags, slot);
         Ok(())
     }
 
@@ -440,59 +472,61 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     #[inline]
     pub unsafe fn send_inline(
         &mut self,
-        op: Op,
+        op: impl Into<Header>,
         sges: &[Sge],
         len: u32,
         flags: u8,
         slot: SendSlot,
     ) -> Result<(), Full> {
-        let (opcode, imm, remote, atomic) = op.parts();
-        let ds = wqe_ds(remote, atomic, inline_data_ds(len));
-        if self.pending != 0 || ds * SEG_BYTES > BF_BYTES.min(self.bf_size) {
+        let header = op.into();
+        let ds = header.ds() + inline_data_ds(len);
+        if self.pending != 0 || ds > self.staged_segs[1] {
             // SAFETY: forwarded contract.
-            unsafe { self.post_inline(op, sges, len, flags, slot)? };
+            unsafe { self.post_inline(header, sges, len, flags, slot)? };
             self.ring();
             return Ok(());
         }
         self.begin(ds)?;
-        let mut wqe = Staged::<BF_BYTES>::new();
-        wqe.headers(remote, atomic);
+        let mut wqe = Staged::<{ BF_BYTES / WQEBB_BYTES }>::new();
+        let n = wqe.headers(&header);
         if len != 0 {
-            wqe.put(&wqe::inline_header(len));
+            // The inline segment's header, then its data from byte 4.
+            wqe.put(n, [wqe::inline_words(len), 0]);
+            let mut at = n * SEG_BYTES + 4;
             for sge in sges {
                 // SAFETY: the caller vouches that each segment is
                 // readable; the segments sum to `len`, which `ds` sized.
-                unsafe { wqe.copy_in(sge.addr as *const u8, sge.length as usize) };
+                unsafe { wqe.copy_in(at, sge.addr as *const u8, sge.length as usize) };
+                at += sge.length as usize;
             }
         }
-        self.ring_staged(&mut wqe, opcode, imm, ds, flags, slot);
+        self.ring_staged(&mut wqe, &header, ds, flags, slot);
         Ok(())
     }
 
     /// Store a staged WQE of `ds` segments into the ring, then ring its
-    /// doorbell: the record, and the same bytes by BlueFlame.
+    /// doorbell: the record, and the same words by BlueFlame.
     #[inline(always)]
-    fn ring_staged<const N: usize>(
+    fn ring_staged<const K: usize>(
         &mut self,
-        wqe: &mut Staged<N>,
-        opcode: u8,
-        imm: u32,
+        wqe: &mut Staged<K>,
+        header: &Header,
         ds: usize,
         flags: u8,
         slot: SendSlot,
     ) {
-        let ctrl = wqe::ctrl_seg(self.pi, opcode, 0, self.qpn, ds as u8, flags, imm);
-        wqe.bytes[..SEG_BYTES].copy_from_slice(&ctrl);
-        let bbs = wqe::bbs(ds);
+        wqe.put(0, wqe::ctrl_words(self.pi, header.opcode, 0, self.qpn, ds as u8, flags, header.imm));
+        let blocks = wqe.first(wqe::bbs(ds));
         let pi = self.pi;
-        for (i, block) in wqe.blocks().take(bbs).enumerate() {
-            self.buf.write(usize::from(pi.wrapping_add(i as u16) & self.wqe_mask) * WQEBB_BYTES, block);
+        for (i, block) in blocks.iter().enumerate() {
+            // SAFETY: `block_offset` is 64-aligned and inside the ring.
+            unsafe { self.buf.store_block(self.block_offset(pi.wrapping_add(i as u16)), block) };
         }
-        self.keep(slot, bbs as u16);
+        self.keep(slot, blocks.len() as u16);
         barrier::to_device_barrier();
         self.dbrec.write_be32(SND_DBR * 4, u32::from(self.pi));
         barrier::wc_start();
-        for (i, block) in wqe.blocks().take(bbs).enumerate() {
+        for (i, block) in blocks.iter().enumerate() {
             self.bf.write_block(self.bf_offset + i * WQEBB_BYTES, block);
         }
         self.bf.flush();
@@ -514,11 +548,12 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         let bytes = usize::from(bbs) * WQEBB_BYTES;
         if self.pending == 1 && bytes <= self.bf_size {
             for i in 0..usize::from(bbs) {
-                let block = self.buf.block(usize::from(pi.wrapping_add(i as u16) & self.wqe_mask) * WQEBB_BYTES);
+                // SAFETY: `block_offset` is 64-aligned and inside the ring.
+                let block = unsafe { self.buf.load_block(self.block_offset(pi.wrapping_add(i as u16))) };
                 self.bf.write_block(self.bf_offset + i * WQEBB_BYTES, &block);
             }
         } else {
-            self.bf.write64(self.bf_offset, word);
+            self.bf.write64(self.bf_offset, word.to_ne_bytes());
         }
         self.bf.flush();
         self.bf_offset ^= self.bf_size;

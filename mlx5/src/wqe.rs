@@ -106,56 +106,84 @@ pub mod srq_next {
     pub const SIGNATURE: usize = 4;
 }
 
+/// A segment as the two 64-bit words that store it: each word holds its
+/// eight bytes in memory order, so a native store of the words lays the
+/// segment out byte for byte as the PRM draws it. The data path builds
+/// WQEs in words, in registers, and stores whole WQEBBs.
+pub type SegWords = [u64; 2];
+
+/// Two big-endian 32-bit fields as one word, `first` at the lower address.
+#[inline(always)]
+const fn be32_pair(first: u32, second: u32) -> u64 {
+    be64(((first as u64) << 32) | second as u64)
+}
+
+/// A big-endian 64-bit field as one word.
+#[inline(always)]
+const fn be64(value: u64) -> u64 {
+    value.to_be()
+}
+
+/// The bytes of a segment, in memory order.
+#[inline(always)]
+pub fn seg_bytes(words: SegWords) -> [u8; SEG_BYTES] {
+    let (a, b) = (words[0].to_ne_bytes(), words[1].to_ne_bytes());
+    core::array::from_fn(|i| if i < 8 { a[i] } else { b[i - 8] })
+}
+
 /// The control segment. `imm` is the immediate in host order (written in
 /// network order); `pi` is the WQE's index, free-running over 16 bits.
+/// The signature and stream id are zero: `fm_ce_se` is the last byte of
+/// the big-endian word at [`ctrl::SIGNATURE`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub const fn ctrl_words(pi: u16, opcode: u8, opmod: u8, qpn: u32, ds: u8, flags: u8, imm: u32) -> SegWords {
+    let opmod_idx_opcode = ((opmod as u32) << 24) | ((pi as u32) << 8) | opcode as u32;
+    [be32_pair(opmod_idx_opcode, (qpn << 8) | ds as u32), be32_pair(flags as u32, imm)]
+}
+
+/// The control segment's bytes (see [`ctrl_words`]).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub fn ctrl_seg(pi: u16, opcode: u8, opmod: u8, qpn: u32, ds: u8, flags: u8, imm: u32) -> [u8; SEG_BYTES] {
-    let mut seg = [0u8; SEG_BYTES];
-    seg[ctrl::OPMOD_IDX_OPCODE]
-        .copy_from_slice(&((u32::from(opmod) << 24) | (u32::from(pi) << 8) | u32::from(opcode)).to_be_bytes());
-    seg[ctrl::QPN_DS].copy_from_slice(&((qpn << 8) | u32::from(ds)).to_be_bytes());
-    seg[ctrl::FM_CE_SE] = flags;
-    seg[ctrl::IMM].copy_from_slice(&imm.to_be_bytes());
-    seg
-}
-
-/// The first eight bytes of a control segment: what the 8-byte doorbell
-/// writes to the UAR.
-#[inline(always)]
-pub fn doorbell_word(ctrl: &[u8; SEG_BYTES]) -> [u8; 8] {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&ctrl[..8]);
-    word
+    seg_bytes(ctrl_words(pi, opcode, opmod, qpn, ds, flags, imm))
 }
 
 /// The remote-address segment of RDMA and atomic WQEs.
 #[inline(always)]
+pub const fn raddr_words(raddr: u64, rkey: u32) -> SegWords {
+    [be64(raddr), be32_pair(rkey, 0)]
+}
+
+/// The remote-address segment's bytes.
+#[inline(always)]
 pub fn raddr_seg(raddr: u64, rkey: u32) -> [u8; SEG_BYTES] {
-    let mut seg = [0u8; SEG_BYTES];
-    seg[raddr::RADDR].copy_from_slice(&raddr.to_be_bytes());
-    seg[raddr::RKEY].copy_from_slice(&rkey.to_be_bytes());
-    seg
+    seg_bytes(raddr_words(raddr, rkey))
 }
 
 /// A data (gather or scatter) segment.
 #[inline(always)]
+pub const fn data_words(byte_count: u32, lkey: u32, addr: u64) -> SegWords {
+    [be32_pair(byte_count, lkey), be64(addr)]
+}
+
+/// A data segment's bytes.
+#[inline(always)]
 pub fn data_seg(byte_count: u32, lkey: u32, addr: u64) -> [u8; SEG_BYTES] {
-    let mut seg = [0u8; SEG_BYTES];
-    seg[data::BYTE_COUNT].copy_from_slice(&byte_count.to_be_bytes());
-    seg[data::LKEY].copy_from_slice(&lkey.to_be_bytes());
-    seg[data::ADDR].copy_from_slice(&addr.to_be_bytes());
-    seg
+    seg_bytes(data_words(byte_count, lkey, addr))
 }
 
 /// The atomic segment: compare-and-swap takes both values, fetch-and-add
 /// the addend and a zero compare.
 #[inline(always)]
+pub const fn atomic_words(swap_add: u64, compare: u64) -> SegWords {
+    [be64(swap_add), be64(compare)]
+}
+
+/// The atomic segment's bytes.
+#[inline(always)]
 pub fn atomic_seg(swap_add: u64, compare: u64) -> [u8; SEG_BYTES] {
-    let mut seg = [0u8; SEG_BYTES];
-    seg[atomic::SWAP_ADD].copy_from_slice(&swap_add.to_be_bytes());
-    seg[atomic::COMPARE].copy_from_slice(&compare.to_be_bytes());
-    seg
+    seg_bytes(atomic_words(swap_add, compare))
 }
 
 /// The four-byte header of an inline segment; `byte_count` bytes of data
@@ -163,6 +191,13 @@ pub fn atomic_seg(swap_add: u64, compare: u64) -> [u8; SEG_BYTES] {
 #[inline(always)]
 pub fn inline_header(byte_count: u32) -> [u8; 4] {
     (byte_count | INLINE_SEG).to_be_bytes()
+}
+
+/// The word of an inline segment that holds its header: the header, then
+/// the first four data bytes (zero here; the data is copied over them).
+#[inline(always)]
+pub const fn inline_words(byte_count: u32) -> u64 {
+    be32_pair(byte_count | INLINE_SEG, 0)
 }
 
 /// 16-byte units an inline segment of `len` data bytes takes.

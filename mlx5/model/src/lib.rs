@@ -132,10 +132,10 @@ impl Register for ModelRegister {
     }
 
     #[inline(never)]
-    fn write_block(&mut self, offset: usize, block: &[u8; 64]) {
+    fn write_block(&mut self, offset: usize, block: &[u64; 8]) {
         self.mirror.write_block(offset, block);
         if !self.deferred.get() {
-            self.hca_write(offset, block);
+            self.hca_write(offset, &block_bytes(block));
         }
     }
 
@@ -146,6 +146,11 @@ impl Register for ModelRegister {
             self.hca_flush();
         }
     }
+}
+
+/// A BlueFlame block's bytes, in memory order.
+fn block_bytes(block: &[u64; 8]) -> [u8; 64] {
+    core::array::from_fn(|i| block[i / 8].to_ne_bytes()[i % 8])
 }
 
 #[derive(Debug)]

@@ -95,8 +95,8 @@ impl Register for Recorder {
     fn write64(&mut self, offset: usize, value: [u8; 8]) {
         self.writes.push((offset, value.to_vec()));
     }
-    fn write_block(&mut self, offset: usize, block: &[u8; 64]) {
-        self.writes.push((offset, block.to_vec()));
+    fn write_block(&mut self, offset: usize, block: &[u64; 8]) {
+        self.writes.push((offset, block.iter().flat_map(|w| w.to_ne_bytes()).collect()));
     }
     fn flush(&mut self) {
         self.flushes += 1;

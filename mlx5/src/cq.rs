@@ -8,6 +8,9 @@
 //! the UAR's CQ doorbell (rdma-core `mlx5_arm_cq`); the arm sequence
 //! number advances with each completion event taken.
 
+// CQEs are read by volatile loads from a ring checked once.
+#![allow(unsafe_code)]
+
 use crate::barrier;
 use crate::cqe::{self, field, Cqe, CqeOpcode, CQE_BYTES};
 use crate::doorbell::{Register, CQ_DOORBELL};
@@ -97,6 +100,7 @@ impl<R: Register> CompletionQueue<R> {
         self.ci
     }
 
+    /// Where CQE `index` starts: masked into the ring, so inside it.
     #[inline(always)]
     fn entry(&self, index: u32) -> usize {
         (((index & self.mask) << self.shift) as usize) + self.inner
@@ -105,7 +109,10 @@ impl<R: Register> CompletionQueue<R> {
     /// Whether CQE `index` is software's.
     #[inline(always)]
     fn owned(&self, at: usize, index: u32) -> bool {
-        let op_own = self.buf.read_u8(at + field::OP_OWN);
+        // SAFETY: `at` is an entry's CQE (see `entry`): 8-aligned, its 64
+        // bytes inside the ring, whose length `new` checked.
+        let [last] = unsafe { self.buf.load_words::<1>(at + cqe::LAST_WORD) };
+        let op_own = last.to_ne_bytes()[field::OP_OWN - cqe::LAST_WORD];
         op_own >> 4 != u8::from(CqeOpcode::Invalid) && (op_own & 1 != 0) == (index & self.cqe_cnt != 0)
     }
 
@@ -129,6 +136,10 @@ impl<R: Register> CompletionQueue<R> {
 
     /// Take the next CQE, if the device has written it. The consumer
     /// index reaches the device at [`update_ci`](Self::update_ci).
+    ///
+    /// The owner is read first, then (after the barrier) the last word
+    /// again, and the three words before it only when
+    /// [`cqe::needs_middle`]: a successful send or RDMA write is one load.
     #[inline]
     pub fn poll(&mut self) -> Option<Cqe> {
         let at = self.entry(self.ci);
@@ -136,10 +147,16 @@ impl<R: Register> CompletionQueue<R> {
             return None;
         }
         barrier::from_device_barrier();
-        // One read of the half that holds every field, after the owner.
-        let cqe = Cqe::from_tail(&self.buf.read_32(at + cqe::TAIL));
+        // SAFETY: as in `owned`.
+        let [last] = unsafe { self.buf.load_words::<1>(at + cqe::LAST_WORD) };
+        let middle = if cqe::needs_middle(last) {
+            // SAFETY: as above.
+            unsafe { self.buf.load_words::<3>(at + cqe::TAIL) }
+        } else {
+            [0; 3]
+        };
         self.ci = self.ci.wrapping_add(1);
-        Some(cqe)
+        Some(Cqe::from_words(middle, last))
     }
 
     /// Tell the device which CQEs are consumed (`SET_CI`).

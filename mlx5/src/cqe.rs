@@ -2,6 +2,7 @@
 //! mlx5_cqe64` and `struct mlx5_err_cqe` in `mlx5dv.h`), and what its
 //! opcodes and syndromes mean in DAT terms.
 
+use crate::wqe::opcode;
 use udat_core::types::DtoStatus;
 
 /// Field offsets of a 64-byte CQE.
@@ -155,14 +156,37 @@ pub struct Cqe {
     pub solicited: bool,
 }
 
-/// Where the half of the CQE that [`Cqe::from_tail`] reads starts.
+/// Where the words [`Cqe::from_words`] reads start: every field the data
+/// path reads lies in the CQE's last 32 bytes.
 pub const TAIL: usize = 32;
 
+/// Where the CQE's last word starts: the QP number, the WQE counter and
+/// the opcode and owner, all a successful requester CQE needs.
+pub const LAST_WORD: usize = 56;
+
+/// Whether a CQE whose last word is `last` needs the words before it: all
+/// but a successful requester CQE of a send or an RDMA write do (as in
+/// rdma-core's `mlx5_parse_cqe`, whose requester case reads the byte
+/// count only for RDMA reads and atomics).
+#[inline(always)]
+pub fn needs_middle(last: u64) -> bool {
+    let bytes = last.to_ne_bytes();
+    let send_opcode = bytes[field::SOP_DROP_QPN.start - LAST_WORD];
+    CqeOpcode::from(bytes[field::OP_OWN - LAST_WORD] >> 4) != CqeOpcode::Req
+        || matches!(send_opcode, opcode::RDMA_READ | opcode::ATOMIC_CS | opcode::ATOMIC_FA)
+}
+
 impl Cqe {
-    /// The CQE whose bytes 32–63 are `tail` (every field the data path
-    /// reads lies there).
+    /// The CQE whose bytes 32–55 are `middle` and 56–63 `last`, each word
+    /// holding its bytes in memory order. Where [`needs_middle`] says no,
+    /// pass zeros for `middle`: the byte count, immediate, SRQ number and
+    /// syndromes then read as zero.
     #[inline(always)]
-    pub fn from_tail(tail: &[u8; 32]) -> Cqe {
+    pub fn from_words(middle: [u64; 3], last: u64) -> Cqe {
+        let mut tail = [0u8; 32];
+        for (chunk, word) in tail.chunks_exact_mut(8).zip(middle.into_iter().chain([last])) {
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
         let be32 = |at: usize| {
             u32::from_be_bytes([tail[at - TAIL], tail[at - TAIL + 1], tail[at - TAIL + 2], tail[at - TAIL + 3]])
         };

@@ -101,33 +101,20 @@ impl DmaBuf {
         unsafe { self.ptr.as_ptr().add(offset).cast::<[u64; 8]>().read() }
     }
 
-    /// The 32 bytes at the 8-aligned `offset`, read as four volatile 8-byte
-    /// loads (the half of a CQE that holds its fields); zeros past the end.
+    /// `N` words from the 8-aligned `offset`, each one volatile 8-byte
+    /// load (fields of a CQE the device wrote), in memory order.
+    ///
+    /// # Safety
+    /// `offset` is a multiple of 8 and `offset + 8 * N <= self.len()`: the
+    /// queue that calls it checked its ring's geometry once, when it took
+    /// the buffer over, and masks every index into it.
     #[inline(always)]
-    pub fn read_32(&self, offset: usize) -> [u8; 32] {
-        let mut out = [0u8; 32];
-        if self.holds(offset, 32) && offset % 8 == 0 {
-            for (i, chunk) in out.chunks_exact_mut(8).enumerate() {
-                // SAFETY: inside the buffer and 8-aligned (checked above,
-                // the buffer being 64-aligned); volatile because the
-                // device writes it.
-                let word = unsafe { self.ptr.as_ptr().add(offset + 8 * i).cast::<u64>().read_volatile() };
-                chunk.copy_from_slice(&word.to_ne_bytes());
-            }
-        }
-        out
-    }
-
-    /// A volatile read of the byte at `offset` (0 past the end).
-    #[inline(always)]
-    pub fn read_u8(&self, offset: usize) -> u8 {
-        if self.holds(offset, 1) {
-            // SAFETY: inside the buffer (checked above); volatile because
-            // the device writes it.
-            unsafe { self.ptr.as_ptr().add(offset).read_volatile() }
-        } else {
-            0
-        }
+    pub unsafe fn load_words<const N: usize>(&self, offset: usize) -> [u64; N] {
+        debug_assert!(offset % 8 == 0 && self.holds(offset, 8 * N));
+        // SAFETY: inside the buffer and 8-aligned (the caller's contract,
+        // the buffer being 64-aligned); volatile because the device
+        // writes it.
+        core::array::from_fn(|i| unsafe { self.ptr.as_ptr().add(offset + 8 * i).cast::<u64>().read_volatile() })
     }
 
     /// A volatile read of the big-endian 32-bit field at `offset`.

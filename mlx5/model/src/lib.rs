@@ -115,6 +115,15 @@ impl ModelRegister {
         self.hca.borrow_mut().register_write(self.uar, offset, bytes);
     }
 
+    /// The model takes a BlueFlame block.
+    #[inline(never)]
+    fn hca_write_block(&mut self, offset: usize, block: &[u64; 8]) {
+        // Not through `hca_write`: a count toggles collection at each
+        // `hca_*` entry, so they must not nest.
+        let bytes: [u8; 64] = core::array::from_fn(|i| block[i / 8].to_ne_bytes()[i % 8]);
+        self.hca.borrow_mut().register_write(self.uar, offset, &bytes);
+    }
+
     /// The model takes the doorbell and executes what it publishes.
     #[inline(never)]
     fn hca_flush(&mut self) {
@@ -135,7 +144,7 @@ impl Register for ModelRegister {
     fn write_block(&mut self, offset: usize, block: &[u64; 8]) {
         self.mirror.write_block(offset, block);
         if !self.deferred.get() {
-            self.hca_write(offset, &block_bytes(block));
+            self.hca_write_block(offset, block);
         }
     }
 
@@ -146,11 +155,6 @@ impl Register for ModelRegister {
             self.hca_flush();
         }
     }
-}
-
-/// A BlueFlame block's bytes, in memory order.
-fn block_bytes(block: &[u64; 8]) -> [u8; 64] {
-    core::array::from_fn(|i| block[i / 8].to_ne_bytes()[i % 8])
 }
 
 #[derive(Debug)]

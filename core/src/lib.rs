@@ -77,7 +77,7 @@ pub use lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
 pub use provider::Provider;
 pub use psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
 pub use pz::{PzParam, PZ_FIELD_ALL};
-pub use rmr::{RmrParam, RMR_FIELD_ALL};
+pub use rmr::{RmrParam, BINDS_IN_FLIGHT, RMR_FIELD_ALL};
 pub use rsp::{RspParam, RSP_FIELD_ALL};
 pub use srq::{SrqParam, SRQ_FIELD_ALL};
 pub use storage::{Inline, Storage};

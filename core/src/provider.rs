@@ -298,9 +298,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
                 let evd = ep.request_evd;
                 let rmr_h = RmrHandle(RawHandle::from_bits(c.cookie));
-                match self.rmrs.get_mut(rmr_h.0) {
-                    Some(rmr) => {
-                        let cookie = rmr.bind_cookie;
+                match self
+                    .rmrs
+                    .get_mut(rmr_h.0)
+                    .and_then(|r| r.in_flight.complete(ep_h, c.status == DtoStatus::Success))
+                {
+                    Some(cookie) => {
                         if c.status != DtoStatus::Success {
                             self.rmr_unbind(rmr_h);
                         }

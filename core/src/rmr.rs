@@ -24,9 +24,89 @@ pub(crate) struct Rmr<B: Backend> {
     pub(crate) pz: PzHandle,
     pub(crate) mw: B::Mw,
     pub(crate) binding: Option<Binding>,
-    /// The cookie of the bind in flight, for its completion event.
-    pub(crate) bind_cookie: u64,
+    /// The binds posted and not yet completed, for their events' cookies.
+    pub(crate) in_flight: InFlight,
     pub(crate) context: u64,
+}
+
+/// Binds of one RMR in flight at once, over all Endpoints; one more is
+/// refused with `DAT_INSUFFICIENT_RESOURCES`.
+pub const BINDS_IN_FLIGHT: usize = 8;
+
+/// A bind posted and not yet completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Posted {
+    ep: EpHandle,
+    cookie: u64,
+    /// Whether a successful completion reports it (no
+    /// `DAT_COMPLETION_SUPPRESS_FLAG`).
+    reported: bool,
+}
+
+/// An RMR's binds in flight, oldest first. "The user_cookie is returned to
+/// the Consumer in the rmr_bind Completion event for this operation"
+/// (dat_rmr_bind(3DAT)), and an RMR may be bound again, through the same
+/// Endpoint or another, before an earlier bind completes. One Endpoint's
+/// binds complete in the order it posted them, so a completion names the
+/// Endpoint and this finds the bind.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    posted: [Option<Posted>; BINDS_IN_FLIGHT],
+}
+
+impl InFlight {
+    /// Whether one more bind may be posted: fewer than
+    /// `BINDS_IN_FLIGHT` are in flight through Endpoints `live` still
+    /// holds (a freed Endpoint's binds never complete, and are dropped).
+    fn room(&mut self, live: impl Fn(EpHandle) -> bool) -> bool {
+        for p in self.posted.iter_mut() {
+            if p.is_some_and(|p| !live(p.ep)) {
+                *p = None;
+            }
+        }
+        self.compact();
+        self.posted.iter().any(Option::is_none)
+    }
+
+    /// Record a bind `ep` posted, after [`room`](Self::room) said yes.
+    fn record(&mut self, ep: EpHandle, cookie: u64, reported: bool) {
+        if let Some(free) = self.posted.iter_mut().find(|p| p.is_none()) {
+            *free = Some(Posted { ep, cookie, reported });
+        }
+    }
+
+    /// The cookie of a bind completion from `ep`. A success completes the
+    /// oldest bind of `ep` that reports one, and with it the suppressed
+    /// binds of `ep` before it (they completed silently); a failure or a
+    /// flush completes the oldest bind of `ep`.
+    #[cold]
+    pub(crate) fn complete(&mut self, ep: EpHandle, success: bool) -> Option<u64> {
+        let mut cookie = None;
+        for p in self.posted.iter_mut() {
+            let Some(posted) = *p else { continue };
+            if posted.ep != ep {
+                continue;
+            }
+            *p = None;
+            if !success || posted.reported {
+                cookie = Some(posted.cookie);
+                break;
+            }
+        }
+        self.compact();
+        cookie
+    }
+
+    /// Close the gaps, keeping the order.
+    fn compact(&mut self) {
+        let mut to = 0;
+        for from in 0..BINDS_IN_FLIGHT {
+            if let Some(p) = self.posted[from].take() {
+                self.posted[to] = Some(p);
+                to += 1;
+            }
+        }
+    }
 }
 
 /// `DAT_RMR_PARAM`. The binding fields are `None` for an unbound RMR
@@ -47,7 +127,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let pz = pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
         let ia = pz.ia;
         let mw = backend.mw_alloc(&pz.pd)?;
-        match self.rmrs.insert(Rmr { ia, pz: pz_h, mw, binding: None, bind_cookie: 0, context: 0 }) {
+        match self.rmrs.insert(Rmr { ia, pz: pz_h, mw, binding: None, in_flight: InFlight::default(), context: 0 }) {
             Ok(raw) => {
                 self.pz_hold(pz_h);
                 Ok(RmrHandle(raw))
@@ -115,8 +195,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             Some((lmr_h, Sge { addr: triplet.virtual_address, length: triplet.segment_length, lkey: lmr.lkey }))
         };
         let Provider { eps, rmrs, lmrs, backend, .. } = self;
-        let ep = eps.get_mut(ep_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let rmr = rmrs.get_mut(rmr_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleRmr))?;
+        if !rmr.in_flight.room(|h| eps.get(h.0).is_some()) {
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        }
+        let ep = eps.get_mut(ep_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
         let (mr, sge) = match bind {
             Some((lmr_h, sge)) => (lmrs.get(lmr_h.0).map(|l| &l.mr), sge),
@@ -124,7 +207,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         };
         let rkey = backend.post_bind(qp, &mut rmr.mw, mr, sge, privileges, rmr_h.0.to_bits(), flags)?;
         ep.request_outstanding += 1;
-        rmr.bind_cookie = cookie;
+        rmr.in_flight.record(ep_h, cookie, !flags.contains(CompletionFlags::SUPPRESS));
         let old = rmr.binding.take();
         rmr.binding = bind.map(|(lmr, _)| Binding { lmr, triplet: *triplet, privileges, rmr_context: rkey });
         if let Some(old) = old {

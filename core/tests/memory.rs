@@ -213,6 +213,49 @@ fn dat_rmr_bind_returns_context_and_completes_on_request_evd() {
     assert_eq!(ev.data, EventData::RmrBind { rmr, cookie: 77, status: DtoStatus::Success });
 }
 
+/// "The user_cookie is returned to the Consumer in the rmr_bind Completion
+/// event for this operation" (dat_rmr_bind(3DAT)), even when the RMR is
+/// bound again before an earlier bind completes; a suppressed bind that
+/// succeeds reports nothing.
+#[test]
+fn every_bind_in_flight_completes_with_its_own_cookie() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    let read = MemPriv::REMOTE_READ;
+    fx.p.rmr_bind(rmr, &fx.seg(0, 64), read, ep, 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, &fx.seg(64, 64), read, ep, 2, CompletionFlags::SUPPRESS).unwrap();
+    fx.p.rmr_bind(rmr, &fx.seg(128, 64), read, ep, 3, CompletionFlags::DEFAULT).unwrap();
+    for _ in 0..3 {
+        assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
+    }
+    for cookie in [1, 3] {
+        let ev = fx.p.evd_dequeue(fx.dto_evd).unwrap();
+        assert_eq!(ev.data, EventData::RmrBind { rmr, cookie, status: DtoStatus::Success });
+    }
+    assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
+}
+
+/// Past `BINDS_IN_FLIGHT` binds of one RMR in flight, one more is
+/// refused with DAT_INSUFFICIENT_RESOURCES, and posts nothing, until one
+/// completes.
+#[test]
+fn binds_of_one_rmr_in_flight_are_bounded() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    let read = MemPriv::REMOTE_READ;
+    for cookie in 0..BINDS_IN_FLIGHT as u64 {
+        fx.p.rmr_bind(rmr, &fx.seg(0, 64), read, ep, cookie, CompletionFlags::DEFAULT).unwrap();
+    }
+    let refused = fx.p.rmr_bind(rmr, &fx.seg(0, 64), read, ep, 99, CompletionFlags::DEFAULT);
+    assert_eq!(ty(refused), ErrorType::InsufficientResources);
+    assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
+    let ev = fx.p.evd_dequeue(fx.dto_evd).unwrap();
+    assert_eq!(ev.data, EventData::RmrBind { rmr, cookie: 0, status: DtoStatus::Success });
+    fx.p.rmr_bind(rmr, &fx.seg(0, 64), read, ep, 100, CompletionFlags::DEFAULT).unwrap();
+}
+
 #[test]
 fn dat_rmr_bind_outside_lmr_is_invalid_parameter() {
     let mut fx = Fx::new();

@@ -106,10 +106,20 @@ impl Drop for Mr {
     }
 }
 
-/// A type 1 memory window.
-pub struct Mw(*mut sys::ibv_mw);
+/// A type 1 memory window, and the registration its unbinds name.
+/// Providers read the MR of every bind, even one of no bytes (rxe checks
+/// its PD, mlx4 and bnxt_re copy its lkey), so an unbind names `anchor`,
+/// one byte of the window's own that no bind opens. Fields drop in order:
+/// the window before the registration, the registration before its byte.
+pub struct Mw {
+    window: Window,
+    anchor: Mr,
+    _byte: Box<u8>,
+}
 
-impl Drop for Mw {
+struct Window(*mut sys::ibv_mw);
+
+impl Drop for Window {
     fn drop(&mut self) {
         // SAFETY: the window is live until here.
         unsafe { sys::dealloc_mw(self.0) };
@@ -212,7 +222,10 @@ impl Backend for Verbs {
         if mw.is_null() {
             return Err(DatError::of(ErrorType::ModelNotSupported));
         }
-        Ok(Mw(mw))
+        let window = Window(mw);
+        let byte = Box::new(0u8);
+        let anchor = self.mr_register(pd, &*byte as *const u8 as u64, 1, MemPriv::LOCAL_READ)?.mr;
+        Ok(Mw { window, anchor, _byte: byte })
     }
 
     fn mw_free(&mut self, mw: Mw) {
@@ -289,9 +302,12 @@ impl Backend for Verbs {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<u32> {
-        let mr = mr.map_or(std::ptr::null_mut(), |m| m.0);
         let access = access(MemPriv(privileges.0 & MemPriv::REMOTE.0), false) as u32;
-        qp.post_bind(mw.0, mr, sge, access, cookie, flags)
+        let (mr, range) = match mr {
+            Some(m) => (m.0, (sge.addr, u64::from(sge.length))),
+            None => (mw.anchor.0, (0, 0)),
+        };
+        qp.post_bind(mw.window.0, mr, range, access, cookie, flags)
     }
 
     fn srq_create(&mut self, pd: &Pd, attr: &SrqAttr) -> DatResult<Srq> {

@@ -351,12 +351,13 @@ impl Qp {
         self.settle_post(rc, false)
     }
 
-    /// Bind (or, with no MR, unbind) a type 1 window; the new rkey.
+    /// Bind the type 1 window `mw` to `(addr, length)` of `mr`, or unbind
+    /// it with a length of 0; the window's new rkey.
     pub(crate) fn post_bind(
         &mut self,
         mw: *mut sys::ibv_mw,
         mr: *mut sys::ibv_mr,
-        sge: Sge,
+        (addr, length): (u64, u64),
         access: u32,
         cookie: u64,
         flags: CompletionFlags,
@@ -364,13 +365,12 @@ impl Qp {
         let signalled = !flags.contains(CompletionFlags::SUPPRESS);
         let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
         let seq = self.push_send(SendSlot { seq: 0, cookie, op: DtoOp::BindMw, length: 0, notify, signalled });
-        let (addr, length) = if mr.is_null() { (0, 0) } else { (sge.addr, u64::from(sge.length)) };
         let mut bind = sys::ibv_mw_bind {
             wr_id: seq,
             send_flags: if signalled { sys::ibv_send_flags::IBV_SEND_SIGNALED.0 } else { 0 },
             bind_info: sys::ibv_mw_bind_info { mr, addr, length, mw_access_flags: access },
         };
-        // SAFETY: the QP and MW are live; the MR, if any, is live.
+        // SAFETY: the QP, MW and MR are live.
         let rc = unsafe { sys::bind_mw(self.shared.qp, mw, &mut bind) };
         self.settle_post(rc, true)?;
         // SAFETY: the provider wrote the window's new key.

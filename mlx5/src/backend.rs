@@ -17,6 +17,7 @@ use udat_core::{DatError, DatResult, ErrorType};
 use crate::cq::CompletionQueue;
 use crate::cqe::CqeOpcode;
 use crate::device::{Device, QpSpec};
+use crate::mw;
 use crate::rq::{RecvQueue, SharedRecvQueue};
 use crate::sq::{Header, Remote, SendQueue, SendSlot};
 use crate::table::{Inline, Of, QpnIndex, Storage, Table, TableIn};
@@ -38,6 +39,14 @@ pub struct Qp<D: Device> {
 pub struct Cq<D: Device> {
     ctl: D::Cq,
     slot: u16,
+}
+
+/// A memory window: the device's handle and its current key, which
+/// each bind advances.
+#[derive(Debug)]
+pub struct Mw<D: Device> {
+    ctl: D::Mw,
+    rkey: u32,
 }
 
 /// An SRQ: the device's handle and the slot of its ring.
@@ -184,7 +193,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     type Ia = D::Ia;
     type Pd = D::Pd;
     type Mr = D::Mr;
-    type Mw = core::convert::Infallible;
+    type Mw = Mw<D>;
     type Cq = Cq<D>;
     type Qp = Qp<D>;
     type Srq = Srq<D>;
@@ -194,10 +203,6 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(D::Ia, IaAttr)> {
         let (ia, mut attr) = self.device.ia_open(name)?;
         attr.max_iov_segments_per_dto = attr.max_iov_segments_per_dto.min(MAX_SGE as u32);
-        // Memory windows are bound with UMR WQEs, which this data path
-        // does not build.
-        attr.rmr_supported = false;
-        attr.max_rmrs = 0;
         Ok((ia, attr))
     }
 
@@ -227,12 +232,13 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         self.device.mr_deregister(mr);
     }
 
-    fn mw_alloc(&mut self, _pd: &D::Pd) -> DatResult<Self::Mw> {
-        Err(DatError::of(ErrorType::ModelNotSupported))
+    fn mw_alloc(&mut self, pd: &D::Pd) -> DatResult<Mw<D>> {
+        let (ctl, rkey) = self.device.mw_alloc(pd)?;
+        Ok(Mw { ctl, rkey })
     }
 
-    fn mw_free(&mut self, mw: Self::Mw) {
-        match mw {}
+    fn mw_free(&mut self, mw: Mw<D>) {
+        self.device.mw_free(mw.ctl);
     }
 
     fn cq_create(&mut self, ia: &mut D::Ia, min_entries: u32) -> DatResult<Cq<D>> {
@@ -448,17 +454,34 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         rq.post(sges, cookie).map_err(|_| resources())
     }
 
+    /// A bind is a UMR WQE ([`crate::mw`]) rung at once; the window's
+    /// next key is the one it returns.
     fn post_bind(
         &mut self,
-        _qp: &mut Qp<D>,
-        _mw: &mut Self::Mw,
-        _mr: Option<&D::Mr>,
-        _sge: Sge,
-        _privileges: MemPriv,
-        _cookie: u64,
-        _flags: CompletionFlags,
+        qp: &mut Qp<D>,
+        mw: &mut Mw<D>,
+        mr: Option<&D::Mr>,
+        sge: Sge,
+        privileges: MemPriv,
+        cookie: u64,
+        flags: CompletionFlags,
     ) -> DatResult<u32> {
-        Err(DatError::of(ErrorType::ModelNotSupported))
+        let queues = self.qps.get_mut(qp.slot).ok_or_else(internal)?;
+        let rkey = mw::next_rkey(mw.rkey);
+        let bind = mr.map(|_| mw::Bind { lkey: sge.lkey, addr: sge.addr, len: sge.length, privileges });
+        let (body, n) = mw::bind_body(rkey, bind.as_ref());
+        let slot = SendSlot {
+            cookie,
+            length: 0,
+            op: DtoOp::BindMw,
+            notify: !flags.contains(CompletionFlags::UNSIGNALLED),
+            bbs: 0,
+        };
+        let body = body.get(..n).unwrap_or_default();
+        queues.sq.post_umr(mw.rkey, body, wqe_flags(flags), slot).map_err(|_| resources())?;
+        queues.sq.ring();
+        mw.rkey = rkey;
+        Ok(rkey)
     }
 
     fn srq_create(&mut self, pd: &D::Pd, attr: &SrqAttr) -> DatResult<Srq<D>> {

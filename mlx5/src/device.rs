@@ -65,6 +65,8 @@ pub trait Device {
     type Ia;
     type Pd;
     type Mr;
+    /// A type 1 memory window.
+    type Mw;
     type Cq;
     type Qp;
     type Srq;
@@ -89,6 +91,11 @@ pub trait Device {
         privileges: MemPriv,
     ) -> DatResult<Registration<Self::Mr>>;
     fn mr_deregister(&mut self, mr: Self::Mr);
+    /// A type 1 memory window of `pd`, unbound, and its key
+    /// (`ibv_alloc_mw`); the data path binds it ([`crate::mw`]).
+    fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<(Self::Mw, u32)>;
+    /// Free the window: its key stops working, bound or not.
+    fn mw_free(&mut self, mw: Self::Mw);
 
     /// A CQ of at least `min_entries`, every CQE invalid, created for
     /// polling by the data path (no compression).

@@ -11,7 +11,8 @@
 //! [`sq`] (post and doorbell), [`rq`] (receive queues and SRQs), [`cqe`] and
 //! [`cq`] (poll, arm), [`doorbell`] (registers), [`barrier`] (ordering),
 //! [`mem`] (queue memory), [`table`] (queue tables in caller storage),
-//! [`dv`] (what `mlx5dv_init_obj` hands over, checked into geometry).
+//! [`dv`] (what `mlx5dv_init_obj` hands over, checked into geometry),
+//! [`mw`] (memory window binds).
 //! [`device`] is the control path the
 //! [`backend::Mlx5`] backend stands on.
 //!
@@ -31,6 +32,7 @@ pub mod device;
 pub mod doorbell;
 pub mod dv;
 pub mod mem;
+pub mod mw;
 pub mod rq;
 pub mod sq;
 pub mod table;

@@ -247,6 +247,8 @@ pub struct SendQueue<R, S> {
     ci: u16,
     /// WQEs written since the last doorbell.
     pending: u16,
+    /// Fence bits the next WQE carries: the small fence after a UMR.
+    fence_next: u8,
     last: Last,
 }
 
@@ -283,6 +285,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             pi: 0,
             ci: 0,
             pending: 0,
+            fence_next: 0,
             last: Last { pi: 0, word: 0, bbs: 0 },
         };
         sq.reset();
@@ -295,6 +298,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.pi = 0;
         self.ci = 0;
         self.pending = 0;
+        self.fence_next = 0;
         self.bf_offset = 0;
         self.dbrec.write_be32(SND_DBR * 4, 0);
     }
@@ -393,6 +397,21 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         Ok(())
     }
 
+    /// Write a UMR WQE (a memory window bind, [`crate::mw`]): `imm` is the
+    /// window's current key, `body` the segments after the control
+    /// segment. The WQE after it carries the initiator small fence.
+    pub fn post_umr(&mut self, imm: u32, body: &[SegWords], flags: u8, slot: SendSlot) -> Result<(), Full> {
+        let header = Header { opcode: opcode::UMR, imm, remote: None, atomic: None };
+        let ds = header.ds() + body.len();
+        let start = self.begin(ds)?;
+        for (n, seg) in (1..).zip(body) {
+            self.buf.write(self.at(start, n * SEG_BYTES), &wqe::seg_bytes(*seg));
+        }
+        self.finish(start, &header, ds, flags, slot);
+        self.fence_next = wqe::fm_ce_se::INITIATOR_SMALL_FENCE;
+        Ok(())
+    }
+
     /// Room for a WQE of `ds` segments: its first byte in the ring.
     #[inline(always)]
     fn begin(&self, ds: usize) -> Result<usize, Full> {
@@ -420,6 +439,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     /// The control segment, last; the slot; the producer index.
     #[inline(always)]
     fn finish(&mut self, start: usize, header: &Header, ds: usize, flags: u8, slot: SendSlot) {
+        let flags = flags | core::mem::take(&mut self.fence_next);
         let ctrl = wqe::ctrl_words(self.pi, header.opcode, 0, self.qpn, ds as u8, flags, header.imm);
         self.buf.write(start, &wqe::seg_bytes(ctrl));
         let bbs = wqe::bbs(ds) as u16;
@@ -515,6 +535,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         flags: u8,
         slot: SendSlot,
     ) {
+        let flags = flags | core::mem::take(&mut self.fence_next);
         wqe.put(0, wqe::ctrl_words(self.pi, header.opcode, 0, self.qpn, ds as u8, flags, header.imm));
         let blocks = wqe.first(wqe::bbs(ds));
         let pi = self.pi;

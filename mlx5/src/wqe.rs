@@ -45,6 +45,9 @@ pub mod opcode {
     pub const ATOMIC_CS: u8 = 0x11;
     #[doc(alias = "MLX5_OPCODE_ATOMIC_FA")]
     pub const ATOMIC_FA: u8 = 0x12;
+    /// User-mode memory registration: binds a memory window.
+    #[doc(alias = "MLX5_OPCODE_UMR")]
+    pub const UMR: u8 = 0x25;
 }
 
 /// Bits of the control segment's `fm_ce_se` byte (`MLX5_WQE_CTRL_*`).
@@ -58,6 +61,10 @@ pub mod fm_ce_se {
     /// Wait for earlier RDMA reads and atomics before this WQE.
     #[doc(alias = "MLX5_WQE_CTRL_FENCE")]
     pub const FENCE: u8 = 4 << 5;
+    /// Wait for the UMR before this WQE: the WQE after a window bind
+    /// carries it (rdma-core's `mlx5_post_send`, `IBV_WR_BIND_MW`).
+    #[doc(alias = "MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE")]
+    pub const INITIATOR_SMALL_FENCE: u8 = 1 << 5;
 }
 
 /// Field offsets of the control segment (`struct mlx5_wqe_ctrl_seg`).
@@ -114,13 +121,13 @@ pub type SegWords = [u64; 2];
 
 /// Two big-endian 32-bit fields as one word, `first` at the lower address.
 #[inline(always)]
-const fn be32_pair(first: u32, second: u32) -> u64 {
+pub(crate) const fn be32_pair(first: u32, second: u32) -> u64 {
     be64(((first as u64) << 32) | second as u64)
 }
 
 /// A big-endian 64-bit field as one word.
 #[inline(always)]
-const fn be64(value: u64) -> u64 {
+pub(crate) const fn be64(value: u64) -> u64 {
     value.to_be()
 }
 

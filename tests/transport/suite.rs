@@ -475,16 +475,29 @@ pub fn an_lmr_without_remote_privileges_has_no_rmr_context<F: Fabric>() {
     assert_eq!(local.lmr.rmr_context, None);
 }
 
+/// Whether the transport has memory windows; one that has none must
+/// refuse `dat_rmr_create` (and says so on stdout).
+fn memory_windows<F: Fabric>(rig: &mut Rig<F>) -> bool {
+    assert_eq!(rig.attr.rmr_supported, F::MEMORY_WINDOWS, "rmr_supported");
+    if !F::MEMORY_WINDOWS {
+        let refused = rig.p.rmr_create(rig.pz).unwrap_err();
+        assert_eq!(refused.error_type(), ErrorType::ModelNotSupported);
+        println!("no memory windows on this transport: dat_rmr_create is refused");
+    }
+    F::MEMORY_WINDOWS
+}
+
+/// The bind completion of `cookie` on `evd`, successful.
+fn bound<F: Fabric>(rig: &mut Rig<F>, evd: EvdHandle, cookie: u64) {
+    let e = rig.next(evd);
+    assert!(matches!(e.data, EventData::RmrBind { cookie: c, status: DtoStatus::Success, .. } if c == cookie), "{e:?}");
+}
+
 /// dat_rmr_bind opens an LMR to the peer through a window; dat_rmr_free
 /// on a bound RMR unbinds it, and the old context is refused.
 pub fn rmr_bind_grants_remote_access_and_rmr_free_revokes_it<F: Fabric>() {
     let mut rig = Rig::<F>::new();
-    assert_eq!(rig.attr.rmr_supported, F::MEMORY_WINDOWS, "rmr_supported");
-    if !F::MEMORY_WINDOWS {
-        // A transport without memory windows refuses the RMR itself.
-        let refused = rig.p.rmr_create(rig.pz).unwrap_err();
-        assert_eq!(refused.error_type(), ErrorType::ModelNotSupported);
-        println!("no memory windows on this transport: dat_rmr_create is refused");
+    if !memory_windows(&mut rig) {
         return;
     }
     let (client, server) = rig.pair();
@@ -496,8 +509,7 @@ pub fn rmr_bind_grants_remote_access_and_rmr_free_revokes_it<F: Fabric>() {
         .p
         .rmr_bind(rmr, &target.seg(0, 4096), MemPriv::REMOTE_READ, server.ep, 77, CompletionFlags::DEFAULT)
         .unwrap();
-    let bound = rig.next(server.dto);
-    assert!(matches!(bound.data, EventData::RmrBind { cookie: 77, status: DtoStatus::Success, .. }), "{bound:?}");
+    bound(&mut rig, server.dto, 77);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
     rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 1, &window, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
@@ -508,6 +520,75 @@ pub fn rmr_bind_grants_remote_access_and_rmr_free_revokes_it<F: Fabric>() {
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     // The LMR the window was bound to is free to go.
     rig.p.lmr_free(target.lmr.lmr).unwrap();
+}
+
+/// A second dat_rmr_bind moves the window: its new context reaches the
+/// new range, the first context is refused. Both binds and a write after
+/// them go through one Endpoint's send queue, in order.
+pub fn rmr_rebind_moves_the_window_and_retires_the_old_context<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    if !memory_windows(&mut rig) {
+        return;
+    }
+    let (client, server) = rig.pair();
+    let local = rig.buf(4096, MemPriv::ALL);
+    let mut first_target = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+    let mut second_target = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+    first_target.mem[..64].copy_from_slice(&pattern(64, 1));
+    second_target.mem[..64].copy_from_slice(&pattern(64, 2));
+    let rmr = rig.p.rmr_create(rig.pz).unwrap();
+    let read = MemPriv::REMOTE_READ;
+    let first = rig.p.rmr_bind(rmr, &first_target.seg(0, 4096), read, server.ep, 1, CompletionFlags::DEFAULT).unwrap();
+    let second =
+        rig.p.rmr_bind(rmr, &second_target.seg(0, 4096), read, server.ep, 2, CompletionFlags::DEFAULT).unwrap();
+    assert_ne!(first, second, "a bind gives the window a new context");
+    bound(&mut rig, server.dto, 1);
+    bound(&mut rig, server.dto, 2);
+    let (src, dst) = (rig.buf(64, MemPriv::ALL), rig.buf(64, MemPriv::ALL));
+    rig.p.ep_post_rdma_write(server.ep, &[src.seg(0, 64)], 3, &dst.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(server.dto), (3, DtoStatus::Success, 64, DtoOp::RdmaWrite));
+
+    let window = |target: &Buf, rmr_context| RmrTriplet {
+        virtual_address: target.mem.as_ptr() as u64,
+        segment_length: 64,
+        rmr_context,
+    };
+    let moved = window(&second_target, second);
+    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 4, &moved, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
+    assert_eq!(&local.mem[..64], &second_target.mem[..64]);
+    let old = window(&first_target, first);
+    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 5, &old, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
+    rig.p.rmr_free(rmr).unwrap();
+}
+
+/// A zero-length dat_rmr_bind unbinds the window: its context is refused,
+/// dat_rmr_query shows no binding, and the LMR is free to go.
+pub fn a_zero_length_rmr_bind_unbinds_the_window<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    if !memory_windows(&mut rig) {
+        return;
+    }
+    let (client, server) = rig.pair();
+    let local = rig.buf(4096, MemPriv::ALL);
+    let target = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+    let rmr = rig.p.rmr_create(rig.pz).unwrap();
+    let write = MemPriv::REMOTE_WRITE;
+    let context = rig.p.rmr_bind(rmr, &target.seg(0, 4096), write, server.ep, 1, CompletionFlags::DEFAULT).unwrap();
+    bound(&mut rig, server.dto, 1);
+    let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
+    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 2, &window, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
+
+    let nothing = LmrTriplet { lmr_context: 0, virtual_address: 0, segment_length: 0 };
+    rig.p.rmr_bind(rmr, &nothing, write, server.ep, 3, CompletionFlags::DEFAULT).unwrap();
+    bound(&mut rig, server.dto, 3);
+    assert_eq!(rig.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap().lmr_triplet, None);
+    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 4, &window, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
+    rig.p.lmr_free(target.lmr.lmr).unwrap();
+    rig.p.rmr_free(rmr).unwrap();
 }
 
 pub fn shared_receive_queue_feeds_two_endpoints<F: Fabric>() {
@@ -757,6 +838,14 @@ macro_rules! transport_suite {
         #[test]
         fn rmr_bind_grants_remote_access_and_rmr_free_revokes_it() {
             suite::rmr_bind_grants_remote_access_and_rmr_free_revokes_it::<$fabric>();
+        }
+        #[test]
+        fn rmr_rebind_moves_the_window_and_retires_the_old_context() {
+            suite::rmr_rebind_moves_the_window_and_retires_the_old_context::<$fabric>();
+        }
+        #[test]
+        fn a_zero_length_rmr_bind_unbinds_the_window() {
+            suite::a_zero_length_rmr_bind_unbinds_the_window::<$fabric>();
         }
         #[test]
         fn shared_receive_queue_feeds_two_endpoints() {

@@ -63,6 +63,57 @@ void oracle_srq_next_seg(uint8_t out[16], uint16_t next)
 	memcpy(out, &seg, sizeof(seg));
 }
 
+/*
+ * The segments after the control segment of a WQE that binds a type 1
+ * memory window (len != 0) or frees it (len == 0), set field by field
+ * through the header's structs and enums: the UMR control segment, the
+ * mkey context and, for a bind, one KLM entry padded to 64 bytes. The
+ * bytes written: 176 for a bind, 112 for a free.
+ */
+size_t oracle_umr_bind(uint8_t out[176], uint32_t rkey, uint32_t lkey, uint64_t addr, uint32_t len,
+		       int remote_read, int remote_write)
+{
+	struct mlx5_wqe_umr_ctrl_seg ctrl;
+	struct mlx5_wqe_mkey_context_seg mkey;
+	union {
+		struct mlx5_wqe_umr_klm_seg klm;
+		uint8_t bytes[64];
+	} data;
+	uint64_t mask = MLX5_WQE_UMR_CTRL_MKEY_MASK_FREE | MLX5_WQE_UMR_CTRL_MKEY_MASK_MKEY;
+
+	memset(&ctrl, 0, sizeof(ctrl));
+	memset(&mkey, 0, sizeof(mkey));
+	memset(&data, 0, sizeof(data));
+	ctrl.flags = MLX5_WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET | MLX5_WQE_UMR_CTRL_FLAG_INLINE;
+	/* Type 1: the window is bound to no QP. */
+	mkey.qpn_mkey = htobe32(0xffffff00u | (rkey & 0xff));
+	if (len) {
+		ctrl.klm_octowords = htobe16(4);
+		mask |= MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN | MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR |
+			MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_LOCAL_WRITE |
+			MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_READ |
+			MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_WRITE | MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_ATOMIC;
+		if (remote_read)
+			mkey.access_flags |= MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_READ;
+		if (remote_write)
+			mkey.access_flags |= MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_WRITE;
+		mkey.start_addr = htobe64(addr);
+		mkey.len = htobe64(len);
+		data.klm.byte_count = htobe32(len);
+		data.klm.mkey = htobe32(lkey);
+		data.klm.address = htobe64(addr);
+	} else {
+		mkey.free = MLX5_WQE_MKEY_CONTEXT_FREE;
+	}
+	ctrl.mkey_mask = htobe64(mask);
+	memcpy(out, &ctrl, sizeof(ctrl));
+	memcpy(out + sizeof(ctrl), &mkey, sizeof(mkey));
+	if (!len)
+		return sizeof(ctrl) + sizeof(mkey);
+	memcpy(out + sizeof(ctrl) + sizeof(mkey), &data, sizeof(data));
+	return sizeof(ctrl) + sizeof(mkey) + sizeof(data);
+}
+
 /* A CQE written through the header's structs: a success CQE through
  * struct mlx5_cqe64, then the error fields through struct mlx5_err_cqe. */
 void oracle_cqe(uint8_t out[64], uint8_t opcode, uint8_t owner, uint8_t se, uint32_t qpn, uint8_t send_opcode,
@@ -177,6 +228,8 @@ long oracle_layout(const char *name)
 	L("MLX5_OPCODE_RDMA_READ", MLX5_OPCODE_RDMA_READ);
 	L("MLX5_OPCODE_ATOMIC_CS", MLX5_OPCODE_ATOMIC_CS);
 	L("MLX5_OPCODE_ATOMIC_FA", MLX5_OPCODE_ATOMIC_FA);
+	L("MLX5_OPCODE_UMR", MLX5_OPCODE_UMR);
+	L("MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE", MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE);
 #undef L
 	return -1;
 }

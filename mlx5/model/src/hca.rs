@@ -33,6 +33,7 @@ pub mod cqe_op {
 pub mod syndrome {
     pub const LOCAL_LENGTH: u8 = 0x01;
     pub const LOCAL_PROT: u8 = 0x04;
+    pub const MW_BIND: u8 = 0x06;
     pub const WR_FLUSH: u8 = 0x05;
     pub const REMOTE_INVAL_REQ: u8 = 0x12;
     pub const REMOTE_ACCESS: u8 = 0x13;
@@ -46,8 +47,11 @@ const OP_SEND_IMM: u8 = 0x0b;
 const OP_RDMA_READ: u8 = 0x10;
 const OP_ATOMIC_CS: u8 = 0x11;
 const OP_ATOMIC_FA: u8 = 0x12;
+const OP_UMR: u8 = 0x25;
 const CQ_UPDATE: u8 = 0x08;
 const SOLICITED: u8 = 0x02;
+/// `fm_ce_se` fences: the initiator small fence and the full one.
+const FENCES: u8 = 0x20 | 0x80;
 const INLINE: u32 = 0x8000_0000;
 const INVALID_LKEY: u32 = 0x100;
 pub const BF_SIZE: usize = 256;
@@ -87,6 +91,23 @@ impl Mr {
     }
 }
 
+/// A type 1 memory window: an mkey of its own, bound by UMR WQEs.
+#[derive(Debug)]
+pub struct Mw {
+    pub pd: u32,
+    /// The low 8 bits of its key; each bind sets them.
+    pub key: u8,
+    pub bound: Option<Window>,
+}
+
+/// What a bound window opens.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub addr: u64,
+    pub len: u64,
+    pub access: MemPriv,
+}
+
 #[derive(Debug)]
 pub struct Cq {
     pub ia: u32,
@@ -121,6 +142,8 @@ pub struct Qp {
     pub bf_next: usize,
     /// An injected fault: the next WQE fails with this syndrome.
     pub fail_next: Option<u8>,
+    /// The last WQE rung was a UMR: the next must be fenced.
+    pub after_umr: bool,
 }
 
 #[derive(Debug)]
@@ -183,6 +206,21 @@ struct Wqe {
     /// Gather or scatter list: (addr, len, lkey).
     data: Vec<(u64, u32, u32)>,
     inline: Option<Vec<u8>>,
+    umr: Option<Umr>,
+}
+
+/// The segments of a UMR WQE that binds or frees a type 1 window
+/// (`mlx5dv.h`: `mlx5_wqe_umr_ctrl_seg`, `mlx5_wqe_mkey_context_seg`,
+/// `mlx5_wqe_umr_klm_seg`).
+#[derive(Debug)]
+struct Umr {
+    /// The window's next key, its low 8 bits.
+    key: u8,
+    access: MemPriv,
+    start: u64,
+    len: u64,
+    /// The registration under the window: (byte count, mkey, address).
+    klm: Option<(u32, u32, u64)>,
 }
 
 impl Wqe {
@@ -213,6 +251,8 @@ pub struct Hca {
     next_id: u32,
     pub ias: BTreeMap<u32, Ia>,
     pub mrs: BTreeMap<u32, Mr>,
+    /// Memory windows by mkey index (the key less its low 8 bits).
+    pub mws: BTreeMap<u32, Mw>,
     pub cqs: BTreeMap<u32, Cq>,
     pub qps: BTreeMap<u32, Qp>,
     pub srqs: BTreeMap<u32, Srq>,
@@ -238,6 +278,7 @@ impl Default for Hca {
             next_id: 0x100,
             ias: BTreeMap::new(),
             mrs: BTreeMap::new(),
+            mws: BTreeMap::new(),
             cqs: BTreeMap::new(),
             qps: BTreeMap::new(),
             srqs: BTreeMap::new(),
@@ -327,6 +368,13 @@ impl Hca {
             assert_eq!(qpn_ds >> 8, qpn, "model: QP {qpn:#x}: the WQE at {at} names QP {:#x}", qpn_ds >> 8);
             let ds = (qpn_ds & 0x3f) as u16;
             assert!(ds >= 1, "model: QP {qpn:#x}: the WQE at {at} has ds 0");
+            // PRM "UMR": a WQE after a UMR waits for it (rdma-core sets the
+            // initiator small fence on the next WQE).
+            assert!(
+                !qp.after_umr || ctrl[11] & FENCES != 0,
+                "model: QP {qpn:#x}: the WQE at {at}, after a UMR, is not fenced"
+            );
+            qp.after_umr = ctrl[3] == OP_UMR;
             let bbs = (ds * 16).div_ceil(64);
             assert!(
                 record.wrapping_sub(at) >= bbs,
@@ -463,6 +511,21 @@ impl Hca {
         ring_read(&qp.sq, qp.sq_cnt, at, 0, &mut body);
         let be32 = |b: &[u8], o: usize| u32::from_be_bytes(b[o..o + 4].try_into().unwrap());
         let be64 = |b: &[u8], o: usize| u64::from_be_bytes(b[o..o + 8].try_into().unwrap());
+        let mut wqe = Wqe {
+            opcode,
+            flags: ctrl[11],
+            imm: be32(&ctrl, 12),
+            bbs: (ds as u16 * 16).div_ceil(64),
+            remote: None,
+            atomic: None,
+            data: Vec::new(),
+            inline: None,
+            umr: None,
+        };
+        if opcode == OP_UMR {
+            wqe.umr = Some(parse_umr(qpn, &body));
+            return wqe;
+        }
         let mut seg = 16;
         let remote = if matches!(opcode, OP_RDMA_WRITE | OP_RDMA_WRITE_IMM | OP_RDMA_READ | OP_ATOMIC_CS | OP_ATOMIC_FA)
         {
@@ -490,16 +553,7 @@ impl Hca {
                 seg += 16;
             }
         }
-        Wqe {
-            opcode,
-            flags: ctrl[11],
-            imm: be32(&ctrl, 12),
-            bbs: (ds as u16 * 16).div_ceil(64),
-            remote,
-            atomic,
-            data,
-            inline,
-        }
+        Wqe { remote, atomic, data, inline, ..wqe }
     }
 
     fn run(&mut self, qpn: u32) {
@@ -613,7 +667,45 @@ impl Hca {
         if len == 0 {
             return true;
         }
-        self.mrs.get(&rkey).is_some_and(|mr| mr.pd == pd && mr.access.contains(need) && mr.covers(addr, len as u64))
+        if let Some(mr) = self.mrs.get(&rkey) {
+            return mr.pd == pd && mr.access.contains(need) && mr.covers(addr, len as u64);
+        }
+        // A window: its key's low 8 bits must be the current ones.
+        let Some(mw) = self.mws.get(&(rkey >> 8)) else { return false };
+        let Some(w) = mw.bound.filter(|_| mw.pd == pd && mw.key == rkey as u8) else { return false };
+        w.access.contains(need) && addr.checked_sub(w.addr).is_some_and(|off| off <= w.len && len as u64 <= w.len - off)
+    }
+
+    /// Execute a window bind: the window named by the control segment's
+    /// immediate (its current key), in the QP's PD, takes the next key and
+    /// the range of the KLM entry, which must lie in a registration of the
+    /// same PD that allows what the window grants; or, marked free, is
+    /// unbound. Anything else fails the WQE with a bind error.
+    fn bind(&mut self, pd: u32, current: u32, umr: &Umr) -> Outcome {
+        let failed = Outcome::Failed(syndrome::MW_BIND);
+        let window = match umr.klm {
+            None => None,
+            Some((count, mkey, addr)) => {
+                let Some(mr) = self.mrs.get(&mkey) else { return failed };
+                let needs = |remote: MemPriv, local: MemPriv| !umr.access.contains(remote) || mr.access.contains(local);
+                let allowed = needs(MemPriv::REMOTE_READ, MemPriv::LOCAL_READ)
+                    && needs(MemPriv::REMOTE_WRITE, MemPriv::LOCAL_WRITE);
+                if mr.pd != pd || !allowed || u64::from(count) != umr.len || addr != umr.start {
+                    return failed;
+                }
+                if !mr.covers(umr.start, umr.len) {
+                    return failed;
+                }
+                Some(Window { addr: umr.start, len: umr.len, access: umr.access })
+            }
+        };
+        let Some(mw) = self.mws.get_mut(&(current >> 8)) else { return failed };
+        if mw.pd != pd || mw.key != current as u8 {
+            return failed;
+        }
+        mw.key = umr.key;
+        mw.bound = window;
+        Outcome::Done(0)
     }
 
     /// The bytes a WQE sends, or the syndrome it fails with.
@@ -654,6 +746,10 @@ impl Hca {
     fn execute(&mut self, qpn: u32, wqe: &Wqe) -> Outcome {
         let qp = &self.qps[&qpn];
         let pd = qp.pd;
+        // A bind changes this side's keys: no peer takes part.
+        if let Some(umr) = &wqe.umr {
+            return self.bind(pd, wqe.imm, umr);
+        }
         let Some(peer_qpn) = qp.peer else { return Outcome::Failed(syndrome::TRANSPORT_RETRY_EXC) };
         let Some(peer) = self.qps.get(&peer_qpn) else { return Outcome::Failed(syndrome::TRANSPORT_RETRY_EXC) };
         match peer.state {
@@ -812,6 +908,50 @@ impl Hca {
         };
         self.write_cqe(cq, e);
         Outcome::Done(bytes.len() as u32)
+    }
+}
+
+/// The UMR segments of a window bind or free, checked against what the
+/// data path must write (rdma-core's `set_bind_wr` for a type 1 window):
+/// a broken rule panics.
+fn parse_umr(qpn: u32, body: &[u8]) -> Umr {
+    let be16 = |o: usize| u16::from_be_bytes(body[o..o + 2].try_into().unwrap());
+    let be32 = |o: usize| u32::from_be_bytes(body[o..o + 4].try_into().unwrap());
+    let be64 = |o: usize| u64::from_be_bytes(body[o..o + 8].try_into().unwrap());
+    // Control (16), UMR control (48), mkey context (64), one KLM (64).
+    let bind = match body.len() {
+        192 => true,
+        128 => false,
+        n => panic!("model: QP {qpn:#x}: a UMR WQE of {n} bytes"),
+    };
+    const UMR_CTRL: usize = 16;
+    const MKEY: usize = 64;
+    const KLM: usize = 128;
+    // TRANSLATION_OFFSET | INLINE; 8-entry KLM units of 16 bytes.
+    assert_eq!(body[UMR_CTRL], 0x90, "model: QP {qpn:#x}: UMR control flags");
+    assert_eq!(be16(UMR_CTRL + 4), if bind { 4 } else { 0 }, "model: QP {qpn:#x}: UMR KLM octowords");
+    let mask = be64(UMR_CTRL + 8);
+    // FREE | MKEY, and for a bind LEN | START_ADDR | the four accesses.
+    let expected = (1 << 29) | (1 << 13) | if bind { 1 | (1 << 6) | (0xf << 18) } else { 0 };
+    assert_eq!(mask, expected, "model: QP {qpn:#x}: UMR mkey mask {mask:#x}");
+    let free = body[MKEY] & (1 << 6) != 0;
+    assert_eq!(free, !bind, "model: QP {qpn:#x}: a UMR's free mark and its KLM disagree");
+    let qpn_mkey = be32(MKEY + 4);
+    assert_eq!(qpn_mkey >> 8, 0xff_ffff, "model: QP {qpn:#x}: a type 1 window names QP {:#x}", qpn_mkey >> 8);
+    let flags = body[MKEY + 2];
+    let mut access = MemPriv(0);
+    if flags & (1 << 4) != 0 {
+        access = access | MemPriv::REMOTE_READ;
+    }
+    if flags & (1 << 5) != 0 {
+        access = access | MemPriv::REMOTE_WRITE;
+    }
+    Umr {
+        key: qpn_mkey as u8,
+        access,
+        start: be64(MKEY + 16),
+        len: be64(MKEY + 24),
+        klm: bind.then(|| (be32(KLM), be32(KLM + 4), be64(KLM + 8))),
     }
 }
 

@@ -311,6 +311,8 @@ impl Device for SoftHca {
     type Ia = ModelIa;
     type Pd = ModelPd;
     type Mr = u32;
+    /// The window's mkey index.
+    type Mw = u32;
     type Cq = ModelCq;
     type Qp = ModelQp;
     type Srq = ModelSrq;
@@ -360,12 +362,12 @@ impl Device for SoftHca {
             max_pzs: 1 << 24,
             max_message_size: MAX_MESSAGE,
             max_rdma_size: MAX_MESSAGE,
-            max_rmrs: 0,
+            max_rmrs: 1 << 24,
             max_srqs: 1 << 23,
             max_recv_per_srq: 4095,
             max_private_data_size: PRIVATE_DATA,
             qos_supported: Qos::BEST_EFFORT,
-            rmr_supported: false,
+            rmr_supported: true,
             srq_ep_pz_difference_supported: false,
             local_read_implied: true,
             atomics: true,
@@ -401,6 +403,17 @@ impl Device for SoftHca {
 
     fn mr_deregister(&mut self, mr: u32) {
         self.hca.borrow_mut().mrs.remove(&mr);
+    }
+
+    fn mw_alloc(&mut self, pd: &ModelPd) -> DatResult<(u32, u32)> {
+        let mut hca = self.hca.borrow_mut();
+        let index = hca.id();
+        hca.mws.insert(index, hca::Mw { pd: pd.id, key: 0, bound: None });
+        Ok((index, index << 8))
+    }
+
+    fn mw_free(&mut self, mw: u32) {
+        self.hca.borrow_mut().mws.remove(&mw);
     }
 
     fn cq_create(&mut self, ia: &mut ModelIa, min_entries: u32) -> DatResult<CqParts<Self>> {
@@ -503,6 +516,7 @@ impl Device for SoftHca {
                 rq_next: 0,
                 bf_next: 0,
                 fail_next: None,
+                after_umr: false,
             },
         );
         Ok(QpParts {
@@ -530,6 +544,7 @@ impl Device for SoftHca {
         q.state = QpState::Init;
         q.peer = None;
         (q.exec, q.seen, q.rq_next, q.bf_next) = (0, 0, 0, 0);
+        q.after_umr = false;
         Ok(())
     }
 

@@ -15,6 +15,15 @@ extern "C" {
     fn oracle_atomic_seg(out: *mut u8, swap_add: u64, compare: u64);
     fn oracle_inline_header(out: *mut u8, byte_count: u32);
     fn oracle_srq_next_seg(out: *mut u8, next: u16);
+    fn oracle_umr_bind(
+        out: *mut u8,
+        rkey: u32,
+        lkey: u32,
+        addr: u64,
+        len: u32,
+        remote_read: i32,
+        remote_write: i32,
+    ) -> usize;
     fn oracle_cqe(
         out: *mut u8,
         opcode: u8,
@@ -89,6 +98,17 @@ pub fn inline_header(byte_count: u32) -> [u8; 4] {
     // SAFETY: writes the 4 bytes of `out`.
     unsafe { oracle_inline_header(out.as_mut_ptr(), byte_count) };
     out
+}
+
+/// The segments after the control segment of a type 1 window bind (or,
+/// with `len` 0, free): the bytes the header's structs hold.
+pub fn umr_bind(rkey: u32, lkey: u32, addr: u64, len: u32, remote_read: bool, remote_write: bool) -> Vec<u8> {
+    let mut out = [0xa5u8; 176];
+    // SAFETY: writes at most the 176 bytes of `out` and says how many.
+    let n = unsafe {
+        oracle_umr_bind(out.as_mut_ptr(), rkey, lkey, addr, len, i32::from(remote_read), i32::from(remote_write))
+    };
+    out[..n.min(176)].to_vec()
 }
 
 pub fn srq_next_seg(next: u16) -> [u8; 16] {

@@ -8,9 +8,11 @@ mod common;
 
 use common::{Mem, Recorder, SYNDROMES};
 use proptest::prelude::*;
+use udat_core::types::MemPriv;
 use udat_mlx5::cq::{CompletionQueue, CqGeometry};
 use udat_mlx5::cqe::{field, CqeOpcode, Syndrome};
 use udat_mlx5::doorbell::CQ_DOORBELL;
+use udat_mlx5::mw;
 use udat_mlx5::wqe::{self, atomic, ctrl, data, fm_ce_se, opcode, raddr, srq_next};
 use udat_mlx5_model::oracle::{self, CqeFields, Helper};
 
@@ -35,6 +37,21 @@ proptest! {
         let ours = wqe::data_seg(length, lkey, addr);
         prop_assert_eq!(ours, oracle::data_seg(Helper::Scalar, length, lkey, addr));
         prop_assert_eq!(ours, oracle::data_seg(Helper::X86, length, lkey, addr));
+    }
+
+    /// A window bind's UMR segments, byte for byte as the header's structs
+    /// lay them out; a zero length is the free.
+    #[test]
+    fn a_window_bind_matches_the_header_structs(
+        rkey: u32, lkey: u32, addr: u64, len in prop_oneof![Just(0u32), 1u32..], read: bool, write: bool,
+    ) {
+        let privileges = MemPriv(
+            if read { MemPriv::REMOTE_READ.0 } else { 0 } | if write { MemPriv::REMOTE_WRITE.0 } else { 0 },
+        );
+        let bind = (len != 0).then_some(mw::Bind { lkey, addr, len, privileges });
+        let (body, n) = mw::bind_body(rkey, bind.as_ref());
+        let ours: Vec<u8> = body[..n].iter().flat_map(|s| wqe::seg_bytes(*s)).collect();
+        prop_assert_eq!(ours, oracle::umr_bind(rkey, lkey, addr, len, read, write));
     }
 
     #[test]
@@ -176,6 +193,8 @@ fn constants_match_the_header() {
         ("MLX5_OPCODE_RDMA_READ", u64::from(opcode::RDMA_READ)),
         ("MLX5_OPCODE_ATOMIC_CS", u64::from(opcode::ATOMIC_CS)),
         ("MLX5_OPCODE_ATOMIC_FA", u64::from(opcode::ATOMIC_FA)),
+        ("MLX5_OPCODE_UMR", u64::from(opcode::UMR)),
+        ("MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE", u64::from(fm_ce_se::INITIATOR_SMALL_FENCE)),
     ];
     for (name, ours) in checks {
         assert_eq!(layout(name) as u64, *ours, "{name}");

@@ -20,7 +20,7 @@ pub struct Model;
 
 impl suite::Fabric for Model {
     type B = Mlx5<SoftHca>;
-    const MEMORY_WINDOWS: bool = false;
+    const MEMORY_WINDOWS: bool = true;
 
     fn backend() -> Mlx5<SoftHca> {
         Mlx5::new(SoftHca::new())

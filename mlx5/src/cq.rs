@@ -204,3 +204,65 @@ impl<R: Register> CompletionQueue<R> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{Memory, Recorder};
+    use crate::wqe::opcode;
+
+    const CNT: u32 = 4;
+
+    /// A CQE as the device writes it, owner bit last.
+    #[allow(clippy::too_many_arguments)]
+    fn write_cqe(mem: &Memory, index: u32, op: CqeOpcode, send_opcode: u8, qpn: u32, counter: u16, byte_cnt: u32) {
+        let at = (index % CNT) as usize * CQE_BYTES;
+        mem.write(at + field::SRQN.start, &0x77u32.to_be_bytes());
+        mem.write(at + field::IMM.start, &0x1234_5678u32.to_be_bytes());
+        mem.write(at + field::BYTE_CNT.start, &byte_cnt.to_be_bytes());
+        mem.write(at + field::SOP_DROP_QPN.start, &((u32::from(send_opcode) << 24) | qpn).to_be_bytes());
+        mem.write(at + field::WQE_COUNTER.start, &counter.to_be_bytes());
+        let owner = u8::from(index & CNT != 0);
+        mem.write(at + field::OP_OWN, &[(u8::from(op) << 4) | owner]);
+    }
+
+    /// A successful send or RDMA write is read from the CQE's last word
+    /// (its byte count and immediate are not read); an RDMA read, an
+    /// atomic, a receive or an error CQE is read whole; on every lap the
+    /// owner bit decides whose a CQE is.
+    #[test]
+    fn a_cqe_is_read_by_the_word_and_owned_by_its_lap() {
+        let (ring, dbrec) = (Memory::new(CNT as usize * CQE_BYTES), Memory::new(64));
+        for i in 0..CNT as usize {
+            ring.write(i * CQE_BYTES + field::OP_OWN, &[u8::from(CqeOpcode::Invalid) << 4]);
+        }
+        let geometry = CqGeometry {
+            cqn: 5,
+            buf: ring.share(),
+            cqe_cnt: CNT,
+            cqe_size: 64,
+            dbrec: dbrec.share(),
+            uar: Recorder::default(),
+        };
+        let mut cq = CompletionQueue::new(geometry).unwrap();
+        let cases = [
+            (CqeOpcode::Req, opcode::RDMA_WRITE, false),
+            (CqeOpcode::Req, opcode::SEND, false),
+            (CqeOpcode::Req, opcode::RDMA_READ, true),
+            (CqeOpcode::Req, opcode::ATOMIC_FA, true),
+            (CqeOpcode::RespSendImm, 0, true),
+            (CqeOpcode::ReqErr, opcode::RDMA_WRITE, true),
+        ];
+        for (index, (op, send_opcode, whole)) in cases.into_iter().enumerate() {
+            let index = index as u32;
+            assert!(cq.poll().is_none(), "CQE {index} is still the device's");
+            write_cqe(&ring, index, op, send_opcode, 0x42, index as u16, 4096);
+            let cqe = cq.poll().expect("the CQE the device wrote");
+            assert_eq!((cqe.opcode, cqe.send_opcode, cqe.qpn, cqe.wqe_counter), (op, send_opcode, 0x42, index as u16));
+            let rest = if whole { (4096, 0x1234_5678, 0x77) } else { (0, 0, 0) };
+            assert_eq!((cqe.byte_cnt, cqe.imm, cqe.srqn), rest, "CQE {index}");
+        }
+        cq.update_ci();
+        assert_eq!(dbrec.read(SET_CI * 4, 4), (CNT + 2).to_be_bytes());
+    }
+}

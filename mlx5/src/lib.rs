@@ -36,7 +36,12 @@ pub mod mw;
 pub mod rq;
 pub mod sq;
 pub mod table;
+#[cfg(test)]
+mod testing;
 pub mod wqe;
+
+#[cfg(test)]
+extern crate std;
 
 pub use backend::Mlx5;
 pub use device::Device;

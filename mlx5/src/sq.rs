@@ -380,7 +380,9 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             self.buf.write(self.at(start, byte), &wqe::inline_header(len as u32));
             byte += 4;
             for sge in sges {
-                let (mut src, mut left) = (sge.addr as *const u8, sge.length as usize);
+                // A DAT address is an integer: the consumer exposed its pointer.
+                let (mut src, mut left) =
+                    (core::ptr::with_exposed_provenance::<u8>(sge.addr as usize), sge.length as usize);
                 while left != 0 {
                     let offset = self.at(start, byte);
                     let n = left.min(self.ring_mask + 1 - offset);
@@ -516,7 +518,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             for sge in sges {
                 // SAFETY: the caller vouches that each segment is
                 // readable; the segments sum to `len`, which `ds` sized.
-                unsafe { wqe.copy_in(at, sge.addr as *const u8, sge.length as usize) };
+                unsafe { wqe.copy_in(at, core::ptr::with_exposed_provenance(sge.addr as usize), sge.length as usize) };
                 at += sge.length as usize;
             }
         }
@@ -599,5 +601,135 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
                 return Some((slot, retired));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::vec::Vec;
+
+    use super::*;
+    use crate::mw;
+    use crate::testing::{Memory, Recorder};
+    use crate::wqe::{ctrl, fm_ce_se};
+
+    const CNT: u32 = 8;
+    const QPN: u32 = 0x1234;
+
+    struct Queue {
+        ring: Memory,
+        _dbrec: Memory,
+        sq: SendQueue<Recorder, [SendSlot; CNT as usize]>,
+    }
+
+    fn queue() -> Queue {
+        let (ring, dbrec) = (Memory::new(CNT as usize * WQEBB_BYTES), Memory::new(64));
+        let geometry = SqGeometry {
+            qpn: QPN,
+            buf: ring.share(),
+            wqe_cnt: CNT,
+            stride: 64,
+            dbrec: dbrec.share(),
+            bf: Recorder::default(),
+            bf_size: 256,
+        };
+        let sq = SendQueue::new(geometry, [SendSlot::EMPTY; CNT as usize]).unwrap();
+        Queue { ring, _dbrec: dbrec, sq }
+    }
+
+    fn slot(cookie: u64) -> SendSlot {
+        SendSlot { cookie, length: 8, op: DtoOp::RdmaWrite, notify: true, bbs: 0 }
+    }
+
+    /// The WQE at `index` as the device reads it (its `ds` segments,
+    /// across the ring's end, less the last `padding` bytes), and the
+    /// bytes of the doorbell that rang it, cut to the same length. The
+    /// rest of a last WQEBB, and an inline segment's padding, are
+    /// nobody's: a WQE built on the stack zeroes them, one written in
+    /// place leaves them as they were.
+    fn rung(q: &Queue, index: u16, padding: usize) -> (Vec<u8>, Vec<u8>) {
+        let ring = q.ring.read(0, CNT as usize * WQEBB_BYTES);
+        let start = usize::from(index) % CNT as usize * WQEBB_BYTES;
+        let ds = usize::from(ring[start + ctrl::QPN_DS.end - 1]);
+        let wqe: Vec<u8> = (0..ds * SEG_BYTES - padding).map(|i| ring[(start + i) % ring.len()]).collect();
+        let writes = &q.sq.register().writes;
+        let blocks = wqe::bbs(ds);
+        let doorbell: Vec<u8> = writes[writes.len() - blocks..].iter().flat_map(|(_, b)| b.clone()).collect();
+        (wqe.clone(), doorbell[..wqe.len()].to_vec())
+    }
+
+    /// A WQE built in words and rung at once (`send`, `send_inline`) is,
+    /// in the ring and at the register, the WQE `post` writes in place
+    /// and `ring` publishes; across the ring's end too.
+    #[test]
+    fn a_staged_wqe_is_the_wqe_post_and_ring_write() {
+        let data: Vec<u8> = (0..100u8).collect();
+        let remote = Remote { addr: 0x1122_3344_5566_7788, rkey: 0xabcd };
+        let sges = [
+            Sge { addr: data.as_ptr() as u64, length: 40, lkey: 7 },
+            Sge { addr: data.as_ptr() as u64 + 40, length: 60, lkey: 7 },
+        ];
+        let (mut staged, mut posted) = (queue(), queue());
+        // Two WQEBBs in, so the second round's inline WQE runs across the
+        // ring's end.
+        for q in [&mut staged, &mut posted] {
+            for cookie in [90, 91] {
+                q.sq.send(Op::Send, &sges, fm_ce_se::CQ_UPDATE, slot(cookie)).unwrap();
+            }
+            assert_eq!(q.sq.retire(1).map(|(s, n)| (s.cookie, n)), Some((91, 2)));
+        }
+        let mut wrapped = false;
+        for (round, op) in [Op::Write(remote), Op::Write(remote), Op::Send, Op::WriteImm(remote, 9)].iter().enumerate()
+        {
+            let cookie = round as u64;
+            // Gathered: one WQEBB.
+            let gathered = staged.sq.pi();
+            staged.sq.send(*op, &sges, fm_ce_se::CQ_UPDATE, slot(cookie)).unwrap();
+            posted.sq.post(*op, &sges, fm_ce_se::CQ_UPDATE, slot(cookie)).unwrap();
+            posted.sq.ring();
+            assert_eq!(rung(&staged, gathered, 0), rung(&posted, gathered, 0), "round {round}, gathered");
+            // Inline: two or three WQEBBs.
+            let start = staged.sq.pi();
+            // SAFETY: both segments lie in `data`, which outlives the posts.
+            unsafe {
+                staged.sq.send_inline(*op, &sges, 100, fm_ce_se::CQ_UPDATE, slot(cookie)).unwrap();
+                posted.sq.post_inline(*op, &sges, 100, fm_ce_se::CQ_UPDATE, slot(cookie)).unwrap();
+            }
+            posted.sq.ring();
+            wrapped |= u32::from(start) % CNT + u32::from(staged.sq.pi().wrapping_sub(start)) > CNT;
+            // 4 + 100 bytes of inline segment, padded to 112.
+            assert_eq!(rung(&staged, start, 8), rung(&posted, start, 8), "round {round}, inline");
+            let (wqe, _) = rung(&staged, start, 8);
+            assert_eq!(&wqe[wqe.len() - 100..], &data[..], "round {round}: the inline data");
+            for q in [&mut staged, &mut posted] {
+                assert_eq!(q.sq.retire(start).map(|(s, n)| (s.cookie, n)), Some((cookie, 2)));
+            }
+        }
+        assert!(wrapped, "an inline WQE ran across the ring's end");
+    }
+
+    /// A window bind is a UMR WQE of its control segment and the `mw`
+    /// segments, and the WQE after it waits for it (the initiator small
+    /// fence); the one after that does not.
+    #[test]
+    fn the_wqe_after_a_umr_carries_the_small_fence() {
+        let mut q = queue();
+        let bind =
+            mw::Bind { lkey: 0x500, addr: 0x1000, len: 4096, privileges: udat_core::types::MemPriv::REMOTE_READ };
+        let (body, n) = mw::bind_body(0x4201, Some(&bind));
+        q.sq.post_umr(0x4200, &body[..n], fm_ce_se::CQ_UPDATE, slot(1)).unwrap();
+        q.sq.ring();
+        let remote = Remote { addr: 0, rkey: 1 };
+        let sge = [Sge { addr: 0, length: 0, lkey: 0 }];
+        q.sq.send(Op::Write(remote), &sge, fm_ce_se::CQ_UPDATE, slot(2)).unwrap();
+        q.sq.send(Op::Write(remote), &sge, fm_ce_se::CQ_UPDATE, slot(3)).unwrap();
+        let wqe = q.ring.read(0, 3 * WQEBB_BYTES);
+        let expected_ctrl = wqe::ctrl_seg(0, opcode::UMR, 0, QPN, 12, fm_ce_se::CQ_UPDATE, 0x4200);
+        assert_eq!(&wqe[..SEG_BYTES], &expected_ctrl[..]);
+        let expected_body: Vec<u8> = body[..n].iter().flat_map(|s| wqe::seg_bytes(*s)).collect();
+        assert_eq!(&wqe[SEG_BYTES..], &expected_body[..]);
+        let fm_ce_se_of = |index: usize| q.ring.read(index * WQEBB_BYTES + ctrl::FM_CE_SE, 1)[0];
+        assert_eq!(fm_ce_se_of(3), fm_ce_se::CQ_UPDATE | fm_ce_se::INITIATOR_SMALL_FENCE);
+        assert_eq!(fm_ce_se_of(4), fm_ce_se::CQ_UPDATE);
     }
 }

@@ -78,7 +78,8 @@ fn test() -> Result<(), String> {
     let native = run_tests(&["test", "--workspace", "--all-features"])?;
     bare_metal()?;
     let c = capi::check()?;
-    let miri = run_tests(&["+nightly", "miri", "test", "-p", "udat-core"])?;
+    // The core, and the mlx5 data path's rings over plain memory.
+    let miri = run_tests(&["+nightly", "miri", "test", "-p", "udat-core", "-p", "udat-mlx5"])?;
     let fuzzed = fuzz()?;
     let rxe = rxe_tests()?;
     let fully_static = static_on_rxe()?;

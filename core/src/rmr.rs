@@ -78,7 +78,10 @@ impl InFlight {
     /// The cookie of a bind completion from `ep`. A success completes the
     /// oldest bind of `ep` that reports one, and with it the suppressed
     /// binds of `ep` before it (they completed silently); a failure or a
-    /// flush completes the oldest bind of `ep`.
+    /// flush completes the oldest bind of `ep`. A suppressed bind leaves
+    /// no trace when it succeeds, so until a later success of `ep` clears
+    /// it, a failure of a newer bind on the same RMR and Endpoint is taken
+    /// for it and reports its cookie.
     #[cold]
     pub(crate) fn complete(&mut self, ep: EpHandle, success: bool) -> Option<u64> {
         let mut cookie = None;

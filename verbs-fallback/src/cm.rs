@@ -20,10 +20,11 @@ use udat_core::{
 
 use crate::addr;
 use crate::device::{IaShared, Owner};
-use crate::qp::{Phase, Qp, QpShared};
+use crate::qp::{Phase, QpShared};
 use crate::status::{check_errno, dat_error, errno};
 use crate::sys;
 use crate::sys::rdma_cm_event_type as ev;
+use crate::Clock;
 
 /// How long address and route resolution may take.
 const RESOLVE_MS: i32 = 2000;
@@ -134,45 +135,54 @@ fn conn_param(qp: &QpShared, private_data: &[u8]) -> sys::rdma_conn_param {
 }
 
 pub(crate) fn connect(
-    qp: &mut Qp,
+    ia: &Rc<IaShared>,
+    qp: &Rc<QpShared>,
     remote: &IaAddress,
     conn_qual: u64,
     private_data: &[u8],
-    deadline: Option<u64>,
+    timeout_us: Option<u64>,
+    clock: &Clock,
 ) -> DatResult<()> {
+    let deadline = timeout_us.map(|t| clock.now_us().saturating_add(t));
     let mut dst = addr::to_storage(remote, port(conn_qual)).ok_or(DatError::of(ErrorType::InvalidAddress))?;
-    let mut src = addr::to_storage(&qp.ia.address, 0).ok_or(DatError::of(ErrorType::InvalidAddress))?;
-    release_id(&qp.ia, &qp.shared);
-    let id = create_id(&qp.ia)?;
-    qp.shared.id.set(id);
-    qp.ia.ids.borrow_mut().insert(id as usize, Owner::Qp(qp.shared.clone()));
+    let mut src = addr::to_storage(&ia.address, 0).ok_or(DatError::of(ErrorType::InvalidAddress))?;
+    release_id(ia, qp);
+    let id = create_id(ia)?;
+    qp.id.set(id);
+    ia.ids.borrow_mut().insert(id as usize, Owner::Qp(qp.clone()));
     // SAFETY: `id` is live; both addresses are valid sockaddrs.
     let rc = unsafe { sys::rdma_resolve_addr(id, (&raw mut src).cast(), (&raw mut dst).cast(), RESOLVE_MS) };
     if rc != 0 {
         let e = errno();
-        release_id(&qp.ia, &qp.shared);
+        release_id(ia, qp);
         return Err(dat_error(e));
     }
-    qp.shared.phase.set(Phase::Connecting);
-    qp.shared.deadline.set(deadline);
-    *qp.shared.private_data.borrow_mut() = private_data.to_vec();
+    qp.phase.set(Phase::Connecting);
+    qp.deadline.set(deadline);
+    *qp.private_data.borrow_mut() = private_data.to_vec();
+    ia.arm_timer(clock);
     Ok(())
 }
 
-pub(crate) fn accept(request: &mut ConnReq, qp: &mut Qp, private_data: &[u8]) -> DatResult<()> {
+pub(crate) fn accept(
+    request: &mut ConnReq,
+    ia: &Rc<IaShared>,
+    qp: &Rc<QpShared>,
+    private_data: &[u8],
+) -> DatResult<()> {
     let id = request.id;
     if id.is_null() {
         return Err(DatError::of(ErrorType::InvalidState));
     }
-    qp.shared.to_cm_state(id, sys::ibv_qp_state::IBV_QPS_INIT)?;
-    qp.shared.to_cm_state(id, sys::ibv_qp_state::IBV_QPS_RTR)?;
-    let mut param = conn_param(&qp.shared, private_data);
+    qp.to_cm_state(id, sys::ibv_qp_state::IBV_QPS_INIT)?;
+    qp.to_cm_state(id, sys::ibv_qp_state::IBV_QPS_RTR)?;
+    let mut param = conn_param(qp, private_data);
     // SAFETY: `id` is a live request; `param` and the data outlive the call.
     check_errno(unsafe { sys::rdma_accept(id, &mut param) })?;
-    release_id(&qp.ia, &qp.shared);
-    qp.shared.id.set(id);
-    qp.shared.phase.set(Phase::Accepting);
-    qp.ia.ids.borrow_mut().insert(id as usize, Owner::Qp(qp.shared.clone()));
+    release_id(ia, qp);
+    qp.id.set(id);
+    qp.phase.set(Phase::Accepting);
+    ia.ids.borrow_mut().insert(id as usize, Owner::Qp(qp.clone()));
     request.id = std::ptr::null_mut();
     Ok(())
 }
@@ -189,17 +199,17 @@ pub(crate) fn reject(request: ConnReq, private_data: &[u8]) {
 /// Tear the connection down and flush the QP. A graceful disconnect
 /// keeps the id, so its DISCONNECTED event still arrives; an abrupt one
 /// destroys it, and with it anything the connection had still to say.
-pub(crate) fn disconnect(qp: &mut Qp, graceful: bool) {
-    let id = qp.shared.id.get();
-    if !id.is_null() && matches!(qp.shared.phase.get(), Phase::Connecting | Phase::Accepting | Phase::Established) {
+pub(crate) fn disconnect(ia: &IaShared, qp: &QpShared, graceful: bool) {
+    let id = qp.id.get();
+    if !id.is_null() && matches!(qp.phase.get(), Phase::Connecting | Phase::Accepting | Phase::Established) {
         // SAFETY: `id` is live. Disconnecting an id that never connected
         // fails harmlessly.
         unsafe { sys::rdma_disconnect(id) };
     }
-    qp.shared.phase.set(Phase::Closed);
-    qp.shared.deadline.set(None);
+    qp.phase.set(Phase::Closed);
+    qp.deadline.set(None);
     if !graceful {
-        release_id(&qp.ia, &qp.shared);
+        release_id(ia, qp);
     }
     qp.break_off();
 }

@@ -7,16 +7,19 @@ use std::ffi::CStr;
 use std::rc::Rc;
 
 use udat_core::{
+    backend::Wake,
     types::{IaAddress, IaAttr, Qos},
     DatError, DatResult, ErrorType,
 };
 
 use crate::addr;
+use crate::cm;
 use crate::cq::CqShared;
 use crate::qp::QpShared;
 use crate::status::{check, errno};
 use crate::sys;
 use crate::timer::Timer;
+use crate::Clock;
 
 /// Who an rdma_cm id belongs to.
 pub(crate) enum Owner {
@@ -161,6 +164,49 @@ impl IaShared {
             srq_ep_pz_difference_supported: false,
             local_read_implied: true,
             atomics: d.atomic_cap != sys::ibv_atomic_cap::IBV_ATOMIC_NONE,
+        }
+    }
+
+    /// Arm the timer for the IA's earliest connect deadline, which it
+    /// returns.
+    pub fn arm_timer(&self, clock: &Clock) -> Option<u64> {
+        let deadline = cm::next_deadline(self);
+        let now = clock.now_us();
+        self.timer.set(deadline.map(|d| d.saturating_sub(now)));
+        deadline
+    }
+
+    /// Sleep until the completion channel or the rdma_cm channel is
+    /// readable, the earliest connect deadline passes, or `timeout_us`
+    /// does; and whether the completion channel is readable.
+    pub fn sleep(&self, clock: &Clock, timeout_us: Option<u64>) -> (Wake, bool) {
+        let now = clock.now_us();
+        let deadline = self.arm_timer(clock);
+        let wait = match (timeout_us, deadline) {
+            (Some(t), Some(d)) => Some(t.min(d.saturating_sub(now))),
+            (t, None) => t,
+            (None, Some(d)) => Some(d.saturating_sub(now)),
+        };
+        // SAFETY: both channels are open while the IA is.
+        let mut fds = unsafe {
+            [
+                libc::pollfd { fd: (*self.comp).fd, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: (*self.cm).fd, events: libc::POLLIN, revents: 0 },
+            ]
+        };
+        // Round up, so a wait never returns before its time.
+        let ms = wait.map_or(-1, |us| us.div_ceil(1000).min(i32::MAX as u64) as i32);
+        // SAFETY: `fds` is a valid array of two entries.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        if rc < 0 {
+            let wake = if errno() == libc::EINTR { Wake::Interrupted } else { Wake::Activity };
+            return (wake, false);
+        }
+        let completions = fds[0].revents & libc::POLLIN != 0;
+        if rc == 0 && deadline.is_none_or(|d| clock.now_us() < d) {
+            (Wake::Timeout, completions)
+        } else {
+            (Wake::Activity, completions)
         }
     }
 

@@ -42,23 +42,26 @@ use status::{dat_error, errno};
 
 /// The verbs backend.
 pub struct Verbs {
-    epoch: Instant,
+    clock: Clock,
 }
 
 impl Verbs {
     pub fn new() -> Verbs {
-        Verbs { epoch: Instant::now() }
+        Verbs { clock: Clock::new() }
     }
 }
 
-impl Verbs {
-    /// Arm the IA's timer for its earliest connect deadline, which it
-    /// returns.
-    fn arm_timer(&mut self, ia: &IaShared) -> Option<u64> {
-        let deadline = cm::next_deadline(ia);
-        let now = self.now_us();
-        ia.timer.set(deadline.map(|d| d.saturating_sub(now)));
-        deadline
+/// Microseconds since the backend was made: the clock of connect
+/// deadlines.
+pub(crate) struct Clock(Instant);
+
+impl Clock {
+    pub fn new() -> Clock {
+        Clock(Instant::now())
+    }
+
+    pub fn now_us(&self) -> u64 {
+        self.0.elapsed().as_micros() as u64
     }
 }
 
@@ -89,6 +92,42 @@ pub struct Pd {
     ia: Rc<IaShared>,
 }
 
+impl Pd {
+    /// Register `length` bytes at `address` in this PD.
+    fn register(&self, address: u64, length: u64, privileges: MemPriv) -> DatResult<Registration<Mr>> {
+        let len = usize::try_from(length).map_err(|_| DatError::of(ErrorType::LengthError))?;
+        let flags = access(privileges, self.ia.has_memory_windows());
+        // SAFETY: the PD is live. The kernel pins and checks the range; a
+        // range the process does not map fails with EFAULT.
+        let mr = unsafe { sys::ibv_reg_mr(self.pd, address as *mut _, len, flags) };
+        if mr.is_null() {
+            return Err(dat_error(errno()));
+        }
+        // SAFETY: `mr` was just registered.
+        let (lkey, rkey) = unsafe { ((*mr).lkey, (*mr).rkey) };
+        Ok(Registration { mr: Mr(mr), lkey, rkey, address, length })
+    }
+
+    fn alloc(ia: &Rc<IaShared>) -> DatResult<Pd> {
+        // SAFETY: the context is open.
+        let pd = unsafe { sys::ibv_alloc_pd(ia.ctx) };
+        if pd.is_null() {
+            return Err(dat_error(errno()));
+        }
+        Ok(Pd { pd, ia: ia.clone() })
+    }
+
+    /// A type 1 memory window of this PD, unbound.
+    fn window(&self) -> DatResult<Window> {
+        // SAFETY: the PD is live.
+        let mw = unsafe { sys::alloc_mw(self.pd, sys::ibv_mw_type::IBV_MW_TYPE_1) };
+        if mw.is_null() {
+            return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
+        Ok(Window(mw))
+    }
+}
+
 impl Drop for Pd {
     fn drop(&mut self) {
         // SAFETY: the core frees a PD only when nothing uses it.
@@ -117,7 +156,8 @@ pub struct Mw {
     _byte: Box<u8>,
 }
 
-struct Window(*mut sys::ibv_mw);
+/// A type 1 memory window (`ibv_alloc_mw`).
+pub struct Window(*mut sys::ibv_mw);
 
 impl Drop for Window {
     fn drop(&mut self) {
@@ -186,12 +226,7 @@ impl Backend for Verbs {
     }
 
     fn pd_alloc(&mut self, ia: &mut Ia) -> DatResult<Pd> {
-        // SAFETY: the context is open.
-        let pd = unsafe { sys::ibv_alloc_pd(ia.0.ctx) };
-        if pd.is_null() {
-            return Err(dat_error(errno()));
-        }
-        Ok(Pd { pd, ia: ia.0.clone() })
+        Pd::alloc(&ia.0)
     }
 
     fn pd_free(&mut self, pd: Pd) {
@@ -199,17 +234,7 @@ impl Backend for Verbs {
     }
 
     fn mr_register(&mut self, pd: &Pd, address: u64, length: u64, privileges: MemPriv) -> DatResult<Registration<Mr>> {
-        let len = usize::try_from(length).map_err(|_| DatError::of(ErrorType::LengthError))?;
-        let flags = access(privileges, pd.ia.has_memory_windows());
-        // SAFETY: the PD is live. The kernel pins and checks the range; a
-        // range the process does not map fails with EFAULT.
-        let mr = unsafe { sys::ibv_reg_mr(pd.pd, address as *mut _, len, flags) };
-        if mr.is_null() {
-            return Err(dat_error(errno()));
-        }
-        // SAFETY: `mr` was just registered.
-        let (lkey, rkey) = unsafe { ((*mr).lkey, (*mr).rkey) };
-        Ok(Registration { mr: Mr(mr), lkey, rkey, address, length })
+        pd.register(address, length, privileges)
     }
 
     fn mr_deregister(&mut self, mr: Mr) {
@@ -217,14 +242,9 @@ impl Backend for Verbs {
     }
 
     fn mw_alloc(&mut self, pd: &Pd) -> DatResult<Mw> {
-        // SAFETY: the PD is live.
-        let mw = unsafe { sys::alloc_mw(pd.pd, sys::ibv_mw_type::IBV_MW_TYPE_1) };
-        if mw.is_null() {
-            return Err(DatError::of(ErrorType::ModelNotSupported));
-        }
-        let window = Window(mw);
+        let window = pd.window()?;
         let byte = Box::new(0u8);
-        let anchor = self.mr_register(pd, &*byte as *const u8 as u64, 1, MemPriv::LOCAL_READ)?.mr;
+        let anchor = pd.register(&*byte as *const u8 as u64, 1, MemPriv::LOCAL_READ)?.mr;
         Ok(Mw { window, anchor, _byte: byte })
     }
 
@@ -342,14 +362,11 @@ impl Backend for Verbs {
         private_data: &[u8],
         timeout_us: Option<u64>,
     ) -> DatResult<()> {
-        let deadline = timeout_us.map(|t| self.now_us().saturating_add(t));
-        cm::connect(qp, remote, conn_qual, private_data, deadline)?;
-        self.arm_timer(&qp.ia);
-        Ok(())
+        cm::connect(&qp.ia, &qp.shared, remote, conn_qual, private_data, timeout_us, &self.clock)
     }
 
     fn accept(&mut self, request: &mut ConnReq, qp: &mut Qp, private_data: &[u8]) -> DatResult<()> {
-        cm::accept(request, qp, private_data)
+        cm::accept(request, &qp.ia, &qp.shared, private_data)
     }
 
     fn reject(&mut self, request: ConnReq, private_data: &[u8]) {
@@ -357,16 +374,15 @@ impl Backend for Verbs {
     }
 
     fn disconnect(&mut self, qp: &mut Qp, graceful: bool) {
-        cm::disconnect(qp, graceful);
+        cm::disconnect(&qp.ia, &qp.shared, graceful);
     }
 
     fn poll_cm(&mut self, ia: &mut Ia) -> Option<CmEvent<ConnReq>> {
-        let now = self.now_us();
-        cm::poll(&ia.0, now)
+        cm::poll(&ia.0, self.clock.now_us())
     }
 
     fn now_us(&mut self) -> u64 {
-        self.epoch.elapsed().as_micros() as u64
+        self.clock.now_us()
     }
 
     fn wait_fds(&self, ia: &Ia) -> WaitFds {
@@ -390,35 +406,11 @@ impl Backend for Verbs {
         if ready {
             return Wake::Activity;
         }
-        let now = self.now_us();
-        let deadline = self.arm_timer(ia);
-        let wait = match (timeout_us, deadline) {
-            (Some(t), Some(d)) => Some(t.min(d.saturating_sub(now))),
-            (t, None) => t,
-            (None, Some(d)) => Some(d.saturating_sub(now)),
-        };
-        // SAFETY: both channels are open while the IA is.
-        let mut fds = unsafe {
-            [
-                libc::pollfd { fd: (*ia.comp).fd, events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: (*ia.cm).fd, events: libc::POLLIN, revents: 0 },
-            ]
-        };
-        // Round up, so a wait never returns before its time.
-        let ms = wait.map_or(-1, |us| us.div_ceil(1000).min(i32::MAX as u64) as i32);
-        // SAFETY: `fds` is a valid array of two entries.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
-        if rc < 0 {
-            return if errno() == libc::EINTR { Wake::Interrupted } else { Wake::Activity };
-        }
-        if fds[0].revents & libc::POLLIN != 0 {
+        let (wake, completions) = ia.sleep(&self.clock, timeout_us);
+        if completions {
             acknowledge_notifications(ia);
         }
-        if rc == 0 && deadline.is_none_or(|d| self.now_us() < d) {
-            Wake::Timeout
-        } else {
-            Wake::Activity
-        }
+        wake
     }
 }
 

@@ -53,7 +53,7 @@ pub(crate) struct SendSlot {
 }
 
 #[derive(Default)]
-struct Rings {
+pub(crate) struct Rings {
     next_send: u64,
     sends: VecDeque<SendSlot>,
     next_recv: u64,
@@ -90,6 +90,32 @@ pub(crate) struct QpShared {
 }
 
 impl QpShared {
+    /// The shared part of `qp`, a QP of `ia` that takes its receives from
+    /// `srq` if one is given, with the RDMA reads it asked for in each
+    /// direction, clamped to the device's limits.
+    pub fn new(
+        qp: *mut sys::ibv_qp,
+        ia: &IaShared,
+        rings: Rings,
+        srq: Option<Rc<SrqShared>>,
+        (rdma_read_in, rdma_read_out): (u32, u32),
+        tag: u64,
+    ) -> QpShared {
+        let clamp = |v: u32, limit: i32| v.min(limit.max(0) as u32).min(u32::from(u8::MAX)) as u8;
+        QpShared {
+            qp,
+            tag,
+            rings: RefCell::new(rings),
+            srq,
+            id: Cell::new(std::ptr::null_mut()),
+            phase: Cell::new(Phase::Idle),
+            deadline: Cell::new(None),
+            private_data: RefCell::new(Vec::new()),
+            rdma_read_in: clamp(rdma_read_in, ia.device.max_qp_rd_atom),
+            rdma_read_out: clamp(rdma_read_out, ia.device.max_qp_init_rd_atom),
+        }
+    }
+
     /// Retire the send with sequence `seq`: its slot, and how many
     /// requests this completion retires.
     pub fn take_send(&self, seq: u64) -> Option<(SendSlot, u32)> {
@@ -132,6 +158,25 @@ impl QpShared {
     pub fn modify(&self, attr: &mut sys::ibv_qp_attr, mask: i32) -> DatResult<()> {
         // SAFETY: the QP is live while `self` is.
         check(unsafe { sys::ibv_modify_qp(self.qp, attr, mask) })
+    }
+
+    /// Move to ERROR: the device flushes what is outstanding, in post
+    /// order, and the flushes reach their CQs like any completion.
+    pub fn break_off(&self) -> bool {
+        self.to_state(sys::ibv_qp_state::IBV_QPS_ERR).is_ok()
+    }
+
+    /// RESET to INIT on `port`, admitting every remote operation.
+    pub fn init(&self, port: u8) -> DatResult<()> {
+        use sys::ibv_qp_attr_mask as m;
+        // SAFETY: plain C data.
+        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
+        attr.port_num = port;
+        attr.pkey_index = 0;
+        attr.qp_access_flags = QP_ACCESS;
+        let mask = m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_ACCESS_FLAGS;
+        self.modify(&mut attr, mask.0 as i32)
     }
 
     /// Move to `state`, or INIT/RTR/RTS with attributes from rdma_cm.
@@ -227,45 +272,27 @@ impl Qp {
         if qp.is_null() {
             return Err(dat_error(errno()));
         }
-        let clamp = |v: u32| v.min(u32::from(u8::MAX)) as u8;
-        let shared = Rc::new(QpShared {
+        let shared = Rc::new(QpShared::new(
             qp,
-            tag: spec.tag,
-            // Room for every request the QP takes, so a post never grows
-            // them.
-            rings: RefCell::new(Rings {
+            ia,
+            Rings {
+                // Room for every request the QP takes, so a post never
+                // grows them.
                 sends: VecDeque::with_capacity(cap.max_send_wr as usize),
                 recvs: VecDeque::with_capacity(cap.max_recv_wr as usize),
                 ..Rings::default()
-            }),
-            srq: spec.srq,
-            id: Cell::new(std::ptr::null_mut()),
-            phase: Cell::new(Phase::Idle),
-            deadline: Cell::new(None),
-            private_data: RefCell::new(Vec::new()),
-            rdma_read_in: clamp(spec.rdma_read_in.min(ia.device.max_qp_rd_atom.max(0) as u32)),
-            rdma_read_out: clamp(spec.rdma_read_out.min(ia.device.max_qp_init_rd_atom.max(0) as u32)),
-        });
+            },
+            spec.srq,
+            (spec.rdma_read_in, spec.rdma_read_out),
+            spec.tag,
+        ));
         // SAFETY: `qp` was just created.
         let num = unsafe { (*qp).qp_num };
         send_cq.qps.borrow_mut().insert(num, shared.clone());
         recv_cq.qps.borrow_mut().insert(num, shared.clone());
         let qp = Qp { shared, ia: ia.clone(), send_cq, recv_cq, max_inline: cap.max_inline_data };
-        qp.init()?;
+        qp.shared.init(ia.port)?;
         Ok(qp)
-    }
-
-    /// RESET to INIT on the IA's port.
-    fn init(&self) -> DatResult<()> {
-        use sys::ibv_qp_attr_mask as m;
-        // SAFETY: plain C data.
-        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
-        attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
-        attr.port_num = self.ia.port;
-        attr.pkey_index = 0;
-        attr.qp_access_flags = QP_ACCESS;
-        let mask = m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_ACCESS_FLAGS;
-        self.shared.modify(&mut attr, mask.0 as i32)
     }
 
     pub(crate) fn post_send(&mut self, wr: &SendWr<'_>) -> DatResult<()> {
@@ -399,12 +426,10 @@ impl Qp {
         Err(dat_error(rc))
     }
 
-    /// Move to ERROR: the device flushes what is outstanding, in post
-    /// order, and the flushes reach the core through the CQs like any
-    /// completion. Nothing waits for them here, so a disconnect never
-    /// sleeps, let alone under the provider's lock.
+    /// [`QpShared::break_off`]. Nothing waits for the flushes here, so a
+    /// disconnect never sleeps, let alone under the provider's lock.
     pub(crate) fn break_off(&mut self) -> bool {
-        self.shared.to_state(sys::ibv_qp_state::IBV_QPS_ERR).is_ok()
+        self.shared.break_off()
     }
 
     /// [`Qp::break_off`], then take the flushes into the CQs' stashes,
@@ -438,7 +463,7 @@ impl Qp {
         self.shared.to_state(sys::ibv_qp_state::IBV_QPS_RESET)?;
         *self.shared.rings.borrow_mut() = Rings::default();
         self.shared.phase.set(Phase::Idle);
-        self.init()
+        self.shared.init(self.ia.port)
     }
 }
 

@@ -196,11 +196,11 @@ impl Storage for Heap {
 
 /// Heap storage for the mlx5 backend's queue tables: a QP per EP, a CQ per
 /// EVD, an SRQ per SRQ, and a QP-number index twice the QPs.
-#[cfg(feature = "model")]
+#[cfg(any(feature = "model", feature = "connectx"))]
 #[derive(Clone, Copy, Debug)]
 pub struct QueueHeap(pub Capacity);
 
-#[cfg(feature = "model")]
+#[cfg(any(feature = "model", feature = "connectx"))]
 impl udat_mlx5::table::Storage for QueueHeap {
     type Slots<T> = Reserved<Option<T>>;
 

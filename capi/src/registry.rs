@@ -104,16 +104,21 @@ pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT
             eprintln!("udat: {}: {device} is not an mlx5 device; `verbs` or `auto` drives it", name.to_string_lossy());
             Err(DatError::of(ErrorType::ProviderNotFound))
         }
-        // The ConnectX control path (mlx5dv) is not built yet: an mlx5
+        #[cfg(feature = "connectx")]
+        transport::Kind::Mlx5 => insert::<transport::ConnectX>(name, raw, &params, reg),
+        // Without the ConnectX control path (feature `connectx`) an mlx5
         // device runs on the verbs path, which drives any HCA, and
         // `dat_ia_query` says so (`UDAT_TRANSPORT`).
+        #[cfg(not(feature = "connectx"))]
         transport::Kind::Mlx5 => {
             eprintln!(
-                "udat: {}: the mlx5 direct path has no ConnectX control path yet; {device} runs on udat-verbs",
+                "udat: {}: this build has no ConnectX control path (feature `connectx`); {device} runs on udat-verbs",
                 name.to_string_lossy()
             );
             insert::<Verbs>(name, raw, &params, reg)
         }
+        #[cfg(feature = "connectx")]
+        transport::Kind::Auto if transport::is_mlx5(device) => insert::<transport::ConnectX>(name, raw, &params, reg),
         transport::Kind::Auto => insert::<Verbs>(name, raw, &params, reg),
         #[cfg(feature = "model")]
         transport::Kind::Model => insert::<transport::Model>(name, raw, &params, reg),

@@ -11,6 +11,11 @@ use crate::instance::Transport;
 #[cfg(feature = "model")]
 pub type Model = udat_mlx5::Mlx5<udat_mlx5_model::SoftHca, crate::capacity::QueueHeap>;
 
+/// udat's mlx5 data path on a ConnectX, its queues made by rdma-core:
+/// only with the `connectx` feature.
+#[cfg(feature = "connectx")]
+pub type ConnectX = udat_mlx5::Mlx5<udat_verbs::connectx::ConnectX, crate::capacity::QueueHeap>;
+
 impl Transport for Verbs {
     const NAME: &'static std::ffi::CStr = c"verbs";
 
@@ -36,6 +41,20 @@ impl Transport for Model {
     /// The model's IA names: `mlx5_model` and a digit.
     fn knows(device: &str) -> bool {
         matches!(device.as_bytes().strip_prefix(udat_mlx5_model::IA_NAME_PREFIX), Some([d]) if d.is_ascii_digit())
+    }
+}
+
+#[cfg(feature = "connectx")]
+impl Transport for ConnectX {
+    const NAME: &'static std::ffi::CStr = c"mlx5";
+
+    fn create(capacity: &Capacity) -> DatResult<Self> {
+        Ok(udat_mlx5::Mlx5::with_storage(udat_verbs::connectx::ConnectX::new(), crate::capacity::QueueHeap(*capacity)))
+    }
+
+    /// A verbs device present now that the kernel's mlx5 driver runs.
+    fn knows(device: &str) -> bool {
+        Verbs::knows(device) && is_mlx5(device)
     }
 }
 

@@ -8,12 +8,17 @@
 //!   channel and the rdma_cm channel together. Nothing runs on a thread of
 //!   its own: events are read when the core asks.
 //!
+//! - [`connectx`] (feature `connectx`): the control path under udat's
+//!   mlx5 data path on a ConnectX, made of the same parts.
+//!
 //! An IA is named by its device, `rxe0` or `mlx5_0`, optionally with a
 //! port (`mlx5_0:2`); its address is the port's first IPv4 GID, the
 //! address rdma_cm binds to.
 
 mod addr;
 mod cm;
+#[cfg(feature = "connectx")]
+pub mod connectx;
 mod cq;
 mod device;
 mod qp;

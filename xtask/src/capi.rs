@@ -16,8 +16,10 @@ const PLUGIN_EXPORTS: [&str; 2] = ["dat_provider_fini", "dat_provider_init"];
 pub fn check() -> Result<u64, String> {
     let release = release_without_model()?;
     // The checks below run on the software HCA, which only a build with
-    // the `model` feature has.
-    run("cargo", &["build", "-p", "udat-dapl", "-p", "udat-static", "--features", "udat-capi/model"])?;
+    // the `model` feature has; with the ConnectX control path too, so the
+    // C program links it (libmlx5) the way its users would.
+    let features = "udat-capi/model,udat-capi/connectx";
+    run("cargo", &["build", "-p", "udat-dapl", "-p", "udat-static", "--features", features])?;
     let dir = fs::canonicalize("target/debug").map_err(|e| format!("target/debug: {e}"))?;
 
     let symbols = output("nm", &["-D", "--defined-only", "target/debug/libudat_dapl.so"])?;

@@ -144,12 +144,12 @@ fn run_tests(args: &[&str]) -> Result<(u64, u64), String> {
     Ok((passed, failed))
 }
 
-/// udat-verbs's tests on a real device: built here, run by `softroce`
-/// (in the guest when this machine has no RDMA). They need the examples
-/// too: one test kills a peer process.
+/// udat-verbs's tests on a real device: built here, with the ConnectX
+/// control path, run by `softroce` (in the guest when this machine has no
+/// RDMA). They need the examples too: one test kills a peer process.
 fn rxe_tests() -> Result<(u64, u64), String> {
     run("cargo", &["build", "-p", "udat-verbs", "--examples"])?;
-    let bin = test_binary("udat-verbs", "rxe")?;
+    let bin = test_binary("udat-verbs", "rxe", &["--features", "connectx"])?;
     let started = std::time::Instant::now();
     let result = run_tests(&["xtask", "softroce", "--", &bin, "--test-threads=1", "--color=never"]);
     eprintln!("xtask: soft-RoCE tests took {:.0} s", started.elapsed().as_secs_f64());
@@ -220,9 +220,12 @@ fn fabric_tests() -> Result<(u64, u64), String> {
     result
 }
 
-/// The path of the test executable `name` of `package`, built if needed.
-fn test_binary(package: &str, name: &str) -> Result<String, String> {
-    let json = output("cargo", &["test", "-p", package, "--test", name, "--no-run", "--message-format=json"])?;
+/// The path of the test executable `name` of `package`, built (with the
+/// `extra` arguments) if needed.
+fn test_binary(package: &str, name: &str, extra: &[&str]) -> Result<String, String> {
+    let mut args = vec!["test", "-p", package, "--test", name, "--no-run", "--message-format=json"];
+    args.extend_from_slice(extra);
+    let json = output("cargo", &args)?;
     json.lines()
         .filter(|l| l.contains(&format!("\"name\":\"{name}\"")) && l.contains("\"test\":true"))
         .find_map(|l| l.split("\"executable\":\"").nth(1)?.split('"').next().map(str::to_string))

@@ -16,9 +16,9 @@ use crate::sys::*;
 /// sizes its messages from it; 1024 is the RoCE MTU of a 1500-byte
 /// Ethernet link and fits every InfiniBand link), and which of the IB
 /// extension's operations the device performs (dtestx reads these); and
-/// `UDAT_TRANSPORT`, the transport in use (`verbs` or `model`; an `mlx5` or
-/// `auto` registration says `verbs` until the ConnectX control path
-/// exists).
+/// `UDAT_TRANSPORT`, the transport in use: `verbs`, `model`, or `mlx5`
+/// (the direct path on a ConnectX; an `mlx5` registration in a build
+/// without it, and an `auto` one, say `verbs`).
 struct NamedAttrs([DAT_NAMED_ATTR; 5]);
 
 // SAFETY: the attributes point at static, immutable strings.
@@ -45,13 +45,19 @@ attrs!(VERBS_WITH_ATOMICS, c"verbs", c"TRUE");
 attrs!(VERBS_WITHOUT_ATOMICS, c"verbs", c"FALSE");
 attrs!(MODEL_WITH_ATOMICS, c"model", c"TRUE");
 attrs!(MODEL_WITHOUT_ATOMICS, c"model", c"FALSE");
+attrs!(MLX5_WITH_ATOMICS, c"mlx5", c"TRUE");
+attrs!(MLX5_WITHOUT_ATOMICS, c"mlx5", c"FALSE");
 
 fn attrs_of<B: Transport>(atomics: bool) -> &'static NamedAttrs {
-    match (B::NAME == c"model", atomics) {
-        (false, true) => &VERBS_WITH_ATOMICS,
-        (false, false) => &VERBS_WITHOUT_ATOMICS,
-        (true, true) => &MODEL_WITH_ATOMICS,
-        (true, false) => &MODEL_WITHOUT_ATOMICS,
+    let [with, without] = match B::NAME.to_bytes() {
+        b"model" => [&MODEL_WITH_ATOMICS, &MODEL_WITHOUT_ATOMICS],
+        b"mlx5" => [&MLX5_WITH_ATOMICS, &MLX5_WITHOUT_ATOMICS],
+        _ => [&VERBS_WITH_ATOMICS, &VERBS_WITHOUT_ATOMICS],
+    };
+    if atomics {
+        with
+    } else {
+        without
     }
 }
 

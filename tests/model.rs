@@ -1,5 +1,5 @@
 //! Random sequences of DAT calls against the reference model of
-//! `reference/model.rs`: every call's outcome must match the model's, and
+//! `udat_testkit::reference`: every call's outcome must match the model's, and
 //! at the end every DTO posted has completed exactly once.
 //!
 //! The sequences come from a fixed seed, so every run tries the same ones;
@@ -8,9 +8,7 @@
 
 use proptest::prelude::*;
 
-#[path = "reference/model.rs"]
-mod reference;
-use reference::{check, Op};
+use udat_testkit::reference::{check, Op};
 
 fn op() -> impl Strategy<Value = Op> {
     let i = 0..8usize;

@@ -2,15 +2,11 @@
 //! `cargo xtask softroce`, which names the device in `UDAT_RDMA_DEVICE`.
 //! Without a device every test fails and says so.
 
-#[path = "../../tests/transport/suite.rs"]
-#[macro_use]
-mod suite;
-
 use std::time::{Duration, Instant};
 
-use suite::{Fabric, Rig, PATIENCE, PORT};
 use udat_core::types::*;
 use udat_core::*;
+use udat_testkit::suite::{Fabric, Rig, PATIENCE, PORT};
 use udat_verbs::Verbs;
 
 struct Rxe;
@@ -34,7 +30,7 @@ fn device() -> String {
     })
 }
 
-transport_suite!(Rxe);
+udat_testkit::transport_suite!(Rxe);
 
 /// The ConnectX control path takes only a device that rdma-core's mlx5
 /// provider drives (`mlx5dv_is_supported`): soft-RoCE is refused at open,

@@ -2,16 +2,13 @@
 //! doorbells deferred so that a measured post costs what it would on a
 //! ConnectX: the model executes the WQEs only at `complete`.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-
 use std::hint::black_box;
 
-use common::suite::{self, Buf, Side};
-use common::Model;
 use udat_core::fast::{Access, Poster, Segments};
 use udat_core::types::*;
 use udat_core::Inline;
+use udat_testkit::model::Model;
+use udat_testkit::suite::{self, Buf, Side};
 
 /// Posts between drains: within the EP's request limit and the EVD.
 pub const BATCH: u64 = 16;

@@ -3,8 +3,6 @@
 //! path, checked and executed by the model, and completed through CQEs
 //! the data path polls.
 
-mod common;
+use udat_testkit::model::Model;
 
-use common::{suite, Model};
-
-transport_suite!(Model);
+udat_testkit::transport_suite!(Model);

@@ -7,12 +7,10 @@
 use std::alloc::{alloc, dealloc, Layout};
 use std::ptr::NonNull;
 
-mod common;
-
-use common::Recorder;
 use proptest::prelude::*;
 use udat_core::backend::{Backend, CmEvent, Completion, ConnOutcome, QpConfig, RequestOp, SendWr, Sge};
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
+use udat_testkit::model::Recorder;
 
 /// Every privilege, the atomic target's included.
 const ALL: MemPriv = MemPriv(MemPriv::ALL.0 | MemPriv::REMOTE_ATOMIC.0);

@@ -3,12 +3,10 @@
 //! connection; a QP forced to error and a peer that vanishes leave every
 //! DTO completed exactly once.
 
-mod common;
-
-use common::suite::Rig;
-use common::{Model, SYNDROMES};
 use udat_core::types::*;
 use udat_core::*;
+use udat_testkit::model::{Model, SYNDROMES};
+use udat_testkit::suite::Rig;
 
 fn tag(ep: EpHandle) -> u64 {
     ep.raw().to_bits()

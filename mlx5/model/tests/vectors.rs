@@ -4,9 +4,6 @@
 //! random inputs; and every layout fact the data path relies on, checked
 //! against the header.
 
-mod common;
-
-use common::{Mem, Recorder, SYNDROMES};
 use proptest::prelude::*;
 use udat_core::types::MemPriv;
 use udat_mlx5::cq::{CompletionQueue, CqGeometry};
@@ -15,6 +12,7 @@ use udat_mlx5::doorbell::CQ_DOORBELL;
 use udat_mlx5::mw;
 use udat_mlx5::wqe::{self, atomic, ctrl, data, fm_ce_se, opcode, raddr, srq_next};
 use udat_mlx5_model::oracle::{self, CqeFields, Helper};
+use udat_testkit::model::{Mem, Recorder, SYNDROMES};
 
 fn layout(name: &str) -> usize {
     oracle::layout(name).unwrap_or_else(|| panic!("the oracle knows no {name}")) as usize

@@ -1,10 +1,6 @@
-//! What the model's tests share: the software HCA as a transport of the
-//! suite, test memory, a recording register, and the syndrome table.
-
-#![allow(dead_code)]
-
-#[path = "../../../../tests/transport/suite.rs"]
-pub mod suite;
+//! What the software HCA's tests and benches share: the software HCA as
+//! a transport of the suite, test memory, a recording register, and the
+//! syndrome table.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
@@ -18,7 +14,7 @@ use udat_mlx5_model::SoftHca;
 /// The software HCA under udat-mlx5, as a transport of the suite.
 pub struct Model;
 
-impl suite::Fabric for Model {
+impl crate::suite::Fabric for Model {
     type B = Mlx5<SoftHca>;
     const MEMORY_WINDOWS: bool = true;
 

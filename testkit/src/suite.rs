@@ -67,6 +67,12 @@ pub struct Rig<F: Fabric> {
     pub attr: IaAttr,
 }
 
+impl<F: Fabric> Default for Rig<F> {
+    fn default() -> Rig<F> {
+        Rig::new()
+    }
+}
+
 impl<F: Fabric> Rig<F> {
     pub fn new() -> Rig<F> {
         let mut p = Box::new(Provider::new(F::backend()));
@@ -781,91 +787,91 @@ macro_rules! transport_suite {
     ($fabric:ty) => {
         #[test]
         fn connect_accept_carry_private_data_both_ways() {
-            suite::connect_accept_carry_private_data_both_ways::<$fabric>();
+            $crate::suite::connect_accept_carry_private_data_both_ways::<$fabric>();
         }
         #[test]
         fn reject_carries_private_data_to_the_active_side() {
-            suite::reject_carries_private_data_to_the_active_side::<$fabric>();
+            $crate::suite::reject_carries_private_data_to_the_active_side::<$fabric>();
         }
         #[test]
         fn connect_to_a_port_nobody_listens_on_is_rejected_by_the_transport() {
-            suite::connect_to_a_port_nobody_listens_on_is_rejected_by_the_transport::<$fabric>();
+            $crate::suite::connect_to_a_port_nobody_listens_on_is_rejected_by_the_transport::<$fabric>();
         }
         #[test]
         fn connect_that_outlives_its_timeout_times_out() {
-            suite::connect_that_outlives_its_timeout_times_out::<$fabric>();
+            $crate::suite::connect_that_outlives_its_timeout_times_out::<$fabric>();
         }
         #[test]
         fn send_receive_write_and_read_move_the_bytes() {
-            suite::send_receive_write_and_read_move_the_bytes::<$fabric>();
+            $crate::suite::send_receive_write_and_read_move_the_bytes::<$fabric>();
         }
         #[test]
         fn zero_byte_and_multi_segment_posts() {
-            suite::zero_byte_and_multi_segment_posts::<$fabric>();
+            $crate::suite::zero_byte_and_multi_segment_posts::<$fabric>();
         }
         #[test]
         fn the_largest_message_the_device_allows() {
-            suite::the_largest_message_the_device_allows::<$fabric>();
+            $crate::suite::the_largest_message_the_device_allows::<$fabric>();
         }
         #[test]
         fn suppressed_completions_retire_with_the_next_signalled_one() {
-            suite::suppressed_completions_retire_with_the_next_signalled_one::<$fabric>();
+            $crate::suite::suppressed_completions_retire_with_the_next_signalled_one::<$fabric>();
         }
         #[test]
         fn disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order() {
-            suite::disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order::<$fabric>();
+            $crate::suite::disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order::<$fabric>();
         }
         #[test]
         fn a_peer_disconnect_flushes_the_receives_of_a_consumer_that_only_dequeues() {
-            suite::a_peer_disconnect_flushes_the_receives_of_a_consumer_that_only_dequeues::<$fabric>();
+            $crate::suite::a_peer_disconnect_flushes_the_receives_of_a_consumer_that_only_dequeues::<$fabric>();
         }
         #[test]
         fn graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused() {
-            suite::graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused::<$fabric>();
+            $crate::suite::graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused::<$fabric>();
         }
         #[test]
         fn remote_access_to_a_freed_lmr_fails_and_breaks_the_connection() {
-            suite::remote_access_to_a_freed_lmr_fails_and_breaks_the_connection::<$fabric>();
+            $crate::suite::remote_access_to_a_freed_lmr_fails_and_breaks_the_connection::<$fabric>();
         }
         #[test]
         fn remote_write_without_the_remote_write_privilege_fails() {
-            suite::remote_write_without_the_remote_write_privilege_fails::<$fabric>();
+            $crate::suite::remote_write_without_the_remote_write_privilege_fails::<$fabric>();
         }
         #[test]
         fn an_lmr_without_remote_privileges_has_no_rmr_context() {
-            suite::an_lmr_without_remote_privileges_has_no_rmr_context::<$fabric>();
+            $crate::suite::an_lmr_without_remote_privileges_has_no_rmr_context::<$fabric>();
         }
         #[test]
         fn rmr_bind_grants_remote_access_and_rmr_free_revokes_it() {
-            suite::rmr_bind_grants_remote_access_and_rmr_free_revokes_it::<$fabric>();
+            $crate::suite::rmr_bind_grants_remote_access_and_rmr_free_revokes_it::<$fabric>();
         }
         #[test]
         fn rmr_rebind_moves_the_window_and_retires_the_old_context() {
-            suite::rmr_rebind_moves_the_window_and_retires_the_old_context::<$fabric>();
+            $crate::suite::rmr_rebind_moves_the_window_and_retires_the_old_context::<$fabric>();
         }
         #[test]
         fn a_zero_length_rmr_bind_unbinds_the_window() {
-            suite::a_zero_length_rmr_bind_unbinds_the_window::<$fabric>();
+            $crate::suite::a_zero_length_rmr_bind_unbinds_the_window::<$fabric>();
         }
         #[test]
         fn shared_receive_queue_feeds_two_endpoints() {
-            suite::shared_receive_queue_feeds_two_endpoints::<$fabric>();
+            $crate::suite::shared_receive_queue_feeds_two_endpoints::<$fabric>();
         }
         #[test]
         fn ep_free_in_every_state() {
-            suite::ep_free_in_every_state::<$fabric>();
+            $crate::suite::ep_free_in_every_state::<$fabric>();
         }
         #[test]
         fn a_completion_left_for_its_evd_wakes_a_block_once() {
-            suite::a_completion_left_for_its_evd_wakes_a_block_once::<$fabric>();
+            $crate::suite::a_completion_left_for_its_evd_wakes_a_block_once::<$fabric>();
         }
         #[test]
         fn immediate_data_and_atomics_reach_the_peer() {
-            suite::immediate_data_and_atomics_reach_the_peer::<$fabric>();
+            $crate::suite::immediate_data_and_atomics_reach_the_peer::<$fabric>();
         }
         #[test]
         fn evd_wait_blocks_until_the_completion_and_honours_its_timeout() {
-            suite::evd_wait_blocks_until_the_completion_and_honours_its_timeout::<$fabric>();
+            $crate::suite::evd_wait_blocks_until_the_completion_and_honours_its_timeout::<$fabric>();
         }
     };
 }

@@ -5,8 +5,8 @@
 //! and at the end every DTO posted has completed exactly once and the
 //! transport holds nothing.
 //!
-//! Shared by the proptest in `tests/model.rs` and the `core_model` fuzz
-//! target, which derives `Arbitrary` for [`Op`] when built for fuzzing.
+//! Shared by the proptest in udat's `tests/model.rs` and the `core_model`
+//! fuzz target, which turns on the `arbitrary` feature for [`Op`].
 
 use std::collections::BTreeMap;
 use udat_core::backend::ConnOutcome;
@@ -18,7 +18,7 @@ pub const N: usize = 16;
 type P = Provider<MockBackend, Inline<N, 1024>>;
 
 #[derive(Clone, Debug)]
-#[cfg_attr(fuzzing, derive(arbitrary::Arbitrary))]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Op {
     CreatePz,
     FreePz(usize),

@@ -1,0 +1,17 @@
+//! udat-testkit: the rigs udat's tests, benches and fuzz targets share,
+//! in one crate that is never shipped (`publish = false`, a dev-dependency
+//! only).
+//!
+//! - [`suite`]: the transport suite, run on every backend through its
+//!   [`suite::Fabric`] and [`transport_suite!`].
+//! - [`reference`]: the reference model of the DAT rules the core is held
+//!   to by a proptest and a fuzz target.
+//! - [`model`] (feature `model`): the software mlx5 HCA as a fabric, and
+//!   test memory, a recording register and the syndrome table for the
+//!   mlx5 data path's tests.
+
+pub mod reference;
+pub mod suite;
+
+#[cfg(feature = "model")]
+pub mod model;

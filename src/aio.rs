@@ -5,7 +5,7 @@
 //! awaits runs the provider's progress when the descriptor wakes it.
 //!
 //! ```no_run
-//! # async fn f(mut ia: udat::Ia<udat_verbs::Verbs>, dto: udat::EvdHandle) -> udat::DatResult<()> {
+//! # async fn f<B: udat::Backend>(mut ia: udat::Ia<B>, dto: udat::EvdHandle) -> udat::DatResult<()> {
 //! let cno = ia.cno_async()?;
 //! ia.evd_modify_cno(dto, cno.handle())?;
 //! let event = cno.event(&mut ia, dto).await?;

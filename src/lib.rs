@@ -10,9 +10,13 @@
 //! cite their man pages. Every call returns `Result<_, DatError>`; the
 //! error carries the exact `DAT_RETURN` of `<dat2/dat_error.h>`.
 //!
+//! The examples here run on the mock backend of udat's test kit; a
+//! program opens a real transport the same way (`udat_verbs::Verbs` and a
+//! device name such as `rxe0`).
+//!
 //! ```
 //! use udat::{Ia, CloseFlags, EvdFlags, CnoHandle};
-//! use udat::mock::{MockBackend, MOCK_IA_NAME};
+//! use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
 //!
 //! let mut ia: Ia<MockBackend> = Ia::open(MockBackend::new(), MOCK_IA_NAME, 8)?;
 //! let h = ia.handle();
@@ -38,8 +42,6 @@ pub use udat_core::backend::{self, Backend};
 pub use udat_core::types::*;
 pub use udat_core::*;
 
-#[cfg(test)]
-mod abi_check;
 #[cfg(feature = "tokio")]
 pub mod aio;
 pub mod notify;
@@ -76,7 +78,7 @@ impl<B: Backend, S: Storage> Ia<B, S> {
     ///
     /// ```
     /// use udat::{ErrorType, Ia, Inline};
-    /// use udat::mock::{MockBackend, MOCK_IA_NAME};
+    /// use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
     ///
     /// // Two objects of each kind, 16 events.
     /// let mut ia = Ia::open_in(MockBackend::new(), Inline::<2, 16>, MOCK_IA_NAME, 4)?;

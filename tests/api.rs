@@ -1,6 +1,6 @@
 //! The owning Rust API: `udat::Ia`.
-use udat::mock::{MockBackend, MOCK_IA_NAME};
 use udat::*;
+use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
 
 #[test]
 fn ia_open_unknown_name_is_provider_not_found() {

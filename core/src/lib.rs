@@ -6,7 +6,7 @@
 //! over a [`Backend`] that does the transport.
 //!
 //! ```text
-//!  consumer ──> Provider<B, S> ──> B: Backend (mlx5 direct, verbs, mock)
+//!  consumer ──> Provider<B, S> ──> B: Backend (mlx5 direct, verbs, udat-testkit's mock)
 //!               handles · rules · event queues
 //! ```
 //!
@@ -45,8 +45,6 @@ pub mod fast;
 pub mod handle;
 mod ia;
 mod lmr;
-#[cfg(feature = "mock")]
-pub mod mock;
 mod provider;
 mod psp;
 mod pz;

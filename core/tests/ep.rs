@@ -42,7 +42,7 @@ fn dat_ep_create_evd_without_the_stream_flag_is_invalid_handle() {
 fn dat_ep_create_connect_evd_may_be_of_another_ia_and_gets_its_events() {
     let mut fx = Fx::new();
     // The fixture's IA is the first the mock opened; this is the second.
-    let (ia2, _) = fx.p.ia_open(udat_core::mock::MOCK_IA_NAME, AsyncEvd::Exists).unwrap();
+    let (ia2, _) = fx.p.ia_open(udat_testkit::mock::MOCK_IA_NAME, AsyncEvd::Exists).unwrap();
     let pz2 = fx.p.pz_create(ia2).unwrap();
     let dto2 = fx.p.evd_create(ia2, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
     // DTO EVDs must share the EP's IA: their CQs belong to its device.

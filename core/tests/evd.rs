@@ -4,9 +4,9 @@
 mod common;
 use common::*;
 use udat_core::backend::ConnOutcome;
-use udat_core::mock::Scheduled;
 use udat_core::types::*;
 use udat_core::*;
+use udat_testkit::mock::Scheduled;
 
 fn sw_evd(fx: &mut Fx, qlen: u32) -> EvdHandle {
     fx.p.evd_create(fx.ia, qlen, CnoHandle::NULL, EvdFlags::SOFTWARE).unwrap()

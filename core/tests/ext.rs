@@ -2,9 +2,9 @@
 //! compare-and-swap and fetch-and-add (`<dat2/dat_ib_extensions.h>`).
 mod common;
 use common::*;
-use udat_core::mock::{MockBackend, MOCK_IA_NAME};
 use udat_core::types::*;
 use udat_core::*;
+use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
 
 fn flags() -> CompletionFlags {
     CompletionFlags::DEFAULT

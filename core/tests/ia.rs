@@ -3,9 +3,9 @@
 //! dat_strerror(3DAT), and handle checking across all objects.
 mod common;
 use common::*;
-use udat_core::mock::MOCK_IA_NAME;
 use udat_core::types::*;
 use udat_core::*;
+use udat_testkit::mock::MOCK_IA_NAME;
 
 #[test]
 fn dat_ia_open_unknown_name_is_provider_not_found() {

@@ -93,7 +93,7 @@ fn dat_lmr_create_bad_privileges_or_length_is_invalid_parameter() {
 #[test]
 fn dat_lmr_create_pz_of_another_ia_is_invalid_handle() {
     let mut fx = Fx::new();
-    let (ia2, _) = fx.p.ia_open(udat_core::mock::MOCK_IA_NAME, AsyncEvd::Exists).unwrap();
+    let (ia2, _) = fx.p.ia_open(udat_testkit::mock::MOCK_IA_NAME, AsyncEvd::Exists).unwrap();
     let region = MemType::Virtual { address: 0x5000, length: 64 };
     assert_eq!(ty(fx.p.lmr_create(ia2, region, fx.pz, MemPriv::ALL)), ErrorType::InvalidHandle);
 }
@@ -145,9 +145,9 @@ fn dat_lmr_free_then_local_use_is_protection_violation() {
 /// after 4 × 65,536).
 #[test]
 fn a_freed_lmr_context_stays_refused_through_many_registrations() {
-    let mut p: Box<Provider<udat_core::mock::MockBackend, Inline<4, 64>>> =
-        Box::new(Provider::new(udat_core::mock::MockBackend::new()));
-    let (ia, _) = p.ia_open(udat_core::mock::MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 }).unwrap();
+    let mut p: Box<Provider<udat_testkit::mock::MockBackend, Inline<4, 64>>> =
+        Box::new(Provider::new(udat_testkit::mock::MockBackend::new()));
+    let (ia, _) = p.ia_open(udat_testkit::mock::MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 }).unwrap();
     let pz = p.pz_create(ia).unwrap();
     let region = MemType::Virtual { address: BUF, length: BUF_LEN };
     let first = p.lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
@@ -367,10 +367,10 @@ fn dat_rmr_query_unbound_has_no_binding_fields() {
 #[test]
 fn dat_lmr_create_on_a_transport_that_reads_every_region_has_local_read() {
     // InfiniBand and RoCE: ibv_reg_mr(3) always enables local read.
-    let mut mock = udat_core::mock::MockBackend::new();
+    let mut mock = udat_testkit::mock::MockBackend::new();
     mock.attr.local_read_implied = true;
     let mut p: Box<P> = Box::new(Provider::new(mock));
-    let (ia, _) = p.ia_open(udat_core::mock::MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 }).unwrap();
+    let (ia, _) = p.ia_open(udat_testkit::mock::MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 }).unwrap();
     let pz = p.pz_create(ia).unwrap();
     let wo = p.lmr_create(ia, MemType::Virtual { address: BUF, length: 64 }, pz, MemPriv::LOCAL_WRITE).unwrap();
     assert_eq!(p.lmr_query(wo.lmr, LMR_FIELD_ALL).unwrap().mem_privileges, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);

@@ -2,6 +2,8 @@
 //! in one crate that is never shipped (`publish = false`, a dev-dependency
 //! only).
 //!
+//! - [`mock`]: a deterministic, scriptable backend, for the core's
+//!   conformance tests and the reference model.
 //! - [`suite`]: the transport suite, run on every backend through its
 //!   [`suite::Fabric`] and [`transport_suite!`].
 //! - [`reference`]: the reference model of the DAT rules the core is held
@@ -10,6 +12,7 @@
 //!   test memory, a recording register and the syndrome table for the
 //!   mlx5 data path's tests.
 
+pub mod mock;
 pub mod reference;
 pub mod suite;
 

@@ -8,9 +8,9 @@
 //! Shared by the proptest in udat's `tests/model.rs` and the `core_model`
 //! fuzz target, which turns on the `arbitrary` feature for [`Op`].
 
+use crate::mock::{MockBackend, MOCK_IA_NAME};
 use std::collections::BTreeMap;
 use udat_core::backend::ConnOutcome;
-use udat_core::mock::{MockBackend, MOCK_IA_NAME};
 use udat_core::types::*;
 use udat_core::*;
 

@@ -3,9 +3,9 @@
 #![allow(dead_code)]
 
 use udat_core::backend::ConnOutcome;
-use udat_core::mock::{MockBackend, MOCK_IA_NAME};
 use udat_core::types::*;
 use udat_core::*;
+use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
 
 pub type P = Provider<MockBackend, Inline<32, 512>>;
 

@@ -9,18 +9,18 @@
 //! a post to it. The clock only moves when a wait blocks: `block` jumps to
 //! the next scheduled event or to the timeout.
 //!
-//! Fixed capacities, no allocation: it runs wherever the core runs.
+//! Fixed capacities, no allocation: it runs under Miri as the core does.
 
 use heapless::Deque;
 
-use crate::FixedVec;
+use udat_core::FixedVec;
 
-use crate::backend::{
+use udat_core::backend::{
     Backend, CmEvent, Completion, ConnOutcome, PrivateData, QpConfig, Registration, RequestOp, SendWr, Sge, Wake,
 };
-use crate::error::{DatError, DatResult, ErrorType};
-use crate::handle::EpHandle;
-use crate::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, Qos, SrqAttr};
+use udat_core::error::{DatError, DatResult, ErrorType};
+use udat_core::handle::EpHandle;
+use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, Qos, SrqAttr};
 
 const QPS: usize = 32;
 const CQS: usize = 32;

@@ -4,7 +4,7 @@
 //! neither blocks a thread nor polls.
 //!
 //! ```text
-//! cargo run --features tokio --example async_pingpong -- [DEVICE] [ROUND_TRIPS]
+//! cargo run -p udat-verbs --example async_pingpong -- [DEVICE] [ROUND_TRIPS]
 //! ```
 //!
 //! DEVICE is a verbs device (`rxe0`, the default, or `UDAT_RDMA_DEVICE`)

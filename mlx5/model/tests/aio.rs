@@ -1,13 +1,13 @@
 //! Event-loop waiting through the Rust API on the software HCA: the CNO
 //! descriptor of `Ia::cno_fd_create`, and `udat::aio` awaiting it from a
-//! tokio task (with the `tokio` feature).
+//! tokio task (udat's `tokio` feature).
 
 use std::time::Duration;
 
-use udat::mock::{MockBackend, MOCK_IA_NAME};
 use udat::*;
 use udat_mlx5::Mlx5;
 use udat_mlx5_model::SoftHca;
+use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
 
 fn readable(fd: i32, ms: i32) -> bool {
     let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
@@ -50,7 +50,6 @@ fn a_connect_timeout_wakes_the_descriptor_with_no_call_in_between() {
     assert_eq!(unsafe { libc::fcntl(fd, libc::F_GETFD) }, -1, "cno_free closes the descriptor");
 }
 
-#[cfg(feature = "tokio")]
 mod with_tokio {
     use super::*;
 

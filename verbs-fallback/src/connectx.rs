@@ -310,8 +310,10 @@ impl Device for ConnectX {
             srq: spec.srq.map_or(std::ptr::null_mut(), |s| s.0.srq),
             // One WQEBB a request (a control and a data segment, and room
             // for the remote-address and atomic ones), so the ring holds
-            // at least the WQEBBs asked for; the data path sizes each WQE
-            // itself.
+            // at least the WQEBBs asked for. The data path sizes each WQE
+            // itself, inline data included (at most a BlueFlame half,
+            // `udat_mlx5::backend::MAX_INLINE`): `max_inline_data` sizes
+            // only rdma-core's own WQEs, and this QP posts none.
             cap: sys::ibv_qp_cap {
                 max_send_wr: spec.sq_wqebbs,
                 max_recv_wr: if spec.srq.is_some() { 0 } else { spec.max_recv_wr.max(1) },

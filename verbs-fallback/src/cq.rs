@@ -101,6 +101,11 @@ impl CqShared {
         n
     }
 
+    /// Queue `completion` after those already stashed.
+    pub fn stash(&self, completion: Completion) {
+        self.stash.borrow_mut().push_back(completion);
+    }
+
     /// Move everything the device holds into the stash; whether anything
     /// came. What was stashed before is not news: it waits for the EVD it
     /// belongs to, and counting it would wake a waiter on another EVD of

@@ -11,11 +11,10 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
 
 use udat_core::{
-    backend::{RequestOp, SendWr, Sge, MAX_SGE},
-    types::{CompletionFlags, DtoOp},
+    backend::{Completion, RequestOp, SendWr, Sge, MAX_SGE},
+    types::{CompletionFlags, DtoOp, DtoStatus},
     DatError, DatResult, ErrorType,
 };
 
@@ -37,9 +36,6 @@ const QP_ACCESS: u32 = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
     | sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
     | sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0
     | sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
-
-/// How long a reset waits for the device's flushes.
-const FLUSH_WAIT: Duration = Duration::from_secs(2);
 
 /// A posted send-queue request.
 #[derive(Clone, Copy)]
@@ -432,23 +428,6 @@ impl Qp {
         self.shared.break_off()
     }
 
-    /// [`Qp::break_off`], then take the flushes into the CQs' stashes,
-    /// waiting up to [`FLUSH_WAIT`]: a QP moved to RESET drops requests
-    /// not yet flushed, which would then never complete.
-    fn flush(&mut self) {
-        if !self.break_off() {
-            return;
-        }
-        let start = Instant::now();
-        while self.shared.awaited() > 0 && start.elapsed() < FLUSH_WAIT {
-            self.send_cq.pull();
-            self.recv_cq.pull();
-            if self.shared.awaited() > 0 {
-                std::thread::sleep(Duration::from_micros(50));
-            }
-        }
-    }
-
     /// Whether requests are still to be flushed: the CQs are pulled first,
     /// so this is false as soon as the device has flushed them all.
     pub(crate) fn unflushed(&mut self) -> bool {
@@ -457,11 +436,28 @@ impl Qp {
         self.shared.awaited() > 0
     }
 
-    /// Back to INIT with empty rings, ready for another connection.
+    /// Back to INIT with empty rings, ready for another connection,
+    /// without waiting for the device. A QP moved to RESET drops what it
+    /// has not flushed yet, so every request still outstanding once the
+    /// CQs are pulled completes here as flushed, after the device's own
+    /// completions, in post order: what the device would have said. The
+    /// sequence numbers go on rising, so a flush the device writes after
+    /// all names no request of the next connection and is dropped.
     pub(crate) fn reset(&mut self) -> DatResult<()> {
-        self.flush();
+        self.break_off();
+        self.send_cq.pull();
+        self.recv_cq.pull();
+        {
+            let mut rings = self.shared.rings.borrow_mut();
+            let tag = self.shared.tag;
+            for slot in rings.sends.drain(..) {
+                self.send_cq.stash(flushed(tag, slot.cookie, slot.op, slot.notify));
+            }
+            for (_, cookie) in rings.recvs.drain(..) {
+                self.recv_cq.stash(flushed(tag, cookie, DtoOp::Receive, true));
+            }
+        }
         self.shared.to_state(sys::ibv_qp_state::IBV_QPS_RESET)?;
-        *self.shared.rings.borrow_mut() = Rings::default();
         self.shared.phase.set(Phase::Idle);
         self.shared.init(self.ia.port)
     }
@@ -477,6 +473,11 @@ impl Drop for Qp {
         // SAFETY: no rdma_cm id refers to the QP any more.
         unsafe { sys::ibv_destroy_qp(self.shared.qp) };
     }
+}
+
+/// The completion of a request the device flushed, or would have.
+fn flushed(tag: u64, cookie: u64, op: DtoOp, notify: bool) -> Completion {
+    Completion { tag, cookie, status: DtoStatus::Flushed, op, transferred_length: 0, imm: 0, retired: 1, notify }
 }
 
 // The core's `Sge` and verbs' `ibv_sge` are one layout (`{ u64, u32,

@@ -146,3 +146,56 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// dat_ep_reset straight after an abrupt disconnect, with DTOs the device
+/// may not have flushed yet: the reset waits for nothing, every DTO
+/// posted before it completes exactly once and in post order (flushed if
+/// the device had not said so by then), and the EP connects again and
+/// moves data with no completion of the old connection on the new one.
+#[test]
+fn a_reset_straight_after_a_disconnect_loses_no_dto_and_the_ep_connects_again() {
+    const SENDS: u64 = 8;
+    const RECVS: u64 = 8;
+    let mut rig = Rig::<Rxe>::new();
+    let mut attr = EpAttr::provider_default(&rig.attr);
+    attr.max_request_dtos = SENDS as u32;
+    attr.max_recv_dtos = RECVS as u32;
+    let (client, server) = (rig.side_with(Some(&attr)), rig.side_with(Some(&attr)));
+    rig.connect(client, server, PORT + 11, b"", b"");
+    let src = rig.buf(4096, MemPriv::ALL);
+    let dst = rig.buf(4096, MemPriv::ALL);
+    for cookie in 0..RECVS {
+        rig.p.ep_post_recv(client.ep, &[dst.seg(0, 64)], 100 + cookie, CompletionFlags::DEFAULT).unwrap();
+    }
+    // The server posts no receive: the sends wait for one until flushed.
+    for cookie in 0..SENDS {
+        rig.p.ep_post_send(client.ep, &[src.seg(0, 64)], cookie, CompletionFlags::DEFAULT).unwrap();
+    }
+    rig.p.ep_disconnect(client.ep, CloseFlags::Abrupt).unwrap();
+    rig.p.ep_reset(client.ep).unwrap();
+
+    let (mut requests, mut recvs) = (Vec::new(), Vec::new());
+    for _ in 0..SENDS + RECVS {
+        let (cookie, status, _, op) = rig.dto(client.dto);
+        match op {
+            DtoOp::Receive => recvs.push((cookie, status)),
+            _ => requests.push((cookie, status)),
+        }
+    }
+    let expected: Vec<_> = (0..SENDS).map(|c| (c, DtoStatus::Flushed)).collect();
+    assert_eq!(requests, expected, "sends no receive ever met");
+    let expected: Vec<_> = (0..RECVS).map(|c| (100 + c, DtoStatus::Flushed)).collect();
+    assert_eq!(recvs, expected);
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(rig.p.evd_dequeue(client.dto).is_err(), "a DTO completed twice");
+
+    rig.expect(server.conn, EventNumber::ConnectionDisconnected);
+    rig.p.ep_reset(server.ep).unwrap();
+    while rig.p.evd_dequeue(client.conn).is_ok() {}
+    rig.connect(client, server, PORT + 12, b"again", b"");
+    rig.p.ep_post_recv(server.ep, &[dst.seg(0, 64)], 7, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_send(client.ep, &[src.seg(0, 64)], 77, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (77, DtoStatus::Success, 64, DtoOp::Send));
+    assert_eq!(rig.dto(server.dto), (7, DtoStatus::Success, 64, DtoOp::Receive));
+    assert!(rig.p.evd_dequeue(client.dto).is_err(), "an old completion reached the new connection");
+}

@@ -66,6 +66,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         self.post_request(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags, REQUEST_FLAGS)
     }
 
+    /// Inlined into each entry point: the request's kind is then a
+    /// constant, so the checks of the other kinds fold away, and the
+    /// request, the segments and the flags need not be passed through the
+    /// stack. It took 66 instructions off a C ABI
+    /// RDMA write post and 78 off the Rust API's send over the null
+    /// backend (`cargo xtask icount`).
+    #[inline(always)]
     pub(crate) fn post_request(
         &mut self,
         h: EpHandle,

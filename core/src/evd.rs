@@ -299,6 +299,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// flushes the EP's posted DTOs, and a consumer whose data thread only
     /// dequeues its DTO EVD must still see them complete. A dequeue that
     /// returns an event never looks.
+    ///
+    /// Inlined into its callers (the C ABI's entry point among them), as
+    /// the routing of a completion is into it: the direct path of a DTO
+    /// EVD then runs without a call or an event copied through memory.
+    #[inline]
     pub fn evd_dequeue(&mut self, evd: EvdHandle) -> DatResult<Event> {
         let Provider { evds, backend, polled, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;

@@ -287,6 +287,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// returned instead of queued when it is for `direct` (a dequeue of
     /// that EVD with nothing queued before it), then the connection a
     /// failure breaks.
+    #[inline]
     pub(crate) fn complete_to(&mut self, c: &Completion, direct: EvdHandle) -> Option<Event> {
         let ep_h = EpHandle(RawHandle::from_bits(c.tag));
         // A completion of a freed EP (a stale CQE) has nowhere to go.

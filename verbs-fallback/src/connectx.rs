@@ -409,7 +409,7 @@ impl Device for ConnectX {
         if dv.head != 0 || !srqn_given {
             return Err(refused("SRQ", udat_mlx5::Geometry::Ring));
         }
-        let wqe_cnt = dv.tail.checked_add(1).ok_or(refused("SRQ", udat_mlx5::Geometry::Ring))?;
+        let wqe_cnt = dv.tail.checked_add(1).ok_or_else(|| refused("SRQ", udat_mlx5::Geometry::Ring))?;
         // SAFETY: the ring and record are the SRQ's, used only by the data
         // path while `srq` keeps it alive.
         let geometry = unsafe { dv::shared_recv_queue(&dv, wqe_cnt) }.map_err(|e| refused("SRQ", e))?;

@@ -464,8 +464,10 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
 
     /// Post a WQE that gathers `sges` and ring the doorbell for it. With
     /// nothing else waiting for a doorbell and a WQE of one WQEBB, the WQE
-    /// is built in words on the stack, stored into the ring whole and
-    /// copied to the BlueFlame register from the same words.
+    /// is built in registers as the eight words of its WQEBB (its segments
+    /// at fixed places, no loop and no zeroed staging array), stored into
+    /// the ring whole and copied to the BlueFlame register from the same
+    /// words.
     #[inline]
     pub fn send(&mut self, op: impl Into<Header>, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
         let header = op.into();
@@ -475,13 +477,32 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             self.ring();
             return Ok(());
         }
-        self.begin(ds)?;
-        let mut wqe = Staged::<1>::new();
-        let first = wqe.headers(&header);
-        for (n, sge) in (first..).zip(sges) {
-            wqe.put(n, wqe::data_words(sge.length, sge.lkey, sge.addr));
+        // One WQEBB: room for it is one free WQEBB.
+        if self.pi.wrapping_sub(self.ci) >= self.wqe_cnt {
+            return Err(Full);
         }
-        self.ring_staged(&mut wqe, &header, ds, flags, slot);
+        let data = |i: usize| sges.get(i).map_or([0; 2], |s| wqe::data_words(s.length, s.lkey, s.addr));
+        // `ds` is at most 4, so the segments after the control segment
+        // are the headers, then the data, in the three places left.
+        let segs = match (header.remote, header.atomic) {
+            (Some(r), Some((swap_add, compare))) => {
+                [wqe::raddr_words(r.addr, r.rkey), wqe::atomic_words(swap_add, compare), data(0)]
+            }
+            (Some(r), None) => [wqe::raddr_words(r.addr, r.rkey), data(0), data(1)],
+            (None, _) => [data(0), data(1), data(2)],
+        };
+        let flags = flags | core::mem::take(&mut self.fence_next);
+        let ctrl = wqe::ctrl_words(self.pi, header.opcode, 0, self.qpn, ds as u8, flags, header.imm);
+        let block = [ctrl[0], ctrl[1], segs[0][0], segs[0][1], segs[1][0], segs[1][1], segs[2][0], segs[2][1]];
+        // SAFETY: `block_offset` is 64-aligned and inside the ring.
+        unsafe { self.buf.store_block(self.block_offset(self.pi), &block) };
+        self.keep(slot, 1);
+        barrier::to_device_barrier();
+        self.dbrec.write_be32(SND_DBR * 4, u32::from(self.pi));
+        barrier::wc_start();
+        self.bf.write_block(self.bf_offset, &block);
+        self.bf.flush();
+        self.bf_offset ^= self.bf_size;
         Ok(())
     }
 

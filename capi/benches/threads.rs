@@ -1,22 +1,36 @@
 //! One thread against two: posting and reaping on separate Endpoints of
-//! one provider through the C ABI, on the software HCA.
+//! one thread-safe provider through the C ABI, on the software HCA.
 //!
 //! Each worker owns a connected pair of Endpoints with an EVD of its own
 //! and repeats: post 16 RDMA writes of 64 bytes, then dequeue their 16
 //! completions. The figure is DAT calls (posts and dequeues) per second,
 //! for one worker alone and for two workers on two threads at once; their
-//! ratio is what the provider lets two threads gain.
+//! ratio is what the provider lets two threads gain. Two groups:
+//!
+//! - "end to end": the software HCA executes each WQE inside its
+//!   doorbell, on the posting thread, one doorbell at a time (it is one
+//!   device behind one lock), so its work, which a ConnectX does in
+//!   hardware for all QPs at once, is in the figures and is serialised;
+//! - "the provider alone": the doorbells are deferred (the registers make
+//!   the MMIO stores a ConnectX's `Uar` makes, to a stand-in page) and the
+//!   HCA runs the posted WQEs between the timed phases: the workers post
+//!   their bursts together, timed; the HCA runs them, untimed; the workers
+//!   dequeue the completions together, timed. Workers start each phase at
+//!   a spinning barrier, and a phase lasts as long as its slowest worker.
 //!
 //! `cargo bench -p udat-capi --bench threads`
 
 use std::ffi::CStr;
 use std::hint::black_box;
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use udat_capi::registry::{self, Registration};
 use udat_capi::sys::*;
+use udat_capi::transport::Model;
+use udat_capi::Instance;
 
 const NAME: &CStr = c"bench-threads";
 const CONN_QUAL: u64 = 4321;
@@ -53,6 +67,13 @@ unsafe impl Sync for Worker {}
 impl Worker {
     /// One burst: `BURST` posts, then their completions; DAT calls made.
     fn burst(&self) -> u64 {
+        self.post();
+        self.reap();
+        2 * BURST as u64
+    }
+
+    /// `BURST` RDMA writes.
+    fn post(&self) {
         let t = self.t;
         for i in 0..BURST {
             let cookie = DAT_DTO_COOKIE { as_64: i as u64 };
@@ -71,6 +92,11 @@ impl Worker {
             };
             ok(ret, "dat_ep_post_rdma_write");
         }
+    }
+
+    /// The completions of a burst.
+    fn reap(&self) {
+        let t = self.t;
         let mut reaped = 0;
         while reaped < BURST {
             let mut event = DAT_EVENT::default();
@@ -81,7 +107,6 @@ impl Worker {
             }
             black_box(&event);
         }
-        2 * BURST as u64
     }
 }
 
@@ -91,6 +116,23 @@ struct Rig {
     ia: DAT_IA_HANDLE,
     workers: Vec<Worker>,
     _memory: Vec<Box<[u8; 2 * 4096]>>,
+}
+
+/// The software HCA under a provider: whether its doorbells are deferred,
+/// and a run of what they published.
+struct Hca {
+    defer: Box<dyn Fn(bool) + Sync>,
+    release: Box<dyn Fn() + Sync>,
+}
+
+impl Hca {
+    fn of(ia: DAT_IA_HANDLE) -> Hca {
+        // SAFETY: `ia` is a live IA handle of a model provider.
+        let inst = unsafe { Instance::<Model>::of(ia) };
+        let hca = inst.state.lock().core.backend_mut().device().clone();
+        let released = hca.clone();
+        Hca { defer: Box::new(move |on| hca.set_deferred(on)), release: Box::new(move || released.release()) }
+    }
 }
 
 impl Rig {
@@ -214,9 +256,77 @@ fn run(workers: &[Worker], bursts: u64) -> Duration {
     start.elapsed()
 }
 
+/// A barrier the workers spin at, so that they start a phase within
+/// nanoseconds of each other.
+struct Spin {
+    n: usize,
+    arrived: AtomicUsize,
+    round: AtomicUsize,
+}
+
+impl Spin {
+    fn new(n: usize) -> Spin {
+        Spin { n, arrived: AtomicUsize::new(0), round: AtomicUsize::new(0) }
+    }
+
+    fn wait(&self) {
+        let round = self.round.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
+            self.arrived.store(0, Ordering::Relaxed);
+            self.round.store(round + 1, Ordering::Release);
+        } else {
+            while self.round.load(Ordering::Acquire) == round {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+/// `bursts` bursts on each of `workers`, one thread each, the HCA running
+/// the WQEs between the posting and the reaping phase: the time the
+/// phases took, each as long as its slowest worker.
+fn run_split(workers: &[Worker], hca: &Hca, bursts: u64) -> Duration {
+    let spin = Spin::new(workers.len());
+    let times: Vec<Vec<[Duration; 2]>> = std::thread::scope(|s| {
+        let threads: Vec<_> = workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let spin = &spin;
+                s.spawn(move || {
+                    let mut times = Vec::with_capacity(bursts as usize);
+                    for _ in 0..bursts {
+                        spin.wait();
+                        let start = Instant::now();
+                        w.post();
+                        let posted = start.elapsed();
+                        spin.wait();
+                        if i == 0 {
+                            (hca.release)();
+                        }
+                        spin.wait();
+                        let start = Instant::now();
+                        w.reap();
+                        times.push([posted, start.elapsed()]);
+                    }
+                    times
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().expect("a worker")).collect()
+    });
+    (0..bursts as usize)
+        .map(|b| {
+            let slowest = |phase: usize| times.iter().map(|t| t[b][phase]).max().unwrap_or_default();
+            slowest(0) + slowest(1)
+        })
+        .sum()
+}
+
 fn threads(c: &mut Criterion) {
     let rig = Rig::new(2);
-    let mut group = c.benchmark_group("posting and reaping on separate EPs of one provider");
+    let hca = Hca::of(rig.ia);
+    let mut group = c.benchmark_group("end to end");
     group.sample_size(10).measurement_time(Duration::from_secs(4));
     for n in [1usize, 2] {
         group.throughput(Throughput::Elements(2 * BURST as u64 * n as u64));
@@ -225,6 +335,17 @@ fn threads(c: &mut Criterion) {
         });
     }
     group.finish();
+    (hca.defer)(true);
+    let mut group = c.benchmark_group("the provider alone");
+    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    for n in [1usize, 2] {
+        group.throughput(Throughput::Elements(2 * BURST as u64 * n as u64));
+        group.bench_function(format!("{n} thread(s)"), |b| {
+            b.iter_custom(|bursts| run_split(&rig.workers[..n], &hca, bursts));
+        });
+    }
+    group.finish();
+    (hca.defer)(false);
 }
 
 criterion_group!(benches, threads);

@@ -202,9 +202,9 @@ pub struct QueueHeap(pub Capacity);
 
 #[cfg(any(feature = "model", feature = "connectx"))]
 impl udat_mlx5::table::Storage for QueueHeap {
-    type Slots<T> = Reserved<Option<T>>;
+    type Slots<T> = Reserved<udat_mlx5::table::Entry<T>>;
 
-    fn slots<T>(&mut self, of: udat_mlx5::table::Of) -> Reserved<Option<T>> {
+    fn slots<T>(&mut self, of: udat_mlx5::table::Of) -> Reserved<udat_mlx5::table::Entry<T>> {
         use udat_mlx5::table::Of;
         let n = match of {
             Of::Qps => self.0.eps,

@@ -1,5 +1,6 @@
 //! One registered provider: its `DAT_PROVIDER` table, and the core
-//! provider that holds every object opened through it, behind one lock.
+//! provider that holds every object opened through it, behind its lock
+//! ([`crate::lock`]).
 //!
 //! A C handle is a word of the instance's [`HandleSpace`] holding the
 //! address of this instance's table (`<dat2/dat_redirection.h>`:
@@ -8,9 +9,7 @@
 
 use std::ffi::CString;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-use parking_lot::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use udat::notify::Notifier;
 use udat_core::backend::Backend;
@@ -20,6 +19,7 @@ use udat_core::{DatError, DatResult, Provider, Subtype};
 
 use crate::capacity::{Capacity, Heap};
 use crate::handles::HandleSpace;
+use crate::lock::{Locked, ObjLocks};
 use crate::registry::Registration;
 use crate::sys::{udat_ext_fn, udat_provider_head, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
 
@@ -79,27 +79,6 @@ impl<B: Transport> State<B> {
     }
 }
 
-/// The lock. The core provider and its backend are single-threaded objects
-/// (the verbs backend shares reference-counted device state between its
-/// objects); they are only ever reached through this mutex.
-pub struct Locked<T>(Mutex<T>);
-
-// SAFETY: every access to the value goes through the mutex, so no two
-// threads touch it at once, and no reference-counted part of it is ever
-// handed out of the guard (entry points copy plain values out).
-unsafe impl<T> Sync for Locked<T> {}
-// SAFETY: as above; the value moves between threads only as a whole.
-unsafe impl<T> Send for Locked<T> {}
-
-impl<T> Locked<T> {
-    /// Take the lock. A panic in another caller was turned into
-    /// `DAT_INTERNAL_ERROR` for that caller and released the lock; the core
-    /// leaves its state consistent or fails before it changes anything.
-    pub fn lock(&self) -> MutexGuard<'_, T> {
-        self.0.lock()
-    }
-}
-
 /// A registered provider.
 #[repr(C)]
 pub struct Instance<B: Transport> {
@@ -121,6 +100,17 @@ pub struct Instance<B: Transport> {
     /// instance serves no further call (`DAT_INTERNAL_ERROR`).
     pub poisoned: AtomicBool,
     pub state: Locked<State<B>>,
+    /// Whether posts and dequeues share the state: a thread-safe
+    /// registration over a transport whose queues allow it.
+    pub shares: bool,
+    /// Per EP slot and per EVD slot: the lock a post or a dequeue of a
+    /// shared provider takes ([`udat_core::shared`]).
+    pub ep_locks: ObjLocks,
+    pub evd_locks: ObjLocks,
+    /// When, on the clock of [`Instance::now_us`], an empty shared
+    /// dequeue next makes an exclusive one, which looks at connection
+    /// events (at most every [`udat_core::CM_LOOK_US`]).
+    pub cm_look_us: AtomicU64,
 }
 
 // `c/ext.c` reaches `post` as `udat_provider_head` lays it out; the
@@ -150,12 +140,35 @@ impl<B: Transport> Instance<B> {
             thread_safe: reg.thread_safe,
             ia_out: reg.ia_out,
             poisoned: AtomicBool::new(false),
-            state: Locked(Mutex::new(state)),
+            state: Locked::new(state, reg.thread_safe),
+            shares: reg.thread_safe && B::SHARED_QUEUES,
+            ep_locks: ObjLocks::new(capacity.eps as usize),
+            evd_locks: ObjLocks::new(capacity.evds as usize),
+            cm_look_us: AtomicU64::new(0),
         });
         inst.table.device_name = inst.name.as_ptr();
         let word = ptr::addr_of!(inst.table) as usize;
         inst.state.lock().handles.set_word(word);
         Ok(inst)
+    }
+
+    /// Microseconds on a monotonic clock.
+    pub fn now_us() -> u64 {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START.get_or_init(std::time::Instant::now).elapsed().as_micros() as u64
+    }
+
+    /// Whether an empty shared dequeue is to make an exclusive one now,
+    /// which pulls connection events: true at most once every
+    /// [`udat_core::CM_LOOK_US`] across the provider's threads.
+    pub fn cm_look_due(&self) -> bool {
+        let now = Self::now_us();
+        let due = self.cm_look_us.load(Ordering::Relaxed);
+        now >= due
+            && self
+                .cm_look_us
+                .compare_exchange(due, now + udat_core::CM_LOOK_US, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// The instance a handle of this transport belongs to.

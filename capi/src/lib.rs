@@ -21,6 +21,7 @@ pub mod capacity;
 pub mod entry;
 pub mod handles;
 pub mod instance;
+pub mod lock;
 pub mod registry;
 pub mod sys;
 pub mod table;

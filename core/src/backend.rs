@@ -135,6 +135,26 @@ impl Completion {
     };
 }
 
+/// What a call on a shared provider came to ([`crate::shared`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shared<T> {
+    Done(T),
+    /// Nothing to take.
+    Empty,
+    /// The call needs the provider to itself: make it again through
+    /// `&mut`. Nothing was changed.
+    Exclusive,
+}
+
+/// The head of a CQ as [`Backend::cq_peek_shared`] sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqHead {
+    /// The QP's tag.
+    pub tag: u64,
+    /// Whether the CQE completes a receive.
+    pub recv: bool,
+}
+
 /// What a connection attempt or connection came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConnOutcome {
@@ -259,6 +279,52 @@ pub trait Backend {
     }
 
     fn post_send(&mut self, qp: &mut Self::Qp, wr: &SendWr<'_>) -> DatResult<()>;
+
+    /// Whether the transport's queues may be driven from several threads
+    /// at once, each queue by one thread at a time, through
+    /// [`Backend::post_send_shared`], [`Backend::cq_peek_shared`] and
+    /// [`Backend::cq_take_shared`] (see [`crate::shared`]). A transport
+    /// that says no is only ever driven through `&mut self`.
+    const SHARED_QUEUES: bool = false;
+
+    /// [`Backend::post_send`] through a shared backend.
+    ///
+    /// # Safety
+    /// No `&mut self` exists while this runs, and no other thread uses
+    /// `qp`'s queues: the caller holds the lock of `qp`'s EP. Only called
+    /// when [`Backend::SHARED_QUEUES`] holds.
+    #[allow(unsafe_code)]
+    unsafe fn post_send_shared(&self, _qp: &mut Self::Qp, _wr: &SendWr<'_>) -> DatResult<()> {
+        Err(crate::error::DatError::of(crate::error::ErrorType::InternalError))
+    }
+
+    /// What the next completion of `cq` is for, without taking it:
+    /// [`Shared::Done`] with the QP's tag and whether it is a receive when
+    /// a shared dequeue can settle it alone (a success of a QP that
+    /// receives from no SRQ), [`Shared::Exclusive`] for anything else.
+    ///
+    /// # Safety
+    /// No `&mut self` exists while this runs, and no other thread uses
+    /// `cq`: the caller holds the lock of `cq`'s EVD. Only called when
+    /// [`Backend::SHARED_QUEUES`] holds.
+    #[allow(unsafe_code)]
+    unsafe fn cq_peek_shared(&self, _cq: &mut Self::Cq) -> Shared<CqHead> {
+        Shared::Exclusive
+    }
+
+    /// Take the completion [`Backend::cq_peek_shared`] found: retire its
+    /// work request in its QP's queue. [`Shared::Empty`] when the CQE
+    /// completed nothing (its request was already gone) and
+    /// [`Shared::Exclusive`], with the CQE left in place, when its work
+    /// request is one only an exclusive poll settles (a window bind).
+    ///
+    /// # Safety
+    /// As [`Backend::cq_peek_shared`], and no other thread uses the queues
+    /// of the QP the peeked CQE names: the caller holds its EP's lock too.
+    #[allow(unsafe_code)]
+    unsafe fn cq_take_shared(&self, _cq: &mut Self::Cq) -> Shared<Completion> {
+        Shared::Exclusive
+    }
     fn post_recv(&mut self, qp: &mut Self::Qp, sges: &[Sge], cookie: u64) -> DatResult<()>;
     /// Bind `mw` to `sge` of `mr` through `qp`'s send queue and return the
     /// new remote key; with no `mr`, unbind it. The completion carries

@@ -6,16 +6,20 @@
 //! dynamic dispatch.
 
 use crate::backend::{Backend, RequestOp, SendWr};
+use crate::ep::Ep;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::EpHandle;
-use crate::lmr::gather;
+use crate::ia::Ia;
+use crate::lmr::{gather, Lmr};
 use crate::provider::Provider;
+use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
+use crate::FixedVec;
 
 pub(crate) const REQUEST_FLAGS: u32 =
     CompletionFlags::SUPPRESS.0 | CompletionFlags::UNSIGNALLED.0 | CompletionFlags::BARRIER_FENCE.0;
-const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
+pub(crate) const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
 /// The operand of an atomic.
 const ATOMIC_BYTES: u64 = 8;
 
@@ -84,70 +88,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<()> {
         // One look-up of the EP; the LMRs, the IA and the backend are other
         // fields of the provider.
-        let Provider { eps, lmrs, ias, backend, sges, .. } = self;
+        let Provider { eps, lmrs, ias, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        if flags.0 & !allowed != 0 || !ep.unsignalled_allowed(flags, false) {
-            return Err(DatError::invalid_arg(flags_arg(&op)));
-        }
-        if iov.len() > ep.attr.max_request_iov as usize {
-            return Err(DatError::invalid_arg(2));
-        }
-        // "The operation is valid for the Endpoint in the
-        // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
-        if !matches!(ep.state, EpState::Connected | EpState::Disconnected) {
-            return Err(DatError::invalid_state(ep.state_subtype()));
-        }
-        let need = match op {
-            RequestOp::RdmaRead { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. } => {
-                MemPriv::LOCAL_WRITE
-            }
-            _ => MemPriv::LOCAL_READ,
-        };
-        let (count, total) = gather(lmrs, ep.pz, iov, need, sges)?;
-        match op {
-            RequestOp::Send if total > u64::from(ep.attr.max_message_size) => {
-                return Err(DatError::invalid_arg(3));
-            }
-            // "The size of the remote buffer is too small for the data of
-            // the local buffer" (write); "The size of the local buffer is
-            // too small for the data of the remote buffer" (read).
-            RequestOp::RdmaWrite { remote } | RequestOp::RdmaWriteImm { remote, .. }
-                if total > u64::from(remote.segment_length) =>
-            {
-                return Err(DatError::of(ErrorType::LengthError));
-            }
-            RequestOp::RdmaRead { remote } if u64::from(remote.segment_length) > total => {
-                return Err(DatError::of(ErrorType::LengthError));
-            }
-            RequestOp::RdmaWrite { .. } | RequestOp::RdmaWriteImm { .. } | RequestOp::RdmaRead { .. }
-                if total > u64::from(ep.attr.max_rdma_size) =>
-            {
-                return Err(DatError::invalid_arg(3));
-            }
-            RequestOp::CompareSwap { remote, .. } | RequestOp::FetchAdd { remote, .. } => {
-                let ia = ias.get(ep.ia.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
-                if !ia.attr.atomics {
-                    return Err(DatError::of(ErrorType::NotImplemented));
-                }
-                // An atomic works on 8 naturally aligned bytes; the old
-                // value lands in 8 local ones.
-                if total != ATOMIC_BYTES || remote.segment_length < ATOMIC_BYTES as u32 {
-                    return Err(DatError::of(ErrorType::LengthError));
-                }
-                if remote.virtual_address % ATOMIC_BYTES != 0 {
-                    return Err(DatError::of(ErrorType::InvalidParameter));
-                }
-            }
-            _ => {}
-        }
-        if ep.request_outstanding >= ep.attr.max_request_dtos {
-            return Err(DatError::of(ErrorType::InsufficientResources));
-        }
-        let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-        let wr = SendWr { op, sges: sges.get(..count).unwrap_or_default(), length: total as u32, cookie, flags };
-        backend.post_send(qp, &wr)?;
-        ep.request_outstanding += 1;
-        Ok(())
+        let request = Request { iov, cookie, op, flags, allowed };
+        post_checked(ep, lmrs, ias, request, |qp, wr| backend.post_send(qp, wr))
     }
 
     /// dat_ep_post_recv(3DAT): "The operation is valid for all states of the
@@ -161,7 +105,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let Provider { eps, lmrs, backend, sges, .. } = self;
+        let Provider { eps, lmrs, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
             return Err(DatError::invalid_arg(5));
@@ -172,13 +116,102 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !ep.srq.is_null() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
-        let (count, _) = gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, sges)?;
+        let mut sges = FixedVec::new();
+        gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
         if ep.recv_outstanding >= ep.attr.max_recv_dtos {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
         let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-        backend.post_recv(qp, sges.get(..count).unwrap_or_default(), cookie)?;
+        backend.post_recv(qp, &sges, cookie)?;
         ep.recv_outstanding += 1;
         Ok(())
     }
+}
+
+/// A request post as the consumer made it.
+#[derive(Clone, Copy)]
+pub(crate) struct Request<'a> {
+    pub(crate) iov: &'a [LmrTriplet],
+    pub(crate) cookie: u64,
+    pub(crate) op: RequestOp,
+    pub(crate) flags: CompletionFlags,
+    /// The completion flags the call admits.
+    pub(crate) allowed: u32,
+}
+
+/// The rules of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT) and
+/// dat_ep_post_rdma_read(3DAT) (and the IB extension's requests) for a
+/// post on `ep`, its segments translated through `lmrs`; then `post` hands
+/// the work request to the transport. The same code checks a
+/// post through an exclusive provider and through a shared one.
+#[inline(always)]
+pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
+    ep: &mut Ep<B>,
+    lmrs: &Slab<Lmr<B>, L>,
+    ias: &Slab<Ia<B>, I>,
+    request: Request<'_>,
+    post: impl FnOnce(&mut B::Qp, &SendWr<'_>) -> DatResult<()>,
+) -> DatResult<()> {
+    let Request { iov, cookie, op, flags, allowed } = request;
+    if flags.0 & !allowed != 0 || !ep.unsignalled_allowed(flags, false) {
+        return Err(DatError::invalid_arg(flags_arg(&op)));
+    }
+    if iov.len() > ep.attr.max_request_iov as usize {
+        return Err(DatError::invalid_arg(2));
+    }
+    // "The operation is valid for the Endpoint in the
+    // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
+    if !matches!(ep.state, EpState::Connected | EpState::Disconnected) {
+        return Err(DatError::invalid_state(ep.state_subtype()));
+    }
+    let need = match op {
+        RequestOp::RdmaRead { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. } => MemPriv::LOCAL_WRITE,
+        _ => MemPriv::LOCAL_READ,
+    };
+    let mut sges = FixedVec::new();
+    let total = gather(lmrs, ep.pz, iov, need, &mut sges)?;
+    match op {
+        RequestOp::Send if total > u64::from(ep.attr.max_message_size) => {
+            return Err(DatError::invalid_arg(3));
+        }
+        // "The size of the remote buffer is too small for the data of
+        // the local buffer" (write); "The size of the local buffer is
+        // too small for the data of the remote buffer" (read).
+        RequestOp::RdmaWrite { remote } | RequestOp::RdmaWriteImm { remote, .. }
+            if total > u64::from(remote.segment_length) =>
+        {
+            return Err(DatError::of(ErrorType::LengthError));
+        }
+        RequestOp::RdmaRead { remote } if u64::from(remote.segment_length) > total => {
+            return Err(DatError::of(ErrorType::LengthError));
+        }
+        RequestOp::RdmaWrite { .. } | RequestOp::RdmaWriteImm { .. } | RequestOp::RdmaRead { .. }
+            if total > u64::from(ep.attr.max_rdma_size) =>
+        {
+            return Err(DatError::invalid_arg(3));
+        }
+        RequestOp::CompareSwap { remote, .. } | RequestOp::FetchAdd { remote, .. } => {
+            let ia = ias.get(ep.ia.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
+            if !ia.attr.atomics {
+                return Err(DatError::of(ErrorType::NotImplemented));
+            }
+            // An atomic works on 8 naturally aligned bytes; the old
+            // value lands in 8 local ones.
+            if total != ATOMIC_BYTES || remote.segment_length < ATOMIC_BYTES as u32 {
+                return Err(DatError::of(ErrorType::LengthError));
+            }
+            if remote.virtual_address % ATOMIC_BYTES != 0 {
+                return Err(DatError::of(ErrorType::InvalidParameter));
+            }
+        }
+        _ => {}
+    }
+    if ep.request_outstanding >= ep.attr.max_request_dtos {
+        return Err(DatError::of(ErrorType::InsufficientResources));
+    }
+    let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+    let wr = SendWr { op, sges: &sges, length: total as u32, cookie, flags };
+    post(qp, &wr)?;
+    ep.request_outstanding += 1;
+    Ok(())
 }

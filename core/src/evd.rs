@@ -83,7 +83,7 @@ impl<B: Backend> Evd<B> {
     /// Whether a dequeue may hand the next completion of its CQ straight to
     /// the caller: nothing but DTO and bind completions feed it, and no CNO
     /// waits to hear of an event's arrival.
-    fn takes_direct(&self) -> bool {
+    pub(crate) fn takes_direct(&self) -> bool {
         !self.flags.intersects(EvdFlags::CONNECTION | EvdFlags::CR | EvdFlags::ASYNC | EvdFlags::SOFTWARE)
             && self.foreign_streams == 0
             && self.cno.is_null()

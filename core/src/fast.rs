@@ -58,8 +58,7 @@ impl Access {
 #[derive(Clone, Debug)]
 pub struct Segments {
     iov: crate::FixedVec<LmrTriplet, MAX_SGE>,
-    sges: [Sge; MAX_SGE],
-    count: usize,
+    sges: crate::FixedVec<Sge, MAX_SGE>,
     total: u64,
     access: Access,
     pz: PzHandle,
@@ -90,9 +89,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `DAT_INVALID_PARAMETER` for the count.
     pub fn segments(&self, pz: PzHandle, iov: &[LmrTriplet], access: Access) -> DatResult<Segments> {
         let kept = crate::FixedVec::from_slice(iov).map_err(|_| DatError::invalid_arg(2))?;
-        let mut sges = [Sge::default(); MAX_SGE];
-        let (count, total) = gather(&self.lmrs, pz, iov, access.privilege(), &mut sges)?;
-        Ok(Segments { iov: kept, sges, count, total, access, pz, provider: self.number, epoch: self.lmr_epoch })
+        let mut sges = crate::FixedVec::new();
+        let total = gather(&self.lmrs, pz, iov, access.privilege(), &mut sges)?;
+        Ok(Segments { iov: kept, sges, total, access, pz, provider: self.number, epoch: self.lmr_epoch })
     }
 
     /// Borrow `ep` for a run of posts: its handle and state are checked
@@ -209,8 +208,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
         let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-        let sges = segs.sges.get(..segs.count).unwrap_or_default();
-        backend.post_send(qp, &SendWr { op, sges, length: total as u32, cookie, flags })?;
+        backend.post_send(qp, &SendWr { op, sges: &segs.sges, length: total as u32, cookie, flags })?;
         ep.request_outstanding += 1;
         Ok(())
     }

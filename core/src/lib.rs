@@ -27,8 +27,11 @@
 //! other object as it was. Progress is pulled: completions and connection
 //! events reach the EVDs when the consumer dequeues, waits or posts; no
 //! thread runs behind its back.
+//!
+//! The one `unsafe` is in [`slab`]: an object reached through a shared
+//! provider by the thread that holds its lock ([`shared`]).
 #![no_std]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
 pub mod backend;
@@ -50,6 +53,7 @@ mod psp;
 mod pz;
 mod rmr;
 mod rsp;
+pub mod shared;
 pub mod slab;
 mod srq;
 pub mod storage;

@@ -258,25 +258,23 @@ pub(crate) fn translate<B: Backend, L: SlotsOf<Lmr<B>>>(
 
 /// Translate `iov` into `sges`, skipping zero-length segments ("When 0 is
 /// specified for segment_length then the other two elements of the
-/// dat_lmr_triplet are irrelevant"). Returns the entries written and the
-/// total length.
+/// dat_lmr_triplet are irrelevant"). Returns the total length. The
+/// segments go into a vector on the caller's stack, which no post clears
+/// first.
 #[inline(always)]
 pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
     lmrs: &Slab<Lmr<B>, L>,
     pz: PzHandle,
     iov: &[LmrTriplet],
     need: MemPriv,
-    sges: &mut [Sge; MAX_SGE],
-) -> DatResult<(usize, u64)> {
-    let mut count = 0;
+    sges: &mut crate::FixedVec<Sge, MAX_SGE>,
+) -> DatResult<u64> {
     let mut total = 0u64;
     for seg in iov.iter().filter(|s| s.segment_length != 0) {
-        let slot = sges.get_mut(count).ok_or(DatError::invalid_arg(2))?;
-        *slot = translate(lmrs, pz, seg, need)?;
-        count += 1;
+        sges.push(translate(lmrs, pz, seg, need)?).map_err(|_| DatError::invalid_arg(2))?;
         total += u64::from(seg.segment_length);
     }
-    Ok((count, total))
+    Ok(total)
 }
 
 impl<B: Backend> Lmr<B> {

@@ -5,7 +5,7 @@
 //! events are pulled from the backend when the consumer dequeues, waits or
 //! posts.
 
-use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, PrivateData, Sge, MAX_SGE};
+use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, PrivateData};
 use crate::cno::Cno;
 use crate::cr::Cr;
 use crate::ep::Ep;
@@ -44,9 +44,6 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     /// Where a CQ poll puts its completions: kept, so that no poll clears
     /// a buffer first.
     pub(crate) polled: [Completion; POLL_BATCH],
-    /// Where a post puts its translated segments: kept, so that no post
-    /// clears an array first.
-    pub(crate) sges: [Sge; MAX_SGE],
     /// The last `lmr_context` handed out (see `lmr`).
     pub(crate) lmr_sequence: u32,
     /// LMRs freed so far: segments checked before the last free are
@@ -132,7 +129,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             srqs: Slab::new(storage.slots(Kind::Srq)),
             events: EventPool::new(storage.events()),
             polled: [Completion::EMPTY; POLL_BATCH],
-            sges: [Sge::default(); MAX_SGE],
             lmr_sequence: 0,
             lmr_epoch: 0,
             number: crate::fast::provider_number(),

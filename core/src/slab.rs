@@ -6,6 +6,10 @@
 //! new object takes a slot never used before while there is room, and only
 //! then the slot freed longest ago.
 
+// The cell behind `Slab::get_shared`: the crate's one unsafe access.
+#![allow(unsafe_code)]
+
+use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 
 use crate::handle::RawHandle;
@@ -16,21 +20,52 @@ use crate::storage::{Store, Vacant};
 /// A slab's slots live in a [`Store`] its owner gives (an array for a
 /// fixed capacity, or memory the caller reserved once); the slab writes a
 /// slot the first time it hands it out.
-#[derive(Debug)]
+///
+/// The object is behind a cell, and whether it lives is kept beside it:
+/// a caller that shares the provider among threads lets each object be
+/// changed by the one thread holding its lock ([`Slab::get_shared`]),
+/// while other threads read the other objects, and any slot's generation.
 pub struct Slot<T> {
     /// The generation a live handle must carry.
     generation: u32,
-    value: Option<T>,
+    /// Whether `value` holds an object.
+    live: bool,
     /// Next slot in the FIFO of freed slots (`NONE` at the tail).
     next_free: u32,
+    value: UnsafeCell<Option<T>>,
+}
+
+impl<T: core::fmt::Debug> core::fmt::Debug for Slot<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Slot").field("generation", &self.generation).field("live", &self.live).finish()
+    }
 }
 
 impl<T> Vacant for Slot<T> {
-    const VACANT: Slot<T> = Slot { generation: 1, value: None, next_free: NONE };
+    const VACANT: Slot<T> = Slot { generation: 1, live: false, next_free: NONE, value: UnsafeCell::new(None) };
 }
 
 impl<T> Slot<T> {
-    /// A slot as a store gives it: the slab writes it on first use.
+    /// The object, through a shared slot.
+    #[inline(always)]
+    fn value(&self) -> Option<&T> {
+        // SAFETY: a `&mut` to the object exists only through `&mut self`
+        // (excluded by this borrow) or through `Slab::get_shared`, whose
+        // caller promises that no other access to the object overlaps.
+        unsafe { (*self.value.get()).as_ref() }
+    }
+
+    /// The object, through an exclusive slot.
+    #[inline(always)]
+    fn value_mut(&mut self) -> &mut Option<T> {
+        self.value.get_mut()
+    }
+}
+
+impl<T> Slot<T> {
+    /// A slot as a store gives it: the slab writes it on first use. Each
+    /// use of the constant is a slot of its own, as intended.
+    #[allow(clippy::declare_interior_mutable_const)]
     pub const VACANT: Slot<T> = <Slot<T> as Vacant>::VACANT;
 }
 
@@ -123,7 +158,8 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         let Some(slot) = self.slots.items_mut().get_mut(index as usize) else {
             return Err(value);
         };
-        slot.value = Some(value);
+        *slot.value_mut() = Some(value);
+        slot.live = true;
         self.len += 1;
         Ok(RawHandle { index, generation: slot.generation })
     }
@@ -148,10 +184,11 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
             }
         }
         let Some(slot) = self.slots.items_mut().get_mut(index as usize) else { return Err(value) };
-        if slot.value.is_some() {
+        if slot.live {
             return Err(value);
         }
-        slot.value = Some(value);
+        *slot.value_mut() = Some(value);
+        slot.live = true;
         self.len += 1;
         Ok(RawHandle { index, generation: slot.generation })
     }
@@ -167,7 +204,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
             return None;
         }
         let slot = self.slots.items_mut().get_mut(index as usize)?;
-        *slot = Slot { generation: 1, value: None, next_free: NONE };
+        *slot = Slot::VACANT;
         self.fresh += 1;
         Some(index)
     }
@@ -181,13 +218,13 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     #[inline(always)]
     fn slot(&self, h: RawHandle) -> Option<&Slot<T>> {
-        self.used().get(h.index as usize).filter(|s| s.generation == h.generation && s.value.is_some())
+        self.used().get(h.index as usize).filter(|s| s.generation == h.generation && s.live)
     }
 
     /// The live object `h` names.
     #[inline]
     pub fn get(&self, h: RawHandle) -> Option<&T> {
-        self.slot(h)?.value.as_ref()
+        self.slot(h)?.value()
     }
 
     /// The live object `h` names, mutably.
@@ -197,7 +234,24 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         if slot.generation != h.generation {
             return None;
         }
-        slot.value.as_mut()
+        slot.value_mut().as_mut()
+    }
+
+    /// The live object `h` names, mutably, through a shared slab.
+    ///
+    /// # Safety
+    /// For as long as the reference lives, nothing else reads or writes
+    /// that object: the caller holds a lock that every other access to it
+    /// takes, and no `&mut` to the slab exists. (Other objects of the slab,
+    /// and every slot's generation, may be read meanwhile.)
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn get_shared(&self, h: RawHandle) -> Option<&mut T> {
+        let slot = self.slot(h)?;
+        // SAFETY: by the contract, this is the only access to the object
+        // while the reference lives; the cell makes the slot's interior
+        // mutable behind a shared reference.
+        unsafe { (*slot.value.get()).as_mut() }
     }
 
     /// Whether `h` names a live object.
@@ -213,7 +267,8 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         if slot.generation != h.generation {
             return None;
         }
-        let value = slot.value.take()?;
+        let value = slot.value_mut().take()?;
+        slot.live = false;
         slot.generation = match slot.generation.wrapping_add(1) {
             0 => 1,
             g => g,
@@ -234,7 +289,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     #[inline]
     pub fn live_at(&self, index: u32) -> Option<(RawHandle, &T)> {
         let slot = self.used().get(index as usize)?;
-        let value = slot.value.as_ref()?;
+        let value = slot.value()?;
         Some((RawHandle { index, generation: slot.generation }, value))
     }
 
@@ -242,7 +297,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// free slot or one never handed out.
     #[inline(always)]
     pub fn generation(&self, index: u32) -> Option<u32> {
-        self.used().get(index as usize).filter(|s| s.value.is_some()).map(|s| s.generation)
+        self.used().get(index as usize).filter(|s| s.live).map(|s| s.generation)
     }
 
     /// Number of live objects.
@@ -261,7 +316,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     pub fn find_from(&self, from: u32, mut pred: impl FnMut(&T) -> bool) -> Option<RawHandle> {
         let slots = self.used().get(from as usize..)?;
         slots.iter().zip(from..).find_map(|(s, index)| {
-            let v = s.value.as_ref()?;
+            let v = s.value()?;
             pred(v).then_some(RawHandle { index, generation: s.generation })
         })
     }
@@ -271,7 +326,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         self.used()
             .iter()
             .zip(0..)
-            .filter_map(|(s, index)| s.value.as_ref().map(|v| (RawHandle { index, generation: s.generation }, v)))
+            .filter_map(|(s, index)| s.value().map(|v| (RawHandle { index, generation: s.generation }, v)))
     }
 }
 

@@ -89,16 +89,17 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// dat_srq_post_recv(3DAT): valid in every SRQ state.
     pub fn srq_post_recv(&mut self, h: SrqHandle, iov: &[LmrTriplet], cookie: u64) -> DatResult<()> {
-        let Provider { srqs, lmrs, backend, sges, .. } = self;
+        let Provider { srqs, lmrs, backend, .. } = self;
         let s = srqs.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleSrq))?;
         if iov.len() > s.attr.max_recv_iov as usize {
             return Err(DatError::invalid_arg(2));
         }
-        let (count, _) = gather(lmrs, s.pz, iov, MemPriv::LOCAL_WRITE, sges)?;
+        let mut sges = crate::FixedVec::new();
+        gather(lmrs, s.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
         if s.outstanding >= s.attr.max_recv_dtos {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
-        backend.srq_post_recv(&mut s.srq, sges.get(..count).unwrap_or_default(), cookie)?;
+        backend.srq_post_recv(&mut s.srq, &sges, cookie)?;
         s.outstanding += 1;
         Ok(())
     }

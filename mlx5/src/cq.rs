@@ -142,6 +142,15 @@ impl<R: Register> CompletionQueue<R> {
     /// [`cqe::needs_middle`]: a successful send or RDMA write is one load.
     #[inline]
     pub fn poll(&mut self) -> Option<Cqe> {
+        let cqe = self.peek()?;
+        self.ci = self.ci.wrapping_add(1);
+        Some(cqe)
+    }
+
+    /// The next CQE, if the device has written it, left in place: the
+    /// next [`poll`](Self::poll) takes it.
+    #[inline]
+    pub fn peek(&self) -> Option<Cqe> {
         let at = self.entry(self.ci);
         if !self.owned(at, self.ci) {
             return None;
@@ -155,7 +164,6 @@ impl<R: Register> CompletionQueue<R> {
         } else {
             [0; 3]
         };
-        self.ci = self.ci.wrapping_add(1);
         Some(Cqe::from_words(middle, last))
     }
 

@@ -79,6 +79,13 @@ pub trait Device {
     /// Storage for one [`RecvSlot`] per receive WQE.
     type RecvSlots: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>;
 
+    /// Whether threads may post on different QPs at once: each QP's
+    /// doorbell register is its own (no two QPs share a BlueFlame buffer,
+    /// whose halves each QP's send queue alternates on its own), and the
+    /// registers may be used from any thread. The backend's shared data
+    /// path ([`udat_core::Backend::SHARED_QUEUES`]) is on only then.
+    const SHARED_QUEUES: bool = false;
+
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)>;
     fn ia_close(&mut self, ia: Self::Ia);
     fn pd_alloc(&mut self, ia: &mut Self::Ia) -> DatResult<Self::Pd>;

@@ -468,7 +468,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     /// at fixed places, no loop and no zeroed staging array), stored into
     /// the ring whole and copied to the BlueFlame register from the same
     /// words.
-    #[inline]
+    #[inline(always)]
     pub fn send(&mut self, op: impl Into<Header>, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
         let header = op.into();
         let ds = header.ds() + sges.len();
@@ -512,7 +512,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     ///
     /// # Safety
     /// As [`post_inline`](Self::post_inline).
-    #[inline]
+    #[inline(always)]
     pub unsafe fn send_inline(
         &mut self,
         op: impl Into<Header>,
@@ -602,6 +602,16 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
         self.pending = 0;
+    }
+
+    /// What the outstanding WQE whose first WQEBB is `wqe_counter` (a
+    /// CQE's) reports, left outstanding.
+    #[inline]
+    pub fn pending(&self, wqe_counter: u16) -> Option<&SendSlot> {
+        if wqe_counter.wrapping_sub(self.ci) >= self.pi.wrapping_sub(self.ci) {
+            return None;
+        }
+        self.slots.as_ref().get(usize::from(wqe_counter & self.wqe_mask))
     }
 
     /// Retire the WQEs up to the one whose first WQEBB is `wqe_counter`

@@ -6,7 +6,9 @@
 //! caller reserved once and that fills as queues are made (the C ABI
 //! sizes it from the provider's capacities).
 
-use udat_core::storage::Store;
+use core::cell::UnsafeCell;
+
+use udat_core::storage::{Store, Vacant};
 
 /// Which table a [`Storage`] is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,9 +23,41 @@ pub enum Of {
     Srqs,
 }
 
+/// One place of a table: a value or none, behind a cell, so that the
+/// thread holding the lock of a queue's owner can reach that queue through
+/// a shared table ([`Table::get_shared`]) while other threads use others.
+pub struct Entry<T>(UnsafeCell<Option<T>>);
+
+impl<T> Vacant for Entry<T> {
+    const VACANT: Entry<T> = Entry(UnsafeCell::new(None));
+}
+
+impl<T> Entry<T> {
+    /// The value, through a shared entry.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn get(&self) -> Option<&T> {
+        // SAFETY: a `&mut` to the value exists only through `&mut self`
+        // (excluded by this borrow) or through `Table::get_shared`, whose
+        // caller promises that nothing else reaches the entry meanwhile.
+        unsafe { (*self.0.get()).as_ref() }
+    }
+
+    #[inline(always)]
+    fn get_mut(&mut self) -> &mut Option<T> {
+        self.0.get_mut()
+    }
+}
+
+impl<T: core::fmt::Debug> core::fmt::Debug for Entry<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
 /// A source of table storage for [`Mlx5`](crate::Mlx5).
 pub trait Storage {
-    type Slots<T>: Store<Option<T>>;
+    type Slots<T>: Store<Entry<T>>;
 
     /// Empty slots for the table `of`.
     fn slots<T>(&mut self, of: Of) -> Self::Slots<T>;
@@ -35,10 +69,10 @@ pub trait Storage {
 pub struct Inline<const N: usize>;
 
 impl<const N: usize> Storage for Inline<N> {
-    type Slots<T> = [Option<T>; N];
+    type Slots<T> = [Entry<T>; N];
 
-    fn slots<T>(&mut self, _: Of) -> [Option<T>; N] {
-        [const { None }; N]
+    fn slots<T>(&mut self, _: Of) -> [Entry<T>; N] {
+        [const { Entry::VACANT }; N]
     }
 }
 
@@ -61,7 +95,7 @@ pub struct Table<T, S> {
     _values: core::marker::PhantomData<T>,
 }
 
-impl<T, S: Store<Option<T>>> Table<T, S> {
+impl<T, S: Store<Entry<T>>> Table<T, S> {
     /// A table over `slots`, using at most `limit` of them.
     pub fn new(slots: S, limit: usize) -> Self {
         let limit = slots.limit().min(limit).min(MOST);
@@ -72,7 +106,7 @@ impl<T, S: Store<Option<T>>> Table<T, S> {
     pub fn insert(&mut self, value: T) -> Result<u16, T> {
         let free = match self.holes {
             0 => None,
-            _ => self.slots.items().get(..self.high).and_then(|s| s.iter().position(Option::is_none)),
+            _ => self.slots.items().get(..self.high).and_then(|s| s.iter().position(|e| e.get().is_none())),
         };
         let i = match free {
             Some(i) => {
@@ -86,7 +120,7 @@ impl<T, S: Store<Option<T>>> Table<T, S> {
             None => return Err(value),
         };
         match self.slots.items_mut().get_mut(i) {
-            Some(slot) => *slot = Some(value),
+            Some(slot) => *slot.get_mut() = Some(value),
             None => return Err(value),
         }
         Ok(i as u16)
@@ -94,30 +128,57 @@ impl<T, S: Store<Option<T>>> Table<T, S> {
 
     #[inline(always)]
     pub fn get(&self, slot: u16) -> Option<&T> {
-        self.slots.items().get(usize::from(slot))?.as_ref()
+        self.slots.items().get(usize::from(slot))?.get()
     }
 
     #[inline(always)]
     pub fn get_mut(&mut self, slot: u16) -> Option<&mut T> {
-        self.slots.items_mut().get_mut(usize::from(slot))?.as_mut()
+        self.slots.items_mut().get_mut(usize::from(slot))?.get_mut().as_mut()
+    }
+
+    /// The value in `slot`, mutably, through a shared table.
+    ///
+    /// # Safety
+    /// For as long as the reference lives nothing else reaches this
+    /// entry: the caller holds the lock that every other access to it
+    /// takes, and no `&mut` to the table exists.
+    #[inline(always)]
+    #[allow(unsafe_code, clippy::mut_from_ref)]
+    pub unsafe fn get_shared(&self, slot: u16) -> Option<&mut T> {
+        let entry = self.slots.items().get(usize::from(slot))?;
+        // SAFETY: by the contract, this is the only access to the entry
+        // while the reference lives; the cell lets it be changed behind a
+        // shared reference.
+        unsafe { (*entry.0.get()).as_mut() }
     }
 
     pub fn remove(&mut self, slot: u16) -> Option<T> {
-        let value = self.slots.items_mut().get_mut(usize::from(slot))?.take()?;
+        let value = self.slots.items_mut().get_mut(usize::from(slot))?.get_mut().take()?;
         self.holes += 1;
         Some(value)
     }
 
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         let high = self.high;
-        self.slots.items_mut().iter_mut().take(high).flatten()
+        self.slots.items_mut().iter_mut().take(high).filter_map(|e| e.get_mut().as_mut())
     }
 }
 
-/// QP number → slot, open addressing with linear probing over a power of
-/// two of entries, indexed by the number's low bits: QP numbers handed out
-/// in sequence each land in their own entry, so a lookup is one load and
-/// one compare. Kept at most half full.
+/// Where a CQE's QP number leads: the QP's slot, and what a shared poll
+/// reads without reaching the QP (which another thread may be posting on):
+/// its tag, and whether it receives from an SRQ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub qpn: u32,
+    pub slot: u16,
+    pub srq: bool,
+    pub tag: u64,
+}
+
+/// QP number → [`Route`], open addressing with linear probing over a power
+/// of two of entries, indexed by the number's low bits: QP numbers handed
+/// out in sequence each land in their own entry, so a lookup is one load
+/// and one compare. Kept at most half full.
 #[derive(Debug)]
 pub struct QpnIndex<S> {
     entries: S,
@@ -125,7 +186,7 @@ pub struct QpnIndex<S> {
     len: usize,
 }
 
-impl<S: Store<Option<(u32, u16)>>> QpnIndex<S> {
+impl<S: Store<Entry<Route>>> QpnIndex<S> {
     /// An empty index over the largest power of two of the entries
     /// `entries` can hold, every one of them made at once (a lookup probes
     /// anywhere).
@@ -149,37 +210,42 @@ impl<S: Store<Option<(u32, u16)>>> QpnIndex<S> {
     /// The slot of QP `qpn`.
     #[inline(always)]
     pub fn get(&self, qpn: u32) -> Option<u16> {
+        self.route(qpn).map(|r| r.slot)
+    }
+
+    /// Where QP `qpn` leads.
+    #[inline(always)]
+    pub fn route(&self, qpn: u32) -> Option<Route> {
         let entries = self.entries.items();
         let mut i = self.home(qpn);
         loop {
-            match *entries.get(i)? {
-                Some((n, slot)) if n == qpn => return Some(slot),
+            match entries.get(i)?.get() {
+                Some(route) if route.qpn == qpn => return Some(*route),
                 Some(_) => i = (i + 1) & self.mask,
                 None => return None,
             }
         }
     }
 
-    /// Record QP `qpn` at `slot`; `false` when the index is as full as it
-    /// may be.
-    pub fn insert(&mut self, qpn: u32, slot: u16) -> bool {
+    /// Record `route`; `false` when the index is as full as it may be.
+    pub fn insert(&mut self, route: Route) -> bool {
         if self.len >= self.capacity() {
             return false;
         }
-        let mut i = self.home(qpn);
+        let mut i = self.home(route.qpn);
         let mask = self.mask;
         let entries = self.entries.items_mut();
-        while let Some(Some((n, _))) = entries.get(i) {
-            if *n == qpn {
+        while let Some(Some(r)) = entries.get(i).map(Entry::get) {
+            if r.qpn == route.qpn {
                 break;
             }
             i = (i + 1) & mask;
         }
-        let Some(entry) = entries.get_mut(i) else { return false };
+        let Some(entry) = entries.get_mut(i).map(Entry::get_mut) else { return false };
         if entry.is_none() {
             self.len += 1;
         }
-        *entry = Some((qpn, slot));
+        *entry = Some(route);
         true
     }
 
@@ -190,8 +256,8 @@ impl<S: Store<Option<(u32, u16)>>> QpnIndex<S> {
         let mut hole = self.home(qpn);
         let entries = self.entries.items_mut();
         loop {
-            match entries.get(hole) {
-                Some(Some((n, _))) if *n == qpn => break,
+            match entries.get(hole).map(Entry::get) {
+                Some(Some(r)) if r.qpn == qpn => break,
                 Some(Some(_)) => hole = (hole + 1) & mask,
                 _ => return,
             }
@@ -199,17 +265,19 @@ impl<S: Store<Option<(u32, u16)>>> QpnIndex<S> {
         let mut i = hole;
         loop {
             i = (i + 1) & mask;
-            let Some(&Some((n, slot))) = entries.get(i) else { break };
+            let Some(Some(&route)) = entries.get(i).map(Entry::get) else { break };
             // An entry may move back to the hole only if its home is not
             // between the hole and it (cyclically).
-            let home = n as usize & mask;
+            let home = route.qpn as usize & mask;
             if (i.wrapping_sub(home) & mask) >= (i.wrapping_sub(hole) & mask) {
-                entries[hole] = Some((n, slot));
+                if let Some(e) = entries.get_mut(hole) {
+                    *e.get_mut() = Some(route);
+                }
                 hole = i;
             }
         }
         if let Some(e) = entries.get_mut(hole) {
-            *e = None;
+            *e.get_mut() = None;
         }
         self.len -= 1;
     }
@@ -221,7 +289,7 @@ mod tests {
 
     #[test]
     fn a_full_table_hands_the_value_back_and_reuses_freed_slots() {
-        let mut t: Table<u32, _> = Table::new([None; 4], 3);
+        let mut t: Table<u32, _> = Table::new([const { Entry::VACANT }; 4], 3);
         assert_eq!((t.insert(1), t.insert(2), t.insert(3)), (Ok(0), Ok(1), Ok(2)));
         assert_eq!(t.insert(4), Err(4));
         assert_eq!(t.remove(1), Some(2));
@@ -233,14 +301,15 @@ mod tests {
 
     #[test]
     fn qpn_index_finds_every_number_through_collisions_and_removals() {
-        let mut index = QpnIndex::new([None; 16]);
+        let mut index = QpnIndex::new([const { Entry::VACANT }; 16]);
+        let route = |qpn: u32, slot: u16| Route { qpn, slot, srq: false, tag: u64::from(qpn) << 8 };
         assert_eq!(index.capacity(), 8);
         // Numbers that share low bits probe past each other.
         let qpns = [0x100, 0x110, 0x120, 0x101, 0x10f, 0x11f, 0x102, 0x130];
         for (slot, &qpn) in qpns.iter().enumerate() {
-            assert!(index.insert(qpn, slot as u16));
+            assert!(index.insert(route(qpn, slot as u16)));
         }
-        assert!(!index.insert(0x999, 9), "more than half full");
+        assert!(!index.insert(route(0x999, 9)), "more than half full");
         for (slot, &qpn) in qpns.iter().enumerate() {
             assert_eq!(index.get(qpn), Some(slot as u16));
         }
@@ -251,8 +320,8 @@ mod tests {
         for (slot, &qpn) in qpns.iter().enumerate().filter(|(_, &q)| q != 0x110 && q != 0x10f) {
             assert_eq!(index.get(qpn), Some(slot as u16), "{qpn:#x}");
         }
-        assert!(index.insert(0x140, 10));
-        assert_eq!(index.get(0x140), Some(10));
+        assert!(index.insert(route(0x140, 10)));
+        assert_eq!(index.route(0x140), Some(route(0x140, 10)));
         assert_eq!(index.get(0x555), None);
     }
 }

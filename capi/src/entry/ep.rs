@@ -8,8 +8,8 @@ use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddr
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
 use super::arg::{iov, private_data};
-use super::{with, Arg, Cx};
-use crate::instance::{Addr, Core, Transport};
+use super::{guarded_on, with, Arg, Cx};
+use crate::instance::{invalid, Addr, Core, Instance, Transport};
 use crate::sys::*;
 
 // `DAT_EP_FIELD_*` of <dat2/dat.h> (macros, so not in the bindings).
@@ -301,14 +301,33 @@ pub(crate) unsafe fn ep_disconnect<B: Transport>(
 /// The posts of an Endpoint share their first arguments; `f` is the core
 /// call.
 #[inline(always)]
+///
+/// A provider that shares its state among threads posts with the state
+/// shared and only the EP locked ([`udat_core::shared`]): `shared` gets
+/// the core then, `exclusive` otherwise. The checks and their errors are
+/// the same either way.
 unsafe fn post<B: Transport>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
-    f: impl FnOnce(&mut Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
+    exclusive: impl FnOnce(&mut Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
+    shared: impl FnOnce(&Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
 ) -> DAT_RETURN {
+    let h = ep.0;
+    // SAFETY: a non-null handle dispatched to this transport.
+    if !h.is_null() && unsafe { Instance::<B>::of(h) }.shares {
+        // SAFETY: as above.
+        let inst = unsafe { Instance::<B>::of(h) };
+        return guarded_on(inst, || {
+            let st = inst.state.share();
+            let raw = st.raw(h, Kind::Ep)?;
+            let iov = iov(n, segs)?;
+            let _ep_lock = inst.ep_locks.lock(raw.index()).ok_or(invalid(Kind::Ep))?;
+            shared(&st.core, EpHandle::from_raw(raw), iov)
+        });
+    }
     // SAFETY: dispatched on `ep`'s provider word.
-    unsafe { with::<B>(ep, Kind::Ep, |cx, raw| f(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?)) }
+    unsafe { with::<B>(ep, Kind::Ep, |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?)) }
 }
 
 /// dat_ep_post_send(3DAT).
@@ -320,9 +339,17 @@ pub(crate) unsafe fn ep_post_send<B: Transport>(
     cookie: Arg<4, DAT_DTO_COOKIE>,
     flags: Arg<5, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
-    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
+    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits. A
+    // shared post runs with the state shared and the EP locked.
     unsafe {
-        post::<B>(ep, n, segs, |core, ep, iov| core.ep_post_send(ep, iov, cookie.0.as_64, CompletionFlags(flags.0)))
+        let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
+        post::<B>(
+            ep,
+            n,
+            segs,
+            |core, ep, iov| core.ep_post_send(ep, iov, cookie, flags),
+            |core, ep, iov| core.ep_post_send_shared(ep, iov, cookie, flags),
+        )
     }
 }
 
@@ -337,7 +364,10 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
     unsafe {
-        post::<B>(ep, n, segs, |core, ep, iov| core.ep_post_recv(ep, iov, cookie.0.as_64, CompletionFlags(flags.0)))
+        with::<B>(ep, Kind::Ep, |cx, raw| {
+            let iov = iov(n, segs)?;
+            cx.st.core.ep_post_recv(EpHandle::from_raw(raw), iov, cookie.0.as_64, CompletionFlags(flags.0))
+        })
     }
 }
 
@@ -351,11 +381,17 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
     rmr: Arg<5, *const DAT_RMR_TRIPLET>,
     flags: Arg<6, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
-    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
+    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits. A
+    // shared post runs with the state shared and the EP locked.
     unsafe {
-        post::<B>(ep, n, segs, |core, ep, iov| {
-            core.ep_post_rdma_read(ep, iov, cookie.0.as_64, &remote(rmr)?, CompletionFlags(flags.0))
-        })
+        let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
+        post::<B>(
+            ep,
+            n,
+            segs,
+            |core, ep, iov| core.ep_post_rdma_read(ep, iov, cookie, &remote(rmr)?, flags),
+            |core, ep, iov| core.ep_post_rdma_read_shared(ep, iov, cookie, &remote(rmr)?, flags),
+        )
     }
 }
 
@@ -369,11 +405,17 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
     rmr: Arg<5, *const DAT_RMR_TRIPLET>,
     flags: Arg<6, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
-    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
+    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits. A
+    // shared post runs with the state shared and the EP locked.
     unsafe {
-        post::<B>(ep, n, segs, |core, ep, iov| {
-            core.ep_post_rdma_write(ep, iov, cookie.0.as_64, &remote(rmr)?, CompletionFlags(flags.0))
-        })
+        let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
+        post::<B>(
+            ep,
+            n,
+            segs,
+            |core, ep, iov| core.ep_post_rdma_write(ep, iov, cookie, &remote(rmr)?, flags),
+            |core, ep, iov| core.ep_post_rdma_write_shared(ep, iov, cookie, &remote(rmr)?, flags),
+        )
     }
 }
 
@@ -427,7 +469,7 @@ pub(crate) unsafe fn ep_reset<B: Transport>(ep: Arg<1, DAT_EP_HANDLE>) -> DAT_RE
             let ep = EpHandle::from_raw(raw);
             let start = std::time::Instant::now();
             while cx.st.core.ep_reset_would_wait(ep)? && start.elapsed() < FLUSH_WAIT {
-                parking_lot::MutexGuard::unlocked(&mut cx.st, || {
+                crate::lock::Exclusive::unlocked(&mut cx.st, || {
                     std::thread::sleep(std::time::Duration::from_millis(1))
                 });
             }

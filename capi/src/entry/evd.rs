@@ -2,15 +2,14 @@
 
 use std::ptr;
 
-use udat_core::backend::Wake;
-use udat_core::handle::{CnoHandle, EvdHandle, IaHandle, Kind};
+use udat_core::backend::{Shared, Wake};
+use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, Event, EventData, WaitStep};
 
-use super::{with, Arg, Cx};
-use parking_lot::MutexGuard;
-
-use crate::instance::{State, Transport};
+use super::{guarded_on, with, Arg, Cx};
+use crate::instance::{invalid, Instance, State, Transport};
+use crate::lock::Exclusive;
 use crate::sys::*;
 
 /// The longest a waiter sleeps outside the lock before it looks again: a
@@ -126,12 +125,45 @@ pub(crate) unsafe fn evd_post_se<B: Transport>(
     }
 }
 
-/// dat_evd_dequeue(3DAT).
+/// dat_evd_dequeue(3DAT). A provider that shares its state among threads
+/// first tries the dequeue with the state shared and only this EVD locked
+/// ([`udat_core::shared`]); what that cannot settle alone, and an empty
+/// EVD when a look at connection events is due, takes the exclusive path.
 #[inline(always)]
 pub(crate) unsafe fn evd_dequeue<B: Transport>(
     evd: Arg<1, DAT_EVD_HANDLE>,
     event: Arg<2, *mut DAT_EVENT>,
 ) -> DAT_RETURN {
+    let h = evd.0;
+    // SAFETY: a non-null handle dispatched to this transport.
+    if !h.is_null() && unsafe { Instance::<B>::of(h) }.shares {
+        // SAFETY: as above.
+        let inst = unsafe { Instance::<B>::of(h) };
+        let mut exclusive = false;
+        let ret = guarded_on(inst, || {
+            let st = inst.state.share();
+            let raw = st.raw(h, Kind::Evd)?;
+            let slot = event.out()?;
+            let Some(_evd_lock) = inst.evd_locks.lock(raw.index()) else { return Err(invalid(Kind::Evd)) };
+            // SAFETY: the state is shared, never held exclusively meanwhile;
+            // the EVD's lock is held, and `lock_ep` takes EP locks, after
+            // it (the order every shared call keeps).
+            match unsafe { st.core.evd_dequeue_shared(EvdHandle::from_raw(raw), |i| inst.ep_locks.lock(i)) } {
+                Shared::Done(e) => {
+                    write_shared(&st, h, &e, slot);
+                    Ok(())
+                }
+                Shared::Empty if !inst.cm_look_due() => Err(DatError::of(ErrorType::QueueEmpty)),
+                Shared::Empty | Shared::Exclusive => {
+                    exclusive = true;
+                    Ok(())
+                }
+            }
+        });
+        if !exclusive {
+            return ret;
+        }
+    }
     // SAFETY: dispatched on `evd`'s provider word.
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
@@ -191,7 +223,7 @@ pub(crate) unsafe fn evd_wait<B: Transport>(
 /// transport without descriptors is looked at again after a slice of
 /// [`BLIND_SLICE_US`].
 pub(crate) fn sleep<B: Transport>(
-    st: &mut MutexGuard<'static, State<B>>,
+    st: &mut Exclusive<'static, State<B>>,
     ia: IaHandle,
     timeout_us: Option<u64>,
 ) -> DatResult<Wake> {
@@ -203,7 +235,7 @@ pub(crate) fn sleep<B: Transport>(
     let slice = if blind { BLIND_SLICE_US } else { SLICE_US };
     let us = timeout_us.map_or(slice, |t| t.min(slice));
     let mut pfds = fds.0.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
-    let rc = MutexGuard::unlocked(st, || {
+    let rc = Exclusive::unlocked(st, || {
         // SAFETY: `pfds` is an array of pollfd entries of its length; poll
         // ignores the entries whose descriptor is negative.
         unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, us.div_ceil(1000) as libc::c_int) }
@@ -214,6 +246,54 @@ pub(crate) fn sleep<B: Transport>(
     // With no descriptor, a slice that ran out may still have let another
     // thread make an event: look again.
     Ok(if rc > 0 || blind { Wake::Activity } else { Wake::Timeout })
+}
+
+/// Fill a `DAT_EVENT` from an event a shared dequeue of the EVD whose C
+/// handle is `evd` settled: a DTO completion, nothing else.
+fn write_shared<B: Transport>(st: &State<B>, evd: DAT_EVD_HANDLE, e: &Event, out: &mut DAT_EVENT) {
+    out.event_number = e.number as DAT_EVENT_NUMBER;
+    out.evd_handle = evd;
+    out.event_extension_data = [0; 8];
+    if let EventData::Dto { ep, cookie, status, transferred_length, op, imm } = e.data {
+        write_dto(st, ep, cookie, status, transferred_length, op, imm, out);
+    }
+}
+
+/// The event data of a DTO completion.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn write_dto<B: Transport>(
+    st: &State<B>,
+    ep: EpHandle,
+    cookie: u64,
+    status: DtoStatus,
+    transferred_length: u32,
+    op: DtoOp,
+    imm: u32,
+    out: &mut DAT_EVENT,
+) {
+    out.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
+        ep_handle: st.ptr(ep),
+        user_cookie: DAT_CONTEXT { as_64: cookie },
+        status: status as DAT_DTO_COMPLETION_STATUS,
+        transfered_length: transferred_length,
+        operation: op as DAT_DTOS,
+        rmr_context: 0,
+    };
+    if op.is_extension() {
+        // The IB extension reports its operations as DAT_IB_DTO_EVENT, the
+        // kind in the extension data.
+        out.event_number = DAT_IB_DTO_EVENT as DAT_EVENT_NUMBER;
+        let ext = DAT_IB_EXTENSION_EVENT_DATA {
+            type_: ib_ext_type(op),
+            status: if status == DtoStatus::Success { DAT_OP_SUCCESS } else { DAT_IB_OP_ERR },
+            val: dat_ib_extension_event_data__bindgen_ty_1 { immed: DAT_IB_IMMED_DATA { data: imm } },
+            ..Default::default()
+        };
+        // SAFETY: the extension data is 64 bytes of 8-byte alignment, room
+        // for the record (asserted below).
+        unsafe { ptr::write(out.event_extension_data.as_mut_ptr().cast(), ext) };
+    }
 }
 
 const _: () = assert!(
@@ -242,28 +322,7 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
     out.event_extension_data = [0; 8];
     match e.data {
         EventData::Dto { ep, cookie, status, transferred_length, op, imm } => {
-            out.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
-                ep_handle: cx.st.ptr(ep),
-                user_cookie: DAT_CONTEXT { as_64: cookie },
-                status: status as DAT_DTO_COMPLETION_STATUS,
-                transfered_length: transferred_length,
-                operation: op as DAT_DTOS,
-                rmr_context: 0,
-            };
-            if op.is_extension() {
-                // The IB extension reports its operations as
-                // DAT_IB_DTO_EVENT, the kind in the extension data.
-                out.event_number = DAT_IB_DTO_EVENT as DAT_EVENT_NUMBER;
-                let ext = DAT_IB_EXTENSION_EVENT_DATA {
-                    type_: ib_ext_type(op),
-                    status: if status == DtoStatus::Success { DAT_OP_SUCCESS } else { DAT_IB_OP_ERR },
-                    val: dat_ib_extension_event_data__bindgen_ty_1 { immed: DAT_IB_IMMED_DATA { data: imm } },
-                    ..Default::default()
-                };
-                // SAFETY: the extension data is 64 bytes of 8-byte
-                // alignment, room for the record (asserted below).
-                unsafe { ptr::write(out.event_extension_data.as_mut_ptr().cast(), ext) };
-            }
+            write_dto(&cx.st, ep, cookie, status, transferred_length, op, imm, out);
         }
         EventData::RmrBind { rmr, cookie, status } => {
             out.event_data.rmr_completion_event_data = DAT_RMR_BIND_COMPLETION_EVENT_DATA {

@@ -16,7 +16,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
-use parking_lot::MutexGuard;
+use crate::lock::Exclusive;
 
 use udat_core::handle::{Kind, RawHandle};
 use udat_core::{DatError, DatResult, ErrorType};
@@ -72,7 +72,7 @@ pub(crate) fn guarded_on<B: Transport>(inst: &Instance<B>, f: impl FnOnce() -> D
 /// The context an entry point works in: its instance and the locked state.
 pub(crate) struct Cx<B: Transport> {
     pub(crate) inst: &'static Instance<B>,
-    pub(crate) st: MutexGuard<'static, State<B>>,
+    pub(crate) st: Exclusive<'static, State<B>>,
 }
 
 impl<B: Transport> Cx<B> {

@@ -25,9 +25,9 @@ mod hca;
 pub mod oracle;
 mod region;
 
-use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
-use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use udat_core::backend::{CmEvent, ConnOutcome, PrivateData, Registration, WaitFds, Wake, MAX_PRIVATE_DATA};
@@ -52,13 +52,25 @@ pub const PRIVATE_DATA: u32 = 56;
 /// Largest message: as soft-RoCE's.
 const MAX_MESSAGE: u32 = 8 << 20;
 
-/// The software HCA. Clones share one device, so providers in one thread
-/// can connect to each other through it.
+/// The software HCA. Clones share one device, so providers in one process
+/// can connect to each other through it. The device is behind a lock:
+/// posts on different QPs may ring their doorbells from different
+/// threads, and each doorbell's WQEs run to their end before another
+/// thread's start.
 #[derive(Clone, Debug, Default)]
 pub struct SoftHca {
-    hca: Rc<RefCell<Hca>>,
-    deferred: Rc<Cell<bool>>,
+    hca: Arc<Mutex<Hca>>,
+    deferred: Arc<AtomicBool>,
 }
+
+// Threads of one provider share the device, each ringing its own QPs'
+// doorbells.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<SoftHca>();
+    const fn sent<T: Send>() {}
+    sent::<ModelRegister>();
+};
 
 /// A doorbell register of the model: a UAR page of one QP or CQ.
 ///
@@ -71,9 +83,9 @@ pub struct SoftHca {
 /// that work is the device's.
 #[derive(Debug)]
 pub struct ModelRegister {
-    hca: Rc<RefCell<Hca>>,
+    hca: Arc<Mutex<Hca>>,
     uar: u32,
-    deferred: Rc<Cell<bool>>,
+    deferred: Arc<AtomicBool>,
     /// The stand-in register page, owned here (freed on drop).
     page: NonNull<[u64; PAGE_WORDS]>,
     mirror: Uar,
@@ -84,7 +96,7 @@ pub struct ModelRegister {
 const PAGE_WORDS: usize = 128;
 
 impl ModelRegister {
-    fn new(hca: Rc<RefCell<Hca>>, uar: u32, deferred: Rc<Cell<bool>>) -> ModelRegister {
+    fn new(hca: Arc<Mutex<Hca>>, uar: u32, deferred: Arc<AtomicBool>) -> ModelRegister {
         let page = NonNull::from(Box::leak(Box::new([0u64; PAGE_WORDS])));
         // SAFETY: the page is 8-aligned, `PAGE_WORDS * 8` bytes long, and
         // lives until this register drops; only the `Uar` writes it.
@@ -101,6 +113,11 @@ impl ModelRegister {
     }
 }
 
+// SAFETY: the register owns its stand-in page (and the `Uar` over it, which
+// nothing else reaches); the device is behind its lock and the deferral
+// flag is atomic, so the register may be used from another thread.
+unsafe impl Send for ModelRegister {}
+
 impl Drop for ModelRegister {
     fn drop(&mut self) {
         // SAFETY: leaked from a Box in `new` and freed only here.
@@ -112,7 +129,7 @@ impl ModelRegister {
     /// The model takes a register write.
     #[inline(never)]
     fn hca_write(&mut self, offset: usize, bytes: &[u8]) {
-        self.hca.borrow_mut().register_write(self.uar, offset, bytes);
+        lock(&self.hca).register_write(self.uar, offset, bytes);
     }
 
     /// The model takes a BlueFlame block.
@@ -121,13 +138,13 @@ impl ModelRegister {
         // Not through `hca_write`: a count toggles collection at each
         // `hca_*` entry, so they must not nest.
         let bytes: [u8; 64] = core::array::from_fn(|i| block[i / 8].to_ne_bytes()[i % 8]);
-        self.hca.borrow_mut().register_write(self.uar, offset, &bytes);
+        lock(&self.hca).register_write(self.uar, offset, &bytes);
     }
 
     /// The model takes the doorbell and executes what it publishes.
     #[inline(never)]
     fn hca_flush(&mut self) {
-        self.hca.borrow_mut().register_flush(self.uar);
+        lock(&self.hca).register_flush(self.uar);
     }
 }
 
@@ -135,7 +152,7 @@ impl Register for ModelRegister {
     #[inline(never)]
     fn write64(&mut self, offset: usize, value: [u8; 8]) {
         self.mirror.write64(offset, value);
-        if !self.deferred.get() {
+        if !self.deferred.load(Ordering::Relaxed) {
             self.hca_write(offset, &value);
         }
     }
@@ -143,7 +160,7 @@ impl Register for ModelRegister {
     #[inline(never)]
     fn write_block(&mut self, offset: usize, block: &[u64; 8]) {
         self.mirror.write_block(offset, block);
-        if !self.deferred.get() {
+        if !self.deferred.load(Ordering::Relaxed) {
             self.hca_write_block(offset, block);
         }
     }
@@ -151,7 +168,7 @@ impl Register for ModelRegister {
     #[inline(never)]
     fn flush(&mut self) {
         self.mirror.flush();
-        if !self.deferred.get() {
+        if !self.deferred.load(Ordering::Relaxed) {
             self.hca_flush();
         }
     }
@@ -192,6 +209,13 @@ pub struct ModelListener {
 #[derive(Debug)]
 pub struct ModelConnReq(u32);
 
+/// The device, for one entry into it. A thread that panicked inside the
+/// model left it as it was at the panic, which the next entry takes as
+/// it is: the model checks every WQE it reads.
+fn lock(hca: &Mutex<Hca>) -> MutexGuard<'_, Hca> {
+    hca.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn error(ty: ErrorType) -> DatError {
     DatError::of(ty)
 }
@@ -219,22 +243,29 @@ impl SoftHca {
     /// nothing until [`release`](Self::release). The doorbell checks are
     /// off from here on.
     pub fn defer_doorbells(&self) {
-        self.deferred.set(true);
+        self.set_deferred(true);
+    }
+
+    /// Defer doorbells ([`defer_doorbells`](Self::defer_doorbells)), or
+    /// take them at once again: what was deferred waits for a
+    /// [`release`](Self::release).
+    pub fn set_deferred(&self, on: bool) {
+        self.deferred.store(on, Ordering::Relaxed);
     }
 
     /// Execute every WQE the doorbell records publish, unchecked.
     pub fn release(&self) {
-        self.hca.borrow_mut().release();
+        lock(&self.hca).release();
     }
 
     /// Doorbells, WQEs and CQEs so far.
     pub fn stats(&self) -> Stats {
-        self.hca.borrow().stats
+        lock(&self.hca).stats
     }
 
     /// The next WQE the QP with `tag` executes fails with `syndrome`.
     pub fn fail_next(&self, tag: u64, syndrome: u8) -> bool {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let Some(qpn) = hca.qp_by_tag(tag) else { return false };
         hca.qps.get_mut(&qpn).map(|q| q.fail_next = Some(syndrome)).is_some()
     }
@@ -242,7 +273,7 @@ impl SoftHca {
     /// The QP with `tag` fails (a local catastrophic error): it flushes
     /// everything, and the connection is reported broken.
     pub fn force_error(&self, tag: u64) -> bool {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let Some(qpn) = hca.qp_by_tag(tag) else { return false };
         hca.fail_qp(qpn);
         let ia = hca.qps[&qpn].ia;
@@ -257,7 +288,7 @@ impl SoftHca {
     /// The QP with `tag` vanishes, as a killed peer's does: it stops
     /// answering, and nothing tells its peer.
     pub fn vanish(&self, tag: u64) -> bool {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let Some(qpn) = hca.qp_by_tag(tag) else { return false };
         hca.qps.get_mut(&qpn).map(|q| q.state = QpState::Vanished).is_some()
     }
@@ -300,7 +331,7 @@ impl SoftHca {
     }
 
     fn register(&self, owner: UarOwner) -> ModelRegister {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let uar = hca.id();
         hca.uars.insert(uar, owner);
         ModelRegister::new(self.hca.clone(), uar, self.deferred.clone())
@@ -322,12 +353,16 @@ impl Device for SoftHca {
     type SendSlots = Box<[SendSlot]>;
     type RecvSlots = Box<[RecvSlot]>;
 
+    /// Each QP rings a register of its own, and the device is behind its
+    /// lock.
+    const SHARED_QUEUES: bool = true;
+
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(ModelIa, IaAttr)> {
         let digit = match name.strip_prefix(IA_NAME_PREFIX) {
             Some([d]) if d.is_ascii_digit() => d - b'0',
             _ => return Err(error(ErrorType::ProviderNotFound)),
         };
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let id = hca.id();
         let ia_address = address(10 + digit);
         // Without a descriptor the IA still works; only an event loop
@@ -376,11 +411,11 @@ impl Device for SoftHca {
     }
 
     fn ia_close(&mut self, ia: ModelIa) {
-        self.hca.borrow_mut().ias.remove(&ia.0);
+        lock(&self.hca).ias.remove(&ia.0);
     }
 
     fn pd_alloc(&mut self, ia: &mut ModelIa) -> DatResult<ModelPd> {
-        Ok(ModelPd { id: self.hca.borrow_mut().id(), ia: ia.0 })
+        Ok(ModelPd { id: lock(&self.hca).id(), ia: ia.0 })
     }
 
     fn pd_free(&mut self, _pd: ModelPd) {}
@@ -395,25 +430,25 @@ impl Device for SoftHca {
         if !region::mapped(address, length) {
             return Err(error(ErrorType::ProtectionViolation));
         }
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let key = hca.id() << 8;
         hca.mrs.insert(key, hca::Mr { pd: pd.id, addr: address, len: length, access: privileges });
         Ok(Registration { mr: key, lkey: key, rkey: key, address, length })
     }
 
     fn mr_deregister(&mut self, mr: u32) {
-        self.hca.borrow_mut().mrs.remove(&mr);
+        lock(&self.hca).mrs.remove(&mr);
     }
 
     fn mw_alloc(&mut self, pd: &ModelPd) -> DatResult<(u32, u32)> {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let index = hca.id();
         hca.mws.insert(index, hca::Mw { pd: pd.id, key: 0, bound: None });
         Ok((index, index << 8))
     }
 
     fn mw_free(&mut self, mw: u32) {
-        self.hca.borrow_mut().mws.remove(&mw);
+        lock(&self.hca).mws.remove(&mw);
     }
 
     fn cq_create(&mut self, ia: &mut ModelIa, min_entries: u32) -> DatResult<CqParts<Self>> {
@@ -423,7 +458,7 @@ impl Device for SoftHca {
             buf.write(i * 64 + 63, &[hca::cqe_op::INVALID << 4]);
         }
         let dbrec = Region::new(64);
-        let cqn = self.hca.borrow_mut().id();
+        let cqn = lock(&self.hca).id();
         let uar = self.register(UarOwner::Cq(cqn));
         // What mlx5dv_init_obj reports for a CQ of a ConnectX.
         let dv = DvCq {
@@ -439,17 +474,17 @@ impl Device for SoftHca {
         // data path's ring: the backend drops the ring before it destroys
         // the CQ.
         let geometry = unsafe { dv::completion_queue(&dv, uar) }.map_err(|_| error(ErrorType::InternalError))?;
-        self.hca.borrow_mut().cqs.insert(cqn, hca::Cq { ia: ia.0, buf, cnt, dbrec, pi: 0, armed: None });
+        lock(&self.hca).cqs.insert(cqn, hca::Cq { ia: ia.0, buf, cnt, dbrec, pi: 0, armed: None });
         Ok(CqParts { cq: ModelCq { cqn }, geometry })
     }
 
     fn cq_destroy(&mut self, cq: ModelCq) {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         hca.cqs.remove(&cq.cqn);
     }
 
     fn cq_event(&mut self, ia: &mut ModelIa) -> Option<u32> {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let event = hca.ias.get_mut(&ia.0)?.cq_events.pop_front();
         if event.is_none() {
             hca.rearm(ia.0);
@@ -466,7 +501,7 @@ impl Device for SoftHca {
             let stride = (spec.max_recv_sge * 16).next_power_of_two();
             (Region::new((cnt * stride) as usize), cnt, stride)
         });
-        let qpn = self.hca.borrow_mut().id();
+        let qpn = lock(&self.hca).id();
         let bf = self.register(UarOwner::Qp(qpn));
         // What mlx5dv_init_obj reports for a QP of a ConnectX.
         let no_rq = DvWorkQueue { buf: std::ptr::null_mut(), wqe_cnt: 0, stride: 0 };
@@ -496,7 +531,7 @@ impl Device for SoftHca {
             (g, vec![RecvSlot::default(); cnt].into_boxed_slice())
         });
         let pd = spec.pd;
-        self.hca.borrow_mut().qps.insert(
+        lock(&self.hca).qps.insert(
             qpn,
             hca::Qp {
                 ia: pd.ia,
@@ -528,7 +563,7 @@ impl Device for SoftHca {
     }
 
     fn qp_destroy(&mut self, qp: ModelQp) {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let Some(gone) = hca.qps.remove(&qp.qpn) else { return };
         hca.deadlines.remove(&qp.qpn);
         // The peer of a connected QP hears the disconnect.
@@ -539,7 +574,7 @@ impl Device for SoftHca {
     }
 
     fn qp_reset(&mut self, qp: &mut ModelQp) -> DatResult<()> {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
         q.state = QpState::Init;
         q.peer = None;
@@ -557,7 +592,7 @@ impl Device for SoftHca {
         let stride = (16 * (1 + attr.max_recv_iov.max(1))).next_power_of_two();
         let buf = Region::new((cnt * stride) as usize);
         let dbrec = Region::new(64);
-        let srqn = self.hca.borrow_mut().id();
+        let srqn = lock(&self.hca).id();
         // What mlx5dv_init_obj reports for an SRQ of a ConnectX, whose WQE
         // count is the one it was created with.
         let dv = DvSrq {
@@ -572,7 +607,7 @@ impl Device for SoftHca {
         // SAFETY: the regions move into the HCA's SRQ, destroyed after the
         // data path drops its ring.
         let geometry = unsafe { dv::shared_recv_queue(&dv, cnt) }.map_err(|_| error(ErrorType::InternalError))?;
-        self.hca.borrow_mut().srqs.insert(srqn, hca::Srq { pd: pd.id, buf, stride, dbrec, head: 0, consumed: 0 });
+        lock(&self.hca).srqs.insert(srqn, hca::Srq { pd: pd.id, buf, stride, dbrec, head: 0, consumed: 0 });
         Ok(SrqParts {
             srq: ModelSrq { srqn },
             srqn,
@@ -582,11 +617,11 @@ impl Device for SoftHca {
     }
 
     fn srq_destroy(&mut self, srq: ModelSrq) {
-        self.hca.borrow_mut().srqs.remove(&srq.srqn);
+        lock(&self.hca).srqs.remove(&srq.srqn);
     }
 
     fn listen(&mut self, ia: &mut ModelIa, conn_qual: u64, tag: u64) -> DatResult<ModelListener> {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let address = hca.ias.get(&ia.0).ok_or(error(ErrorType::InternalError))?.address;
         let key = (address.bytes, conn_qual);
         if hca.listeners.contains_key(&key) {
@@ -597,7 +632,7 @@ impl Device for SoftHca {
     }
 
     fn unlisten(&mut self, listener: ModelListener) {
-        self.hca.borrow_mut().listeners.remove(&listener.key);
+        lock(&self.hca).listeners.remove(&listener.key);
     }
 
     fn connect(
@@ -608,7 +643,7 @@ impl Device for SoftHca {
         private_data: &[u8],
         timeout_us: Option<u64>,
     ) -> DatResult<()> {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
         q.state = QpState::Connecting;
         let (ia, qpn) = (q.ia, qp.qpn);
@@ -644,7 +679,7 @@ impl Device for SoftHca {
     }
 
     fn accept(&mut self, request: &mut ModelConnReq, qp: &mut ModelQp, private_data: &[u8]) -> DatResult<()> {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let req = hca.requests.remove(&request.0).ok_or(error(ErrorType::InvalidState))?;
         let active = req.active;
         let live = hca.qps.get(&active).is_some_and(|q| q.state == QpState::Connecting);
@@ -663,7 +698,7 @@ impl Device for SoftHca {
     }
 
     fn reject(&mut self, request: ModelConnReq, private_data: &[u8]) {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let Some(req) = hca.requests.remove(&request.0) else { return };
         if hca.qps.get(&req.active).is_some_and(|q| q.state == QpState::Connecting) {
             hca.fail_qp(req.active);
@@ -672,7 +707,7 @@ impl Device for SoftHca {
     }
 
     fn disconnect(&mut self, qp: &mut ModelQp, _graceful: bool) {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         let Some(q) = hca.qps.get(&qp.qpn) else { return };
         let (state, peer) = (q.state, q.peer);
         if state == QpState::Vanished {
@@ -688,7 +723,7 @@ impl Device for SoftHca {
     }
 
     fn poll_cm(&mut self, ia: &mut ModelIa) -> Option<CmEvent<ModelConnReq>> {
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         hca.progress();
         SoftHca::expire(&mut hca);
         let Some(event) = hca.ias.get_mut(&ia.0)?.cm.pop_front() else {
@@ -705,7 +740,7 @@ impl Device for SoftHca {
     }
 
     fn now_us(&mut self) -> u64 {
-        self.hca.borrow().now_us()
+        lock(&self.hca).now_us()
     }
 
     fn block(&mut self, ia: &mut ModelIa, timeout_us: Option<u64>) -> Wake {
@@ -715,7 +750,7 @@ impl Device for SoftHca {
             hca.ias.get(&ia.0).is_some_and(|i| !i.cm.is_empty() || !i.cq_events.is_empty())
         };
         let wait = {
-            let mut hca = self.hca.borrow_mut();
+            let mut hca = lock(&self.hca);
             if ready(&mut hca) {
                 return Wake::Activity;
             }
@@ -732,7 +767,7 @@ impl Device for SoftHca {
         };
         let Some((us, timer)) = wait else { return Wake::Timeout };
         std::thread::sleep(Duration::from_micros(us));
-        let mut hca = self.hca.borrow_mut();
+        let mut hca = lock(&self.hca);
         if ready(&mut hca) || timer {
             Wake::Activity
         } else {

@@ -65,6 +65,13 @@ impl Region {
     }
 }
 
+// SAFETY: a Region owns its allocation as a Box would; what other threads
+// do to the memory through the pointers it hands out is what a device's
+// queue memory sees, volatile accesses ordered as the PRM orders them
+// (the model writes a CQE's owner byte last; the data path publishes
+// WQEs with a doorbell record and reads a CQE after its owner byte).
+unsafe impl Send for Region {}
+
 impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: allocated in `new` with this layout.

@@ -1,0 +1,275 @@
+//! How the threads of a provider take turns.
+//!
+//! A provider's state is behind a reader-writer lock split into shards,
+//! one cache line each. Every call that may change more than one object —
+//! the control path, waits, frees, and whatever the data path cannot
+//! finish alone — takes every shard for writing ([`Locked::lock`]): it has
+//! the provider to itself. A post or a dequeue of a thread-safe provider
+//! takes only its thread's shard for reading ([`Locked::share`]), so posts
+//! and dequeues of different threads never write a line another thread
+//! reads, and then the lock of its own Endpoint or EVD ([`ObjLocks`]): the
+//! rules of `udat_core::shared`. A provider registered `nonthreadsafe`
+//! has one shard and never shares: one lock, as uncontended as a mutex.
+
+use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
+use std::cell::{Cell, UnsafeCell};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use parking_lot::lock_api::RawRwLock as _;
+use parking_lot::RawRwLock;
+
+/// Shards of a thread-safe provider: enough that threads seldom share one
+/// on the machines udat runs on, few enough that taking them all for the
+/// control path stays cheap.
+const SHARDS: usize = 16;
+
+/// One shard, alone on its cache line.
+#[repr(align(64))]
+struct Shard(RawRwLock);
+
+/// A value behind the sharded lock.
+pub struct Locked<T> {
+    shards: Box<[Shard]>,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through the guards. An `Exclusive`
+// holds every shard for writing, so it is the only one, and the value
+// moves between threads only as a whole, through it. A `Sharing` holds a
+// shard for reading, which excludes every `Exclusive`, and hands out `&T`
+// only; the entry points that share a provider use it as
+// `udat_core::shared` says, and only over a transport whose queues allow
+// it (`Backend::SHARED_QUEUES`): what threads change through it is behind
+// cells, each under its object's lock. The transports' reference-counted
+// parts (udat-verbs shares device state between its objects) are touched
+// only under an `Exclusive`, and no entry point hands any of them out of
+// a guard.
+unsafe impl<T> Sync for Locked<T> {}
+// SAFETY: as above; the value moves between threads only as a whole.
+unsafe impl<T> Send for Locked<T> {}
+
+impl<T> Locked<T> {
+    /// `value` behind `shards` shards (one for a provider whose calls never
+    /// overlap).
+    pub fn new(value: T, thread_safe: bool) -> Self {
+        let n = if thread_safe { SHARDS } else { 1 };
+        let shards = (0..n).map(|_| Shard(RawRwLock::INIT)).collect();
+        Locked { shards, value: UnsafeCell::new(value) }
+    }
+
+    /// The value, to this thread alone: every shard, for writing, in
+    /// order (so two callers never hold part of it each).
+    pub fn lock(&self) -> Exclusive<'_, T> {
+        for shard in self.shards.iter() {
+            shard.0.lock_exclusive();
+        }
+        Exclusive { locked: self }
+    }
+
+    /// The value, shared with other threads that share it: this thread's
+    /// shard, for reading.
+    #[inline(always)]
+    pub fn share(&self) -> Sharing<'_, T> {
+        let shard = &self.shards[thread_index() % self.shards.len()];
+        shard.0.lock_shared();
+        Sharing { locked: self, shard }
+    }
+}
+
+/// A number for each thread, handed out in the order threads first share
+/// a provider, so that threads fall on different shards.
+#[inline(always)]
+fn thread_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|i| {
+        if i.get() == usize::MAX {
+            i.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+        }
+        i.get()
+    })
+}
+
+/// The value, held by one thread alone.
+pub struct Exclusive<'a, T> {
+    locked: &'a Locked<T>,
+}
+
+impl<T> Exclusive<'_, T> {
+    /// Run `f` with the lock let go (a sleep), and take it again, even if
+    /// `f` panics.
+    pub fn unlocked<R>(guard: &mut Self, f: impl FnOnce() -> R) -> R {
+        struct Relock<'b, T>(&'b Locked<T>);
+        impl<T> Drop for Relock<'_, T> {
+            fn drop(&mut self) {
+                for shard in self.0.shards.iter() {
+                    shard.0.lock_exclusive();
+                }
+            }
+        }
+        guard.release();
+        let _relock = Relock(guard.locked);
+        f()
+    }
+
+    fn release(&self) {
+        for shard in self.locked.shards.iter().rev() {
+            // SAFETY: this guard holds every shard for writing.
+            unsafe { shard.0.unlock_exclusive() };
+        }
+    }
+}
+
+impl<T> Deref for Exclusive<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: every shard is held for writing: no other guard exists.
+        unsafe { &*self.locked.value.get() }
+    }
+}
+
+impl<T> DerefMut for Exclusive<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as for `deref`; `&mut self` makes this the only borrow.
+        unsafe { &mut *self.locked.value.get() }
+    }
+}
+
+impl<T> Drop for Exclusive<'_, T> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// The value, shared by the threads that hold a shard for reading.
+pub struct Sharing<'a, T> {
+    locked: &'a Locked<T>,
+    shard: &'a Shard,
+}
+
+impl<T> Deref for Sharing<'_, T> {
+    type Target = T;
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        // SAFETY: a shard held for reading excludes every `Exclusive`, the
+        // only guard that hands out `&mut T`.
+        unsafe { &*self.locked.value.get() }
+    }
+}
+
+impl<T> Drop for Sharing<'_, T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: this guard holds the shard for reading.
+        unsafe { self.shard.0.unlock_shared() };
+    }
+}
+
+/// One lock per object slot (an Endpoint's or an EVD's), each alone on
+/// its cache line, for the data path of a shared provider. A critical
+/// section is a post or the settling of one completion, so a waiter spins
+/// briefly, then yields.
+pub struct ObjLocks {
+    locks: Box<[ObjLock]>,
+}
+
+#[repr(C, align(64))]
+struct ObjLock {
+    held: AtomicBool,
+}
+
+impl ObjLocks {
+    /// `n` unlocked locks, in zeroed memory: pages are touched only as
+    /// objects use their locks.
+    pub fn new(n: usize) -> ObjLocks {
+        let n = n.max(1);
+        let layout = Layout::array::<ObjLock>(n).unwrap_or_else(|_| handle_alloc_error(Layout::new::<ObjLock>()));
+        // SAFETY: the layout has a nonzero size (n >= 1).
+        let p = unsafe { alloc_zeroed(layout) }.cast::<ObjLock>();
+        if p.is_null() {
+            handle_alloc_error(layout);
+        }
+        // SAFETY: `p` holds `n` zeroed `ObjLock`s, allocated with the
+        // global allocator in the layout of `[ObjLock; n]`; all-zero bytes
+        // are an unlocked `ObjLock` (an `AtomicBool` is laid out as a
+        // `bool`, and 0 is `false`).
+        let locks = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) };
+        ObjLocks { locks }
+    }
+
+    /// Take the lock of slot `index` (a slot past the end has none to
+    /// take: the object it names cannot exist).
+    #[inline(always)]
+    pub fn lock(&self, index: u32) -> Option<ObjGuard<'_>> {
+        let lock = self.locks.get(index as usize)?;
+        let mut spins = 0u32;
+        while lock.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Some(ObjGuard { lock })
+    }
+}
+
+/// A held object lock.
+pub struct ObjGuard<'a> {
+    lock: &'a ObjLock,
+}
+
+impl Drop for ObjGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.lock.held.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sharers_exclude_an_exclusive_holder_and_not_each_other() {
+        let locked = Locked::new(0u64, true);
+        let a = locked.share();
+        let b = locked.share();
+        assert_eq!((*a, *b), (0, 0));
+        drop((a, b));
+        *locked.lock() += 1;
+        let held = locked.lock();
+        std::thread::scope(|s| {
+            let t = s.spawn(|| *locked.share());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(!t.is_finished(), "a sharer waits for the exclusive holder");
+            drop(held);
+            assert_eq!(t.join().unwrap(), 1);
+        });
+    }
+
+    #[test]
+    fn an_object_lock_is_held_by_one_thread_at_a_time() {
+        let locks = ObjLocks::new(4);
+        let counter = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..10_000 {
+                        let _g = locks.lock(2).unwrap();
+                        // A read and a write that would lose updates if two
+                        // threads held the lock at once.
+                        let v = counter.load(Ordering::Relaxed);
+                        counter.store(v + 1, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        assert_eq!(counter.load(Ordering::Relaxed), 40_000);
+        assert!(locks.lock(4).is_none());
+    }
+}

@@ -1,0 +1,313 @@
+//! A thread-safe provider's data path from several threads at once: posts
+//! on different Endpoints and dequeues on different EVDs run with the
+//! provider shared, posts and reaps on one Endpoint from different threads
+//! take its lock, and the control path runs between them, all on the
+//! software HCA. Every DTO completes exactly once, with its own cookie,
+//! in post order on its Endpoint.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::ffi::CStr;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use udat_capi::registry::{self, Registration};
+use udat_capi::sys::*;
+
+const CONN_QUAL: u64 = 7001;
+const BYTES: u32 = 64;
+/// Requests an Endpoint has in flight at most (the default
+/// `max_request_dtos` is larger).
+const WINDOW: usize = 8;
+
+fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
+    ia
+}
+
+fn ok(ret: DAT_RETURN, what: &str) {
+    assert_eq!(ret, DAT_SUCCESS, "{what}: {ret:#x}");
+}
+
+struct Provider {
+    t: &'static DAT_PROVIDER,
+    table: *const DAT_PROVIDER,
+    ia: DAT_IA_HANDLE,
+    pz: DAT_PZ_HANDLE,
+    conn_evd: DAT_EVD_HANDLE,
+    cr_evd: DAT_EVD_HANDLE,
+}
+
+// SAFETY: the handles name objects of a provider registered thread-safe;
+// its entry points may be called from any thread.
+unsafe impl Sync for Provider {}
+
+/// A connected pair of Endpoints with an EVD of their own, and a buffer
+/// registered for both.
+struct Pair {
+    ep: DAT_EP_HANDLE,
+    evd: DAT_EVD_HANDLE,
+    local: DAT_LMR_TRIPLET,
+    remote: DAT_RMR_TRIPLET,
+    _buf: Box<[u8; 2 * 4096]>,
+}
+
+// SAFETY: as for `Provider`; the buffer is only ever touched by the HCA.
+unsafe impl Sync for Pair {}
+
+impl Provider {
+    fn open(name: &'static CStr) -> Provider {
+        let reg = Registration { dapl_version: (2, 0), thread_safe: true, ia_out: same };
+        let table = registry::add(name, common::MODEL, reg).expect("register the model provider");
+        // SAFETY: registered until the provider drops.
+        let t: &'static DAT_PROVIDER = unsafe { &*table };
+        let (mut async_evd, mut ia, mut pz) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        let (mut conn_evd, mut cr_evd, mut psp) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        // SAFETY: live handles of this provider and valid out-pointers.
+        unsafe {
+            ok(t.ia_open_func.unwrap()(name.as_ptr().cast_mut(), 8, &mut async_evd, &mut ia), "dat_ia_open");
+            ok(t.pz_create_func.unwrap()(ia, &mut pz), "dat_pz_create");
+            ok(t.evd_create_func.unwrap()(ia, 8, ptr::null_mut(), DAT_EVD_CR_FLAG, &mut cr_evd), "CR EVD");
+            ok(t.evd_create_func.unwrap()(ia, 8, ptr::null_mut(), DAT_EVD_CONNECTION_FLAG, &mut conn_evd), "conn EVD");
+            ok(t.psp_create_func.unwrap()(ia, CONN_QUAL, cr_evd, DAT_PSP_CONSUMER_FLAG, &mut psp), "dat_psp_create");
+        }
+        Provider { t, table, ia, pz, conn_evd, cr_evd }
+    }
+
+    /// The next event of `evd`.
+    fn next(&self, evd: DAT_EVD_HANDLE) -> DAT_EVENT {
+        let mut event = DAT_EVENT::default();
+        for _ in 0..10_000_000 {
+            // SAFETY: a live EVD and a valid out-pointer.
+            match unsafe { self.t.evd_dequeue_func.unwrap()(evd, &mut event) } {
+                DAT_SUCCESS => return event,
+                ret => assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),
+            }
+            std::thread::yield_now();
+        }
+        panic!("no event on the EVD");
+    }
+
+    fn pair(&self) -> Pair {
+        let t = self.t;
+        let mut evd = ptr::null_mut();
+        let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
+        let mut buf = Box::new([0u8; 2 * 4096]);
+        let (mut lmr, mut lmr_context, mut rmr_context) = (ptr::null_mut(), 0, 0);
+        let mut attr = DAT_IA_ATTR::default();
+        // SAFETY: live handles of this provider and valid out-pointers.
+        unsafe {
+            ok(t.ia_query_func.unwrap()(self.ia, ptr::null_mut(), u64::MAX, &mut attr, 0, ptr::null_mut()), "query");
+            ok(t.evd_create_func.unwrap()(self.ia, 64, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd), "DTO EVD");
+            ok(t.ep_create_func.unwrap()(self.ia, self.pz, evd, evd, self.conn_evd, ptr::null(), &mut a), "ep a");
+            ok(t.ep_create_func.unwrap()(self.ia, self.pz, evd, evd, self.conn_evd, ptr::null(), &mut b), "ep b");
+            let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
+            ok(
+                t.lmr_create_func.unwrap()(
+                    self.ia,
+                    DAT_MEM_TYPE_VIRTUAL,
+                    region,
+                    buf.len() as u64,
+                    self.pz,
+                    DAT_MEM_PRIV_ALL_FLAG,
+                    DAT_VA_TYPE_VA,
+                    &mut lmr,
+                    &mut lmr_context,
+                    &mut rmr_context,
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                ),
+                "dat_lmr_create",
+            );
+            let (qos, flags) = (DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
+            let connect = t.ep_connect_func.unwrap();
+            ok(connect(a, attr.ia_address_ptr, CONN_QUAL, u32::MAX, 0, ptr::null_mut(), qos, flags), "connect");
+            let request = self.next(self.cr_evd);
+            let cr = request.event_data.cr_arrival_event_data.cr_handle;
+            ok(t.cr_accept_func.unwrap()(cr, b, 0, ptr::null_mut()), "dat_cr_accept");
+        }
+        self.next(self.conn_evd);
+        self.next(self.conn_evd);
+        let base = buf.as_ptr() as u64;
+        Pair {
+            ep: a,
+            evd,
+            local: DAT_LMR_TRIPLET { lmr_context, virtual_address: base, segment_length: BYTES },
+            remote: DAT_RMR_TRIPLET { rmr_context, virtual_address: base + 4096, segment_length: BYTES },
+            _buf: buf,
+        }
+    }
+
+    /// An RDMA write of `pair` with `cookie`; `DAT_INSUFFICIENT_RESOURCES`
+    /// when the EP has its fill of requests.
+    fn write(&self, pair: &Pair, cookie: u64) -> DAT_RETURN {
+        let mut local = pair.local;
+        // SAFETY: live handles, a triplet inside a live LMR.
+        unsafe {
+            self.t.ep_post_rdma_write_func.unwrap()(
+                pair.ep,
+                1,
+                &mut local,
+                DAT_DTO_COOKIE { as_64: cookie },
+                &pair.remote,
+                DAT_COMPLETION_DEFAULT_FLAG,
+            )
+        }
+    }
+
+    /// The cookie of the next completion on `pair`'s EVD, if one is there.
+    fn reap(&self, pair: &Pair) -> Option<u64> {
+        let mut event = DAT_EVENT::default();
+        // SAFETY: a live EVD and a valid out-pointer.
+        match unsafe { self.t.evd_dequeue_func.unwrap()(pair.evd, &mut event) } {
+            DAT_SUCCESS => {
+                assert_eq!(event.event_number, DAT_DTO_COMPLETION_EVENT);
+                // SAFETY: a DTO completion event's data.
+                let dto = unsafe { event.event_data.dto_completion_event_data };
+                assert_eq!(dto.status, DAT_DTO_SUCCESS);
+                assert_eq!(dto.ep_handle, pair.ep, "the event names the EP that posted");
+                assert_eq!(dto.transfered_length, BYTES);
+                // SAFETY: the cookie is 64 bits.
+                Some(unsafe { dto.user_cookie.as_64 })
+            }
+            ret => {
+                assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        // SAFETY: the IA is open; no thread uses the provider any more.
+        unsafe { ok(self.t.ia_close_func.unwrap()(self.ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close") };
+        assert!(registry::remove(self.table));
+    }
+}
+
+/// The control path's calls, over and over, until `stop`: objects made
+/// and freed, queries, while other threads post and reap.
+fn churn(p: &Provider, stop: &AtomicBool) -> u64 {
+    let t = p.t;
+    let mut rounds = 0;
+    let mut buf = vec![0u8; 4096];
+    while !stop.load(Ordering::Relaxed) {
+        let (mut evd, mut ep, mut lmr) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        let (mut ctx, mut rctx) = (0, 0);
+        let mut attr = DAT_IA_ATTR::default();
+        // SAFETY: live handles of this provider and valid out-pointers.
+        unsafe {
+            ok(t.evd_create_func.unwrap()(p.ia, 8, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd), "churn EVD");
+            ok(t.ep_create_func.unwrap()(p.ia, p.pz, evd, evd, p.conn_evd, ptr::null(), &mut ep), "churn EP");
+            let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
+            ok(
+                t.lmr_create_func.unwrap()(
+                    p.ia,
+                    DAT_MEM_TYPE_VIRTUAL,
+                    region,
+                    buf.len() as u64,
+                    p.pz,
+                    DAT_MEM_PRIV_ALL_FLAG,
+                    DAT_VA_TYPE_VA,
+                    &mut lmr,
+                    &mut ctx,
+                    &mut rctx,
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                ),
+                "churn LMR",
+            );
+            ok(t.ia_query_func.unwrap()(p.ia, ptr::null_mut(), u64::MAX, &mut attr, 0, ptr::null_mut()), "query");
+            ok(t.lmr_free_func.unwrap()(lmr), "churn LMR free");
+            ok(t.ep_free_func.unwrap()(ep), "churn EP free");
+            ok(t.evd_free_func.unwrap()(evd), "churn EVD free");
+        }
+        rounds += 1;
+    }
+    rounds
+}
+
+/// Post `n` writes on `pair` with cookies `0..n`, never more than
+/// `WINDOW` in flight, reaping as it goes; every cookie comes back once,
+/// in order.
+fn post_and_reap(p: &Provider, pair: &Pair, n: u64) {
+    let (mut posted, mut reaped) = (0u64, 0u64);
+    while reaped < n {
+        while posted < n && posted - reaped < WINDOW as u64 {
+            ok(p.write(pair, posted), "dat_ep_post_rdma_write");
+            posted += 1;
+        }
+        if let Some(cookie) = p.reap(pair) {
+            assert_eq!(cookie, reaped, "completions come in post order");
+            reaped += 1;
+        }
+    }
+}
+
+#[test]
+fn posts_and_dequeues_on_separate_endpoints_run_from_many_threads_beside_the_control_path() {
+    let p = Provider::open(c"threads-separate");
+    let pairs: Vec<Pair> = (0..3).map(|_| p.pair()).collect();
+    let stop = AtomicBool::new(false);
+    let churned = std::thread::scope(|s| {
+        let churn = s.spawn(|| churn(&p, &stop));
+        let workers: Vec<_> = pairs.iter().map(|pair| s.spawn(|| post_and_reap(&p, pair, 5_000))).collect();
+        for w in workers {
+            w.join().expect("a worker");
+        }
+        stop.store(true, Ordering::Relaxed);
+        churn.join().expect("the control path")
+    });
+    assert!(churned > 0, "the control path ran while the workers did");
+    // Each pair's EP is idle again and its EVD empty.
+    for pair in &pairs {
+        assert_eq!(p.reap(pair), None);
+    }
+}
+
+#[test]
+fn two_threads_post_on_one_endpoint_while_a_third_reaps_it() {
+    let p = Provider::open(c"threads-one-ep");
+    let pair = p.pair();
+    const EACH: u64 = 4_000;
+    let done = AtomicBool::new(false);
+    let seen = std::thread::scope(|s| {
+        let reaper = s.spawn(|| {
+            let mut seen = BTreeSet::new();
+            while seen.len() < 2 * EACH as usize {
+                match p.reap(&pair) {
+                    Some(cookie) => assert!(seen.insert(cookie), "cookie {cookie:#x} completed twice"),
+                    None if done.load(Ordering::Relaxed) && seen.len() < 2 * EACH as usize => std::thread::yield_now(),
+                    None => {}
+                }
+            }
+            seen
+        });
+        let posters: Vec<_> = [0u64, 1 << 32]
+            .into_iter()
+            .map(|base| {
+                let (p, pair) = (&p, &pair);
+                s.spawn(move || {
+                    let mut i = 0;
+                    while i < EACH {
+                        match p.write(pair, base + i) {
+                            DAT_SUCCESS => i += 1,
+                            // The EP has its fill of requests: the reaper
+                            // makes room.
+                            ret if ret & 0x3fff_0000 == DAT_INSUFFICIENT_RESOURCES => std::thread::yield_now(),
+                            ret => panic!("dat_ep_post_rdma_write: {ret:#x}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        for poster in posters {
+            poster.join().expect("a poster");
+        }
+        done.store(true, Ordering::Relaxed);
+        reaper.join().expect("the reaper")
+    });
+    let expected: BTreeSet<u64> = (0..EACH).chain((0..EACH).map(|i| (1 << 32) + i)).collect();
+    assert_eq!(seen, expected, "every post completed once");
+}

@@ -1,0 +1,152 @@
+//! The data path through a shared provider: posts on different Endpoints
+//! and dequeues on different EVDs, from different threads at once.
+//!
+//! A caller that shares a provider among threads (the C ABI's thread-safe
+//! providers) keeps three rules, which every method here states as its
+//! safety contract:
+//! - every other call takes the provider to itself (`&mut`), so no
+//!   object changes here but the ones the caller locked;
+//! - a post holds the lock of its Endpoint, a dequeue the lock of its EVD;
+//! - a dequeue takes the lock of the Endpoint whose completion it settles
+//!   through `lock_ep` (EVD, then Endpoint: a post takes no EVD lock).
+//!
+//! The rules of the pages are the exclusive calls' own: a post runs the
+//! same checks ([`crate::dto`]), and a dequeue settles here only what the
+//! exclusive one would hand straight to its caller, a successful DTO
+//! completion of an EVD with nothing queued, no CNO and no waiter, for an
+//! Endpoint that completes to it. Anything else it leaves untouched and
+//! answers [`Shared::Exclusive`], and the caller makes the call again with
+//! the provider to itself. Connection events are not pulled here: an empty
+//! shared dequeue answers [`Shared::Empty`], and the caller makes an
+//! exclusive one when a look at them is due.
+#![allow(unsafe_code)]
+
+use crate::backend::{Backend, RequestOp, Shared};
+use crate::dto::{post_checked, Request, REQUEST_FLAGS, SEND_FLAGS};
+use crate::error::{DatError, DatResult, Subtype};
+use crate::event::{Event, EventData, EventNumber};
+use crate::handle::{EpHandle, EvdHandle, RawHandle};
+use crate::provider::Provider;
+use crate::storage::Storage;
+use crate::types::{CompletionFlags, LmrTriplet, RmrTriplet};
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// [`Provider::ep_post_send`] through a shared provider.
+    ///
+    /// # Safety
+    /// No `&mut` to the provider exists while this runs, and the caller
+    /// holds `ep`'s lock (see the module).
+    pub unsafe fn ep_post_send_shared(
+        &self,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let request = Request { iov, cookie, op: RequestOp::Send, flags, allowed: SEND_FLAGS };
+        // SAFETY: forwarded contract.
+        unsafe { self.post_shared(ep, request) }
+    }
+
+    /// [`Provider::ep_post_rdma_write`] through a shared provider.
+    ///
+    /// # Safety
+    /// As [`Provider::ep_post_send_shared`].
+    pub unsafe fn ep_post_rdma_write_shared(
+        &self,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let request =
+            Request { iov, cookie, op: RequestOp::RdmaWrite { remote: *remote }, flags, allowed: REQUEST_FLAGS };
+        // SAFETY: forwarded contract.
+        unsafe { self.post_shared(ep, request) }
+    }
+
+    /// [`Provider::ep_post_rdma_read`] through a shared provider.
+    ///
+    /// # Safety
+    /// As [`Provider::ep_post_send_shared`].
+    pub unsafe fn ep_post_rdma_read_shared(
+        &self,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let request =
+            Request { iov, cookie, op: RequestOp::RdmaRead { remote: *remote }, flags, allowed: REQUEST_FLAGS };
+        // SAFETY: forwarded contract.
+        unsafe { self.post_shared(ep, request) }
+    }
+
+    #[inline(always)]
+    unsafe fn post_shared(&self, h: EpHandle, request: Request<'_>) -> DatResult<()> {
+        // SAFETY: the caller holds the EP's lock, which every other access
+        // to it takes, and no `&mut` to the provider exists.
+        let ep = unsafe { self.eps.get_shared(h.0) }.ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let backend = &self.backend;
+        post_checked(ep, &self.lmrs, &self.ias, request, |qp, wr| {
+            // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
+            // exists (the caller's contract).
+            unsafe { backend.post_send_shared(qp, wr) }
+        })
+    }
+
+    /// [`Provider::evd_dequeue`] through a shared provider, for what it can
+    /// settle alone (see the module); `lock_ep` takes the lock of the
+    /// Endpoint with the given slot index and hands back its guard.
+    ///
+    /// # Safety
+    /// No `&mut` to the provider exists while this runs, the caller holds
+    /// `evd`'s lock, and the guards `lock_ep` returns hold the Endpoints'
+    /// locks (see the module).
+    pub unsafe fn evd_dequeue_shared<G>(&self, evd: EvdHandle, mut lock_ep: impl FnMut(u32) -> G) -> Shared<Event> {
+        // SAFETY: the caller holds the EVD's lock.
+        let Some(e) = (unsafe { self.evds.get_shared(evd.0) }) else { return Shared::Exclusive };
+        if e.waiter || !e.queue.is_empty() || !e.takes_direct() {
+            return Shared::Exclusive;
+        }
+        let Some(cq) = e.cq.as_mut() else { return Shared::Exclusive };
+        loop {
+            // SAFETY: the CQ is the locked EVD's.
+            let head = match unsafe { self.backend.cq_peek_shared(cq) } {
+                Shared::Done(head) => head,
+                Shared::Empty => return Shared::Empty,
+                Shared::Exclusive => return Shared::Exclusive,
+            };
+            let ep_h = EpHandle(RawHandle::from_bits(head.tag));
+            let _ep_lock = lock_ep(ep_h.0.index);
+            // SAFETY: `lock_ep` took the EP's lock.
+            let Some(ep) = (unsafe { self.eps.get_shared(ep_h.0) }) else { return Shared::Exclusive };
+            let to = if head.recv { ep.recv_evd } else { ep.request_evd };
+            if to != evd || (head.recv && !ep.srq.is_null()) {
+                return Shared::Exclusive;
+            }
+            // SAFETY: the CQ's EVD and the CQE's EP are both locked.
+            let c = match unsafe { self.backend.cq_take_shared(cq) } {
+                Shared::Done(c) => c,
+                Shared::Empty => continue,
+                Shared::Exclusive => return Shared::Exclusive,
+            };
+            if head.recv {
+                ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);
+            } else {
+                ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
+            }
+            let data = EventData::Dto {
+                ep: ep_h,
+                cookie: c.cookie,
+                status: c.status,
+                transferred_length: c.transferred_length,
+                op: c.op,
+                imm: c.imm,
+            };
+            return Shared::Done(Event { number: EventNumber::DtoCompletion, evd, data });
+        }
+    }
+}

@@ -17,6 +17,9 @@
 //!   their bursts together, timed; the HCA runs them, untimed; the workers
 //!   dequeue the completions together, timed. Workers start each phase at
 //!   a spinning barrier, and a phase lasts as long as its slowest worker.
+//!   Beside one and two threads on one provider, two threads on two
+//!   providers, which share nothing but the machine: what this machine
+//!   lets two threads gain at most.
 //!
 //! `cargo bench -p udat-capi --bench threads`
 
@@ -32,10 +35,13 @@ use udat_capi::sys::*;
 use udat_capi::transport::Model;
 use udat_capi::Instance;
 
-const NAME: &CStr = c"bench-threads";
+const NAMES: [&CStr; 2] = [c"bench-threads", c"bench-threads-other"];
 const CONN_QUAL: u64 = 4321;
-/// Writes posted before their completions are reaped.
+/// Writes posted before their completions are reaped, end to end.
 const BURST: usize = 16;
+/// Writes posted in each phase of "the provider alone": enough that a
+/// phase (about 10 µs) dwarfs the workers' skew at its start.
+const SPLIT_BURST: usize = 128;
 const BYTES: u32 = 64;
 
 fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
@@ -67,15 +73,15 @@ unsafe impl Sync for Worker {}
 impl Worker {
     /// One burst: `BURST` posts, then their completions; DAT calls made.
     fn burst(&self) -> u64 {
-        self.post();
-        self.reap();
+        self.post(BURST);
+        self.reap(BURST);
         2 * BURST as u64
     }
 
-    /// `BURST` RDMA writes.
-    fn post(&self) {
+    /// `n` RDMA writes.
+    fn post(&self, n: usize) {
         let t = self.t;
-        for i in 0..BURST {
+        for i in 0..n {
             let cookie = DAT_DTO_COOKIE { as_64: i as u64 };
             let mut local = self.local;
             // SAFETY: live handles, a triplet in a live LMR, a remote
@@ -94,11 +100,11 @@ impl Worker {
         }
     }
 
-    /// The completions of a burst.
-    fn reap(&self) {
+    /// The completions of a burst of `n`.
+    fn reap(&self, n: usize) {
         let t = self.t;
         let mut reaped = 0;
-        while reaped < BURST {
+        while reaped < n {
             let mut event = DAT_EVENT::default();
             // SAFETY: a live EVD and a valid out-pointer.
             match unsafe { t.evd_dequeue_func.unwrap()(self.evd, &mut event) } {
@@ -136,9 +142,9 @@ impl Hca {
 }
 
 impl Rig {
-    fn new(n: usize) -> Rig {
+    fn new(name: &'static CStr, n: usize) -> Rig {
         let reg = Registration { dapl_version: (2, 0), thread_safe: true, ia_out: same };
-        let table = registry::add(NAME, "model mlx5_model0", reg).expect("register the model provider");
+        let table = registry::add(name, "model mlx5_model0", reg).expect("register the model provider");
         // SAFETY: registered until the rig drops.
         let t: &'static DAT_PROVIDER = unsafe { &*table };
         let (mut async_evd, mut ia, mut pz) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
@@ -149,21 +155,40 @@ impl Rig {
         // SAFETY: every call gets live handles of this provider and valid
         // out-pointers.
         unsafe {
-            ok(t.ia_open_func.unwrap()(NAME.as_ptr().cast_mut(), 8, &mut async_evd, &mut ia), "dat_ia_open");
+            ok(t.ia_open_func.unwrap()(name.as_ptr().cast_mut(), 8, &mut async_evd, &mut ia), "dat_ia_open");
             ok(t.ia_query_func.unwrap()(ia, ptr::null_mut(), u64::MAX, &mut attr, 0, ptr::null_mut()), "query");
             ok(t.pz_create_func.unwrap()(ia, &mut pz), "dat_pz_create");
             ok(t.evd_create_func.unwrap()(ia, 4, ptr::null_mut(), DAT_EVD_CR_FLAG, &mut cr_evd), "CR EVD");
             ok(t.evd_create_func.unwrap()(ia, 4, ptr::null_mut(), DAT_EVD_CONNECTION_FLAG, &mut conn_evd), "conn EVD");
             ok(t.psp_create_func.unwrap()(ia, CONN_QUAL, cr_evd, DAT_PSP_CONSUMER_FLAG, &mut psp), "dat_psp_create");
+            // The default attributes, with room for a phase's requests.
+            let mut probe = ptr::null_mut();
+            ok(
+                t.ep_create_func.unwrap()(
+                    ia,
+                    pz,
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                    ptr::null(),
+                    &mut probe,
+                ),
+                "probe EP",
+            );
+            let mut param = DAT_EP_PARAM::default();
+            ok(t.ep_query_func.unwrap()(probe, u64::MAX, &mut param), "dat_ep_query");
+            ok(t.ep_free_func.unwrap()(probe), "dat_ep_free");
+            let mut ep_attr = param.ep_attr;
+            ep_attr.max_request_dtos = SPLIT_BURST as i32;
             for _ in 0..n {
                 let mut evd = ptr::null_mut();
                 ok(
-                    t.evd_create_func.unwrap()(ia, 2 * BURST as i32, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd),
+                    t.evd_create_func.unwrap()(ia, 2 * SPLIT_BURST as i32, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd),
                     "DTO EVD",
                 );
                 let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
-                ok(t.ep_create_func.unwrap()(ia, pz, evd, evd, conn_evd, ptr::null(), &mut a), "dat_ep_create");
-                ok(t.ep_create_func.unwrap()(ia, pz, evd, evd, conn_evd, ptr::null(), &mut b), "dat_ep_create");
+                ok(t.ep_create_func.unwrap()(ia, pz, evd, evd, conn_evd, &ep_attr, &mut a), "dat_ep_create");
+                ok(t.ep_create_func.unwrap()(ia, pz, evd, evd, conn_evd, &ep_attr, &mut b), "dat_ep_create");
                 let mut buf = Box::new([0u8; 2 * 4096]);
                 let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
                 let (mut lmr, mut lmr_context, mut rmr_context) = (ptr::null_mut(), 0, 0);
@@ -282,10 +307,10 @@ impl Spin {
     }
 }
 
-/// `bursts` bursts on each of `workers`, one thread each, the HCA running
+/// `bursts` bursts on each of `workers`, one thread each, the HCAs running
 /// the WQEs between the posting and the reaping phase: the time the
 /// phases took, each as long as its slowest worker.
-fn run_split(workers: &[Worker], hca: &Hca, bursts: u64) -> Duration {
+fn run_split(workers: &[&Worker], hcas: &[&Hca], bursts: u64) -> Duration {
     let spin = Spin::new(workers.len());
     let times: Vec<Vec<[Duration; 2]>> = std::thread::scope(|s| {
         let threads: Vec<_> = workers
@@ -298,15 +323,17 @@ fn run_split(workers: &[Worker], hca: &Hca, bursts: u64) -> Duration {
                     for _ in 0..bursts {
                         spin.wait();
                         let start = Instant::now();
-                        w.post();
+                        w.post(SPLIT_BURST);
                         let posted = start.elapsed();
                         spin.wait();
                         if i == 0 {
-                            (hca.release)();
+                            for hca in hcas {
+                                (hca.release)();
+                            }
                         }
                         spin.wait();
                         let start = Instant::now();
-                        w.reap();
+                        w.reap(SPLIT_BURST);
                         times.push([posted, start.elapsed()]);
                     }
                     times
@@ -324,7 +351,7 @@ fn run_split(workers: &[Worker], hca: &Hca, bursts: u64) -> Duration {
 }
 
 fn threads(c: &mut Criterion) {
-    let rig = Rig::new(2);
+    let rig = Rig::new(NAMES[0], 2);
     let hca = Hca::of(rig.ia);
     let mut group = c.benchmark_group("end to end");
     group.sample_size(10).measurement_time(Duration::from_secs(4));
@@ -335,17 +362,27 @@ fn threads(c: &mut Criterion) {
         });
     }
     group.finish();
-    (hca.defer)(true);
+    let other = Rig::new(NAMES[1], 1);
+    let other_hca = Hca::of(other.ia);
+    for h in [&hca, &other_hca] {
+        (h.defer)(true);
+    }
     let mut group = c.benchmark_group("the provider alone");
     group.sample_size(10).measurement_time(Duration::from_secs(4));
-    for n in [1usize, 2] {
-        group.throughput(Throughput::Elements(2 * BURST as u64 * n as u64));
-        group.bench_function(format!("{n} thread(s)"), |b| {
-            b.iter_custom(|bursts| run_split(&rig.workers[..n], &hca, bursts));
-        });
+    let (one, two) = (&rig.workers[0], &rig.workers[1]);
+    let runs: [(&str, Vec<&Worker>, Vec<&Hca>); 3] = [
+        ("1 thread(s)", vec![one], vec![&hca]),
+        ("2 thread(s)", vec![one, two], vec![&hca]),
+        ("2 thread(s), 2 providers", vec![one, &other.workers[0]], vec![&hca, &other_hca]),
+    ];
+    for (name, workers, hcas) in &runs {
+        group.throughput(Throughput::Elements(2 * SPLIT_BURST as u64 * workers.len() as u64));
+        group.bench_function(*name, |b| b.iter_custom(|bursts| run_split(workers, hcas, bursts)));
     }
     group.finish();
-    (hca.defer)(false);
+    for h in [&hca, &other_hca] {
+        (h.defer)(false);
+    }
 }
 
 criterion_group!(benches, threads);

@@ -26,6 +26,9 @@ pub enum Of {
 /// One place of a table: a value or none, behind a cell, so that the
 /// thread holding the lock of a queue's owner can reach that queue through
 /// a shared table ([`Table::get_shared`]) while other threads use others.
+/// Entries start on cache lines of their own: a queue one thread polls
+/// shares none with a queue another thread posts on.
+#[repr(align(64))]
 pub struct Entry<T>(UnsafeCell<Option<T>>);
 
 impl<T> Vacant for Entry<T> {

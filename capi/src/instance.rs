@@ -131,6 +131,7 @@ impl<B: Transport> Instance<B> {
             cr_addr: vec![Addr::default(); capacity.crs as usize].into_boxed_slice(),
             cno_fds: std::iter::repeat_with(|| None).take(capacity.cnos as usize).collect(),
         };
+        let shares = reg.thread_safe && B::SHARED_QUEUES;
         let mut inst = Box::new(Instance {
             table: crate::table::table::<B>(),
             post: Some(crate::entry::ext::post::<B>),
@@ -140,8 +141,8 @@ impl<B: Transport> Instance<B> {
             thread_safe: reg.thread_safe,
             ia_out: reg.ia_out,
             poisoned: AtomicBool::new(false),
-            state: Locked::new(state, reg.thread_safe),
-            shares: reg.thread_safe && B::SHARED_QUEUES,
+            state: Locked::new(state, shares),
+            shares,
             ep_locks: ObjLocks::new(capacity.eps as usize),
             evd_locks: ObjLocks::new(capacity.evds as usize),
             cm_look_us: AtomicU64::new(0),

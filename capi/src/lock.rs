@@ -8,8 +8,9 @@
 //! takes only its thread's shard for reading ([`Locked::share`]), so posts
 //! and dequeues of different threads never write a line another thread
 //! reads, and then the lock of its own Endpoint or EVD ([`ObjLocks`]): the
-//! rules of `udat_core::shared`. A provider registered `nonthreadsafe`
-//! has one shard and never shares: one lock, as uncontended as a mutex.
+//! rules of `udat_core::shared`. A provider that never shares (registered
+//! `nonthreadsafe`, or over a transport whose queues are not to be shared)
+//! has one shard: one lock around every call, as a mutex would be.
 
 use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
 use std::cell::{Cell, UnsafeCell};
@@ -50,21 +51,51 @@ unsafe impl<T> Sync for Locked<T> {}
 unsafe impl<T> Send for Locked<T> {}
 
 impl<T> Locked<T> {
-    /// `value` behind `shards` shards (one for a provider whose calls never
-    /// overlap).
-    pub fn new(value: T, thread_safe: bool) -> Self {
-        let n = if thread_safe { SHARDS } else { 1 };
+    /// `value` behind the lock: sharded when threads are to share it, one
+    /// shard otherwise.
+    pub fn new(value: T, shared: bool) -> Self {
+        let n = if shared { SHARDS } else { 1 };
         let shards = (0..n).map(|_| Shard(RawRwLock::INIT)).collect();
         Locked { shards, value: UnsafeCell::new(value) }
     }
 
     /// The value, to this thread alone: every shard, for writing, in
     /// order (so two callers never hold part of it each).
+    #[inline(always)]
     pub fn lock(&self) -> Exclusive<'_, T> {
-        for shard in self.shards.iter() {
-            shard.0.lock_exclusive();
-        }
+        self.lock_all();
         Exclusive { locked: self }
+    }
+
+    /// Every shard, for writing, in order; one shard without a loop.
+    #[inline(always)]
+    fn lock_all(&self) {
+        match &*self.shards {
+            [only] => only.0.lock_exclusive(),
+            shards => {
+                for shard in shards {
+                    shard.0.lock_exclusive();
+                }
+            }
+        }
+    }
+
+    /// Let every shard go.
+    ///
+    /// # Safety
+    /// The caller holds every shard for writing.
+    #[inline(always)]
+    unsafe fn unlock_all(&self) {
+        match &*self.shards {
+            // SAFETY: the caller holds the shard for writing.
+            [only] => unsafe { only.0.unlock_exclusive() },
+            shards => {
+                for shard in shards.iter().rev() {
+                    // SAFETY: the caller holds every shard for writing.
+                    unsafe { shard.0.unlock_exclusive() };
+                }
+            }
+        }
     }
 
     /// The value, shared with other threads that share it: this thread's
@@ -105,21 +136,14 @@ impl<T> Exclusive<'_, T> {
         struct Relock<'b, T>(&'b Locked<T>);
         impl<T> Drop for Relock<'_, T> {
             fn drop(&mut self) {
-                for shard in self.0.shards.iter() {
-                    shard.0.lock_exclusive();
-                }
+                self.0.lock_all();
             }
         }
-        guard.release();
+        // SAFETY: the guard holds every shard for writing; `Relock` takes
+        // them again before the guard is used or dropped.
+        unsafe { guard.locked.unlock_all() };
         let _relock = Relock(guard.locked);
         f()
-    }
-
-    fn release(&self) {
-        for shard in self.locked.shards.iter().rev() {
-            // SAFETY: this guard holds every shard for writing.
-            unsafe { shard.0.unlock_exclusive() };
-        }
     }
 }
 
@@ -139,8 +163,10 @@ impl<T> DerefMut for Exclusive<'_, T> {
 }
 
 impl<T> Drop for Exclusive<'_, T> {
+    #[inline(always)]
     fn drop(&mut self) {
-        self.release();
+        // SAFETY: this guard holds every shard for writing.
+        unsafe { self.locked.unlock_all() };
     }
 }
 

@@ -146,7 +146,8 @@ pub enum Shared<T> {
     Exclusive,
 }
 
-/// The head of a CQ as [`Backend::cq_peek_shared`] sees it.
+/// What the next CQE of a CQ is for, as [`Backend::cq_take_shared`]
+/// shows it before it takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CqHead {
     /// The QP's tag.
@@ -282,8 +283,8 @@ pub trait Backend {
 
     /// Whether the transport's queues may be driven from several threads
     /// at once, each queue by one thread at a time, through
-    /// [`Backend::post_send_shared`], [`Backend::cq_peek_shared`] and
-    /// [`Backend::cq_take_shared`] (see [`crate::shared`]). A transport
+    /// [`Backend::post_send_shared`] and [`Backend::cq_take_shared`] (see
+    /// [`crate::shared`]). A transport
     /// that says no is only ever driven through `&mut self`.
     const SHARED_QUEUES: bool = false;
 
@@ -298,31 +299,28 @@ pub trait Backend {
         Err(crate::error::DatError::of(crate::error::ErrorType::InternalError))
     }
 
-    /// What the next completion of `cq` is for, without taking it:
-    /// [`Shared::Done`] with the QP's tag and whether it is a receive when
-    /// a shared dequeue can settle it alone (a success of a QP that
-    /// receives from no SRQ), [`Shared::Exclusive`] for anything else.
+    /// Take the next completion of `cq` through a shared backend, if a
+    /// shared dequeue can settle it alone: a success, of a QP that is
+    /// still there and receives from no SRQ, of a work request that is no
+    /// window bind. `admit` is shown what the CQE is for before anything is
+    /// taken; it takes the lock of that QP's EP and hands back what the
+    /// caller keeps while it settles the completion, or refuses.
+    /// [`Shared::Done`] with `None` when the CQE completed nothing (its
+    /// request was already gone): look again. [`Shared::Exclusive`], with
+    /// the CQE left where it is, for anything else, or when `admit`
+    /// refused.
     ///
     /// # Safety
     /// No `&mut self` exists while this runs, and no other thread uses
-    /// `cq`: the caller holds the lock of `cq`'s EVD. Only called when
+    /// `cq`: the caller holds the lock of `cq`'s EVD. What `admit` returns
+    /// holds the lock of the EP it was shown. Only called when
     /// [`Backend::SHARED_QUEUES`] holds.
     #[allow(unsafe_code)]
-    unsafe fn cq_peek_shared(&self, _cq: &mut Self::Cq) -> Shared<CqHead> {
-        Shared::Exclusive
-    }
-
-    /// Take the completion [`Backend::cq_peek_shared`] found: retire its
-    /// work request in its QP's queue. [`Shared::Empty`] when the CQE
-    /// completed nothing (its request was already gone) and
-    /// [`Shared::Exclusive`], with the CQE left in place, when its work
-    /// request is one only an exclusive poll settles (a window bind).
-    ///
-    /// # Safety
-    /// As [`Backend::cq_peek_shared`], and no other thread uses the queues
-    /// of the QP the peeked CQE names: the caller holds its EP's lock too.
-    #[allow(unsafe_code)]
-    unsafe fn cq_take_shared(&self, _cq: &mut Self::Cq) -> Shared<Completion> {
+    unsafe fn cq_take_shared<G>(
+        &self,
+        _cq: &mut Self::Cq,
+        _admit: impl FnOnce(CqHead) -> Option<G>,
+    ) -> Shared<Option<(Completion, G)>> {
         Shared::Exclusive
     }
     fn post_recv(&mut self, qp: &mut Self::Qp, sges: &[Sge], cookie: u64) -> DatResult<()>;

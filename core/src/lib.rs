@@ -59,6 +59,9 @@ mod srq;
 pub mod storage;
 pub mod types;
 
+#[cfg(test)]
+extern crate std;
+
 /// A vector of at most `N` items stored inline: the core's only growable
 /// container, and it never allocates.
 pub use heapless::Vec as FixedVec;

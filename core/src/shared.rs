@@ -21,7 +21,7 @@
 //! exclusive one when a look at them is due.
 #![allow(unsafe_code)]
 
-use crate::backend::{Backend, RequestOp, Shared};
+use crate::backend::{Backend, CqHead, RequestOp, Shared};
 use crate::dto::{post_checked, Request, REQUEST_FLAGS, SEND_FLAGS};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
@@ -113,27 +113,25 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let Some(cq) = e.cq.as_mut() else { return Shared::Exclusive };
         loop {
-            // SAFETY: the CQ is the locked EVD's.
-            let head = match unsafe { self.backend.cq_peek_shared(cq) } {
-                Shared::Done(head) => head,
+            let admit = |head: CqHead| {
+                let ep_h = EpHandle(RawHandle::from_bits(head.tag));
+                let lock = lock_ep(ep_h.0.index);
+                // SAFETY: `lock_ep` took the EP's lock.
+                let ep = unsafe { self.eps.get_shared(ep_h.0) }?;
+                // A completion for another EVD is queued there, and an SRQ's
+                // receives are counted on the SRQ: both exclusive work.
+                let (to, own_queue) = if head.recv { (ep.recv_evd, ep.srq.is_null()) } else { (ep.request_evd, true) };
+                (to == evd && own_queue).then_some((lock, ep, ep_h, head.recv))
+            };
+            // SAFETY: the CQ is the locked EVD's; `admit` locks the EP of
+            // the QP the CQE names before anything is taken.
+            let (c, (_lock, ep, ep_h, recv)) = match unsafe { self.backend.cq_take_shared(cq, admit) } {
+                Shared::Done(Some(taken)) => taken,
+                Shared::Done(None) => continue,
                 Shared::Empty => return Shared::Empty,
                 Shared::Exclusive => return Shared::Exclusive,
             };
-            let ep_h = EpHandle(RawHandle::from_bits(head.tag));
-            let _ep_lock = lock_ep(ep_h.0.index);
-            // SAFETY: `lock_ep` took the EP's lock.
-            let Some(ep) = (unsafe { self.eps.get_shared(ep_h.0) }) else { return Shared::Exclusive };
-            let to = if head.recv { ep.recv_evd } else { ep.request_evd };
-            if to != evd || (head.recv && !ep.srq.is_null()) {
-                return Shared::Exclusive;
-            }
-            // SAFETY: the CQ's EVD and the CQE's EP are both locked.
-            let c = match unsafe { self.backend.cq_take_shared(cq) } {
-                Shared::Done(c) => c,
-                Shared::Empty => continue,
-                Shared::Exclusive => return Shared::Exclusive,
-            };
-            if head.recv {
+            if recv {
                 ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);
             } else {
                 ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);

@@ -425,6 +425,55 @@ mod tests {
         assert_eq!((slab.get(a), slab.get(b), slab.len()), (None, Some(&13), 1));
     }
 
+    /// Threads change their own objects through one shared slab at once
+    /// while another reads every slot's generation: what the C ABI's
+    /// shared data path does, and what Miri checks for races and aliasing.
+    /// A value the test shares among threads as the C ABI shares its
+    /// provider.
+    struct AcrossThreads<T>(T);
+
+    impl<T> AcrossThreads<T> {
+        /// The value; a method, so that a closure captures the wrapper.
+        fn get(&self) -> &T {
+            &self.0
+        }
+    }
+
+    // SAFETY: the threads of the test reach the value only as
+    // `get_shared`'s contract allows: each its own object, and nothing
+    // holds the value mutably meanwhile.
+    #[allow(unsafe_code)]
+    unsafe impl<T> Sync for AcrossThreads<T> {}
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn objects_change_through_a_shared_slab_while_generations_are_read() {
+        let mut slab = Slab::new([const { Slot::<u64>::VACANT }; 4]);
+        let handles: [RawHandle; 3] = core::array::from_fn(|i| slab.insert(i as u64).unwrap());
+        let shared = &AcrossThreads(slab);
+        std::thread::scope(|s| {
+            for h in &handles[..2] {
+                s.spawn(move || {
+                    for _ in 0..100 {
+                        // SAFETY: each thread reaches only its own object,
+                        // and nothing holds the slab mutably.
+                        *unsafe { shared.get().get_shared(*h) }.unwrap() += 10;
+                    }
+                });
+            }
+            s.spawn(|| {
+                for _ in 0..100 {
+                    assert_eq!(shared.get().generation(handles[2].index), Some(handles[2].generation));
+                    assert_eq!(shared.get().get(handles[2]), Some(&2));
+                }
+            });
+        });
+        let slab = shared.get();
+        assert_eq!((slab.get(handles[0]), slab.get(handles[1])), (Some(&1000), Some(&1001)));
+        // SAFETY: no other access to the slab is left.
+        assert!(unsafe { slab.get_shared(RawHandle { index: 3, generation: 1 }) }.is_none(), "a free slot");
+    }
+
     #[test]
     fn only_a_live_slot_has_a_generation() {
         let mut slab = Slab::new([const { Slot::<u32>::VACANT }; 3]);

@@ -183,7 +183,7 @@ fn request_header(op: &RequestOp) -> (Header, DtoOp) {
 }
 
 /// Post `wr` on `queues`: the WQE, its slot and its doorbell.
-#[inline(always)]
+#[inline]
 #[allow(unsafe_code)]
 fn post_to<D: Device>(queues: &mut QpQueues<D>, wr: &SendWr<'_>) -> DatResult<()> {
     let (header, dto) = request_header(&wr.op);
@@ -486,44 +486,32 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
 
     /// A CQE another thread may settle alone: a success, of a QP that is
     /// still there, and not a receive from an SRQ (which QPs of other
-    /// EPs share).
+    /// EPs share), nor a window bind's (which changes its window).
     #[inline]
     #[allow(unsafe_code)]
-    unsafe fn cq_peek_shared(&self, cq: &mut Cq<D>) -> Shared<CqHead> {
+    unsafe fn cq_take_shared<G>(
+        &self,
+        cq: &mut Cq<D>,
+        admit: impl FnOnce(CqHead) -> Option<G>,
+    ) -> Shared<Option<(Completion, G)>> {
         // SAFETY: the caller holds the lock of the CQ's EVD.
         let Some(ring) = (unsafe { self.cqs.get_shared(cq.slot) }) else { return Shared::Exclusive };
         let Some(cqe) = ring.peek() else { return Shared::Empty };
         let recv = !cqe.is_requester();
-        // An error breaks the connection, and an SRQ's receives are
-        // shared with other EPs' QPs: both are for an exclusive poll.
-        let exclusive = |route: &Route| cqe.is_error() || (recv && route.srq);
-        match self.by_qpn.route(cqe.qpn) {
-            Some(route) if !exclusive(&route) => Shared::Done(CqHead { tag: route.tag, recv }),
-            _ => Shared::Exclusive,
-        }
-    }
-
-    #[inline]
-    #[allow(unsafe_code)]
-    unsafe fn cq_take_shared(&self, cq: &mut Cq<D>) -> Shared<Completion> {
-        // SAFETY: the caller holds the lock of the CQ's EVD.
-        let Some(ring) = (unsafe { self.cqs.get_shared(cq.slot) }) else { return Shared::Exclusive };
-        let Some(cqe) = ring.peek() else { return Shared::Empty };
         let Some(route) = self.by_qpn.route(cqe.qpn) else { return Shared::Exclusive };
-        // SAFETY: the caller holds the lock of the EP whose QP the CQE
-        // names (the one `cq_peek_shared` found).
+        // An error breaks the connection: an exclusive poll's business.
+        if cqe.is_error() || (recv && route.srq) {
+            return Shared::Exclusive;
+        }
+        let Some(admitted) = admit(CqHead { tag: route.tag, recv }) else { return Shared::Exclusive };
+        // SAFETY: `admit` took the lock of the EP whose QP the CQE names.
         let Some(queues) = (unsafe { self.qps.get_shared(route.slot) }) else { return Shared::Exclusive };
-        // A bind's completion changes its window, which only an exclusive
-        // poll may do.
-        if cqe.is_requester() && queues.sq.pending(cqe.wqe_counter).is_some_and(|s| s.op == DtoOp::BindMw) {
+        if !recv && queues.sq.pending(cqe.wqe_counter).is_some_and(|s| s.op == DtoOp::BindMw) {
             return Shared::Exclusive;
         }
         let _ = ring.poll();
         ring.update_ci();
-        match complete_on(queues, &cqe, |_| None) {
-            Some(completion) => Shared::Done(completion),
-            None => Shared::Empty,
-        }
+        Shared::Done(complete_on(queues, &cqe, |_| None).map(|c| (c, admitted)))
     }
 
     #[inline]

@@ -468,7 +468,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     /// at fixed places, no loop and no zeroed staging array), stored into
     /// the ring whole and copied to the BlueFlame register from the same
     /// words.
-    #[inline(always)]
+    #[inline]
     pub fn send(&mut self, op: impl Into<Header>, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
         let header = op.into();
         let ds = header.ds() + sges.len();
@@ -512,7 +512,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     ///
     /// # Safety
     /// As [`post_inline`](Self::post_inline).
-    #[inline(always)]
+    #[inline]
     pub unsafe fn send_inline(
         &mut self,
         op: impl Into<Header>,

@@ -302,6 +302,52 @@ mod tests {
         assert_eq!(t.iter_mut().map(|v| *v).collect::<heapless::Vec<u32, 4>>(), [1, 5, 3]);
     }
 
+    /// Threads change their own entries through one shared table at once
+    /// while another reads a third: the mlx5 backend's shared data path,
+    /// which Miri checks for races and aliasing.
+    /// A value the test shares among threads as the C ABI shares its
+    /// provider.
+    struct AcrossThreads<T>(T);
+
+    impl<T> AcrossThreads<T> {
+        /// The value; a method, so that a closure captures the wrapper.
+        fn get(&self) -> &T {
+            &self.0
+        }
+    }
+
+    // SAFETY: the threads of the test reach the value only as
+    // `get_shared`'s contract allows: each its own object, and nothing
+    // holds the value mutably meanwhile.
+    #[allow(unsafe_code)]
+    unsafe impl<T> Sync for AcrossThreads<T> {}
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn entries_change_through_a_shared_table_while_others_are_read() {
+        let mut t: Table<u64, _> = Table::new([const { Entry::VACANT }; 4], 4);
+        let slots: [u16; 3] = core::array::from_fn(|i| t.insert(i as u64).unwrap());
+        let shared = &AcrossThreads(t);
+        std::thread::scope(|s| {
+            for &slot in &slots[..2] {
+                s.spawn(move || {
+                    for _ in 0..100 {
+                        // SAFETY: each thread reaches only its own entry,
+                        // and nothing holds the table mutably.
+                        *unsafe { shared.get().get_shared(slot) }.unwrap() += 10;
+                    }
+                });
+            }
+            s.spawn(|| {
+                for _ in 0..100 {
+                    assert_eq!(shared.get().get(slots[2]), Some(&2));
+                }
+            });
+        });
+        let t = shared.get();
+        assert_eq!((t.get(slots[0]), t.get(slots[1])), (Some(&1000), Some(&1001)));
+    }
+
     #[test]
     fn qpn_index_finds_every_number_through_collisions_and_removals() {
         let mut index = QpnIndex::new([const { Entry::VACANT }; 16]);

@@ -8,7 +8,7 @@ use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddr
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
 use super::arg::{iov, private_data};
-use super::{guarded_on, with, Arg, Cx};
+use super::{exclusive_on, guarded_on, with, Arg, Cx};
 use crate::instance::{invalid, Addr, Core, Instance, Transport};
 use crate::sys::*;
 
@@ -314,20 +314,39 @@ unsafe fn post<B: Transport>(
     shared: impl FnOnce(&Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
 ) -> DAT_RETURN {
     let h = ep.0;
-    // SAFETY: a non-null handle dispatched to this transport.
-    if !h.is_null() && unsafe { Instance::<B>::of(h) }.shares {
-        // SAFETY: as above.
-        let inst = unsafe { Instance::<B>::of(h) };
-        return guarded_on(inst, || {
-            let st = inst.state.share();
-            let raw = st.raw(h, Kind::Ep)?;
-            let iov = iov(n, segs)?;
-            let _ep_lock = inst.ep_locks.lock(raw.index()).ok_or(invalid(Kind::Ep))?;
-            shared(&st.core, EpHandle::from_raw(raw), iov)
-        });
+    if h.is_null() {
+        return invalid(Kind::Ep).to_raw();
     }
-    // SAFETY: dispatched on `ep`'s provider word.
-    unsafe { with::<B>(ep, Kind::Ep, |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?)) }
+    // SAFETY: a non-null handle dispatched to this transport.
+    let inst = unsafe { Instance::<B>::of(h) };
+    if inst.shares {
+        // SAFETY: forwarded contract.
+        return unsafe { post_shared(inst, h, n, segs, shared) };
+    }
+    exclusive_on(inst, h, Kind::Ep, |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?))
+}
+
+/// The post of a provider that shares its state: a function of its own,
+/// so that a provider that does not pays for none of it.
+///
+/// # Safety
+/// As [`post`]'s: `segs` is null or holds `n` triplets.
+#[inline(never)]
+unsafe fn post_shared<B: Transport>(
+    inst: &'static Instance<B>,
+    h: DAT_HANDLE,
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    shared: impl FnOnce(&Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
+) -> DAT_RETURN {
+    guarded_on(inst, || {
+        let st = inst.state.share();
+        let raw = st.raw(h, Kind::Ep)?;
+        // SAFETY: by the contract.
+        let iov = unsafe { iov(n, segs) }?;
+        let _ep_lock = inst.ep_locks.lock(raw.index()).ok_or(invalid(Kind::Ep))?;
+        shared(&st.core, EpHandle::from_raw(raw), iov)
+    })
 }
 
 /// dat_ep_post_send(3DAT).

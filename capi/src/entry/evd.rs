@@ -7,7 +7,7 @@ use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, Event, EventData, WaitStep};
 
-use super::{guarded_on, with, Arg, Cx};
+use super::{exclusive_on, guarded_on, with, Arg, Cx};
 use crate::instance::{invalid, Instance, State, Transport};
 use crate::lock::Exclusive;
 use crate::sys::*;
@@ -135,44 +135,55 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
     event: Arg<2, *mut DAT_EVENT>,
 ) -> DAT_RETURN {
     let h = evd.0;
+    if h.is_null() {
+        return invalid(Kind::Evd).to_raw();
+    }
     // SAFETY: a non-null handle dispatched to this transport.
-    if !h.is_null() && unsafe { Instance::<B>::of(h) }.shares {
-        // SAFETY: as above.
-        let inst = unsafe { Instance::<B>::of(h) };
-        let mut exclusive = false;
-        let ret = guarded_on(inst, || {
-            let st = inst.state.share();
-            let raw = st.raw(h, Kind::Evd)?;
-            let slot = event.out()?;
-            let Some(_evd_lock) = inst.evd_locks.lock(raw.index()) else { return Err(invalid(Kind::Evd)) };
-            // SAFETY: the state is shared, never held exclusively meanwhile;
-            // the EVD's lock is held, and `lock_ep` takes EP locks, after
-            // it (the order every shared call keeps).
-            match unsafe { st.core.evd_dequeue_shared(EvdHandle::from_raw(raw), |i| inst.ep_locks.lock(i)) } {
-                Shared::Done(e) => {
-                    write_shared(&st, h, &e, slot);
-                    Ok(())
-                }
-                Shared::Empty if !inst.cm_look_due() => Err(DatError::of(ErrorType::QueueEmpty)),
-                Shared::Empty | Shared::Exclusive => {
-                    exclusive = true;
-                    Ok(())
-                }
-            }
-        });
-        if !exclusive {
+    let inst = unsafe { Instance::<B>::of(h) };
+    if inst.shares {
+        if let Some(ret) = dequeue_shared(inst, h, event) {
             return ret;
         }
     }
-    // SAFETY: dispatched on `evd`'s provider word.
-    unsafe {
-        with::<B>(evd, Kind::Evd, |cx, raw| {
-            let slot = event.out()?;
-            let e = cx.st.core.evd_dequeue(EvdHandle::from_raw(raw))?;
-            write_event(cx, evd.0, &e, slot);
-            Ok(())
-        })
-    }
+    exclusive_on(inst, h, Kind::Evd, |cx, raw| {
+        let slot = event.out()?;
+        let e = cx.st.core.evd_dequeue(EvdHandle::from_raw(raw))?;
+        write_event(cx, h, &e, slot);
+        Ok(())
+    })
+}
+
+/// The dequeue of a provider that shares its state; `None` when it is for
+/// the exclusive path. A function of its own, so that a provider that does
+/// not share pays for none of it.
+#[inline(never)]
+fn dequeue_shared<B: Transport>(
+    inst: &'static Instance<B>,
+    h: DAT_EVD_HANDLE,
+    event: Arg<2, *mut DAT_EVENT>,
+) -> Option<DAT_RETURN> {
+    let mut exclusive = false;
+    let ret = guarded_on(inst, || {
+        let st = inst.state.share();
+        let raw = st.raw(h, Kind::Evd)?;
+        let slot = event.out()?;
+        let Some(_evd_lock) = inst.evd_locks.lock(raw.index()) else { return Err(invalid(Kind::Evd)) };
+        // SAFETY: the state is shared, never held exclusively meanwhile;
+        // the EVD's lock is held, and `lock_ep` takes EP locks, after it
+        // (the order every shared call keeps).
+        match unsafe { st.core.evd_dequeue_shared(EvdHandle::from_raw(raw), |i| inst.ep_locks.lock(i)) } {
+            Shared::Done(e) => {
+                write_shared(&st, h, &e, slot);
+                Ok(())
+            }
+            Shared::Empty if !inst.cm_look_due() => Err(DatError::of(ErrorType::QueueEmpty)),
+            Shared::Empty | Shared::Exclusive => {
+                exclusive = true;
+                Ok(())
+            }
+        }
+    });
+    (!exclusive).then_some(ret)
 }
 
 /// dat_evd_wait(3DAT). The lock is let go while the thread sleeps, so other

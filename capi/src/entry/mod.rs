@@ -106,6 +106,17 @@ pub(crate) unsafe fn with<B: Transport>(
     }
     // SAFETY: `h` is non-null and dispatched to this transport.
     let inst = unsafe { Instance::<B>::of(h) };
+    exclusive_on(inst, h, kind, f)
+}
+
+/// [`with`] for a non-null handle `h` of `inst`.
+#[inline(always)]
+pub(crate) fn exclusive_on<B: Transport>(
+    inst: &'static Instance<B>,
+    h: DAT_HANDLE,
+    kind: Kind,
+    f: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
+) -> DAT_RETURN {
     guarded_on(inst, || {
         let mut cx = Cx { inst, st: inst.state.lock() };
         let raw = cx.raw(h, kind)?;

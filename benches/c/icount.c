@@ -1,8 +1,10 @@
 /*
- * Instruction counts of the C ABI, for callgrind: `icount [-P IA] OP K [N]`
- * opens the IA named IA (by default udat-model-mlx5_model0, udat's mlx5
- * data path on the software HCA), connects Endpoints of it to each other
- * in pairs through a PSP, then does OP K times. Written against
+ * Instruction counts of the C ABI, for callgrind: `icount [-P IA] [-t] OP K
+ * [N]` opens the IA named IA (by default udat-model-mlx5_model0, udat's
+ * mlx5 data path on the software HCA), thread-safe with -t (dat_ia_open
+ * asks for a provider that need not be: <dat2/udat_config.h> defines
+ * DAT_THREADSAFE as DAT_FALSE), connects Endpoints of it to each other in
+ * pairs through a PSP, then does OP K times. Written against
  * <dat2/udat.h> alone, so it builds against udat's libudat.a or against
  * libdat2 (-ldat2), which loads the provider dat.conf names IA.
  *
@@ -180,7 +182,7 @@ static void connect_pair(struct rig *r, int i, DAT_IA_ADDRESS_PTR addr)
 }
 
 /* `neps` Endpoints (even), connected in pairs 0-1, 2-3, ... */
-static void rig_init(struct rig *r, char *ia_name, int neps)
+static void rig_init(struct rig *r, char *ia_name, int neps, int thread_safe)
 {
 	DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
 	DAT_IA_ATTR ia_attr;
@@ -189,7 +191,9 @@ static void rig_init(struct rig *r, char *ia_name, int neps)
 	r->neps = neps;
 	r->buf = calloc(1, 2 * SIZE);
 	r->eps = calloc(neps, sizeof *r->eps);
-	check(dat_ia_open(ia_name, 8, &async, &r->ia), "dat_ia_open");
+	check(dat_ia_openv(ia_name, 8, &async, &r->ia, DAT_VERSION_MAJOR, DAT_VERSION_MINOR,
+			   thread_safe ? DAT_TRUE : DAT_FALSE),
+	      "dat_ia_open");
 	check(dat_ia_query(r->ia, NULL, DAT_IA_FIELD_ALL, &ia_attr, 0, NULL), "dat_ia_query");
 	check(dat_pz_create(r->ia, &r->pz), "dat_pz_create");
 	check(dat_evd_create(r->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &r->cr_evd), "dat_evd_create CR");
@@ -282,8 +286,8 @@ static void dequeue(struct rig *r, long k, int batch)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: icount [-P IA] write_4k|write_64_inline|send_64_inline|dequeue_one|dequeue_batch16 K\n"
-			"       icount [-P IA] write_4k_eps K N\n");
+	fprintf(stderr, "usage: icount [-P IA] [-t] write_4k|write_64_inline|send_64_inline|dequeue_one|dequeue_batch16 K\n"
+			"       icount [-P IA] [-t] write_4k_eps K N\n");
 	return 2;
 }
 
@@ -315,7 +319,7 @@ int main(int argc, char **argv)
 {
 	struct rig r;
 	char *ia_name = DEFAULT_IA;
-	int eps, neps;
+	int eps, neps, thread_safe = 0;
 	long k;
 
 	if (argc > 2 && !strcmp(argv[1], "-P")) {
@@ -323,12 +327,17 @@ int main(int argc, char **argv)
 		argc -= 2;
 		argv += 2;
 	}
+	if (argc > 1 && !strcmp(argv[1], "-t")) {
+		thread_safe = 1;
+		argc -= 1;
+		argv += 1;
+	}
 	eps = argc == 4 && !strcmp(argv[1], "write_4k_eps");
 	k = argc > 2 ? atol(argv[2]) : 0;
 	neps = eps ? atoi(argv[3]) : 2;
 	if (argc != 3 + eps || k <= 0 || neps < 2 || neps % 2 != 0)
 		return usage();
-	rig_init(&r, ia_name, neps);
+	rig_init(&r, ia_name, neps, thread_safe);
 	if (run(&r, argv[1], k, neps) != 0)
 		return usage();
 	printf("icount: %s x %ld on %d Endpoints of %s: ok\n", argv[1], k, neps, ia_name);

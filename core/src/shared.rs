@@ -105,6 +105,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// No `&mut` to the provider exists while this runs, the caller holds
     /// `evd`'s lock, and the guards `lock_ep` returns hold the Endpoints'
     /// locks (see the module).
+    #[inline(always)]
     pub unsafe fn evd_dequeue_shared<G>(&self, evd: EvdHandle, mut lock_ep: impl FnMut(u32) -> G) -> Shared<Event> {
         // SAFETY: the caller holds the EVD's lock.
         let Some(e) = (unsafe { self.evds.get_shared(evd.0) }) else { return Shared::Exclusive };

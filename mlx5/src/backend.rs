@@ -487,7 +487,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     /// A CQE another thread may settle alone: a success, of a QP that is
     /// still there, and not a receive from an SRQ (which QPs of other
     /// EPs share), nor a window bind's (which changes its window).
-    #[inline]
+    #[inline(always)]
     #[allow(unsafe_code)]
     unsafe fn cq_take_shared<G>(
         &self,
@@ -509,7 +509,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         if !recv && queues.sq.pending(cqe.wqe_counter).is_some_and(|s| s.op == DtoOp::BindMw) {
             return Shared::Exclusive;
         }
-        let _ = ring.poll();
+        ring.advance();
         ring.update_ci();
         Shared::Done(complete_on(queues, &cqe, |_| None).map(|c| (c, admitted)))
     }

@@ -140,16 +140,22 @@ impl<R: Register> CompletionQueue<R> {
     /// The owner is read first, then (after the barrier) the last word
     /// again, and the three words before it only when
     /// [`cqe::needs_middle`]: a successful send or RDMA write is one load.
-    #[inline]
+    #[inline(always)]
     pub fn poll(&mut self) -> Option<Cqe> {
         let cqe = self.peek()?;
-        self.ci = self.ci.wrapping_add(1);
+        self.advance();
         Some(cqe)
+    }
+
+    /// Take the CQE [`peek`](Self::peek) found.
+    #[inline(always)]
+    pub fn advance(&mut self) {
+        self.ci = self.ci.wrapping_add(1);
     }
 
     /// The next CQE, if the device has written it, left in place: the
     /// next [`poll`](Self::poll) takes it.
-    #[inline]
+    #[inline(always)]
     pub fn peek(&self) -> Option<Cqe> {
         let at = self.entry(self.ci);
         if !self.owned(at, self.ci) {

@@ -183,10 +183,9 @@ impl Cqe {
     /// syndromes then read as zero.
     #[inline(always)]
     pub fn from_words(middle: [u64; 3], last: u64) -> Cqe {
-        let mut tail = [0u8; 32];
-        for (chunk, word) in tail.chunks_exact_mut(8).zip(middle.into_iter().chain([last])) {
-            chunk.copy_from_slice(&word.to_ne_bytes());
-        }
+        let [a, b, c] = middle.map(u64::to_ne_bytes);
+        let d = last.to_ne_bytes();
+        let tail: [u8; 32] = core::array::from_fn(|i| [a, b, c, d][i / 8][i % 8]);
         let be32 = |at: usize| {
             u32::from_be_bytes([tail[at - TAIL], tail[at - TAIL + 1], tail[at - TAIL + 2], tail[at - TAIL + 3]])
         };

@@ -617,7 +617,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     /// Retire the WQEs up to the one whose first WQEBB is `wqe_counter`
     /// (a CQE's): that WQE's slot and how many WQEs went. A counter that
     /// names no outstanding WQE retires nothing.
-    #[inline]
+    #[inline(always)]
     pub fn retire(&mut self, wqe_counter: u16) -> Option<(SendSlot, u32)> {
         if wqe_counter.wrapping_sub(self.ci) >= self.pi.wrapping_sub(self.ci) {
             return None;

@@ -285,38 +285,60 @@ struct CapiOp {
     op: &'static str,
     call: &'static str,
     what: &'static str,
+    /// Whether the IA is opened thread-safe (`-t`): posts and dequeues
+    /// then run with the provider shared (README, "Threads").
+    thread_safe: bool,
 }
 
-const CAPI_OPS: [CapiOp; 5] = [
+const CAPI_OPS: [CapiOp; 7] = [
     CapiOp {
         key: "capi.mlx5.post.write_4k",
         op: "write_4k",
         call: "dat_ep_post_rdma_write",
         what: "C ABI, mlx5: `dat_ep_post_rdma_write`, 4 KiB, 1 segment, signalled",
+        thread_safe: false,
     },
     CapiOp {
         key: "capi.mlx5.post.write_64_inline",
         op: "write_64_inline",
         call: "dat_ep_post_rdma_write",
         what: "C ABI, mlx5: `dat_ep_post_rdma_write`, 64 B inline, signalled",
+        thread_safe: false,
     },
     CapiOp {
         key: "capi.mlx5.post.send_64_inline",
         op: "send_64_inline",
         call: "dat_ep_post_send",
         what: "C ABI, mlx5: `dat_ep_post_send`, 64 B inline, receive posted",
+        thread_safe: false,
     },
     CapiOp {
         key: "capi.mlx5.dequeue.one",
         op: "dequeue_one",
         call: "dat_evd_dequeue",
         what: "C ABI, mlx5: `dat_evd_dequeue`, the only CQE waiting",
+        thread_safe: false,
     },
     CapiOp {
         key: "capi.mlx5.dequeue.batch16",
         op: "dequeue_batch16",
         call: "dat_evd_dequeue",
         what: "C ABI, mlx5: `dat_evd_dequeue`, per event of 16 CQEs waiting",
+        thread_safe: false,
+    },
+    CapiOp {
+        key: "capi.mlx5.post.write_4k.threadsafe",
+        op: "write_4k",
+        call: "dat_ep_post_rdma_write",
+        what: "C ABI, mlx5, thread-safe IA: `dat_ep_post_rdma_write`, 4 KiB, the provider shared",
+        thread_safe: true,
+    },
+    CapiOp {
+        key: "capi.mlx5.dequeue.one.threadsafe",
+        op: "dequeue_one",
+        call: "dat_evd_dequeue",
+        what: "C ABI, mlx5, thread-safe IA: `dat_evd_dequeue`, the only CQE waiting, the provider shared",
+        thread_safe: true,
     },
 ];
 
@@ -330,7 +352,7 @@ fn capi_mlx5(eps: u32) -> Result<Vec<Figure>, String> {
     for op in &CAPI_OPS {
         let (at_k, at_2k) = capi_pair(&bin, op)?;
         figures.push(Figure::new(op.key, op.what, Some(per_op(at_k.total, at_2k.total, CAPI_K))));
-        if op.op == "write_4k" {
+        if op.op == "write_4k" && !op.thread_safe {
             figures.push(capi_null(&at_k, &at_2k, CAPI_K)?);
         }
     }
@@ -344,7 +366,8 @@ const CAPI_K: u64 = 3200;
 /// The profiles of the runs at K and 2K of `op`, in which the model's
 /// execution must not grow with K.
 fn capi_pair(bin: &str, op: &CapiOp) -> Result<(Profile, Profile), String> {
-    let mut runs = [CAPI_K, 2 * CAPI_K].into_iter().map(|k| match capi_run(bin, op.op, op.call, k, &[])? {
+    let flags: &[&str] = if op.thread_safe { &["-t"] } else { &[] };
+    let mut runs = [CAPI_K, 2 * CAPI_K].into_iter().map(|k| match capi_run(bin, op.op, op.call, k, flags, &[])? {
         Outcome::Counted(p) => Ok(p),
         Outcome::OutOfObjects(why) => Err(format!("{}: {why}", op.key)),
     });
@@ -390,7 +413,7 @@ fn capi_eps(bin: &str, eps: u32) -> Result<Figure, String> {
     let what = "C ABI, mlx5: `dat_ep_post_rdma_write`, 4 KiB, round robin over N connected Endpoints and N LMRs";
     // At least a few thousand posts, and whole rounds of the Endpoints.
     let k = u64::from(eps) * (4096 / u64::from(eps)).max(1);
-    let value = match capi_run(bin, "write_4k_eps", "dat_ep_post_rdma_write", k, &[&eps.to_string()])? {
+    let value = match capi_run(bin, "write_4k_eps", "dat_ep_post_rdma_write", k, &[], &[&eps.to_string()])? {
         Outcome::Counted(p) if p.model_own() == 0 => Some(p.total as f64 / k as f64),
         Outcome::Counted(_) => return Err(format!("{key}: the software HCA's execution is counted")),
         Outcome::OutOfObjects(why) => {
@@ -403,14 +426,22 @@ fn capi_eps(bin: &str, eps: u32) -> Result<Figure, String> {
 
 /// A run of the C bench doing `op` K times, counting `call`, and its
 /// profile.
-fn capi_run(bin: &str, op: &str, call: &str, k: u64, extra: &[&str]) -> Result<Outcome<Profile>, String> {
+fn capi_run(
+    bin: &str,
+    op: &str,
+    call: &str,
+    k: u64,
+    flags: &[&str],
+    extra: &[&str],
+) -> Result<Outcome<Profile>, String> {
     let mut toggles = vec![call];
     if call != "dat_evd_dequeue" {
         toggles.push(MODEL_EXECUTION);
     }
     let k = k.to_string();
-    let out_file = format!("target/callgrind.capi.{op}.{k}");
-    let mut args = vec![op, &k];
+    let out_file = format!("target/callgrind.capi.{op}{}.{k}", flags.concat());
+    let mut args = flags.to_vec();
+    args.extend([op, &k]);
     args.extend(extra);
     Ok(match callgrind(bin, &args, &toggles, &out_file)? {
         Outcome::Counted(total) => {

@@ -93,7 +93,7 @@ impl Provider {
         let mut evd = ptr::null_mut();
         let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
         let mut buf = Box::new([0u8; 2 * 4096]);
-        let (mut lmr, mut lmr_context, mut rmr_context) = (ptr::null_mut(), 0, 0);
+        let (_, lmr_context, rmr_context) = self.lmr(&mut buf[..]);
         let mut attr = DAT_IA_ATTR::default();
         // SAFETY: live handles of this provider and valid out-pointers.
         unsafe {
@@ -101,24 +101,6 @@ impl Provider {
             ok(t.evd_create_func.unwrap()(self.ia, 64, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd), "DTO EVD");
             ok(t.ep_create_func.unwrap()(self.ia, self.pz, evd, evd, self.conn_evd, ptr::null(), &mut a), "ep a");
             ok(t.ep_create_func.unwrap()(self.ia, self.pz, evd, evd, self.conn_evd, ptr::null(), &mut b), "ep b");
-            let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
-            ok(
-                t.lmr_create_func.unwrap()(
-                    self.ia,
-                    DAT_MEM_TYPE_VIRTUAL,
-                    region,
-                    buf.len() as u64,
-                    self.pz,
-                    DAT_MEM_PRIV_ALL_FLAG,
-                    DAT_VA_TYPE_VA,
-                    &mut lmr,
-                    &mut lmr_context,
-                    &mut rmr_context,
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                ),
-                "dat_lmr_create",
-            );
             let (qos, flags) = (DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
             let connect = t.ep_connect_func.unwrap();
             ok(connect(a, attr.ia_address_ptr, CONN_QUAL, u32::MAX, 0, ptr::null_mut(), qos, flags), "connect");
@@ -136,6 +118,33 @@ impl Provider {
             remote: DAT_RMR_TRIPLET { rmr_context, virtual_address: base + 4096, segment_length: BYTES },
             _buf: buf,
         }
+    }
+
+    /// `buf` registered in the PZ with every privilege: the LMR and its
+    /// two contexts.
+    fn lmr(&self, buf: &mut [u8]) -> (DAT_LMR_HANDLE, DAT_LMR_CONTEXT, DAT_RMR_CONTEXT) {
+        let (mut lmr, mut lmr_context, mut rmr_context) = (ptr::null_mut(), 0, 0);
+        let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
+        // SAFETY: live handles of this provider, a buffer that outlives its
+        // registration, and valid out-pointers.
+        let ret = unsafe {
+            self.t.lmr_create_func.unwrap()(
+                self.ia,
+                DAT_MEM_TYPE_VIRTUAL,
+                region,
+                buf.len() as u64,
+                self.pz,
+                DAT_MEM_PRIV_ALL_FLAG,
+                DAT_VA_TYPE_VA,
+                &mut lmr,
+                &mut lmr_context,
+                &mut rmr_context,
+                ptr::null_mut(),
+                ptr::null_mut(),
+            )
+        };
+        ok(ret, "dat_lmr_create");
+        (lmr, lmr_context, rmr_context)
     }
 
     /// An RDMA write of `pair` with `cookie`; `DAT_INSUFFICIENT_RESOURCES`
@@ -193,31 +202,13 @@ fn churn(p: &Provider, stop: &AtomicBool) -> u64 {
     let mut rounds = 0;
     let mut buf = vec![0u8; 4096];
     while !stop.load(Ordering::Relaxed) {
-        let (mut evd, mut ep, mut lmr) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-        let (mut ctx, mut rctx) = (0, 0);
+        let (mut evd, mut ep) = (ptr::null_mut(), ptr::null_mut());
+        let (lmr, _, _) = p.lmr(&mut buf);
         let mut attr = DAT_IA_ATTR::default();
         // SAFETY: live handles of this provider and valid out-pointers.
         unsafe {
             ok(t.evd_create_func.unwrap()(p.ia, 8, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd), "churn EVD");
             ok(t.ep_create_func.unwrap()(p.ia, p.pz, evd, evd, p.conn_evd, ptr::null(), &mut ep), "churn EP");
-            let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
-            ok(
-                t.lmr_create_func.unwrap()(
-                    p.ia,
-                    DAT_MEM_TYPE_VIRTUAL,
-                    region,
-                    buf.len() as u64,
-                    p.pz,
-                    DAT_MEM_PRIV_ALL_FLAG,
-                    DAT_VA_TYPE_VA,
-                    &mut lmr,
-                    &mut ctx,
-                    &mut rctx,
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                ),
-                "churn LMR",
-            );
             ok(t.ia_query_func.unwrap()(p.ia, ptr::null_mut(), u64::MAX, &mut attr, 0, ptr::null_mut()), "query");
             ok(t.lmr_free_func.unwrap()(lmr), "churn LMR free");
             ok(t.ep_free_func.unwrap()(ep), "churn EP free");

@@ -22,8 +22,10 @@ use parking_lot::RawRwLock;
 
 /// Shards of a thread-safe provider: enough that threads seldom share one
 /// on the machines udat runs on, few enough that taking them all for the
-/// control path stays cheap.
+/// control path stays cheap. A power of two, so a thread finds its own
+/// with a mask.
 const SHARDS: usize = 16;
+const _: () = assert!(SHARDS.is_power_of_two());
 
 /// One shard, alone on its cache line.
 #[repr(align(64))]
@@ -102,7 +104,8 @@ impl<T> Locked<T> {
     /// shard, for reading.
     #[inline(always)]
     pub fn share(&self) -> Sharing<'_, T> {
-        let shard = &self.shards[thread_index() % self.shards.len()];
+        // The number of shards is a power of two (one, or `SHARDS`).
+        let shard = &self.shards[thread_index() & (self.shards.len() - 1)];
         shard.0.lock_shared();
         Sharing { locked: self, shard }
     }

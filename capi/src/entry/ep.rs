@@ -326,12 +326,13 @@ unsafe fn post<B: Transport>(
     exclusive_on(inst, h, Kind::Ep, |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?))
 }
 
-/// The post of a provider that shares its state: a function of its own,
-/// so that a provider that does not pays for none of it.
+/// The post of a provider that shares its state. (Inlined into the entry
+/// point, it cost the exclusive posts nothing and the shared one 45
+/// instructions fewer than as a function of its own.)
 ///
 /// # Safety
 /// As [`post`]'s: `segs` is null or holds `n` triplets.
-#[inline(never)]
+#[inline(always)]
 unsafe fn post_shared<B: Transport>(
     inst: &'static Instance<B>,
     h: DAT_HANDLE,

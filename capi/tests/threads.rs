@@ -1,9 +1,13 @@
 //! A thread-safe provider's data path from several threads at once: posts
 //! on different Endpoints and dequeues on different EVDs run with the
 //! provider shared, posts and reaps on one Endpoint from different threads
-//! take its lock, and the control path runs between them, all on the
-//! software HCA. Every DTO completes exactly once, with its own cookie,
-//! in post order on its Endpoint.
+//! take its lock, and the control path runs between them. Every DTO
+//! completes exactly once, with its own cookie, in post order on its
+//! Endpoint.
+//!
+//! On the software HCA unless `UDAT_THREADS_IA` names other `ia_params`:
+//! `cargo xtask test` runs these tests on soft-RoCE too, with `verbs rxe0`
+//! (one at a time: both listen on one connection qualifier).
 
 mod common;
 
@@ -58,7 +62,8 @@ unsafe impl Sync for Pair {}
 impl Provider {
     fn open(name: &'static CStr) -> Provider {
         let reg = Registration { dapl_version: (2, 0), thread_safe: true, ia_out: same };
-        let table = registry::add(name, common::MODEL, reg).expect("register the model provider");
+        let params = std::env::var("UDAT_THREADS_IA").unwrap_or_else(|_| common::MODEL.to_string());
+        let table = registry::add(name, &params, reg).expect("register the provider");
         // SAFETY: registered until the provider drops.
         let t: &'static DAT_PROVIDER = unsafe { &*table };
         let (mut async_evd, mut ia, mut pz) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());

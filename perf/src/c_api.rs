@@ -49,9 +49,10 @@ impl CSide {
     pub fn open(name: &str, eps: u32, depth: u32) -> Result<CSide, String> {
         let cname = CString::new(name).map_err(|_| "a provider name with a NUL")?;
         let (mut ia, mut async_evd) = (ptr::null_mut(), ptr::null_mut());
-        // SAFETY: valid out-pointers and a NUL-terminated name. This is
-        // what <dat2/udat.h>'s dat_ia_open macro expands to (DAT_THREADSAFE
-        // is DAT_TRUE by default).
+        // SAFETY: valid out-pointers and a NUL-terminated name. A
+        // thread-safe provider, as a multi-threaded consumer asks for one
+        // (Debian's <dat2/udat_config.h> makes the dat_ia_open macro ask
+        // for DAT_FALSE).
         check("dat_ia_open", unsafe {
             dat_ia_openv(
                 cname.as_ptr().cast_mut(),

@@ -6,6 +6,11 @@
 //! before the arming, and an abrupt disconnect polls until the QP's
 //! flushes are all in. Either way they wait in the stash, in order, for
 //! the next [`CqShared::poll`].
+//!
+//! A dequeue of a provider shared among threads ([`CqShared::take_shared`])
+//! takes one work completion at a time; one it cannot settle alone waits,
+//! untranslated, in a second queue that every exclusive poll empties
+//! first, after the stash.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -14,7 +19,7 @@ use std::mem::MaybeUninit;
 use std::rc::Rc;
 
 use udat_core::{
-    backend::Completion,
+    backend::{Completion, CqHead, Shared},
     types::{DtoOp, DtoStatus},
     DatError, DatResult,
 };
@@ -58,6 +63,9 @@ pub(crate) type QpMap = HashMap<u32, Rc<QpShared>, BuildHasherDefault<QpnHasher>
 pub(crate) struct CqShared {
     pub cq: *mut sys::ibv_cq,
     stash: RefCell<VecDeque<Completion>>,
+    /// Work completions a shared dequeue took and left for an exclusive
+    /// one: they come after the stash and before the device's.
+    held: RefCell<VecDeque<sys::ibv_wc>>,
     /// The QPs reporting here, by QP number.
     pub qps: RefCell<QpMap>,
     /// Whether a notification is requested and not yet delivered.
@@ -75,6 +83,7 @@ impl CqShared {
         Ok(CqShared {
             cq,
             stash: RefCell::new(VecDeque::new()),
+            held: RefCell::new(VecDeque::new()),
             qps: RefCell::new(QpMap::default()),
             armed: Cell::new(false),
         })
@@ -82,6 +91,7 @@ impl CqShared {
 
     /// Fill `out`: stashed completions first, then the device's.
     pub fn poll(&self, out: &mut [Completion]) -> usize {
+        self.translate_held();
         let mut n = 0;
         {
             let mut stash = self.stash.borrow_mut();
@@ -111,8 +121,8 @@ impl CqShared {
     /// belongs to, and counting it would wake a waiter on another EVD of
     /// the IA again and again, to find nothing.
     pub fn pull(&self) -> bool {
+        let mut came = self.translate_held();
         let mut buf = [Completion::EMPTY; BATCH];
-        let mut came = false;
         loop {
             let got = self.poll_device(&mut buf);
             self.stash.borrow_mut().extend(buf[..got].iter().copied());
@@ -121,6 +131,64 @@ impl CqShared {
                 return came;
             }
         }
+    }
+
+    /// Move what shared dequeues left into the stash, translated, in the
+    /// order the device gave it; whether there was any.
+    fn translate_held(&self) -> bool {
+        let mut held = self.held.borrow_mut();
+        if held.is_empty() {
+            return false;
+        }
+        let qps = self.qps.borrow();
+        let mut stash = self.stash.borrow_mut();
+        for w in held.drain(..) {
+            if let Some(c) = qps.get(&w.qp_num).and_then(|qp| translate(qp, &w)) {
+                stash.push_back(c);
+            }
+        }
+        true
+    }
+
+    /// The next completion, for a dequeue of a provider shared among
+    /// threads (`Backend::cq_take_shared`): one work completion taken
+    /// from the device, settled here if it is a success of a QP that
+    /// receives from no SRQ and no window bind's, once `admit` has locked
+    /// its EP; otherwise held for the next exclusive poll.
+    ///
+    /// The caller is the only thread using this CQ (it holds its EVD's
+    /// lock), and what `admit` returns holds the lock of the QP's EP, so
+    /// the QP's rings are this thread's while it translates.
+    pub fn take_shared<G>(&self, admit: impl FnOnce(CqHead) -> Option<G>) -> Shared<Option<(Completion, G)>> {
+        if !self.stash.borrow().is_empty() || !self.held.borrow().is_empty() {
+            return Shared::Exclusive;
+        }
+        let mut wc = MaybeUninit::<sys::ibv_wc>::uninit();
+        // SAFETY: the CQ is live while `self` is, and `wc` has room for one.
+        if unsafe { sys::poll_cq(self.cq, 1, wc.as_mut_ptr()) } <= 0 {
+            return Shared::Empty;
+        }
+        // SAFETY: the provider wrote the one entry.
+        let w = unsafe { wc.assume_init() };
+        let qps = self.qps.borrow();
+        // A completion of a QP no longer here is dropped, as `poll` drops it.
+        let Some(qp) = qps.get(&w.qp_num) else { return Shared::Done(None) };
+        let recv = w.wr_id & RECV != 0;
+        let hold = |w| {
+            self.held.borrow_mut().push_back(w);
+            Shared::Exclusive
+        };
+        // A failure breaks the connection, and an SRQ's receives are shared
+        // with other EPs' QPs: both are for an exclusive poll.
+        if w.status != sys::ibv_wc_status::IBV_WC_SUCCESS || (recv && qp.srq.is_some()) {
+            return hold(w);
+        }
+        let Some(admitted) = admit(CqHead { tag: qp.tag, recv }) else { return hold(w) };
+        // A bind's completion changes its window: an exclusive poll's too.
+        if !recv && qp.send_op(w.wr_id) == Some(DtoOp::BindMw) {
+            return hold(w);
+        }
+        Shared::Done(translate(qp, &w).map(|c| (c, admitted)))
     }
 
     /// One `ibv_poll_cq` of at most `out.len()` (and [`BATCH`]) entries,

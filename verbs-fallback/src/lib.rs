@@ -31,7 +31,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use udat_core::{
-    backend::{Backend, CmEvent, Completion, QpConfig, Registration, SendWr, Sge, WaitFds, Wake},
+    backend::{Backend, CmEvent, Completion, CqHead, QpConfig, Registration, SendWr, Sge, Shared, WaitFds, Wake},
     types::{CompletionFlags, IaAddress, IaAttr, MemPriv, SrqAttr},
     DatError, DatResult, ErrorType,
 };
@@ -273,6 +273,26 @@ impl Backend for Verbs {
 
     fn cq_poll(&mut self, cq: &mut Cq, out: &mut [Completion]) -> usize {
         cq.shared.poll(out)
+    }
+
+    /// libibverbs lets threads post on different QPs and poll different
+    /// CQs at once; a QP's rings and a CQ's queues are each used by the
+    /// thread holding the lock of its EP or EVD (`udat_core::shared`),
+    /// and no reference count is touched on the way.
+    const SHARED_QUEUES: bool = true;
+
+    #[allow(unsafe_code)]
+    unsafe fn post_send_shared(&self, qp: &mut Qp, wr: &SendWr<'_>) -> DatResult<()> {
+        qp.post_send(wr)
+    }
+
+    #[allow(unsafe_code)]
+    unsafe fn cq_take_shared<G>(
+        &self,
+        cq: &mut Cq,
+        admit: impl FnOnce(CqHead) -> Option<G>,
+    ) -> Shared<Option<(Completion, G)>> {
+        cq.shared.take_shared(admit)
     }
 
     fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<Qp> {

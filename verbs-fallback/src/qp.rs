@@ -135,6 +135,14 @@ impl QpShared {
         None
     }
 
+    /// The operation of the outstanding send with sequence `seq`, left
+    /// outstanding.
+    pub fn send_op(&self, seq: u64) -> Option<DtoOp> {
+        let rings = self.rings.borrow();
+        let first = rings.sends.front()?.seq;
+        rings.sends.get(usize::try_from(seq.checked_sub(first)?).ok()?).filter(|s| s.seq == seq).map(|s| s.op)
+    }
+
     /// The cookie of the receive `id` (a sequence number, or an SRQ slot).
     pub fn take_recv(&self, id: u64) -> Option<u64> {
         if let Some(srq) = &self.srq {

@@ -83,16 +83,17 @@ fn test() -> Result<(), String> {
     let miri = run_tests(&["+nightly", "miri", "test", "-p", "udat-core", "-p", "udat-mlx5"])?;
     let fuzzed = fuzz()?;
     let rxe = rxe_tests()?;
+    let threads = threads_on_rxe()?;
     let fully_static = static_on_rxe()?;
     let loops = event_loops_on_rxe()?;
     let perf = perf::check()?;
     let peers = peer_tests()?;
     let across = fabric_tests()?;
-    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + fully_static + loops + perf + peers.0 + across.0;
-    let failed = native.1 + miri.1 + rxe.1 + peers.1 + across.1;
+    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + threads.0 + fully_static + loops + perf + peers.0 + across.0;
+    let failed = native.1 + miri.1 + rxe.1 + threads.1 + peers.1 + across.1;
     eprintln!(
-        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, the static binary, {loops} event loops and {perf} udat-perf runs on soft-RoCE, {} OpenFabrics programs, {} across two hosts)",
-        native.0, miri.0, rxe.0, peers.0, across.0
+        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, {} thread tests on soft-RoCE, the static binary, {loops} event loops and {perf} udat-perf runs on soft-RoCE, {} OpenFabrics programs, {} across two hosts)",
+        native.0, miri.0, rxe.0, threads.0, peers.0, across.0
     );
     println!("tests: {passed} passed, {failed} failed");
     Ok(())
@@ -155,6 +156,15 @@ fn rxe_tests() -> Result<(u64, u64), String> {
     let result = run_tests(&["xtask", "softroce", "--", &bin, "--test-threads=1", "--color=never"]);
     eprintln!("xtask: soft-RoCE tests took {:.0} s", started.elapsed().as_secs_f64());
     result
+}
+
+/// The C ABI's thread tests (`capi/tests/threads.rs`) on soft-RoCE: a
+/// thread-safe provider over udat-verbs, posting and reaping from several
+/// threads at once.
+fn threads_on_rxe() -> Result<(u64, u64), String> {
+    let bin = test_binary("udat-capi", "threads", &[])?;
+    let script = format!("UDAT_THREADS_IA='verbs rxe0' {bin} --test-threads=1 --color=never");
+    run_tests(&["xtask", "softroce", "--", "sh", "-c", &script])
 }
 
 /// The fully static C example (built by [`capi::check`]) on soft-RoCE,

@@ -144,8 +144,18 @@ fn serve(port: u64) -> Result<(), Fail> {
         std::thread::sleep(Duration::from_micros(200));
     }
     if let Some(ep) = ep {
-        s.p.ep_disconnect(ep, CloseFlags::Graceful)?;
-        let _ = s.p.evd_wait(s.conn, 5_000_000, 1);
+        // The client disconnects once its `done` has completed: had this
+        // side disconnected first, the client's QP could have been moved
+        // to ERROR before the acknowledgement of `done` reached it, and
+        // the send flushed though it was delivered.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            match s.p.evd_wait(s.conn, 1_000_000, 1) {
+                Ok((e, _)) if matches!(e.data, EventData::Connection { ep: of, .. } if of == ep) => break,
+                _ => {}
+            }
+        }
+        let _ = s.p.ep_disconnect(ep, CloseFlags::Graceful);
         s.p.ep_free(ep)?;
     }
     s.p.psp_free(psp)?;
@@ -340,6 +350,7 @@ fn client(address: [u8; 4], port: u64, word: &str) -> Result<(), Fail> {
             other => return Err(format!("the last send: {other:?}").into()),
         }
         println!("client: {AFTER} posts on the new connection succeeded");
+        s.p.ep_disconnect(ep, CloseFlags::Graceful)?;
         let _ = s.p.evd_wait(s.conn, 10_000_000, 1);
         s.p.ep_free(ep)?;
     }

@@ -107,10 +107,11 @@ pub struct Instance<B: Transport> {
     /// shared provider takes ([`udat_core::shared`]).
     pub ep_locks: ObjLocks,
     pub evd_locks: ObjLocks,
-    /// When, on the clock of [`Instance::now_us`], an empty shared
-    /// dequeue next makes an exclusive one, which looks at connection
-    /// events (at most every [`udat_core::CM_LOOK_US`]).
-    pub cm_look_us: AtomicU64,
+    /// Per IA slot: when, on the clock of [`Instance::now_us`], an empty
+    /// shared dequeue of an EVD of that IA next makes an exclusive one,
+    /// which looks at the IA's connection events (at most every
+    /// [`udat_core::CM_LOOK_US`], as the exclusive dequeue itself looks).
+    pub cm_look_us: Box<[AtomicU64]>,
 }
 
 // `c/ext.c` reaches `post` as `udat_provider_head` lays it out; the
@@ -145,7 +146,7 @@ impl<B: Transport> Instance<B> {
             shares,
             ep_locks: ObjLocks::new(capacity.eps as usize),
             evd_locks: ObjLocks::new(capacity.evds as usize),
-            cm_look_us: AtomicU64::new(0),
+            cm_look_us: (0..capacity.ias).map(|_| AtomicU64::new(0)).collect(),
         });
         inst.table.device_name = inst.name.as_ptr();
         let word = ptr::addr_of!(inst.table) as usize;
@@ -159,17 +160,17 @@ impl<B: Transport> Instance<B> {
         START.get_or_init(std::time::Instant::now).elapsed().as_micros() as u64
     }
 
-    /// Whether an empty shared dequeue is to make an exclusive one now,
-    /// which pulls connection events: true at most once every
-    /// [`udat_core::CM_LOOK_US`] across the provider's threads.
-    pub fn cm_look_due(&self) -> bool {
+    /// Whether an empty shared dequeue of an EVD of the IA in slot `ia` is
+    /// to make an exclusive one now, which pulls the IA's connection
+    /// events: true at most once every [`udat_core::CM_LOOK_US`] across the
+    /// provider's threads. The exclusive dequeue keeps its own clock per
+    /// IA, so two looks are at most twice that apart.
+    pub fn cm_look_due(&self, ia: u32) -> bool {
+        let Some(next) = self.cm_look_us.get(ia as usize) else { return true };
         let now = Self::now_us();
-        let due = self.cm_look_us.load(Ordering::Relaxed);
+        let due = next.load(Ordering::Relaxed);
         now >= due
-            && self
-                .cm_look_us
-                .compare_exchange(due, now + udat_core::CM_LOOK_US, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
+            && next.compare_exchange(due, now + udat_core::CM_LOOK_US, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 
     /// The instance a handle of this transport belongs to.

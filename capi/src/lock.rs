@@ -41,13 +41,14 @@ pub struct Locked<T> {
 // holds every shard for writing, so it is the only one, and the value
 // moves between threads only as a whole, through it. A `Sharing` holds a
 // shard for reading, which excludes every `Exclusive`, and hands out `&T`
-// only; the entry points that share a provider use it as
-// `udat_core::shared` says, and only over a transport whose queues allow
-// it (`Backend::SHARED_QUEUES`): what threads change through it is behind
-// cells, each under its object's lock. The transports' reference-counted
-// parts (udat-verbs shares device state between its objects) are touched
-// only under an `Exclusive`, and no entry point hands any of them out of
-// a guard.
+// only, and `share` is unsafe: its callers, the entry points that share a
+// provider over a transport whose queues allow it
+// (`Backend::SHARED_QUEUES`), change through it only what sits behind a
+// cell of an object whose lock they hold (`udat_core::shared`). In
+// udat-verbs that includes a QP's rings and a CQ's queues, each a
+// `RefCell` reached under exactly one EP's or EVD's lock; its reference
+// counts are only ever changed under an `Exclusive`, and no entry point
+// hands any of its reference-counted parts out of a guard.
 unsafe impl<T> Sync for Locked<T> {}
 // SAFETY: as above; the value moves between threads only as a whole.
 unsafe impl<T> Send for Locked<T> {}
@@ -102,8 +103,13 @@ impl<T> Locked<T> {
 
     /// The value, shared with other threads that share it: this thread's
     /// shard, for reading.
+    ///
+    /// # Safety
+    /// What the threads sharing the value do to it through `&T` is only
+    /// what `udat_core::shared` allows: each changes only what sits behind
+    /// a cell of an object whose lock it holds.
     #[inline(always)]
-    pub fn share(&self) -> Sharing<'_, T> {
+    pub unsafe fn share(&self) -> Sharing<'_, T> {
         // The number of shards is a power of two (one, or `SHARDS`).
         let shard = &self.shards[thread_index() & (self.shards.len() - 1)];
         shard.0.lock_shared();
@@ -229,10 +235,13 @@ impl ObjLocks {
         ObjLocks { locks }
     }
 
-    /// Take the lock of slot `index` (a slot past the end has none to
-    /// take: the object it names cannot exist).
+    /// Take the lock of slot `index`, for a call on a provider whose
+    /// `poisoned` flag says whether a call panicked. `None` for a slot past
+    /// the end (the object it names cannot exist), and once the provider
+    /// is poisoned: a call that panicked holding a lock may have left its
+    /// object half-changed, and sets the flag before it lets the lock go.
     #[inline(always)]
-    pub fn lock(&self, index: u32) -> Option<ObjGuard<'_>> {
+    pub fn lock<'a>(&'a self, index: u32, poisoned: &'a AtomicBool) -> Option<ObjGuard<'a>> {
         let lock = self.locks.get(index as usize)?;
         let mut spins = 0u32;
         while lock.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
@@ -243,18 +252,23 @@ impl ObjLocks {
                 std::thread::yield_now();
             }
         }
-        Some(ObjGuard { lock })
+        let guard = ObjGuard { lock, poisoned };
+        (!poisoned.load(Ordering::Acquire)).then_some(guard)
     }
 }
 
 /// A held object lock.
 pub struct ObjGuard<'a> {
     lock: &'a ObjLock,
+    poisoned: &'a AtomicBool,
 }
 
 impl Drop for ObjGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.poisoned.store(true, Ordering::Release);
+        }
         self.lock.held.store(false, Ordering::Release);
     }
 }
@@ -266,14 +280,15 @@ mod tests {
     #[test]
     fn sharers_exclude_an_exclusive_holder_and_not_each_other() {
         let locked = Locked::new(0u64, true);
-        let a = locked.share();
-        let b = locked.share();
+        // SAFETY: the test only reads through the shared value.
+        let (a, b) = unsafe { (locked.share(), locked.share()) };
         assert_eq!((*a, *b), (0, 0));
         drop((a, b));
         *locked.lock() += 1;
         let held = locked.lock();
         std::thread::scope(|s| {
-            let t = s.spawn(|| *locked.share());
+            // SAFETY: as above.
+            let t = s.spawn(|| *unsafe { locked.share() });
             std::thread::sleep(std::time::Duration::from_millis(20));
             assert!(!t.is_finished(), "a sharer waits for the exclusive holder");
             drop(held);
@@ -284,12 +299,13 @@ mod tests {
     #[test]
     fn an_object_lock_is_held_by_one_thread_at_a_time() {
         let locks = ObjLocks::new(4);
+        let poisoned = AtomicBool::new(false);
         let counter = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..10_000 {
-                        let _g = locks.lock(2).unwrap();
+                        let _g = locks.lock(2, &poisoned).unwrap();
                         // A read and a write that would lose updates if two
                         // threads held the lock at once.
                         let v = counter.load(Ordering::Relaxed);
@@ -299,6 +315,19 @@ mod tests {
             }
         });
         assert_eq!(counter.load(Ordering::Relaxed), 40_000);
-        assert!(locks.lock(4).is_none());
+        assert!(locks.lock(4, &poisoned).is_none());
+    }
+
+    #[test]
+    fn a_panic_under_an_object_lock_poisons_and_the_next_holder_gets_none() {
+        let locks = ObjLocks::new(1);
+        let poisoned = AtomicBool::new(false);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _g = locks.lock(0, &poisoned).unwrap();
+            panic!("half-way through a post");
+        }));
+        assert!(r.is_err());
+        assert!(poisoned.load(Ordering::Relaxed));
+        assert!(locks.lock(0, &poisoned).is_none(), "the lock is let go, the object refused");
     }
 }

@@ -99,14 +99,19 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// [`Provider::evd_dequeue`] through a shared provider, for what it can
     /// settle alone (see the module); `lock_ep` takes the lock of the
-    /// Endpoint with the given slot index and hands back its guard.
+    /// Endpoint with the given slot index and hands back its guard, or
+    /// `None` when it cannot (the call is then for the exclusive path).
     ///
     /// # Safety
     /// No `&mut` to the provider exists while this runs, the caller holds
     /// `evd`'s lock, and the guards `lock_ep` returns hold the Endpoints'
     /// locks (see the module).
     #[inline(always)]
-    pub unsafe fn evd_dequeue_shared<G>(&self, evd: EvdHandle, mut lock_ep: impl FnMut(u32) -> G) -> Shared<Event> {
+    pub unsafe fn evd_dequeue_shared<G>(
+        &self,
+        evd: EvdHandle,
+        mut lock_ep: impl FnMut(u32) -> Option<G>,
+    ) -> Shared<Event> {
         // SAFETY: the caller holds the EVD's lock.
         let Some(e) = (unsafe { self.evds.get_shared(evd.0) }) else { return Shared::Exclusive };
         if e.waiter || !e.queue.is_empty() || !e.takes_direct() {
@@ -116,7 +121,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         loop {
             let admit = |head: CqHead| {
                 let ep_h = EpHandle(RawHandle::from_bits(head.tag));
-                let lock = lock_ep(ep_h.0.index);
+                let lock = lock_ep(ep_h.0.index)?;
                 // SAFETY: `lock_ep` took the EP's lock.
                 let ep = unsafe { self.eps.get_shared(ep_h.0) }?;
                 // A completion for another EVD is queued there, and an SRQ's

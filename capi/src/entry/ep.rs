@@ -8,7 +8,7 @@ use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddr
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
 use super::arg::{iov, private_data};
-use super::{exclusive_on, guarded_on, with, Arg, Cx};
+use super::{exclusive_on, guarded_on, refused, with, Arg, Cx};
 use crate::instance::{invalid, Addr, Core, Instance, Transport};
 use crate::sys::*;
 
@@ -341,11 +341,15 @@ unsafe fn post_shared<B: Transport>(
     shared: impl FnOnce(&Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
 ) -> DAT_RETURN {
     guarded_on(inst, || {
-        let st = inst.state.share();
+        // SAFETY: the post changes only the EP whose lock it takes below
+        // (`udat_core::shared`).
+        let st = unsafe { inst.state.share() };
         let raw = st.raw(h, Kind::Ep)?;
         // SAFETY: by the contract.
         let iov = unsafe { iov(n, segs) }?;
-        let _ep_lock = inst.ep_locks.lock(raw.index()).ok_or(invalid(Kind::Ep))?;
+        let Some(_ep_lock) = inst.ep_locks.lock(raw.index(), &inst.poisoned) else {
+            return Err(refused(inst, Kind::Ep));
+        };
         shared(&st.core, EpHandle::from_raw(raw), iov)
     })
 }

@@ -7,7 +7,7 @@ use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, Event, EventData, WaitStep};
 
-use super::{exclusive_on, guarded_on, with, Arg, Cx};
+use super::{exclusive_on, guarded_on, refused, with, Arg, Cx};
 use crate::instance::{invalid, Instance, State, Transport};
 use crate::lock::Exclusive;
 use crate::sys::*;
@@ -164,20 +164,34 @@ fn dequeue_shared<B: Transport>(
 ) -> Option<DAT_RETURN> {
     let mut exclusive = false;
     let ret = guarded_on(inst, || {
-        let st = inst.state.share();
+        // SAFETY: the dequeue changes only the EVD and the EPs whose locks
+        // it takes below (`udat_core::shared`).
+        let st = unsafe { inst.state.share() };
         let raw = st.raw(h, Kind::Evd)?;
         let slot = event.out()?;
-        let Some(_evd_lock) = inst.evd_locks.lock(raw.index()) else { return Err(invalid(Kind::Evd)) };
+        let Some(_evd_lock) = inst.evd_locks.lock(raw.index(), &inst.poisoned) else {
+            return Err(refused(inst, Kind::Evd));
+        };
+        let evd = EvdHandle::from_raw(raw);
         // SAFETY: the state is shared, never held exclusively meanwhile;
         // the EVD's lock is held, and `lock_ep` takes EP locks, after it
         // (the order every shared call keeps).
-        match unsafe { st.core.evd_dequeue_shared(EvdHandle::from_raw(raw), |i| inst.ep_locks.lock(i)) } {
+        match unsafe { st.core.evd_dequeue_shared(evd, |i| inst.ep_locks.lock(i, &inst.poisoned)) } {
             Shared::Done(e) => {
                 write_shared(&st, h, &e, slot);
                 Ok(())
             }
-            Shared::Empty if !inst.cm_look_due() => Err(DatError::of(ErrorType::QueueEmpty)),
-            Shared::Empty | Shared::Exclusive => {
+            Shared::Empty => {
+                // Nothing came: pull connection events now if a look at
+                // this EVD's IA is due, on the exclusive path.
+                let ia = st.core.evd_query(evd, udat_core::EVD_FIELD_ALL)?.ia;
+                if !inst.cm_look_due(ia.raw().index()) {
+                    return Err(DatError::of(ErrorType::QueueEmpty));
+                }
+                exclusive = true;
+                Ok(())
+            }
+            Shared::Exclusive => {
                 exclusive = true;
                 Ok(())
             }

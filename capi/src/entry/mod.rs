@@ -69,6 +69,17 @@ pub(crate) fn guarded_on<B: Transport>(inst: &Instance<B>, f: impl FnOnce() -> D
     }
 }
 
+/// Why an object's lock was not had: the provider was poisoned meanwhile
+/// (`DAT_INTERNAL_ERROR`, as every later call), or the handle's slot has no
+/// lock, so no object (`DAT_INVALID_HANDLE`).
+pub(crate) fn refused<B: Transport>(inst: &Instance<B>, kind: Kind) -> DatError {
+    if inst.poisoned.load(Ordering::Acquire) {
+        DatError::of(ErrorType::InternalError)
+    } else {
+        invalid(kind)
+    }
+}
+
 /// The context an entry point works in: its instance and the locked state.
 pub(crate) struct Cx<B: Transport> {
     pub(crate) inst: &'static Instance<B>,

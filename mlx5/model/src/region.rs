@@ -65,11 +65,16 @@ impl Region {
     }
 }
 
-// SAFETY: a Region owns its allocation as a Box would; what other threads
-// do to the memory through the pointers it hands out is what a device's
-// queue memory sees, volatile accesses ordered as the PRM orders them
-// (the model writes a CQE's owner byte last; the data path publishes
-// WQEs with a doorbell record and reads a CQE after its owner byte).
+// SAFETY: a Region owns its allocation as a Box would, and moving it to
+// another thread moves that ownership. The memory it hands out is a
+// queue's, which the model (behind its lock) and the data path (under the
+// lock of the queue's owner) reach from different threads with volatile
+// accesses in the order the PRM gives: the model writes a CQE's owner
+// byte last, the data path reads a CQE only after its owner byte. That is
+// how a device and its driver share queue memory, and it relies, as they
+// do, on the hardware's ordering of plain stores (x86-64's): under Rust's
+// memory model the model's writes and a poller's reads of one CQE race.
+// The model is a test device and never in a release artifact.
 unsafe impl Send for Region {}
 
 impl Drop for Region {

@@ -1,7 +1,8 @@
 //! A thread-safe provider's data path from several threads at once: posts
 //! on different Endpoints and dequeues on different EVDs run with the
 //! provider shared, posts and reaps on one Endpoint from different threads
-//! take its lock, and the control path runs between them. Every DTO
+//! take its lock, receives are posted and reaped beside the sends that
+//! fill them, and the control path runs between them. Every DTO
 //! completes exactly once, with its own cookie, in post order on its
 //! Endpoint.
 //!
@@ -51,6 +52,9 @@ unsafe impl Sync for Provider {}
 struct Pair {
     ep: DAT_EP_HANDLE,
     evd: DAT_EVD_HANDLE,
+    /// The EP connected to `ep`, with an EVD of its own.
+    peer: DAT_EP_HANDLE,
+    peer_evd: DAT_EVD_HANDLE,
     local: DAT_LMR_TRIPLET,
     remote: DAT_RMR_TRIPLET,
     _buf: Box<[u8; 2 * 4096]>,
@@ -95,7 +99,7 @@ impl Provider {
 
     fn pair(&self) -> Pair {
         let t = self.t;
-        let mut evd = ptr::null_mut();
+        let (mut evd, mut peer_evd) = (ptr::null_mut(), ptr::null_mut());
         let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
         let mut buf = Box::new([0u8; 2 * 4096]);
         let (_, lmr_context, rmr_context) = self.lmr(&mut buf[..]);
@@ -105,7 +109,9 @@ impl Provider {
             ok(t.ia_query_func.unwrap()(self.ia, ptr::null_mut(), u64::MAX, &mut attr, 0, ptr::null_mut()), "query");
             ok(t.evd_create_func.unwrap()(self.ia, 64, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd), "DTO EVD");
             ok(t.ep_create_func.unwrap()(self.ia, self.pz, evd, evd, self.conn_evd, ptr::null(), &mut a), "ep a");
-            ok(t.ep_create_func.unwrap()(self.ia, self.pz, evd, evd, self.conn_evd, ptr::null(), &mut b), "ep b");
+            ok(t.evd_create_func.unwrap()(self.ia, 64, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut peer_evd), "peer EVD");
+            let conn = self.conn_evd;
+            ok(t.ep_create_func.unwrap()(self.ia, self.pz, peer_evd, peer_evd, conn, ptr::null(), &mut b), "ep b");
             let (qos, flags) = (DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
             let connect = t.ep_connect_func.unwrap();
             ok(connect(a, attr.ia_address_ptr, CONN_QUAL, u32::MAX, 0, ptr::null_mut(), qos, flags), "connect");
@@ -119,6 +125,8 @@ impl Provider {
         Pair {
             ep: a,
             evd,
+            peer: b,
+            peer_evd,
             local: DAT_LMR_TRIPLET { lmr_context, virtual_address: base, segment_length: BYTES },
             remote: DAT_RMR_TRIPLET { rmr_context, virtual_address: base + 4096, segment_length: BYTES },
             _buf: buf,
@@ -166,6 +174,58 @@ impl Provider {
                 &pair.remote,
                 DAT_COMPLETION_DEFAULT_FLAG,
             )
+        }
+    }
+
+    /// A send of `pair`'s first 64 bytes with `cookie`.
+    fn send(&self, pair: &Pair, cookie: u64) -> DAT_RETURN {
+        let mut local = pair.local;
+        // SAFETY: live handles, a triplet inside a live LMR.
+        unsafe {
+            self.t.ep_post_send_func.unwrap()(
+                pair.ep,
+                1,
+                &mut local,
+                DAT_DTO_COOKIE { as_64: cookie },
+                DAT_COMPLETION_DEFAULT_FLAG,
+            )
+        }
+    }
+
+    /// A receive on `pair`'s peer into the buffer's second half.
+    fn recv(&self, pair: &Pair, cookie: u64) -> DAT_RETURN {
+        let mut local = DAT_LMR_TRIPLET { virtual_address: pair.remote.virtual_address, ..pair.local };
+        // SAFETY: live handles, a triplet inside a live LMR.
+        unsafe {
+            self.t.ep_post_recv_func.unwrap()(
+                pair.peer,
+                1,
+                &mut local,
+                DAT_DTO_COOKIE { as_64: cookie },
+                DAT_COMPLETION_DEFAULT_FLAG,
+            )
+        }
+    }
+
+    /// The cookie of the next completion on `evd` of `ep`, if one is there.
+    fn reap_of(&self, evd: DAT_EVD_HANDLE, ep: DAT_EP_HANDLE) -> Option<u64> {
+        let mut event = DAT_EVENT::default();
+        // SAFETY: a live EVD and a valid out-pointer.
+        match unsafe { self.t.evd_dequeue_func.unwrap()(evd, &mut event) } {
+            DAT_SUCCESS => {
+                assert_eq!(event.event_number, DAT_DTO_COMPLETION_EVENT);
+                // SAFETY: a DTO completion event's data.
+                let dto = unsafe { event.event_data.dto_completion_event_data };
+                assert_eq!(dto.status, DAT_DTO_SUCCESS);
+                assert_eq!(dto.ep_handle, ep, "the event names its EP");
+                assert_eq!(dto.transfered_length, BYTES);
+                // SAFETY: the cookie is 64 bits.
+                Some(unsafe { dto.user_cookie.as_64 })
+            }
+            ret => {
+                assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}");
+                None
+            }
         }
     }
 
@@ -306,4 +366,43 @@ fn two_threads_post_on_one_endpoint_while_a_third_reaps_it() {
     });
     let expected: BTreeSet<u64> = (0..EACH).chain((0..EACH).map(|i| (1 << 32) + i)).collect();
     assert_eq!(seen, expected, "every post completed once");
+}
+
+#[test]
+fn one_thread_receives_while_another_sends_to_it() {
+    let p = Provider::open(c"threads-send-recv");
+    let pair = p.pair();
+    const N: u64 = 3_000;
+    let posted = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        // The receiver keeps up to WINDOW receives posted and reaps them.
+        s.spawn(|| {
+            let (mut next, mut reaped) = (0u64, 0u64);
+            while reaped < N {
+                while next < N && next - reaped < WINDOW as u64 {
+                    ok(p.recv(&pair, next), "dat_ep_post_recv");
+                    next += 1;
+                    posted.store(next, Ordering::Release);
+                }
+                if let Some(cookie) = p.reap_of(pair.peer_evd, pair.peer) {
+                    assert_eq!(cookie, reaped, "receives complete in post order");
+                    reaped += 1;
+                }
+            }
+        });
+        // The sender sends only into receives already posted.
+        s.spawn(|| {
+            let (mut sent, mut reaped) = (0u64, 0u64);
+            while reaped < N {
+                while sent < posted.load(Ordering::Acquire) && sent - reaped < WINDOW as u64 {
+                    ok(p.send(&pair, sent), "dat_ep_post_send");
+                    sent += 1;
+                }
+                if let Some(cookie) = p.reap_of(pair.evd, pair.ep) {
+                    assert_eq!(cookie, reaped, "sends complete in post order");
+                    reaped += 1;
+                }
+            }
+        });
+    });
 }

@@ -107,25 +107,40 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<()> {
         let Provider { eps, lmrs, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
-            return Err(DatError::invalid_arg(5));
-        }
-        if iov.len() > ep.attr.max_recv_iov as usize {
-            return Err(DatError::invalid_arg(2));
-        }
-        if !ep.srq.is_null() {
-            return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
-        }
-        let mut sges = FixedVec::new();
-        gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
-        if ep.recv_outstanding >= ep.attr.max_recv_dtos {
-            return Err(DatError::of(ErrorType::InsufficientResources));
-        }
-        let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-        backend.post_recv(qp, &sges, cookie)?;
-        ep.recv_outstanding += 1;
-        Ok(())
+        recv_checked(ep, lmrs, iov, flags, |qp, sges| backend.post_recv(qp, sges, cookie))
     }
+}
+
+/// The rules of dat_ep_post_recv(3DAT) for a receive on `ep`, its segments
+/// translated through `lmrs`; then `post` hands it to the transport. The
+/// same code checks a receive through an exclusive provider and through a
+/// shared one.
+#[inline(always)]
+pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
+    ep: &mut Ep<B>,
+    lmrs: &Slab<Lmr<B>, L>,
+    iov: &[LmrTriplet],
+    flags: CompletionFlags,
+    post: impl FnOnce(&mut B::Qp, &[crate::backend::Sge]) -> DatResult<()>,
+) -> DatResult<()> {
+    if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
+        return Err(DatError::invalid_arg(5));
+    }
+    if iov.len() > ep.attr.max_recv_iov as usize {
+        return Err(DatError::invalid_arg(2));
+    }
+    if !ep.srq.is_null() {
+        return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
+    }
+    let mut sges = FixedVec::new();
+    gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
+    if ep.recv_outstanding >= ep.attr.max_recv_dtos {
+        return Err(DatError::of(ErrorType::InsufficientResources));
+    }
+    let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+    post(qp, &sges)?;
+    ep.recv_outstanding += 1;
+    Ok(())
 }
 
 /// A request post as the consumer made it.

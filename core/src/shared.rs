@@ -18,11 +18,12 @@
 //! answers [`Shared::Exclusive`], and the caller makes the call again with
 //! the provider to itself. Connection events are not pulled here: an empty
 //! shared dequeue answers [`Shared::Empty`], and the caller makes an
-//! exclusive one when a look at them is due.
+//! exclusive one when a look at them is due. Receives are posted on a
+//! shared provider too; an SRQ's are not (other EPs share it).
 #![allow(unsafe_code)]
 
 use crate::backend::{Backend, CqHead, RequestOp, Shared};
-use crate::dto::{post_checked, Request, REQUEST_FLAGS, SEND_FLAGS};
+use crate::dto::{post_checked, recv_checked, Request, REQUEST_FLAGS, SEND_FLAGS};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{EpHandle, EvdHandle, RawHandle};
@@ -82,6 +83,28 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             Request { iov, cookie, op: RequestOp::RdmaRead { remote: *remote }, flags, allowed: REQUEST_FLAGS };
         // SAFETY: forwarded contract.
         unsafe { self.post_shared(ep, request) }
+    }
+
+    /// [`Provider::ep_post_recv`] through a shared provider.
+    ///
+    /// # Safety
+    /// As [`Provider::ep_post_send_shared`].
+    pub unsafe fn ep_post_recv_shared(
+        &self,
+        h: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        // SAFETY: the caller holds the EP's lock, which every other access
+        // to it takes, and no `&mut` to the provider exists.
+        let ep = unsafe { self.eps.get_shared(h.0) }.ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let backend = &self.backend;
+        recv_checked(ep, &self.lmrs, iov, flags, |qp, sges| {
+            // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
+            // exists (the caller's contract).
+            unsafe { backend.post_recv_shared(qp, sges, cookie) }
+        })
     }
 
     #[inline(always)]

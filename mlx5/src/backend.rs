@@ -484,6 +484,16 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         post_to(queues, wr)
     }
 
+    #[inline]
+    #[allow(unsafe_code)]
+    unsafe fn post_recv_shared(&self, qp: &mut Qp<D>, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        // SAFETY: the caller holds the lock of the QP's EP, which every
+        // other use of its queues takes, and no `&mut` to the backend
+        // exists.
+        let queues = unsafe { self.qps.get_shared(qp.slot) }.ok_or_else(internal)?;
+        queues.rq.as_mut().ok_or_else(internal)?.post(sges, cookie).map_err(|_| resources())
+    }
+
     /// A CQE another thread may settle alone: a success, of a QP that is
     /// still there, and not a receive from an SRQ (which QPs of other
     /// EPs share), nor a window bind's (which changes its window).

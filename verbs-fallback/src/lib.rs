@@ -287,6 +287,11 @@ impl Backend for Verbs {
     }
 
     #[allow(unsafe_code)]
+    unsafe fn post_recv_shared(&self, qp: &mut Qp, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        qp.post_recv(sges, cookie)
+    }
+
+    #[allow(unsafe_code)]
     unsafe fn cq_take_shared<G>(
         &self,
         cq: &mut Cq,

@@ -386,12 +386,17 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
     cookie: Arg<4, DAT_DTO_COOKIE>,
     flags: Arg<5, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
-    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
+    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits. A
+    // shared post runs with the state shared and the EP locked.
     unsafe {
-        with::<B>(ep, Kind::Ep, |cx, raw| {
-            let iov = iov(n, segs)?;
-            cx.st.core.ep_post_recv(EpHandle::from_raw(raw), iov, cookie.0.as_64, CompletionFlags(flags.0))
-        })
+        let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
+        post::<B>(
+            ep,
+            n,
+            segs,
+            |core, ep, iov| core.ep_post_recv(ep, iov, cookie, flags),
+            |core, ep, iov| core.ep_post_recv_shared(ep, iov, cookie, flags),
+        )
     }
 }
 

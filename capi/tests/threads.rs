@@ -231,24 +231,7 @@ impl Provider {
 
     /// The cookie of the next completion on `pair`'s EVD, if one is there.
     fn reap(&self, pair: &Pair) -> Option<u64> {
-        let mut event = DAT_EVENT::default();
-        // SAFETY: a live EVD and a valid out-pointer.
-        match unsafe { self.t.evd_dequeue_func.unwrap()(pair.evd, &mut event) } {
-            DAT_SUCCESS => {
-                assert_eq!(event.event_number, DAT_DTO_COMPLETION_EVENT);
-                // SAFETY: a DTO completion event's data.
-                let dto = unsafe { event.event_data.dto_completion_event_data };
-                assert_eq!(dto.status, DAT_DTO_SUCCESS);
-                assert_eq!(dto.ep_handle, pair.ep, "the event names the EP that posted");
-                assert_eq!(dto.transfered_length, BYTES);
-                // SAFETY: the cookie is 64 bits.
-                Some(unsafe { dto.user_cookie.as_64 })
-            }
-            ret => {
-                assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}");
-                None
-            }
-        }
+        self.reap_of(pair.evd, pair.ep)
     }
 }
 

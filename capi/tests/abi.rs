@@ -101,7 +101,7 @@ fn provider_attributes_echo_the_registration() {
         let transport = named.iter().find(|a| CStr::from_ptr(a.name) == c"UDAT_TRANSPORT").unwrap();
         assert_eq!(CStr::from_ptr(transport.value), c"model");
     }
-    assert_eq!((attr.dapl_version_major, attr.dapl_version_minor, attr.is_thread_safe), (2, 0, DAT_FALSE));
+    assert_eq!((attr.dapl_version_major, attr.dapl_version_minor, attr.is_thread_safe), (2, 0, DAT_TRUE));
 }
 
 #[test]

@@ -250,7 +250,7 @@ impl Run {
             match *op {
                 Op::OpenIa => {
                     let (mut evd, mut ia) = (ptr::null_mut(), ptr::null_mut());
-                    if dat_ia_openv(PROVIDER.as_ptr().cast_mut(), 8, &mut evd, &mut ia, 2, 0, DAT_FALSE) == 0 {
+                    if dat_ia_openv(PROVIDER.as_ptr().cast_mut(), 8, &mut evd, &mut ia, 2, 0, DAT_TRUE) == 0 {
                         self.got(ia);
                         self.got(evd);
                         self.ias.push(ia);

@@ -15,7 +15,7 @@ fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
 }
 
 /// The registration every test provider has.
-pub const REGISTRATION: Registration = Registration { dapl_version: (2, 0), thread_safe: false, ia_out: same };
+pub const REGISTRATION: Registration = Registration { dapl_version: (2, 0), thread_safe: true, ia_out: same };
 
 /// The `ia_params` of the software HCA's provider, default capacities.
 pub const MODEL: &str = "model mlx5_model0";

@@ -389,3 +389,48 @@ fn one_thread_receives_while_another_sends_to_it() {
         });
     });
 }
+
+/// A failure is not the shared dequeue's to settle: it goes to the
+/// exclusive path, which reports it with its status and breaks the
+/// connection (dat_ep_post_rdma_write(3DAT), dat_lmr_free(3DAT)); what
+/// was posted after it is flushed, in order, each once.
+#[test]
+fn a_failed_write_on_a_shared_provider_reports_its_error_and_breaks_the_connection() {
+    let p = Provider::open(c"threads-failure");
+    let pair = p.pair();
+    let mut bad = pair.remote;
+    bad.rmr_context ^= 0x00ff_ff00;
+    let mut local = pair.local;
+    // SAFETY: live handles, a triplet inside a live LMR; the remote
+    // context names no region, which the HCA refuses.
+    let ret = unsafe {
+        p.t.ep_post_rdma_write_func.unwrap()(
+            pair.ep,
+            1,
+            &mut local,
+            DAT_DTO_COOKIE { as_64: 0 },
+            &bad,
+            DAT_COMPLETION_DEFAULT_FLAG,
+        )
+    };
+    ok(ret, "the bad write is posted");
+    ok(p.write(&pair, 1), "a write behind it");
+    let mut statuses = Vec::new();
+    for _ in 0..10_000_000 {
+        let mut event = DAT_EVENT::default();
+        // SAFETY: a live EVD and a valid out-pointer.
+        if unsafe { p.t.evd_dequeue_func.unwrap()(pair.evd, &mut event) } == DAT_SUCCESS {
+            // SAFETY: a DTO completion event's data.
+            let dto = unsafe { event.event_data.dto_completion_event_data };
+            // SAFETY: the cookie is 64 bits.
+            statuses.push((unsafe { dto.user_cookie.as_64 }, dto.status));
+            if statuses.len() == 2 {
+                break;
+            }
+        }
+        std::thread::yield_now();
+    }
+    assert_eq!(statuses, [(0, DAT_DTO_ERR_REMOTE_ACCESS), (1, DAT_DTO_ERR_FLUSHED)]);
+    let broken = p.next(p.conn_evd);
+    assert_eq!(broken.event_number, DAT_CONNECTION_EVENT_BROKEN);
+}

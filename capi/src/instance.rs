@@ -103,10 +103,11 @@ pub struct Instance<B: Transport> {
     /// Whether posts and dequeues share the state: a thread-safe
     /// registration over a transport whose queues allow it.
     pub shares: bool,
-    /// Per EP slot and per EVD slot: the lock a post or a dequeue of a
-    /// shared provider takes ([`udat_core::shared`]).
+    /// Per EP, EVD and SRQ slot: the lock a post or a dequeue of a shared
+    /// provider takes ([`udat_core::shared`]).
     pub ep_locks: ObjLocks,
     pub evd_locks: ObjLocks,
+    pub srq_locks: ObjLocks,
     /// Per IA slot: when, on the clock of [`Instance::now_us`], an empty
     /// shared dequeue of an EVD of that IA next makes an exclusive one,
     /// which looks at the IA's connection events (at most every
@@ -146,6 +147,7 @@ impl<B: Transport> Instance<B> {
             shares,
             ep_locks: ObjLocks::new(capacity.eps as usize),
             evd_locks: ObjLocks::new(capacity.evds as usize),
+            srq_locks: ObjLocks::new(capacity.srqs as usize),
             cm_look_us: (0..capacity.ias).map(|_| AtomicU64::new(0)).collect(),
         });
         inst.table.device_name = inst.name.as_ptr();

@@ -2,7 +2,8 @@
 //! on different Endpoints and dequeues on different EVDs run with the
 //! provider shared, posts and reaps on one Endpoint from different threads
 //! take its lock, receives are posted and reaped beside the sends that
-//! fill them, and the control path runs between them. Every DTO
+//! fill them, two threads post to one SRQ, and the control path runs
+//! between them. Every DTO
 //! completes exactly once, with its own cookie, in post order on its
 //! Endpoint.
 //!
@@ -15,7 +16,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::ffi::CStr;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use udat_capi::registry::{self, Registration};
 use udat_capi::sys::*;
@@ -55,6 +56,8 @@ struct Pair {
     /// The EP connected to `ep`, with an EVD of its own.
     peer: DAT_EP_HANDLE,
     peer_evd: DAT_EVD_HANDLE,
+    /// The SRQ the peer receives from, or null.
+    srq: DAT_SRQ_HANDLE,
     local: DAT_LMR_TRIPLET,
     remote: DAT_RMR_TRIPLET,
     _buf: Box<[u8; 2 * 4096]>,
@@ -98,6 +101,11 @@ impl Provider {
     }
 
     fn pair(&self) -> Pair {
+        self.pair_with(None)
+    }
+
+    /// A pair whose peer receives from `srq`, if there is one.
+    fn pair_with(&self, srq: Option<DAT_SRQ_HANDLE>) -> Pair {
         let t = self.t;
         let (mut evd, mut peer_evd) = (ptr::null_mut(), ptr::null_mut());
         let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
@@ -111,7 +119,21 @@ impl Provider {
             ok(t.ep_create_func.unwrap()(self.ia, self.pz, evd, evd, self.conn_evd, ptr::null(), &mut a), "ep a");
             ok(t.evd_create_func.unwrap()(self.ia, 64, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut peer_evd), "peer EVD");
             let conn = self.conn_evd;
-            ok(t.ep_create_func.unwrap()(self.ia, self.pz, peer_evd, peer_evd, conn, ptr::null(), &mut b), "ep b");
+            match srq {
+                None => ok(
+                    t.ep_create_func.unwrap()(self.ia, self.pz, peer_evd, peer_evd, conn, ptr::null(), &mut b),
+                    "ep b",
+                ),
+                Some(srq) => {
+                    // `a`'s attributes, which are the defaults.
+                    let mut param = DAT_EP_PARAM::default();
+                    // `DAT_EP_FIELD_ALL`, a macro of <dat2/dat.h>.
+                    ok(t.ep_query_func.unwrap()(a, 0x7fff_ffff, &mut param), "dat_ep_query");
+                    let attr = &param.ep_attr;
+                    let create = t.ep_create_with_srq_func.unwrap();
+                    ok(create(self.ia, self.pz, peer_evd, peer_evd, conn, srq, attr, &mut b), "ep b with the SRQ");
+                }
+            }
             let (qos, flags) = (DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
             let connect = t.ep_connect_func.unwrap();
             ok(connect(a, attr.ia_address_ptr, CONN_QUAL, u32::MAX, 0, ptr::null_mut(), qos, flags), "connect");
@@ -127,6 +149,7 @@ impl Provider {
             evd,
             peer: b,
             peer_evd,
+            srq: srq.unwrap_or(ptr::null_mut()),
             local: DAT_LMR_TRIPLET { lmr_context, virtual_address: base, segment_length: BYTES },
             remote: DAT_RMR_TRIPLET { rmr_context, virtual_address: base + 4096, segment_length: BYTES },
             _buf: buf,
@@ -205,6 +228,13 @@ impl Provider {
                 DAT_COMPLETION_DEFAULT_FLAG,
             )
         }
+    }
+
+    /// A receive on `pair`'s SRQ into the buffer's second half.
+    fn srq_recv(&self, pair: &Pair, cookie: u64) -> DAT_RETURN {
+        let mut local = DAT_LMR_TRIPLET { virtual_address: pair.remote.virtual_address, ..pair.local };
+        // SAFETY: a live SRQ, a triplet inside a live LMR.
+        unsafe { self.t.srq_post_recv_func.unwrap()(pair.srq, 1, &mut local, DAT_DTO_COOKIE { as_64: cookie }) }
     }
 
     /// The cookie of the next completion on `evd` of `ep`, if one is there.
@@ -388,6 +418,94 @@ fn one_thread_receives_while_another_sends_to_it() {
             }
         });
     });
+}
+
+/// Two threads post bursts of receives to one SRQ at once, then a third
+/// sends into them; every receive completes once, with its own cookie,
+/// and the SRQ counts each back. (With the SRQ's lock taken out, two
+/// posts take one WQE and a receive is lost.)
+#[test]
+fn two_threads_post_to_one_srq_while_a_third_sends_into_it() {
+    let p = Provider::open(c"threads-srq");
+    let t = p.t;
+    const POSTERS: u64 = 2;
+    const BURST: u64 = 256;
+    const ROUNDS: u64 = 8;
+    const N: u64 = POSTERS * BURST * ROUNDS;
+    let mut srq = ptr::null_mut();
+    let mut attr = DAT_SRQ_ATTR { max_recv_dtos: (POSTERS * BURST) as i32, max_recv_iov: 1, low_watermark: 0 };
+    // SAFETY: live handles of this provider and valid out-pointers.
+    unsafe { ok(t.srq_create_func.unwrap()(p.ia, p.pz, &mut attr, &mut srq), "dat_srq_create") };
+    let pair = p.pair_with(Some(srq));
+    // Each round: both posters post a burst, then the sender fills it. A
+    // thread that waits longer than `STALL` for another gives up, and so
+    // do the others.
+    const STALL: std::time::Duration = std::time::Duration::from_secs(20);
+    let (round_open, bursts_posted, abort) = (AtomicU64::new(0), AtomicU64::new(0), AtomicBool::new(false));
+    let wait_for = |what: &dyn Fn() -> bool| {
+        let since = std::time::Instant::now();
+        while !what() {
+            if abort.load(Ordering::Acquire) || since.elapsed() > STALL {
+                abort.store(true, Ordering::Release);
+                return false;
+            }
+            std::thread::yield_now();
+        }
+        true
+    };
+    let received = std::thread::scope(|s| {
+        for i in 0..POSTERS {
+            let (round_open, bursts_posted, pair, p, wait_for) = (&round_open, &bursts_posted, &pair, &p, &wait_for);
+            s.spawn(move || {
+                for round in 0..ROUNDS {
+                    if !wait_for(&|| round_open.load(Ordering::Acquire) > round) {
+                        return;
+                    }
+                    for k in 0..BURST {
+                        ok(p.srq_recv(pair, (round * BURST + k) * POSTERS + i), "dat_srq_post_recv");
+                    }
+                    bursts_posted.fetch_add(1, Ordering::Release);
+                }
+            });
+        }
+        let (mut sent, mut sends_done, mut received) = (0u64, 0u64, BTreeSet::new());
+        for round in 1..=ROUNDS {
+            round_open.store(round, Ordering::Release);
+            if !wait_for(&|| bursts_posted.load(Ordering::Acquire) == round * POSTERS) {
+                break;
+            }
+            let goal = round * POSTERS * BURST;
+            let mut progress = std::time::Instant::now();
+            while (received.len() as u64) < goal || sends_done < goal {
+                while sent < goal && sent - sends_done < WINDOW as u64 {
+                    ok(p.send(&pair, sent), "dat_ep_post_send");
+                    sent += 1;
+                }
+                if let Some(cookie) = p.reap(&pair) {
+                    assert_eq!(cookie, sends_done, "sends complete in post order");
+                    sends_done += 1;
+                    progress = std::time::Instant::now();
+                }
+                if let Some(cookie) = p.reap_of(pair.peer_evd, pair.peer) {
+                    assert!(received.insert(cookie), "receive {cookie} completed twice");
+                    progress = std::time::Instant::now();
+                }
+                if progress.elapsed() > STALL {
+                    abort.store(true, Ordering::Release);
+                    break;
+                }
+            }
+            if abort.load(Ordering::Acquire) {
+                break;
+            }
+        }
+        received
+    });
+    assert_eq!(received, (0..N).collect::<BTreeSet<_>>(), "every receive posted completes");
+    let mut param = DAT_SRQ_PARAM::default();
+    // SAFETY: a live SRQ and a valid out-pointer.
+    unsafe { ok(t.srq_query_func.unwrap()(srq, DAT_SRQ_FIELD_ALL, &mut param), "dat_srq_query") };
+    assert_eq!(param.outstanding_dto_count, 0, "the SRQ counts every receive back");
 }
 
 /// A failure is not the shared dequeue's to settle: it goes to the

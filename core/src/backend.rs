@@ -283,8 +283,8 @@ pub trait Backend {
 
     /// Whether the transport's queues may be driven from several threads
     /// at once, each queue by one thread at a time, through
-    /// [`Backend::post_send_shared`], [`Backend::post_recv_shared`] and
-    /// [`Backend::cq_take_shared`] (see [`crate::shared`]). A transport
+    /// [`Backend::post_send_shared`], [`Backend::post_recv_shared`],
+    /// [`Backend::srq_post_recv_shared`] and [`Backend::cq_take_shared`] (see [`crate::shared`]). A transport
     /// that says no is only ever driven through `&mut self`.
     const SHARED_QUEUES: bool = false;
 
@@ -305,6 +305,17 @@ pub trait Backend {
     /// As [`Backend::post_send_shared`].
     #[allow(unsafe_code)]
     unsafe fn post_recv_shared(&self, _qp: &mut Self::Qp, _sges: &[Sge], _cookie: u64) -> DatResult<()> {
+        Err(crate::error::DatError::of(crate::error::ErrorType::InternalError))
+    }
+
+    /// [`Backend::srq_post_recv`] through a shared backend.
+    ///
+    /// # Safety
+    /// No `&mut self` exists while this runs, and no other thread uses
+    /// `srq`: the caller holds the lock of its SRQ. Only called when
+    /// [`Backend::SHARED_QUEUES`] holds.
+    #[allow(unsafe_code)]
+    unsafe fn srq_post_recv_shared(&self, _srq: &mut Self::Srq, _sges: &[Sge], _cookie: u64) -> DatResult<()> {
         Err(crate::error::DatError::of(crate::error::ErrorType::InternalError))
     }
 

@@ -6,7 +6,8 @@
 //! safety contract:
 //! - every other call takes the provider to itself (`&mut`), so no
 //!   object changes here but the ones the caller locked;
-//! - a post holds the lock of its Endpoint, a dequeue the lock of its EVD;
+//! - a post holds the lock of its Endpoint (of its SRQ, for
+//!   dat_srq_post_recv), a dequeue the lock of its EVD;
 //! - a dequeue takes the lock of the Endpoint whose completion it settles
 //!   through `lock_ep` (EVD, then Endpoint: a post takes no EVD lock).
 //!
@@ -19,15 +20,18 @@
 //! the provider to itself. Connection events are not pulled here: an empty
 //! shared dequeue answers [`Shared::Empty`], and the caller makes an
 //! exclusive one when a look at them is due. Receives are posted on a
-//! shared provider too; an SRQ's are not (other EPs share it).
+//! shared provider too, an EP's and an SRQ's. A completion of an SRQ's
+//! receive is the exclusive path's: it counts on the SRQ, which the
+//! dequeue has not locked.
 #![allow(unsafe_code)]
 
 use crate::backend::{Backend, CqHead, RequestOp, Shared};
 use crate::dto::{post_checked, recv_checked, Request, REQUEST_FLAGS, SEND_FLAGS};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
-use crate::handle::{EpHandle, EvdHandle, RawHandle};
+use crate::handle::{EpHandle, EvdHandle, RawHandle, SrqHandle};
 use crate::provider::Provider;
+use crate::srq::srq_recv_checked;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, LmrTriplet, RmrTriplet};
 
@@ -104,6 +108,23 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
             // exists (the caller's contract).
             unsafe { backend.post_recv_shared(qp, sges, cookie) }
+        })
+    }
+
+    /// [`Provider::srq_post_recv`] through a shared provider.
+    ///
+    /// # Safety
+    /// No `&mut` to the provider exists while this runs, and the caller
+    /// holds `srq`'s lock (see the module).
+    pub unsafe fn srq_post_recv_shared(&self, h: SrqHandle, iov: &[LmrTriplet], cookie: u64) -> DatResult<()> {
+        // SAFETY: the caller holds the SRQ's lock, which every other access
+        // to it takes, and no `&mut` to the provider exists.
+        let s = unsafe { self.srqs.get_shared(h.0) }.ok_or(DatError::invalid_handle(Subtype::InvalidHandleSrq))?;
+        let backend = &self.backend;
+        srq_recv_checked(s, &self.lmrs, iov, |srq, sges| {
+            // SAFETY: `srq` is the locked SRQ's; no `&mut` to the backend
+            // exists (the caller's contract).
+            unsafe { backend.srq_post_recv_shared(srq, sges, cookie) }
         })
     }
 

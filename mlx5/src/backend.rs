@@ -494,6 +494,14 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         queues.rq.as_mut().ok_or_else(internal)?.post(sges, cookie).map_err(|_| resources())
     }
 
+    #[allow(unsafe_code)]
+    unsafe fn srq_post_recv_shared(&self, srq: &mut Srq<D>, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        // SAFETY: the caller holds the lock of the SRQ, which every other
+        // use of its ring takes, and no `&mut` to the backend exists.
+        let ring = unsafe { self.srqs.get_shared(srq.slot) }.ok_or_else(internal)?;
+        ring.ring.post(sges, cookie).map_err(|_| resources())
+    }
+
     /// A CQE another thread may settle alone: a success, of a QP that is
     /// still there, and not a receive from an SRQ (which QPs of other
     /// EPs share), nor a window bind's (which changes its window).

@@ -292,6 +292,11 @@ impl Backend for Verbs {
     }
 
     #[allow(unsafe_code)]
+    unsafe fn srq_post_recv_shared(&self, srq: &mut Srq, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        srq.0.post_recv(sges, cookie)
+    }
+
+    #[allow(unsafe_code)]
     unsafe fn cq_take_shared<G>(
         &self,
         cq: &mut Cq,

@@ -4,8 +4,8 @@ use udat_core::handle::{IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::SrqAttr;
 
 use super::arg::iov;
-use super::{with, Arg};
-use crate::instance::Transport;
+use super::{exclusive_on, guarded_on, refused, with, Arg};
+use crate::instance::{invalid, Instance, Transport};
 use crate::sys::*;
 
 /// dat_srq_create(3DAT).
@@ -39,7 +39,10 @@ pub(crate) unsafe fn srq_free<B: Transport>(srq: Arg<1, DAT_SRQ_HANDLE>) -> DAT_
     unsafe { with::<B>(srq, Kind::Srq, |cx, raw| cx.st.core.srq_free(SrqHandle::from_raw(raw))) }
 }
 
-/// dat_srq_post_recv(3DAT).
+/// dat_srq_post_recv(3DAT). A provider that shares its state among
+/// threads posts with the state shared and only the SRQ locked
+/// ([`udat_core::shared`]); the checks and their errors are the same
+/// either way.
 #[inline(always)]
 pub(crate) unsafe fn srq_post_recv<B: Transport>(
     srq: Arg<1, DAT_SRQ_HANDLE>,
@@ -47,12 +50,32 @@ pub(crate) unsafe fn srq_post_recv<B: Transport>(
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
     cookie: Arg<4, DAT_DTO_COOKIE>,
 ) -> DAT_RETURN {
-    // SAFETY: dispatched on `srq`'s provider word; a cookie is 64 bits.
-    unsafe {
-        with::<B>(srq, Kind::Srq, |cx, raw| {
-            cx.st.core.srq_post_recv(SrqHandle::from_raw(raw), iov(n, segs)?, cookie.0.as_64)
-        })
+    let h = srq.0;
+    if h.is_null() {
+        return invalid(Kind::Srq).to_raw();
     }
+    // SAFETY: a non-null handle dispatched to this transport; a cookie is
+    // 64 bits.
+    let (inst, cookie) = unsafe { (Instance::<B>::of(h), cookie.0.as_64) };
+    if !inst.shares {
+        return exclusive_on(inst, h, Kind::Srq, |cx, raw| {
+            // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
+            cx.st.core.srq_post_recv(SrqHandle::from_raw(raw), unsafe { iov(n, segs) }?, cookie)
+        });
+    }
+    guarded_on(inst, || {
+        // SAFETY: the post changes only the SRQ whose lock it takes below
+        // (`udat_core::shared`).
+        let st = unsafe { inst.state.share() };
+        let raw = st.raw(h, Kind::Srq)?;
+        // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
+        let iov = unsafe { iov(n, segs) }?;
+        let Some(_srq_lock) = inst.srq_locks.lock(raw.index(), &inst.poisoned) else {
+            return Err(refused(inst, Kind::Srq));
+        };
+        // SAFETY: the state is shared and the SRQ locked.
+        unsafe { st.core.srq_post_recv_shared(SrqHandle::from_raw(raw), iov, cookie) }
+    })
 }
 
 /// dat_srq_query(3DAT).

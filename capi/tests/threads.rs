@@ -2,8 +2,8 @@
 //! on different Endpoints and dequeues on different EVDs run with the
 //! provider shared, posts and reaps on one Endpoint from different threads
 //! take its lock, receives are posted and reaped beside the sends that
-//! fill them, two threads post to one SRQ, and the control path runs
-//! between them. Every DTO
+//! fill them, two threads post to one SRQ, the IB extension's atomics
+//! are posted from two threads, and the control path runs between them. Every DTO
 //! completes exactly once, with its own cookie, in post order on its
 //! Endpoint.
 //!
@@ -156,8 +156,8 @@ impl Provider {
         }
     }
 
-    /// `buf` registered in the PZ with every privilege: the LMR and its
-    /// two contexts.
+    /// `buf` registered in the PZ with every privilege, the IB
+    /// extension's remote atomics too: the LMR and its two contexts.
     fn lmr(&self, buf: &mut [u8]) -> (DAT_LMR_HANDLE, DAT_LMR_CONTEXT, DAT_RMR_CONTEXT) {
         let (mut lmr, mut lmr_context, mut rmr_context) = (ptr::null_mut(), 0, 0);
         let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
@@ -170,7 +170,7 @@ impl Provider {
                 region,
                 buf.len() as u64,
                 self.pz,
-                DAT_MEM_PRIV_ALL_FLAG,
+                DAT_MEM_PRIV_ALL_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC,
                 DAT_VA_TYPE_VA,
                 &mut lmr,
                 &mut lmr_context,
@@ -506,6 +506,73 @@ fn two_threads_post_to_one_srq_while_a_third_sends_into_it() {
     // SAFETY: a live SRQ and a valid out-pointer.
     unsafe { ok(t.srq_query_func.unwrap()(srq, DAT_SRQ_FIELD_ALL, &mut param), "dat_srq_query") };
     assert_eq!(param.outstanding_dto_count, 0, "the SRQ counts every receive back");
+}
+
+/// Fetch-and-add of 1 on `remote` through the IB extension's post on
+/// `pair`'s EP, the old value landing in the first 8 bytes of its buffer;
+/// waits for the completion and returns the old value.
+fn fetch_add(p: &Provider, pair: &Pair, remote: &DAT_RMR_TRIPLET, cookie: u64) -> u64 {
+    let local = DAT_LMR_TRIPLET { segment_length: 8, ..pair.local };
+    let post = udat_ext_post {
+        op: DAT_IB_FETCH_AND_ADD_OP,
+        segments: 1,
+        local: &local,
+        cookie: DAT_DTO_COOKIE { as_64: cookie },
+        remote: &DAT_RMR_TRIPLET { segment_length: 8, ..*remote },
+        compare_add: 1,
+        swap: 0,
+        immediate: 0,
+        flags: DAT_COMPLETION_DEFAULT_FLAG,
+    };
+    // SAFETY: every udat provider's table heads a `udat_provider_head`,
+    // whose `post` takes what `dat_extension_op` would pass (`c/ext.c`).
+    let ext = unsafe { (*p.table.cast::<udat_provider_head>()).post.unwrap() };
+    // SAFETY: a live EP, triplets inside live LMRs.
+    ok(unsafe { ext(pair.ep, &post) }, "dat_ib_post_fetch_and_add");
+    let mut event = DAT_EVENT::default();
+    loop {
+        // SAFETY: a live EVD and a valid out-pointer.
+        match unsafe { p.t.evd_dequeue_func.unwrap()(pair.evd, &mut event) } {
+            DAT_SUCCESS => break,
+            ret => assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),
+        }
+        std::thread::yield_now();
+    }
+    assert_eq!(event.event_number, DAT_IB_DTO_EVENT as DAT_EVENT_NUMBER, "an IB extension completion");
+    // SAFETY: a DTO completion event's data.
+    let dto = unsafe { event.event_data.dto_completion_event_data };
+    assert_eq!(dto.status, DAT_DTO_SUCCESS);
+    // SAFETY: the cookie is 64 bits.
+    assert_eq!(unsafe { dto.user_cookie.as_64 }, cookie);
+    // SAFETY: the HCA wrote the old value there before the completion.
+    unsafe { ptr::read_volatile(pair.local.virtual_address as *const u64) }
+}
+
+/// The IB extension's posts are posts like the others: two threads on
+/// two EPs fetch-and-add on one counter, and every old value comes back
+/// once.
+#[test]
+fn two_threads_fetch_and_add_on_one_counter_through_the_extension() {
+    let p = Provider::open(c"threads-atomics");
+    let (a, b) = (p.pair(), p.pair());
+    const N: u64 = 1_000;
+    let counter = a.remote;
+    // SAFETY: the counter's 8 bytes are `a`'s buffer, which the HCA alone
+    // touches until the threads are done.
+    unsafe { ptr::write_volatile(counter.virtual_address as *mut u64, 0) };
+    let olds = std::thread::scope(|s| {
+        let threads: Vec<_> = [&a, &b]
+            .into_iter()
+            .map(|pair| {
+                let p = &p;
+                s.spawn(move || (0..N).map(|k| fetch_add(p, pair, &counter, k)).collect::<Vec<_>>())
+            })
+            .collect();
+        threads.into_iter().flat_map(|t| t.join().unwrap()).collect::<BTreeSet<_>>()
+    });
+    assert_eq!(olds, (0..2 * N).collect::<BTreeSet<_>>(), "each old value once");
+    // SAFETY: as above; both threads are done.
+    assert_eq!(unsafe { ptr::read_volatile(counter.virtual_address as *const u64) }, 2 * N);
 }
 
 /// A failure is not the shared dequeue's to settle: it goes to the

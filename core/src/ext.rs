@@ -10,7 +10,7 @@
 
 use crate::backend::{Backend, RequestOp};
 use crate::dto::REQUEST_FLAGS;
-use crate::error::DatResult;
+use crate::error::{DatError, DatResult};
 use crate::handle::EpHandle;
 use crate::provider::Provider;
 use crate::storage::Storage;
@@ -64,5 +64,30 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<()> {
         let op = RequestOp::FetchAdd { remote: *remote, add };
         self.post_request(ep, core::slice::from_ref(local), cookie, op, flags, REQUEST_FLAGS)
+    }
+
+    /// One of the IB extension's requests through a shared provider:
+    /// `op` is [`RequestOp::RdmaWriteImm`], [`RequestOp::CompareSwap`] or
+    /// [`RequestOp::FetchAdd`], and `iov` its local segments, as the
+    /// methods above take them (any other `op` is
+    /// `DAT_INVALID_PARAMETER`). The checks and errors are theirs.
+    ///
+    /// # Safety
+    /// As [`Provider::ep_post_send_shared`].
+    #[allow(unsafe_code)]
+    pub unsafe fn ep_post_extension_shared(
+        &self,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        if !matches!(op, RequestOp::RdmaWriteImm { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. }) {
+            return Err(DatError::invalid_arg(2));
+        }
+        let request = crate::dto::Request { iov, cookie, op, flags, allowed: REQUEST_FLAGS };
+        // SAFETY: forwarded contract.
+        unsafe { self.post_shared(ep, request) }
     }
 }

@@ -20,7 +20,8 @@
 //! the provider to itself. Connection events are not pulled here: an empty
 //! shared dequeue answers [`Shared::Empty`], and the caller makes an
 //! exclusive one when a look at them is due. Receives are posted on a
-//! shared provider too, an EP's and an SRQ's. A completion of an SRQ's
+//! shared provider too, an EP's and an SRQ's, and so are the IB
+//! extension's requests ([`Provider::ep_post_extension_shared`]). A completion of an SRQ's
 //! receive is the exclusive path's: it counts on the SRQ, which the
 //! dequeue has not locked.
 #![allow(unsafe_code)]
@@ -129,7 +130,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     #[inline(always)]
-    unsafe fn post_shared(&self, h: EpHandle, request: Request<'_>) -> DatResult<()> {
+    pub(crate) unsafe fn post_shared(&self, h: EpHandle, request: Request<'_>) -> DatResult<()> {
         // SAFETY: the caller holds the EP's lock, which every other access
         // to it takes, and no `&mut` to the provider exists.
         let ep = unsafe { self.eps.get_shared(h.0) }.ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;

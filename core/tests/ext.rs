@@ -122,3 +122,16 @@ fn remote_atomic_privilege_makes_an_lmr_remotely_reachable() {
     let q = fx.p.lmr_query(lmr.lmr, LMR_FIELD_ALL).unwrap();
     assert!(q.mem_privileges.contains(MemPriv::REMOTE_ATOMIC));
 }
+
+/// The shared post of the extension (the C ABI's, for a thread-safe
+/// provider) takes the extension's requests and no others.
+#[test]
+fn the_shared_extension_post_takes_only_the_extensions_requests() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let seg = fx.seg(0, 8);
+    // SAFETY: one thread: no `&mut` to the provider exists while this
+    // runs, and nothing else uses the EP.
+    let e = unsafe { fx.p.ep_post_extension_shared(ep, &[seg], 1, udat_core::backend::RequestOp::Send, flags()) };
+    assert_eq!(e, Err(DatError::invalid_arg(2)));
+}

@@ -91,7 +91,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { eps, lmrs, ias, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let request = Request { iov, cookie, op, flags, allowed };
-        post_checked(ep, lmrs, ias, request, |qp, wr| backend.post_send(qp, wr))
+        post_checked(
+            ep,
+            lmrs,
+            ias,
+            request,
+            #[inline(always)]
+            |qp, wr| backend.post_send(qp, wr),
+        )
     }
 
     /// dat_ep_post_recv(3DAT): "The operation is valid for all states of the

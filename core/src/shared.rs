@@ -135,11 +135,18 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // to it takes, and no `&mut` to the provider exists.
         let ep = unsafe { self.eps.get_shared(h.0) }.ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let backend = &self.backend;
-        post_checked(ep, &self.lmrs, &self.ias, request, |qp, wr| {
-            // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
-            // exists (the caller's contract).
-            unsafe { backend.post_send_shared(qp, wr) }
-        })
+        post_checked(
+            ep,
+            &self.lmrs,
+            &self.ias,
+            request,
+            #[inline(always)]
+            |qp, wr| {
+                // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
+                // exists (the caller's contract).
+                unsafe { backend.post_send_shared(qp, wr) }
+            },
+        )
     }
 
     /// [`Provider::evd_dequeue`] through a shared provider, for what it can

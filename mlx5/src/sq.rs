@@ -468,14 +468,12 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     /// at fixed places, no loop and no zeroed staging array), stored into
     /// the ring whole and copied to the BlueFlame register from the same
     /// words.
-    #[inline]
+    #[inline(always)]
     pub fn send(&mut self, op: impl Into<Header>, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
         let header = op.into();
         let ds = header.ds() + sges.len();
         if self.pending != 0 || ds > self.staged_segs[0] {
-            self.post(header, sges, flags, slot)?;
-            self.ring();
-            return Ok(());
+            return self.post_and_ring(header, sges, flags, slot);
         }
         // One WQEBB: room for it is one free WQEBB.
         if self.pi.wrapping_sub(self.ci) >= self.wqe_cnt {
@@ -503,6 +501,15 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.bf.write_block(self.bf_offset, &block);
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
+        Ok(())
+    }
+
+    /// [`post`](Self::post), then [`ring`](Self::ring): out of line, so
+    /// that [`send`](Self::send) inlines only its WQE of one WQEBB.
+    #[inline(never)]
+    fn post_and_ring(&mut self, header: Header, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
+        self.post(header, sges, flags, slot)?;
+        self.ring();
         Ok(())
     }
 

@@ -33,8 +33,9 @@ const EPS: u32 = 10_000;
 /// doorbell a ConnectX runs, are counted.
 const MODEL_EXECUTION: &str = "udat_mlx5_model::ModelRegister::hca_*";
 
-/// The model's register methods themselves: the doorbell's MMIO stores,
-/// counted, unlike the rest of the model.
+/// The model's register methods themselves, where they are functions of
+/// their own: the doorbell's MMIO stores, counted, unlike the rest of the
+/// model. (They are inlined into the post, as a ConnectX's `Uar` is.)
 const MODEL_REGISTER: &str = "<udat_mlx5_model::ModelRegister as udat_mlx5::doorbell::Register>";
 
 /// The mlx5 transport's entries for a request post, as callgrind names
@@ -347,12 +348,14 @@ const CAPI_OPS: [CapiOp; 7] = [
 /// post, less the model's doorbell registers), so what the setup collects
 /// (its polls of connection events call `dat_evd_dequeue`) cancels.
 fn capi_mlx5(eps: u32) -> Result<Vec<Figure>, String> {
-    let bin = build_capi_bench()?;
+    let bin = build_capi_bench(Build::Release)?;
     let mut figures = Vec::new();
     for op in &CAPI_OPS {
         let (at_k, at_2k) = capi_pair(&bin, op)?;
         figures.push(Figure::new(op.key, op.what, Some(per_op(at_k.total, at_2k.total, CAPI_K))));
         if op.op == "write_4k" && !op.thread_safe {
+            let split = build_capi_bench(Build::DatLayerApart)?;
+            let (at_k, at_2k) = capi_pair(&split, op)?;
             figures.push(capi_null(&at_k, &at_2k, CAPI_K)?);
         }
     }
@@ -382,13 +385,14 @@ fn per_op(at_k: u64, at_2k: u64, k: u64) -> f64 {
     (at_2k as f64 - at_k as f64) / k as f64
 }
 
-/// The DAT layer alone through the C ABI, from the 4 KiB write runs: what
-/// `dat_ep_post_rdma_write` collected less the inclusive cost of the mlx5
-/// transport's `post_send` inside it (callgrind_annotate --inclusive=yes:
+/// The DAT layer alone through the C ABI, from the 4 KiB write runs of
+/// the build that keeps the mlx5 transport's `post_send` a function of
+/// its own ([`Build::DatLayerApart`]; the release build inlines it into
+/// each post): what `dat_ep_post_rdma_write` collected less the inclusive
+/// cost of `post_send` inside it (callgrind_annotate --inclusive=yes:
 /// everything from the core's call into the backend on, WQE, ring and
-/// doorbell; the model's registers were not collected in either), per
-/// post, as the difference of the two runs. No test-double transport is
-/// needed, so none is shipped.
+/// doorbell), per post, as the difference of the two runs. No test-double
+/// transport is needed, so none is shipped.
 fn capi_null(at_k: &Profile, at_2k: &Profile, k: u64) -> Result<Figure, String> {
     let transport = |p: &Profile| MLX5_POSTS.iter().map(|f| p.inclusive_of(f)).sum::<u64>();
     if transport(at_k) == 0 {
@@ -451,12 +455,26 @@ fn capi_run(
     })
 }
 
-/// Build the release `libudat.a`, its `udat.pc`, and the C bench against
+/// Which `libudat.a` the C bench links.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Build {
+    /// The release build.
+    Release,
+    /// The release build with the mlx5 transport's request post kept a
+    /// function of its own (feature `measure-dat-layer`), in its own target
+    /// directory: the DAT layer's figure is the post less it.
+    DatLayerApart,
+}
+
+/// Build a release `libudat.a`, its `udat.pc`, and the C bench against
 /// them; the bench's path.
-fn build_capi_bench() -> Result<String, String> {
-    run("cargo", &["build", "--release", "-p", "udat-static", "--features", "model"])?;
-    let flags = capi::pkg_config("target/release")?;
-    let exe = "target/release/icount-capi";
+fn build_capi_bench(build: Build) -> Result<String, String> {
+    let (features, dir, exe) = match build {
+        Build::Release => ("model", "target", "target/release/icount-capi"),
+        Build::DatLayerApart => ("measure-dat-layer", "target/dat-layer", "target/dat-layer/release/icount-capi"),
+    };
+    run("cargo", &["build", "--release", "-p", "udat-static", "--features", features, "--target-dir", dir])?;
+    let flags = capi::pkg_config(&format!("{dir}/release"))?;
     let mut cc = vec!["-O2", "-Wall", "-Wextra", "-Werror", "benches/c/icount.c", "-o", exe];
     cc.extend(flags.split_whitespace());
     run("cc", &cc)?;

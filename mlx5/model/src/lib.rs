@@ -149,7 +149,7 @@ impl ModelRegister {
 }
 
 impl Register for ModelRegister {
-    #[inline(never)]
+    #[inline(always)]
     fn write64(&mut self, offset: usize, value: [u8; 8]) {
         self.mirror.write64(offset, value);
         if !self.deferred.load(Ordering::Relaxed) {
@@ -157,7 +157,7 @@ impl Register for ModelRegister {
         }
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn write_block(&mut self, offset: usize, block: &[u64; 8]) {
         self.mirror.write_block(offset, block);
         if !self.deferred.load(Ordering::Relaxed) {
@@ -165,7 +165,7 @@ impl Register for ModelRegister {
         }
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn flush(&mut self) {
         self.mirror.flush();
         if !self.deferred.load(Ordering::Relaxed) {

@@ -8,7 +8,7 @@
 //! waiter, thresholds, unwaitable, abort), and dat_ep_create(3DAT)'s USAGE
 //! section the rules for merging completion streams on one EVD.
 
-use crate::backend::{Backend, Wake};
+use crate::backend::{Backend, Completion, Wake};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber, EventQueue};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
@@ -305,7 +305,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// EVD then runs without a call or an event copied through memory.
     #[inline]
     pub fn evd_dequeue(&mut self, evd: EvdHandle) -> DatResult<Event> {
-        let Provider { evds, backend, polled, .. } = self;
+        let Provider { evds, backend, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
         // "There is already a waiter on the EVD": DAT_INVALID_STATE.
         if e.waiter {
@@ -317,14 +317,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // event goes to the caller without passing through the queue.
         if e.queue.is_empty() && e.takes_direct() {
             let Some(cq) = e.cq.as_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
-            let Some(slot) = polled.first_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
-            if backend.cq_poll(cq, core::slice::from_mut(slot)) == 0 {
+            // On the stack, not in the provider: the completion then stays
+            // in registers on its way to the event.
+            let mut c = Completion::EMPTY;
+            if backend.cq_poll(cq, core::slice::from_mut(&mut c)) == 0 {
                 if !self.cm_look_due(ia) {
                     return Err(DatError::of(ErrorType::QueueEmpty));
                 }
                 self.pump_cm(ia);
             } else {
-                let c = *slot;
                 if let Some(event) = self.complete_to(&c, evd) {
                     return Ok(event);
                 }

@@ -171,19 +171,27 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let Some(cq) = e.cq.as_mut() else { return Shared::Exclusive };
         loop {
-            let admit = |head: CqHead| {
-                let ep_h = EpHandle(RawHandle::from_bits(head.tag));
-                let lock = lock_ep(ep_h.0.index)?;
-                // SAFETY: `lock_ep` took the EP's lock.
-                let ep = unsafe { self.eps.get_shared(ep_h.0) }?;
-                // A completion for another EVD is queued there, and an SRQ's
-                // receives are counted on the SRQ: both exclusive work.
-                let (to, own_queue) = if head.recv { (ep.recv_evd, ep.srq.is_null()) } else { (ep.request_evd, true) };
-                (to == evd && own_queue).then_some((lock, ep, ep_h, head.recv))
+            // SAFETY: the CQ is the locked EVD's; the closure locks the EP of
+            // the QP the CQE names before anything is taken, and reads the
+            // EP (`get_shared`) only once `lock_ep` has taken its lock.
+            let taken = unsafe {
+                self.backend.cq_take_shared(
+                    cq,
+                    #[inline(always)]
+                    |head: CqHead| {
+                        let ep_h = EpHandle(RawHandle::from_bits(head.tag));
+                        let lock = lock_ep(ep_h.0.index)?;
+                        let ep = self.eps.get_shared(ep_h.0)?;
+                        // A completion for another EVD is queued there, and an
+                        // SRQ's receives are counted on the SRQ: both
+                        // exclusive work.
+                        let (to, own_queue) =
+                            if head.recv { (ep.recv_evd, ep.srq.is_null()) } else { (ep.request_evd, true) };
+                        (to == evd && own_queue).then_some((lock, ep, ep_h, head.recv))
+                    },
+                )
             };
-            // SAFETY: the CQ is the locked EVD's; `admit` locks the EP of
-            // the QP the CQE names before anything is taken.
-            let (c, (_lock, ep, ep_h, recv)) = match unsafe { self.backend.cq_take_shared(cq, admit) } {
+            let (c, (_lock, ep, ep_h, recv)) = match taken {
                 Shared::Done(Some(taken)) => taken,
                 Shared::Done(None) => continue,
                 Shared::Empty => return Shared::Empty,

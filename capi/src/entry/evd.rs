@@ -176,7 +176,13 @@ fn dequeue_shared<B: Transport>(
         // SAFETY: the state is shared, never held exclusively meanwhile;
         // the EVD's lock is held, and `lock_ep` takes EP locks, after it
         // (the order every shared call keeps).
-        match unsafe { st.core.evd_dequeue_shared(evd, |i| inst.ep_locks.lock(i, &inst.poisoned)) } {
+        match unsafe {
+            st.core.evd_dequeue_shared(
+                evd,
+                #[inline(always)]
+                |i| inst.ep_locks.lock(i, &inst.poisoned),
+            )
+        } {
             Shared::Done(e) => {
                 write_shared(&st, h, &e, slot);
                 Ok(())

@@ -244,7 +244,8 @@ pub(crate) fn translate<B: Backend, L: SlotsOf<Lmr<B>>>(
     need: MemPriv,
 ) -> DatResult<Sge> {
     let (_, lmr) = by_context(lmrs, seg.lmr_context).ok_or(DatError::of(ErrorType::ProtectionViolation))?;
-    if lmr.pz != pz {
+    // One compare of the handles' bits rather than one per field.
+    if lmr.pz.0.to_bits() != pz.0.to_bits() {
         return Err(DatError::of(ErrorType::ProtectionViolation));
     }
     if !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
@@ -279,7 +280,11 @@ pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
 
 impl<B: Backend> Lmr<B> {
     /// Whether `[address, address + length)` lies inside the region.
+    /// (Registration keeps `self.address + self.length` from overflowing,
+    /// so an address below the region is an offset past its length.)
+    #[inline(always)]
     pub(crate) fn contains(&self, address: u64, length: u64) -> bool {
-        address >= self.address && address.checked_add(length).is_some_and(|end| end <= self.address + self.length)
+        let offset = address.wrapping_sub(self.address);
+        offset <= self.length && length <= self.length - offset
     }
 }

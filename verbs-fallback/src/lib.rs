@@ -22,6 +22,7 @@ pub mod connectx;
 mod cq;
 mod device;
 mod qp;
+mod ring;
 mod srq;
 mod status;
 pub mod sys;
@@ -281,6 +282,7 @@ impl Backend for Verbs {
     /// and no reference count is touched on the way.
     const SHARED_QUEUES: bool = true;
 
+    #[inline(always)]
     #[allow(unsafe_code)]
     unsafe fn post_send_shared(&self, qp: &mut Qp, wr: &SendWr<'_>) -> DatResult<()> {
         qp.post_send(wr)
@@ -339,6 +341,9 @@ impl Backend for Verbs {
         qp.unflushed()
     }
 
+    /// Inlined into each post, with the QP's own post, where the
+    /// request's kind is a constant.
+    #[inline(always)]
     fn post_send(&mut self, qp: &mut Qp, wr: &SendWr<'_>) -> DatResult<()> {
         qp.post_send(wr)
     }

@@ -20,6 +20,7 @@ use udat_core::{
 
 use crate::cq::CqShared;
 use crate::device::IaShared;
+use crate::ring::Ring;
 use crate::srq::SrqShared;
 use crate::status::{check, dat_error, errno};
 use crate::sys;
@@ -48,10 +49,15 @@ pub(crate) struct SendSlot {
     signalled: bool,
 }
 
+impl SendSlot {
+    /// What a slot of the ring holds until a request takes it.
+    const EMPTY: SendSlot = SendSlot { seq: 0, cookie: 0, op: DtoOp::Send, length: 0, notify: false, signalled: false };
+}
+
 #[derive(Default)]
 pub(crate) struct Rings {
     next_send: u64,
-    sends: VecDeque<SendSlot>,
+    sends: Ring<SendSlot>,
     next_recv: u64,
     recvs: VecDeque<(u64, u64)>,
 }
@@ -282,7 +288,7 @@ impl Qp {
             Rings {
                 // Room for every request the QP takes, so a post never
                 // grows them.
-                sends: VecDeque::with_capacity(cap.max_send_wr as usize),
+                sends: Ring::new(cap.max_send_wr as usize, SendSlot::EMPTY),
                 recvs: VecDeque::with_capacity(cap.max_recv_wr as usize),
                 ..Rings::default()
             },
@@ -299,6 +305,7 @@ impl Qp {
         Ok(qp)
     }
 
+    #[inline(always)]
     pub(crate) fn post_send(&mut self, wr: &SendWr<'_>) -> DatResult<()> {
         use sys::ibv_send_flags as f;
         let (sg_list, n) = ibv_sges(wr.sges)?;
@@ -329,7 +336,7 @@ impl Qp {
             flags |= f::IBV_SEND_INLINE;
         }
         let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
-        let seq = self.push_send(SendSlot { seq: 0, cookie: wr.cookie, op, length: wr.length, notify, signalled });
+        let seq = self.push_send(SendSlot { seq: 0, cookie: wr.cookie, op, length: wr.length, notify, signalled })?;
         // SAFETY: plain C data; every field read by the provider is set below.
         let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
         swr.wr_id = seq;
@@ -395,7 +402,7 @@ impl Qp {
     ) -> DatResult<u32> {
         let signalled = !flags.contains(CompletionFlags::SUPPRESS);
         let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
-        let seq = self.push_send(SendSlot { seq: 0, cookie, op: DtoOp::BindMw, length: 0, notify, signalled });
+        let seq = self.push_send(SendSlot { seq: 0, cookie, op: DtoOp::BindMw, length: 0, notify, signalled })?;
         let mut bind = sys::ibv_mw_bind {
             wr_id: seq,
             send_flags: if signalled { sys::ibv_send_flags::IBV_SEND_SIGNALED.0 } else { 0 },
@@ -408,12 +415,17 @@ impl Qp {
         Ok(unsafe { (*mw).rkey })
     }
 
-    fn push_send(&mut self, mut slot: SendSlot) -> u64 {
+    /// Keep `slot` for the request about to be posted: its sequence
+    /// number. `DAT_INSUFFICIENT_RESOURCES` when the QP has as many
+    /// requests outstanding as it was made for (the core counts them
+    /// first, so that is never).
+    #[inline(always)]
+    fn push_send(&mut self, mut slot: SendSlot) -> DatResult<u64> {
         let mut rings = self.shared.rings.borrow_mut();
         slot.seq = rings.next_send;
+        rings.sends.push_back(slot).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
         rings.next_send += 1;
-        rings.sends.push_back(slot);
-        slot.seq
+        Ok(slot.seq)
     }
 
     /// After a post: on failure, forget the request it pushed.
@@ -458,7 +470,7 @@ impl Qp {
         {
             let mut rings = self.shared.rings.borrow_mut();
             let tag = self.shared.tag;
-            for slot in rings.sends.drain(..) {
+            while let Some(slot) = rings.sends.pop_front() {
                 self.send_cq.stash(flushed(tag, slot.cookie, slot.op, slot.notify));
             }
             for (_, cookie) in rings.recvs.drain(..) {

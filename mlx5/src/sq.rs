@@ -577,9 +577,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         barrier::to_device_barrier();
         self.dbrec.write_be32(SND_DBR * 4, u32::from(self.pi));
         barrier::wc_start();
-        for (i, block) in blocks.iter().enumerate() {
-            self.bf.write_block(self.bf_offset + i * WQEBB_BYTES, block);
-        }
+        self.bf.write_blocks(self.bf_offset, blocks);
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
     }

@@ -166,6 +166,16 @@ impl Register for ModelRegister {
     }
 
     #[inline(always)]
+    fn write_blocks(&mut self, offset: usize, blocks: &[[u64; 8]]) {
+        self.mirror.write_blocks(offset, blocks);
+        if !self.deferred.load(Ordering::Relaxed) {
+            for (i, block) in blocks.iter().enumerate() {
+                self.hca_write_block(offset + i * 64, block);
+            }
+        }
+    }
+
+    #[inline(always)]
     fn flush(&mut self) {
         self.mirror.flush();
         if !self.deferred.load(Ordering::Relaxed) {

@@ -8,7 +8,7 @@ use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddr
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
 use super::arg::{iov, private_data};
-use super::{exclusive_on, guarded_on, refused, with, Arg, Cx};
+use super::{exclusive_on, shared_on, with, Arg, Cx};
 use crate::instance::{invalid, Addr, Core, Instance, Transport};
 use crate::sys::*;
 
@@ -300,12 +300,12 @@ pub(crate) unsafe fn ep_disconnect<B: Transport>(
 
 /// The posts of an Endpoint share their first arguments; `f` is the core
 /// call.
-#[inline(always)]
 ///
 /// A provider that shares its state among threads posts with the state
 /// shared and only the EP locked ([`udat_core::shared`]): `shared` gets
 /// the core then, `exclusive` otherwise. The checks and their errors are
 /// the same either way.
+#[inline(always)]
 unsafe fn post<B: Transport>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
@@ -320,38 +320,16 @@ unsafe fn post<B: Transport>(
     // SAFETY: a non-null handle dispatched to this transport.
     let inst = unsafe { Instance::<B>::of(h) };
     if inst.shares {
-        // SAFETY: forwarded contract.
-        return unsafe { post_shared(inst, h, n, segs, shared) };
+        // SAFETY: `shared` is one of `udat_core::shared`'s posts, which
+        // change only the EP they are given; `segs` is null or holds `n`
+        // triplets (the call's contract).
+        return unsafe {
+            shared_on(inst, h, Kind::Ep, &inst.ep_locks, |core, raw| {
+                shared(core, EpHandle::from_raw(raw), iov(n, segs)?)
+            })
+        };
     }
     exclusive_on(inst, h, Kind::Ep, |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?))
-}
-
-/// The post of a provider that shares its state. (Inlined into the entry
-/// point, it cost the exclusive posts nothing and the shared one 45
-/// instructions fewer than as a function of its own.)
-///
-/// # Safety
-/// As [`post`]'s: `segs` is null or holds `n` triplets.
-#[inline(always)]
-unsafe fn post_shared<B: Transport>(
-    inst: &'static Instance<B>,
-    h: DAT_HANDLE,
-    n: Arg<2, DAT_COUNT>,
-    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
-    shared: impl FnOnce(&Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
-) -> DAT_RETURN {
-    guarded_on(inst, || {
-        // SAFETY: the post changes only the EP whose lock it takes below
-        // (`udat_core::shared`).
-        let st = unsafe { inst.state.share() };
-        let raw = st.raw(h, Kind::Ep)?;
-        // SAFETY: by the contract.
-        let iov = unsafe { iov(n, segs) }?;
-        let Some(_ep_lock) = inst.ep_locks.lock(raw.index(), &inst.poisoned) else {
-            return Err(refused(inst, Kind::Ep));
-        };
-        shared(&st.core, EpHandle::from_raw(raw), iov)
-    })
 }
 
 /// dat_ep_post_send(3DAT).

@@ -13,7 +13,7 @@ use udat_core::{DatError, DatResult, ErrorType};
 
 use super::arg::iov;
 use super::ep::remote;
-use super::{exclusive_on, guarded_on, refused, Arg};
+use super::{exclusive_on, shared_on, Arg};
 use crate::instance::{invalid, Instance, Transport};
 use crate::sys::*;
 
@@ -76,17 +76,12 @@ pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_po
             }
         });
     }
-    guarded_on(inst, || {
-        // SAFETY: the post changes only the EP whose lock it takes below
-        // (`udat_core::shared`).
-        let st = unsafe { inst.state.share() };
-        let raw = st.raw(h, Kind::Ep)?;
-        // SAFETY: the consumer's triplets (the call's contract).
-        let (local, op) = unsafe { decode(p) }?;
-        let Some(_ep_lock) = inst.ep_locks.lock(raw.index(), &inst.poisoned) else {
-            return Err(refused(inst, Kind::Ep));
-        };
-        // SAFETY: the state is shared and the EP locked.
-        unsafe { st.core.ep_post_extension_shared(EpHandle::from_raw(raw), local, cookie, op, flags) }
-    })
+    // SAFETY: the post changes only the EP it is given
+    // (`udat_core::shared`); the triplets are the consumer's.
+    unsafe {
+        shared_on(inst, h, Kind::Ep, &inst.ep_locks, |core, raw| {
+            let (local, op) = decode(p)?;
+            core.ep_post_extension_shared(EpHandle::from_raw(raw), local, cookie, op, flags)
+        })
+    }
 }

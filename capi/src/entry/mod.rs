@@ -16,12 +16,12 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
-use crate::lock::Exclusive;
+use crate::lock::{Exclusive, ObjLocks};
 
 use udat_core::handle::{Kind, RawHandle};
 use udat_core::{DatError, DatResult, ErrorType};
 
-use crate::instance::{invalid, Instance, State, Transport};
+use crate::instance::{invalid, Core, Instance, State, Transport};
 use crate::sys::{DAT_HANDLE, DAT_NOT_IMPLEMENTED, DAT_RETURN, DAT_SUCCESS};
 
 pub mod arg;
@@ -132,6 +132,33 @@ pub(crate) fn exclusive_on<B: Transport>(
         let mut cx = Cx { inst, st: inst.state.lock() };
         let raw = cx.raw(h, kind)?;
         f(&mut cx, raw)
+    })
+}
+
+/// Run `f` on the instance that owns `h` (a non-null handle of `kind`)
+/// with its state shared and `h`'s object locked in `locks`: a post of a
+/// provider that shares ([`udat_core::shared`]).
+///
+/// # Safety
+/// `f` changes only the object whose lock it is given (the contract of
+/// `udat_core::shared`'s calls).
+#[inline(always)]
+pub(crate) unsafe fn shared_on<B: Transport>(
+    inst: &'static Instance<B>,
+    h: DAT_HANDLE,
+    kind: Kind,
+    locks: &ObjLocks,
+    f: impl FnOnce(&Core<B>, RawHandle) -> DatResult<()>,
+) -> DAT_RETURN {
+    guarded_on(inst, || {
+        // SAFETY: `f` changes only the object whose lock it is given, which
+        // is taken below.
+        let st = unsafe { inst.state.share() };
+        let raw = st.raw(h, kind)?;
+        let Some(_lock) = locks.lock(raw.index(), &inst.poisoned) else {
+            return Err(refused(inst, kind));
+        };
+        f(&st.core, raw)
     })
 }
 

@@ -4,7 +4,7 @@ use udat_core::handle::{IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::SrqAttr;
 
 use super::arg::iov;
-use super::{exclusive_on, guarded_on, refused, with, Arg};
+use super::{exclusive_on, shared_on, with, Arg};
 use crate::instance::{invalid, Instance, Transport};
 use crate::sys::*;
 
@@ -63,19 +63,13 @@ pub(crate) unsafe fn srq_post_recv<B: Transport>(
             cx.st.core.srq_post_recv(SrqHandle::from_raw(raw), unsafe { iov(n, segs) }?, cookie)
         });
     }
-    guarded_on(inst, || {
-        // SAFETY: the post changes only the SRQ whose lock it takes below
-        // (`udat_core::shared`).
-        let st = unsafe { inst.state.share() };
-        let raw = st.raw(h, Kind::Srq)?;
-        // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
-        let iov = unsafe { iov(n, segs) }?;
-        let Some(_srq_lock) = inst.srq_locks.lock(raw.index(), &inst.poisoned) else {
-            return Err(refused(inst, Kind::Srq));
-        };
-        // SAFETY: the state is shared and the SRQ locked.
-        unsafe { st.core.srq_post_recv_shared(SrqHandle::from_raw(raw), iov, cookie) }
-    })
+    // SAFETY: the post changes only the SRQ it is given
+    // (`udat_core::shared`); `segs` is null or holds `n` triplets.
+    unsafe {
+        shared_on(inst, h, Kind::Srq, &inst.srq_locks, |core, raw| {
+            core.srq_post_recv_shared(SrqHandle::from_raw(raw), iov(n, segs)?, cookie)
+        })
+    }
 }
 
 /// dat_srq_query(3DAT).

@@ -7,7 +7,7 @@
 //! the provider to itself. A post or a dequeue of a thread-safe provider
 //! takes only its thread's shard for reading ([`Locked::share`]), so posts
 //! and dequeues of different threads never write a line another thread
-//! reads, and then the lock of its own Endpoint or EVD ([`ObjLocks`]): the
+//! reads, and then the lock of its own Endpoint, SRQ or EVD ([`ObjLocks`]): the
 //! rules of `udat_core::shared`. A provider that never shares (registered
 //! `nonthreadsafe`, or over a transport whose queues are not to be shared)
 //! has one shard: one lock around every call, as a mutex would be.
@@ -45,10 +45,11 @@ pub struct Locked<T> {
 // provider over a transport whose queues allow it
 // (`Backend::SHARED_QUEUES`), change through it only what sits behind a
 // cell of an object whose lock they hold (`udat_core::shared`). In
-// udat-verbs that includes a QP's rings and a CQ's queues, each a
-// `RefCell` reached under exactly one EP's or EVD's lock; its reference
-// counts are only ever changed under an `Exclusive`, and no entry point
-// hands any of its reference-counted parts out of a guard.
+// udat-verbs that includes a QP's rings, a CQ's queues and an SRQ's slot
+// table, each a `RefCell` reached under exactly one EP's, EVD's or SRQ's
+// lock; its reference counts are only ever changed under an `Exclusive`,
+// and no entry point hands any of its reference-counted parts out of a
+// guard.
 unsafe impl<T> Sync for Locked<T> {}
 // SAFETY: as above; the value moves between threads only as a whole.
 unsafe impl<T> Send for Locked<T> {}
@@ -203,7 +204,7 @@ impl<T> Drop for Sharing<'_, T> {
     }
 }
 
-/// One lock per object slot (an Endpoint's or an EVD's), each alone on
+/// One lock per object slot (an Endpoint's, an SRQ's or an EVD's), each alone on
 /// its cache line, for the data path of a shared provider. A critical
 /// section is a post or the settling of one completion, so a waiter spins
 /// briefly, then yields.

@@ -508,19 +508,20 @@ fn two_threads_post_to_one_srq_while_a_third_sends_into_it() {
     assert_eq!(param.outstanding_dto_count, 0, "the SRQ counts every receive back");
 }
 
-/// Fetch-and-add of 1 on `remote` through the IB extension's post on
-/// `pair`'s EP, the old value landing in the first 8 bytes of its buffer;
-/// waits for the completion and returns the old value.
-fn fetch_add(p: &Provider, pair: &Pair, remote: &DAT_RMR_TRIPLET, cookie: u64) -> u64 {
+/// An atomic on `remote` through the IB extension's post on `pair`'s EP
+/// (`op`, with `compare_add` and `swap` as `dat_ib_post_*` take them),
+/// the old value landing in the first 8 bytes of its buffer; waits for
+/// the completion and returns the old value.
+fn atomic(p: &Provider, pair: &Pair, remote: &DAT_RMR_TRIPLET, cookie: u64, op: DAT_IB_OP, operands: [u64; 2]) -> u64 {
     let local = DAT_LMR_TRIPLET { segment_length: 8, ..pair.local };
     let post = udat_ext_post {
-        op: DAT_IB_FETCH_AND_ADD_OP,
+        op,
         segments: 1,
         local: &local,
         cookie: DAT_DTO_COOKIE { as_64: cookie },
         remote: &DAT_RMR_TRIPLET { segment_length: 8, ..*remote },
-        compare_add: 1,
-        swap: 0,
+        compare_add: operands[0],
+        swap: operands[1],
         immediate: 0,
         flags: DAT_COMPLETION_DEFAULT_FLAG,
     };
@@ -528,7 +529,7 @@ fn fetch_add(p: &Provider, pair: &Pair, remote: &DAT_RMR_TRIPLET, cookie: u64) -
     // whose `post` takes what `dat_extension_op` would pass (`c/ext.c`).
     let ext = unsafe { (*p.table.cast::<udat_provider_head>()).post.unwrap() };
     // SAFETY: a live EP, triplets inside live LMRs.
-    ok(unsafe { ext(pair.ep, &post) }, "dat_ib_post_fetch_and_add");
+    ok(unsafe { ext(pair.ep, &post) }, "dat_ib_post_* (an atomic)");
     let mut event = DAT_EVENT::default();
     loop {
         // SAFETY: a live EVD and a valid out-pointer.
@@ -550,7 +551,8 @@ fn fetch_add(p: &Provider, pair: &Pair, remote: &DAT_RMR_TRIPLET, cookie: u64) -
 
 /// The IB extension's posts are posts like the others: two threads on
 /// two EPs fetch-and-add on one counter, and every old value comes back
-/// once.
+/// once; then a compare-and-swap takes the counter only when it holds
+/// the value compared.
 #[test]
 fn two_threads_fetch_and_add_on_one_counter_through_the_extension() {
     let p = Provider::open(c"threads-atomics");
@@ -565,14 +567,21 @@ fn two_threads_fetch_and_add_on_one_counter_through_the_extension() {
             .into_iter()
             .map(|pair| {
                 let p = &p;
-                s.spawn(move || (0..N).map(|k| fetch_add(p, pair, &counter, k)).collect::<Vec<_>>())
+                s.spawn(move || {
+                    (0..N).map(|k| atomic(p, pair, &counter, k, DAT_IB_FETCH_AND_ADD_OP, [1, 0])).collect::<Vec<_>>()
+                })
             })
             .collect();
         threads.into_iter().flat_map(|t| t.join().unwrap()).collect::<BTreeSet<_>>()
     });
     assert_eq!(olds, (0..2 * N).collect::<BTreeSet<_>>(), "each old value once");
     // SAFETY: as above; both threads are done.
-    assert_eq!(unsafe { ptr::read_volatile(counter.virtual_address as *const u64) }, 2 * N);
+    let now = || unsafe { ptr::read_volatile(counter.virtual_address as *const u64) };
+    assert_eq!(now(), 2 * N);
+    assert_eq!(atomic(&p, &b, &counter, N, DAT_IB_CMP_AND_SWAP_OP, [2 * N + 1, 7]), 2 * N, "the old value");
+    assert_eq!(now(), 2 * N, "compared unequal: left alone");
+    assert_eq!(atomic(&p, &a, &counter, N, DAT_IB_CMP_AND_SWAP_OP, [2 * N, 7]), 2 * N, "the old value");
+    assert_eq!(now(), 7, "compared equal: swapped");
 }
 
 /// A failure is not the shared dequeue's to settle: it goes to the

@@ -97,6 +97,9 @@ pub struct Registration<M> {
     pub lkey: u32,
     /// The key a remote peer uses; meaningful only with remote privileges.
     pub rkey: u32,
+    /// The range registered, `[address, address + length)`: it may be
+    /// larger than the one asked for, and must not wrap (a registration
+    /// that does is refused with `DAT_INTERNAL_ERROR`).
     pub address: u64,
     pub length: u64,
 }

@@ -97,6 +97,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { pzs, backend, .. } = self;
         let pz = pzs.get(pz_h.0).filter(|p| p.ia == ia_h).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
         let reg = backend.mr_register(&pz.pd, address, length, privileges)?;
+        // `Lmr::contains` relies on the registered range not wrapping.
+        if reg.address.checked_add(reg.length).is_none() {
+            backend.mr_deregister(reg.mr);
+            return Err(DatError::of(ErrorType::InternalError));
+        }
         let remote = privileges.intersects(MemPriv(MemPriv::REMOTE.0 | MemPriv::REMOTE_ATOMIC.0));
         let lmr = Lmr {
             ia: ia_h,
@@ -280,8 +285,9 @@ pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
 
 impl<B: Backend> Lmr<B> {
     /// Whether `[address, address + length)` lies inside the region.
-    /// (Registration keeps `self.address + self.length` from overflowing,
-    /// so an address below the region is an offset past its length.)
+    /// (`Provider::lmr_create` keeps `self.address + self.length` from
+    /// overflowing, so an address below the region is an offset past its
+    /// length.)
     #[inline(always)]
     pub(crate) fn contains(&self, address: u64, length: u64) -> bool {
         let offset = address.wrapping_sub(self.address);

@@ -129,6 +129,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         })
     }
 
+    /// The request post of a shared provider, checked as an exclusive one.
+    ///
+    /// # Safety
+    /// As [`Provider::ep_post_send_shared`].
     #[inline(always)]
     pub(crate) unsafe fn post_shared(&self, h: EpHandle, request: Request<'_>) -> DatResult<()> {
         // SAFETY: the caller holds the EP's lock, which every other access

@@ -276,10 +276,11 @@ impl Backend for Verbs {
         cq.shared.poll(out)
     }
 
-    /// libibverbs lets threads post on different QPs and poll different
-    /// CQs at once; a QP's rings and a CQ's queues are each used by the
-    /// thread holding the lock of its EP or EVD (`udat_core::shared`),
-    /// and no reference count is touched on the way.
+    /// libibverbs lets threads post on different QPs and SRQs and poll
+    /// different CQs at once; a QP's rings, an SRQ's slot table and a CQ's
+    /// queues are each used by the thread holding the lock of its EP, SRQ
+    /// or EVD (`udat_core::shared`), and no reference count is touched on
+    /// the way.
     const SHARED_QUEUES: bool = true;
 
     #[inline(always)]

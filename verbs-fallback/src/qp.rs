@@ -417,8 +417,10 @@ impl Qp {
 
     /// Keep `slot` for the request about to be posted: its sequence
     /// number. `DAT_INSUFFICIENT_RESOURCES` when the QP has as many
-    /// requests outstanding as it was made for (the core counts them
-    /// first, so that is never).
+    /// requests outstanding as it was made for, as a full send queue of
+    /// the device would answer (the core counts requests first, so only
+    /// completions it settles late, such as a reset's flushes dequeued
+    /// after new posts, can leave the ring fuller than its count).
     #[inline(always)]
     fn push_send(&mut self, mut slot: SendSlot) -> DatResult<u64> {
         let mut rings = self.shared.rings.borrow_mut();

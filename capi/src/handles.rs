@@ -203,6 +203,29 @@ impl HandleSpace {
         let selects = (generation as usize) << bits & (REGION_WORDS - 1) == word & !((1 << bits) - 1);
         selects.then(|| RawHandle::from_bits(u64::from(generation) << 32 | u64::from(index)))
     }
+
+    /// [`resolve`](Self::resolve) in two halves, for a lane that looks
+    /// the slot up once: the slot `h` names as a handle of `kind`, and its
+    /// word. Reads nothing through `h`.
+    #[inline(always)]
+    pub fn slot_of(&self, h: DAT_HANDLE, kind: Kind) -> Option<(u32, usize)> {
+        let off = (h as usize).wrapping_sub(self.region(kind));
+        if off >= REGION_BYTES || off % WORD != 0 {
+            return None;
+        }
+        let word = off / WORD;
+        Some(((word & ((1 << self.slot_bits[kind as usize]) - 1)) as u32, word))
+    }
+
+    /// The other half: whether the object living at `generation` in the
+    /// slot of `word` (from [`slot_of`](Self::slot_of)) is the one that
+    /// word names.
+    #[inline(always)]
+    pub fn selects(&self, kind: Kind, word: usize, generation: u32) -> bool {
+        let bits = self.slot_bits[kind as usize];
+        let generations = (REGION_WORDS - 1) & !((1 << bits) - 1);
+        (((generation as usize) << bits) ^ word) & generations == 0
+    }
 }
 
 /// Whether `h` is a handle some instance of this process has handed out:
@@ -245,6 +268,13 @@ mod tests {
         // Another kind's region, or the middle of a word: refused.
         assert_eq!(s.resolve(h, Kind::Ep, |_| Some(7)), None);
         assert_eq!(s.resolve(h.wrapping_byte_add(4), Kind::Pz, |_| Some(7)), None);
+        // The two halves a lane uses judge the same.
+        let (index, word) = s.slot_of(h, Kind::Pz).unwrap();
+        assert_eq!(index, 42);
+        assert!(s.selects(Kind::Pz, word, 7));
+        assert!(!s.selects(Kind::Pz, word, 8));
+        assert_eq!(s.slot_of(h, Kind::Ep), None);
+        assert_eq!(s.slot_of(h.wrapping_byte_add(4), Kind::Pz), None);
         assert!(!issued(h.wrapping_byte_add(4)));
     }
 

@@ -284,6 +284,18 @@ pub trait Backend {
 
     fn post_send(&mut self, qp: &mut Self::Qp, wr: &SendWr<'_>) -> DatResult<()>;
 
+    /// The lane of a request of one local segment (see [`crate::lane`]):
+    /// `true` when the transport took it, `false` when it left no trace,
+    /// and the ordinary [`Backend::post_send`] then decides. `sge.length`
+    /// is the request's length; the core has checked the request. A
+    /// transport whose failed `post_send` leaves no trace may keep this
+    /// default.
+    #[inline(always)]
+    fn post_one(&mut self, qp: &mut Self::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
+        let sges = core::slice::from_ref(&sge);
+        self.post_send(qp, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok()
+    }
+
     /// Whether the transport's queues may be driven from several threads
     /// at once, each queue by one thread at a time, through
     /// [`Backend::post_send_shared`], [`Backend::post_recv_shared`],
@@ -347,6 +359,24 @@ pub trait Backend {
         Shared::Exclusive
     }
     fn post_recv(&mut self, qp: &mut Self::Qp, sges: &[Sge], cookie: u64) -> DatResult<()>;
+
+    /// The lane of a dequeue (see [`crate::lane`]): the completion the
+    /// next entry of `cq` makes, shown to `accept` before anything is
+    /// consumed. If `accept` takes it, the entry is consumed exactly as
+    /// [`Backend::cq_poll`] would have consumed it, and the completion
+    /// comes back with what `accept` returned. `None`, with nothing
+    /// consumed, when the CQ is empty, `accept` refused, or the entry is
+    /// one the transport leaves to `cq_poll` (an error, an SRQ's receive,
+    /// a request that retires others with it): the ordinary dequeue then
+    /// decides. A transport may offer no lane at all.
+    #[inline(always)]
+    fn cq_lane<G>(
+        &mut self,
+        _cq: &mut Self::Cq,
+        _accept: impl FnOnce(&Completion) -> Option<G>,
+    ) -> Option<(Completion, G)> {
+        None
+    }
     /// Bind `mw` to `sge` of `mr` through `qp`'s send queue and return the
     /// new remote key; with no `mr`, unbind it. The completion carries
     /// `cookie` and op `BindMw`.

@@ -47,6 +47,7 @@ mod ext;
 pub mod fast;
 pub mod handle;
 mod ia;
+mod lane;
 mod lmr;
 mod provider;
 mod psp;

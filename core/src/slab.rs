@@ -293,6 +293,16 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         Some((RawHandle { index, generation: slot.generation }, value))
     }
 
+    /// The live object in slot `index`, mutably, with its generation: a
+    /// lane's one look-up, which judges the generation itself. (A slot
+    /// never handed out holds no object.)
+    #[inline(always)]
+    pub fn live_mut(&mut self, index: u32) -> Option<(u32, &mut T)> {
+        let slot = self.slots.items_mut().get_mut(index as usize)?;
+        let generation = slot.generation;
+        Some((generation, slot.value_mut().as_mut()?))
+    }
+
     /// The generation of the object living in slot `index`; `None` for a
     /// free slot or one never handed out.
     #[inline(always)]

@@ -234,32 +234,47 @@ fn complete_on<D: Device>(
     cqe: &Cqe,
     srq_complete: impl FnOnce(u16) -> Option<u64>,
 ) -> Option<Completion> {
-    let status = cqe.status();
     if cqe.is_requester() {
         let (sent, retired) = queues.sq.retire(cqe.wqe_counter)?;
-        return Some(Completion {
-            tag: queues.tag,
-            cookie: sent.cookie,
-            status,
-            op: sent.op,
-            transferred_length: sent.length,
-            imm: 0,
-            retired,
-            notify: sent.notify,
-        });
+        return Some(Completion { status: cqe.status(), ..requested(queues.tag, sent, retired) });
     }
     let cookie = match (queues.srq, queues.rq.as_mut()) {
         (Some(s), _) => srq_complete(s),
         (None, Some(rq)) => rq.complete(),
         (None, None) => None,
     }?;
+    Some(received(queues.tag, cookie, cqe))
+}
+
+/// The completion of `sent`, a request of the QP tagged `tag`, which
+/// retires `retired` requests; a success (an error's status is the
+/// caller's).
+#[inline(always)]
+fn requested(tag: u64, sent: SendSlot, retired: u32) -> Completion {
+    Completion {
+        tag,
+        cookie: sent.cookie,
+        status: DtoStatus::Success,
+        op: sent.op,
+        transferred_length: sent.length,
+        imm: 0,
+        retired,
+        notify: sent.notify,
+    }
+}
+
+/// The completion `cqe` makes of the receive posted with `cookie` on the
+/// QP tagged `tag`.
+#[inline(always)]
+fn received(tag: u64, cookie: u64, cqe: &Cqe) -> Completion {
+    let status = cqe.status();
     let (op, imm) = match cqe.opcode {
         CqeOpcode::RespWriteImm => (DtoOp::ReceiveImm, cqe.imm),
         CqeOpcode::RespSendImm => (DtoOp::ReceiveMsgImm, cqe.imm),
         _ => (DtoOp::Receive, 0),
     };
-    Some(Completion {
-        tag: queues.tag,
+    Completion {
+        tag,
         cookie,
         status,
         op,
@@ -267,7 +282,7 @@ fn complete_on<D: Device>(
         imm,
         retired: 1,
         notify: true,
-    })
+    }
 }
 
 /// Send ring WQEBBs for `max_send_wr` WQEs of the largest kind.
@@ -484,6 +499,39 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         post_to(queues, wr)
     }
 
+    /// The lane: a request of one segment built straight from its
+    /// scalars ([`SendQueue::try_send_one`],
+    /// [`SendQueue::try_send_inline_one`]); other kinds of request go the
+    /// ordinary way.
+    #[cfg_attr(not(feature = "measure-dat-layer"), inline(always))]
+    #[cfg_attr(feature = "measure-dat-layer", inline(never))]
+    #[allow(unsafe_code)]
+    fn post_one(&mut self, qp: &mut Qp<D>, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
+        let Some(queues) = self.qps.get_mut(qp.slot) else { return false };
+        let (remote, inline) = match op {
+            RequestOp::Send => (None, true),
+            RequestOp::RdmaWrite { remote } => (Some(remote), true),
+            RequestOp::RdmaRead { remote } => (Some(remote), false),
+            _ => {
+                let sges = core::slice::from_ref(&sge);
+                return post_to(queues, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok();
+            }
+        };
+        let (header, dto) = request_header(&op);
+        let remote = remote.map(|r| Remote { addr: r.virtual_address, rkey: r.rmr_context });
+        let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
+        let slot = SendSlot { cookie, length: sge.length, op: dto, notify, bbs: 0 };
+        if inline && sge.length != 0 && sge.length as usize <= MAX_INLINE {
+            // SAFETY: the core translated the segment through a live LMR
+            // that covers it, and registered memory stays mapped while it
+            // is registered.
+            return unsafe {
+                queues.sq.try_send_inline_one(header.opcode, remote, sge.addr, sge.length, wqe_flags(flags), slot)
+            };
+        }
+        queues.sq.try_send_one(header.opcode, remote, sge, wqe_flags(flags), slot)
+    }
+
     const SHARED_QUEUES: bool = D::SHARED_QUEUES;
 
     #[cfg_attr(not(feature = "measure-dat-layer"), inline(always))]
@@ -543,6 +591,41 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         ring.advance();
         ring.update_ci();
         Shared::Done(complete_on(queues, &cqe, |_| None).map(|c| (c, admitted)))
+    }
+
+    /// Taken: a success, of a live QP, that completes the oldest request
+    /// of its send queue alone, or fills a receive of the QP's own queue.
+    #[inline(always)]
+    fn cq_lane<G>(&mut self, cq: &mut Cq<D>, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
+        let Mlx5 { qps, by_qpn, cqs, .. } = self;
+        let ring = cqs.get_mut(cq.slot)?;
+        let cqe = ring.peek()?;
+        if cqe.is_error() {
+            return None;
+        }
+        let queues = qps.get_mut(by_qpn.get(cqe.qpn)?)?;
+        let requester = cqe.is_requester();
+        let completion = if requester {
+            let sent = queues.sq.oldest(cqe.wqe_counter)?;
+            if sent.op == DtoOp::BindMw {
+                return None;
+            }
+            requested(queues.tag, sent, 1)
+        } else {
+            if queues.srq.is_some() {
+                return None;
+            }
+            received(queues.tag, queues.rq.as_ref()?.oldest()?, &cqe)
+        };
+        let accepted = accept(&completion)?;
+        ring.advance();
+        ring.update_ci();
+        if requester {
+            queues.sq.retire_oldest();
+        } else if let Some(rq) = queues.rq.as_mut() {
+            rq.complete();
+        }
+        Some((completion, accepted))
     }
 
     #[inline]

@@ -87,6 +87,33 @@ impl DmaBuf {
         unsafe { self.ptr.as_ptr().add(offset).cast::<[u64; 8]>().write(*block) }
     }
 
+    /// Store `N` words at the 8-aligned `offset`, in memory order.
+    ///
+    /// # Safety
+    /// `offset` is a multiple of 8 and `offset + 8 * N <= self.len()`: the
+    /// queue that calls it checked its ring's geometry once, when it took
+    /// the buffer over, and places every WQE inside it.
+    #[inline(always)]
+    pub unsafe fn store_words<const N: usize>(&self, offset: usize, words: &[u64; N]) {
+        debug_assert!(offset % 8 == 0 && self.holds(offset, 8 * N));
+        // SAFETY: inside the buffer and 8-aligned (the caller's contract,
+        // the buffer being 64-aligned); `words` cannot overlap the buffer,
+        // which no reference reaches.
+        unsafe { self.ptr.as_ptr().add(offset).cast::<[u64; N]>().write(*words) }
+    }
+
+    /// [`copy_in`](Self::copy_in) with its range checked by the caller.
+    ///
+    /// # Safety
+    /// As `copy_in`, and `offset + len <= self.len()`.
+    #[inline(always)]
+    pub unsafe fn copy_in_unchecked(&self, offset: usize, src: *const u8, len: usize) {
+        debug_assert!(self.holds(offset, len));
+        // SAFETY: the destination is inside the buffer (the caller's
+        // contract), as is the source's readability.
+        unsafe { self.ptr.as_ptr().add(offset).copy_from(src, len) }
+    }
+
     /// Load the WQEBB at `offset` back as eight words (for a BlueFlame
     /// copy of a WQE written in place).
     ///

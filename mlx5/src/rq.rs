@@ -98,6 +98,11 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> Ring<S> {
     fn slot(&mut self, index: u16) -> Option<&mut RecvSlot> {
         self.slots.as_mut().get_mut(usize::from(index & self.mask))
     }
+
+    #[inline(always)]
+    fn slot_ref(&self, index: u16) -> Option<&RecvSlot> {
+        self.slots.as_ref().get(usize::from(index & self.mask))
+    }
 }
 
 /// A QP's receive queue.
@@ -136,6 +141,15 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> RecvQueue<S> {
         barrier::to_device_barrier();
         self.ring.dbrec.write_be32(RCV_DBR * 4, u32::from(self.head));
         Ok(())
+    }
+
+    /// The oldest receive's cookie, left outstanding.
+    #[inline(always)]
+    pub fn oldest(&self) -> Option<u64> {
+        if self.head == self.tail {
+            return None;
+        }
+        Some(self.ring.slot_ref(self.tail).map_or(0, |s| s.cookie))
     }
 
     /// Retire the oldest receive: its cookie.

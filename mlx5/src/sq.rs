@@ -504,6 +504,110 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         Ok(())
     }
 
+    /// The lane of a request of one data segment: its WQE built in
+    /// registers as the words of one WQEBB, stored into the ring and
+    /// copied to BlueFlame from the same words, and rung. Taken only when
+    /// nothing waits for a doorbell, the queue has BlueFlame and a WQEBB is
+    /// free; otherwise `false`, and nothing was written ([`send`](Self::send)
+    /// then decides, which may ring another way or refuse). Nothing is
+    /// re-checked per post that [`new`](Self::new) checked once.
+    #[inline(always)]
+    pub fn try_send_one(&mut self, opcode: u8, remote: Option<Remote>, sge: Sge, flags: u8, slot: SendSlot) -> bool {
+        if self.pending != 0 || self.bf_size == 0 || self.pi.wrapping_sub(self.ci) >= self.wqe_cnt {
+            return false;
+        }
+        let data = wqe::data_words(sge.length, sge.lkey, sge.addr);
+        let (ds, first, second) = match remote {
+            Some(r) => (3, wqe::raddr_words(r.addr, r.rkey), data),
+            None => (2, data, [0; 2]),
+        };
+        let flags = flags | core::mem::take(&mut self.fence_next);
+        let ctrl = wqe::ctrl_words(self.pi, opcode, 0, self.qpn, ds, flags, 0);
+        let block = [ctrl[0], ctrl[1], first[0], first[1], second[0], second[1], 0, 0];
+        // SAFETY: `block_offset` is 64-aligned and inside the ring.
+        unsafe { self.buf.store_block(self.block_offset(self.pi), &block) };
+        self.keep(slot, 1);
+        self.doorbell();
+        self.bf.write_block(self.bf_offset, &block);
+        self.bf.flush();
+        self.bf_offset ^= self.bf_size;
+        true
+    }
+
+    /// The lane of a request whose `len` bytes at `addr` go inline (1 to
+    /// what one BlueFlame copy holds): the WQE is written into the ring in
+    /// place, its data copied straight from the consumer's memory, and
+    /// BlueFlame copies it from the ring, with no staging on the stack.
+    /// Taken only when nothing waits for a doorbell, the WQE fits one
+    /// BlueFlame copy, its WQEBBs are free and do not wrap round the ring;
+    /// otherwise `false`, and nothing was written.
+    ///
+    /// # Safety
+    /// `[addr, addr + len)` is readable memory: it lies inside a live
+    /// memory registration.
+    #[inline(always)]
+    pub unsafe fn try_send_inline_one(
+        &mut self,
+        opcode: u8,
+        remote: Option<Remote>,
+        addr: u64,
+        len: u32,
+        flags: u8,
+        slot: SendSlot,
+    ) -> bool {
+        let head = 1 + remote.is_some() as usize;
+        let ds = head + wqe::inline_ds(len as usize);
+        let bbs = wqe::bbs(ds);
+        let first = usize::from(self.pi & self.wqe_mask);
+        if self.pending != 0
+            || len == 0
+            || ds * SEG_BYTES > self.bf_size
+            || bbs > usize::from(self.free_bbs())
+            || first + bbs > usize::from(self.wqe_cnt)
+        {
+            return false;
+        }
+        let start = first * WQEBB_BYTES;
+        let flags = flags | core::mem::take(&mut self.fence_next);
+        let ctrl = wqe::ctrl_words(self.pi, opcode, 0, self.qpn, ds as u8, flags, 0);
+        // SAFETY: the WQE's `bbs` WQEBBs from `start` are inside the ring
+        // (`first + bbs <= wqe_cnt`, and `new` checked the ring holds
+        // `wqe_cnt` WQEBBs), and every segment stored below lies in them:
+        // `ds` segments, the inline data's bytes included.
+        unsafe {
+            self.buf.store_words(start, &ctrl);
+            let mut at = start + SEG_BYTES;
+            if let Some(r) = remote {
+                self.buf.store_words(at, &wqe::raddr_words(r.addr, r.rkey));
+                at += SEG_BYTES;
+            }
+            self.buf.store_words(at, &[wqe::inline_words(len)]);
+            // A DAT address is an integer: the consumer exposed its pointer.
+            // The caller vouches that the bytes are readable.
+            let src = core::ptr::with_exposed_provenance::<u8>(addr as usize);
+            self.buf.copy_in_unchecked(at + 4, src, len as usize);
+        }
+        self.keep(slot, bbs as u16);
+        self.doorbell();
+        for i in 0..bbs {
+            // SAFETY: as above, the WQEBB is inside the ring and 64-aligned.
+            let block = unsafe { self.buf.load_block(start + i * WQEBB_BYTES) };
+            self.bf.write_block(self.bf_offset + i * WQEBB_BYTES, &block);
+        }
+        self.bf.flush();
+        self.bf_offset ^= self.bf_size;
+        true
+    }
+
+    /// The doorbell record of what was just written, ordered after the WQE
+    /// and before the BlueFlame copy (PRM "Send Doorbell").
+    #[inline(always)]
+    fn doorbell(&mut self) {
+        barrier::to_device_barrier();
+        self.dbrec.write_be32(SND_DBR * 4, u32::from(self.pi));
+        barrier::wc_start();
+    }
+
     /// [`post`](Self::post), then [`ring`](Self::ring): out of line, so
     /// that [`send`](Self::send) inlines only its WQE of one WQEBB.
     #[inline(never)]
@@ -617,6 +721,26 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             return None;
         }
         self.slots.as_ref().get(usize::from(wqe_counter & self.wqe_mask))
+    }
+
+    /// What the oldest outstanding WQE reports, if its first WQEBB is
+    /// `wqe_counter` (a CQE's): a completion that [`retire`](Self::retire)
+    /// would retire alone. Nothing is retired.
+    #[inline(always)]
+    pub fn oldest(&self, wqe_counter: u16) -> Option<SendSlot> {
+        if wqe_counter != self.ci || self.pi == self.ci {
+            return None;
+        }
+        self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask)).copied()
+    }
+
+    /// Retire the oldest outstanding WQE, which [`oldest`](Self::oldest)
+    /// showed.
+    #[inline(always)]
+    pub fn retire_oldest(&mut self) {
+        if let Some(slot) = self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask)) {
+            self.ci = self.ci.wrapping_add(slot.bbs.max(1));
+        }
     }
 
     /// Retire the WQEs up to the one whose first WQEBB is `wqe_counter`

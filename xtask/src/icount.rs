@@ -39,11 +39,11 @@ const MODEL_EXECUTION: &str = "udat_mlx5_model::ModelRegister::hca_*";
 const MODEL_REGISTER: &str = "<udat_mlx5_model::ModelRegister as udat_mlx5::doorbell::Register>";
 
 /// The mlx5 transport's entries for a request post, as callgrind names
-/// them: a thread-safe provider's (the C bench opens its IA thread-safe,
-/// as `dat_ia_open` does by default) and the exclusive one, whose code is
-/// the same, so that the linker may fold the two into one, under either
-/// name.
-const MLX5_POSTS: [&str; 2] = [
+/// them: the lane's (`post_one`), a thread-safe provider's and the
+/// exclusive one; the last two have the same code, so that the linker may
+/// fold them into one, under either name.
+const MLX5_POSTS: [&str; 3] = [
+    "<udat_mlx5::backend::Mlx5<D,S> as udat_core::backend::Backend>::post_one",
     "<udat_mlx5::backend::Mlx5<D,S> as udat_core::backend::Backend>::post_send_shared",
     "<udat_mlx5::backend::Mlx5<D,S> as udat_core::backend::Backend>::post_send",
 ];

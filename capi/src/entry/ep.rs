@@ -3,12 +3,13 @@
 
 use std::ptr;
 
+use udat_core::backend::RequestOp;
 use udat_core::handle::{EpHandle, EvdHandle, IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddress, LmrTriplet, Qos, RmrTriplet};
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
 use super::arg::{iov, private_data};
-use super::{exclusive_on, shared_on, with, Arg, Cx};
+use super::{lane_or, shared_on, with, Arg, Cx, Named};
 use crate::instance::{invalid, Addr, Core, Instance, Transport};
 use crate::sys::*;
 
@@ -305,11 +306,16 @@ pub(crate) unsafe fn ep_disconnect<B: Transport>(
 /// shared and only the EP locked ([`udat_core::shared`]): `shared` gets
 /// the core then, `exclusive` otherwise. The checks and their errors are
 /// the same either way.
+///
+/// A provider that does not share tries the call's lane first (`lane`,
+/// given the one segment of a post of one), and runs `exclusive` only if
+/// the lane did not take the post.
 #[inline(always)]
 unsafe fn post<B: Transport>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    lane: impl FnOnce(&mut Core<B>, Named<'_>, LmrTriplet) -> bool,
     exclusive: impl FnOnce(&mut Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
     shared: impl FnOnce(&Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
 ) -> DAT_RETURN {
@@ -329,7 +335,39 @@ unsafe fn post<B: Transport>(
             })
         };
     }
-    exclusive_on(inst, h, Kind::Ep, |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?))
+    // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
+    let seg = unsafe { lane_segment(n, segs) };
+    lane_or(
+        inst,
+        h,
+        Kind::Ep,
+        |core, ep| seg.is_some_and(|seg| lane(core, ep, seg)),
+        |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?),
+    )
+}
+
+/// The one segment of a post of one, for its lane; `None` for any other
+/// count, or a pointer the ordinary call refuses.
+///
+/// # Safety
+/// A non-null `segs` points at `n` triplets.
+#[inline(always)]
+unsafe fn lane_segment(n: Arg<2, DAT_COUNT>, segs: Arg<3, *mut DAT_LMR_TRIPLET>) -> Option<LmrTriplet> {
+    let p = segs.0.cast_const().cast::<LmrTriplet>();
+    // SAFETY: non-null and aligned, and one triplet by the contract; the
+    // two triplet types have one layout.
+    (n.0 == 1 && !p.is_null() && p.is_aligned()).then(|| unsafe { p.read() })
+}
+
+/// The remote buffer of a post, for its lane; `None` where the ordinary
+/// call refuses it.
+///
+/// # Safety
+/// A non-null `r` points at a readable triplet.
+#[inline(always)]
+unsafe fn lane_remote<const N: u8>(r: Arg<N, *const DAT_RMR_TRIPLET>) -> Option<RmrTriplet> {
+    // SAFETY: by the contract.
+    unsafe { remote(r) }.ok()
 }
 
 /// dat_ep_post_send(3DAT).
@@ -349,6 +387,7 @@ pub(crate) unsafe fn ep_post_send<B: Transport>(
             ep,
             n,
             segs,
+            |core, ep, seg| core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags),
             |core, ep, iov| core.ep_post_send(ep, iov, cookie, flags),
             |core, ep, iov| core.ep_post_send_shared(ep, iov, cookie, flags),
         )
@@ -372,6 +411,7 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
             ep,
             n,
             segs,
+            |_, _, _| false,
             |core, ep, iov| core.ep_post_recv(ep, iov, cookie, flags),
             |core, ep, iov| core.ep_post_recv_shared(ep, iov, cookie, flags),
         )
@@ -396,6 +436,12 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
             ep,
             n,
             segs,
+            |core, ep, seg| {
+                lane_remote(rmr).is_some_and(|remote| {
+                    let op = RequestOp::RdmaRead { remote };
+                    core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
+                })
+            },
             |core, ep, iov| core.ep_post_rdma_read(ep, iov, cookie, &remote(rmr)?, flags),
             |core, ep, iov| core.ep_post_rdma_read_shared(ep, iov, cookie, &remote(rmr)?, flags),
         )
@@ -420,6 +466,12 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
             ep,
             n,
             segs,
+            |core, ep, seg| {
+                lane_remote(rmr).is_some_and(|remote| {
+                    let op = RequestOp::RdmaWrite { remote };
+                    core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
+                })
+            },
             |core, ep, iov| core.ep_post_rdma_write(ep, iov, cookie, &remote(rmr)?, flags),
             |core, ep, iov| core.ep_post_rdma_write_shared(ep, iov, cookie, &remote(rmr)?, flags),
         )

@@ -7,7 +7,8 @@ use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, Event, EventData, WaitStep};
 
-use super::{exclusive_on, guarded_on, refused, with, Arg, Cx};
+use super::{guarded_on, lane_or, refused, with, Arg, Cx};
+use crate::handles::HandleSpace;
 use crate::instance::{invalid, Instance, State, Transport};
 use crate::lock::Exclusive;
 use crate::sys::*;
@@ -145,12 +146,23 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
             return ret;
         }
     }
-    exclusive_on(inst, h, Kind::Evd, |cx, raw| {
-        let slot = event.out()?;
-        let e = cx.st.core.evd_dequeue(EvdHandle::from_raw(raw))?;
-        write_event(cx, h, &e, slot);
-        Ok(())
-    })
+    lane_or(
+        inst,
+        h,
+        Kind::Evd,
+        |core, evd| {
+            let Ok(slot) = event.out() else { return false };
+            let Some(e) = core.lane_dequeue(evd.index, |g| evd.selects(g)) else { return false };
+            write_dto_event(evd.handles(), h, &e, slot);
+            true
+        },
+        |cx, raw| {
+            let slot = event.out()?;
+            let e = cx.st.core.evd_dequeue(EvdHandle::from_raw(raw))?;
+            write_event(cx, h, &e, slot);
+            Ok(())
+        },
+    )
 }
 
 /// The dequeue of a provider that shares its state; `None` when it is for
@@ -184,7 +196,7 @@ fn dequeue_shared<B: Transport>(
             )
         } {
             Shared::Done(e) => {
-                write_shared(&st, h, &e, slot);
+                write_dto_event(&st.handles, h, &e, slot);
                 Ok(())
             }
             Shared::Empty => {
@@ -279,22 +291,24 @@ pub(crate) fn sleep<B: Transport>(
     Ok(if rc > 0 || blind { Wake::Activity } else { Wake::Timeout })
 }
 
-/// Fill a `DAT_EVENT` from an event a shared dequeue of the EVD whose C
-/// handle is `evd` settled: a DTO completion, nothing else.
-fn write_shared<B: Transport>(st: &State<B>, evd: DAT_EVD_HANDLE, e: &Event, out: &mut DAT_EVENT) {
+/// Fill a `DAT_EVENT` from an event a shared dequeue, or the lane, of
+/// the EVD whose C handle is `evd` settled: a DTO completion, nothing
+/// else.
+#[inline(always)]
+fn write_dto_event(handles: &HandleSpace, evd: DAT_EVD_HANDLE, e: &Event, out: &mut DAT_EVENT) {
     out.event_number = e.number as DAT_EVENT_NUMBER;
     out.evd_handle = evd;
     out.event_extension_data = [0; 8];
     if let EventData::Dto { ep, cookie, status, transferred_length, op, imm } = e.data {
-        write_dto(st, ep, cookie, status, transferred_length, op, imm, out);
+        write_dto(handles, ep, cookie, status, transferred_length, op, imm, out);
     }
 }
 
 /// The event data of a DTO completion.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn write_dto<B: Transport>(
-    st: &State<B>,
+fn write_dto(
+    handles: &HandleSpace,
     ep: EpHandle,
     cookie: u64,
     status: DtoStatus,
@@ -304,7 +318,7 @@ fn write_dto<B: Transport>(
     out: &mut DAT_EVENT,
 ) {
     out.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
-        ep_handle: st.ptr(ep),
+        ep_handle: handles.handle(Kind::Ep, ep.raw()),
         user_cookie: DAT_CONTEXT { as_64: cookie },
         status: status as DAT_DTO_COMPLETION_STATUS,
         transfered_length: transferred_length,
@@ -353,7 +367,7 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
     out.event_extension_data = [0; 8];
     match e.data {
         EventData::Dto { ep, cookie, status, transferred_length, op, imm } => {
-            write_dto(&cx.st, ep, cookie, status, transferred_length, op, imm, out);
+            write_dto(&cx.st.handles, ep, cookie, status, transferred_length, op, imm, out);
         }
         EventData::RmrBind { rmr, cookie, status } => {
             out.event_data.rmr_completion_event_data = DAT_RMR_BIND_COMPLETION_EVENT_DATA {

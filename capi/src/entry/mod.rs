@@ -21,6 +21,7 @@ use crate::lock::{Exclusive, ObjLocks};
 use udat_core::handle::{Kind, RawHandle};
 use udat_core::{DatError, DatResult, ErrorType};
 
+use crate::handles::HandleSpace;
 use crate::instance::{invalid, Core, Instance, State, Transport};
 use crate::sys::{DAT_HANDLE, DAT_NOT_IMPLEMENTED, DAT_RETURN, DAT_SUCCESS};
 
@@ -160,6 +161,68 @@ pub(crate) unsafe fn shared_on<B: Transport>(
         };
         f(&st.core, raw)
     })
+}
+
+/// What a lane knows of its first handle: the slot the handle names, and
+/// how to judge the generation of the object living there (see
+/// [`udat_core`]'s lanes).
+#[derive(Clone, Copy)]
+pub(crate) struct Named<'a> {
+    pub(crate) index: u32,
+    handles: &'a HandleSpace,
+    kind: Kind,
+    word: usize,
+}
+
+impl<'a> Named<'a> {
+    /// Whether the handle names the object living at `generation`.
+    #[inline(always)]
+    pub(crate) fn selects(self, generation: u32) -> bool {
+        self.handles.selects(self.kind, self.word, generation)
+    }
+
+    /// The C handles of the provider, for what the lane hands back.
+    #[inline(always)]
+    pub(crate) fn handles(self) -> &'a HandleSpace {
+        self.handles
+    }
+}
+
+/// Run a hot call on `h`, a non-null handle of `kind` of `inst`, a
+/// provider that does not share, under the provider's lock: its lane
+/// first; if the lane did not take the call, the ordinary call, out of
+/// line, which decides the exact `DAT_RETURN`.
+#[inline(always)]
+pub(crate) fn lane_or<B: Transport>(
+    inst: &'static Instance<B>,
+    h: DAT_HANDLE,
+    kind: Kind,
+    lane: impl FnOnce(&mut Core<B>, Named<'_>) -> bool,
+    ordinary: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
+) -> DAT_RETURN {
+    guarded_on(inst, || {
+        let mut cx = Cx { inst, st: inst.state.lock() };
+        let State { core, handles, .. } = &mut *cx.st;
+        if let Some((index, word)) = handles.slot_of(h, kind) {
+            if lane(core, Named { index, handles, kind, word }) {
+                return Ok(());
+            }
+        }
+        not_taken(&mut cx, h, kind, ordinary)
+    })
+}
+
+/// The ordinary call, where its lane did not take it.
+#[cold]
+#[inline(never)]
+fn not_taken<B: Transport>(
+    cx: &mut Cx<B>,
+    h: DAT_HANDLE,
+    kind: Kind,
+    ordinary: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
+) -> DatResult<()> {
+    let raw = cx.raw(h, kind)?;
+    ordinary(cx, raw)
 }
 
 /// What a slot udat does not offer answers.

@@ -1,0 +1,148 @@
+//! Lanes: the hot calls checked all at once, then committed.
+//!
+//! A lane evaluates every rule of its ordinary call as a yes/no, and
+//! changes nothing until all of them hold and the transport has taken the
+//! work. When any rule fails, or the transport cannot take the work the
+//! quick way, the lane answers `false` and its caller runs the ordinary
+//! call, which checks again in its own order and returns the exact
+//! `DAT_RETURN`. So a lane needs no error values, and every error stays
+//! the ordinary call's. A lane may be narrower than its call (one segment,
+//! a segment that is not empty), never wider: it never takes what the
+//! ordinary call refuses.
+//!
+//! A lane looks each object up once: the caller gives the EP's slot and
+//! judges the generation it finds there (`selects`), so a C handle, whose
+//! value encodes its generation, is checked against the slot without a
+//! second look-up.
+
+use crate::backend::{Backend, Completion, RequestOp, Sge};
+use crate::dto::{REQUEST_FLAGS, SEND_FLAGS};
+use crate::ep::Ep;
+use crate::event::{Event, EventData, EventNumber};
+use crate::handle::{EpHandle, EvdHandle, RawHandle};
+use crate::lmr::by_context;
+use crate::provider::Provider;
+use crate::storage::Storage;
+use crate::types::{CompletionFlags, DtoOp, DtoStatus, EpState, LmrTriplet, MemPriv};
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// The lane of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT)
+    /// and dat_ep_post_rdma_read(3DAT) (`op` says which) of one segment
+    /// that is not empty, on the EP living in slot `ep` if `selects`
+    /// accepts its generation. `true`: posted, exactly as the ordinary
+    /// call would have; `false`: nothing changed, and the ordinary call
+    /// decides.
+    #[inline(always)]
+    pub fn lane_request(
+        &mut self,
+        ep: u32,
+        selects: impl FnOnce(u32) -> bool,
+        seg: &LmrTriplet,
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+    ) -> bool {
+        let Provider { eps, lmrs, backend, .. } = self;
+        let Some((generation, ep)) = eps.live_mut(ep) else { return false };
+        if !selects(generation) || !request_ready(ep, &op, flags) {
+            return false;
+        }
+        // The segment through its LMR: `lmr::translate`'s rules.
+        let need = if matches!(op, RequestOp::RdmaRead { .. }) { MemPriv::LOCAL_WRITE } else { MemPriv::LOCAL_READ };
+        let Some((_, lmr)) = by_context(lmrs, seg.lmr_context) else { return false };
+        let length = seg.segment_length;
+        if length == 0
+            || lmr.pz.0.to_bits() != ep.pz.0.to_bits()
+            || !lmr.contains(seg.virtual_address, u64::from(length))
+            || !lmr.privileges.contains(need)
+            || !length_fits(ep, &op, length)
+        {
+            return false;
+        }
+        let Some(qp) = ep.qp.as_mut() else { return false };
+        let sge = Sge { addr: seg.virtual_address, length, lkey: lmr.lkey };
+        if !backend.post_one(qp, op, sge, cookie, flags) {
+            return false;
+        }
+        ep.request_outstanding += 1;
+        true
+    }
+}
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// The lane of dat_evd_dequeue(3DAT) on the EVD living in slot `evd`
+    /// if `selects` accepts its generation: the successful DTO completion
+    /// its CQ holds next, when nothing is queued on the EVD before it and
+    /// the ordinary dequeue would hand it straight to the caller (no
+    /// waiter, nothing but DTO completions feed the EVD, no CNO). `None`:
+    /// nothing changed, and the ordinary dequeue decides.
+    #[inline(always)]
+    pub fn lane_dequeue(&mut self, evd: u32, selects: impl FnOnce(u32) -> bool) -> Option<Event> {
+        let Provider { evds, eps, backend, .. } = self;
+        let (generation, e) = evds.live_mut(evd)?;
+        if !selects(generation) || e.waiter || !e.queue.is_empty() || !e.takes_direct() {
+            return None;
+        }
+        let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
+        let (c, ep) = backend.cq_lane(e.cq.as_mut()?, |c| {
+            let ep = eps.get_mut(RawHandle::from_bits(c.tag))?;
+            routes_here(ep, c, evd).then_some(ep)
+        })?;
+        // What `Provider::complete_to` counts for a completion it hands
+        // to the dequeue.
+        if c.op.is_recv() {
+            ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);
+        } else {
+            ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
+        }
+        let data = EventData::Dto {
+            ep: EpHandle(RawHandle::from_bits(c.tag)),
+            cookie: c.cookie,
+            status: c.status,
+            transferred_length: c.transferred_length,
+            op: c.op,
+            imm: c.imm,
+        };
+        Some(Event { number: EventNumber::DtoCompletion, evd, data })
+    }
+}
+
+/// Whether `Provider::complete_to` would hand `c`, a completion of `ep`,
+/// to a dequeue of `evd` as a DTO event, and leave the connection be: a
+/// success, not a window bind's, of the stream `evd` takes, and for a
+/// receive not one of an SRQ's (whose count is the SRQ's).
+#[inline(always)]
+fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, evd: EvdHandle) -> bool {
+    let stream = if c.op.is_recv() { ep.recv_evd } else { ep.request_evd };
+    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && (!c.op.is_recv() || ep.srq.is_null())
+}
+
+/// The rules of a request post that do not look at its segment
+/// (`dto::post_checked`'s): the flags the call and the EP admit, one
+/// segment within the EP's limit, a state that posts ("valid for the
+/// Endpoint in the DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED
+/// states"), and room among the outstanding requests.
+#[inline(always)]
+fn request_ready<B: Backend>(ep: &Ep<B>, op: &RequestOp, flags: CompletionFlags) -> bool {
+    let allowed = if matches!(op, RequestOp::Send) { SEND_FLAGS } else { REQUEST_FLAGS };
+    flags.0 & !allowed == 0
+        && ep.unsignalled_allowed(flags, false)
+        && ep.attr.max_request_iov != 0
+        && matches!(ep.state, EpState::Connected | EpState::Disconnected)
+        && ep.request_outstanding < ep.attr.max_request_dtos
+        && matches!(op, RequestOp::Send | RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. })
+}
+
+/// The length rules of a request of `length` bytes: a send within the
+/// message size; a write into a remote buffer that holds it, a read whose
+/// remote buffer fits the local one, each within the RDMA size
+/// (dat_ep_post_rdma_write(3DAT), dat_ep_post_rdma_read(3DAT)).
+#[inline(always)]
+fn length_fits<B: Backend>(ep: &Ep<B>, op: &RequestOp, length: u32) -> bool {
+    match op {
+        RequestOp::Send => length <= ep.attr.max_message_size,
+        RequestOp::RdmaWrite { remote } => length <= remote.segment_length && length <= ep.attr.max_rdma_size,
+        RequestOp::RdmaRead { remote } => remote.segment_length <= length && length <= ep.attr.max_rdma_size,
+        _ => false,
+    }
+}

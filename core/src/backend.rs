@@ -287,13 +287,19 @@ pub trait Backend {
     /// The lane of a request of one local segment (see [`crate::lane`]):
     /// `true` when the transport took it, `false` when it left no trace,
     /// and the ordinary [`Backend::post_send`] then decides. `sge.length`
-    /// is the request's length; the core has checked the request. A
-    /// transport whose failed `post_send` leaves no trace may keep this
-    /// default.
+    /// is the request's length; the core has checked the request. It must
+    /// not panic: callers run it outside any unwinding guard. A transport
+    /// may offer no lane at all.
     #[inline(always)]
-    fn post_one(&mut self, qp: &mut Self::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
-        let sges = core::slice::from_ref(&sge);
-        self.post_send(qp, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok()
+    fn post_one(
+        &mut self,
+        _qp: &mut Self::Qp,
+        _op: RequestOp,
+        _sge: Sge,
+        _cookie: u64,
+        _flags: CompletionFlags,
+    ) -> bool {
+        false
     }
 
     /// Whether the transport's queues may be driven from several threads
@@ -368,7 +374,8 @@ pub trait Backend {
     /// consumed, when the CQ is empty, `accept` refused, or the entry is
     /// one the transport leaves to `cq_poll` (an error, an SRQ's receive,
     /// a request that retires others with it): the ordinary dequeue then
-    /// decides. A transport may offer no lane at all.
+    /// decides. Like [`Backend::post_one`], it must not panic, and a
+    /// transport may offer no lane at all.
     #[inline(always)]
     fn cq_lane<G>(
         &mut self,

@@ -524,6 +524,22 @@ impl Backend for MockBackend {
         Ok(())
     }
 
+    /// The lane is the ordinary post, which leaves no trace when it fails.
+    fn post_one(&mut self, qp: &mut u32, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
+        let sges = core::slice::from_ref(&sge);
+        self.post_send(qp, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok()
+    }
+
+    /// The next completion, taken only if `accept` takes it.
+    fn cq_lane<G>(&mut self, cq: &mut u32, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
+        self.run_due();
+        let cq = self.cqs.get_mut(*cq as usize)?;
+        let c = *cq.entries.front()?;
+        let accepted = accept(&c)?;
+        cq.entries.pop_front();
+        Some((c, accepted))
+    }
+
     fn post_recv(&mut self, qp: &mut u32, sges: &[Sge], cookie: u64) -> DatResult<()> {
         let i = *qp as usize;
         let q = self.qps.get_mut(i).ok_or(DatError::of(ErrorType::InternalError))?;

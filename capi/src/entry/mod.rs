@@ -192,6 +192,11 @@ impl<'a> Named<'a> {
 /// provider that does not share, under the provider's lock: its lane
 /// first; if the lane did not take the call, the ordinary call, out of
 /// line, which decides the exact `DAT_RETURN`.
+///
+/// The lane runs outside `catch_unwind`, whose closure would put every
+/// argument in memory: a lane cannot panic (it indexes nothing unchecked
+/// that is not masked, and branches to "not taken" instead of failing).
+/// The ordinary call is guarded as [`guarded_on`] guards every call.
 #[inline(always)]
 pub(crate) fn lane_or<B: Transport>(
     inst: &'static Instance<B>,
@@ -200,19 +205,21 @@ pub(crate) fn lane_or<B: Transport>(
     lane: impl FnOnce(&mut Core<B>, Named<'_>) -> bool,
     ordinary: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    guarded_on(inst, || {
-        let mut cx = Cx { inst, st: inst.state.lock() };
-        let State { core, handles, .. } = &mut *cx.st;
-        if let Some((index, word)) = handles.slot_of(h, kind) {
-            if lane(core, Named { index, handles, kind, word }) {
-                return Ok(());
-            }
+    if inst.poisoned.load(Ordering::Relaxed) {
+        return DatError::of(ErrorType::InternalError).to_raw();
+    }
+    let mut cx = Cx { inst, st: inst.state.lock() };
+    let State { core, handles, .. } = &mut *cx.st;
+    if let Some((index, word)) = handles.slot_of(h, kind) {
+        if lane(core, Named { index, handles, kind, word }) {
+            return DAT_SUCCESS;
         }
-        not_taken(&mut cx, h, kind, ordinary)
-    })
+    }
+    not_taken(&mut cx, h, kind, ordinary)
 }
 
-/// The ordinary call, where its lane did not take it.
+/// The ordinary call, where its lane did not take it, guarded as
+/// [`guarded_on`] guards a call: a panic poisons the provider.
 #[cold]
 #[inline(never)]
 fn not_taken<B: Transport>(
@@ -220,9 +227,17 @@ fn not_taken<B: Transport>(
     h: DAT_HANDLE,
     kind: Kind,
     ordinary: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
-) -> DatResult<()> {
-    let raw = cx.raw(h, kind)?;
-    ordinary(cx, raw)
+) -> DAT_RETURN {
+    match catch_unwind(AssertUnwindSafe(|| {
+        let raw = cx.raw(h, kind)?;
+        ordinary(cx, raw)
+    })) {
+        Ok(r) => ret(r),
+        Err(_) => {
+            cx.inst.poisoned.store(true, Ordering::Relaxed);
+            DatError::of(ErrorType::InternalError).to_raw()
+        }
+    }
 }
 
 /// What a slot udat does not offer answers.

@@ -1,0 +1,226 @@
+//! The lanes against their ordinary calls: twin providers built by the
+//! same calls, one posting and dequeuing through the lane first (the
+//! ordinary call only where the lane did not take it), the other through
+//! the ordinary call alone. A lane never takes what the ordinary call
+//! refuses, and the twins answer and hold the same throughout.
+mod common;
+use common::*;
+use udat_core::backend::RequestOp;
+use udat_core::types::*;
+use udat_core::*;
+
+/// The state an EP starts a case in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum EpCase {
+    Unconnected,
+    Connecting,
+    Connected,
+    Disconnected,
+    /// Connected, its one request slot taken.
+    Full,
+    /// Connected, and admitting unsignalled requests.
+    Unsignalled,
+    /// Freed: the handle is stale.
+    Freed,
+}
+
+/// The segment a case posts.
+#[derive(Clone, Copy, Debug)]
+enum SegCase {
+    Good,
+    Empty,
+    /// A context no LMR has.
+    Unknown,
+    /// Past the end of its LMR.
+    Outside,
+    /// An LMR of another PZ.
+    OtherPz,
+    /// An LMR the HCA may read but not write.
+    ReadOnly,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum OpCase {
+    Send,
+    Write { remote: u32 },
+    Read { remote: u32 },
+}
+
+const EPS: [EpCase; 7] = [
+    EpCase::Unconnected,
+    EpCase::Connecting,
+    EpCase::Connected,
+    EpCase::Disconnected,
+    EpCase::Full,
+    EpCase::Unsignalled,
+    EpCase::Freed,
+];
+const SEGS: [SegCase; 6] =
+    [SegCase::Good, SegCase::Empty, SegCase::Unknown, SegCase::Outside, SegCase::OtherPz, SegCase::ReadOnly];
+const OPS: [OpCase; 5] = [
+    OpCase::Send,
+    OpCase::Write { remote: 64 },
+    OpCase::Write { remote: 8 },
+    OpCase::Read { remote: 64 },
+    OpCase::Read { remote: 128 },
+];
+const FLAGS: [u32; 6] = [
+    CompletionFlags::DEFAULT.0,
+    CompletionFlags::SUPPRESS.0,
+    CompletionFlags::UNSIGNALLED.0,
+    CompletionFlags::SOLICITED_WAIT.0,
+    CompletionFlags::BARRIER_FENCE.0,
+    0x80,
+];
+
+/// A fixture with the case's EP and segment; the same calls every time.
+fn world(ep: EpCase, seg: SegCase) -> (Fx, EpHandle, LmrTriplet) {
+    let mut fx = Fx::new();
+    let h = match ep {
+        EpCase::Unconnected => fx.ep(),
+        EpCase::Connecting => fx.ep_connecting(),
+        EpCase::Connected => fx.ep_connected(),
+        EpCase::Disconnected => fx.ep_disconnected(),
+        EpCase::Full => {
+            let attr = EpAttr { max_request_dtos: 1, ..fx.attr() };
+            let h = fx.ep_with(Some(&attr));
+            fx.establish(h);
+            fx.p.ep_post_send(h, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+            h
+        }
+        EpCase::Unsignalled => {
+            // Both streams feed one EVD, so they share its notification mode.
+            let unsignalled = CompletionFlags::UNSIGNALLED;
+            let attr =
+                EpAttr { request_completion_flags: unsignalled, recv_completion_flags: unsignalled, ..fx.attr() };
+            let h = fx.ep_with(Some(&attr));
+            fx.establish(h);
+            h
+        }
+        EpCase::Freed => {
+            let h = fx.ep();
+            fx.p.ep_free(h).unwrap();
+            h
+        }
+    };
+    let other_pz = fx.p.pz_create(fx.ia).unwrap();
+    let region = |address| MemType::Virtual { address, length: BUF_LEN };
+    let other = fx.p.lmr_create(fx.ia, region(BUF + BUF_LEN), other_pz, MemPriv::ALL).unwrap();
+    let read_only = fx.p.lmr_create(fx.ia, region(BUF + 2 * BUF_LEN), fx.pz, MemPriv::LOCAL_READ).unwrap();
+    let at = |created: &LmrCreated, len| LmrTriplet {
+        virtual_address: created.registered_address,
+        segment_length: len,
+        lmr_context: created.lmr_context,
+    };
+    let seg = match seg {
+        SegCase::Good => fx.seg(0, 64),
+        SegCase::Empty => fx.seg(0, 0),
+        SegCase::Unknown => LmrTriplet { lmr_context: fx.lmr.lmr_context ^ 0x4000, ..fx.seg(0, 64) },
+        SegCase::Outside => fx.seg(BUF_LEN - 8, 64),
+        SegCase::OtherPz => at(&other, 64),
+        SegCase::ReadOnly => at(&read_only, 64),
+    };
+    (fx, h, seg)
+}
+
+fn request(op: OpCase, fx: &Fx) -> RequestOp {
+    match op {
+        OpCase::Send => RequestOp::Send,
+        OpCase::Write { remote } => RequestOp::RdmaWrite { remote: fx.remote(remote) },
+        OpCase::Read { remote } => RequestOp::RdmaRead { remote: fx.remote(remote) },
+    }
+}
+
+fn ordinary(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
+    match op {
+        RequestOp::Send => fx.p.ep_post_send(ep, &[seg], 9, flags),
+        RequestOp::RdmaWrite { remote } => fx.p.ep_post_rdma_write(ep, &[seg], 9, &remote, flags),
+        RequestOp::RdmaRead { remote } => fx.p.ep_post_rdma_read(ep, &[seg], 9, &remote, flags),
+        _ => unreachable!("no lane"),
+    }
+}
+
+#[test]
+fn the_request_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does() {
+    let (mut taken, mut refused) = (0, 0);
+    for ep_case in EPS {
+        for seg_case in SEGS {
+            for op_case in OPS {
+                for flags in FLAGS.map(CompletionFlags) {
+                    let (mut a, ep, seg) = world(ep_case, seg_case);
+                    let (mut b, _, _) = world(ep_case, seg_case);
+                    let op = request(op_case, &a);
+                    let raw = ep.raw();
+                    let lane = a.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 9, op, flags);
+                    let through_lane = if lane { Ok(()) } else { ordinary(&mut a, ep, seg, op, flags) };
+                    let alone = ordinary(&mut b, ep, seg, op, flags);
+                    let case = (ep_case, seg_case, op_case, flags);
+                    assert!(!lane || alone.is_ok(), "the lane took {case:?}, which the post refuses: {alone:?}");
+                    assert_eq!(through_lane, alone, "{case:?}");
+                    if ep_case != EpCase::Freed {
+                        assert_eq!(a.p.backend().pending_sends(ep), b.p.backend().pending_sends(ep), "{case:?}");
+                        assert_eq!(a.p.ep_get_status(ep).unwrap(), b.p.ep_get_status(ep).unwrap(), "{case:?}");
+                    }
+                    if lane {
+                        taken += 1;
+                    } else if alone.is_err() {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+    }
+    // Both sides of the lane were exercised.
+    assert!(taken > 20 && refused > 200, "taken {taken}, refused {refused}");
+}
+
+#[test]
+fn a_lane_refuses_a_handle_of_another_generation() {
+    let (mut fx, ep, seg) = world(EpCase::Connected, SegCase::Good);
+    let raw = ep.raw();
+    let stale = raw.generation().wrapping_add(1);
+    assert!(!fx.p.lane_request(raw.index(), |g| g == stale, &seg, 1, RequestOp::Send, CompletionFlags::DEFAULT));
+    assert!(fx.p.lane_dequeue(fx.dto_evd.raw().index(), |g| g == stale).is_none());
+    assert_eq!(fx.p.backend().pending_sends(ep), 0);
+}
+
+#[test]
+fn the_dequeue_lane_hands_over_exactly_what_the_ordinary_dequeue_does() {
+    // A send that succeeds or fails; a receive that fits its buffer or
+    // overruns it.
+    for (recv, fail) in [(false, false), (false, true), (true, false), (true, true)] {
+        let twin = || {
+            let (mut fx, ep, seg) = world(EpCase::Connected, SegCase::Good);
+            if recv {
+                fx.p.ep_post_recv(ep, &[seg], 5, CompletionFlags::DEFAULT).unwrap();
+                fx.p.backend_mut().complete_recv(ep, if fail { 4 * seg.segment_length } else { seg.segment_length });
+            } else {
+                fx.p.ep_post_send(ep, &[seg], 5, CompletionFlags::DEFAULT).unwrap();
+                let status = if fail { DtoStatus::LocalLength } else { DtoStatus::Success };
+                fx.p.backend_mut().complete_send(ep, status);
+            }
+            (fx, ep)
+        };
+        let ((mut a, ep), (mut b, _)) = (twin(), twin());
+        let evd = a.dto_evd.raw();
+        let lane = a.p.lane_dequeue(evd.index(), |g| g == evd.generation());
+        let alone = b.p.evd_dequeue(b.dto_evd);
+        let case = (recv, fail);
+        let succeeded = |e: &Event| matches!(e.data, EventData::Dto { status: DtoStatus::Success, .. });
+        match lane {
+            Some(e) => {
+                assert!(succeeded(&e), "the lane took a failure: {case:?} {e:?}");
+                assert_eq!(Ok(e), alone, "{case:?}");
+            }
+            None => {
+                assert!(fail, "the lane refused a plain success: {case:?}");
+                assert_eq!(a.p.evd_dequeue(a.dto_evd), alone, "{case:?}");
+            }
+        }
+        // Afterwards the twins hold the same: the EP's state, and what is
+        // left on the EVDs.
+        assert_eq!(a.p.ep_get_status(ep).unwrap(), b.p.ep_get_status(ep).unwrap(), "{case:?}");
+        assert_eq!(a.drain(a.dto_evd), b.drain(b.dto_evd), "{case:?}");
+        assert_eq!(a.drain(a.conn_evd), b.drain(b.conn_evd), "{case:?}");
+    }
+}

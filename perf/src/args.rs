@@ -39,6 +39,11 @@ options:
       --csv FILE      write the results as CSV (- for standard output)
       --compare       loopback: run perftest's matching program with the
                       same parameters on the same device, and print both
+                      with the ratio; fails if perftest gave nothing to
+                      compare with
+      --rounds N      loopback: measure N times, each udat run followed by
+                      perftest's (with --compare), and report each figure's
+                      median across the rounds (default 1)
 ";
 
 /// The tests.
@@ -134,6 +139,7 @@ pub struct Options {
     pub json: Option<String>,
     pub csv: Option<String>,
     pub compare: bool,
+    pub rounds: u32,
 }
 
 impl Options {
@@ -185,6 +191,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         json: None,
         csv: None,
         compare: false,
+        rounds: 1,
     };
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -219,6 +226,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--json" => o.json = Some(value()?.clone()),
             "--csv" => o.csv = Some(value()?.clone()),
             "--compare" => o.compare = true,
+            "--rounds" => o.rounds = number(value()?)?,
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown option {other}\n\n{USAGE}")),
         }
@@ -238,7 +246,7 @@ fn check(o: &Options) -> Result<(), String> {
     if o.duration.is_some() && o.all {
         return Err("--duration measures one size; drop --all".into());
     }
-    if o.iters == 0 || o.signal == 0 || o.post_list == 0 || o.tx_depth == 0 || o.eps == 0 || o.threads == 0 {
+    if [o.iters, o.signal, o.post_list, o.tx_depth, o.eps, o.threads, o.rounds].contains(&0) {
         return Err("counts must be at least 1".into());
     }
     if o.signal > o.tx_depth || o.post_list > o.tx_depth {
@@ -252,6 +260,9 @@ fn check(o: &Options) -> Result<(), String> {
     }
     if o.compare && o.role != Role::Loopback {
         return Err("--compare runs both sides here: use loopback".into());
+    }
+    if o.rounds > 1 && o.role != Role::Loopback {
+        return Err("--rounds runs both sides here: use loopback".into());
     }
     if o.compare && o.device == "model" {
         return Err("--compare needs a verbs device for perftest".into());
@@ -278,6 +289,7 @@ mod tests {
         for t in Test::ALL {
             assert_eq!(Test::from_code(t.code()), Some(t));
         }
+        assert_eq!((p("loopback").unwrap().rounds, p("loopback --rounds 3 --compare").unwrap().rounds), (1, 3));
     }
 
     #[test]
@@ -292,6 +304,8 @@ mod tests {
             "server -t write_lat -q 2",
             "server -c 200",
             "server --compare",
+            "client 1.2.3.4 --rounds 3",
+            "loopback --rounds 0",
             "client 1.2.3.4 -d model",
             "loopback -d model --compare",
             "server --api go",

@@ -8,6 +8,7 @@ mod c_api;
 mod link;
 mod output;
 mod perftest;
+mod rounds;
 mod run;
 mod rust_api;
 mod stats;
@@ -170,21 +171,7 @@ fn combine(per_thread: Vec<Vec<Measured>>) -> Vec<Measured> {
 fn run(o: &Options) -> Result<(), String> {
     if o.role == Role::Loopback && o.device == "model" {
         pin(o.cpu, "client and server");
-        let rows = match o.api {
-            Api::Rust => {
-                let hca = udat_mlx5_model::SoftHca::new();
-                let d = depth(o);
-                let server = Side::open(udat_mlx5::Mlx5::<_>::new(hca.clone()), "mlx5_model0", o.eps, d)?;
-                let client = Side::open(udat_mlx5::Mlx5::<_>::new(hca), "mlx5_model1", o.eps, d)?;
-                model_loopback(o, server, client)?
-            }
-            // One provider, hence one software HCA, serves both IAs.
-            Api::C => {
-                let name = "udat-model-mlx5_model0";
-                model_loopback(o, CSide::open(name, o.eps, depth(o))?, CSide::open(name, o.eps, depth(o))?)?
-            }
-        };
-        return report(o, &rows, None);
+        return in_rounds(o, model);
     }
     match o.api {
         Api::Rust => roles(o, rust_side, rust_side),
@@ -221,40 +208,66 @@ fn roles<P: Peer + 'static>(
         }
         Role::Loopback => {
             pin(o.cpu, "client");
-            let mut ready = Vec::new();
-            let mut servers = Vec::new();
-            let mut address = None;
-            for t in 0..u64::from(o.threads) {
-                let (tx, rx) = mpsc::channel();
-                let (atx, arx) = mpsc::channel();
-                let o2 = o.clone();
-                servers.push(spawn(move || {
-                    pin(o2.cpu.map(|c| c + 1), "server");
-                    let side = open_server(&o2)?;
-                    let _ = atx.send(side.address()?);
-                    serve(side, &o2, o2.port + t, Some(tx))
-                }));
-                address = Some(arx.recv().map_err(|_| "the server did not open its device")?);
-                ready.push(rx);
-            }
-            for r in ready {
-                r.recv().map_err(|_| "the server did not listen")?;
-            }
-            let address = address.ok_or("no server")?;
-            let rows = threads(o, open, address);
-            for s in servers {
-                s.join().map_err(|_| "a server thread panicked")??;
-            }
-            let rows = rows?;
-            let compared = if o.compare {
-                let at = std::env::var("UDAT_RDMA_ADDR").unwrap_or_else(|_| "127.0.0.1".into());
-                Some(perftest::run(o, &at)?)
-            } else {
-                None
-            };
-            report(o, &rows, compared.as_deref())
+            in_rounds(o, |o| loopback(o, open, open_server))
         }
     }
+}
+
+/// Run `once` `o.rounds` times, each run followed by perftest's when
+/// comparing (so that both meet the same moods of a noisy machine), and
+/// report each figure's median across the rounds.
+fn in_rounds(o: &Options, once: impl Fn(&Options) -> Result<Vec<Measured>, String>) -> Result<(), String> {
+    let at = std::env::var("UDAT_RDMA_ADDR").unwrap_or_else(|_| "127.0.0.1".into());
+    let (mut udat, mut perftest) = (Vec::new(), Vec::new());
+    for round in 1..=o.rounds {
+        if o.rounds > 1 {
+            eprintln!("udat-perf: round {round} of {}", o.rounds);
+        }
+        udat.push(once(o)?);
+        if o.compare {
+            let run = perftest::run(o, &at);
+            if let Err(e) = &run {
+                eprintln!("udat-perf: {e}");
+            }
+            perftest.push(run);
+        }
+    }
+    let compared = o.compare.then(|| rounds::Perftest::of(perftest));
+    report(o, &rounds::udat(udat), compared.as_ref())
+}
+
+/// One loopback run over verbs: the servers in threads of their own, the
+/// client's threads against them.
+fn loopback<P: Peer + 'static>(
+    o: &Options,
+    open: fn(&Options) -> Result<P, String>,
+    open_server: fn(&Options) -> Result<P, String>,
+) -> Result<Vec<Measured>, String> {
+    let mut ready = Vec::new();
+    let mut servers = Vec::new();
+    let mut address = None;
+    for t in 0..u64::from(o.threads) {
+        let (tx, rx) = mpsc::channel();
+        let (atx, arx) = mpsc::channel();
+        let o2 = o.clone();
+        servers.push(spawn(move || {
+            pin(o2.cpu.map(|c| c + 1), "server");
+            let side = open_server(&o2)?;
+            let _ = atx.send(side.address()?);
+            serve(side, &o2, o2.port + t, Some(tx))
+        }));
+        address = Some(arx.recv().map_err(|_| "the server did not open its device")?);
+        ready.push(rx);
+    }
+    for r in ready {
+        r.recv().map_err(|_| "the server did not listen")?;
+    }
+    let address = address.ok_or("no server")?;
+    let rows = threads(o, open, address);
+    for s in servers {
+        s.join().map_err(|_| "a server thread panicked")??;
+    }
+    rows
 }
 
 /// The client's threads, each with its own IA, on ports from `o.port`.
@@ -274,6 +287,24 @@ fn threads<P: Peer + 'static>(
         all.push(h.join().map_err(|_| "a client thread panicked")??);
     }
     Ok(combine(all))
+}
+
+/// One loopback run on the software HCA, through either API.
+fn model(o: &Options) -> Result<Vec<Measured>, String> {
+    match o.api {
+        Api::Rust => {
+            let hca = udat_mlx5_model::SoftHca::new();
+            let d = depth(o);
+            let server = Side::open(udat_mlx5::Mlx5::<_>::new(hca.clone()), "mlx5_model0", o.eps, d)?;
+            let client = Side::open(udat_mlx5::Mlx5::<_>::new(hca), "mlx5_model1", o.eps, d)?;
+            model_loopback(o, server, client)
+        }
+        // One provider, hence one software HCA, serves both IAs.
+        Api::C => {
+            let name = "udat-model-mlx5_model0";
+            model_loopback(o, CSide::open(name, o.eps, depth(o))?, CSide::open(name, o.eps, depth(o))?)
+        }
+    }
 }
 
 /// Both sides on the software HCA, which runs in this thread: the
@@ -303,22 +334,26 @@ fn model_loopback<P: Peer>(o: &Options, mut server_side: P, mut client_side: P) 
 }
 
 /// Print the results (and perftest's beside them), and write JSON or CSV
-/// where asked.
-fn report(o: &Options, rows: &[Measured], perftest: Option<&[perftest::Row]>) -> Result<(), String> {
+/// where asked. A comparison that holds no ratio is an error, once all is
+/// written.
+fn report(o: &Options, rows: &[Measured], perftest: Option<&rounds::Perftest>) -> Result<(), String> {
     let api = match o.api {
         Api::Rust => "rust",
         Api::C => "C",
     };
     let transport = if o.device == "model" { "model" } else { "verbs" };
-    println!("udat-perf {} on {} ({api} API, {transport})", o.test.name(), o.device);
+    let rounds = if o.rounds > 1 { format!("; medians of {} rounds", o.rounds) } else { String::new() };
+    println!("udat-perf {} on {} ({api} API, {transport}{rounds})", o.test.name(), o.device);
     print!("{}", output::table(o, rows));
     if o.histogram {
         print!("{}", output::histograms(rows));
     }
-    if let Some(p) = perftest {
-        println!("beside {} on {} (ratio: udat / perftest)", o.test.perftest(), o.device);
-        print!("{}", output::compare(o.test, rows, p));
-    }
+    let compared = perftest.map_or(Ok(()), |p| {
+        let (text, verdict) = output::beside(o, rows, p);
+        print!("{text}");
+        verdict
+    });
+    let perftest = perftest.map(|p| &p.rows[..]);
     let write = |path: &str, text: String| -> Result<(), String> {
         if path == "-" {
             print!("{text}");
@@ -333,5 +368,5 @@ fn report(o: &Options, rows: &[Measured], perftest: Option<&[perftest::Row]>) ->
     if let Some(path) = &o.csv {
         write(path, output::csv(rows, perftest))?;
     }
-    Ok(())
+    compared
 }

@@ -5,16 +5,58 @@ use std::fmt::Write as _;
 
 use crate::args::{Options, Test};
 use crate::perftest::Row;
+use crate::rounds::Perftest;
 use crate::run::Measured;
-use crate::stats::histogram;
+use crate::stats::{histogram, Summary};
 
 fn us(ns: f64) -> f64 {
     ns / 1e3
 }
 
+/// `v` right-aligned in `width` columns to `places` decimals, or `n/a`
+/// when it is not a finite number: an `inf` or `NaN` is never printed as
+/// a figure.
+fn fig(v: f64, width: usize, places: usize) -> String {
+    if v.is_finite() {
+        format!("{v:>width$.places$}")
+    } else {
+        format!("{:>width$}", "n/a")
+    }
+}
+
+/// `part / whole` when both were measured (finite, and `whole` above 0).
+fn ratio(part: f64, whole: f64) -> Option<f64> {
+    (part.is_finite() && whole.is_finite() && whole > 0.0).then(|| part / whole)
+}
+
+/// Why cells of a table read `n/a`, each reason said once.
+#[derive(Default)]
+struct Notes(Vec<String>);
+
+impl Notes {
+    /// Note `v`, reported by `who` as `what` at `size` bytes, if it is no
+    /// figure (or a `zero` one, for a ratio's denominator).
+    fn check(&mut self, who: &str, what: &str, size: u32, v: f64, zero: bool) {
+        if !v.is_finite() || (zero && v <= 0.0) {
+            self.add(format!("{who} reported {v} as {what} at {size} bytes"));
+        }
+    }
+
+    fn add(&mut self, why: String) {
+        if !self.0.contains(&why) {
+            self.0.push(why);
+        }
+    }
+
+    fn text(&self) -> String {
+        self.0.iter().map(|why| format!("n/a: {why}\n")).collect()
+    }
+}
+
 /// The results table.
 pub fn table(o: &Options, rows: &[Measured]) -> String {
     let mut t = String::new();
+    let mut notes = Notes::default();
     if o.test.is_latency() {
         let _ = writeln!(
             t,
@@ -31,22 +73,20 @@ pub fn table(o: &Options, rows: &[Measured]) -> String {
             "poll[ns]"
         );
         for m in rows {
-            if let Some(l) = m.latency {
-                let _ = writeln!(
-                    t,
-                    "{:>8} {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.0} {:>9.0}",
-                    m.size,
-                    m.iterations,
-                    us(l.min),
-                    us(l.p50),
-                    us(l.avg),
-                    us(l.p99),
-                    us(l.p999),
-                    us(l.max),
-                    m.post_ns,
-                    m.poll_ns
-                );
-            }
+            let Some(l) = m.latency else { continue };
+            let figures =
+                [("min", l.min), ("p50", l.p50), ("avg", l.avg), ("p99", l.p99), ("p99.9", l.p999), ("max", l.max)];
+            let mut cells = figures
+                .map(|(what, v)| {
+                    notes.check("udat", what, m.size, v, false);
+                    fig(us(v), 9, 2)
+                })
+                .to_vec();
+            cells.extend([("post time", m.post_ns), ("poll time", m.poll_ns)].map(|(what, v)| {
+                notes.check("udat", what, m.size, v, false);
+                fig(v, 9, 0)
+            }));
+            let _ = writeln!(t, "{:>8} {:>10} {}", m.size, m.iterations, cells.join(" "));
         }
     } else {
         let _ = writeln!(
@@ -55,14 +95,23 @@ pub fn table(o: &Options, rows: &[Measured]) -> String {
             "bytes", "iters", "MB/s", "Mops/s", "post[ns]", "poll[ns]"
         );
         for m in rows {
+            for (what, v) in [("MB/s", m.mb_s), ("Mops/s", m.mops), ("post time", m.post_ns), ("poll time", m.poll_ns)]
+            {
+                notes.check("udat", what, m.size, v, false);
+            }
             let _ = writeln!(
                 t,
-                "{:>8} {:>10} {:>10.2} {:>10.4} {:>9.0} {:>9.0}",
-                m.size, m.iterations, m.mb_s, m.mops, m.post_ns, m.poll_ns
+                "{:>8} {:>10} {} {} {} {}",
+                m.size,
+                m.iterations,
+                fig(m.mb_s, 10, 2),
+                fig(m.mops, 10, 4),
+                fig(m.post_ns, 9, 0),
+                fig(m.poll_ns, 9, 0)
             );
         }
     }
-    t
+    t + &notes.text()
 }
 
 /// A histogram per size.
@@ -77,8 +126,15 @@ pub fn histograms(rows: &[Measured]) -> String {
     t
 }
 
-/// udat beside perftest, size by size, with the ratio udat / perftest.
-pub fn compare(test: Test, udat: &[Measured], perftest: &[Row]) -> String {
+/// udat beside perftest, as printed, and how many ratios it holds.
+pub struct Comparison {
+    pub text: String,
+    pub ratios: usize,
+}
+
+/// udat beside perftest, size by size, with the ratio udat / perftest
+/// where both measured the figure; `n/a` elsewhere, with the reason.
+pub fn compare(test: Test, udat: &[Measured], perftest: &[Row]) -> Comparison {
     let mut t = String::new();
     if test.is_latency() {
         let _ = writeln!(
@@ -93,40 +149,116 @@ pub fn compare(test: Test, udat: &[Measured], perftest: &[Row]) -> String {
             "bytes", "udat MB/s", "Mops/s", "pt MB/s", "Mpps", "ratio"
         );
     }
+    let program = test.perftest();
+    let mut notes = Notes::default();
+    let mut ratios = Vec::new();
     for m in udat {
-        let Some(row) = perftest.iter().find(|r| r.bytes() == m.size) else { continue };
-        match (*row, m.latency) {
-            (Row::Latency { min, typical, avg, .. }, Some(l)) => {
-                let _ = writeln!(
-                    t,
-                    "{:>8} | {:>10.2} {:>10.2} {:>10.2} | {:>10.2} {:>10.2} {:>10.2} | {:>7.2} {:>7.2}",
-                    m.size,
-                    us(l.min),
-                    us(l.p50),
-                    us(l.avg),
-                    min,
-                    typical,
-                    avg,
-                    us(l.p50) / typical,
-                    us(l.avg) / avg
-                );
-            }
-            (Row::Bandwidth { avg, mpps, .. }, _) => {
-                let _ = writeln!(
-                    t,
-                    "{:>8} | {:>12.2} {:>10.4} | {:>12.2} {:>10.4} | {:>7.2}",
-                    m.size,
-                    m.mb_s,
-                    m.mops,
-                    avg,
-                    mpps,
-                    m.mb_s / avg
-                );
-            }
-            _ => {}
+        let row = perftest.iter().find(|r| r.bytes() == m.size);
+        if row.is_none() {
+            notes.add(format!("{program} reported nothing at {} bytes", m.size));
         }
+        let line = if test.is_latency() {
+            latency_line(m, row, program, &mut notes, &mut ratios)
+        } else {
+            bandwidth_line(m, row, program, &mut notes, &mut ratios)
+        };
+        t.push_str(&line);
     }
-    t
+    let measured = ratios.iter().flatten().count();
+    Comparison { text: t + &notes.text(), ratios: measured }
+}
+
+/// A ratio's cell, kept in `ratios`.
+fn ratio_cell(r: Option<f64>, ratios: &mut Vec<Option<f64>>) -> String {
+    ratios.push(r);
+    fig(r.unwrap_or(f64::NAN), 7, 2)
+}
+
+fn latency_line(
+    m: &Measured,
+    row: Option<&Row>,
+    program: &str,
+    notes: &mut Notes,
+    ratios: &mut Vec<Option<f64>>,
+) -> String {
+    let nan = f64::NAN;
+    let (min, typical, avg) = match row {
+        Some(&Row::Latency { min, typical, avg, .. }) => (min, typical, avg),
+        _ => (nan, nan, nan),
+    };
+    if row.is_some() {
+        notes.check(program, "its minimum", m.size, min, false);
+        notes.check(program, "its typical latency", m.size, typical, true);
+        notes.check(program, "its average", m.size, avg, true);
+    }
+    let (u_min, u_p50, u_avg) = m.latency.map_or((nan, nan, nan), |l| (us(l.min), us(l.p50), us(l.avg)));
+    if m.latency.is_none() {
+        notes.add(format!("udat took no samples at {} bytes", m.size));
+    }
+    format!(
+        "{:>8} | {} {} {} | {} {} {} | {} {}\n",
+        m.size,
+        fig(u_min, 10, 2),
+        fig(u_p50, 10, 2),
+        fig(u_avg, 10, 2),
+        fig(min, 10, 2),
+        fig(typical, 10, 2),
+        fig(avg, 10, 2),
+        ratio_cell(ratio(u_p50, typical), ratios),
+        ratio_cell(ratio(u_avg, avg), ratios)
+    )
+}
+
+fn bandwidth_line(
+    m: &Measured,
+    row: Option<&Row>,
+    program: &str,
+    notes: &mut Notes,
+    ratios: &mut Vec<Option<f64>>,
+) -> String {
+    let (avg, mpps) = match row {
+        Some(&Row::Bandwidth { avg, mpps, .. }) => (avg, mpps),
+        _ => (f64::NAN, f64::NAN),
+    };
+    if row.is_some() {
+        notes.check(program, "its bandwidth", m.size, avg, true);
+        notes.check(program, "its message rate", m.size, mpps, false);
+    }
+    notes.check("udat", "its bandwidth", m.size, m.mb_s, false);
+    format!(
+        "{:>8} | {} {} | {} {} | {}\n",
+        m.size,
+        fig(m.mb_s, 12, 2),
+        fig(m.mops, 10, 4),
+        fig(avg, 12, 2),
+        fig(mpps, 10, 4),
+        ratio_cell(ratio(m.mb_s, avg), ratios)
+    )
+}
+
+/// The comparison with perftest over its rounds, as printed, and an
+/// error when it holds no ratio: perftest gave nothing to compare with,
+/// and a comparison asked for must not pass silently.
+pub fn beside(o: &Options, udat: &[Measured], p: &Perftest) -> (String, Result<(), String>) {
+    let program = o.test.perftest();
+    let mut t = format!("beside {program} on {} (ratio: udat / perftest", o.device);
+    if o.rounds > 1 && p.measured == o.rounds as usize {
+        let _ = write!(t, "; medians of {} rounds", o.rounds);
+    } else if o.rounds > 1 {
+        let _ = write!(t, "; medians of the {} of {} rounds {program} measured", p.measured, o.rounds);
+    }
+    t.push_str(")\n");
+    for (round, why) in &p.failures {
+        let _ = writeln!(t, "{program} gave no figures in round {round} of {}: {why}", o.rounds);
+    }
+    let c = compare(o.test, udat, &p.rows);
+    if !p.rows.is_empty() {
+        t.push_str(&c.text);
+    }
+    if c.ratios > 0 {
+        return (t, Ok(()));
+    }
+    (t, Err(format!("no ratio to report: {program} gave no figure to compare udat with (see above)")))
 }
 
 fn json_number(v: f64) -> String {
@@ -179,9 +311,10 @@ fn json_perftest(r: &Row) -> String {
 pub fn json(o: &Options, api: &str, transport: &str, udat: &[Measured], perftest: Option<&[Row]>) -> String {
     let rows: Vec<String> = udat.iter().map(json_row).collect();
     let mut s = format!(
-        "{{\"tool\": \"udat-perf\", \"test\": \"{}\", \"device\": \"{}\", \"api\": \"{api}\", \"transport\": \"{transport}\", \"udat\": [{}]",
+        "{{\"tool\": \"udat-perf\", \"test\": \"{}\", \"device\": \"{}\", \"api\": \"{api}\", \"transport\": \"{transport}\", \"rounds\": {}, \"udat\": [{}]",
         o.test.name(),
         o.device.replace(['"', '\\'], ""),
+        o.rounds,
         rows.join(", ")
     );
     if let Some(p) = perftest {
@@ -197,33 +330,44 @@ pub fn json(o: &Options, api: &str, transport: &str, udat: &[Measured], perftest
 pub fn csv(udat: &[Measured], perftest: Option<&[Row]>) -> String {
     let mut s =
         String::from("tool,bytes,iterations,min_us,p50_us,avg_us,p99_us,p999_us,max_us,mb_s,mops,post_ns,poll_ns\n");
+    // A figure not measured (absent or not finite) is an empty field.
+    let f =
+        |v: Option<f64>, places: usize| v.filter(|v| v.is_finite()).map_or(String::new(), |v| format!("{v:.places$}"));
     for m in udat {
         let l = m.latency;
-        let f = |v: Option<f64>| v.map_or(String::new(), |v| format!("{:.4}", us(v)));
+        let lat = |pick: fn(&Summary) -> f64| f(l.as_ref().map(|l| us(pick(l))), 4);
         let _ = writeln!(
             s,
-            "udat,{},{},{},{},{},{},{},{},{:.4},{:.6},{:.1},{:.1}",
+            "udat,{},{},{},{},{},{},{},{},{},{},{},{}",
             m.size,
             m.iterations,
-            f(l.map(|l| l.min)),
-            f(l.map(|l| l.p50)),
-            f(l.map(|l| l.avg)),
-            f(l.map(|l| l.p99)),
-            f(l.map(|l| l.p999)),
-            f(l.map(|l| l.max)),
-            m.mb_s,
-            m.mops,
-            m.post_ns,
-            m.poll_ns
+            lat(|l| l.min),
+            lat(|l| l.p50),
+            lat(|l| l.avg),
+            lat(|l| l.p99),
+            lat(|l| l.p999),
+            lat(|l| l.max),
+            f(Some(m.mb_s), 4),
+            f(Some(m.mops), 6),
+            f(Some(m.post_ns), 1),
+            f(Some(m.poll_ns), 1)
         );
     }
     for r in perftest.unwrap_or_default() {
+        let g = |v: f64| f(Some(v), 4);
         let _ = match *r {
-            Row::Latency { bytes, iterations, min, max, typical, avg, p99, p999 } => {
-                writeln!(s, "perftest,{bytes},{iterations},{min},{typical},{avg},{p99},{p999},{max},,,,")
-            }
+            Row::Latency { bytes, iterations, min, max, typical, avg, p99, p999 } => writeln!(
+                s,
+                "perftest,{bytes},{iterations},{},{},{},{},{},{},,,,",
+                g(min),
+                g(typical),
+                g(avg),
+                g(p99),
+                g(p999),
+                g(max)
+            ),
             Row::Bandwidth { bytes, iterations, avg, mpps, .. } => {
-                writeln!(s, "perftest,{bytes},{iterations},,,,,,,{avg},{mpps},,")
+                writeln!(s, "perftest,{bytes},{iterations},,,,,,,{},{},,", g(avg), f(Some(mpps), 6))
             }
         };
     }
@@ -233,7 +377,6 @@ pub fn csv(udat: &[Measured], perftest: Option<&[Row]>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::Summary;
 
     fn lat(size: u32, p50: f64) -> Measured {
         let mut samples = vec![1000, 2000, 3000];
@@ -265,7 +408,82 @@ mod tests {
         let c = csv(&[lat(2, 2000.0)], Some(&perftest));
         assert_eq!(c.lines().count(), 3);
         assert!(c.lines().all(|l| l.split(',').count() == 13), "{c}");
-        let t = compare(Test::WriteLat, &[lat(2, 3000.0)], &perftest);
-        assert!(t.lines().nth(1).unwrap().trim_end().ends_with("1.50    1.00"), "{t}");
+        let c = compare(Test::WriteLat, &[lat(2, 3000.0)], &perftest);
+        assert!(c.text.lines().nth(1).unwrap().trim_end().ends_with("1.50    1.00"), "{}", c.text);
+        assert_eq!(c.ratios, 2);
+    }
+
+    fn compared(rows: Vec<Row>, failures: Vec<(usize, String)>) -> Perftest {
+        Perftest { measured: usize::from(!rows.is_empty()), rows, failures }
+    }
+
+    fn loopback(args: &str) -> Options {
+        crate::args::parse(&args.split_whitespace().map(String::from).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn a_perftest_figure_that_is_not_finite_is_not_printed_and_fails_the_comparison() {
+        // What ib_write_lat printed on a guest whose clock rate it could
+        // not read: every latency `inf`.
+        let inf = f64::INFINITY;
+        let row =
+            Row::Latency { bytes: 2, iterations: 3, min: inf, max: inf, typical: inf, avg: inf, p99: inf, p999: inf };
+        let o = loopback("loopback --compare");
+        let (text, verdict) = beside(&o, &[lat(2, 2000.0)], &compared(vec![row], Vec::new()));
+        assert!(!text.contains("inf |") && !text.contains("0.00"), "{text}");
+        assert!(text.lines().nth(2).unwrap().trim_end().ends_with("n/a     n/a"), "{text}");
+        assert!(text.contains("n/a: ib_write_lat reported inf as its typical latency at 2 bytes"), "{text}");
+        assert!(verdict.unwrap_err().contains("ib_write_lat gave no figure to compare udat with"));
+        let nan = Row::Bandwidth { bytes: 65536, iterations: 3, peak: 1.0, avg: f64::NAN, mpps: 0.0 };
+        let c = compare(Test::WriteBw, &[Measured { size: 65536, ..lat(65536, 1.0) }], &[nan]);
+        assert!(!c.text.contains("NaN |") && c.ratios == 0, "{}", c.text);
+        assert!(c.text.contains("n/a: ib_write_bw reported NaN as its bandwidth at 65536 bytes"), "{}", c.text);
+    }
+
+    #[test]
+    fn a_zero_from_perftest_gives_no_ratio() {
+        let row = Row::Bandwidth { bytes: 65536, iterations: 3, peak: 0.0, avg: 0.0, mpps: 0.0 };
+        let c = compare(Test::WriteBw, &[Measured { size: 65536, ..lat(65536, 1.0) }], &[row]);
+        assert_eq!(c.ratios, 0);
+        assert!(c.text.lines().nth(1).unwrap().ends_with("n/a"), "{}", c.text);
+        assert!(c.text.contains("n/a: ib_write_bw reported 0 as its bandwidth at 65536 bytes"), "{}", c.text);
+    }
+
+    #[test]
+    fn a_failed_perftest_run_is_reported_with_its_last_lines_and_fails_the_comparison() {
+        let why =
+            "ib_write_lat failed (exit status: 1)\n  ib_write_lat client:\n     Couldn't connect to 192.0.2.1:19600";
+        let o = loopback("loopback --compare");
+        let (text, verdict) = beside(&o, &[lat(2, 2000.0)], &compared(Vec::new(), vec![(1, why.into())]));
+        assert!(text.contains("ib_write_lat gave no figures in round 1 of 1: ib_write_lat failed (exit status: 1)"));
+        assert!(text.contains("Couldn't connect to 192.0.2.1:19600"), "{text}");
+        assert!(!text.contains("| "), "no table of nothing: {text}");
+        assert!(verdict.is_err());
+    }
+
+    #[test]
+    fn a_round_without_perftest_leaves_the_others_compared() {
+        let row =
+            Row::Latency { bytes: 2, iterations: 3, min: 1.0, max: 3.0, typical: 2.0, avg: 2.0, p99: 3.0, p999: 3.0 };
+        let o = loopback("loopback --compare --rounds 3 -d rxe0");
+        let p = Perftest { rows: vec![row], measured: 2, failures: vec![(2, "ib_write_lat failed".into())] };
+        let (text, verdict) = beside(&o, &[lat(2, 2000.0)], &p);
+        assert!(
+            text.starts_with("beside ib_write_lat on rxe0 (ratio: udat / perftest; medians of the 2 of 3 rounds ib_write_lat measured)"),
+            "{text}"
+        );
+        assert!(text.contains("round 2 of 3") && text.contains("1.00"), "{text}");
+        assert!(verdict.is_ok());
+    }
+
+    #[test]
+    fn udat_s_own_table_prints_no_infinity() {
+        let o = loopback("loopback -t write_bw");
+        let m = Measured { size: 65536, mb_s: f64::INFINITY, ..lat(65536, 1.0) };
+        let t = table(&o, &[m]);
+        assert!(t.lines().filter(|l| !l.starts_with("n/a: ")).all(|l| !l.contains("inf")), "{t}");
+        assert!(t.contains("n/a: udat reported inf as MB/s at 65536 bytes"), "{t}");
+        let c = csv(&[Measured { mb_s: f64::INFINITY, ..lat(2, 1.0) }], None);
+        assert!(!c.contains("inf") && c.lines().nth(1).unwrap().split(',').nth(9) == Some(""), "{c}");
     }
 }

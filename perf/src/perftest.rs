@@ -108,43 +108,67 @@ pub fn parse(test: Test, out: &str) -> Vec<Row> {
     rows
 }
 
+/// The last `n` lines of `text` that say something, indented, for an
+/// error message.
+fn tail(text: &[u8], n: usize) -> String {
+    let text = String::from_utf8_lossy(text);
+    let lines: Vec<&str> = text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].iter().map(|l| format!("\n    {l}")).collect()
+}
+
+/// Why `program` did not start.
+fn not_started(program: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{program} is not installed (it is in the Debian package `perftest`)"),
+        _ => format!("{program}: {e}"),
+    }
+}
+
+/// Lines of perftest's output an error shows.
+const TAIL: usize = 5;
+
 /// Run perftest's program for `o.test` on `o.device`: a server, then a
-/// client to `address` once the server waits. Fails loudly if perftest
-/// is missing or its run fails.
+/// client to `address` once the server waits. A missing program, a run
+/// that fails or one that reports nothing is an error that says so, with
+/// the last lines perftest printed.
 pub fn run(o: &Options, address: &str) -> Result<Vec<Row>, String> {
     let program = o.test.perftest();
     let args = arguments(o);
     eprintln!("udat-perf: {program} {}", args.join(" "));
-    let mut server = Command::new(program)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("{program}: {e} (perftest is the Debian package `perftest`)"))?;
+    let spawned = Command::new(program).args(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn();
+    let mut server = spawned.map_err(|e| not_started(program, &e))?;
     // The server waits for its client on a TCP port (its banner is
     // buffered, so it says nothing until it exits).
     let port = o.port + 1000;
     let started = Instant::now();
     while !listening(port) {
-        if started.elapsed() > Duration::from_secs(60) || server.try_wait().is_ok_and(|s| s.is_some()) {
+        let exited = server.try_wait().ok().flatten();
+        if exited.is_some() || started.elapsed() > Duration::from_secs(60) {
             let _ = server.kill();
-            return Err(format!("the {program} server did not start listening on port {port}"));
+            let said = server.wait_with_output().map(|out| tail(&out.stderr, TAIL)).unwrap_or_default();
+            let how = exited.map_or("within 60 s".to_string(), |s| format!("(it exited: {s})"));
+            return Err(format!("the {program} server did not listen on port {port} {how}{said}"));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     let client = Command::new(program).args(&args).arg(address).output().map_err(|e| format!("{program}: {e}"))?;
-    let _ = server.wait();
-    let text = String::from_utf8_lossy(&client.stdout);
     if !client.status.success() {
-        return Err(format!(
-            "{program} failed ({}):\n{text}{}",
-            client.status,
-            String::from_utf8_lossy(&client.stderr)
-        ));
+        // A server whose client gave up may wait for it still.
+        let _ = server.kill();
     }
-    let rows = parse(o.test, &text);
+    let server = server.wait_with_output().map_err(|e| format!("{program}: {e}"))?;
+    if !client.status.success() {
+        let said = [("client", &client.stderr), ("server", &server.stderr), ("client's output", &client.stdout)]
+            .iter()
+            .map(|(who, text)| (who, tail(text, TAIL)))
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(who, t)| format!("\n  {program} {who}:{t}"))
+            .collect::<String>();
+        return Err(format!("{program} failed ({}){said}", client.status));
+    }
+    let rows = parse(o.test, &String::from_utf8_lossy(&client.stdout));
     if rows.is_empty() {
-        return Err(format!("no results in {program}'s output:\n{text}"));
+        return Err(format!("{program} reported no results; it ended:{}", tail(&client.stdout, TAIL)));
     }
     Ok(rows)
 }
@@ -194,5 +218,22 @@ mod tests {
         for want in ["-d rxe0", "-s 4096", "-n 77", "-Q 16", "-t 128", "-q 1"] {
             assert!(a.contains(want), "{want} missing from {a}");
         }
+    }
+
+    #[test]
+    fn an_error_shows_the_last_lines_perftest_printed() {
+        let said = b"line 1\nline 2\n\n Couldn't connect to 192.0.2.1:19600\nUnable to open file descriptor for socket connection\n";
+        assert_eq!(
+            tail(said, 2),
+            "\n     Couldn't connect to 192.0.2.1:19600\n    Unable to open file descriptor for socket connection"
+        );
+        assert_eq!(tail(b"one\n", 5), "\n    one");
+        assert_eq!(tail(b"", 5), "");
+    }
+
+    #[test]
+    fn a_missing_perftest_is_named() {
+        let e = not_started("ib_write_lat", &std::io::ErrorKind::NotFound.into());
+        assert_eq!(e, "ib_write_lat is not installed (it is in the Debian package `perftest`)");
     }
 }

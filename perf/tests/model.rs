@@ -49,3 +49,12 @@ fn bad_options_exit_2_with_the_reason() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no test nope"));
 }
+
+#[test]
+fn rounds_report_the_median_of_each_figure() {
+    let out =
+        perf(&["loopback", "-d", "model", "-t", "write_lat", "-n", "40", "-w", "4", "--rounds", "3", "--json", "-"]);
+    assert!(out.starts_with("udat-perf write_lat on model (rust API, model; medians of 3 rounds)"), "{out}");
+    let json = out.lines().find(|l| l.starts_with("{\"tool\": \"udat-perf\"")).expect("a JSON line");
+    assert!(json.contains("\"rounds\": 3,") && json.contains("\"iterations\": 40,"), "{json}");
+}

@@ -1,5 +1,12 @@
 //! Project automation.
 //!
+//! Each command first installs what it needs and is missing ([`setup`]),
+//! so a fresh Debian 12 machine needs only Rust: CI (`.ci/run`) runs
+//! `cargo xtask setup`, then `cargo xtask test`.
+//!
+//! - `cargo xtask setup`: install what the commands below need (Debian
+//!   packages, clippy, rustfmt, the bare-metal target, nightly with Miri,
+//!   cargo-fuzz), each piece only when it is missing (see [`setup`]).
 //! - `cargo xtask test`: everything CI runs — formatting, clippy with
 //!   warnings as errors, the workspace tests, the bare-metal build of
 //!   udat-core with its no-allocator check, Miri over udat-core, and
@@ -29,26 +36,41 @@ mod fabric;
 mod icount;
 mod icount_rxe;
 mod perf;
+mod setup;
 mod softroce;
 
 use std::io::{BufRead, BufReader};
 use std::process::{exit, Command, Stdio};
 
+const USAGE: &str = "usage: cargo xtask setup|test|capi|icount|icount-rxe|softroce|fabric|perf";
+
 fn main() {
     let task = std::env::args().nth(1).unwrap_or_default();
-    let result = match task.as_str() {
-        "test" => test(),
-        "capi" => capi::check().map(|n| eprintln!("xtask: {n} C ABI checks passed")),
-        "icount" => icount::icount(&std::env::args().skip(2).collect::<Vec<_>>()),
-        "icount-rxe" => icount_rxe::icount_rxe(&std::env::args().skip(2).collect::<Vec<_>>()),
-        "softroce" => softroce::softroce(&std::env::args().skip(2).collect::<Vec<_>>()),
-        "fabric" => fabric::fabric(&std::env::args().skip(2).collect::<Vec<_>>()),
-        "perf" => perf::perf(&std::env::args().skip(2).collect::<Vec<_>>()),
-        _ => Err("usage: cargo xtask test|capi|icount|icount-rxe|softroce|fabric|perf".to_string()),
-    };
-    if let Err(e) = result {
+    let args: Vec<String> = std::env::args().skip(2).collect();
+    if let Err(e) = dispatch(&task, &args) {
         eprintln!("xtask: {e}");
         exit(1);
+    }
+}
+
+/// Run `task`, after installing what it needs.
+fn dispatch(task: &str, args: &[String]) -> Result<(), String> {
+    let scope = match task {
+        "setup" | "test" => setup::Scope::All,
+        "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" => setup::Scope::Packages,
+        _ => return Err(USAGE.to_string()),
+    };
+    setup::ensure(scope)?;
+    match task {
+        "test" => test(),
+        "capi" => capi::check().map(|n| eprintln!("xtask: {n} C ABI checks passed")),
+        "icount" => icount::icount(args),
+        "icount-rxe" => icount_rxe::icount_rxe(args),
+        "softroce" => softroce::softroce(args),
+        "fabric" => fabric::fabric(args),
+        "perf" => perf::perf(args),
+        // `setup`: the `ensure` above.
+        _ => Ok(()),
     }
 }
 

@@ -46,8 +46,35 @@ pub fn check() -> Result<u64, String> {
         return Err(format!("{exe} was not built"));
     }
     run(&exe, &["udat-model-mlx5_model0"])?;
-    Ok(release + 3 + static_loopback(&dir)? + event_loop(&dir, &flags)? + bad_input(&dir, &flags)?)
+    let quick = quick_starts(&dir, &flags)?;
+    Ok(release + 3 + quick + static_loopback(&dir)? + event_loop(&dir, &flags)? + bad_input(&dir, &flags)?)
 }
+
+/// README's two quick starts, run as README gives them: the C one through
+/// pkg-config against libudat.a on the software HCA, the Rust one with
+/// `cargo run --example`, whose source README quotes whole. Three checks.
+fn quick_starts(dir: &Path, flags: &str) -> Result<u64, String> {
+    let exe = dir.join("quickstart");
+    let exe = exe.to_string_lossy();
+    let mut cc = vec!["-Wall", "-Wextra", "-Werror", "examples/c/quickstart.c", "-o", &exe];
+    cc.extend(flags.split_whitespace());
+    run("cc", &cc)?;
+    run(&exe, &[])?;
+    run("cargo", &["run", "-p", "udat-mlx5-model", "--example", "quickstart"])?;
+    let readme = fs::read_to_string("README.md").map_err(|e| format!("README.md: {e}"))?;
+    let example = fs::read_to_string(RUST_QUICK_START).map_err(|e| format!("{RUST_QUICK_START}: {e}"))?;
+    // README quotes the example from its first `use` on.
+    let quoted = example.find("use ").map(|at| &example[at..]).unwrap_or(&example);
+    let block = readme.split("```rust\n").nth(1).and_then(|b| b.split("```").next()).unwrap_or_default();
+    if block.trim() != quoted.trim() {
+        return Err(format!("README's Rust quick start is not {RUST_QUICK_START} as it stands"));
+    }
+    eprintln!("xtask: README's quick starts build and run, and its Rust one is {RUST_QUICK_START}");
+    Ok(3)
+}
+
+/// The Rust quick start README quotes.
+const RUST_QUICK_START: &str = "mlx5/model/examples/quickstart.rs";
 
 /// The release artifacts, built as README says, hold no software HCA: no
 /// symbol of `udat-mlx5-model` (nor of the mlx5 data path it drives,

@@ -84,10 +84,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return None;
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
-        let (c, ep) = backend.cq_lane(e.cq.as_mut()?, |c| {
-            let ep = eps.get_mut(RawHandle::from_bits(c.tag))?;
-            routes_here(ep, c, evd).then_some(ep)
-        })?;
+        let (c, ep) = backend.cq_lane(
+            e.cq.as_mut()?,
+            #[inline(always)]
+            |c| {
+                let ep = eps.get_mut(RawHandle::from_bits(c.tag))?;
+                routes_here(ep, c, evd).then_some(ep)
+            },
+        )?;
         // What `Provider::complete_to` counts for a completion it hands
         // to the dequeue.
         if c.op.is_recv() {

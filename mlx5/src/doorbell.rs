@@ -41,6 +41,19 @@ pub trait Register {
     /// The doorbell is complete: push the writes to the device
     /// (`mmio_flush_writes`).
     fn flush(&mut self);
+    /// Bytes from offset 0 that writes may reach. A queue checks once,
+    /// when it takes the register over, that its BlueFlame halves lie
+    /// inside, and then writes with [`store_block`](Self::store_block).
+    fn span(&self) -> usize;
+    /// [`write_block`](Self::write_block) with its range checked by the
+    /// caller.
+    ///
+    /// # Safety
+    /// `offset` is a multiple of 8 and `offset + 64 <= self.span()`.
+    #[inline(always)]
+    unsafe fn store_block(&mut self, offset: usize, block: &[u64; 8]) {
+        self.write_block(offset, block);
+    }
 }
 
 /// A mapped UAR page (or the BlueFlame register of one).
@@ -117,6 +130,23 @@ impl Register for Uar {
     #[inline(always)]
     fn flush(&mut self) {
         barrier::wc_flush();
+    }
+
+    fn span(&self) -> usize {
+        self.len
+    }
+
+    /// The block's eight 64-bit stores in order, with no check.
+    #[inline(always)]
+    unsafe fn store_block(&mut self, offset: usize, block: &[u64; 8]) {
+        // SAFETY: the caller's contract puts the 64 bytes from the
+        // 8-aligned `offset` inside the mapping, which `new`'s contract
+        // keeps valid; MMIO is written only through volatile stores.
+        let reg = unsafe { self.base.as_ptr().add(offset).cast::<u64>() };
+        for (i, &word) in block.iter().enumerate() {
+            // SAFETY: as above; `i < 8` keeps the store inside the block.
+            unsafe { reg.add(i).write_volatile(word) };
+        }
     }
 }
 

@@ -84,7 +84,12 @@ impl DmaBuf {
         // SAFETY: inside the buffer and 64-aligned (the caller's contract,
         // the buffer being 64-aligned); `block` is a local or the caller's
         // memory and cannot overlap the buffer, which no reference reaches.
-        unsafe { self.ptr.as_ptr().add(offset).cast::<[u64; 8]>().write(*block) }
+        let to = unsafe { self.ptr.as_ptr().add(offset).cast::<u64>() };
+        for (i, &word) in block.iter().enumerate() {
+            // SAFETY: as above; `i < 8` keeps the store inside the WQEBB.
+            // Word by word, so the block goes from registers to the ring.
+            unsafe { to.add(i).write(word) };
+        }
     }
 
     /// Store `N` words at the 8-aligned `offset`, in memory order.
@@ -154,6 +159,22 @@ impl DmaBuf {
         } else {
             0
         }
+    }
+
+    /// [`write_be32`](Self::write_be32) with its place checked by the
+    /// caller.
+    ///
+    /// # Safety
+    /// `offset` is a multiple of 4 and `offset + 4 <= self.len()`: the
+    /// queue that calls it checked its record's length once, when it took
+    /// the record over.
+    #[inline(always)]
+    pub unsafe fn store_be32(&self, offset: usize, value: u32) {
+        debug_assert!(self.holds(offset, 4) && offset % 4 == 0);
+        // SAFETY: inside the buffer and 4-aligned (the caller's contract,
+        // the buffer being 64-aligned); a single aligned 32-bit volatile
+        // store.
+        unsafe { self.ptr.as_ptr().add(offset).cast::<u32>().write_volatile(value.to_be()) }
     }
 
     /// A volatile write of a big-endian 32-bit word at a 4-aligned

@@ -264,7 +264,9 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         if !wqe_cnt.is_power_of_two() || wqe_cnt > MAX_WQEBBS || buf.len() != wqe_cnt as usize * WQEBB_BYTES {
             return Err(Geometry::Ring);
         }
-        if bf_size != 0 && bf_size != 256 {
+        // Both BlueFlame halves inside the register, so that the lanes
+        // store to it unchecked.
+        if bf_size != 0 && (bf_size != 256 || bf.span() < 2 * bf_size as usize) {
             return Err(Geometry::BlueFlame);
         }
         if dbrec.len() < 8 || slots.as_ref().len() < wqe_cnt as usize {
@@ -528,7 +530,9 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         unsafe { self.buf.store_block(self.block_offset(self.pi), &block) };
         self.keep(slot, 1);
         self.doorbell();
-        self.bf.write_block(self.bf_offset, &block);
+        // SAFETY: `bf_offset` is 0 or `bf_size`, and `new` checked that
+        // both halves lie in the register.
+        unsafe { self.bf.store_block(self.bf_offset, &block) };
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
         true
@@ -592,7 +596,9 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         for i in 0..bbs {
             // SAFETY: as above, the WQEBB is inside the ring and 64-aligned.
             let block = unsafe { self.buf.load_block(start + i * WQEBB_BYTES) };
-            self.bf.write_block(self.bf_offset + i * WQEBB_BYTES, &block);
+            // SAFETY: `bf_offset` is 0 or `bf_size`, both halves lie in the
+            // register (`new` checked), and the WQE fits one half.
+            unsafe { self.bf.store_block(self.bf_offset + i * WQEBB_BYTES, &block) };
         }
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
@@ -604,7 +610,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     #[inline(always)]
     fn doorbell(&mut self) {
         barrier::to_device_barrier();
-        self.dbrec.write_be32(SND_DBR * 4, u32::from(self.pi));
+        // SAFETY: `new` checked that the record holds both counters.
+        unsafe { self.dbrec.store_be32(SND_DBR * 4, u32::from(self.pi)) };
         barrier::wc_start();
     }
 

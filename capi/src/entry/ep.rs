@@ -341,8 +341,8 @@ unsafe fn post<B: Transport>(
         inst,
         h,
         Kind::Ep,
-        |core, ep| seg.is_some_and(|seg| lane(core, ep, seg)),
-        |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?),
+        move |core, ep| seg.is_some_and(|seg| lane(core, ep, seg)),
+        move |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?),
     )
 }
 
@@ -387,9 +387,9 @@ pub(crate) unsafe fn ep_post_send<B: Transport>(
             ep,
             n,
             segs,
-            |core, ep, seg| core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags),
-            |core, ep, iov| core.ep_post_send(ep, iov, cookie, flags),
-            |core, ep, iov| core.ep_post_send_shared(ep, iov, cookie, flags),
+            move |core, ep, seg| core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags),
+            move |core, ep, iov| core.ep_post_send(ep, iov, cookie, flags),
+            move |core, ep, iov| core.ep_post_send_shared(ep, iov, cookie, flags),
         )
     }
 }
@@ -411,9 +411,9 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
             ep,
             n,
             segs,
-            |_, _, _| false,
-            |core, ep, iov| core.ep_post_recv(ep, iov, cookie, flags),
-            |core, ep, iov| core.ep_post_recv_shared(ep, iov, cookie, flags),
+            move |_, _, _| false,
+            move |core, ep, iov| core.ep_post_recv(ep, iov, cookie, flags),
+            move |core, ep, iov| core.ep_post_recv_shared(ep, iov, cookie, flags),
         )
     }
 }
@@ -436,14 +436,14 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
             ep,
             n,
             segs,
-            |core, ep, seg| {
+            move |core, ep, seg| {
                 lane_remote(rmr).is_some_and(|remote| {
                     let op = RequestOp::RdmaRead { remote };
                     core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
                 })
             },
-            |core, ep, iov| core.ep_post_rdma_read(ep, iov, cookie, &remote(rmr)?, flags),
-            |core, ep, iov| core.ep_post_rdma_read_shared(ep, iov, cookie, &remote(rmr)?, flags),
+            move |core, ep, iov| core.ep_post_rdma_read(ep, iov, cookie, &remote(rmr)?, flags),
+            move |core, ep, iov| core.ep_post_rdma_read_shared(ep, iov, cookie, &remote(rmr)?, flags),
         )
     }
 }
@@ -466,14 +466,14 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
             ep,
             n,
             segs,
-            |core, ep, seg| {
+            move |core, ep, seg| {
                 lane_remote(rmr).is_some_and(|remote| {
                     let op = RequestOp::RdmaWrite { remote };
                     core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
                 })
             },
-            |core, ep, iov| core.ep_post_rdma_write(ep, iov, cookie, &remote(rmr)?, flags),
-            |core, ep, iov| core.ep_post_rdma_write_shared(ep, iov, cookie, &remote(rmr)?, flags),
+            move |core, ep, iov| core.ep_post_rdma_write(ep, iov, cookie, &remote(rmr)?, flags),
+            move |core, ep, iov| core.ep_post_rdma_write_shared(ep, iov, cookie, &remote(rmr)?, flags),
         )
     }
 }

@@ -150,13 +150,13 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
         inst,
         h,
         Kind::Evd,
-        |core, evd| {
+        move |core, evd| {
             let Ok(slot) = event.out() else { return false };
             let Some(e) = core.lane_dequeue(evd.index, |g| evd.selects(g)) else { return false };
             write_dto_event(evd.handles(), h, &e, slot);
             true
         },
-        |cx, raw| {
+        move |cx, raw| {
             let slot = event.out()?;
             let e = cx.st.core.evd_dequeue(EvdHandle::from_raw(raw))?;
             write_event(cx, h, &e, slot);

@@ -132,12 +132,18 @@ impl ModelRegister {
         lock(&self.hca).register_write(self.uar, offset, bytes);
     }
 
-    /// The model takes a BlueFlame block.
+    /// The model takes the BlueFlame block just written at `offset`, as
+    /// the mirror page holds it (so the post hands it over in no memory of
+    /// its own, as a ConnectX's doorbell does).
     #[inline(never)]
-    fn hca_write_block(&mut self, offset: usize, block: &[u64; 8]) {
+    fn hca_write_block(&mut self, offset: usize) {
+        // SAFETY: the page lives while the register does and only the
+        // mirror `Uar` writes it, through `&mut self`, which this call has.
+        let page = unsafe { self.page.as_ref() };
+        let Some(words) = page.get(offset / 8..offset / 8 + 8) else { return };
         // Not through `hca_write`: a count toggles collection at each
         // `hca_*` entry, so they must not nest.
-        let bytes: [u8; 64] = core::array::from_fn(|i| block[i / 8].to_ne_bytes()[i % 8]);
+        let bytes: [u8; 64] = core::array::from_fn(|i| words[i / 8].to_ne_bytes()[i % 8]);
         lock(&self.hca).register_write(self.uar, offset, &bytes);
     }
 
@@ -161,7 +167,7 @@ impl Register for ModelRegister {
     fn write_block(&mut self, offset: usize, block: &[u64; 8]) {
         self.mirror.write_block(offset, block);
         if !self.deferred.load(Ordering::Relaxed) {
-            self.hca_write_block(offset, block);
+            self.hca_write_block(offset);
         }
     }
 
@@ -169,9 +175,22 @@ impl Register for ModelRegister {
     fn write_blocks(&mut self, offset: usize, blocks: &[[u64; 8]]) {
         self.mirror.write_blocks(offset, blocks);
         if !self.deferred.load(Ordering::Relaxed) {
-            for (i, block) in blocks.iter().enumerate() {
-                self.hca_write_block(offset + i * 64, block);
+            for i in 0..blocks.len() {
+                self.hca_write_block(offset + i * 64);
             }
+        }
+    }
+
+    fn span(&self) -> usize {
+        self.mirror.span()
+    }
+
+    #[inline(always)]
+    unsafe fn store_block(&mut self, offset: usize, block: &[u64; 8]) {
+        // SAFETY: the caller's contract, and the mirror spans the register.
+        unsafe { self.mirror.store_block(offset, block) };
+        if !self.deferred.load(Ordering::Relaxed) {
+            self.hca_write_block(offset);
         }
     }
 

@@ -99,6 +99,19 @@ impl Backend for NullBackend {
         self.pending += 1;
         Ok(())
     }
+    fn post_one(&mut self, _qp: &mut (), _op: RequestOp, _sge: Sge, _cookie: u64, _flags: CompletionFlags) -> bool {
+        self.pending += 1;
+        true
+    }
+    fn cq_lane<G>(&mut self, _cq: &mut (), accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
+        if self.pending == 0 {
+            return None;
+        }
+        let c = Completion { tag: self.tag, ..Completion::EMPTY };
+        let accepted = accept(&c)?;
+        self.pending -= 1;
+        Some((c, accepted))
+    }
     fn post_recv(&mut self, _qp: &mut (), _s: &[Sge], _c: u64) -> DatResult<()> {
         Ok(())
     }

@@ -35,7 +35,8 @@ pub(crate) const fn flags_arg(op: &RequestOp) -> u8 {
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
-    /// dat_ep_post_send(3DAT).
+    /// dat_ep_post_send(3DAT). Each request post of one segment tries its
+    /// lane first ([`crate::lane`]); the ordinary checks decide the rest.
     pub fn ep_post_send(
         &mut self,
         ep: EpHandle,
@@ -43,7 +44,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, iov, cookie, RequestOp::Send, flags, SEND_FLAGS)
+        self.lane_or_post(ep, iov, cookie, RequestOp::Send, flags, SEND_FLAGS)
     }
 
     /// dat_ep_post_rdma_write(3DAT): `iov` into `remote`.
@@ -55,7 +56,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, iov, cookie, RequestOp::RdmaWrite { remote: *remote }, flags, REQUEST_FLAGS)
+        self.lane_or_post(ep, iov, cookie, RequestOp::RdmaWrite { remote: *remote }, flags, REQUEST_FLAGS)
     }
 
     /// dat_ep_post_rdma_read(3DAT): `remote` into `iov`.
@@ -67,7 +68,28 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags, REQUEST_FLAGS)
+        self.lane_or_post(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags, REQUEST_FLAGS)
+    }
+
+    /// A request through its lane if it has one segment ([`crate::lane`]),
+    /// else, or if the lane does not take it, [`Provider::post_request`].
+    #[inline(always)]
+    fn lane_or_post(
+        &mut self,
+        h: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+        allowed: u32,
+    ) -> DatResult<()> {
+        let raw = h.raw();
+        if let [seg] = iov {
+            if self.lane_request(raw.index(), |g| g == raw.generation(), seg, cookie, op, flags) {
+                return Ok(());
+            }
+        }
+        self.post_request(h, iov, cookie, op, flags, allowed)
     }
 
     /// Inlined into each entry point: the request's kind is then a

@@ -305,6 +305,16 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// EVD then runs without a call or an event copied through memory.
     #[inline]
     pub fn evd_dequeue(&mut self, evd: EvdHandle) -> DatResult<Event> {
+        let raw = evd.raw();
+        if let Some(event) = self.lane_dequeue(raw.index(), |g| g == raw.generation()) {
+            return Ok(event);
+        }
+        self.evd_dequeue_ordinary(evd)
+    }
+
+    /// [`Provider::evd_dequeue`] where its lane ([`crate::lane`]) did not
+    /// take the dequeue: every rule of dat_evd_dequeue(3DAT).
+    fn evd_dequeue_ordinary(&mut self, evd: EvdHandle) -> DatResult<Event> {
         let Provider { evds, backend, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
         // "There is already a waiter on the EVD": DAT_INVALID_STATE.

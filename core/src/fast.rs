@@ -208,7 +208,11 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
         let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-        backend.post_send(qp, &SendWr { op, sges: &segs.sges, length: total as u32, cookie, flags })?;
+        // One segment goes through the transport's lane, as scalars.
+        let taken = matches!(&*segs.sges, [sge] if backend.post_one(qp, op, *sge, cookie, flags));
+        if !taken {
+            backend.post_send(qp, &SendWr { op, sges: &segs.sges, length: total as u32, cookie, flags })?;
+        }
         ep.request_outstanding += 1;
         Ok(())
     }

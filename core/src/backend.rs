@@ -302,6 +302,23 @@ pub trait Backend {
         false
     }
 
+    /// [`Backend::post_one`] through a shared backend.
+    ///
+    /// # Safety
+    /// As [`Backend::post_send_shared`].
+    #[allow(unsafe_code)]
+    #[inline(always)]
+    unsafe fn post_one_shared(
+        &self,
+        _qp: &mut Self::Qp,
+        _op: RequestOp,
+        _sge: Sge,
+        _cookie: u64,
+        _flags: CompletionFlags,
+    ) -> bool {
+        false
+    }
+
     /// Whether the transport's queues may be driven from several threads
     /// at once, each queue by one thread at a time, through
     /// [`Backend::post_send_shared`], [`Backend::post_recv_shared`],

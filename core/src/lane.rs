@@ -20,8 +20,9 @@ use crate::dto::{REQUEST_FLAGS, SEND_FLAGS};
 use crate::ep::Ep;
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{EpHandle, EvdHandle, RawHandle};
-use crate::lmr::by_context;
+use crate::lmr::{by_context, Lmr};
 use crate::provider::Provider;
+use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, DtoOp, DtoStatus, EpState, LmrTriplet, MemPriv};
 
@@ -44,29 +45,52 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> bool {
         let Provider { eps, lmrs, backend, .. } = self;
         let Some((generation, ep)) = eps.live_mut(ep) else { return false };
-        if !selects(generation) || !request_ready(ep, &op, flags) {
-            return false;
-        }
-        // The segment through its LMR: `lmr::translate`'s rules.
-        let need = if matches!(op, RequestOp::RdmaRead { .. }) { MemPriv::LOCAL_WRITE } else { MemPriv::LOCAL_READ };
-        let Some((_, lmr)) = by_context(lmrs, seg.lmr_context) else { return false };
-        let length = seg.segment_length;
-        if length == 0
-            || lmr.pz.0.to_bits() != ep.pz.0.to_bits()
-            || !lmr.contains(seg.virtual_address, u64::from(length))
-            || !lmr.privileges.contains(need)
-            || !length_fits(ep, &op, length)
-        {
-            return false;
-        }
-        let Some(qp) = ep.qp.as_mut() else { return false };
-        let sge = Sge { addr: seg.virtual_address, length, lkey: lmr.lkey };
-        if !backend.post_one(qp, op, sge, cookie, flags) {
-            return false;
-        }
-        ep.request_outstanding += 1;
-        true
+        selects(generation)
+            && request_lane(
+                ep,
+                lmrs,
+                seg,
+                op,
+                flags,
+                #[inline(always)]
+                |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
+            )
     }
+}
+
+/// The rules of a request post of one segment on `ep`, its LMR found in
+/// `lmrs`; then `post` offers it to the transport's lane. Changes nothing
+/// unless all hold and the transport took it.
+#[inline(always)]
+pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>>(
+    ep: &mut Ep<B>,
+    lmrs: &Slab<Lmr<B>, L>,
+    seg: &LmrTriplet,
+    op: RequestOp,
+    flags: CompletionFlags,
+    post: impl FnOnce(&mut B::Qp, Sge) -> bool,
+) -> bool {
+    if !request_ready(ep, &op, flags) {
+        return false;
+    }
+    // The segment through its LMR: `lmr::translate`'s rules.
+    let need = if matches!(op, RequestOp::RdmaRead { .. }) { MemPriv::LOCAL_WRITE } else { MemPriv::LOCAL_READ };
+    let Some((_, lmr)) = by_context(lmrs, seg.lmr_context) else { return false };
+    let length = seg.segment_length;
+    if length == 0
+        || lmr.pz.0.to_bits() != ep.pz.0.to_bits()
+        || !lmr.contains(seg.virtual_address, u64::from(length))
+        || !lmr.privileges.contains(need)
+        || !length_fits(ep, &op, length)
+    {
+        return false;
+    }
+    let Some(qp) = ep.qp.as_mut() else { return false };
+    if !post(qp, Sge { addr: seg.virtual_address, length, lkey: lmr.lkey }) {
+        return false;
+    }
+    ep.request_outstanding += 1;
+    true
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {

@@ -31,6 +31,7 @@ use crate::dto::{post_checked, recv_checked, Request, REQUEST_FLAGS, SEND_FLAGS}
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{EpHandle, EvdHandle, RawHandle, SrqHandle};
+use crate::lane::request_lane;
 use crate::provider::Provider;
 use crate::srq::srq_recv_checked;
 use crate::storage::Storage;
@@ -127,6 +128,42 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             // exists (the caller's contract).
             unsafe { backend.srq_post_recv_shared(srq, sges, cookie) }
         })
+    }
+
+    /// [`Provider::lane_request`] through a shared provider
+    /// ([`crate::shared`]).
+    ///
+    /// # Safety
+    /// No `&mut` to the provider exists while this runs, and the caller
+    /// holds the lock of the EP in slot `ep`.
+    #[inline(always)]
+    pub unsafe fn lane_request_shared(
+        &self,
+        ep: u32,
+        selects: impl FnOnce(u32) -> bool,
+        seg: &LmrTriplet,
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+    ) -> bool {
+        // SAFETY: the caller holds the EP's lock, which every other access
+        // to it takes, and no `&mut` to the provider exists.
+        let Some((generation, ep)) = (unsafe { self.eps.live_shared(ep) }) else { return false };
+        let backend = &self.backend;
+        selects(generation)
+            && request_lane(
+                ep,
+                &self.lmrs,
+                seg,
+                op,
+                flags,
+                #[inline(always)]
+                |qp, sge| {
+                    // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
+                    // exists (the caller's contract).
+                    unsafe { backend.post_one_shared(qp, op, sge, cookie, flags) }
+                },
+            )
     }
 
     /// The request post of a shared provider, checked as an exclusive one.

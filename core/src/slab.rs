@@ -303,6 +303,22 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         Some((generation, slot.value_mut().as_mut()?))
     }
 
+    /// [`Slab::live_mut`] through a shared slab.
+    ///
+    /// # Safety
+    /// As [`Slab::get_shared`]: for as long as the reference lives,
+    /// nothing else reads or writes that object.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn live_shared(&self, index: u32) -> Option<(u32, &mut T)> {
+        let slot = self.slots.items().get(index as usize)?;
+        // SAFETY: by the contract, this is the only access to the object
+        // while the reference lives; the cell makes the slot's interior
+        // mutable behind a shared reference.
+        let value = unsafe { (*slot.value.get()).as_mut()? };
+        Some((slot.generation, value))
+    }
+
     /// The generation of the object living in slot `index`; `None` for a
     /// free slot or one never handed out.
     #[inline(always)]

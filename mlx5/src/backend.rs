@@ -224,6 +224,38 @@ fn post_inline_to<D: Device>(queues: &mut QpQueues<D>, wr: &SendWr<'_>) -> DatRe
     unsafe { queues.sq.send_inline(header, wr.sges, wr.length, wqe_flags(wr.flags), slot) }.map_err(|_| resources())
 }
 
+/// The lane of a request of one segment on `queues`, built straight from
+/// its scalars ([`SendQueue::try_send_one`],
+/// [`SendQueue::try_send_inline_one`]); `false`, with nothing written,
+/// where the send queue leaves it to [`post_to`]. Other kinds of request
+/// go the ordinary way.
+#[inline(always)]
+#[allow(unsafe_code)]
+fn lane_to<D: Device>(queues: &mut QpQueues<D>, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
+    let (remote, inline) = match op {
+        RequestOp::Send => (None, true),
+        RequestOp::RdmaWrite { remote } => (Some(remote), true),
+        RequestOp::RdmaRead { remote } => (Some(remote), false),
+        _ => {
+            let sges = core::slice::from_ref(&sge);
+            return post_to(queues, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok();
+        }
+    };
+    let (header, dto) = request_header(&op);
+    let remote = remote.map(|r| Remote { addr: r.virtual_address, rkey: r.rmr_context });
+    let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
+    let slot = SendSlot { cookie, length: sge.length, op: dto, notify, bbs: 0 };
+    if inline && sge.length != 0 && sge.length as usize <= MAX_INLINE {
+        // SAFETY: the core translated the segment through a live LMR that
+        // covers it, and registered memory stays mapped while it is
+        // registered.
+        return unsafe {
+            queues.sq.try_send_inline_one(header.opcode, remote, sge.addr, sge.length, wqe_flags(flags), slot)
+        };
+    }
+    queues.sq.try_send_one(header.opcode, remote, sge, wqe_flags(flags), slot)
+}
+
 /// What `cqe` of a QP of `queues` completes: the work request it retires
 /// from the send queue, or the receive it fills (an SRQ's through
 /// `srq_complete`, given the SRQ's slot); `None` when it names no
@@ -499,37 +531,28 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         post_to(queues, wr)
     }
 
-    /// The lane: a request of one segment built straight from its
-    /// scalars ([`SendQueue::try_send_one`],
-    /// [`SendQueue::try_send_inline_one`]); other kinds of request go the
-    /// ordinary way.
+    /// The lane: [`lane_to`].
+    #[cfg_attr(not(feature = "measure-dat-layer"), inline(always))]
+    #[cfg_attr(feature = "measure-dat-layer", inline(never))]
+    fn post_one(&mut self, qp: &mut Qp<D>, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
+        self.qps.get_mut(qp.slot).is_some_and(|queues| lane_to(queues, op, sge, cookie, flags))
+    }
+
     #[cfg_attr(not(feature = "measure-dat-layer"), inline(always))]
     #[cfg_attr(feature = "measure-dat-layer", inline(never))]
     #[allow(unsafe_code)]
-    fn post_one(&mut self, qp: &mut Qp<D>, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
-        let Some(queues) = self.qps.get_mut(qp.slot) else { return false };
-        let (remote, inline) = match op {
-            RequestOp::Send => (None, true),
-            RequestOp::RdmaWrite { remote } => (Some(remote), true),
-            RequestOp::RdmaRead { remote } => (Some(remote), false),
-            _ => {
-                let sges = core::slice::from_ref(&sge);
-                return post_to(queues, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok();
-            }
-        };
-        let (header, dto) = request_header(&op);
-        let remote = remote.map(|r| Remote { addr: r.virtual_address, rkey: r.rmr_context });
-        let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
-        let slot = SendSlot { cookie, length: sge.length, op: dto, notify, bbs: 0 };
-        if inline && sge.length != 0 && sge.length as usize <= MAX_INLINE {
-            // SAFETY: the core translated the segment through a live LMR
-            // that covers it, and registered memory stays mapped while it
-            // is registered.
-            return unsafe {
-                queues.sq.try_send_inline_one(header.opcode, remote, sge.addr, sge.length, wqe_flags(flags), slot)
-            };
-        }
-        queues.sq.try_send_one(header.opcode, remote, sge, wqe_flags(flags), slot)
+    unsafe fn post_one_shared(
+        &self,
+        qp: &mut Qp<D>,
+        op: RequestOp,
+        sge: Sge,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> bool {
+        // SAFETY: the caller holds the lock of the QP's EP, which every
+        // other use of its queues takes, and no `&mut` to the backend
+        // exists.
+        unsafe { self.qps.get_shared(qp.slot) }.is_some_and(|queues| lane_to(queues, op, sge, cookie, flags))
     }
 
     const SHARED_QUEUES: bool = D::SHARED_QUEUES;

@@ -9,7 +9,7 @@ use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddr
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
 use super::arg::{iov, private_data};
-use super::{lane_or, shared_on, with, Arg, Cx, Named};
+use super::{lane_or, shared_lane_or, with, Arg, Cx, Named};
 use crate::instance::{invalid, Addr, Core, Instance, Transport};
 use crate::sys::*;
 
@@ -307,8 +307,8 @@ pub(crate) unsafe fn ep_disconnect<B: Transport>(
 /// the core then, `exclusive` otherwise. The checks and their errors are
 /// the same either way.
 ///
-/// A provider that does not share tries the call's lane first (`lane`,
-/// given the one segment of a post of one), and runs `exclusive` only if
+/// Either tries the call's lane first (`lane`, or `shared_lane`, given
+/// the one segment of a post of one), and runs the ordinary call only if
 /// the lane did not take the post.
 #[inline(always)]
 unsafe fn post<B: Transport>(
@@ -317,6 +317,7 @@ unsafe fn post<B: Transport>(
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
     lane: impl FnOnce(&mut Core<B>, Named<'_>, LmrTriplet) -> bool,
     exclusive: impl FnOnce(&mut Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
+    shared_lane: impl FnOnce(&Core<B>, Named<'_>, LmrTriplet) -> bool,
     shared: impl FnOnce(&Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
 ) -> DAT_RETURN {
     let h = ep.0;
@@ -326,13 +327,19 @@ unsafe fn post<B: Transport>(
     // SAFETY: a non-null handle dispatched to this transport.
     let inst = unsafe { Instance::<B>::of(h) };
     if inst.shares {
-        // SAFETY: `shared` is one of `udat_core::shared`'s posts, which
-        // change only the EP they are given; `segs` is null or holds `n`
-        // triplets (the call's contract).
+        // SAFETY: `shared_lane` and `shared` are `udat_core::shared`'s
+        // posts, which change only the EP they are given; `segs` is null or
+        // holds `n` triplets (the call's contract).
         return unsafe {
-            shared_on(inst, h, Kind::Ep, &inst.ep_locks, |core, raw| {
-                shared(core, EpHandle::from_raw(raw), iov(n, segs)?)
-            })
+            let seg = lane_segment(n, segs);
+            shared_lane_or(
+                inst,
+                h,
+                Kind::Ep,
+                &inst.ep_locks,
+                move |core, ep| seg.is_some_and(|seg| shared_lane(core, ep, seg)),
+                move |core, raw| shared(core, EpHandle::from_raw(raw), iov(n, segs)?),
+            )
         };
     }
     // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
@@ -389,6 +396,9 @@ pub(crate) unsafe fn ep_post_send<B: Transport>(
             segs,
             move |core, ep, seg| core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags),
             move |core, ep, iov| core.ep_post_send(ep, iov, cookie, flags),
+            move |core, ep, seg| {
+                core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags)
+            },
             move |core, ep, iov| core.ep_post_send_shared(ep, iov, cookie, flags),
         )
     }
@@ -413,6 +423,7 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
             segs,
             move |_, _, _| false,
             move |core, ep, iov| core.ep_post_recv(ep, iov, cookie, flags),
+            move |_, _, _| false,
             move |core, ep, iov| core.ep_post_recv_shared(ep, iov, cookie, flags),
         )
     }
@@ -443,6 +454,12 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
                 })
             },
             move |core, ep, iov| core.ep_post_rdma_read(ep, iov, cookie, &remote(rmr)?, flags),
+            move |core, ep, seg| {
+                lane_remote(rmr).is_some_and(|remote| {
+                    let op = RequestOp::RdmaRead { remote };
+                    core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
+                })
+            },
             move |core, ep, iov| core.ep_post_rdma_read_shared(ep, iov, cookie, &remote(rmr)?, flags),
         )
     }
@@ -473,6 +490,12 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
                 })
             },
             move |core, ep, iov| core.ep_post_rdma_write(ep, iov, cookie, &remote(rmr)?, flags),
+            move |core, ep, seg| {
+                lane_remote(rmr).is_some_and(|remote| {
+                    let op = RequestOp::RdmaWrite { remote };
+                    core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
+                })
+            },
             move |core, ep, iov| core.ep_post_rdma_write_shared(ep, iov, cookie, &remote(rmr)?, flags),
         )
     }

@@ -240,6 +240,59 @@ fn not_taken<B: Transport>(
     }
 }
 
+/// [`lane_or`] for a provider that shares: the lane with the state shared
+/// and `h`'s object locked in `locks`; if it did not take the call, the
+/// ordinary shared call ([`shared_on`]), out of line.
+///
+/// # Safety
+/// `h` is a non-null handle of `inst`; `lane` and `ordinary` change only
+/// the object whose lock they are given (the contract of
+/// `udat_core::shared`'s calls).
+#[inline(always)]
+pub(crate) unsafe fn shared_lane_or<B: Transport>(
+    inst: &'static Instance<B>,
+    h: DAT_HANDLE,
+    kind: Kind,
+    locks: &'static ObjLocks,
+    lane: impl FnOnce(&Core<B>, Named<'_>) -> bool,
+    ordinary: impl FnOnce(&Core<B>, RawHandle) -> DatResult<()>,
+) -> DAT_RETURN {
+    if inst.poisoned.load(Ordering::Relaxed) {
+        return DatError::of(ErrorType::InternalError).to_raw();
+    }
+    {
+        // SAFETY: the lane changes only the object whose lock it is given,
+        // which is taken below.
+        let st = unsafe { inst.state.share() };
+        if let Some((index, word)) = st.handles.slot_of(h, kind) {
+            if let Some(_lock) = locks.lock(index, &inst.poisoned) {
+                if lane(&st.core, Named { index, handles: &st.handles, kind, word }) {
+                    return DAT_SUCCESS;
+                }
+            }
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe { shared_not_taken(inst, h, kind, locks, ordinary) }
+}
+
+/// The ordinary shared call, where its lane did not take it.
+///
+/// # Safety
+/// As [`shared_on`].
+#[cold]
+#[inline(never)]
+unsafe fn shared_not_taken<B: Transport>(
+    inst: &'static Instance<B>,
+    h: DAT_HANDLE,
+    kind: Kind,
+    locks: &ObjLocks,
+    ordinary: impl FnOnce(&Core<B>, RawHandle) -> DatResult<()>,
+) -> DAT_RETURN {
+    // SAFETY: forwarded contract.
+    unsafe { shared_on(inst, h, kind, locks, ordinary) }
+}
+
 /// What a slot udat does not offer answers.
 pub(crate) fn not_offered() -> DAT_RETURN {
     DAT_NOT_IMPLEMENTED

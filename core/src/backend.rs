@@ -383,6 +383,14 @@ pub trait Backend {
     }
     fn post_recv(&mut self, qp: &mut Self::Qp, sges: &[Sge], cookie: u64) -> DatResult<()>;
 
+    /// The lane of a receive of one local segment (see [`crate::lane`]),
+    /// as [`Backend::post_one`]: `true` when the transport took it,
+    /// `false` when it left no trace and [`Backend::post_recv`] decides.
+    #[inline(always)]
+    fn post_recv_one(&mut self, _qp: &mut Self::Qp, _sge: Sge, _cookie: u64) -> bool {
+        false
+    }
+
     /// The lane of a dequeue (see [`crate::lane`]): the completion the
     /// next entry of `cq` makes, shown to `accept` before anything is
     /// consumed. If `accept` takes it, the entry is consumed exactly as

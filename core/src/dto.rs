@@ -124,7 +124,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     /// dat_ep_post_recv(3DAT): "The operation is valid for all states of the
-    /// Endpoint"; in Disconnected the receive is flushed at once. An EP that
+    /// Endpoint"; in Disconnected the receive is flushed at once. A receive
+    /// of one segment tries its lane first ([`crate::lane`]). An EP that
     /// receives from an SRQ takes no receives of its own
     /// (dat_ep_create_with_srq(3DAT)).
     pub fn ep_post_recv(
@@ -134,6 +135,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
+        let raw = h.raw();
+        if let [seg] = iov {
+            if self.lane_recv(raw.index(), |g| g == raw.generation(), seg, cookie, flags) {
+                return Ok(());
+            }
+        }
         let Provider { eps, lmrs, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         recv_checked(ep, lmrs, iov, flags, |qp, sges| backend.post_recv(qp, sges, cookie))

@@ -58,6 +58,62 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 }
 
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// The lane of dat_ep_post_recv(3DAT) of one segment that is not
+    /// empty, on the EP living in slot `ep` if `selects` accepts its
+    /// generation; as [`Provider::lane_request`]. "The operation is valid
+    /// for all states of the Endpoint": a receive of a Disconnected EP is
+    /// posted, and the transport flushes it, as the ordinary call does.
+    #[inline(always)]
+    pub fn lane_recv(
+        &mut self,
+        ep: u32,
+        selects: impl FnOnce(u32) -> bool,
+        seg: &LmrTriplet,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> bool {
+        let Provider { eps, lmrs, backend, .. } = self;
+        let Some((generation, ep)) = eps.live_mut(ep) else { return false };
+        // `dto::recv_checked`'s rules: the flags, one segment within the
+        // limit, no SRQ, the segment through its LMR, room.
+        let ready = flags.0 & !CompletionFlags::UNSIGNALLED.0 == 0
+            && ep.unsignalled_allowed(flags, true)
+            && ep.attr.max_recv_iov != 0
+            && ep.srq.is_null()
+            && ep.recv_outstanding < ep.attr.max_recv_dtos;
+        if !selects(generation) || !ready {
+            return false;
+        }
+        let Some(sge) = segment(lmrs, ep, seg, MemPriv::LOCAL_WRITE) else { return false };
+        let Some(qp) = ep.qp.as_mut() else { return false };
+        if !backend.post_recv_one(qp, sge, cookie) {
+            return false;
+        }
+        ep.recv_outstanding += 1;
+        true
+    }
+}
+
+/// `seg`, not empty, translated through its LMR in `lmrs` for `ep`, if
+/// `lmr::translate` would: a live context, the EP's PZ, inside the
+/// region, with the privilege `need`.
+#[inline(always)]
+fn segment<B: Backend, L: SlotsOf<Lmr<B>>>(
+    lmrs: &Slab<Lmr<B>, L>,
+    ep: &Ep<B>,
+    seg: &LmrTriplet,
+    need: MemPriv,
+) -> Option<Sge> {
+    let (_, lmr) = by_context(lmrs, seg.lmr_context)?;
+    let length = seg.segment_length;
+    let fits = length != 0
+        && lmr.pz.0.to_bits() == ep.pz.0.to_bits()
+        && lmr.contains(seg.virtual_address, u64::from(length))
+        && lmr.privileges.contains(need);
+    fits.then_some(Sge { addr: seg.virtual_address, length, lkey: lmr.lkey })
+}
+
 /// The rules of a request post of one segment on `ep`, its LMR found in
 /// `lmrs`; then `post` offers it to the transport's lane. Changes nothing
 /// unless all hold and the transport took it.
@@ -73,20 +129,13 @@ pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>>(
     if !request_ready(ep, &op, flags) {
         return false;
     }
-    // The segment through its LMR: `lmr::translate`'s rules.
     let need = if matches!(op, RequestOp::RdmaRead { .. }) { MemPriv::LOCAL_WRITE } else { MemPriv::LOCAL_READ };
-    let Some((_, lmr)) = by_context(lmrs, seg.lmr_context) else { return false };
-    let length = seg.segment_length;
-    if length == 0
-        || lmr.pz.0.to_bits() != ep.pz.0.to_bits()
-        || !lmr.contains(seg.virtual_address, u64::from(length))
-        || !lmr.privileges.contains(need)
-        || !length_fits(ep, &op, length)
-    {
+    let Some(sge) = segment(lmrs, ep, seg, need) else { return false };
+    if !length_fits(ep, &op, sge.length) {
         return false;
     }
     let Some(qp) = ep.qp.as_mut() else { return false };
-    if !post(qp, Sge { addr: seg.virtual_address, length, lkey: lmr.lkey }) {
+    if !post(qp, sge) {
         return false;
     }
     ep.request_outstanding += 1;

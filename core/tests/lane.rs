@@ -16,7 +16,7 @@ enum EpCase {
     Connecting,
     Connected,
     Disconnected,
-    /// Connected, its one request slot taken.
+    /// Connected, its one request slot and its one receive slot taken.
     Full,
     /// Connected, and admitting unsignalled requests.
     Unsignalled,
@@ -82,10 +82,11 @@ fn world(ep: EpCase, seg: SegCase) -> (Fx, EpHandle, LmrTriplet) {
         EpCase::Connected => fx.ep_connected(),
         EpCase::Disconnected => fx.ep_disconnected(),
         EpCase::Full => {
-            let attr = EpAttr { max_request_dtos: 1, ..fx.attr() };
+            let attr = EpAttr { max_request_dtos: 1, max_recv_dtos: 1, ..fx.attr() };
             let h = fx.ep_with(Some(&attr));
             fx.establish(h);
             fx.p.ep_post_send(h, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+            fx.p.ep_post_recv(h, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
             h
         }
         EpCase::Unsignalled => {
@@ -172,6 +173,37 @@ fn the_request_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_d
     }
     // Both sides of the lane were exercised.
     assert!(taken > 20 && refused > 200, "taken {taken}, refused {refused}");
+}
+
+#[test]
+fn the_recv_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does() {
+    let (mut taken, mut refused) = (0, 0);
+    for ep_case in EPS {
+        for seg_case in SEGS {
+            for flags in FLAGS.map(CompletionFlags) {
+                let (mut a, ep, seg) = world(ep_case, seg_case);
+                let (mut b, _, _) = world(ep_case, seg_case);
+                let raw = ep.raw();
+                let lane = a.p.lane_recv(raw.index(), |g| g == raw.generation(), &seg, 9, flags);
+                let through_lane = if lane { Ok(()) } else { a.p.ep_post_recv(ep, &[seg], 9, flags) };
+                let alone = b.p.ep_post_recv(ep, &[seg], 9, flags);
+                let case = (ep_case, seg_case, flags);
+                assert!(!lane || alone.is_ok(), "the lane took {case:?}, which the post refuses: {alone:?}");
+                assert_eq!(through_lane, alone, "{case:?}");
+                if ep_case != EpCase::Freed {
+                    assert_eq!(a.p.ep_get_status(ep).unwrap(), b.p.ep_get_status(ep).unwrap(), "{case:?}");
+                    assert_eq!(a.p.backend().pending_recvs(ep), b.p.backend().pending_recvs(ep), "{case:?}");
+                    assert_eq!(a.drain(a.dto_evd), b.drain(b.dto_evd), "{case:?}");
+                }
+                if lane {
+                    taken += 1;
+                } else if alone.is_err() {
+                    refused += 1;
+                }
+            }
+        }
+    }
+    assert!(taken > 5 && refused > 100, "taken {taken}, refused {refused}");
 }
 
 #[test]

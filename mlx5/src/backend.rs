@@ -651,6 +651,13 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         Some((completion, accepted))
     }
 
+    /// A receive queue refuses a post before it writes anything.
+    #[inline(always)]
+    fn post_recv_one(&mut self, qp: &mut Qp<D>, sge: Sge, cookie: u64) -> bool {
+        let rq = self.qps.get_mut(qp.slot).and_then(|q| q.rq.as_mut());
+        rq.is_some_and(|rq| rq.post(core::slice::from_ref(&sge), cookie).is_ok())
+    }
+
     #[inline]
     fn post_recv(&mut self, qp: &mut Qp<D>, sges: &[Sge], cookie: u64) -> DatResult<()> {
         let rq = self.qps.get_mut(qp.slot).and_then(|q| q.rq.as_mut()).ok_or_else(internal)?;

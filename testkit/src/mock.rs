@@ -530,6 +530,11 @@ impl Backend for MockBackend {
         self.post_send(qp, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok()
     }
 
+    /// The lane is the ordinary post, which leaves no trace when it fails.
+    fn post_recv_one(&mut self, qp: &mut u32, sge: Sge, cookie: u64) -> bool {
+        self.post_recv(qp, core::slice::from_ref(&sge), cookie).is_ok()
+    }
+
     /// The next completion, taken only if `accept` takes it.
     fn cq_lane<G>(&mut self, cq: &mut u32, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
         self.run_due();

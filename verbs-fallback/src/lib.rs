@@ -363,6 +363,12 @@ impl Backend for Verbs {
         qp.post_recv(sges, cookie)
     }
 
+    /// As `post_one`: a refused post gives its ring slot back.
+    #[inline(always)]
+    fn post_recv_one(&mut self, qp: &mut Qp, sge: Sge, cookie: u64) -> bool {
+        qp.post_recv(core::slice::from_ref(&sge), cookie).is_ok()
+    }
+
     fn post_bind(
         &mut self,
         qp: &mut Qp,

@@ -421,7 +421,7 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
             ep,
             n,
             segs,
-            move |_, _, _| false,
+            move |core, ep, seg| core.lane_recv(ep.index, |g| ep.selects(g), &seg, cookie, flags),
             move |core, ep, iov| core.ep_post_recv(ep, iov, cookie, flags),
             move |_, _, _| false,
             move |core, ep, iov| core.ep_post_recv_shared(ep, iov, cookie, flags),

@@ -627,13 +627,12 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             return None;
         }
         let queues = qps.get_mut(by_qpn.get(cqe.qpn)?)?;
-        let requester = cqe.is_requester();
-        let completion = if requester {
-            let sent = queues.sq.oldest(cqe.wqe_counter)?;
+        let sent = if cqe.is_requester() { Some(queues.sq.oldest(cqe.wqe_counter)?) } else { None };
+        let completion = if let Some(sent) = &sent {
             if sent.op == DtoOp::BindMw {
                 return None;
             }
-            requested(queues.tag, sent, 1)
+            requested(queues.tag, *sent, 1)
         } else {
             if queues.srq.is_some() {
                 return None;
@@ -643,8 +642,8 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         let accepted = accept(&completion)?;
         ring.advance();
         ring.update_ci();
-        if requester {
-            queues.sq.retire_oldest();
+        if let Some(sent) = &sent {
+            queues.sq.retire_oldest(sent);
         } else if let Some(rq) = queues.rq.as_mut() {
             rq.complete();
         }

@@ -177,7 +177,8 @@ impl<R: Register> CompletionQueue<R> {
     #[inline]
     pub fn update_ci(&mut self) {
         barrier::to_device_barrier();
-        self.dbrec.write_be32(SET_CI * 4, self.ci & 0x00ff_ffff);
+        // SAFETY: `new` checked that the record holds both of its words.
+        unsafe { self.dbrec.store_be32(SET_CI * 4, self.ci & 0x00ff_ffff) };
     }
 
     /// Ask for a completion event at the next CQE (or the next solicited

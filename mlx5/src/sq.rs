@@ -741,13 +741,11 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask)).copied()
     }
 
-    /// Retire the oldest outstanding WQE, which [`oldest`](Self::oldest)
-    /// showed.
+    /// Retire `oldest`, the oldest outstanding WQE's slot, which
+    /// [`oldest`](Self::oldest) showed.
     #[inline(always)]
-    pub fn retire_oldest(&mut self) {
-        if let Some(slot) = self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask)) {
-            self.ci = self.ci.wrapping_add(slot.bbs.max(1));
-        }
+    pub fn retire_oldest(&mut self, oldest: &SendSlot) {
+        self.ci = self.ci.wrapping_add(oldest.bbs.max(1));
     }
 
     /// Retire the WQEs up to the one whose first WQEBB is `wqe_counter`

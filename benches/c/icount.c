@@ -1,6 +1,6 @@
 /*
- * Instruction counts of the C ABI, for callgrind: `icount [-P IA] [-t] OP K
- * [N]` opens the IA named IA (by default udat-model-mlx5_model0, udat's
+ * Instruction counts of the C ABI, for callgrind: `icount [-P IA] [-t] [-w]
+ * OP K [N]` opens the IA named IA (by default udat-model-mlx5_model0, udat's
  * mlx5 data path on the software HCA), thread-safe with -t (dat_ia_open
  * asks for a provider that need not be: <dat2/udat_config.h> defines
  * DAT_THREADSAFE as DAT_FALSE), connects Endpoints of it to each other in
@@ -12,14 +12,23 @@
  * the DAT call OP measures (--toggle-collect), less the model's doorbell
  * registers (the software HCA executes the WQEs there, which a ConnectX
  * does in hardware); `cargo xtask icount-rxe` links it with libdat2 and
- * counts write_4k through udat's plug-in and OFA's provider on rxe. Both
- * take the difference of two runs with different K, so that what the
- * setup collects (it calls dat_evd_dequeue too) cancels.
+ * counts the 4 KiB posts and dequeue_one through udat's plug-in and OFA's
+ * provider on rxe. Both take the difference of two runs with different K,
+ * so that what the setup collects (it calls dat_evd_dequeue too) cancels.
+ *
+ * -w is for a device that completes after the post returns, as rxe does:
+ * connection events are waited for with dat_evd_wait, so that the setup
+ * makes no empty dat_evd_dequeue calls (their number would vary from run
+ * to run), and each completion dequeue_one counts is given WAIT_MS to
+ * arrive first, so that the counted call finds it.
  *
  * OP, and the call each iteration counts:
  *   write_4k         dat_ep_post_rdma_write, one 4 KiB segment, signalled
  *   write_64_inline  the same, 64 bytes (carried inline)
+ *   read_4k          dat_ep_post_rdma_read, one 4 KiB segment, signalled
  *   send_64_inline   dat_ep_post_send, 64 bytes, the peer's receive posted
+ *   send_4k          the same, 4 KiB (gathered, not inline)
+ *   recv             dat_ep_post_recv of the 4 KiB receive send_4k consumes
  *   dequeue_one      dat_evd_dequeue of one completion, the only one waiting
  *   dequeue_batch16  dat_evd_dequeue, 16 completions waiting (K a multiple of 16)
  *   write_4k_eps     write_4k on N Endpoints (N/2 connected pairs, N LMRs),
@@ -50,6 +59,9 @@
 /* Seconds of empty dequeues before a wanted event counts as lost. */
 #define PATIENCE 120
 #define EXIT_RESOURCES 3
+/* Milliseconds -w gives a completion to arrive before the counted
+ * dequeue: a wide margin, as the counted call fails if it finds none. */
+#define WAIT_MS 20
 
 struct ep {
 	DAT_EP_HANDLE handle;
@@ -70,6 +82,7 @@ struct rig {
 	int *pending;		/* per EVD: completions not yet dequeued */
 	struct ep *eps;
 	char *buf;		/* source in the first half, target in the second */
+	int wait;		/* -w: the device completes after the post returns */
 };
 
 static void check(DAT_RETURN ret, const char *what)
@@ -101,6 +114,14 @@ static time_t now(void)
 	return ts.tv_sec;
 }
 
+static void expect(const DAT_EVENT *event, DAT_EVENT_NUMBER want, const char *what)
+{
+	if (event->event_number != want) {
+		fprintf(stderr, "icount: %s: event 0x%x, expected 0x%x\n", what, event->event_number, want);
+		exit(1);
+	}
+}
+
 /* The next event of `evd`, polled for: dat_evd_wait would arm CQs and
  * ring the model's doorbell registers outside the counted calls. An empty
  * EVD yields the processor, so that a provider's own threads (a
@@ -119,14 +140,25 @@ static DAT_EVENT next_event(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const cha
 			continue;
 		}
 		check(ret, what);
-		if (event.event_number != want) {
-			fprintf(stderr, "icount: %s: event 0x%x, expected 0x%x\n", what, event.event_number, want);
-			exit(1);
-		}
+		expect(&event, want, what);
 		return event;
 	} while (now() < deadline);
 	fprintf(stderr, "icount: %s: no event in %d s\n", what, PATIENCE);
 	exit(1);
+}
+
+/* A connection event of `evd`: with -w, waited for without a call to
+ * dat_evd_dequeue, which dequeue_one counts. */
+static DAT_EVENT conn_event(const struct rig *r, DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const char *what)
+{
+	DAT_EVENT event;
+	DAT_COUNT nmore;
+
+	if (!r->wait)
+		return next_event(evd, want, what);
+	check(dat_evd_wait(evd, PATIENCE * 1000000, 1, &event, &nmore), what);
+	expect(&event, want, what);
+	return event;
 }
 
 static void dto_ok(const DAT_EVENT *event, const char *what)
@@ -174,21 +206,22 @@ static void connect_pair(struct rig *r, int i, DAT_IA_ADDRESS_PTR addr)
 
 	check(dat_ep_connect(r->eps[i].handle, addr, CONN_QUAL, DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
 			     DAT_CONNECT_DEFAULT_FLAG), "dat_ep_connect");
-	event = next_event(r->cr_evd, DAT_CONNECTION_REQUEST_EVENT, "connection request");
+	event = conn_event(r, r->cr_evd, DAT_CONNECTION_REQUEST_EVENT, "connection request");
 	check(dat_cr_accept(event.event_data.cr_arrival_event_data.cr_handle, r->eps[i + 1].handle, 0, NULL),
 	      "dat_cr_accept");
-	next_event(r->conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED, "established");
-	next_event(r->conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED, "established");
+	conn_event(r, r->conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED, "established");
+	conn_event(r, r->conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED, "established");
 }
 
 /* `neps` Endpoints (even), connected in pairs 0-1, 2-3, ... */
-static void rig_init(struct rig *r, char *ia_name, int neps, int thread_safe)
+static void rig_init(struct rig *r, char *ia_name, int neps, int thread_safe, int wait)
 {
 	DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
 	DAT_IA_ATTR ia_attr;
 
 	memset(r, 0, sizeof *r);
 	r->neps = neps;
+	r->wait = wait;
 	r->buf = calloc(1, 2 * SIZE);
 	r->eps = calloc(neps, sizeof *r->eps);
 	check(dat_ia_openv(ia_name, 8, &async, &r->ia, DAT_VERSION_MAJOR, DAT_VERSION_MINOR,
@@ -234,14 +267,21 @@ static DAT_LMR_TRIPLET segment(const struct ep *e, const char *at, DAT_VLEN len)
 	return iov;
 }
 
+/* `len` bytes of the second half of the LMR of `e`'s peer. */
+static DAT_RMR_TRIPLET remote(const struct rig *r, const struct ep *e, DAT_VLEN len)
+{
+	DAT_RMR_TRIPLET rmr = { .rmr_context = r->eps[e->peer].rmr_context, .segment_length = len,
+				.virtual_address = (DAT_VADDR)(uintptr_t)(r->buf + SIZE) };
+	return rmr;
+}
+
 /* One RDMA write of `len` bytes from Endpoint `i` into its peer's LMR,
  * its completion left for the caller. */
 static void rdma_write(struct rig *r, int i, DAT_VLEN len, uint64_t n)
 {
 	struct ep *e = &r->eps[i];
 	DAT_LMR_TRIPLET iov = segment(e, r->buf, len);
-	DAT_RMR_TRIPLET rmr = { .rmr_context = r->eps[e->peer].rmr_context, .segment_length = len,
-				.virtual_address = (DAT_VADDR)(uintptr_t)(r->buf + SIZE) };
+	DAT_RMR_TRIPLET rmr = remote(r, e, len);
 	DAT_DTO_COOKIE cookie = { .as_64 = n };
 
 	check(dat_ep_post_rdma_write(e->handle, 1, &iov, cookie, &rmr, DAT_COMPLETION_DEFAULT_FLAG),
@@ -254,11 +294,26 @@ static void post_write(struct rig *r, int i, DAT_VLEN len, uint64_t n)
 	due(r, i);
 }
 
-/* One 64-byte send from Endpoint `i`, its peer's receive posted first. */
-static void post_send(struct rig *r, int i, uint64_t n)
+/* One RDMA read of 4 KiB from Endpoint `i`'s peer's LMR into the first
+ * half of its own. */
+static void post_read(struct rig *r, int i, uint64_t n)
+{
+	struct ep *e = &r->eps[i];
+	DAT_LMR_TRIPLET iov = segment(e, r->buf, SIZE);
+	DAT_RMR_TRIPLET rmr = remote(r, e, SIZE);
+	DAT_DTO_COOKIE cookie = { .as_64 = n };
+
+	check(dat_ep_post_rdma_read(e->handle, 1, &iov, cookie, &rmr, DAT_COMPLETION_DEFAULT_FLAG),
+	      "dat_ep_post_rdma_read");
+	due(r, i);
+}
+
+/* One send of `len` bytes from Endpoint `i`, its peer's receive of as
+ * many posted first. */
+static void post_send(struct rig *r, int i, DAT_VLEN len, uint64_t n)
 {
 	struct ep *e = &r->eps[i], *peer = &r->eps[e->peer];
-	DAT_LMR_TRIPLET recv = segment(peer, r->buf + SIZE, 64), send = segment(e, r->buf, 64);
+	DAT_LMR_TRIPLET recv = segment(peer, r->buf + SIZE, len), send = segment(e, r->buf, len);
 	DAT_DTO_COOKIE cookie = { .as_64 = n };
 
 	check(dat_ep_post_recv(peer->handle, 1, &recv, cookie, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
@@ -267,8 +322,18 @@ static void post_send(struct rig *r, int i, uint64_t n)
 	due(r, i);
 }
 
-/* `k` completions: `batch` inline writes posted on Endpoint 0 (executed
- * inside the post), then each completion taken with the counted call. */
+/* With -w, time for the completions of the posts just made to arrive. */
+static void settle(const struct rig *r)
+{
+	struct timespec wait = { .tv_nsec = WAIT_MS * 1000000L };
+
+	if (r->wait)
+		nanosleep(&wait, NULL);
+}
+
+/* `k` completions: `batch` inline writes posted on Endpoint 0 (on the
+ * software HCA, executed inside the post), then each completion taken
+ * with the counted call, which must find it. */
 static void dequeue(struct rig *r, long k, int batch)
 {
 	DAT_EVD_HANDLE evd = r->evds[r->eps[0].evd];
@@ -277,6 +342,7 @@ static void dequeue(struct rig *r, long k, int batch)
 	for (long n = 0; n < k; n += batch) {
 		for (int j = 0; j < batch; j++)
 			rdma_write(r, 0, 64, n + j);
+		settle(r);
 		for (int j = 0; j < batch; j++) {
 			check(dat_evd_dequeue(evd, &event), "dat_evd_dequeue");
 			dto_ok(&event, "dat_evd_dequeue");
@@ -286,8 +352,9 @@ static void dequeue(struct rig *r, long k, int batch)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: icount [-P IA] [-t] write_4k|write_64_inline|send_64_inline|dequeue_one|dequeue_batch16 K\n"
-			"       icount [-P IA] [-t] write_4k_eps K N\n");
+	fprintf(stderr, "usage: icount [-P IA] [-t] [-w] write_4k|write_64_inline|read_4k|send_64_inline|send_4k|recv|"
+			"dequeue_one|dequeue_batch16 K\n"
+			"       icount [-P IA] [-t] [-w] write_4k_eps K N\n");
 	return 2;
 }
 
@@ -307,9 +374,15 @@ static int run(struct rig *r, const char *op, long k, int neps)
 	else if (!strcmp(op, "write_64_inline"))
 		for (long n = 0; n < k; n++)
 			post_write(r, 0, 64, n);
+	else if (!strcmp(op, "read_4k"))
+		for (long n = 0; n < k; n++)
+			post_read(r, 0, n);
 	else if (!strcmp(op, "send_64_inline"))
 		for (long n = 0; n < k; n++)
-			post_send(r, 0, n);
+			post_send(r, 0, 64, n);
+	else if (!strcmp(op, "send_4k") || !strcmp(op, "recv"))
+		for (long n = 0; n < k; n++)
+			post_send(r, 0, SIZE, n);
 	else
 		return -1;
 	return 0;
@@ -319,7 +392,7 @@ int main(int argc, char **argv)
 {
 	struct rig r;
 	char *ia_name = DEFAULT_IA;
-	int eps, neps, thread_safe = 0;
+	int eps, neps, thread_safe = 0, wait = 0;
 	long k;
 
 	if (argc > 2 && !strcmp(argv[1], "-P")) {
@@ -332,12 +405,17 @@ int main(int argc, char **argv)
 		argc -= 1;
 		argv += 1;
 	}
+	if (argc > 1 && !strcmp(argv[1], "-w")) {
+		wait = 1;
+		argc -= 1;
+		argv += 1;
+	}
 	eps = argc == 4 && !strcmp(argv[1], "write_4k_eps");
 	k = argc > 2 ? atol(argv[2]) : 0;
 	neps = eps ? atoi(argv[3]) : 2;
 	if (argc != 3 + eps || k <= 0 || neps < 2 || neps % 2 != 0)
 		return usage();
-	rig_init(&r, ia_name, neps, thread_safe);
+	rig_init(&r, ia_name, neps, thread_safe, wait);
 	if (run(&r, argv[1], k, neps) != 0)
 		return usage();
 	printf("icount: %s x %ld on %d Endpoints of %s: ok\n", argv[1], k, neps, ia_name);

@@ -13,10 +13,15 @@
 //!   on the software HCA (`capi.*`), built here with `cc -O2` against a
 //!   release `libudat.a` through `target/release/udat.pc`.
 //!
+//! The C ABI's 4 KiB write post also gives the share of the software HCA's
+//! register hooks in it (`capi.mlx5.post.write_4k.model_hooks`): its
+//! instructions are attributed to their inlined source lines in a build
+//! with line tables ([`model_hooks`] says how).
+//!
 //! `cargo xtask icount-rxe` runs the same C program against libdat2 on
 //! soft-RoCE (see [`crate::icount_rxe`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
 use crate::{capi, output, run};
@@ -58,13 +63,13 @@ const EXIT_RESOURCES: i32 = 3;
 /// (`None`: not measured, and a line on stderr said why).
 pub(crate) struct Figure {
     key: String,
-    what: &'static str,
+    what: String,
     value: Option<f64>,
 }
 
 impl Figure {
-    pub(crate) fn new(key: impl Into<String>, what: &'static str, value: Option<f64>) -> Figure {
-        Figure { key: key.into(), what, value }
+    pub(crate) fn new(key: impl Into<String>, what: impl Into<String>, value: Option<f64>) -> Figure {
+        Figure { key: key.into(), what: what.into(), value }
     }
 }
 
@@ -159,10 +164,18 @@ enum Outcome<T> {
 }
 
 /// Run `bin args` under callgrind into `out_file`, collecting only inside
-/// functions matching one of `toggles` (everywhere when there is none).
-fn callgrind(bin: &str, args: &[&str], toggles: &[&str], out_file: &str) -> Result<Outcome<u64>, String> {
+/// functions matching one of `toggles` (everywhere when there is none),
+/// with callgrind's `options` besides.
+fn callgrind(
+    bin: &str,
+    args: &[&str],
+    toggles: &[&str],
+    options: &[&str],
+    out_file: &str,
+) -> Result<Outcome<u64>, String> {
     let mut argv = vec!["--tool=callgrind".to_string(), format!("--callgrind-out-file={out_file}")];
     argv.extend(toggles.iter().map(|t| format!("--toggle-collect={t}")));
+    argv.extend(options.iter().map(|o| o.to_string()));
     argv.push(bin.to_string());
     argv.extend(args.iter().map(|a| a.to_string()));
     let out = Command::new("valgrind").args(&argv).output().map_err(|e| format!("valgrind: {e}"))?;
@@ -184,7 +197,7 @@ fn callgrind(bin: &str, args: &[&str], toggles: &[&str], out_file: &str) -> Resu
 
 /// Instructions of `bin args`, which must run to the end.
 fn counted(bin: &str, args: &[&str], toggles: &[&str], out_file: &str) -> Result<u64, String> {
-    match callgrind(bin, args, toggles, out_file)? {
+    match callgrind(bin, args, toggles, &[], out_file)? {
         Outcome::Counted(n) => Ok(n),
         Outcome::OutOfObjects(why) => Err(format!("{bin}: {why}")),
     }
@@ -291,7 +304,7 @@ struct CapiOp {
     thread_safe: bool,
 }
 
-const CAPI_OPS: [CapiOp; 7] = [
+const CAPI_OPS: [CapiOp; 10] = [
     CapiOp {
         key: "capi.mlx5.post.write_4k",
         op: "write_4k",
@@ -311,6 +324,27 @@ const CAPI_OPS: [CapiOp; 7] = [
         op: "send_64_inline",
         call: "dat_ep_post_send",
         what: "C ABI, mlx5: `dat_ep_post_send`, 64 B inline, receive posted",
+        thread_safe: false,
+    },
+    CapiOp {
+        key: "capi.mlx5.post.read_4k",
+        op: "read_4k",
+        call: "dat_ep_post_rdma_read",
+        what: "C ABI, mlx5: `dat_ep_post_rdma_read`, 4 KiB, 1 segment, signalled",
+        thread_safe: false,
+    },
+    CapiOp {
+        key: "capi.mlx5.post.send_4k",
+        op: "send_4k",
+        call: "dat_ep_post_send",
+        what: "C ABI, mlx5: `dat_ep_post_send`, 4 KiB, 1 segment (not inline), receive posted",
+        thread_safe: false,
+    },
+    CapiOp {
+        key: "capi.mlx5.post.recv",
+        op: "recv",
+        call: "dat_ep_post_recv",
+        what: "C ABI, mlx5: `dat_ep_post_recv`, 4 KiB, 1 segment",
         thread_safe: false,
     },
     CapiOp {
@@ -352,11 +386,13 @@ fn capi_mlx5(eps: u32) -> Result<Vec<Figure>, String> {
     let mut figures = Vec::new();
     for op in &CAPI_OPS {
         let (at_k, at_2k) = capi_pair(&bin, op)?;
-        figures.push(Figure::new(op.key, op.what, Some(per_op(at_k.total, at_2k.total, CAPI_K))));
+        let value = per_op(at_k.total, at_2k.total, CAPI_K);
+        figures.push(Figure::new(op.key, op.what, Some(value)));
         if op.op == "write_4k" && !op.thread_safe {
             let split = build_capi_bench(Build::DatLayerApart)?;
             let (at_k, at_2k) = capi_pair(&split, op)?;
             figures.push(capi_null(&at_k, &at_2k, CAPI_K)?);
+            figures.push(model_hooks(op, value)?);
         }
     }
     figures.push(capi_eps(&bin, eps)?);
@@ -406,6 +442,106 @@ fn capi_null(at_k: &Profile, at_2k: &Profile, k: u64) -> Result<Figure, String> 
     ))
 }
 
+/// Where the software HCA's register is written: an instruction whose
+/// innermost source in this workspace is here belongs to its hooks.
+const MODEL_SOURCE: &str = "mlx5/model/src/lib.rs";
+
+/// The software HCA's register hooks in the 4 KiB write post: what the
+/// model's `Register` methods run that a ConnectX's `Uar` does not, the
+/// `deferred` flag's load and test and the calls into `hca_*` (collection
+/// stops inside those). The methods are inlined into the post, so no
+/// function's cost shows them; instead, the post runs at K and 2K in the
+/// build with line tables ([`Build::LineTables`]) under callgrind with
+/// `--dump-instr=yes`, each instruction collected is mapped by
+/// `addr2line -i` to its chain of inlined source locations, and those
+/// whose innermost location in this workspace (the standard library's
+/// atomics and `Arc` lie outside it) is in [`MODEL_SOURCE`] are summed.
+/// The mirror `Uar`'s stores resolve to `mlx5/src/doorbell.rs` and stay
+/// out. What the hooks cost beyond their own instructions (registers kept
+/// across the calls, say) is not attributable this way and is not in it.
+fn model_hooks(op: &CapiOp, release: f64) -> Result<Figure, String> {
+    let bin = build_capi_bench(Build::LineTables)?;
+    let (at_k, at_2k) = (instruction_costs(&bin, op, CAPI_K)?, instruction_costs(&bin, op, 2 * CAPI_K)?);
+    let total = per_op(at_k.values().sum(), at_2k.values().sum(), CAPI_K);
+    // The two totals differ only by the C dispatcher's frame pointer.
+    eprintln!(
+        "xtask: {}: {total:.1} instructions per post in the build with line tables, {release:.1} in the release build",
+        op.key
+    );
+    let model = in_model(&bin, at_2k.keys().copied())?;
+    let hooks = |costs: &BTreeMap<u64, u64>| costs.iter().filter(|(a, _)| model.contains(a)).map(|(_, n)| n).sum();
+    let value = per_op(hooks(&at_k), hooks(&at_2k), CAPI_K);
+    if value <= 0.0 {
+        return Err(format!("{}: no instruction of the post maps to {MODEL_SOURCE} (no line tables?)", op.key));
+    }
+    Ok(Figure::new(
+        format!("{}.model_hooks", op.key),
+        "C ABI, mlx5: the software HCA's register hooks (`deferred` checks, calls into `hca_*`) in the 4 KiB write post",
+        Some(value),
+    ))
+}
+
+/// Instructions collected at each address in a run of `op` K times.
+fn instruction_costs(bin: &str, op: &CapiOp, k: u64) -> Result<BTreeMap<u64, u64>, String> {
+    let out_file = format!("target/callgrind.capi.{}.lines.{k}", op.op);
+    let options = ["--dump-instr=yes", "--dump-line=no", "--compress-pos=no"];
+    match callgrind(bin, &[op.op, &k.to_string()], &capi_toggles(op.call), &options, &out_file)? {
+        Outcome::Counted(_) => {}
+        Outcome::OutOfObjects(why) => return Err(format!("{}: {why}", op.key)),
+    }
+    let text = std::fs::read_to_string(&out_file).map_err(|e| format!("{out_file}: {e}"))?;
+    Ok(self_costs(&text))
+}
+
+/// Self cost per instruction address of a callgrind out file written with
+/// `--dump-instr=yes --dump-line=no --compress-pos=no`: each cost line is
+/// `0xADDRESS COST`, and the line after a `calls=` line is the call's
+/// inclusive cost, which belongs to the callee and is left out.
+fn self_costs(text: &str) -> BTreeMap<u64, u64> {
+    let mut costs = BTreeMap::new();
+    let mut after_call = false;
+    for line in text.lines() {
+        if line.starts_with("calls=") {
+            after_call = true;
+            continue;
+        }
+        let Some((address, cost)) = line.strip_prefix("0x").and_then(|l| l.split_once(' ')) else { continue };
+        if std::mem::take(&mut after_call) {
+            continue;
+        }
+        if let (Ok(address), Ok(cost)) = (u64::from_str_radix(address, 16), cost.trim().parse::<u64>()) {
+            *costs.entry(address).or_default() += cost;
+        }
+    }
+    costs
+}
+
+/// The addresses among `addresses` whose innermost source location in
+/// this workspace is in [`MODEL_SOURCE`], by `addr2line -i`, which prints
+/// each address and then its locations, innermost first.
+fn in_model(bin: &str, addresses: impl Iterator<Item = u64>) -> Result<BTreeSet<u64>, String> {
+    let root = std::fs::canonicalize(".").map_err(|e| format!(".: {e}"))?;
+    let root = format!("{}/", root.to_string_lossy());
+    let mut args = vec!["-a".to_string(), "-i".to_string(), "-e".to_string(), bin.to_string()];
+    args.extend(addresses.map(|a| format!("{a:#x}")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let text = output("addr2line", &args)?;
+    let mut model = BTreeSet::new();
+    let mut current: Option<u64> = None;
+    for line in text.lines() {
+        if let Some(address) = line.strip_prefix("0x").and_then(|a| u64::from_str_radix(a, 16).ok()) {
+            current = Some(address);
+        } else if let Some(address) = current.filter(|_| line.starts_with(&root)) {
+            // The first location in the workspace decides the address.
+            if line.contains(MODEL_SOURCE) {
+                model.insert(address);
+            }
+            current = None;
+        }
+    }
+    Ok(model)
+}
+
 /// The 4 KiB write post with `eps` connected Endpoints and as many LMRs
 /// live, each post on the next Endpoint; null when the provider cannot
 /// hold that many objects. One run, count over posts: with a post's
@@ -428,6 +564,19 @@ fn capi_eps(bin: &str, eps: u32) -> Result<Figure, String> {
     Ok(Figure::new(key, what, value))
 }
 
+/// What a run of the C bench collects in: `call`, and for a request post,
+/// not in the model's execution inside it. Only a request post rings the
+/// doorbell the model executes in; a toggle is a toggle, so for any other
+/// call the model's would turn collection on in the uncounted posts that
+/// ring it (`recv`'s sends).
+fn capi_toggles(call: &str) -> Vec<&str> {
+    let mut toggles = vec![call];
+    if call.starts_with("dat_ep_post_") && call != "dat_ep_post_recv" {
+        toggles.push(MODEL_EXECUTION);
+    }
+    toggles
+}
+
 /// A run of the C bench doing `op` K times, counting `call`, and its
 /// profile.
 fn capi_run(
@@ -438,16 +587,12 @@ fn capi_run(
     flags: &[&str],
     extra: &[&str],
 ) -> Result<Outcome<Profile>, String> {
-    let mut toggles = vec![call];
-    if call != "dat_evd_dequeue" {
-        toggles.push(MODEL_EXECUTION);
-    }
     let k = k.to_string();
     let out_file = format!("target/callgrind.capi.{op}{}.{k}", flags.concat());
     let mut args = flags.to_vec();
     args.extend([op, &k]);
     args.extend(extra);
-    Ok(match callgrind(bin, &args, &toggles, &out_file)? {
+    Ok(match callgrind(bin, &args, &capi_toggles(call), &[], &out_file)? {
         Outcome::Counted(total) => {
             Outcome::Counted(Profile { total, inclusive: annotate(&out_file, true)?, own: annotate(&out_file, false)? })
         }
@@ -464,6 +609,10 @@ enum Build {
     /// function of its own (feature `measure-dat-layer`), in its own target
     /// directory: the DAT layer's figure is the post less it.
     DatLayerApart,
+    /// The release build with line tables, in its own target directory,
+    /// and the bench linked at fixed addresses: each instruction callgrind
+    /// reports maps to its inlined source ([`model_hooks`]).
+    LineTables,
 }
 
 /// Build a release `libudat.a`, its `udat.pc`, and the C bench against
@@ -472,13 +621,40 @@ fn build_capi_bench(build: Build) -> Result<String, String> {
     let (features, dir, exe) = match build {
         Build::Release => ("model", "target", "target/release/icount-capi"),
         Build::DatLayerApart => ("measure-dat-layer", "target/dat-layer", "target/dat-layer/release/icount-capi"),
+        Build::LineTables => ("model", "target/icount-lines", "target/icount-lines/release/icount-capi"),
     };
-    run("cargo", &["build", "--release", "-p", "udat-static", "--features", features, "--target-dir", dir])?;
+    let cargo = ["build", "--release", "-p", "udat-static", "--features", features, "--target-dir", dir];
+    if build == Build::LineTables {
+        build_with_line_tables(&cargo)?;
+    } else {
+        run("cargo", &cargo)?;
+    }
     let flags = capi::pkg_config(&format!("{dir}/release"))?;
     let mut cc = vec!["-O2", "-Wall", "-Wextra", "-Werror", "benches/c/icount.c", "-o", exe];
+    if build == Build::LineTables {
+        // Callgrind reports run-time addresses; addr2line reads the file's.
+        cc.push("-no-pie");
+    }
     cc.extend(flags.split_whitespace());
     run("cc", &cc)?;
     Ok(exe.to_string())
+}
+
+/// `cargo ARGS` with line tables in the release profile. They add debug
+/// sections and leave the Rust code as it is; the `cc` crate, though,
+/// compiles the C dispatcher with frame pointers when debug info is on,
+/// which moves the post's total by a few instructions.
+fn build_with_line_tables(args: &[&str]) -> Result<(), String> {
+    eprintln!("xtask: CARGO_PROFILE_RELEASE_DEBUG=line-tables-only cargo {}", args.join(" "));
+    let status = Command::new("cargo")
+        .args(args)
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "line-tables-only")
+        .status()
+        .map_err(|e| format!("cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("`cargo {}` with line tables failed ({status})", args.join(" ")));
+    }
+    Ok(())
 }
 
 fn find_bench_binary(name: &str) -> Result<String, String> {

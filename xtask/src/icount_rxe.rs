@@ -1,20 +1,29 @@
-//! `cargo xtask icount-rxe [--json PATH]`: instructions per
-//! `dat_ep_post_rdma_write` (one 4 KiB segment, signalled) on a soft-RoCE
-//! device, through udat's libdat2 plug-in and through OFA dapl's cma
-//! provider, in one run, counted by callgrind in user space.
+//! `cargo xtask icount-rxe [--json PATH]`: instructions per DAT call on
+//! a soft-RoCE device, through udat's libdat2 plug-in and through OFA
+//! dapl's cma provider, in one run, counted by callgrind in user space:
+//! the posts of one 4 KiB segment (`dat_ep_post_rdma_write` and
+//! `dat_ep_post_rdma_read`, signalled; `dat_ep_post_send`, its receive
+//! posted; `dat_ep_post_recv`) and `dat_evd_dequeue` of one completion.
 //!
 //! `benches/c/icount.c`, linked with `-ldat2` (`target/release/icount-dat2`),
-//! connects two Endpoints of one IA to each other through a PSP and makes
-//! K RDMA writes between them; `benches/c/icount-rxe.sh` runs it through
-//! `softroce` (in the QEMU guest when this machine has no RDMA), with a
-//! `dat.conf` naming both providers, under
-//! `valgrind --tool=callgrind --toggle-collect=dat_ep_post_rdma_write`,
-//! for K and 2K writes per provider. A figure is (count at 2K − count at
-//! K) / K, so that what the setup collects cancels. It covers libdat2's
-//! dispatcher, the provider's post, and librxe's post_send (`ibv_post_send`
-//! is inline) with the libc it calls: the `write` that rings the kernel,
-//! not the kernel's side of it. Reaping completions is outside the
-//! counted call.
+//! connects two Endpoints of one IA to each other through a PSP and does
+//! an operation K times between them; `benches/c/icount-rxe.sh` runs it
+//! through `softroce` (in the QEMU guest when this machine has no RDMA),
+//! with a `dat.conf` naming both providers, under
+//! `valgrind --tool=callgrind --toggle-collect=CALL` for the DAT call the
+//! operation counts, for K and 2K operations per provider. A figure is
+//! (count at 2K − count at K) / K, so that what the setup collects
+//! cancels. A post's covers libdat2's dispatcher, the provider's post, and
+//! librxe's post_send or post_recv (`ibv_post_send` and `ibv_post_recv`
+//! are inline) with the libc it calls: for a request, the `write` that
+//! rings the kernel, not the kernel's side of it. Reaping completions is
+//! outside the counted post.
+//!
+//! rxe completes a request after its post returns, so the dequeue runs
+//! the bench with `-w`: each counted `dat_evd_dequeue` is made after the
+//! completion had time to arrive (it must find it), and the setup waits
+//! for connection events with `dat_evd_wait`, so that no empty dequeue,
+//! whose number would vary from run to run, is counted.
 //!
 //! The figures go into their own JSON file rather than `cargo xtask
 //! icount`'s: they need an RDMA device (here a guest that takes minutes),
@@ -27,11 +36,11 @@ use std::process::{Command, Stdio};
 use crate::icount::{annotated_cost, to_json, Figure};
 use crate::run;
 
-/// RDMA writes in the shorter of a provider's two runs.
+/// Operations in the shorter of a provider's two runs.
 const K: u64 = 500;
 
-/// Seconds the guest may take for all four runs.
-const GUEST_TIMEOUT: &str = "900";
+/// Seconds the guest may take for all the runs (about a minute each).
+const GUEST_TIMEOUT: &str = "3600";
 
 /// The C bench built against libdat2.
 const BENCH: &str = "target/release/icount-dat2";
@@ -45,22 +54,62 @@ struct Provider {
     ia: &'static str,
     /// The start of its library's file name.
     library: &'static str,
-    key: &'static str,
     what: &'static str,
 }
 
 const PROVIDERS: [Provider; 2] = [
-    Provider {
-        ia: "ofa",
-        library: "libdaplofa.so",
-        key: "rxe.ofa.post.write_4k",
-        what: "OFA dapl 2.1 cma (libdaplofa) on rxe: `dat_ep_post_rdma_write`, 4 KiB, 1 segment, signalled",
+    Provider { ia: "ofa", library: "libdaplofa.so", what: "OFA dapl 2.1 cma (libdaplofa) on rxe" },
+    Provider { ia: "udat", library: "libudat_dapl.so", what: "udat's plug-in (libudat_dapl) on rxe" },
+];
+
+/// An operation of the C bench, measured with each provider.
+struct Op {
+    /// Its key after `rxe.PROVIDER.`.
+    key: &'static str,
+    /// Its name in the bench.
+    op: &'static str,
+    /// The DAT call counted.
+    call: &'static str,
+    /// The bench's flag for it, if any.
+    flag: &'static str,
+    what: &'static str,
+}
+
+const OPS: [Op; 5] = [
+    Op {
+        key: "post.write_4k",
+        op: "write_4k",
+        call: "dat_ep_post_rdma_write",
+        flag: "",
+        what: "`dat_ep_post_rdma_write`, 4 KiB, 1 segment, signalled",
     },
-    Provider {
-        ia: "udat",
-        library: "libudat_dapl.so",
-        key: "rxe.udat.post.write_4k",
-        what: "udat's plug-in (libudat_dapl) on rxe: `dat_ep_post_rdma_write`, 4 KiB, 1 segment, signalled",
+    Op {
+        key: "post.read_4k",
+        op: "read_4k",
+        call: "dat_ep_post_rdma_read",
+        flag: "",
+        what: "`dat_ep_post_rdma_read`, 4 KiB, 1 segment, signalled",
+    },
+    Op {
+        key: "post.send_4k",
+        op: "send_4k",
+        call: "dat_ep_post_send",
+        flag: "",
+        what: "`dat_ep_post_send`, 4 KiB, 1 segment, receive posted",
+    },
+    Op {
+        key: "post.recv",
+        op: "recv",
+        call: "dat_ep_post_recv",
+        flag: "",
+        what: "`dat_ep_post_recv`, 4 KiB, 1 segment",
+    },
+    Op {
+        key: "dequeue.one",
+        op: "dequeue_one",
+        call: "dat_evd_dequeue",
+        flag: "-w",
+        what: "`dat_evd_dequeue`, the only completion waiting",
     },
 ];
 
@@ -68,11 +117,14 @@ pub fn icount_rxe(args: &[String]) -> Result<(), String> {
     let json = parse_args(args)?;
     let plugin = build()?;
     let runs = parse_guest_output(&guest(&plugin)?)?;
-    let posts = PROVIDERS.iter().map(|p| Post::of(p, &runs)).collect::<Result<Vec<_>, _>>()?;
-    print_table(&posts);
+    let calls = PROVIDERS
+        .iter()
+        .flat_map(|p| OPS.iter().map(move |op| (p, op)))
+        .map(|(p, op)| Call::of(p, op, &runs))
+        .collect::<Result<Vec<_>, _>>()?;
+    print_table(&calls);
     if let Some(path) = json {
-        let figures: Vec<Figure> =
-            posts.iter().map(|p| Figure::new(p.provider.key, p.provider.what, Some(p.total))).collect();
+        let figures: Vec<Figure> = calls.iter().map(Call::figure).collect();
         std::fs::write(&path, to_json(&figures)).map_err(|e| format!("{path}: {e}"))?;
         eprintln!("xtask: wrote {path}");
     }
@@ -101,9 +153,11 @@ fn build() -> Result<String, String> {
 /// the RDMA device; everything else it prints goes to stderr as it comes.
 fn guest(plugin: &str) -> Result<Vec<String>, String> {
     let xtask = std::env::current_exe().map_err(|e| format!("xtask: {e}"))?;
-    let (k, k2) = (K.to_string(), (2 * K).to_string());
-    let args = ["softroce", "--timeout", GUEST_TIMEOUT, "--", "sh", SCRIPT, plugin, BENCH, &k, &k2];
-    eprintln!("xtask: softroce -- sh {SCRIPT} {plugin} {BENCH} {k} {k2}");
+    let k = K.to_string();
+    let mut args = vec!["softroce", "--timeout", GUEST_TIMEOUT, "--", "sh", SCRIPT, plugin, BENCH, &k];
+    let specs: Vec<String> = OPS.iter().map(|op| format!("{}:{}:{}", op.op, op.call, op.flag)).collect();
+    args.extend(specs.iter().map(String::as_str));
+    eprintln!("xtask: {}", args.join(" "));
     let started = std::time::Instant::now();
     let mut child =
         Command::new(xtask).args(args).stdout(Stdio::piped()).spawn().map_err(|e| format!("softroce: {e}"))?;
@@ -130,8 +184,7 @@ fn guest(plugin: &str) -> Result<Vec<String>, String> {
 /// One callgrind run of the bench.
 #[derive(Default)]
 struct Run {
-    /// Instructions collected in `dat_ep_post_rdma_write`, callgrind's
-    /// summary.
+    /// Instructions collected in the counted call, callgrind's summary.
     total: Option<u64>,
     /// Per function (`file:function [object]`): self cost.
     own: Vec<(String, u64)>,
@@ -139,16 +192,20 @@ struct Run {
     inclusive: Vec<(String, u64)>,
 }
 
-/// The runs in the script's data lines, by provider and K.
-fn parse_guest_output(lines: &[String]) -> Result<BTreeMap<(String, u64), Run>, String> {
-    let mut runs: BTreeMap<(String, u64), Run> = BTreeMap::new();
+/// A run's provider, operation and K.
+type RunKey = (String, String, u64);
+
+/// The runs in the script's data lines, by provider, operation and K.
+fn parse_guest_output(lines: &[String]) -> Result<BTreeMap<RunKey, Run>, String> {
+    let mut runs: BTreeMap<RunKey, Run> = BTreeMap::new();
     for line in lines {
         let bad = || format!("{SCRIPT}: cannot read `{line}`");
-        let mut fields = line.splitn(4, ' ');
-        let (tag, provider, k) = (fields.next(), fields.next(), fields.next().and_then(|k| k.parse().ok()));
-        let (Some(tag), Some(provider), Some(k)) = (tag, provider, k) else { return Err(bad()) };
+        let mut fields = line.splitn(5, ' ');
+        let (tag, provider, op) = (fields.next(), fields.next(), fields.next());
+        let k = fields.next().and_then(|k| k.parse().ok());
+        let (Some(tag), Some(provider), Some(op), Some(k)) = (tag, provider, op, k) else { return Err(bad()) };
         let rest = fields.next().unwrap_or("");
-        let run = runs.entry((provider.to_string(), k)).or_default();
+        let run = runs.entry((provider.to_string(), op.to_string(), k)).or_default();
         match tag {
             "ICOUNT" => run.total = Some(rest.trim().parse().map_err(|_| bad())?),
             "SELF" => run.own.extend(annotated_cost(rest)),
@@ -162,11 +219,13 @@ fn parse_guest_output(lines: &[String]) -> Result<BTreeMap<(String, u64), Run>, 
 /// Where a function's instructions belong, by the object it is in.
 #[derive(Clone, Copy, PartialEq)]
 enum Part {
-    /// libdat2's `dat_ep_post_rdma_write`, which calls the provider.
+    /// libdat2's entry point (`dat_ep_post_rdma_write`, say), which calls
+    /// the provider.
     Libdat2,
     /// The provider's library.
     Provider,
-    /// rdma-core's rxe user-space driver (its post_send; no symbols).
+    /// rdma-core's rxe user-space driver (its post_send, post_recv and
+    /// poll_cq; no symbols).
     Librxe,
     /// libc (librxe's `write` to the kernel, memcpy, locks) and the rest.
     Other,
@@ -188,52 +247,62 @@ impl Part {
     }
 }
 
-/// A provider's figures: instructions per `dat_ep_post_rdma_write`, and
+/// A provider's figures for one operation: instructions per call, and
 /// how they divide among the objects they run in.
-struct Post {
+struct Call {
     provider: &'static Provider,
-    /// Everything collected inside the call, per post.
+    op: &'static Op,
+    /// Everything collected inside the call, per call.
     total: f64,
-    /// Self cost per post of the functions in each part.
+    /// Self cost per call of the functions in each part.
     libdat2: f64,
     library: f64,
     librxe: f64,
     other: f64,
     /// The functions under the call with the highest inclusive cost per
-    /// post, highest first.
+    /// call, highest first.
     top: Vec<(String, f64)>,
 }
 
-/// Functions listed under each provider's table row.
+/// Functions listed under each table row.
 const TOP: usize = 5;
 
-impl Post {
-    /// The figures from the provider's runs at K and 2K, which must
-    /// include librxe's post and the provider's own.
-    fn of(provider: &'static Provider, runs: &BTreeMap<(String, u64), Run>) -> Result<Post, String> {
+impl Call {
+    /// The figures from the provider's runs of `op` at K and 2K, which
+    /// must include librxe's part and the provider's own.
+    fn of(provider: &'static Provider, op: &'static Op, runs: &BTreeMap<RunKey, Run>) -> Result<Call, String> {
         let run = |k: u64| {
-            runs.get(&(provider.ia.to_string(), k))
-                .ok_or_else(|| format!("{SCRIPT}: no run of {} with K = {k}", provider.ia))
+            runs.get(&(provider.ia.to_string(), op.op.to_string(), k))
+                .ok_or_else(|| format!("{SCRIPT}: no run of {} {} with K = {k}", provider.ia, op.op))
         };
         let (at_k, at_2k) = (run(K)?, run(2 * K)?);
-        let total = |r: &Run| r.total.ok_or_else(|| format!("{SCRIPT}: no total for {}", provider.ia));
-        let part = |p: Part| per_post(own_of(at_k, provider, p), own_of(at_2k, provider, p));
-        let post = Post {
+        let total = |r: &Run| r.total.ok_or_else(|| format!("{SCRIPT}: no total for {} {}", provider.ia, op.op));
+        let part = |p: Part| per_call(own_of(at_k, provider, p), own_of(at_2k, provider, p));
+        let call = Call {
             provider,
-            total: per_post(total(at_k)?, total(at_2k)?),
+            op,
+            total: per_call(total(at_k)?, total(at_2k)?),
             libdat2: part(Part::Libdat2),
             library: part(Part::Provider),
             librxe: part(Part::Librxe),
             other: part(Part::Other),
-            top: top_inclusive(at_k, at_2k),
+            top: top_inclusive(at_k, at_2k, op.call),
         };
-        if post.libdat2 <= 0.0 || post.library <= 0.0 || post.librxe <= 0.0 {
+        if call.libdat2 <= 0.0 || call.library <= 0.0 || call.librxe <= 0.0 {
             return Err(format!(
-                "{}: libdat2, {} and librxe must all run in `dat_ep_post_rdma_write` (per post: {:.1}, {:.1}, {:.1})",
-                provider.ia, provider.library, post.libdat2, post.library, post.librxe
+                "{}: libdat2, {} and librxe must all run in `{}` (per call: {:.1}, {:.1}, {:.1})",
+                provider.ia, provider.library, op.call, call.libdat2, call.library, call.librxe
             ));
         }
-        Ok(post)
+        Ok(call)
+    }
+
+    fn key(&self) -> String {
+        format!("rxe.{}.{}", self.provider.ia, self.op.key)
+    }
+
+    fn figure(&self) -> Figure {
+        Figure::new(self.key(), format!("{}: {}", self.provider.what, self.op.what), Some(self.total))
     }
 }
 
@@ -242,42 +311,49 @@ fn own_of(run: &Run, provider: &Provider, part: Part) -> u64 {
     run.own.iter().filter(|(f, _)| Part::of(f, provider) == part).map(|(_, n)| n).sum()
 }
 
-/// Instructions per post between a run of K posts and one of 2K.
-fn per_post(at_k: u64, at_2k: u64) -> f64 {
+/// Instructions per call between a run of K calls and one of 2K.
+fn per_call(at_k: u64, at_2k: u64) -> f64 {
     (at_2k as f64 - at_k as f64) / K as f64
 }
 
-/// The `TOP` functions with the highest inclusive cost per post among
-/// those under `dat_ep_post_rdma_write` (less than the whole call's) and
-/// the call itself.
-fn top_inclusive(at_k: &Run, at_2k: &Run) -> Vec<(String, f64)> {
+/// The `TOP` functions with the highest inclusive cost per call among
+/// those under `call` (less than the whole call's) and the call itself.
+fn top_inclusive(at_k: &Run, at_2k: &Run, call: &str) -> Vec<(String, f64)> {
     let before: BTreeMap<&str, u64> = at_k.inclusive.iter().map(|(f, n)| (f.as_str(), *n)).collect();
     let mut functions: Vec<(String, f64)> = at_2k
         .inclusive
         .iter()
-        .map(|(f, n)| (f.clone(), per_post(before.get(f.as_str()).copied().unwrap_or(0), *n)))
+        .map(|(f, n)| (f.clone(), per_call(before.get(f.as_str()).copied().unwrap_or(0), *n)))
         .collect();
-    let whole = functions.iter().find(|(f, _)| f.contains(":dat_ep_post_rdma_write [")).map_or(f64::MAX, |(_, n)| *n);
-    functions.retain(|(f, n)| *n < whole || f.contains(":dat_ep_post_rdma_write ["));
+    let entry = format!(":{call} [");
+    let whole = functions.iter().find(|(f, _)| f.contains(&entry)).map_or(f64::MAX, |(_, n)| *n);
+    functions.retain(|(f, n)| *n < whole || f.contains(&entry));
     functions.sort_by(|a, b| b.1.total_cmp(&a.1));
     functions.truncate(TOP);
     functions
 }
 
-fn print_table(posts: &[Post]) {
+fn print_table(calls: &[Call]) {
     println!(
-        "| key | provider | instructions per `dat_ep_post_rdma_write` | libdat2 | provider's library | librxe | libc and other |"
+        "| key | provider | call | instructions per call | libdat2 | provider's library | librxe | libc and other |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
-    for p in posts {
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    for c in calls {
         println!(
-            "| `{}` | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
-            p.provider.key, p.provider.ia, p.total, p.libdat2, p.library, p.librxe, p.other
+            "| `{}` | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            c.key(),
+            c.provider.ia,
+            c.op.what,
+            c.total,
+            c.libdat2,
+            c.library,
+            c.librxe,
+            c.other
         );
     }
-    for p in posts {
-        println!("\n{}: the functions with the most instructions per post, inclusive:\n", p.provider.ia);
-        for (function, n) in &p.top {
+    for c in calls {
+        println!("\n`{}`: the functions with the most instructions per call, inclusive:\n", c.key());
+        for (function, n) in &c.top {
             println!("- {n:.1} `{function}`");
         }
     }

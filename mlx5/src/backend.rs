@@ -654,7 +654,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     #[inline(always)]
     fn post_recv_one(&mut self, qp: &mut Qp<D>, sge: Sge, cookie: u64) -> bool {
         let rq = self.qps.get_mut(qp.slot).and_then(|q| q.rq.as_mut());
-        rq.is_some_and(|rq| rq.post(core::slice::from_ref(&sge), cookie).is_ok())
+        rq.is_some_and(|rq| rq.post_one(sge, cookie))
     }
 
     #[inline]

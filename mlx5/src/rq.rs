@@ -130,6 +130,18 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> RecvQueue<S> {
     /// Post a receive and publish it in the doorbell record.
     #[inline]
     pub fn post(&mut self, sges: &[Sge], cookie: u64) -> Result<(), Full> {
+        self.post_inlined(sges, cookie)
+    }
+
+    /// [`post`](Self::post) of one segment, built in place in the lane of
+    /// a receive; `false` when the queue is full, with nothing written.
+    #[inline(always)]
+    pub fn post_one(&mut self, sge: Sge, cookie: u64) -> bool {
+        self.post_inlined(core::slice::from_ref(&sge), cookie).is_ok()
+    }
+
+    #[inline(always)]
+    fn post_inlined(&mut self, sges: &[Sge], cookie: u64) -> Result<(), Full> {
         if self.head.wrapping_sub(self.tail) == self.ring.cnt {
             return Err(Full);
         }

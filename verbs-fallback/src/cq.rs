@@ -191,6 +191,35 @@ impl CqShared {
         Shared::Done(translate(qp, &w).map(|c| (c, admitted)))
     }
 
+    /// The next completion, for the lane of a dequeue
+    /// (`Backend::cq_lane`): one work completion taken from the device and
+    /// translated, handed over if `accept` takes it. One it refuses goes
+    /// to the stash, where the next poll finds it first, as it would have
+    /// found it on the device; one of a QP no longer here, or that
+    /// completes nothing, is dropped, as `poll` drops it. `None` as well
+    /// while earlier completions wait in the stash.
+    #[inline]
+    pub fn take_lane<G>(&self, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
+        if !self.stash.borrow().is_empty() || !self.held.borrow().is_empty() {
+            return None;
+        }
+        let mut wc = MaybeUninit::<sys::ibv_wc>::uninit();
+        // SAFETY: the CQ is live while `self` is, and `wc` has room for one.
+        if unsafe { sys::poll_cq(self.cq, 1, wc.as_mut_ptr()) } <= 0 {
+            return None;
+        }
+        // SAFETY: the provider wrote the one entry.
+        let w = unsafe { wc.assume_init() };
+        let c = self.qps.borrow().get(&w.qp_num).and_then(|qp| translate(qp, &w))?;
+        match accept(&c) {
+            Some(accepted) => Some((c, accepted)),
+            None => {
+                self.stash.borrow_mut().push_back(c);
+                None
+            }
+        }
+    }
+
     /// One `ibv_poll_cq` of at most `out.len()` (and [`BATCH`]) entries,
     /// translated; completions of QPs no longer here are dropped.
     fn poll_device(&self, out: &mut [Completion]) -> usize {

@@ -363,6 +363,13 @@ impl Backend for Verbs {
         qp.post_recv(sges, cookie)
     }
 
+    /// A completion the lane refuses waits in the CQ's stash, where the
+    /// ordinary poll takes it first: nothing a caller can see changed.
+    #[inline(always)]
+    fn cq_lane<G>(&mut self, cq: &mut Cq, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
+        cq.shared.take_lane(accept)
+    }
+
     /// As `post_one`: a refused post gives its ring slot back.
     #[inline(always)]
     fn post_recv_one(&mut self, qp: &mut Qp, sge: Sge, cookie: u64) -> bool {

@@ -3,16 +3,9 @@
 //! A Rust implementation of the DAT/uDAPL RDMA API (Direct Access
 //! Transport) for latency-critical trading and storage engines.
 //!
-//! [`Ia`] is an open Interface Adapter: it owns the provider that holds
-//! every DAT object of the IA, closes it abruptly when dropped (nothing
-//! leaks), and gives the whole DAT API through `Deref` to
-//! [`udat_core::Provider`], whose methods are named for the DAT calls and
-//! cite their man pages. Every call returns `Result<_, DatError>`; the
-//! error carries the exact `DAT_RETURN` of `<dat2/dat_error.h>`.
-//!
 //! The examples here run on the mock backend of udat's test kit; a
 //! program opens a real transport the same way (`udat_verbs::Verbs` and a
-//! device name such as `rxe0`).
+//! device name such as `rxe0`):
 //!
 //! ```
 //! use udat::{Ia, CloseFlags, EvdFlags, CnoHandle};
@@ -30,11 +23,19 @@
 //! # Ok::<(), udat::DatError>(())
 //! ```
 //!
+//! [`Ia`] is an open Interface Adapter: it owns the provider that holds
+//! every DAT object of the IA, closes it abruptly when dropped (nothing
+//! leaks), and gives the whole DAT API through `Deref` to
+//! [`udat_core::Provider`], whose methods are named for the DAT calls and
+//! cite their man pages. Every call returns `Result<_, DatError>`; the
+//! error carries the exact `DAT_RETURN` of `<dat2/dat_error.h>`.
+//!
 //! Handles are plain values, checked on every use: a handle whose object
 //! was freed is refused with `DAT_INVALID_HANDLE`, even after its slot
 //! holds a new object. They are meaningful only to the `Ia` that made them.
 
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
 
 use core::ops::{Deref, DerefMut};
 

@@ -42,36 +42,54 @@ pub const MAX_SGE: usize = 16;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct Sge {
+    /// The first byte, a virtual address inside the registration.
     pub addr: u64,
+    /// Bytes in the segment.
     pub length: u32,
+    /// The local key of the registration that covers the segment.
     pub lkey: u32,
 }
 
 /// The request half of a work request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestOp {
+    /// The segments go to a receive the peer posted
+    /// (dat_ep_post_send(3DAT)).
     Send,
+    /// The segments are written to the peer's memory
+    /// (dat_ep_post_rdma_write(3DAT)).
     RdmaWrite {
+        /// The peer's memory.
         remote: RmrTriplet,
     },
+    /// The peer's memory is read into the segments
+    /// (dat_ep_post_rdma_read(3DAT)).
     RdmaRead {
+        /// The peer's memory.
         remote: RmrTriplet,
     },
     /// An RDMA write whose immediate data consumes a receive at the peer.
     RdmaWriteImm {
+        /// The peer's memory.
         remote: RmrTriplet,
+        /// Carried by the completion of the peer's receive.
         imm: u32,
     },
     /// Compare the 8 bytes at `remote` with `compare`, write `swap` if
     /// equal; the old value lands in the one 8-byte local segment.
     CompareSwap {
+        /// The peer's 8 bytes.
         remote: RmrTriplet,
+        /// The value expected there.
         compare: u64,
+        /// The value written if the expected one is there.
         swap: u64,
     },
     /// Add `add` to the 8 bytes at `remote`; the old value lands locally.
     FetchAdd {
+        /// The peer's 8 bytes.
         remote: RmrTriplet,
+        /// The addend.
         add: u64,
     },
 }
@@ -79,7 +97,9 @@ pub enum RequestOp {
 /// A send-queue work request.
 #[derive(Clone, Copy, Debug)]
 pub struct SendWr<'a> {
+    /// What the request does, with its remote operands.
     pub op: RequestOp,
+    /// The local segments, translated.
     pub sges: &'a [Sge],
     /// Bytes the segments cover, as the core summed them (at most the
     /// EP's message or RDMA size, so it fits).
@@ -93,7 +113,9 @@ pub struct SendWr<'a> {
 /// A memory registration as the backend made it.
 #[derive(Debug)]
 pub struct Registration<M> {
+    /// The transport's own object for the registration.
     pub mr: M,
+    /// The key local segments name the registration by.
     pub lkey: u32,
     /// The key a remote peer uses; meaningful only with remote privileges.
     pub rkey: u32,
@@ -101,6 +123,7 @@ pub struct Registration<M> {
     /// larger than the one asked for, and must not wrap (a registration
     /// that does is refused with `DAT_INTERNAL_ERROR`).
     pub address: u64,
+    /// Bytes registered from `address`.
     pub length: u64,
 }
 
@@ -111,8 +134,11 @@ pub struct Completion {
     pub tag: u64,
     /// The cookie of the work request.
     pub cookie: u64,
+    /// How the work request ended.
     pub status: DtoStatus,
+    /// What the work request was.
     pub op: DtoOp,
+    /// Bytes moved; for a receive, the bytes that arrived.
     pub transferred_length: u32,
     /// The immediate data of a [`DtoOp::ReceiveImm`] or
     /// [`DtoOp::ReceiveMsgImm`]; 0 otherwise.
@@ -141,6 +167,7 @@ impl Completion {
 /// What a call on a shared provider came to ([`crate::shared`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shared<T> {
+    /// The call was made; its result.
     Done(T),
     /// Nothing to take.
     Empty,
@@ -162,13 +189,23 @@ pub struct CqHead {
 /// What a connection attempt or connection came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConnOutcome {
+    /// The connection is up (`DAT_CONNECTION_EVENT_ESTABLISHED`).
     Established,
+    /// The peer refused the request (`DAT_CONNECTION_EVENT_PEER_REJECTED`).
     PeerRejected,
+    /// Something other than the peer refused it, such as no listener on
+    /// the qualifier (`DAT_CONNECTION_EVENT_NON_PEER_REJECTED`).
     NonPeerRejected,
+    /// No route leads to the peer (`DAT_CONNECTION_EVENT_UNREACHABLE`).
     Unreachable,
+    /// The attempt ran out of time (`DAT_CONNECTION_EVENT_TIMED_OUT`).
     TimedOut,
+    /// An accept did not complete
+    /// (`DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR`).
     AcceptError,
+    /// The connection was torn down (`DAT_CONNECTION_EVENT_DISCONNECTED`).
     Disconnected,
+    /// The connection failed (`DAT_CONNECTION_EVENT_BROKEN`).
     Broken,
 }
 
@@ -176,9 +213,27 @@ pub enum ConnOutcome {
 #[derive(Debug)]
 pub enum CmEvent<R> {
     /// A request arrived at the listener with `listener` tag.
-    Request { listener: u64, request: R, remote: IaAddress, remote_port: u64, private_data: PrivateData },
+    Request {
+        /// The listener's tag.
+        listener: u64,
+        /// The transport's request, to accept or reject.
+        request: R,
+        /// The requester's address.
+        remote: IaAddress,
+        /// The requester's port (dat_cr_query(3DAT) `remote_port_qual`).
+        remote_port: u64,
+        /// What the requester sent with the request.
+        private_data: PrivateData,
+    },
     /// The QP with `tag` changed connection state.
-    Conn { tag: u64, outcome: ConnOutcome, private_data: PrivateData },
+    Conn {
+        /// The QP's tag.
+        tag: u64,
+        /// The new state.
+        outcome: ConnOutcome,
+        /// What the peer sent with it.
+        private_data: PrivateData,
+    },
     /// The device failed: every QP is gone.
     Catastrophic,
 }
@@ -218,15 +273,25 @@ impl WaitFds {
 /// The shape of a QP.
 #[derive(Debug)]
 pub struct QpConfig<'a, B: Backend + ?Sized> {
+    /// The protection domain (the EP's PZ).
     pub pd: &'a B::Pd,
+    /// The CQ of request completions (the request EVD's), if any.
     pub send_cq: Option<&'a B::Cq>,
+    /// The CQ of receive completions (the receive EVD's), if any.
     pub recv_cq: Option<&'a B::Cq>,
+    /// The SRQ the QP receives from, if any.
     pub srq: Option<&'a B::Srq>,
+    /// Most requests outstanding on the send queue.
     pub max_send_wr: u32,
+    /// Most receives outstanding on the receive queue.
     pub max_recv_wr: u32,
+    /// Most segments in one request.
     pub max_send_sge: u32,
+    /// Most segments in one receive.
     pub max_recv_sge: u32,
+    /// Most RDMA reads the peer may have in flight against the QP.
     pub max_rdma_read_in: u32,
+    /// Most RDMA reads the QP may have in flight.
     pub max_rdma_read_out: u32,
 }
 
@@ -234,21 +299,31 @@ pub struct QpConfig<'a, B: Backend + ?Sized> {
 pub trait Backend {
     /// An open device.
     type Ia;
+    /// A protection domain: a PZ's transport half.
     type Pd;
+    /// A memory registration: an LMR's transport half.
     type Mr;
+    /// A memory window: an RMR's transport half.
     type Mw;
+    /// A completion queue: an EVD's transport half.
     type Cq;
+    /// A queue pair: an EP's transport half.
     type Qp;
+    /// A shared receive queue: an SRQ's transport half.
     type Srq;
+    /// A listener on a connection qualifier: a PSP's or an RSP's.
     type Listener;
     /// An incoming connection request not yet accepted or rejected.
     type ConnReq;
 
     /// Open the device `name`; report its limits.
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)>;
+    /// Close a device [`Backend::ia_open`] opened.
     fn ia_close(&mut self, ia: Self::Ia);
 
+    /// A new protection domain on `ia` (dat_pz_create(3DAT)).
     fn pd_alloc(&mut self, ia: &mut Self::Ia) -> DatResult<Self::Pd>;
+    /// Release a protection domain (dat_pz_free(3DAT)).
     fn pd_free(&mut self, pd: Self::Pd);
 
     /// Register `[address, address + length)` with `privileges`.
@@ -259,18 +334,29 @@ pub trait Backend {
         length: u64,
         privileges: MemPriv,
     ) -> DatResult<Registration<Self::Mr>>;
+    /// Release a registration (dat_lmr_free(3DAT)).
     fn mr_deregister(&mut self, mr: Self::Mr);
 
+    /// A new, unbound memory window in `pd` (dat_rmr_create(3DAT)).
     fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<Self::Mw>;
+    /// Release a memory window (dat_rmr_free(3DAT)).
     fn mw_free(&mut self, mw: Self::Mw);
 
+    /// A new CQ of at least `min_entries` entries (dat_evd_create(3DAT)).
     fn cq_create(&mut self, ia: &mut Self::Ia, min_entries: u32) -> DatResult<Self::Cq>;
+    /// Give `cq` room for at least `min_entries` entries
+    /// (dat_evd_resize(3DAT)).
     fn cq_resize(&mut self, cq: &mut Self::Cq, min_entries: u32) -> DatResult<()>;
+    /// Release a CQ (dat_evd_free(3DAT)).
     fn cq_destroy(&mut self, cq: Self::Cq);
     /// Fill `out` with up to `out.len()` completions; return how many.
     fn cq_poll(&mut self, cq: &mut Self::Cq, out: &mut [Completion]) -> usize;
 
+    /// A new QP of `config`'s shape, for an EP that has a PZ; its
+    /// completions and connection events carry `tag`.
     fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<Self::Qp>;
+    /// Release a QP (dat_ep_free(3DAT), or dat_ep_modify(3DAT) replacing
+    /// it).
     fn qp_destroy(&mut self, qp: Self::Qp);
     /// Make a disconnected QP connectable again (`dat_ep_reset`).
     fn qp_reset(&mut self, qp: &mut Self::Qp) -> DatResult<()>;
@@ -282,9 +368,11 @@ pub trait Backend {
         false
     }
 
+    /// Post `wr` on `qp`'s send queue (dat_ep_post_send(3DAT),
+    /// dat_ep_post_rdma_read(3DAT), dat_ep_post_rdma_write(3DAT)).
     fn post_send(&mut self, qp: &mut Self::Qp, wr: &SendWr<'_>) -> DatResult<()>;
 
-    /// The lane of a request of one local segment (see [`crate::lane`]):
+    /// The lane of a request of one local segment (the core's `lane` module):
     /// `true` when the transport took it, `false` when it left no trace,
     /// and the ordinary [`Backend::post_send`] then decides. `sge.length`
     /// is the request's length; the core has checked the request. It must
@@ -381,9 +469,11 @@ pub trait Backend {
     ) -> Shared<Option<(Completion, G)>> {
         Shared::Exclusive
     }
+    /// Post a receive into `sges` on `qp`; its completion carries `cookie`
+    /// (dat_ep_post_recv(3DAT)).
     fn post_recv(&mut self, qp: &mut Self::Qp, sges: &[Sge], cookie: u64) -> DatResult<()>;
 
-    /// The lane of a receive of one local segment (see [`crate::lane`]),
+    /// The lane of a receive of one local segment (the core's `lane` module),
     /// as [`Backend::post_one`]: `true` when the transport took it,
     /// `false` when it left no trace and [`Backend::post_recv`] decides.
     #[inline(always)]
@@ -391,16 +481,17 @@ pub trait Backend {
         false
     }
 
-    /// The lane of a dequeue (see [`crate::lane`]): the completion the
+    /// The lane of a dequeue (the core's `lane` module): the completion the
     /// next entry of `cq` makes, shown to `accept` before anything is
     /// consumed. If `accept` takes it, the entry is consumed exactly as
     /// [`Backend::cq_poll`] would have consumed it, and the completion
-    /// comes back with what `accept` returned. `None`, with nothing
-    /// consumed, when the CQ is empty, `accept` refused, or the entry is
-    /// one the transport leaves to `cq_poll` (an error, an SRQ's receive,
-    /// a request that retires others with it): the ordinary dequeue then
-    /// decides. Like [`Backend::post_one`], it must not panic, and a
-    /// transport may offer no lane at all.
+    /// comes back with what `accept` returned. `None` when the CQ is
+    /// empty, `accept` refused, or the entry is one the transport leaves
+    /// to `cq_poll` (an error, an SRQ's receive, a request that retires
+    /// others with it): nothing a caller can see has changed (the entry is
+    /// where `cq_poll` takes it first), and the ordinary dequeue decides.
+    /// Like [`Backend::post_one`], it must not panic, and a transport may
+    /// offer no lane at all.
     #[inline(always)]
     fn cq_lane<G>(
         &mut self,
@@ -424,14 +515,20 @@ pub trait Backend {
         flags: CompletionFlags,
     ) -> DatResult<u32>;
 
+    /// A new SRQ in `pd` of `attr`'s shape (dat_srq_create(3DAT)).
     fn srq_create(&mut self, pd: &Self::Pd, attr: &SrqAttr) -> DatResult<Self::Srq>;
+    /// Give `srq` room for `max_recv_dtos` receives (dat_srq_resize(3DAT)).
     fn srq_resize(&mut self, srq: &mut Self::Srq, max_recv_dtos: u32) -> DatResult<()>;
+    /// Release an SRQ (dat_srq_free(3DAT)).
     fn srq_destroy(&mut self, srq: Self::Srq);
+    /// Post a receive into `sges` on `srq`; its completion carries
+    /// `cookie` (dat_srq_post_recv(3DAT)).
     fn srq_post_recv(&mut self, srq: &mut Self::Srq, sges: &[Sge], cookie: u64) -> DatResult<()>;
 
     /// Listen on `conn_qual`; requests carry `tag`. `DAT_CONN_QUAL_IN_USE`
     /// if another listener has it.
     fn listen(&mut self, ia: &mut Self::Ia, conn_qual: u64, tag: u64) -> DatResult<Self::Listener>;
+    /// Stop listening (dat_psp_free(3DAT), dat_rsp_free(3DAT)).
     fn unlisten(&mut self, listener: Self::Listener);
     /// Start connecting `qp`; the outcome arrives as a [`CmEvent::Conn`].
     fn connect(
@@ -448,6 +545,7 @@ pub trait Backend {
     fn reject(&mut self, request: Self::ConnReq, private_data: &[u8]);
     /// Tear the connection down; with `graceful` false, flush at once.
     fn disconnect(&mut self, qp: &mut Self::Qp, graceful: bool);
+    /// The next connection-manager event of `ia`, if one is ready.
     fn poll_cm(&mut self, ia: &mut Self::Ia) -> Option<CmEvent<Self::ConnReq>>;
 
     /// A monotonic clock, in microseconds.

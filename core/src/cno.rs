@@ -37,7 +37,9 @@ pub const CNO_FIELD_ALL: u32 = 0x4;
 /// the core. The C ABI calls it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProxyAgent {
+    /// The argument the function is called with.
     pub instance_data: u64,
+    /// The function's address.
     pub function: u64,
 }
 
@@ -47,8 +49,11 @@ pub struct ProxyAgent {
 /// make these an eventfd's write and read.
 #[derive(Clone, Copy, Debug)]
 pub struct Signal {
+    /// Called when a trigger arrives and none is pending.
     pub raise: fn(u64),
+    /// Called when the pending trigger is taken.
     pub clear: fn(u64),
+    /// The argument of both.
     pub arg: u64,
 }
 
@@ -95,7 +100,9 @@ impl Cno {
 /// `DAT_CNO_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CnoParam {
+    /// The IA the CNO belongs to.
     pub ia: IaHandle,
+    /// The OS wait proxy agent, if one is set (dat_cno_modify_agent(3DAT)).
     pub agent: Option<ProxyAgent>,
 }
 
@@ -113,7 +120,10 @@ pub enum CnoStep {
     /// every tied EVD went away.
     Woken(EvdHandle),
     /// Nothing yet: block at most this long.
-    Pending { timeout_us: Option<u64> },
+    Pending {
+        /// Microseconds left; `None`: no limit.
+        timeout_us: Option<u64>,
+    },
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {

@@ -33,9 +33,14 @@ pub(crate) struct Cr<B: Backend> {
 /// `DAT_CR_PARAM` (the private data itself: [`Provider::cr_private_data`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CrParam {
+    /// The requester's address.
     pub remote_ia_address: IaAddress,
+    /// The requester's port.
     pub remote_port_qual: u64,
+    /// Bytes of private data the request carries.
     pub private_data_size: u32,
+    /// The EP the provider made or reserved for the request (a PSP with
+    /// `DAT_PSP_PROVIDER_FLAG`, an RSP); null otherwise.
     pub local_ep: EpHandle,
 }
 

@@ -36,7 +36,7 @@ pub(crate) const fn flags_arg(op: &RequestOp) -> u8 {
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_post_send(3DAT). Each request post of one segment tries its
-    /// lane first ([`crate::lane`]); the ordinary checks decide the rest.
+    /// lane first (the core's `lane` module); the ordinary checks decide the rest.
     pub fn ep_post_send(
         &mut self,
         ep: EpHandle,
@@ -125,7 +125,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// dat_ep_post_recv(3DAT): "The operation is valid for all states of the
     /// Endpoint"; in Disconnected the receive is flushed at once. A receive
-    /// of one segment tries its lane first ([`crate::lane`]). An EP that
+    /// of one segment tries its lane first (the core's `lane` module). An EP that
     /// receives from an SRQ takes no receives of its own
     /// (dat_ep_create_with_srq(3DAT)).
     pub fn ep_post_recv(

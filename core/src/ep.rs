@@ -89,16 +89,27 @@ impl<B: Backend> Ep<B> {
 /// `DAT_EP_PARAM`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EpParam {
+    /// The IA the EP belongs to.
     pub ia: IaHandle,
+    /// Where the EP is in its connection's life.
     pub state: EpState,
+    /// The IA's address.
     pub local_ia_address: IaAddress,
+    /// The peer's address, once a connection is under way.
     pub remote_ia_address: IaAddress,
+    /// The peer's connection qualifier or port.
     pub remote_port_qual: u64,
+    /// The EP's PZ; null if it has none.
     pub pz: PzHandle,
+    /// The EVD of receive completions; null if none.
     pub recv_evd: EvdHandle,
+    /// The EVD of request completions; null if none.
     pub request_evd: EvdHandle,
+    /// The EVD of connection events; null if none.
     pub connect_evd: EvdHandle,
+    /// The SRQ the EP receives from; null if none.
     pub srq: SrqHandle,
+    /// The EP's attributes.
     pub attr: EpAttr,
 }
 
@@ -106,10 +117,15 @@ pub struct EpParam {
 /// parameters the page says cannot be modified have no field here.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EpChanges {
+    /// A new PZ.
     pub pz: Option<PzHandle>,
+    /// A new EVD of receive completions.
     pub recv_evd: Option<EvdHandle>,
+    /// A new EVD of request completions.
     pub request_evd: Option<EvdHandle>,
+    /// A new EVD of connection events.
     pub connect_evd: Option<EvdHandle>,
+    /// New attributes.
     pub attr: Option<EpAttr>,
 }
 

@@ -95,22 +95,36 @@ impl<B: Backend> Evd<B> {
 pub struct EvdState(pub u32);
 
 impl EvdState {
+    /// `DAT_EVD_STATE_ENABLED`: events notify the CNO (dat_evd_enable(3DAT)).
     pub const ENABLED: u32 = 0x01;
+    /// `DAT_EVD_STATE_DISABLED`: events do not notify (dat_evd_disable(3DAT)).
     pub const DISABLED: u32 = 0x02;
+    /// `DAT_EVD_STATE_WAITABLE`: dat_evd_wait(3DAT) may block on it.
     pub const WAITABLE: u32 = 0x04;
+    /// `DAT_EVD_STATE_UNWAITABLE`: dat_evd_wait(3DAT) is refused
+    /// (dat_evd_set_unwaitable(3DAT)).
     pub const UNWAITABLE: u32 = 0x08;
+    /// `DAT_EVD_STATE_CONFIG_NOTIFY`: every event notifies.
     pub const CONFIG_NOTIFY: u32 = 0x10;
+    /// `DAT_EVD_STATE_CONFIG_SOLICITED`: only solicited events notify.
     pub const CONFIG_SOLICITED: u32 = 0x20;
+    /// `DAT_EVD_STATE_CONFIG_THRESHOLD`: notification waits for a
+    /// threshold of events.
     pub const CONFIG_THRESHOLD: u32 = 0x30;
 }
 
 /// `DAT_EVD_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EvdParam {
+    /// The IA the EVD belongs to.
     pub ia: IaHandle,
+    /// Events the queue holds.
     pub evd_qlen: u32,
+    /// The `DAT_EVD_STATE` bits.
     pub evd_state: EvdState,
+    /// The CNO the EVD notifies; null if none.
     pub cno: CnoHandle,
+    /// The event streams that may feed the EVD.
     pub evd_flags: EvdFlags,
 }
 
@@ -126,11 +140,22 @@ pub struct EvdWait {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitStep {
     /// An event, and how many remain queued (`nmore`).
-    Ready { event: Event, nmore: u32 },
+    Ready {
+        /// The event, taken off the queue.
+        event: Event,
+        /// Events still queued.
+        nmore: u32,
+    },
     /// Below the threshold: block at most this long, then poll again.
-    Pending { timeout_us: Option<u64> },
+    Pending {
+        /// Microseconds left; `None`: no limit.
+        timeout_us: Option<u64>,
+    },
     /// `DAT_TIMEOUT_EXPIRED`, with `nmore`.
-    TimedOut { nmore: u32 },
+    TimedOut {
+        /// Events queued, fewer than the threshold.
+        nmore: u32,
+    },
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {

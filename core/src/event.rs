@@ -14,38 +14,55 @@ use crate::types::{DtoOp, DtoStatus};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum EventNumber {
+    /// A data transfer completed.
     #[doc(alias = "DAT_DTO_COMPLETION_EVENT")]
     DtoCompletion = 0x00001,
+    /// An RMR bind completed (dat_rmr_bind(3DAT)).
     #[doc(alias = "DAT_RMR_BIND_COMPLETION_EVENT")]
     RmrBindCompletion = 0x01001,
+    /// A connection request arrived at a PSP or RSP.
     #[doc(alias = "DAT_CONNECTION_REQUEST_EVENT")]
     ConnectionRequest = 0x02001,
+    /// The EP's connection is up.
     #[doc(alias = "DAT_CONNECTION_EVENT_ESTABLISHED")]
     ConnectionEstablished = 0x04001,
+    /// The peer rejected the EP's request (dat_cr_reject(3DAT)).
     #[doc(alias = "DAT_CONNECTION_EVENT_PEER_REJECTED")]
     ConnectionPeerRejected = 0x04002,
+    /// The request was refused by other than the peer, such as for want of a listener.
     #[doc(alias = "DAT_CONNECTION_EVENT_NON_PEER_REJECTED")]
     ConnectionNonPeerRejected = 0x04003,
+    /// An accept (dat_cr_accept(3DAT)) did not complete.
     #[doc(alias = "DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR")]
     ConnectionAcceptCompletionError = 0x04004,
+    /// The connection was torn down (dat_ep_disconnect(3DAT), by either side).
     #[doc(alias = "DAT_CONNECTION_EVENT_DISCONNECTED")]
     ConnectionDisconnected = 0x04005,
+    /// The connection failed.
     #[doc(alias = "DAT_CONNECTION_EVENT_BROKEN")]
     ConnectionBroken = 0x04006,
+    /// The connection attempt ran out of time (dat_ep_connect(3DAT)).
     #[doc(alias = "DAT_CONNECTION_EVENT_TIMED_OUT")]
     ConnectionTimedOut = 0x04007,
+    /// No route leads to the peer.
     #[doc(alias = "DAT_CONNECTION_EVENT_UNREACHABLE")]
     ConnectionUnreachable = 0x04008,
+    /// An EVD had no room for an event.
     #[doc(alias = "DAT_ASYNC_ERROR_EVD_OVERFLOW")]
     AsyncEvdOverflow = 0x08001,
+    /// The device failed; the IA is unusable.
     #[doc(alias = "DAT_ASYNC_ERROR_IA_CATASTROPHIC")]
     AsyncIaCatastrophic = 0x08002,
+    /// An EP's connection broke outside any call.
     #[doc(alias = "DAT_ASYNC_ERROR_EP_BROKEN")]
     AsyncEpBroken = 0x08003,
+    /// A transport timer expired.
     #[doc(alias = "DAT_ASYNC_ERROR_TIMED_OUT")]
     AsyncTimedOut = 0x08004,
+    /// The provider failed internally.
     #[doc(alias = "DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR")]
     AsyncProviderInternalError = 0x08005,
+    /// An event the consumer posted (dat_evd_post_se(3DAT)).
     #[doc(alias = "DAT_SOFTWARE_EVENT")]
     Software = 0x10001,
 }
@@ -74,26 +91,69 @@ impl EventNumber {
 pub enum EventData {
     /// `DAT_DTO_COMPLETION_EVENT_DATA`; `imm` is the immediate data of a
     /// receive that carried some (an IB extension operation), else 0.
-    Dto { ep: EpHandle, cookie: u64, status: DtoStatus, transferred_length: u32, op: DtoOp, imm: u32 },
+    Dto {
+        /// The EP the work request was posted on.
+        ep: EpHandle,
+        /// The cookie the work request was posted with.
+        cookie: u64,
+        /// How it ended.
+        status: DtoStatus,
+        /// Bytes moved; for a receive, the bytes that arrived.
+        transferred_length: u32,
+        /// What the work request was.
+        op: DtoOp,
+        /// The immediate data, or 0.
+        imm: u32,
+    },
     /// `DAT_RMR_BIND_COMPLETION_EVENT_DATA`.
-    RmrBind { rmr: RmrHandle, cookie: u64, status: DtoStatus },
+    RmrBind {
+        /// The RMR bound or unbound.
+        rmr: RmrHandle,
+        /// The cookie the bind was posted with.
+        cookie: u64,
+        /// How it ended.
+        status: DtoStatus,
+    },
     /// `DAT_CR_ARRIVAL_EVENT_DATA`. `psp` is null for a Reserved Service
     /// Point, which is gone once it has produced its request.
-    CrArrival { psp: PspHandle, conn_qual: u64, cr: CrHandle },
+    CrArrival {
+        /// The PSP the request arrived at; null for an RSP.
+        psp: PspHandle,
+        /// The connection qualifier the requester asked for.
+        conn_qual: u64,
+        /// The request, to accept or reject.
+        cr: CrHandle,
+    },
     /// `DAT_CONNECTION_EVENT_DATA`. The private data stays with the EP
     /// (dat_evd_dequeue(3DAT): valid until the EP is freed or reset).
-    Connection { ep: EpHandle, private_data_size: u32 },
+    Connection {
+        /// The EP whose connection changed.
+        ep: EpHandle,
+        /// Bytes of private data the peer sent.
+        private_data_size: u32,
+    },
     /// `DAT_ASYNCH_ERROR_EVENT_DATA`.
-    AsyncError { handle: Option<AnyHandle>, reason: u32 },
+    AsyncError {
+        /// The object the error concerns, if one.
+        handle: Option<AnyHandle>,
+        /// The provider's reason code.
+        reason: u32,
+    },
     /// `DAT_SOFTWARE_EVENT_DATA`: the consumer's pointer, opaque.
-    Software { pointer: u64 },
+    Software {
+        /// The value given to dat_evd_post_se(3DAT).
+        pointer: u64,
+    },
 }
 
 /// `DAT_EVENT`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
+    /// What happened.
     pub number: EventNumber,
+    /// The EVD the event was dequeued from.
     pub evd: EvdHandle,
+    /// The details of its kind.
     pub data: EventData,
 }
 

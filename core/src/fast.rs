@@ -40,7 +40,9 @@ pub(crate) fn provider_number() -> u32 {
 /// write's source) or written by it (an RDMA read's destination).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
+    /// The HCA reads the segments: they need local read privilege.
     Read,
+    /// The HCA writes the segments: they need local write privilege.
     Write,
 }
 

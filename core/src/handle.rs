@@ -12,26 +12,37 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum Kind {
+    /// A connection request.
     #[doc(alias = "DAT_HANDLE_TYPE_CR")]
     Cr = 0,
+    /// An endpoint.
     #[doc(alias = "DAT_HANDLE_TYPE_EP")]
     Ep = 1,
+    /// An event dispatcher.
     #[doc(alias = "DAT_HANDLE_TYPE_EVD")]
     Evd = 2,
+    /// An interface adapter.
     #[doc(alias = "DAT_HANDLE_TYPE_IA")]
     Ia = 3,
+    /// A local memory region.
     #[doc(alias = "DAT_HANDLE_TYPE_LMR")]
     Lmr = 4,
+    /// A public service point.
     #[doc(alias = "DAT_HANDLE_TYPE_PSP")]
     Psp = 5,
+    /// A protection zone.
     #[doc(alias = "DAT_HANDLE_TYPE_PZ")]
     Pz = 6,
+    /// A remote memory region.
     #[doc(alias = "DAT_HANDLE_TYPE_RMR")]
     Rmr = 7,
+    /// A reserved service point.
     #[doc(alias = "DAT_HANDLE_TYPE_RSP")]
     Rsp = 8,
+    /// A consumer notification object.
     #[doc(alias = "DAT_HANDLE_TYPE_CNO")]
     Cno = 9,
+    /// A shared receive queue.
     #[doc(alias = "DAT_HANDLE_TYPE_SRQ")]
     Srq = 10,
 }
@@ -138,6 +149,8 @@ typed_handle!(/// A Shared Receive Queue.
 /// calls take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AnyHandle {
+    /// The kind of object.
     pub kind: Kind,
+    /// Its slot and generation.
     pub raw: RawHandle,
 }

@@ -15,7 +15,10 @@ pub const MAX_IA_NAME: usize = 255;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AsyncEvd {
     /// `DAT_HANDLE_NULL`: the provider creates one of at least this length.
-    Create { min_qlen: u32 },
+    Create {
+        /// Events the new EVD holds at least.
+        min_qlen: u32,
+    },
     /// `DAT_EVD_ASYNC_EXISTS`: one exists elsewhere, out of this consumer's
     /// scope.
     Exists,
@@ -26,6 +29,7 @@ pub enum AsyncEvd {
 /// What `dat_ia_query` reports as the async EVD.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AsyncEvdRef {
+    /// The async EVD of this IA.
     Handle(EvdHandle),
     /// `DAT_EVD_OUT_OF_SCOPE`.
     OutOfScope,

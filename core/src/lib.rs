@@ -5,6 +5,27 @@
 //! EP, PSP, RSP, CR, SRQ), their states, their ties and their error codes,
 //! over a [`Backend`] that does the transport.
 //!
+//! A [`Provider`] over the mock backend of udat's test kit, holding the
+//! rule of dat_pz_free(3DAT) that a PZ still in use is not freed:
+//!
+//! ```
+//! use udat_core::types::{CloseFlags, MemPriv, MemType};
+//! use udat_core::{AsyncEvd, Inline, Provider, Subtype};
+//! use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
+//!
+//! let mut p: Box<Provider<MockBackend, Inline<8, 64>>> = Box::new(Provider::new(MockBackend::new()));
+//! let (ia, _async_evd) = p.ia_open(MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 })?;
+//! let pz = p.pz_create(ia)?;
+//! let region = MemType::Virtual { address: 0x10_0000, length: 4096 };
+//! let lmr = p.lmr_create(ia, region, pz, MemPriv::ALL)?;
+//!
+//! assert_eq!(p.pz_free(pz).unwrap_err().subtype(), Subtype::InvalidStatePzInUse);
+//! p.lmr_free(lmr.lmr)?;
+//! p.pz_free(pz)?;
+//! p.ia_close(ia, CloseFlags::Graceful)?;
+//! # Ok::<(), udat_core::DatError>(())
+//! ```
+//!
 //! ```text
 //!  consumer ──> Provider<B, S> ──> B: Backend (mlx5 direct, verbs, udat-testkit's mock)
 //!               handles · rules · event queues
@@ -33,6 +54,7 @@
 #![no_std]
 #![deny(unsafe_code)]
 #![warn(missing_debug_implementations, rust_2018_idioms)]
+#![warn(missing_docs)]
 
 pub mod backend;
 mod cno;

@@ -39,26 +39,39 @@ pub(crate) struct Lmr<B: Backend> {
 /// What `dat_lmr_create` returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LmrCreated {
+    /// The new LMR.
     pub lmr: LmrHandle,
+    /// The context local segments name the LMR by ([`LmrTriplet`]).
     pub lmr_context: u32,
     /// `None` unless remote privileges were asked for (dat_lmr_create(3DAT):
     /// "If mem_privileges does not specify remote Read and Write privileges,
     /// rmr_context is not generated and NULL is returned").
     pub rmr_context: Option<u32>,
+    /// Bytes the registration covers, perhaps more than asked for.
     pub registered_size: u64,
+    /// The first byte the registration covers.
     pub registered_address: u64,
 }
 
 /// `DAT_LMR_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LmrParam {
+    /// The IA the LMR belongs to.
     pub ia: IaHandle,
+    /// The memory registered, as dat_lmr_create(3DAT) was given it.
     pub mem_type: MemType,
+    /// The LMR's PZ.
     pub pz: PzHandle,
+    /// The privileges granted.
     pub mem_privileges: MemPriv,
+    /// The context local segments name the LMR by.
     pub lmr_context: u32,
+    /// The context a peer names the LMR by; `None` without remote
+    /// privileges.
     pub rmr_context: Option<u32>,
+    /// Bytes the registration covers.
     pub registered_size: u64,
+    /// The first byte the registration covers.
     pub registered_address: u64,
 }
 

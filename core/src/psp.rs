@@ -28,9 +28,13 @@ pub(crate) struct Psp<B: Backend> {
 /// `DAT_PSP_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PspParam {
+    /// The IA the PSP belongs to.
     pub ia: IaHandle,
+    /// The connection qualifier it listens on.
     pub conn_qual: u64,
+    /// The EVD its connection requests go to.
     pub evd: EvdHandle,
+    /// Who creates the EP for an arriving request.
     pub flags: PspFlags,
 }
 

@@ -21,6 +21,7 @@ pub(crate) struct Pz<B: Backend> {
 /// `DAT_PZ_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PzParam {
+    /// The IA the PZ belongs to.
     pub ia: IaHandle,
 }
 

@@ -116,10 +116,15 @@ impl InFlight {
 /// (dat_rmr_query(3DAT): "not defined for an unbound RMR").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RmrParam {
+    /// The IA the RMR belongs to.
     pub ia: IaHandle,
+    /// The RMR's PZ.
     pub pz: PzHandle,
+    /// The local memory the RMR is bound to.
     pub lmr_triplet: Option<LmrTriplet>,
+    /// The privileges the bind granted the peer.
     pub mem_privileges: Option<MemPriv>,
+    /// The context a peer names the bound memory by.
     pub rmr_context: Option<u32>,
 }
 

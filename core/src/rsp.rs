@@ -29,9 +29,13 @@ pub(crate) struct Rsp<B: Backend> {
 /// `DAT_RSP_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RspParam {
+    /// The IA the RSP belongs to.
     pub ia: IaHandle,
+    /// The connection qualifier it listens on.
     pub conn_qual: u64,
+    /// The EVD its connection request goes to.
     pub evd: EvdHandle,
+    /// The EP reserved for that request.
     pub ep: EpHandle,
 }
 

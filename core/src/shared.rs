@@ -12,7 +12,7 @@
 //!   through `lock_ep` (EVD, then Endpoint: a post takes no EVD lock).
 //!
 //! The rules of the pages are the exclusive calls' own: a post runs the
-//! same checks ([`crate::dto`]), and a dequeue settles here only what the
+//! same checks (the core's `dto` module), and a dequeue settles here only what the
 //! exclusive one would hand straight to its caller, a successful DTO
 //! completion of an EVD with nothing queued, no CNO and no waiter, for an
 //! Endpoint that completes to it. Anything else it leaves untouched and

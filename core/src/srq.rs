@@ -29,10 +29,15 @@ pub(crate) struct Srq<B: Backend> {
 /// `DAT_SRQ_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SrqParam {
+    /// The IA the SRQ belongs to.
     pub ia: IaHandle,
+    /// The SRQ's PZ.
     pub pz: PzHandle,
+    /// Most receives posted at once.
     pub max_recv_dtos: u32,
+    /// Most segments in one receive.
     pub max_recv_iov: u32,
+    /// The low watermark of posted receives (dat_srq_set_lw(3DAT)).
     pub low_watermark: u32,
     /// Buffers not yet taken by an EP: `DAT_VALUE_UNKNOWN`, as the
     /// transport does not say when an EP takes one.

@@ -137,8 +137,13 @@ flags!(
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum CloseFlags {
+    /// At once: an IA's objects are freed with it, a connection is torn
+    /// down, and work in flight is flushed.
     #[doc(alias = "DAT_CLOSE_ABRUPT_FLAG")]
     Abrupt = 0,
+    /// In order: an IA that still has objects is refused
+    /// (dat_ia_close(3DAT)); a connection ends after the work in flight
+    /// (dat_ep_disconnect(3DAT)).
     #[doc(alias = "DAT_CLOSE_GRACEFUL_FLAG")]
     Graceful = 1,
 }
@@ -158,8 +163,10 @@ impl CloseFlags {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum PspFlags {
+    /// The consumer supplies the Endpoint in dat_cr_accept(3DAT).
     #[doc(alias = "DAT_PSP_CONSUMER_FLAG")]
     Consumer = 0,
+    /// The provider creates an Endpoint for each request, reported with the CR.
     #[doc(alias = "DAT_PSP_PROVIDER_FLAG")]
     Provider = 1,
 }
@@ -181,22 +188,32 @@ impl PspFlags {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum EpState {
+    /// Created, or reset, and not connected.
     #[doc(alias = "DAT_EP_STATE_UNCONNECTED")]
     Unconnected = 0,
+    /// Set aside for an RSP's connection qualifier (dat_rsp_create(3DAT)).
     #[doc(alias = "DAT_EP_STATE_RESERVED")]
     Reserved = 2,
+    /// An RSP's reserved EP whose request arrived; awaits accept or reject
+    /// (dat_rsp_create(3DAT)).
     #[doc(alias = "DAT_EP_STATE_PASSIVE_CONNECTION_PENDING")]
     PassiveConnectionPending = 4,
+    /// Connecting through dat_ep_connect(3DAT).
     #[doc(alias = "DAT_EP_STATE_ACTIVE_CONNECTION_PENDING")]
     ActiveConnectionPending = 6,
+    /// Made by the provider for a request a PSP took; awaits accept or reject.
     #[doc(alias = "DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING")]
     TentativeConnectionPending = 7,
+    /// Connected; data transfers flow.
     #[doc(alias = "DAT_EP_STATE_CONNECTED")]
     Connected = 9,
+    /// A graceful dat_ep_disconnect(3DAT) is under way.
     #[doc(alias = "DAT_EP_STATE_DISCONNECT_PENDING")]
     DisconnectPending = 10,
+    /// The connection is over; dat_ep_reset(3DAT) makes it usable again.
     #[doc(alias = "DAT_EP_STATE_DISCONNECTED")]
     Disconnected = 11,
+    /// Accepted (dat_cr_accept(3DAT)); the connection is not yet up.
     #[doc(alias = "DAT_EP_STATE_COMPLETION_PENDING")]
     CompletionPending = 12,
 }
@@ -205,27 +222,36 @@ pub enum EpState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum DtoOp {
+    /// A send (dat_ep_post_send(3DAT)).
     #[doc(alias = "DAT_DTO_SEND")]
     Send = 0,
+    /// An RDMA write (dat_ep_post_rdma_write(3DAT)).
     #[doc(alias = "DAT_DTO_RDMA_WRITE")]
     RdmaWrite = 1,
+    /// An RDMA read (dat_ep_post_rdma_read(3DAT)).
     #[doc(alias = "DAT_DTO_RDMA_READ")]
     RdmaRead = 2,
+    /// A receive (dat_ep_post_recv(3DAT), dat_srq_post_recv(3DAT)).
     #[doc(alias = "DAT_DTO_RECEIVE")]
     Receive = 3,
+    /// A receive whose send invalidated an RMR.
     #[doc(alias = "DAT_DTO_RECEIVE_WITH_INVALIDATE")]
     ReceiveWithInvalidate = 4,
+    /// An RMR bind (dat_rmr_bind(3DAT)).
     #[doc(alias = "DAT_DTO_BIND_MW")]
     BindMw = 5,
     // The IB extension's operations (`DAT_IB_DTOS`, from
     // `DAT_DTO_EXTENSION_BASE`).
+    /// An RDMA write with immediate data.
     #[doc(alias = "DAT_IB_DTO_RDMA_WRITE_IMMED")]
     RdmaWriteImm = 8,
     /// A receive consumed by the peer's RDMA write with immediate data.
     #[doc(alias = "DAT_IB_DTO_RECV_IMMED")]
     ReceiveImm = 9,
+    /// An 8-byte fetch-and-add at the peer.
     #[doc(alias = "DAT_IB_DTO_FETCH_ADD")]
     FetchAdd = 10,
+    /// An 8-byte compare-and-swap at the peer.
     #[doc(alias = "DAT_IB_DTO_CMP_SWAP")]
     CompareSwap = 11,
     /// A receive of a send with immediate data.
@@ -253,28 +279,40 @@ impl DtoOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum DtoStatus {
+    /// The transfer completed.
     #[doc(alias = "DAT_DTO_SUCCESS")]
     Success = 0,
+    /// The EP was disconnected before the transfer ran.
     #[doc(alias = "DAT_DTO_ERR_FLUSHED")]
     Flushed = 1,
+    /// A local segment was too short, or the message too long.
     #[doc(alias = "DAT_DTO_ERR_LOCAL_LENGTH")]
     LocalLength = 2,
+    /// The local EP failed the transfer.
     #[doc(alias = "DAT_DTO_ERR_LOCAL_EP")]
     LocalEp = 3,
+    /// A local segment is outside its LMR, or lacks the privilege.
     #[doc(alias = "DAT_DTO_ERR_LOCAL_PROTECTION")]
     LocalProtection = 4,
+    /// The peer answered with something unexpected.
     #[doc(alias = "DAT_DTO_ERR_BAD_RESPONSE")]
     BadResponse = 5,
+    /// The peer refused access to its memory (RMR context, range or privileges).
     #[doc(alias = "DAT_DTO_ERR_REMOTE_ACCESS")]
     RemoteAccess = 6,
+    /// The peer failed the operation.
     #[doc(alias = "DAT_DTO_ERR_REMOTE_RESPONDER")]
     RemoteResponder = 7,
+    /// The transport failed, for example by running out of retries.
     #[doc(alias = "DAT_DTO_ERR_TRANSPORT")]
     Transport = 8,
+    /// The peer had no receive posted, and retries ran out.
     #[doc(alias = "DAT_DTO_ERR_RECEIVER_NOT_READY")]
     ReceiverNotReady = 9,
+    /// Only part of a packet arrived.
     #[doc(alias = "DAT_DTO_ERR_PARTIAL_PACKET")]
     PartialPacket = 10,
+    /// An RMR bind failed.
     #[doc(alias = "DAT_RMR_OPERATION_FAILED")]
     RmrOperationFailed = 11,
 }
@@ -283,19 +321,34 @@ pub enum DtoStatus {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MemType {
     /// `DAT_MEM_TYPE_VIRTUAL`: a contiguous range of the consumer's memory.
-    Virtual { address: u64, length: u64 },
+    Virtual {
+        /// The first byte.
+        address: u64,
+        /// Bytes in the range.
+        length: u64,
+    },
     /// `DAT_MEM_TYPE_LMR`: the memory of an existing LMR.
     Lmr(crate::LmrHandle),
     /// `DAT_MEM_TYPE_SHARED_VIRTUAL`: a shared range named by a 40-byte cookie.
-    SharedVirtual { cookie: [u8; 40], address: u64, length: u64 },
+    SharedVirtual {
+        /// Names the shared memory; every LMR of one cookie shares it.
+        cookie: [u8; 40],
+        /// The first byte.
+        address: u64,
+        /// Bytes in the range.
+        length: u64,
+    },
 }
 
 /// `DAT_LMR_TRIPLET`: a local buffer segment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct LmrTriplet {
+    /// The first byte, inside the LMR.
     pub virtual_address: u64,
+    /// Bytes in the segment.
     pub segment_length: u32,
+    /// The context of the LMR that covers the segment (dat_lmr_create(3DAT)).
     pub lmr_context: u32,
 }
 
@@ -303,38 +356,56 @@ pub struct LmrTriplet {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct RmrTriplet {
+    /// The first byte, in the peer's address space.
     pub virtual_address: u64,
+    /// Bytes in the buffer.
     pub segment_length: u32,
+    /// The context the peer's RMR bind or LMR registration gave.
     pub rmr_context: u32,
 }
 
 /// A transport address (`struct sockaddr` storage, opaque to the core).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct IaAddress {
+    /// The `sockaddr` bytes, room for a `sockaddr_in6`.
     pub bytes: [u8; 28],
 }
 
 /// `DAT_EP_ATTR`: the attributes an Endpoint is created or modified with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EpAttr {
+    /// Most bytes in one send or receive.
     pub max_message_size: u32,
+    /// Most bytes in one RDMA read or write.
     pub max_rdma_size: u32,
+    /// The quality of service asked of the transport.
     pub qos: Qos,
+    /// The completion flags the receive stream allows.
     pub recv_completion_flags: CompletionFlags,
+    /// The completion flags the request stream allows.
     pub request_completion_flags: CompletionFlags,
+    /// Most receives outstanding.
     pub max_recv_dtos: u32,
+    /// Most requests (sends, RDMA, binds) outstanding.
     pub max_request_dtos: u32,
+    /// Most segments in one receive.
     pub max_recv_iov: u32,
+    /// Most segments in one request.
     pub max_request_iov: u32,
+    /// Most RDMA reads the peer may have in flight against this EP.
     pub max_rdma_read_in: u32,
+    /// Most RDMA reads this EP may have in flight.
     pub max_rdma_read_out: u32,
 }
 
 /// `DAT_SRQ_ATTR`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SrqAttr {
+    /// Most receives posted at once.
     pub max_recv_dtos: u32,
+    /// Most segments in one receive.
     pub max_recv_iov: u32,
+    /// The low watermark of posted receives (dat_srq_set_lw(3DAT)).
     pub low_watermark: u32,
 }
 
@@ -343,28 +414,51 @@ pub struct SrqAttr {
 /// counts to its own capacities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct IaAttr {
+    /// The device's name, NUL-padded.
     pub adapter_name: [u8; 32],
+    /// The vendor's name, NUL-padded.
     pub vendor_name: [u8; 32],
+    /// Major hardware version.
     pub hardware_version_major: u32,
+    /// Minor hardware version.
     pub hardware_version_minor: u32,
+    /// Major firmware version.
     pub firmware_version_major: u32,
+    /// Minor firmware version.
     pub firmware_version_minor: u32,
+    /// The IA's own address, the one peers connect to.
     pub ia_address: IaAddress,
+    /// Most EPs.
     pub max_eps: u32,
+    /// Most work requests outstanding on one EP queue.
     pub max_dto_per_ep: u32,
+    /// Most RDMA reads a peer may have in flight against one EP.
     pub max_rdma_read_per_ep_in: u32,
+    /// Most RDMA reads one EP may have in flight.
     pub max_rdma_read_per_ep_out: u32,
+    /// Most EVDs.
     pub max_evds: u32,
+    /// Most events one EVD holds.
     pub max_evd_qlen: u32,
+    /// Most segments in one work request.
     pub max_iov_segments_per_dto: u32,
+    /// Most LMRs.
     pub max_lmrs: u32,
+    /// Most bytes one LMR registers.
     pub max_lmr_block_size: u64,
+    /// Highest address an LMR may cover.
     pub max_lmr_virtual_address: u64,
+    /// Most PZs.
     pub max_pzs: u32,
+    /// Most bytes in one send or receive.
     pub max_message_size: u32,
+    /// Most bytes in one RDMA read or write.
     pub max_rdma_size: u32,
+    /// Most RMRs.
     pub max_rmrs: u32,
+    /// Most SRQs.
     pub max_srqs: u32,
+    /// Most receives one SRQ holds.
     pub max_recv_per_srq: u32,
     /// Provider attribute `max_private_data_size` (at least 64).
     pub max_private_data_size: u32,

@@ -531,7 +531,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         post_to(queues, wr)
     }
 
-    /// The lane: [`lane_to`].
+    /// The lane: `lane_to`.
     #[cfg_attr(not(feature = "measure-dat-layer"), inline(always))]
     #[cfg_attr(feature = "measure-dat-layer", inline(never))]
     fn post_one(&mut self, qp: &mut Qp<D>, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {

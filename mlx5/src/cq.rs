@@ -32,11 +32,15 @@ pub const NO_QPN: u32 = 0x00ff_ffff;
 /// What rdma-core's `mlx5dv_init_obj` hands over for a CQ.
 #[derive(Debug)]
 pub struct CqGeometry<R> {
+    /// The CQ number, which arming writes to the UAR.
     pub cqn: u32,
+    /// The CQE ring.
     pub buf: DmaBuf,
+    /// Entries in the ring, a power of two.
     pub cqe_cnt: u32,
     /// 64 or 128; a 128-byte CQE keeps its 64 bytes in the second half.
     pub cqe_size: u32,
+    /// The doorbell record: the consumer counter, then the arm word.
     pub dbrec: DmaBuf,
     /// The UAR page whose CQ doorbell arms this CQ.
     pub uar: R,
@@ -91,6 +95,7 @@ impl<R: Register> CompletionQueue<R> {
         })
     }
 
+    /// The CQ number.
     pub fn cqn(&self) -> u32 {
         self.cqn
     }

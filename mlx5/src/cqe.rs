@@ -22,6 +22,7 @@ pub mod field {
     pub const SOP_DROP_QPN: Range<usize> = 56..60;
     /// be16: the index of the WQE (its first WQEBB) the CQE completes.
     pub const WQE_COUNTER: Range<usize> = 60..62;
+    /// The signature byte, which the data path does not check.
     pub const SIGNATURE: usize = 62;
     /// Opcode (7–4), format (3–2), solicited (1), owner (0).
     pub const OP_OWN: usize = 63;
@@ -64,18 +65,25 @@ macro_rules! enum_with_unknown {
 enum_with_unknown! {
     /// CQE opcodes (`MLX5_CQE_*`).
     pub enum CqeOpcode {
+        /// A send-queue WQE completed.
         #[doc(alias = "MLX5_CQE_REQ")]
         Req = 0,
+        /// A receive consumed by an RDMA write with immediate.
         #[doc(alias = "MLX5_CQE_RESP_WR_IMM")]
         RespWriteImm = 1,
+        /// A receive of a send.
         #[doc(alias = "MLX5_CQE_RESP_SEND")]
         RespSend = 2,
+        /// A receive of a send with immediate.
         #[doc(alias = "MLX5_CQE_RESP_SEND_IMM")]
         RespSendImm = 3,
+        /// A receive of a send with invalidate.
         #[doc(alias = "MLX5_CQE_RESP_SEND_INV")]
         RespSendInv = 4,
+        /// A send-queue WQE failed; the syndrome says why.
         #[doc(alias = "MLX5_CQE_REQ_ERR")]
         ReqErr = 13,
+        /// A receive failed; the syndrome says why.
         #[doc(alias = "MLX5_CQE_RESP_ERR")]
         RespErr = 14,
         /// Never written by the device: the initial opcode of every CQE.
@@ -87,30 +95,43 @@ enum_with_unknown! {
 enum_with_unknown! {
     /// Error CQE syndromes (`MLX5_CQE_SYNDROME_*`).
     pub enum Syndrome {
+        /// A message longer than the receive, or than the port allows.
         #[doc(alias = "MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR")]
         LocalLength = 0x01,
+        /// The local QP found the WQE inconsistent.
         #[doc(alias = "MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR")]
         LocalQpOp = 0x02,
+        /// A local segment's key or privileges forbid the access.
         #[doc(alias = "MLX5_CQE_SYNDROME_LOCAL_PROT_ERR")]
         LocalProtection = 0x04,
+        /// Flushed: the QP went to the error state before the WQE ran.
         #[doc(alias = "MLX5_CQE_SYNDROME_WR_FLUSH_ERR")]
         WrFlush = 0x05,
+        /// A memory-window bind failed.
         #[doc(alias = "MLX5_CQE_SYNDROME_MW_BIND_ERR")]
         MwBind = 0x06,
+        /// The responder's answer was not what the request expects.
         #[doc(alias = "MLX5_CQE_SYNDROME_BAD_RESP_ERR")]
         BadResponse = 0x10,
+        /// A local access violation while serving an incoming request.
         #[doc(alias = "MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR")]
         LocalAccess = 0x11,
+        /// The responder found the request invalid.
         #[doc(alias = "MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR")]
         RemoteInvalidRequest = 0x12,
+        /// The responder refused access: a bad key, range or privilege.
         #[doc(alias = "MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR")]
         RemoteAccess = 0x13,
+        /// The responder could not carry the operation out.
         #[doc(alias = "MLX5_CQE_SYNDROME_REMOTE_OP_ERR")]
         RemoteOp = 0x14,
+        /// The transport retries ran out: the peer did not answer.
         #[doc(alias = "MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR")]
         TransportRetryExceeded = 0x15,
+        /// The receiver-not-ready retries ran out: the peer had no receive posted.
         #[doc(alias = "MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR")]
         RnrRetryExceeded = 0x16,
+        /// The responder aborted the operation.
         #[doc(alias = "MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR")]
         RemoteAborted = 0x22,
     }
@@ -140,9 +161,13 @@ impl Syndrome {
 /// A CQE as the data path reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cqe {
+    /// What the CQE reports.
     pub opcode: CqeOpcode,
+    /// The QP the CQE belongs to.
     pub qpn: u32,
+    /// The index of the WQE (its first WQEBB) the CQE completes.
     pub wqe_counter: u16,
+    /// Bytes received (responder) or read (requester).
     pub byte_cnt: u32,
     /// The immediate, in host order.
     pub imm: u32,
@@ -150,9 +175,11 @@ pub struct Cqe {
     pub srqn: u32,
     /// Error CQEs only.
     pub syndrome: Syndrome,
+    /// Error CQEs only: the vendor's own syndrome.
     pub vendor_syndrome: u8,
     /// Requester CQEs: the opcode of the WQE.
     pub send_opcode: u8,
+    /// Whether the sender asked for a solicited event.
     pub solicited: bool,
 }
 

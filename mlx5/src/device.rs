@@ -19,16 +19,25 @@ use crate::sq::{SendSlot, SqGeometry};
 /// The shape of a QP the backend asks the device for.
 #[derive(Debug)]
 pub struct QpSpec<'a, D: Device + ?Sized> {
+    /// The protection domain.
     pub pd: &'a D::Pd,
     /// None: the EP has no EVD for this stream, and no CQE is written.
     pub send_cq: Option<&'a D::Cq>,
+    /// The CQ of receive completions; None as for `send_cq`.
     pub recv_cq: Option<&'a D::Cq>,
+    /// The SRQ the QP receives from, if any.
     pub srq: Option<&'a D::Srq>,
     /// WQEBBs the send ring must hold.
     pub sq_wqebbs: u32,
+    /// Receives the receive ring must hold.
     pub max_recv_wr: u32,
+    /// Segments one receive WQE must hold.
     pub max_recv_sge: u32,
+    /// Most RDMA reads and atomics the peer may have in flight against the
+    /// QP (the responder resources).
     pub max_rdma_read_in: u32,
+    /// Most RDMA reads and atomics the QP may have in flight (the
+    /// initiator depth).
     pub max_rdma_read_out: u32,
     /// Echoed in connection events.
     pub tag: u64,
@@ -37,8 +46,11 @@ pub struct QpSpec<'a, D: Device + ?Sized> {
 /// A QP as the device made it: its control handle and its queues.
 #[derive(Debug)]
 pub struct QpParts<D: Device + ?Sized> {
+    /// The control path's handle of the QP.
     pub qp: D::Qp,
+    /// The send queue's memory and doorbell.
     pub sq: SqGeometry<D::Register>,
+    /// Room for the send queue's work-request table.
     pub send_slots: D::SendSlots,
     /// None when the QP receives from an SRQ.
     pub rq: Option<(RqGeometry, D::RecvSlots)>,
@@ -47,30 +59,44 @@ pub struct QpParts<D: Device + ?Sized> {
 /// A CQ as the device made it.
 #[derive(Debug)]
 pub struct CqParts<D: Device + ?Sized> {
+    /// The control path's handle of the CQ.
     pub cq: D::Cq,
+    /// The CQ's memory and doorbells.
     pub geometry: CqGeometry<D::Register>,
 }
 
 /// An SRQ as the device made it.
 #[derive(Debug)]
 pub struct SrqParts<D: Device + ?Sized> {
+    /// The control path's handle of the SRQ.
     pub srq: D::Srq,
+    /// The SRQ number, which CQEs of its receives carry.
     pub srqn: u32,
+    /// The SRQ's memory.
     pub geometry: RqGeometry,
+    /// Room for its work-request table.
     pub slots: D::RecvSlots,
 }
 
 /// An mlx5 device's control path.
 pub trait Device {
+    /// An open device.
     type Ia;
+    /// A protection domain.
     type Pd;
+    /// A memory registration.
     type Mr;
     /// A type 1 memory window.
     type Mw;
+    /// A CQ's control handle.
     type Cq;
+    /// A QP's control handle.
     type Qp;
+    /// An SRQ's control handle.
     type Srq;
+    /// A listener on a connection qualifier.
     type Listener;
+    /// An incoming connection request not yet accepted or rejected.
     type ConnReq;
     /// A doorbell register (UAR page or BlueFlame buffer).
     type Register: Register;
@@ -86,10 +112,15 @@ pub trait Device {
     /// path ([`udat_core::Backend::SHARED_QUEUES`]) is on only then.
     const SHARED_QUEUES: bool = false;
 
+    /// As [`Backend::ia_open`](udat_core::Backend::ia_open).
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)>;
+    /// As [`Backend::ia_close`](udat_core::Backend::ia_close).
     fn ia_close(&mut self, ia: Self::Ia);
+    /// As [`Backend::pd_alloc`](udat_core::Backend::pd_alloc).
     fn pd_alloc(&mut self, ia: &mut Self::Ia) -> DatResult<Self::Pd>;
+    /// As [`Backend::pd_free`](udat_core::Backend::pd_free).
     fn pd_free(&mut self, pd: Self::Pd);
+    /// As [`Backend::mr_register`](udat_core::Backend::mr_register).
     fn mr_register(
         &mut self,
         pd: &Self::Pd,
@@ -97,6 +128,7 @@ pub trait Device {
         length: u64,
         privileges: MemPriv,
     ) -> DatResult<Registration<Self::Mr>>;
+    /// As [`Backend::mr_deregister`](udat_core::Backend::mr_deregister).
     fn mr_deregister(&mut self, mr: Self::Mr);
     /// A type 1 memory window of `pd`, unbound, and its key
     /// (`ibv_alloc_mw`); the data path binds it ([`crate::mw`]).
@@ -107,6 +139,7 @@ pub trait Device {
     /// A CQ of at least `min_entries`, every CQE invalid, created for
     /// polling by the data path (no compression).
     fn cq_create(&mut self, ia: &mut Self::Ia, min_entries: u32) -> DatResult<CqParts<Self>>;
+    /// Destroy the CQ; its memory is no longer the data path's.
     fn cq_destroy(&mut self, cq: Self::Cq);
     /// A CQ event (the CQ number) taken since the last call, if any.
     fn cq_event(&mut self, ia: &mut Self::Ia) -> Option<u32>;
@@ -120,11 +153,16 @@ pub trait Device {
     /// The QP number.
     fn qpn(&self, qp: &Self::Qp) -> u32;
 
+    /// An SRQ of `attr`'s shape, handed over with its memory.
     fn srq_create(&mut self, pd: &Self::Pd, attr: &SrqAttr) -> DatResult<SrqParts<Self>>;
+    /// Destroy the SRQ.
     fn srq_destroy(&mut self, srq: Self::Srq);
 
+    /// As [`Backend::listen`](udat_core::Backend::listen).
     fn listen(&mut self, ia: &mut Self::Ia, conn_qual: u64, tag: u64) -> DatResult<Self::Listener>;
+    /// As [`Backend::unlisten`](udat_core::Backend::unlisten).
     fn unlisten(&mut self, listener: Self::Listener);
+    /// As [`Backend::connect`](udat_core::Backend::connect).
     fn connect(
         &mut self,
         qp: &mut Self::Qp,
@@ -133,12 +171,16 @@ pub trait Device {
         private_data: &[u8],
         timeout_us: Option<u64>,
     ) -> DatResult<()>;
+    /// As [`Backend::accept`](udat_core::Backend::accept).
     fn accept(&mut self, request: &mut Self::ConnReq, qp: &mut Self::Qp, private_data: &[u8]) -> DatResult<()>;
+    /// As [`Backend::reject`](udat_core::Backend::reject).
     fn reject(&mut self, request: Self::ConnReq, private_data: &[u8]);
     /// Tear the connection down; the QP goes to ERROR and the device
     /// flushes what it holds.
     fn disconnect(&mut self, qp: &mut Self::Qp, graceful: bool);
+    /// As [`Backend::poll_cm`](udat_core::Backend::poll_cm).
     fn poll_cm(&mut self, ia: &mut Self::Ia) -> Option<CmEvent<Self::ConnReq>>;
+    /// As [`Backend::now_us`](udat_core::Backend::now_us).
     fn now_us(&mut self) -> u64;
     /// Block until an armed CQ's event or a connection event may be ready.
     fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake;

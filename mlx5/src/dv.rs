@@ -25,8 +25,11 @@ use crate::Geometry;
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct DvWorkQueue {
+    /// The ring's first byte.
     pub buf: *mut c_void,
+    /// Entries in the ring; 0 for a receive queue the QP does not have.
     pub wqe_cnt: u32,
+    /// Bytes per entry.
     pub stride: u32,
 }
 
@@ -34,7 +37,9 @@ pub struct DvWorkQueue {
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct DvBlueFlame {
+    /// The BlueFlame register (or the plain doorbell, when `size` is 0).
     pub reg: *mut c_void,
+    /// Half the BlueFlame buffer: 256, or 0 when the UAR has none.
     pub size: u32,
 }
 
@@ -44,16 +49,25 @@ pub struct DvBlueFlame {
 pub struct DvQp {
     /// The receive counter, then the send counter (`__be32 *`).
     pub dbrec: *mut u32,
+    /// The send queue.
     pub sq: DvWorkQueue,
+    /// The receive queue.
     pub rq: DvWorkQueue,
+    /// The send queue's doorbell register.
     pub bf: DvBlueFlame,
+    /// Which optional fields below rdma-core filled in.
     pub comp_mask: u64,
     /// `off_t`.
     pub uar_mmap_offset: i64,
+    /// The TIR number (raw packet QPs only; unused here).
     pub tirn: u32,
+    /// The TIS number (raw packet QPs only; unused here).
     pub tisn: u32,
+    /// The RQ number (raw packet QPs only; unused here).
     pub rqn: u32,
+    /// The SQ number (raw packet QPs only; unused here).
     pub sqn: u32,
+    /// The TIR's ICM address (unused here).
     pub tir_icm_addr: u64,
 }
 
@@ -61,13 +75,19 @@ pub struct DvQp {
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct DvCq {
+    /// The CQE ring's first byte.
     pub buf: *mut c_void,
     /// The consumer index, then the arm word (`__be32 *`).
     pub dbrec: *mut u32,
+    /// Entries in the ring.
     pub cqe_cnt: u32,
+    /// Bytes per entry: 64 or 128.
     pub cqe_size: u32,
+    /// The UAR page whose CQ doorbell arms the CQ.
     pub cq_uar: *mut c_void,
+    /// The CQ number.
     pub cqn: u32,
+    /// Which optional fields rdma-core filled in.
     pub comp_mask: u64,
 }
 
@@ -75,12 +95,19 @@ pub struct DvCq {
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct DvSrq {
+    /// The ring's first byte.
     pub buf: *mut c_void,
+    /// The doorbell record (`__be32 *`).
     pub dbrec: *mut u32,
+    /// Bytes per WQE.
     pub stride: u32,
+    /// The first free WQE of the SRQ's linked list.
     pub head: u32,
+    /// The last free WQE of the list.
     pub tail: u32,
+    /// Which optional fields rdma-core filled in.
     pub comp_mask: u64,
+    /// The SRQ number.
     pub srqn: u32,
 }
 

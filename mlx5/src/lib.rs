@@ -1,5 +1,20 @@
 //! udat-mlx5: the direct data path for NVIDIA ConnectX (mlx5) HCAs.
 //!
+//! Its segment helpers need no device. The control segment of a signalled
+//! send, byte for byte as the PRM's "Send WQE Format" lays it out:
+//!
+//! ```
+//! use udat_mlx5::wqe::{ctrl, ctrl_seg, fm_ce_se, opcode};
+//!
+//! // WQE index 5 on QP 0x1234, two 16-byte units long, no immediate.
+//! let seg = ctrl_seg(5, opcode::SEND, 0, 0x1234, 2, fm_ce_se::CQ_UPDATE, 0);
+//! assert_eq!(seg[ctrl::OPMOD_IDX_OPCODE], [0x00, 0x00, 0x05, 0x0a]);
+//! assert_eq!(seg[ctrl::QPN_DS], [0x00, 0x12, 0x34, 0x02]);
+//! assert_eq!(seg[ctrl::SIGNATURE], 0);
+//! assert_eq!(seg[ctrl::FM_CE_SE], fm_ce_se::CQ_UPDATE);
+//! assert_eq!(seg[ctrl::IMM], [0; 4]);
+//! ```
+//!
 //! Posting writes WQEs into the send queue's ring and rings the doorbell
 //! (record, then BlueFlame or the 8-byte UAR write); polling reads CQEs by
 //! their owner bit. No system call, no lock, no allocation: the code runs
@@ -23,6 +38,7 @@
 #![no_std]
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
 
 pub mod backend;
 pub mod barrier;

@@ -26,10 +26,12 @@ impl DmaBuf {
         DmaBuf { ptr, len }
     }
 
+    /// Bytes in the buffer.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the buffer has no bytes.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

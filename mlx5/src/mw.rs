@@ -17,8 +17,10 @@ use crate::wqe::{be32_pair, be64, SegWords};
 
 /// `flags` of the UMR control segment (`MLX5_WQE_UMR_CTRL_FLAG_*`).
 pub mod umr_flags {
+    /// The KLM entries follow inline in the WQE.
     #[doc(alias = "MLX5_WQE_UMR_CTRL_FLAG_INLINE")]
     pub const INLINE: u8 = 1 << 7;
+    /// The translation offset field is valid.
     #[doc(alias = "MLX5_WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET")]
     pub const TRANSLATION_OFFSET: u8 = 1 << 4;
 }
@@ -26,28 +28,38 @@ pub mod umr_flags {
 /// `mkey_mask` of the UMR control segment: the mkey fields the WQE sets
 /// (`MLX5_WQE_UMR_CTRL_MKEY_MASK_*`).
 pub mod mkey_mask {
+    /// Set the mkey's length.
     #[doc(alias = "MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN")]
     pub const LEN: u64 = 1 << 0;
+    /// Set the mkey's start address.
     #[doc(alias = "MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR")]
     pub const START_ADDR: u64 = 1 << 6;
+    /// Set the mkey's key byte (the window's next key).
     #[doc(alias = "MLX5_WQE_UMR_CTRL_MKEY_MASK_MKEY")]
     pub const MKEY: u64 = 1 << 13;
+    /// Set the mkey's local write access.
     #[doc(alias = "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_LOCAL_WRITE")]
     pub const ACCESS_LOCAL_WRITE: u64 = 1 << 18;
+    /// Set the mkey's remote read access.
     #[doc(alias = "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_READ")]
     pub const ACCESS_REMOTE_READ: u64 = 1 << 19;
+    /// Set the mkey's remote write access.
     #[doc(alias = "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_WRITE")]
     pub const ACCESS_REMOTE_WRITE: u64 = 1 << 20;
+    /// Set the mkey's atomic access.
     #[doc(alias = "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_ATOMIC")]
     pub const ACCESS_ATOMIC: u64 = 1 << 21;
+    /// Set the mkey's free bit (bound or unbound).
     #[doc(alias = "MLX5_WQE_UMR_CTRL_MKEY_MASK_FREE")]
     pub const FREE: u64 = 1 << 29;
 }
 
 /// `access_flags` of the mkey context (`MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_*`).
 pub mod access {
+    /// The peer may read through the window.
     #[doc(alias = "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_READ")]
     pub const REMOTE_READ: u8 = 1 << 4;
+    /// The peer may write through the window.
     #[doc(alias = "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_WRITE")]
     pub const REMOTE_WRITE: u8 = 1 << 5;
 }
@@ -67,8 +79,11 @@ pub const MAX_BODY: usize = 11;
 /// What a bind opens: `len` bytes at `addr` of the registration `lkey`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bind {
+    /// The key of the registration the window opens onto.
     pub lkey: u32,
+    /// The window's first byte, inside the registration.
     pub addr: u64,
+    /// Bytes in the window.
     pub len: u32,
     /// The remote privileges the window grants.
     pub privileges: MemPriv,

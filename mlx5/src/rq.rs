@@ -21,8 +21,11 @@ pub const RCV_DBR: usize = 0;
 /// What rdma-core hands over for a receive queue or an SRQ.
 #[derive(Debug)]
 pub struct RqGeometry {
+    /// The WQE ring.
     pub buf: DmaBuf,
+    /// WQEs in the ring, a power of two.
     pub wqe_cnt: u32,
+    /// Bytes per WQE: room for its scatter entries.
     pub stride: u32,
     /// For an RQ the QP's record (receive counter first); for an SRQ its own.
     pub dbrec: DmaBuf,
@@ -31,6 +34,7 @@ pub struct RqGeometry {
 /// What a receive WQE's completion reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecvSlot {
+    /// The cookie the receive was posted with.
     pub cookie: u64,
     /// SRQ only: the WQE after this one on the free list.
     pub next: u16,
@@ -114,6 +118,7 @@ pub struct RecvQueue<S> {
 }
 
 impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> RecvQueue<S> {
+    /// Take over a receive queue, with one slot of `slots` per WQE.
     pub fn new(geometry: RqGeometry, slots: S) -> Result<Self, Geometry> {
         let mut rq = RecvQueue { ring: Ring::new(geometry, slots, 0)?, head: 0, tail: 0 };
         rq.reset();
@@ -175,6 +180,7 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> RecvQueue<S> {
         Some(cookie)
     }
 
+    /// Whether no receive is outstanding.
     pub fn is_idle(&self) -> bool {
         self.head == self.tail
     }

@@ -31,9 +31,13 @@ const MAX_WQEBBS: u32 = 1 << 15;
 /// What rdma-core's `mlx5dv_init_obj` hands over for a send queue.
 #[derive(Debug)]
 pub struct SqGeometry<R> {
+    /// The QP number, which every control segment carries.
     pub qpn: u32,
+    /// The WQE ring.
     pub buf: DmaBuf,
+    /// WQEBBs in the ring, a power of two.
     pub wqe_cnt: u32,
+    /// Bytes per WQEBB: 64.
     pub stride: u32,
     /// The QP's doorbell record: the receive counter, then the send counter.
     pub dbrec: DmaBuf,
@@ -46,28 +50,40 @@ pub struct SqGeometry<R> {
 /// A remote buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Remote {
+    /// The first byte, in the peer's address space.
     pub addr: u64,
+    /// The peer's key for it.
     pub rkey: u32,
 }
 
 /// The operation of a send WQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
+    /// A send (`MLX5_OPCODE_SEND`).
     Send,
+    /// A send with immediate data (`MLX5_OPCODE_SEND_IMM`).
     SendImm(u32),
+    /// An RDMA write (`MLX5_OPCODE_RDMA_WRITE`).
     Write(Remote),
+    /// An RDMA write with immediate data (`MLX5_OPCODE_RDMA_WRITE_IMM`).
     WriteImm(Remote, u32),
+    /// An RDMA read (`MLX5_OPCODE_RDMA_READ`).
     Read(Remote),
     /// Compare-and-swap of the 8 bytes at the remote address; the old
     /// value lands in the one 8-byte local segment.
     CompareSwap {
+        /// The peer's 8 bytes.
         remote: Remote,
+        /// The value expected there.
         compare: u64,
+        /// The value written if the expected one is there.
         swap: u64,
     },
     /// Fetch-and-add of the 8 bytes at the remote address.
     FetchAdd {
+        /// The peer's 8 bytes.
         remote: Remote,
+        /// The addend.
         add: u64,
     },
 }
@@ -76,9 +92,11 @@ pub enum Op {
 /// control segment, then its remote-address and atomic segments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// The WQE opcode ([`opcode`]).
     pub opcode: u8,
     /// In host order.
     pub imm: u32,
+    /// The remote-address segment, if the opcode has one.
     pub remote: Option<Remote>,
     /// The atomic segment: swap (or addend), then compare.
     pub atomic: Option<(u64, u64)>,
@@ -116,8 +134,11 @@ pub use udat_core::backend::Sge;
 /// What a completion of the WQE reports, kept for its first WQEBB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendSlot {
+    /// The cookie the request was posted with.
     pub cookie: u64,
+    /// Bytes the request moves.
     pub length: u32,
+    /// What the completion reports the request as.
     pub op: DtoOp,
     /// Whether the event notifies.
     pub notify: bool,
@@ -126,6 +147,7 @@ pub struct SendSlot {
 }
 
 impl SendSlot {
+    /// A slot no WQE uses.
     pub const EMPTY: SendSlot = SendSlot { cookie: 0, length: 0, op: DtoOp::Send, notify: false, bbs: 1 };
 }
 
@@ -305,6 +327,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.dbrec.write_be32(SND_DBR * 4, 0);
     }
 
+    /// The QP number.
     pub fn qpn(&self) -> u32 {
         self.qpn
     }

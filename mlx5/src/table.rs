@@ -60,6 +60,7 @@ impl<T: core::fmt::Debug> core::fmt::Debug for Entry<T> {
 
 /// A source of table storage for [`Mlx5`](crate::Mlx5).
 pub trait Storage {
+    /// The slots of one table of `T`s.
     type Slots<T>: Store<Entry<T>>;
 
     /// Empty slots for the table `of`.
@@ -129,11 +130,13 @@ impl<T, S: Store<Entry<T>>> Table<T, S> {
         Ok(i as u16)
     }
 
+    /// The value in `slot`, if any.
     #[inline(always)]
     pub fn get(&self, slot: u16) -> Option<&T> {
         self.slots.items().get(usize::from(slot))?.get()
     }
 
+    /// The value in `slot`, mutably, if any.
     #[inline(always)]
     pub fn get_mut(&mut self, slot: u16) -> Option<&mut T> {
         self.slots.items_mut().get_mut(usize::from(slot))?.get_mut().as_mut()
@@ -155,12 +158,14 @@ impl<T, S: Store<Entry<T>>> Table<T, S> {
         unsafe { (*entry.0.get()).as_mut() }
     }
 
+    /// Take the value out of `slot`, leaving it free.
     pub fn remove(&mut self, slot: u16) -> Option<T> {
         let value = self.slots.items_mut().get_mut(usize::from(slot))?.get_mut().take()?;
         self.holes += 1;
         Some(value)
     }
 
+    /// Every value in the table, mutably.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         let high = self.high;
         self.slots.items_mut().iter_mut().take(high).filter_map(|e| e.get_mut().as_mut())
@@ -172,9 +177,13 @@ impl<T, S: Store<Entry<T>>> Table<T, S> {
 /// its tag, and whether it receives from an SRQ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
+    /// The QP number CQEs carry.
     pub qpn: u32,
+    /// The QP's slot in the backend's QP table.
     pub slot: u16,
+    /// Whether the QP receives from an SRQ.
     pub srq: bool,
+    /// The QP's tag, echoed in its completions.
     pub tag: u64,
 }
 

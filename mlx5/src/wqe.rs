@@ -31,18 +31,25 @@ pub const INVALID_LKEY: u32 = 0x100;
 
 /// Send opcodes (`MLX5_OPCODE_*`).
 pub mod opcode {
+    /// An RDMA write.
     #[doc(alias = "MLX5_OPCODE_RDMA_WRITE")]
     pub const RDMA_WRITE: u8 = 0x08;
+    /// An RDMA write with immediate: consumes a receive at the peer.
     #[doc(alias = "MLX5_OPCODE_RDMA_WRITE_IMM")]
     pub const RDMA_WRITE_IMM: u8 = 0x09;
+    /// A send.
     #[doc(alias = "MLX5_OPCODE_SEND")]
     pub const SEND: u8 = 0x0a;
+    /// A send with immediate.
     #[doc(alias = "MLX5_OPCODE_SEND_IMM")]
     pub const SEND_IMM: u8 = 0x0b;
+    /// An RDMA read.
     #[doc(alias = "MLX5_OPCODE_RDMA_READ")]
     pub const RDMA_READ: u8 = 0x10;
+    /// An 8-byte compare-and-swap.
     #[doc(alias = "MLX5_OPCODE_ATOMIC_CS")]
     pub const ATOMIC_CS: u8 = 0x11;
+    /// An 8-byte fetch-and-add.
     #[doc(alias = "MLX5_OPCODE_ATOMIC_FA")]
     pub const ATOMIC_FA: u8 = 0x12;
     /// User-mode memory registration: binds a memory window.
@@ -74,9 +81,11 @@ pub mod ctrl {
     pub const OPMOD_IDX_OPCODE: Range<usize> = 0..4;
     /// be32: QP number (31–8), WQE size in 16-byte units (7–0).
     pub const QPN_DS: Range<usize> = 4..8;
+    /// The signature byte: zero, as signatures are off.
     pub const SIGNATURE: usize = 8;
     /// be16 `dci_stream_channel_id`, zero on RC.
     pub const STREAM: Range<usize> = 9..11;
+    /// Fence mode, completion and solicited bits ([`fm_ce_se`](super::fm_ce_se)).
     pub const FM_CE_SE: usize = 11;
     /// The immediate, in network order.
     pub const IMM: Range<usize> = 12..16;
@@ -85,16 +94,22 @@ pub mod ctrl {
 /// Field offsets of the remote-address segment (`struct mlx5_wqe_raddr_seg`).
 pub mod raddr {
     use super::Range;
+    /// be64: the remote address.
     pub const RADDR: Range<usize> = 0..8;
+    /// be32: the remote key.
     pub const RKEY: Range<usize> = 8..12;
+    /// Reserved: written as zero.
     pub const RESERVED: Range<usize> = 12..16;
 }
 
 /// Field offsets of a data segment (`struct mlx5_wqe_data_seg`).
 pub mod data {
     use super::Range;
+    /// be32: the segment's length in bytes.
     pub const BYTE_COUNT: Range<usize> = 0..4;
+    /// be32: the local key.
     pub const LKEY: Range<usize> = 4..8;
+    /// be64: the local address.
     pub const ADDR: Range<usize> = 8..16;
 }
 
@@ -103,13 +118,16 @@ pub mod atomic {
     use super::Range;
     /// The swap value of a compare-and-swap, the addend of a fetch-and-add.
     pub const SWAP_ADD: Range<usize> = 0..8;
+    /// The compare value of a compare-and-swap; zero for a fetch-and-add.
     pub const COMPARE: Range<usize> = 8..16;
 }
 
 /// Field offsets of the SRQ next segment (`struct mlx5_wqe_srq_next_seg`).
 pub mod srq_next {
     use super::Range;
+    /// be16: the index of the next WQE on the SRQ's free list.
     pub const NEXT_WQE_INDEX: Range<usize> = 2..4;
+    /// The signature byte: zero, as signatures are off.
     pub const SIGNATURE: usize = 4;
 }
 

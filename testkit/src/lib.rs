@@ -6,9 +6,9 @@
 //!   conformance tests and the reference model.
 //! - [`suite`]: the transport suite, run on every backend through its
 //!   [`suite::Fabric`] and [`transport_suite!`].
-//! - [`reference`]: the reference model of the DAT rules the core is held
+//! - [`reference`](mod@reference): the reference model of the DAT rules the core is held
 //!   to by a proptest and a fuzz target.
-//! - [`model`] (feature `model`): the software mlx5 HCA as a fabric, and
+//! - `model` (feature `model`): the software mlx5 HCA as a fabric, and
 //!   test memory, a recording register and the syndrome table for the
 //!   mlx5 data path's tests.
 

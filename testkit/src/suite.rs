@@ -1,7 +1,7 @@
 //! The transport conformance suite: every test of udat over a real
 //! transport, written once and run on each backend — udat-verbs on
 //! soft-RoCE, udat-mlx5 on the software mlx5 HCA. A backend's test file
-//! names its [`Fabric`] and expands [`transport_suite!`].
+//! names its [`Fabric`] and expands [`transport_suite!`](crate::transport_suite).
 //!
 //! Both sides of a connection live on one IA of one provider: the
 //! connection still goes through the transport's connection manager and

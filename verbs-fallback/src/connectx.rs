@@ -11,7 +11,7 @@
 //! - QPs: `mlx5dv_create_qp` with scatter-to-CQE off (the data path reads
 //!   every completion from the CQE, never data scattered into it), one
 //!   WQEBB a work request, so the ring holds the WQEBBs the data path asks
-//!   for. State changes and rdma_cm are udat-verbs's own ([`crate::cm`]).
+//!   for. State changes and rdma_cm are udat-verbs's own (its `cm` module).
 //! - SRQs: `ibv_create_srq`, handed over with the WQE count it was made
 //!   with (`tail + 1`).
 //!
@@ -53,6 +53,8 @@ pub struct ConnectX {
 }
 
 impl ConnectX {
+    /// A control path that has opened no device yet: each `ia_open`
+    /// opens one.
     pub fn new() -> ConnectX {
         ConnectX { clock: Clock::new() }
     }

@@ -3,14 +3,14 @@
 //! calls that bindgen cannot see, written against the provider's ops
 //! table exactly as the header does.
 
-#![allow(non_camel_case_types, non_upper_case_globals, non_snake_case, dead_code, clippy::all)]
+#![allow(non_camel_case_types, non_upper_case_globals, non_snake_case, dead_code, missing_docs, clippy::all)]
 
 include!(concat!(env!("OUT_DIR"), "/verbs.rs"));
 
 /// `<infiniband/mlx5dv.h>`: what the ConnectX control path calls.
 #[cfg(feature = "connectx")]
 pub mod mlx5dv {
-    #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case, dead_code, clippy::all)]
+    #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case, dead_code, missing_docs, clippy::all)]
     include!(concat!(env!("OUT_DIR"), "/mlx5dv.rs"));
 }
 

@@ -3,9 +3,11 @@
 //!
 //! It is linked `-z nodelete`: libdat2 unloads a provider's library when
 //! the provider is removed, but a consumer may still hold its handles,
-//! whose tables and handle spaces must stay (see `registry`).
+//! whose tables and handle spaces must stay (see `registry`). Its soname
+//! is the one `cargo xtask install` installs it under.
 
 fn main() {
     println!("cargo:rustc-link-lib=dylib=dat2");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libudat_dapl.so.0");
 }

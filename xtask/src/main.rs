@@ -6,12 +6,18 @@
 //!
 //! - `cargo xtask setup`: install what the commands below need (Debian
 //!   packages, clippy, rustfmt, the bare-metal target, nightly with Miri,
-//!   cargo-fuzz), each piece only when it is missing (see [`setup`]).
-//! - `cargo xtask test`: everything CI runs — formatting, clippy with
-//!   warnings as errors, the workspace tests, the bare-metal build of
-//!   udat-core with its no-allocator check, Miri over udat-core, and
-//!   udat-verbs's tests on soft-RoCE (through `softroce`), the C ABI's
-//!   artifacts and C examples ([`capi`]), a minute of each fuzz target
+//!   cargo-fuzz, the minimum Rust version), each piece only when it is
+//!   missing (see [`setup`]).
+//! - `cargo xtask install [--prefix DIR]`: build the release artifacts and
+//!   install them and their pkg-config files under DIR (`/usr/local`),
+//!   then print the `dat.conf` line for the plug-in (see [`install`]).
+//! - `cargo xtask test`: everything CI runs — formatting, the libraries
+//!   on the minimum Rust version ([`msrv`]), clippy with warnings as
+//!   errors, the documentation with warnings as errors, the workspace
+//!   tests, the bare-metal build of udat-core with its no-allocator
+//!   check, Miri over udat-core, and udat-verbs's tests on soft-RoCE
+//!   (through `softroce`), the C ABI's artifacts and C examples
+//!   ([`capi`]), a minute of each fuzz target
 //!   (`fuzz/`, from the corpus there), the fully static C example on
 //!   soft-RoCE under strace, the two event loops and udat-perf beside
 //!   perftest on soft-RoCE, the OpenFabrics DAPL test programs against
@@ -35,6 +41,8 @@ mod capi;
 mod fabric;
 mod icount;
 mod icount_rxe;
+mod install;
+mod msrv;
 mod perf;
 mod setup;
 mod softroce;
@@ -42,7 +50,7 @@ mod softroce;
 use std::io::{BufRead, BufReader};
 use std::process::{exit, Command, Stdio};
 
-const USAGE: &str = "usage: cargo xtask setup|test|capi|icount|icount-rxe|softroce|fabric|perf";
+const USAGE: &str = "usage: cargo xtask setup|test|install|capi|icount|icount-rxe|softroce|fabric|perf";
 
 fn main() {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -57,12 +65,13 @@ fn main() {
 fn dispatch(task: &str, args: &[String]) -> Result<(), String> {
     let scope = match task {
         "setup" | "test" => setup::Scope::All,
-        "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" => setup::Scope::Packages,
+        "install" | "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" => setup::Scope::Packages,
         _ => return Err(USAGE.to_string()),
     };
     setup::ensure(scope)?;
     match task {
         "test" => test(),
+        "install" => install::install(args),
         "capi" => capi::check().map(|n| eprintln!("xtask: {n} C ABI checks passed")),
         "icount" => icount::icount(args),
         "icount-rxe" => icount_rxe::icount_rxe(args),
@@ -94,9 +103,11 @@ fn output(program: &str, args: &[&str]) -> Result<String, String> {
 
 fn test() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"])?;
+    msrv::check()?;
     run("cargo", &["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])?;
     // The C artifacts as released: without the software HCA.
     run("cargo", &["clippy", "-p", "udat-capi", "-p", "udat-dapl", "-p", "udat-static", "--", "-D", "warnings"])?;
+    docs()?;
     let native = run_tests(&["test", "--workspace", "--all-features"])?;
     bare_metal()?;
     header_free()?;
@@ -119,6 +130,24 @@ fn test() -> Result<(), String> {
     );
     println!("tests: {passed} passed, {failed} failed");
     Ok(())
+}
+
+/// The documentation of every package builds without a warning: no
+/// broken intra-doc link, no bare URL, no unclosed HTML tag. (udat-static,
+/// whose library is named `udat` for `libudat.a`, has `doc = false`.)
+fn docs() -> Result<(), String> {
+    let args = ["doc", "--workspace", "--no-deps"];
+    eprintln!("xtask: RUSTDOCFLAGS=\"-D warnings\" cargo {}", args.join(" "));
+    let status = Command::new("cargo")
+        .args(args)
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .status()
+        .map_err(|e| format!("cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`RUSTDOCFLAGS=\"-D warnings\" cargo {}` failed ({status})", args.join(" ")))
+    }
 }
 
 /// The fuzz targets of `fuzz/`.

@@ -57,7 +57,8 @@ pub enum Scope {
     /// and perftest.
     Packages,
     /// Those, and what only `cargo xtask test` uses: clippy, rustfmt, the
-    /// bare-metal target, a nightly toolchain with Miri, cargo-fuzz.
+    /// bare-metal target, a nightly toolchain with Miri, cargo-fuzz, and
+    /// the toolchain of the minimum Rust version (see [`crate::msrv`]).
     All,
 }
 
@@ -154,17 +155,18 @@ fn listed(list: &[String], name: &str) -> bool {
     })
 }
 
-/// Decide what to install from what is there.
-fn plan(scope: Scope, found: &Found) -> Plan {
+/// Decide what to install from what is there; `rust_version` is the
+/// minimum Rust version, whose toolchain `Scope::All` needs.
+fn plan(scope: Scope, found: &Found, rust_version: &str) -> Plan {
     let packages: Vec<&'static str> =
         PACKAGES.iter().copied().filter(|p| !found.packages.iter().any(|f| f == p)).collect();
-    let rust = if scope == Scope::All { rust_steps(found) } else { Vec::new() };
+    let rust = if scope == Scope::All { rust_steps(found, rust_version) } else { Vec::new() };
     Plan { update_index: !packages.is_empty() || !found.index_has_kernel, packages, rust }
 }
 
-/// clippy, rustfmt, the bare-metal target, nightly with Miri, cargo-fuzz:
-/// the steps for those missing.
-fn rust_steps(found: &Found) -> Vec<Step> {
+/// clippy, rustfmt, the bare-metal target, nightly with Miri, cargo-fuzz,
+/// the minimum Rust version: the steps for those missing.
+fn rust_steps(found: &Found, rust_version: &str) -> Vec<Step> {
     let mut steps = Vec::new();
     for component in ["clippy", "rustfmt"] {
         if !listed(&found.components, component) {
@@ -182,6 +184,11 @@ fn rust_steps(found: &Found) -> Vec<Step> {
     }
     if !found.cargo_fuzz {
         steps.push(Step::new("cargo-fuzz", "cargo", &["install", "cargo-fuzz", "--locked"]));
+    }
+    // `cargo +1.85` names the toolchain `1.85`, not the `1.85.1` it holds.
+    if !listed(&found.toolchains, rust_version) {
+        let args = ["toolchain", "install", rust_version, "--profile", "minimal"];
+        steps.push(Step::new(format!("Rust {rust_version}"), "rustup", &args));
     }
     steps
 }
@@ -206,7 +213,8 @@ pub fn ensure(scope: Scope) -> Result<(), String> {
     if std::env::var(CHECKED).is_ok_and(|by| scope.covered_by(&by)) {
         return Ok(());
     }
-    let plan = plan(scope, &Found::query(scope)?);
+    let rust_version = if scope == Scope::All { crate::msrv::rust_version()? } else { String::new() };
+    let plan = plan(scope, &Found::query(scope)?, &rust_version);
     if !plan.is_empty() {
         install(&plan)?;
     }
@@ -359,6 +367,9 @@ fn quietly(program: &str, args: &[&str]) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// The minimum Rust version of these tests' machines.
+    const MSRV: &str = "1.85";
+
     fn strings(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
     }
@@ -374,7 +385,11 @@ mod tests {
                 "rustfmt-x86_64-unknown-linux-gnu",
             ]),
             targets: strings(&["x86_64-unknown-linux-gnu", "x86_64-unknown-none"]),
-            toolchains: strings(&["stable-x86_64-unknown-linux-gnu", "nightly-x86_64-unknown-linux-gnu"]),
+            toolchains: strings(&[
+                "stable-x86_64-unknown-linux-gnu",
+                "nightly-x86_64-unknown-linux-gnu",
+                "1.85-x86_64-unknown-linux-gnu",
+            ]),
             nightly_components: strings(&["miri-x86_64-unknown-linux-gnu", "rust-src"]),
             cargo_fuzz: true,
         }
@@ -383,7 +398,7 @@ mod tests {
     #[test]
     fn nothing_is_installed_when_everything_is_there() {
         for scope in [Scope::Packages, Scope::All] {
-            assert!(plan(scope, &complete()).is_empty(), "{scope:?}");
+            assert!(plan(scope, &complete(), MSRV).is_empty(), "{scope:?}");
         }
     }
 
@@ -391,7 +406,7 @@ mod tests {
     fn only_the_missing_packages_are_installed_after_an_index_refresh() {
         let mut found = complete();
         found.packages.retain(|p| p != "perftest" && p != "strace");
-        let p = plan(Scope::Packages, &found);
+        let p = plan(Scope::Packages, &found, MSRV);
         assert_eq!(p, Plan { update_index: true, packages: vec!["strace", "perftest"], rust: Vec::new() });
         assert_eq!(p.summary(), "xtask: setup: installing the package index, strace, perftest");
     }
@@ -399,14 +414,14 @@ mod tests {
     #[test]
     fn an_index_without_the_guest_kernel_is_refreshed() {
         let found = Found { index_has_kernel: false, ..complete() };
-        assert_eq!(plan(Scope::All, &found), Plan { update_index: true, ..Plan::default() });
+        assert_eq!(plan(Scope::All, &found, MSRV), Plan { update_index: true, ..Plan::default() });
     }
 
     #[test]
     fn the_rust_pieces_are_left_to_the_scope_that_needs_them() {
         let found = Found { components: Vec::new(), targets: Vec::new(), cargo_fuzz: false, ..complete() };
-        assert!(plan(Scope::Packages, &found).is_empty());
-        let steps: Vec<String> = plan(Scope::All, &found).rust.iter().map(Step::command_line).collect();
+        assert!(plan(Scope::Packages, &found, MSRV).is_empty());
+        let steps: Vec<String> = plan(Scope::All, &found, MSRV).rust.iter().map(Step::command_line).collect();
         assert_eq!(
             steps,
             [
@@ -421,11 +436,11 @@ mod tests {
     #[test]
     fn a_missing_nightly_is_installed_with_miri_and_its_sysroot() {
         let found = Found {
-            toolchains: strings(&["stable-x86_64-unknown-linux-gnu"]),
+            toolchains: strings(&["stable-x86_64-unknown-linux-gnu", "1.85-x86_64-unknown-linux-gnu"]),
             nightly_components: Vec::new(),
             ..complete()
         };
-        let steps: Vec<String> = plan(Scope::All, &found).rust.iter().map(Step::command_line).collect();
+        let steps: Vec<String> = plan(Scope::All, &found, MSRV).rust.iter().map(Step::command_line).collect();
         assert_eq!(
             steps,
             [
@@ -434,14 +449,35 @@ mod tests {
             ]
         );
         let found = Found { nightly_components: strings(&["rust-src"]), ..complete() };
-        let steps: Vec<String> = plan(Scope::All, &found).rust.iter().map(Step::command_line).collect();
+        let steps: Vec<String> = plan(Scope::All, &found, MSRV).rust.iter().map(Step::command_line).collect();
         assert_eq!(steps, ["rustup +nightly component add miri", "cargo +nightly miri setup"]);
         let found = Found { nightly_components: Vec::new(), ..complete() };
-        let steps: Vec<String> = plan(Scope::All, &found).rust.iter().map(Step::command_line).collect();
+        let steps: Vec<String> = plan(Scope::All, &found, MSRV).rust.iter().map(Step::command_line).collect();
         assert_eq!(steps[0], "rustup +nightly component add miri rust-src");
-        let dated = strings(&["stable-x86_64-unknown-linux-gnu", "nightly-2025-01-01-x86_64-unknown-linux-gnu"]);
+        let dated = strings(&[
+            "stable-x86_64-unknown-linux-gnu",
+            "nightly-2025-01-01-x86_64-unknown-linux-gnu",
+            "1.85-x86_64-unknown-linux-gnu",
+        ]);
         let found = Found { toolchains: dated, ..complete() };
-        assert!(plan(Scope::All, &found).rust[0].command_line().starts_with("rustup toolchain install nightly"));
+        assert!(plan(Scope::All, &found, MSRV).rust[0].command_line().starts_with("rustup toolchain install nightly"));
+    }
+
+    #[test]
+    fn the_minimum_rust_is_installed_by_the_name_cargo_calls_it() {
+        let mut found = complete();
+        found.toolchains.retain(|t| !t.starts_with("1.85"));
+        let p = plan(Scope::All, &found, MSRV);
+        let steps: Vec<String> = p.rust.iter().map(Step::command_line).collect();
+        assert_eq!(steps, ["rustup toolchain install 1.85 --profile minimal"]);
+        assert_eq!(p.summary(), "xtask: setup: installing Rust 1.85");
+        // A patch release, or a longer version, is another toolchain.
+        found.toolchains.push("1.85.1-x86_64-unknown-linux-gnu".into());
+        found.toolchains.push("1.850-x86_64-unknown-linux-gnu".into());
+        assert_eq!(plan(Scope::All, &found, MSRV).rust.len(), 1);
+        found.toolchains.push("1.85-x86_64-unknown-linux-gnu".into());
+        assert!(plan(Scope::All, &found, MSRV).is_empty());
+        assert!(plan(Scope::Packages, &Found { toolchains: Vec::new(), ..complete() }, MSRV).is_empty());
     }
 
     #[test]

@@ -437,7 +437,7 @@ fn capi_null(at_k: &Profile, at_2k: &Profile, k: u64) -> Result<Figure, String> 
     let dat_layer = |p: &Profile| p.total - transport(p);
     Ok(Figure::new(
         "capi.null.post.write_4k",
-        "C ABI, DAT layer alone: the 4 KiB write post less the transport's `post_send`",
+        "C ABI, DAT layer alone: the 4 KiB write post less the transport's post",
         Some(per_op(dat_layer(at_k), dat_layer(at_2k), k)),
     ))
 }

@@ -18,6 +18,7 @@
 //! `udat-static`) carries its own registry and the consumer entry points.
 
 pub mod capacity;
+pub mod debug;
 pub mod entry;
 pub mod handles;
 pub mod instance;

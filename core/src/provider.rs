@@ -1,7 +1,7 @@
 //! The provider: every object of every open IA, and the progress engine
 //! that turns backend completions and connection events into DAT events.
 //!
-//! There are no hidden threads (DESIGN.md, "Progress without threads"):
+//! There are no hidden threads (docs/design.md, "Progress without a thread"):
 //! events are pulled from the backend when the consumer dequeues, waits or
 //! posts.
 

@@ -5,9 +5,10 @@ use std::ptr;
 use udat_core::backend::{Shared, Wake};
 use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
-use udat_core::{DatError, DatResult, ErrorType, Event, EventData, WaitStep};
+use udat_core::{DatError, DatResult, ErrorType, Event, EventData, EventNumber, WaitStep};
 
 use super::{guarded_on, lane_or, refused, with, Arg, Cx};
+use crate::debug;
 use crate::handles::HandleSpace;
 use crate::instance::{invalid, Instance, State, Transport};
 use crate::lock::Exclusive;
@@ -367,6 +368,9 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
     out.event_extension_data = [0; 8];
     match e.data {
         EventData::Dto { ep, cookie, status, transferred_length, op, imm } => {
+            if status != DtoStatus::Success {
+                debug::say(format_args!("{op:?} of EP {ep:?} (cookie {cookie:#x}) completed: {status:?}"));
+            }
             write_dto(&cx.st.handles, ep, cookie, status, transferred_length, op, imm, out);
         }
         EventData::RmrBind { rmr, cookie, status } => {
@@ -388,6 +392,9 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
             };
         }
         EventData::Connection { ep, private_data_size } => {
+            if e.number != EventNumber::ConnectionEstablished {
+                debug::say(format_args!("connection of EP {ep:?}: {:?}", e.number));
+            }
             let data = match cx.st.core.ep_private_data(ep) {
                 Ok(d) if private_data_size > 0 => d.as_ptr() as DAT_PVOID,
                 _ => ptr::null_mut(),

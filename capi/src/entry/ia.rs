@@ -8,8 +8,8 @@ use udat_core::{AsyncEvd, AsyncEvdRef, DatError, ErrorType};
 
 use super::{guarded_on, with, Arg, Cx};
 use crate::instance::{Addr, Transport};
-use crate::registry;
 use crate::sys::*;
+use crate::{debug, registry};
 
 /// The provider-specific attributes `dat_ia_query` reports: the path MTU
 /// under the name OFA's providers give it (`DAT_IB_TRANSPORT_MTU`; dtestsrq
@@ -72,14 +72,16 @@ pub(crate) unsafe fn ia_open<B: Transport>(
     async_evd: Arg<3, *mut DAT_EVD_HANDLE>,
     ia_out: Arg<4, *mut DAT_IA_HANDLE>,
 ) -> DAT_RETURN {
-    let inst = match name
-        .name()
-        .and_then(|name| registry::find::<B>(&name).ok_or(DatError::of(ErrorType::ProviderNotFound)))
-    {
-        Ok(inst) => inst,
+    let name = match name.name() {
+        Ok(name) => name,
         Err(e) => return e.to_raw(),
     };
-    guarded_on(inst, || {
+    let Some(inst) = registry::find::<B>(&name) else {
+        let e = DatError::of(ErrorType::ProviderNotFound);
+        debug::say(format_args!("dat_ia_open: {e}: no provider {name:?} of this transport"));
+        return e.to_raw();
+    };
+    let ret = guarded_on(inst, || {
         let evd_slot = async_evd.out()?;
         let ia_slot = ia_out.out()?;
         let mut cx = Cx { inst, st: inst.state.lock() };
@@ -98,7 +100,11 @@ pub(crate) unsafe fn ia_open<B: Transport>(
         }
         *ia_slot = cx.st.ptr(ia);
         Ok(())
-    })
+    });
+    if let Some(Err(e)) = DatError::from_raw(ret) {
+        debug::say(format_args!("dat_ia_open of {:?} ({:?}): {e}", inst.name, inst.device));
+    }
+    ret
 }
 
 /// dat_ia_close(3DAT).

@@ -896,6 +896,72 @@ mod tests {
         assert!(wrapped, "an inline WQE ran across the ring's end");
     }
 
+    /// The lanes (`try_send_one`, `try_send_inline_one`) write and ring
+    /// the WQE `post` writes and `ring` publishes, and keep the same slot;
+    /// they refuse, writing nothing, what they leave to the ordinary send:
+    /// a doorbell still owed, an inline WQE that would run across the
+    /// ring's end.
+    #[test]
+    fn a_lane_wqe_is_the_wqe_post_and_ring_write_and_a_refused_one_writes_nothing() {
+        let data: Vec<u8> = (0..100u8).collect();
+        let remote = Remote { addr: 0x1122_3344_5566_7788, rkey: 0xabcd };
+        let sge = Sge { addr: data.as_ptr() as u64, length: 100, lkey: 7 };
+        let (mut lane, mut posted) = (queue(), queue());
+        let rounds = [
+            (opcode::RDMA_WRITE, Some(remote), Op::Write(remote)),
+            (opcode::SEND, None, Op::Send),
+            (opcode::RDMA_READ, Some(remote), Op::Read(remote)),
+        ];
+        for (round, (opcode, remote, op)) in rounds.into_iter().enumerate() {
+            let cookie = round as u64;
+            let gathered = lane.sq.pi();
+            assert!(lane.sq.try_send_one(opcode, remote, sge, fm_ce_se::CQ_UPDATE, slot(cookie)));
+            posted.sq.post(op, &[sge], fm_ce_se::CQ_UPDATE, slot(cookie)).unwrap();
+            posted.sq.ring();
+            assert_eq!(rung(&lane, gathered, 0), rung(&posted, gathered, 0), "round {round}, gathered");
+            for q in [&mut lane, &mut posted] {
+                let oldest = q.sq.oldest(gathered).expect("the WQE just posted is the oldest");
+                assert_eq!(oldest.cookie, cookie);
+                q.sq.retire_oldest(&oldest);
+            }
+            if matches!(op, Op::Read(_)) {
+                continue;
+            }
+            // Inline: two WQEBBs.
+            let start = lane.sq.pi();
+            // SAFETY: the segment lies in `data`, which outlives the posts.
+            unsafe {
+                let slot = slot(cookie);
+                assert!(lane.sq.try_send_inline_one(opcode, remote, sge.addr, 100, fm_ce_se::CQ_UPDATE, slot));
+                posted.sq.post_inline(op, &[sge], 100, fm_ce_se::CQ_UPDATE, slot).unwrap();
+            }
+            posted.sq.ring();
+            assert_eq!(rung(&lane, start, 8), rung(&posted, start, 8), "round {round}, inline");
+            for q in [&mut lane, &mut posted] {
+                assert_eq!(q.sq.retire(start).map(|(s, n)| (s.cookie, n)), Some((cookie, 1)), "round {round}");
+            }
+        }
+        // Up to the ring's last WQEBB: an inline WQE of two would wrap.
+        while lane.sq.pi() % CNT as u16 != CNT as u16 - 1 {
+            let pi = lane.sq.pi();
+            assert!(lane.sq.try_send_one(opcode::SEND, None, sge, fm_ce_se::CQ_UPDATE, slot(9)));
+            lane.sq.retire_oldest(&lane.sq.oldest(pi).expect("just posted"));
+        }
+        let before = (lane.ring.read(0, CNT as usize * WQEBB_BYTES), lane.sq.register().writes.len(), lane.sq.pi());
+        // SAFETY: as above.
+        let taken =
+            unsafe { lane.sq.try_send_inline_one(opcode::SEND, None, sge.addr, 100, fm_ce_se::CQ_UPDATE, slot(10)) };
+        assert!(!taken, "an inline WQE that would wrap is the ordinary send's");
+        let after = (lane.ring.read(0, CNT as usize * WQEBB_BYTES), lane.sq.register().writes.len(), lane.sq.pi());
+        assert_eq!(before, after, "a refused lane wrote");
+        // A doorbell still owed: the lane leaves the WQE to `send`.
+        let mut owed = queue();
+        owed.sq.post(Op::Send, &[sge], fm_ce_se::CQ_UPDATE, slot(1)).unwrap();
+        let pi = owed.sq.pi();
+        assert!(!owed.sq.try_send_one(opcode::SEND, None, sge, fm_ce_se::CQ_UPDATE, slot(2)));
+        assert_eq!(owed.sq.pi(), pi);
+    }
+
     /// A window bind is a UMR WQE of its control segment and the `mw`
     /// segments, and the WQE after it waits for it (the initiator small
     /// fence); the one after that does not.

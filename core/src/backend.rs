@@ -375,7 +375,8 @@ pub trait Backend {
     /// The lane of a request of one local segment (the core's `lane` module):
     /// `true` when the transport took it, `false` when it left no trace,
     /// and the ordinary [`Backend::post_send`] then decides. `sge.length`
-    /// is the request's length; the core has checked the request. It must
+    /// is the request's length, never 0 (a lane leaves an empty request to
+    /// the ordinary post); the core has checked the request. It must
     /// not panic: callers run it outside any unwinding guard. A transport
     /// may offer no lane at all.
     #[inline(always)]

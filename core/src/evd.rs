@@ -337,9 +337,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         self.evd_dequeue_ordinary(evd)
     }
 
-    /// [`Provider::evd_dequeue`] where its lane ([`crate::lane`]) did not
-    /// take the dequeue: every rule of dat_evd_dequeue(3DAT).
-    fn evd_dequeue_ordinary(&mut self, evd: EvdHandle) -> DatResult<Event> {
+    /// dat_evd_dequeue(3DAT) without its lane, for a caller that has just
+    /// tried the lane itself ([`Provider::lane_dequeue`]) and been
+    /// refused: every rule of the page, and the exact error.
+    pub fn evd_dequeue_ordinary(&mut self, evd: EvdHandle) -> DatResult<Event> {
         let Provider { evds, backend, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
         // "There is already a waiter on the EVD": DAT_INVALID_STATE.

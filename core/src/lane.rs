@@ -13,7 +13,8 @@
 //! A lane looks each object up once: the caller gives the EP's slot and
 //! judges the generation it finds there (`selects`), so a C handle, whose
 //! value encodes its generation, is checked against the slot without a
-//! second look-up.
+//! second look-up. `selects` must accept only the generation the caller's
+//! handle names: it is the lane's handle check.
 
 use crate::backend::{Backend, Completion, RequestOp, Sge};
 use crate::dto::{REQUEST_FLAGS, SEND_FLAGS};

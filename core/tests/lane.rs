@@ -73,6 +73,13 @@ const FLAGS: [u32; 6] = [
     0x80,
 ];
 
+/// Whether case `n` of a grid runs: every one natively; under Miri, which
+/// runs each case some thousand times slower, one in 17, a stride that
+/// still reaches every value of every axis.
+fn runs(n: usize) -> bool {
+    !cfg!(miri) || n % 17 == 0
+}
+
 /// A fixture with the case's EP and segment; the same calls every time.
 fn world(ep: EpCase, seg: SegCase) -> (Fx, EpHandle, LmrTriplet) {
     let mut fx = Fx::new();
@@ -143,11 +150,15 @@ fn ordinary(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, op: RequestOp, flags: Co
 
 #[test]
 fn the_request_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does() {
-    let (mut taken, mut refused) = (0, 0);
+    let (mut taken, mut refused, mut n) = (0, 0, 0);
     for ep_case in EPS {
         for seg_case in SEGS {
             for op_case in OPS {
                 for flags in FLAGS.map(CompletionFlags) {
+                    n += 1;
+                    if !runs(n) {
+                        continue;
+                    }
                     let (mut a, ep, seg) = world(ep_case, seg_case);
                     let (mut b, _, _) = world(ep_case, seg_case);
                     let op = request(op_case, &a);
@@ -172,15 +183,20 @@ fn the_request_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_d
         }
     }
     // Both sides of the lane were exercised.
-    assert!(taken > 20 && refused > 200, "taken {taken}, refused {refused}");
+    let (least_taken, least_refused) = if cfg!(miri) { (1, 10) } else { (20, 200) };
+    assert!(taken >= least_taken && refused >= least_refused, "taken {taken}, refused {refused}");
 }
 
 #[test]
 fn the_recv_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does() {
-    let (mut taken, mut refused) = (0, 0);
+    let (mut taken, mut refused, mut n) = (0, 0, 0);
     for ep_case in EPS {
         for seg_case in SEGS {
             for flags in FLAGS.map(CompletionFlags) {
+                n += 1;
+                if !runs(n) {
+                    continue;
+                }
                 let (mut a, ep, seg) = world(ep_case, seg_case);
                 let (mut b, _, _) = world(ep_case, seg_case);
                 let raw = ep.raw();
@@ -203,7 +219,8 @@ fn the_recv_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does
             }
         }
     }
-    assert!(taken > 5 && refused > 100, "taken {taken}, refused {refused}");
+    let (least_taken, least_refused) = if cfg!(miri) { (0, 5) } else { (6, 100) };
+    assert!(taken >= least_taken && refused >= least_refused, "taken {taken}, refused {refused}");
 }
 
 #[test]

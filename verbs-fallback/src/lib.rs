@@ -371,8 +371,24 @@ impl Backend for Verbs {
         qp.post_send(wr)
     }
 
+    /// As `post_one`, through a shared backend (as `post_send_shared`).
+    #[allow(unsafe_code)]
+    #[inline(always)]
+    unsafe fn post_one_shared(
+        &self,
+        qp: &mut Qp,
+        op: RequestOp,
+        sge: Sge,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> bool {
+        let sges = core::slice::from_ref(&sge);
+        qp.post_send(&SendWr { op, sges, length: sge.length, cookie, flags }).is_ok()
+    }
+
     /// The lane is the ordinary post: a post `ibv_post_send` refuses
-    /// gives its ring slot back, so it leaves no trace.
+    /// gives its ring slot and sequence number back, so it leaves no
+    /// trace.
     #[inline(always)]
     fn post_one(&mut self, qp: &mut Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
         let sges = core::slice::from_ref(&sge);

@@ -430,7 +430,10 @@ impl Qp {
         Ok(slot.seq)
     }
 
-    /// After a post: on failure, forget the request it pushed.
+    /// After a post: on failure, forget the request it pushed, and give
+    /// its sequence number back, so that the numbers of the requests in a
+    /// ring stay consecutive (`QpShared::send_op` finds a request by its
+    /// distance from the first).
     fn settle_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
         if rc == 0 {
             return Ok(());
@@ -438,8 +441,10 @@ impl Qp {
         let mut rings = self.shared.rings.borrow_mut();
         if send {
             rings.sends.pop_back();
+            rings.next_send -= 1;
         } else {
             rings.recvs.pop_back();
+            rings.next_recv -= 1;
         }
         Err(dat_error(rc))
     }

@@ -9,7 +9,7 @@ use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddr
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
 use super::arg::{iov, private_data};
-use super::{lane_or, shared_lane_or, with, Arg, Cx, Named};
+use super::{lane_or, shared_lane_or, shared_not_taken, with, Arg, Cx, Named};
 use crate::instance::{invalid, Addr, Core, Instance, Transport};
 use crate::sys::*;
 
@@ -317,7 +317,7 @@ unsafe fn post<B: Transport>(
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
     lane: impl FnOnce(&mut Core<B>, Named<'_>, LmrTriplet) -> bool,
     exclusive: impl FnOnce(&mut Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
-    shared_lane: impl FnOnce(&Core<B>, Named<'_>, LmrTriplet) -> bool,
+    shared_lane: Option<impl FnOnce(&Core<B>, Named<'_>, LmrTriplet) -> bool>,
     shared: impl FnOnce(&Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
 ) -> DAT_RETURN {
     let h = ep.0;
@@ -331,6 +331,11 @@ unsafe fn post<B: Transport>(
         // posts, which change only the EP they are given; `segs` is null or
         // holds `n` triplets (the call's contract).
         return unsafe {
+            let ordinary = move |core: &Core<B>, raw| shared(core, EpHandle::from_raw(raw), iov(n, segs)?);
+            // A call with no shared lane takes the EP's lock once.
+            let Some(shared_lane) = shared_lane else {
+                return shared_not_taken(inst, h, Kind::Ep, &inst.ep_locks, ordinary);
+            };
             let seg = lane_segment(n, segs);
             shared_lane_or(
                 inst,
@@ -338,7 +343,7 @@ unsafe fn post<B: Transport>(
                 Kind::Ep,
                 &inst.ep_locks,
                 move |core, ep| seg.is_some_and(|seg| shared_lane(core, ep, seg)),
-                move |core, raw| shared(core, EpHandle::from_raw(raw), iov(n, segs)?),
+                ordinary,
             )
         };
     }
@@ -396,9 +401,9 @@ pub(crate) unsafe fn ep_post_send<B: Transport>(
             segs,
             move |core, ep, seg| core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags),
             move |core, ep, iov| core.ep_post_send(ep, iov, cookie, flags),
-            move |core, ep, seg| {
+            Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
                 core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags)
-            },
+            }),
             move |core, ep, iov| core.ep_post_send_shared(ep, iov, cookie, flags),
         )
     }
@@ -423,7 +428,7 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
             segs,
             move |core, ep, seg| core.lane_recv(ep.index, |g| ep.selects(g), &seg, cookie, flags),
             move |core, ep, iov| core.ep_post_recv(ep, iov, cookie, flags),
-            move |_, _, _| false,
+            None::<fn(&Core<B>, Named<'_>, LmrTriplet) -> bool>,
             move |core, ep, iov| core.ep_post_recv_shared(ep, iov, cookie, flags),
         )
     }
@@ -454,12 +459,12 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
                 })
             },
             move |core, ep, iov| core.ep_post_rdma_read(ep, iov, cookie, &remote(rmr)?, flags),
-            move |core, ep, seg| {
+            Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
                 lane_remote(rmr).is_some_and(|remote| {
                     let op = RequestOp::RdmaRead { remote };
                     core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
                 })
-            },
+            }),
             move |core, ep, iov| core.ep_post_rdma_read_shared(ep, iov, cookie, &remote(rmr)?, flags),
         )
     }
@@ -490,12 +495,12 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
                 })
             },
             move |core, ep, iov| core.ep_post_rdma_write(ep, iov, cookie, &remote(rmr)?, flags),
-            move |core, ep, seg| {
+            Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
                 lane_remote(rmr).is_some_and(|remote| {
                     let op = RequestOp::RdmaWrite { remote };
                     core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
                 })
-            },
+            }),
             move |core, ep, iov| core.ep_post_rdma_write_shared(ep, iov, cookie, &remote(rmr)?, flags),
         )
     }

@@ -159,7 +159,7 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
         },
         move |cx, raw| {
             let slot = event.out()?;
-            let e = cx.st.core.evd_dequeue(EvdHandle::from_raw(raw))?;
+            let e = cx.st.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
             write_event(cx, h, &e, slot);
             Ok(())
         },

@@ -276,13 +276,14 @@ pub(crate) unsafe fn shared_lane_or<B: Transport>(
     unsafe { shared_not_taken(inst, h, kind, locks, ordinary) }
 }
 
-/// The ordinary shared call, where its lane did not take it.
+/// The ordinary shared call, where its lane did not take it, or the call
+/// has none.
 ///
 /// # Safety
 /// As [`shared_on`].
 #[cold]
 #[inline(never)]
-unsafe fn shared_not_taken<B: Transport>(
+pub(crate) unsafe fn shared_not_taken<B: Transport>(
     inst: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,

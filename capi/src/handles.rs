@@ -192,16 +192,10 @@ impl HandleSpace {
         kind: Kind,
         generation_of: impl FnOnce(u32) -> Option<u32>,
     ) -> Option<RawHandle> {
-        let off = (h as usize).wrapping_sub(self.region(kind));
-        if off >= REGION_BYTES || off % WORD != 0 {
-            return None;
-        }
-        let word = off / WORD;
-        let bits = self.slot_bits[kind as usize];
-        let index = (word & ((1 << bits) - 1)) as u32;
+        let (index, word) = self.slot_of(h, kind)?;
         let generation = generation_of(index)?;
-        let selects = (generation as usize) << bits & (REGION_WORDS - 1) == word & !((1 << bits) - 1);
-        selects.then(|| RawHandle::from_bits(u64::from(generation) << 32 | u64::from(index)))
+        self.selects(kind, word, generation)
+            .then(|| RawHandle::from_bits(u64::from(generation) << 32 | u64::from(index)))
     }
 
     /// [`resolve`](Self::resolve) in two halves, for a lane that looks

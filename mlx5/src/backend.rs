@@ -182,21 +182,23 @@ fn request_header(op: &RequestOp) -> (Header, DtoOp) {
     }
 }
 
-/// Whether `wr` goes inline: a send or an RDMA write (reads and atomics
-/// scatter what comes back) of 1 to [`MAX_INLINE`] bytes.
+/// Whether a request `op` of `length` bytes goes inline: a send or an
+/// RDMA write (reads and atomics scatter what comes back) of 1 to
+/// [`MAX_INLINE`] bytes.
 #[inline(always)]
-fn goes_inline(wr: &SendWr<'_>) -> bool {
+fn goes_inline(op: &RequestOp, length: u32) -> bool {
     let carries_data =
-        !matches!(wr.op, RequestOp::RdmaRead { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. });
-    carries_data && wr.length != 0 && wr.length as usize <= MAX_INLINE
+        !matches!(op, RequestOp::RdmaRead { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. });
+    carries_data && length != 0 && length as usize <= MAX_INLINE
 }
 
-/// The send slot `wr` leaves, and its WQE header.
+/// The WQE header of a request `op` of `length` bytes, and the send slot
+/// it leaves.
 #[inline(always)]
-fn request(wr: &SendWr<'_>) -> (Header, SendSlot) {
-    let (header, dto) = request_header(&wr.op);
-    let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
-    (header, SendSlot { cookie: wr.cookie, length: wr.length, op: dto, notify, bbs: 0 })
+fn request(op: &RequestOp, cookie: u64, length: u32, flags: CompletionFlags) -> (Header, SendSlot) {
+    let (header, dto) = request_header(op);
+    let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
+    (header, SendSlot { cookie, length, op: dto, notify, bbs: 0 })
 }
 
 /// Post `wr` on `queues`: the WQE, its slot and its doorbell. Inlined
@@ -205,10 +207,10 @@ fn request(wr: &SendWr<'_>) -> (Header, SendSlot) {
 /// an inline one goes through [`post_inline_to`].
 #[inline(always)]
 fn post_to<D: Device>(queues: &mut QpQueues<D>, wr: &SendWr<'_>) -> DatResult<()> {
-    if goes_inline(wr) {
+    if goes_inline(&wr.op, wr.length) {
         return post_inline_to(queues, wr);
     }
-    let (header, slot) = request(wr);
+    let (header, slot) = request(&wr.op, wr.cookie, wr.length, wr.flags);
     queues.sq.send(header, wr.sges, wqe_flags(wr.flags), slot).map_err(|_| resources())
 }
 
@@ -216,7 +218,7 @@ fn post_to<D: Device>(queues: &mut QpQueues<D>, wr: &SendWr<'_>) -> DatResult<()
 #[inline(never)]
 #[allow(unsafe_code)]
 fn post_inline_to<D: Device>(queues: &mut QpQueues<D>, wr: &SendWr<'_>) -> DatResult<()> {
-    let (header, slot) = request(wr);
+    let (header, slot) = request(&wr.op, wr.cookie, wr.length, wr.flags);
     // SAFETY: the core translated every segment through a live LMR that
     // covers it (dat_ep_post_send(3DAT) and friends check the triplets
     // against the LMR), and registered memory stays mapped while it is
@@ -232,28 +234,20 @@ fn post_inline_to<D: Device>(queues: &mut QpQueues<D>, wr: &SendWr<'_>) -> DatRe
 #[inline(always)]
 #[allow(unsafe_code)]
 fn lane_to<D: Device>(queues: &mut QpQueues<D>, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
-    let (remote, inline) = match op {
-        RequestOp::Send => (None, true),
-        RequestOp::RdmaWrite { remote } => (Some(remote), true),
-        RequestOp::RdmaRead { remote } => (Some(remote), false),
-        _ => {
-            let sges = core::slice::from_ref(&sge);
-            return post_to(queues, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok();
-        }
-    };
-    let (header, dto) = request_header(&op);
-    let remote = remote.map(|r| Remote { addr: r.virtual_address, rkey: r.rmr_context });
-    let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
-    let slot = SendSlot { cookie, length: sge.length, op: dto, notify, bbs: 0 };
-    if inline && sge.length != 0 && sge.length as usize <= MAX_INLINE {
+    if !matches!(op, RequestOp::Send | RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. }) {
+        let sges = core::slice::from_ref(&sge);
+        return post_to(queues, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok();
+    }
+    let (header, slot) = request(&op, cookie, sge.length, flags);
+    if goes_inline(&op, sge.length) {
         // SAFETY: the core translated the segment through a live LMR that
         // covers it, and registered memory stays mapped while it is
         // registered.
         return unsafe {
-            queues.sq.try_send_inline_one(header.opcode, remote, sge.addr, sge.length, wqe_flags(flags), slot)
+            queues.sq.try_send_inline_one(header.opcode, header.remote, sge.addr, sge.length, wqe_flags(flags), slot)
         };
     }
-    queues.sq.try_send_one(header.opcode, remote, sge, wqe_flags(flags), slot)
+    queues.sq.try_send_one(header.opcode, header.remote, sge, wqe_flags(flags), slot)
 }
 
 /// What `cqe` of a QP of `queues` completes: the work request it retires

@@ -219,7 +219,7 @@ pub(crate) fn lane_or<B: Transport>(
 }
 
 /// The ordinary call, where its lane did not take it, guarded as
-/// [`guarded_on`] guards a call: a panic poisons the provider.
+/// [`guarded_on`] guards every call: a panic poisons the provider.
 #[cold]
 #[inline(never)]
 fn not_taken<B: Transport>(
@@ -228,16 +228,10 @@ fn not_taken<B: Transport>(
     kind: Kind,
     ordinary: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    match catch_unwind(AssertUnwindSafe(|| {
+    guarded_on(cx.inst, || {
         let raw = cx.raw(h, kind)?;
         ordinary(cx, raw)
-    })) {
-        Ok(r) => ret(r),
-        Err(_) => {
-            cx.inst.poisoned.store(true, Ordering::Relaxed);
-            DatError::of(ErrorType::InternalError).to_raw()
-        }
-    }
+    })
 }
 
 /// [`lane_or`] for a provider that shares: the lane with the state shared

@@ -44,7 +44,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.lane_or_post(ep, iov, cookie, RequestOp::Send, flags, SEND_FLAGS)
+        self.lane_or_post(ep, iov, cookie, RequestOp::Send, flags)
     }
 
     /// dat_ep_post_rdma_write(3DAT): `iov` into `remote`.
@@ -56,7 +56,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.lane_or_post(ep, iov, cookie, RequestOp::RdmaWrite { remote: *remote }, flags, REQUEST_FLAGS)
+        self.lane_or_post(ep, iov, cookie, RequestOp::RdmaWrite { remote: *remote }, flags)
     }
 
     /// dat_ep_post_rdma_read(3DAT): `remote` into `iov`.
@@ -68,11 +68,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.lane_or_post(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags, REQUEST_FLAGS)
+        self.lane_or_post(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags)
     }
 
     /// A request through its lane if it has one segment ([`crate::lane`]),
-    /// else, or if the lane does not take it, [`Provider::post_request`].
+    /// else, or if the lane does not take it, the ordinary post.
     #[inline(always)]
     fn lane_or_post(
         &mut self,
@@ -81,7 +81,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         op: RequestOp,
         flags: CompletionFlags,
-        allowed: u32,
     ) -> DatResult<()> {
         let raw = h.raw();
         if let [seg] = iov {
@@ -89,6 +88,24 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 return Ok(());
             }
         }
+        self.ep_post_request_ordinary(h, iov, cookie, op, flags)
+    }
+
+    /// dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT) or
+    /// dat_ep_post_rdma_read(3DAT) (`op` says which) without its lane, for
+    /// a caller that has just tried the lane itself
+    /// ([`Provider::lane_request`]): every rule of the page, and the exact
+    /// error.
+    #[inline(always)]
+    pub fn ep_post_request_ordinary(
+        &mut self,
+        h: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let allowed = if matches!(op, RequestOp::Send) { SEND_FLAGS } else { REQUEST_FLAGS };
         self.post_request(h, iov, cookie, op, flags, allowed)
     }
 
@@ -141,6 +158,19 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 return Ok(());
             }
         }
+        self.ep_post_recv_ordinary(h, iov, cookie, flags)
+    }
+
+    /// dat_ep_post_recv(3DAT) without its lane, for a caller that has just
+    /// tried the lane itself ([`Provider::lane_recv`]): every rule of the
+    /// page, and the exact error.
+    pub fn ep_post_recv_ordinary(
+        &mut self,
+        h: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
         let Provider { eps, lmrs, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         recv_checked(ep, lmrs, iov, flags, |qp, sges| backend.post_recv(qp, sges, cookie))

@@ -140,87 +140,110 @@ fn request(op: OpCase, fx: &Fx) -> RequestOp {
 }
 
 fn ordinary(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
-    match op {
-        RequestOp::Send => fx.p.ep_post_send(ep, &[seg], 9, flags),
-        RequestOp::RdmaWrite { remote } => fx.p.ep_post_rdma_write(ep, &[seg], 9, &remote, flags),
-        RequestOp::RdmaRead { remote } => fx.p.ep_post_rdma_read(ep, &[seg], 9, &remote, flags),
-        _ => unreachable!("no lane"),
-    }
+    fx.p.ep_post_request_ordinary(ep, &[seg], 9, op, flags)
 }
 
 #[test]
 fn the_request_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does() {
-    let (mut taken, mut refused, mut n) = (0, 0, 0);
+    let mut tally = Tally::default();
     for ep_case in EPS {
         for seg_case in SEGS {
             for op_case in OPS {
                 for flags in FLAGS.map(CompletionFlags) {
-                    n += 1;
-                    if !runs(n) {
-                        continue;
-                    }
-                    let (mut a, ep, seg) = world(ep_case, seg_case);
-                    let (mut b, _, _) = world(ep_case, seg_case);
-                    let op = request(op_case, &a);
-                    let raw = ep.raw();
-                    let lane = a.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 9, op, flags);
-                    let through_lane = if lane { Ok(()) } else { ordinary(&mut a, ep, seg, op, flags) };
-                    let alone = ordinary(&mut b, ep, seg, op, flags);
-                    let case = (ep_case, seg_case, op_case, flags);
-                    assert!(!lane || alone.is_ok(), "the lane took {case:?}, which the post refuses: {alone:?}");
-                    assert_eq!(through_lane, alone, "{case:?}");
-                    if ep_case != EpCase::Freed {
-                        assert_eq!(a.p.backend().pending_sends(ep), b.p.backend().pending_sends(ep), "{case:?}");
-                        assert_eq!(a.p.ep_get_status(ep).unwrap(), b.p.ep_get_status(ep).unwrap(), "{case:?}");
-                    }
-                    if lane {
-                        taken += 1;
-                    } else if alone.is_err() {
-                        refused += 1;
-                    }
+                    tally.case(
+                        (ep_case, seg_case),
+                        (ep_case, seg_case, op_case, flags),
+                        |fx, ep, seg| {
+                            let (raw, op) = (ep.raw(), request(op_case, fx));
+                            fx.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 9, op, flags)
+                        },
+                        |fx, ep, seg| ordinary(fx, ep, seg, request(op_case, fx), flags),
+                        |a, b, ep| a.p.backend().pending_sends(ep) == b.p.backend().pending_sends(ep),
+                    );
                 }
             }
         }
     }
-    // Both sides of the lane were exercised.
-    let (least_taken, least_refused) = if cfg!(miri) { (1, 10) } else { (20, 200) };
-    assert!(taken >= least_taken && refused >= least_refused, "taken {taken}, refused {refused}");
+    let least = if cfg!(miri) { (1, 10) } else { (20, 200) };
+    tally.exercised(least);
 }
 
 #[test]
 fn the_recv_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does() {
-    let (mut taken, mut refused, mut n) = (0, 0, 0);
+    let mut tally = Tally::default();
     for ep_case in EPS {
         for seg_case in SEGS {
             for flags in FLAGS.map(CompletionFlags) {
-                n += 1;
-                if !runs(n) {
-                    continue;
-                }
-                let (mut a, ep, seg) = world(ep_case, seg_case);
-                let (mut b, _, _) = world(ep_case, seg_case);
-                let raw = ep.raw();
-                let lane = a.p.lane_recv(raw.index(), |g| g == raw.generation(), &seg, 9, flags);
-                let through_lane = if lane { Ok(()) } else { a.p.ep_post_recv(ep, &[seg], 9, flags) };
-                let alone = b.p.ep_post_recv(ep, &[seg], 9, flags);
-                let case = (ep_case, seg_case, flags);
-                assert!(!lane || alone.is_ok(), "the lane took {case:?}, which the post refuses: {alone:?}");
-                assert_eq!(through_lane, alone, "{case:?}");
-                if ep_case != EpCase::Freed {
-                    assert_eq!(a.p.ep_get_status(ep).unwrap(), b.p.ep_get_status(ep).unwrap(), "{case:?}");
-                    assert_eq!(a.p.backend().pending_recvs(ep), b.p.backend().pending_recvs(ep), "{case:?}");
-                    assert_eq!(a.drain(a.dto_evd), b.drain(b.dto_evd), "{case:?}");
-                }
-                if lane {
-                    taken += 1;
-                } else if alone.is_err() {
-                    refused += 1;
-                }
+                tally.case(
+                    (ep_case, seg_case),
+                    (ep_case, seg_case, flags),
+                    |fx, ep, seg| {
+                        let raw = ep.raw();
+                        fx.p.lane_recv(raw.index(), |g| g == raw.generation(), &seg, 9, flags)
+                    },
+                    |fx, ep, seg| fx.p.ep_post_recv_ordinary(ep, &[seg], 9, flags),
+                    |a, b, ep| {
+                        a.p.backend().pending_recvs(ep) == b.p.backend().pending_recvs(ep)
+                            && a.drain(a.dto_evd) == b.drain(b.dto_evd)
+                    },
+                );
             }
         }
     }
-    let (least_taken, least_refused) = if cfg!(miri) { (0, 5) } else { (6, 100) };
-    assert!(taken >= least_taken && refused >= least_refused, "taken {taken}, refused {refused}");
+    let least = if cfg!(miri) { (0, 5) } else { (6, 100) };
+    tally.exercised(least);
+}
+
+/// The cases of a grid that ran, and what came of them.
+#[derive(Default)]
+struct Tally {
+    cases: usize,
+    taken: usize,
+    refused: usize,
+}
+
+impl Tally {
+    /// Case `what` of the grid, an EP and a segment of the given cases,
+    /// on twin worlds (see [`runs`]): `lane` on
+    /// one, then `post` if the lane did not take the call; `post` alone on
+    /// the other. The lane takes nothing `post` refuses, both answer the
+    /// same, and afterwards the EP's status and what `same` compares are
+    /// the same.
+    fn case(
+        &mut self,
+        (ep_case, seg_case): (EpCase, SegCase),
+        what: impl core::fmt::Debug,
+        lane: impl FnOnce(&mut Fx, EpHandle, LmrTriplet) -> bool,
+        post: impl Fn(&mut Fx, EpHandle, LmrTriplet) -> DatResult<()>,
+        same: impl FnOnce(&mut Fx, &mut Fx, EpHandle) -> bool,
+    ) {
+        self.cases += 1;
+        if !runs(self.cases) {
+            return;
+        }
+        let ((mut a, ep, seg), (mut b, _, _)) = (world(ep_case, seg_case), world(ep_case, seg_case));
+        let taken = lane(&mut a, ep, seg);
+        let through_lane = if taken { Ok(()) } else { post(&mut a, ep, seg) };
+        let alone = post(&mut b, ep, seg);
+        assert!(!taken || alone.is_ok(), "the lane took {what:?}, which the post refuses: {alone:?}");
+        assert_eq!(through_lane, alone, "{what:?}");
+        if ep_case != EpCase::Freed {
+            assert_eq!(a.p.ep_get_status(ep).unwrap(), b.p.ep_get_status(ep).unwrap(), "{what:?}");
+            assert!(same(&mut a, &mut b, ep), "{what:?}: the twins differ");
+        }
+        if taken {
+            self.taken += 1;
+        } else if alone.is_err() {
+            self.refused += 1;
+        }
+    }
+
+    /// Both sides of the lane were exercised: at least `least` cases taken
+    /// and refused.
+    fn exercised(&self, least: (usize, usize)) {
+        let Tally { taken, refused, .. } = *self;
+        assert!(taken >= least.0 && refused >= least.1, "taken {taken}, refused {refused}");
+    }
 }
 
 #[test]
@@ -253,7 +276,7 @@ fn the_dequeue_lane_hands_over_exactly_what_the_ordinary_dequeue_does() {
         let ((mut a, ep), (mut b, _)) = (twin(), twin());
         let evd = a.dto_evd.raw();
         let lane = a.p.lane_dequeue(evd.index(), |g| g == evd.generation());
-        let alone = b.p.evd_dequeue(b.dto_evd);
+        let alone = b.p.evd_dequeue_ordinary(b.dto_evd);
         let case = (recv, fail);
         let succeeded = |e: &Event| matches!(e.data, EventData::Dto { status: DtoStatus::Success, .. });
         match lane {
@@ -263,7 +286,7 @@ fn the_dequeue_lane_hands_over_exactly_what_the_ordinary_dequeue_does() {
             }
             None => {
                 assert!(fail, "the lane refused a plain success: {case:?}");
-                assert_eq!(a.p.evd_dequeue(a.dto_evd), alone, "{case:?}");
+                assert_eq!(a.p.evd_dequeue_ordinary(a.dto_evd), alone, "{case:?}");
             }
         }
         // Afterwards the twins hold the same: the EP's state, and what is

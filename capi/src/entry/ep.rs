@@ -400,7 +400,7 @@ pub(crate) unsafe fn ep_post_send<B: Transport>(
             n,
             segs,
             move |core, ep, seg| core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags),
-            move |core, ep, iov| core.ep_post_send(ep, iov, cookie, flags),
+            move |core, ep, iov| core.ep_post_request_ordinary(ep, iov, cookie, RequestOp::Send, flags),
             Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
                 core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags)
             }),
@@ -427,7 +427,7 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
             n,
             segs,
             move |core, ep, seg| core.lane_recv(ep.index, |g| ep.selects(g), &seg, cookie, flags),
-            move |core, ep, iov| core.ep_post_recv(ep, iov, cookie, flags),
+            move |core, ep, iov| core.ep_post_recv_ordinary(ep, iov, cookie, flags),
             None::<fn(&Core<B>, Named<'_>, LmrTriplet) -> bool>,
             move |core, ep, iov| core.ep_post_recv_shared(ep, iov, cookie, flags),
         )
@@ -458,7 +458,10 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
                     core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
                 })
             },
-            move |core, ep, iov| core.ep_post_rdma_read(ep, iov, cookie, &remote(rmr)?, flags),
+            move |core, ep, iov| {
+                let op = RequestOp::RdmaRead { remote: remote(rmr)? };
+                core.ep_post_request_ordinary(ep, iov, cookie, op, flags)
+            },
             Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
                 lane_remote(rmr).is_some_and(|remote| {
                     let op = RequestOp::RdmaRead { remote };
@@ -494,7 +497,10 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
                     core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
                 })
             },
-            move |core, ep, iov| core.ep_post_rdma_write(ep, iov, cookie, &remote(rmr)?, flags),
+            move |core, ep, iov| {
+                let op = RequestOp::RdmaWrite { remote: remote(rmr)? };
+                core.ep_post_request_ordinary(ep, iov, cookie, op, flags)
+            },
             Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
                 lane_remote(rmr).is_some_and(|remote| {
                     let op = RequestOp::RdmaWrite { remote };

@@ -8,6 +8,8 @@
 //! waiter, thresholds, unwaitable, abort), and dat_ep_create(3DAT)'s USAGE
 //! section the rules for merging completion streams on one EVD.
 
+mod dequeue;
+
 use crate::backend::{Backend, Completion, Wake};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber, EventQueue};

@@ -37,9 +37,9 @@
 //!   provider's owner (arrays, or memory allocated once by the C ABI).
 //! - one module per object (`ia`, `pz`, `lmr`, `rmr`, `evd`, `cno`, `ep`,
 //!   `psp`, `rsp`, `cr`, `srq`), each citing the man pages it implements;
-//!   `dto` holds the data-transfer posts.
+//!   `post` holds every post, with its doors (exclusive, lane, [`shared`],
+//!   [`fast`]), and `evd` the dequeue's hot half.
 //! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
-//! - [`fast`]: posts through an endpoint and segments checked once.
 //! - [`backend`]: what a transport must do, and promise.
 //! - [`error`]: `DAT_RETURN`, bit for bit as `<dat2/dat_error.h>` has it.
 //!
@@ -60,23 +60,19 @@ pub mod backend;
 mod cno;
 mod context;
 mod cr;
-mod dto;
 mod ep;
 pub mod error;
 mod evd;
 pub mod event;
-mod ext;
-pub mod fast;
 pub mod handle;
 mod ia;
-mod lane;
 mod lmr;
+mod post;
 mod provider;
 mod psp;
 mod pz;
 mod rmr;
 mod rsp;
-pub mod shared;
 pub mod slab;
 mod srq;
 pub mod storage;
@@ -102,6 +98,7 @@ pub use handle::{
 };
 pub use ia::{AsyncEvd, AsyncEvdRef, MAX_IA_NAME};
 pub use lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
+pub use post::{fast, shared};
 pub use provider::Provider;
 pub use psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
 pub use pz::{PzParam, PZ_FIELD_ALL};

@@ -5,11 +5,9 @@
 use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, PzHandle, SrqHandle};
-use crate::lmr::{gather, Lmr};
 use crate::provider::Provider;
-use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
-use crate::types::{LmrTriplet, MemPriv, SrqAttr};
+use crate::types::SrqAttr;
 
 /// `DAT_SRQ_FIELD_ALL`.
 pub const SRQ_FIELD_ALL: u32 = 0xff;
@@ -93,13 +91,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
     }
 
-    /// dat_srq_post_recv(3DAT): valid in every SRQ state.
-    pub fn srq_post_recv(&mut self, h: SrqHandle, iov: &[LmrTriplet], cookie: u64) -> DatResult<()> {
-        let Provider { srqs, lmrs, backend, .. } = self;
-        let s = srqs.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleSrq))?;
-        srq_recv_checked(s, lmrs, iov, |srq, sges| backend.srq_post_recv(srq, sges, cookie))
-    }
-
     /// dat_srq_query(3DAT).
     pub fn srq_query(&self, h: SrqHandle, mask: u32) -> DatResult<SrqParam> {
         let s = self.srq(h)?;
@@ -145,28 +136,4 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         Err(DatError::of(ErrorType::ModelNotSupported))
     }
-}
-
-/// The rules of dat_srq_post_recv(3DAT) for a receive on `s`, its segments
-/// translated through `lmrs`; then `post` hands it to the transport. The
-/// same code checks a receive through an exclusive provider and through a
-/// shared one.
-#[inline(always)]
-pub(crate) fn srq_recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
-    s: &mut Srq<B>,
-    lmrs: &Slab<Lmr<B>, L>,
-    iov: &[LmrTriplet],
-    post: impl FnOnce(&mut B::Srq, &[crate::backend::Sge]) -> DatResult<()>,
-) -> DatResult<()> {
-    if iov.len() > s.attr.max_recv_iov as usize {
-        return Err(DatError::invalid_arg(2));
-    }
-    let mut sges = crate::FixedVec::new();
-    gather(lmrs, s.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
-    if s.outstanding >= s.attr.max_recv_dtos {
-        return Err(DatError::of(ErrorType::InsufficientResources));
-    }
-    post(&mut s.srq, &sges)?;
-    s.outstanding += 1;
-    Ok(())
 }

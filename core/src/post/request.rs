@@ -1,10 +1,21 @@
-//! Data transfer operations: dat_ep_post_send(3DAT), dat_ep_post_recv(3DAT),
-//! dat_ep_post_rdma_read(3DAT), dat_ep_post_rdma_write(3DAT).
+//! The exclusive door of a request: dat_ep_post_send(3DAT),
+//! dat_ep_post_rdma_write(3DAT), dat_ep_post_rdma_read(3DAT), and the IB
+//! extension's requests (`<dat2/dat_ib_extensions.h>`): RDMA write with
+//! immediate data, compare-and-swap and fetch-and-add.
 //!
-//! The hot path: one look-up of the EP, the state and flag rules, one O(1)
-//! LMR look-up per segment, then the backend. No allocation, no division, no
-//! dynamic dispatch.
+//! One look-up of the EP, the state and flag rules, one O(1) LMR look-up
+//! per segment, then the backend. No allocation, no division, no dynamic
+//! dispatch.
+//!
+//! The extension's requests follow the rules of the DTOs they extend
+//! (dat_ep_post_rdma_write(3DAT) for the write; an atomic is a one-segment
+//! request whose result lands in local memory, so its segment needs local
+//! write as a read's does) and complete on the request EVD with their own
+//! [`DtoOp`]. A peer's write with immediate data consumes one of its
+//! receives, which completes as [`DtoOp::ReceiveImm`] with the data in
+//! the event.
 
+use super::{flags_arg, Request, REQUEST_FLAGS, SEND_FLAGS};
 use crate::backend::{Backend, RequestOp, SendWr};
 use crate::ep::Ep;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
@@ -14,29 +25,17 @@ use crate::lmr::{gather, Lmr};
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
+#[cfg(doc)]
+use crate::types::DtoOp;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
 use crate::FixedVec;
 
-pub(crate) const REQUEST_FLAGS: u32 =
-    CompletionFlags::SUPPRESS.0 | CompletionFlags::UNSIGNALLED.0 | CompletionFlags::BARRIER_FENCE.0;
-pub(crate) const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
 /// The operand of an atomic.
 const ATOMIC_BYTES: u64 = 8;
 
-/// The position of the completion flags among the call's arguments:
-/// dat_ep_post_send(3DAT) has no remote buffer, the IB extension's
-/// immediate write and compare-and-swap have one more operand.
-pub(crate) const fn flags_arg(op: &RequestOp) -> u8 {
-    match op {
-        RequestOp::Send => 5,
-        RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } | RequestOp::FetchAdd { .. } => 6,
-        RequestOp::RdmaWriteImm { .. } | RequestOp::CompareSwap { .. } => 7,
-    }
-}
-
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_post_send(3DAT). Each request post of one segment tries its
-    /// lane first (the core's `lane` module); the ordinary checks decide the rest.
+    /// lane first ([`Provider::lane_request`]); the ordinary checks decide the rest.
     pub fn ep_post_send(
         &mut self,
         ep: EpHandle,
@@ -71,7 +70,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         self.lane_or_post(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags)
     }
 
-    /// A request through its lane if it has one segment ([`crate::lane`]),
+    /// A request through its lane if it has one segment ([`super::lane`]),
     /// else, or if the lane does not take it, the ordinary post.
     #[inline(always)]
     fn lane_or_post(
@@ -140,84 +139,52 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         )
     }
 
-    /// dat_ep_post_recv(3DAT): "The operation is valid for all states of the
-    /// Endpoint"; in Disconnected the receive is flushed at once. A receive
-    /// of one segment tries its lane first (the core's `lane` module). An EP that
-    /// receives from an SRQ takes no receives of its own
-    /// (dat_ep_create_with_srq(3DAT)).
-    pub fn ep_post_recv(
+    /// `dat_ib_post_rdma_write_immed`: `iov` into `remote`, then `imm` to
+    /// the peer with the receive it consumes.
+    pub fn ep_post_rdma_write_imm(
         &mut self,
-        h: EpHandle,
+        ep: EpHandle,
         iov: &[LmrTriplet],
         cookie: u64,
+        remote: &RmrTriplet,
+        imm: u32,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let raw = h.raw();
-        if let [seg] = iov {
-            if self.lane_recv(raw.index(), |g| g == raw.generation(), seg, cookie, flags) {
-                return Ok(());
-            }
-        }
-        self.ep_post_recv_ordinary(h, iov, cookie, flags)
+        self.post_request(ep, iov, cookie, RequestOp::RdmaWriteImm { remote: *remote, imm }, flags, REQUEST_FLAGS)
     }
 
-    /// dat_ep_post_recv(3DAT) without its lane, for a caller that has just
-    /// tried the lane itself ([`Provider::lane_recv`]): every rule of the
-    /// page, and the exact error.
-    pub fn ep_post_recv_ordinary(
+    /// `dat_ib_post_cmp_and_swap`: if the 8 bytes at `remote` equal
+    /// `compare`, they become `swap`; their old value lands in `local`
+    /// (8 bytes, local write). The arguments are the macro's, in its order.
+    #[allow(clippy::too_many_arguments)]
+    pub fn ep_post_compare_swap(
         &mut self,
-        h: EpHandle,
-        iov: &[LmrTriplet],
+        ep: EpHandle,
+        compare: u64,
+        swap: u64,
+        local: &LmrTriplet,
         cookie: u64,
+        remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let Provider { eps, lmrs, backend, .. } = self;
-        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        recv_checked(ep, lmrs, iov, flags, |qp, sges| backend.post_recv(qp, sges, cookie))
+        let op = RequestOp::CompareSwap { remote: *remote, compare, swap };
+        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags, REQUEST_FLAGS)
     }
-}
 
-/// The rules of dat_ep_post_recv(3DAT) for a receive on `ep`, its segments
-/// translated through `lmrs`; then `post` hands it to the transport. The
-/// same code checks a receive through an exclusive provider and through a
-/// shared one.
-#[inline(always)]
-pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
-    ep: &mut Ep<B>,
-    lmrs: &Slab<Lmr<B>, L>,
-    iov: &[LmrTriplet],
-    flags: CompletionFlags,
-    post: impl FnOnce(&mut B::Qp, &[crate::backend::Sge]) -> DatResult<()>,
-) -> DatResult<()> {
-    if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
-        return Err(DatError::invalid_arg(5));
+    /// `dat_ib_post_fetch_and_add`: the 8 bytes at `remote` grow by `add`;
+    /// their old value lands in `local` (8 bytes, local write).
+    pub fn ep_post_fetch_add(
+        &mut self,
+        ep: EpHandle,
+        add: u64,
+        local: &LmrTriplet,
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let op = RequestOp::FetchAdd { remote: *remote, add };
+        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags, REQUEST_FLAGS)
     }
-    if iov.len() > ep.attr.max_recv_iov as usize {
-        return Err(DatError::invalid_arg(2));
-    }
-    if !ep.srq.is_null() {
-        return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
-    }
-    let mut sges = FixedVec::new();
-    gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
-    if ep.recv_outstanding >= ep.attr.max_recv_dtos {
-        return Err(DatError::of(ErrorType::InsufficientResources));
-    }
-    let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-    post(qp, &sges)?;
-    ep.recv_outstanding += 1;
-    Ok(())
-}
-
-/// A request post as the consumer made it.
-#[derive(Clone, Copy)]
-pub(crate) struct Request<'a> {
-    pub(crate) iov: &'a [LmrTriplet],
-    pub(crate) cookie: u64,
-    pub(crate) op: RequestOp,
-    pub(crate) flags: CompletionFlags,
-    /// The completion flags the call admits.
-    pub(crate) allowed: u32,
 }
 
 /// The rules of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT) and

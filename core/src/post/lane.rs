@@ -16,16 +16,14 @@
 //! second look-up. `selects` must accept only the generation the caller's
 //! handle names: it is the lane's handle check.
 
-use crate::backend::{Backend, Completion, RequestOp, Sge};
-use crate::dto::{REQUEST_FLAGS, SEND_FLAGS};
+use super::{REQUEST_FLAGS, SEND_FLAGS};
+use crate::backend::{Backend, RequestOp, Sge};
 use crate::ep::Ep;
-use crate::event::{Event, EventData, EventNumber};
-use crate::handle::{EpHandle, EvdHandle, RawHandle};
 use crate::lmr::{by_context, Lmr};
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
-use crate::types::{CompletionFlags, DtoOp, DtoStatus, EpState, LmrTriplet, MemPriv};
+use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// The lane of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT)
@@ -76,7 +74,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> bool {
         let Provider { eps, lmrs, backend, .. } = self;
         let Some((generation, ep)) = eps.live_mut(ep) else { return false };
-        // `dto::recv_checked`'s rules: the flags, one segment within the
+        // `recv::recv_checked`'s rules: the flags, one segment within the
         // limit, no SRQ, the segment through its LMR, room.
         let ready = flags.0 & !CompletionFlags::UNSIGNALLED.0 == 0
             && ep.unsignalled_allowed(flags, true)
@@ -143,60 +141,8 @@ pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>>(
     true
 }
 
-impl<B: Backend, S: Storage> Provider<B, S> {
-    /// The lane of dat_evd_dequeue(3DAT) on the EVD living in slot `evd`
-    /// if `selects` accepts its generation: the successful DTO completion
-    /// its CQ holds next, when nothing is queued on the EVD before it and
-    /// the ordinary dequeue would hand it straight to the caller (no
-    /// waiter, nothing but DTO completions feed the EVD, no CNO). `None`:
-    /// nothing changed, and the ordinary dequeue decides.
-    #[inline(always)]
-    pub fn lane_dequeue(&mut self, evd: u32, selects: impl FnOnce(u32) -> bool) -> Option<Event> {
-        let Provider { evds, eps, backend, .. } = self;
-        let (generation, e) = evds.live_mut(evd)?;
-        if !selects(generation) || e.waiter || !e.queue.is_empty() || !e.takes_direct() {
-            return None;
-        }
-        let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
-        let (c, ep) = backend.cq_lane(
-            e.cq.as_mut()?,
-            #[inline(always)]
-            |c| {
-                let ep = eps.get_mut(RawHandle::from_bits(c.tag))?;
-                routes_here(ep, c, evd).then_some(ep)
-            },
-        )?;
-        // What `Provider::complete_to` counts for a completion it hands
-        // to the dequeue.
-        if c.op.is_recv() {
-            ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);
-        } else {
-            ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
-        }
-        let data = EventData::Dto {
-            ep: EpHandle(RawHandle::from_bits(c.tag)),
-            cookie: c.cookie,
-            status: c.status,
-            transferred_length: c.transferred_length,
-            op: c.op,
-            imm: c.imm,
-        };
-        Some(Event { number: EventNumber::DtoCompletion, evd, data })
-    }
-}
-
-/// Whether `Provider::complete_to` would hand `c`, a completion of `ep`,
-/// to a dequeue of `evd` as a DTO event, and leave the connection be: a
-/// success, not a window bind's, of the stream `evd` takes, and for a
-/// receive not one of an SRQ's (whose count is the SRQ's).
-#[inline(always)]
-fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, evd: EvdHandle) -> bool {
-    let stream = if c.op.is_recv() { ep.recv_evd } else { ep.request_evd };
-    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && (!c.op.is_recv() || ep.srq.is_null())
-}
-
 /// The rules of a request post that do not look at its segment
-/// (`dto::post_checked`'s): the flags the call and the EP admit, one
+/// (`request::post_checked`'s): the flags the call and the EP admit, one
 /// segment within the EP's limit, a state that posts ("valid for the
 /// Endpoint in the DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED
 /// states"), and room among the outstanding requests.

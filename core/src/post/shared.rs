@@ -12,28 +12,29 @@
 //!   through `lock_ep` (EVD, then Endpoint: a post takes no EVD lock).
 //!
 //! The rules of the pages are the exclusive calls' own: a post runs the
-//! same checks (the core's `dto` module), and a dequeue settles here only what the
-//! exclusive one would hand straight to its caller, a successful DTO
-//! completion of an EVD with nothing queued, no CNO and no waiter, for an
-//! Endpoint that completes to it. Anything else it leaves untouched and
-//! answers [`Shared::Exclusive`], and the caller makes the call again with
-//! the provider to itself. Connection events are not pulled here: an empty
-//! shared dequeue answers [`Shared::Empty`], and the caller makes an
-//! exclusive one when a look at them is due. Receives are posted on a
+//! same checks (the core's `post` module), and a dequeue
+//! ([`Provider::evd_dequeue_shared`]) settles only what the exclusive one
+//! would hand straight to its caller, a successful DTO completion of an
+//! EVD with nothing queued, no CNO and no waiter, for an Endpoint that
+//! completes to it. Anything else it leaves untouched and answers
+//! [`Shared::Exclusive`](crate::backend::Shared::Exclusive), and the
+//! caller makes the call again with the provider to itself. Connection
+//! events are not pulled here: an empty shared dequeue answers
+//! [`Shared::Empty`](crate::backend::Shared::Empty), and the caller makes
+//! an exclusive one when a look at them is due. Receives are posted on a
 //! shared provider too, an EP's and an SRQ's, and so are the IB
-//! extension's requests ([`Provider::ep_post_extension_shared`]). A completion of an SRQ's
-//! receive is the exclusive path's: it counts on the SRQ, which the
-//! dequeue has not locked.
+//! extension's requests ([`Provider::ep_post_extension_shared`]). A
+//! completion of an SRQ's receive is the exclusive path's: it counts on
+//! the SRQ, which the dequeue has not locked.
 #![allow(unsafe_code)]
 
-use crate::backend::{Backend, CqHead, RequestOp, Shared};
-use crate::dto::{post_checked, recv_checked, Request, REQUEST_FLAGS, SEND_FLAGS};
+use super::recv::{recv_checked, srq_recv_checked};
+use super::request::post_checked;
+use super::{request_lane, Request, REQUEST_FLAGS, SEND_FLAGS};
+use crate::backend::{Backend, RequestOp};
 use crate::error::{DatError, DatResult, Subtype};
-use crate::event::{Event, EventData, EventNumber};
-use crate::handle::{EpHandle, EvdHandle, RawHandle, SrqHandle};
-use crate::lane::request_lane;
+use crate::handle::{EpHandle, SrqHandle};
 use crate::provider::Provider;
-use crate::srq::srq_recv_checked;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, LmrTriplet, RmrTriplet};
 
@@ -130,6 +131,30 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         })
     }
 
+    /// One of the IB extension's requests through a shared provider:
+    /// `op` is [`RequestOp::RdmaWriteImm`], [`RequestOp::CompareSwap`] or
+    /// [`RequestOp::FetchAdd`], and `iov` its local segments, as the
+    /// methods above take them (any other `op` is
+    /// `DAT_INVALID_PARAMETER`). The checks and errors are theirs.
+    ///
+    /// # Safety
+    /// As [`Provider::ep_post_send_shared`].
+    pub unsafe fn ep_post_extension_shared(
+        &self,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        if !matches!(op, RequestOp::RdmaWriteImm { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. }) {
+            return Err(DatError::invalid_arg(2));
+        }
+        let request = Request { iov, cookie, op, flags, allowed: REQUEST_FLAGS };
+        // SAFETY: forwarded contract.
+        unsafe { self.post_shared(ep, request) }
+    }
+
     /// [`Provider::lane_request`] through a shared provider
     /// ([`crate::shared`]).
     ///
@@ -188,70 +213,5 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 unsafe { backend.post_send_shared(qp, wr) }
             },
         )
-    }
-
-    /// [`Provider::evd_dequeue`] through a shared provider, for what it can
-    /// settle alone (see the module); `lock_ep` takes the lock of the
-    /// Endpoint with the given slot index and hands back its guard, or
-    /// `None` when it cannot (the call is then for the exclusive path).
-    ///
-    /// # Safety
-    /// No `&mut` to the provider exists while this runs, the caller holds
-    /// `evd`'s lock, and the guards `lock_ep` returns hold the Endpoints'
-    /// locks (see the module).
-    #[inline(always)]
-    pub unsafe fn evd_dequeue_shared<G>(
-        &self,
-        evd: EvdHandle,
-        mut lock_ep: impl FnMut(u32) -> Option<G>,
-    ) -> Shared<Event> {
-        // SAFETY: the caller holds the EVD's lock.
-        let Some(e) = (unsafe { self.evds.get_shared(evd.0) }) else { return Shared::Exclusive };
-        if e.waiter || !e.queue.is_empty() || !e.takes_direct() {
-            return Shared::Exclusive;
-        }
-        let Some(cq) = e.cq.as_mut() else { return Shared::Exclusive };
-        loop {
-            // SAFETY: the CQ is the locked EVD's; the closure locks the EP of
-            // the QP the CQE names before anything is taken, and reads the
-            // EP (`get_shared`) only once `lock_ep` has taken its lock.
-            let taken = unsafe {
-                self.backend.cq_take_shared(
-                    cq,
-                    #[inline(always)]
-                    |head: CqHead| {
-                        let ep_h = EpHandle(RawHandle::from_bits(head.tag));
-                        let lock = lock_ep(ep_h.0.index)?;
-                        let ep = self.eps.get_shared(ep_h.0)?;
-                        // A completion for another EVD is queued there, and an
-                        // SRQ's receives are counted on the SRQ: both
-                        // exclusive work.
-                        let (to, own_queue) =
-                            if head.recv { (ep.recv_evd, ep.srq.is_null()) } else { (ep.request_evd, true) };
-                        (to == evd && own_queue).then_some((lock, ep, ep_h, head.recv))
-                    },
-                )
-            };
-            let (c, (_lock, ep, ep_h, recv)) = match taken {
-                Shared::Done(Some(taken)) => taken,
-                Shared::Done(None) => continue,
-                Shared::Empty => return Shared::Empty,
-                Shared::Exclusive => return Shared::Exclusive,
-            };
-            if recv {
-                ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);
-            } else {
-                ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
-            }
-            let data = EventData::Dto {
-                ep: ep_h,
-                cookie: c.cookie,
-                status: c.status,
-                transferred_length: c.transferred_length,
-                op: c.op,
-                imm: c.imm,
-            };
-            return Shared::Done(Event { number: EventNumber::DtoCompletion, evd, data });
-        }
     }
 }

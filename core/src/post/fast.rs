@@ -18,8 +18,8 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use super::{flags_arg, REQUEST_FLAGS};
 use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
-use crate::dto::{flags_arg, REQUEST_FLAGS};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, PzHandle};
 use crate::lmr::gather;

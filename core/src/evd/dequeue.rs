@@ -1,0 +1,138 @@
+//! The hot half of dat_evd_dequeue(3DAT): what a dequeue settles without
+//! the EVD's queue, through an exclusive provider (its lane) and through a
+//! shared one.
+//!
+//! Both take only what the ordinary dequeue would hand straight to its
+//! caller: a successful DTO completion that the CQ holds next, of an EVD
+//! with nothing queued before it, no waiter, no CNO and only DTO
+//! completions feeding it, for an Endpoint that completes to it. Anything
+//! else they leave untouched, and the ordinary dequeue
+//! ([`Provider::evd_dequeue`]) decides.
+#![allow(unsafe_code)]
+
+use crate::backend::{Backend, Completion, CqHead, Shared};
+use crate::ep::Ep;
+use crate::event::{Event, EventData, EventNumber};
+use crate::handle::{EpHandle, EvdHandle, RawHandle};
+use crate::provider::Provider;
+use crate::storage::Storage;
+use crate::types::{DtoOp, DtoStatus};
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// The lane of dat_evd_dequeue(3DAT) on the EVD living in slot `evd`
+    /// if `selects` accepts its generation: the successful DTO completion
+    /// its CQ holds next, when nothing is queued on the EVD before it and
+    /// the ordinary dequeue would hand it straight to the caller (no
+    /// waiter, nothing but DTO completions feed the EVD, no CNO). `None`:
+    /// nothing changed, and the ordinary dequeue decides.
+    #[inline(always)]
+    pub fn lane_dequeue(&mut self, evd: u32, selects: impl FnOnce(u32) -> bool) -> Option<Event> {
+        let Provider { evds, eps, backend, .. } = self;
+        let (generation, e) = evds.live_mut(evd)?;
+        if !selects(generation) || e.waiter || !e.queue.is_empty() || !e.takes_direct() {
+            return None;
+        }
+        let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
+        let (c, ep) = backend.cq_lane(
+            e.cq.as_mut()?,
+            #[inline(always)]
+            |c| {
+                let ep = eps.get_mut(RawHandle::from_bits(c.tag))?;
+                routes_here(ep, c, evd).then_some(ep)
+            },
+        )?;
+        // What `Provider::complete_to` counts for a completion it hands
+        // to the dequeue.
+        if c.op.is_recv() {
+            ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);
+        } else {
+            ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
+        }
+        let data = EventData::Dto {
+            ep: EpHandle(RawHandle::from_bits(c.tag)),
+            cookie: c.cookie,
+            status: c.status,
+            transferred_length: c.transferred_length,
+            op: c.op,
+            imm: c.imm,
+        };
+        Some(Event { number: EventNumber::DtoCompletion, evd, data })
+    }
+}
+
+/// Whether `Provider::complete_to` would hand `c`, a completion of `ep`,
+/// to a dequeue of `evd` as a DTO event, and leave the connection be: a
+/// success, not a window bind's, of the stream `evd` takes, and for a
+/// receive not one of an SRQ's (whose count is the SRQ's).
+#[inline(always)]
+fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, evd: EvdHandle) -> bool {
+    let stream = if c.op.is_recv() { ep.recv_evd } else { ep.request_evd };
+    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && (!c.op.is_recv() || ep.srq.is_null())
+}
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// [`Provider::evd_dequeue`] through a shared provider, for what it can
+    /// settle alone (see the module and [`crate::shared`]); `lock_ep` takes the lock of the
+    /// Endpoint with the given slot index and hands back its guard, or
+    /// `None` when it cannot (the call is then for the exclusive path).
+    ///
+    /// # Safety
+    /// No `&mut` to the provider exists while this runs, the caller holds
+    /// `evd`'s lock, and the guards `lock_ep` returns hold the Endpoints'
+    /// locks (see [`crate::shared`]).
+    #[inline(always)]
+    pub unsafe fn evd_dequeue_shared<G>(
+        &self,
+        evd: EvdHandle,
+        mut lock_ep: impl FnMut(u32) -> Option<G>,
+    ) -> Shared<Event> {
+        // SAFETY: the caller holds the EVD's lock.
+        let Some(e) = (unsafe { self.evds.get_shared(evd.0) }) else { return Shared::Exclusive };
+        if e.waiter || !e.queue.is_empty() || !e.takes_direct() {
+            return Shared::Exclusive;
+        }
+        let Some(cq) = e.cq.as_mut() else { return Shared::Exclusive };
+        loop {
+            // SAFETY: the CQ is the locked EVD's; the closure locks the EP of
+            // the QP the CQE names before anything is taken, and reads the
+            // EP (`get_shared`) only once `lock_ep` has taken its lock.
+            let taken = unsafe {
+                self.backend.cq_take_shared(
+                    cq,
+                    #[inline(always)]
+                    |head: CqHead| {
+                        let ep_h = EpHandle(RawHandle::from_bits(head.tag));
+                        let lock = lock_ep(ep_h.0.index)?;
+                        let ep = self.eps.get_shared(ep_h.0)?;
+                        // A completion for another EVD is queued there, and an
+                        // SRQ's receives are counted on the SRQ: both
+                        // exclusive work.
+                        let (to, own_queue) =
+                            if head.recv { (ep.recv_evd, ep.srq.is_null()) } else { (ep.request_evd, true) };
+                        (to == evd && own_queue).then_some((lock, ep, ep_h, head.recv))
+                    },
+                )
+            };
+            let (c, (_lock, ep, ep_h, recv)) = match taken {
+                Shared::Done(Some(taken)) => taken,
+                Shared::Done(None) => continue,
+                Shared::Empty => return Shared::Empty,
+                Shared::Exclusive => return Shared::Exclusive,
+            };
+            if recv {
+                ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);
+            } else {
+                ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
+            }
+            let data = EventData::Dto {
+                ep: ep_h,
+                cookie: c.cookie,
+                status: c.status,
+                transferred_length: c.transferred_length,
+                op: c.op,
+                imm: c.imm,
+            };
+            return Shared::Done(Event { number: EventNumber::DtoCompletion, evd, data });
+        }
+    }
+}

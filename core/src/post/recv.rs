@@ -1,0 +1,115 @@
+//! The exclusive door of a receive: dat_ep_post_recv(3DAT) and
+//! dat_srq_post_recv(3DAT).
+
+use crate::backend::{Backend, Sge};
+use crate::ep::Ep;
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::handle::{EpHandle, SrqHandle};
+use crate::lmr::{gather, Lmr};
+use crate::provider::Provider;
+use crate::slab::{Slab, SlotsOf};
+use crate::srq::Srq;
+use crate::storage::Storage;
+use crate::types::{CompletionFlags, LmrTriplet, MemPriv};
+use crate::FixedVec;
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// dat_ep_post_recv(3DAT): "The operation is valid for all states of the
+    /// Endpoint"; in Disconnected the receive is flushed at once. A receive
+    /// of one segment tries its lane first ([`Provider::lane_recv`]). An EP that
+    /// receives from an SRQ takes no receives of its own
+    /// (dat_ep_create_with_srq(3DAT)).
+    pub fn ep_post_recv(
+        &mut self,
+        h: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let raw = h.raw();
+        if let [seg] = iov {
+            if self.lane_recv(raw.index(), |g| g == raw.generation(), seg, cookie, flags) {
+                return Ok(());
+            }
+        }
+        self.ep_post_recv_ordinary(h, iov, cookie, flags)
+    }
+
+    /// dat_ep_post_recv(3DAT) without its lane, for a caller that has just
+    /// tried the lane itself ([`Provider::lane_recv`]): every rule of the
+    /// page, and the exact error.
+    pub fn ep_post_recv_ordinary(
+        &mut self,
+        h: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let Provider { eps, lmrs, backend, .. } = self;
+        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        recv_checked(ep, lmrs, iov, flags, |qp, sges| backend.post_recv(qp, sges, cookie))
+    }
+
+    /// dat_srq_post_recv(3DAT): valid in every SRQ state.
+    pub fn srq_post_recv(&mut self, h: SrqHandle, iov: &[LmrTriplet], cookie: u64) -> DatResult<()> {
+        let Provider { srqs, lmrs, backend, .. } = self;
+        let s = srqs.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleSrq))?;
+        srq_recv_checked(s, lmrs, iov, |srq, sges| backend.srq_post_recv(srq, sges, cookie))
+    }
+}
+
+/// The rules of dat_ep_post_recv(3DAT) for a receive on `ep`, its segments
+/// translated through `lmrs`; then `post` hands it to the transport. The
+/// same code checks a receive through an exclusive provider and through a
+/// shared one.
+#[inline(always)]
+pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
+    ep: &mut Ep<B>,
+    lmrs: &Slab<Lmr<B>, L>,
+    iov: &[LmrTriplet],
+    flags: CompletionFlags,
+    post: impl FnOnce(&mut B::Qp, &[Sge]) -> DatResult<()>,
+) -> DatResult<()> {
+    if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
+        return Err(DatError::invalid_arg(5));
+    }
+    if iov.len() > ep.attr.max_recv_iov as usize {
+        return Err(DatError::invalid_arg(2));
+    }
+    if !ep.srq.is_null() {
+        return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
+    }
+    let mut sges = FixedVec::new();
+    gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
+    if ep.recv_outstanding >= ep.attr.max_recv_dtos {
+        return Err(DatError::of(ErrorType::InsufficientResources));
+    }
+    let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+    post(qp, &sges)?;
+    ep.recv_outstanding += 1;
+    Ok(())
+}
+
+/// The rules of dat_srq_post_recv(3DAT) for a receive on `s`, its segments
+/// translated through `lmrs`; then `post` hands it to the transport. The
+/// same code checks a receive through an exclusive provider and through a
+/// shared one.
+#[inline(always)]
+pub(crate) fn srq_recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
+    s: &mut Srq<B>,
+    lmrs: &Slab<Lmr<B>, L>,
+    iov: &[LmrTriplet],
+    post: impl FnOnce(&mut B::Srq, &[Sge]) -> DatResult<()>,
+) -> DatResult<()> {
+    if iov.len() > s.attr.max_recv_iov as usize {
+        return Err(DatError::invalid_arg(2));
+    }
+    let mut sges = FixedVec::new();
+    gather(lmrs, s.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
+    if s.outstanding >= s.attr.max_recv_dtos {
+        return Err(DatError::of(ErrorType::InsufficientResources));
+    }
+    post(&mut s.srq, &sges)?;
+    s.outstanding += 1;
+    Ok(())
+}

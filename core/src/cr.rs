@@ -99,7 +99,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             if e.ia != cr.ia {
                 return Err(DatError::invalid_handle(Subtype::InvalidHandleEp));
             }
-            if e.state != EpState::Unconnected {
+            if e.state() != EpState::Unconnected {
                 return Err(DatError::invalid_state(e.state_subtype()));
             }
             ep
@@ -114,10 +114,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { crs, eps, backend, .. } = self;
         let e = eps.get_mut(target.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         // An EP without a PZ (a provider's, not yet modified) has no QP.
-        let qp = e.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
+        let qp = e.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
         let c = crs.get_mut(cr_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleCr))?;
         backend.accept(&mut c.request, qp, private_data)?;
-        e.state = EpState::CompletionPending;
+        e.set_state(EpState::CompletionPending);
         e.provider_owned = false;
         e.cr = CrHandle::NULL;
         e.remote = remote;
@@ -153,7 +153,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         match self.eps.get_mut(ep.0) {
             Some(e) if e.provider_owned => self.ep_destroy(ep),
             Some(e) => {
-                e.state = EpState::Unconnected;
+                e.set_state(EpState::Unconnected);
                 e.cr = CrHandle::NULL;
             }
             None => {}

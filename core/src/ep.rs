@@ -2,7 +2,7 @@
 //! dat_ep_free(3DAT), dat_ep_query(3DAT), dat_ep_modify(3DAT),
 //! dat_ep_connect(3DAT), dat_ep_dup_connect(3DAT), dat_ep_disconnect(3DAT),
 //! dat_ep_reset(3DAT), dat_ep_get_status(3DAT), dat_ep_recv_query(3DAT),
-//! dat_ep_set_watermark(3DAT). The data transfers are in `dto`.
+//! dat_ep_set_watermark(3DAT). The data transfers are in `post`.
 //!
 //! Before you edit, read the state rules of dat_ep_connect(3DAT),
 //! dat_ep_disconnect(3DAT), dat_ep_free(3DAT), dat_ep_modify(3DAT) and
@@ -40,9 +40,14 @@ pub(crate) struct Ep<B: Backend> {
     pub(crate) request_evd: EvdHandle,
     pub(crate) connect_evd: EvdHandle,
     pub(crate) srq: SrqHandle,
-    pub(crate) attr: EpAttr,
-    pub(crate) state: EpState,
-    pub(crate) qp: Option<B::Qp>,
+    /// The attributes, the state and the QP are read by every post and
+    /// written only through [`Ep::settle`] and [`Ep::set_state`], which
+    /// keep `hot` theirs.
+    attr: EpAttr,
+    state: EpState,
+    qp: Option<B::Qp>,
+    /// What the lanes read of them.
+    pub(crate) hot: Hot,
     /// Created by a PSP with `DAT_PSP_PROVIDER` and not yet accepted on.
     pub(crate) provider_owned: bool,
     /// The Connection Request pending on this EP (passive states).
@@ -59,7 +64,144 @@ pub(crate) struct Ep<B: Backend> {
     pub(crate) context: u64,
 }
 
+/// The facts a post's lane reads of its EP, derived from the EP's state,
+/// attributes, QP and SRQ, as three masks: the bits a post's completion
+/// flags (widened to 64 bits, with [`Hot::READY`] set) may not have. A
+/// mask has [`Hot::READY`] itself when the EP takes no post of the kind at
+/// all, so one `and` answers both questions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Hot {
+    /// dat_ep_post_send(3DAT).
+    pub(crate) send: u64,
+    /// dat_ep_post_rdma_write(3DAT) and dat_ep_post_rdma_read(3DAT).
+    pub(crate) rdma: u64,
+    /// dat_ep_post_recv(3DAT).
+    pub(crate) recv: u64,
+}
+
+impl Hot {
+    /// The bit a lane sets in the flags it checks: no flag of DAT's.
+    pub(crate) const READY: u64 = 1 << 32;
+
+    fn of<B: Backend>(ep: &Ep<B>) -> Hot {
+        let reject = |admitted: u32, ready: bool| {
+            let admit = u64::from(admitted) | if ready { Hot::READY } else { 0 };
+            !admit
+        };
+        let unsignalled = |stream: CompletionFlags| {
+            // `DAT_COMPLETION_UNSIGNALLED_FLAG` on a post "is only valid if
+            // the Endpoint ... Completion Flags [are]
+            // DAT_COMPLETION_UNSIGNALLED_FLAG".
+            if stream.contains(CompletionFlags::UNSIGNALLED) {
+                0
+            } else {
+                CompletionFlags::UNSIGNALLED.0
+            }
+        };
+        let request = unsignalled(ep.attr.request_completion_flags);
+        // "The operation is valid for the Endpoint in the
+        // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
+        let posts = matches!(ep.state, EpState::Connected | EpState::Disconnected)
+            && ep.qp.is_some()
+            && ep.attr.max_request_iov != 0;
+        // dat_ep_post_recv(3DAT): "valid for all states of the Endpoint",
+        // on an EP with a QP of its own receives (no SRQ).
+        let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0;
+        Hot {
+            send: reject(crate::post::SEND_FLAGS & !request, posts),
+            rdma: reject(crate::post::REQUEST_FLAGS & !request, posts),
+            recv: reject(CompletionFlags::UNSIGNALLED.0 & !unsignalled(ep.attr.recv_completion_flags), receives),
+        }
+    }
+}
+
 impl<B: Backend> Ep<B> {
+    /// An EP of these parts in `state`, with no QP yet.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        ia: IaHandle,
+        pz: PzHandle,
+        (recv_evd, request_evd, connect_evd): (EvdHandle, EvdHandle, EvdHandle),
+        srq: SrqHandle,
+        attr: EpAttr,
+        state: EpState,
+        provider_owned: bool,
+    ) -> Ep<B> {
+        let mut ep = Ep {
+            ia,
+            pz,
+            recv_evd,
+            request_evd,
+            connect_evd,
+            srq,
+            attr,
+            state,
+            qp: None,
+            hot: Hot { send: !0, rdma: !0, recv: !0 },
+            provider_owned,
+            cr: CrHandle::NULL,
+            rsp: RspHandle::NULL,
+            remote: IaAddress::default(),
+            remote_port: 0,
+            remote_conn_qual: 0,
+            private_data: PrivateData::new(),
+            request_outstanding: 0,
+            recv_outstanding: 0,
+            context: 0,
+        };
+        ep.hot = Hot::of(&ep);
+        ep
+    }
+
+    /// The EP's state.
+    #[inline(always)]
+    pub(crate) fn state(&self) -> EpState {
+        self.state
+    }
+
+    /// The EP's attributes.
+    #[inline(always)]
+    pub(crate) fn attr(&self) -> &EpAttr {
+        &self.attr
+    }
+
+    /// The EP's QP, if it has one.
+    #[inline(always)]
+    pub(crate) fn qp(&self) -> Option<&B::Qp> {
+        self.qp.as_ref()
+    }
+
+    /// The EP's QP, to post on or change in place (its presence is a hot
+    /// fact; its contents are not).
+    #[inline(always)]
+    pub(crate) fn qp_mut(&mut self) -> Option<&mut B::Qp> {
+        self.qp.as_mut()
+    }
+
+    /// Move the EP to `state`.
+    #[inline]
+    pub(crate) fn set_state(&mut self, state: EpState) {
+        self.state = state;
+        self.hot = Hot::of(self);
+    }
+
+    /// Change the attributes or the QP through `change`; the hot facts
+    /// follow.
+    #[inline]
+    pub(crate) fn settle<R>(&mut self, change: impl FnOnce(&mut EpAttr, &mut Option<B::Qp>) -> R) -> R {
+        let r = change(&mut self.attr, &mut self.qp);
+        self.hot = Hot::of(self);
+        r
+    }
+
+    /// Whether the hot facts are the EP's own: what every lane asserts in
+    /// a build with debug assertions, so that a change that forgot to
+    /// settle shows in the first test that posts after it.
+    #[inline(always)]
+    pub(crate) fn hot_is_current(&self) -> bool {
+        self.hot == Hot::of(self)
+    }
+
     /// `DAT_COMPLETION_UNSIGNALLED_FLAG` on a post "is only valid if the
     /// Endpoint ... Completion Flags [are] DAT_COMPLETION_UNSIGNALLED_FLAG".
     pub(crate) fn unsignalled_allowed(&self, flags: CompletionFlags, recv: bool) -> bool {
@@ -287,27 +429,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             None => EpAttr::provider_default(&ia.attr),
         };
         self.pz_of(ia_h, pz)?;
-        let ep = Ep {
-            ia: ia_h,
-            pz,
-            recv_evd,
-            request_evd,
-            connect_evd,
-            srq,
-            attr,
-            state: EpState::Unconnected,
-            qp: None,
-            provider_owned: false,
-            cr: CrHandle::NULL,
-            rsp: RspHandle::NULL,
-            remote: IaAddress::default(),
-            remote_port: 0,
-            remote_conn_qual: 0,
-            private_data: PrivateData::new(),
-            request_outstanding: 0,
-            recv_outstanding: 0,
-            context: 0,
-        };
+        let ep = Ep::new(ia_h, pz, (recv_evd, request_evd, connect_evd), srq, attr, EpState::Unconnected, false);
         let streams = ep.streams();
         self.check_streams(&streams)?;
         let h = EpHandle(
@@ -326,27 +448,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// no EVDs, default attributes, Tentative Connection Pending.
     pub(crate) fn ep_for_provider(&mut self, ia_h: IaHandle) -> Option<EpHandle> {
         let attr = EpAttr::provider_default(&self.ia(ia_h).ok()?.attr);
-        let ep = Ep {
-            ia: ia_h,
-            pz: PzHandle::NULL,
-            recv_evd: EvdHandle::NULL,
-            request_evd: EvdHandle::NULL,
-            connect_evd: EvdHandle::NULL,
-            srq: SrqHandle::NULL,
+        let ep = Ep::new(
+            ia_h,
+            PzHandle::NULL,
+            (EvdHandle::NULL, EvdHandle::NULL, EvdHandle::NULL),
+            SrqHandle::NULL,
             attr,
-            state: EpState::TentativeConnectionPending,
-            qp: None,
-            provider_owned: true,
-            cr: CrHandle::NULL,
-            rsp: RspHandle::NULL,
-            remote: IaAddress::default(),
-            remote_port: 0,
-            remote_conn_qual: 0,
-            private_data: PrivateData::new(),
-            request_outstanding: 0,
-            recv_outstanding: 0,
-            context: 0,
-        };
+            EpState::TentativeConnectionPending,
+            true,
+        );
         self.eps.insert(ep).ok().map(EpHandle)
     }
 
@@ -370,7 +480,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             max_rdma_read_in: ep.attr.max_rdma_read_in,
             max_rdma_read_out: ep.attr.max_rdma_read_out,
         };
-        ep.qp = Some(backend.qp_create(&config, h.0.to_bits())?);
+        let qp = backend.qp_create(&config, h.0.to_bits())?;
+        ep.settle(|_, slot| *slot = Some(qp));
         Ok(())
     }
 
@@ -557,12 +668,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(e);
         }
         let Some(ep) = self.eps.get_mut(h.0) else { return Err(DatError::of(ErrorType::InternalError)) };
-        let old_qp = if rebuild { ep.qp.take() } else { None };
+        let old_qp = if rebuild { ep.settle(|_, qp| qp.take()) } else { None };
         ep.pz = pz;
         ep.recv_evd = recv_evd;
         ep.request_evd = request_evd;
         ep.connect_evd = connect_evd;
-        ep.attr = attr;
+        ep.settle(|a, _| *a = attr);
         if let Some(qp) = old_qp {
             self.backend.qp_destroy(qp);
         }
@@ -616,7 +727,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
         backend.connect(qp, remote, conn_qual, private_data, timeout)?;
-        ep.state = EpState::ActiveConnectionPending;
+        ep.set_state(EpState::ActiveConnectionPending);
         ep.remote = *remote;
         ep.remote_conn_qual = conn_qual;
         ep.remote_port = conn_qual;
@@ -652,7 +763,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             (EpState::Connected, CloseFlags::Graceful) => {
                 let Provider { eps, backend, .. } = self;
                 let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-                ep.state = EpState::DisconnectPending;
+                ep.set_state(EpState::DisconnectPending);
                 if let Some(qp) = ep.qp.as_mut() {
                     backend.disconnect(qp, true);
                 }
@@ -689,7 +800,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 if let Some(qp) = ep.qp.as_mut() {
                     backend.qp_reset(qp)?;
                 }
-                ep.state = EpState::Unconnected;
+                ep.set_state(EpState::Unconnected);
                 ep.private_data.clear();
                 ep.remote = IaAddress::default();
                 ep.remote_port = 0;

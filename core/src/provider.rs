@@ -289,7 +289,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // A completion of a freed EP (a stale CQE) has nowhere to go.
         let ep = self.eps.get_mut(ep_h.0)?;
         let failed = !matches!(c.status, DtoStatus::Success | DtoStatus::Flushed);
-        let connected = matches!(ep.state, EpState::Connected | EpState::DisconnectPending);
+        let connected = matches!(ep.state(), EpState::Connected | EpState::DisconnectPending);
         let routed = match c.op {
             DtoOp::BindMw => {
                 ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
@@ -354,8 +354,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub(crate) fn ep_lost(&mut self, ep_h: EpHandle, number: EventNumber) {
         let Provider { eps, backend, .. } = self;
         let Some(ep) = eps.get_mut(ep_h.0) else { return };
-        ep.state = EpState::Disconnected;
-        if let Some(qp) = ep.qp.as_mut() {
+        ep.set_state(EpState::Disconnected);
+        if let Some(qp) = ep.qp_mut() {
             backend.disconnect(qp, false);
         }
         let (evd, ia, on_srq) = (ep.connect_evd, ep.ia, !ep.srq.is_null());
@@ -381,7 +381,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 let lost = |ep: &Ep<B>| {
                     ep.ia == ia
                         && matches!(
-                            ep.state,
+                            ep.state(),
                             EpState::Connected
                                 | EpState::DisconnectPending
                                 | EpState::ActiveConnectionPending
@@ -400,13 +400,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     fn on_conn(&mut self, ep_h: EpHandle, outcome: ConnOutcome, private_data: PrivateData) {
         let Some(ep) = self.eps.get_mut(ep_h.0) else { return };
-        let state = ep.state;
+        let state = ep.state();
         let number = match (outcome, state) {
             (ConnOutcome::Established, EpState::ActiveConnectionPending) => {
                 // dat_evd_wait(3DAT): for the active side the event carries
                 // the peer's private data, valid until the EP is freed or
                 // reset.
-                ep.state = EpState::Connected;
+                ep.set_state(EpState::Connected);
                 ep.private_data = private_data;
                 let size = ep.private_data.len() as u32;
                 let evd = ep.connect_evd;
@@ -415,7 +415,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 return;
             }
             (ConnOutcome::Established, EpState::CompletionPending) => {
-                ep.state = EpState::Connected;
+                ep.set_state(EpState::Connected);
                 let evd = ep.connect_evd;
                 let data = EventData::Connection { ep: ep_h, private_data_size: 0 };
                 self.deliver(evd, EventNumber::ConnectionEstablished, data, true);

@@ -171,10 +171,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         // "The operation is valid for the Endpoint in the
         // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
-        if !matches!(ep.state, EpState::Connected | EpState::Disconnected) {
+        if !matches!(ep.state(), EpState::Connected | EpState::Disconnected) {
             return Err(DatError::invalid_state(ep.state_subtype()));
         }
-        if ep.request_outstanding >= ep.attr.max_request_dtos {
+        if ep.request_outstanding >= ep.attr().max_request_dtos {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
         if ep.pz != rmr_pz {
@@ -208,7 +208,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
         let ep = eps.get_mut(ep_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+        let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
         let (mr, sge) = match bind {
             Some((lmr_h, sge)) => (lmrs.get(lmr_h.0).map(|l| &l.mr), sge),
             None => (None, Sge::default()),

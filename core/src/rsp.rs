@@ -51,7 +51,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 return Err(DatError::invalid_handle(Subtype::InvalidHandleEp));
             }
             // "DAT_INVALID_STATE ... an Endpoint was not in the Idle state."
-            if e.state != EpState::Unconnected {
+            if e.state() != EpState::Unconnected {
                 return Err(DatError::invalid_state(e.state_subtype()));
             }
         }
@@ -89,7 +89,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             }
         }
         if let Some(e) = self.eps.get_mut(ep.0) {
-            e.state = EpState::Reserved;
+            e.set_state(EpState::Reserved);
             e.rsp = h;
         }
         self.sp_feeds(evd, true);
@@ -102,7 +102,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         match self.eps.get_mut(ep.0) {
             Some(e) if e.provider_owned => self.ep_destroy(ep),
             Some(e) => {
-                e.state = EpState::Unconnected;
+                e.set_state(EpState::Unconnected);
                 e.rsp = RspHandle::NULL;
             }
             None => {}
@@ -123,7 +123,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.backend.unlisten(l);
         }
         self.sp_feeds(r.evd, false);
-        if self.eps.get(r.ep.0).is_some_and(|e| e.rsp == rsp && e.state == EpState::Reserved) {
+        if self.eps.get(r.ep.0).is_some_and(|e| e.rsp == rsp && e.state() == EpState::Reserved) {
             self.ep_release_reserved(r.ep);
         }
     }
@@ -169,7 +169,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.backend.unlisten(l);
         }
         if let Some(e) = self.eps.get_mut(ep.0) {
-            e.state = EpState::PassiveConnectionPending;
+            e.set_state(EpState::PassiveConnectionPending);
             e.rsp = RspHandle::NULL;
             e.cr = CrHandle::NULL;
         }

@@ -296,3 +296,93 @@ fn the_dequeue_lane_hands_over_exactly_what_the_ordinary_dequeue_does() {
         assert_eq!(a.drain(a.conn_evd), b.drain(b.conn_evd), "{case:?}");
     }
 }
+
+/// What the lanes of `ep` answer now, each checked against the ordinary
+/// call's rules for the EP's state: a write of `seg` (and a receive into
+/// it) is taken exactly when the ordinary call would take it. Every lane
+/// also asserts, in this debug build, that the EP's hot facts are its
+/// current ones, so a change that left them stale fails here.
+fn probe(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, flags: CompletionFlags, step: &str) {
+    let raw = ep.raw();
+    let status = fx.p.ep_get_status(ep).ok().map(|s| s.0);
+    let op = RequestOp::RdmaWrite { remote: fx.remote(64) };
+    let posts = matches!(status, Some(EpState::Connected | EpState::Disconnected));
+    let took = fx.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 1, op, flags);
+    let ordinary = if took { Ok(()) } else { fx.p.ep_post_request_ordinary(ep, &[seg], 1, op, flags) };
+    assert!(!took || posts, "{step}: the lane posted in {status:?}");
+    assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary write differ ({ordinary:?})");
+    let took = fx.p.lane_recv(raw.index(), |g| g == raw.generation(), &seg, 2, flags);
+    let ordinary = if took { Ok(()) } else { fx.p.ep_post_recv_ordinary(ep, &[seg], 2, flags) };
+    assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary receive differ ({ordinary:?})");
+    // Settle what was posted, so that no later step runs out of room.
+    if status.is_some() && took {
+        fx.p.backend_mut().complete_recv(ep, seg.segment_length);
+    }
+    if let Ok(param) = fx.p.ep_query(ep) {
+        fx.drain(param.recv_evd);
+    }
+}
+
+#[test]
+fn the_lanes_follow_every_change_of_an_eps_state_attributes_and_qp() {
+    let flags = CompletionFlags::DEFAULT;
+    let unsignalled = CompletionFlags::UNSIGNALLED;
+    let mut fx = Fx::new();
+    let seg = fx.seg(0, 64);
+    let ep = fx.ep();
+    probe(&mut fx, ep, seg, flags, "created");
+    fx.connect(ep);
+    probe(&mut fx, ep, seg, flags, "connect");
+    fx.p.backend_mut().conn_event(ep, backend::ConnOutcome::Established, b"");
+    fx.drain(fx.conn_evd);
+    assert_eq!(fx.state(ep), EpState::Connected);
+    probe(&mut fx, ep, seg, flags, "established");
+    fx.p.backend_mut().conn_event(ep, backend::ConnOutcome::Disconnected, b"");
+    fx.drain(fx.conn_evd);
+    assert_eq!(fx.state(ep), EpState::Disconnected);
+    probe(&mut fx, ep, seg, flags, "peer disconnect");
+    fx.p.ep_reset(ep).unwrap();
+    assert_eq!(fx.state(ep), EpState::Unconnected);
+    probe(&mut fx, ep, seg, flags, "reset (the QP reset too)");
+    // Attributes that admit unsignalled requests and receives.
+    let attr = EpAttr { request_completion_flags: unsignalled, recv_completion_flags: unsignalled, ..fx.attr() };
+    fx.p.ep_modify(ep, &EpChanges { attr: Some(attr), ..EpChanges::default() }).unwrap();
+    probe(&mut fx, ep, seg, unsignalled, "modify");
+    fx.establish(ep);
+    probe(&mut fx, ep, seg, unsignalled, "connected again, unsignalled");
+    fx.p.backend_mut().conn_event(ep, backend::ConnOutcome::Broken, b"");
+    fx.drain(fx.conn_evd);
+    probe(&mut fx, ep, seg, flags, "broken");
+    fx.p.ep_reset(ep).unwrap();
+    fx.establish(ep);
+    fx.p.ep_disconnect(ep, CloseFlags::Graceful).unwrap();
+    probe(&mut fx, ep, seg, flags, "graceful disconnect");
+    fx.p.ep_disconnect(ep, CloseFlags::Abrupt).unwrap();
+    fx.drain(fx.conn_evd);
+    probe(&mut fx, ep, seg, flags, "abrupt disconnect");
+
+    // The passive side: a request accepted on a fresh EP, then established.
+    let (_psp, cr) = fx.request(77, PspFlags::Consumer);
+    // Its own DTO EVD: the first EP's unsignalled streams set the
+    // notification mode of the fixture's.
+    let evd = fx.p.evd_create(fx.ia, 32, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let passive = fx.p.ep_create(fx.ia, fx.pz, evd, evd, fx.conn_evd, None).unwrap();
+    fx.p.cr_accept(cr, passive, b"").unwrap();
+    probe(&mut fx, passive, seg, flags, "accept");
+    fx.p.backend_mut().conn_event(passive, backend::ConnOutcome::Established, b"");
+    fx.drain(fx.conn_evd);
+    assert_eq!(fx.state(passive), EpState::Connected);
+    probe(&mut fx, passive, seg, flags, "accepted, established");
+
+    // A freed LMR's segment, a freed EP, an IA closed abruptly.
+    let region = MemType::Virtual { address: BUF + BUF_LEN, length: BUF_LEN };
+    let spare = fx.p.lmr_create(fx.ia, region, fx.pz, MemPriv::ALL).unwrap();
+    let spare_seg = LmrTriplet { lmr_context: spare.lmr_context, ..fx.seg(BUF_LEN, 64) };
+    fx.p.lmr_free(spare.lmr).unwrap();
+    probe(&mut fx, passive, spare_seg, flags, "LMR free");
+    fx.p.ep_disconnect(passive, CloseFlags::Abrupt).unwrap();
+    fx.p.ep_free(passive).unwrap();
+    probe(&mut fx, passive, seg, flags, "EP free");
+    fx.p.ia_close(fx.ia, CloseFlags::Abrupt).unwrap();
+    probe(&mut fx, ep, seg, flags, "abrupt close");
+}

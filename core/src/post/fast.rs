@@ -101,21 +101,21 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states").
     pub fn poster(&mut self, ep: EpHandle) -> DatResult<Poster<'_, B, S>> {
         let e = self.eps.get(ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        if !matches!(e.state, EpState::Connected | EpState::Disconnected) {
+        if !matches!(e.state(), EpState::Connected | EpState::Disconnected) {
             return Err(DatError::invalid_state(e.state_subtype()));
         }
-        if e.qp.is_none() {
+        if e.qp().is_none() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
         // dat_ep_post_rdma_write(3DAT): "DAT_COMPLETION_UNSIGNALLED_FLAG is
         // only valid if the Endpoint Request Completion Flags" say so.
-        let unsignalled = e.attr.request_completion_flags.contains(CompletionFlags::UNSIGNALLED);
+        let unsignalled = e.attr().request_completion_flags.contains(CompletionFlags::UNSIGNALLED);
         let allowed = if unsignalled { REQUEST_FLAGS } else { REQUEST_FLAGS & !CompletionFlags::UNSIGNALLED.0 };
         let limits = Limits {
-            message: u64::from(e.attr.max_message_size),
-            rdma: u64::from(e.attr.max_rdma_size),
-            requests: e.attr.max_request_dtos,
-            iov: e.attr.max_request_iov as usize,
+            message: u64::from(e.attr().max_message_size),
+            rdma: u64::from(e.attr().max_rdma_size),
+            requests: e.attr().max_request_dtos,
+            iov: e.attr().max_request_iov as usize,
         };
         Ok(Poster { p: self, ep, allowed, limits })
     }
@@ -209,7 +209,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         if ep.request_outstanding >= requests {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
-        let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+        let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
         // One segment goes through the transport's lane, as scalars.
         let taken = matches!(&*segs.sges, [sge] if backend.post_one(qp, op, *sge, cookie, flags));
         if !taken {

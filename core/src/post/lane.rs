@@ -16,14 +16,13 @@
 //! second look-up. `selects` must accept only the generation the caller's
 //! handle names: it is the lane's handle check.
 
-use super::{REQUEST_FLAGS, SEND_FLAGS};
 use crate::backend::{Backend, RequestOp, Sge};
-use crate::ep::Ep;
+use crate::ep::{Ep, Hot};
 use crate::lmr::{by_context, Lmr};
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
-use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
+use crate::types::{CompletionFlags, LmrTriplet, MemPriv};
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// The lane of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT)
@@ -74,18 +73,16 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> bool {
         let Provider { eps, lmrs, backend, .. } = self;
         let Some((generation, ep)) = eps.live_mut(ep) else { return false };
+        debug_assert!(ep.hot_is_current());
         // `recv::recv_checked`'s rules: the flags, one segment within the
-        // limit, no SRQ, the segment through its LMR, room.
-        let ready = flags.0 & !CompletionFlags::UNSIGNALLED.0 == 0
-            && ep.unsignalled_allowed(flags, true)
-            && ep.attr.max_recv_iov != 0
-            && ep.srq.is_null()
-            && ep.recv_outstanding < ep.attr.max_recv_dtos;
+        // limit, no SRQ, a QP (all in `hot.recv`), the segment through its
+        // LMR, room.
+        let ready = admits(ep.hot.recv, flags) && ep.recv_outstanding < ep.attr().max_recv_dtos;
         if !selects(generation) || !ready {
             return false;
         }
         let Some(sge) = segment(lmrs, ep, seg, MemPriv::LOCAL_WRITE) else { return false };
-        let Some(qp) = ep.qp.as_mut() else { return false };
+        let Some(qp) = ep.qp_mut() else { return false };
         if !backend.post_recv_one(qp, sge, cookie) {
             return false;
         }
@@ -133,7 +130,7 @@ pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>>(
     if !length_fits(ep, &op, sge.length) {
         return false;
     }
-    let Some(qp) = ep.qp.as_mut() else { return false };
+    let Some(qp) = ep.qp_mut() else { return false };
     if !post(qp, sge) {
         return false;
     }
@@ -145,16 +142,24 @@ pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>>(
 /// (`request::post_checked`'s): the flags the call and the EP admit, one
 /// segment within the EP's limit, a state that posts ("valid for the
 /// Endpoint in the DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED
-/// states"), and room among the outstanding requests.
+/// states") and a QP (all in the EP's hot masks), and room among the
+/// outstanding requests.
 #[inline(always)]
 fn request_ready<B: Backend>(ep: &Ep<B>, op: &RequestOp, flags: CompletionFlags) -> bool {
-    let allowed = if matches!(op, RequestOp::Send) { SEND_FLAGS } else { REQUEST_FLAGS };
-    flags.0 & !allowed == 0
-        && ep.unsignalled_allowed(flags, false)
-        && ep.attr.max_request_iov != 0
-        && matches!(ep.state, EpState::Connected | EpState::Disconnected)
-        && ep.request_outstanding < ep.attr.max_request_dtos
-        && matches!(op, RequestOp::Send | RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. })
+    debug_assert!(ep.hot_is_current());
+    let reject = match op {
+        RequestOp::Send => ep.hot.send,
+        RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } => ep.hot.rdma,
+        _ => return false,
+    };
+    admits(reject, flags) && ep.request_outstanding < ep.attr().max_request_dtos
+}
+
+/// Whether an EP whose hot mask for the call is `reject` takes a post
+/// with `flags` ([`Hot`]).
+#[inline(always)]
+fn admits(reject: u64, flags: CompletionFlags) -> bool {
+    (u64::from(flags.0) | Hot::READY) & reject == 0
 }
 
 /// The length rules of a request of `length` bytes: a send within the
@@ -164,9 +169,9 @@ fn request_ready<B: Backend>(ep: &Ep<B>, op: &RequestOp, flags: CompletionFlags)
 #[inline(always)]
 fn length_fits<B: Backend>(ep: &Ep<B>, op: &RequestOp, length: u32) -> bool {
     match op {
-        RequestOp::Send => length <= ep.attr.max_message_size,
-        RequestOp::RdmaWrite { remote } => length <= remote.segment_length && length <= ep.attr.max_rdma_size,
-        RequestOp::RdmaRead { remote } => remote.segment_length <= length && length <= ep.attr.max_rdma_size,
+        RequestOp::Send => length <= ep.attr().max_message_size,
+        RequestOp::RdmaWrite { remote } => length <= remote.segment_length && length <= ep.attr().max_rdma_size,
+        RequestOp::RdmaRead { remote } => remote.segment_length <= length && length <= ep.attr().max_rdma_size,
         _ => false,
     }
 }

@@ -73,7 +73,7 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
         return Err(DatError::invalid_arg(5));
     }
-    if iov.len() > ep.attr.max_recv_iov as usize {
+    if iov.len() > ep.attr().max_recv_iov as usize {
         return Err(DatError::invalid_arg(2));
     }
     if !ep.srq.is_null() {
@@ -81,10 +81,10 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     }
     let mut sges = FixedVec::new();
     gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
-    if ep.recv_outstanding >= ep.attr.max_recv_dtos {
+    if ep.recv_outstanding >= ep.attr().max_recv_dtos {
         return Err(DatError::of(ErrorType::InsufficientResources));
     }
-    let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+    let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
     post(qp, &sges)?;
     ep.recv_outstanding += 1;
     Ok(())

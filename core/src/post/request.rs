@@ -204,12 +204,12 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     if flags.0 & !allowed != 0 || !ep.unsignalled_allowed(flags, false) {
         return Err(DatError::invalid_arg(flags_arg(&op)));
     }
-    if iov.len() > ep.attr.max_request_iov as usize {
+    if iov.len() > ep.attr().max_request_iov as usize {
         return Err(DatError::invalid_arg(2));
     }
     // "The operation is valid for the Endpoint in the
     // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
-    if !matches!(ep.state, EpState::Connected | EpState::Disconnected) {
+    if !matches!(ep.state(), EpState::Connected | EpState::Disconnected) {
         return Err(DatError::invalid_state(ep.state_subtype()));
     }
     let need = match op {
@@ -219,7 +219,7 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     let mut sges = FixedVec::new();
     let total = gather(lmrs, ep.pz, iov, need, &mut sges)?;
     match op {
-        RequestOp::Send if total > u64::from(ep.attr.max_message_size) => {
+        RequestOp::Send if total > u64::from(ep.attr().max_message_size) => {
             return Err(DatError::invalid_arg(3));
         }
         // "The size of the remote buffer is too small for the data of
@@ -234,7 +234,7 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
             return Err(DatError::of(ErrorType::LengthError));
         }
         RequestOp::RdmaWrite { .. } | RequestOp::RdmaWriteImm { .. } | RequestOp::RdmaRead { .. }
-            if total > u64::from(ep.attr.max_rdma_size) =>
+            if total > u64::from(ep.attr().max_rdma_size) =>
         {
             return Err(DatError::invalid_arg(3));
         }
@@ -254,10 +254,10 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
         }
         _ => {}
     }
-    if ep.request_outstanding >= ep.attr.max_request_dtos {
+    if ep.request_outstanding >= ep.attr().max_request_dtos {
         return Err(DatError::of(ErrorType::InsufficientResources));
     }
-    let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+    let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
     let wr = SendWr { op, sges: &sges, length: total as u32, cookie, flags };
     post(qp, &wr)?;
     ep.request_outstanding += 1;

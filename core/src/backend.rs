@@ -474,7 +474,7 @@ pub trait Backend {
     /// (dat_ep_post_recv(3DAT)).
     fn post_recv(&mut self, qp: &mut Self::Qp, sges: &[Sge], cookie: u64) -> DatResult<()>;
 
-    /// The lane of a receive of one local segment (the core's `lane` module),
+    /// The lane of a receive of one local segment (the core's `post::lane`),
     /// as [`Backend::post_one`]: `true` when the transport took it,
     /// `false` when it left no trace and [`Backend::post_recv`] decides.
     #[inline(always)]
@@ -525,6 +525,15 @@ pub trait Backend {
     /// Post a receive into `sges` on `srq`; its completion carries
     /// `cookie` (dat_srq_post_recv(3DAT)).
     fn srq_post_recv(&mut self, srq: &mut Self::Srq, sges: &[Sge], cookie: u64) -> DatResult<()>;
+
+    /// The lane of an SRQ's receive of one local segment
+    /// (dat_srq_post_recv(3DAT)), as [`Backend::post_recv_one`]: `true`
+    /// when the transport took it, `false` when it left no trace and
+    /// [`Backend::srq_post_recv`] decides.
+    #[inline(always)]
+    fn srq_post_recv_one(&mut self, _srq: &mut Self::Srq, _sge: Sge, _cookie: u64) -> bool {
+        false
+    }
 
     /// Listen on `conn_qual`; requests carry `tag`. `DAT_CONN_QUAL_IN_USE`
     /// if another listener has it.

@@ -386,3 +386,53 @@ fn the_lanes_follow_every_change_of_an_eps_state_attributes_and_qp() {
     fx.p.ia_close(fx.ia, CloseFlags::Abrupt).unwrap();
     probe(&mut fx, ep, seg, flags, "abrupt close");
 }
+
+/// The SRQ a case posts on.
+#[derive(Clone, Copy, Debug)]
+enum SrqCase {
+    Live,
+    /// Its one receive slot taken.
+    Full,
+    /// Freed: the handle is stale.
+    Freed,
+}
+
+#[test]
+fn the_srq_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does() {
+    let (mut cases, mut taken, mut refused) = (0, 0, 0);
+    for srq_case in [SrqCase::Live, SrqCase::Full, SrqCase::Freed] {
+        for seg_case in SEGS {
+            cases += 1;
+            if !runs(cases) {
+                continue;
+            }
+            let twin = || {
+                let (mut fx, _, seg) = world(EpCase::Unconnected, seg_case);
+                let attr = SrqAttr { max_recv_dtos: 1, max_recv_iov: 1, low_watermark: 0 };
+                let srq = fx.p.srq_create(fx.ia, fx.pz, &attr).unwrap();
+                match srq_case {
+                    SrqCase::Live => {}
+                    SrqCase::Full => fx.p.srq_post_recv(srq, &[fx.seg(0, 8)], 1).unwrap(),
+                    SrqCase::Freed => fx.p.srq_free(srq).unwrap(),
+                }
+                (fx, srq, seg)
+            };
+            let ((mut a, srq, seg), (mut b, _, _)) = (twin(), twin());
+            let raw = srq.raw();
+            let lane = a.p.lane_srq_recv(raw.index(), |g| g == raw.generation(), &seg, 9);
+            let through_lane = if lane { Ok(()) } else { a.p.srq_post_recv_ordinary(srq, &[seg], 9) };
+            let alone = b.p.srq_post_recv_ordinary(srq, &[seg], 9);
+            let what = (srq_case, seg_case);
+            assert!(!lane || alone.is_ok(), "the lane took {what:?}, which the post refuses: {alone:?}");
+            assert_eq!(through_lane, alone, "{what:?}");
+            assert_eq!(a.p.srq_query(srq, SRQ_FIELD_ALL), b.p.srq_query(srq, SRQ_FIELD_ALL), "{what:?}");
+            if lane {
+                taken += 1;
+            } else if alone.is_err() {
+                refused += 1;
+            }
+        }
+    }
+    let least = if cfg!(miri) { (0, 0) } else { (1, 10) };
+    assert!(taken >= least.0 && refused >= least.1, "taken {taken}, refused {refused}");
+}

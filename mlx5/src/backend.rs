@@ -723,6 +723,14 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         ring.ring.post(sges, cookie).map_err(|_| resources())
     }
 
+    /// A full ring refuses before anything is written
+    /// ([`crate::rq::SharedRecvQueue::post`]).
+    #[inline(always)]
+    fn srq_post_recv_one(&mut self, srq: &mut Srq<D>, sge: Sge, cookie: u64) -> bool {
+        let ring = self.srqs.get_mut(srq.slot);
+        ring.is_some_and(|r| r.ring.post(core::slice::from_ref(&sge), cookie).is_ok())
+    }
+
     fn listen(&mut self, ia: &mut D::Ia, conn_qual: u64, tag: u64) -> DatResult<D::Listener> {
         self.device.listen(ia, conn_qual, tag)
     }

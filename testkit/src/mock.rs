@@ -600,6 +600,11 @@ impl Backend for MockBackend {
         q.push_back(pending).map_err(|_| DatError::of(ErrorType::InsufficientResources))
     }
 
+    /// The lane is the ordinary post, which leaves no trace when it fails.
+    fn srq_post_recv_one(&mut self, srq: &mut u32, sge: Sge, cookie: u64) -> bool {
+        self.srq_post_recv(srq, core::slice::from_ref(&sge), cookie).is_ok()
+    }
+
     fn listen(&mut self, _ia: &mut u32, conn_qual: u64, tag: u64) -> DatResult<u32> {
         if self.listeners().any(|l| l.conn_qual == conn_qual) {
             return Err(DatError::of(ErrorType::ConnQualInUse));

@@ -446,6 +446,11 @@ impl Backend for Verbs {
         srq.0.post_recv(sges, cookie)
     }
 
+    /// The lane is the ordinary post, which leaves no trace when it fails.
+    fn srq_post_recv_one(&mut self, srq: &mut Srq, sge: Sge, cookie: u64) -> bool {
+        srq.0.post_recv(core::slice::from_ref(&sge), cookie).is_ok()
+    }
+
     fn listen(&mut self, ia: &mut Ia, conn_qual: u64, tag: u64) -> DatResult<Listener> {
         cm::listen(&ia.0, conn_qual, tag)
     }

@@ -196,6 +196,19 @@ const _: () = {
     assert!(offset_of!(DAT_LMR_TRIPLET, lmr_context) == offset_of!(LmrTriplet, lmr_context));
 };
 
+/// The one segment of a post of one, for its lane; `None` for any other
+/// count, or a pointer the ordinary call refuses.
+///
+/// # Safety
+/// A non-null `segs` points at `n` triplets.
+#[inline(always)]
+pub(crate) unsafe fn lane_segment(n: Arg<2, DAT_COUNT>, segs: Arg<3, *mut DAT_LMR_TRIPLET>) -> Option<LmrTriplet> {
+    let p = segs.0.cast_const().cast::<LmrTriplet>();
+    // SAFETY: non-null and aligned, and one triplet by the contract; the
+    // two triplet types have one layout.
+    (n.0 == 1 && !p.is_null() && p.is_aligned()).then(|| unsafe { p.read() })
+}
+
 /// The local segments of a work request: `count` triplets at `p`, as the
 /// core's. More segments than any EP takes stand in as [`TOO_MANY`]: the
 /// core refuses the count exactly as it would the consumer's, which is

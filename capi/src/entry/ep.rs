@@ -8,7 +8,7 @@ use udat_core::handle::{EpHandle, EvdHandle, IaHandle, Kind, PzHandle, SrqHandle
 use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddress, LmrTriplet, Qos, RmrTriplet};
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
-use super::arg::{iov, private_data};
+use super::arg::{iov, lane_segment, private_data};
 use super::{lane_or, shared_lane_or, shared_not_taken, with, Arg, Cx, Named};
 use crate::instance::{invalid, Addr, Core, Instance, Transport};
 use crate::sys::*;
@@ -356,19 +356,6 @@ unsafe fn post<B: Transport>(
         move |core, ep| seg.is_some_and(|seg| lane(core, ep, seg)),
         move |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?),
     )
-}
-
-/// The one segment of a post of one, for its lane; `None` for any other
-/// count, or a pointer the ordinary call refuses.
-///
-/// # Safety
-/// A non-null `segs` points at `n` triplets.
-#[inline(always)]
-unsafe fn lane_segment(n: Arg<2, DAT_COUNT>, segs: Arg<3, *mut DAT_LMR_TRIPLET>) -> Option<LmrTriplet> {
-    let p = segs.0.cast_const().cast::<LmrTriplet>();
-    // SAFETY: non-null and aligned, and one triplet by the contract; the
-    // two triplet types have one layout.
-    (n.0 == 1 && !p.is_null() && p.is_aligned()).then(|| unsafe { p.read() })
 }
 
 /// The remote buffer of a post, for its lane; `None` where the ordinary

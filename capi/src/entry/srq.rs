@@ -3,8 +3,8 @@
 use udat_core::handle::{IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::SrqAttr;
 
-use super::arg::iov;
-use super::{exclusive_on, shared_on, with, Arg};
+use super::arg::{iov, lane_segment};
+use super::{lane_or, shared_on, with, Arg};
 use crate::instance::{invalid, Instance, Transport};
 use crate::sys::*;
 
@@ -39,7 +39,8 @@ pub(crate) unsafe fn srq_free<B: Transport>(srq: Arg<1, DAT_SRQ_HANDLE>) -> DAT_
     unsafe { with::<B>(srq, Kind::Srq, |cx, raw| cx.st.core.srq_free(SrqHandle::from_raw(raw))) }
 }
 
-/// dat_srq_post_recv(3DAT). A provider that shares its state among
+/// dat_srq_post_recv(3DAT). A post of one segment tries its lane first
+/// (`Provider::lane_srq_recv`). A provider that shares its state among
 /// threads posts with the state shared and only the SRQ locked
 /// ([`udat_core::shared`]); the checks and their errors are the same
 /// either way.
@@ -58,10 +59,18 @@ pub(crate) unsafe fn srq_post_recv<B: Transport>(
     // 64 bits.
     let (inst, cookie) = unsafe { (Instance::<B>::of(h), cookie.0.as_64) };
     if !inst.shares {
-        return exclusive_on(inst, h, Kind::Srq, |cx, raw| {
-            // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
-            cx.st.core.srq_post_recv(SrqHandle::from_raw(raw), unsafe { iov(n, segs) }?, cookie)
-        });
+        // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
+        let seg = unsafe { lane_segment(n, segs) };
+        return lane_or(
+            inst,
+            h,
+            Kind::Srq,
+            move |core, srq| seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.selects(g), &seg, cookie)),
+            move |cx, raw| {
+                // SAFETY: as above.
+                cx.st.core.srq_post_recv_ordinary(SrqHandle::from_raw(raw), unsafe { iov(n, segs) }?, cookie)
+            },
+        );
     }
     // SAFETY: the post changes only the SRQ it is given
     // (`udat_core::shared`); `segs` is null or holds `n` triplets.

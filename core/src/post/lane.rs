@@ -18,6 +18,7 @@
 
 use crate::backend::{Backend, RequestOp, Sge};
 use crate::ep::{Ep, Hot};
+use crate::handle::PzHandle;
 use crate::lmr::{by_context, Lmr};
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
@@ -91,6 +92,35 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 }
 
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// The lane of dat_srq_post_recv(3DAT) of one segment that is not
+    /// empty, on the SRQ living in slot `srq` if `selects` accepts its
+    /// generation; as [`Provider::lane_request`]. The call "is valid in
+    /// every SRQ state", so the rules are `recv::srq_recv_checked`'s: one
+    /// segment within the limit, the segment through its LMR of the SRQ's
+    /// PZ with local write, room.
+    #[inline(always)]
+    pub fn lane_srq_recv(
+        &mut self,
+        srq: u32,
+        selects: impl FnOnce(u32) -> bool,
+        seg: &LmrTriplet,
+        cookie: u64,
+    ) -> bool {
+        let Provider { srqs, lmrs, backend, .. } = self;
+        let Some((generation, s)) = srqs.live_mut(srq) else { return false };
+        if !selects(generation) || s.attr.max_recv_iov == 0 || s.outstanding >= s.attr.max_recv_dtos {
+            return false;
+        }
+        let Some(sge) = translated(lmrs, s.pz, seg, MemPriv::LOCAL_WRITE) else { return false };
+        if !backend.srq_post_recv_one(&mut s.srq, sge, cookie) {
+            return false;
+        }
+        s.outstanding += 1;
+        true
+    }
+}
+
 /// `seg`, not empty, translated through its LMR in `lmrs` for `ep`, if
 /// `lmr::translate` would: a live context, the EP's PZ, inside the
 /// region, with the privilege `need`.
@@ -101,10 +131,22 @@ fn segment<B: Backend, L: SlotsOf<Lmr<B>>>(
     seg: &LmrTriplet,
     need: MemPriv,
 ) -> Option<Sge> {
+    translated(lmrs, ep.pz, seg, need)
+}
+
+/// `seg`, not empty, translated through its LMR in `lmrs` for a post on
+/// `pz`, if `lmr::translate` would.
+#[inline(always)]
+fn translated<B: Backend, L: SlotsOf<Lmr<B>>>(
+    lmrs: &Slab<Lmr<B>, L>,
+    pz: PzHandle,
+    seg: &LmrTriplet,
+    need: MemPriv,
+) -> Option<Sge> {
     let (_, lmr) = by_context(lmrs, seg.lmr_context)?;
     let length = seg.segment_length;
     let fits = length != 0
-        && lmr.pz.0.to_bits() == ep.pz.0.to_bits()
+        && lmr.pz.0.to_bits() == pz.0.to_bits()
         && lmr.contains(seg.virtual_address, u64::from(length))
         && lmr.privileges.contains(need);
     fits.then_some(Sge { addr: seg.virtual_address, length, lkey: lmr.lkey })

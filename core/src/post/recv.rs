@@ -50,8 +50,22 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         recv_checked(ep, lmrs, iov, flags, |qp, sges| backend.post_recv(qp, sges, cookie))
     }
 
-    /// dat_srq_post_recv(3DAT): valid in every SRQ state.
+    /// dat_srq_post_recv(3DAT): valid in every SRQ state. A receive of
+    /// one segment tries its lane first ([`Provider::lane_srq_recv`]).
     pub fn srq_post_recv(&mut self, h: SrqHandle, iov: &[LmrTriplet], cookie: u64) -> DatResult<()> {
+        let raw = h.raw();
+        if let [seg] = iov {
+            if self.lane_srq_recv(raw.index(), |g| g == raw.generation(), seg, cookie) {
+                return Ok(());
+            }
+        }
+        self.srq_post_recv_ordinary(h, iov, cookie)
+    }
+
+    /// dat_srq_post_recv(3DAT) without its lane, for a caller that has
+    /// just tried the lane itself: every rule of the page, and the exact
+    /// error.
+    pub fn srq_post_recv_ordinary(&mut self, h: SrqHandle, iov: &[LmrTriplet], cookie: u64) -> DatResult<()> {
         let Provider { srqs, lmrs, backend, .. } = self;
         let s = srqs.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleSrq))?;
         srq_recv_checked(s, lmrs, iov, |srq, sges| backend.srq_post_recv(srq, sges, cookie))

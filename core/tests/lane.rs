@@ -42,8 +42,16 @@ enum SegCase {
 #[derive(Clone, Copy, Debug)]
 enum OpCase {
     Send,
-    Write { remote: u32 },
-    Read { remote: u32 },
+    Write {
+        remote: u32,
+    },
+    Read {
+        remote: u32,
+    },
+    /// The IB extension's write with immediate data.
+    WriteImm {
+        remote: u32,
+    },
 }
 
 const EPS: [EpCase; 7] = [
@@ -57,12 +65,14 @@ const EPS: [EpCase; 7] = [
 ];
 const SEGS: [SegCase; 6] =
     [SegCase::Good, SegCase::Empty, SegCase::Unknown, SegCase::Outside, SegCase::OtherPz, SegCase::ReadOnly];
-const OPS: [OpCase; 5] = [
+const OPS: [OpCase; 7] = [
     OpCase::Send,
     OpCase::Write { remote: 64 },
     OpCase::Write { remote: 8 },
     OpCase::Read { remote: 64 },
     OpCase::Read { remote: 128 },
+    OpCase::WriteImm { remote: 64 },
+    OpCase::WriteImm { remote: 8 },
 ];
 const FLAGS: [u32; 6] = [
     CompletionFlags::DEFAULT.0,
@@ -136,6 +146,7 @@ fn request(op: OpCase, fx: &Fx) -> RequestOp {
         OpCase::Send => RequestOp::Send,
         OpCase::Write { remote } => RequestOp::RdmaWrite { remote: fx.remote(remote) },
         OpCase::Read { remote } => RequestOp::RdmaRead { remote: fx.remote(remote) },
+        OpCase::WriteImm { remote } => RequestOp::RdmaWriteImm { remote: fx.remote(remote), imm: 0x1234 },
     }
 }
 

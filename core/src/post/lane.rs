@@ -191,7 +191,7 @@ fn request_ready<B: Backend>(ep: &Ep<B>, op: &RequestOp, flags: CompletionFlags)
     debug_assert!(ep.hot_is_current());
     let reject = match op {
         RequestOp::Send => ep.hot.send,
-        RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } => ep.hot.rdma,
+        RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } | RequestOp::RdmaWriteImm { .. } => ep.hot.rdma,
         _ => return false,
     };
     admits(reject, flags) && ep.request_outstanding < ep.attr().max_request_dtos
@@ -205,14 +205,18 @@ fn admits(reject: u64, flags: CompletionFlags) -> bool {
 }
 
 /// The length rules of a request of `length` bytes: a send within the
-/// message size; a write into a remote buffer that holds it, a read whose
-/// remote buffer fits the local one, each within the RDMA size
-/// (dat_ep_post_rdma_write(3DAT), dat_ep_post_rdma_read(3DAT)).
+/// message size; a write (with immediate data or without) into a remote
+/// buffer that holds it, a read whose remote buffer fits the local one,
+/// each within the RDMA size (dat_ep_post_rdma_write(3DAT),
+/// dat_ep_post_rdma_read(3DAT)). The atomics have no lane: their rules
+/// look at the IA and the remote address.
 #[inline(always)]
 fn length_fits<B: Backend>(ep: &Ep<B>, op: &RequestOp, length: u32) -> bool {
     match op {
         RequestOp::Send => length <= ep.attr().max_message_size,
-        RequestOp::RdmaWrite { remote } => length <= remote.segment_length && length <= ep.attr().max_rdma_size,
+        RequestOp::RdmaWrite { remote } | RequestOp::RdmaWriteImm { remote, .. } => {
+            length <= remote.segment_length && length <= ep.attr().max_rdma_size
+        }
         RequestOp::RdmaRead { remote } => remote.segment_length <= length && length <= ep.attr().max_rdma_size,
         _ => false,
     }

@@ -140,7 +140,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     /// `dat_ib_post_rdma_write_immed`: `iov` into `remote`, then `imm` to
-    /// the peer with the receive it consumes.
+    /// the peer with the receive it consumes. A post of one segment tries
+    /// the write's lane first ([`Provider::lane_request`]).
     pub fn ep_post_rdma_write_imm(
         &mut self,
         ep: EpHandle,
@@ -150,7 +151,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         imm: u32,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, iov, cookie, RequestOp::RdmaWriteImm { remote: *remote, imm }, flags, REQUEST_FLAGS)
+        self.lane_or_post(ep, iov, cookie, RequestOp::RdmaWriteImm { remote: *remote, imm }, flags)
     }
 
     /// `dat_ib_post_cmp_and_swap`: if the 8 bytes at `remote` equal

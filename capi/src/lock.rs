@@ -243,6 +243,13 @@ impl ObjLocks {
     /// object half-changed, and sets the flag before it lets the lock go.
     #[inline(always)]
     pub fn lock<'a>(&'a self, index: u32, poisoned: &'a AtomicBool) -> Option<ObjGuard<'a>> {
+        let guard = ObjGuard { lock: self.acquire(index)?, poisoned };
+        (!poisoned.load(Ordering::Acquire)).then_some(guard)
+    }
+
+    /// The lock of slot `index`, taken; `None` for a slot past the end.
+    #[inline(always)]
+    fn acquire(&self, index: u32) -> Option<&ObjLock> {
         let lock = self.locks.get(index as usize)?;
         let mut spins = 0u32;
         while lock.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
@@ -253,7 +260,16 @@ impl ObjLocks {
                 std::thread::yield_now();
             }
         }
-        let guard = ObjGuard { lock, poisoned };
+        Some(lock)
+    }
+
+    /// [`ObjLocks::lock`] for a lane, which runs outside `catch_unwind` and
+    /// cannot panic (a panic there would unwind into C and abort the
+    /// process), so its guard need not ask whether the thread is
+    /// panicking when it lets the lock go.
+    #[inline(always)]
+    pub fn lock_lane<'a>(&'a self, index: u32, poisoned: &'a AtomicBool) -> Option<LaneGuard<'a>> {
+        let guard = LaneGuard { lock: self.acquire(index)? };
         (!poisoned.load(Ordering::Acquire)).then_some(guard)
     }
 }
@@ -262,6 +278,18 @@ impl ObjLocks {
 pub struct ObjGuard<'a> {
     lock: &'a ObjLock,
     poisoned: &'a AtomicBool,
+}
+
+/// A held object lock of a lane ([`ObjLocks::lock_lane`]).
+pub struct LaneGuard<'a> {
+    lock: &'a ObjLock,
+}
+
+impl Drop for LaneGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.lock.held.store(false, Ordering::Release);
+    }
 }
 
 impl Drop for ObjGuard<'_> {

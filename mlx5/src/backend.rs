@@ -581,8 +581,10 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     }
 
     /// A CQE another thread may settle alone: a success, of a QP that is
-    /// still there, and not a receive from an SRQ (which QPs of other
-    /// EPs share), nor a window bind's (which changes its window).
+    /// still there, that completes the oldest request of its send queue
+    /// alone (not a window bind's, which changes its window) or fills a
+    /// receive of the QP's own queue (not an SRQ's, which QPs of other EPs
+    /// share): what [`Backend::cq_lane`] takes.
     #[inline(always)]
     #[allow(unsafe_code)]
     unsafe fn cq_take_shared<G>(
@@ -602,12 +604,24 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         let Some(admitted) = admit(CqHead { tag: route.tag, recv }) else { return Shared::Exclusive };
         // SAFETY: `admit` took the lock of the EP whose QP the CQE names.
         let Some(queues) = (unsafe { self.qps.get_shared(route.slot) }) else { return Shared::Exclusive };
-        if !recv && queues.sq.pending(cqe.wqe_counter).is_some_and(|s| s.op == DtoOp::BindMw) {
-            return Shared::Exclusive;
-        }
+        let taken = if recv {
+            queues.rq.as_ref().and_then(|rq| rq.oldest()).map(|cookie| (received(queues.tag, cookie, &cqe), None))
+        } else {
+            let sent = queues.sq.oldest(cqe.wqe_counter).filter(|sent| sent.op != DtoOp::BindMw);
+            sent.map(|sent| (requested(queues.tag, sent, 1), Some(sent)))
+        };
+        let Some((completion, sent)) = taken else { return Shared::Exclusive };
         ring.advance();
         ring.update_ci();
-        Shared::Done(complete_on(queues, &cqe, |_| None).map(|c| (c, admitted)))
+        match &sent {
+            Some(sent) => queues.sq.retire_oldest(sent),
+            None => {
+                if let Some(rq) = queues.rq.as_mut() {
+                    rq.complete();
+                }
+            }
+        }
+        Shared::Done(Some((completion, admitted)))
     }
 
     /// Taken: a success, of a live QP, that completes the oldest request

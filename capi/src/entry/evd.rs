@@ -1,13 +1,14 @@
 //! The EVD calls, the DAT_EVENT layout, and the blocking wait.
 
 use std::ptr;
+use std::sync::atomic::Ordering;
 
 use udat_core::backend::{Shared, Wake};
 use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, Event, EventData, EventNumber, WaitStep};
 
-use super::{guarded_on, lane_or, refused, with, Arg, Cx};
+use super::{lane_or, with, Arg, Cx, Named};
 use crate::debug;
 use crate::handles::HandleSpace;
 use crate::instance::{invalid, Instance, State, Transport};
@@ -166,57 +167,58 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
     )
 }
 
-/// The dequeue of a provider that shares its state; `None` when it is for
-/// the exclusive path. A function of its own, so that a provider that does
-/// not share pays for none of it.
+/// The dequeue of a provider that shares its state, a lane with the state
+/// shared and only this EVD locked; `None` when it is for the exclusive
+/// path, which then decides (a bad handle or pointer among it). A function
+/// of its own, so that a provider that does not share pays for none of
+/// it. Like every lane it runs outside `catch_unwind` ([`lane_or`]).
 #[inline(never)]
 fn dequeue_shared<B: Transport>(
     inst: &'static Instance<B>,
     h: DAT_EVD_HANDLE,
     event: Arg<2, *mut DAT_EVENT>,
 ) -> Option<DAT_RETURN> {
-    let mut exclusive = false;
-    let ret = guarded_on(inst, || {
-        // SAFETY: the dequeue changes only the EVD and the EPs whose locks
-        // it takes below (`udat_core::shared`).
-        let st = unsafe { inst.state.share() };
-        let raw = st.raw(h, Kind::Evd)?;
-        let slot = event.out()?;
-        let Some(_evd_lock) = inst.evd_locks.lock(raw.index(), &inst.poisoned) else {
-            return Err(refused(inst, Kind::Evd));
-        };
-        let evd = EvdHandle::from_raw(raw);
-        // SAFETY: the state is shared, never held exclusively meanwhile;
-        // the EVD's lock is held, and `lock_ep` takes EP locks, after it
-        // (the order every shared call keeps).
-        match unsafe {
-            st.core.evd_dequeue_shared(
-                evd,
-                #[inline(always)]
-                |i| inst.ep_locks.lock(i, &inst.poisoned),
-            )
-        } {
-            Shared::Done(e) => {
-                write_dto_event(&st.handles, h, &e, slot);
-                Ok(())
-            }
-            Shared::Empty => {
-                // Nothing came: pull connection events now if a look at
-                // this EVD's IA is due, on the exclusive path.
-                let ia = st.core.evd_query(evd, udat_core::EVD_FIELD_ALL)?.ia;
-                if !inst.cm_look_due(ia.raw().index()) {
-                    return Err(DatError::of(ErrorType::QueueEmpty));
-                }
-                exclusive = true;
-                Ok(())
-            }
-            Shared::Exclusive => {
-                exclusive = true;
-                Ok(())
-            }
+    if inst.poisoned.load(Ordering::Relaxed) {
+        return None;
+    }
+    let slot = event.out().ok()?;
+    // SAFETY: the dequeue changes only the EVD and the EPs whose locks it
+    // takes below (`udat_core::shared`).
+    let st = unsafe { inst.state.share() };
+    let (index, word) = st.handles.slot_of(h, Kind::Evd)?;
+    let _evd_lock = inst.evd_locks.lock_lane(index, &inst.poisoned)?;
+    let named = Named::new(index, &st.handles, Kind::Evd, word);
+    // SAFETY: the state is shared, never held exclusively meanwhile; the
+    // EVD's lock is held, and `lock_ep` takes EP locks, after it (the
+    // order every shared call keeps).
+    let taken = unsafe {
+        st.core.evd_dequeue_shared(
+            index,
+            #[inline(always)]
+            |g| named.selects(g),
+            #[inline(always)]
+            |i| inst.ep_locks.lock_lane(i, &inst.poisoned),
+        )
+    };
+    match taken {
+        Shared::Done(e) => {
+            write_dto_event(&st.handles, h, &e, slot);
+            Some(DAT_SUCCESS)
         }
-    });
-    (!exclusive).then_some(ret)
+        // Nothing came: pull connection events now, on the exclusive
+        // path, if a look at this EVD's IA is due.
+        Shared::Empty => empty_unless_due(inst, &st, h),
+        Shared::Exclusive => None,
+    }
+}
+
+/// An empty shared dequeue: `DAT_QUEUE_EMPTY`, or `None` when a look at
+/// the connection events of the EVD's IA is due.
+#[cold]
+fn empty_unless_due<B: Transport>(inst: &Instance<B>, st: &State<B>, h: DAT_EVD_HANDLE) -> Option<DAT_RETURN> {
+    let evd = EvdHandle::from_raw(st.raw(h, Kind::Evd).ok()?);
+    let ia = st.core.evd_query(evd, udat_core::EVD_FIELD_ALL).ok()?.ia;
+    (!inst.cm_look_due(ia.raw().index())).then(|| DatError::of(ErrorType::QueueEmpty).to_raw())
 }
 
 /// dat_evd_wait(3DAT). The lock is let go while the thread sleeps, so other

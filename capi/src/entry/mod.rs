@@ -175,6 +175,13 @@ pub(crate) struct Named<'a> {
 }
 
 impl<'a> Named<'a> {
+    /// The handle of `kind` whose slot is `index` and whose word is `word`
+    /// in `handles` ([`HandleSpace::slot_of`]).
+    #[inline(always)]
+    pub(crate) fn new(index: u32, handles: &'a HandleSpace, kind: Kind, word: usize) -> Self {
+        Named { index, handles, kind, word }
+    }
+
     /// Whether the handle names the object living at `generation`.
     #[inline(always)]
     pub(crate) fn selects(self, generation: u32) -> bool {
@@ -259,7 +266,7 @@ pub(crate) unsafe fn shared_lane_or<B: Transport>(
         // which is taken below.
         let st = unsafe { inst.state.share() };
         if let Some((index, word)) = st.handles.slot_of(h, kind) {
-            if let Some(_lock) = locks.lock(index, &inst.poisoned) {
+            if let Some(_lock) = locks.lock_lane(index, &inst.poisoned) {
                 if lane(&st.core, Named { index, handles: &st.handles, kind, word }) {
                     return DAT_SUCCESS;
                 }

@@ -72,25 +72,29 @@ fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, evd: EvdHandle) -> bool {
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// [`Provider::evd_dequeue`] through a shared provider, for what it can
-    /// settle alone (see the module and [`crate::shared`]); `lock_ep` takes the lock of the
+    /// settle alone (see the module and [`crate::shared`]), on the EVD
+    /// living in slot `evd` if `selects` accepts its generation (as
+    /// [`Provider::lane_dequeue`]); `lock_ep` takes the lock of the
     /// Endpoint with the given slot index and hands back its guard, or
     /// `None` when it cannot (the call is then for the exclusive path).
     ///
     /// # Safety
     /// No `&mut` to the provider exists while this runs, the caller holds
-    /// `evd`'s lock, and the guards `lock_ep` returns hold the Endpoints'
-    /// locks (see [`crate::shared`]).
+    /// the lock of the EVD in slot `evd`, and the guards `lock_ep` returns
+    /// hold the Endpoints' locks (see [`crate::shared`]).
     #[inline(always)]
     pub unsafe fn evd_dequeue_shared<G>(
         &self,
-        evd: EvdHandle,
+        evd: u32,
+        selects: impl FnOnce(u32) -> bool,
         mut lock_ep: impl FnMut(u32) -> Option<G>,
     ) -> Shared<Event> {
         // SAFETY: the caller holds the EVD's lock.
-        let Some(e) = (unsafe { self.evds.get_shared(evd.0) }) else { return Shared::Exclusive };
-        if e.waiter || !e.queue.is_empty() || !e.takes_direct() {
+        let Some((generation, e)) = (unsafe { self.evds.live_shared(evd) }) else { return Shared::Exclusive };
+        if !selects(generation) || e.waiter || !e.queue.is_empty() || !e.takes_direct() {
             return Shared::Exclusive;
         }
+        let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
         let Some(cq) = e.cq.as_mut() else { return Shared::Exclusive };
         loop {
             // SAFETY: the CQ is the locked EVD's; the closure locks the EP of

@@ -38,12 +38,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             #[inline(always)]
             |c| {
                 let ep = eps.get_mut(RawHandle::from_bits(c.tag))?;
-                routes_here(ep, c, evd).then_some(ep)
+                let recv = c.op.is_recv();
+                routes_here(ep, c, recv, evd).then_some((ep, recv))
             },
         )?;
+        let (ep, recv) = ep;
         // What `Provider::complete_to` counts for a completion it hands
         // to the dequeue.
-        if c.op.is_recv() {
+        if recv {
             ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);
         } else {
             ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
@@ -60,14 +62,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 }
 
-/// Whether `Provider::complete_to` would hand `c`, a completion of `ep`,
-/// to a dequeue of `evd` as a DTO event, and leave the connection be: a
-/// success, not a window bind's, of the stream `evd` takes, and for a
-/// receive not one of an SRQ's (whose count is the SRQ's).
+/// Whether `Provider::complete_to` would hand `c`, a completion of `ep`
+/// (of a receive if `recv`), to a dequeue of `evd` as a DTO event, and
+/// leave the connection be: a success, not a window bind's, of the stream
+/// `evd` takes, and for a receive not one of an SRQ's (whose count is the
+/// SRQ's).
 #[inline(always)]
-fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, evd: EvdHandle) -> bool {
-    let stream = if c.op.is_recv() { ep.recv_evd } else { ep.request_evd };
-    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && (!c.op.is_recv() || ep.srq.is_null())
+fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, recv: bool, evd: EvdHandle) -> bool {
+    let stream = if recv { ep.recv_evd } else { ep.request_evd };
+    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && (!recv || ep.srq.is_null())
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {

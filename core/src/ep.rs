@@ -534,6 +534,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if let Some(e) = self.evds.get_mut(s.connect.0) {
             e.streams += 1;
             e.other_streams += 1;
+            // Only a connection EVD takes a foreign stream, and a connection
+            // EVD never takes the direct path: `direct` stays as it is.
             if e.ia != s.ia {
                 e.foreign_streams += 1;
             }

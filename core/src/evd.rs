@@ -61,7 +61,11 @@ pub(crate) struct Evd<B: Backend> {
     pub(crate) flags: EvdFlags,
     pub(crate) queue: EventQueue,
     pub(crate) cq: Option<B::Cq>,
+    /// Written only through [`Evd::tie`], which keeps `direct` current.
     pub(crate) cno: CnoHandle,
+    /// [`Evd::takes_direct`], kept for the dequeue's lane: its flags never
+    /// change, and its CNO only through [`Evd::tie`].
+    pub(crate) direct: bool,
     pub(crate) enabled: bool,
     pub(crate) waitable: bool,
     pub(crate) waiter: bool,
@@ -89,6 +93,13 @@ impl<B: Backend> Evd<B> {
         !self.flags.intersects(EvdFlags::CONNECTION | EvdFlags::CR | EvdFlags::ASYNC | EvdFlags::SOFTWARE)
             && self.foreign_streams == 0
             && self.cno.is_null()
+    }
+
+    /// Tie the EVD to `cno` (or to none); the CNO it was tied to.
+    fn tie(&mut self, cno: CnoHandle) -> CnoHandle {
+        let old = core::mem::replace(&mut self.cno, cno);
+        self.direct = self.takes_direct();
+        old
     }
 }
 
@@ -195,12 +206,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         } else {
             None
         };
-        let evd = Evd {
+        let mut evd = Evd {
             ia: ia_h,
             flags,
             queue,
             cq,
             cno,
+            direct: false,
             enabled: true,
             waitable: true,
             waiter: false,
@@ -212,6 +224,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             overflowed: false,
             context: 0,
         };
+        evd.tie(cno);
         match self.evds.insert(evd) {
             Ok(raw) => {
                 if let Some(c) = self.cnos.get_mut(cno.0) {
@@ -556,7 +569,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !cno.is_null() && self.cno(cno)?.ia != ia {
             return Err(DatError::invalid_handle(Subtype::InvalidHandleCno));
         }
-        let old = core::mem::replace(&mut self.evd_mut(evd)?.cno, cno);
+        let old = self.evd_mut(evd)?.tie(cno);
         if let Ok(c) = self.cno_mut(cno) {
             c.evd_refs += 1;
         }

@@ -34,7 +34,6 @@
 //! was freed is refused with `DAT_INVALID_HANDLE`, even after its slot
 //! holds a new object. They are meaningful only to the `Ia` that made them.
 
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 use core::ops::{Deref, DerefMut};

@@ -36,6 +36,7 @@ fn a_wait_on_the_software_hca_does_not_hold_other_threads_out() {
         // thread; the out-pointers are valid.
         let t = unsafe { &*(table.handle() as *const DAT_PROVIDER) };
         let (mut event, mut nmore) = (DAT_EVENT::default(), 0);
+        // SAFETY: the slot of a live provider table, on a live EVD.
         let ret = unsafe { t.evd_wait_func.unwrap()(evd.handle(), u32::MAX, 1, &mut event, &mut nmore) };
         // SAFETY: a software event carries a pointer.
         let _ = done.send((ret, unsafe { event.event_data.software_event_data.pointer } as usize));
@@ -49,6 +50,7 @@ fn a_wait_on_the_software_hca_does_not_hold_other_threads_out() {
         let t = unsafe { &*(table.handle() as *const DAT_PROVIDER) };
         let mut event = DAT_EVENT { event_number: DAT_SOFTWARE_EVENT, ..Default::default() };
         event.event_data.software_event_data.pointer = 7 as DAT_PVOID;
+        // SAFETY: the slot of a live provider table, on a live EVD.
         let _ = posted_tx.send(unsafe { t.evd_post_se_func.unwrap()(evd.handle(), &event) });
     });
     let limit = Duration::from_secs(20);
@@ -84,6 +86,7 @@ fn waiter(table: Sent, evd: Sent) -> Waiter {
         // thread; the out-pointers are valid.
         let t = unsafe { &*(table.handle() as *const DAT_PROVIDER) };
         let (mut event, mut nmore) = (DAT_EVENT::default(), 0);
+        // SAFETY: the slot of a live provider table, on a live EVD.
         let ret = unsafe { t.evd_wait_func.unwrap()(evd.handle(), u32::MAX, 1, &mut event, &mut nmore) };
         let _ = done.send(ret);
         let _ = held.recv();

@@ -37,7 +37,6 @@
 //! `cq.c`, which this follows.
 #![no_std]
 #![deny(unsafe_code)]
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 pub mod backend;

@@ -1,8 +1,6 @@
 //! udat-perf: RDMA latency and bandwidth through udat, in the manner of
 //! perftest, and beside it (`--compare`). See `udat-perf --help`.
 
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
-
 mod args;
 mod c_api;
 mod link;

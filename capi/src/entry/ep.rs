@@ -354,7 +354,10 @@ unsafe fn post<B: Transport>(
         h,
         Kind::Ep,
         move |core, ep| seg.is_some_and(|seg| lane(core, ep, seg)),
-        move |cx, raw| exclusive(&mut cx.st.core, EpHandle::from_raw(raw), iov(n, segs)?),
+        move |cx, raw| {
+            // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
+            exclusive(&mut cx.st.core, EpHandle::from_raw(raw), unsafe { iov(n, segs) }?)
+        },
     )
 }
 

@@ -184,7 +184,8 @@ pub(crate) unsafe fn lmr_sync_rdma_read<B: Transport>(
     segs: Arg<2, *const DAT_LMR_TRIPLET>,
     n: Arg<3, DAT_VLEN>,
 ) -> DAT_RETURN {
-    sync::<B>(ia, segs, n, true)
+    // SAFETY: the call's contract, forwarded.
+    unsafe { sync::<B>(ia, segs, n, true) }
 }
 
 /// dat_lmr_sync_rdma_write(3DAT).
@@ -193,7 +194,8 @@ pub(crate) unsafe fn lmr_sync_rdma_write<B: Transport>(
     segs: Arg<2, *const DAT_LMR_TRIPLET>,
     n: Arg<3, DAT_VLEN>,
 ) -> DAT_RETURN {
-    sync::<B>(ia, segs, n, false)
+    // SAFETY: the call's contract, forwarded.
+    unsafe { sync::<B>(ia, segs, n, false) }
 }
 
 /// dat_rmr_create(3DAT).

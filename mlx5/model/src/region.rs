@@ -31,9 +31,9 @@ impl Region {
 
     pub fn read(&self, offset: usize, out: &mut [u8]) {
         assert!(offset + out.len() <= self.len());
-        // SAFETY: inside the allocation (asserted); volatile because the
-        // data path writes it.
         for (i, b) in out.iter_mut().enumerate() {
+            // SAFETY: inside the allocation (asserted); volatile because the
+            // data path writes it.
             *b = unsafe { self.ptr.as_ptr().add(offset + i).read_volatile() };
         }
     }

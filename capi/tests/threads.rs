@@ -629,11 +629,11 @@ fn a_failed_write_on_a_shared_provider_reports_its_error_and_breaks_the_connecti
     assert_eq!(broken.event_number, DAT_CONNECTION_EVENT_BROKEN);
 }
 
-/// dat_ep_post_recv(3DAT): in Disconnected "the DTO is immediately
-/// flushed", and dat_ep_post_send(3DAT) likewise, on a shared provider
-/// too, whose posts take the EP's lock and never the EVD's: once both
-/// sides are Disconnected, a receive posted on either side and a send
-/// complete flushed within two seconds, each once.
+/// dat_ep_post_recv(3DAT), in Disconnected: "the posted Recv is
+/// immediately flushed", and dat_ep_post_send(3DAT) likewise, on a shared
+/// provider too, whose posts take the EP's lock and never the EVD's: once
+/// both sides are Disconnected, a receive posted on either side and a
+/// send complete flushed within two seconds, each once.
 #[test]
 fn dtos_posted_in_disconnected_on_a_shared_provider_complete_flushed_at_once() {
     let p = Provider::open(c"threads-disconnected");

@@ -416,9 +416,9 @@ pub fn a_peer_disconnect_flushes_the_receives_of_a_consumer_that_only_dequeues<F
 /// longer than a round of the transport's own work, even under TCG.
 pub const AT_ONCE: Duration = Duration::from_secs(2);
 
-/// dat_ep_post_recv(3DAT): "If the Endpoint is in the
-/// DAT_EP_STATE_DISCONNECTED state, the DTO is immediately flushed", and
-/// dat_ep_post_send(3DAT) likewise. Once both sides are Disconnected, a
+/// dat_ep_post_recv(3DAT), in DAT_EP_STATE_DISCONNECTED: "the posted Recv
+/// is immediately flushed to recv_evd_handle"; dat_ep_post_send(3DAT):
+/// "the posted Send is immediately flushed to request_evd_handle". Once both sides are Disconnected, a
 /// receive posted on either side (one segment, which may take the lane,
 /// and two, which take the ordinary post) and a send complete flushed
 /// within [`AT_ONCE`], each once, in post order, with their cookies.

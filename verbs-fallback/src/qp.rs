@@ -444,9 +444,10 @@ impl Qp {
     /// distance from the first).
     ///
     /// A request or receive taken by a QP in ERROR is flushed at once
-    /// (dat_ep_post_recv(3DAT): "If the Endpoint is in the
-    /// DAT_EP_STATE_DISCONNECTED state, the DTO is immediately flushed";
-    /// dat_ep_post_send(3DAT) likewise), but a device flushes only when it
+    /// (dat_ep_post_recv(3DAT), in DAT_EP_STATE_DISCONNECTED: "the posted
+    /// Recv is immediately flushed to recv_evd_handle";
+    /// dat_ep_post_send(3DAT): "the posted Send is immediately flushed to
+    /// request_evd_handle"), but a device flushes only when it
     /// looks at the queue: rxe's user-space `post_recv` writes the receive
     /// queue without entering the kernel, so a receive posted after the
     /// disconnect would wait forever. A transition to ERROR, legal from

@@ -457,13 +457,28 @@ impl Qp {
     /// any completion: each once, whichever path posted it (lanes and
     /// shared posts end here too). An SRQ belongs to no QP: its receives
     /// wait for the QPs still on it, as they should.
+    #[inline(always)]
     fn settle_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
         if rc == 0 {
             if self.shared.errored.get() {
-                self.shared.break_off();
+                self.flush_again();
             }
             return Ok(());
         }
+        self.forget_post(rc, send)
+    }
+
+    /// A post's flush, out of the way of a post on a live connection.
+    #[cold]
+    #[inline(never)]
+    fn flush_again(&self) {
+        self.shared.break_off();
+    }
+
+    /// The failure half of [`Qp::settle_post`].
+    #[cold]
+    #[inline(never)]
+    fn forget_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
         let mut rings = self.shared.rings.borrow_mut();
         if send {
             rings.sends.pop_back();

@@ -5,8 +5,12 @@
 //! it is registered (inside the consumer's first `dat_ia_open` of its
 //! name), and never again; the slots are filled in as objects are made
 //! (the operating system maps a page when it is first written), so a
-//! provider's resident memory follows the objects it holds, not its
-//! capacity. Creating an object may write a new slot; a post or a dequeue
+//! provider's resident memory grows with the objects it has made, up to
+//! its capacity, not with its capacity from the start. A new object takes
+//! a slot never used before while one is left (so that a freed handle
+//! stays dead as long as possible), so churn, even of one object at a
+//! time, writes every slot of its kind once; docs/c-abi.md has the
+//! figures. Creating an object may write a new slot; a post or a dequeue
 //! allocates nothing. The counts
 //! come from the defaults below, overridden by `key=value` words after
 //! the device in `ia_params` (`"verbs rxe0 eps=100000 lmrs=65536"`), and
@@ -119,8 +123,8 @@ impl Capacity {
 
 /// Heap memory reserved once for `limit` values and filled as they are
 /// needed: it never moves (a C handle is a slot's address), and a
-/// provider's resident memory grows with the objects it holds, not with
-/// its capacity.
+/// provider's resident memory grows with the slots written so far, not
+/// with the reservation.
 #[derive(Debug)]
 pub struct Reserved<X> {
     items: Vec<X>,

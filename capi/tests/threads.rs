@@ -628,3 +628,54 @@ fn a_failed_write_on_a_shared_provider_reports_its_error_and_breaks_the_connecti
     let broken = p.next(p.conn_evd);
     assert_eq!(broken.event_number, DAT_CONNECTION_EVENT_BROKEN);
 }
+
+/// dat_ep_post_recv(3DAT), in Disconnected: "the posted Recv is
+/// immediately flushed", and dat_ep_post_send(3DAT) likewise, on a shared
+/// provider too, whose posts take the EP's lock and never the EVD's: once
+/// both sides are Disconnected, a receive posted on either side and a
+/// send complete flushed within two seconds, each once.
+#[test]
+fn dtos_posted_in_disconnected_on_a_shared_provider_complete_flushed_at_once() {
+    let p = Provider::open(c"threads-disconnected");
+    let pair = p.pair();
+    // SAFETY: a live, connected EP.
+    ok(unsafe { p.t.ep_disconnect_func.unwrap()(pair.ep, DAT_CLOSE_GRACEFUL_FLAG) }, "dat_ep_disconnect");
+    for _ in 0..2 {
+        assert_eq!(p.next(p.conn_evd).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+    }
+    let mut local = DAT_LMR_TRIPLET { virtual_address: pair.remote.virtual_address, ..pair.local };
+    let (cookie, flags) = (DAT_DTO_COOKIE { as_64: 1 }, DAT_COMPLETION_DEFAULT_FLAG);
+    // SAFETY: a live EP and a triplet inside a live LMR.
+    let ret = unsafe { p.t.ep_post_recv_func.unwrap()(pair.ep, 1, &mut local, cookie, flags) };
+    ok(ret, "a receive on the active side");
+    ok(p.send(&pair, 2), "a send on the active side");
+    ok(p.recv(&pair, 3), "a receive on the passive side");
+    let flushed = |evd: DAT_EVD_HANDLE, n: usize| {
+        let start = std::time::Instant::now();
+        let mut seen = Vec::new();
+        while seen.len() < n {
+            let mut event = DAT_EVENT::default();
+            // SAFETY: a live EVD and a valid out-pointer.
+            match unsafe { p.t.evd_dequeue_func.unwrap()(evd, &mut event) } {
+                DAT_SUCCESS => {
+                    // SAFETY: a DTO completion event's data; the cookie is 64 bits.
+                    let dto = unsafe { event.event_data.dto_completion_event_data };
+                    seen.push((unsafe { dto.user_cookie.as_64 }, dto.status));
+                }
+                ret => assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),
+            }
+            let waited = start.elapsed();
+            assert!(waited < std::time::Duration::from_secs(2), "after {waited:?} only {seen:?} of {n} completed");
+            std::thread::yield_now();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut event = DAT_EVENT::default();
+        // SAFETY: a live EVD and a valid out-pointer.
+        let again = unsafe { p.t.evd_dequeue_func.unwrap()(evd, &mut event) };
+        assert_eq!(again & 0x3fff_0000, DAT_QUEUE_EMPTY, "a DTO completed twice");
+        seen.sort_unstable();
+        seen
+    };
+    assert_eq!(flushed(pair.evd, 2), [(1, DAT_DTO_ERR_FLUSHED), (2, DAT_DTO_ERR_FLUSHED)]);
+    assert_eq!(flushed(pair.peer_evd, 1), [(3, DAT_DTO_ERR_FLUSHED)]);
+}

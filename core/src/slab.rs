@@ -269,6 +269,11 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         }
         let value = slot.value_mut().take()?;
         slot.live = false;
+        // The generation runs 1, 2, …, 2^32 − 1 and back to 1 (0 is the
+        // null handle's), so a slot's generation repeats only once the
+        // slot has been freed 2^32 − 1 times more: a stale handle is
+        // refused through 4,294,967,294 reuses of its slot, at a million
+        // reuses a second more than an hour of nothing but that one slot.
         slot.generation = match slot.generation.wrapping_add(1) {
             0 => 1,
             g => g,
@@ -372,6 +377,46 @@ mod tests {
         assert_eq!(slab.get(b), Some(&8));
     }
 
+    /// A handle stays stale through a million reuses of its slot, the
+    /// floor dat_srq_free(3DAT)'s "avoid assigning the used handle as long
+    /// as possible" is held to here (one slot, so every insert reuses it).
+    /// Miri, which interprets every step, runs 1,000 reuses instead.
+    #[test]
+    fn a_stale_handle_is_refused_through_a_million_reuses_of_its_slot() {
+        let reuses = if cfg!(miri) { 1_000 } else { 1_000_000 };
+        let mut slab = Slab::new([Slot::<u32>::VACANT; 1]);
+        let stale = slab.insert(0).unwrap();
+        slab.remove(stale).unwrap();
+        for reuse in 1..=reuses {
+            let h = slab.insert(reuse).unwrap();
+            assert_eq!(h.index, stale.index);
+            assert!(slab.get(stale).is_none() && !slab.contains(stale), "reuse {reuse}");
+            assert_eq!(slab.remove(stale), None, "reuse {reuse}");
+            assert_eq!(slab.remove(h), Some(reuse));
+        }
+        assert_eq!(slab.slots[0].generation, stale.generation + reuses + 1);
+    }
+
+    /// The arithmetic of the generation: it skips 0, the null handle's, and
+    /// comes back to a value only after 2^32 − 1 frees of its slot.
+    #[test]
+    fn the_generation_wraps_past_zero_after_two_to_the_32_minus_one_frees() {
+        let mut slab = Slab::new([Slot::<u32>::VACANT; 1]);
+        let first = slab.insert(1).unwrap();
+        assert_eq!(first.generation, 1);
+        slab.remove(first).unwrap();
+        // As if the slot had been freed 2^32 − 3 times more.
+        slab.slots[0].generation = u32::MAX;
+        let last = slab.insert(2).unwrap();
+        assert_eq!(last.generation, u32::MAX);
+        assert!(slab.get(first).is_none());
+        slab.remove(last).unwrap();
+        let again = slab.insert(3).unwrap();
+        assert_eq!((again.generation, again.is_null()), (1, false));
+        assert_eq!(slab.get(first), Some(&3), "the 2^32 − 1st free brings generation 1 back");
+        assert!(slab.get(last).is_none());
+    }
+
     #[test]
     fn full_slab_hands_the_value_back() {
         let mut slab = Slab::new([const { Slot::<u32>::VACANT }; 2]);
@@ -435,6 +480,24 @@ mod tests {
         assert_eq!((slab.get(a), slab.get(e), slab.get(b)), (None, Some(&5), Some(&2)));
         assert_eq!(slab.insert(6), Err(6));
         assert_eq!(slab.generation(3), Some(1));
+    }
+
+    /// What a loop that makes and frees one object at a time touches: a
+    /// slot never used before at each turn until there are none, then the
+    /// slot freed longest ago. The slots written are bounded by the
+    /// capacity, not by the turns, and each is written in turn before any
+    /// comes back (the resident memory docs/c-abi.md states).
+    #[test]
+    fn a_create_free_loop_touches_every_slot_once_then_no_more() {
+        let mut slab = Slab::new(Growing(crate::FixedVec::new()));
+        let mut indices = [0u32; 12];
+        for (turn, index) in indices.iter_mut().enumerate() {
+            let h = slab.insert(turn as u32).unwrap();
+            *index = h.index;
+            slab.remove(h).unwrap();
+            assert_eq!(slab.slots.0.len(), (turn + 1).min(4), "turn {turn}");
+        }
+        assert_eq!(indices, [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]);
     }
 
     #[test]

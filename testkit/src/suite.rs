@@ -412,6 +412,52 @@ pub fn a_peer_disconnect_flushes_the_receives_of_a_consumer_that_only_dequeues<F
     rig.expect(client.conn, EventNumber::ConnectionDisconnected);
 }
 
+/// How soon a DTO posted in Disconnected must complete: at once, so no
+/// longer than a round of the transport's own work, even under TCG.
+pub const AT_ONCE: Duration = Duration::from_secs(2);
+
+/// dat_ep_post_recv(3DAT), in DAT_EP_STATE_DISCONNECTED: "the posted Recv
+/// is immediately flushed to recv_evd_handle"; dat_ep_post_send(3DAT):
+/// "the posted Send is immediately flushed to request_evd_handle". Once both sides are Disconnected, a
+/// receive posted on either side (one segment, which may take the lane,
+/// and two, which take the ordinary post) and a send complete flushed
+/// within [`AT_ONCE`], each once, in post order, with their cookies.
+pub fn dtos_posted_in_disconnected_complete_flushed_at_once<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = rig.pair();
+    rig.p.ep_disconnect(client.ep, CloseFlags::Graceful).unwrap();
+    rig.expect(client.conn, EventNumber::ConnectionDisconnected);
+    rig.expect(server.conn, EventNumber::ConnectionDisconnected);
+    let buf = rig.buf(4096, MemPriv::ALL);
+    for (side, base) in [(client, 100), (server, 200)] {
+        assert_eq!(rig.state(side.ep), EpState::Disconnected);
+        let flags = CompletionFlags::DEFAULT;
+        rig.p.ep_post_recv(side.ep, &[buf.seg(0, 64)], base, flags).unwrap();
+        rig.p.ep_post_recv(side.ep, &[buf.seg(64, 32), buf.seg(96, 32)], base + 1, flags).unwrap();
+        rig.p.ep_post_recv(side.ep, &[buf.seg(128, 64)], base + 2, flags).unwrap();
+        rig.p.ep_post_send(side.ep, &[buf.seg(256, 64)], base + 3, flags).unwrap();
+        let start = Instant::now();
+        let mut done = Vec::new();
+        while done.len() < 4 {
+            match rig.p.evd_dequeue(side.dto) {
+                Ok(Event { data: EventData::Dto { cookie, status, op, .. }, .. }) => done.push((cookie, status, op)),
+                Ok(other) => panic!("{other:?}"),
+                Err(e) if e.error_type() == ErrorType::QueueEmpty => std::thread::sleep(Duration::from_micros(100)),
+                Err(e) => panic!("dat_evd_dequeue: {e:?}"),
+            }
+            assert!(start.elapsed() < AT_ONCE, "after {:?} only {done:?} of 4 DTOs completed", start.elapsed());
+        }
+        println!("4 DTOs posted in Disconnected flushed in {:?}", start.elapsed());
+        // Receives and the send complete in post order within each queue.
+        let (recvs, sends): (Vec<_>, Vec<_>) = done.into_iter().partition(|d| d.2 == DtoOp::Receive);
+        let flushed = |cookie, op| (cookie, DtoStatus::Flushed, op);
+        assert_eq!(recvs, [base, base + 1, base + 2].map(|c| flushed(c, DtoOp::Receive)));
+        assert_eq!(sends, [flushed(base + 3, DtoOp::Send)]);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(rig.p.evd_dequeue(side.dto).is_err(), "a DTO completed twice");
+    }
+}
+
 pub fn graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused<F: Fabric>() {
     let mut rig = Rig::<F>::new();
     let (client, server) = rig.pair();
@@ -824,6 +870,10 @@ macro_rules! transport_suite {
         #[test]
         fn a_peer_disconnect_flushes_the_receives_of_a_consumer_that_only_dequeues() {
             $crate::suite::a_peer_disconnect_flushes_the_receives_of_a_consumer_that_only_dequeues::<$fabric>();
+        }
+        #[test]
+        fn dtos_posted_in_disconnected_complete_flushed_at_once() {
+            $crate::suite::dtos_posted_in_disconnected_complete_flushed_at_once::<$fabric>();
         }
         #[test]
         fn graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused() {

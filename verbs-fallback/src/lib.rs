@@ -129,7 +129,8 @@ impl Pd {
         // range the process does not map fails with EFAULT.
         let mr = unsafe { sys::ibv_reg_mr(self.pd, address as *mut _, len, flags) };
         if mr.is_null() {
-            return Err(dat_error(errno()));
+            let errno = errno();
+            return Err(status::memlock_exceeded(errno, length).unwrap_or_else(|| dat_error(errno)));
         }
         // SAFETY: `mr` was just registered.
         let (lkey, rkey) = unsafe { ((*mr).lkey, (*mr).rkey) };

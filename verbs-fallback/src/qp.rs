@@ -89,6 +89,9 @@ pub(crate) struct QpShared {
     pub private_data: RefCell<Vec<u8>>,
     pub rdma_read_in: u8,
     pub rdma_read_out: u8,
+    /// Whether the QP was moved to ERROR since it last went to INIT: a
+    /// post then makes the device flush it at once (`Qp::settle_post`).
+    errored: Cell<bool>,
 }
 
 impl QpShared {
@@ -115,6 +118,7 @@ impl QpShared {
             private_data: RefCell::new(Vec::new()),
             rdma_read_in: clamp(rdma_read_in, ia.device.max_qp_rd_atom),
             rdma_read_out: clamp(rdma_read_out, ia.device.max_qp_init_rd_atom),
+            errored: Cell::new(false),
         }
     }
 
@@ -173,7 +177,9 @@ impl QpShared {
     /// Move to ERROR: the device flushes what is outstanding, in post
     /// order, and the flushes reach their CQs like any completion.
     pub fn break_off(&self) -> bool {
-        self.to_state(sys::ibv_qp_state::IBV_QPS_ERR).is_ok()
+        let broken = self.to_state(sys::ibv_qp_state::IBV_QPS_ERR).is_ok();
+        self.errored.set(self.errored.get() || broken);
+        broken
     }
 
     /// RESET to INIT on `port`, admitting every remote operation.
@@ -186,7 +192,9 @@ impl QpShared {
         attr.pkey_index = 0;
         attr.qp_access_flags = QP_ACCESS;
         let mask = m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_ACCESS_FLAGS;
-        self.modify(&mut attr, mask.0 as i32)
+        self.modify(&mut attr, mask.0 as i32)?;
+        self.errored.set(false);
+        Ok(())
     }
 
     /// Move to `state`, or INIT/RTR/RTS with attributes from rdma_cm.
@@ -434,10 +442,43 @@ impl Qp {
     /// its sequence number back, so that the numbers of the requests in a
     /// ring stay consecutive (`QpShared::send_op` finds a request by its
     /// distance from the first).
+    ///
+    /// A request or receive taken by a QP in ERROR is flushed at once
+    /// (dat_ep_post_recv(3DAT), in DAT_EP_STATE_DISCONNECTED: "the posted
+    /// Recv is immediately flushed to recv_evd_handle";
+    /// dat_ep_post_send(3DAT): "the posted Send is immediately flushed to
+    /// request_evd_handle"), but a device flushes only when it
+    /// looks at the queue: rxe's user-space `post_recv` writes the receive
+    /// queue without entering the kernel, so a receive posted after the
+    /// disconnect would wait forever. A transition to ERROR, legal from
+    /// ERROR (the IBTA's QP state diagram takes every state to Error, and
+    /// the kernel's `ib_modify_qp_is_ok` admits it), makes the device
+    /// flush what each queue holds, in post order, through the CQ like
+    /// any completion: each once, whichever path posted it (lanes and
+    /// shared posts end here too). An SRQ belongs to no QP: its receives
+    /// wait for the QPs still on it, as they should.
+    #[inline(always)]
     fn settle_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
         if rc == 0 {
+            if self.shared.errored.get() {
+                self.flush_again();
+            }
             return Ok(());
         }
+        self.forget_post(rc, send)
+    }
+
+    /// A post's flush, out of the way of a post on a live connection.
+    #[cold]
+    #[inline(never)]
+    fn flush_again(&self) {
+        self.shared.break_off();
+    }
+
+    /// The failure half of [`Qp::settle_post`].
+    #[cold]
+    #[inline(never)]
+    fn forget_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
         let mut rings = self.shared.rings.borrow_mut();
         if send {
             rings.sends.pop_back();

@@ -1,7 +1,7 @@
 //! Verbs outcomes in DAT terms: work-completion statuses and errnos.
 
 use crate::sys::ibv_wc_status as wc;
-use udat_core::{types::DtoStatus, DatError, ErrorType};
+use udat_core::{types::DtoStatus, DatError, ErrorType, Subtype};
 
 /// `ibv_wc_status` to `DAT_DTO_COMPLETION_STATUS`: the one table.
 pub fn dto_status(status: wc::Type) -> DtoStatus {
@@ -41,6 +41,39 @@ pub fn dat_error(errno: i32) -> DatError {
         _ => ErrorType::InternalError,
     };
     DatError::of(ty)
+}
+
+/// A registration of `length` bytes refused with `errno` because the
+/// process may lock no more memory: `DAT_INSUFFICIENT_RESOURCES` with
+/// `DAT_RESOURCE_MEMORY` (dat_lmr_create(3DAT): "The operation failed due
+/// to resource limitations"), and one line on stderr, the first time in
+/// the process, naming the limit and how to raise it. `None` when the
+/// failure is not that.
+///
+/// The kernel pins a registration's pages and counts them against
+/// `RLIMIT_MEMLOCK` unless the process has `CAP_IPC_LOCK`; past the limit
+/// `ibv_reg_mr` fails with `ENOMEM` (with `EPERM` or `EAGAIN` on some
+/// drivers and kernels). A process whose limit is infinite is refused for
+/// some other reason, left to [`dat_error`].
+pub fn memlock_exceeded(errno: i32, length: u64) -> Option<DatError> {
+    if !matches!(errno, libc::ENOMEM | libc::EPERM | libc::EAGAIN) {
+        return None;
+    }
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `limit` is a valid out-parameter for the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    static TOLD: std::sync::Once = std::sync::Once::new();
+    TOLD.call_once(|| {
+        eprintln!(
+            "udat: registering {length} bytes failed ({}): locked memory is limited to {} bytes (RLIMIT_MEMLOCK); \
+             raise it with `ulimit -l` or `prlimit --memlock`",
+            std::io::Error::from_raw_os_error(errno),
+            limit.rlim_cur,
+        );
+    });
+    Some(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceMemory))
 }
 
 /// The errno of the last failed call.
@@ -87,5 +120,13 @@ mod tests {
         assert_eq!(dat_error(libc::EADDRINUSE).error_type(), ErrorType::ConnQualInUse);
         assert_eq!(dat_error(libc::ENOMEM).error_type(), ErrorType::InsufficientResources);
         assert_eq!(dat_error(libc::EIO).error_type(), ErrorType::InternalError);
+    }
+
+    #[test]
+    fn only_an_errno_of_exhaustion_can_mean_the_locked_memory_limit() {
+        // The limit itself is lowered on rxe (`tests/rxe.rs`), where the
+        // kernel enforces it; here no limit need be read at all.
+        assert_eq!(memlock_exceeded(libc::EFAULT, 4096), None);
+        assert_eq!(memlock_exceeded(libc::EINVAL, 4096), None);
     }
 }

@@ -199,3 +199,68 @@ fn a_reset_straight_after_a_disconnect_loses_no_dto_and_the_ep_connects_again() 
     assert_eq!(rig.dto(server.dto), (7, DtoStatus::Success, 64, DtoOp::Receive));
     assert!(rig.p.evd_dequeue(client.dto).is_err(), "an old completion reached the new connection");
 }
+
+/// Set in the child that [`a_registration_past_rlimit_memlock_is_insufficient_resources`]
+/// starts: the half of the test that runs under the lowered limit.
+const MEMLOCK_CHILD: &str = "UDAT_TEST_MEMLOCK_CHILD";
+/// The locked-memory limit of that child.
+const MEMLOCK_LIMIT: u64 = 64 * 1024;
+/// `CAP_IPC_LOCK` of `<linux/capability.h>`: locking memory past the limit.
+const CAP_IPC_LOCK: libc::c_ulong = 14;
+
+/// Running out of locked memory at registration is
+/// DAT_INSUFFICIENT_RESOURCES with DAT_RESOURCE_MEMORY (dat_lmr_create(3DAT):
+/// "The operation failed due to resource limitations") and one line on
+/// stderr naming RLIMIT_MEMLOCK, never a crash or a hang; the IA goes on
+/// registering what fits. The test runs itself again in a child whose
+/// limit is 64 KiB and which cannot lock past it (it loses CAP_IPC_LOCK,
+/// which the guest's root otherwise has).
+#[test]
+fn a_registration_past_rlimit_memlock_is_insufficient_resources() {
+    if std::env::var_os(MEMLOCK_CHILD).is_some() {
+        return registrations_under_a_low_memlock_limit();
+    }
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child.args(["a_registration_past_rlimit_memlock_is_insufficient_resources", "--exact", "--nocapture"]);
+    child.env(MEMLOCK_CHILD, "1");
+    // SAFETY: between fork and exec the closure makes two system calls
+    // and touches no memory of the parent's but its own locals.
+    unsafe {
+        child.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: MEMLOCK_LIMIT, rlim_max: MEMLOCK_LIMIT };
+            if libc::setrlimit(libc::RLIMIT_MEMLOCK, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Root keeps CAP_IPC_LOCK across exec unless the bounding set
+            // loses it; a process that is not root has it not at all, and
+            // may fail to drop it here.
+            libc::prctl(libc::PR_CAPBSET_DROP, CAP_IPC_LOCK, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let out = child.output().expect("running the test under a low RLIMIT_MEMLOCK");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    print!("{stdout}");
+    eprint!("{stderr}");
+    assert!(out.status.success(), "the child failed ({}) after {:?}", out.status, start.elapsed());
+    assert!(stdout.contains("1 passed"), "the child ran no test");
+    let told: Vec<&str> = stderr.lines().filter(|l| l.contains("RLIMIT_MEMLOCK")).collect();
+    assert_eq!(told.len(), 1, "one line names the limit: {stderr}");
+    assert!(told[0].contains(&format!("limited to {MEMLOCK_LIMIT} bytes")), "{}", told[0]);
+}
+
+/// The child's half: two registrations past the limit fail alike, one
+/// within it succeeds.
+fn registrations_under_a_low_memlock_limit() {
+    let mut rig = Rig::<Rxe>::new();
+    let big = vec![0u8; 4 << 20];
+    let region = MemType::Virtual { address: big.as_ptr() as u64, length: big.len() as u64 };
+    for _ in 0..2 {
+        let err = rig.p.lmr_create(rig.ia, region, rig.pz, MemPriv::ALL).map(|c| c.lmr).unwrap_err();
+        assert_eq!((err.error_type(), err.subtype()), (ErrorType::InsufficientResources, Subtype::ResourceMemory));
+    }
+    let small = rig.buf(4096, MemPriv::ALL);
+    rig.p.lmr_free(small.lmr.lmr).unwrap();
+}

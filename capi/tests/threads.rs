@@ -658,8 +658,9 @@ fn dtos_posted_in_disconnected_on_a_shared_provider_complete_flushed_at_once() {
             // SAFETY: a live EVD and a valid out-pointer.
             match unsafe { p.t.evd_dequeue_func.unwrap()(evd, &mut event) } {
                 DAT_SUCCESS => {
-                    // SAFETY: a DTO completion event's data; the cookie is 64 bits.
+                    // SAFETY: a DTO completion event's data.
                     let dto = unsafe { event.event_data.dto_completion_event_data };
+                    // SAFETY: a cookie is 64 bits, whichever member was set.
                     seen.push((unsafe { dto.user_cookie.as_64 }, dto.status));
                 }
                 ret => assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),

@@ -212,16 +212,18 @@ pub struct ModelPd {
     ia: u32,
 }
 
-/// A QP: its number and the memory the data path was given.
+/// A QP: its number and its doorbell register's UAR.
 #[derive(Debug)]
 pub struct ModelQp {
     qpn: u32,
+    uar: u32,
 }
 
-/// A CQ: its number.
+/// A CQ: its number and its doorbell register's UAR.
 #[derive(Debug)]
 pub struct ModelCq {
     cqn: u32,
+    uar: u32,
 }
 
 #[derive(Debug)]
@@ -365,6 +367,11 @@ impl SoftHca {
         hca.uars.insert(uar, owner);
         ModelRegister::new(self.hca.clone(), uar, self.deferred.clone())
     }
+
+    /// UAR pages in use: one for each live QP and CQ.
+    pub fn uars(&self) -> usize {
+        lock(&self.hca).uars.len()
+    }
 }
 
 impl Device for SoftHca {
@@ -489,6 +496,7 @@ impl Device for SoftHca {
         let dbrec = Region::new(64);
         let cqn = lock(&self.hca).id();
         let uar = self.register(UarOwner::Cq(cqn));
+        let uar_id = uar.uar;
         // What mlx5dv_init_obj reports for a CQ of a ConnectX.
         let dv = DvCq {
             buf: buf.as_ptr(),
@@ -502,14 +510,22 @@ impl Device for SoftHca {
         // SAFETY: the regions move into the HCA's CQ, which outlives the
         // data path's ring: the backend drops the ring before it destroys
         // the CQ.
-        let geometry = unsafe { dv::completion_queue(&dv, uar) }.map_err(|_| error(ErrorType::InternalError))?;
+        let geometry = match unsafe { dv::completion_queue(&dv, uar) } {
+            Ok(geometry) => geometry,
+            Err(_) => {
+                lock(&self.hca).uars.remove(&uar_id);
+                return Err(error(ErrorType::InternalError));
+            }
+        };
         lock(&self.hca).cqs.insert(cqn, hca::Cq { ia: ia.0, buf, cnt, dbrec, pi: 0, armed: None });
-        Ok(CqParts { cq: ModelCq { cqn }, geometry })
+        Ok(CqParts { cq: ModelCq { cqn, uar: uar_id }, geometry })
     }
 
+    /// The CQ and its UAR page go together.
     fn cq_destroy(&mut self, cq: ModelCq) {
         let mut hca = lock(&self.hca);
         hca.cqs.remove(&cq.cqn);
+        hca.uars.remove(&cq.uar);
     }
 
     fn cq_event(&mut self, ia: &mut ModelIa) -> Option<u32> {
@@ -532,6 +548,7 @@ impl Device for SoftHca {
         });
         let qpn = lock(&self.hca).id();
         let bf = self.register(UarOwner::Qp(qpn));
+        let uar = bf.uar;
         // What mlx5dv_init_obj reports for a QP of a ConnectX.
         let no_rq = DvWorkQueue { buf: std::ptr::null_mut(), wqe_cnt: 0, stride: 0 };
         let dv = DvQp {
@@ -554,8 +571,11 @@ impl Device for SoftHca {
         // SAFETY: the regions move into the HCA's QP, which the backend
         // destroys only after dropping its queues.
         let (geometry, rq_geometry) = unsafe { (dv::send_queue(&dv, qpn, bf), dv::recv_queue(&dv)) };
-        let geometry = geometry.map_err(|_| error(ErrorType::InternalError))?;
-        let rq_parts = rq_geometry.map_err(|_| error(ErrorType::InternalError))?.map(|g| {
+        let (Ok(geometry), Ok(rq_geometry)) = (geometry, rq_geometry) else {
+            lock(&self.hca).uars.remove(&uar);
+            return Err(error(ErrorType::InternalError));
+        };
+        let rq_parts = rq_geometry.map(|g| {
             let cnt = g.wqe_cnt as usize;
             (g, vec![RecvSlot::default(); cnt].into_boxed_slice())
         });
@@ -584,7 +604,7 @@ impl Device for SoftHca {
             },
         );
         Ok(QpParts {
-            qp: ModelQp { qpn },
+            qp: ModelQp { qpn, uar },
             sq: geometry,
             send_slots: vec![SendSlot::EMPTY; sq_cnt as usize].into_boxed_slice(),
             rq: rq_parts,
@@ -599,7 +619,7 @@ impl Device for SoftHca {
         if let Some(peer) = gone.peer {
             SoftHca::hang_up(&mut hca, peer, qp.qpn);
         }
-        hca.uars.retain(|_, owner| !matches!(owner, UarOwner::Qp(q) if *q == qp.qpn));
+        hca.uars.remove(&qp.uar);
     }
 
     fn qp_reset(&mut self, qp: &mut ModelQp) -> DatResult<()> {

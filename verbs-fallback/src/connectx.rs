@@ -266,7 +266,7 @@ impl Device for ConnectX {
         drop(mw);
     }
 
-    fn cq_create(&mut self, ia: &mut Ia, min_entries: u32) -> DatResult<CqParts<Self>> {
+    fn cq_create(&mut self, ia: &mut Ia, min_entries: u32, _tag: u64) -> DatResult<CqParts<Self>> {
         let (cq, geometry) = ConnectX::make_cq(&ia.0, ia.0.comp, min_entries)?;
         Ok(CqParts { cq: Cq(cq), geometry })
     }

@@ -280,7 +280,7 @@ impl Backend for Verbs {
         drop(mw);
     }
 
-    fn cq_create(&mut self, ia: &mut Ia, min_entries: u32) -> DatResult<Cq> {
+    fn cq_create(&mut self, ia: &mut Ia, min_entries: u32, _tag: u64) -> DatResult<Cq> {
         let shared = Rc::new(CqShared::create(ia.0.ctx, ia.0.comp, min_entries)?);
         ia.0.cqs.borrow_mut().push(shared.clone());
         Ok(Cq { shared, ia: ia.0.clone() })

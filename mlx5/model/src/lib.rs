@@ -7,7 +7,8 @@
 //! read, send and receive, immediate data, atomics — with real key, range
 //! and privilege checks. It writes CQEs with the owner bit, error
 //! syndromes, flushes after an error, and leaves the CQEs of a destroyed
-//! QP in place, as a CQ the data path polls itself has them. Connection
+//! QP in place, as a CQ the data path polls itself has them. A CQ that
+//! overruns goes to error with a CQ error event, and its QPs to ERROR. Connection
 //! management is in-process too: listeners by address and qualifier,
 //! requests with private data, accept, reject, disconnect, and connect
 //! timeouts.
@@ -487,7 +488,7 @@ impl Device for SoftHca {
         lock(&self.hca).mws.remove(&mw);
     }
 
-    fn cq_create(&mut self, ia: &mut ModelIa, min_entries: u32) -> DatResult<CqParts<Self>> {
+    fn cq_create(&mut self, ia: &mut ModelIa, min_entries: u32, tag: u64) -> DatResult<CqParts<Self>> {
         let cnt = (min_entries.max(1) * 2).next_power_of_two().max(64);
         let buf = Region::new(cnt as usize * 64);
         for i in 0..cnt as usize {
@@ -517,7 +518,7 @@ impl Device for SoftHca {
                 return Err(error(ErrorType::InternalError));
             }
         };
-        lock(&self.hca).cqs.insert(cqn, hca::Cq { ia: ia.0, buf, cnt, dbrec, pi: 0, armed: None });
+        lock(&self.hca).cqs.insert(cqn, hca::Cq { ia: ia.0, tag, error: false, buf, cnt, dbrec, pi: 0, armed: None });
         Ok(CqParts { cq: ModelCq { cqn, uar: uar_id }, geometry })
     }
 
@@ -784,6 +785,9 @@ impl Device for SoftHca {
                 CmEvent::Request { listener, request: ModelConnReq(request), remote, remote_port, private_data }
             }
             CmEvent::Conn { tag, outcome, private_data } => CmEvent::Conn { tag, outcome, private_data },
+            CmEvent::QpError { tag } => CmEvent::QpError { tag },
+            CmEvent::CqError { tag } => CmEvent::CqError { tag },
+            CmEvent::PortDown => CmEvent::PortDown,
             CmEvent::Catastrophic => CmEvent::Catastrophic,
         })
     }

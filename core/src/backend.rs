@@ -279,11 +279,11 @@ pub enum Wake {
 /// transport may have something for an IA: what an event loop sleeps on
 /// instead of [`Backend::block`]. Unused places hold -1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WaitFds(pub [i32; 3]);
+pub struct WaitFds(pub [i32; 4]);
 
 impl WaitFds {
     /// A transport with nothing to sleep on.
-    pub const NONE: WaitFds = WaitFds([-1; 3]);
+    pub const NONE: WaitFds = WaitFds([-1; 4]);
 
     /// The descriptors in use.
     pub fn iter(&self) -> impl Iterator<Item = i32> + '_ {

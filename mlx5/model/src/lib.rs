@@ -302,18 +302,15 @@ impl SoftHca {
         hca.qps.get_mut(&qpn).map(|q| q.fail_next = Some(syndrome)).is_some()
     }
 
-    /// The QP with `tag` fails (a local catastrophic error): it flushes
-    /// everything, and the connection is reported broken.
+    /// The QP with `tag` fails (a local work queue catastrophic error): it
+    /// flushes everything, and its IA hears a QP error event, as verbs'
+    /// `IBV_EVENT_QP_FATAL` reports it.
     pub fn force_error(&self, tag: u64) -> bool {
         let mut hca = lock(&self.hca);
         let Some(qpn) = hca.qp_by_tag(tag) else { return false };
         hca.fail_qp(qpn);
         let ia = hca.qps[&qpn].ia;
-        SoftHca::push_cm(
-            &mut hca,
-            ia,
-            CmEvent::Conn { tag, outcome: ConnOutcome::Broken, private_data: PrivateData::new() },
-        );
+        SoftHca::push_cm(&mut hca, ia, CmEvent::QpError { tag });
         true
     }
 

@@ -201,6 +201,9 @@ impl IaShared {
     /// deadline passes, or `timeout_us` does; and whether the completion
     /// channel is readable.
     pub fn sleep(&self, clock: &Clock, timeout_us: Option<u64>) -> (Wake, bool) {
+        if self.errors.waiting(self.ctx, self.port) {
+            return (Wake::Activity, false);
+        }
         let now = clock.now_us();
         let deadline = self.arm_timer(clock);
         let wait = match (timeout_us, deadline) {

@@ -199,11 +199,18 @@ impl DeviceErrors {
         self.claim(&mut m, ctx as usize, port)
     }
 
-    /// Take the first event of `m` that is this IA's.
-    fn claim<R>(&self, m: &mut Mailbox, ctx: usize, port: u8) -> Option<CmEvent<R>> {
+    /// Whether an event of this IA waits in the mailbox: another IA of the
+    /// device may have read it from the descriptor a wait sleeps on, which
+    /// is then no longer readable for it.
+    pub fn waiting(&self, ctx: *mut sys::ibv_context, port: u8) -> bool {
+        self.first(&mailbox(), ctx as usize, port).is_some()
+    }
+
+    /// Where the first event of `m` that is this IA's is.
+    fn first(&self, m: &Mailbox, ctx: usize, port: u8) -> Option<usize> {
         let (qps, cqs) = (self.qps.borrow(), self.cqs.borrow());
         let wide = self.next_wide.get();
-        let at = m.events.iter().position(|u| {
+        m.events.iter().position(|u| {
             u.ctx == ctx
                 && match u.element {
                     Element::Qp(p) => qps.contains_key(&p),
@@ -211,7 +218,13 @@ impl DeviceErrors {
                     Element::Port(n) => n == port && u.seq >= wide,
                     Element::Device => u.seq >= wide,
                 }
-        })?;
+        })
+    }
+
+    /// Take the first event of `m` that is this IA's.
+    fn claim<R>(&self, m: &mut Mailbox, ctx: usize, port: u8) -> Option<CmEvent<R>> {
+        let at = self.first(m, ctx, port)?;
+        let (qps, cqs) = (self.qps.borrow(), self.cqs.borrow());
         let u = *m.events.get(at)?;
         match u.element {
             Element::Qp(p) => {
@@ -311,6 +324,7 @@ mod tests {
         m.post(1, &event(t::IBV_EVENT_QP_FATAL, qp(0x1000)));
         assert!(same(a.claim(&mut m, 1, 1), Some(CmEvent::QpError { tag: 1 })));
         assert!(a.claim::<()>(&mut m, 1, 1).is_none());
+        assert!(a.first(&m, 1, 1).is_none() && b.first(&m, 1, 1).is_some(), "B's wait does not sleep on it");
         assert!(same(b.claim(&mut m, 1, 1), Some(CmEvent::QpError { tag: 2 })));
         // The same address on another device is another QP.
         m.post(2, &event(t::IBV_EVENT_QP_FATAL, qp(0x1000)));

@@ -130,7 +130,11 @@ impl Pd {
         // range the process does not map fails with EFAULT.
         let mr = unsafe { sys::ibv_reg_mr(self.pd, address as *mut _, len, flags) };
         if mr.is_null() {
-            return Err(dat_error(errno()));
+            let e = errno();
+            if e == libc::ENOMEM && memlock_limited(len) {
+                return Err(DatError::new(ErrorType::InsufficientResources, udat_core::Subtype::ResourceMemory));
+            }
+            return Err(dat_error(e));
         }
         // SAFETY: `mr` was just registered.
         let (lkey, rkey) = unsafe { ((*mr).lkey, (*mr).rkey) };
@@ -519,6 +523,28 @@ impl Backend for Verbs {
         }
         wake
     }
+}
+
+/// Whether a registration of `len` bytes that failed with `ENOMEM` ran
+/// into the locked-memory limit: the kernel pins registered pages and
+/// refuses past `RLIMIT_MEMLOCK` (setrlimit(2)) unless the process may
+/// lock memory freely. The first time, one line on stderr says so: the
+/// DAT code alone (`DAT_INSUFFICIENT_RESOURCES`) does not tell a consumer
+/// to raise `ulimit -l`.
+fn memlock_limited(len: usize) -> bool {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `limit` is ours to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+        return false;
+    }
+    if !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "udat: registering {len} bytes failed: the locked-memory limit (RLIMIT_MEMLOCK, {} bytes) is reached; raise it (ulimit -l)",
+            limit.rlim_cur
+        );
+    }
+    true
 }
 
 /// Read and acknowledge every pending CQ notification; those CQs are no

@@ -275,3 +275,67 @@ fn a_cq_overrun_is_evd_overflow_and_breaks_the_eps_that_feed_it() {
     }
     rig.p.evd_free(shared).unwrap();
 }
+
+/// The capability sets of this process (capget(2), version 3).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+/// `CAP_IPC_LOCK`: lock memory past `RLIMIT_MEMLOCK`.
+const CAP_IPC_LOCK: u32 = 14;
+
+/// Set whether `CAP_IPC_LOCK` is effective for this thread; a capability
+/// it was not permitted stays off.
+fn ipc_lock_effective(on: bool) {
+    let mut header = CapHeader { version: CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: a version 3 header and the two data structs it asks for.
+    assert_eq!(unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) }, 0, "capget");
+    let bit = 1 << CAP_IPC_LOCK;
+    if on {
+        data[0].effective |= data[0].permitted & bit;
+    } else {
+        data[0].effective &= !bit;
+    }
+    // SAFETY: as above; the sets come from capget.
+    assert_eq!(unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) }, 0, "capset");
+}
+
+/// Past the locked-memory limit (`RLIMIT_MEMLOCK`), a registration is
+/// refused with `DAT_INSUFFICIENT_RESOURCES` (`DAT_RESOURCE_MEMORY`), with
+/// no crash and no hang, and the provider carries on; udat says why on
+/// stderr. Run as root (as in the soft-RoCE guest), the test takes
+/// `CAP_IPC_LOCK` out of effect, since the kernel lets it lock any amount.
+#[test]
+fn a_registration_past_the_locked_memory_limit_is_insufficient_resources() {
+    let mut rig = Rig::<Rxe>::new();
+    let mem = vec![0u8; 4 << 20];
+    let region = MemType::Virtual { address: mem.as_ptr() as u64, length: mem.len() as u64 };
+    let mut saved = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `saved` is ours to fill.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut saved) }, 0);
+    let low = libc::rlimit { rlim_cur: 64 << 10, rlim_max: saved.rlim_max };
+    ipc_lock_effective(false);
+    // SAFETY: a valid limit, lowered only.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &low) }, 0);
+    let refused = rig.p.lmr_create(rig.ia, region, rig.pz, MemPriv::ALL).map(|l| l.lmr);
+    // SAFETY: the limit this process had.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &saved) }, 0);
+    ipc_lock_effective(true);
+    let err = refused.expect_err("4 MiB registered under a 64 KiB limit");
+    assert_eq!((err.error_type(), err.subtype()), (ErrorType::InsufficientResources, Subtype::ResourceMemory));
+    // With the limit back, the same memory registers.
+    let lmr = rig.p.lmr_create(rig.ia, region, rig.pz, MemPriv::ALL).unwrap();
+    rig.p.lmr_free(lmr.lmr).unwrap();
+}

@@ -72,7 +72,7 @@ impl Backend for NullBackend {
         Ok(())
     }
     fn mw_free(&mut self, _mw: ()) {}
-    fn cq_create(&mut self, _ia: &mut (), _n: u32) -> DatResult<()> {
+    fn cq_create(&mut self, _ia: &mut (), _n: u32, _tag: u64) -> DatResult<()> {
         Ok(())
     }
     fn cq_resize(&mut self, _cq: &mut (), _n: u32) -> DatResult<()> {

@@ -64,8 +64,11 @@ impl Backend for Panicky {
     fn mw_free(&mut self, mw: Self::Mw) {
         self.0.mw_free(mw)
     }
-    fn cq_create(&mut self, ia: &mut Self::Ia, min_entries: u32) -> DatResult<Self::Cq> {
-        self.0.cq_create(ia, min_entries)
+    fn cq_create(&mut self, ia: &mut Self::Ia, min_entries: u32, tag: u64) -> DatResult<Self::Cq> {
+        self.0.cq_create(ia, min_entries, tag)
+    }
+    fn cq_failed(&mut self, cq: &mut Self::Cq) {
+        self.0.cq_failed(cq)
     }
     fn cq_resize(&mut self, cq: &mut Self::Cq, min_entries: u32) -> DatResult<()> {
         self.0.cq_resize(cq, min_entries)

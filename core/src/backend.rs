@@ -8,9 +8,9 @@
 //! path.
 //!
 //! Tags: the core hands the backend a 64-bit tag (a packed handle) with
-//! every QP and listener; the backend echoes it in completions and
-//! connection events. A tag whose object is gone is ignored, which is how
-//! stale completions of a destroyed QP are filtered.
+//! every QP, CQ and listener; the backend echoes it in completions,
+//! connection events and device errors. A tag whose object is gone is
+//! ignored, which is how stale completions of a destroyed QP are filtered.
 //!
 //! Obligations of an implementation:
 //! - every posted work request completes exactly once through
@@ -22,7 +22,14 @@
 //!   carries it in [`Completion::retired`];
 //! - after [`Backend::disconnect`], a `Disconnected` connection event for
 //!   the QP may or may not follow; the core ignores it once the EP is
-//!   already disconnected.
+//!   already disconnected;
+//! - device errors (a QP or CQ in error, a port down, a device failure)
+//!   arrive through [`Backend::poll_cm`] as [`CmEvent`]s, and a wait
+//!   wakes for them as for connection events;
+//! - once the core has called [`Backend::cq_failed`], `cq_poll` of that
+//!   CQ hands out what it still holds, then [`DtoStatus::Flushed`] for each
+//!   work request still outstanding on a QP reporting to it, once each:
+//!   the device writes no more completions there.
 
 use crate::error::DatResult;
 use crate::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, RmrTriplet, SrqAttr};
@@ -234,6 +241,25 @@ pub enum CmEvent<R> {
         /// What the peer sent with it.
         private_data: PrivateData,
     },
+    /// The QP with `tag` went to the error state on its own: a local
+    /// work-queue catastrophe, an invalid request or a local access error
+    /// (verbs' `IBV_EVENT_QP_FATAL`, `IBV_EVENT_QP_REQ_ERR`,
+    /// `IBV_EVENT_QP_ACCESS_ERR`). Its connection is gone; the transport
+    /// flushes what it holds.
+    QpError {
+        /// The QP's tag.
+        tag: u64,
+    },
+    /// The CQ with `tag` failed: it overran (verbs' `IBV_EVENT_CQ_ERR`; on
+    /// a ConnectX, PRM "Completion Queue Error"). It takes no more
+    /// completions, and every QP reporting to it goes to the error state.
+    CqError {
+        /// The CQ's tag.
+        tag: u64,
+    },
+    /// The port went down (verbs' `IBV_EVENT_PORT_ERR`). Objects stay; the
+    /// connections over it fail in their own time.
+    PortDown,
     /// The device failed: every QP is gone.
     Catastrophic,
 }
@@ -253,11 +279,11 @@ pub enum Wake {
 /// transport may have something for an IA: what an event loop sleeps on
 /// instead of [`Backend::block`]. Unused places hold -1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WaitFds(pub [i32; 3]);
+pub struct WaitFds(pub [i32; 4]);
 
 impl WaitFds {
     /// A transport with nothing to sleep on.
-    pub const NONE: WaitFds = WaitFds([-1; 3]);
+    pub const NONE: WaitFds = WaitFds([-1; 4]);
 
     /// The descriptors in use.
     pub fn iter(&self) -> impl Iterator<Item = i32> + '_ {
@@ -342,8 +368,14 @@ pub trait Backend {
     /// Release a memory window (dat_rmr_free(3DAT)).
     fn mw_free(&mut self, mw: Self::Mw);
 
-    /// A new CQ of at least `min_entries` entries (dat_evd_create(3DAT)).
-    fn cq_create(&mut self, ia: &mut Self::Ia, min_entries: u32) -> DatResult<Self::Cq>;
+    /// A new CQ of at least `min_entries` entries (dat_evd_create(3DAT));
+    /// a [`CmEvent::CqError`] of it carries `tag`.
+    fn cq_create(&mut self, ia: &mut Self::Ia, min_entries: u32, tag: u64) -> DatResult<Self::Cq>;
+    /// `cq` failed ([`CmEvent::CqError`]): from now on its poll completes
+    /// what the QPs reporting to it still hold as flushed (see the module
+    /// documentation). A transport whose device still writes the flushes
+    /// of a QP in error to such a CQ has nothing to do.
+    fn cq_failed(&mut self, _cq: &mut Self::Cq) {}
     /// Give `cq` room for at least `min_entries` entries
     /// (dat_evd_resize(3DAT)).
     fn cq_resize(&mut self, cq: &mut Self::Cq, min_entries: u32) -> DatResult<()>;

@@ -82,6 +82,10 @@ pub(crate) struct Evd<B: Backend> {
     /// because it sleeps on its own IA's transport only.
     pub(crate) foreign_streams: u32,
     pub(crate) overflowed: bool,
+    /// The transport reported the CQ in error (`device_error`): reported
+    /// once, however often the transport repeats it (soft-RoCE raises a
+    /// CQ error for every completion it loses).
+    pub(crate) cq_failed: bool,
     pub(crate) context: u64,
 }
 
@@ -192,25 +196,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::invalid_handle(Subtype::InvalidHandleCno));
         }
         let queue = self.events.open(min_qlen).ok_or(DatError::of(ErrorType::InsufficientResources))?;
-        let cq = if flags.intersects(EvdFlags::DTO | EvdFlags::RMR_BIND) {
-            let Provider { ias, backend, .. } = self;
-            let dev = &mut ias.get_mut(ia_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?.dev;
-            match backend.cq_create(dev, min_qlen) {
-                Ok(cq) => Some(cq),
-                Err(e) => {
-                    let mut queue = queue;
-                    self.events.close(&mut queue);
-                    return Err(e);
-                }
-            }
-        } else {
-            None
-        };
         let mut evd = Evd {
             ia: ia_h,
             flags,
             queue,
-            cq,
+            cq: None,
             cno,
             direct: false,
             enabled: true,
@@ -222,24 +212,40 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             other_streams: 0,
             foreign_streams: 0,
             overflowed: false,
+            cq_failed: false,
             context: 0,
         };
         evd.tie(cno);
-        match self.evds.insert(evd) {
-            Ok(raw) => {
-                if let Some(c) = self.cnos.get_mut(cno.0) {
-                    c.evd_refs += 1;
-                }
-                Ok(EvdHandle(raw))
-            }
+        // The slot comes first: the CQ's errors name the EVD by its handle.
+        let raw = match self.evds.insert(evd) {
+            Ok(raw) => raw,
             Err(mut evd) => {
                 self.events.close(&mut evd.queue);
-                if let Some(cq) = evd.cq {
-                    self.backend.cq_destroy(cq);
+                return Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTevd));
+            }
+        };
+        if flags.intersects(EvdFlags::DTO | EvdFlags::RMR_BIND) {
+            let Provider { ias, evds, backend, events, .. } = self;
+            let made = match ias.get_mut(ia_h.0) {
+                Some(ia) => backend.cq_create(&mut ia.dev, min_qlen, raw.to_bits()),
+                None => Err(DatError::invalid_handle(Subtype::InvalidHandleIa)),
+            };
+            match (made, evds.get_mut(raw)) {
+                (Ok(cq), Some(e)) => e.cq = Some(cq),
+                // The slot was filled just above.
+                (Ok(cq), None) => backend.cq_destroy(cq),
+                (Err(err), _) => {
+                    if let Some(mut e) = evds.remove(raw) {
+                        events.close(&mut e.queue);
+                    }
+                    return Err(err);
                 }
-                Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTevd))
             }
         }
+        if let Some(c) = self.cnos.get_mut(cno.0) {
+            c.evd_refs += 1;
+        }
+        Ok(EvdHandle(raw))
     }
 
     /// dat_evd_free(3DAT): refused while event streams feed the EVD. A

@@ -41,6 +41,8 @@
 //!   [`fast`]), and `evd` the dequeue's hot half.
 //! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
 //! - [`backend`]: what a transport must do, and promise.
+//! - [`device_error`]: a transport's own errors (a QP or CQ in error, a
+//!   port down, a failed device) as DAT asynchronous events.
 //! - [`error`]: `DAT_RETURN`, bit for bit as `<dat2/dat_error.h>` has it.
 //!
 //! The crate never panics on consumer input: every bad handle, length, flag
@@ -60,6 +62,7 @@ pub mod backend;
 mod cno;
 mod context;
 mod cr;
+pub mod device_error;
 mod ep;
 pub mod error;
 mod evd;

@@ -377,24 +377,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             CmEvent::Conn { tag, outcome, private_data } => {
                 self.on_conn(EpHandle(RawHandle::from_bits(tag)), outcome, private_data)
             }
-            CmEvent::Catastrophic => {
-                let lost = |ep: &Ep<B>| {
-                    ep.ia == ia
-                        && matches!(
-                            ep.state(),
-                            EpState::Connected
-                                | EpState::DisconnectPending
-                                | EpState::ActiveConnectionPending
-                                | EpState::CompletionPending
-                        )
-                };
-                let mut at = 0;
-                while let Some(h) = self.eps.find_from(at, lost) {
-                    at = h.index() + 1;
-                    self.ep_lost(EpHandle(h), EventNumber::ConnectionBroken);
-                }
-                self.async_event(ia, EventNumber::AsyncIaCatastrophic, Some(ia.into()), 0);
-            }
+            device_error => self.on_device_error(ia, device_error),
         }
     }
 

@@ -40,6 +40,10 @@ pub struct Qp<D: Device> {
 pub struct Cq<D: Device> {
     ctl: D::Cq,
     slot: u16,
+    /// The device reported the CQ in error ([`Backend::cq_failed`]): it
+    /// writes no more CQEs, so a poll that finds none completes what its
+    /// QPs still hold as flushed.
+    failed: bool,
 }
 
 /// A memory window: the device's handle and its current key, which
@@ -311,6 +315,52 @@ fn received(tag: u64, cookie: u64, cqe: &Cqe) -> Completion {
     }
 }
 
+/// Complete as flushed, into `out`, what the QPs reporting to the failed
+/// CQ in `cq_slot` still hold, oldest first, request by request: the
+/// flushes the device would have written there (ibv_poll_cq(3),
+/// `IBV_WC_WR_FLUSH_ERR`), had the CQ not overrun. rdma-core's mlx5
+/// provider completes a device in its fatal state the same way, from its
+/// own tables. Receives of an SRQ stay with the SRQ.
+#[cold]
+fn flush_failed<D: Device, S: Storage>(
+    qps: &mut TableIn<QpQueues<D>, S>,
+    cq_slot: u16,
+    out: &mut [Completion],
+) -> usize {
+    let mut n = 0;
+    for queues in qps.iter_mut() {
+        let tag = queues.tag;
+        if queues.send_cq == Some(cq_slot) {
+            while n < out.len() {
+                let Some(sent) = queues.sq.retire_next() else { break };
+                if let Some(place) = out.get_mut(n) {
+                    *place = Completion { status: DtoStatus::Flushed, notify: true, ..requested(tag, sent, 1) };
+                }
+                n += 1;
+            }
+        }
+        if queues.recv_cq == Some(cq_slot) && queues.srq.is_none() {
+            while n < out.len() {
+                let Some(cookie) = queues.rq.as_mut().and_then(|rq| rq.complete()) else { break };
+                if let Some(place) = out.get_mut(n) {
+                    *place = Completion {
+                        tag,
+                        cookie,
+                        status: DtoStatus::Flushed,
+                        op: DtoOp::Receive,
+                        transferred_length: 0,
+                        imm: 0,
+                        retired: 1,
+                        notify: true,
+                    };
+                }
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
 /// Send ring WQEBBs for `max_send_wr` WQEs of the largest kind.
 fn sq_wqebbs(max_send_wr: u32, max_send_sge: u32) -> u32 {
     let gather = 2 + max_send_sge.max(1) as usize;
@@ -371,8 +421,8 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         self.device.mw_free(mw.ctl);
     }
 
-    fn cq_create(&mut self, ia: &mut D::Ia, min_entries: u32) -> DatResult<Cq<D>> {
-        let parts = self.device.cq_create(ia, min_entries)?;
+    fn cq_create(&mut self, ia: &mut D::Ia, min_entries: u32, tag: u64) -> DatResult<Cq<D>> {
+        let parts = self.device.cq_create(ia, min_entries, tag)?;
         let ring = match CompletionQueue::new(parts.geometry) {
             Ok(ring) => ring,
             Err(_) => {
@@ -381,7 +431,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             }
         };
         match self.cqs.insert(ring) {
-            Ok(slot) => Ok(Cq { ctl: parts.cq, slot }),
+            Ok(slot) => Ok(Cq { ctl: parts.cq, slot, failed: false }),
             Err(_) => {
                 self.device.cq_destroy(parts.cq);
                 Err(resources())
@@ -396,6 +446,10 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     fn cq_destroy(&mut self, cq: Cq<D>) {
         self.cqs.remove(cq.slot);
         self.device.cq_destroy(cq.ctl);
+    }
+
+    fn cq_failed(&mut self, cq: &mut Cq<D>) {
+        cq.failed = true;
     }
 
     #[inline]
@@ -431,6 +485,9 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         }
         if taken {
             ring.update_ci();
+        }
+        if n < out.len() && cq.failed {
+            n += flush_failed::<D, S>(qps, cq.slot, out.get_mut(n..).unwrap_or_default());
         }
         n
     }

@@ -138,7 +138,7 @@ pub trait Device {
 
     /// A CQ of at least `min_entries`, every CQE invalid, created for
     /// polling by the data path (no compression).
-    fn cq_create(&mut self, ia: &mut Self::Ia, min_entries: u32) -> DatResult<CqParts<Self>>;
+    fn cq_create(&mut self, ia: &mut Self::Ia, min_entries: u32, tag: u64) -> DatResult<CqParts<Self>>;
     /// Destroy the CQ; its memory is no longer the data path's.
     fn cq_destroy(&mut self, cq: Self::Cq);
     /// A CQ event (the CQ number) taken since the last call, if any.

@@ -771,6 +771,17 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.ci = self.ci.wrapping_add(oldest.bbs.max(1));
     }
 
+    /// Retire the oldest outstanding WQE, whose CQE will never come (its
+    /// CQ failed): its slot.
+    pub fn retire_next(&mut self) -> Option<SendSlot> {
+        if self.pi == self.ci {
+            return None;
+        }
+        let slot = *self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask))?;
+        self.ci = self.ci.wrapping_add(slot.bbs.max(1));
+        Some(slot)
+    }
+
     /// Retire the WQEs up to the one whose first WQEBB is `wqe_counter`
     /// (a CQE's): that WQE's slot and how many WQEs went. A counter that
     /// names no outstanding WQE retires nothing.

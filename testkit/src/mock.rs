@@ -19,7 +19,7 @@ use udat_core::backend::{
     Backend, CmEvent, Completion, ConnOutcome, PrivateData, QpConfig, Registration, RequestOp, SendWr, Sge, Wake,
 };
 use udat_core::error::{DatError, DatResult, ErrorType};
-use udat_core::handle::EpHandle;
+use udat_core::handle::{EpHandle, EvdHandle};
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, Qos, SrqAttr};
 
 const QPS: usize = 32;
@@ -59,6 +59,8 @@ struct MockQp {
 #[derive(Debug, Default)]
 struct MockCq {
     live: bool,
+    /// What its [`CmEvent::CqError`] carries.
+    tag: u64,
     entries: Deque<Completion, CQ_DEPTH>,
     overflowed: bool,
 }
@@ -334,6 +336,25 @@ impl MockBackend {
         let _ = self.cm.push_back((ANY_DEVICE, CmEvent::Catastrophic));
     }
 
+    /// `ep`'s QP fails on its own (a QP fatal or access error).
+    pub fn qp_error(&mut self, ep: EpHandle) {
+        let _ = self.cm.push_back((ANY_DEVICE, CmEvent::QpError { tag: ep.raw().to_bits() }));
+    }
+
+    /// The CQ of `evd` overruns: the device reports a CQ error. Returns
+    /// false if the EVD has no live CQ.
+    pub fn cq_error(&mut self, evd: EvdHandle) -> bool {
+        let tag = evd.raw().to_bits();
+        let Some(cq) = self.cqs.iter_mut().find(|c| c.live && c.tag == tag) else { return false };
+        cq.overflowed = true;
+        self.cm.push_back((ANY_DEVICE, CmEvent::CqError { tag })).is_ok()
+    }
+
+    /// The port goes down.
+    pub fn port_down(&mut self) {
+        let _ = self.cm.push_back((ANY_DEVICE, CmEvent::PortDown));
+    }
+
     /// Make `what` happen when the clock reaches `at_us`.
     pub fn schedule(&mut self, at_us: u64, what: Scheduled) -> bool {
         self.scheduled.push((at_us, what)).is_ok()
@@ -444,10 +465,10 @@ impl Backend for MockBackend {
         self.live_mws -= 1;
     }
 
-    fn cq_create(&mut self, _ia: &mut u32, min_entries: u32) -> DatResult<u32> {
+    fn cq_create(&mut self, _ia: &mut u32, min_entries: u32, tag: u64) -> DatResult<u32> {
         let _ = min_entries;
         let i = Self::free_slot(&mut self.cqs, |c| c.live)?;
-        self.cqs[i] = MockCq { live: true, ..MockCq::default() };
+        self.cqs[i] = MockCq { live: true, tag, ..MockCq::default() };
         Ok(i as u32)
     }
 

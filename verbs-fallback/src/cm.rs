@@ -228,6 +228,9 @@ pub(crate) fn next_deadline(ia: &IaShared) -> Option<u64> {
 
 /// The next connection event of the IA, if one is ready.
 pub(crate) fn poll(ia: &Rc<IaShared>, now_us: u64) -> Option<CmEvent<ConnReq>> {
+    if let Some(error) = ia.device_error() {
+        return Some(error);
+    }
     if let Some(expired) = expire(ia, now_us) {
         return Some(expired);
     }

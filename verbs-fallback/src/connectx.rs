@@ -66,18 +66,30 @@ impl Default for ConnectX {
     }
 }
 
-/// A CQ made by rdma-core for the data path.
-pub struct Cq(Rc<CqShared>);
+/// A CQ made by rdma-core for the data path, and its IA.
+pub struct Cq(Rc<CqShared>, Rc<IaShared>);
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        self.1.errors.unname_cq(self.0.cq);
+    }
+}
 
 struct CqShared {
     cq: *mut sys::ibv_cq,
+    /// The context the CQ is on.
+    ctx: *mut sys::ibv_context,
 }
 
 impl Drop for CqShared {
     fn drop(&mut self) {
         // SAFETY: no QP reports here any more (each holds an Rc), and
-        // every event was acknowledged when it was read.
-        unsafe { sys::ibv_destroy_cq(self.cq) };
+        // every event was acknowledged when it was read; reading the
+        // device's async events acknowledges those of the CQ.
+        unsafe {
+            crate::device_error::cq_going(self.ctx, self.cq);
+            sys::ibv_destroy_cq(self.cq);
+        }
     }
 }
 
@@ -96,8 +108,10 @@ pub struct Qp {
 impl Drop for Qp {
     fn drop(&mut self) {
         cm::release_id(&self.ia, &self.shared);
-        // SAFETY: no rdma_cm id refers to the QP any more, and the data
-        // path has dropped its queues.
+        self.ia.qp_going(self.shared.qp);
+        // SAFETY: no rdma_cm id refers to the QP any more, the data path
+        // has dropped its queues, and the QP's async events are
+        // acknowledged.
         unsafe { sys::ibv_destroy_qp(self.shared.qp) };
     }
 }
@@ -182,7 +196,7 @@ impl ConnectX {
             return Err(dat_error(errno()));
         }
         // From here on, dropping `shared` destroys the CQ.
-        let shared = CqShared { cq };
+        let shared = CqShared { cq, ctx: ia.ctx };
         let mut dv = DvCq {
             buf: std::ptr::null_mut(),
             dbrec: std::ptr::null_mut(),
@@ -266,9 +280,10 @@ impl Device for ConnectX {
         drop(mw);
     }
 
-    fn cq_create(&mut self, ia: &mut Ia, min_entries: u32) -> DatResult<CqParts<Self>> {
+    fn cq_create(&mut self, ia: &mut Ia, min_entries: u32, tag: u64) -> DatResult<CqParts<Self>> {
         let (cq, geometry) = ConnectX::make_cq(&ia.0, ia.0.comp, min_entries)?;
-        Ok(CqParts { cq: Cq(cq), geometry })
+        ia.0.errors.name_cq(cq.cq, tag);
+        Ok(CqParts { cq: Cq(cq, ia.0.clone()), geometry })
     }
 
     fn cq_destroy(&mut self, cq: Cq) {

@@ -62,6 +62,8 @@ pub(crate) type QpMap = HashMap<u32, Rc<QpShared>, BuildHasherDefault<QpnHasher>
 
 pub(crate) struct CqShared {
     pub cq: *mut sys::ibv_cq,
+    /// The context the CQ is on.
+    ctx: *mut sys::ibv_context,
     stash: RefCell<VecDeque<Completion>>,
     /// Work completions a shared dequeue took and left for an exclusive
     /// one: they come after the stash and before the device's.
@@ -82,6 +84,7 @@ impl CqShared {
         }
         Ok(CqShared {
             cq,
+            ctx,
             stash: RefCell::new(VecDeque::new()),
             held: RefCell::new(VecDeque::new()),
             qps: RefCell::new(QpMap::default()),
@@ -109,6 +112,22 @@ impl CqShared {
             n += got;
         }
         n
+    }
+
+    /// The device reported the CQ in error (it overran,
+    /// `IBV_EVENT_CQ_ERR`): the completions it lost will never come, and
+    /// the device may write no flush here either (soft-RoCE drops what
+    /// finds the CQ full). Every QP reporting here goes to ERROR, and
+    /// after what the device still holds, every request those QPs have
+    /// outstanding on this CQ completes here as flushed, once, in post
+    /// order; a completion the device writes later names no outstanding
+    /// request and is dropped, as after a reset.
+    pub fn fail(&self) {
+        self.pull();
+        for qp in self.qps.borrow().values() {
+            qp.break_off();
+            qp.flush_into(self);
+        }
     }
 
     /// Queue `completion` after those already stashed.
@@ -253,8 +272,12 @@ impl CqShared {
 impl Drop for CqShared {
     fn drop(&mut self) {
         // SAFETY: no QP reports here any more (each holds an Rc), and
-        // every notification was acknowledged when it was read.
-        unsafe { sys::ibv_destroy_cq(self.cq) };
+        // every notification was acknowledged when it was read; reading
+        // the device's async events acknowledges those of the CQ.
+        unsafe {
+            crate::device_error::cq_going(self.ctx, self.cq);
+            sys::ibv_destroy_cq(self.cq);
+        }
     }
 }
 

@@ -15,6 +15,7 @@ use udat_core::{
 use crate::addr;
 use crate::cm;
 use crate::cq::CqShared;
+use crate::device_error::{self, DeviceErrors};
 use crate::qp::QpShared;
 use crate::status::{check, errno};
 use crate::sys;
@@ -47,6 +48,8 @@ pub(crate) struct IaShared {
     pub cqs: RefCell<Vec<Rc<CqShared>>>,
     /// Armed for the earliest connect deadline.
     pub timer: Timer,
+    /// The QPs and CQs whose device errors this IA reports.
+    pub errors: DeviceErrors,
 }
 
 /// Requests carry at most 56 bytes of private data over the IB CM (92
@@ -98,6 +101,7 @@ impl IaShared {
             ids: RefCell::new(HashMap::new()),
             cqs: RefCell::new(Vec::new()),
             timer,
+            errors: DeviceErrors::new(),
         };
         // SAFETY: `ctx` is open; the attribute struct is ours to fill.
         check(unsafe { sys::ibv_query_device(ctx, &mut ia.device) })?;
@@ -117,10 +121,12 @@ impl IaShared {
         if ia.cm.is_null() {
             return Err(crate::status::dat_error(errno()));
         }
-        // SAFETY: both channels are open; their fds are theirs.
+        // SAFETY: both channels are open; their fds are theirs. The
+        // context is open.
         unsafe {
             nonblocking((*ia.comp).fd);
             nonblocking((*ia.cm).fd);
+            device_error::watch(ctx);
         }
         let attr = ia.attr(&port_attr, device);
         Ok((ia, attr))
@@ -176,10 +182,28 @@ impl IaShared {
         deadline
     }
 
-    /// Sleep until the completion channel or the rdma_cm channel is
-    /// readable, the earliest connect deadline passes, or `timeout_us`
-    /// does; and whether the completion channel is readable.
+    /// The next device error of the IA's objects, port or device.
+    pub fn device_error<R>(&self) -> Option<udat_core::backend::CmEvent<R>> {
+        // SAFETY: the context is open and watched (`open`).
+        unsafe { self.errors.poll(self.ctx, self.port) }
+    }
+
+    /// The QP at `qp`, of this IA, is about to be destroyed: its events are
+    /// read, and forgotten.
+    pub fn qp_going(&self, qp: *mut sys::ibv_qp) {
+        self.errors.unname_qp(qp);
+        // SAFETY: the context is open; the QP is on it.
+        unsafe { device_error::qp_going(self.ctx, qp) };
+    }
+
+    /// Sleep until the completion channel, the rdma_cm channel or the
+    /// device's async descriptor is readable, the earliest connect
+    /// deadline passes, or `timeout_us` does; and whether the completion
+    /// channel is readable.
     pub fn sleep(&self, clock: &Clock, timeout_us: Option<u64>) -> (Wake, bool) {
+        if self.errors.waiting(self.ctx, self.port) {
+            return (Wake::Activity, false);
+        }
         let now = clock.now_us();
         let deadline = self.arm_timer(clock);
         let wait = match (timeout_us, deadline) {
@@ -187,17 +211,18 @@ impl IaShared {
             (t, None) => t,
             (None, Some(d)) => Some(d.saturating_sub(now)),
         };
-        // SAFETY: both channels are open while the IA is.
+        // SAFETY: both channels and the context are open while the IA is.
         let mut fds = unsafe {
             [
                 libc::pollfd { fd: (*self.comp).fd, events: libc::POLLIN, revents: 0 },
                 libc::pollfd { fd: (*self.cm).fd, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: (*self.ctx).async_fd, events: libc::POLLIN, revents: 0 },
             ]
         };
         // Round up, so a wait never returns before its time.
         let ms = wait.map_or(-1, |us| us.div_ceil(1000).min(i32::MAX as u64) as i32);
-        // SAFETY: `fds` is a valid array of two entries.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        // SAFETY: `fds` is a valid array of its length.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if rc < 0 {
             let wake = if errno() == libc::EINTR { Wake::Interrupted } else { Wake::Activity };
             return (wake, false);
@@ -251,7 +276,7 @@ fn ipv4_gid(ctx: *mut sys::ibv_context, port: u8, gids: i32) -> Option<IaAddress
 
 /// # Safety
 /// `fd` is an open descriptor.
-unsafe fn nonblocking(fd: i32) {
+pub(crate) unsafe fn nonblocking(fd: i32) {
     // SAFETY: F_GETFL/F_SETFL on an open descriptor.
     unsafe {
         let flags = libc::fcntl(fd, libc::F_GETFL);

@@ -40,6 +40,7 @@ mod cm;
 pub mod connectx;
 mod cq;
 mod device;
+mod device_error;
 mod qp;
 mod ring;
 mod srq;
@@ -103,14 +104,14 @@ impl Default for Verbs {
 pub struct Ia(Rc<IaShared>);
 
 impl Ia {
-    /// The completion channel's and the rdma_cm channel's descriptors, and
-    /// the timer of the connect deadlines: what [`Backend::block`] sleeps
-    /// on. A caller that must not hold its own lock while it sleeps, or an
+    /// The completion channel's and the rdma_cm channel's descriptors, the
+    /// timer of the connect deadlines, and the device's async descriptor:
+    /// what [`Backend::block`] sleeps on. A caller that must not hold its own lock while it sleeps, or an
     /// event loop, polls these itself, after a `block` with a zero timeout
     /// has armed the CQs.
     pub fn wait_fds(&self) -> WaitFds {
-        // SAFETY: both channels are open while the IA is.
-        unsafe { WaitFds([(*self.0.comp).fd, (*self.0.cm).fd, self.0.timer.fd()]) }
+        // SAFETY: both channels and the context are open while the IA is.
+        unsafe { WaitFds([(*self.0.comp).fd, (*self.0.cm).fd, self.0.timer.fd(), (*self.0.ctx).async_fd]) }
     }
 }
 
@@ -204,6 +205,7 @@ pub struct Cq {
 impl Drop for Cq {
     fn drop(&mut self) {
         self.ia.cqs.borrow_mut().retain(|c| !Rc::ptr_eq(c, &self.shared));
+        self.ia.errors.unname_cq(self.shared.cq);
     }
 }
 
@@ -281,9 +283,10 @@ impl Backend for Verbs {
         drop(mw);
     }
 
-    fn cq_create(&mut self, ia: &mut Ia, min_entries: u32) -> DatResult<Cq> {
+    fn cq_create(&mut self, ia: &mut Ia, min_entries: u32, tag: u64) -> DatResult<Cq> {
         let shared = Rc::new(CqShared::create(ia.0.ctx, ia.0.comp, min_entries)?);
         ia.0.cqs.borrow_mut().push(shared.clone());
+        ia.0.errors.name_cq(shared.cq, tag);
         Ok(Cq { shared, ia: ia.0.clone() })
     }
 
@@ -293,6 +296,10 @@ impl Backend for Verbs {
 
     fn cq_destroy(&mut self, cq: Cq) {
         drop(cq);
+    }
+
+    fn cq_failed(&mut self, cq: &mut Cq) {
+        cq.shared.fail();
     }
 
     fn cq_poll(&mut self, cq: &mut Cq, out: &mut [Completion]) -> usize {

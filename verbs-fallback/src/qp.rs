@@ -107,6 +107,7 @@ impl QpShared {
         tag: u64,
     ) -> QpShared {
         let clamp = |v: u32, limit: i32| v.min(limit.max(0) as u32).min(u32::from(u8::MAX)) as u8;
+        ia.errors.name_qp(qp, tag);
         QpShared {
             qp,
             tag,
@@ -161,6 +162,26 @@ impl QpShared {
         let mut rings = self.rings.borrow_mut();
         let at = rings.recvs.iter().position(|&(seq, _)| seq == id)?;
         rings.recvs.remove(at).map(|(_, cookie)| cookie)
+    }
+
+    /// Complete as flushed, on `cq`, every request outstanding in this
+    /// QP's queues that report to it (a receive from an SRQ stays with the
+    /// SRQ).
+    pub fn flush_into(&self, cq: &CqShared) {
+        // SAFETY: the QP is live while `self` is; its CQ pointers are
+        // fixed at creation.
+        let (sends, recvs) = unsafe { ((*self.qp).send_cq == cq.cq, (*self.qp).recv_cq == cq.cq) };
+        let mut rings = self.rings.borrow_mut();
+        if sends {
+            while let Some(slot) = rings.sends.pop_front() {
+                cq.stash(flushed(self.tag, slot.cookie, slot.op, slot.notify));
+            }
+        }
+        if recvs && self.srq.is_none() {
+            for (_, cookie) in rings.recvs.drain(..) {
+                cq.stash(flushed(self.tag, cookie, DtoOp::Receive, true));
+            }
+        }
     }
 
     /// Requests that will still produce a completion.
@@ -538,7 +559,9 @@ impl Drop for Qp {
         let num = unsafe { (*self.shared.qp).qp_num };
         self.send_cq.qps.borrow_mut().remove(&num);
         self.recv_cq.qps.borrow_mut().remove(&num);
-        // SAFETY: no rdma_cm id refers to the QP any more.
+        self.ia.qp_going(self.shared.qp);
+        // SAFETY: no rdma_cm id refers to the QP any more, and its async
+        // events are acknowledged.
         unsafe { sys::ibv_destroy_qp(self.shared.qp) };
     }
 }

@@ -7,7 +7,9 @@
 //! control segment carries its own index and the QP's number, an 8-byte
 //! doorbell repeats the last WQE's first control bytes, a BlueFlame copy
 //! repeats the whole WQE, and the BlueFlame halves alternate. A broken
-//! rule is a bug in the data path: the model panics and says which.
+//! rule is a bug in the data path: the model panics and says which. A CQ
+//! its consumer let fill up is no such bug: it overruns as a ConnectX's
+//! does, with a CQ error event.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
@@ -111,6 +113,10 @@ pub struct Window {
 #[derive(Debug)]
 pub struct Cq {
     pub ia: u32,
+    /// What its CQ error event carries.
+    pub tag: u64,
+    /// It overran: it takes no more CQEs (PRM "Completion Queue Error").
+    pub error: bool,
     pub buf: Region,
     pub cnt: u32,
     pub dbrec: Region,
@@ -450,13 +456,15 @@ impl Hca {
 
     fn write_cqe(&mut self, cqn: Option<u32>, e: CqeOut) {
         let Some(cq) = cqn.and_then(|c| self.cqs.get_mut(&c)) else { return };
+        if cq.error {
+            return;
+        }
         let ci = cq.dbrec.be32(0) & 0xffffff;
-        assert!(
-            (cq.pi.wrapping_sub(ci) & 0xffffff) < cq.cnt,
-            "model: CQ overrun: {} CQEs unconsumed in a CQ of {}",
-            cq.pi.wrapping_sub(ci) & 0xffffff,
-            cq.cnt
-        );
+        if (cq.pi.wrapping_sub(ci) & 0xffffff) >= cq.cnt {
+            let cqn = cqn.unwrap_or(0);
+            self.overrun(cqn);
+            return;
+        }
         let mut b = [0u8; 64];
         b[32..36].copy_from_slice(&e.srqn.to_be_bytes());
         b[36..40].copy_from_slice(&e.imm.to_be_bytes());
@@ -481,6 +489,32 @@ impl Hca {
                 self.rearm(ia);
             }
         }
+    }
+
+    /// A CQE found no room in CQ `cqn`, as on a ConnectX whose consumer
+    /// fell behind (PRM "Completion Queue Error"): the CQE is lost, the CQ
+    /// goes to error and takes no more, its IA hears a CQ error event, and
+    /// every QP reporting to it goes to ERROR. Nothing else changes: other
+    /// CQs and QPs carry on.
+    fn overrun(&mut self, cqn: u32) {
+        let Some(cq) = self.cqs.get_mut(&cqn) else { return };
+        cq.error = true;
+        cq.armed = None;
+        let (ia, tag) = (cq.ia, cq.tag);
+        if let Some(i) = self.ias.get_mut(&ia) {
+            i.cm.push_back(CmEvent::CqError { tag });
+        }
+        // The QPs are not run from here: a QP whose WQE wrote this CQE is
+        // still being run by the caller, which flushes what it holds next.
+        for (qpn, qp) in self.qps.iter_mut() {
+            let reports = qp.send_cq == Some(cqn) || qp.recv_cq == Some(cqn);
+            if reports && qp.state != QpState::Vanished {
+                qp.state = QpState::Error;
+                self.busy.insert(*qpn);
+                self.deadlines.remove(qpn);
+            }
+        }
+        self.rearm(ia);
     }
 
     // ---- execution ----

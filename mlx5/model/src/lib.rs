@@ -7,7 +7,8 @@
 //! read, send and receive, immediate data, atomics — with real key, range
 //! and privilege checks. It writes CQEs with the owner bit, error
 //! syndromes, flushes after an error, and leaves the CQEs of a destroyed
-//! QP in place, as a CQ the data path polls itself has them. Connection
+//! QP in place, as a CQ the data path polls itself has them. A CQ that
+//! overruns goes to error with a CQ error event, and its QPs to ERROR. Connection
 //! management is in-process too: listeners by address and qualifier,
 //! requests with private data, accept, reject, disconnect, and connect
 //! timeouts.
@@ -212,16 +213,18 @@ pub struct ModelPd {
     ia: u32,
 }
 
-/// A QP: its number and the memory the data path was given.
+/// A QP: its number and its doorbell register's UAR.
 #[derive(Debug)]
 pub struct ModelQp {
     qpn: u32,
+    uar: u32,
 }
 
-/// A CQ: its number.
+/// A CQ: its number and its doorbell register's UAR.
 #[derive(Debug)]
 pub struct ModelCq {
     cqn: u32,
+    uar: u32,
 }
 
 #[derive(Debug)]
@@ -299,18 +302,15 @@ impl SoftHca {
         hca.qps.get_mut(&qpn).map(|q| q.fail_next = Some(syndrome)).is_some()
     }
 
-    /// The QP with `tag` fails (a local catastrophic error): it flushes
-    /// everything, and the connection is reported broken.
+    /// The QP with `tag` fails (a local work queue catastrophic error): it
+    /// flushes everything, and its IA hears a QP error event, as verbs'
+    /// `IBV_EVENT_QP_FATAL` reports it.
     pub fn force_error(&self, tag: u64) -> bool {
         let mut hca = lock(&self.hca);
         let Some(qpn) = hca.qp_by_tag(tag) else { return false };
         hca.fail_qp(qpn);
         let ia = hca.qps[&qpn].ia;
-        SoftHca::push_cm(
-            &mut hca,
-            ia,
-            CmEvent::Conn { tag, outcome: ConnOutcome::Broken, private_data: PrivateData::new() },
-        );
+        SoftHca::push_cm(&mut hca, ia, CmEvent::QpError { tag });
         true
     }
 
@@ -364,6 +364,11 @@ impl SoftHca {
         let uar = hca.id();
         hca.uars.insert(uar, owner);
         ModelRegister::new(self.hca.clone(), uar, self.deferred.clone())
+    }
+
+    /// UAR pages in use: one for each live QP and CQ.
+    pub fn uars(&self) -> usize {
+        lock(&self.hca).uars.len()
     }
 }
 
@@ -480,7 +485,7 @@ impl Device for SoftHca {
         lock(&self.hca).mws.remove(&mw);
     }
 
-    fn cq_create(&mut self, ia: &mut ModelIa, min_entries: u32) -> DatResult<CqParts<Self>> {
+    fn cq_create(&mut self, ia: &mut ModelIa, min_entries: u32, tag: u64) -> DatResult<CqParts<Self>> {
         let cnt = (min_entries.max(1) * 2).next_power_of_two().max(64);
         let buf = Region::new(cnt as usize * 64);
         for i in 0..cnt as usize {
@@ -489,6 +494,7 @@ impl Device for SoftHca {
         let dbrec = Region::new(64);
         let cqn = lock(&self.hca).id();
         let uar = self.register(UarOwner::Cq(cqn));
+        let uar_id = uar.uar;
         // What mlx5dv_init_obj reports for a CQ of a ConnectX.
         let dv = DvCq {
             buf: buf.as_ptr(),
@@ -502,14 +508,22 @@ impl Device for SoftHca {
         // SAFETY: the regions move into the HCA's CQ, which outlives the
         // data path's ring: the backend drops the ring before it destroys
         // the CQ.
-        let geometry = unsafe { dv::completion_queue(&dv, uar) }.map_err(|_| error(ErrorType::InternalError))?;
-        lock(&self.hca).cqs.insert(cqn, hca::Cq { ia: ia.0, buf, cnt, dbrec, pi: 0, armed: None });
-        Ok(CqParts { cq: ModelCq { cqn }, geometry })
+        let geometry = match unsafe { dv::completion_queue(&dv, uar) } {
+            Ok(geometry) => geometry,
+            Err(_) => {
+                lock(&self.hca).uars.remove(&uar_id);
+                return Err(error(ErrorType::InternalError));
+            }
+        };
+        lock(&self.hca).cqs.insert(cqn, hca::Cq { ia: ia.0, tag, error: false, buf, cnt, dbrec, pi: 0, armed: None });
+        Ok(CqParts { cq: ModelCq { cqn, uar: uar_id }, geometry })
     }
 
+    /// The CQ and its UAR page go together.
     fn cq_destroy(&mut self, cq: ModelCq) {
         let mut hca = lock(&self.hca);
         hca.cqs.remove(&cq.cqn);
+        hca.uars.remove(&cq.uar);
     }
 
     fn cq_event(&mut self, ia: &mut ModelIa) -> Option<u32> {
@@ -532,6 +546,7 @@ impl Device for SoftHca {
         });
         let qpn = lock(&self.hca).id();
         let bf = self.register(UarOwner::Qp(qpn));
+        let uar = bf.uar;
         // What mlx5dv_init_obj reports for a QP of a ConnectX.
         let no_rq = DvWorkQueue { buf: std::ptr::null_mut(), wqe_cnt: 0, stride: 0 };
         let dv = DvQp {
@@ -554,8 +569,11 @@ impl Device for SoftHca {
         // SAFETY: the regions move into the HCA's QP, which the backend
         // destroys only after dropping its queues.
         let (geometry, rq_geometry) = unsafe { (dv::send_queue(&dv, qpn, bf), dv::recv_queue(&dv)) };
-        let geometry = geometry.map_err(|_| error(ErrorType::InternalError))?;
-        let rq_parts = rq_geometry.map_err(|_| error(ErrorType::InternalError))?.map(|g| {
+        let (Ok(geometry), Ok(rq_geometry)) = (geometry, rq_geometry) else {
+            lock(&self.hca).uars.remove(&uar);
+            return Err(error(ErrorType::InternalError));
+        };
+        let rq_parts = rq_geometry.map(|g| {
             let cnt = g.wqe_cnt as usize;
             (g, vec![RecvSlot::default(); cnt].into_boxed_slice())
         });
@@ -584,7 +602,7 @@ impl Device for SoftHca {
             },
         );
         Ok(QpParts {
-            qp: ModelQp { qpn },
+            qp: ModelQp { qpn, uar },
             sq: geometry,
             send_slots: vec![SendSlot::EMPTY; sq_cnt as usize].into_boxed_slice(),
             rq: rq_parts,
@@ -599,7 +617,7 @@ impl Device for SoftHca {
         if let Some(peer) = gone.peer {
             SoftHca::hang_up(&mut hca, peer, qp.qpn);
         }
-        hca.uars.retain(|_, owner| !matches!(owner, UarOwner::Qp(q) if *q == qp.qpn));
+        hca.uars.remove(&qp.uar);
     }
 
     fn qp_reset(&mut self, qp: &mut ModelQp) -> DatResult<()> {
@@ -764,6 +782,9 @@ impl Device for SoftHca {
                 CmEvent::Request { listener, request: ModelConnReq(request), remote, remote_port, private_data }
             }
             CmEvent::Conn { tag, outcome, private_data } => CmEvent::Conn { tag, outcome, private_data },
+            CmEvent::QpError { tag } => CmEvent::QpError { tag },
+            CmEvent::CqError { tag } => CmEvent::CqError { tag },
+            CmEvent::PortDown => CmEvent::PortDown,
             CmEvent::Catastrophic => CmEvent::Catastrophic,
         })
     }

@@ -55,7 +55,7 @@ impl Pair {
         let pd = hca.pd_alloc(&mut ia).unwrap();
         let (mut cqs, mut qps) = (Vec::new(), Vec::new());
         for tag in [1u64, 2] {
-            let cq = hca.cq_create(&mut ia, 256).unwrap();
+            let cq = hca.cq_create(&mut ia, 256, 0).unwrap();
             let spec = QpSpec::<SoftHca> {
                 pd: &pd,
                 send_cq: Some(&cq.cq),
@@ -559,7 +559,7 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     let mut b: Mlx5<SoftHca> = Mlx5::new(SoftHca::new());
     let (mut ia, attr) = b.ia_open(b"mlx5_model0").unwrap();
     let pd = b.pd_alloc(&mut ia).unwrap();
-    let mut cq = b.cq_create(&mut ia, 64).unwrap();
+    let mut cq = b.cq_create(&mut ia, 64, 0).unwrap();
     let mem = vec![0u8; 4096];
     let reg = b.mr_register(&pd, mem.as_ptr() as u64, 4096, MemPriv::ALL).unwrap();
     let config = QpConfig::<Mlx5<SoftHca>> {

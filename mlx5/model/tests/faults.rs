@@ -86,6 +86,13 @@ fn a_qp_forced_to_error_flushes_everything_once_in_order() {
     let cookies: Vec<u64> = (0..4).map(|_| rig.dto(client.dto)).map(|d| d.0).collect();
     assert_eq!(cookies, vec![10, 11, 12, 13]);
     assert!(rig.p.evd_dequeue(client.dto).is_err());
+    // The device's QP error names the EP on the async EVD.
+    let async_evd = match rig.p.ia_query(rig.ia).unwrap().0 {
+        AsyncEvdRef::Handle(evd) => evd,
+        other => panic!("{other:?}"),
+    };
+    let e = rig.expect(async_evd, EventNumber::AsyncEpBroken);
+    assert!(matches!(e.data, EventData::AsyncError { handle: Some(h), .. } if h == client.ep.into()), "{e:?}");
 }
 
 #[test]

@@ -20,7 +20,8 @@
 //!   ([`capi`]), a minute of each fuzz target
 //!   (`fuzz/`, from the corpus there), the fully static C example on
 //!   soft-RoCE under strace, the two event loops and udat-perf beside
-//!   perftest on soft-RoCE, the OpenFabrics DAPL test programs against
+//!   perftest on soft-RoCE, a minute of the soak on the software HCA and
+//!   one on soft-RoCE ([`soak`]), the OpenFabrics DAPL test programs against
 //!   the plug-in on soft-RoCE (`tests/peers/run.sh`), and the same
 //!   programs between two soft-RoCE hosts (`tests/fabric/run.sh`, through
 //!   `fabric`).
@@ -36,6 +37,10 @@
 //!   two soft-RoCE guests joined by a cable it can cut (see [`fabric`]).
 //! - `cargo xtask perf [-- ARGS...]`: udat-perf beside perftest on
 //!   soft-RoCE (see [`perf`]).
+//! - `cargo xtask soak [--minutes N]`: traffic, object churn, connects,
+//!   abrupt closes and CQ overruns on several threads, N minutes on the
+//!   software HCA and N on rxe, checked for lost or repeated completions
+//!   and for drift (see [`soak`]).
 
 mod capi;
 mod fabric;
@@ -45,12 +50,13 @@ mod install;
 mod msrv;
 mod perf;
 mod setup;
+mod soak;
 mod softroce;
 
 use std::io::{BufRead, BufReader};
 use std::process::{exit, Command, Stdio};
 
-const USAGE: &str = "usage: cargo xtask setup|test|install|capi|icount|icount-rxe|softroce|fabric|perf";
+const USAGE: &str = "usage: cargo xtask setup|test|install|capi|icount|icount-rxe|softroce|fabric|perf|soak";
 
 fn main() {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -65,7 +71,9 @@ fn main() {
 fn dispatch(task: &str, args: &[String]) -> Result<(), String> {
     let scope = match task {
         "setup" | "test" => setup::Scope::All,
-        "install" | "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" => setup::Scope::Packages,
+        "install" | "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" | "soak" => {
+            setup::Scope::Packages
+        }
         _ => return Err(USAGE.to_string()),
     };
     setup::ensure(scope)?;
@@ -78,6 +86,7 @@ fn dispatch(task: &str, args: &[String]) -> Result<(), String> {
         "softroce" => softroce::softroce(args),
         "fabric" => fabric::fabric(args),
         "perf" => perf::perf(args),
+        "soak" => soak::soak(args),
         // `setup`: the `ensure` above.
         _ => Ok(()),
     }
@@ -120,12 +129,16 @@ fn test() -> Result<(), String> {
     let fully_static = static_on_rxe()?;
     let loops = event_loops_on_rxe()?;
     let perf = perf::check()?;
+    // A minute on each transport: the soak's two runs, two checks.
+    soak::on_both(1.0)?;
+    let soaked = 2;
     let peers = peer_tests()?;
     let across = fabric_tests()?;
-    let passed = native.0 + c + miri.0 + fuzzed + rxe.0 + threads.0 + fully_static + loops + perf + peers.0 + across.0;
+    let passed =
+        native.0 + c + miri.0 + fuzzed + rxe.0 + threads.0 + fully_static + loops + perf + soaked + peers.0 + across.0;
     let failed = native.1 + miri.1 + rxe.1 + threads.1 + peers.1 + across.1;
     eprintln!(
-        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, {} thread tests on soft-RoCE, the static binary, {loops} event loops and {perf} udat-perf runs on soft-RoCE, {} OpenFabrics programs, {} across two hosts)",
+        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, {} thread tests on soft-RoCE, the static binary, {loops} event loops and {perf} udat-perf runs on soft-RoCE, {soaked} soak runs, {} OpenFabrics programs, {} across two hosts)",
         native.0, miri.0, rxe.0, threads.0, peers.0, across.0
     );
     println!("tests: {passed} passed, {failed} failed");

@@ -263,6 +263,8 @@ pub struct Hca {
     pub qps: BTreeMap<u32, Qp>,
     pub srqs: BTreeMap<u32, Srq>,
     pub uars: BTreeMap<u32, UarOwner>,
+    /// Live protection domains: nothing else keeps their numbers.
+    pub pds: BTreeSet<u32>,
     /// (IA address, connection qualifier) → (IA, tag).
     pub listeners: BTreeMap<([u8; 28], u64), (u32, u64)>,
     pub requests: BTreeMap<u32, Request>,
@@ -289,6 +291,7 @@ impl Default for Hca {
             qps: BTreeMap::new(),
             srqs: BTreeMap::new(),
             uars: BTreeMap::new(),
+            pds: BTreeSet::new(),
             listeners: BTreeMap::new(),
             requests: BTreeMap::new(),
             deadlines: BTreeMap::new(),
@@ -310,10 +313,36 @@ fn ring_read(ring: &Region, cnt: u32, index: u16, byte: usize, out: &mut [u8]) {
     }
 }
 
+/// Object numbers are 24 bits, as a ConnectX's QP, CQ, SRQ and mkey
+/// indexes are (PRM: a WQE's control segment carries the QP number in 24
+/// bits, an mkey is its 24-bit index and an 8-bit key).
+const ID_MASK: u32 = 0x00ff_ffff;
+/// The first number handed out, and the one after the last wraps to.
+const FIRST_ID: u32 = 0x101;
+
 impl Hca {
+    /// A number no live object holds: the next in sequence, past the 24
+    /// bits a ConnectX has back to the start, skipping those in use (a
+    /// device reuses a destroyed QP's number, never a live one's).
     pub fn id(&mut self) -> u32 {
-        self.next_id += 1;
-        self.next_id
+        loop {
+            self.next_id = if self.next_id >= ID_MASK { FIRST_ID } else { self.next_id + 1 };
+            if !self.in_use(self.next_id) {
+                return self.next_id;
+            }
+        }
+    }
+
+    fn in_use(&self, id: u32) -> bool {
+        self.ias.contains_key(&id)
+            || self.mrs.contains_key(&(id << 8))
+            || self.mws.contains_key(&id)
+            || self.cqs.contains_key(&id)
+            || self.qps.contains_key(&id)
+            || self.srqs.contains_key(&id)
+            || self.uars.contains_key(&id)
+            || self.pds.contains(&id)
+            || self.requests.contains_key(&id)
     }
 
     pub fn now_us(&self) -> u64 {
@@ -1000,4 +1029,26 @@ fn read_scatter(buf: &Region, at: usize, len: usize) -> Vec<(u64, u32, u32)> {
         segs.push((addr, count, lkey));
     }
     segs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Past 2^24 numbers the device starts again, and skips the numbers
+    /// of live objects: a QP number wider than a WQE's 24-bit field was
+    /// once handed out after some sixteen million creations, and its WQEs
+    /// named another QP.
+    #[test]
+    fn object_numbers_stay_within_24_bits_and_skip_live_ones() {
+        let mut hca = Hca::default();
+        hca.pds.insert(FIRST_ID);
+        hca.uars.insert(FIRST_ID + 1, UarOwner::Cq(7));
+        hca.next_id = ID_MASK - 1;
+        assert_eq!(hca.id(), ID_MASK);
+        assert_eq!(hca.id(), FIRST_ID + 2, "wrapped, past the two live numbers");
+        for _ in 0..1000 {
+            assert!(hca.id() <= ID_MASK);
+        }
+    }
 }

@@ -449,10 +449,15 @@ impl Device for SoftHca {
     }
 
     fn pd_alloc(&mut self, ia: &mut ModelIa) -> DatResult<ModelPd> {
-        Ok(ModelPd { id: lock(&self.hca).id(), ia: ia.0 })
+        let mut hca = lock(&self.hca);
+        let id = hca.id();
+        hca.pds.insert(id);
+        Ok(ModelPd { id, ia: ia.0 })
     }
 
-    fn pd_free(&mut self, _pd: ModelPd) {}
+    fn pd_free(&mut self, pd: ModelPd) {
+        lock(&self.hca).pds.remove(&pd.id);
+    }
 
     fn mr_register(
         &mut self,

@@ -306,9 +306,12 @@ static void *connect_cycles(void *arg)
 	return NULL;
 }
 
-/* An IA of the thread's own, and its address. */
-static DAT_IA_HANDLE open_own(const char *who, DAT_EVD_HANDLE *async, DAT_IA_ADDRESS_PTR *addr)
+/* An IA of worker `w`'s own, with a pair connected on it (as
+ * `pair_open`); its async EVD in `async`. */
+static DAT_IA_HANDLE open_own(enum worker w, struct pair *p, DAT_COUNT qlen, DAT_COUNT requests,
+			      DAT_EVD_HANDLE *async)
 {
+	const char *who = NAMES[w];
 	DAT_IA_HANDLE own;
 	DAT_IA_ATTR attr;
 
@@ -316,28 +319,30 @@ static DAT_IA_HANDLE open_own(const char *who, DAT_EVD_HANDLE *async, DAT_IA_ADD
 	check(dat_ia_openv(ia_name, 8, async, &own, DAT_VERSION_MAJOR, DAT_VERSION_MINOR, DAT_TRUE), who,
 	      "dat_ia_open");
 	check(dat_ia_query(own, NULL, DAT_IA_FIELD_ALL, &attr, 0, NULL), who, "dat_ia_query");
-	*addr = attr.ia_address_ptr;
+	pair_open(p, who, own, attr.ia_address_ptr, QUALS[w], qlen, requests);
 	return own;
+}
+
+/* Close worker `w`'s IA abruptly: everything goes with it, writes in
+ * flight too. One cycle. */
+static void close_own(enum worker w, struct pair *p, DAT_IA_HANDLE own)
+{
+	check(dat_ia_close(own, DAT_CLOSE_ABRUPT_FLAG), NAMES[w], "dat_ia_close abrupt");
+	free(p->buf);
+	atomic_fetch_add(&cycles[w], 1);
 }
 
 static void *abrupt(void *arg)
 {
-	const char *who = NAMES[ABRUPT];
-
 	(void)arg;
 	while (!atomic_load(&stop)) {
 		DAT_EVD_HANDLE async;
-		DAT_IA_ADDRESS_PTR addr;
-		DAT_IA_HANDLE own = open_own(who, &async, &addr);
 		struct pair p;
+		DAT_IA_HANDLE own = open_own(ABRUPT, &p, DEPTH, 0, &async);
 
-		pair_open(&p, who, own, addr, QUALS[ABRUPT], DEPTH, 0);
 		for (int i = 0; i < BURST; i++)
-			check(pair_write(&p), who, "dat_ep_post_rdma_write");
-		/* Everything goes with the IA, the writes in flight too. */
-		check(dat_ia_close(own, DAT_CLOSE_ABRUPT_FLAG), who, "dat_ia_close abrupt");
-		free(p.buf);
-		atomic_fetch_add(&cycles[ABRUPT], 1);
+			check(pair_write(&p), p.who, "dat_ep_post_rdma_write");
+		close_own(ABRUPT, &p, own);
 	}
 	return NULL;
 }
@@ -349,15 +354,13 @@ static void *overrun(void *arg)
 	(void)arg;
 	while (!atomic_load(&stop)) {
 		DAT_EVD_HANDLE async;
-		DAT_IA_ADDRESS_PTR addr;
-		DAT_IA_HANDLE own = open_own(who, &async, &addr);
 		struct pair p;
+		DAT_IA_HANDLE own = open_own(OVERRUN, &p, SMALL_QLEN, OVERRUN_POSTS, &async);
 		DAT_EVENT e;
 		int overflowed = 0;
 		uint64_t seen = 0;
 		double deadline;
 
-		pair_open(&p, who, own, addr, QUALS[OVERRUN], SMALL_QLEN, OVERRUN_POSTS);
 		/* Posts until the provider refuses one or enough are out; none
 		 * reaped, so the CQ behind the EVD overruns. */
 		while (p.posted < OVERRUN_POSTS && pair_write(&p) == DAT_SUCCESS)
@@ -390,9 +393,7 @@ static void *overrun(void *arg)
 				who, (unsigned long long)p.posted, SMALL_QLEN);
 			exit(1);
 		}
-		check(dat_ia_close(own, DAT_CLOSE_ABRUPT_FLAG), who, "dat_ia_close abrupt");
-		free(p.buf);
-		atomic_fetch_add(&cycles[OVERRUN], 1);
+		close_own(OVERRUN, &p, own);
 	}
 	return NULL;
 }

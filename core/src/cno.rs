@@ -142,7 +142,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             signal: None,
             raised: false,
         };
-        self.cnos.insert(cno).map(CnoHandle).map_err(|_| DatError::of(ErrorType::InsufficientResources))
+        crate::owned::insert(&mut self.ias, &mut self.cnos, cno).map(CnoHandle).map_err(|_| DatError::of(ErrorType::InsufficientResources))
     }
 
     /// dat_cno_free(3DAT): "A CNO cannot be deleted while it is referenced
@@ -157,7 +157,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn cno_destroy(&mut self, cno: CnoHandle) {
-        self.cnos.remove(cno.0);
+        crate::owned::remove(&mut self.ias, &mut self.cnos, cno.0);
     }
 
     /// One EVD less is tied to `cno`.
@@ -224,10 +224,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             let Some(i) = self.ias.get_mut(ia.0) else { break };
             let wake = self.backend.block(&mut i.dev, Some(0));
             self.pump_cm(ia);
-            let mut at = 0;
-            while let Some(evd) = self.evds.find_from(at, |e| e.ia == ia && e.cq.is_some()) {
-                at = evd.index() + 1;
-                self.pump_cq(EvdHandle(evd));
+            let mut next = self.evds.first_member(&self.owned(ia).evds);
+            while let Some(evd) = next {
+                next = self.evds.next_member(evd);
+                if self.evds.get(evd).is_some_and(|e| e.cq.is_some()) {
+                    self.pump_cq(EvdHandle(evd));
+                }
             }
             if wake != Wake::Activity {
                 break;
@@ -270,10 +272,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // The IA was closed: the CNO is gone, its waiters see a null EVD.
         let Ok(c) = self.cno(wait.cno) else { return Ok(CnoStep::Woken(EvdHandle::NULL)) };
         let ia = c.ia;
-        let mut at = 0;
-        while let Some(evd) = self.evds.find_from(at, |e| e.cno == wait.cno) {
-            at = evd.index() + 1;
-            self.progress(ia, Some(EvdHandle(evd)));
+        // A CNO's EVDs are of its IA (dat_evd_create(3DAT)).
+        let mut next = self.evds.first_member(&self.owned(ia).evds);
+        while let Some(evd) = next {
+            next = self.evds.next_member(evd);
+            if self.evds.get(evd).is_some_and(|e| e.cno == wait.cno) {
+                self.progress(ia, Some(EvdHandle(evd)));
+            }
         }
         let now = self.backend.now_us();
         let c = self.cno_mut(wait.cno)?;

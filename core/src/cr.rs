@@ -49,7 +49,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// CR slot is free (the provider's EP, if any, is dropped).
     pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), B::ConnReq> {
         let (psp, conn_qual, local_ep) = (cr.psp, cr.conn_qual, cr.local_ep);
-        let h = match self.crs.insert(cr) {
+        let h = match crate::owned::insert(&mut self.ias, &mut self.crs, cr) {
             Ok(raw) => CrHandle(raw),
             Err(cr) => {
                 if self.eps.get(local_ep.0).is_some_and(|e| e.provider_owned) {
@@ -122,7 +122,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         e.cr = CrHandle::NULL;
         e.remote = remote;
         e.remote_port = remote_port;
-        self.crs.remove(cr_h.0);
+        crate::owned::remove(&mut self.ias, &mut self.crs, cr_h.0);
         Ok(())
     }
 
@@ -144,7 +144,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     fn cr_refuse(&mut self, cr: CrHandle, private_data: &[u8]) {
-        let Some(c) = self.crs.remove(cr.0) else { return };
+        let Some(c) = crate::owned::remove(&mut self.ias, &mut self.crs, cr.0) else { return };
         self.backend.reject(c.request, private_data);
         self.cr_release_ep(c.local_ep);
     }
@@ -168,12 +168,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let cr = self.cr(cr_h)?;
         let ia = cr.ia;
         let bound = self.eps.get(cr.local_ep.0).is_some_and(|e| !e.provider_owned);
-        let target = self.psps.iter().find(|(_, p)| p.ia == ia && p.conn_qual == conn_qual);
+        let target = self.psps.members(&self.owned(ia).psps).find(|(_, p)| p.conn_qual == conn_qual);
         let Some((psp_raw, psp)) = target.filter(|_| !bound) else {
             return Err(DatError::invalid_arg(2));
         };
         let (psp_h, evd, flags) = (PspHandle(psp_raw), psp.evd, psp.flags);
-        let Some(mut c) = self.crs.remove(cr_h.0) else { return Err(DatError::of(ErrorType::InternalError)) };
+        let Some(mut c) = crate::owned::remove(&mut self.ias, &mut self.crs, cr_h.0) else { return Err(DatError::of(ErrorType::InternalError)) };
         self.cr_release_ep(c.local_ep);
         c.psp = psp_h;
         c.conn_qual = conn_qual;

@@ -53,11 +53,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 self.async_event(ia, EventNumber::AsyncIaCatastrophic, Some(ia.into()), IA_OTHER_ERROR)
             }
             CmEvent::Catastrophic => {
-                let lost = |ep: &Ep<B>| ep.ia == ia && has_connection(ep);
-                let mut at = 0;
-                while let Some(h) = self.eps.find_from(at, lost) {
-                    at = h.index() + 1;
-                    self.ep_lost(EpHandle(h), EventNumber::ConnectionBroken);
+                let mut next = self.eps.first_member(&self.owned(ia).eps);
+                while let Some(h) = next {
+                    next = self.eps.next_member(h);
+                    if self.eps.get(h).is_some_and(has_connection) {
+                        self.ep_lost(EpHandle(h), EventNumber::ConnectionBroken);
+                    }
                 }
                 self.async_event(ia, EventNumber::AsyncIaCatastrophic, Some(ia.into()), IA_CATASTROPHIC_ERROR);
             }
@@ -91,11 +92,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             backend.cq_failed(cq);
         }
         self.async_event(ia, EventNumber::AsyncEvdOverflow, Some(evd_h.into()), EVD_OVERFLOW_ERROR);
+        // An EP's EVDs are of its IA (dat_ep_create(3DAT)).
         let feeds = |ep: &Ep<B>| (ep.request_evd == evd_h || ep.recv_evd == evd_h) && has_connection(ep);
-        let mut at = 0;
-        while let Some(h) = self.eps.find_from(at, feeds) {
-            at = h.index() + 1;
-            self.ep_lost(EpHandle(h), EventNumber::ConnectionBroken);
+        let mut next = self.eps.first_member(&self.owned(ia).eps);
+        while let Some(h) = next {
+            next = self.eps.next_member(h);
+            if self.eps.get(h).is_some_and(feeds) {
+                self.ep_lost(EpHandle(h), EventNumber::ConnectionBroken);
+            }
         }
     }
 }

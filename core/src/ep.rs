@@ -433,10 +433,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let streams = ep.streams();
         self.check_streams(&streams)?;
         let h = EpHandle(
-            self.eps.insert(ep).map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
+            crate::owned::insert(&mut self.ias, &mut self.eps, ep).map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
         );
         if let Err(e) = self.qp_build(h) {
-            self.eps.remove(h.0);
+            crate::owned::remove(&mut self.ias, &mut self.eps, h.0);
             return Err(e);
         }
         self.attach(&streams);
@@ -457,7 +457,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             EpState::TentativeConnectionPending,
             true,
         );
-        self.eps.insert(ep).ok().map(EpHandle)
+        crate::owned::insert(&mut self.ias, &mut self.eps, ep).ok().map(EpHandle)
     }
 
     /// Create the EP's QP if it has a PZ and none yet.
@@ -588,7 +588,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         self.progress(ia, Some(recv));
         self.progress(ia, Some(request));
-        let Some(ep) = self.eps.remove(h.0) else { return };
+        let Some(ep) = crate::owned::remove(&mut self.ias, &mut self.eps, h.0) else { return };
         self.detach(&ep.streams());
         self.pz_release(ep.pz);
         if let Some(qp) = ep.qp {

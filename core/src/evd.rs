@@ -217,7 +217,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         };
         evd.tie(cno);
         // The slot comes first: the CQ's errors name the EVD by its handle.
-        let raw = match self.evds.insert(evd) {
+        let raw = match crate::owned::insert(&mut self.ias, &mut self.evds, evd) {
             Ok(raw) => raw,
             Err(mut evd) => {
                 self.events.close(&mut evd.queue);
@@ -235,7 +235,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 // The slot was filled just above.
                 (Ok(cq), None) => backend.cq_destroy(cq),
                 (Err(err), _) => {
-                    if let Some(mut e) = evds.remove(raw) {
+                    if let Some(mut e) = crate::owned::remove(ias, evds, raw) {
                         events.close(&mut e.queue);
                     }
                     return Err(err);
@@ -259,7 +259,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn evd_destroy(&mut self, evd: EvdHandle) {
-        let Some(mut e) = self.evds.remove(evd.0) else { return };
+        let Some(mut e) = crate::owned::remove(&mut self.ias, &mut self.evds, evd.0) else { return };
         self.events.close(&mut e.queue);
         if let Some(cq) = e.cq {
             self.backend.cq_destroy(cq);

@@ -4,6 +4,7 @@
 use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EvdHandle, IaHandle};
+use crate::owned::Owned;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{CloseFlags, EvdFlags, IaAttr};
@@ -46,6 +47,8 @@ pub(crate) struct Ia<B: Backend> {
     /// When a dequeue that finds nothing next looks at the connection
     /// events (backend clock, µs).
     pub(crate) cm_look_us: u64,
+    /// The objects created on it.
+    pub(crate) owned: crate::owned::Owned,
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -91,6 +94,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             name: stored,
             context: 0,
             cm_look_us: 0,
+            owned: crate::owned::Owned::default(),
         };
         let ia_h = match self.ias.insert(ia) {
             Ok(raw) => IaHandle(raw),
@@ -148,28 +152,33 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         Ok(())
     }
 
-    /// Objects `ia` owns, `except` not counted.
+    /// Objects `ia` owns, `except` and the provider's own EPs not
+    /// counted.
     fn ia_objects(&self, ia: IaHandle, except: EvdHandle) -> usize {
-        self.pzs.iter().filter(|(_, o)| o.ia == ia).count()
-            + self.lmrs.iter().filter(|(_, o)| o.ia == ia).count()
-            + self.rmrs.iter().filter(|(_, o)| o.ia == ia).count()
-            + self.evds.iter().filter(|(h, o)| o.ia == ia && *h != except.0).count()
-            + self.cnos.iter().filter(|(_, o)| o.ia == ia).count()
-            + self.eps.iter().filter(|(_, o)| o.ia == ia && !o.provider_owned).count()
-            + self.psps.iter().filter(|(_, o)| o.ia == ia).count()
-            + self.rsps.iter().filter(|(_, o)| o.ia == ia).count()
-            + self.crs.iter().filter(|(_, o)| o.ia == ia).count()
-            + self.srqs.iter().filter(|(_, o)| o.ia == ia).count()
+        let owned = self.owned(ia);
+        let providers = self.eps.members(&owned.eps).filter(|(_, e)| e.provider_owned).count();
+        let except = self.evds.get(except.0).is_some_and(|e| e.ia == ia);
+        owned.len() - providers - usize::from(except)
     }
 
-    /// Free every object of `ia`, dependents before what they depend on.
+    /// What `ia` owns; nothing for an IA not open.
+    pub(crate) fn owned(&self, ia: IaHandle) -> Owned {
+        self.ias.get(ia.0).map(|i| i.owned).unwrap_or_default()
+    }
+
+    /// Free every object of `ia`, dependents before what they depend on,
+    /// visiting its own objects only.
     fn ia_teardown(&mut self, ia: IaHandle) {
         macro_rules! each {
             ($slab:ident, $handle:ident, $free:ident) => {
-                let mut at = 0;
-                while let Some(h) = self.$slab.find_from(at, |o| o.ia == ia) {
-                    at = h.index() + 1;
+                while let Some(h) = self.$slab.first_member(&self.owned(ia).$slab) {
                     self.$free(crate::handle::$handle(h));
+                    // Every free takes its object out of the list; one that
+                    // did not would be visited forever.
+                    if self.$slab.contains(h) {
+                        debug_assert!(false, "{} left {h:?} behind", stringify!($free));
+                        break;
+                    }
                 }
             };
         }

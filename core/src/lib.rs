@@ -70,6 +70,7 @@ pub mod event;
 pub mod handle;
 mod ia;
 mod lmr;
+mod owned;
 mod post;
 mod provider;
 mod psp;

@@ -131,7 +131,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             context: 0,
         };
         let placed = match self.next_lmr_context() {
-            Some(context) => self.lmrs.insert_at(self.lmrs.key_slot(context), Lmr { lmr_context: context, ..lmr }),
+            Some(context) => {
+                let slot = self.lmrs.key_slot(context);
+                crate::owned::insert_at(&mut self.ias, &mut self.lmrs, slot, Lmr { lmr_context: context, ..lmr })
+            }
             None => Err(lmr),
         };
         let raw = match placed {
@@ -180,7 +183,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn lmr_destroy(&mut self, lmr: LmrHandle) {
-        if let Some(lmr) = self.lmrs.remove(lmr.0) {
+        if let Some(lmr) = crate::owned::remove(&mut self.ias, &mut self.lmrs, lmr.0) {
             self.lmr_epoch += 1;
             self.backend.mr_deregister(lmr.mr);
             self.pz_release(lmr.pz);

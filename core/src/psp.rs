@@ -54,7 +54,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::of(ErrorType::ConnQualInUse));
         }
         let psp = Psp { ia, conn_qual, evd, flags, listener: None, context: 0 };
-        let h = PspHandle(self.psps.insert(psp).map_err(|_| DatError::of(ErrorType::InsufficientResources))?);
+        let h = PspHandle(crate::owned::insert(&mut self.ias, &mut self.psps, psp).map_err(|_| DatError::of(ErrorType::InsufficientResources))?);
         let Provider { ias, psps, backend, .. } = self;
         let listened = match ias.get_mut(ia.0) {
             Some(i) => backend.listen(&mut i.dev, conn_qual, psp_tag(h)),
@@ -69,7 +69,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 Ok(h)
             }
             Err(e) => {
-                psps.remove(h.0);
+                crate::owned::remove(ias, psps, h.0);
                 Err(e)
             }
         }
@@ -90,8 +90,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// Whether a service point of `ia` listens on `conn_qual`.
     pub(crate) fn conn_qual_taken(&self, ia: IaHandle, conn_qual: u64) -> bool {
-        self.psps.iter().any(|(_, p)| p.ia == ia && p.conn_qual == conn_qual)
-            || self.rsps.iter().any(|(_, r)| r.ia == ia && r.conn_qual == conn_qual)
+        let owned = self.owned(ia);
+        self.psps.members(&owned.psps).any(|(_, p)| p.conn_qual == conn_qual)
+            || self.rsps.members(&owned.rsps).any(|(_, r)| r.conn_qual == conn_qual)
     }
 
     /// A service point starts or stops feeding `evd`.
@@ -116,7 +117,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn psp_destroy(&mut self, psp: PspHandle) {
-        if let Some(p) = self.psps.remove(psp.0) {
+        if let Some(p) = crate::owned::remove(&mut self.ias, &mut self.psps, psp.0) {
             if let Some(l) = p.listener {
                 self.backend.unlisten(l);
             }

@@ -135,7 +135,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let pz = pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
         let ia = pz.ia;
         let mw = backend.mw_alloc(&pz.pd)?;
-        match self.rmrs.insert(Rmr { ia, pz: pz_h, mw, binding: None, in_flight: InFlight::default(), context: 0 }) {
+        match crate::owned::insert(&mut self.ias, &mut self.rmrs, Rmr { ia, pz: pz_h, mw, binding: None, in_flight: InFlight::default(), context: 0 }) {
             Ok(raw) => {
                 self.pz_hold(pz_h);
                 Ok(RmrHandle(raw))
@@ -249,7 +249,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     pub(crate) fn rmr_destroy(&mut self, rmr: RmrHandle) {
         self.rmr_unbind(rmr);
-        if let Some(r) = self.rmrs.remove(rmr.0) {
+        if let Some(r) = crate::owned::remove(&mut self.ias, &mut self.rmrs, rmr.0) {
             self.backend.mw_free(r.mw);
             self.pz_release(r.pz);
         }

@@ -64,7 +64,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             ep
         };
         let rsp = Rsp { ia, conn_qual, evd, ep, listener: None, context: 0 };
-        let h = match self.rsps.insert(rsp) {
+        let h = match crate::owned::insert(&mut self.ias, &mut self.rsps, rsp) {
             Ok(raw) => RspHandle(raw),
             Err(rsp) => {
                 self.ep_release_reserved(rsp.ep);
@@ -83,7 +83,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 }
             }
             Err(e) => {
-                rsps.remove(h.0);
+                crate::owned::remove(ias, rsps, h.0);
                 self.ep_release_reserved(ep);
                 return Err(e);
             }
@@ -118,7 +118,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn rsp_destroy(&mut self, rsp: RspHandle) {
-        let Some(r) = self.rsps.remove(rsp.0) else { return };
+        let Some(r) = crate::owned::remove(&mut self.ias, &mut self.rsps, rsp.0) else { return };
         if let Some(l) = r.listener {
             self.backend.unlisten(l);
         }
@@ -164,7 +164,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             request,
             context: 0,
         };
-        let Some(r) = self.rsps.remove(rsp_h.0) else { return Err(cr.request) };
+        let Some(r) = crate::owned::remove(&mut self.ias, &mut self.rsps, rsp_h.0) else { return Err(cr.request) };
         if let Some(l) = r.listener {
             self.backend.unlisten(l);
         }

@@ -4,7 +4,9 @@
 //! bumps: a stale handle is refused, never taken for the slot's new object
 //! (the C ABI puts the generation into its handle values the same way). A
 //! new object takes a slot never used before while there is room, and only
-//! then the slot freed longest ago.
+//! then the slot freed longest ago. The objects of one owner (an IA's
+//! PZs, say) can be listed through their slots ([`Members`]), so that the
+//! owner visits its own and never walks the slab.
 
 // The cell behind `Slab::get_shared`: the crate's one unsafe access.
 #![allow(unsafe_code)]
@@ -30,8 +32,13 @@ pub struct Slot<T> {
     generation: u32,
     /// Whether `value` holds an object.
     live: bool,
-    /// Next slot in the FIFO of freed slots (`NONE` at the tail).
-    next_free: u32,
+    /// While free, the next slot in the FIFO of freed slots; while live
+    /// in a listed slab, the next member of its owner's list (`NONE` at
+    /// either tail).
+    next: u32,
+    /// While live in a listed slab, the previous member (`NONE` at the
+    /// head).
+    prev: u32,
     value: UnsafeCell<Option<T>>,
 }
 
@@ -42,7 +49,7 @@ impl<T: core::fmt::Debug> core::fmt::Debug for Slot<T> {
 }
 
 impl<T> Vacant for Slot<T> {
-    const VACANT: Slot<T> = Slot { generation: 1, live: false, next_free: NONE, value: UnsafeCell::new(None) };
+    const VACANT: Slot<T> = Slot { generation: 1, live: false, next: NONE, prev: NONE, value: UnsafeCell::new(None) };
 }
 
 impl<T> Slot<T> {
@@ -71,6 +78,36 @@ impl<T> Slot<T> {
 
 const NONE: u32 = u32::MAX;
 
+/// The objects of one owner in a [`Slab`], listed through their slots
+/// (newest first): the owner finds its own without walking the slab.
+/// Kept by the owner and handed to the slab at each insert and remove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Members {
+    head: u32,
+    len: u32,
+}
+
+impl Members {
+    /// No objects.
+    pub const EMPTY: Members = Members { head: NONE, len: 0 };
+
+    /// How many objects are listed.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Default for Members {
+    fn default() -> Self {
+        Members::EMPTY
+    }
+}
+
 /// Storage a slab of `T` can live in.
 pub trait SlotsOf<T>: Store<Slot<T>> {}
 
@@ -96,6 +133,9 @@ pub struct Slab<T, S> {
     keyed: bool,
     /// The low bits of a key that name a slot (see [`Slab::key_slot`]).
     key_mask: u32,
+    /// Every object is a member of its owner's [`Members`]: it comes and
+    /// goes through [`Slab::insert_member`] and [`Slab::remove_member`].
+    listed: bool,
     _objects: PhantomData<T>,
 }
 
@@ -120,6 +160,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
             capacity,
             keyed: false,
             key_mask,
+            listed: false,
             _objects: PhantomData,
         }
     }
@@ -130,6 +171,13 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         Slab { keyed: true, ..Self::new(slots) }
     }
 
+    /// This slab, with every object listed among its owner's
+    /// ([`Members`]); plain [`Slab::insert`], [`Slab::insert_at`] and
+    /// [`Slab::remove`] refuse, as they would leave a list behind.
+    pub fn listed(self) -> Self {
+        Slab { listed: true, ..self }
+    }
+
     /// How many objects the slab can hold.
     pub fn capacity(&self) -> u32 {
         self.capacity
@@ -137,6 +185,14 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     /// Store `value`; `Err(value)` when every slot is taken.
     pub fn insert(&mut self, value: T) -> Result<RawHandle, T> {
+        if self.listed {
+            return Err(value);
+        }
+        self.insert_any(value)
+    }
+
+    /// [`Slab::insert`], listed or not.
+    fn insert_any(&mut self, value: T) -> Result<RawHandle, T> {
         if self.keyed {
             return Err(value);
         }
@@ -147,11 +203,11 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
                 let Some(slot) = self.slots.items_mut().get_mut(index as usize) else {
                     return Err(value);
                 };
-                self.free_head = slot.next_free;
+                self.free_head = slot.next;
                 if self.free_head == NONE {
                     self.free_tail = NONE;
                 }
-                slot.next_free = NONE;
+                slot.next = NONE;
                 index
             }
         };
@@ -175,6 +231,14 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// Store `value` in slot `index` of a keyed slab; `Err(value)` when the
     /// slot is taken or past the capacity.
     pub fn insert_at(&mut self, index: u32, value: T) -> Result<RawHandle, T> {
+        if self.listed {
+            return Err(value);
+        }
+        self.insert_at_any(index, value)
+    }
+
+    /// [`Slab::insert_at`], listed or not.
+    fn insert_at_any(&mut self, index: u32, value: T) -> Result<RawHandle, T> {
         if !self.keyed || index >= self.capacity {
             return Err(value);
         }
@@ -262,6 +326,14 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// Take the object out; its slot becomes a tombstone with a new
     /// generation and joins the tail of the free FIFO.
     pub fn remove(&mut self, h: RawHandle) -> Option<T> {
+        if self.listed {
+            return None;
+        }
+        self.remove_any(h)
+    }
+
+    /// [`Slab::remove`], listed or not (a member is unlinked first).
+    fn remove_any(&mut self, h: RawHandle) -> Option<T> {
         let slots = self.slots.items_mut();
         let slot = slots.get_mut(h.index as usize)?;
         if slot.generation != h.generation {
@@ -283,11 +355,90 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
             return Some(value);
         }
         match slots.get_mut(self.free_tail as usize) {
-            Some(tail) => tail.next_free = h.index,
+            Some(tail) => tail.next = h.index,
             None => self.free_head = h.index,
         }
         self.free_tail = h.index;
         Some(value)
+    }
+
+    /// Store `value`, listed among `members`: [`Slab::insert`] for a
+    /// listed slab.
+    pub fn insert_member(&mut self, members: &mut Members, value: T) -> Result<RawHandle, T> {
+        let h = self.insert_any(value)?;
+        self.link(members, h.index);
+        Ok(h)
+    }
+
+    /// Store `value` in slot `index`, listed among `members`:
+    /// [`Slab::insert_at`] for a listed slab.
+    pub fn insert_member_at(&mut self, members: &mut Members, index: u32, value: T) -> Result<RawHandle, T> {
+        let h = self.insert_at_any(index, value)?;
+        self.link(members, h.index);
+        Ok(h)
+    }
+
+    /// Take the object `h` names out of the slab and out of `members`, the
+    /// list it was inserted into: [`Slab::remove`] for a listed slab.
+    pub fn remove_member(&mut self, members: &mut Members, h: RawHandle) -> Option<T> {
+        let slot = self.slots.items().get(h.index as usize)?;
+        if !self.listed || !slot.live || slot.generation != h.generation {
+            return None;
+        }
+        let (prev, next) = (slot.prev, slot.next);
+        let items = self.slots.items_mut();
+        match items.get_mut(prev as usize) {
+            Some(p) => p.next = next,
+            None => members.head = next,
+        }
+        if let Some(n) = items.get_mut(next as usize) {
+            n.prev = prev;
+        }
+        if let Some(slot) = items.get_mut(h.index as usize) {
+            (slot.prev, slot.next) = (NONE, NONE);
+        }
+        members.len -= 1;
+        self.remove_any(h)
+    }
+
+    /// Put the new object in slot `index` at the head of `members`.
+    fn link(&mut self, members: &mut Members, index: u32) {
+        let items = self.slots.items_mut();
+        if let Some(old) = items.get_mut(members.head as usize) {
+            old.prev = index;
+        }
+        if let Some(slot) = items.get_mut(index as usize) {
+            (slot.prev, slot.next) = (NONE, members.head);
+        }
+        members.head = index;
+        members.len += 1;
+    }
+
+    /// The newest object listed in `members`.
+    pub fn first_member(&self, members: &Members) -> Option<RawHandle> {
+        let slot = self.slots.items().get(members.head as usize)?;
+        Some(RawHandle { index: members.head, generation: slot.generation })
+    }
+
+    /// The object listed after the live object `h` among its owner's; a
+    /// walk that takes it before it visits `h` goes on even if the visit
+    /// frees `h`.
+    pub fn next_member(&self, h: RawHandle) -> Option<RawHandle> {
+        let slot = self.slot(h)?;
+        let next = self.slots.items().get(slot.next as usize)?;
+        Some(RawHandle { index: slot.next, generation: next.generation })
+    }
+
+    /// The objects listed in `members`, newest first, with their handles.
+    pub fn members<'a>(&'a self, members: &Members) -> impl Iterator<Item = (RawHandle, &'a T)> + 'a {
+        let items = self.slots.items();
+        let mut at = members.head;
+        core::iter::from_fn(move || {
+            let slot = items.get(at as usize)?;
+            let h = RawHandle { index: at, generation: slot.generation };
+            at = slot.next;
+            Some((h, slot.value()?))
+        })
     }
 
     /// The live object in slot `index`, with its handle.
@@ -350,14 +501,6 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
             let v = s.value()?;
             pred(v).then_some(RawHandle { index, generation: s.generation })
         })
-    }
-
-    /// The live objects, with their handles.
-    pub fn iter(&self) -> impl Iterator<Item = (RawHandle, &T)> {
-        self.used()
-            .iter()
-            .zip(0..)
-            .filter_map(|(s, index)| s.value().map(|v| (RawHandle { index, generation: s.generation }, v)))
     }
 }
 
@@ -576,5 +719,53 @@ mod tests {
         assert_eq!((b.index, slab.generation(b.index)), (2, Some(1)));
         let c = slab.insert(4).unwrap();
         assert_eq!((c.index, slab.generation(c.index)), (a.index, Some(a.generation + 1)));
+    }
+
+    /// Members come and go in any order, and each owner's list holds
+    /// exactly its own, newest first, whatever slots they take.
+    #[test]
+    fn members_are_listed_per_owner_through_any_removal_order() {
+        let mut slab = Slab::new([const { Slot::<u32>::VACANT }; 6]).listed();
+        let (mut a, mut b) = (Members::EMPTY, Members::EMPTY);
+        let listed = |slab: &Slab<u32, _>, m: &Members| slab.members(m).map(|(_, v)| *v).collect::<std::vec::Vec<_>>();
+        let a1 = slab.insert_member(&mut a, 1).unwrap();
+        let b1 = slab.insert_member(&mut b, 10).unwrap();
+        let a2 = slab.insert_member(&mut a, 2).unwrap();
+        let a3 = slab.insert_member(&mut a, 3).unwrap();
+        assert_eq!((listed(&slab, &a), listed(&slab, &b)), (std::vec![3, 2, 1], std::vec![10]));
+        // The middle, the head, the tail.
+        assert_eq!(slab.remove_member(&mut a, a2), Some(2));
+        assert_eq!(listed(&slab, &a), [3, 1]);
+        assert_eq!(slab.remove_member(&mut a, a3), Some(3));
+        assert_eq!((listed(&slab, &a), a.len()), (std::vec![1], 1));
+        let a4 = slab.insert_member(&mut a, 4).unwrap();
+        assert_eq!(a4.index, 4, "a never-used slot before a freed one");
+        assert_eq!(slab.remove_member(&mut a, a1), Some(1));
+        assert_eq!(listed(&slab, &a), [4]);
+        // A stale handle is refused and leaves the list alone.
+        assert_eq!(slab.remove_member(&mut a, a1), None);
+        assert_eq!(slab.remove_member(&mut b, b1), Some(10));
+        assert!(b.is_empty() && slab.first_member(&b).is_none());
+        assert_eq!((slab.first_member(&a), slab.next_member(a4), slab.len()), (Some(a4), None, 1));
+        // Plain insert and remove would leave a list behind: refused.
+        assert_eq!(slab.insert(5), Err(5));
+        assert_eq!(slab.remove(a4), None);
+        assert_eq!(slab.remove_member(&mut a, a4), Some(4));
+        assert!(a.is_empty());
+    }
+
+    /// Slots freed from one owner's list and reused by another's are
+    /// listed by the new owner only.
+    #[test]
+    fn a_reused_slot_belongs_to_its_new_owner_only() {
+        let mut slab = Slab::new([const { Slot::<u32>::VACANT }; 2]).listed();
+        let (mut a, mut b) = (Members::EMPTY, Members::EMPTY);
+        let x = slab.insert_member(&mut a, 1).unwrap();
+        let y = slab.insert_member(&mut a, 2).unwrap();
+        slab.remove_member(&mut a, x).unwrap();
+        let z = slab.insert_member(&mut b, 3).unwrap();
+        assert_eq!(z.index, x.index);
+        assert_eq!(slab.members(&a).map(|(h, _)| h).collect::<std::vec::Vec<_>>(), [y]);
+        assert_eq!(slab.members(&b).map(|(h, _)| h).collect::<std::vec::Vec<_>>(), [z]);
     }
 }

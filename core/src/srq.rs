@@ -62,7 +62,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let pd = &pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?.pd;
         let srq = backend.srq_create(pd, attr)?;
         let obj = Srq { ia: ia_h, pz: pz_h, srq, attr: *attr, ep_refs: 0, outstanding: 0, context: 0 };
-        match self.srqs.insert(obj) {
+        match crate::owned::insert(&mut self.ias, &mut self.srqs, obj) {
             Ok(raw) => {
                 self.pz_hold(pz_h);
                 Ok(SrqHandle(raw))
@@ -85,7 +85,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn srq_destroy(&mut self, srq: SrqHandle) {
-        if let Some(s) = self.srqs.remove(srq.0) {
+        if let Some(s) = crate::owned::remove(&mut self.ias, &mut self.srqs, srq.0) {
             self.backend.srq_destroy(s.srq);
             self.pz_release(s.pz);
         }

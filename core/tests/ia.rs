@@ -116,6 +116,53 @@ fn dat_ia_close_abrupt_destroys_everything_without_leaks() {
     }
 }
 
+/// An IA's close finds its own objects, however they interleave in the
+/// slabs with another IA's and whatever slots churn has moved them to:
+/// graceful close counts exactly them, abrupt close frees exactly them.
+#[test]
+fn dat_ia_close_frees_its_own_objects_and_leaves_another_ias_alone() {
+    let mut p = provider();
+    let (a, _) = p.ia_open(MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 4 }).unwrap();
+    let (b, _) = p.ia_open(MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 4 }).unwrap();
+    let (mut kept, mut of_a) = (Vec::new(), Vec::new());
+    // Every PZ slot used once, so that the PZs below take freed slots.
+    for _ in 0..32 {
+        let pz = p.pz_create(a).unwrap();
+        p.pz_free(pz).unwrap();
+    }
+    // 28 of the 32 slots of a kind, with the two async EVDs.
+    for turn in 0..14u64 {
+        // Churn moves the next objects onto slots freed from either IA.
+        let (ia, other) = if turn % 2 == 0 { (a, b) } else { (b, a) };
+        let pz = p.pz_create(ia).unwrap();
+        let gone = p.pz_create(other).unwrap();
+        let evd = p.evd_create(ia, 4, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+        p.pz_free(gone).unwrap();
+        if ia == b {
+            kept.extend([AnyHandle::from(pz), evd.into()]);
+        } else {
+            of_a.push((pz, evd));
+        }
+    }
+    for (n, (pz, evd)) in of_a.iter().enumerate() {
+        for left in [2, 1] {
+            let e = p.ia_close(a, CloseFlags::Graceful).unwrap_err();
+            assert_eq!(e.subtype(), Subtype::InvalidStateIaInUse, "A's pair {n}, {left} left");
+            if left == 2 {
+                p.evd_free(*evd).unwrap();
+            } else {
+                p.pz_free(*pz).unwrap();
+            }
+        }
+    }
+    let b_pz = p.pz_create(b).unwrap();
+    p.ia_close(a, CloseFlags::Graceful).unwrap();
+    assert!(kept.iter().all(|h| p.is_live(*h)), "B lost an object to A's close");
+    p.ia_close(b, CloseFlags::Abrupt).unwrap();
+    assert!(!kept.iter().any(|h| p.is_live(*h)) && !p.is_live(b_pz.into()));
+    assert_eq!((p.backend().live_ias, p.backend().live_pds, p.backend().live_cqs()), (0, 0, 0));
+}
+
 #[test]
 fn dat_ia_close_abrupt_aborts_an_evd_waiter() {
     let mut fx = Fx::new();

@@ -12,6 +12,7 @@
 //! does, with a CQ error event.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use udat_core::backend::{CmEvent, ConnOutcome};
@@ -174,6 +175,10 @@ pub struct Ia {
     pub cq_events: VecDeque<u32>,
     /// The descriptor of the IA's [`crate::alarm::Alarm`].
     pub alarm: Option<i32>,
+    /// When the alarm was last set to fire, plus one (µs on the HCA's
+    /// clock, 1 for at once; 0, as created, for never), so that setting it
+    /// again to the same time costs no system call.
+    pub armed: AtomicU64,
 }
 
 /// What the HCA counted: doorbells by kind, WQEs, CQEs.
@@ -354,17 +359,17 @@ impl Hca {
     pub fn rearm(&self, ia: u32) {
         let Some(i) = self.ias.get(&ia) else { return };
         let Some(fd) = i.alarm else { return };
-        let due = if !i.cm.is_empty() || !i.cq_events.is_empty() {
+        let at = if !i.cm.is_empty() || !i.cq_events.is_empty() {
             Some(0)
         } else {
-            let now = self.now_us();
-            self.deadlines
-                .iter()
-                .filter(|(qpn, _)| self.qps.get(qpn).is_some_and(|q| q.ia == ia))
-                .map(|(_, (at, _))| at.saturating_sub(now))
-                .min()
+            self.deadlines.iter().filter(|(qpn, _)| self.qps.get(qpn).is_some_and(|q| q.ia == ia)).map(|(_, (at, _))| *at).min()
         };
-        crate::alarm::set(fd, due);
+        // Only this reads the descriptor (an event loop polls it): set to
+        // the same time, it is as it should be.
+        let armed = at.map_or(0, |at| at.saturating_add(1));
+        if i.armed.swap(armed, Ordering::Relaxed) != armed {
+            crate::alarm::set(fd, at.map(|at| at.saturating_sub(self.now_us())));
+        }
     }
 
     pub fn qp_by_tag(&self, tag: u64) -> Option<u32> {

@@ -9,14 +9,8 @@ use std::ptr;
 
 use udat_capi::sys::*;
 
-const TYPE_MASK: u32 = 0x3fff_0000;
-
-fn ty(ret: DAT_RETURN) -> u32 {
-    ret & TYPE_MASK
-}
-
 mod common;
-use common::{Rig, MODEL};
+use common::{ty, Rig, MODEL};
 
 #[test]
 fn freed_handle_is_invalid_handle_and_others_survive() {

@@ -8,11 +8,7 @@ use std::ptr;
 use udat_capi::sys::*;
 
 mod common;
-use common::{Rig, MODEL};
-
-fn ty(ret: DAT_RETURN) -> u32 {
-    ret & 0x3fff_0000
-}
+use common::{ty, Rig, MODEL};
 
 /// Whether `fd` is readable within `ms` milliseconds.
 fn readable(fd: i32, ms: i32) -> bool {

@@ -16,6 +16,8 @@ use udat_core::handle::CnoHandle;
 use udat_core::types::{CompletionFlags, EvdFlags, IaAddress, IaAttr, MemPriv, SrqAttr};
 use udat_core::{AsyncEvd, DatResult};
 
+mod common;
+
 static PANIC_IN_POLL: AtomicBool = AtomicBool::new(false);
 
 /// The software HCA, with a CQ poll that panics while `PANIC_IN_POLL`.
@@ -181,13 +183,9 @@ impl Transport for Panicky {
     }
 }
 
-fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
-    ia
-}
-
 #[test]
 fn a_panic_is_internal_error_and_the_last_call_the_provider_serves() {
-    let reg = Registration { dapl_version: (2, 0), thread_safe: false, ia_out: same };
+    let reg = Registration { thread_safe: false, ..common::REGISTRATION };
     let name = CString::from(c"poison");
     let device = CString::from(c"mlx5_model0");
     let inst: &'static Instance<Panicky> =

@@ -18,7 +18,7 @@ use std::ffi::CStr;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use udat_capi::registry::{self, Registration};
+use common::{ok, ty, Rig, MODEL};
 use udat_capi::sys::*;
 
 const CONN_QUAL: u64 = 7001;
@@ -27,18 +27,9 @@ const BYTES: u32 = 64;
 /// `max_request_dtos` is larger).
 const WINDOW: usize = 8;
 
-fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
-    ia
-}
-
-fn ok(ret: DAT_RETURN, what: &str) {
-    assert_eq!(ret, DAT_SUCCESS, "{what}: {ret:#x}");
-}
-
+/// A provider with a PZ, a connect EVD and a listener on `CONN_QUAL`.
 struct Provider {
-    t: &'static DAT_PROVIDER,
-    table: *const DAT_PROVIDER,
-    ia: DAT_IA_HANDLE,
+    rig: Rig,
     pz: DAT_PZ_HANDLE,
     conn_evd: DAT_EVD_HANDLE,
     cr_evd: DAT_EVD_HANDLE,
@@ -68,36 +59,21 @@ unsafe impl Sync for Pair {}
 
 impl Provider {
     fn open(name: &'static CStr) -> Provider {
-        let reg = Registration { dapl_version: (2, 0), thread_safe: true, ia_out: same };
-        let params = std::env::var("UDAT_THREADS_IA").unwrap_or_else(|_| common::MODEL.to_string());
-        let table = registry::add(name, &params, reg).expect("register the provider");
-        // SAFETY: registered until the provider drops.
-        let t: &'static DAT_PROVIDER = unsafe { &*table };
-        let (mut async_evd, mut ia, mut pz) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-        let (mut conn_evd, mut cr_evd, mut psp) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-        // SAFETY: live handles of this provider and valid out-pointers.
-        unsafe {
-            ok(t.ia_open_func.unwrap()(name.as_ptr().cast_mut(), 8, &mut async_evd, &mut ia), "dat_ia_open");
-            ok(t.pz_create_func.unwrap()(ia, &mut pz), "dat_pz_create");
-            ok(t.evd_create_func.unwrap()(ia, 8, ptr::null_mut(), DAT_EVD_CR_FLAG, &mut cr_evd), "CR EVD");
-            ok(t.evd_create_func.unwrap()(ia, 8, ptr::null_mut(), DAT_EVD_CONNECTION_FLAG, &mut conn_evd), "conn EVD");
-            ok(t.psp_create_func.unwrap()(ia, CONN_QUAL, cr_evd, DAT_PSP_CONSUMER_FLAG, &mut psp), "dat_psp_create");
-        }
-        Provider { t, table, ia, pz, conn_evd, cr_evd }
+        let params = std::env::var("UDAT_THREADS_IA").unwrap_or_else(|_| MODEL.to_string());
+        let rig = Rig::new(name, &params);
+        let pz = rig.pz();
+        let cr_evd = rig.evd(8, DAT_EVD_CR_FLAG);
+        let conn_evd = rig.evd(8, DAT_EVD_CONNECTION_FLAG);
+        rig.psp(CONN_QUAL, cr_evd);
+        Provider { rig, pz, conn_evd, cr_evd }
     }
 
-    /// The next event of `evd`.
+    fn t(&self) -> &DAT_PROVIDER {
+        self.rig.t()
+    }
+
     fn next(&self, evd: DAT_EVD_HANDLE) -> DAT_EVENT {
-        let mut event = DAT_EVENT::default();
-        for _ in 0..10_000_000 {
-            // SAFETY: a live EVD and a valid out-pointer.
-            match unsafe { self.t.evd_dequeue_func.unwrap()(evd, &mut event) } {
-                DAT_SUCCESS => return event,
-                ret => assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),
-            }
-            std::thread::yield_now();
-        }
-        panic!("no event on the EVD");
+        self.rig.next(evd)
     }
 
     fn pair(&self) -> Pair {
@@ -106,41 +82,30 @@ impl Provider {
 
     /// A pair whose peer receives from `srq`, if there is one.
     fn pair_with(&self, srq: Option<DAT_SRQ_HANDLE>) -> Pair {
-        let t = self.t;
-        let (mut evd, mut peer_evd) = (ptr::null_mut(), ptr::null_mut());
-        let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
+        let (t, rig) = (self.t(), &self.rig);
         let mut buf = Box::new([0u8; 2 * 4096]);
         let (_, lmr_context, rmr_context) = self.lmr(&mut buf[..]);
-        let mut attr = DAT_IA_ATTR::default();
-        // SAFETY: live handles of this provider and valid out-pointers.
-        unsafe {
-            ok(t.ia_query_func.unwrap()(self.ia, ptr::null_mut(), u64::MAX, &mut attr, 0, ptr::null_mut()), "query");
-            ok(t.evd_create_func.unwrap()(self.ia, 64, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd), "DTO EVD");
-            ok(t.ep_create_func.unwrap()(self.ia, self.pz, evd, evd, self.conn_evd, ptr::null(), &mut a), "ep a");
-            ok(t.evd_create_func.unwrap()(self.ia, 64, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut peer_evd), "peer EVD");
-            let conn = self.conn_evd;
-            match srq {
-                None => ok(
-                    t.ep_create_func.unwrap()(self.ia, self.pz, peer_evd, peer_evd, conn, ptr::null(), &mut b),
-                    "ep b",
-                ),
-                Some(srq) => {
-                    // `a`'s attributes, which are the defaults.
-                    let mut param = DAT_EP_PARAM::default();
+        let evd = rig.evd(64, DAT_EVD_DTO_FLAG);
+        let a = rig.ep(self.pz, evd, evd, self.conn_evd);
+        let peer_evd = rig.evd(64, DAT_EVD_DTO_FLAG);
+        let b = match srq {
+            None => rig.ep(self.pz, peer_evd, peer_evd, self.conn_evd),
+            Some(srq) => {
+                // `a`'s attributes, which are the defaults.
+                let (mut param, mut b) = (DAT_EP_PARAM::default(), ptr::null_mut());
+                let (ia, pz, conn) = (rig.ia, self.pz, self.conn_evd);
+                // SAFETY: live handles of this provider and valid out-pointers.
+                unsafe {
                     // `DAT_EP_FIELD_ALL`, a macro of <dat2/dat.h>.
                     ok(t.ep_query_func.unwrap()(a, 0x7fff_ffff, &mut param), "dat_ep_query");
                     let attr = &param.ep_attr;
                     let create = t.ep_create_with_srq_func.unwrap();
-                    ok(create(self.ia, self.pz, peer_evd, peer_evd, conn, srq, attr, &mut b), "ep b with the SRQ");
+                    ok(create(ia, pz, peer_evd, peer_evd, conn, srq, attr, &mut b), "ep b with the SRQ");
                 }
+                b
             }
-            let (qos, flags) = (DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
-            let connect = t.ep_connect_func.unwrap();
-            ok(connect(a, attr.ia_address_ptr, CONN_QUAL, u32::MAX, 0, ptr::null_mut(), qos, flags), "connect");
-            let request = self.next(self.cr_evd);
-            let cr = request.event_data.cr_arrival_event_data.cr_handle;
-            ok(t.cr_accept_func.unwrap()(cr, b, 0, ptr::null_mut()), "dat_cr_accept");
-        }
+        };
+        rig.connect(a, b, CONN_QUAL, self.cr_evd);
         self.next(self.conn_evd);
         self.next(self.conn_evd);
         let base = buf.as_ptr() as u64;
@@ -159,45 +124,13 @@ impl Provider {
     /// `buf` registered in the PZ with every privilege, the IB
     /// extension's remote atomics too: the LMR and its two contexts.
     fn lmr(&self, buf: &mut [u8]) -> (DAT_LMR_HANDLE, DAT_LMR_CONTEXT, DAT_RMR_CONTEXT) {
-        let (mut lmr, mut lmr_context, mut rmr_context) = (ptr::null_mut(), 0, 0);
-        let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
-        // SAFETY: live handles of this provider, a buffer that outlives its
-        // registration, and valid out-pointers.
-        let ret = unsafe {
-            self.t.lmr_create_func.unwrap()(
-                self.ia,
-                DAT_MEM_TYPE_VIRTUAL,
-                region,
-                buf.len() as u64,
-                self.pz,
-                DAT_MEM_PRIV_ALL_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC,
-                DAT_VA_TYPE_VA,
-                &mut lmr,
-                &mut lmr_context,
-                &mut rmr_context,
-                ptr::null_mut(),
-                ptr::null_mut(),
-            )
-        };
-        ok(ret, "dat_lmr_create");
-        (lmr, lmr_context, rmr_context)
+        self.rig.lmr(self.pz, buf, DAT_MEM_PRIV_ALL_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC)
     }
 
     /// An RDMA write of `pair` with `cookie`; `DAT_INSUFFICIENT_RESOURCES`
     /// when the EP has its fill of requests.
     fn write(&self, pair: &Pair, cookie: u64) -> DAT_RETURN {
-        let mut local = pair.local;
-        // SAFETY: live handles, a triplet inside a live LMR.
-        unsafe {
-            self.t.ep_post_rdma_write_func.unwrap()(
-                pair.ep,
-                1,
-                &mut local,
-                DAT_DTO_COOKIE { as_64: cookie },
-                &pair.remote,
-                DAT_COMPLETION_DEFAULT_FLAG,
-            )
-        }
+        self.rig.write(pair.ep, pair.local, &pair.remote, cookie)
     }
 
     /// A send of `pair`'s first 64 bytes with `cookie`.
@@ -205,7 +138,7 @@ impl Provider {
         let mut local = pair.local;
         // SAFETY: live handles, a triplet inside a live LMR.
         unsafe {
-            self.t.ep_post_send_func.unwrap()(
+            self.t().ep_post_send_func.unwrap()(
                 pair.ep,
                 1,
                 &mut local,
@@ -220,7 +153,7 @@ impl Provider {
         let mut local = DAT_LMR_TRIPLET { virtual_address: pair.remote.virtual_address, ..pair.local };
         // SAFETY: live handles, a triplet inside a live LMR.
         unsafe {
-            self.t.ep_post_recv_func.unwrap()(
+            self.t().ep_post_recv_func.unwrap()(
                 pair.peer,
                 1,
                 &mut local,
@@ -234,14 +167,14 @@ impl Provider {
     fn srq_recv(&self, pair: &Pair, cookie: u64) -> DAT_RETURN {
         let mut local = DAT_LMR_TRIPLET { virtual_address: pair.remote.virtual_address, ..pair.local };
         // SAFETY: a live SRQ, a triplet inside a live LMR.
-        unsafe { self.t.srq_post_recv_func.unwrap()(pair.srq, 1, &mut local, DAT_DTO_COOKIE { as_64: cookie }) }
+        unsafe { self.t().srq_post_recv_func.unwrap()(pair.srq, 1, &mut local, DAT_DTO_COOKIE { as_64: cookie }) }
     }
 
     /// The cookie of the next completion on `evd` of `ep`, if one is there.
     fn reap_of(&self, evd: DAT_EVD_HANDLE, ep: DAT_EP_HANDLE) -> Option<u64> {
         let mut event = DAT_EVENT::default();
         // SAFETY: a live EVD and a valid out-pointer.
-        match unsafe { self.t.evd_dequeue_func.unwrap()(evd, &mut event) } {
+        match unsafe { self.t().evd_dequeue_func.unwrap()(evd, &mut event) } {
             DAT_SUCCESS => {
                 assert_eq!(event.event_number, DAT_DTO_COMPLETION_EVENT);
                 // SAFETY: a DTO completion event's data.
@@ -253,7 +186,7 @@ impl Provider {
                 Some(unsafe { dto.user_cookie.as_64 })
             }
             ret => {
-                assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}");
+                assert_eq!(ty(ret), DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}");
                 None
             }
         }
@@ -265,29 +198,19 @@ impl Provider {
     }
 }
 
-impl Drop for Provider {
-    fn drop(&mut self) {
-        // SAFETY: the IA is open; no thread uses the provider any more.
-        unsafe { ok(self.t.ia_close_func.unwrap()(self.ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close") };
-        assert!(registry::remove(self.table));
-    }
-}
-
 /// The control path's calls, over and over, until `stop`: objects made
 /// and freed, queries, while other threads post and reap.
 fn churn(p: &Provider, stop: &AtomicBool) -> u64 {
-    let t = p.t;
+    let (t, rig) = (p.t(), &p.rig);
     let mut rounds = 0;
     let mut buf = vec![0u8; 4096];
     while !stop.load(Ordering::Relaxed) {
-        let (mut evd, mut ep) = (ptr::null_mut(), ptr::null_mut());
         let (lmr, _, _) = p.lmr(&mut buf);
-        let mut attr = DAT_IA_ATTR::default();
-        // SAFETY: live handles of this provider and valid out-pointers.
+        let evd = rig.evd(8, DAT_EVD_DTO_FLAG);
+        let ep = rig.ep(p.pz, evd, evd, p.conn_evd);
+        rig.attr();
+        // SAFETY: live handles of this provider.
         unsafe {
-            ok(t.evd_create_func.unwrap()(p.ia, 8, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd), "churn EVD");
-            ok(t.ep_create_func.unwrap()(p.ia, p.pz, evd, evd, p.conn_evd, ptr::null(), &mut ep), "churn EP");
-            ok(t.ia_query_func.unwrap()(p.ia, ptr::null_mut(), u64::MAX, &mut attr, 0, ptr::null_mut()), "query");
             ok(t.lmr_free_func.unwrap()(lmr), "churn LMR free");
             ok(t.ep_free_func.unwrap()(ep), "churn EP free");
             ok(t.evd_free_func.unwrap()(evd), "churn EVD free");
@@ -364,7 +287,7 @@ fn two_threads_post_on_one_endpoint_while_a_third_reaps_it() {
                             DAT_SUCCESS => i += 1,
                             // The EP has its fill of requests: the reaper
                             // makes room.
-                            ret if ret & 0x3fff_0000 == DAT_INSUFFICIENT_RESOURCES => std::thread::yield_now(),
+                            ret if ty(ret) == DAT_INSUFFICIENT_RESOURCES => std::thread::yield_now(),
                             ret => panic!("dat_ep_post_rdma_write: {ret:#x}"),
                         }
                     }
@@ -427,7 +350,7 @@ fn one_thread_receives_while_another_sends_to_it() {
 #[test]
 fn two_threads_post_to_one_srq_while_a_third_sends_into_it() {
     let p = Provider::open(c"threads-srq");
-    let t = p.t;
+    let t = p.t();
     const POSTERS: u64 = 2;
     const BURST: u64 = 256;
     const ROUNDS: u64 = 8;
@@ -435,7 +358,7 @@ fn two_threads_post_to_one_srq_while_a_third_sends_into_it() {
     let mut srq = ptr::null_mut();
     let mut attr = DAT_SRQ_ATTR { max_recv_dtos: (POSTERS * BURST) as i32, max_recv_iov: 1, low_watermark: 0 };
     // SAFETY: live handles of this provider and valid out-pointers.
-    unsafe { ok(t.srq_create_func.unwrap()(p.ia, p.pz, &mut attr, &mut srq), "dat_srq_create") };
+    unsafe { ok(t.srq_create_func.unwrap()(p.rig.ia, p.pz, &mut attr, &mut srq), "dat_srq_create") };
     let pair = p.pair_with(Some(srq));
     // Each round: both posters post a burst, then the sender fills it. A
     // thread that waits longer than `STALL` for another gives up, and so
@@ -527,18 +450,10 @@ fn atomic(p: &Provider, pair: &Pair, remote: &DAT_RMR_TRIPLET, cookie: u64, op: 
     };
     // SAFETY: every udat provider's table heads a `udat_provider_head`,
     // whose `post` takes what `dat_extension_op` would pass (`c/ext.c`).
-    let ext = unsafe { (*p.table.cast::<udat_provider_head>()).post.unwrap() };
+    let ext = unsafe { (*p.rig.table.cast::<udat_provider_head>()).post.unwrap() };
     // SAFETY: a live EP, triplets inside live LMRs.
     ok(unsafe { ext(pair.ep, &post) }, "dat_ib_post_* (an atomic)");
-    let mut event = DAT_EVENT::default();
-    loop {
-        // SAFETY: a live EVD and a valid out-pointer.
-        match unsafe { p.t.evd_dequeue_func.unwrap()(pair.evd, &mut event) } {
-            DAT_SUCCESS => break,
-            ret => assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),
-        }
-        std::thread::yield_now();
-    }
+    let event = p.next(pair.evd);
     assert_eq!(event.event_number, DAT_IB_DTO_EVENT as DAT_EVENT_NUMBER, "an IB extension completion");
     // SAFETY: a DTO completion event's data.
     let dto = unsafe { event.event_data.dto_completion_event_data };
@@ -598,7 +513,7 @@ fn a_failed_write_on_a_shared_provider_reports_its_error_and_breaks_the_connecti
     // SAFETY: live handles, a triplet inside a live LMR; the remote
     // context names no region, which the HCA refuses.
     let ret = unsafe {
-        p.t.ep_post_rdma_write_func.unwrap()(
+        p.t().ep_post_rdma_write_func.unwrap()(
             pair.ep,
             1,
             &mut local,
@@ -613,7 +528,7 @@ fn a_failed_write_on_a_shared_provider_reports_its_error_and_breaks_the_connecti
     for _ in 0..10_000_000 {
         let mut event = DAT_EVENT::default();
         // SAFETY: a live EVD and a valid out-pointer.
-        if unsafe { p.t.evd_dequeue_func.unwrap()(pair.evd, &mut event) } == DAT_SUCCESS {
+        if unsafe { p.t().evd_dequeue_func.unwrap()(pair.evd, &mut event) } == DAT_SUCCESS {
             // SAFETY: a DTO completion event's data.
             let dto = unsafe { event.event_data.dto_completion_event_data };
             // SAFETY: the cookie is 64 bits.
@@ -639,14 +554,14 @@ fn dtos_posted_in_disconnected_on_a_shared_provider_complete_flushed_at_once() {
     let p = Provider::open(c"threads-disconnected");
     let pair = p.pair();
     // SAFETY: a live, connected EP.
-    ok(unsafe { p.t.ep_disconnect_func.unwrap()(pair.ep, DAT_CLOSE_GRACEFUL_FLAG) }, "dat_ep_disconnect");
+    ok(unsafe { p.t().ep_disconnect_func.unwrap()(pair.ep, DAT_CLOSE_GRACEFUL_FLAG) }, "dat_ep_disconnect");
     for _ in 0..2 {
         assert_eq!(p.next(p.conn_evd).event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
     }
     let mut local = DAT_LMR_TRIPLET { virtual_address: pair.remote.virtual_address, ..pair.local };
     let (cookie, flags) = (DAT_DTO_COOKIE { as_64: 1 }, DAT_COMPLETION_DEFAULT_FLAG);
     // SAFETY: a live EP and a triplet inside a live LMR.
-    let ret = unsafe { p.t.ep_post_recv_func.unwrap()(pair.ep, 1, &mut local, cookie, flags) };
+    let ret = unsafe { p.t().ep_post_recv_func.unwrap()(pair.ep, 1, &mut local, cookie, flags) };
     ok(ret, "a receive on the active side");
     ok(p.send(&pair, 2), "a send on the active side");
     ok(p.recv(&pair, 3), "a receive on the passive side");
@@ -656,14 +571,14 @@ fn dtos_posted_in_disconnected_on_a_shared_provider_complete_flushed_at_once() {
         while seen.len() < n {
             let mut event = DAT_EVENT::default();
             // SAFETY: a live EVD and a valid out-pointer.
-            match unsafe { p.t.evd_dequeue_func.unwrap()(evd, &mut event) } {
+            match unsafe { p.t().evd_dequeue_func.unwrap()(evd, &mut event) } {
                 DAT_SUCCESS => {
                     // SAFETY: a DTO completion event's data.
                     let dto = unsafe { event.event_data.dto_completion_event_data };
                     // SAFETY: a cookie is 64 bits, whichever member was set.
                     seen.push((unsafe { dto.user_cookie.as_64 }, dto.status));
                 }
-                ret => assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),
+                ret => assert_eq!(ty(ret), DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),
             }
             let waited = start.elapsed();
             assert!(waited < std::time::Duration::from_secs(2), "after {waited:?} only {seen:?} of {n} completed");
@@ -672,8 +587,8 @@ fn dtos_posted_in_disconnected_on_a_shared_provider_complete_flushed_at_once() {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut event = DAT_EVENT::default();
         // SAFETY: a live EVD and a valid out-pointer.
-        let again = unsafe { p.t.evd_dequeue_func.unwrap()(evd, &mut event) };
-        assert_eq!(again & 0x3fff_0000, DAT_QUEUE_EMPTY, "a DTO completed twice");
+        let again = unsafe { p.t().evd_dequeue_func.unwrap()(evd, &mut event) };
+        assert_eq!(ty(again), DAT_QUEUE_EMPTY, "a DTO completed twice");
         seen.sort_unstable();
         seen
     };

@@ -97,14 +97,6 @@ fn waiter(table: Sent, evd: Sent) -> Waiter {
     Waiter { woken, id, _release: release }
 }
 
-fn dto_evd(t: &DAT_PROVIDER, ia: DAT_IA_HANDLE) -> DAT_EVD_HANDLE {
-    let mut evd = ptr::null_mut();
-    // SAFETY: a live IA and a valid out-pointer.
-    let ret = unsafe { t.evd_create_func.unwrap()(ia, 4, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd) };
-    assert_eq!(ret, DAT_SUCCESS);
-    evd
-}
-
 #[test]
 fn freeing_the_evd_or_closing_the_ia_wakes_the_waiter_with_abort() {
     let rig = Rig::new(c"wait-abort", MODEL);
@@ -112,7 +104,7 @@ fn freeing_the_evd_or_closing_the_ia_wakes_the_waiter_with_abort() {
     let table = Sent(rig.table as usize);
     // dat_evd_wait(3DAT): "DAT_ABORT: The operation was aborted because IA
     // was closed or EVD was destroyed".
-    let evd = dto_evd(t, rig.ia);
+    let evd = rig.evd(4, DAT_EVD_DTO_FLAG);
     let w = waiter(table, Sent(evd as usize));
     // SAFETY: an EVD of this provider, with nothing tied to it.
     assert_eq!(unsafe { t.evd_free_func.unwrap()(evd) }, DAT_SUCCESS);
@@ -124,7 +116,7 @@ fn freeing_the_evd_or_closing_the_ia_wakes_the_waiter_with_abort() {
     // SAFETY: the registered name and valid out-pointers.
     let ret = unsafe { t.ia_open_func.unwrap()(c"wait-abort".as_ptr().cast_mut(), 8, &mut async_evd, &mut ia) };
     assert_eq!(ret, DAT_SUCCESS);
-    let evd = dto_evd(t, ia);
+    let evd = common::evd(t, ia, 4, DAT_EVD_DTO_FLAG);
     let w = waiter(table, Sent(evd as usize));
     // SAFETY: an IA of this provider.
     assert_eq!(unsafe { t.ia_close_func.unwrap()(ia, DAT_CLOSE_ABRUPT_FLAG) }, DAT_SUCCESS);
@@ -143,7 +135,7 @@ fn a_signal_interrupts_a_wait() {
         assert_eq!(libc::sigaction(libc::SIGUSR1, &act, ptr::null_mut()), 0);
     }
     let rig = Rig::new(c"wait-signal", MODEL);
-    let evd = dto_evd(rig.t(), rig.ia);
+    let evd = rig.evd(4, DAT_EVD_DTO_FLAG);
     let w = waiter(Sent(rig.table as usize), Sent(evd as usize));
     // A signal that lands while the waiter looks, rather than sleeps, is
     // not an interruption: send until one lands in the sleep.

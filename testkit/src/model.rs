@@ -17,6 +17,8 @@ pub struct Model;
 impl crate::suite::Fabric for Model {
     type B = Mlx5<SoftHca>;
     const MEMORY_WINDOWS: bool = true;
+    /// The software HCA's smallest CQ (`SoftHca`'s `cq_create`).
+    const SMALLEST_CQ: Option<usize> = Some(64);
 
     fn backend() -> Mlx5<SoftHca> {
         Mlx5::new(SoftHca::new())

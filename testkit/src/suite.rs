@@ -21,6 +21,10 @@ pub trait Fabric {
     fn device() -> String;
     /// Whether the transport binds memory windows (RMRs).
     const MEMORY_WINDOWS: bool;
+    /// How many completions the CQ of a DTO EVD of qlen 1 holds, where the
+    /// transport fixes it; `None` where the device sizes the CQ itself
+    /// (`ibv_create_cq` may round the size up as the driver likes).
+    const SMALLEST_CQ: Option<usize>;
 }
 
 pub const PORT: u64 = 18515;
@@ -827,6 +831,109 @@ pub fn immediate_data_and_atomics_reach_the_peer<F: Fabric>() {
     assert_eq!((old(&src), value(&target)), (0x98765, 0x98775));
 }
 
+/// A CQ that overruns, as a ConnectX's does when its consumer falls
+/// behind (soft-RoCE and the software HCA lose the completions that find
+/// it full and raise a CQ error): eight EPs post 16 RDMA writes each to
+/// one DTO EVD of qlen 1 that nobody dequeues. The async EVD hears
+/// `DAT_ASYNC_ERROR_EVD_OVERFLOW` naming the EVD, once; every EP that
+/// feeds the EVD is broken; every write posted completes exactly once
+/// (from the CQ if the device wrote it there, else flushed); and another
+/// connection and another IA of the provider carry on.
+pub fn a_cq_overrun_is_evd_overflow_and_breaks_the_eps_that_feed_it<F: Fabric>() {
+    const EPS: u64 = 8;
+    const WRITES: u64 = 16;
+    let mut rig = Rig::<F>::new();
+    let bystander = rig.side();
+    let bystander_server = rig.side();
+    rig.connect(bystander, bystander_server, PORT + 13, b"", b"");
+    let src = rig.buf(4096, MemPriv::ALL);
+    let dst = rig.buf(4096, MemPriv::ALL);
+    let shared = rig.p.evd_create(rig.ia, 1, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let recv = rig.p.evd_create(rig.ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let mut clients = Vec::new();
+    for i in 0..EPS {
+        let conn = rig.p.evd_create(rig.ia, 8, CnoHandle::NULL, EvdFlags::CONNECTION).unwrap();
+        let ep = rig.p.ep_create(rig.ia, rig.pz, recv, shared, conn, None).unwrap();
+        let client = Side { ep, dto: shared, conn };
+        let server = rig.side();
+        rig.connect(client, server, PORT + 20 + i, b"", b"");
+        clients.push(client);
+    }
+    let mut posted = Vec::new();
+    for (i, client) in clients.iter().enumerate() {
+        for w in 0..WRITES {
+            let cookie = (i as u64) << 8 | w;
+            let write = rig.p.ep_post_rdma_write(
+                client.ep,
+                &[src.seg(0, 64)],
+                cookie,
+                &dst.remote(0, 64),
+                CompletionFlags::DEFAULT,
+            );
+            match write {
+                Ok(()) => posted.push(cookie),
+                Err(e) => assert_ne!(e.error_type(), ErrorType::InternalError, "write {cookie:#x}: {e:?}"),
+            }
+        }
+    }
+    if let Some(cq) = F::SMALLEST_CQ {
+        assert!(posted.len() > cq, "the CQ of {cq} is overrun: {} posted", posted.len());
+    }
+
+    // The async EVD hears of the overflow, naming the EVD, with
+    // DAT_EVD_OVERFLOW_ERROR (0).
+    let async_evd = match rig.p.ia_query(rig.ia).unwrap().0 {
+        AsyncEvdRef::Handle(evd) => evd,
+        other => panic!("{other:?}"),
+    };
+    let e = rig.next(async_evd);
+    assert_eq!(e.number, EventNumber::AsyncEvdOverflow, "{e:?}");
+    assert!(matches!(e.data, EventData::AsyncError { handle: Some(h), reason: 0 } if h == shared.into()), "{e:?}");
+    // Every EP feeding the EVD is broken.
+    for client in &clients {
+        rig.expect(client.conn, EventNumber::ConnectionBroken);
+        assert_eq!(rig.state(client.ep), EpState::Disconnected);
+    }
+    // Every write posted completes exactly once: those the CQ held as the
+    // device wrote them, every other one flushed.
+    let mut completed = std::collections::BTreeMap::new();
+    while completed.len() < posted.len() {
+        let (cookie, status, _, _) = rig.dto(shared);
+        assert!(matches!(status, DtoStatus::Success | DtoStatus::Flushed), "{cookie:#x}: {status:?}");
+        assert!(completed.insert(cookie, status).is_none(), "{cookie:#x} completed twice");
+    }
+    posted.sort_unstable();
+    assert_eq!(completed.keys().copied().collect::<Vec<_>>(), posted);
+    assert!(completed.values().any(|s| *s == DtoStatus::Flushed), "the CQ lost completions: {completed:?}");
+    let held = completed.values().filter(|s| **s == DtoStatus::Success).count();
+    if let Some(cq) = F::SMALLEST_CQ {
+        assert!(held <= cq, "{held} completions from a CQ of {cq}");
+    }
+    println!("{} writes: {held} from the CQ, {} flushed", posted.len(), posted.len() - held);
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(rig.p.evd_dequeue(shared).is_err(), "a write completed twice");
+    let later: Vec<Event> = std::iter::from_fn(|| rig.p.evd_dequeue(async_evd).ok()).collect();
+    assert!(later.is_empty(), "one async event: then {later:?}");
+
+    // The other connection of the IA carries on.
+    rig.p.ep_post_rdma_write(bystander.ep, &[src.seg(0, 64)], 7, &dst.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(bystander.dto), (7, DtoStatus::Success, 64, DtoOp::RdmaWrite));
+    // And so does another IA of the provider.
+    let (ia, _) = rig.p.ia_open(F::device().as_bytes(), AsyncEvd::Create { min_qlen: 8 }).unwrap();
+    let pz = rig.p.pz_create(ia).unwrap();
+    let evd = rig.p.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let ep = rig.p.ep_create(ia, pz, evd, evd, EvdHandle::NULL, None).unwrap();
+    rig.p.ep_free(ep).unwrap();
+    rig.p.evd_free(evd).unwrap();
+    rig.p.pz_free(pz).unwrap();
+    rig.p.ia_close(ia, CloseFlags::Graceful).unwrap();
+    // The EVD that overran is freed like any other once its EPs are.
+    for client in clients {
+        rig.p.ep_free(client.ep).unwrap();
+    }
+    rig.p.evd_free(shared).unwrap();
+}
+
 /// One `#[test]` per suite test, on the fabric `$fabric`.
 #[macro_export]
 macro_rules! transport_suite {
@@ -922,6 +1029,10 @@ macro_rules! transport_suite {
         #[test]
         fn evd_wait_blocks_until_the_completion_and_honours_its_timeout() {
             $crate::suite::evd_wait_blocks_until_the_completion_and_honours_its_timeout::<$fabric>();
+        }
+        #[test]
+        fn a_cq_overrun_is_evd_overflow_and_breaks_the_eps_that_feed_it() {
+            $crate::suite::a_cq_overrun_is_evd_overflow_and_breaks_the_eps_that_feed_it::<$fabric>();
         }
     };
 }

@@ -19,14 +19,20 @@
 //!   a spinning barrier, and a phase lasts as long as its slowest worker.
 //!   Beside one and two threads on one provider, two threads on two
 //!   providers, which share nothing but the machine: what this machine
-//!   lets two threads gain at most.
+//!   lets two threads gain at most;
+//! - "beside the control path": one worker, end to end, alone and while a
+//!   second thread runs control cycles on the same IA (a PZ, an LMR, a
+//!   DTO EVD and two EPs created, the EPs connected and disconnected,
+//!   everything freed). What the worker keeps of its rate is what the
+//!   control path leaves the data path; the control thread's cycles a
+//!   second are printed beside it.
 //!
 //! `cargo bench -p udat-capi --bench threads`
 
 use std::ffi::CStr;
 use std::hint::black_box;
 use std::ptr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -37,6 +43,8 @@ use udat_capi::Instance;
 
 const NAMES: [&CStr; 2] = [c"bench-threads", c"bench-threads-other"];
 const CONN_QUAL: u64 = 4321;
+/// The control thread's listener.
+const CONTROL_QUAL: u64 = 4322;
 /// Writes posted before their completions are reaped, end to end.
 const BURST: usize = 16;
 /// Writes posted in each phase of "the provider alone": enough that a
@@ -120,9 +128,16 @@ impl Worker {
 struct Rig {
     table: *const DAT_PROVIDER,
     ia: DAT_IA_HANDLE,
+    address: DAT_IA_ADDRESS_PTR,
     workers: Vec<Worker>,
     _memory: Vec<Box<[u8; 2 * 4096]>>,
 }
+
+// SAFETY: the handles name objects of a provider registered thread-safe,
+// whose entry points serialise access to its state; the IA address is
+// the provider's, read-only, for the IA's life; the workers are used as
+// `run` says.
+unsafe impl Sync for Rig {}
 
 /// The software HCA under a provider: whether its doorbells are deferred,
 /// and a run of what they published.
@@ -241,7 +256,7 @@ impl Rig {
                 memory.push(buf);
             }
         }
-        Rig { table, ia, workers, _memory: memory }
+        Rig { table, ia, address: attr.ia_address_ptr, workers, _memory: memory }
     }
 }
 
@@ -350,6 +365,93 @@ fn run_split(workers: &[&Worker], hcas: &[&Hca], bursts: u64) -> Duration {
         .sum()
 }
 
+/// A second thread's control cycles on the rig's IA, until `stop`: a PZ,
+/// an LMR, a DTO EVD and two EPs, the EPs connected to each other through
+/// a PSP of its own and disconnected, everything freed; cycles counted
+/// in `cycles`.
+fn control(rig: &Rig, stop: &AtomicBool, cycles: &AtomicU64) {
+    // SAFETY: registered for the rig's life.
+    let t: &DAT_PROVIDER = unsafe { &*rig.table };
+    let ia = rig.ia;
+    let mut buf = vec![0u8; 4096];
+    let (mut cr_evd, mut conn_evd, mut psp) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: every call gets live handles of this provider, valid
+    // out-pointers, and memory that outlives its LMR.
+    unsafe {
+        ok(t.evd_create_func.unwrap()(ia, 4, ptr::null_mut(), DAT_EVD_CR_FLAG, &mut cr_evd), "CR EVD");
+        ok(t.evd_create_func.unwrap()(ia, 8, ptr::null_mut(), DAT_EVD_CONNECTION_FLAG, &mut conn_evd), "conn EVD");
+        ok(t.psp_create_func.unwrap()(ia, CONTROL_QUAL, cr_evd, DAT_PSP_CONSUMER_FLAG, &mut psp), "PSP");
+        while !stop.load(Ordering::Relaxed) {
+            let (mut pz, mut evd, mut lmr) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+            ok(t.pz_create_func.unwrap()(ia, &mut pz), "dat_pz_create");
+            let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
+            let (mut lmr_context, mut rmr_context) = (0, 0);
+            ok(
+                t.lmr_create_func.unwrap()(
+                    ia,
+                    DAT_MEM_TYPE_VIRTUAL,
+                    region,
+                    buf.len() as u64,
+                    pz,
+                    DAT_MEM_PRIV_ALL_FLAG,
+                    DAT_VA_TYPE_VA,
+                    &mut lmr,
+                    &mut lmr_context,
+                    &mut rmr_context,
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                ),
+                "dat_lmr_create",
+            );
+            ok(t.evd_create_func.unwrap()(ia, 16, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd), "DTO EVD");
+            let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
+            ok(t.ep_create_func.unwrap()(ia, pz, evd, evd, conn_evd, ptr::null(), &mut a), "dat_ep_create");
+            ok(t.ep_create_func.unwrap()(ia, pz, evd, evd, conn_evd, ptr::null(), &mut b), "dat_ep_create");
+            let (qos, flags) = (DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
+            ok(
+                t.ep_connect_func.unwrap()(a, rig.address, CONTROL_QUAL, u32::MAX, 0, ptr::null_mut(), qos, flags),
+                "connect",
+            );
+            let request = next(t, cr_evd);
+            let cr = request.event_data.cr_arrival_event_data.cr_handle;
+            ok(t.cr_accept_func.unwrap()(cr, b, 0, ptr::null_mut()), "dat_cr_accept");
+            next(t, conn_evd);
+            next(t, conn_evd);
+            ok(t.ep_disconnect_func.unwrap()(a, DAT_CLOSE_ABRUPT_FLAG), "dat_ep_disconnect");
+            next(t, conn_evd);
+            next(t, conn_evd);
+            for ep in [a, b] {
+                ok(t.ep_free_func.unwrap()(ep), "dat_ep_free");
+            }
+            ok(t.evd_free_func.unwrap()(evd), "dat_evd_free");
+            ok(t.lmr_free_func.unwrap()(lmr), "dat_lmr_free");
+            ok(t.pz_free_func.unwrap()(pz), "dat_pz_free");
+            cycles.fetch_add(1, Ordering::Relaxed);
+        }
+        ok(t.psp_free_func.unwrap()(psp), "dat_psp_free");
+        for evd in [cr_evd, conn_evd] {
+            ok(t.evd_free_func.unwrap()(evd), "dat_evd_free");
+        }
+    }
+}
+
+/// [`run`] for one worker while another thread runs [`control`] cycles;
+/// the worker's time, and the control cycles done meanwhile.
+fn run_beside_control(rig: &Rig, bursts: u64) -> (Duration, u64) {
+    let (stop, cycles) = (AtomicBool::new(false), AtomicU64::new(0));
+    std::thread::scope(|s| {
+        s.spawn(|| control(rig, &stop, &cycles));
+        // The control thread is under way before the clock starts.
+        while cycles.load(Ordering::Relaxed) == 0 {
+            std::hint::spin_loop();
+        }
+        let start = cycles.load(Ordering::Relaxed);
+        let took = run(&rig.workers[..1], bursts);
+        stop.store(true, Ordering::Relaxed);
+        (took, cycles.load(Ordering::Relaxed) - start)
+    })
+}
+
 fn threads(c: &mut Criterion) {
     let rig = Rig::new(NAMES[0], 2);
     let hca = Hca::of(rig.ia);
@@ -362,6 +464,22 @@ fn threads(c: &mut Criterion) {
         });
     }
     group.finish();
+    let mut group = c.benchmark_group("beside the control path");
+    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Elements(2 * BURST as u64));
+    group.bench_function("1 thread alone", |b| b.iter_custom(|bursts| run(&rig.workers[..1], bursts)));
+    let (mut took, mut cycles) = (Duration::ZERO, 0);
+    group.bench_function("1 thread, control cycles beside", |b| {
+        b.iter_custom(|bursts| {
+            let (t, n) = run_beside_control(&rig, bursts);
+            (took, cycles) = (took + t, cycles + n);
+            t
+        })
+    });
+    group.finish();
+    if !took.is_zero() {
+        eprintln!("control cycles beside the worker: {:.0}/s", cycles as f64 / took.as_secs_f64());
+    }
     let other = Rig::new(NAMES[1], 1);
     let other_hca = Hca::of(other.ia);
     for h in [&hca, &other_hca] {

@@ -12,12 +12,13 @@
 //! does, with a CQ error event.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use udat_core::backend::{CmEvent, ConnOutcome};
 use udat_core::types::{IaAddress, MemPriv};
 
+use crate::alarm::AlarmFds;
 use crate::region::{self, Region};
 use crate::MAX_MESSAGE;
 
@@ -173,12 +174,12 @@ pub struct Ia {
     pub address: IaAddress,
     pub cm: VecDeque<CmEvent<u32>>,
     pub cq_events: VecDeque<u32>,
-    /// The descriptor of the IA's [`crate::alarm::Alarm`].
-    pub alarm: Option<i32>,
-    /// When the alarm was last set to fire, plus one (µs on the HCA's
-    /// clock, 1 for at once; 0, as created, for never), so that setting it
-    /// again to the same time costs no system call.
-    pub armed: AtomicU64,
+    /// The descriptors of the IA's [`crate::alarm::Alarm`].
+    pub alarm: Option<AlarmFds>,
+    /// Whether the alarm says events are queued, and when its timer was
+    /// last set to fire, plus one (µs on the HCA's clock; 0, as created,
+    /// for never): set again to the same, it costs no system call.
+    pub armed: (AtomicBool, AtomicU64),
 }
 
 /// What the HCA counted: doorbells by kind, WQEs, CQEs.
@@ -354,21 +355,26 @@ impl Hca {
         self.start.elapsed().as_micros() as u64
     }
 
-    /// Set `ia`'s alarm: at once while it has events queued, else at its
-    /// earliest connect timer.
+    /// Set `ia`'s alarm: readable while it has events queued, and its
+    /// timer at its earliest connect timer. Only this reads the
+    /// descriptors (an event loop polls them): what is set as it was set
+    /// stays as it is.
     pub fn rearm(&self, ia: u32) {
         let Some(i) = self.ias.get(&ia) else { return };
-        let Some(fd) = i.alarm else { return };
-        let at = if !i.cm.is_empty() || !i.cq_events.is_empty() {
-            Some(0)
-        } else {
-            self.deadlines.iter().filter(|(qpn, _)| self.qps.get(qpn).is_some_and(|q| q.ia == ia)).map(|(_, (at, _))| *at).min()
-        };
-        // Only this reads the descriptor (an event loop polls it): set to
-        // the same time, it is as it should be.
+        let Some(fds) = i.alarm else { return };
+        let queued = !i.cm.is_empty() || !i.cq_events.is_empty();
+        if i.armed.0.swap(queued, Ordering::Relaxed) != queued {
+            fds.set_queued(queued);
+        }
+        let at = self
+            .deadlines
+            .iter()
+            .filter(|(qpn, _)| self.qps.get(qpn).is_some_and(|q| q.ia == ia))
+            .map(|(_, (at, _))| *at)
+            .min();
         let armed = at.map_or(0, |at| at.saturating_add(1));
-        if i.armed.swap(armed, Ordering::Relaxed) != armed {
-            crate::alarm::set(fd, at.map(|at| at.saturating_sub(self.now_us())));
+        if i.armed.1.swap(armed, Ordering::Relaxed) != armed {
+            fds.set_timer(at.map(|at| at.saturating_sub(self.now_us())));
         }
     }
 

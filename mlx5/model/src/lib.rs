@@ -402,8 +402,10 @@ impl Device for SoftHca {
         // Without a descriptor the IA still works; only an event loop
         // cannot wait on it.
         let alarm = alarm::Alarm::new();
-        hca.ias
-            .insert(id, hca::Ia { address: ia_address, alarm: alarm.as_ref().map(|a| a.fd()), ..Default::default() });
+        hca.ias.insert(
+            id,
+            hca::Ia { address: ia_address, alarm: alarm.as_ref().map(alarm::Alarm::fds), ..Default::default() },
+        );
         let mut adapter_name = [0u8; 32];
         adapter_name[..name.len().min(31)].copy_from_slice(&name[..name.len().min(31)]);
         let mut vendor_name = [0u8; 32];
@@ -833,7 +835,7 @@ impl Device for SoftHca {
     fn wait_fds(&self, ia: &ModelIa) -> WaitFds {
         let mut fds = WaitFds::NONE;
         if let Some(alarm) = &ia.1 {
-            fds.0[0] = alarm.fd();
+            fds.0[..2].copy_from_slice(&alarm.fds().both());
         }
         fds
     }

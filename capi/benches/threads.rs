@@ -29,14 +29,17 @@
 //!
 //! `cargo bench -p udat-capi --bench threads`
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::ffi::CStr;
 use std::hint::black_box;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::{ok, ty, MODEL};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use udat_capi::registry::{self, Registration};
 use udat_capi::sys::*;
 use udat_capi::transport::Model;
 use udat_capi::Instance;
@@ -51,14 +54,6 @@ const BURST: usize = 16;
 /// phase (about 10 µs) dwarfs the workers' skew at its start.
 const SPLIT_BURST: usize = 128;
 const BYTES: u32 = 64;
-
-fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
-    ia
-}
-
-fn ok(ret: DAT_RETURN, what: &str) {
-    assert_eq!(ret, DAT_SUCCESS, "{what}: {ret:#x}");
-}
 
 /// A connected pair: the worker posts on `ep`, whose completions reach
 /// `evd`.
@@ -117,7 +112,7 @@ impl Worker {
             // SAFETY: a live EVD and a valid out-pointer.
             match unsafe { t.evd_dequeue_func.unwrap()(self.evd, &mut event) } {
                 DAT_SUCCESS => reaped += 1,
-                ret => assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),
+                ret => assert_eq!(ty(ret), DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),
             }
             black_box(&event);
         }
@@ -126,17 +121,14 @@ impl Worker {
 
 /// The provider, an IA, and `n` workers.
 struct Rig {
-    table: *const DAT_PROVIDER,
-    ia: DAT_IA_HANDLE,
-    address: DAT_IA_ADDRESS_PTR,
+    rig: common::Rig,
     workers: Vec<Worker>,
     _memory: Vec<Box<[u8; 2 * 4096]>>,
 }
 
 // SAFETY: the handles name objects of a provider registered thread-safe,
-// whose entry points serialise access to its state; the IA address is
-// the provider's, read-only, for the IA's life; the workers are used as
-// `run` says.
+// whose entry points serialise access to its state; the workers are used
+// as `run` says.
 unsafe impl Sync for Rig {}
 
 /// The software HCA under a provider: whether its doorbells are deferred,
@@ -158,127 +150,50 @@ impl Hca {
 
 impl Rig {
     fn new(name: &'static CStr, n: usize) -> Rig {
-        let reg = Registration { dapl_version: (2, 0), thread_safe: true, ia_out: same };
-        let table = registry::add(name, "model mlx5_model0", reg).expect("register the model provider");
+        let rig = common::Rig::new(name, MODEL);
         // SAFETY: registered until the rig drops.
-        let t: &'static DAT_PROVIDER = unsafe { &*table };
-        let (mut async_evd, mut ia, mut pz) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-        let (mut cr_evd, mut conn_evd, mut psp) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-        let mut attr = DAT_IA_ATTR::default();
+        let t: &'static DAT_PROVIDER = unsafe { &*rig.table };
+        let ia = rig.ia;
+        let pz = rig.pz();
+        let (cr_evd, conn_evd) = (rig.evd(4, DAT_EVD_CR_FLAG), rig.evd(4, DAT_EVD_CONNECTION_FLAG));
+        rig.psp(CONN_QUAL, cr_evd);
+        // The default attributes, with room for a phase's requests.
+        let probe = rig.ep(pz, ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+        let mut param = DAT_EP_PARAM::default();
+        // SAFETY: a live EP and a valid out-pointer.
+        ok(unsafe { t.ep_query_func.unwrap()(probe, u64::MAX, &mut param) }, "dat_ep_query");
+        // SAFETY: a live EP.
+        ok(unsafe { t.ep_free_func.unwrap()(probe) }, "dat_ep_free");
+        let mut ep_attr = param.ep_attr;
+        ep_attr.max_request_dtos = SPLIT_BURST as i32;
         let mut workers = Vec::new();
         let mut memory = Vec::new();
-        // SAFETY: every call gets live handles of this provider and valid
-        // out-pointers.
-        unsafe {
-            ok(t.ia_open_func.unwrap()(name.as_ptr().cast_mut(), 8, &mut async_evd, &mut ia), "dat_ia_open");
-            ok(t.ia_query_func.unwrap()(ia, ptr::null_mut(), u64::MAX, &mut attr, 0, ptr::null_mut()), "query");
-            ok(t.pz_create_func.unwrap()(ia, &mut pz), "dat_pz_create");
-            ok(t.evd_create_func.unwrap()(ia, 4, ptr::null_mut(), DAT_EVD_CR_FLAG, &mut cr_evd), "CR EVD");
-            ok(t.evd_create_func.unwrap()(ia, 4, ptr::null_mut(), DAT_EVD_CONNECTION_FLAG, &mut conn_evd), "conn EVD");
-            ok(t.psp_create_func.unwrap()(ia, CONN_QUAL, cr_evd, DAT_PSP_CONSUMER_FLAG, &mut psp), "dat_psp_create");
-            // The default attributes, with room for a phase's requests.
-            let mut probe = ptr::null_mut();
-            ok(
-                t.ep_create_func.unwrap()(
-                    ia,
-                    pz,
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                    ptr::null(),
-                    &mut probe,
-                ),
-                "probe EP",
-            );
-            let mut param = DAT_EP_PARAM::default();
-            ok(t.ep_query_func.unwrap()(probe, u64::MAX, &mut param), "dat_ep_query");
-            ok(t.ep_free_func.unwrap()(probe), "dat_ep_free");
-            let mut ep_attr = param.ep_attr;
-            ep_attr.max_request_dtos = SPLIT_BURST as i32;
-            for _ in 0..n {
-                let mut evd = ptr::null_mut();
-                ok(
-                    t.evd_create_func.unwrap()(ia, 2 * SPLIT_BURST as i32, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd),
-                    "DTO EVD",
-                );
-                let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
+        for _ in 0..n {
+            let evd = rig.evd(2 * SPLIT_BURST as i32, DAT_EVD_DTO_FLAG);
+            let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
+            // SAFETY: live handles of this provider, valid attributes and
+            // out-pointers.
+            unsafe {
                 ok(t.ep_create_func.unwrap()(ia, pz, evd, evd, conn_evd, &ep_attr, &mut a), "dat_ep_create");
                 ok(t.ep_create_func.unwrap()(ia, pz, evd, evd, conn_evd, &ep_attr, &mut b), "dat_ep_create");
-                let mut buf = Box::new([0u8; 2 * 4096]);
-                let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
-                let (mut lmr, mut lmr_context, mut rmr_context) = (ptr::null_mut(), 0, 0);
-                ok(
-                    t.lmr_create_func.unwrap()(
-                        ia,
-                        DAT_MEM_TYPE_VIRTUAL,
-                        region,
-                        buf.len() as u64,
-                        pz,
-                        DAT_MEM_PRIV_ALL_FLAG,
-                        DAT_VA_TYPE_VA,
-                        &mut lmr,
-                        &mut lmr_context,
-                        &mut rmr_context,
-                        ptr::null_mut(),
-                        ptr::null_mut(),
-                    ),
-                    "dat_lmr_create",
-                );
-                let qos = DAT_QOS_BEST_EFFORT;
-                let flags = DAT_CONNECT_DEFAULT_FLAG;
-                let addr = attr.ia_address_ptr;
-                ok(
-                    t.ep_connect_func.unwrap()(
-                        a,
-                        addr,
-                        CONN_QUAL,
-                        u32::MAX, // DAT_TIMEOUT_INFINITE
-                        0,
-                        ptr::null_mut(),
-                        qos,
-                        flags,
-                    ),
-                    "connect",
-                );
-                let request = next(t, cr_evd);
-                let cr = request.event_data.cr_arrival_event_data.cr_handle;
-                ok(t.cr_accept_func.unwrap()(cr, b, 0, ptr::null_mut()), "dat_cr_accept");
-                next(t, conn_evd);
-                next(t, conn_evd);
-                let base = buf.as_ptr() as u64;
-                workers.push(Worker {
-                    t,
-                    ep: a,
-                    evd,
-                    local: DAT_LMR_TRIPLET { lmr_context, virtual_address: base, segment_length: BYTES },
-                    remote: DAT_RMR_TRIPLET { rmr_context, virtual_address: base + 4096, segment_length: BYTES },
-                });
-                memory.push(buf);
             }
+            let mut buf = Box::new([0u8; 2 * 4096]);
+            let (_, lmr_context, rmr_context) = rig.lmr(pz, &mut buf[..], DAT_MEM_PRIV_ALL_FLAG);
+            rig.connect(a, b, CONN_QUAL, cr_evd);
+            rig.next(conn_evd);
+            rig.next(conn_evd);
+            let base = buf.as_ptr() as u64;
+            workers.push(Worker {
+                t,
+                ep: a,
+                evd,
+                local: DAT_LMR_TRIPLET { lmr_context, virtual_address: base, segment_length: BYTES },
+                remote: DAT_RMR_TRIPLET { rmr_context, virtual_address: base + 4096, segment_length: BYTES },
+            });
+            memory.push(buf);
         }
-        Rig { table, ia, address: attr.ia_address_ptr, workers, _memory: memory }
+        Rig { rig, workers, _memory: memory }
     }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        // SAFETY: the IA is open; nothing uses the workers any more.
-        unsafe { ok((*self.table).ia_close_func.unwrap()(self.ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close") };
-        assert!(registry::remove(self.table));
-    }
-}
-
-/// The next event of `evd`, polled for.
-fn next(t: &DAT_PROVIDER, evd: DAT_EVD_HANDLE) -> DAT_EVENT {
-    let mut event = DAT_EVENT::default();
-    for _ in 0..1_000_000 {
-        // SAFETY: a live EVD and a valid out-pointer.
-        match unsafe { t.evd_dequeue_func.unwrap()(evd, &mut event) } {
-            DAT_SUCCESS => return event,
-            ret => assert_eq!(ret & 0x3fff_0000, DAT_QUEUE_EMPTY, "dat_evd_dequeue: {ret:#x}"),
-        }
-    }
-    panic!("no event on the EVD");
 }
 
 /// `bursts` bursts on each of `workers`, one thread each; the time taken.
@@ -370,64 +285,35 @@ fn run_split(workers: &[&Worker], hcas: &[&Hca], bursts: u64) -> Duration {
 /// a PSP of its own and disconnected, everything freed; cycles counted
 /// in `cycles`.
 fn control(rig: &Rig, stop: &AtomicBool, cycles: &AtomicU64) {
-    // SAFETY: registered for the rig's life.
-    let t: &DAT_PROVIDER = unsafe { &*rig.table };
-    let ia = rig.ia;
+    let (r, t) = (&rig.rig, rig.rig.t());
     let mut buf = vec![0u8; 4096];
-    let (mut cr_evd, mut conn_evd, mut psp) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-    // SAFETY: every call gets live handles of this provider, valid
-    // out-pointers, and memory that outlives its LMR.
-    unsafe {
-        ok(t.evd_create_func.unwrap()(ia, 4, ptr::null_mut(), DAT_EVD_CR_FLAG, &mut cr_evd), "CR EVD");
-        ok(t.evd_create_func.unwrap()(ia, 8, ptr::null_mut(), DAT_EVD_CONNECTION_FLAG, &mut conn_evd), "conn EVD");
-        ok(t.psp_create_func.unwrap()(ia, CONTROL_QUAL, cr_evd, DAT_PSP_CONSUMER_FLAG, &mut psp), "PSP");
-        while !stop.load(Ordering::Relaxed) {
-            let (mut pz, mut evd, mut lmr) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
-            ok(t.pz_create_func.unwrap()(ia, &mut pz), "dat_pz_create");
-            let region = DAT_REGION_DESCRIPTION { for_va: buf.as_mut_ptr().cast() };
-            let (mut lmr_context, mut rmr_context) = (0, 0);
-            ok(
-                t.lmr_create_func.unwrap()(
-                    ia,
-                    DAT_MEM_TYPE_VIRTUAL,
-                    region,
-                    buf.len() as u64,
-                    pz,
-                    DAT_MEM_PRIV_ALL_FLAG,
-                    DAT_VA_TYPE_VA,
-                    &mut lmr,
-                    &mut lmr_context,
-                    &mut rmr_context,
-                    ptr::null_mut(),
-                    ptr::null_mut(),
-                ),
-                "dat_lmr_create",
-            );
-            ok(t.evd_create_func.unwrap()(ia, 16, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut evd), "DTO EVD");
-            let (mut a, mut b) = (ptr::null_mut(), ptr::null_mut());
-            ok(t.ep_create_func.unwrap()(ia, pz, evd, evd, conn_evd, ptr::null(), &mut a), "dat_ep_create");
-            ok(t.ep_create_func.unwrap()(ia, pz, evd, evd, conn_evd, ptr::null(), &mut b), "dat_ep_create");
-            let (qos, flags) = (DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
-            ok(
-                t.ep_connect_func.unwrap()(a, rig.address, CONTROL_QUAL, u32::MAX, 0, ptr::null_mut(), qos, flags),
-                "connect",
-            );
-            let request = next(t, cr_evd);
-            let cr = request.event_data.cr_arrival_event_data.cr_handle;
-            ok(t.cr_accept_func.unwrap()(cr, b, 0, ptr::null_mut()), "dat_cr_accept");
-            next(t, conn_evd);
-            next(t, conn_evd);
+    let (cr_evd, conn_evd) = (r.evd(4, DAT_EVD_CR_FLAG), r.evd(8, DAT_EVD_CONNECTION_FLAG));
+    let psp = r.psp(CONTROL_QUAL, cr_evd);
+    while !stop.load(Ordering::Relaxed) {
+        let pz = r.pz();
+        let (lmr, _, _) = r.lmr(pz, &mut buf, DAT_MEM_PRIV_ALL_FLAG);
+        let evd = r.evd(16, DAT_EVD_DTO_FLAG);
+        let (a, b) = (r.ep(pz, evd, evd, conn_evd), r.ep(pz, evd, evd, conn_evd));
+        r.connect(a, b, CONTROL_QUAL, cr_evd);
+        r.next(conn_evd);
+        r.next(conn_evd);
+        // SAFETY: live handles of this provider; the buffer outlives the
+        // LMR.
+        unsafe {
             ok(t.ep_disconnect_func.unwrap()(a, DAT_CLOSE_ABRUPT_FLAG), "dat_ep_disconnect");
-            next(t, conn_evd);
-            next(t, conn_evd);
+            r.next(conn_evd);
+            r.next(conn_evd);
             for ep in [a, b] {
                 ok(t.ep_free_func.unwrap()(ep), "dat_ep_free");
             }
             ok(t.evd_free_func.unwrap()(evd), "dat_evd_free");
             ok(t.lmr_free_func.unwrap()(lmr), "dat_lmr_free");
             ok(t.pz_free_func.unwrap()(pz), "dat_pz_free");
-            cycles.fetch_add(1, Ordering::Relaxed);
         }
+        cycles.fetch_add(1, Ordering::Relaxed);
+    }
+    // SAFETY: live handles of this provider.
+    unsafe {
         ok(t.psp_free_func.unwrap()(psp), "dat_psp_free");
         for evd in [cr_evd, conn_evd] {
             ok(t.evd_free_func.unwrap()(evd), "dat_evd_free");
@@ -454,7 +340,7 @@ fn run_beside_control(rig: &Rig, bursts: u64) -> (Duration, u64) {
 
 fn threads(c: &mut Criterion) {
     let rig = Rig::new(NAMES[0], 2);
-    let hca = Hca::of(rig.ia);
+    let hca = Hca::of(rig.rig.ia);
     let mut group = c.benchmark_group("end to end");
     group.sample_size(10).measurement_time(Duration::from_secs(4));
     for n in [1usize, 2] {
@@ -481,7 +367,7 @@ fn threads(c: &mut Criterion) {
         eprintln!("control cycles beside the worker: {:.0}/s", cycles as f64 / took.as_secs_f64());
     }
     let other = Rig::new(NAMES[1], 1);
-    let other_hca = Hca::of(other.ia);
+    let other_hca = Hca::of(other.rig.ia);
     for h in [&hca, &other_hca] {
         (h.defer)(true);
     }

@@ -145,6 +145,8 @@ impl<X> Reserved<X> {
                 if ptr.is_null() {
                     std::alloc::handle_alloc_error(layout);
                 }
+                // Written a slot at a time (`crate::pages`).
+                crate::pages::small_pages(ptr as usize, layout.size());
                 // SAFETY: allocated by the global allocator with the layout
                 // of `limit` values of `X`; no value is initialised yet.
                 unsafe { Vec::from_raw_parts(ptr, 0, limit) }
@@ -249,5 +251,17 @@ mod tests {
         assert_eq!((events.limit(), events.items().len()), (5, 0));
         assert!((0..5).all(|_| events.grow()));
         assert!(!events.grow(), "a store grows no further than its reservation");
+    }
+
+    #[test]
+    fn a_reservation_is_kept_in_small_pages() {
+        // Megabytes: stretches a huge page could back.
+        let mut store = Reserved::<Slot<[u64; 8]>>::new(1 << 17);
+        assert!(store.grow());
+        let start = store.items().as_ptr() as usize;
+        let bytes = std::mem::size_of::<Slot<[u64; 8]>>() * store.limit();
+        for at in [start + 4096, start + bytes / 2] {
+            assert!(crate::pages::in_small_pages(at), "{at:#x}");
+        }
     }
 }

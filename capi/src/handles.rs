@@ -101,6 +101,11 @@ fn reservation() -> DatResult<usize> {
     if p == libc::MAP_FAILED {
         return Err(DatError::of(ErrorType::InsufficientResources));
     }
+    // Each creation writes one word of 8 bytes: in small pages, or a word
+    // written in a fresh 2 MiB stretch could hold all of it resident
+    // (`crate::pages`). Each space keeps the advice as it is made
+    // readable.
+    crate::pages::small_pages(p as usize, SPACE_BYTES * MAX_SPACES);
     SPACES.base.store(p as usize, Ordering::Release);
     Ok(p as usize)
 }
@@ -279,6 +284,15 @@ mod tests {
         assert!(!issued(h.wrapping_byte_add(WORD)));
         assert!(!issued(ptr::null_mut()));
         assert!(!issued(8 as DAT_HANDLE));
+    }
+
+    #[test]
+    fn the_handle_space_is_kept_in_small_pages() {
+        let s = space();
+        for kind in KINDS {
+            let h = s.handle(kind, RawHandle::from_bits(1 << 32 | 2));
+            assert!(crate::pages::in_small_pages(h as usize), "{kind:?}");
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod entry;
 pub mod handles;
 pub mod instance;
 pub mod lock;
+mod pages;
 pub mod registry;
 pub mod sys;
 pub mod table;

@@ -228,6 +228,8 @@ impl ObjLocks {
         if p.is_null() {
             handle_alloc_error(layout);
         }
+        // Written a slot's lock at a time (`crate::pages`).
+        crate::pages::small_pages(p as usize, layout.size());
         // SAFETY: `p` holds `n` zeroed `ObjLock`s, allocated with the
         // global allocator in the layout of `[ObjLock; n]`; all-zero bytes
         // are an unlocked `ObjLock` (an `AtomicBool` is laid out as a
@@ -323,6 +325,15 @@ mod tests {
             drop(held);
             assert_eq!(t.join().unwrap(), 1);
         });
+    }
+
+    #[test]
+    fn the_locks_of_the_slots_are_kept_in_small_pages() {
+        let locks = ObjLocks::new(16_384);
+        let start = locks.locks.as_ptr() as usize;
+        for at in [start + 4096, start + std::mem::size_of_val(&*locks.locks) / 2] {
+            assert!(crate::pages::in_small_pages(at), "{at:#x}");
+        }
     }
 
     #[test]

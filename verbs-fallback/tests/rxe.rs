@@ -266,3 +266,90 @@ fn registrations_under_a_low_memlock_limit() {
     let small = rig.buf(4096, MemPriv::ALL);
     rig.p.lmr_free(small.lmr.lmr).unwrap();
 }
+
+/// dat_ia_close(3DAT): "The abrupt close does a phased, cascading destroy.
+/// All DAT Objects associated with an IA instance are destroyed." On a
+/// device that is everything the IA holds of it: its completion and
+/// rdma_cm channels, its timer, its listeners' and connections' rdma_cm
+/// ids, its QPs, CQs, registrations and PD. An IA opened and closed over
+/// and over, abruptly with a connection up and writes in flight or
+/// gracefully with nothing made, leaves the process's descriptors as they
+/// were and its resident set where the first cycles left it (a cycle that
+/// kept anything of the device's, a QP's rings or an IA's channels, would
+/// add tens of KiB or a descriptor each time).
+#[test]
+fn an_ia_opened_and_closed_over_and_over_gives_back_what_it_held() {
+    const WARM_UP: u64 = 2;
+    const CYCLES: u64 = 100;
+    const RSS_SLACK_KIB: u64 = 512;
+    let mut rig = Rig::<Rxe>::new();
+    for _ in 0..WARM_UP {
+        close_a_connected_ia_abruptly(&mut rig);
+        close_an_empty_ia_gracefully(&mut rig);
+    }
+    let (fds, rss) = (open_fds(), resident_kib());
+    for _ in 0..CYCLES {
+        close_a_connected_ia_abruptly(&mut rig);
+        close_an_empty_ia_gracefully(&mut rig);
+    }
+    assert_eq!(open_fds(), fds, "descriptors after {CYCLES} more cycles");
+    let grown = resident_kib().saturating_sub(rss);
+    assert!(grown <= RSS_SLACK_KIB, "the resident set grew by {grown} KiB over {CYCLES} cycles");
+}
+
+/// An IA of `rig`'s provider with a connection on it (both sides its
+/// own) and writes in flight, closed abruptly.
+fn close_a_connected_ia_abruptly(rig: &mut Rig<Rxe>) {
+    let (ia, _) = rig.p.ia_open(device().as_bytes(), AsyncEvd::Create { min_qlen: 8 }).unwrap();
+    let address = rig.p.ia_query(ia).unwrap().1.ia_address;
+    let pz = rig.p.pz_create(ia).unwrap();
+    let mem = vec![0u8; 8192];
+    let region = MemType::Virtual { address: mem.as_ptr() as u64, length: mem.len() as u64 };
+    let lmr = rig.p.lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
+    let dto = rig.p.evd_create(ia, 16, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let conn = rig.p.evd_create(ia, 4, CnoHandle::NULL, EvdFlags::CONNECTION).unwrap();
+    let cr_evd = rig.p.evd_create(ia, 4, CnoHandle::NULL, EvdFlags::CR).unwrap();
+    let client = rig.p.ep_create(ia, pz, dto, dto, conn, None).unwrap();
+    let server = rig.p.ep_create(ia, pz, dto, dto, conn, None).unwrap();
+    let qual = PORT + 40;
+    rig.p.psp_create(ia, qual, cr_evd, PspFlags::Consumer).unwrap();
+    rig.p.ep_connect(client, &address, qual, 10_000_000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
+    let cr = match rig.expect(cr_evd, EventNumber::ConnectionRequest).data {
+        EventData::CrArrival { cr, .. } => cr,
+        other => panic!("{other:?}"),
+    };
+    rig.p.cr_accept(cr, server, b"").unwrap();
+    rig.expect(conn, EventNumber::ConnectionEstablished);
+    rig.expect(conn, EventNumber::ConnectionEstablished);
+    let local = LmrTriplet { virtual_address: mem.as_ptr() as u64, segment_length: 4096, lmr_context: lmr.lmr_context };
+    let remote = RmrTriplet {
+        virtual_address: local.virtual_address + 4096,
+        segment_length: 4096,
+        rmr_context: lmr.rmr_context.unwrap(),
+    };
+    for cookie in 0..4 {
+        rig.p.ep_post_rdma_write(client, &[local], cookie, &remote, CompletionFlags::DEFAULT).unwrap();
+    }
+    rig.p.ia_close(ia, CloseFlags::Abrupt).unwrap();
+}
+
+/// An IA of `rig`'s provider with nothing made on it, closed gracefully.
+fn close_an_empty_ia_gracefully(rig: &mut Rig<Rxe>) {
+    let (ia, _) = rig.p.ia_open(device().as_bytes(), AsyncEvd::Create { min_qlen: 8 }).unwrap();
+    rig.p.ia_close(ia, CloseFlags::Graceful).unwrap();
+}
+
+/// The descriptors this process has open (proc(5), /proc/self/fd).
+fn open_fds() -> usize {
+    // The directory's own descriptor is among those listed while it is read.
+    std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count() - 1
+}
+
+/// This process's resident set, in KiB (proc(5), /proc/self/statm: its
+/// second field, in pages).
+fn resident_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).expect("statm's resident pages");
+    // SAFETY: no pointers; the page size.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64 / 1024
+}

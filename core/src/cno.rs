@@ -142,7 +142,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             signal: None,
             raised: false,
         };
-        crate::owned::insert(&mut self.ias, &mut self.cnos, cno).map(CnoHandle).map_err(|_| DatError::of(ErrorType::InsufficientResources))
+        crate::owned::insert(&mut self.ias, &mut self.cnos, cno)
+            .map(CnoHandle)
+            .map_err(|_| DatError::of(ErrorType::InsufficientResources))
     }
 
     /// dat_cno_free(3DAT): "A CNO cannot be deleted while it is referenced

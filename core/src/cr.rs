@@ -173,7 +173,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::invalid_arg(2));
         };
         let (psp_h, evd, flags) = (PspHandle(psp_raw), psp.evd, psp.flags);
-        let Some(mut c) = crate::owned::remove(&mut self.ias, &mut self.crs, cr_h.0) else { return Err(DatError::of(ErrorType::InternalError)) };
+        let Some(mut c) = crate::owned::remove(&mut self.ias, &mut self.crs, cr_h.0) else {
+            return Err(DatError::of(ErrorType::InternalError));
+        };
         self.cr_release_ep(c.local_ep);
         c.psp = psp_h;
         c.conn_qual = conn_qual;

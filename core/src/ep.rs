@@ -433,7 +433,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let streams = ep.streams();
         self.check_streams(&streams)?;
         let h = EpHandle(
-            crate::owned::insert(&mut self.ias, &mut self.eps, ep).map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
+            crate::owned::insert(&mut self.ias, &mut self.eps, ep)
+                .map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
         );
         if let Err(e) = self.qp_build(h) {
             crate::owned::remove(&mut self.ias, &mut self.eps, h.0);

@@ -45,7 +45,11 @@ pub(crate) trait OfIa {
 
 /// Store `value` in `slab`, listed among the objects of its IA; `Err`
 /// gives it back when the IA is not open or the slab is full.
-pub(crate) fn insert<B: Backend, T: OfIa, SI, S>(ias: &mut Slab<Ia<B>, SI>, slab: &mut Slab<T, S>, value: T) -> Result<RawHandle, T>
+pub(crate) fn insert<B: Backend, T: OfIa, SI, S>(
+    ias: &mut Slab<Ia<B>, SI>,
+    slab: &mut Slab<T, S>,
+    value: T,
+) -> Result<RawHandle, T>
 where
     SI: Store<Slot<Ia<B>>>,
     S: Store<Slot<T>>,
@@ -75,7 +79,11 @@ where
 
 /// Take the object `h` names out of `slab` and out of its IA's list.
 /// (An object never outlives its IA: dat_ia_close frees them first.)
-pub(crate) fn remove<B: Backend, T: OfIa, SI, S>(ias: &mut Slab<Ia<B>, SI>, slab: &mut Slab<T, S>, h: RawHandle) -> Option<T>
+pub(crate) fn remove<B: Backend, T: OfIa, SI, S>(
+    ias: &mut Slab<Ia<B>, SI>,
+    slab: &mut Slab<T, S>,
+    h: RawHandle,
+) -> Option<T>
 where
     SI: Store<Slot<Ia<B>>>,
     S: Store<Slot<T>>,

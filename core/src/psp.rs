@@ -54,7 +54,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::of(ErrorType::ConnQualInUse));
         }
         let psp = Psp { ia, conn_qual, evd, flags, listener: None, context: 0 };
-        let h = PspHandle(crate::owned::insert(&mut self.ias, &mut self.psps, psp).map_err(|_| DatError::of(ErrorType::InsufficientResources))?);
+        let h = PspHandle(
+            crate::owned::insert(&mut self.ias, &mut self.psps, psp)
+                .map_err(|_| DatError::of(ErrorType::InsufficientResources))?,
+        );
         let Provider { ias, psps, backend, .. } = self;
         let listened = match ias.get_mut(ia.0) {
             Some(i) => backend.listen(&mut i.dev, conn_qual, psp_tag(h)),

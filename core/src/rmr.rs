@@ -135,7 +135,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let pz = pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
         let ia = pz.ia;
         let mw = backend.mw_alloc(&pz.pd)?;
-        match crate::owned::insert(&mut self.ias, &mut self.rmrs, Rmr { ia, pz: pz_h, mw, binding: None, in_flight: InFlight::default(), context: 0 }) {
+        match crate::owned::insert(
+            &mut self.ias,
+            &mut self.rmrs,
+            Rmr { ia, pz: pz_h, mw, binding: None, in_flight: InFlight::default(), context: 0 },
+        ) {
             Ok(raw) => {
                 self.pz_hold(pz_h);
                 Ok(RmrHandle(raw))

@@ -15,7 +15,8 @@
 use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::lock_api::RawRwLock as _;
 use parking_lot::RawRwLock;
@@ -27,6 +28,41 @@ use parking_lot::RawRwLock;
 const SHARDS: usize = 16;
 const _: () = assert!(SHARDS.is_power_of_two());
 
+/// How long a call that shares spins for a call that has the provider to
+/// itself before it sleeps: longer than most control calls take.
+const SPINS: u32 = 1 << 14;
+
+/// The turn a contending data path is owed, per nanosecond an
+/// [`Exclusive`] held it back: twice, so that a thread making and freeing
+/// objects in a loop takes at most a third of the time from threads that
+/// post and dequeue, which are what the provider is for. (With as long
+/// again, the turns come so often that a posting thread spends as much
+/// of its turn on the cache lines the control call left as on its own
+/// calls.)
+const TURN_PER_HOLD: u64 = 2;
+
+/// The longest turn the data path is owed: a control call that held the
+/// provider longer (a device slow to answer) delays the next one by this
+/// at most.
+const MAX_TURN: Duration = Duration::from_millis(1);
+
+/// How the control path and a contending data path take turns, alone on
+/// a cache line: the sharing calls waiting for an [`Exclusive`], and until
+/// when the next [`Locked::lock`] lets them be.
+#[repr(align(64))]
+struct Turns {
+    waiting: AtomicU32,
+    /// Nanoseconds after `epoch`; 0 for no turn owed.
+    owed_until: AtomicU64,
+    epoch: Instant,
+}
+
+impl Turns {
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+}
+
 /// One shard, alone on its cache line.
 #[repr(align(64))]
 struct Shard(RawRwLock);
@@ -34,6 +70,7 @@ struct Shard(RawRwLock);
 /// A value behind the sharded lock.
 pub struct Locked<T> {
     shards: Box<[Shard]>,
+    turns: Box<Turns>,
     value: UnsafeCell<T>,
 }
 
@@ -60,28 +97,64 @@ impl<T> Locked<T> {
     pub fn new(value: T, shared: bool) -> Self {
         let n = if shared { SHARDS } else { 1 };
         let shards = (0..n).map(|_| Shard(RawRwLock::INIT)).collect();
-        Locked { shards, value: UnsafeCell::new(value) }
+        let turns = Turns { waiting: AtomicU32::new(0), owed_until: AtomicU64::new(0), epoch: Instant::now() };
+        Locked { shards, turns: Box::new(turns), value: UnsafeCell::new(value) }
     }
 
     /// The value, to this thread alone: every shard, for writing, in
     /// order (so two callers never hold part of it each).
     #[inline(always)]
     pub fn lock(&self) -> Exclusive<'_, T> {
-        self.lock_all();
-        Exclusive { locked: self }
-    }
-
-    /// Every shard, for writing, in order; one shard without a loop.
-    #[inline(always)]
-    fn lock_all(&self) {
         match &*self.shards {
-            [only] => only.0.lock_exclusive(),
+            [only] => {
+                only.0.lock_exclusive();
+                Exclusive { locked: self, since: 0 }
+            }
             shards => {
+                self.wait_turn();
                 for shard in shards {
                     shard.0.lock_exclusive();
                 }
+                Exclusive { locked: self, since: self.turns.now().max(1) }
             }
         }
+    }
+
+    /// Let the sharing calls have the turn the last [`Exclusive`] owes
+    /// them, if any.
+    #[cold]
+    fn wait_turn(&self) {
+        let until = self.turns.owed_until.load(Ordering::Relaxed);
+        if until == 0 {
+            return;
+        }
+        let mut spins = 0u32;
+        while self.turns.now() < until {
+            if spins < SPINS {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        self.turns.owed_until.store(0, Ordering::Relaxed);
+    }
+
+    /// Let every shard go after an [`Exclusive`] held since `since` (0
+    /// for a provider of one shard): if sharing calls waited, they are
+    /// owed a turn ([`TURN_PER_HOLD`]).
+    ///
+    /// # Safety
+    /// The caller holds every shard for writing.
+    #[inline(always)]
+    unsafe fn release(&self, since: u64) {
+        if since != 0 && self.turns.waiting.load(Ordering::Relaxed) != 0 {
+            let now = self.turns.now();
+            let turn = (TURN_PER_HOLD * now.saturating_sub(since)).min(MAX_TURN.as_nanos() as u64);
+            self.turns.owed_until.store(now + turn, Ordering::Relaxed);
+        }
+        // SAFETY: as the caller promises.
+        unsafe { self.unlock_all() };
     }
 
     /// Let every shard go.
@@ -113,8 +186,28 @@ impl<T> Locked<T> {
     pub unsafe fn share(&self) -> Sharing<'_, T> {
         // The number of shards is a power of two (one, or `SHARDS`).
         let shard = &self.shards[thread_index() & (self.shards.len() - 1)];
-        shard.0.lock_shared();
+        if !shard.0.try_lock_shared() {
+            self.wait_shared(shard);
+        }
         Sharing { locked: self, shard }
+    }
+
+    /// Take `shard` for reading behind an [`Exclusive`]: counted as
+    /// waiting, spinning a while, then asleep.
+    #[cold]
+    #[inline(never)]
+    fn wait_shared(&self, shard: &Shard) {
+        self.turns.waiting.fetch_add(1, Ordering::Relaxed);
+        let mut spins = 0u32;
+        while !shard.0.try_lock_shared() {
+            if spins == SPINS {
+                shard.0.lock_shared();
+                break;
+            }
+            std::hint::spin_loop();
+            spins += 1;
+        }
+        self.turns.waiting.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -137,22 +230,26 @@ fn thread_index() -> usize {
 /// The value, held by one thread alone.
 pub struct Exclusive<'a, T> {
     locked: &'a Locked<T>,
+    /// When it took the provider (see [`Turns`]).
+    since: u64,
 }
 
 impl<T> Exclusive<'_, T> {
     /// Run `f` with the lock let go (a sleep), and take it again, even if
     /// `f` panics.
     pub fn unlocked<R>(guard: &mut Self, f: impl FnOnce() -> R) -> R {
-        struct Relock<'b, T>(&'b Locked<T>);
-        impl<T> Drop for Relock<'_, T> {
+        struct Relock<'b, 'a, T>(&'b mut Exclusive<'a, T>);
+        impl<T> Drop for Relock<'_, '_, T> {
             fn drop(&mut self) {
-                self.0.lock_all();
+                let relocked = self.0.locked.lock();
+                self.0.since = relocked.since;
+                std::mem::forget(relocked);
             }
         }
         // SAFETY: the guard holds every shard for writing; `Relock` takes
         // them again before the guard is used or dropped.
-        unsafe { guard.locked.unlock_all() };
-        let _relock = Relock(guard.locked);
+        unsafe { guard.locked.release(guard.since) };
+        let _relock = Relock(guard);
         f()
     }
 }
@@ -176,7 +273,7 @@ impl<T> Drop for Exclusive<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: this guard holds every shard for writing.
-        unsafe { self.locked.unlock_all() };
+        unsafe { self.locked.release(self.since) };
     }
 }
 
@@ -325,6 +422,34 @@ mod tests {
             drop(held);
             assert_eq!(t.join().unwrap(), 1);
         });
+    }
+
+    /// A call that had the provider to itself while a sharer waited owes
+    /// the sharer a turn: the next such call waits it out (up to
+    /// `MAX_TURN`) after it let go, even with nobody holding a shard.
+    /// Without a waiter, nothing is owed.
+    #[test]
+    fn an_exclusive_holder_that_kept_a_sharer_waiting_owes_it_a_turn() {
+        let locked = Locked::new(0u64, true);
+        drop(locked.lock());
+        assert_eq!(locked.turns.owed_until.load(Ordering::Relaxed), 0, "nobody waited");
+        let held = locked.lock();
+        let released = std::thread::scope(|s| {
+            // SAFETY: the test only reads through the shared value.
+            let sharer = s.spawn(|| *unsafe { locked.share() });
+            while locked.turns.waiting.load(Ordering::Relaxed) == 0 {
+                std::thread::yield_now();
+            }
+            std::thread::sleep(2 * MAX_TURN);
+            let released = Instant::now();
+            drop(held);
+            assert_eq!(sharer.join().unwrap(), 0);
+            released
+        });
+        assert_eq!(locked.turns.waiting.load(Ordering::Relaxed), 0);
+        drop(locked.lock());
+        assert!(released.elapsed() >= MAX_TURN, "the next exclusive call waits out the turn");
+        assert_eq!(locked.turns.owed_until.load(Ordering::Relaxed), 0, "and the turn is spent");
     }
 
     #[test]

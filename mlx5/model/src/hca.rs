@@ -271,8 +271,6 @@ pub struct Hca {
     /// QP → (deadline µs, outcome) of a connect nobody answers.
     pub deadlines: BTreeMap<u32, (u64, ConnOutcome)>,
     pub stats: Stats,
-    /// Register writes of the doorbell under way, per UAR.
-    pending: BTreeMap<u32, Vec<(usize, Vec<u8>)>>,
     /// QPs that may have work: WQEs rung but not yet executed, or an
     /// ERROR state whose receives are flushed as they are posted. Only
     /// these are run, so a device with thousands of idle QPs stays quick.
@@ -296,7 +294,6 @@ impl Default for Hca {
             requests: BTreeMap::new(),
             deadlines: BTreeMap::new(),
             stats: Stats::default(),
-            pending: BTreeMap::new(),
             busy: BTreeSet::new(),
         }
     }
@@ -373,15 +370,12 @@ impl Hca {
 
     // ---- registers ----
 
-    pub fn register_write(&mut self, uar: u32, offset: usize, bytes: &[u8]) {
-        self.pending.entry(uar).or_default().push((offset, bytes.to_vec()));
-    }
-
-    pub fn register_flush(&mut self, uar: u32) {
-        let writes = self.pending.remove(&uar).unwrap_or_default();
+    /// A doorbell: the register writes `writes` made to UAR `uar` since
+    /// the last.
+    pub fn register_flush(&mut self, uar: u32, writes: &[(usize, Vec<u8>)]) {
         match self.uars.get(&uar).copied() {
-            Some(UarOwner::Qp(qpn)) => self.send_doorbell(qpn, &writes),
-            Some(UarOwner::Cq(cqn)) => self.arm(cqn, &writes),
+            Some(UarOwner::Qp(qpn)) => self.send_doorbell(qpn, writes),
+            Some(UarOwner::Cq(cqn)) => self.arm(cqn, writes),
             None => panic!("model: a doorbell on UAR {uar}, which belongs to nothing live"),
         }
         self.progress();

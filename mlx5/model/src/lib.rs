@@ -90,6 +90,10 @@ pub struct ModelRegister {
     /// The stand-in register page, owned here (freed on drop).
     page: NonNull<[u64; PAGE_WORDS]>,
     mirror: Uar,
+    /// The writes of the doorbell under way, which the device takes whole
+    /// at the flush: each register belongs to one thread at a time, so
+    /// they need no lock of the device's.
+    pending: Vec<(usize, Vec<u8>)>,
 }
 
 /// 64-bit words of a stand-in register page: both BlueFlame halves and
@@ -102,7 +106,7 @@ impl ModelRegister {
         // SAFETY: the page is 8-aligned, `PAGE_WORDS * 8` bytes long, and
         // lives until this register drops; only the `Uar` writes it.
         let mirror = unsafe { Uar::new(page.cast(), PAGE_WORDS * 8) };
-        ModelRegister { hca, uar, deferred, page, mirror }
+        ModelRegister { hca, uar, deferred, page, mirror, pending: Vec::new() }
     }
 }
 
@@ -130,7 +134,7 @@ impl ModelRegister {
     /// The model takes a register write.
     #[inline(never)]
     fn hca_write(&mut self, offset: usize, bytes: &[u8]) {
-        lock(&self.hca).register_write(self.uar, offset, bytes);
+        self.pending.push((offset, bytes.to_vec()));
     }
 
     /// The model takes the BlueFlame block just written at `offset`, as
@@ -145,13 +149,14 @@ impl ModelRegister {
         // Not through `hca_write`: a count toggles collection at each
         // `hca_*` entry, so they must not nest.
         let bytes: [u8; 64] = core::array::from_fn(|i| words[i / 8].to_ne_bytes()[i % 8]);
-        lock(&self.hca).register_write(self.uar, offset, &bytes);
+        self.pending.push((offset, bytes.to_vec()));
     }
 
     /// The model takes the doorbell and executes what it publishes.
     #[inline(never)]
     fn hca_flush(&mut self) {
-        lock(&self.hca).register_flush(self.uar);
+        lock(&self.hca).register_flush(self.uar, &self.pending);
+        self.pending.clear();
     }
 }
 

@@ -39,7 +39,7 @@
 //! finds its CQ on the list and breaks itself.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Instant;
 
@@ -208,6 +208,8 @@ pub struct QpRun {
     pub fail_next: Option<u8>,
     /// The last WQE rung was a UMR: the next must be fenced.
     pub after_umr: bool,
+    /// Whether it is in the device's busy set.
+    busy: bool,
     /// Doorbells and WQEs.
     pub stats: Stats,
 }
@@ -222,6 +224,7 @@ impl Default for QpRun {
             bf_next: 0,
             fail_next: None,
             after_umr: false,
+            busy: false,
             stats: Stats::default(),
         }
     }
@@ -373,8 +376,13 @@ pub struct Hca {
     /// QPs that may have work: WQEs rung but not yet executed, or an
     /// ERROR state whose receives are flushed as they are posted. Only
     /// these are run, so a device with thousands of idle QPs stays quick.
-    /// A QP joins and leaves it under its own lock.
+    /// A QP joins and leaves it under its own lock, which keeps
+    /// [`QpRun`]'s `busy` in step with it: a doorbell whose WQEs all
+    /// complete takes no lock of it.
     busy: Mutex<BTreeSet<u32>>,
+    /// How many QPs are busy: set under the busy set's lock, read without,
+    /// so that an entry takes that lock only when some QP is busy.
+    busy_len: AtomicUsize,
     /// CQs that overran whose QPs are yet to break (see the module doc).
     overrun: Mutex<Vec<u32>>,
     /// Whether `overrun` may hold a CQ: set and cleared under its lock,
@@ -403,6 +411,7 @@ impl Default for Hca {
             deadlines: Mutex::new(BTreeMap::new()),
             retired: Stats::default(),
             busy: Mutex::new(BTreeSet::new()),
+            busy_len: AtomicUsize::new(0),
             overrun: Mutex::new(Vec::new()),
             overran: AtomicBool::new(false),
             atomics: Mutex::new(()),
@@ -542,6 +551,9 @@ impl Hca {
     pub fn remove_qp(&mut self, qpn: u32) -> Option<Qp> {
         let mut qp = self.qps.remove(&qpn)?;
         self.retired.add(&owned(&mut qp.run).stats);
+        let busy = owned(&mut self.busy);
+        busy.remove(&qpn);
+        self.busy_len.store(busy.len(), Ordering::Relaxed);
         Some(qp)
     }
 
@@ -657,7 +669,7 @@ impl Hca {
         for (qpn, qp) in &self.qps {
             let mut run = lock(&qp.run);
             run.seen = qp.dbrec.be32(4) as u16;
-            lock(&self.busy).insert(*qpn);
+            self.set_busy(*qpn, &mut run, true);
         }
         self.progress();
     }
@@ -754,7 +766,7 @@ impl Hca {
             return;
         }
         run.state = QpState::Error;
-        lock(&self.busy).insert(qpn);
+        self.set_busy(qpn, run, true);
         lock(&self.deadlines).remove(&qpn);
     }
 
@@ -780,14 +792,12 @@ impl Hca {
     /// or running its peer, and waiting for it would only serialise the
     /// two.
     pub fn progress(&self) {
-        let busy: Vec<u32> = lock(&self.busy).iter().copied().collect();
-        for qpn in busy {
-            if !self.qps.contains_key(&qpn) {
-                lock(&self.busy).remove(&qpn);
-                continue;
-            }
-            if let Some((mut me, mut peer)) = self.hold(qpn, false) {
-                self.step(&mut me, peer.as_mut());
+        if self.busy_len.load(Ordering::Relaxed) != 0 {
+            let busy: Vec<u32> = lock(&self.busy).iter().copied().collect();
+            for qpn in busy {
+                if let Some((mut me, mut peer)) = self.hold(qpn, false) {
+                    self.step(&mut me, peer.as_mut());
+                }
             }
         }
         self.settle();
@@ -798,14 +808,28 @@ impl Hca {
     /// are posted.
     fn step(&self, me: &mut Held, peer: Option<&mut Held>) {
         self.run(me, peer);
-        if me.run.state == QpState::Error {
+        let error = me.run.state == QpState::Error;
+        if error {
             self.flush_rq(me);
-            lock(&self.busy).insert(me.qpn);
-        } else if me.run.exec == me.run.seen {
-            lock(&self.busy).remove(&me.qpn);
-        } else {
-            lock(&self.busy).insert(me.qpn);
         }
+        let busy = error || me.run.exec != me.run.seen;
+        self.set_busy(me.qpn, &mut me.run, busy);
+    }
+
+    /// Put the QP whose lock this thread holds in the busy set, or take
+    /// it out.
+    fn set_busy(&self, qpn: u32, run: &mut QpRun, busy: bool) {
+        if run.busy == busy {
+            return;
+        }
+        run.busy = busy;
+        let mut set = lock(&self.busy);
+        if busy {
+            set.insert(qpn);
+        } else {
+            set.remove(&qpn);
+        }
+        self.busy_len.store(set.len(), Ordering::Relaxed);
     }
 
     /// Take the lock of live QP `qpn` and its peer's: waiting for them, in
@@ -960,7 +984,7 @@ impl Hca {
             return;
         }
         q.run.state = QpState::Error;
-        lock(&self.busy).insert(q.qpn);
+        self.set_busy(q.qpn, &mut q.run, true);
         lock(&self.deadlines).remove(&q.qpn);
         self.run(q, None);
         self.flush_rq(q);

@@ -10,9 +10,37 @@
 //! rule is a bug in the data path: the model panics and says which. A CQ
 //! its consumer let fill up is no such bug: it overruns as a ConnectX's
 //! does, with a CQ error event.
+//!
+//! # Locks
+//!
+//! Doorbells on different QPs run at once, as on a ConnectX, whose QPs
+//! are served in parallel. The tables of the [`Hca`] — which objects
+//! live, a registration's range, which QP is whose peer — change only
+//! under the device's write lock, which the control path takes; a
+//! doorbell, a poll for events and a release take its read lock, and what
+//! executing WQEs changes has a lock for each object: a QP's queue state,
+//! a CQ's ring, an SRQ's next receive, a window's binding, an IA's event
+//! queues. A thread takes them in this order only, so none waits for a
+//! lock held by a thread that waits for one of its own:
+//!
+//! 1. the device's lock, read or write, once for each entry;
+//! 2. QP locks, at most two, in ascending QP number: a QP's and its
+//!    peer's, whose memory, receives and CQs a WQE reaches;
+//! 3. a CQ's lock;
+//! 4. an IA's event queues;
+//! 5. the connect timers.
+//!
+//! The busy set's, an SRQ's, a window's, the overrun list's and the
+//! atomics' locks are leaves: nothing is taken while one is held. A CQ
+//! that overruns breaks every QP that reports to it, which a thread
+//! holding a QP's lock may not lock; so the CQ goes on the overrun list,
+//! and the entry breaks its QPs once it holds no QP's lock
+//! ([`Hca::settle`]), before it leaves the device. A QP run meanwhile
+//! finds its CQ on the list and breaks itself.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Instant;
 
 use udat_core::backend::{CmEvent, ConnOutcome};
@@ -99,6 +127,12 @@ impl Mr {
 #[derive(Debug)]
 pub struct Mw {
     pub pd: u32,
+    pub binding: Mutex<Binding>,
+}
+
+/// What a window's last bind set.
+#[derive(Debug, Default)]
+pub struct Binding {
     /// The low 8 bits of its key; each bind sets them.
     pub key: u8,
     pub bound: Option<Window>,
@@ -117,14 +151,29 @@ pub struct Cq {
     pub ia: u32,
     /// What its CQ error event carries.
     pub tag: u64,
-    /// It overran: it takes no more CQEs (PRM "Completion Queue Error").
-    pub error: bool,
-    pub buf: Region,
     pub cnt: u32,
     pub dbrec: Region,
+    pub ring: Mutex<CqRing>,
+}
+
+/// What writing CQEs changes, behind the CQ's lock.
+#[derive(Debug)]
+pub struct CqRing {
+    /// The CQEs, written only under this lock.
+    pub buf: Region,
     pub pi: u32,
+    /// It overran: it takes no more CQEs (PRM "Completion Queue Error").
+    pub error: bool,
     /// Armed at this consumer index; for solicited CQEs only.
     pub armed: Option<(u32, bool)>,
+    /// CQEs written and arms taken.
+    pub stats: Stats,
+}
+
+impl CqRing {
+    pub fn new(buf: Region) -> CqRing {
+        CqRing { buf, pi: 0, error: false, armed: None, stats: Stats::default() }
+    }
 }
 
 #[derive(Debug)]
@@ -139,8 +188,16 @@ pub struct Qp {
     pub sq_cnt: u32,
     pub rq: Option<(Region, u32, u32)>,
     pub dbrec: Region,
-    pub state: QpState,
+    /// Set and cleared under the device's write lock only, so that a
+    /// doorbell knows, before it takes any, which QPs' locks it needs.
     pub peer: Option<u32>,
+    pub run: Mutex<QpRun>,
+}
+
+/// What executing a QP's WQEs changes, behind the QP's lock.
+#[derive(Debug)]
+pub struct QpRun {
+    pub state: QpState,
     /// The next WQE to execute.
     pub exec: u16,
     /// The doorbell record last checked: WQEs before it are published.
@@ -152,6 +209,26 @@ pub struct Qp {
     pub fail_next: Option<u8>,
     /// The last WQE rung was a UMR: the next must be fenced.
     pub after_umr: bool,
+    /// Whether it is in the device's busy set.
+    busy: bool,
+    /// Doorbells and WQEs.
+    pub stats: Stats,
+}
+
+impl Default for QpRun {
+    fn default() -> QpRun {
+        QpRun {
+            state: QpState::Init,
+            exec: 0,
+            seen: 0,
+            rq_next: 0,
+            bf_next: 0,
+            fail_next: None,
+            after_umr: false,
+            busy: false,
+            stats: Stats::default(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -160,6 +237,13 @@ pub struct Srq {
     pub buf: Region,
     pub stride: u32,
     pub dbrec: Region,
+    pub next: Mutex<SrqNext>,
+}
+
+/// Where an SRQ's next receive is, behind the SRQ's lock: QPs on
+/// different threads take from it.
+#[derive(Debug, Default)]
+pub struct SrqNext {
     pub head: u16,
     pub consumed: u16,
 }
@@ -172,14 +256,20 @@ pub struct Request {
 #[derive(Debug, Default)]
 pub struct Ia {
     pub address: IaAddress,
-    pub cm: VecDeque<CmEvent<u32>>,
-    pub cq_events: VecDeque<u32>,
+    pub events: Mutex<IaEvents>,
     /// The descriptors of the IA's [`crate::alarm::Alarm`].
     pub alarm: Option<AlarmFds>,
     /// Whether the alarm says events are queued, and when its timer was
     /// last set to fire, plus one (µs on the HCA's clock; 0, as created,
     /// for never): set again to the same, it costs no system call.
     pub armed: (AtomicBool, AtomicU64),
+}
+
+/// An IA's queued events.
+#[derive(Debug, Default)]
+pub struct IaEvents {
+    pub cm: VecDeque<CmEvent<u32>>,
+    pub cq_events: VecDeque<u32>,
 }
 
 /// What the HCA counted: doorbells by kind, WQEs, CQEs.
@@ -190,6 +280,16 @@ pub struct Stats {
     pub wqes: u64,
     pub cqes: u64,
     pub cq_arms: u64,
+}
+
+impl Stats {
+    fn add(&mut self, other: &Stats) {
+        self.blueflame += other.blueflame;
+        self.doorbells += other.doorbells;
+        self.wqes += other.wqes;
+        self.cqes += other.cqes;
+        self.cq_arms += other.cq_arms;
+    }
 }
 
 /// A CQE to write.
@@ -275,14 +375,27 @@ pub struct Hca {
     pub listeners: BTreeMap<([u8; 28], u64), (u32, u64)>,
     pub requests: BTreeMap<u32, Request>,
     /// QP → (deadline µs, outcome) of a connect nobody answers.
-    pub deadlines: BTreeMap<u32, (u64, ConnOutcome)>,
-    pub stats: Stats,
-    /// Register writes of the doorbell under way, per UAR.
-    pending: BTreeMap<u32, Vec<(usize, Vec<u8>)>>,
+    pub deadlines: Mutex<BTreeMap<u32, (u64, ConnOutcome)>>,
+    /// What destroyed QPs and CQs counted.
+    retired: Stats,
     /// QPs that may have work: WQEs rung but not yet executed, or an
     /// ERROR state whose receives are flushed as they are posted. Only
     /// these are run, so a device with thousands of idle QPs stays quick.
-    busy: BTreeSet<u32>,
+    /// A QP joins and leaves it under its own lock, which keeps
+    /// [`QpRun`]'s `busy` in step with it: a doorbell whose WQEs all
+    /// complete takes no lock of it.
+    busy: Mutex<BTreeSet<u32>>,
+    /// How many QPs are busy: set under the busy set's lock, read without,
+    /// so that an entry takes that lock only when some QP is busy.
+    busy_len: AtomicUsize,
+    /// CQs that overran whose QPs are yet to break (see the module doc).
+    overrun: Mutex<Vec<u32>>,
+    /// Whether `overrun` may hold a CQ: set and cleared under its lock,
+    /// read without, so that running a QP costs no lock while no CQ
+    /// overruns.
+    overran: AtomicBool,
+    /// Held while an atomic WQE reads, changes and writes its target.
+    atomics: Mutex<()>,
 }
 
 impl Default for Hca {
@@ -300,11 +413,50 @@ impl Default for Hca {
             pds: BTreeSet::new(),
             listeners: BTreeMap::new(),
             requests: BTreeMap::new(),
-            deadlines: BTreeMap::new(),
-            stats: Stats::default(),
-            pending: BTreeMap::new(),
-            busy: BTreeSet::new(),
+            deadlines: Mutex::new(BTreeMap::new()),
+            retired: Stats::default(),
+            busy: Mutex::new(BTreeSet::new()),
+            busy_len: AtomicUsize::new(0),
+            overrun: Mutex::new(Vec::new()),
+            overran: AtomicBool::new(false),
+            atomics: Mutex::new(()),
         }
+    }
+}
+
+/// One of the device's locks. A thread that panicked inside the model
+/// left what it held as it was at the panic, which the next entry takes
+/// as it is: the model checks every WQE it reads.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What one of the device's locks guards, under the device's write lock
+/// (no other thread can hold it).
+pub fn owned<T>(m: &mut Mutex<T>) -> &mut T {
+    m.get_mut().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A QP whose lock this thread holds.
+struct Held<'a> {
+    qpn: u32,
+    qp: &'a Qp,
+    run: MutexGuard<'a, QpRun>,
+}
+
+impl<'a> Held<'a> {
+    fn new(qpn: u32, qp: &'a Qp) -> Held<'a> {
+        Held { qpn, qp, run: lock(&qp.run) }
+    }
+
+    /// The QP's lock, unless another thread holds it.
+    fn try_new(qpn: u32, qp: &'a Qp) -> Option<Held<'a>> {
+        let run = match qp.run.try_lock() {
+            Ok(run) => run,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        Some(Held { qpn, qp, run })
     }
 }
 
@@ -358,16 +510,17 @@ impl Hca {
     /// Set `ia`'s alarm: readable while it has events queued, and its
     /// timer at its earliest connect timer. Only this reads the
     /// descriptors (an event loop polls them): what is set as it was set
-    /// stays as it is.
+    /// stays as it is. Under the IA's lock, so that of two threads the
+    /// alarm set last is for the events queued last.
     pub fn rearm(&self, ia: u32) {
         let Some(i) = self.ias.get(&ia) else { return };
         let Some(fds) = i.alarm else { return };
-        let queued = !i.cm.is_empty() || !i.cq_events.is_empty();
+        let events = lock(&i.events);
+        let queued = !events.cm.is_empty() || !events.cq_events.is_empty();
         if i.armed.0.swap(queued, Ordering::Relaxed) != queued {
             fds.set_queued(queued);
         }
-        let at = self
-            .deadlines
+        let at = lock(&self.deadlines)
             .iter()
             .filter(|(qpn, _)| self.qps.get(qpn).is_some_and(|q| q.ia == ia))
             .map(|(_, (at, _))| *at)
@@ -376,35 +529,72 @@ impl Hca {
         if i.armed.1.swap(armed, Ordering::Relaxed) != armed {
             fds.set_timer(at.map(|at| at.saturating_sub(self.now_us())));
         }
+        drop(events);
+    }
+
+    /// Queue a connection event for `ia`.
+    pub fn push_cm(&self, ia: u32, event: CmEvent<u32>) {
+        if let Some(i) = self.ias.get(&ia) {
+            lock(&i.events).cm.push_back(event);
+        }
+        self.rearm(ia);
     }
 
     pub fn qp_by_tag(&self, tag: u64) -> Option<u32> {
         self.qps.iter().find(|(_, q)| q.tag == tag).map(|(n, _)| *n)
     }
 
-    // ---- registers ----
-
-    pub fn register_write(&mut self, uar: u32, offset: usize, bytes: &[u8]) {
-        self.pending.entry(uar).or_default().push((offset, bytes.to_vec()));
+    /// What the device counted, destroyed objects included.
+    pub fn stats(&self) -> Stats {
+        let mut stats = self.retired;
+        for qp in self.qps.values() {
+            stats.add(&lock(&qp.run).stats);
+        }
+        for cq in self.cqs.values() {
+            stats.add(&lock(&cq.ring).stats);
+        }
+        stats
     }
 
-    pub fn register_flush(&mut self, uar: u32) {
-        let writes = self.pending.remove(&uar).unwrap_or_default();
+    /// Destroy a QP; its counts stay in the device's.
+    pub fn remove_qp(&mut self, qpn: u32) -> Option<Qp> {
+        let mut qp = self.qps.remove(&qpn)?;
+        self.retired.add(&owned(&mut qp.run).stats);
+        let busy = owned(&mut self.busy);
+        busy.remove(&qpn);
+        self.busy_len.store(busy.len(), Ordering::Relaxed);
+        Some(qp)
+    }
+
+    /// Destroy a CQ; its counts stay in the device's.
+    pub fn remove_cq(&mut self, cqn: u32) {
+        if let Some(mut cq) = self.cqs.remove(&cqn) {
+            self.retired.add(&owned(&mut cq.ring).stats);
+        }
+    }
+
+    // ---- registers ----
+
+    /// A doorbell: the register writes `writes` made to UAR `uar` since
+    /// the last.
+    pub fn register_flush(&self, uar: u32, writes: &[(usize, Vec<u8>)]) {
         match self.uars.get(&uar).copied() {
-            Some(UarOwner::Qp(qpn)) => self.send_doorbell(qpn, &writes),
-            Some(UarOwner::Cq(cqn)) => self.arm(cqn, &writes),
+            Some(UarOwner::Qp(qpn)) => self.send_doorbell(qpn, writes),
+            Some(UarOwner::Cq(cqn)) => self.arm(cqn, writes),
             None => panic!("model: a doorbell on UAR {uar}, which belongs to nothing live"),
         }
         self.progress();
     }
 
-    fn send_doorbell(&mut self, qpn: u32, writes: &[(usize, Vec<u8>)]) {
-        let qp = self.qps.get_mut(&qpn).expect("a doorbell for a live QP");
+    /// Check a doorbell on QP `qpn` and execute the WQEs it publishes.
+    fn send_doorbell(&self, qpn: u32, writes: &[(usize, Vec<u8>)]) {
+        let (mut me, mut peer) = self.hold(qpn, true).expect("a doorbell for a live QP");
+        let (qp, run) = (me.qp, &mut me.run);
         let record = qp.dbrec.be32(4);
         assert!(record <= 0xffff, "model: QP {qpn:#x}: doorbell record {record:#x} has bits above the 16-bit index");
         let record = record as u16;
         // Every WQE between the last record and this one, in order.
-        let (mut at, mut wqes, mut last) = (qp.seen, 0u16, None);
+        let (mut at, mut wqes, mut last) = (run.seen, 0u16, None);
         while at != record {
             let mut ctrl = [0u8; 16];
             ring_read(&qp.sq, qp.sq_cnt, at, 0, &mut ctrl);
@@ -417,17 +607,17 @@ impl Hca {
             // PRM "UMR": a WQE after a UMR waits for it (rdma-core sets the
             // initiator small fence on the next WQE).
             assert!(
-                !qp.after_umr || ctrl[11] & FENCES != 0,
+                !run.after_umr || ctrl[11] & FENCES != 0,
                 "model: QP {qpn:#x}: the WQE at {at}, after a UMR, is not fenced"
             );
-            qp.after_umr = ctrl[3] == OP_UMR;
+            run.after_umr = ctrl[3] == OP_UMR;
             let bbs = (ds * 16).div_ceil(64);
             assert!(
                 record.wrapping_sub(at) >= bbs,
                 "model: QP {qpn:#x}: doorbell record {record} ends inside the WQE at {at}"
             );
             assert!(
-                at.wrapping_add(bbs).wrapping_sub(qp.exec) as u32 <= qp.sq_cnt,
+                at.wrapping_add(bbs).wrapping_sub(run.exec) as u32 <= qp.sq_cnt,
                 "model: QP {qpn:#x}: the WQE at {at} overwrites one not yet executed"
             );
             last = Some((at, bbs, ctrl));
@@ -439,70 +629,71 @@ impl Hca {
         };
         match writes {
             [(offset, word)] if word.len() == 8 => {
-                assert_eq!(*offset, qp.bf_next, "model: QP {qpn:#x}: doorbell at {offset}, not the expected half");
+                assert_eq!(*offset, run.bf_next, "model: QP {qpn:#x}: doorbell at {offset}, not the expected half");
                 assert_eq!(&word[..], &ctrl[..8], "model: QP {qpn:#x}: the 8-byte doorbell is not the last WQE's");
-                self.stats.doorbells += 1;
+                run.stats.doorbells += 1;
             }
             blocks if !blocks.is_empty() && blocks.iter().all(|(_, b)| b.len() == 64) => {
                 assert_eq!(wqes, 1, "model: QP {qpn:#x}: BlueFlame for {wqes} WQEs");
                 assert_eq!(blocks.len(), usize::from(last_bbs), "model: QP {qpn:#x}: BlueFlame copy is not the WQE");
                 for (i, (offset, block)) in blocks.iter().enumerate() {
-                    assert_eq!(*offset, qp.bf_next + i * 64, "model: QP {qpn:#x}: BlueFlame block {i} misplaced");
+                    assert_eq!(*offset, run.bf_next + i * 64, "model: QP {qpn:#x}: BlueFlame block {i} misplaced");
                     let mut wqe = [0u8; 64];
                     ring_read(&qp.sq, qp.sq_cnt, last_at.wrapping_add(i as u16), 0, &mut wqe);
                     assert_eq!(&block[..], &wqe[..], "model: QP {qpn:#x}: BlueFlame block {i} differs from the ring");
                 }
-                self.stats.blueflame += 1;
+                run.stats.blueflame += 1;
             }
             other => panic!("model: QP {qpn:#x}: doorbell writes {other:?}"),
         }
-        qp.bf_next ^= BF_SIZE;
-        qp.seen = record;
-        self.busy.insert(qpn);
+        run.bf_next ^= BF_SIZE;
+        run.seen = record;
+        self.step(&mut me, peer.as_mut());
     }
 
-    fn arm(&mut self, cqn: u32, writes: &[(usize, Vec<u8>)]) {
+    fn arm(&self, cqn: u32, writes: &[(usize, Vec<u8>)]) {
         let [(offset, word)] = writes else { panic!("model: CQ {cqn:#x}: arm writes {writes:?}") };
         assert_eq!((*offset, word.len()), (CQ_DOORBELL, 8), "model: CQ {cqn:#x}: arm is one 8-byte write at 0x20");
-        let cq = self.cqs.get_mut(&cqn).expect("arming a live CQ");
+        let cq = self.cqs.get(&cqn).expect("arming a live CQ");
+        let mut ring = lock(&cq.ring);
         let value = u32::from_be_bytes(word[0..4].try_into().unwrap());
         assert_eq!(u32::from_be_bytes(word[4..8].try_into().unwrap()), cqn, "model: arm names another CQ");
         assert_eq!(cq.dbrec.be32(4), value, "model: CQ {cqn:#x}: arm doorbell differs from the record's arm word");
         let ci = value & 0xffffff;
         let solicited_only = value & (1 << 24) != 0;
-        self.stats.cq_arms += 1;
-        if cq.pi & 0xffffff != ci {
+        ring.stats.cq_arms += 1;
+        if ring.pi & 0xffffff != ci {
             // CQEs past the armed index exist: the event fires at once.
-            let ia = cq.ia;
-            cq.armed = None;
-            if let Some(i) = self.ias.get_mut(&ia) {
-                i.cq_events.push_back(cqn);
+            ring.armed = None;
+            if let Some(i) = self.ias.get(&cq.ia) {
+                lock(&i.events).cq_events.push_back(cqn);
             }
         } else {
-            cq.armed = Some((ci, solicited_only));
+            ring.armed = Some((ci, solicited_only));
         }
     }
 
     /// Take every QP's doorbell record as rung (bench mode) and run.
-    pub fn release(&mut self) {
-        for (qpn, qp) in self.qps.iter_mut() {
-            qp.seen = qp.dbrec.be32(4) as u16;
-            self.busy.insert(*qpn);
+    pub fn release(&self) {
+        for (qpn, qp) in &self.qps {
+            let mut run = lock(&qp.run);
+            run.seen = qp.dbrec.be32(4) as u16;
+            self.set_busy(*qpn, &mut run, true);
         }
         self.progress();
     }
 
     // ---- CQEs ----
 
-    fn write_cqe(&mut self, cqn: Option<u32>, e: CqeOut) {
-        let Some(cq) = cqn.and_then(|c| self.cqs.get_mut(&c)) else { return };
-        if cq.error {
+    fn write_cqe(&self, cqn: Option<u32>, e: CqeOut) {
+        let Some((cqn, cq)) = cqn.and_then(|c| self.cqs.get(&c).map(|cq| (c, cq))) else { return };
+        let mut ring = lock(&cq.ring);
+        if ring.error {
             return;
         }
         let ci = cq.dbrec.be32(0) & 0xffffff;
-        if (cq.pi.wrapping_sub(ci) & 0xffffff) >= cq.cnt {
-            let cqn = cqn.unwrap_or(0);
-            self.overrun(cqn);
+        if (ring.pi.wrapping_sub(ci) & 0xffffff) >= cq.cnt {
+            self.overrun(cqn, cq, &mut ring);
             return;
         }
         let mut b = [0u8; 64];
@@ -512,21 +703,20 @@ impl Hca {
         b[55] = e.syndrome;
         b[56..60].copy_from_slice(&((u32::from(e.send_opcode) << 24) | e.qpn).to_be_bytes());
         b[60..62].copy_from_slice(&e.wqe_counter.to_be_bytes());
-        let owner = u8::from(cq.pi & cq.cnt != 0);
-        let at = (cq.pi & (cq.cnt - 1)) as usize * 64;
-        cq.buf.write(at, &b[..63]);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        cq.buf.write(at + 63, &[(e.opcode << 4) | (u8::from(e.solicited) << 1) | owner]);
-        cq.pi = cq.pi.wrapping_add(1);
-        self.stats.cqes += 1;
-        if let Some((_, solicited_only)) = cq.armed {
+        let owner = u8::from(ring.pi & cq.cnt != 0);
+        let at = (ring.pi & (cq.cnt - 1)) as usize * 64;
+        ring.buf.write(at, &b[..63]);
+        std::sync::atomic::fence(Ordering::Release);
+        ring.buf.write(at + 63, &[(e.opcode << 4) | (u8::from(e.solicited) << 1) | owner]);
+        ring.pi = ring.pi.wrapping_add(1);
+        ring.stats.cqes += 1;
+        if let Some((_, solicited_only)) = ring.armed {
             if !solicited_only || e.solicited || e.opcode >= cqe_op::REQ_ERR {
-                cq.armed = None;
-                let ia = cq.ia;
-                if let Some(i) = self.ias.get_mut(&ia) {
-                    i.cq_events.push_back(cqn.unwrap_or(0));
+                ring.armed = None;
+                if let Some(i) = self.ias.get(&cq.ia) {
+                    lock(&i.events).cq_events.push_back(cqn);
                 }
-                self.rearm(ia);
+                self.rearm(cq.ia);
             }
         }
     }
@@ -534,49 +724,153 @@ impl Hca {
     /// A CQE found no room in CQ `cqn`, as on a ConnectX whose consumer
     /// fell behind (PRM "Completion Queue Error"): the CQE is lost, the CQ
     /// goes to error and takes no more, its IA hears a CQ error event, and
-    /// every QP reporting to it goes to ERROR. Nothing else changes: other
-    /// CQs and QPs carry on.
-    fn overrun(&mut self, cqn: u32) {
-        let Some(cq) = self.cqs.get_mut(&cqn) else { return };
-        cq.error = true;
-        cq.armed = None;
-        let (ia, tag) = (cq.ia, cq.tag);
-        if let Some(i) = self.ias.get_mut(&ia) {
-            i.cm.push_back(CmEvent::CqError { tag });
+    /// every QP reporting to it goes to ERROR ([`Hca::settle`]). Nothing
+    /// else changes: other CQs and QPs carry on.
+    fn overrun(&self, cqn: u32, cq: &Cq, ring: &mut CqRing) {
+        ring.error = true;
+        ring.armed = None;
+        if let Some(i) = self.ias.get(&cq.ia) {
+            lock(&i.events).cm.push_back(CmEvent::CqError { tag: cq.tag });
         }
-        // The QPs are not run from here: a QP whose WQE wrote this CQE is
-        // still being run by the caller, which flushes what it holds next.
-        for (qpn, qp) in self.qps.iter_mut() {
-            let reports = qp.send_cq == Some(cqn) || qp.recv_cq == Some(cqn);
-            if reports && qp.state != QpState::Vanished {
-                qp.state = QpState::Error;
-                self.busy.insert(*qpn);
-                self.deadlines.remove(qpn);
+        let mut overrun = lock(&self.overrun);
+        overrun.push(cqn);
+        self.overran.store(true, Ordering::Relaxed);
+        drop(overrun);
+        self.rearm(cq.ia);
+    }
+
+    /// Break the QPs of the CQs that overran: each goes to ERROR, which
+    /// the next run flushes. The QPs are not run from here: a QP whose WQE
+    /// wrote the CQE may still be run by the caller, which flushes what it
+    /// holds next. Called with no QP's lock held, before an entry that
+    /// may have written a CQE leaves the device.
+    pub fn settle(&self) {
+        if !self.overran.load(Ordering::Relaxed) {
+            return;
+        }
+        let cqs = lock(&self.overrun).clone();
+        for &cqn in &cqs {
+            for (qpn, qp) in &self.qps {
+                if qp.send_cq == Some(cqn) || qp.recv_cq == Some(cqn) {
+                    self.break_qp(*qpn, &mut lock(&qp.run));
+                }
             }
         }
-        self.rearm(ia);
+        // Off the list only now: until its QPs are broken, a QP run by
+        // another thread breaks itself.
+        let mut overrun = lock(&self.overrun);
+        overrun.retain(|cqn| !cqs.contains(cqn));
+        self.overran.store(!overrun.is_empty(), Ordering::Relaxed);
+        drop(overrun);
+        for cqn in cqs {
+            if let Some(cq) = self.cqs.get(&cqn) {
+                self.rearm(cq.ia);
+            }
+        }
+    }
+
+    /// What an overrun does to a QP reporting to the CQ.
+    fn break_qp(&self, qpn: u32, run: &mut QpRun) {
+        if matches!(run.state, QpState::Vanished | QpState::Error) {
+            return;
+        }
+        run.state = QpState::Error;
+        self.set_busy(qpn, run, true);
+        lock(&self.deadlines).remove(&qpn);
+    }
+
+    /// A QP held whose CQ overran and whose break is still to come breaks
+    /// now, as it would have had the overrun broken it at once.
+    fn break_if_overrun(&self, q: &mut Held) {
+        if !self.overran.load(Ordering::Relaxed) {
+            return;
+        }
+        let overrun = lock(&self.overrun);
+        let hit = [q.qp.send_cq, q.qp.recv_cq].iter().flatten().any(|cqn| overrun.contains(cqn));
+        drop(overrun);
+        if hit {
+            self.break_qp(q.qpn, &mut q.run);
+        }
     }
 
     // ---- execution ----
 
-    /// Run every busy QP as far as it goes: execute, retry stalled sends,
-    /// flush what an errored QP holds.
-    pub fn progress(&mut self) {
-        let busy: Vec<u32> = self.busy.iter().copied().collect();
-        for qpn in busy {
-            self.run(qpn);
-            match self.qps.get(&qpn) {
-                Some(q) if q.state == QpState::Error => self.flush_rq(qpn),
-                Some(q) if q.exec != q.seen => {}
-                _ => {
-                    self.busy.remove(&qpn);
+    /// Run every busy QP as far as it goes: retry stalled sends, flush
+    /// what an errored QP holds. A QP whose lock, or whose peer's, another
+    /// thread holds is left to a later entry: that thread is running it,
+    /// or running its peer, and waiting for it would only serialise the
+    /// two.
+    pub fn progress(&self) {
+        if self.busy_len.load(Ordering::Relaxed) != 0 {
+            let busy: Vec<u32> = lock(&self.busy).iter().copied().collect();
+            for qpn in busy {
+                if let Some((mut me, mut peer)) = self.hold(qpn, false) {
+                    self.step(&mut me, peer.as_mut());
                 }
             }
         }
+        self.settle();
     }
 
-    fn parse(&self, qpn: u32, at: u16) -> Wqe {
-        let qp = &self.qps[&qpn];
+    /// Run the QP held as far as it goes; it stays busy while it has work
+    /// left, and while it is in ERROR, whose receives are flushed as they
+    /// are posted.
+    fn step(&self, me: &mut Held, peer: Option<&mut Held>) {
+        self.run(me, peer);
+        let error = me.run.state == QpState::Error;
+        if error {
+            self.flush_rq(me);
+        }
+        let busy = error || me.run.exec != me.run.seen;
+        self.set_busy(me.qpn, &mut me.run, busy);
+    }
+
+    /// Put the QP whose lock this thread holds in the busy set, or take
+    /// it out.
+    fn set_busy(&self, qpn: u32, run: &mut QpRun, busy: bool) {
+        if run.busy == busy {
+            return;
+        }
+        run.busy = busy;
+        let mut set = lock(&self.busy);
+        if busy {
+            set.insert(qpn);
+        } else {
+            set.remove(&qpn);
+        }
+        self.busy_len.store(set.len(), Ordering::Relaxed);
+    }
+
+    /// Take the lock of live QP `qpn` and its peer's: waiting for them, in
+    /// the order of their numbers, or, unless `wait`, only if no other
+    /// thread holds either.
+    fn hold(&self, qpn: u32, wait: bool) -> Option<(Held<'_>, Option<Held<'_>>)> {
+        let qp = self.qps.get(&qpn)?;
+        // Never its own peer (accept joins two QPs); were it, its lock is
+        // taken once.
+        let peer = qp.peer.filter(|p| *p != qpn).and_then(|p| self.qps.get(&p).map(|q| (p, q)));
+        if !wait {
+            // A thread that waits for no lock waits for no thread.
+            let me = Held::try_new(qpn, qp)?;
+            return match peer {
+                Some((p, q)) => Some((me, Some(Held::try_new(p, q)?))),
+                None => Some((me, None)),
+            };
+        }
+        Some(match peer {
+            Some((p, q)) if p < qpn => {
+                let peer = Held::new(p, q);
+                (Held::new(qpn, qp), Some(peer))
+            }
+            Some((p, q)) => {
+                let me = Held::new(qpn, qp);
+                (me, Some(Held::new(p, q)))
+            }
+            None => (Held::new(qpn, qp), None),
+        })
+    }
+
+    fn parse(qpn: u32, qp: &Qp, at: u16) -> Wqe {
         let mut ctrl = [0u8; 16];
         ring_read(&qp.sq, qp.sq_cnt, at, 0, &mut ctrl);
         let opcode = ctrl[3];
@@ -630,14 +924,17 @@ impl Hca {
         Wqe { remote, atomic, data, inline, ..wqe }
     }
 
-    fn run(&mut self, qpn: u32) {
+    /// Execute the QP `me` holds as far as it goes; `peer` is its peer's,
+    /// held too, unless `me` is in ERROR and only flushes.
+    fn run(&self, me: &mut Held, mut peer: Option<&mut Held>) {
+        let qpn = me.qpn;
         loop {
-            let Some(qp) = self.qps.get(&qpn) else { return };
-            if qp.exec == qp.seen {
+            self.break_if_overrun(me);
+            if me.run.exec == me.run.seen {
                 return;
             }
-            let (at, state) = (qp.exec, qp.state);
-            let wqe = self.parse(qpn, at);
+            let (at, state) = (me.run.exec, me.run.state);
+            let wqe = Hca::parse(qpn, me.qp, at);
             let requester = |opcode: u8, syndrome: u8, byte_cnt: u32| CqeOut {
                 opcode,
                 qpn,
@@ -647,19 +944,18 @@ impl Hca {
                 send_opcode: wqe.opcode,
                 ..CqeOut::default()
             };
+            let cq = me.qp.send_cq;
             match state {
                 QpState::Init | QpState::Connecting | QpState::Vanished => return,
                 QpState::Error => {
-                    let cq = self.qps[&qpn].send_cq;
                     let e = requester(cqe_op::REQ_ERR, syndrome::WR_FLUSH, 0);
                     self.write_cqe(cq, e);
                 }
                 QpState::Rts => {
-                    let outcome = match self.qps.get_mut(&qpn).and_then(|q| q.fail_next.take()) {
+                    let outcome = match me.run.fail_next.take() {
                         Some(syndrome) => Outcome::Failed(syndrome),
-                        None => self.execute(qpn, &wqe),
+                        None => self.execute(me, peer.as_deref_mut(), &wqe),
                     };
-                    let cq = self.qps[&qpn].send_cq;
                     match outcome {
                         Outcome::Stall => return,
                         Outcome::Done(bytes) => {
@@ -671,52 +967,55 @@ impl Hca {
                         Outcome::Failed(syndrome) => {
                             let e = requester(cqe_op::REQ_ERR, syndrome, 0);
                             self.write_cqe(cq, e);
-                            self.stats.wqes += 1;
-                            let qp = self.qps.get_mut(&qpn).unwrap();
-                            qp.exec = qp.exec.wrapping_add(wqe.bbs);
-                            self.fail_qp(qpn);
+                            me.run.stats.wqes += 1;
+                            me.run.exec = me.run.exec.wrapping_add(wqe.bbs);
+                            self.fail(me);
                             continue;
                         }
                     }
                 }
             }
-            self.stats.wqes += 1;
-            let qp = self.qps.get_mut(&qpn).unwrap();
-            qp.exec = qp.exec.wrapping_add(wqe.bbs);
+            me.run.stats.wqes += 1;
+            me.run.exec = me.run.exec.wrapping_add(wqe.bbs);
         }
     }
 
-    /// The QP goes to ERROR: everything it holds is flushed, in order.
-    pub fn fail_qp(&mut self, qpn: u32) {
-        let Some(qp) = self.qps.get_mut(&qpn) else { return };
-        if qp.state == QpState::Vanished {
-            return;
-        }
-        qp.state = QpState::Error;
-        self.busy.insert(qpn);
-        self.deadlines.remove(&qpn);
-        self.run(qpn);
-        self.flush_rq(qpn);
+    /// QP `qpn` goes to ERROR: everything it holds is flushed, in order.
+    pub fn fail_qp(&self, qpn: u32) {
+        let Some(qp) = self.qps.get(&qpn) else { return };
+        self.fail(&mut Held::new(qpn, qp));
+        self.settle();
     }
 
-    fn flush_rq(&mut self, qpn: u32) {
-        let Some(qp) = self.qps.get_mut(&qpn) else { return };
-        if qp.rq.is_none() {
+    /// The QP held goes to ERROR: everything it holds is flushed, in order.
+    fn fail(&self, q: &mut Held) {
+        if q.run.state == QpState::Vanished {
             return;
         }
-        let record = qp.dbrec.be32(0) as u16;
-        let (cq, start) = (qp.recv_cq, qp.rq_next);
-        qp.rq_next = record;
+        q.run.state = QpState::Error;
+        self.set_busy(q.qpn, &mut q.run, true);
+        lock(&self.deadlines).remove(&q.qpn);
+        self.run(q, None);
+        self.flush_rq(q);
+    }
+
+    fn flush_rq(&self, q: &mut Held) {
+        if q.qp.rq.is_none() {
+            return;
+        }
+        let record = q.qp.dbrec.be32(0) as u16;
+        let start = q.run.rq_next;
+        q.run.rq_next = record;
         let mut at = start;
         while at != record {
             let e = CqeOut {
                 opcode: cqe_op::RESP_ERR,
-                qpn,
+                qpn: q.qpn,
                 wqe_counter: at,
                 syndrome: syndrome::WR_FLUSH,
                 ..CqeOut::default()
             };
-            self.write_cqe(cq, e);
+            self.write_cqe(q.qp.recv_cq, e);
             at = at.wrapping_add(1);
         }
     }
@@ -746,7 +1045,8 @@ impl Hca {
         }
         // A window: its key's low 8 bits must be the current ones.
         let Some(mw) = self.mws.get(&(rkey >> 8)) else { return false };
-        let Some(w) = mw.bound.filter(|_| mw.pd == pd && mw.key == rkey as u8) else { return false };
+        let binding = lock(&mw.binding);
+        let Some(w) = binding.bound.filter(|_| mw.pd == pd && binding.key == rkey as u8) else { return false };
         w.access.contains(need) && addr.checked_sub(w.addr).is_some_and(|off| off <= w.len && len as u64 <= w.len - off)
     }
 
@@ -755,7 +1055,7 @@ impl Hca {
     /// the range of the KLM entry, which must lie in a registration of the
     /// same PD that allows what the window grants; or, marked free, is
     /// unbound. Anything else fails the WQE with a bind error.
-    fn bind(&mut self, pd: u32, current: u32, umr: &Umr) -> Outcome {
+    fn bind(&self, pd: u32, current: u32, umr: &Umr) -> Outcome {
         let failed = Outcome::Failed(syndrome::MW_BIND);
         let window = match umr.klm {
             None => None,
@@ -773,12 +1073,13 @@ impl Hca {
                 Some(Window { addr: umr.start, len: umr.len, access: umr.access })
             }
         };
-        let Some(mw) = self.mws.get_mut(&(current >> 8)) else { return failed };
-        if mw.pd != pd || mw.key != current as u8 {
+        let Some(mw) = self.mws.get(&(current >> 8)) else { return failed };
+        let mut binding = lock(&mw.binding);
+        if mw.pd != pd || binding.key != current as u8 {
             return failed;
         }
-        mw.key = umr.key;
-        mw.bound = window;
+        binding.key = umr.key;
+        binding.bound = window;
         Outcome::Done(0)
     }
 
@@ -817,23 +1118,23 @@ impl Hca {
         Some(placed == bytes.len())
     }
 
-    fn execute(&mut self, qpn: u32, wqe: &Wqe) -> Outcome {
-        let qp = &self.qps[&qpn];
-        let pd = qp.pd;
+    /// Execute a WQE of the QP `me` holds, whose peer `peer` holds.
+    fn execute(&self, me: &Held, peer: Option<&mut Held>, wqe: &Wqe) -> Outcome {
+        let (qpn, pd) = (me.qpn, me.qp.pd);
         // A bind changes this side's keys: no peer takes part.
         if let Some(umr) = &wqe.umr {
             return self.bind(pd, wqe.imm, umr);
         }
-        let Some(peer_qpn) = qp.peer else { return Outcome::Failed(syndrome::TRANSPORT_RETRY_EXC) };
-        let Some(peer) = self.qps.get(&peer_qpn) else { return Outcome::Failed(syndrome::TRANSPORT_RETRY_EXC) };
-        match peer.state {
+        let Some(peer) = peer else { return Outcome::Failed(syndrome::TRANSPORT_RETRY_EXC) };
+        self.break_if_overrun(peer);
+        match peer.run.state {
             QpState::Rts => {}
             // A peer that is gone or broken never acknowledges.
             _ => return Outcome::Failed(syndrome::TRANSPORT_RETRY_EXC),
         }
-        let peer_pd = peer.pd;
-        let remote_fail = |s: &mut Self| {
-            s.fail_qp(peer_qpn);
+        let peer_pd = peer.qp.pd;
+        let remote_fail = |s: &Self, peer: &mut Held| {
+            s.fail(peer);
             Outcome::Failed(syndrome::REMOTE_ACCESS)
         };
         match wqe.opcode {
@@ -844,7 +1145,7 @@ impl Hca {
                 };
                 if let Some((addr, rkey)) = wqe.remote {
                     if !self.remote(peer_pd, addr, rkey, bytes.len(), MemPriv::REMOTE_WRITE) {
-                        return remote_fail(self);
+                        return remote_fail(self, peer);
                     }
                     // SAFETY: `remote` found the range inside a live
                     // registration with remote write access.
@@ -853,7 +1154,7 @@ impl Hca {
                         return Outcome::Done(bytes.len() as u32);
                     }
                 }
-                self.deliver(peer_qpn, wqe, &bytes)
+                self.deliver(peer, wqe, &bytes)
             }
             OP_RDMA_READ => {
                 let Some((addr, rkey)) = wqe.remote else { return Outcome::Failed(syndrome::LOCAL_PROT) };
@@ -862,7 +1163,7 @@ impl Hca {
                     Err(syndrome) => return Outcome::Failed(syndrome),
                 };
                 if !self.remote(peer_pd, addr, rkey, len, MemPriv::REMOTE_READ) {
-                    return remote_fail(self);
+                    return remote_fail(self, peer);
                 }
                 let mut bytes = vec![0u8; len];
                 // SAFETY: `remote` found the range inside a live
@@ -878,8 +1179,12 @@ impl Hca {
                     return Outcome::Failed(syndrome::LOCAL_PROT);
                 };
                 if addr % 8 != 0 || !self.remote(peer_pd, addr, rkey, 8, MemPriv::REMOTE_ATOMIC) {
-                    return remote_fail(self);
+                    return remote_fail(self, peer);
                 }
+                // Atomic with respect to every other atomic of the device
+                // (verbs.h `ibv_atomic_cap`: IBV_ATOMIC_HCA), whichever QP and
+                // thread executes it.
+                let atomics = lock(&self.atomics);
                 let mut old = [0u8; 8];
                 // SAFETY: `remote` found the 8 aligned bytes inside a live
                 // registration with remote atomic access.
@@ -896,6 +1201,7 @@ impl Hca {
                 };
                 // SAFETY: as above.
                 unsafe { region::copy(addr, new.to_ne_bytes().as_ptr() as u64, 8) };
+                drop(atomics);
                 match self.scatter(pd, &wqe.data, &old) {
                     Some(true) => Outcome::Done(8),
                     _ => Outcome::Failed(syndrome::LOCAL_PROT),
@@ -906,40 +1212,41 @@ impl Hca {
     }
 
     /// A send, or a write with immediate, consumes a receive at the peer.
-    fn deliver(&mut self, peer_qpn: u32, wqe: &Wqe, bytes: &[u8]) -> Outcome {
-        let peer = &self.qps[&peer_qpn];
-        let (mut pd, cq) = (peer.pd, peer.recv_cq);
+    fn deliver(&self, peer: &mut Held, wqe: &Wqe, bytes: &[u8]) -> Outcome {
+        let (peer_qpn, mut pd, cq) = (peer.qpn, peer.qp.pd, peer.qp.recv_cq);
         // The receive WQE: (index, scatter list, srqn).
-        let taken = match peer.srq {
+        let taken = match peer.qp.srq {
             Some(srqn) => {
                 let srq = &self.srqs[&srqn];
-                if srq.consumed == srq.dbrec.be32(0) as u16 {
+                let mut next = lock(&srq.next);
+                if next.consumed == srq.dbrec.be32(0) as u16 {
                     return Outcome::Stall;
                 }
-                let at = usize::from(srq.head) * srq.stride as usize;
-                let next = srq.buf.be16(at + 2);
+                let at = usize::from(next.head) * srq.stride as usize;
+                let link = srq.buf.be16(at + 2);
                 let segs = read_scatter(&srq.buf, at + 16, srq.stride as usize - 16);
-                let index = srq.head;
+                let index = next.head;
                 pd = srq.pd;
-                let srq = self.srqs.get_mut(&srqn).unwrap();
-                srq.head = next;
-                srq.consumed = srq.consumed.wrapping_add(1);
+                next.head = link;
+                next.consumed = next.consumed.wrapping_add(1);
                 (index, segs, srqn)
             }
             None => {
-                let Some((rq, cnt, stride)) = &peer.rq else { return Outcome::Failed(syndrome::REMOTE_INVAL_REQ) };
-                if peer.rq_next == peer.dbrec.be32(0) as u16 {
+                let Some((rq, cnt, stride)) = &peer.qp.rq else {
+                    return Outcome::Failed(syndrome::REMOTE_INVAL_REQ);
+                };
+                if peer.run.rq_next == peer.qp.dbrec.be32(0) as u16 {
                     return Outcome::Stall;
                 }
-                let index = peer.rq_next;
+                let index = peer.run.rq_next;
                 let at = (usize::from(index) % *cnt as usize) * *stride as usize;
                 let segs = read_scatter(rq, at, *stride as usize);
-                self.qps.get_mut(&peer_qpn).unwrap().rq_next = index.wrapping_add(1);
+                peer.run.rq_next = index.wrapping_add(1);
                 (index, segs, 0)
             }
         };
         let (index, segs, srqn) = taken;
-        let fail = |s: &mut Self, syndrome: u8| {
+        let fail = |s: &Self, peer: &mut Held, syndrome: u8| {
             let e = CqeOut {
                 opcode: cqe_op::RESP_ERR,
                 qpn: peer_qpn,
@@ -949,7 +1256,7 @@ impl Hca {
                 ..CqeOut::default()
             };
             s.write_cqe(cq, e);
-            s.fail_qp(peer_qpn);
+            s.fail(peer);
         };
         // A write with immediate consumes the receive but places its bytes
         // at the write's target only: the receive's buffers stay untouched.
@@ -957,11 +1264,11 @@ impl Hca {
         match placed {
             Some(true) => {}
             Some(false) => {
-                fail(self, syndrome::LOCAL_LENGTH);
+                fail(self, peer, syndrome::LOCAL_LENGTH);
                 return Outcome::Failed(syndrome::REMOTE_INVAL_REQ);
             }
             None => {
-                fail(self, syndrome::LOCAL_PROT);
+                fail(self, peer, syndrome::LOCAL_PROT);
                 return Outcome::Failed(syndrome::REMOTE_ACCESS);
             }
         }

@@ -17,9 +17,12 @@
 //! Faults can be injected by the tag of a QP (an EP handle's bits):
 //! [`SoftHca::fail_next`], [`SoftHca::force_error`], [`SoftHca::vanish`].
 //!
-//! Execution is synchronous: a doorbell runs its QP's WQEs before the
-//! register write returns, and every entry into the device retries sends
-//! that found no receive (the model's RNR retry).
+//! Execution is synchronous: a doorbell runs its QP's WQEs on the thread
+//! that rang it, before the register write returns, and every entry into
+//! the device retries the sends that found no receive (the model's RNR
+//! retry) on the QPs that no other thread is running at that moment.
+//! Doorbells on the QPs of different connections run in parallel, and meet
+//! only at a CQ they share.
 
 mod alarm;
 mod hca;
@@ -28,7 +31,7 @@ mod region;
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use udat_core::backend::{CmEvent, ConnOutcome, PrivateData, Registration, WaitFds, Wake, MAX_PRIVATE_DATA};
@@ -40,8 +43,8 @@ use udat_mlx5::dv::{self, DvBlueFlame, DvCq, DvQp, DvSrq, DvWorkQueue};
 use udat_mlx5::rq::RecvSlot;
 use udat_mlx5::sq::SendSlot;
 
+use hca::{lock, owned, Hca, QpState, UarOwner, BF_SIZE};
 pub use hca::{syndrome, Stats};
-use hca::{Hca, QpState, UarOwner, BF_SIZE};
 use region::Region;
 
 /// The IA names the model opens: `mlx5_model` and a digit.
@@ -54,13 +57,15 @@ pub const PRIVATE_DATA: u32 = 56;
 const MAX_MESSAGE: u32 = 8 << 20;
 
 /// The software HCA. Clones share one device, so providers in one process
-/// can connect to each other through it. The device is behind a lock:
-/// posts on different QPs may ring their doorbells from different
-/// threads, and each doorbell's WQEs run to their end before another
-/// thread's start.
+/// can connect to each other through it. Posts on different QPs may ring
+/// their doorbells from different threads, and doorbells whose WQEs reach
+/// different QPs and CQs run at once: the device's tables are behind a
+/// read-write lock, which only the control path takes to write, and each
+/// QP, CQ, SRQ and window behind a lock of its own (the order they are
+/// taken in is in `hca.rs`).
 #[derive(Clone, Debug, Default)]
 pub struct SoftHca {
-    hca: Arc<Mutex<Hca>>,
+    hca: Arc<RwLock<Hca>>,
     deferred: Arc<AtomicBool>,
 }
 
@@ -84,12 +89,16 @@ const _: () = {
 /// that work is the device's.
 #[derive(Debug)]
 pub struct ModelRegister {
-    hca: Arc<Mutex<Hca>>,
+    hca: Arc<RwLock<Hca>>,
     uar: u32,
     deferred: Arc<AtomicBool>,
     /// The stand-in register page, owned here (freed on drop).
     page: NonNull<[u64; PAGE_WORDS]>,
     mirror: Uar,
+    /// The writes of the doorbell under way, which the device takes whole
+    /// at the flush: each register belongs to one thread at a time, so
+    /// they need no lock of the device's.
+    pending: Vec<(usize, Vec<u8>)>,
 }
 
 /// 64-bit words of a stand-in register page: both BlueFlame halves and
@@ -97,12 +106,12 @@ pub struct ModelRegister {
 const PAGE_WORDS: usize = 128;
 
 impl ModelRegister {
-    fn new(hca: Arc<Mutex<Hca>>, uar: u32, deferred: Arc<AtomicBool>) -> ModelRegister {
+    fn new(hca: Arc<RwLock<Hca>>, uar: u32, deferred: Arc<AtomicBool>) -> ModelRegister {
         let page = NonNull::from(Box::leak(Box::new([0u64; PAGE_WORDS])));
         // SAFETY: the page is 8-aligned, `PAGE_WORDS * 8` bytes long, and
         // lives until this register drops; only the `Uar` writes it.
         let mirror = unsafe { Uar::new(page.cast(), PAGE_WORDS * 8) };
-        ModelRegister { hca, uar, deferred, page, mirror }
+        ModelRegister { hca, uar, deferred, page, mirror, pending: Vec::new() }
     }
 }
 
@@ -115,7 +124,7 @@ impl ModelRegister {
 }
 
 // SAFETY: the register owns its stand-in page (and the `Uar` over it, which
-// nothing else reaches); the device is behind its lock and the deferral
+// nothing else reaches); the device is behind its locks and the deferral
 // flag is atomic, so the register may be used from another thread.
 unsafe impl Send for ModelRegister {}
 
@@ -130,7 +139,7 @@ impl ModelRegister {
     /// The model takes a register write.
     #[inline(never)]
     fn hca_write(&mut self, offset: usize, bytes: &[u8]) {
-        lock(&self.hca).register_write(self.uar, offset, bytes);
+        self.pending.push((offset, bytes.to_vec()));
     }
 
     /// The model takes the BlueFlame block just written at `offset`, as
@@ -145,13 +154,14 @@ impl ModelRegister {
         // Not through `hca_write`: a count toggles collection at each
         // `hca_*` entry, so they must not nest.
         let bytes: [u8; 64] = core::array::from_fn(|i| words[i / 8].to_ne_bytes()[i % 8]);
-        lock(&self.hca).register_write(self.uar, offset, &bytes);
+        self.pending.push((offset, bytes.to_vec()));
     }
 
     /// The model takes the doorbell and executes what it publishes.
     #[inline(never)]
     fn hca_flush(&mut self) {
-        lock(&self.hca).register_flush(self.uar);
+        read(&self.hca).register_flush(self.uar, &self.pending);
+        self.pending.clear();
     }
 }
 
@@ -241,11 +251,19 @@ pub struct ModelListener {
 #[derive(Debug)]
 pub struct ModelConnReq(u32);
 
-/// The device, for one entry into it. A thread that panicked inside the
-/// model left it as it was at the panic, which the next entry takes as
-/// it is: the model checks every WQE it reads.
-fn lock(hca: &Mutex<Hca>) -> MutexGuard<'_, Hca> {
-    hca.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The device, for one entry of the data path or the event path into it:
+/// its tables as they are, and each object behind its own lock. A thread
+/// that panicked inside the model left the device as it was at the panic,
+/// which the next entry takes as it is: the model checks every WQE it
+/// reads.
+fn read(hca: &RwLock<Hca>) -> RwLockReadGuard<'_, Hca> {
+    hca.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The device, for one entry of the control path, which changes its
+/// tables: no doorbell runs meanwhile.
+fn write(hca: &RwLock<Hca>) -> RwLockWriteGuard<'_, Hca> {
+    hca.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn error(ty: ErrorType) -> DatError {
@@ -287,59 +305,52 @@ impl SoftHca {
 
     /// Execute every WQE the doorbell records publish, unchecked.
     pub fn release(&self) {
-        lock(&self.hca).release();
+        read(&self.hca).release();
     }
 
     /// Doorbells, WQEs and CQEs so far.
     pub fn stats(&self) -> Stats {
-        lock(&self.hca).stats
+        read(&self.hca).stats()
     }
 
     /// The next WQE the QP with `tag` executes fails with `syndrome`.
     pub fn fail_next(&self, tag: u64, syndrome: u8) -> bool {
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let Some(qpn) = hca.qp_by_tag(tag) else { return false };
-        hca.qps.get_mut(&qpn).map(|q| q.fail_next = Some(syndrome)).is_some()
+        hca.qps.get_mut(&qpn).map(|q| owned(&mut q.run).fail_next = Some(syndrome)).is_some()
     }
 
     /// The QP with `tag` fails (a local work queue catastrophic error): it
     /// flushes everything, and its IA hears a QP error event, as verbs'
     /// `IBV_EVENT_QP_FATAL` reports it.
     pub fn force_error(&self, tag: u64) -> bool {
-        let mut hca = lock(&self.hca);
+        let hca = write(&self.hca);
         let Some(qpn) = hca.qp_by_tag(tag) else { return false };
         hca.fail_qp(qpn);
         let ia = hca.qps[&qpn].ia;
-        SoftHca::push_cm(&mut hca, ia, CmEvent::QpError { tag });
+        hca.push_cm(ia, CmEvent::QpError { tag });
         true
     }
 
     /// The QP with `tag` vanishes, as a killed peer's does: it stops
     /// answering, and nothing tells its peer.
     pub fn vanish(&self, tag: u64) -> bool {
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let Some(qpn) = hca.qp_by_tag(tag) else { return false };
-        hca.qps.get_mut(&qpn).map(|q| q.state = QpState::Vanished).is_some()
+        hca.qps.get_mut(&qpn).map(|q| owned(&mut q.run).state = QpState::Vanished).is_some()
     }
 
-    fn push_cm(hca: &mut Hca, ia: u32, event: CmEvent<u32>) {
-        if let Some(i) = hca.ias.get_mut(&ia) {
-            i.cm.push_back(event);
-        }
-        hca.rearm(ia);
-    }
-
-    fn conn(hca: &mut Hca, qpn: u32, outcome: ConnOutcome, data: &[u8]) {
+    fn conn(hca: &Hca, qpn: u32, outcome: ConnOutcome, data: &[u8]) {
         let Some(qp) = hca.qps.get(&qpn) else { return };
         let (ia, tag) = (qp.ia, qp.tag);
-        SoftHca::push_cm(hca, ia, CmEvent::Conn { tag, outcome, private_data: private(data) });
+        hca.push_cm(ia, CmEvent::Conn { tag, outcome, private_data: private(data) });
     }
 
     /// `me` leaves the connection: its peer, if still connected to it,
     /// goes to ERROR and hears DISCONNECTED, once.
     fn hang_up(hca: &mut Hca, peer: u32, me: u32) {
         let Some(p) = hca.qps.get_mut(&peer) else { return };
-        if p.peer != Some(me) || p.state == QpState::Vanished {
+        if p.peer != Some(me) || owned(&mut p.run).state == QpState::Vanished {
             return;
         }
         p.peer = None;
@@ -348,19 +359,22 @@ impl SoftHca {
     }
 
     /// Connection timers that ran out.
-    fn expire(hca: &mut Hca) {
+    fn expire(hca: &Hca) {
         let now = hca.now_us();
+        let mut deadlines = lock(&hca.deadlines);
         let due: Vec<(u32, ConnOutcome)> =
-            hca.deadlines.iter().filter(|(_, (at, _))| *at <= now).map(|(q, (_, o))| (*q, *o)).collect();
+            deadlines.iter().filter(|(_, (at, _))| *at <= now).map(|(q, (_, o))| (*q, *o)).collect();
+        deadlines.retain(|_, (at, _)| *at > now);
+        // Let go before failing the QPs, whose locks come before it.
+        drop(deadlines);
         for (qpn, outcome) in due {
-            hca.deadlines.remove(&qpn);
             hca.fail_qp(qpn);
             SoftHca::conn(hca, qpn, outcome, &[]);
         }
     }
 
     fn register(&self, owner: UarOwner) -> ModelRegister {
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let uar = hca.id();
         hca.uars.insert(uar, owner);
         ModelRegister::new(self.hca.clone(), uar, self.deferred.clone())
@@ -368,7 +382,7 @@ impl SoftHca {
 
     /// UAR pages in use: one for each live QP and CQ.
     pub fn uars(&self) -> usize {
-        lock(&self.hca).uars.len()
+        read(&self.hca).uars.len()
     }
 }
 
@@ -388,7 +402,7 @@ impl Device for SoftHca {
     type RecvSlots = Box<[RecvSlot]>;
 
     /// Each QP rings a register of its own, and the device is behind its
-    /// lock.
+    /// locks.
     const SHARED_QUEUES: bool = true;
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(ModelIa, IaAttr)> {
@@ -396,7 +410,7 @@ impl Device for SoftHca {
             Some([d]) if d.is_ascii_digit() => d - b'0',
             _ => return Err(error(ErrorType::ProviderNotFound)),
         };
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let id = hca.id();
         let ia_address = address(10 + digit);
         // Without a descriptor the IA still works; only an event loop
@@ -447,18 +461,18 @@ impl Device for SoftHca {
     }
 
     fn ia_close(&mut self, ia: ModelIa) {
-        lock(&self.hca).ias.remove(&ia.0);
+        write(&self.hca).ias.remove(&ia.0);
     }
 
     fn pd_alloc(&mut self, ia: &mut ModelIa) -> DatResult<ModelPd> {
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let id = hca.id();
         hca.pds.insert(id);
         Ok(ModelPd { id, ia: ia.0 })
     }
 
     fn pd_free(&mut self, pd: ModelPd) {
-        lock(&self.hca).pds.remove(&pd.id);
+        write(&self.hca).pds.remove(&pd.id);
     }
 
     fn mr_register(
@@ -471,35 +485,35 @@ impl Device for SoftHca {
         if !region::mapped(address, length) {
             return Err(error(ErrorType::ProtectionViolation));
         }
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let key = hca.id() << 8;
         hca.mrs.insert(key, hca::Mr { pd: pd.id, addr: address, len: length, access: privileges });
         Ok(Registration { mr: key, lkey: key, rkey: key, address, length })
     }
 
     fn mr_deregister(&mut self, mr: u32) {
-        lock(&self.hca).mrs.remove(&mr);
+        write(&self.hca).mrs.remove(&mr);
     }
 
     fn mw_alloc(&mut self, pd: &ModelPd) -> DatResult<(u32, u32)> {
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let index = hca.id();
-        hca.mws.insert(index, hca::Mw { pd: pd.id, key: 0, bound: None });
+        hca.mws.insert(index, hca::Mw { pd: pd.id, binding: Default::default() });
         Ok((index, index << 8))
     }
 
     fn mw_free(&mut self, mw: u32) {
-        lock(&self.hca).mws.remove(&mw);
+        write(&self.hca).mws.remove(&mw);
     }
 
     fn cq_create(&mut self, ia: &mut ModelIa, min_entries: u32, tag: u64) -> DatResult<CqParts<Self>> {
         let cnt = (min_entries.max(1) * 2).next_power_of_two().max(64);
-        let buf = Region::new(cnt as usize * 64);
+        let mut buf = Region::new(cnt as usize * 64);
         for i in 0..cnt as usize {
             buf.write(i * 64 + 63, &[hca::cqe_op::INVALID << 4]);
         }
         let dbrec = Region::new(64);
-        let cqn = lock(&self.hca).id();
+        let cqn = write(&self.hca).id();
         let uar = self.register(UarOwner::Cq(cqn));
         let uar_id = uar.uar;
         // What mlx5dv_init_obj reports for a CQ of a ConnectX.
@@ -518,24 +532,25 @@ impl Device for SoftHca {
         let geometry = match unsafe { dv::completion_queue(&dv, uar) } {
             Ok(geometry) => geometry,
             Err(_) => {
-                lock(&self.hca).uars.remove(&uar_id);
+                write(&self.hca).uars.remove(&uar_id);
                 return Err(error(ErrorType::InternalError));
             }
         };
-        lock(&self.hca).cqs.insert(cqn, hca::Cq { ia: ia.0, tag, error: false, buf, cnt, dbrec, pi: 0, armed: None });
+        let ring = hca::CqRing::new(buf).into();
+        write(&self.hca).cqs.insert(cqn, hca::Cq { ia: ia.0, tag, cnt, dbrec, ring });
         Ok(CqParts { cq: ModelCq { cqn, uar: uar_id }, geometry })
     }
 
     /// The CQ and its UAR page go together.
     fn cq_destroy(&mut self, cq: ModelCq) {
-        let mut hca = lock(&self.hca);
-        hca.cqs.remove(&cq.cqn);
+        let mut hca = write(&self.hca);
+        hca.remove_cq(cq.cqn);
         hca.uars.remove(&cq.uar);
     }
 
     fn cq_event(&mut self, ia: &mut ModelIa) -> Option<u32> {
-        let mut hca = lock(&self.hca);
-        let event = hca.ias.get_mut(&ia.0)?.cq_events.pop_front();
+        let hca = read(&self.hca);
+        let event = lock(&hca.ias.get(&ia.0)?.events).cq_events.pop_front();
         if event.is_none() {
             hca.rearm(ia.0);
         }
@@ -551,7 +566,7 @@ impl Device for SoftHca {
             let stride = (spec.max_recv_sge * 16).next_power_of_two();
             (Region::new((cnt * stride) as usize), cnt, stride)
         });
-        let qpn = lock(&self.hca).id();
+        let qpn = write(&self.hca).id();
         let bf = self.register(UarOwner::Qp(qpn));
         let uar = bf.uar;
         // What mlx5dv_init_obj reports for a QP of a ConnectX.
@@ -577,7 +592,7 @@ impl Device for SoftHca {
         // destroys only after dropping its queues.
         let (geometry, rq_geometry) = unsafe { (dv::send_queue(&dv, qpn, bf), dv::recv_queue(&dv)) };
         let (Ok(geometry), Ok(rq_geometry)) = (geometry, rq_geometry) else {
-            lock(&self.hca).uars.remove(&uar);
+            write(&self.hca).uars.remove(&uar);
             return Err(error(ErrorType::InternalError));
         };
         let rq_parts = rq_geometry.map(|g| {
@@ -585,7 +600,7 @@ impl Device for SoftHca {
             (g, vec![RecvSlot::default(); cnt].into_boxed_slice())
         });
         let pd = spec.pd;
-        lock(&self.hca).qps.insert(
+        write(&self.hca).qps.insert(
             qpn,
             hca::Qp {
                 ia: pd.ia,
@@ -598,14 +613,8 @@ impl Device for SoftHca {
                 sq_cnt,
                 rq,
                 dbrec,
-                state: QpState::Init,
                 peer: None,
-                exec: 0,
-                seen: 0,
-                rq_next: 0,
-                bf_next: 0,
-                fail_next: None,
-                after_umr: false,
+                run: Default::default(),
             },
         );
         Ok(QpParts {
@@ -617,9 +626,9 @@ impl Device for SoftHca {
     }
 
     fn qp_destroy(&mut self, qp: ModelQp) {
-        let mut hca = lock(&self.hca);
-        let Some(gone) = hca.qps.remove(&qp.qpn) else { return };
-        hca.deadlines.remove(&qp.qpn);
+        let mut hca = write(&self.hca);
+        let Some(gone) = hca.remove_qp(qp.qpn) else { return };
+        lock(&hca.deadlines).remove(&qp.qpn);
         // The peer of a connected QP hears the disconnect.
         if let Some(peer) = gone.peer {
             SoftHca::hang_up(&mut hca, peer, qp.qpn);
@@ -628,12 +637,13 @@ impl Device for SoftHca {
     }
 
     fn qp_reset(&mut self, qp: &mut ModelQp) -> DatResult<()> {
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
-        q.state = QpState::Init;
         q.peer = None;
-        (q.exec, q.seen, q.rq_next, q.bf_next) = (0, 0, 0, 0);
-        q.after_umr = false;
+        let run = owned(&mut q.run);
+        run.state = QpState::Init;
+        (run.exec, run.seen, run.rq_next, run.bf_next) = (0, 0, 0, 0);
+        run.after_umr = false;
         Ok(())
     }
 
@@ -646,7 +656,7 @@ impl Device for SoftHca {
         let stride = (16 * (1 + attr.max_recv_iov.max(1))).next_power_of_two();
         let buf = Region::new((cnt * stride) as usize);
         let dbrec = Region::new(64);
-        let srqn = lock(&self.hca).id();
+        let srqn = write(&self.hca).id();
         // What mlx5dv_init_obj reports for an SRQ of a ConnectX, whose WQE
         // count is the one it was created with.
         let dv = DvSrq {
@@ -661,7 +671,7 @@ impl Device for SoftHca {
         // SAFETY: the regions move into the HCA's SRQ, destroyed after the
         // data path drops its ring.
         let geometry = unsafe { dv::shared_recv_queue(&dv, cnt) }.map_err(|_| error(ErrorType::InternalError))?;
-        lock(&self.hca).srqs.insert(srqn, hca::Srq { pd: pd.id, buf, stride, dbrec, head: 0, consumed: 0 });
+        write(&self.hca).srqs.insert(srqn, hca::Srq { pd: pd.id, buf, stride, dbrec, next: Default::default() });
         Ok(SrqParts {
             srq: ModelSrq { srqn },
             srqn,
@@ -671,11 +681,11 @@ impl Device for SoftHca {
     }
 
     fn srq_destroy(&mut self, srq: ModelSrq) {
-        lock(&self.hca).srqs.remove(&srq.srqn);
+        write(&self.hca).srqs.remove(&srq.srqn);
     }
 
     fn listen(&mut self, ia: &mut ModelIa, conn_qual: u64, tag: u64) -> DatResult<ModelListener> {
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let address = hca.ias.get(&ia.0).ok_or(error(ErrorType::InternalError))?.address;
         let key = (address.bytes, conn_qual);
         if hca.listeners.contains_key(&key) {
@@ -686,7 +696,7 @@ impl Device for SoftHca {
     }
 
     fn unlisten(&mut self, listener: ModelListener) {
-        lock(&self.hca).listeners.remove(&listener.key);
+        write(&self.hca).listeners.remove(&listener.key);
     }
 
     fn connect(
@@ -697,9 +707,9 @@ impl Device for SoftHca {
         private_data: &[u8],
         timeout_us: Option<u64>,
     ) -> DatResult<()> {
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
-        q.state = QpState::Connecting;
+        owned(&mut q.run).state = QpState::Connecting;
         let (ia, qpn) = (q.ia, qp.qpn);
         let mut target = remote.bytes;
         target[2..4].fill(0);
@@ -714,11 +724,11 @@ impl Device for SoftHca {
                 remote_port: u64::from(qpn),
                 private_data: private(private_data),
             };
-            SoftHca::push_cm(&mut hca, listener_ia, event);
+            hca.push_cm(listener_ia, event);
         } else if hca.ias.values().any(|i| i.address.bytes == target) {
             // The device is there and nobody listens: the CM rejects.
             hca.fail_qp(qpn);
-            SoftHca::conn(&mut hca, qpn, ConnOutcome::NonPeerRejected, &[]);
+            SoftHca::conn(&hca, qpn, ConnOutcome::NonPeerRejected, &[]);
         } else {
             // Nobody answers: the attempt times out.
             let (after, outcome) = match timeout_us {
@@ -726,50 +736,50 @@ impl Device for SoftHca {
                 None => (2_000_000, ConnOutcome::Unreachable),
             };
             let at = hca.now_us() + after;
-            hca.deadlines.insert(qpn, (at, outcome));
+            lock(&hca.deadlines).insert(qpn, (at, outcome));
             hca.rearm(ia);
         }
         Ok(())
     }
 
     fn accept(&mut self, request: &mut ModelConnReq, qp: &mut ModelQp, private_data: &[u8]) -> DatResult<()> {
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let req = hca.requests.remove(&request.0).ok_or(error(ErrorType::InvalidState))?;
         let active = req.active;
-        let live = hca.qps.get(&active).is_some_and(|q| q.state == QpState::Connecting);
+        let live = hca.qps.get_mut(&active).is_some_and(|q| owned(&mut q.run).state == QpState::Connecting);
         if !live {
-            SoftHca::conn(&mut hca, qp.qpn, ConnOutcome::AcceptError, &[]);
+            SoftHca::conn(&hca, qp.qpn, ConnOutcome::AcceptError, &[]);
             return Ok(());
         }
         for (me, peer) in [(active, qp.qpn), (qp.qpn, active)] {
             let q = hca.qps.get_mut(&me).ok_or(error(ErrorType::InternalError))?;
-            q.state = QpState::Rts;
+            owned(&mut q.run).state = QpState::Rts;
             q.peer = Some(peer);
         }
-        SoftHca::conn(&mut hca, active, ConnOutcome::Established, private_data);
-        SoftHca::conn(&mut hca, qp.qpn, ConnOutcome::Established, &[]);
+        SoftHca::conn(&hca, active, ConnOutcome::Established, private_data);
+        SoftHca::conn(&hca, qp.qpn, ConnOutcome::Established, &[]);
         Ok(())
     }
 
     fn reject(&mut self, request: ModelConnReq, private_data: &[u8]) {
-        let mut hca = lock(&self.hca);
+        let mut hca = write(&self.hca);
         let Some(req) = hca.requests.remove(&request.0) else { return };
-        if hca.qps.get(&req.active).is_some_and(|q| q.state == QpState::Connecting) {
+        if hca.qps.get_mut(&req.active).is_some_and(|q| owned(&mut q.run).state == QpState::Connecting) {
             hca.fail_qp(req.active);
-            SoftHca::conn(&mut hca, req.active, ConnOutcome::PeerRejected, private_data);
+            SoftHca::conn(&hca, req.active, ConnOutcome::PeerRejected, private_data);
         }
     }
 
     fn disconnect(&mut self, qp: &mut ModelQp, _graceful: bool) {
-        let mut hca = lock(&self.hca);
-        let Some(q) = hca.qps.get(&qp.qpn) else { return };
-        let (state, peer) = (q.state, q.peer);
+        let mut hca = write(&self.hca);
+        let Some(q) = hca.qps.get_mut(&qp.qpn) else { return };
+        let (state, peer) = (owned(&mut q.run).state, q.peer);
         if state == QpState::Vanished {
             return;
         }
         hca.fail_qp(qp.qpn);
         if matches!(state, QpState::Rts | QpState::Connecting) {
-            SoftHca::conn(&mut hca, qp.qpn, ConnOutcome::Disconnected, &[]);
+            SoftHca::conn(&hca, qp.qpn, ConnOutcome::Disconnected, &[]);
         }
         if let Some(peer) = peer {
             SoftHca::hang_up(&mut hca, peer, qp.qpn);
@@ -777,10 +787,12 @@ impl Device for SoftHca {
     }
 
     fn poll_cm(&mut self, ia: &mut ModelIa) -> Option<CmEvent<ModelConnReq>> {
-        let mut hca = lock(&self.hca);
+        let hca = read(&self.hca);
         hca.progress();
-        SoftHca::expire(&mut hca);
-        let Some(event) = hca.ias.get_mut(&ia.0)?.cm.pop_front() else {
+        SoftHca::expire(&hca);
+        // The IA's lock is let go before `rearm` takes it again.
+        let event = lock(&hca.ias.get(&ia.0)?.events).cm.pop_front();
+        let Some(event) = event else {
             hca.rearm(ia.0);
             return None;
         };
@@ -797,22 +809,25 @@ impl Device for SoftHca {
     }
 
     fn now_us(&mut self) -> u64 {
-        lock(&self.hca).now_us()
+        read(&self.hca).now_us()
     }
 
     fn block(&mut self, ia: &mut ModelIa, timeout_us: Option<u64>) -> Wake {
-        let ready = |hca: &mut Hca| {
+        let ready = |hca: &Hca| {
             hca.progress();
             SoftHca::expire(hca);
-            hca.ias.get(&ia.0).is_some_and(|i| !i.cm.is_empty() || !i.cq_events.is_empty())
+            hca.ias.get(&ia.0).is_some_and(|i| {
+                let events = lock(&i.events);
+                !events.cm.is_empty() || !events.cq_events.is_empty()
+            })
         };
         let wait = {
-            let mut hca = lock(&self.hca);
-            if ready(&mut hca) {
+            let hca = read(&self.hca);
+            if ready(&hca) {
                 return Wake::Activity;
             }
             let now = hca.now_us();
-            let next = hca.deadlines.values().map(|(at, _)| at.saturating_sub(now)).min();
+            let next = lock(&hca.deadlines).values().map(|(at, _)| at.saturating_sub(now)).min();
             match (timeout_us, next) {
                 (Some(t), Some(d)) => Some((t.min(d), d < t)),
                 (Some(t), None) => Some((t, false)),
@@ -824,8 +839,8 @@ impl Device for SoftHca {
         };
         let Some((us, timer)) = wait else { return Wake::Timeout };
         std::thread::sleep(Duration::from_micros(us));
-        let mut hca = lock(&self.hca);
-        if ready(&mut hca) || timer {
+        let hca = read(&self.hca);
+        if ready(&hca) || timer {
             Wake::Activity
         } else {
             Wake::Timeout

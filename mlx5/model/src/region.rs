@@ -38,7 +38,9 @@ impl Region {
         }
     }
 
-    pub fn write(&self, offset: usize, bytes: &[u8]) {
+    /// Writing takes the region whole: the model writes a queue's memory
+    /// (a CQ's) only under that queue's lock.
+    pub fn write(&mut self, offset: usize, bytes: &[u8]) {
         assert!(offset + bytes.len() <= self.len());
         for (i, b) in bytes.iter().enumerate() {
             // SAFETY: inside the allocation (asserted).
@@ -67,8 +69,8 @@ impl Region {
 
 // SAFETY: a Region owns its allocation as a Box would, and moving it to
 // another thread moves that ownership. The memory it hands out is a
-// queue's, which the model (behind its lock) and the data path (under the
-// lock of the queue's owner) reach from different threads with volatile
+// queue's, which the model (under the queue's lock) and the data path
+// (under the lock of the queue's owner) reach from different threads with volatile
 // accesses in the order the PRM gives: the model writes a CQE's owner
 // byte last, the data path reads a CQE only after its owner byte. That is
 // how a device and its driver share queue memory, and it relies, as they
@@ -76,6 +78,14 @@ impl Region {
 // memory model the model's writes and a poller's reads of one CQE race.
 // The model is a test device and never in a release artifact.
 unsafe impl Send for Region {}
+
+// SAFETY: through a shared Region the model only reads, with volatile
+// loads, memory that the data path writes (WQEs, doorbell records,
+// consumer indexes): threads of the model that read it at once race with
+// nobody but the data path, as the device does (see `Send` above).
+// `write` takes `&mut self`, so the model's own writes are never made
+// through a shared Region.
+unsafe impl Sync for Region {}
 
 impl Drop for Region {
     fn drop(&mut self) {

@@ -1,6 +1,7 @@
 //! The mlx5 data path on the software HCA, below the DAT layer: the send
 //! ring across wrap-around and when full, batched and BlueFlame
-//! doorbells, immediate data and atomics, and the CQEs of a destroyed QP.
+//! doorbells, immediate data and atomics, the CQEs of a destroyed QP, and
+//! doorbells on both ends of a connection from two threads.
 //! The model checks every doorbell as it executes it, and every range a
 //! WQE names: a bad one is an error CQE, even one that wraps past 2^64.
 
@@ -250,6 +251,85 @@ fn the_solicited_bit_reaches_the_responder() {
     p.a.0.ring();
     let solicited: Vec<bool> = (0..2).map(|_| p.cq_b.poll().expect("a receive").solicited).collect();
     assert_eq!(solicited, vec![true, false]);
+}
+
+/// One end of a [`Pair`], for the thread that drives it.
+struct End<'a> {
+    queues: &'a mut (Sq, Rq),
+    cq: &'a mut Cq,
+    source: Sge,
+    remote: Remote,
+}
+
+// SAFETY: the queues' memory is the software HCA's, which outlives the
+// threads; an end's queues are reached only through it, by the one
+// thread it goes to, and the HCA takes its own locks.
+unsafe impl Send for End<'_> {}
+
+/// The two ends of one connection ring their doorbells from two threads
+/// at once. Each doorbell's WQEs reach both QPs (a send takes a receive
+/// of the peer's and writes its CQE into the peer's CQ, which the other
+/// thread polls meanwhile), so both threads take both QPs' locks: in one
+/// order, whichever end rings, or the two would wait on each other for
+/// ever. Every WQE completes once, in order, and every send lands.
+#[test]
+fn both_ends_of_a_connection_ring_from_two_threads_at_once() {
+    const SENDS: u64 = 32;
+    const WRITES: u64 = 10_000;
+    let mut p = Pair::new(64);
+    let (a_to_b, b_to_a) = (p.b_remote(8192), Remote { addr: p.mem_a.as_ptr() as u64 + 8192, rkey: p.key_a });
+    let (from_a, from_b) = (p.a_seg(0, 8), p.b_seg(0, 8));
+    // Each side's receives up front, one 8-byte buffer each, so that no
+    // send waits for one.
+    for i in 0..SENDS {
+        let at = 1024 + i as usize * 8;
+        let (ra, rb) = (p.a_seg(at, 8), p.b_seg(at, 8));
+        p.a.1.post(&[ra], i).unwrap();
+        p.b.1.post(&[rb], i).unwrap();
+    }
+    let ends = [
+        End { queues: &mut p.a, cq: &mut p.cq_a, source: from_a, remote: a_to_b },
+        End { queues: &mut p.b, cq: &mut p.cq_b, source: from_b, remote: b_to_a },
+    ];
+    std::thread::scope(|s| {
+        for end in ends {
+            s.spawn(move || {
+                // The whole end moves to the thread, not its fields one
+                // by one (which are not `Send`).
+                let end = end;
+                let End { queues: (sq, rq), cq, source, remote } = end;
+                let mut received = Vec::new();
+                for i in 0..SENDS + WRITES {
+                    let op = if i < SENDS { Op::Send } else { Op::Write(remote) };
+                    sq.post(op, &[source], SIGNALLED, slot(i, DtoOp::Send)).unwrap();
+                    sq.ring();
+                    // Its own CQE, and the peer's sends' as they come.
+                    loop {
+                        let Some(cqe) = cq.poll() else { continue };
+                        cq.update_ci();
+                        if cqe.opcode == CqeOpcode::RespSend {
+                            received.push(rq.complete().expect("a receive completed"));
+                            continue;
+                        }
+                        assert_eq!(cqe.opcode, CqeOpcode::Req, "WQE {i}: {cqe:?}");
+                        assert_eq!(sq.retire(cqe.wqe_counter).map(|(s, n)| (s.cookie, n)), Some((i, 1)));
+                        break;
+                    }
+                }
+                while received.len() < SENDS as usize {
+                    if let Some(cqe) = cq.poll() {
+                        cq.update_ci();
+                        assert_eq!(cqe.opcode, CqeOpcode::RespSend, "{cqe:?}");
+                        received.push(rq.complete().expect("a receive completed"));
+                    }
+                }
+                assert_eq!(received, (0..SENDS).collect::<Vec<_>>(), "each receive once, in order");
+                assert!(sq.is_idle());
+            });
+        }
+    });
+    assert!(p.cq_a.poll().is_none() && p.cq_b.poll().is_none(), "a CQE too many");
+    assert_eq!(p.hca.stats().wqes, 2 * (SENDS + WRITES));
 }
 
 #[test]

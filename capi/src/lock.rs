@@ -52,6 +52,9 @@ const MAX_TURN: Duration = Duration::from_millis(1);
 #[repr(align(64))]
 struct Turns {
     waiting: AtomicU32,
+    /// When the [`Exclusive`] now held took the provider (nanoseconds
+    /// after `epoch`); written by its holder only.
+    since: AtomicU64,
     /// Nanoseconds after `epoch`; 0 for no turn owed.
     owed_until: AtomicU64,
     epoch: Instant,
@@ -97,7 +100,12 @@ impl<T> Locked<T> {
     pub fn new(value: T, shared: bool) -> Self {
         let n = if shared { SHARDS } else { 1 };
         let shards = (0..n).map(|_| Shard(RawRwLock::INIT)).collect();
-        let turns = Turns { waiting: AtomicU32::new(0), owed_until: AtomicU64::new(0), epoch: Instant::now() };
+        let turns = Turns {
+            waiting: AtomicU32::new(0),
+            since: AtomicU64::new(0),
+            owed_until: AtomicU64::new(0),
+            epoch: Instant::now(),
+        };
         Locked { shards, turns: Box::new(turns), value: UnsafeCell::new(value) }
     }
 
@@ -106,18 +114,16 @@ impl<T> Locked<T> {
     #[inline(always)]
     pub fn lock(&self) -> Exclusive<'_, T> {
         match &*self.shards {
-            [only] => {
-                only.0.lock_exclusive();
-                Exclusive { locked: self, since: 0 }
-            }
+            [only] => only.0.lock_exclusive(),
             shards => {
                 self.wait_turn();
                 for shard in shards {
                     shard.0.lock_exclusive();
                 }
-                Exclusive { locked: self, since: self.turns.now().max(1) }
+                self.turns.since.store(self.turns.now(), Ordering::Relaxed);
             }
         }
+        Exclusive { locked: self }
     }
 
     /// Let the sharing calls have the turn the last [`Exclusive`] owes
@@ -140,24 +146,8 @@ impl<T> Locked<T> {
         self.turns.owed_until.store(0, Ordering::Relaxed);
     }
 
-    /// Let every shard go after an [`Exclusive`] held since `since` (0
-    /// for a provider of one shard): if sharing calls waited, they are
-    /// owed a turn ([`TURN_PER_HOLD`]).
-    ///
-    /// # Safety
-    /// The caller holds every shard for writing.
-    #[inline(always)]
-    unsafe fn release(&self, since: u64) {
-        if since != 0 && self.turns.waiting.load(Ordering::Relaxed) != 0 {
-            let now = self.turns.now();
-            let turn = (TURN_PER_HOLD * now.saturating_sub(since)).min(MAX_TURN.as_nanos() as u64);
-            self.turns.owed_until.store(now + turn, Ordering::Relaxed);
-        }
-        // SAFETY: as the caller promises.
-        unsafe { self.unlock_all() };
-    }
-
-    /// Let every shard go.
+    /// Let every shard go. If sharing calls waited, they are owed a turn
+    /// ([`TURN_PER_HOLD`]) of the hold that ends.
     ///
     /// # Safety
     /// The caller holds every shard for writing.
@@ -167,6 +157,12 @@ impl<T> Locked<T> {
             // SAFETY: the caller holds the shard for writing.
             [only] => unsafe { only.0.unlock_exclusive() },
             shards => {
+                if self.turns.waiting.load(Ordering::Relaxed) != 0 {
+                    let now = self.turns.now();
+                    let held = now.saturating_sub(self.turns.since.load(Ordering::Relaxed));
+                    let turn = (TURN_PER_HOLD * held).min(MAX_TURN.as_nanos() as u64);
+                    self.turns.owed_until.store(now + turn, Ordering::Relaxed);
+                }
                 for shard in shards.iter().rev() {
                     // SAFETY: the caller holds every shard for writing.
                     unsafe { shard.0.unlock_exclusive() };
@@ -230,26 +226,23 @@ fn thread_index() -> usize {
 /// The value, held by one thread alone.
 pub struct Exclusive<'a, T> {
     locked: &'a Locked<T>,
-    /// When it took the provider (see [`Turns`]).
-    since: u64,
 }
 
 impl<T> Exclusive<'_, T> {
     /// Run `f` with the lock let go (a sleep), and take it again, even if
     /// `f` panics.
     pub fn unlocked<R>(guard: &mut Self, f: impl FnOnce() -> R) -> R {
-        struct Relock<'b, 'a, T>(&'b mut Exclusive<'a, T>);
-        impl<T> Drop for Relock<'_, '_, T> {
+        struct Relock<'b, T>(&'b Locked<T>);
+        impl<T> Drop for Relock<'_, T> {
             fn drop(&mut self) {
-                let relocked = self.0.locked.lock();
-                self.0.since = relocked.since;
-                std::mem::forget(relocked);
+                // Held again by the guard, which lets it go.
+                std::mem::forget(self.0.lock());
             }
         }
         // SAFETY: the guard holds every shard for writing; `Relock` takes
         // them again before the guard is used or dropped.
-        unsafe { guard.locked.release(guard.since) };
-        let _relock = Relock(guard);
+        unsafe { guard.locked.unlock_all() };
+        let _relock = Relock(guard.locked);
         f()
     }
 }
@@ -273,7 +266,7 @@ impl<T> Drop for Exclusive<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: this guard holds every shard for writing.
-        unsafe { self.locked.release(self.since) };
+        unsafe { self.locked.unlock_all() };
     }
 }
 

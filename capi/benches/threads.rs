@@ -8,9 +8,9 @@
 //! ratio is what the provider lets two threads gain. Two groups:
 //!
 //! - "end to end": the software HCA executes each WQE inside its
-//!   doorbell, on the posting thread, one doorbell at a time (it is one
-//!   device behind one lock), so its work, which a ConnectX does in
-//!   hardware for all QPs at once, is in the figures and is serialised;
+//!   doorbell, on the posting thread, so its work, which a ConnectX does
+//!   in hardware, is in the figures; doorbells of different QPs run at
+//!   once, each under its QPs' and CQs' locks;
 //! - "the provider alone": the doorbells are deferred (the registers make
 //!   the MMIO stores a ConnectX's `Uar` makes, to a stand-in page) and the
 //!   HCA runs the posted WQEs between the timed phases: the workers post

@@ -142,7 +142,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             signal: None,
             raised: false,
         };
-        crate::owned::insert(&mut self.ias, &mut self.cnos, cno)
+        crate::owned::insert(&mut self.ias, &mut self.cnos, None, cno)
             .map(CnoHandle)
             .map_err(|_| DatError::of(ErrorType::InsufficientResources))
     }

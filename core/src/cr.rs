@@ -49,7 +49,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// CR slot is free (the provider's EP, if any, is dropped).
     pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), B::ConnReq> {
         let (psp, conn_qual, local_ep) = (cr.psp, cr.conn_qual, cr.local_ep);
-        let h = match crate::owned::insert(&mut self.ias, &mut self.crs, cr) {
+        let h = match crate::owned::insert(&mut self.ias, &mut self.crs, None, cr) {
             Ok(raw) => CrHandle(raw),
             Err(cr) => {
                 if self.eps.get(local_ep.0).is_some_and(|e| e.provider_owned) {

@@ -433,7 +433,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let streams = ep.streams();
         self.check_streams(&streams)?;
         let h = EpHandle(
-            crate::owned::insert(&mut self.ias, &mut self.eps, ep)
+            crate::owned::insert(&mut self.ias, &mut self.eps, None, ep)
                 .map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
         );
         if let Err(e) = self.qp_build(h) {
@@ -458,7 +458,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             EpState::TentativeConnectionPending,
             true,
         );
-        crate::owned::insert(&mut self.ias, &mut self.eps, ep).ok().map(EpHandle)
+        crate::owned::insert(&mut self.ias, &mut self.eps, None, ep).ok().map(EpHandle)
     }
 
     /// Create the EP's QP if it has a PZ and none yet.

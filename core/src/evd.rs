@@ -217,7 +217,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         };
         evd.tie(cno);
         // The slot comes first: the CQ's errors name the EVD by its handle.
-        let raw = match crate::owned::insert(&mut self.ias, &mut self.evds, evd) {
+        let raw = match crate::owned::insert(&mut self.ias, &mut self.evds, None, evd) {
             Ok(raw) => raw,
             Err(mut evd) => {
                 self.events.close(&mut evd.queue);

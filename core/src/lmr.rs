@@ -133,7 +133,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let placed = match self.next_lmr_context() {
             Some(context) => {
                 let slot = self.lmrs.key_slot(context);
-                crate::owned::insert_at(&mut self.ias, &mut self.lmrs, slot, Lmr { lmr_context: context, ..lmr })
+                crate::owned::insert(&mut self.ias, &mut self.lmrs, Some(slot), Lmr { lmr_context: context, ..lmr })
             }
             None => Err(lmr),
         };

@@ -43,37 +43,24 @@ pub(crate) trait OfIa {
     fn list(owned: &mut Owned) -> &mut Members;
 }
 
-/// Store `value` in `slab`, listed among the objects of its IA; `Err`
-/// gives it back when the IA is not open or the slab is full.
+/// Store `value` in `slab`, listed among the objects of its IA: in slot
+/// `at` of a keyed slab, else where the slab puts it. `Err` gives it back
+/// when the IA is not open or there is no room.
 pub(crate) fn insert<B: Backend, T: OfIa, SI, S>(
     ias: &mut Slab<Ia<B>, SI>,
     slab: &mut Slab<T, S>,
+    at: Option<u32>,
     value: T,
 ) -> Result<RawHandle, T>
 where
     SI: Store<Slot<Ia<B>>>,
     S: Store<Slot<T>>,
 {
-    match ias.get_mut(value.ia().0) {
-        Some(ia) => slab.insert_member(T::list(&mut ia.owned), value),
-        None => Err(value),
-    }
-}
-
-/// [`insert`] into slot `index` of a keyed slab.
-pub(crate) fn insert_at<B: Backend, T: OfIa, SI, S>(
-    ias: &mut Slab<Ia<B>, SI>,
-    slab: &mut Slab<T, S>,
-    index: u32,
-    value: T,
-) -> Result<RawHandle, T>
-where
-    SI: Store<Slot<Ia<B>>>,
-    S: Store<Slot<T>>,
-{
-    match ias.get_mut(value.ia().0) {
-        Some(ia) => slab.insert_member_at(T::list(&mut ia.owned), index, value),
-        None => Err(value),
+    let Some(ia) = ias.get_mut(value.ia().0) else { return Err(value) };
+    let list = T::list(&mut ia.owned);
+    match at {
+        Some(index) => slab.insert_member_at(list, index, value),
+        None => slab.insert_member(list, value),
     }
 }
 

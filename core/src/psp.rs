@@ -55,7 +55,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let psp = Psp { ia, conn_qual, evd, flags, listener: None, context: 0 };
         let h = PspHandle(
-            crate::owned::insert(&mut self.ias, &mut self.psps, psp)
+            crate::owned::insert(&mut self.ias, &mut self.psps, None, psp)
                 .map_err(|_| DatError::of(ErrorType::InsufficientResources))?,
         );
         let Provider { ias, psps, backend, .. } = self;

@@ -138,6 +138,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         match crate::owned::insert(
             &mut self.ias,
             &mut self.rmrs,
+            None,
             Rmr { ia, pz: pz_h, mw, binding: None, in_flight: InFlight::default(), context: 0 },
         ) {
             Ok(raw) => {

@@ -64,7 +64,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             ep
         };
         let rsp = Rsp { ia, conn_qual, evd, ep, listener: None, context: 0 };
-        let h = match crate::owned::insert(&mut self.ias, &mut self.rsps, rsp) {
+        let h = match crate::owned::insert(&mut self.ias, &mut self.rsps, None, rsp) {
             Ok(raw) => RspHandle(raw),
             Err(rsp) => {
                 self.ep_release_reserved(rsp.ep);

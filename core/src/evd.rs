@@ -92,10 +92,10 @@ pub(crate) struct Evd<B: Backend> {
 impl<B: Backend> Evd<B> {
     /// Whether a dequeue may hand the next completion of its CQ straight to
     /// the caller: nothing but DTO and bind completions feed it, and no CNO
-    /// waits to hear of an event's arrival.
+    /// waits to hear of an event's arrival. (Connection streams, a foreign
+    /// IA's among them, feed only an EVD with the connection flag.)
     pub(crate) fn takes_direct(&self) -> bool {
         !self.flags.intersects(EvdFlags::CONNECTION | EvdFlags::CR | EvdFlags::ASYNC | EvdFlags::SOFTWARE)
-            && self.foreign_streams == 0
             && self.cno.is_null()
     }
 

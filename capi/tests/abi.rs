@@ -304,3 +304,47 @@ fn a_freed_lmr_s_contexts_do_not_come_back_through_a_million_registrations() {
     // SAFETY: a live PZ.
     assert_eq!(unsafe { t.pz_free_func.unwrap()(pz) }, DAT_SUCCESS);
 }
+
+/// dat_rmr_bind's DAT 2.0 `lmr_handle` is checked before anything else
+/// the bind names: a freed LMR's handle beside a live LMR's triplet binds
+/// nothing (`DAT_INVALID_HANDLE`, `DAT_INVALID_HANDLE_LMR`). The core's
+/// tests hold the rest of the rule (`dat_rmr_bind_names_the_live_lmr_of_its_triplet`).
+#[test]
+fn dat_rmr_bind_refuses_an_lmr_handle_that_is_not_its_triplets() {
+    let rig = Rig::new(c"abi-rmr-lmr", MODEL);
+    let t = rig.t();
+    let pz = rig.pz();
+    let (mut live_buf, mut freed_buf) = (vec![0u8; 4096], vec![0u8; 4096]);
+    let (live, context, _) = rig.lmr(pz, &mut live_buf, DAT_MEM_PRIV_ALL_FLAG);
+    let (freed, _, _) = rig.lmr(pz, &mut freed_buf, DAT_MEM_PRIV_ALL_FLAG);
+    // SAFETY: a live LMR of this provider.
+    assert_eq!(unsafe { t.lmr_free_func.unwrap()(freed) }, DAT_SUCCESS);
+    let mut rmr = ptr::null_mut();
+    // SAFETY: a live PZ and a valid out-pointer.
+    assert_eq!(unsafe { t.rmr_create_func.unwrap()(pz, &mut rmr) }, DAT_SUCCESS);
+    let triplet =
+        DAT_LMR_TRIPLET { lmr_context: context, virtual_address: live_buf.as_ptr() as u64, segment_length: 64 };
+    let bind = |lmr| {
+        let mut rmr_context = 0;
+        // SAFETY: live RMR, a handle under test, a valid triplet and
+        // out-pointer; no EP (the LMR is checked first).
+        unsafe {
+            t.rmr_bind_func.unwrap()(
+                rmr,
+                lmr,
+                &triplet,
+                DAT_MEM_PRIV_REMOTE_READ_FLAG,
+                DAT_VA_TYPE_VA,
+                ptr::null_mut(),
+                DAT_RMR_COOKIE { as_64: 1 },
+                DAT_COMPLETION_DEFAULT_FLAG,
+                &mut rmr_context,
+            )
+        }
+    };
+    let of = |ret: DAT_RETURN| (ty(ret), ret & DAT_SUBTYPE_MASK);
+    assert_eq!(of(bind(freed)), (DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR), "a freed LMR's handle");
+    assert_eq!(of(bind(rmr.cast())), (DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR), "an RMR's handle");
+    // With its own LMR the bind gets as far as the EP, which is missing.
+    assert_eq!(of(bind(live)), (DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+}

@@ -152,12 +152,21 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
     }
 
-    /// dat_rmr_bind(3DAT): bind `rmr` to `triplet` of an LMR through `ep`'s
-    /// request queue; returns the new `rmr_context`. A zero-length triplet
-    /// unbinds (its context is then meaningless).
+    /// dat_rmr_bind(3DAT): bind `rmr` to `triplet` of the LMR `lmr_h`
+    /// through `ep`'s request queue; returns the new `rmr_context`. A
+    /// zero-length triplet unbinds (its context is then meaningless).
+    ///
+    /// `lmr_h` is DAT 2.0's argument: a bind names a live LMR of the RMR's
+    /// IA, the one whose context the triplet carries, else
+    /// `DAT_INVALID_HANDLE` (`DAT_INVALID_HANDLE_LMR`) or, for a triplet of
+    /// another LMR, `DAT_INVALID_PARAMETER` on the triplet. An unbind may
+    /// pass `DAT_HANDLE_NULL`; any other handle it passes is checked the
+    /// same way.
+    #[allow(clippy::too_many_arguments)]
     pub fn rmr_bind(
         &mut self,
         rmr_h: RmrHandle,
+        lmr_h: LmrHandle,
         triplet: &LmrTriplet,
         privileges: MemPriv,
         ep_h: EpHandle,
@@ -165,7 +174,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
     ) -> DatResult<u32> {
         let rmr = self.rmr(rmr_h)?;
-        let rmr_pz = rmr.pz;
+        let (rmr_pz, rmr_ia) = (rmr.pz, rmr.ia);
+        let binds = triplet.segment_length != 0;
+        if binds || !lmr_h.is_null() {
+            let of_ia = self.lmr(lmr_h).is_ok_and(|l| l.ia == rmr_ia);
+            if !of_ia {
+                return Err(DatError::invalid_handle(Subtype::InvalidHandleLmr));
+            }
+        }
         let ep = self.ep(ep_h)?;
         if privileges.0 & !MemPriv::REMOTE.0 != 0 {
             return Err(DatError::invalid_arg(3));
@@ -188,8 +204,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let bind = if triplet.segment_length == 0 {
             None
         } else {
-            let (lmr_h, lmr) =
+            let (named, lmr) =
                 self.lmr_by_context(triplet.lmr_context).ok_or(DatError::of(ErrorType::ProtectionViolation))?;
+            if named != lmr_h {
+                return Err(DatError::invalid_arg(2));
+            }
             if lmr.pz != rmr_pz {
                 return Err(DatError::of(ErrorType::ProtectionViolation));
             }

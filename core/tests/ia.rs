@@ -88,7 +88,7 @@ fn dat_ia_close_abrupt_destroys_everything_without_leaks() {
     let ep = fx.ep_connected();
     fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], 1, CompletionFlags::DEFAULT).unwrap();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
-    fx.p.rmr_bind(rmr, &fx.seg(0, 128), MemPriv::REMOTE_READ, ep, 2, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 128), MemPriv::REMOTE_READ, ep, 2, CompletionFlags::DEFAULT).unwrap();
     let cno = fx.p.cno_create(fx.ia, None).unwrap();
     fx.p.evd_modify_cno(fx.dto_evd, cno).unwrap();
     let (psp, _cr) = fx.request(7, PspFlags::Provider);

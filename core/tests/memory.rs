@@ -4,6 +4,7 @@ mod common;
 use common::*;
 use udat_core::types::*;
 use udat_core::*;
+use udat_testkit::mock::MOCK_IA_NAME;
 
 #[test]
 fn dat_pz_create_stale_ia_is_invalid_handle() {
@@ -112,7 +113,7 @@ fn dat_lmr_free_refused_while_rmr_bound() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
-    fx.p.rmr_bind(rmr, &fx.seg(0, 64), MemPriv::REMOTE_WRITE, ep, 5, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 64), MemPriv::REMOTE_WRITE, ep, 5, CompletionFlags::DEFAULT).unwrap();
     let e = fx.p.lmr_free(fx.lmr.lmr).unwrap_err();
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateLmrInUse));
     fx.p.rmr_free(rmr).unwrap();
@@ -203,7 +204,9 @@ fn dat_rmr_bind_returns_context_and_completes_on_request_evd() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
-    let ctx = fx.p.rmr_bind(rmr, &fx.seg(64, 128), MemPriv::REMOTE_READ, ep, 77, CompletionFlags::DEFAULT).unwrap();
+    let ctx =
+        fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(64, 128), MemPriv::REMOTE_READ, ep, 77, CompletionFlags::DEFAULT)
+            .unwrap();
     let q = fx.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap();
     assert_eq!(q.rmr_context, Some(ctx));
     assert_eq!(q.lmr_triplet, Some(fx.seg(64, 128)));
@@ -223,9 +226,9 @@ fn every_bind_in_flight_completes_with_its_own_cookie() {
     let ep = fx.ep_connected();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
     let read = MemPriv::REMOTE_READ;
-    fx.p.rmr_bind(rmr, &fx.seg(0, 64), read, ep, 1, CompletionFlags::DEFAULT).unwrap();
-    fx.p.rmr_bind(rmr, &fx.seg(64, 64), read, ep, 2, CompletionFlags::SUPPRESS).unwrap();
-    fx.p.rmr_bind(rmr, &fx.seg(128, 64), read, ep, 3, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 64), read, ep, 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(64, 64), read, ep, 2, CompletionFlags::SUPPRESS).unwrap();
+    fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(128, 64), read, ep, 3, CompletionFlags::DEFAULT).unwrap();
     for _ in 0..3 {
         assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
     }
@@ -246,14 +249,14 @@ fn binds_of_one_rmr_in_flight_are_bounded() {
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
     let read = MemPriv::REMOTE_READ;
     for cookie in 0..BINDS_IN_FLIGHT as u64 {
-        fx.p.rmr_bind(rmr, &fx.seg(0, 64), read, ep, cookie, CompletionFlags::DEFAULT).unwrap();
+        fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 64), read, ep, cookie, CompletionFlags::DEFAULT).unwrap();
     }
-    let refused = fx.p.rmr_bind(rmr, &fx.seg(0, 64), read, ep, 99, CompletionFlags::DEFAULT);
+    let refused = fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 64), read, ep, 99, CompletionFlags::DEFAULT);
     assert_eq!(ty(refused), ErrorType::InsufficientResources);
     assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
     let ev = fx.p.evd_dequeue(fx.dto_evd).unwrap();
     assert_eq!(ev.data, EventData::RmrBind { rmr, cookie: 0, status: DtoStatus::Success });
-    fx.p.rmr_bind(rmr, &fx.seg(0, 64), read, ep, 100, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 64), read, ep, 100, CompletionFlags::DEFAULT).unwrap();
 }
 
 #[test]
@@ -261,7 +264,7 @@ fn dat_rmr_bind_outside_lmr_is_invalid_parameter() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
-    let r = fx.p.rmr_bind(rmr, &fx.seg(4000, 200), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT);
+    let r = fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(4000, 200), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT);
     assert_eq!(ty(r), ErrorType::InvalidParameter);
     assert_eq!(fx.p.rmr_query(rmr, 0).unwrap().rmr_context, None);
 }
@@ -274,9 +277,9 @@ fn dat_rmr_bind_remote_write_needs_local_write_on_lmr() {
         fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x7000, length: 256 }, fx.pz, MemPriv::LOCAL_READ).unwrap();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
     let t = LmrTriplet { virtual_address: 0x7000, segment_length: 64, lmr_context: ro.lmr_context };
-    let r = fx.p.rmr_bind(rmr, &t, MemPriv::REMOTE_WRITE, ep, 0, CompletionFlags::DEFAULT);
+    let r = fx.p.rmr_bind(rmr, ro.lmr, &t, MemPriv::REMOTE_WRITE, ep, 0, CompletionFlags::DEFAULT);
     assert_eq!(ty(r), ErrorType::PrivilegesViolation);
-    fx.p.rmr_bind(rmr, &t, MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, ro.lmr, &t, MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
 }
 
 #[test]
@@ -284,7 +287,7 @@ fn dat_rmr_bind_local_privileges_are_invalid_parameter() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
-    let r = fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::LOCAL_READ, ep, 0, CompletionFlags::DEFAULT);
+    let r = fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 8), MemPriv::LOCAL_READ, ep, 0, CompletionFlags::DEFAULT);
     assert_eq!(ty(r), ErrorType::InvalidParameter);
 }
 
@@ -294,7 +297,7 @@ fn dat_rmr_bind_pz_mismatch_is_protection_violation() {
     let ep = fx.ep_connected();
     let pz2 = fx.p.pz_create(fx.ia).unwrap();
     let rmr = fx.p.rmr_create(pz2).unwrap();
-    let r = fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT);
+    let r = fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT);
     assert_eq!(ty(r), ErrorType::ProtectionViolation);
 }
 
@@ -303,14 +306,14 @@ fn dat_rmr_bind_only_in_connected_or_disconnected() {
     let mut fx = Fx::new();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
     let ep = fx.ep();
-    let r = fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT);
+    let r = fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT);
     let e = r.unwrap_err();
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateEpUnconnected));
     // "If the operation returns successfully for the Endpoint in
     // DAT_EP_STATE_DISCONNECTED state, the posted RMR Bind is immediately
     // flushed to request_evd_handle."
     let gone = fx.ep_disconnected();
-    fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, gone, 3, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, gone, 3, CompletionFlags::DEFAULT).unwrap();
     let ev = fx.p.evd_dequeue(fx.dto_evd).unwrap();
     assert_eq!(ev.data, EventData::RmrBind { rmr, cookie: 3, status: DtoStatus::Flushed });
     // A failed bind leaves the RMR unbound, and its LMR free.
@@ -324,9 +327,9 @@ fn dat_rmr_bind_unsignalled_needs_unsignalled_ep() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
-    let r = fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::UNSIGNALLED);
+    let r = fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::UNSIGNALLED);
     assert_eq!(ty(r), ErrorType::InvalidParameter);
-    let r = fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::SOLICITED_WAIT);
+    let r = fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::SOLICITED_WAIT);
     assert_eq!(ty(r), ErrorType::InvalidParameter);
 }
 
@@ -335,11 +338,45 @@ fn dat_rmr_bind_zero_length_unbinds() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
-    fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(ty(fx.p.lmr_free(fx.lmr.lmr)), ErrorType::InvalidState);
-    fx.p.rmr_bind(rmr, &fx.seg(0, 0), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 0), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(fx.p.rmr_query(rmr, 0).unwrap().lmr_triplet, None);
     fx.p.lmr_free(fx.lmr.lmr).unwrap();
+}
+
+/// DAT 2.0's `lmr_handle`: a bind names the live LMR of this IA whose
+/// context the triplet carries. A freed LMR's handle beside a live LMR's
+/// triplet, another LMR's triplet, or another IA's LMR is refused and binds
+/// nothing; an unbind may pass no LMR.
+#[test]
+fn dat_rmr_bind_names_the_live_lmr_of_its_triplet() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let rmr = fx.p.rmr_create(fx.pz).unwrap();
+    let read = MemPriv::REMOTE_READ;
+    let seg = fx.seg(0, 8);
+    let bind =
+        |fx: &mut Fx, lmr: LmrHandle, t: &LmrTriplet| fx.p.rmr_bind(rmr, lmr, t, read, ep, 0, CompletionFlags::DEFAULT);
+    let subtype = |r: DatResult<u32>| r.map_err(|e| (e.error_type(), e.subtype()));
+    let freed = fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 256 }, fx.pz, MemPriv::ALL).unwrap();
+    fx.p.lmr_free(freed.lmr).unwrap();
+    let handle = Err((ErrorType::InvalidHandle, Subtype::InvalidHandleLmr));
+    assert_eq!(subtype(bind(&mut fx, freed.lmr, &seg)), handle, "a freed LMR's handle");
+    assert_eq!(subtype(bind(&mut fx, LmrHandle::NULL, &seg)), handle, "no LMR");
+    let other = fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0xa000, length: 256 }, fx.pz, MemPriv::ALL).unwrap();
+    assert_eq!(ty(bind(&mut fx, other.lmr, &seg)), ErrorType::InvalidParameter, "another LMR's triplet");
+    let (ia2, _) = fx.p.ia_open(MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 4 }).unwrap();
+    let pz2 = fx.p.pz_create(ia2).unwrap();
+    let far = fx.p.lmr_create(ia2, MemType::Virtual { address: 0xb000, length: 256 }, pz2, MemPriv::ALL).unwrap();
+    assert_eq!(subtype(bind(&mut fx, far.lmr, &seg)), handle, "another IA's LMR");
+    assert_eq!(fx.p.rmr_query(rmr, 0).unwrap().lmr_triplet, None, "nothing bound");
+    let lmr = fx.lmr.lmr;
+    bind(&mut fx, lmr, &seg).unwrap();
+    let unbind = LmrTriplet { lmr_context: 0, virtual_address: 0, segment_length: 0 };
+    assert_eq!(subtype(bind(&mut fx, freed.lmr, &unbind)), handle, "an unbind's stale LMR");
+    bind(&mut fx, LmrHandle::NULL, &unbind).unwrap();
+    assert_eq!(fx.p.rmr_query(rmr, 0).unwrap().lmr_triplet, None);
 }
 
 #[test]
@@ -347,7 +384,7 @@ fn dat_rmr_free_unbinds_a_bound_rmr() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
-    fx.p.rmr_bind(rmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
+    fx.p.rmr_bind(rmr, fx.lmr.lmr, &fx.seg(0, 8), MemPriv::REMOTE_READ, ep, 0, CompletionFlags::DEFAULT).unwrap();
     fx.p.rmr_free(rmr).unwrap();
     assert_eq!(fx.p.backend().live_mws, 0);
     fx.p.lmr_free(fx.lmr.lmr).unwrap();

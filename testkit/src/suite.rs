@@ -563,7 +563,15 @@ pub fn rmr_bind_grants_remote_access_and_rmr_free_revokes_it<F: Fabric>() {
     let rmr = rig.p.rmr_create(rig.pz).unwrap();
     let context = rig
         .p
-        .rmr_bind(rmr, &target.seg(0, 4096), MemPriv::REMOTE_READ, server.ep, 77, CompletionFlags::DEFAULT)
+        .rmr_bind(
+            rmr,
+            target.lmr.lmr,
+            &target.seg(0, 4096),
+            MemPriv::REMOTE_READ,
+            server.ep,
+            77,
+            CompletionFlags::DEFAULT,
+        )
         .unwrap();
     bound(&mut rig, server.dto, 77);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
@@ -594,9 +602,14 @@ pub fn rmr_rebind_moves_the_window_and_retires_the_old_context<F: Fabric>() {
     second_target.mem[..64].copy_from_slice(&pattern(64, 2));
     let rmr = rig.p.rmr_create(rig.pz).unwrap();
     let read = MemPriv::REMOTE_READ;
-    let first = rig.p.rmr_bind(rmr, &first_target.seg(0, 4096), read, server.ep, 1, CompletionFlags::DEFAULT).unwrap();
-    let second =
-        rig.p.rmr_bind(rmr, &second_target.seg(0, 4096), read, server.ep, 2, CompletionFlags::DEFAULT).unwrap();
+    let first = rig
+        .p
+        .rmr_bind(rmr, first_target.lmr.lmr, &first_target.seg(0, 4096), read, server.ep, 1, CompletionFlags::DEFAULT)
+        .unwrap();
+    let second = rig
+        .p
+        .rmr_bind(rmr, second_target.lmr.lmr, &second_target.seg(0, 4096), read, server.ep, 2, CompletionFlags::DEFAULT)
+        .unwrap();
     assert_ne!(first, second, "a bind gives the window a new context");
     bound(&mut rig, server.dto, 1);
     bound(&mut rig, server.dto, 2);
@@ -631,14 +644,17 @@ pub fn a_zero_length_rmr_bind_unbinds_the_window<F: Fabric>() {
     let target = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
     let rmr = rig.p.rmr_create(rig.pz).unwrap();
     let write = MemPriv::REMOTE_WRITE;
-    let context = rig.p.rmr_bind(rmr, &target.seg(0, 4096), write, server.ep, 1, CompletionFlags::DEFAULT).unwrap();
+    let context = rig
+        .p
+        .rmr_bind(rmr, target.lmr.lmr, &target.seg(0, 4096), write, server.ep, 1, CompletionFlags::DEFAULT)
+        .unwrap();
     bound(&mut rig, server.dto, 1);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
     rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 2, &window, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
 
     let nothing = LmrTriplet { lmr_context: 0, virtual_address: 0, segment_length: 0 };
-    rig.p.rmr_bind(rmr, &nothing, write, server.ep, 3, CompletionFlags::DEFAULT).unwrap();
+    rig.p.rmr_bind(rmr, LmrHandle::NULL, &nothing, write, server.ep, 3, CompletionFlags::DEFAULT).unwrap();
     bound(&mut rig, server.dto, 3);
     assert_eq!(rig.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap().lmr_triplet, None);
     rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 4, &window, CompletionFlags::DEFAULT).unwrap();

@@ -248,11 +248,12 @@ pub(crate) unsafe fn rmr_query<B: Transport>(
     }
 }
 
-/// dat_rmr_bind(3DAT). The LMR handle is implied by the triplet's context.
+/// dat_rmr_bind(3DAT), with DAT 2.0's LMR handle, which must name the LMR
+/// of the triplet's context (`Provider::rmr_bind`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn rmr_bind<B: Transport>(
     rmr: Arg<1, DAT_RMR_HANDLE>,
-    _lmr: Arg<2, DAT_LMR_HANDLE>,
+    lmr: Arg<2, DAT_LMR_HANDLE>,
     triplet: Arg<3, *const DAT_LMR_TRIPLET>,
     privileges: Arg<4, DAT_MEM_PRIV_FLAGS>,
     va_type: Arg<5, DAT_VA_TYPE>,
@@ -274,8 +275,10 @@ pub(crate) unsafe fn rmr_bind<B: Transport>(
                 lmr_context: t.lmr_context,
             };
             let ep = EpHandle::from_raw(cx.raw_or_null(ep, Kind::Ep)?);
+            let lmr = LmrHandle::from_raw(cx.raw_or_null(lmr, Kind::Lmr)?);
             let ctx = cx.st.core.rmr_bind(
                 RmrHandle::from_raw(raw),
+                lmr,
                 &t,
                 MemPriv(privileges.0),
                 ep,

@@ -19,6 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use udat_core::backend::WaitFds;
 use udat_core::Signal;
+use udat_wake::Flag;
 
 /// The descriptors behind one CNO. The CNO must lose its [`Signal`] (or
 /// be destroyed) before this is dropped: the signal names the eventfd by
@@ -26,7 +27,7 @@ use udat_core::Signal;
 #[derive(Debug)]
 pub struct Notifier {
     epoll: OwnedFd,
-    event: OwnedFd,
+    event: Flag,
 }
 
 fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
@@ -40,11 +41,10 @@ fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
 impl Notifier {
     /// An epoll instance over a new eventfd and `transport`'s descriptors.
     pub fn new(transport: WaitFds) -> io::Result<Notifier> {
-        // SAFETY: no pointers; each returns a new descriptor or -1.
+        // SAFETY: no pointers; a new descriptor or -1.
         let epoll = owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        // SAFETY: as above.
-        let event = owned(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
-        for fd in std::iter::once(event.as_raw_fd()).chain(transport.iter()) {
+        let event = Flag::new()?;
+        for fd in std::iter::once(event.fd()).chain(transport.iter()) {
             let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
             // SAFETY: both descriptors are open; `ev` is a valid event.
             if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
@@ -62,23 +62,19 @@ impl Notifier {
 
     /// The signal to give the CNO.
     pub fn signal(&self) -> Signal {
-        Signal { raise, clear, arg: self.event.as_raw_fd() as u64 }
+        Signal { raise, clear, arg: self.event.fd() as u64 }
     }
 }
 
-/// Make the eventfd `arg` readable.
+/// Raise the flag whose descriptor is `arg`.
 fn raise(arg: u64) {
-    let one = 1u64;
-    // SAFETY: writes 8 bytes from `one` to the eventfd the signal names,
-    // open while the signal is given (see `Notifier`); a full counter
-    // fails with EAGAIN, and it is readable then anyway.
-    unsafe { libc::write(arg as RawFd, (&raw const one).cast(), 8) };
+    // SAFETY: the signal names the notifier's flag, open while the signal
+    // is given (see `Notifier`).
+    unsafe { udat_wake::raise_fd(arg as RawFd) }
 }
 
-/// Make the eventfd `arg` unreadable.
+/// Clear the flag whose descriptor is `arg`.
 fn clear(arg: u64) {
-    let mut count = 0u64;
-    // SAFETY: reads 8 bytes into `count` from the eventfd the signal
-    // names, open as above; non-blocking, so an empty one fails at once.
-    unsafe { libc::read(arg as RawFd, (&raw mut count).cast(), 8) };
+    // SAFETY: as for `raise`.
+    unsafe { udat_wake::clear_fd(arg as RawFd) }
 }

@@ -19,8 +19,8 @@ use crate::device_error::{self, DeviceErrors};
 use crate::qp::QpShared;
 use crate::status::{check, errno};
 use crate::sys;
-use crate::timer::Timer;
 use crate::Clock;
+use udat_wake::Deadline;
 
 /// Who an rdma_cm id belongs to.
 pub(crate) enum Owner {
@@ -47,7 +47,7 @@ pub(crate) struct IaShared {
     /// The CQs reporting to `comp`, for blocking waits.
     pub cqs: RefCell<Vec<Rc<CqShared>>>,
     /// Armed for the earliest connect deadline.
-    pub timer: Timer,
+    pub timer: Deadline,
     /// The QPs and CQs whose device errors this IA reports.
     pub errors: DeviceErrors,
 }
@@ -67,7 +67,7 @@ impl IaShared {
             Some((d, p)) => (d, p.parse::<u8>().map_err(|_| not_found)?),
             None => (name, 1),
         };
-        let timer = Timer::new()?;
+        let timer = Deadline::new().map_err(|e| crate::status::dat_error(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
         let mut count = 0;
         // SAFETY: rdma_get_devices writes the count and returns a
         // null-terminated array it owns until rdma_free_devices.

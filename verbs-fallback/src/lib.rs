@@ -46,7 +46,6 @@ mod ring;
 mod srq;
 mod status;
 pub mod sys;
-mod timer;
 
 use std::rc::Rc;
 use std::time::Instant;

@@ -386,6 +386,11 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
             return None;
         }
         let (prev, next) = (slot.prev, slot.next);
+        // The head of a list is its first member: a list that is not this
+        // object's (empty, or headed elsewhere) is refused untouched.
+        if members.is_empty() || (prev == NONE && members.head != h.index) {
+            return None;
+        }
         let items = self.slots.items_mut();
         match items.get_mut(prev as usize) {
             Some(p) => p.next = next,
@@ -747,6 +752,14 @@ mod tests {
         assert_eq!(slab.remove_member(&mut b, b1), Some(10));
         assert!(b.is_empty() && slab.first_member(&b).is_none());
         assert_eq!((slab.first_member(&a), slab.next_member(a4), slab.len()), (Some(a4), None, 1));
+        // Another owner's list, or an empty one, is refused and left as it is.
+        let mut empty = Members::EMPTY;
+        assert_eq!((slab.remove_member(&mut empty, a4), empty), (None, Members::EMPTY));
+        let mut b2 = Members::EMPTY;
+        let b3 = slab.insert_member(&mut b2, 9).unwrap();
+        assert_eq!(slab.remove_member(&mut b2, a4), None);
+        assert_eq!(slab.members(&b2).map(|(h, _)| h).collect::<std::vec::Vec<_>>(), [b3]);
+        assert_eq!(slab.remove_member(&mut b2, b3), Some(9));
         // Plain insert and remove would leave a list behind: refused.
         assert_eq!(slab.insert(5), Err(5));
         assert_eq!(slab.remove(a4), None);

@@ -6,10 +6,13 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 mod null_backend;
-use null_backend::Rig;
+use null_backend::with_rig;
 
 fn dat_layer(c: &mut Criterion) {
-    let mut rig = Rig::default();
+    with_rig(|rig| dat_layer_on(c, rig));
+}
+
+fn dat_layer_on(c: &mut Criterion, rig: &mut null_backend::Rig<'_, '_>) {
     c.bench_function("post_send (1 segment)", |b| {
         b.iter_custom(|iters| {
             let start = Instant::now();

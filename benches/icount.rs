@@ -6,33 +6,32 @@
 use std::hint::black_box;
 
 mod null_backend;
-use null_backend::Rig;
+use null_backend::with_rig;
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let op = args.next().unwrap_or_default();
     let k: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    let mut rig = Rig::default();
     match op.as_str() {
-        "post" => {
+        "post" => with_rig(|rig| {
             for _ in 0..k {
                 rig.post();
             }
-        }
-        "reap" => {
+        }),
+        "reap" => with_rig(|rig| {
             for _ in 0..k {
                 rig.post();
             }
             for _ in 0..k {
                 black_box(rig.reap());
             }
-        }
-        "pingpong" => {
+        }),
+        "pingpong" => with_rig(|rig| {
             for _ in 0..k {
                 rig.post();
                 black_box(rig.reap());
             }
-        }
+        }),
         _ => {
             eprintln!("usage: icount post|reap|pingpong K");
             std::process::exit(2);

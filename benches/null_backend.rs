@@ -160,45 +160,44 @@ impl Backend for NullBackend {
     }
 }
 
-/// A connected EP over the null backend, one LMR segment and its EVD.
-pub struct Rig {
-    pub ia: Ia<NullBackend, Inline<8, 4096>>,
-    pub ep: EpHandle,
-    pub evd: EvdHandle,
-    pub seg: [LmrTriplet; 1],
+/// A connected EP over the null backend, one segment of memory given up
+/// to the IA, and the EP's EVD.
+pub struct Rig<'l, 'id> {
+    pub ia: Ia<'id, NullBackend, Inline<8, 4096>>,
+    pub ep: Ep<'id>,
+    pub evd: Evd<'id>,
+    pub seg: [Local<'l, 'id>; 1],
 }
 
-impl Default for Rig {
-    fn default() -> Rig {
-        let mut ia = Ia::open(NullBackend::default(), NAME, 4).expect("open");
-        let h = ia.handle();
-        let pz = ia.pz_create(h).expect("pz");
-        let evd = ia.evd_create(h, 1024, CnoHandle::NULL, EvdFlags::DTO).expect("evd");
-        let conn = ia.evd_create(h, 4, CnoHandle::NULL, EvdFlags::CONNECTION).expect("conn evd");
-        let lmr = ia.lmr_create(h, MemType::Virtual { address: 0x1000, length: 4096 }, pz, MemPriv::ALL).expect("lmr");
-        let (_, attr) = ia.ia_query(h).expect("query");
-        let mut ep_attr = EpAttr::provider_default(&attr);
+/// Run `bench` on a new rig.
+pub fn with_rig<R>(bench: impl for<'l, 'id> FnOnce(&mut Rig<'l, 'id>) -> R) -> R {
+    Ia::open_in(NullBackend::default(), Inline, NAME, 4, |mut ia| {
+        let pz = ia.pz_create()?;
+        let evd = ia.evd_create(1024, None, EvdFlags::DTO)?;
+        let conn = ia.evd_create(4, None, EvdFlags::CONNECTION)?;
+        let lmr = ia.lmr_create(vec![0u8; 4096], &pz, MemPriv::ALL)?;
+        let mut ep_attr = EpAttr::provider_default(&ia.ia_query()?);
         ep_attr.max_request_dtos = u32::MAX;
-        let ep = ia.ep_create(h, pz, evd, evd, conn, Some(&ep_attr)).expect("ep");
-        ia.ep_connect(ep, &IaAddress::default(), 1, TIMEOUT_INFINITE, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT)
-            .expect("connect");
+        let ep = ia.ep_create(&pz, &evd, &evd, Some(&conn), Some(&ep_attr))?;
+        ia.ep_connect(&ep, &IaAddress::default(), 1, TIMEOUT_INFINITE, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT)?;
         // The null transport never establishes; a disconnected EP takes the
         // same post path (state check, flags, LMR lookup, backend call).
-        ia.ep_disconnect(ep, CloseFlags::Abrupt).expect("disconnect");
-        while ia.evd_dequeue(conn).is_ok() {}
-        let seg = [LmrTriplet { virtual_address: 0x1000, segment_length: 64, lmr_context: lmr.lmr_context }];
-        Rig { ia, ep, evd, seg }
-    }
+        ia.ep_disconnect(&ep, CloseFlags::Abrupt)?;
+        while ia.evd_dequeue(&conn).is_ok() {}
+        let seg = [lmr.local(0, 64)?];
+        Ok(bench(&mut Rig { ia, ep, evd, seg }))
+    })
+    .expect("the null rig")
 }
 
-impl Rig {
+impl<'id> Rig<'_, 'id> {
     #[inline]
     pub fn post(&mut self) {
-        self.ia.ep_post_send(self.ep, &self.seg, 7, CompletionFlags::DEFAULT).expect("post");
+        self.ia.ep_post_send(&self.ep, &self.seg, 7, CompletionFlags::DEFAULT).expect("post");
     }
 
     #[inline]
-    pub fn reap(&mut self) -> Event {
-        self.ia.evd_dequeue(self.evd).expect("dequeue")
+    pub fn reap(&mut self) -> Event<'id> {
+        self.ia.evd_dequeue(&self.evd).expect("dequeue")
     }
 }

@@ -5,11 +5,18 @@
 //! awaits runs the provider's progress when the descriptor wakes it.
 //!
 //! ```no_run
-//! # async fn f<B: udat::Backend>(mut ia: udat::Ia<B>, dto: udat::EvdHandle) -> udat::DatResult<()> {
-//! let cno = ia.cno_async()?;
-//! ia.evd_modify_cno(dto, cno.handle())?;
-//! let event = cno.event(&mut ia, dto).await?;
-//! # Ok(()) }
+//! # fn f<B: udat::Backend>(backend: B) -> udat::DatResult<()> {
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+//! udat::Ia::open(backend, b"mlx5_0", 8, |mut ia| {
+//!     rt.block_on(async {
+//!         let cno = ia.cno_async()?;
+//!         let dto = ia.evd_create(16, Some(cno.cno()), udat::EvdFlags::DTO)?;
+//!         let event = cno.event(&mut ia, &dto).await?;
+//!         # let _ = event;
+//!         Ok(())
+//!     })
+//! })
+//! # }
 //! ```
 
 use std::cell::Cell;
@@ -17,15 +24,16 @@ use std::os::fd::{FromRawFd, OwnedFd};
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
-use udat_core::{CnoHandle, DatError, DatResult, ErrorType, EvdHandle, Event, EventData, EventNumber, Storage};
+use udat_core::{DatError, DatResult, ErrorType, EvdHandle, EventNumber, Storage};
 
-use crate::{Backend, Ia};
+use crate::object::{Cno, Cr, Evd};
+use crate::{Backend, Event, Ia};
 
 /// A CNO an async task can await; see the module documentation. Tie the
-/// EVDs to await to [`AsyncCno::handle`].
+/// EVDs to await to [`AsyncCno::cno`].
 #[derive(Debug)]
-pub struct AsyncCno {
-    cno: CnoHandle,
+pub struct AsyncCno<'id> {
+    cno: Cno<'id>,
     /// A duplicate of the descriptor the IA owns: tokio's registration
     /// lives and dies with it, whatever becomes of the IA's copy.
     fd: AsyncFd<OwnedFd>,
@@ -33,10 +41,10 @@ pub struct AsyncCno {
     wakeups: Cell<u64>,
 }
 
-impl<B: Backend, S: Storage> Ia<B, S> {
+impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     /// A CNO of [`Ia::cno_fd_create`] registered with the tokio reactor of
     /// the calling task (`DAT_INSUFFICIENT_RESOURCES` outside a runtime).
-    pub fn cno_async(&mut self) -> DatResult<AsyncCno> {
+    pub fn cno_async(&mut self) -> DatResult<AsyncCno<'id>> {
         let no_room = DatError::of(ErrorType::InsufficientResources);
         // Registering outside a runtime would panic.
         tokio::runtime::Handle::try_current().map_err(|_| no_room)?;
@@ -60,7 +68,7 @@ impl<B: Backend, S: Storage> Ia<B, S> {
     }
 }
 
-impl AsyncCno {
+impl<'id> AsyncCno<'id> {
     /// How many times the descriptor woke a task so far: with nothing
     /// polled in between, at most one per trigger.
     pub fn wakeups(&self) -> u64 {
@@ -68,16 +76,23 @@ impl AsyncCno {
     }
 
     /// The CNO, for `dat_evd_create` and `dat_evd_modify_cno`.
-    pub fn handle(&self) -> CnoHandle {
-        self.cno
+    pub fn cno(&self) -> &Cno<'id> {
+        &self.cno
+    }
+
+    /// Free the CNO (dat_cno_free(3DAT)), closing its descriptors; a
+    /// refusal gives it back.
+    pub fn free<B: Backend, S: Storage>(self, ia: &mut Ia<'id, B, S>) -> Result<(), crate::Refused<Self>> {
+        let AsyncCno { cno, fd, wakeups } = self;
+        ia.cno_free(cno).map_err(|r| crate::Refused::new(r.error, AsyncCno { cno: r.object, fd, wakeups }))
     }
 
     /// Wait until the CNO is triggered; the EVD that triggered it, which
     /// dat_cno_wait(3DAT) calls "only a hint": every EVD tied to it may
     /// have events.
-    pub async fn triggered<B: Backend, S: Storage>(&self, ia: &mut Ia<B, S>) -> DatResult<EvdHandle> {
+    pub async fn triggered<B: Backend, S: Storage>(&self, ia: &mut Ia<'id, B, S>) -> DatResult<EvdHandle> {
         loop {
-            match ia.cno_trigger(self.cno) {
+            match ia.cno_trigger(&self.cno) {
                 Err(e) if e.error_type() == ErrorType::QueueEmpty => {}
                 done => return done,
             }
@@ -91,8 +106,8 @@ impl AsyncCno {
 
     /// The next event of `evd`, an EVD tied to this CNO (otherwise
     /// `DAT_INVALID_STATE`: nothing would wake the task for it).
-    pub async fn event<B: Backend, S: Storage>(&self, ia: &mut Ia<B, S>, evd: EvdHandle) -> DatResult<Event> {
-        if ia.evd_query(evd, udat_core::EVD_FIELD_ALL)?.cno != self.cno {
+    pub async fn event<B: Backend, S: Storage>(&self, ia: &mut Ia<'id, B, S>, evd: &Evd<'id>) -> DatResult<Event<'id>> {
+        if ia.evd_query(evd)?.cno != self.cno.handle() {
             return Err(DatError::of(ErrorType::InvalidState));
         }
         loop {
@@ -111,9 +126,9 @@ impl AsyncCno {
     /// the error `DAT_INVALID_STATE`, with the event.
     pub async fn established<B: Backend, S: Storage>(
         &self,
-        ia: &mut Ia<B, S>,
-        conn: EvdHandle,
-    ) -> Result<Event, (DatError, Option<Event>)> {
+        ia: &mut Ia<'id, B, S>,
+        conn: &Evd<'id>,
+    ) -> Result<Event<'id>, (DatError, Option<Event<'id>>)> {
         match self.event(ia, conn).await {
             Ok(e) if e.number == EventNumber::ConnectionEstablished => Ok(e),
             Ok(e) => Err((DatError::of(ErrorType::InvalidState), Some(e))),
@@ -121,14 +136,14 @@ impl AsyncCno {
         }
     }
 
-    /// The next connection request on the CR EVD `cr_evd`: its CR handle.
+    /// The next connection request on the CR EVD `cr_evd`.
     pub async fn request<B: Backend, S: Storage>(
         &self,
-        ia: &mut Ia<B, S>,
-        cr_evd: EvdHandle,
-    ) -> DatResult<udat_core::CrHandle> {
+        ia: &mut Ia<'id, B, S>,
+        cr_evd: &Evd<'id>,
+    ) -> DatResult<Cr<'id>> {
         loop {
-            if let EventData::CrArrival { cr, .. } = self.event(ia, cr_evd).await?.data {
+            if let Some(cr) = self.event(ia, cr_evd).await?.cr() {
                 return Ok(cr);
             }
         }

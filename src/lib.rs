@@ -1,187 +1,125 @@
 //! # udat
 //!
 //! A Rust implementation of the DAT/uDAPL RDMA API (Direct Access
-//! Transport) for latency-critical trading and storage engines.
+//! Transport) for latency-critical trading and storage engines, whose safe
+//! face this crate is: the compiler keeps every object with its IA, and
+//! the transport touches only memory the program gave it.
 //!
 //! The examples here run on the mock backend of udat's test kit; a
 //! program opens a real transport the same way (`udat_verbs::Verbs` and a
-//! device name such as `rxe0`):
+//! device name such as `rxe0`, or `udat_mlx5::Mlx5`):
 //!
 //! ```
-//! use udat::{Ia, CloseFlags, EvdFlags, CnoHandle};
+//! use udat::{CloseFlags, EventData, EvdFlags, Ia};
 //! use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
 //!
-//! let mut ia: Ia<MockBackend> = Ia::open(MockBackend::new(), MOCK_IA_NAME, 8)?;
-//! let h = ia.handle();
-//! let pz = ia.pz_create(h)?;
-//! let evd = ia.evd_create(h, 16, CnoHandle::NULL, EvdFlags::SOFTWARE)?;
-//! ia.evd_post_se(evd, 7)?;
-//! assert_eq!(ia.evd_dequeue(evd)?.data, udat::EventData::Software { pointer: 7 });
-//! ia.evd_free(evd)?;
-//! ia.pz_free(pz)?;
-//! ia.close(CloseFlags::Graceful).map_err(|(_, e)| e)?;
+//! Ia::open(MockBackend::new(), MOCK_IA_NAME, 8, |mut ia| {
+//!     let pz = ia.pz_create()?;
+//!     let evd = ia.evd_create(16, None, EvdFlags::SOFTWARE)?;
+//!     ia.evd_post_se(&evd, 7)?;
+//!     assert_eq!(ia.evd_dequeue(&evd)?.data, EventData::Software { pointer: 7 });
+//!     ia.evd_free(evd)?;
+//!     ia.pz_free(pz)?;
+//!     ia.close(CloseFlags::Graceful)?;
+//!     Ok(())
+//! })?;
 //! # Ok::<(), udat::DatError>(())
 //! ```
 //!
-//! [`Ia`] is an open Interface Adapter: it owns the provider that holds
-//! every DAT object of the IA, closes it abruptly when dropped (nothing
-//! leaks), and gives the whole DAT API through `Deref` to
-//! [`udat_core::Provider`], whose methods are named for the DAT calls and
-//! cite their man pages. Every call returns `Result<_, DatError>`; the
-//! error carries the exact `DAT_RETURN` of `<dat2/dat_error.h>`.
+//! ## Objects
 //!
-//! Handles are plain values, checked on every use: a handle whose object
-//! was freed is refused with `DAT_INVALID_HANDLE`, even after its slot
-//! holds a new object. They are meaningful only to the `Ia` that made them.
+//! [`Ia::open`] opens an Interface Adapter and runs a closure on it. Every
+//! object the IA makes ([`Pz`], [`Lmr`], [`Rmr`], [`Evd`], [`Cno`], [`Ep`],
+//! [`Psp`], [`Rsp`], [`Srq`], [`Cr`]) carries the closure's lifetime
+//! `'id`, which is the IA's alone: an object cannot be used on another IA
+//! or outlive the closure. The methods of [`Ia`] are named for the DAT
+//! calls and cite their man pages, so C code ports line by line; every one
+//! returns `Result<_, DatError>` with the exact `DAT_RETURN` of
+//! `<dat2/dat_error.h>`. A free takes the object and gives it back in
+//! [`Refused`] when DAT refuses. Dropping an object frees nothing; the IA's
+//! close frees what is left, and dropping the IA closes it abruptly.
+//!
+//! ## Memory
+//!
+//! What the transport may read or write is memory handed to the IA, for
+//! as long as it is registered ([`memory`] says how): a [`Buffer`] made
+//! from a `Vec<u8>`, a `Box<[u8]>`, a `&'static mut [u8]` or an aligned
+//! allocation of udat's. Memory given up to the IA ([`Ia::lmr_create`])
+//! takes any privileges and is named by [`Local`] and [`Target`] segments;
+//! kept memory ([`Ia::lmr_create_seg`]) comes back as a [`Seg`] that owns
+//! its bytes, and a receive or an RDMA read into a `Seg` takes it until its
+//! completion event gives it back:
+//!
+//! ```
+//! use udat::*;
+//! use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
+//!
+//! Ia::open(MockBackend::new(), MOCK_IA_NAME, 8, |mut ia| {
+//!     let pz = ia.pz_create()?;
+//!     let dto = ia.evd_create(8, None, EvdFlags::DTO)?;
+//!     let conn = ia.evd_create(8, None, EvdFlags::CONNECTION)?;
+//!     let ep = ia.ep_create(&pz, &dto, &dto, Some(&conn), None)?;
+//!     let (_lmr, seg) = ia.lmr_create_seg(vec![0u8; 64], &pz)?;
+//!     // Connect, then drop the connection: a receive posted now is
+//!     // flushed, and its completion hands the segment back.
+//!     let peer = IaAddress::default();
+//!     ia.ep_connect(&ep, &peer, 1, TIMEOUT_INFINITE, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT)?;
+//!     ia.ep_disconnect(&ep, CloseFlags::Abrupt)?;
+//!     ia.ep_post_recv_seg(&ep, seg, 9, CompletionFlags::DEFAULT)?;
+//!     let done = ia.evd_dequeue(&dto)?;
+//!     assert!(matches!(done.data, EventData::Dto { cookie: 9, status: DtoStatus::Flushed, .. }));
+//!     let seg = done.seg.expect("the receive's segment");
+//!     assert_eq!(seg.len(), 64);
+//!     Ok(())
+//! })?;
+//! # Ok::<(), udat::DatError>(())
+//! ```
+//!
+//! ## Threads
+//!
+//! Every call takes the IA by `&mut`: one thread at a time. An `Ia` is
+//! `Send` when its transport and storage are, so a program may hand it to
+//! a scoped thread (`std::thread::scope`), and the objects, segments and
+//! events are `Send` and `Sync`: handles and owned memory, nothing shared
+//! behind them. Posts on different EPs from different threads at once want
+//! one IA per thread: each has its own provider, queues and transport
+//! objects, which is what the C ABI's thread-safe provider gives each
+//! object with a lock of its own (`capi/src/lock.rs`). A shared Rust IA
+//! would need those locks here too, and the core's shared posts, whose
+//! contract (the caller holds the object's lock while the core reaches it
+//! through a shared provider) a safe wrapper must keep; it is not offered
+//! yet, as an IA per thread costs nothing on the data path.
+//!
+//! The modules hold: [`memory`] the buffers and segments, [`fast`] the
+//! fast path (segments and an EP checked once for a run of posts),
+//! [`notify`] the descriptor behind `dat_cno_fd_create`, and `aio` (the
+//! `tokio` feature) awaiting a CNO from async Rust.
 
 #![warn(missing_docs)]
 
-use core::ops::{Deref, DerefMut};
-
 pub use udat_core::backend::{self, Backend};
 pub use udat_core::types::*;
-pub use udat_core::*;
+pub use udat_core::{
+    AnyHandle, CnoHandle, CnoParam, CrHandle, CrParam, DatError, DatResult, EpChanges, EpHandle, EpParam, ErrorType,
+    EvdHandle, EvdParam, EvdState, EventData, EventNumber, IaHandle, Inline, Kind, LmrHandle, LmrParam, PspHandle,
+    PspParam, PzHandle, PzParam, RmrHandle, RmrParam, RspHandle, RspParam, SrqHandle, SrqParam, Storage, Subtype,
+    ANY_CONN_QUAL, TIMEOUT_INFINITE,
+};
 
 #[cfg(feature = "tokio")]
 pub mod aio;
+mod ep;
+mod evd;
+pub mod fast;
+mod ia;
+mod lmr;
+pub mod memory;
 pub mod notify;
+mod object;
+mod post;
 
-use notify::Notifier;
-
-/// An open Interface Adapter and everything created on it.
-///
-/// `S` is where its objects and events live: by default [`Inline`] room
-/// for 64 objects of each kind and 1,024 queued events, fixed at compile
-/// time (`Ia<B, Inline<N, E>>` for other sizes), or any [`Storage`] given
-/// to [`Ia::open_in`]. Nothing is allocated after the open.
-pub struct Ia<B: Backend, S: Storage = Inline<64, 1024>> {
-    provider: Box<Provider<B, S>>,
-    ia: IaHandle,
-    async_evd: EvdHandle,
-    open: bool,
-    /// The descriptors of the CNOs made by [`Ia::cno_fd_create`].
-    notifiers: Vec<(CnoHandle, Notifier)>,
-}
-
-impl<B: Backend, S: Storage> Ia<B, S> {
-    /// dat_ia_open(3DAT): open the IA `name` of `backend`, with a provider
-    /// async EVD of at least `async_evd_qlen` events.
-    pub fn open(backend: B, name: &[u8], async_evd_qlen: u32) -> DatResult<Self>
-    where
-        S: Default,
-    {
-        Self::open_in(backend, S::default(), name, async_evd_qlen)
-    }
-
-    /// [`Ia::open`], with the objects and events in `storage`: running out
-    /// of room is `DAT_INSUFFICIENT_RESOURCES`.
-    ///
-    /// ```
-    /// use udat::{ErrorType, Ia, Inline};
-    /// use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
-    ///
-    /// // Two objects of each kind, 16 events.
-    /// let mut ia = Ia::open_in(MockBackend::new(), Inline::<2, 16>, MOCK_IA_NAME, 4)?;
-    /// let h = ia.handle();
-    /// ia.pz_create(h)?;
-    /// ia.pz_create(h)?;
-    /// assert_eq!(ia.pz_create(h).unwrap_err().error_type(), ErrorType::InsufficientResources);
-    /// # Ok::<(), udat::DatError>(())
-    /// ```
-    pub fn open_in(backend: B, storage: S, name: &[u8], async_evd_qlen: u32) -> DatResult<Self> {
-        let mut provider = Box::new(Provider::with_storage(backend, storage));
-        let (ia, async_evd) = provider.ia_open(name, AsyncEvd::Create { min_qlen: async_evd_qlen })?;
-        Ok(Ia { provider, ia, async_evd, open: true, notifiers: Vec::new() })
-    }
-
-    /// The IA's handle, for the calls that take one.
-    pub fn handle(&self) -> IaHandle {
-        self.ia
-    }
-
-    /// The async EVD `open` created.
-    pub fn async_evd(&self) -> EvdHandle {
-        self.async_evd
-    }
-
-    /// DAT 2.0's `dat_cno_fd_create`: a CNO, and a descriptor that is
-    /// readable when it may have been triggered, for an event loop to
-    /// sleep on. When it is, [`Provider::cno_trigger`] says which EVD
-    /// triggered the CNO, or `DAT_QUEUE_EMPTY` when the wake-up was the
-    /// transport's for another CNO. The descriptor is the IA's: it stays
-    /// open until [`Ia::cno_free`] or the close of the IA.
-    ///
-    /// A transport with no descriptors (the mock) is
-    /// `DAT_NOT_IMPLEMENTED`; a descriptor the system refuses is
-    /// `DAT_INSUFFICIENT_RESOURCES`.
-    pub fn cno_fd_create(&mut self) -> DatResult<(CnoHandle, std::os::fd::RawFd)> {
-        let transport = self.provider.wait_fds(self.ia)?;
-        if transport.is_empty() {
-            return Err(DatError::of(ErrorType::NotImplemented));
-        }
-        let notifier = Notifier::new(transport).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
-        let cno = self.provider.cno_create(self.ia, None)?;
-        if let Err(e) = self.provider.cno_signal(cno, Some(notifier.signal())) {
-            let _ = self.provider.cno_free(cno);
-            return Err(e);
-        }
-        let fd = notifier.fd();
-        self.notifiers.push((cno, notifier));
-        Ok((cno, fd))
-    }
-
-    /// dat_cno_free(3DAT), closing the descriptor of a CNO made by
-    /// [`Ia::cno_fd_create`].
-    pub fn cno_free(&mut self, cno: CnoHandle) -> DatResult<()> {
-        self.provider.cno_free(cno)?;
-        // The CNO is gone, and its signal with it: the descriptors may go.
-        self.notifiers.retain(|(c, _)| *c != cno);
-        Ok(())
-    }
-
-    /// dat_ia_close(3DAT). A refused graceful close gives the IA back with
-    /// the error, every object intact.
-    pub fn close(mut self, flags: CloseFlags) -> Result<(), (Self, DatError)> {
-        match self.provider.ia_close(self.ia, flags) {
-            Ok(()) => {
-                self.open = false;
-                // The CNOs went with the IA: their descriptors may close.
-                self.notifiers.clear();
-                Ok(())
-            }
-            Err(e) => Err((self, e)),
-        }
-    }
-}
-
-impl<B: Backend, S: Storage> Drop for Ia<B, S> {
-    /// An IA still open is closed abruptly: every object it holds is
-    /// destroyed in dependency order and every transport resource released.
-    fn drop(&mut self) {
-        if self.open {
-            // The handle is this IA's own and still open: the abrupt close
-            // cannot be refused.
-            let _ = self.provider.ia_close(self.ia, CloseFlags::Abrupt);
-        }
-    }
-}
-
-impl<B: Backend, S: Storage> Deref for Ia<B, S> {
-    type Target = Provider<B, S>;
-
-    fn deref(&self) -> &Self::Target {
-        &self.provider
-    }
-}
-
-impl<B: Backend, S: Storage> DerefMut for Ia<B, S> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.provider
-    }
-}
-
-impl<B: Backend, S: Storage> core::fmt::Debug for Ia<B, S> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Ia").field("ia", &self.ia).field("provider", &self.provider).finish()
-    }
-}
+pub use evd::Event;
+pub use ia::Ia;
+pub use lmr::Lmr;
+pub use memory::{Buffer, Local, Seg, Target};
+pub use object::{Cno, Cr, Ep, Evd, Psp, Pz, Refused, Rmr, Rsp, Srq};

@@ -1,48 +1,224 @@
-//! The owning Rust API: `udat::Ia`.
+//! The safe Rust API, `udat::Ia`, on the mock backend: objects, refusals
+//! that give back what they were given, and memory that comes back only
+//! when the transport is done with it.
 use udat::*;
 use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
 
+/// Run `test` on an IA of the mock.
+fn mock<R>(test: impl for<'id> FnOnce(Ia<'id, MockBackend>) -> DatResult<R>) -> R {
+    Ia::open(MockBackend::new(), MOCK_IA_NAME, 4, test).unwrap()
+}
+
+/// An EP of `ia` that connected and lost its connection: what it is
+/// given completes at once, flushed, as dat_ep_disconnect(3DAT) says.
+fn disconnected<'id>(ia: &mut Ia<'id, MockBackend>, pz: &Pz<'id>, dto: &Evd<'id>) -> DatResult<Ep<'id>> {
+    let conn = ia.evd_create(4, None, EvdFlags::CONNECTION)?;
+    let ep = ia.ep_create(pz, dto, dto, Some(&conn), None)?;
+    ia.ep_connect(&ep, &IaAddress::default(), 1, TIMEOUT_INFINITE, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT)?;
+    ia.ep_disconnect(&ep, CloseFlags::Abrupt)?;
+    Ok(ep)
+}
+
 #[test]
 fn ia_open_unknown_name_is_provider_not_found() {
-    let e = Ia::<MockBackend>::open(MockBackend::new(), b"mlx5_9", 4).unwrap_err();
+    let e = Ia::open(MockBackend::new(), b"mlx5_9", 4, |_| Ok(())).unwrap_err();
     assert_eq!(e.error_type(), ErrorType::ProviderNotFound);
     assert_eq!(e.to_raw(), 0x800a_0000);
 }
 
 #[test]
 fn graceful_close_refused_returns_the_ia_intact() {
-    let mut ia: Ia<MockBackend> = Ia::open(MockBackend::new(), MOCK_IA_NAME, 4).unwrap();
-    let h = ia.handle();
-    let pz = ia.pz_create(h).unwrap();
-    let (mut ia, e) = ia.close(CloseFlags::Graceful).unwrap_err();
-    assert_eq!(e.error_type(), ErrorType::InvalidState);
-    ia.pz_free(pz).unwrap();
-    ia.close(CloseFlags::Graceful).unwrap();
-}
-
-#[test]
-fn errors_work_with_question_mark_into_std_error() {
-    fn run() -> Result<(), Box<dyn std::error::Error>> {
-        let mut ia: Ia<MockBackend> = Ia::open(MockBackend::new(), MOCK_IA_NAME, 4)?;
-        ia.pz_free(PzHandle::NULL)?;
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        let Refused { object: mut ia, error } = ia.close(CloseFlags::Graceful).unwrap_err();
+        assert_eq!(error.error_type(), ErrorType::InvalidState);
+        ia.pz_free(pz)?;
+        ia.close(CloseFlags::Graceful)?;
         Ok(())
-    }
-    let e = run().unwrap_err();
-    assert_eq!(e.to_string(), "DAT_INVALID_HANDLE(DAT_INVALID_HANDLE_PZ)");
+    })
 }
 
 #[test]
-fn dropping_an_open_ia_releases_everything() {
-    let mut ia: Ia<MockBackend> = Ia::open(MockBackend::new(), MOCK_IA_NAME, 4).unwrap();
-    let h = ia.handle();
-    let pz = ia.pz_create(h).unwrap();
-    let evd = ia.evd_create(h, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
-    ia.lmr_create(h, MemType::Virtual { address: 0x1000, length: 64 }, pz, MemPriv::ALL).unwrap();
-    ia.ep_create(h, pz, evd, evd, EvdHandle::NULL, None).unwrap();
-    assert_eq!(ia.backend().live_mrs, 1);
-    // Drop closes abruptly; the provider goes with it. Check through a
-    // second IA on the same provider type that nothing is shared.
-    drop(ia);
-    let again: Ia<MockBackend> = Ia::open(MockBackend::new(), MOCK_IA_NAME, 4).unwrap();
-    assert_eq!(again.backend().live_mrs, 0);
+fn a_refused_free_gives_the_object_back_and_errors_reach_std_error() {
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        let lmr = ia.lmr_create(vec![0u8; 64], &pz, MemPriv::ALL)?;
+        // dat_pz_free(3DAT): a PZ an LMR uses is not freed.
+        let refused = ia.pz_free(pz).unwrap_err();
+        assert_eq!(refused.error.subtype(), Subtype::InvalidStatePzInUse);
+        let pz = refused.object;
+        let as_std: Result<(), Box<dyn std::error::Error>> = ia.pz_free(pz).map_err(Into::into);
+        assert_eq!(as_std.unwrap_err().to_string(), "DAT_INVALID_STATE(DAT_INVALID_STATE_PZ_IN_USE)");
+        ia.lmr_free(lmr)?;
+        Ok(())
+    })
+}
+
+#[test]
+fn given_up_memory_comes_back_from_lmr_free_as_it_was() {
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        let lmr = ia.lmr_create((0..=255u8).collect::<Vec<u8>>(), &pz, MemPriv::ALL)?;
+        assert_eq!(lmr.registered_size(), 256);
+        assert_eq!(ia.lmr_query(&lmr)?.mem_privileges, MemPriv::ALL);
+        let remote = lmr.remote(16, 8).expect("remote privileges give an rmr_context");
+        assert_eq!(remote.virtual_address, lmr.registered_address() + 16);
+        let memory = ia.lmr_free(lmr)?.expect("nothing else holds it");
+        assert!(memory.iter().enumerate().all(|(i, &b)| b == i as u8));
+        Ok(())
+    })
+}
+
+#[test]
+fn a_refused_registration_gives_the_memory_back() {
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        // dat_lmr_create(3DAT): no bytes is an invalid length.
+        let refused = ia.lmr_create(Vec::new(), &pz, MemPriv::ALL).unwrap_err();
+        assert_eq!(refused.error.error_type(), ErrorType::InvalidParameter);
+        let refused = ia.lmr_create(vec![1, 2, 3], &pz, MemPriv(0x4)).unwrap_err();
+        assert_eq!(&refused.object[..], &[1, 2, 3]);
+        Ok(())
+    })
+}
+
+#[test]
+fn kept_memory_is_local_and_written_only_through_its_segments() {
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        let (lmr, seg) = ia.lmr_create_seg(vec![0u8; 128], &pz)?;
+        assert_eq!(lmr.rmr_context(), None, "no remote privileges");
+        assert_eq!(ia.lmr_query(&lmr)?.mem_privileges, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+        assert_eq!(lmr.target(0, 64).unwrap_err().error_type(), ErrorType::PrivilegesViolation);
+        let (mut head, tail) = seg.split_at(100).unwrap();
+        head.fill(1);
+        assert_eq!((head.len(), tail.len()), (100, 28));
+        let whole = head.join(tail).unwrap();
+        assert_eq!(whole.iter().filter(|&&b| b == 1).count(), 100);
+        let whole = whole.split_at(129).unwrap_err();
+        // A Seg is still out: the registration goes, the memory stays
+        // with the segment.
+        assert!(ia.lmr_free(lmr)?.is_none());
+        assert_eq!(whole.len(), 128);
+        Ok(())
+    })
+}
+
+#[test]
+fn segments_of_two_lmrs_do_not_join() {
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        let (_a, a) = ia.lmr_create_seg(vec![0u8; 64], &pz)?;
+        let (_b, b) = ia.lmr_create_seg(vec![0u8; 64], &pz)?;
+        let (b, a) = b.join(a).unwrap_err();
+        assert!(a.join(b).is_err());
+        Ok(())
+    })
+}
+
+#[test]
+fn a_receive_into_a_seg_gives_it_back_with_its_completion_and_cookie() {
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        let dto = ia.evd_create(8, None, EvdFlags::DTO)?;
+        let ep = disconnected(&mut ia, &pz, &dto)?;
+        let (_lmr, seg) = ia.lmr_create_seg(vec![5u8; 64], &pz)?;
+        let (first, second) = seg.split_at(32).unwrap();
+        ia.ep_post_recv_seg(&ep, first, u64::MAX, CompletionFlags::DEFAULT)?;
+        ia.ep_post_recv_seg(&ep, second, 0, CompletionFlags::DEFAULT)?;
+        let a = ia.evd_dequeue(&dto)?;
+        let b = ia.evd_dequeue(&dto)?;
+        assert!(matches!(a.data, EventData::Dto { cookie: u64::MAX, status: DtoStatus::Flushed, .. }));
+        assert!(matches!(b.data, EventData::Dto { cookie: 0, status: DtoStatus::Flushed, .. }));
+        let whole = a.seg.unwrap().join(b.seg.unwrap()).unwrap();
+        assert!(whole.iter().all(|&b| b == 5));
+        Ok(())
+    })
+}
+
+#[test]
+fn a_receive_into_given_up_memory_keeps_its_cookie() {
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        let dto = ia.evd_create(8, None, EvdFlags::DTO)?;
+        let ep = disconnected(&mut ia, &pz, &dto)?;
+        let lmr = ia.lmr_create(vec![0u8; 64], &pz, MemPriv::ALL)?;
+        ia.ep_post_recv(&ep, &[lmr.target(0, 64)?], 77, CompletionFlags::DEFAULT)?;
+        let done = ia.evd_dequeue(&dto)?;
+        assert!(matches!(done.data, EventData::Dto { cookie: 77, op: DtoOp::Receive, .. }));
+        assert!(done.seg.is_none());
+        Ok(())
+    })
+}
+
+#[test]
+fn a_read_that_would_not_complete_is_refused_and_its_segment_given_back() {
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        let dto = ia.evd_create(8, None, EvdFlags::DTO)?;
+        let ep = disconnected(&mut ia, &pz, &dto)?;
+        let (_lmr, seg) = ia.lmr_create_seg(vec![0u8; 64], &pz)?;
+        let remote = RmrTriplet { rmr_context: 1, virtual_address: 0x1000, segment_length: 64 };
+        let refused = ia.ep_post_rdma_read_seg(&ep, seg, 1, &remote, CompletionFlags::SUPPRESS).unwrap_err();
+        assert_eq!(refused.error, DatError::invalid_arg(6));
+        let lmr = ia.lmr_create(vec![0u8; 64], &pz, MemPriv::ALL)?;
+        let target = lmr.target(0, 64)?;
+        let e = ia.ep_post_rdma_read(&ep, &[target], 2, &remote, CompletionFlags::SUPPRESS).unwrap_err();
+        assert_eq!(e, DatError::invalid_arg(6));
+        // Signalled, the read is posted, flushed, and its segment returns.
+        ia.ep_post_rdma_read_seg(&ep, refused.object, 3, &remote, CompletionFlags::DEFAULT)?;
+        let done = ia.evd_dequeue(&dto)?;
+        assert!(matches!(done.data, EventData::Dto { cookie: 3, op: DtoOp::RdmaRead, .. }));
+        assert_eq!(done.seg.map(|s| s.len()), Some(64));
+        Ok(())
+    })
+}
+
+#[test]
+fn a_send_names_its_segment_and_keeps_the_post_rules() {
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        let dto = ia.evd_create(8, None, EvdFlags::DTO)?;
+        let ep = ia.ep_create(&pz, &dto, &dto, None, None)?;
+        let (_lmr, seg) = ia.lmr_create_seg(vec![0u8; 64], &pz)?;
+        // dat_ep_post_send(3DAT): an Unconnected EP is DAT_INVALID_STATE.
+        let e = ia.ep_post_send(&ep, &[seg.local()], 1, CompletionFlags::DEFAULT).unwrap_err();
+        assert_eq!(e.error_type(), ErrorType::InvalidState);
+        let dto2 = ia.evd_create(8, None, EvdFlags::DTO)?;
+        let ep2 = disconnected(&mut ia, &pz, &dto2)?;
+        ia.ep_post_send(&ep2, &[seg.local()], 4, CompletionFlags::DEFAULT)?;
+        assert!(matches!(ia.evd_dequeue(&dto2)?.data, EventData::Dto { cookie: 4, op: DtoOp::Send, .. }));
+        Ok(())
+    })
+}
+
+#[test]
+fn an_aligned_buffer_starts_on_its_boundary() {
+    let page = Buffer::aligned(8192, 4096).unwrap();
+    assert_eq!(page.as_ptr() as usize % 4096, 0);
+    assert!(page.iter().all(|&b| b == 0));
+    assert!(Buffer::aligned(64, 3).is_none());
+    assert!(Buffer::aligned(0, 64).is_none());
+}
+
+#[test]
+fn an_evd_tied_to_a_cno_is_not_freed_before_it() {
+    mock(|mut ia| {
+        let cno = ia.cno_create()?;
+        let evd = ia.evd_create(4, Some(&cno), EvdFlags::SOFTWARE)?;
+        // dat_cno_free(3DAT): refused while an EVD is tied to it.
+        let cno = ia.cno_free(cno).unwrap_err().object;
+        ia.evd_modify_cno(&evd, None)?;
+        ia.cno_free(cno)?;
+        ia.evd_free(evd)?;
+        Ok(())
+    })
+}
+
+#[test]
+fn the_mock_has_no_cno_descriptor() {
+    mock(|mut ia| {
+        assert_eq!(ia.cno_fd_create().unwrap_err().error_type(), ErrorType::NotImplemented);
+        Ok(())
+    })
 }

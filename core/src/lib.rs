@@ -17,7 +17,8 @@
 //! let (ia, _async_evd) = p.ia_open(MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 })?;
 //! let pz = p.pz_create(ia)?;
 //! let region = MemType::Virtual { address: 0x10_0000, length: 4096 };
-//! let lmr = p.lmr_create(ia, region, pz, MemPriv::ALL)?;
+//! // SAFETY: the mock backend never reads or writes the memory it is given.
+//! let lmr = unsafe { p.lmr_create(ia, region, pz, MemPriv::ALL)? };
 //!
 //! assert_eq!(p.pz_free(pz).unwrap_err().subtype(), Subtype::InvalidStatePzInUse);
 //! p.lmr_free(lmr.lmr)?;
@@ -51,8 +52,11 @@
 //! events reach the EVDs when the consumer dequeues, waits or posts; no
 //! thread runs behind its back.
 //!
-//! The one `unsafe` is in [`slab`]: an object reached through a shared
-//! provider by the thread that holds its lock ([`shared`]).
+//! The one `unsafe` block is in [`slab`]: an object reached through a
+//! shared provider by the thread that holds its lock ([`shared`]).
+//! Registering memory is an `unsafe fn` ([`Provider::lmr_create`]): the
+//! transport will read and write what it names, so its caller vouches for
+//! that memory, and every other call stays safe.
 #![no_std]
 #![deny(unsafe_code)]
 #![warn(missing_debug_implementations, rust_2018_idioms)]

@@ -77,7 +77,26 @@ pub struct LmrParam {
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_lmr_create(3DAT): register memory in `pz`.
-    pub fn lmr_create(
+    ///
+    /// # Safety
+    ///
+    /// A registration lets the transport read and write the memory it
+    /// names, through this IA's posts and, with remote privileges, through
+    /// a peer's RDMA, with no further check that Rust's rules hold there.
+    /// For [`MemType::Virtual`] and [`MemType::SharedVirtual`] the caller
+    /// guarantees that, from this call until the LMR is freed (by
+    /// [`Provider::lmr_free`] or the IA's close) or the provider is dropped:
+    /// - `address..address + length` is memory of this process that stays
+    ///   allocated and mapped;
+    /// - the program makes no reference to a byte of it that a DTO or a
+    ///   peer may write while the reference lives, nor reads such a byte
+    ///   through a reference while a DTO that writes it is outstanding
+    ///   (its completion event ends it).
+    ///
+    /// [`MemType::Lmr`] registers memory already registered, under the
+    /// same contract, which its first registration's caller took on.
+    #[allow(unsafe_code)]
+    pub unsafe fn lmr_create(
         &mut self,
         ia_h: IaHandle,
         mem_type: MemType,

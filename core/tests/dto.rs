@@ -134,7 +134,8 @@ fn dat_ep_post_lmr_of_another_pz_is_protection_violation() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let pz2 = fx.p.pz_create(fx.ia).unwrap();
-    let other = fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::ALL).unwrap();
+    let other =
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::ALL).unwrap();
     let seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: other.lmr_context };
     assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
     let bogus = LmrTriplet { lmr_context: 0x1234_5678, ..fx.seg(0, 8) };
@@ -146,9 +147,11 @@ fn dat_ep_post_missing_local_privilege_is_privileges_violation() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let ro =
-        fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ).unwrap();
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ)
+            .unwrap();
     let wo =
-        fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE).unwrap();
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE)
+            .unwrap();
     let ro_seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
     let wo_seg = LmrTriplet { virtual_address: 0x9000, segment_length: 8, lmr_context: wo.lmr_context };
     // Send and RDMA write read local memory; receive and RDMA read write it.

@@ -84,7 +84,8 @@ fn an_atomic_needs_eight_aligned_bytes_and_a_writable_result() {
     assert_eq!(ty(fx.p.ep_post_fetch_add(ep, 1, &fx.seg(0, 8), 1, &odd, flags())), ErrorType::InvalidParameter);
     // The result is written locally: local write, like an RDMA read.
     let ro =
-        fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ).unwrap();
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ)
+            .unwrap();
     let ro_seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
     assert_eq!(ty(fx.p.ep_post_compare_swap(ep, 1, 2, &ro_seg, 1, &remote, flags())), ErrorType::PrivilegesViolation);
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
@@ -99,7 +100,7 @@ fn atomics_on_a_transport_without_them_are_not_implemented() {
     assert!(!p.ia_query(ia).unwrap().1.atomics);
     let pz = p.pz_create(ia).unwrap();
     let evd = p.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::DTO | EvdFlags::CONNECTION).unwrap();
-    let lmr = p.lmr_create(ia, MemType::Virtual { address: BUF, length: BUF_LEN }, pz, MemPriv::ALL).unwrap();
+    let lmr = p.mock_lmr_create(ia, MemType::Virtual { address: BUF, length: BUF_LEN }, pz, MemPriv::ALL).unwrap();
     let ep = p.ep_create(ia, pz, evd, evd, EvdHandle::NULL, None).unwrap();
     let remote = IaAddress::default();
     p.ep_connect(ep, &remote, 1, 1000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
@@ -117,7 +118,7 @@ fn remote_atomic_privilege_makes_an_lmr_remotely_reachable() {
     let mut fx = Fx::new();
     let region = MemType::Virtual { address: 0x8000, length: 64 };
     let lmr =
-        fx.p.lmr_create(fx.ia, region, fx.pz, MemPriv(MemPriv::LOCAL_WRITE.0 | MemPriv::REMOTE_ATOMIC.0)).unwrap();
+        fx.p.mock_lmr_create(fx.ia, region, fx.pz, MemPriv(MemPriv::LOCAL_WRITE.0 | MemPriv::REMOTE_ATOMIC.0)).unwrap();
     assert!(lmr.rmr_context.is_some(), "an atomic target needs an RMR context");
     let q = fx.p.lmr_query(lmr.lmr, LMR_FIELD_ALL).unwrap();
     assert!(q.mem_privileges.contains(MemPriv::REMOTE_ATOMIC));

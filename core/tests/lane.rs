@@ -123,8 +123,8 @@ fn world(ep: EpCase, seg: SegCase) -> (Fx, EpHandle, LmrTriplet) {
     };
     let other_pz = fx.p.pz_create(fx.ia).unwrap();
     let region = |address| MemType::Virtual { address, length: BUF_LEN };
-    let other = fx.p.lmr_create(fx.ia, region(BUF + BUF_LEN), other_pz, MemPriv::ALL).unwrap();
-    let read_only = fx.p.lmr_create(fx.ia, region(BUF + 2 * BUF_LEN), fx.pz, MemPriv::LOCAL_READ).unwrap();
+    let other = fx.p.mock_lmr_create(fx.ia, region(BUF + BUF_LEN), other_pz, MemPriv::ALL).unwrap();
+    let read_only = fx.p.mock_lmr_create(fx.ia, region(BUF + 2 * BUF_LEN), fx.pz, MemPriv::LOCAL_READ).unwrap();
     let at = |created: &LmrCreated, len| LmrTriplet {
         virtual_address: created.registered_address,
         segment_length: len,
@@ -387,7 +387,7 @@ fn the_lanes_follow_every_change_of_an_eps_state_attributes_and_qp() {
 
     // A freed LMR's segment, a freed EP, an IA closed abruptly.
     let region = MemType::Virtual { address: BUF + BUF_LEN, length: BUF_LEN };
-    let spare = fx.p.lmr_create(fx.ia, region, fx.pz, MemPriv::ALL).unwrap();
+    let spare = fx.p.mock_lmr_create(fx.ia, region, fx.pz, MemPriv::ALL).unwrap();
     let spare_seg = LmrTriplet { lmr_context: spare.lmr_context, ..fx.seg(BUF_LEN, 64) };
     fx.p.lmr_free(spare.lmr).unwrap();
     probe(&mut fx, passive, spare_seg, flags, "LMR free");

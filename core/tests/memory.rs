@@ -55,7 +55,7 @@ fn dat_pz_query_mask_outside_all_is_invalid_parameter() {
 fn dat_lmr_create_no_rmr_context_without_remote_privileges() {
     let mut fx = Fx::new();
     let local =
-        fx.p.lmr_create(
+        fx.p.mock_lmr_create(
             fx.ia,
             MemType::Virtual { address: 0x5000, length: 64 },
             fx.pz,
@@ -65,7 +65,8 @@ fn dat_lmr_create_no_rmr_context_without_remote_privileges() {
     assert_eq!(local.rmr_context, None);
     assert!(fx.lmr.rmr_context.is_some());
     let remote =
-        fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x5000, length: 64 }, fx.pz, MemPriv::REMOTE_WRITE).unwrap();
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x5000, length: 64 }, fx.pz, MemPriv::REMOTE_WRITE)
+            .unwrap();
     assert!(remote.rmr_context.is_some());
 }
 
@@ -83,11 +84,11 @@ fn dat_lmr_create_reports_registered_region() {
 fn dat_lmr_create_bad_privileges_or_length_is_invalid_parameter() {
     let mut fx = Fx::new();
     let region = MemType::Virtual { address: 0x5000, length: 64 };
-    assert_eq!(ty(fx.p.lmr_create(fx.ia, region, fx.pz, MemPriv(0x4))), ErrorType::InvalidParameter);
+    assert_eq!(ty(fx.p.mock_lmr_create(fx.ia, region, fx.pz, MemPriv(0x4))), ErrorType::InvalidParameter);
     let empty = MemType::Virtual { address: 0x5000, length: 0 };
-    assert_eq!(ty(fx.p.lmr_create(fx.ia, empty, fx.pz, MemPriv::ALL)), ErrorType::InvalidParameter);
+    assert_eq!(ty(fx.p.mock_lmr_create(fx.ia, empty, fx.pz, MemPriv::ALL)), ErrorType::InvalidParameter);
     let wraps = MemType::Virtual { address: u64::MAX - 4, length: 64 };
-    assert_eq!(ty(fx.p.lmr_create(fx.ia, wraps, fx.pz, MemPriv::ALL)), ErrorType::InvalidParameter);
+    assert_eq!(ty(fx.p.mock_lmr_create(fx.ia, wraps, fx.pz, MemPriv::ALL)), ErrorType::InvalidParameter);
     assert_eq!(fx.p.backend().live_mrs, 1);
 }
 
@@ -96,14 +97,14 @@ fn dat_lmr_create_pz_of_another_ia_is_invalid_handle() {
     let mut fx = Fx::new();
     let (ia2, _) = fx.p.ia_open(udat_testkit::mock::MOCK_IA_NAME, AsyncEvd::Exists).unwrap();
     let region = MemType::Virtual { address: 0x5000, length: 64 };
-    assert_eq!(ty(fx.p.lmr_create(ia2, region, fx.pz, MemPriv::ALL)), ErrorType::InvalidHandle);
+    assert_eq!(ty(fx.p.mock_lmr_create(ia2, region, fx.pz, MemPriv::ALL)), ErrorType::InvalidHandle);
 }
 
 #[test]
 fn dat_lmr_create_over_an_lmr_takes_its_region() {
     let mut fx = Fx::new();
     let pz2 = fx.p.pz_create(fx.ia).unwrap();
-    let over = fx.p.lmr_create(fx.ia, MemType::Lmr(fx.lmr.lmr), pz2, MemPriv::LOCAL_READ).unwrap();
+    let over = fx.p.mock_lmr_create(fx.ia, MemType::Lmr(fx.lmr.lmr), pz2, MemPriv::LOCAL_READ).unwrap();
     assert_eq!((over.registered_address, over.registered_size), (BUF, BUF_LEN));
     assert_ne!(over.lmr_context, fx.lmr.lmr_context);
 }
@@ -135,7 +136,7 @@ fn dat_lmr_free_then_local_use_is_protection_violation() {
     assert_eq!(ty(fx.p.lmr_query(fx.lmr.lmr, 0)), ErrorType::InvalidHandle);
     // A new LMR in the same slot does not revive the old context.
     let again =
-        fx.p.lmr_create(fx.ia, MemType::Virtual { address: BUF, length: BUF_LEN }, fx.pz, MemPriv::ALL).unwrap();
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: BUF, length: BUF_LEN }, fx.pz, MemPriv::ALL).unwrap();
     assert_ne!(again.lmr_context, seg.lmr_context);
     assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
 }
@@ -151,17 +152,17 @@ fn a_freed_lmr_context_stays_refused_through_many_registrations() {
     let (ia, _) = p.ia_open(udat_testkit::mock::MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 }).unwrap();
     let pz = p.pz_create(ia).unwrap();
     let region = MemType::Virtual { address: BUF, length: BUF_LEN };
-    let first = p.lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
+    let first = p.mock_lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
     p.lmr_free(first.lmr).unwrap();
     let stale = LmrTriplet { virtual_address: BUF, segment_length: 8, lmr_context: first.lmr_context };
     // Under Miri, which interprets every step, a few cycles show the rule.
     let cycles = if cfg!(miri) { 300 } else { 300_000 };
     for cycle in 0..cycles {
-        let lmr = p.lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
+        let lmr = p.mock_lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
         assert_ne!(lmr.lmr_context, first.lmr_context, "cycle {cycle}");
         p.lmr_free(lmr.lmr).unwrap();
     }
-    let held = p.lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
+    let held = p.mock_lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
     assert_eq!(ty(p.lmr_sync_rdma_read(ia, &[stale])), ErrorType::InvalidParameter);
     let live = LmrTriplet { lmr_context: held.lmr_context, ..stale };
     p.lmr_sync_rdma_read(ia, &[live]).unwrap();
@@ -274,7 +275,8 @@ fn dat_rmr_bind_remote_write_needs_local_write_on_lmr() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let ro =
-        fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x7000, length: 256 }, fx.pz, MemPriv::LOCAL_READ).unwrap();
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x7000, length: 256 }, fx.pz, MemPriv::LOCAL_READ)
+            .unwrap();
     let rmr = fx.p.rmr_create(fx.pz).unwrap();
     let t = LmrTriplet { virtual_address: 0x7000, segment_length: 64, lmr_context: ro.lmr_context };
     let r = fx.p.rmr_bind(rmr, ro.lmr, &t, MemPriv::REMOTE_WRITE, ep, 0, CompletionFlags::DEFAULT);
@@ -359,16 +361,18 @@ fn dat_rmr_bind_names_the_live_lmr_of_its_triplet() {
     let bind =
         |fx: &mut Fx, lmr: LmrHandle, t: &LmrTriplet| fx.p.rmr_bind(rmr, lmr, t, read, ep, 0, CompletionFlags::DEFAULT);
     let subtype = |r: DatResult<u32>| r.map_err(|e| (e.error_type(), e.subtype()));
-    let freed = fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 256 }, fx.pz, MemPriv::ALL).unwrap();
+    let freed =
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 256 }, fx.pz, MemPriv::ALL).unwrap();
     fx.p.lmr_free(freed.lmr).unwrap();
     let handle = Err((ErrorType::InvalidHandle, Subtype::InvalidHandleLmr));
     assert_eq!(subtype(bind(&mut fx, freed.lmr, &seg)), handle, "a freed LMR's handle");
     assert_eq!(subtype(bind(&mut fx, LmrHandle::NULL, &seg)), handle, "no LMR");
-    let other = fx.p.lmr_create(fx.ia, MemType::Virtual { address: 0xa000, length: 256 }, fx.pz, MemPriv::ALL).unwrap();
+    let other =
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0xa000, length: 256 }, fx.pz, MemPriv::ALL).unwrap();
     assert_eq!(ty(bind(&mut fx, other.lmr, &seg)), ErrorType::InvalidParameter, "another LMR's triplet");
     let (ia2, _) = fx.p.ia_open(MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 4 }).unwrap();
     let pz2 = fx.p.pz_create(ia2).unwrap();
-    let far = fx.p.lmr_create(ia2, MemType::Virtual { address: 0xb000, length: 256 }, pz2, MemPriv::ALL).unwrap();
+    let far = fx.p.mock_lmr_create(ia2, MemType::Virtual { address: 0xb000, length: 256 }, pz2, MemPriv::ALL).unwrap();
     assert_eq!(subtype(bind(&mut fx, far.lmr, &seg)), handle, "another IA's LMR");
     assert_eq!(fx.p.rmr_query(rmr, 0).unwrap().lmr_triplet, None, "nothing bound");
     let lmr = fx.lmr.lmr;
@@ -409,11 +413,12 @@ fn dat_lmr_create_on_a_transport_that_reads_every_region_has_local_read() {
     let mut p: Box<P> = Box::new(Provider::new(mock));
     let (ia, _) = p.ia_open(udat_testkit::mock::MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 }).unwrap();
     let pz = p.pz_create(ia).unwrap();
-    let wo = p.lmr_create(ia, MemType::Virtual { address: BUF, length: 64 }, pz, MemPriv::LOCAL_WRITE).unwrap();
+    let wo = p.mock_lmr_create(ia, MemType::Virtual { address: BUF, length: 64 }, pz, MemPriv::LOCAL_WRITE).unwrap();
     assert_eq!(p.lmr_query(wo.lmr, LMR_FIELD_ALL).unwrap().mem_privileges, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
     // Where the transport does not, the LMR has what was asked.
     let mut fx = Fx::new();
     let wo =
-        fx.p.lmr_create(fx.ia, MemType::Virtual { address: BUF, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE).unwrap();
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: BUF, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE)
+            .unwrap();
     assert_eq!(fx.p.lmr_query(wo.lmr, LMR_FIELD_ALL).unwrap().mem_privileges, MemPriv::LOCAL_WRITE);
 }

@@ -17,7 +17,6 @@ use args::{Api, Options, Role};
 use c_api::CSide;
 use link::Peer;
 use run::{Measured, Server};
-use rust_api::Side;
 // libudat.a's consumer functions, which `c_api` calls.
 use libudat as _;
 
@@ -124,22 +123,93 @@ fn measure<P: Peer>(mut side: P, o: &Options, address: P::Addr, port: u64) -> Re
     Ok(rows)
 }
 
-/// How each API opens the device `o.device` names.
-fn rust_side(o: &Options) -> Result<Side<udat_verbs::Verbs>, String> {
-    Side::open(udat_verbs::Verbs::new(), &o.device, o.eps, depth(o))
+/// What runs on a side once it is open, whichever API's side it is.
+trait OnSide<A> {
+    type Out;
+    fn run<P: Peer<Addr = A>>(self, side: P) -> Result<Self::Out, String>;
 }
 
-fn c_side(o: &Options) -> Result<CSide, String> {
-    CSide::open(&format!("udat-verbs-{}", o.device), o.eps, depth(o))
+/// How an API opens the device `o.device` names, in the thread that uses
+/// the side, and runs `then` on it. The Rust API's side lives only inside
+/// that call: its objects are branded with its IA.
+trait Open: Copy + Send + 'static {
+    type Addr: Copy + Send + 'static;
+    fn addr_of(ip: [u8; 4]) -> Self::Addr;
+    /// `server`: the side of a loopback server.
+    fn open<W: OnSide<Self::Addr>>(self, o: &Options, server: bool, then: W) -> Result<W::Out, String>;
 }
 
-/// The loopback server's side through the C ABI: a provider of its own
-/// (the device's port named), as a server in another process would have,
-/// so that the two sides do not share one provider's lock.
-fn c_server_side(o: &Options) -> Result<CSide, String> {
-    let name =
-        if o.device.contains(':') { format!("udat-verbs-{}", o.device) } else { format!("udat-verbs-{}:1", o.device) };
-    CSide::open(&name, o.eps, depth(o))
+/// The Rust API over verbs.
+#[derive(Clone, Copy)]
+struct RustApi;
+
+impl Open for RustApi {
+    type Addr = udat::IaAddress;
+
+    fn addr_of(ip: [u8; 4]) -> Self::Addr {
+        udat_verbs::ipv4(ip, 0)
+    }
+
+    fn open<W: OnSide<Self::Addr>>(self, o: &Options, _server: bool, then: W) -> Result<W::Out, String> {
+        rust_api::open(udat_verbs::Verbs::new(), &o.device, o.eps, depth(o), |side| then.run(side))
+    }
+}
+
+/// The C ABI over verbs. A loopback server has a provider of its own (the
+/// device's port named), as a server in another process would have, so
+/// that the two sides do not share one provider's lock.
+#[derive(Clone, Copy)]
+struct CApi;
+
+impl Open for CApi {
+    type Addr = <CSide as Peer>::Addr;
+
+    fn addr_of(ip: [u8; 4]) -> Self::Addr {
+        CSide::addr_of(ip)
+    }
+
+    fn open<W: OnSide<Self::Addr>>(self, o: &Options, server: bool, then: W) -> Result<W::Out, String> {
+        let name = match server {
+            true if !o.device.contains(':') => format!("udat-verbs-{}:1", o.device),
+            _ => format!("udat-verbs-{}", o.device),
+        };
+        then.run(CSide::open(&name, o.eps, depth(o))?)
+    }
+}
+
+/// [`serve`] as what runs on a side.
+struct Serve<A> {
+    o: Options,
+    port: u64,
+    ready: Option<mpsc::Sender<()>>,
+    /// Where a loopback server says its address.
+    address: Option<mpsc::Sender<A>>,
+}
+
+impl<A: Copy + Send + 'static> OnSide<A> for Serve<A> {
+    type Out = ();
+
+    fn run<P: Peer<Addr = A>>(self, side: P) -> Result<(), String> {
+        if let Some(tx) = self.address {
+            let _ = tx.send(side.address()?);
+        }
+        serve(side, &self.o, self.port, self.ready)
+    }
+}
+
+/// [`measure`] as what runs on a side.
+struct Measure<A> {
+    o: Options,
+    address: A,
+    port: u64,
+}
+
+impl<A: Copy + Send + 'static> OnSide<A> for Measure<A> {
+    type Out = Vec<Measured>;
+
+    fn run<P: Peer<Addr = A>>(self, side: P) -> Result<Vec<Measured>, String> {
+        measure(side, &self.o, self.address, self.port)
+    }
 }
 
 /// Add up the threads' figures, size by size: bandwidth and rates sum,
@@ -172,25 +242,22 @@ fn run(o: &Options) -> Result<(), String> {
         return in_rounds(o, model);
     }
     match o.api {
-        Api::Rust => roles(o, rust_side, rust_side),
-        Api::C => roles(o, c_side, c_server_side),
+        Api::Rust => roles(o, RustApi),
+        Api::C => roles(o, CApi),
     }
 }
 
-/// Server, client or loopback over verbs, each side opened by `open` in
-/// the thread that uses it (a loopback server by `open_server`).
-fn roles<P: Peer + 'static>(
-    o: &Options,
-    open: fn(&Options) -> Result<P, String>,
-    open_server: fn(&Options) -> Result<P, String>,
-) -> Result<(), String> {
+/// Server, client or loopback over verbs, each side opened by `api` in
+/// the thread that uses it.
+fn roles<O: Open>(o: &Options, api: O) -> Result<(), String> {
     match o.role {
         Role::Server => {
             pin(o.cpu.map(|c| c + 1), "server");
             let threads: Vec<_> = (0..u64::from(o.threads))
                 .map(|t| {
                     let o = o.clone();
-                    spawn(move || serve(open(&o)?, &o, o.port + t, None))
+                    let port = o.port + t;
+                    spawn(move || api.open(&o.clone(), false, Serve { o, port, ready: None, address: None }))
                 })
                 .collect();
             for t in threads {
@@ -201,12 +268,12 @@ fn roles<P: Peer + 'static>(
         }
         Role::Client(ip) => {
             pin(o.cpu, "client");
-            let rows = threads(o, open, P::addr_of(ip))?;
+            let rows = threads(o, api, O::addr_of(ip))?;
             report(o, &rows, None)
         }
         Role::Loopback => {
             pin(o.cpu, "client");
-            in_rounds(o, |o| loopback(o, open, open_server))
+            in_rounds(o, |o| loopback(o, api))
         }
     }
 }
@@ -236,11 +303,7 @@ fn in_rounds(o: &Options, once: impl Fn(&Options) -> Result<Vec<Measured>, Strin
 
 /// One loopback run over verbs: the servers in threads of their own, the
 /// client's threads against them.
-fn loopback<P: Peer + 'static>(
-    o: &Options,
-    open: fn(&Options) -> Result<P, String>,
-    open_server: fn(&Options) -> Result<P, String>,
-) -> Result<Vec<Measured>, String> {
+fn loopback<O: Open>(o: &Options, api: O) -> Result<Vec<Measured>, String> {
     let mut ready = Vec::new();
     let mut servers = Vec::new();
     let mut address = None;
@@ -250,9 +313,8 @@ fn loopback<P: Peer + 'static>(
         let o2 = o.clone();
         servers.push(spawn(move || {
             pin(o2.cpu.map(|c| c + 1), "server");
-            let side = open_server(&o2)?;
-            let _ = atx.send(side.address()?);
-            serve(side, &o2, o2.port + t, Some(tx))
+            let port = o2.port + t;
+            api.open(&o2.clone(), true, Serve { o: o2, port, ready: Some(tx), address: Some(atx) })
         }));
         address = Some(arx.recv().map_err(|_| "the server did not open its device")?);
         ready.push(rx);
@@ -261,7 +323,7 @@ fn loopback<P: Peer + 'static>(
         r.recv().map_err(|_| "the server did not listen")?;
     }
     let address = address.ok_or("no server")?;
-    let rows = threads(o, open, address);
+    let rows = threads(o, api, address);
     for s in servers {
         s.join().map_err(|_| "a server thread panicked")??;
     }
@@ -269,15 +331,12 @@ fn loopback<P: Peer + 'static>(
 }
 
 /// The client's threads, each with its own IA, on ports from `o.port`.
-fn threads<P: Peer + 'static>(
-    o: &Options,
-    open: fn(&Options) -> Result<P, String>,
-    address: P::Addr,
-) -> Result<Vec<Measured>, String> {
+fn threads<O: Open>(o: &Options, api: O, address: O::Addr) -> Result<Vec<Measured>, String> {
     let handles: Vec<_> = (0..u64::from(o.threads))
         .map(|t| {
             let o = o.clone();
-            spawn(move || measure(open(&o)?, &o, address, o.port + t))
+            let port = o.port + t;
+            spawn(move || api.open(&o.clone(), false, Measure { o, address, port }))
         })
         .collect();
     let mut all = Vec::new();
@@ -293,9 +352,11 @@ fn model(o: &Options) -> Result<Vec<Measured>, String> {
         Api::Rust => {
             let hca = udat_mlx5_model::SoftHca::new();
             let d = depth(o);
-            let server = Side::open(udat_mlx5::Mlx5::<_>::new(hca.clone()), "mlx5_model0", o.eps, d)?;
-            let client = Side::open(udat_mlx5::Mlx5::<_>::new(hca), "mlx5_model1", o.eps, d)?;
-            model_loopback(o, server, client)
+            rust_api::open(udat_mlx5::Mlx5::<_>::new(hca.clone()), "mlx5_model0", o.eps, d, |server| {
+                rust_api::open(udat_mlx5::Mlx5::<_>::new(hca), "mlx5_model1", o.eps, d, |client| {
+                    model_loopback(o, server, client)
+                })
+            })
         }
         // One provider, hence one software HCA, serves both IAs.
         Api::C => {
@@ -307,7 +368,11 @@ fn model(o: &Options) -> Result<Vec<Measured>, String> {
 
 /// Both sides on the software HCA, which runs in this thread: the
 /// server's step runs between the client's spins.
-fn model_loopback<P: Peer>(o: &Options, mut server_side: P, mut client_side: P) -> Result<Vec<Measured>, String> {
+fn model_loopback<S: Peer, C: Peer<Addr = S::Addr>>(
+    o: &Options,
+    mut server_side: S,
+    mut client_side: C,
+) -> Result<Vec<Measured>, String> {
     if o.threads > 1 {
         return Err("the software HCA runs in one thread: drop --threads".into());
     }

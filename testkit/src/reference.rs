@@ -138,7 +138,9 @@ impl World {
             Op::CreateLmr(i) => {
                 let i = i.checked_rem(self.m.pzs.len())?;
                 let region = MemType::Virtual { address: 0x1000 * (i as u64 + 1), length: 0x1000 };
-                let r = self.p.lmr_create(self.ia, region, self.m.pzs[i].0, MemPriv::ALL);
+                // SAFETY: the mock backend never reads or writes the memory
+                // it registers.
+                let r = unsafe { self.p.lmr_create(self.ia, region, self.m.pzs[i].0, MemPriv::ALL) };
                 let want = if self.m.lmrs.len() < N { Ok(()) } else { Err(InsufficientResources) };
                 if let Ok(c) = r {
                     self.m.lmrs.push((c.lmr, i, c.registered_address));

@@ -31,9 +31,10 @@ pub const PORT: u64 = 18515;
 /// How long a test waits for one event: TCG is slow.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
-/// A registered buffer.
+/// A registered buffer. Its memory is never freed: a registration may
+/// outlive the `Buf`, and the transport may write into it until then.
 pub struct Buf {
-    pub mem: Vec<u8>,
+    pub mem: std::mem::ManuallyDrop<Vec<u8>>,
     pub lmr: LmrCreated,
 }
 
@@ -89,9 +90,13 @@ impl<F: Fabric> Rig<F> {
     }
 
     pub fn buf(&mut self, len: usize, privileges: MemPriv) -> Buf {
-        let mem = vec![0u8; len.max(1)];
+        let mem = std::mem::ManuallyDrop::new(vec![0u8; len.max(1)]);
         let region = MemType::Virtual { address: mem.as_ptr() as u64, length: mem.len() as u64 };
-        let lmr = self.p.lmr_create(self.ia, region, self.pz, privileges).expect("dat_lmr_create");
+        // SAFETY: the memory is never freed (`ManuallyDrop`), so it stays
+        // allocated for as long as the process runs; the suite's tests
+        // touch it only where no DTO that writes it is outstanding (they
+        // read a buffer after its completion).
+        let lmr = unsafe { self.p.lmr_create(self.ia, region, self.pz, privileges) }.expect("dat_lmr_create");
         Buf { mem, lmr }
     }
 

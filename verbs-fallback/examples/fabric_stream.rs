@@ -64,7 +64,10 @@ impl Side {
         let cr = p.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::CR)?;
         let buf = vec![0u8; BUF];
         let region = MemType::Virtual { address: buf.as_ptr() as u64, length: BUF as u64 };
-        let lmr = p.lmr_create(ia, region, pz, MemPriv::ALL)?;
+        // SAFETY: `buf` moves into the Side below `p`, so the provider and
+        // its registrations are dropped before it; the example reads it only
+        // after the DTOs that write it have completed.
+        let lmr = unsafe { p.lmr_create(ia, region, pz, MemPriv::ALL)? };
         Ok(Side { p, ia, pz, req, recv, conn, cr, buf, lmr })
     }
 

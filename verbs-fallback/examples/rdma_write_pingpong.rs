@@ -99,7 +99,10 @@ impl Node {
         let ep = p.ep_create(ia, pz, dto, dto, conn, None)?;
         let buf = vec![0u8; BUF];
         let region = MemType::Virtual { address: buf.as_ptr() as u64, length: BUF as u64 };
-        let lmr = p.lmr_create(ia, region, pz, MemPriv::ALL)?;
+        // SAFETY: `buf` moves into the Node below `p`, so the provider and
+        // its registrations are dropped before it; the example reads it only
+        // after the DTOs that write it have completed.
+        let lmr = unsafe { p.lmr_create(ia, region, pz, MemPriv::ALL)? };
         Ok(Node { p, ia, ep, dto, conn, cr, buf, lmr })
     }
 

@@ -257,10 +257,12 @@ fn a_registration_past_rlimit_memlock_is_insufficient_resources() {
 /// within it succeeds.
 fn registrations_under_a_low_memlock_limit() {
     let mut rig = Rig::<Rxe>::new();
-    let big = vec![0u8; 4 << 20];
+    let big: &'static [u8] = Box::leak(vec![0u8; 4 << 20].into_boxed_slice());
     let region = MemType::Virtual { address: big.as_ptr() as u64, length: big.len() as u64 };
     for _ in 0..2 {
-        let err = rig.p.lmr_create(rig.ia, region, rig.pz, MemPriv::ALL).map(|c| c.lmr).unwrap_err();
+        // SAFETY: the memory is leaked, so it outlives any registration,
+        // and no DTO names it.
+        let err = unsafe { rig.p.lmr_create(rig.ia, region, rig.pz, MemPriv::ALL) }.map(|c| c.lmr).unwrap_err();
         assert_eq!((err.error_type(), err.subtype()), (ErrorType::InsufficientResources, Subtype::ResourceMemory));
     }
     let small = rig.buf(4096, MemPriv::ALL);
@@ -305,7 +307,9 @@ fn close_a_connected_ia_abruptly(rig: &mut Rig<Rxe>) {
     let pz = rig.p.pz_create(ia).unwrap();
     let mem = vec![0u8; 8192];
     let region = MemType::Virtual { address: mem.as_ptr() as u64, length: mem.len() as u64 };
-    let lmr = rig.p.lmr_create(ia, region, pz, MemPriv::ALL).unwrap();
+    // SAFETY: the IA is closed abruptly, deregistering `mem`, before `mem`
+    // is dropped at the end of this function; nothing reads it.
+    let lmr = unsafe { rig.p.lmr_create(ia, region, pz, MemPriv::ALL) }.unwrap();
     let dto = rig.p.evd_create(ia, 16, CnoHandle::NULL, EvdFlags::DTO).unwrap();
     let conn = rig.p.evd_create(ia, 4, CnoHandle::NULL, EvdFlags::CONNECTION).unwrap();
     let cr_evd = rig.p.evd_create(ia, 4, CnoHandle::NULL, EvdFlags::CR).unwrap();

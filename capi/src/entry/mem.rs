@@ -86,6 +86,14 @@ pub(crate) unsafe fn lmr_create<B: Transport>(
             let rmr_context = rmr_context.out_or_null()?;
             let registered_length = registered_length.out_or_null()?;
             let registered_address = registered_address.out_or_null()?;
+            // SAFETY: `lmr_create`, under the block's `unsafe`, holds
+            // because the C caller answers for the region, as
+            // dat_lmr_create(3DAT) says: "The specified buffer must have
+            // been previously allocated and pinned by the uDAPL Consumer",
+            // so "neither the hardware nor the Consumer ever has to deal
+            // with it not being there"; and the DTOs' pages add "A Consumer
+            // must not modify the local_iov or its content until the DTO is
+            // completed" (dat_ep_post_recv(3DAT)).
             let made = cx.st.core.lmr_create(IaHandle::from_raw(raw), mem, pz, MemPriv(privileges.0))?;
             *slot = cx.st.ptr(made.lmr);
             if let Some(p) = lmr_context {

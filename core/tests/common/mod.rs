@@ -31,6 +31,32 @@ pub struct Fx {
 pub const BUF: u64 = 0x10_0000;
 pub const BUF_LEN: u64 = 4096;
 
+/// dat_lmr_create(3DAT) over the mock, which never reads or writes the
+/// memory it registers: safe whatever the address.
+pub trait MockLmr {
+    fn mock_lmr_create(
+        &mut self,
+        ia: IaHandle,
+        mem: MemType,
+        pz: PzHandle,
+        privileges: MemPriv,
+    ) -> DatResult<LmrCreated>;
+}
+
+impl<S: Storage> MockLmr for Provider<MockBackend, S> {
+    fn mock_lmr_create(
+        &mut self,
+        ia: IaHandle,
+        mem: MemType,
+        pz: PzHandle,
+        privileges: MemPriv,
+    ) -> DatResult<LmrCreated> {
+        // SAFETY: the mock backend touches no memory: a registration is a
+        // record of keys and a range, nothing more.
+        unsafe { self.lmr_create(ia, mem, pz, privileges) }
+    }
+}
+
 pub fn provider() -> Box<P> {
     Box::new(Provider::new(MockBackend::new()))
 }
@@ -43,7 +69,7 @@ impl Fx {
         let dto_evd = p.evd_create(ia, 32, CnoHandle::NULL, EvdFlags::DTO | EvdFlags::RMR_BIND).unwrap();
         let conn_evd = p.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::CONNECTION).unwrap();
         let cr_evd = p.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::CR).unwrap();
-        let lmr = p.lmr_create(ia, MemType::Virtual { address: BUF, length: BUF_LEN }, pz, MemPriv::ALL).unwrap();
+        let lmr = p.mock_lmr_create(ia, MemType::Virtual { address: BUF, length: BUF_LEN }, pz, MemPriv::ALL).unwrap();
         Fx { p, ia, async_evd, pz, dto_evd, conn_evd, cr_evd, lmr }
     }
 

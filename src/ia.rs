@@ -3,7 +3,7 @@
 //! dat_pz_free(3DAT), dat_pz_query(3DAT).
 
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use udat_core::types::{CloseFlags, IaAttr};
 use udat_core::{AsyncEvd, DatResult, IaHandle, Inline, LmrHandle, Provider, PzParam, Storage, PZ_FIELD_ALL};
@@ -16,7 +16,7 @@ use crate::Backend;
 
 /// An open Interface Adapter and everything created on it.
 ///
-/// `'id` is the IA's brand: [`Ia::open`] runs a closure with a new one, and
+/// `'id` is the IA's brand: [`Ia::open`] runs a closure on a new one, and
 /// every object the IA makes carries it, so the compiler keeps the objects
 /// of one IA out of the calls of another and inside the closure. `S` is
 /// where the objects and events live: by default [`Inline`] room for 64
@@ -25,9 +25,10 @@ use crate::Backend;
 /// open but the IA's records of memory and of DTOs in flight, which grow to
 /// the most the program had at once.
 ///
-/// Closing ([`Ia::close`], or dropping the IA, which closes abruptly)
-/// frees every object left, deregisters all memory, and only then drops the
-/// memory the IA held.
+/// Dropping the IA closes it abruptly if [`Ia::close`] did not (every
+/// object left freed, all memory deregistered), and only then drops the
+/// memory it held. Kept memory ([`Seg`](crate::Seg)s) lives until `open`
+/// returns, whatever was freed before.
 pub struct Ia<'id, B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) provider: Box<Provider<B, S>>,
     pub(crate) ia: IaHandle,
@@ -35,8 +36,10 @@ pub struct Ia<'id, B: Backend, S: Storage = Inline<64, 1024>> {
     open: bool,
     /// The descriptors of the CNOs made by [`Ia::cno_fd_create`].
     pub(crate) notifiers: Vec<(udat_core::CnoHandle, Notifier)>,
-    /// The memory of every live LMR.
-    pub(crate) memory: Vec<(LmrHandle, Arc<Buffer>)>,
+    /// The memory given up to every live LMR.
+    pub(crate) memory: Vec<(LmrHandle, Buffer)>,
+    /// Kept memory, which [`Ia::open`] holds too.
+    pub(crate) kept: Arc<Mutex<Kept>>,
     /// The DTOs in flight that write local memory.
     pub(crate) lent: Lent<'id>,
     _brand: Brand<'id>,
@@ -46,16 +49,17 @@ impl<B: Backend> Ia<'_, B> {
     /// dat_ia_open(3DAT): open the IA `name` of `backend`, with a provider
     /// async EVD of at least `async_evd_qlen` events, and run `with` on it.
     ///
-    /// The IA lives as long as `with` keeps it, and is closed abruptly
-    /// when dropped. Every object of it is branded with the lifetime `'id`
-    /// of this call, so none can leave `with` or reach another IA. What
-    /// `with` returns is returned; a refused open is its error.
+    /// `with` owns the IA, which is closed abruptly when dropped unless
+    /// [`Ia::close`] closed it. Every object of it is branded with the
+    /// lifetime `'id` of this call, so none can leave `with` or reach
+    /// another IA. What `with` returns is returned; a refused open is its
+    /// error.
     ///
     /// ```
     /// use udat::{CloseFlags, Ia};
     /// use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
     ///
-    /// let name = Ia::open(MockBackend::new(), MOCK_IA_NAME, 8, |ia| {
+    /// let name = Ia::open(MockBackend::new(), MOCK_IA_NAME, 8, |mut ia| {
     ///     let name = ia.ia_query()?.adapter_name;
     ///     ia.close(CloseFlags::Graceful)?;
     ///     Ok(name)
@@ -99,16 +103,21 @@ impl<B: Backend, S: Storage> Ia<'_, B, S> {
     ) -> DatResult<R> {
         let mut provider = Box::new(Provider::with_storage(backend, storage));
         let (ia, async_evd) = provider.ia_open(name, AsyncEvd::Create { min_qlen: async_evd_qlen })?;
-        with(Ia {
+        let kept = Arc::new(Mutex::new(Kept::default()));
+        let done = with(Ia {
             provider,
             ia,
             async_evd: Evd::new(async_evd),
             open: true,
             notifiers: Vec::new(),
             memory: Vec::new(),
+            kept: Arc::clone(&kept),
             lent: Lent::default(),
             _brand: PhantomData,
-        })
+        });
+        // No `Seg` of the IA's brand is left: its kept memory may go.
+        drop(kept);
+        done
     }
 }
 
@@ -133,20 +142,15 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         Ok(self.provider.ia_query(self.ia)?.1)
     }
 
-    /// dat_ia_close(3DAT). A refused graceful close gives the IA back with
-    /// the error, every object intact.
-    // The refusal carries the IA itself, by value as the caller had it.
-    #[allow(clippy::result_large_err)]
-    pub fn close(mut self, flags: CloseFlags) -> Result<(), Refused<Self>> {
-        match self.provider.ia_close(self.ia, flags) {
-            Ok(()) => {
-                self.open = false;
-                // The CNOs went with the IA: their descriptors may close.
-                self.notifiers.clear();
-                Ok(())
-            }
-            Err(e) => Err(Refused::new(e, self)),
-        }
+    /// dat_ia_close(3DAT). A refused graceful close leaves every object
+    /// intact; after a close, every call is `DAT_INVALID_HANDLE`. The
+    /// memory the IA held is dropped when [`Ia::open`] returns.
+    pub fn close(&mut self, flags: CloseFlags) -> DatResult<()> {
+        self.provider.ia_close(self.ia, flags)?;
+        self.open = false;
+        // The CNOs went with the IA: their descriptors may close.
+        self.notifiers.clear();
+        Ok(())
     }
 
     /// dat_pz_create(3DAT).
@@ -178,9 +182,10 @@ impl<B: Backend, S: Storage> Drop for Ia<'_, B, S> {
                 // Never so, but were the memory still registered, the
                 // transport could write it after it is freed: keep it.
                 std::mem::forget(std::mem::take(&mut self.memory));
-                std::mem::forget(std::mem::take(&mut self.lent));
+                return;
             }
         }
+        lock(&self.kept).deregistered = true;
     }
 }
 
@@ -188,4 +193,29 @@ impl<B: Backend, S: Storage> core::fmt::Debug for Ia<'_, B, S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Ia").field("ia", &self.ia).field("provider", &self.provider).finish_non_exhaustive()
     }
+}
+
+/// The kept memory of an IA: the buffers its `Seg`s point into. The IA and
+/// [`Ia::open`] both hold it, so it outlives every `Seg` (none outlives
+/// `open`'s closure) and is dropped after the IA.
+#[derive(Default)]
+pub(crate) struct Kept {
+    pub(crate) buffers: Vec<Buffer>,
+    /// Whether the IA was closed: until then its registrations may be
+    /// live, however the IA went (`mem::forget` included).
+    deregistered: bool,
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        if !self.deregistered {
+            // The transport could still write it: never free it.
+            std::mem::forget(std::mem::take(&mut self.buffers));
+        }
+    }
+}
+
+/// The kept memory, whoever panicked while holding it.
+pub(crate) fn lock(kept: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
+    kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -4,7 +4,6 @@
 //! dat_rmr_query(3DAT).
 
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use udat_core::types::{CompletionFlags, MemPriv, MemType, RmrTriplet};
 use udat_core::{DatError, DatResult, ErrorType, LmrHandle, LmrParam, RmrParam, Storage, LMR_FIELD_ALL, RMR_FIELD_ALL};
@@ -127,13 +126,17 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         pz: &Pz<'id>,
         privileges: MemPriv,
     ) -> Result<Lmr<'id>, Refused<Buffer>> {
-        self.register(memory.into(), pz, privileges, false).map(|(lmr, _)| lmr)
+        let (lmr, memory) = self.register(memory.into(), pz, privileges, false)?;
+        self.memory.push((lmr.handle, memory));
+        Ok(lmr)
     }
 
     /// dat_lmr_create(3DAT) of memory the program keeps, in `pz`, with
     /// local read and write privileges: the LMR, and its memory as one
-    /// [`Seg`] to split and post. A refused registration gives the memory
-    /// back.
+    /// [`Seg`] to split and post, which stays allocated until
+    /// [`Ia::open`] returns. A refused registration gives the memory back;
+    /// more bytes than a segment may have (`u32::MAX`) are
+    /// `DAT_INVALID_PARAMETER` on the length.
     ///
     /// ```
     /// use udat::Ia;
@@ -155,9 +158,18 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         memory: impl Into<Buffer>,
         pz: &Pz<'id>,
     ) -> Result<(Lmr<'id>, Seg<'id>), Refused<Buffer>> {
-        let (lmr, memory) = self.register(memory.into(), pz, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE, true)?;
-        let seg = Seg::whole(memory, lmr.lmr_context);
-        Ok((lmr, seg))
+        let memory = memory.into();
+        if u32::try_from(memory.len()).is_err() {
+            return Err(Refused::new(DatError::invalid_arg(4), memory));
+        }
+        let (lmr, memory) = self.register(memory, pz, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE, true)?;
+        let seg = Seg::whole(&memory, lmr.lmr_context);
+        crate::ia::lock(&self.kept).buffers.push(memory);
+        match seg {
+            Some(seg) => Ok((lmr, seg)),
+            // Never so: its length was checked.
+            None => Err(Refused::new(DatError::of(ErrorType::InternalError), Buffer::from(Vec::new()))),
+        }
     }
 
     fn register(
@@ -166,19 +178,19 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         pz: &Pz<'id>,
         privileges: MemPriv,
         kept: bool,
-    ) -> Result<(Lmr<'id>, Arc<Buffer>), Refused<Buffer>> {
+    ) -> Result<(Lmr<'id>, Buffer), Refused<Buffer>> {
         let region = MemType::Virtual { address: memory.address(), length: memory.len() as u64 };
-        // SAFETY: the IA holds `memory` in `self.memory` until the LMR is
-        // freed or the IA closed (both deregister it first), so it stays
-        // allocated. Safe code reaches its bytes only through a `Seg` (kept
-        // memory, with local privileges only), which a DTO that writes it
-        // takes until its completion; or not at all (memory given up).
+        // SAFETY: the caller gives `memory` to the IA, which holds it until
+        // the LMR is freed (given-up memory) or until `Ia::open` returns
+        // (kept memory), and deregisters it first (or never frees it), so
+        // it stays allocated while registered. Safe code
+        // reaches its bytes only through a `Seg` (kept memory, with local
+        // privileges only), which a DTO that writes it takes until its
+        // completion; or not at all (given-up memory).
         let made = match unsafe { self.provider.lmr_create(self.ia, region, pz.handle(), privileges) } {
             Ok(made) => made,
             Err(e) => return Err(Refused::new(e, memory)),
         };
-        let memory = Arc::new(memory);
-        self.memory.push((made.lmr, Arc::clone(&memory)));
         let lmr = Lmr {
             handle: made.lmr,
             lmr_context: made.lmr_context,
@@ -192,14 +204,14 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     }
 
     /// dat_lmr_free(3DAT): "The LMR cannot be destroyed if it is in use by
-    /// an RMR" (`DAT_INVALID_STATE`). The memory comes back unless a
-    /// [`Seg`] of it is still out.
+    /// an RMR" (`DAT_INVALID_STATE`). Given-up memory comes back; kept
+    /// memory stays with its [`Seg`]s until [`Ia::open`] returns.
     pub fn lmr_free(&mut self, lmr: Lmr<'id>) -> Result<Option<Buffer>, Refused<Lmr<'id>>> {
         if let Err(e) = self.provider.lmr_free(lmr.handle) {
             return Err(Refused::new(e, lmr));
         }
         let at = self.memory.iter().position(|(h, _)| *h == lmr.handle);
-        Ok(at.and_then(|i| Arc::into_inner(self.memory.swap_remove(i).1)))
+        Ok(at.map(|i| self.memory.swap_remove(i).1))
     }
 
     /// dat_lmr_query(3DAT).

@@ -27,7 +27,6 @@ use std::alloc::{self, Layout};
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::ptr::{self, NonNull};
-use std::sync::Arc;
 
 use udat_core::types::LmrTriplet;
 
@@ -77,6 +76,11 @@ impl Buffer {
     /// The first byte, as the transport sees it.
     pub(crate) fn address(&self) -> u64 {
         self.ptr.as_ptr() as u64
+    }
+
+    /// The first byte, for the segments of kept memory.
+    pub(crate) fn start(&self) -> NonNull<u8> {
+        self.ptr
     }
 }
 
@@ -140,6 +144,8 @@ impl core::fmt::Debug for Buffer {
 
 /// Kept memory of an LMR ([`Ia::lmr_create_seg`](crate::Ia::lmr_create_seg)):
 /// owns its bytes, as a `Box<[u8]>` would, and splits into smaller `Seg`s.
+/// The bytes stay allocated until [`Ia::open`](crate::Ia::open) returns,
+/// which no `Seg` outlives (it carries the IA's brand).
 ///
 /// A receive or an RDMA read into it ([`Ia::ep_post_recv_seg`],
 /// [`Ia::ep_post_rdma_read_seg`]) takes it; the DTO's completion event
@@ -151,24 +157,35 @@ impl core::fmt::Debug for Buffer {
 /// [`Event::seg`]: crate::Event::seg
 pub struct Seg<'id> {
     ptr: NonNull<u8>,
-    len: usize,
+    /// At most `u32::MAX`, a DAT segment's most.
+    len: u32,
     lmr_context: u32,
-    /// Keeps the bytes allocated however long the LMR lasts.
-    memory: Arc<Buffer>,
     _brand: Brand<'id>,
 }
 
 // SAFETY: a Seg is the only way to its bytes (Segs of one buffer never
-// overlap, and the registration's own reference does not touch them), so
-// it moves and shares between threads as a `Box<[u8]>` does.
+// overlap, and the IA that holds the buffer does not touch them), so it
+// moves and shares between threads as a `Box<[u8]>` does.
 unsafe impl Send for Seg<'_> {}
 // SAFETY: as for Send; `&Seg` only reads.
 unsafe impl Sync for Seg<'_> {}
 
 impl<'id> Seg<'id> {
-    /// The whole of `memory`, registered with `lmr_context`.
-    pub(crate) fn whole(memory: Arc<Buffer>, lmr_context: u32) -> Seg<'id> {
-        Seg { ptr: memory.ptr, len: memory.len, lmr_context, memory, _brand: PhantomData }
+    /// The whole of `memory`, registered with `lmr_context`: `None` past
+    /// a segment's most bytes.
+    pub(crate) fn whole(memory: &Buffer, lmr_context: u32) -> Option<Seg<'id>> {
+        let len = u32::try_from(memory.len()).ok()?;
+        Some(Seg { ptr: memory.start(), len, lmr_context, _brand: PhantomData })
+    }
+
+    /// Bytes in the segment.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The segment for a send or an RDMA write's source: the transport
@@ -180,7 +197,7 @@ impl<'id> Seg<'id> {
     /// `len` bytes from `offset` of the segment, for the transport to
     /// read: `None` past its end.
     pub fn local_part(&self, offset: usize, len: usize) -> Option<Local<'_, 'id>> {
-        if offset.checked_add(len)? > self.len {
+        if offset.checked_add(len)? > self.len() {
             return None;
         }
         let virtual_address = self.ptr.as_ptr() as u64 + offset as u64;
@@ -191,40 +208,18 @@ impl<'id> Seg<'id> {
     /// Split in two at byte `at`: `[0, at)` and `[at, len)`. A split past
     /// the end gives the segment back.
     pub fn split_at(self, at: usize) -> Result<(Seg<'id>, Seg<'id>), Seg<'id>> {
-        if at > self.len {
-            return Err(self);
-        }
+        let Some(at) = u32::try_from(at).ok().filter(|&at| at <= self.len) else { return Err(self) };
         // SAFETY: `at <= len`, inside the segment.
-        let tail = unsafe { self.ptr.add(at) };
-        let right = Seg {
-            ptr: tail,
-            len: self.len - at,
-            lmr_context: self.lmr_context,
-            memory: Arc::clone(&self.memory),
-            _brand: PhantomData,
-        };
+        let tail = unsafe { self.ptr.add(at as usize) };
+        let right = Seg { ptr: tail, len: self.len - at, lmr_context: self.lmr_context, _brand: PhantomData };
         Ok((Seg { len: at, ..self }, right))
-    }
-
-    /// Join `self` with `next`, the segment that follows it in the same
-    /// LMR; both are given back when they are not such a pair.
-    pub fn join(self, next: Seg<'id>) -> Result<Seg<'id>, (Seg<'id>, Seg<'id>)> {
-        let follows = Arc::ptr_eq(&self.memory, &next.memory)
-            && self.lmr_context == next.lmr_context
-            && self.ptr.as_ptr().wrapping_add(self.len) == next.ptr.as_ptr();
-        if !follows {
-            return Err((self, next));
-        }
-        Ok(Seg { len: self.len + next.len, ..self })
     }
 
     /// The triplet a DTO that writes the segment names.
     pub(crate) fn triplet(&self) -> LmrTriplet {
         LmrTriplet {
             virtual_address: self.ptr.as_ptr() as u64,
-            // A registration's length fits a segment's for every buffer a
-            // transport accepts; a longer one fails the post's length check.
-            segment_length: u32::try_from(self.len).unwrap_or(u32::MAX),
+            segment_length: self.len,
             lmr_context: self.lmr_context,
         }
     }
@@ -234,18 +229,19 @@ impl Deref for Seg<'_> {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        // SAFETY: `ptr..ptr + len` lies in `memory`, which is allocated while
-        // the Seg holds it; no other Seg overlaps it, and no DTO writes it
-        // while the Seg exists (a DTO that writes it owns it until its
-        // completion gives it back).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        // SAFETY: `ptr..ptr + len` lies in a buffer the IA holds until
+        // `Ia::open` returns, which the Seg does not outlive (its brand);
+        // no other Seg overlaps it, and no DTO writes it while the Seg
+        // exists (a DTO that writes it owns it until its completion gives
+        // it back).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len()) }
     }
 }
 
 impl DerefMut for Seg<'_> {
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: as for `deref`, and `&mut self` is the only way in.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len()) }
     }
 }
 

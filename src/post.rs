@@ -68,7 +68,7 @@ impl<'id> Lent<'id> {
 
     /// What a completion of `data` gives back: the consumer's cookie is put
     /// in its place, and a [`Seg`] the DTO took is returned.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn complete(&mut self, data: &mut EventData) -> Option<Seg<'id>> {
         let EventData::Dto { op, cookie, .. } = data else { return None };
         if !writes_local(*op) {
@@ -96,7 +96,7 @@ fn completing(flags: CompletionFlags, n: u8) -> DatResult<CompletionFlags> {
 
 impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     /// dat_ep_post_send(3DAT) of `iov`.
-    #[inline]
+    #[inline(always)]
     pub fn ep_post_send(
         &mut self,
         ep: &Ep<'id>,
@@ -108,7 +108,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     }
 
     /// dat_ep_post_rdma_write(3DAT): `iov` into the peer's `remote`.
-    #[inline]
+    #[inline(always)]
     pub fn ep_post_rdma_write(
         &mut self,
         ep: &Ep<'id>,
@@ -122,7 +122,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
 
     /// `dat_ib_post_rdma_write_immed`: `iov` into the peer's `remote`, and
     /// `imm` to the receive it consumes.
-    #[inline]
+    #[inline(always)]
     pub fn ep_post_rdma_write_imm(
         &mut self,
         ep: &Ep<'id>,

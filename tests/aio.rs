@@ -57,7 +57,8 @@ fn dropping_an_open_ia_releases_everything() {
         assert_ne!(unsafe { libc::fcntl(fd, libc::F_GETFD) }, -1);
         Ok(fd)
     });
-    // The IA was dropped open: closed abruptly, its CNO's descriptor with it.
+    // The IA was dropped open: closed abruptly, its CNO's descriptor with
+    // it.
     // SAFETY: any number may be asked about.
     assert_eq!(unsafe { libc::fcntl(fd, libc::F_GETFD) }, -1, "the drop closed the descriptor");
 }

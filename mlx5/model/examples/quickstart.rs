@@ -100,8 +100,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         for evd in [client_dto, server_dto, conn_evd, cr_evd] {
             ia.evd_free(evd)?;
         }
-        // The segments are still out: the registrations go, the memory
-        // stays with them.
+        // The segments are still out: the registrations go, and the memory
+        // stays with them until `open` returns.
         ia.lmr_free(client_lmr)?;
         ia.lmr_free(server_lmr)?;
         ia.pz_free(pz)?;

@@ -5,7 +5,7 @@
 
 use std::marker::PhantomData;
 
-use udat_core::types::{CompletionFlags, MemPriv, MemType, RmrTriplet};
+use udat_core::types::{CompletionFlags, LmrTriplet, MemPriv, MemType, RmrTriplet};
 use udat_core::{DatError, DatResult, ErrorType, LmrHandle, LmrParam, RmrParam, Storage, LMR_FIELD_ALL, RMR_FIELD_ALL};
 
 use crate::memory::{Buffer, Local, Seg, Target};
@@ -56,15 +56,10 @@ impl<'id> Lmr<'id> {
     }
 
     /// `length` bytes from `offset`, for the transport to read (a send's or
-    /// an RDMA write's source). A range outside the LMR is refused by the
-    /// post, with the error dat_ep_post_send(3DAT) gives; one whose end
-    /// overflows is `DAT_INVALID_PARAMETER` here.
+    /// an RDMA write's source). A range outside the LMR is
+    /// `DAT_INVALID_PARAMETER`, as the post would say (dat_ep_post_send(3DAT)).
     pub fn local(&self, offset: u64, length: u32) -> DatResult<Local<'_, 'id>> {
-        Ok(Local::new(udat_core::types::LmrTriplet {
-            virtual_address: self.at(offset)?,
-            segment_length: length,
-            lmr_context: self.lmr_context,
-        }))
+        Ok(Local::new(self.triplet(offset, length)?))
     }
 
     /// `length` bytes from `offset`, for the transport to write (where a
@@ -75,25 +70,27 @@ impl<'id> Lmr<'id> {
         if self.kept {
             return Err(DatError::of(ErrorType::PrivilegesViolation));
         }
-        Ok(Target::new(udat_core::types::LmrTriplet {
-            virtual_address: self.at(offset)?,
-            segment_length: length,
-            lmr_context: self.lmr_context,
-        }))
+        Ok(Target::new(self.triplet(offset, length)?))
     }
 
     /// `length` bytes from `offset` as a peer names them in an RDMA read or
-    /// write: `None` without remote privileges.
+    /// write: `None` without remote privileges, or outside the LMR.
     pub fn remote(&self, offset: u64, length: u32) -> Option<RmrTriplet> {
+        let local = self.triplet(offset, length).ok()?;
         Some(RmrTriplet {
             rmr_context: self.rmr_context?,
-            virtual_address: self.address.checked_add(offset)?,
+            virtual_address: local.virtual_address,
             segment_length: length,
         })
     }
 
-    fn at(&self, offset: u64) -> DatResult<u64> {
-        self.address.checked_add(offset).ok_or(DatError::invalid_arg(3))
+    /// The triplet of `length` bytes from `offset`, inside the LMR.
+    fn triplet(&self, offset: u64, length: u32) -> DatResult<LmrTriplet> {
+        let inside = offset.checked_add(u64::from(length)).is_some_and(|end| end <= self.length);
+        if !inside {
+            return Err(DatError::of(ErrorType::InvalidParameter));
+        }
+        Ok(LmrTriplet { virtual_address: self.address + offset, segment_length: length, lmr_context: self.lmr_context })
     }
 }
 
@@ -159,17 +156,13 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         pz: &Pz<'id>,
     ) -> Result<(Lmr<'id>, Seg<'id>), Refused<Buffer>> {
         let memory = memory.into();
-        if u32::try_from(memory.len()).is_err() {
+        let Ok(len) = u32::try_from(memory.len()) else {
             return Err(Refused::new(DatError::invalid_arg(4), memory));
-        }
+        };
         let (lmr, memory) = self.register(memory, pz, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE, true)?;
-        let seg = Seg::whole(&memory, lmr.lmr_context);
+        let seg = Seg::whole(&memory, len, lmr.lmr_context);
         crate::ia::lock(&self.kept).buffers.push(memory);
-        match seg {
-            Some(seg) => Ok((lmr, seg)),
-            // Never so: its length was checked.
-            None => Err(Refused::new(DatError::of(ErrorType::InternalError), Buffer::from(Vec::new()))),
-        }
+        Ok((lmr, seg))
     }
 
     fn register(
@@ -191,6 +184,14 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
             Ok(made) => made,
             Err(e) => return Err(Refused::new(e, memory)),
         };
+        // A transport may register more than asked (dat_lmr_create(3DAT)'s
+        // registered_size); then a peer, or a segment inside the LMR, could
+        // reach memory around the buffer. None of udat's does; refuse one.
+        if (made.registered_address, made.registered_size) != (memory.address(), memory.len() as u64) {
+            // The LMR is new: nothing is bound to it, so the free holds.
+            let _ = self.provider.lmr_free(made.lmr);
+            return Err(Refused::new(DatError::of(ErrorType::ModelNotSupported), memory));
+        }
         let lmr = Lmr {
             handle: made.lmr,
             lmr_context: made.lmr_context,

@@ -17,7 +17,7 @@
 //! A send or an RDMA write only reads its segments: a [`Local`] borrows the
 //! `Seg` or the `Lmr` it comes from for as long as it is used. Bytes changed
 //! before the DTO completes may or may not be the ones that go out
-//! (dat_ep_post_send(3DAT): "A Consumer must not modify the local_iov or
+//! (dat_ep_post_send(3DAT): "A Consumer cannot modify the local_iov or
 //! its content until the DTO is completed"), but no Rust rule is broken.
 //!
 //! [`Ia::lmr_create`]: crate::Ia::lmr_create
@@ -171,11 +171,10 @@ unsafe impl Send for Seg<'_> {}
 unsafe impl Sync for Seg<'_> {}
 
 impl<'id> Seg<'id> {
-    /// The whole of `memory`, registered with `lmr_context`: `None` past
-    /// a segment's most bytes.
-    pub(crate) fn whole(memory: &Buffer, lmr_context: u32) -> Option<Seg<'id>> {
-        let len = u32::try_from(memory.len()).ok()?;
-        Some(Seg { ptr: memory.start(), len, lmr_context, _brand: PhantomData })
+    /// The whole of `memory`, `len` bytes, registered with `lmr_context`.
+    pub(crate) fn whole(memory: &Buffer, len: u32, lmr_context: u32) -> Seg<'id> {
+        debug_assert_eq!(memory.len(), len as usize);
+        Seg { ptr: memory.start(), len, lmr_context, _brand: PhantomData }
     }
 
     /// Bytes in the segment.

@@ -72,6 +72,21 @@ fn given_up_memory_comes_back_from_lmr_free_as_it_was() {
 }
 
 #[test]
+fn a_segment_outside_its_lmr_is_invalid_parameter() {
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        let lmr = ia.lmr_create(vec![0u8; 64], &pz, MemPriv::ALL)?;
+        assert!(lmr.local(0, 64).is_ok() && lmr.target(63, 1).is_ok());
+        // dat_ep_post_send(3DAT): a segment outside its LMR is
+        // DAT_INVALID_PARAMETER; no token names one.
+        assert_eq!(lmr.local(1, 64).unwrap_err().error_type(), ErrorType::InvalidParameter);
+        assert_eq!(lmr.target(u64::MAX, 2).unwrap_err().error_type(), ErrorType::InvalidParameter);
+        assert!(lmr.remote(64, 1).is_none());
+        Ok(())
+    })
+}
+
+#[test]
 fn a_refused_registration_gives_the_memory_back() {
     mock(|mut ia| {
         let pz = ia.pz_create()?;

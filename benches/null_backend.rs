@@ -190,14 +190,14 @@ pub fn with_rig<R>(bench: impl for<'l, 'id> FnOnce(&mut Rig<'l, 'id>) -> R) -> R
     .expect("the null rig")
 }
 
-impl<'id> Rig<'_, 'id> {
+impl Rig<'_, '_> {
     #[inline]
     pub fn post(&mut self) {
         self.ia.ep_post_send(&self.ep, &self.seg, 7, CompletionFlags::DEFAULT).expect("post");
     }
 
     #[inline]
-    pub fn reap(&mut self) -> Event<'id> {
+    pub fn reap(&mut self) -> Event {
         self.ia.evd_dequeue(&self.evd).expect("dequeue")
     }
 }

@@ -106,7 +106,7 @@ impl<'id> AsyncCno<'id> {
 
     /// The next event of `evd`, an EVD tied to this CNO (otherwise
     /// `DAT_INVALID_STATE`: nothing would wake the task for it).
-    pub async fn event<B: Backend, S: Storage>(&self, ia: &mut Ia<'id, B, S>, evd: &Evd<'id>) -> DatResult<Event<'id>> {
+    pub async fn event<B: Backend, S: Storage>(&self, ia: &mut Ia<'id, B, S>, evd: &Evd<'id>) -> DatResult<Event> {
         if ia.evd_query(evd)?.cno != self.cno.handle() {
             return Err(DatError::of(ErrorType::InvalidState));
         }
@@ -128,7 +128,7 @@ impl<'id> AsyncCno<'id> {
         &self,
         ia: &mut Ia<'id, B, S>,
         conn: &Evd<'id>,
-    ) -> Result<Event<'id>, (DatError, Option<Event<'id>>)> {
+    ) -> Result<Event, (DatError, Option<Event>)> {
         match self.event(ia, conn).await {
             Ok(e) if e.number == EventNumber::ConnectionEstablished => Ok(e),
             Ok(e) => Err((DatError::of(ErrorType::InvalidState), Some(e))),
@@ -143,7 +143,8 @@ impl<'id> AsyncCno<'id> {
         cr_evd: &Evd<'id>,
     ) -> DatResult<Cr<'id>> {
         loop {
-            if let Some(cr) = self.event(ia, cr_evd).await?.cr() {
+            let event = self.event(ia, cr_evd).await?;
+            if let Some(cr) = ia.cr_of(&event) {
                 return Ok(cr);
             }
         }

@@ -11,8 +11,8 @@ use std::os::fd::RawFd;
 
 use udat_core::types::EvdFlags;
 use udat_core::{
-    CnoHandle, CnoParam, DatError, DatResult, ErrorType, EvdHandle, EvdParam, EventData, EventNumber, Storage,
-    CNO_FIELD_ALL, EVD_FIELD_ALL,
+    CnoHandle, CnoParam, DatError, DatResult, ErrorType, EvdHandle, EvdParam, Event, EventData, Storage, CNO_FIELD_ALL,
+    EVD_FIELD_ALL,
 };
 
 use crate::memory::Seg;
@@ -20,37 +20,56 @@ use crate::notify::Notifier;
 use crate::object::{Cno, Cr, Evd, Refused};
 use crate::{Backend, Ia};
 
-/// `DAT_EVENT`, and the [`Seg`] a completed DTO gives back.
-#[derive(Debug)]
-pub struct Event<'id> {
-    /// What happened.
-    pub number: EventNumber,
-    /// The EVD the event was queued on.
-    pub evd: EvdHandle,
-    /// The event's data; a DTO's cookie is the one it was posted with.
-    pub data: EventData,
-    /// The segment a receive or an RDMA read into a [`Seg`] took, the
-    /// program's again now that the DTO is complete (whatever its status).
-    pub seg: Option<Seg<'id>>,
-}
+impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
+    /// `event`, whose DTO, if it wrote local memory, is complete: its
+    /// cookie goes back in place, and its segment to [`Ia::take_seg`].
+    #[inline(always)]
+    fn complete(&mut self, event: &mut Event) {
+        if let Some(seg) = self.lent.complete(&mut event.data) {
+            self.returned = Some(seg);
+        }
+    }
 
-impl<'id> Event<'id> {
     /// The connection request of a `DAT_CONNECTION_REQUEST_EVENT`, to
     /// accept or reject.
-    pub fn cr(&self) -> Option<Cr<'id>> {
-        match self.data {
+    pub fn cr_of(&self, event: &Event) -> Option<Cr<'id>> {
+        match event.data {
             EventData::CrArrival { cr, .. } => Some(Cr::new(cr)),
             _ => None,
         }
     }
-}
 
-impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
-    #[inline(always)]
-    fn event(&mut self, e: udat_core::Event) -> Event<'id> {
-        let mut data = e.data;
-        let seg = self.lent.complete(&mut data);
-        Event { number: e.number, evd: e.evd, data, seg }
+    /// The [`Seg`] that the last completion dequeued or waited for gave
+    /// back: that of a receive or an RDMA read into a `Seg`, once, until
+    /// the next such completion, which drops it if it was not taken.
+    ///
+    /// ```
+    /// use udat::*;
+    /// use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
+    ///
+    /// Ia::open(MockBackend::new(), MOCK_IA_NAME, 8, |mut ia| {
+    ///     let pz = ia.pz_create()?;
+    ///     let dto = ia.evd_create(8, None, EvdFlags::DTO)?;
+    ///     let conn = ia.evd_create(8, None, EvdFlags::CONNECTION)?;
+    ///     let ep = ia.ep_create(&pz, &dto, &dto, Some(&conn), None)?;
+    ///     let (_lmr, seg) = ia.lmr_create_seg(vec![0u8; 64], &pz)?;
+    ///     // Connect, then drop the connection: a receive posted now is
+    ///     // flushed, and its completion hands the segment back.
+    ///     let peer = IaAddress::default();
+    ///     ia.ep_connect(&ep, &peer, 1, TIMEOUT_INFINITE, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT)?;
+    ///     ia.ep_disconnect(&ep, CloseFlags::Abrupt)?;
+    ///     ia.ep_post_recv_seg(&ep, seg, 9, CompletionFlags::DEFAULT)?;
+    ///     assert!(ia.take_seg().is_none(), "not before its completion");
+    ///     let done = ia.evd_dequeue(&dto)?;
+    ///     assert!(matches!(done.data, EventData::Dto { cookie: 9, status: DtoStatus::Flushed, .. }));
+    ///     assert_eq!(ia.take_seg().map(|seg| seg.len()), Some(64));
+    ///     assert!(ia.take_seg().is_none(), "once");
+    ///     Ok(())
+    /// })?;
+    /// # Ok::<(), udat::DatError>(())
+    /// ```
+    pub fn take_seg(&mut self) -> Option<Seg<'id>> {
+        self.returned.take()
     }
 
     /// dat_evd_create(3DAT): an EVD of at least `min_qlen` events of the
@@ -66,21 +85,25 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         self.provider.evd_free(evd.handle()).map_err(|e| Refused::new(e, evd))
     }
 
-    /// dat_evd_dequeue(3DAT): the first event, or `DAT_QUEUE_EMPTY`.
-    // Always inlined, as the core's is: its lane then routes a completion
-    // straight into the caller's event, with no call.
+    /// dat_evd_dequeue(3DAT): the first event, or `DAT_QUEUE_EMPTY`. A
+    /// DTO's cookie is the one it was posted with; the [`Seg`] a completed
+    /// receive or RDMA read gives back is [`Ia::take_seg`]'s.
     #[inline(always)]
-    pub fn evd_dequeue(&mut self, evd: &Evd<'id>) -> DatResult<Event<'id>> {
-        let e = self.provider.evd_dequeue(evd.handle())?;
-        Ok(self.event(e))
+    pub fn evd_dequeue(&mut self, evd: &Evd<'id>) -> DatResult<Event> {
+        let mut dequeued = self.provider.evd_dequeue(evd.handle());
+        if let Ok(event) = &mut dequeued {
+            self.complete(event);
+        }
+        dequeued
     }
 
     /// dat_evd_wait(3DAT): the first event once `threshold` are queued or
     /// within `timeout_us` ([`TIMEOUT_INFINITE`](crate::TIMEOUT_INFINITE)
     /// for none), and how many more are queued.
-    pub fn evd_wait(&mut self, evd: &Evd<'id>, timeout_us: u32, threshold: u32) -> DatResult<(Event<'id>, u32)> {
-        let (e, more) = self.provider.evd_wait(evd.handle(), timeout_us, threshold)?;
-        Ok((self.event(e), more))
+    pub fn evd_wait(&mut self, evd: &Evd<'id>, timeout_us: u32, threshold: u32) -> DatResult<(Event, u32)> {
+        let (mut event, more) = self.provider.evd_wait(evd.handle(), timeout_us, threshold)?;
+        self.complete(&mut event);
+        Ok((event, more))
     }
 
     /// dat_evd_post_se(3DAT): queue a software event carrying `pointer`.

@@ -42,6 +42,8 @@ pub struct Ia<'id, B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) kept: Arc<Mutex<Kept>>,
     /// The DTOs in flight that write local memory.
     pub(crate) lent: Lent<'id>,
+    /// The segment the last such DTO's completion gave back.
+    pub(crate) returned: Option<crate::Seg<'id>>,
     _brand: Brand<'id>,
 }
 
@@ -113,6 +115,7 @@ impl<B: Backend, S: Storage> Ia<'_, B, S> {
             memory: Vec::new(),
             kept: Arc::clone(&kept),
             lent: Lent::default(),
+            returned: None,
             _brand: PhantomData,
         });
         // No `Seg` of the IA's brand is left: its kept memory may go.

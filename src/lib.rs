@@ -48,7 +48,7 @@
 //! takes any privileges and is named by [`Local`] and [`Target`] segments;
 //! kept memory ([`Ia::lmr_create_seg`]) comes back as a [`Seg`] that owns
 //! its bytes, and a receive or an RDMA read into a `Seg` takes it until its
-//! completion event gives it back:
+//! completion gives it back ([`Ia::take_seg`]):
 //!
 //! ```
 //! use udat::*;
@@ -68,7 +68,7 @@
 //!     ia.ep_post_recv_seg(&ep, seg, 9, CompletionFlags::DEFAULT)?;
 //!     let done = ia.evd_dequeue(&dto)?;
 //!     assert!(matches!(done.data, EventData::Dto { cookie: 9, status: DtoStatus::Flushed, .. }));
-//!     let seg = done.seg.expect("the receive's segment");
+//!     let seg = ia.take_seg().expect("the receive's segment");
 //!     assert_eq!(seg.len(), 64);
 //!     Ok(())
 //! })?;
@@ -101,9 +101,9 @@ pub use udat_core::backend::{self, Backend};
 pub use udat_core::types::*;
 pub use udat_core::{
     AnyHandle, CnoHandle, CnoParam, CrHandle, CrParam, DatError, DatResult, EpChanges, EpHandle, EpParam, ErrorType,
-    EvdHandle, EvdParam, EvdState, EventData, EventNumber, IaHandle, Inline, Kind, LmrHandle, LmrParam, PspHandle,
-    PspParam, PzHandle, PzParam, RmrHandle, RmrParam, RspHandle, RspParam, SrqHandle, SrqParam, Storage, Subtype,
-    ANY_CONN_QUAL, TIMEOUT_INFINITE,
+    EvdHandle, EvdParam, EvdState, Event, EventData, EventNumber, IaHandle, Inline, Kind, LmrHandle, LmrParam,
+    PspHandle, PspParam, PzHandle, PzParam, RmrHandle, RmrParam, RspHandle, RspParam, SrqHandle, SrqParam, Storage,
+    Subtype, ANY_CONN_QUAL, TIMEOUT_INFINITE,
 };
 
 #[cfg(feature = "tokio")]
@@ -118,7 +118,6 @@ pub mod notify;
 mod object;
 mod post;
 
-pub use evd::Event;
 pub use ia::Ia;
 pub use lmr::Lmr;
 pub use memory::{Buffer, Local, Seg, Target};

@@ -11,8 +11,9 @@
 //! - **kept** ([`Ia::lmr_create_seg`]): local privileges only, and the
 //!   memory is handed back at once as a [`Seg`], which owns its bytes
 //!   (`&[u8]`, `&mut [u8]`) and splits into smaller `Seg`s. A receive or an
-//!   RDMA read into a `Seg` takes it, and its completion event hands it
-//!   back: nothing can read it while the transport may write it.
+//!   RDMA read into a `Seg` takes it, and its completion hands it back
+//!   ([`Ia::take_seg`]): nothing can read it while the transport may write
+//!   it.
 //!
 //! A send or an RDMA write only reads its segments: a [`Local`] borrows the
 //! `Seg` or the `Lmr` it comes from for as long as it is used. Bytes changed
@@ -22,6 +23,7 @@
 //!
 //! [`Ia::lmr_create`]: crate::Ia::lmr_create
 //! [`Ia::lmr_create_seg`]: crate::Ia::lmr_create_seg
+//! [`Ia::take_seg`]: crate::Ia::take_seg
 
 use std::alloc::{self, Layout};
 use std::marker::PhantomData;
@@ -148,13 +150,13 @@ impl core::fmt::Debug for Buffer {
 /// which no `Seg` outlives (it carries the IA's brand).
 ///
 /// A receive or an RDMA read into it ([`Ia::ep_post_recv_seg`],
-/// [`Ia::ep_post_rdma_read_seg`]) takes it; the DTO's completion event
-/// gives it back ([`Event::seg`]). A send or an RDMA write names it through
+/// [`Ia::ep_post_rdma_read_seg`]) takes it; the DTO's completion gives it
+/// back ([`Ia::take_seg`]). A send or an RDMA write names it through
 /// [`Seg::local`].
 ///
 /// [`Ia::ep_post_recv_seg`]: crate::Ia::ep_post_recv_seg
 /// [`Ia::ep_post_rdma_read_seg`]: crate::Ia::ep_post_rdma_read_seg
-/// [`Event::seg`]: crate::Event::seg
+/// [`Ia::take_seg`]: crate::Ia::take_seg
 pub struct Seg<'id> {
     ptr: NonNull<u8>,
     /// At most `u32::MAX`, a DAT segment's most.

@@ -74,7 +74,7 @@ object!(
 );
 object!(
     /// A Connection Request, from a `DAT_CONNECTION_REQUEST_EVENT`
-    /// ([`Event::cr`](crate::Event::cr)).
+    /// ([`Ia::cr_of`](crate::Ia::cr_of)).
     Cr(CrHandle)
 );
 

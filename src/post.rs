@@ -9,7 +9,7 @@
 //! writes local memory (a receive, an RDMA read, an atomic) is recorded
 //! in the IA's [`Lent`] table under a cookie of udat's: its completion
 //! finds the record, gives the consumer's cookie back in the event and, for
-//! a [`Seg`], the segment. Such a DTO must complete with an event, so
+//! a [`Seg`], the segment ([`Ia::take_seg`]). Such a DTO must complete with an event, so
 //! `DAT_COMPLETION_SUPPRESS_FLAG` is refused on it (`DAT_INVALID_PARAMETER`
 //! on the flags): without the event, nothing would say when the memory is
 //! the program's again.
@@ -147,9 +147,8 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         self.lent_post(cookie, |p, key| p.ep_post_recv(ep.handle(), iov, key, flags)).map(drop)
     }
 
-    /// dat_ep_post_recv(3DAT) into `seg`, which the completion event gives
-    /// back ([`Event::seg`](crate::Event::seg)); a refused post gives it
-    /// back at once.
+    /// dat_ep_post_recv(3DAT) into `seg`, which its completion gives back
+    /// ([`Ia::take_seg`]); a refused post gives it back at once.
     ///
     /// ```
     /// # use udat::*;
@@ -193,8 +192,8 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     }
 
     /// dat_ep_post_rdma_read(3DAT): the peer's `remote` into `seg`, which
-    /// the completion event gives back; a refused post gives it back at
-    /// once.
+    /// its completion gives back ([`Ia::take_seg`]); a refused post gives
+    /// it back at once.
     pub fn ep_post_rdma_read_seg(
         &mut self,
         ep: &Ep<'id>,
@@ -250,8 +249,8 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         self.lent_post(cookie, |p, key| p.srq_post_recv(srq.handle(), iov, key)).map(drop)
     }
 
-    /// dat_srq_post_recv(3DAT) into `seg`, which the completion event (on
-    /// the EP that consumed the receive) gives back.
+    /// dat_srq_post_recv(3DAT) into `seg`, which its completion (on the EP
+    /// that consumed the receive) gives back ([`Ia::take_seg`]).
     pub fn srq_post_recv_seg(&mut self, srq: &Srq<'id>, seg: Seg<'id>, cookie: u64) -> Result<(), Refused<Seg<'id>>> {
         let iov = [seg.triplet()];
         self.seg_post(cookie, seg, |p, key| p.srq_post_recv(srq.handle(), &iov, key))

@@ -10,7 +10,7 @@ use crate::link::{decode_remote, encode_remote, Done, Hello, Link, Peer, Remote,
 type Room = Inline<64, 4096>;
 
 /// Connection events that count as the peer hanging up.
-fn gone(e: &Event<'_>) -> bool {
+fn gone(e: &Event) -> bool {
     e.number != EventNumber::ConnectionEstablished
 }
 
@@ -118,7 +118,7 @@ impl<B: Backend> Peer for Side<'_, B> {
     fn accept(&mut self, recvs: &dyn Fn(&Hello) -> u32) -> Result<Hello, String> {
         let cr = loop {
             let e = check("waiting for a connection request", self.ia.evd_wait(&self.cr, WAIT_US, 1))?.0;
-            if let Some(cr) = e.cr() {
+            if let Some(cr) = self.ia.cr_of(&e) {
                 break cr;
             }
         };

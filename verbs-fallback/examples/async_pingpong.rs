@@ -69,7 +69,7 @@ impl<'id, B: Backend> Side<'id, B> {
         let e = self.cno.event(&mut self.ia, &self.dto).await?;
         match e.data {
             EventData::Dto { cookie: c, status: DtoStatus::Success, .. } if c == cookie => {
-                if let Some(seg) = e.seg {
+                if let Some(seg) = self.ia.take_seg() {
                     self.recv = Some(seg);
                 }
                 Ok(())
@@ -100,7 +100,7 @@ impl<'id, B: Backend> Side<'id, B> {
     }
 }
 
-fn broken((e, event): (DatError, Option<Event<'_>>)) -> DatError {
+fn broken((e, event): (DatError, Option<Event>)) -> DatError {
     eprintln!("async_pingpong: the connection did not come up: {e} {event:?}");
     e
 }

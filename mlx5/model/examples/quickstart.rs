@@ -14,7 +14,7 @@ const WAIT_US: u32 = 5_000_000;
 type Hca<'id> = Ia<'id, Mlx5<SoftHca>>;
 
 /// The next event on `evd`, which must be `want`.
-fn next<'id>(ia: &mut Hca<'id>, evd: &Evd<'id>, want: EventNumber) -> DatResult<Event<'id>> {
+fn next<'id>(ia: &mut Hca<'id>, evd: &Evd<'id>, want: EventNumber) -> DatResult<Event> {
     let (event, _) = ia.evd_wait(evd, WAIT_US, 1)?;
     if event.number != want {
         eprintln!("expected {want:?}, got {event:?}");
@@ -30,10 +30,8 @@ fn completion<'id>(ia: &mut Hca<'id>, evd: &Evd<'id>) -> DatResult<(u64, u32, Op
         match ia.evd_dequeue(evd) {
             Err(e) if e.error_type() == ErrorType::QueueEmpty => std::hint::spin_loop(),
             Ok(Event {
-                data: EventData::Dto { cookie, status: DtoStatus::Success, transferred_length, .. },
-                seg,
-                ..
-            }) => break Ok((cookie, transferred_length, seg)),
+                data: EventData::Dto { cookie, status: DtoStatus::Success, transferred_length, .. }, ..
+            }) => break Ok((cookie, transferred_length, ia.take_seg())),
             other => {
                 eprintln!("unexpected {other:?}");
                 break Err(DatError::of(ErrorType::InternalError));
@@ -64,7 +62,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         let address = ia.ia_query()?.ia_address;
         ia.ep_connect(&client, &address, 4000, WAIT_US, &[], Qos::BEST_EFFORT, ConnectFlags::DEFAULT)?;
         let request = next(&mut ia, &cr_evd, EventNumber::ConnectionRequest)?;
-        let cr = request.cr().ok_or(DatError::of(ErrorType::InvalidState))?;
+        let cr = ia.cr_of(&request).ok_or(DatError::of(ErrorType::InvalidState))?;
         ia.cr_accept(cr, &server, &[])?;
         next(&mut ia, &conn_evd, EventNumber::ConnectionEstablished)?;
         next(&mut ia, &conn_evd, EventNumber::ConnectionEstablished)?;

@@ -6,7 +6,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use std::time::{Duration, Instant};
 
 mod rig;
-use rig::{Post, Rig, BATCH};
+use rig::{with_rig, Post, Rig, BATCH};
 
 fn posts(c: &mut Criterion) {
     for (name, kind) in [
@@ -14,33 +14,40 @@ fn posts(c: &mut Criterion) {
         ("mlx5 post: rdma_write 4 KiB gathered", Post::Write),
         ("mlx5 post: send 64 B inline", Post::Send),
     ] {
-        let mut rig = Rig::default();
-        c.bench_function(name, |b| {
-            b.iter_custom(|iters| {
-                let mut took = Duration::ZERO;
-                let mut left = iters;
-                while left > 0 {
-                    let n = left.min(BATCH);
-                    if let Post::Send = kind {
-                        rig.receives(n);
-                    }
-                    let start = Instant::now();
-                    for i in 0..n {
-                        rig.post(kind, i);
-                    }
-                    took += start.elapsed();
-                    rig.execute();
-                    for _ in 0..n {
-                        rig.reap();
-                    }
-                    rig.drain_server();
-                    left -= n;
-                }
-                took
-            })
-        });
+        with_rig(|rig| post(c, rig, name, kind));
     }
-    let mut rig = Rig::default();
+    with_rig(|rig| fast_post(c, rig));
+    with_rig(|rig| dequeue(c, rig));
+}
+
+fn post(c: &mut Criterion, rig: &mut Rig<'_, '_>, name: &str, kind: Post) {
+    c.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let mut took = Duration::ZERO;
+            let mut left = iters;
+            while left > 0 {
+                let n = left.min(BATCH);
+                if let Post::Send = kind {
+                    rig.receives(n);
+                }
+                let start = Instant::now();
+                for i in 0..n {
+                    rig.post(kind, i);
+                }
+                took += start.elapsed();
+                rig.execute();
+                for _ in 0..n {
+                    rig.reap();
+                }
+                rig.drain_server();
+                left -= n;
+            }
+            took
+        })
+    });
+}
+
+fn fast_post(c: &mut Criterion, rig: &mut Rig<'_, '_>) {
     c.bench_function("mlx5 fast post: rdma_write 4 KiB gathered (Poster)", |b| {
         b.iter_custom(|iters| {
             let mut took = Duration::ZERO;
@@ -52,7 +59,7 @@ fn posts(c: &mut Criterion) {
                 {
                     let mut poster = rig.poster();
                     for i in 0..n {
-                        poster.rdma_write(&segs, i, &remote, udat_core::types::CompletionFlags::DEFAULT).unwrap();
+                        poster.rdma_write(&segs, i, &remote, udat::CompletionFlags::DEFAULT).unwrap();
                     }
                 }
                 took += start.elapsed();
@@ -65,7 +72,9 @@ fn posts(c: &mut Criterion) {
             took
         })
     });
-    let mut rig = Rig::default();
+}
+
+fn dequeue(c: &mut Criterion, rig: &mut Rig<'_, '_>) {
     c.bench_function("mlx5 CQE to DAT event (evd_dequeue)", |b| {
         b.iter_custom(|iters| {
             let mut took = Duration::ZERO;

@@ -11,22 +11,20 @@
 mod rig;
 use std::hint::black_box;
 
-use rig::{Post, Rig, BATCH};
-use udat_core::fast::{Poster, Segments};
-use udat_core::storage::Storage;
-use udat_core::types::{CompletionFlags, RmrTriplet};
-use udat_core::Backend;
+use rig::{with_rig, Post, Rig, BATCH};
+use udat::fast::{Poster, Segments};
+use udat::{Backend, CompletionFlags, RmrTriplet, Storage};
 
 #[inline(never)]
-fn measured_post(rig: &mut Rig, kind: Post, cookie: u64) {
+fn measured_post(rig: &mut Rig<'_, '_>, kind: Post, cookie: u64) {
     rig.post(kind, cookie);
 }
 
 #[inline(never)]
-fn measured_fast_post<B: Backend, S: Storage>(
-    poster: &mut Poster<'_, B, S>,
+fn measured_fast_post<'id, B: Backend, S: Storage>(
+    poster: &mut Poster<'_, 'id, B, S>,
     kind: Post,
-    segs: &Segments,
+    segs: &Segments<'id>,
     remote: &RmrTriplet,
     cookie: u64,
 ) {
@@ -38,7 +36,7 @@ fn measured_fast_post<B: Backend, S: Storage>(
 }
 
 #[inline(never)]
-fn measured_completion(rig: &mut Rig) -> u64 {
+fn measured_completion(rig: &mut Rig<'_, '_>) -> u64 {
     rig.reap()
 }
 
@@ -58,37 +56,38 @@ fn main() {
     let fast = op.ends_with("_fast");
     let dequeue = op.starts_with("dequeue");
     let batch = if op == "dequeue_one" { 1 } else { BATCH };
-    let mut rig = Rig::default();
-    let mut left = k;
-    while left > 0 {
-        let n = left.min(batch);
-        if let Post::Send = kind {
-            rig.receives(n);
-        }
-        if fast {
-            let (segs, remote) = rig.segments(kind);
-            let mut poster = rig.poster();
-            for i in 0..n {
-                measured_fast_post(&mut poster, kind, &segs, &remote, i);
+    with_rig(|rig| {
+        let mut left = k;
+        while left > 0 {
+            let n = left.min(batch);
+            if let Post::Send = kind {
+                rig.receives(n);
             }
-        } else {
-            for i in 0..n {
-                if dequeue {
-                    rig.post(kind, i);
-                } else {
-                    measured_post(&mut rig, kind, i);
+            if fast {
+                let (segs, remote) = rig.segments(kind);
+                let mut poster = rig.poster();
+                for i in 0..n {
+                    measured_fast_post(&mut poster, kind, &segs, &remote, i);
+                }
+            } else {
+                for i in 0..n {
+                    if dequeue {
+                        rig.post(kind, i);
+                    } else {
+                        measured_post(rig, kind, i);
+                    }
                 }
             }
-        }
-        rig.execute();
-        for _ in 0..n {
-            if dequeue {
-                measured_completion(&mut rig);
-            } else {
-                rig.reap();
+            rig.execute();
+            for _ in 0..n {
+                if dequeue {
+                    measured_completion(rig);
+                } else {
+                    rig.reap();
+                }
             }
+            rig.drain_server();
+            left -= n;
         }
-        rig.drain_server();
-        left -= n;
-    }
+    });
 }

@@ -4,6 +4,7 @@
 //! dat_rmr_query(3DAT).
 
 use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 use udat_core::types::{CompletionFlags, LmrTriplet, MemPriv, MemType, RmrTriplet};
 use udat_core::{DatError, DatResult, ErrorType, LmrHandle, LmrParam, RmrParam, Storage, LMR_FIELD_ALL, RMR_FIELD_ALL};
@@ -163,6 +164,40 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         let seg = Seg::whole(&memory, len, lmr.lmr_context);
         crate::ia::lock(&self.kept).buffers.push(memory);
         Ok((lmr, seg))
+    }
+
+    /// dat_lmr_create(3DAT) of `length` bytes at `address`, memory udat
+    /// does not own (a huge-page mapping, a device's), given up to the IA
+    /// as [`Ia::lmr_create`]'s is, with any privileges. [`Ia::lmr_free`]
+    /// gives nothing back.
+    ///
+    /// # Safety
+    ///
+    /// From this call until the LMR is freed or the IA is closed (for an
+    /// IA leaked rather than dropped, forever), `address..address + length`
+    /// stays allocated, and the program makes no reference to any of its
+    /// bytes: the transport, and with remote privileges a peer, may write
+    /// them at any time.
+    pub unsafe fn lmr_create_raw(
+        &mut self,
+        address: NonNull<u8>,
+        length: usize,
+        pz: &Pz<'id>,
+        privileges: MemPriv,
+    ) -> DatResult<Lmr<'id>> {
+        let region = MemType::Virtual { address: address.as_ptr() as u64, length: length as u64 };
+        // SAFETY: the caller's contract is the core's: the memory stays
+        // allocated while registered, and no reference reaches it.
+        let made = unsafe { self.provider.lmr_create(self.ia, region, pz.handle(), privileges)? };
+        Ok(Lmr {
+            handle: made.lmr,
+            lmr_context: made.lmr_context,
+            rmr_context: made.rmr_context,
+            address: made.registered_address,
+            length: made.registered_size,
+            kept: false,
+            _brand: PhantomData,
+        })
     }
 
     fn register(

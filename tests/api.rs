@@ -87,6 +87,22 @@ fn a_segment_outside_its_lmr_is_invalid_parameter() {
 }
 
 #[test]
+fn memory_udat_does_not_own_registers_only_through_unsafe() {
+    let memory: &'static mut [u8] = Box::leak(vec![0u8; 256].into_boxed_slice());
+    let address = std::ptr::NonNull::new(memory.as_mut_ptr()).unwrap();
+    mock(|mut ia| {
+        let pz = ia.pz_create()?;
+        // SAFETY: the memory is leaked, so it stays allocated, and nothing
+        // makes a reference to it after this point.
+        let lmr = unsafe { ia.lmr_create_raw(address, 256, &pz, MemPriv::ALL)? };
+        assert_eq!(lmr.registered_address(), address.as_ptr() as u64);
+        assert!(lmr.target(0, 256).is_ok());
+        assert!(ia.lmr_free(lmr)?.is_none(), "no memory of udat's to give back");
+        Ok(())
+    })
+}
+
+#[test]
 fn a_refused_registration_gives_the_memory_back() {
     mock(|mut ia| {
         let pz = ia.pz_create()?;

@@ -99,6 +99,14 @@ pub enum RequestOp {
         /// The addend.
         add: u64,
     },
+    /// A send that also invalidates the peer's window `rkey`
+    /// (dat_ep_post_send_with_invalidate of `<dat2/dat.h>`; verbs'
+    /// `IBV_WR_SEND_WITH_INV`): the receive it consumes completes as
+    /// [`DtoOp::ReceiveWithInvalidate`] carrying `rkey`.
+    SendInvalidate {
+        /// The peer's context to invalidate.
+        rkey: u32,
+    },
 }
 
 /// A send-queue work request.
@@ -148,7 +156,8 @@ pub struct Completion {
     /// Bytes moved; for a receive, the bytes that arrived.
     pub transferred_length: u32,
     /// The immediate data of a [`DtoOp::ReceiveImm`] or
-    /// [`DtoOp::ReceiveMsgImm`]; 0 otherwise.
+    /// [`DtoOp::ReceiveMsgImm`], the context the peer invalidated for a
+    /// [`DtoOp::ReceiveWithInvalidate`]; 0 otherwise.
     pub imm: u32,
     /// Work requests this completion retires: 1, plus any suppressed
     /// successes posted before it on the same send queue.
@@ -367,6 +376,15 @@ pub trait Backend {
     fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<Self::Mw>;
     /// Release a memory window (dat_rmr_free(3DAT)).
     fn mw_free(&mut self, mw: Self::Mw);
+    /// A new, unbound type 2 memory window in `pd`: bound to the QP that
+    /// binds it, unbound by a local or the peer's invalidation
+    /// (dat_rmr_create_for_ep of `<dat2/dat.h>`; verbs' `IBV_MW_TYPE_2`).
+    /// [`Backend::post_bind`] of such a window with no `mr` invalidates
+    /// it. A transport without type 2 windows refuses with
+    /// `DAT_MODEL_NOT_SUPPORTED`.
+    fn mw_alloc_for_ep(&mut self, _pd: &Self::Pd) -> DatResult<Self::Mw> {
+        Err(crate::error::DatError::of(crate::error::ErrorType::ModelNotSupported))
+    }
 
     /// A new CQ of at least `min_entries` entries (dat_evd_create(3DAT));
     /// a [`CmEvent::CqError`] of it carries `tag`.
@@ -481,7 +499,7 @@ pub trait Backend {
     /// Take the next completion of `cq` through a shared backend, if a
     /// shared dequeue can settle it alone: a success, of a QP that is
     /// still there and receives from no SRQ, of a work request that is no
-    /// window bind. `admit` is shown what the CQE is for before anything is
+    /// window bind, nor a receive whose send invalidated a window. `admit` is shown what the CQE is for before anything is
     /// taken; it takes the lock of that QP's EP and hands back what the
     /// caller keeps while it settles the completion, or refuses.
     /// [`Shared::Done`] with `None` when the CQE completed nothing (its

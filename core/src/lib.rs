@@ -106,7 +106,7 @@ pub use post::{fast, shared};
 pub use provider::Provider;
 pub use psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
 pub use pz::{PzParam, PZ_FIELD_ALL};
-pub use rmr::{RmrParam, BINDS_IN_FLIGHT, RMR_FIELD_ALL};
+pub use rmr::{RmrParam, RmrScope, BINDS_IN_FLIGHT, RMR_FIELD_ALL};
 pub use rsp::{RspParam, RSP_FIELD_ALL};
 pub use srq::{SrqParam, SRQ_FIELD_ALL};
 pub use storage::{Inline, Storage};

@@ -107,6 +107,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if length == 0 || length > max_block || end - 1 > max_va {
             return Err(DatError::invalid_arg(4));
         }
+        if let MemType::SharedVirtual { cookie, .. } = mem_type {
+            self.shared_region_fits(ia_h, &cookie, length)?;
+        }
         let Provider { pzs, backend, .. } = self;
         let pz = pzs.get(pz_h.0).filter(|p| p.ia == ia_h).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
         let reg = backend.mr_register(&pz.pd, address, length, privileges)?;
@@ -153,6 +156,26 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             registered_size: lmr.length,
             registered_address: lmr.address,
         })
+    }
+
+    /// dat_lmr_create(3DAT), `DAT_MEM_TYPE_SHARED_VIRTUAL`: "All DAT
+    /// Consumers of the same uDAPL Provider specify the same Consumer
+    /// cookie to indicate who is sharing the shared memory region", and
+    /// "The Provider must check the entire 40 bytes and shall not
+    /// interpret it as a null-terminated string". So one cookie names one
+    /// region of the IA: an LMR of a cookie an LMR of the IA already has
+    /// must be of that region's length (`DAT_INVALID_PARAMETER` on the
+    /// length otherwise). Its address may differ, as a platform may map
+    /// the region at more than one address.
+    fn shared_region_fits(&self, ia: IaHandle, cookie: &[u8; 40], length: u64) -> DatResult<()> {
+        let shares =
+            |l: &Lmr<B>| l.ia == ia && matches!(&l.mem_type, MemType::SharedVirtual { cookie: c, .. } if c == cookie);
+        match self.lmrs.find_from(0, shares).and_then(|h| self.lmrs.get(h)) {
+            Some(Lmr { mem_type: MemType::SharedVirtual { length: region, .. }, .. }) if *region != length => {
+                Err(DatError::invalid_arg(4))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The next value of the context sequence whose slot is free; `None`

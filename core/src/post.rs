@@ -42,7 +42,7 @@ pub(crate) const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WA
 /// immediate write and compare-and-swap have one more operand.
 pub(crate) const fn flags_arg(op: &RequestOp) -> u8 {
     match op {
-        RequestOp::Send => 5,
+        RequestOp::Send | RequestOp::SendInvalidate { .. } => 5,
         RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } | RequestOp::FetchAdd { .. } => 6,
         RequestOp::RdmaWriteImm { .. } | RequestOp::CompareSwap { .. } => 7,
     }

@@ -329,6 +329,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     op,
                     imm: c.imm,
                 };
+                if op == DtoOp::ReceiveWithInvalidate && c.status == DtoStatus::Success {
+                    self.rmr_invalidated(ep_h, c.imm);
+                }
                 Some((evd, EventNumber::DtoCompletion, data))
             }
         };

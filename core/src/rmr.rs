@@ -1,5 +1,15 @@
 //! Remote Memory Region (RMR): dat_rmr_create(3DAT), dat_rmr_bind(3DAT),
-//! dat_rmr_free(3DAT), dat_rmr_query(3DAT).
+//! dat_rmr_free(3DAT), dat_rmr_query(3DAT), and DAT 2.0's
+//! dat_rmr_create_for_ep (`<dat2/dat.h>`).
+//!
+//! dat_rmr_create gives a window of the PZ (`DAT_RMR_SCOPE_PZ`: a type 1
+//! memory window, rebound at will). dat_rmr_create_for_ep gives one bound
+//! to an Endpoint (`DAT_RMR_SCOPE_EP`: "bound to at most one EP at a
+//! time"), an InfiniBand type 2 window: the peer reaches it only over the
+//! connection of the Endpoint that bound it, and it is invalidated, by a
+//! zero-length dat_rmr_bind through that Endpoint or by the peer's
+//! dat_ep_post_send_with_invalidate, before it is bound again (IBA
+//! o10-36.2.2: a type 2 window is bound only from the free state).
 
 use crate::backend::{Backend, Sge};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
@@ -13,6 +23,8 @@ pub const RMR_FIELD_ALL: u32 = 0x7f;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Binding {
+    /// The Endpoint the bind went through.
+    pub(crate) ep: EpHandle,
     pub(crate) lmr: LmrHandle,
     pub(crate) triplet: LmrTriplet,
     pub(crate) privileges: MemPriv,
@@ -22,11 +34,23 @@ pub(crate) struct Binding {
 pub(crate) struct Rmr<B: Backend> {
     pub(crate) ia: IaHandle,
     pub(crate) pz: PzHandle,
+    pub(crate) scope: RmrScope,
     pub(crate) mw: B::Mw,
     pub(crate) binding: Option<Binding>,
     /// The binds posted and not yet completed, for their events' cookies.
     pub(crate) in_flight: InFlight,
     pub(crate) context: u64,
+}
+
+/// `DAT_RMR_SCOPE`: what an RMR's binding is tied to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RmrScope {
+    /// `DAT_RMR_SCOPE_PZ`: any Endpoint of the PZ reaches it
+    /// (dat_rmr_create(3DAT)).
+    Pz,
+    /// `DAT_RMR_SCOPE_EP`: bound to one Endpoint at a time
+    /// (dat_rmr_create_for_ep).
+    Ep,
 }
 
 /// Binds of one RMR in flight at once, over all Endpoints; one more is
@@ -126,20 +150,36 @@ pub struct RmrParam {
     pub mem_privileges: Option<MemPriv>,
     /// The context a peer names the bound memory by.
     pub rmr_context: Option<u32>,
+    /// What the binding is tied to.
+    pub scope: RmrScope,
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_rmr_create(3DAT).
     pub fn rmr_create(&mut self, pz_h: PzHandle) -> DatResult<RmrHandle> {
+        self.rmr_new(pz_h, RmrScope::Pz)
+    }
+
+    /// dat_rmr_create_for_ep of `<dat2/dat.h>` (DAT 2.0): an RMR of
+    /// `DAT_RMR_SCOPE_EP` (see the module documentation). A transport
+    /// without type 2 windows refuses with `DAT_MODEL_NOT_SUPPORTED`.
+    pub fn rmr_create_for_ep(&mut self, pz_h: PzHandle) -> DatResult<RmrHandle> {
+        self.rmr_new(pz_h, RmrScope::Ep)
+    }
+
+    fn rmr_new(&mut self, pz_h: PzHandle, scope: RmrScope) -> DatResult<RmrHandle> {
         let Provider { pzs, backend, .. } = self;
         let pz = pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
         let ia = pz.ia;
-        let mw = backend.mw_alloc(&pz.pd)?;
+        let mw = match scope {
+            RmrScope::Pz => backend.mw_alloc(&pz.pd)?,
+            RmrScope::Ep => backend.mw_alloc_for_ep(&pz.pd)?,
+        };
         match crate::owned::insert(
             &mut self.ias,
             &mut self.rmrs,
             None,
-            Rmr { ia, pz: pz_h, mw, binding: None, in_flight: InFlight::default(), context: 0 },
+            Rmr { ia, pz: pz_h, scope, mw, binding: None, in_flight: InFlight::default(), context: 0 },
         ) {
             Ok(raw) => {
                 self.pz_hold(pz_h);
@@ -174,7 +214,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
     ) -> DatResult<u32> {
         let rmr = self.rmr(rmr_h)?;
-        let (rmr_pz, rmr_ia) = (rmr.pz, rmr.ia);
+        let (rmr_pz, rmr_ia, scope, bound) = (rmr.pz, rmr.ia, rmr.scope, rmr.binding);
         let binds = triplet.segment_length != 0;
         if binds || !lmr_h.is_null() {
             let of_ia = self.lmr(lmr_h).is_ok_and(|l| l.ia == rmr_ia);
@@ -200,6 +240,18 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         if ep.pz != rmr_pz {
             return Err(DatError::new(ErrorType::ProtectionViolation, Subtype::ProtectionRdmaWrite));
+        }
+        if scope == RmrScope::Ep {
+            // A window of one Endpoint binds only from the free state (IBA
+            // o10-36.2.2), and only the Endpoint it is bound to invalidates
+            // it.
+            match (binds, bound) {
+                (true, Some(_)) | (false, None) => {
+                    return Err(DatError::of(ErrorType::InvalidState));
+                }
+                (false, Some(b)) if b.ep != ep_h => return Err(DatError::invalid_arg(5)),
+                _ => {}
+            }
         }
         let bind = if triplet.segment_length == 0 {
             None
@@ -241,7 +293,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         ep.request_outstanding += 1;
         rmr.in_flight.record(ep_h, cookie, !flags.contains(CompletionFlags::SUPPRESS));
         let old = rmr.binding.take();
-        rmr.binding = bind.map(|(lmr, _)| Binding { lmr, triplet: *triplet, privileges, rmr_context: rkey });
+        rmr.binding = bind.map(|(lmr, _)| Binding { ep: ep_h, lmr, triplet: *triplet, privileges, rmr_context: rkey });
         if let Some(old) = old {
             if let Some(l) = self.lmrs.get_mut(old.lmr.0) {
                 l.rmr_refs = l.rmr_refs.saturating_sub(1);
@@ -260,6 +312,19 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some(old) = self.rmrs.get_mut(rmr.0).and_then(|r| r.binding.take()) else { return };
         if let Some(l) = self.lmrs.get_mut(old.lmr.0) {
             l.rmr_refs = l.rmr_refs.saturating_sub(1);
+        }
+    }
+
+    /// The peer's dat_ep_post_send_with_invalidate of `rmr_context`
+    /// completed a receive of `ep`: the window of `DAT_RMR_SCOPE_EP` that
+    /// `ep` bound with that context is unbound.
+    #[cold]
+    pub(crate) fn rmr_invalidated(&mut self, ep: EpHandle, rmr_context: u32) {
+        let named = |r: &Rmr<B>| {
+            r.scope == RmrScope::Ep && r.binding.is_some_and(|b| b.ep == ep && b.rmr_context == rmr_context)
+        };
+        if let Some(raw) = self.rmrs.find_from(0, named) {
+            self.rmr_unbind(RmrHandle(raw));
         }
     }
 
@@ -291,6 +356,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             lmr_triplet: r.binding.map(|b| b.triplet),
             mem_privileges: r.binding.map(|b| b.privileges),
             rmr_context: r.binding.map(|b| b.rmr_context),
+            scope: r.scope,
         })
     }
 }

@@ -52,6 +52,8 @@ pub struct Cq<D: Device> {
 pub struct Mw<D: Device> {
     ctl: D::Mw,
     rkey: u32,
+    /// A type 2 window: its binds name the QP.
+    for_ep: bool,
 }
 
 /// An SRQ: the device's handle and the slot of its ring.
@@ -172,6 +174,7 @@ fn request_header(op: &RequestOp) -> (Header, DtoOp) {
     };
     match *op {
         RequestOp::Send => (header(opcode::SEND, 0, None, None), DtoOp::Send),
+        RequestOp::SendInvalidate { rkey } => (header(opcode::SEND_INVAL, rkey, None, None), DtoOp::Send),
         RequestOp::RdmaWrite { remote } => (header(opcode::RDMA_WRITE, 0, Some(remote), None), DtoOp::RdmaWrite),
         RequestOp::RdmaRead { remote } => (header(opcode::RDMA_READ, 0, Some(remote), None), DtoOp::RdmaRead),
         RequestOp::RdmaWriteImm { remote, imm } => {
@@ -301,6 +304,8 @@ fn received(tag: u64, cookie: u64, cqe: &Cqe) -> Completion {
     let (op, imm) = match cqe.opcode {
         CqeOpcode::RespWriteImm => (DtoOp::ReceiveImm, cqe.imm),
         CqeOpcode::RespSendImm => (DtoOp::ReceiveMsgImm, cqe.imm),
+        // The key the sender invalidated (`imm_inval_pkey`).
+        CqeOpcode::RespSendInv => (DtoOp::ReceiveWithInvalidate, cqe.imm),
         _ => (DtoOp::Receive, 0),
     };
     Completion {
@@ -414,7 +419,12 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
 
     fn mw_alloc(&mut self, pd: &D::Pd) -> DatResult<Mw<D>> {
         let (ctl, rkey) = self.device.mw_alloc(pd)?;
-        Ok(Mw { ctl, rkey })
+        Ok(Mw { ctl, rkey, for_ep: false })
+    }
+
+    fn mw_alloc_for_ep(&mut self, pd: &D::Pd) -> DatResult<Mw<D>> {
+        let (ctl, rkey) = self.device.mw_alloc_for_ep(pd)?;
+        Ok(Mw { ctl, rkey, for_ep: true })
     }
 
     fn mw_free(&mut self, mw: Mw<D>) {
@@ -662,7 +672,9 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         // SAFETY: `admit` took the lock of the EP whose QP the CQE names.
         let Some(queues) = (unsafe { self.qps.get_shared(route.slot) }) else { return Shared::Exclusive };
         let taken = if recv {
-            queues.rq.as_ref().and_then(|rq| rq.oldest()).map(|cookie| (received(queues.tag, cookie, &cqe), None))
+            // A receive that invalidated a window changes the window too.
+            let rq = queues.rq.as_ref().filter(|_| cqe.opcode != CqeOpcode::RespSendInv);
+            rq.and_then(|rq| rq.oldest()).map(|cookie| (received(queues.tag, cookie, &cqe), None))
         } else {
             let sent = queues.sq.oldest(cqe.wqe_counter).filter(|sent| sent.op != DtoOp::BindMw);
             sent.map(|sent| (requested(queues.tag, sent, 1), Some(sent)))
@@ -742,7 +754,8 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     ) -> DatResult<u32> {
         let queues = self.qps.get_mut(qp.slot).ok_or_else(internal)?;
         let rkey = mw::next_rkey(mw.rkey);
-        let bind = mr.map(|_| mw::Bind { lkey: sge.lkey, addr: sge.addr, len: sge.length, privileges });
+        let qpn = mw.for_ep.then(|| queues.sq.qpn());
+        let bind = mr.map(|_| mw::Bind { lkey: sge.lkey, addr: sge.addr, len: sge.length, privileges, qpn });
         let (body, n) = mw::bind_body(rkey, bind.as_ref());
         let slot = SendSlot {
             cookie,

@@ -86,7 +86,7 @@ pub trait Device {
     type Pd;
     /// A memory registration.
     type Mr;
-    /// A type 1 memory window.
+    /// A memory window, of type 1 or 2.
     type Mw;
     /// A CQ's control handle.
     type Cq;
@@ -133,6 +133,13 @@ pub trait Device {
     /// A type 1 memory window of `pd`, unbound, and its key
     /// (`ibv_alloc_mw`); the data path binds it ([`crate::mw`]).
     fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<(Self::Mw, u32)>;
+    /// A type 2 memory window of `pd`, unbound, and its key
+    /// (`ibv_alloc_mw` of `IBV_MW_TYPE_2`); the data path binds it to a QP
+    /// ([`crate::mw`]). A device without them refuses with
+    /// `DAT_MODEL_NOT_SUPPORTED`.
+    fn mw_alloc_for_ep(&mut self, _pd: &Self::Pd) -> DatResult<(Self::Mw, u32)> {
+        Err(udat_core::DatError::of(udat_core::ErrorType::ModelNotSupported))
+    }
     /// Free the window: its key stops working, bound or not.
     fn mw_free(&mut self, mw: Self::Mw);
 

@@ -31,6 +31,11 @@ pub const INVALID_LKEY: u32 = 0x100;
 
 /// Send opcodes (`MLX5_OPCODE_*`).
 pub mod opcode {
+    /// A send that invalidates the peer's window whose key is in the
+    /// control segment's immediate (rdma-core's `send_ieth` for
+    /// `IBV_WR_SEND_WITH_INV`).
+    #[doc(alias = "MLX5_OPCODE_SEND_INVAL")]
+    pub const SEND_INVAL: u8 = 0x01;
     /// An RDMA write.
     #[doc(alias = "MLX5_OPCODE_RDMA_WRITE")]
     pub const RDMA_WRITE: u8 = 0x08;

@@ -105,6 +105,11 @@ pub struct MockBackend {
     pub accepted: FixedVec<(u32, PrivateData), 16>,
     /// The last connect: remote qualifier and private data.
     pub last_connect: Option<(u64, PrivateData)>,
+    /// The key the last send with invalidate named.
+    pub invalidates: Option<u32>,
+    /// Type 2 windows alloc'ed: `mw_alloc_for_ep` refuses when false, as a
+    /// device without them does.
+    pub type2_windows: bool,
     /// Open devices, PDs, MRs, MWs: a leak shows as a count above zero.
     pub live_ias: u32,
     pub live_pds: u32,
@@ -139,6 +144,8 @@ impl MockBackend {
             rejected: FixedVec::new(),
             accepted: FixedVec::new(),
             last_connect: None,
+            invalidates: None,
+            type2_windows: true,
             live_ias: 0,
             live_pds: 0,
             live_mrs: 0,
@@ -228,6 +235,20 @@ impl MockBackend {
     /// bytes went to the write's target, so the buffer's size is moot.
     pub fn complete_recv_imm(&mut self, ep: EpHandle, length: u32, imm: u32) -> bool {
         self.take_recv(ep, length, Some(imm))
+    }
+
+    /// Complete the oldest pending receive of `ep` as consumed by the
+    /// peer's send with invalidate of `rkey`, `length` bytes.
+    pub fn complete_recv_invalidate(&mut self, ep: EpHandle, length: u32, rkey: u32) -> bool {
+        let Some(i) = self.qp_index(ep) else { return false };
+        let qp = &mut self.qps[i];
+        let Some(mut wr) = qp.recvs.pop_front() else { return false };
+        wr.length = length.min(wr.length);
+        wr.op = DtoOp::ReceiveWithInvalidate;
+        let c = Completion { imm: rkey, ..completion(qp.tag, &wr, DtoStatus::Success, 1) };
+        let cq = qp.recv_cq;
+        self.push_cq(cq, c);
+        true
     }
 
     fn take_recv(&mut self, ep: EpHandle, length: u32, imm: Option<u32>) -> bool {
@@ -461,6 +482,14 @@ impl Backend for MockBackend {
         Ok(self.key())
     }
 
+    fn mw_alloc_for_ep(&mut self, _pd: &u32) -> DatResult<u32> {
+        if !self.type2_windows {
+            return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
+        self.live_mws += 1;
+        Ok(self.key())
+    }
+
     fn mw_free(&mut self, _mw: u32) {
         self.live_mws -= 1;
     }
@@ -531,6 +560,10 @@ impl Backend for MockBackend {
         let q = self.qps.get_mut(i).ok_or(DatError::of(ErrorType::InternalError))?;
         let op = match wr.op {
             RequestOp::Send => DtoOp::Send,
+            RequestOp::SendInvalidate { rkey } => {
+                self.invalidates = Some(rkey);
+                DtoOp::Send
+            }
             RequestOp::RdmaWrite { .. } => DtoOp::RdmaWrite,
             RequestOp::RdmaRead { .. } => DtoOp::RdmaRead,
             RequestOp::RdmaWriteImm { .. } => DtoOp::RdmaWriteImm,

@@ -73,6 +73,14 @@ impl Mem {
         // SAFETY: inside the allocation (asserted).
         unsafe { self.ptr.as_ptr().add(offset).copy_from_nonoverlapping(bytes.as_ptr(), bytes.len()) }
     }
+
+    pub fn read(&self, offset: usize, len: usize) -> Vec<u8> {
+        assert!(offset + len <= self.layout.size());
+        let mut out = vec![0; len];
+        // SAFETY: inside the allocation (asserted).
+        unsafe { out.as_mut_ptr().copy_from_nonoverlapping(self.ptr.as_ptr().add(offset), len) };
+        out
+    }
 }
 
 impl Drop for Mem {

@@ -270,7 +270,16 @@ impl Device for ConnectX {
     }
 
     fn mw_alloc(&mut self, pd: &Pd) -> DatResult<(Window, u32)> {
-        let window = pd.window()?;
+        let window = pd.window(sys::ibv_mw_type::IBV_MW_TYPE_1)?;
+        // SAFETY: the window was just allocated.
+        let key = unsafe { (*window.0).rkey };
+        Ok((window, key))
+    }
+
+    /// A ConnectX has type 2 windows; the data path binds them with the
+    /// QP in the mkey context ([`udat_mlx5::mw`]).
+    fn mw_alloc_for_ep(&mut self, pd: &Pd) -> DatResult<(Window, u32)> {
+        let window = pd.window(sys::ibv_mw_type::IBV_MW_TYPE_2)?;
         // SAFETY: the window was just allocated.
         let key = unsafe { (*window.0).rkey };
         Ok((window, key))

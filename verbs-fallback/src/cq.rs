@@ -295,7 +295,8 @@ fn translate(qp: &QpShared, w: &sys::ibv_wc) -> Option<Completion> {
             // SAFETY: IBV_WC_WITH_IMM says the union holds the immediate.
             (DtoOp::ReceiveMsgImm, u32::from_be(unsafe { w.__bindgen_anon_1.imm_data }))
         } else if w.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_INV != 0 {
-            (DtoOp::ReceiveWithInvalidate, 0)
+            // SAFETY: IBV_WC_WITH_INV says the union holds the key.
+            (DtoOp::ReceiveWithInvalidate, unsafe { w.__bindgen_anon_1.invalidated_rkey })
         } else {
             (DtoOp::Receive, 0)
         };

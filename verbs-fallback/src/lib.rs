@@ -146,10 +146,10 @@ impl Pd {
         Ok(Pd { pd, ia: ia.clone() })
     }
 
-    /// A type 1 memory window of this PD, unbound.
-    fn window(&self) -> DatResult<Window> {
+    /// A memory window of this PD of `kind`, unbound.
+    fn window(&self, kind: sys::ibv_mw_type::Type) -> DatResult<Window> {
         // SAFETY: the PD is live.
-        let mw = unsafe { sys::alloc_mw(self.pd, sys::ibv_mw_type::IBV_MW_TYPE_1) };
+        let mw = unsafe { sys::alloc_mw(self.pd, kind) };
         if mw.is_null() {
             return Err(DatError::of(ErrorType::ModelNotSupported));
         }
@@ -174,18 +174,31 @@ impl Drop for Mr {
     }
 }
 
-/// A type 1 memory window, and the registration its unbinds name.
-/// Providers read the MR of every bind, even one of no bytes (rxe checks
-/// its PD, mlx4 and bnxt_re copy its lkey), so an unbind names `anchor`,
-/// one byte of the window's own that no bind opens. Fields drop in order:
-/// the window before the registration, the registration before its byte.
+/// A memory window. A type 1 window keeps the registration its unbinds
+/// name: providers read the MR of every bind, even one of no bytes (rxe
+/// checks its PD, mlx4 and bnxt_re copy its lkey), so an unbind names
+/// `anchor`, one byte of the window's own that no bind opens. Fields drop
+/// in order: the window before the registration, the registration before
+/// its byte. A type 2 window is bound and invalidated by WQEs of its own
+/// and needs none.
 pub struct Mw {
     window: Window,
-    anchor: Mr,
-    _byte: Box<u8>,
+    kind: WindowKind,
 }
 
-/// A type 1 memory window (`ibv_alloc_mw`).
+enum WindowKind {
+    Type1 {
+        anchor: Mr,
+        _byte: Box<u8>,
+    },
+    /// The key the window answers to after its last bind: `ibv_post_send`
+    /// does not update `ibv_mw.rkey`.
+    Type2 {
+        rkey: u32,
+    },
+}
+
+/// A memory window (`ibv_alloc_mw`).
 pub struct Window(*mut sys::ibv_mw);
 
 impl Drop for Window {
@@ -272,10 +285,19 @@ impl Backend for Verbs {
     }
 
     fn mw_alloc(&mut self, pd: &Pd) -> DatResult<Mw> {
-        let window = pd.window()?;
+        let window = pd.window(sys::ibv_mw_type::IBV_MW_TYPE_1)?;
         let byte = Box::new(0u8);
         let anchor = pd.register(&*byte as *const u8 as u64, 1, MemPriv::LOCAL_READ)?.mr;
-        Ok(Mw { window, anchor, _byte: byte })
+        Ok(Mw { window, kind: WindowKind::Type1 { anchor, _byte: byte } })
+    }
+
+    /// `IBV_MW_TYPE_2`; a device without it (`alloc_mw` fails) refuses
+    /// with `DAT_MODEL_NOT_SUPPORTED`.
+    fn mw_alloc_for_ep(&mut self, pd: &Pd) -> DatResult<Mw> {
+        let window = pd.window(sys::ibv_mw_type::IBV_MW_TYPE_2)?;
+        // SAFETY: the window was just allocated.
+        let rkey = unsafe { (*window.0).rkey };
+        Ok(Mw { window, kind: WindowKind::Type2 { rkey } })
     }
 
     fn mw_free(&mut self, mw: Mw) {
@@ -430,11 +452,18 @@ impl Backend for Verbs {
         flags: CompletionFlags,
     ) -> DatResult<u32> {
         let access = access(MemPriv(privileges.0 & MemPriv::REMOTE.0), false) as u32;
-        let (mr, range) = match mr {
-            Some(m) => (m.0, (sge.addr, u64::from(sge.length))),
-            None => (mw.anchor.0, (0, 0)),
-        };
-        qp.post_bind(mw.window.0, mr, range, access, cookie, flags)
+        let range = mr.map_or((0, 0), |_| (sge.addr, u64::from(sge.length)));
+        match &mut mw.kind {
+            WindowKind::Type1 { anchor, .. } => {
+                let mr = mr.map_or(anchor.0, |m| m.0);
+                qp.post_bind(mw.window.0, mr, range, access, cookie, flags)
+            }
+            WindowKind::Type2 { rkey } => {
+                let next = qp.post_bind_type2(mw.window.0, *rkey, mr.map(|m| m.0), range, access, cookie, flags)?;
+                *rkey = next;
+                Ok(next)
+            }
+        }
     }
 
     fn srq_create(&mut self, pd: &Pd, attr: &SrqAttr) -> DatResult<Srq> {

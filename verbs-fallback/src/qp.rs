@@ -341,6 +341,7 @@ impl Qp {
         use sys::ibv_wr_opcode as o;
         let (opcode, op, remote) = match wr.op {
             RequestOp::Send => (o::IBV_WR_SEND, DtoOp::Send, None),
+            RequestOp::SendInvalidate { .. } => (o::IBV_WR_SEND_WITH_INV, DtoOp::Send, None),
             RequestOp::RdmaWrite { remote } => (o::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, Some(remote)),
             RequestOp::RdmaRead { remote } => (o::IBV_WR_RDMA_READ, DtoOp::RdmaRead, Some(remote)),
             RequestOp::RdmaWriteImm { remote, .. } => {
@@ -391,8 +392,10 @@ impl Qp {
                 rkey: r.rmr_context,
             };
         }
-        if let RequestOp::RdmaWriteImm { imm, .. } = wr.op {
-            swr.__bindgen_anon_1.imm_data = imm.to_be();
+        match wr.op {
+            RequestOp::RdmaWriteImm { imm, .. } => swr.__bindgen_anon_1.imm_data = imm.to_be(),
+            RequestOp::SendInvalidate { rkey } => swr.__bindgen_anon_1.invalidate_rkey = rkey,
+            _ => {}
         }
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live; `swr` and the segments it points at
@@ -442,6 +445,56 @@ impl Qp {
         self.settle_post(rc, true)?;
         // SAFETY: the provider wrote the window's new key.
         Ok(unsafe { (*mw).rkey })
+    }
+
+    /// Bind the type 2 window `mw`, now of key `rkey`, to `length` bytes
+    /// at `addr` of `mr` through this QP (`IBV_WR_BIND_MW` posted with
+    /// `ibv_post_send`, the window's next key `ibv_inc_rkey`'s), or with
+    /// no `mr` invalidate it (`IBV_WR_LOCAL_INV`: a type 2 window is not
+    /// unbound by a bind of no bytes, IBA o10-37.2.40). Returns the key
+    /// the window answers to after the WQE.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn post_bind_type2(
+        &mut self,
+        mw: *mut sys::ibv_mw,
+        rkey: u32,
+        mr: Option<*mut sys::ibv_mr>,
+        (addr, length): (u64, u64),
+        access: u32,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<u32> {
+        use sys::ibv_wr_opcode as o;
+        let signalled = !flags.contains(CompletionFlags::SUPPRESS);
+        let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
+        let seq = self.push_send(SendSlot { seq: 0, cookie, op: DtoOp::BindMw, length: 0, notify, signalled })?;
+        // SAFETY: plain C data; every field read by the provider is set below.
+        let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
+        swr.wr_id = seq;
+        swr.send_flags = if signalled { sys::ibv_send_flags::IBV_SEND_SIGNALED.0 } else { 0 };
+        let next = match mr {
+            Some(mr) => {
+                let next = (rkey & !0xff) | (rkey.wrapping_add(1) & 0xff);
+                swr.opcode = o::IBV_WR_BIND_MW;
+                swr.__bindgen_anon_2.bind_mw = sys::ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
+                    mw,
+                    rkey: next,
+                    bind_info: sys::ibv_mw_bind_info { mr, addr, length, mw_access_flags: access },
+                };
+                next
+            }
+            None => {
+                swr.opcode = o::IBV_WR_LOCAL_INV;
+                swr.__bindgen_anon_1.invalidate_rkey = rkey;
+                rkey
+            }
+        };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP, MW and MR are live; `swr` outlives the call,
+        // which only reads it.
+        let rc = unsafe { sys::post_send(self.shared.qp, &mut swr, &mut bad) };
+        self.settle_post(rc, true)?;
+        Ok(next)
     }
 
     /// Keep `slot` for the request about to be posted: its sequence

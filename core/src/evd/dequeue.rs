@@ -65,13 +65,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
 /// Whether `Provider::complete_to` would hand `c`, a completion of `ep`
 /// (of a receive if `recv`), to a dequeue of `evd` as a DTO event, and
-/// leave the connection be: a success, not a window bind's, of the stream
-/// `evd` takes, and for a receive not one of an SRQ's (whose count is the
-/// SRQ's).
+/// change nothing else: a success, not a window bind's nor a receive that
+/// invalidated a window, of the stream `evd` takes, and for a receive not
+/// one of an SRQ's (whose count is the SRQ's).
 #[inline(always)]
 fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, recv: bool, evd: EvdHandle) -> bool {
     let stream = if recv { ep.recv_evd } else { ep.request_evd };
-    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && (!recv || ep.srq.is_null())
+    let settles_more = matches!(c.op, DtoOp::BindMw | DtoOp::ReceiveWithInvalidate);
+    c.status == DtoStatus::Success && !settles_more && stream == evd && (!recv || ep.srq.is_null())
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {

@@ -64,14 +64,15 @@ void oracle_srq_next_seg(uint8_t out[16], uint16_t next)
 }
 
 /*
- * The segments after the control segment of a WQE that binds a type 1
- * memory window (len != 0) or frees it (len == 0), set field by field
- * through the header's structs and enums: the UMR control segment, the
- * mkey context and, for a bind, one KLM entry padded to 64 bytes. The
+ * The segments after the control segment of a WQE that binds a memory
+ * window (len != 0) or frees it (len == 0), set field by field through
+ * the header's structs and enums: the UMR control segment, the mkey
+ * context and, for a bind, one KLM entry padded to 64 bytes. A type 2
+ * window's bind names the QP `qpn` (rdma-core's set_umr_mkey_seg). The
  * bytes written: 176 for a bind, 112 for a free.
  */
 size_t oracle_umr_bind(uint8_t out[176], uint32_t rkey, uint32_t lkey, uint64_t addr, uint32_t len,
-		       int remote_read, int remote_write)
+		       int remote_read, int remote_write, int type2, uint32_t qpn)
 {
 	struct mlx5_wqe_umr_ctrl_seg ctrl;
 	struct mlx5_wqe_mkey_context_seg mkey;
@@ -85,8 +86,8 @@ size_t oracle_umr_bind(uint8_t out[176], uint32_t rkey, uint32_t lkey, uint64_t 
 	memset(&mkey, 0, sizeof(mkey));
 	memset(&data, 0, sizeof(data));
 	ctrl.flags = MLX5_WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET | MLX5_WQE_UMR_CTRL_FLAG_INLINE;
-	/* Type 1: the window is bound to no QP. */
-	mkey.qpn_mkey = htobe32(0xffffff00u | (rkey & 0xff));
+	/* Type 1, or a free: the window is bound to no QP. */
+	mkey.qpn_mkey = htobe32((rkey & 0xff) | ((!type2 || !len) ? 0xffffff00u : qpn << 8));
 	if (len) {
 		ctrl.klm_octowords = htobe16(4);
 		mask |= MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN | MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR |
@@ -229,6 +230,8 @@ long oracle_layout(const char *name)
 	L("MLX5_OPCODE_ATOMIC_CS", MLX5_OPCODE_ATOMIC_CS);
 	L("MLX5_OPCODE_ATOMIC_FA", MLX5_OPCODE_ATOMIC_FA);
 	L("MLX5_OPCODE_UMR", MLX5_OPCODE_UMR);
+	L("MLX5_OPCODE_SEND_INVAL", MLX5_OPCODE_SEND_INVAL);
+	L("MLX5_CQE_RESP_SEND_INV", MLX5_CQE_RESP_SEND_INV);
 	L("MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE", MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE);
 #undef L
 	return -1;

@@ -56,6 +56,7 @@ pub mod cqe_op {
     pub const RESP_WR_IMM: u8 = 1;
     pub const RESP_SEND: u8 = 2;
     pub const RESP_SEND_IMM: u8 = 3;
+    pub const RESP_SEND_INV: u8 = 4;
     pub const REQ_ERR: u8 = 13;
     pub const RESP_ERR: u8 = 14;
     pub const INVALID: u8 = 15;
@@ -64,6 +65,7 @@ pub mod cqe_op {
 /// Error syndromes (PRM "Completion with Error").
 pub mod syndrome {
     pub const LOCAL_LENGTH: u8 = 0x01;
+    pub const LOCAL_QP_OP: u8 = 0x02;
     pub const LOCAL_PROT: u8 = 0x04;
     pub const MW_BIND: u8 = 0x06;
     pub const WR_FLUSH: u8 = 0x05;
@@ -72,6 +74,7 @@ pub mod syndrome {
     pub const TRANSPORT_RETRY_EXC: u8 = 0x15;
 }
 
+const OP_SEND_INVAL: u8 = 0x01;
 const OP_RDMA_WRITE: u8 = 0x08;
 const OP_RDMA_WRITE_IMM: u8 = 0x09;
 const OP_SEND: u8 = 0x0a;
@@ -123,10 +126,14 @@ impl Mr {
     }
 }
 
-/// A type 1 memory window: an mkey of its own, bound by UMR WQEs.
+/// A memory window: an mkey of its own, bound by UMR WQEs. A type 2
+/// window is bound to the QP whose UMR bound it: only that QP's
+/// connection reaches it, it is bound only from the free state (IBA
+/// o10-36.2.2), and the peer's send with invalidate frees it.
 #[derive(Debug)]
 pub struct Mw {
     pub pd: u32,
+    pub type2: bool,
     pub binding: Mutex<Binding>,
 }
 
@@ -136,6 +143,8 @@ pub struct Binding {
     /// The low 8 bits of its key; each bind sets them.
     pub key: u8,
     pub bound: Option<Window>,
+    /// The QP a bound type 2 window is bound to.
+    pub qp: Option<u32>,
 }
 
 /// What a bound window opens.
@@ -321,13 +330,16 @@ struct Wqe {
     umr: Option<Umr>,
 }
 
-/// The segments of a UMR WQE that binds or frees a type 1 window
-/// (`mlx5dv.h`: `mlx5_wqe_umr_ctrl_seg`, `mlx5_wqe_mkey_context_seg`,
+/// The segments of a UMR WQE that binds or frees a window (`mlx5dv.h`:
+/// `mlx5_wqe_umr_ctrl_seg`, `mlx5_wqe_mkey_context_seg`,
 /// `mlx5_wqe_umr_klm_seg`).
 #[derive(Debug)]
 struct Umr {
     /// The window's next key, its low 8 bits.
     key: u8,
+    /// The QP the mkey context names: a type 2 window's bind names its
+    /// own, anything else none.
+    qp: Option<u32>,
     access: MemPriv,
     start: u64,
     len: u64,
@@ -1036,26 +1048,32 @@ impl Hca {
     /// access error (ibv_poll_cq(3), IBV_WC_REM_ACCESS_ERR); a zero-length
     /// one names no memory, and neither its address nor its key is checked
     /// (IBA C9-88).
-    fn remote(&self, pd: u32, addr: u64, rkey: u32, len: usize, need: MemPriv) -> bool {
+    fn remote(&self, (qpn, pd): (u32, u32), addr: u64, rkey: u32, len: usize, need: MemPriv) -> bool {
         if len == 0 {
             return true;
         }
         if let Some(mr) = self.mrs.get(&rkey) {
             return mr.pd == pd && mr.access.contains(need) && mr.covers(addr, len as u64);
         }
-        // A window: its key's low 8 bits must be the current ones.
+        // A window: its key's low 8 bits must be the current ones, and a
+        // type 2 window's QP the responder.
         let Some(mw) = self.mws.get(&(rkey >> 8)) else { return false };
         let binding = lock(&mw.binding);
-        let Some(w) = binding.bound.filter(|_| mw.pd == pd && binding.key == rkey as u8) else { return false };
+        let of_qp = !mw.type2 || binding.qp == Some(qpn);
+        let Some(w) = binding.bound.filter(|_| mw.pd == pd && binding.key == rkey as u8 && of_qp) else { return false };
         w.access.contains(need) && addr.checked_sub(w.addr).is_some_and(|off| off <= w.len && len as u64 <= w.len - off)
     }
 
-    /// Execute a window bind: the window named by the control segment's
-    /// immediate (its current key), in the QP's PD, takes the next key and
-    /// the range of the KLM entry, which must lie in a registration of the
-    /// same PD that allows what the window grants; or, marked free, is
-    /// unbound. Anything else fails the WQE with a bind error.
-    fn bind(&self, pd: u32, current: u32, umr: &Umr) -> Outcome {
+    /// Execute a window bind through QP `qpn`: the window named by the
+    /// control segment's immediate (its current key), in the QP's PD,
+    /// takes the next key and the range of the KLM entry, which must lie
+    /// in a registration of the same PD that allows what the window
+    /// grants; or, marked free, is unbound. A type 2 window binds only when
+    /// free, to the QP that binds it, and only that QP frees it. Anything
+    /// else fails the WQE with a bind error. A bind that names a QP the
+    /// window's type does not call for is the data path's mistake, and
+    /// panics.
+    fn bind(&self, (qpn, pd): (u32, u32), current: u32, umr: &Umr) -> Outcome {
         let failed = Outcome::Failed(syndrome::MW_BIND);
         let window = match umr.klm {
             None => None,
@@ -1074,13 +1092,38 @@ impl Hca {
             }
         };
         let Some(mw) = self.mws.get(&(current >> 8)) else { return failed };
+        let names = if mw.type2 && window.is_some() { Some(qpn) } else { None };
+        assert_eq!(umr.qp, names, "model: QP {qpn:#x}: a UMR names the wrong QP for its window");
         let mut binding = lock(&mw.binding);
         if mw.pd != pd || binding.key != current as u8 {
             return failed;
         }
+        if mw.type2 {
+            let binds_a_free_one = window.is_some() && binding.bound.is_none();
+            let frees_its_own = window.is_none() && binding.bound.is_some() && binding.qp == Some(qpn);
+            if !(binds_a_free_one || frees_its_own) {
+                return failed;
+            }
+        }
         binding.key = umr.key;
         binding.bound = window;
+        binding.qp = names;
         Outcome::Done(0)
+    }
+
+    /// Free the type 2 window of key `rkey` in PD `pd` bound to QP `qpn`,
+    /// for a send with invalidate that QP received; false when `rkey`
+    /// names no such window.
+    fn invalidate(&self, (qpn, pd): (u32, u32), rkey: u32) -> bool {
+        let Some(mw) = self.mws.get(&(rkey >> 8)) else { return false };
+        let mut binding = lock(&mw.binding);
+        let named = mw.type2 && mw.pd == pd && binding.key == rkey as u8 && binding.qp == Some(qpn);
+        if !named || binding.bound.is_none() {
+            return false;
+        }
+        binding.bound = None;
+        binding.qp = None;
+        true
     }
 
     /// The bytes a WQE sends, or the syndrome it fails with.
@@ -1123,7 +1166,7 @@ impl Hca {
         let (qpn, pd) = (me.qpn, me.qp.pd);
         // A bind changes this side's keys: no peer takes part.
         if let Some(umr) = &wqe.umr {
-            return self.bind(pd, wqe.imm, umr);
+            return self.bind((qpn, pd), wqe.imm, umr);
         }
         let Some(peer) = peer else { return Outcome::Failed(syndrome::TRANSPORT_RETRY_EXC) };
         self.break_if_overrun(peer);
@@ -1138,13 +1181,13 @@ impl Hca {
             Outcome::Failed(syndrome::REMOTE_ACCESS)
         };
         match wqe.opcode {
-            OP_RDMA_WRITE | OP_RDMA_WRITE_IMM | OP_SEND | OP_SEND_IMM => {
+            OP_RDMA_WRITE | OP_RDMA_WRITE_IMM | OP_SEND | OP_SEND_IMM | OP_SEND_INVAL => {
                 let bytes = match self.gather(pd, wqe) {
                     Ok(bytes) => bytes,
                     Err(syndrome) => return Outcome::Failed(syndrome),
                 };
                 if let Some((addr, rkey)) = wqe.remote {
-                    if !self.remote(peer_pd, addr, rkey, bytes.len(), MemPriv::REMOTE_WRITE) {
+                    if !self.remote((peer.qpn, peer_pd), addr, rkey, bytes.len(), MemPriv::REMOTE_WRITE) {
                         return remote_fail(self, peer);
                     }
                     // SAFETY: `remote` found the range inside a live
@@ -1162,7 +1205,7 @@ impl Hca {
                     Ok(len) => len,
                     Err(syndrome) => return Outcome::Failed(syndrome),
                 };
-                if !self.remote(peer_pd, addr, rkey, len, MemPriv::REMOTE_READ) {
+                if !self.remote((peer.qpn, peer_pd), addr, rkey, len, MemPriv::REMOTE_READ) {
                     return remote_fail(self, peer);
                 }
                 let mut bytes = vec![0u8; len];
@@ -1178,7 +1221,7 @@ impl Hca {
                 let (Some((addr, rkey)), Some((swap_add, compare))) = (wqe.remote, wqe.atomic) else {
                     return Outcome::Failed(syndrome::LOCAL_PROT);
                 };
-                if addr % 8 != 0 || !self.remote(peer_pd, addr, rkey, 8, MemPriv::REMOTE_ATOMIC) {
+                if addr % 8 != 0 || !self.remote((peer.qpn, peer_pd), addr, rkey, 8, MemPriv::REMOTE_ATOMIC) {
                     return remote_fail(self, peer);
                 }
                 // Atomic with respect to every other atomic of the device
@@ -1258,6 +1301,14 @@ impl Hca {
             s.write_cqe(cq, e);
             s.fail(peer);
         };
+        // A send with invalidate frees the responder's type 2 window of the
+        // key it carries, one bound to the responder's QP; any other key
+        // fails the receive (rxe: IB_WC_LOC_QP_OP_ERR) and the requester
+        // sees an invalid request.
+        if wqe.opcode == OP_SEND_INVAL && !self.invalidate((peer_qpn, peer.qp.pd), wqe.imm) {
+            fail(self, peer, syndrome::LOCAL_QP_OP);
+            return Outcome::Failed(syndrome::REMOTE_INVAL_REQ);
+        }
         // A write with immediate consumes the receive but places its bytes
         // at the write's target only: the receive's buffers stay untouched.
         let placed = if wqe.opcode == OP_RDMA_WRITE_IMM { Some(true) } else { self.scatter(pd, &segs, bytes) };
@@ -1275,6 +1326,7 @@ impl Hca {
         let opcode = match wqe.opcode {
             OP_SEND => cqe_op::RESP_SEND,
             OP_SEND_IMM => cqe_op::RESP_SEND_IMM,
+            OP_SEND_INVAL => cqe_op::RESP_SEND_INV,
             _ => cqe_op::RESP_WR_IMM,
         };
         let e = CqeOut {
@@ -1293,8 +1345,8 @@ impl Hca {
 }
 
 /// The UMR segments of a window bind or free, checked against what the
-/// data path must write (rdma-core's `set_bind_wr` for a type 1 window):
-/// a broken rule panics.
+/// data path must write (rdma-core's `set_bind_wr`): a broken rule
+/// panics.
 fn parse_umr(qpn: u32, body: &[u8]) -> Umr {
     let be16 = |o: usize| u16::from_be_bytes(body[o..o + 2].try_into().unwrap());
     let be32 = |o: usize| u32::from_be_bytes(body[o..o + 4].try_into().unwrap());
@@ -1318,7 +1370,6 @@ fn parse_umr(qpn: u32, body: &[u8]) -> Umr {
     let free = body[MKEY] & (1 << 6) != 0;
     assert_eq!(free, !bind, "model: QP {qpn:#x}: a UMR's free mark and its KLM disagree");
     let qpn_mkey = be32(MKEY + 4);
-    assert_eq!(qpn_mkey >> 8, 0xff_ffff, "model: QP {qpn:#x}: a type 1 window names QP {:#x}", qpn_mkey >> 8);
     let flags = body[MKEY + 2];
     let mut access = MemPriv(0);
     if flags & (1 << 4) != 0 {
@@ -1329,6 +1380,7 @@ fn parse_umr(qpn: u32, body: &[u8]) -> Umr {
     }
     Umr {
         key: qpn_mkey as u8,
+        qp: Some(qpn_mkey >> 8).filter(|&q| q != 0xff_ffff),
         access,
         start: be64(MKEY + 16),
         len: be64(MKEY + 24),

@@ -498,7 +498,14 @@ impl Device for SoftHca {
     fn mw_alloc(&mut self, pd: &ModelPd) -> DatResult<(u32, u32)> {
         let mut hca = write(&self.hca);
         let index = hca.id();
-        hca.mws.insert(index, hca::Mw { pd: pd.id, binding: Default::default() });
+        hca.mws.insert(index, hca::Mw { pd: pd.id, type2: false, binding: Default::default() });
+        Ok((index, index << 8))
+    }
+
+    fn mw_alloc_for_ep(&mut self, pd: &ModelPd) -> DatResult<(u32, u32)> {
+        let mut hca = write(&self.hca);
+        let index = hca.id();
+        hca.mws.insert(index, hca::Mw { pd: pd.id, type2: true, binding: Default::default() });
         Ok((index, index << 8))
     }
 

@@ -23,6 +23,8 @@ extern "C" {
         len: u32,
         remote_read: i32,
         remote_write: i32,
+        type2: i32,
+        qpn: u32,
     ) -> usize;
     fn oracle_cqe(
         out: *mut u8,
@@ -100,14 +102,28 @@ pub fn inline_header(byte_count: u32) -> [u8; 4] {
     out
 }
 
-/// The segments after the control segment of a type 1 window bind (or,
-/// with `len` 0, free): the bytes the header's structs hold.
-pub fn umr_bind(rkey: u32, lkey: u32, addr: u64, len: u32, remote_read: bool, remote_write: bool) -> Vec<u8> {
+/// What a window bind opens, for [`umr_bind`].
+#[derive(Clone, Copy, Debug)]
+pub struct UmrBind {
+    pub rkey: u32,
+    pub lkey: u32,
+    pub addr: u64,
+    /// 0: the free.
+    pub len: u32,
+    pub remote_read: bool,
+    pub remote_write: bool,
+    /// The QP a type 2 window binds to; `None` for type 1.
+    pub qpn: Option<u32>,
+}
+
+/// The segments after the control segment of a window bind (or, with
+/// `len` 0, free): the bytes the header's structs hold.
+pub fn umr_bind(b: UmrBind) -> Vec<u8> {
     let mut out = [0xa5u8; 176];
+    let (read, write) = (i32::from(b.remote_read), i32::from(b.remote_write));
+    let (type2, qpn) = (i32::from(b.qpn.is_some()), b.qpn.unwrap_or(0));
     // SAFETY: writes at most the 176 bytes of `out` and says how many.
-    let n = unsafe {
-        oracle_umr_bind(out.as_mut_ptr(), rkey, lkey, addr, len, i32::from(remote_read), i32::from(remote_write))
-    };
+    let n = unsafe { oracle_umr_bind(out.as_mut_ptr(), b.rkey, b.lkey, b.addr, b.len, read, write, type2, qpn) };
     out[..n.min(176)].to_vec()
 }
 

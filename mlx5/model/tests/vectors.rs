@@ -10,6 +10,7 @@ use udat_mlx5::cq::{CompletionQueue, CqGeometry};
 use udat_mlx5::cqe::{field, CqeOpcode, Syndrome};
 use udat_mlx5::doorbell::CQ_DOORBELL;
 use udat_mlx5::mw;
+use udat_mlx5::sq::{Op, SendQueue, SendSlot, Sge, SqGeometry};
 use udat_mlx5::wqe::{self, atomic, ctrl, data, fm_ce_se, opcode, raddr, srq_next};
 use udat_mlx5_model::oracle::{self, CqeFields, Helper};
 use udat_testkit::model::{Mem, Recorder, SYNDROMES};
@@ -38,18 +39,40 @@ proptest! {
     }
 
     /// A window bind's UMR segments, byte for byte as the header's structs
-    /// lay them out; a zero length is the free.
+    /// lay them out; a zero length is the free. A type 2 window's bind
+    /// names its QP, its free none.
     #[test]
     fn a_window_bind_matches_the_header_structs(
         rkey: u32, lkey: u32, addr: u64, len in prop_oneof![Just(0u32), 1u32..], read: bool, write: bool,
+        qpn in prop::option::of(0u32..1 << 24),
     ) {
         let privileges = MemPriv(
             if read { MemPriv::REMOTE_READ.0 } else { 0 } | if write { MemPriv::REMOTE_WRITE.0 } else { 0 },
         );
-        let bind = (len != 0).then_some(mw::Bind { lkey, addr, len, privileges });
+        let bind = (len != 0).then_some(mw::Bind { lkey, addr, len, privileges, qpn });
         let (body, n) = mw::bind_body(rkey, bind.as_ref());
         let ours: Vec<u8> = body[..n].iter().flat_map(|s| wqe::seg_bytes(*s)).collect();
-        prop_assert_eq!(ours, oracle::umr_bind(rkey, lkey, addr, len, read, write));
+        let expected = oracle::umr_bind(oracle::UmrBind {
+            rkey, lkey, addr, len, remote_read: read, remote_write: write, qpn,
+        });
+        prop_assert_eq!(ours, expected);
+    }
+
+    /// A send with invalidate is a send whose control segment carries the
+    /// key to invalidate in its immediate, in network order (rdma-core's
+    /// `send_ieth` for `IBV_WR_SEND_WITH_INV`), written over a slot
+    /// poisoned with 0xa5: the control segment as both `mlx5dv.h`
+    /// helpers build it, then the data segment.
+    #[test]
+    fn a_send_with_invalidate_matches_rdma_core(
+        rkey: u32, len in 1u32..1 << 20, lkey: u32, addr: u64, pi_start in 0u16..64, signalled: bool,
+    ) {
+        let flags = if signalled { fm_ce_se::CQ_UPDATE } else { 0 };
+        let (wqe, qpn, pi) = sq_wqe(pi_start, Op::SendInval(rkey), &[Sge { addr, length: len, lkey }], flags);
+        let ds = 2;
+        prop_assert_eq!(&wqe[..16], &oracle::ctrl_seg(Helper::Scalar, pi, opcode::SEND_INVAL, 0, qpn, flags, ds, rkey)[..]);
+        prop_assert_eq!(&wqe[..16], &oracle::ctrl_seg(Helper::X86, pi, opcode::SEND_INVAL, 0, qpn, flags, ds, rkey)[..]);
+        prop_assert_eq!(&wqe[16..32], &oracle::data_seg(Helper::Scalar, len, lkey, addr)[..]);
     }
 
     #[test]
@@ -128,6 +151,33 @@ proptest! {
     }
 }
 
+/// The WQE the send queue writes for `op` over `sges` with `flags` after
+/// `before` one-block WQEs, into a ring poisoned with 0xa5; with its QP
+/// number and its index.
+fn sq_wqe(before: u16, op: Op, sges: &[Sge], flags: u8) -> (Vec<u8>, u32, u16) {
+    const WQEBBS: u32 = 128;
+    const QPN: u32 = 0x4242;
+    let (ring, record) = (Mem::new(WQEBBS as usize * wqe::WQEBB_BYTES), Mem::new(64));
+    ring.write(0, &vec![0xa5; WQEBBS as usize * wqe::WQEBB_BYTES]);
+    let g = SqGeometry {
+        qpn: QPN,
+        buf: ring.share(),
+        wqe_cnt: WQEBBS,
+        stride: 64,
+        dbrec: record.share(),
+        bf: Recorder::default(),
+        bf_size: 0,
+    };
+    let mut sq = SendQueue::new(g, vec![SendSlot::EMPTY; WQEBBS as usize]).unwrap();
+    for _ in 0..before {
+        sq.post(Op::Send, &[], 0, SendSlot::EMPTY).unwrap();
+    }
+    sq.post(op, sges, flags, SendSlot::EMPTY).unwrap();
+    sq.ring();
+    drop(sq);
+    (ring.read(usize::from(before) * wqe::WQEBB_BYTES, wqe::WQEBB_BYTES), QPN, before)
+}
+
 #[test]
 fn segment_layouts_match_the_header() {
     let checks: &[(&str, usize)] = &[
@@ -192,6 +242,8 @@ fn constants_match_the_header() {
         ("MLX5_OPCODE_ATOMIC_CS", u64::from(opcode::ATOMIC_CS)),
         ("MLX5_OPCODE_ATOMIC_FA", u64::from(opcode::ATOMIC_FA)),
         ("MLX5_OPCODE_UMR", u64::from(opcode::UMR)),
+        ("MLX5_OPCODE_SEND_INVAL", u64::from(opcode::SEND_INVAL)),
+        ("MLX5_CQE_RESP_SEND_INV", u64::from(u8::from(CqeOpcode::RespSendInv))),
         ("MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE", u64::from(fm_ce_se::INITIATOR_SMALL_FENCE)),
     ];
     for (name, ours) in checks {

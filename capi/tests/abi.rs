@@ -71,8 +71,8 @@ fn unoffered_slots_are_not_implemented() {
     // SAFETY: these slots read none of their arguments.
     unsafe {
         assert_eq!(ty(t.csp_free_func.unwrap()(ptr::null_mut())), DAT_NOT_IMPLEMENTED);
-        let mut rmr = ptr::null_mut();
-        assert_eq!(ty(t.rmr_create_for_ep_func.unwrap()(rig.pz(), &mut rmr)), DAT_NOT_IMPLEMENTED);
+        let mut answer = DAT_FALSE;
+        assert_eq!(ty(t.ia_ha_related_func.unwrap()(rig.ia, ptr::null_mut(), &mut answer)), DAT_NOT_IMPLEMENTED);
     }
 }
 

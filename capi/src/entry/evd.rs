@@ -326,7 +326,10 @@ fn write_dto(
         status: status as DAT_DTO_COMPLETION_STATUS,
         transfered_length: transferred_length,
         operation: op as DAT_DTOS,
-        rmr_context: 0,
+        // The context a `DAT_DTO_RECEIVE_WITH_INVALIDATE` invalidated; 0
+        // for the other uDAPL operations, whose completions carry no
+        // immediate (an extension's immediate goes in its own record below).
+        rmr_context: imm,
     };
     if op.is_extension() {
         // The IB extension reports its operations as DAT_IB_DTO_EVENT, the

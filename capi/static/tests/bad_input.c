@@ -228,6 +228,60 @@ static int impossible_lengths_and_misaligned_arrays(void)
 	return ok;
 }
 
+/* The DAT 2.0 calls libudat.a exports (libdat2 exports none of them):
+ * garbage, wrong-kind and stale handles are DAT_INVALID_HANDLE, a null
+ * triplet or cookie DAT_INVALID_PARAMETER; each works on live objects. */
+static int dat20_calls(void)
+{
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, evd;
+	DAT_IA_HANDLE ia = open_ia(&async);
+	static char cookie[DAT_LMR_COOKIE_SIZE] = "shm", mem[8192];
+	DAT_REGION_DESCRIPTION region = { .for_shared_memory = { .virtual_address = mem, .shared_memory_id = NULL } };
+	DAT_RMR_TRIPLET local = { 0 }, remote = { 0 };
+	DAT_DTO_COOKIE dto = { .as_64 = 1 };
+	DAT_LMR_CONTEXT lmr_context;
+	DAT_RMR_CONTEXT rmr_context;
+	DAT_VLEN size;
+	DAT_VADDR addr;
+	DAT_LMR_HANDLE lmr, same;
+	DAT_RMR_HANDLE rmr;
+	DAT_EP_HANDLE ep;
+	DAT_PZ_HANDLE pz;
+	int ok = 1;
+
+	if (dat_pz_create(ia, &pz) != DAT_SUCCESS ||
+	    dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG, &evd) != DAT_SUCCESS ||
+	    dat_ep_create(ia, pz, evd, evd, evd, NULL, &ep) != DAT_SUCCESS)
+		return 0;
+	ok &= invalid(dat_rmr_create_for_ep(unmapped(), &rmr), "rmr_create_for_ep(unmapped)");
+	ok &= invalid(dat_rmr_create_for_ep(ep, &rmr), "rmr_create_for_ep(an EP)");
+	ok &= dat_rmr_create_for_ep(pz, &rmr) == DAT_SUCCESS && dat_rmr_free(rmr) == DAT_SUCCESS;
+	ok &= invalid(dat_rmr_free(rmr), "rmr_free(stale)");
+	ok &= invalid(dat_ep_post_send_with_invalidate(pz, 0, NULL, dto, DAT_COMPLETION_DEFAULT_FLAG, DAT_TRUE, 1),
+		      "ep_post_send_with_invalidate(a PZ)");
+	ok &= dat_ep_post_send_with_invalidate(ep, 0, NULL, dto, DAT_COMPLETION_DEFAULT_FLAG, 2, 1) ==
+	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG6);
+	ok &= DAT_GET_TYPE(dat_ep_post_send_with_invalidate(ep, 0, NULL, dto, DAT_COMPLETION_DEFAULT_FLAG, DAT_TRUE,
+							    1)) == DAT_INVALID_STATE;
+	ok &= invalid(dat_ep_post_rdma_read_to_rmr(unmapped(), &local, dto, &remote, DAT_COMPLETION_DEFAULT_FLAG),
+		      "ep_post_rdma_read_to_rmr(unmapped)");
+	ok &= dat_ep_post_rdma_read_to_rmr(ep, NULL, dto, &remote, DAT_COMPLETION_DEFAULT_FLAG) ==
+	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2);
+	ok &= invalid_parameter(dat_lmr_create(ia, DAT_MEM_TYPE_SHARED_VIRTUAL, region, sizeof(mem), pz,
+					       DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lmr_context,
+					       &rmr_context, &size, &addr),
+				"lmr_create(shared, no cookie)");
+	region.for_shared_memory.shared_memory_id = &cookie;
+	ok &= dat_lmr_create(ia, DAT_MEM_TYPE_SHARED_VIRTUAL, region, sizeof(mem), pz, DAT_MEM_PRIV_ALL_FLAG,
+			     DAT_VA_TYPE_VA, &lmr, &lmr_context, &rmr_context, &size, &addr) == DAT_SUCCESS;
+	ok &= dat_lmr_create(ia, DAT_MEM_TYPE_SHARED_VIRTUAL, region, sizeof(mem) / 2, pz, DAT_MEM_PRIV_ALL_FLAG,
+			     DAT_VA_TYPE_VA, &same, &lmr_context, &rmr_context, &size, &addr) ==
+	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG4);
+	ok &= dat_lmr_free(lmr) == DAT_SUCCESS;
+	ok &= dat_ep_free(ep) == DAT_SUCCESS && usable(ia);
+	return ok;
+}
+
 /* Resident memory, in pages. */
 static long resident(void)
 {
@@ -282,6 +336,7 @@ static const struct {
 	{ "an IA name with no NUL before an unreadable page", unterminated_name },
 	{ "impossible lengths and misaligned arrays", impossible_lengths_and_misaligned_arrays },
 	{ "500 unknown provider names", unknown_names_register_nothing },
+	{ "the DAT 2.0 calls", dat20_calls },
 };
 
 int main(int argc, char **argv)

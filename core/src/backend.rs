@@ -499,7 +499,7 @@ pub trait Backend {
     /// Take the next completion of `cq` through a shared backend, if a
     /// shared dequeue can settle it alone: a success, of a QP that is
     /// still there and receives from no SRQ, of a work request that is no
-    /// window bind, nor a receive whose send invalidated a window. `admit` is shown what the CQE is for before anything is
+    /// window bind. `admit` is shown what the CQE is for before anything is
     /// taken; it takes the lock of that QP's EP and hands back what the
     /// caller keeps while it settles the completion, or refuses.
     /// [`Shared::Done`] with `None` when the CQE completed nothing (its

@@ -62,6 +62,13 @@ pub(crate) struct Ep<B: Backend> {
     pub(crate) request_outstanding: u32,
     pub(crate) recv_outstanding: u32,
     pub(crate) context: u64,
+    /// RMRs of `DAT_RMR_SCOPE_EP` bound through this EP.
+    pub(crate) windows: u32,
+    /// Whether a dequeue's lane, or a shared dequeue, may settle a receive
+    /// of this EP alone: it has its own receive queue (an SRQ's receives
+    /// are counted on the SRQ), and no window of its own is bound through
+    /// it, so no receive of it can invalidate one (which changes an RMR).
+    pub(crate) recv_direct: bool,
 }
 
 /// The facts a post's lane reads of its EP, derived from the EP's state,
@@ -148,9 +155,18 @@ impl<B: Backend> Ep<B> {
             request_outstanding: 0,
             recv_outstanding: 0,
             context: 0,
+            windows: 0,
+            recv_direct: srq.is_null(),
         };
         ep.hot = Hot::of(&ep);
         ep
+    }
+
+    /// One window of `DAT_RMR_SCOPE_EP` more (`bound`) or fewer bound
+    /// through this EP.
+    pub(crate) fn count_window(&mut self, bound: bool) {
+        self.windows = if bound { self.windows + 1 } else { self.windows.saturating_sub(1) };
+        self.recv_direct = self.srq.is_null() && self.windows == 0;
     }
 
     /// The EP's state.

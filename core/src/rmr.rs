@@ -294,6 +294,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         rmr.in_flight.record(ep_h, cookie, !flags.contains(CompletionFlags::SUPPRESS));
         let old = rmr.binding.take();
         rmr.binding = bind.map(|(lmr, _)| Binding { ep: ep_h, lmr, triplet: *triplet, privileges, rmr_context: rkey });
+        if scope == RmrScope::Ep {
+            // Only an unbound window binds, and only its EP unbinds it.
+            ep.count_window(bind.is_some());
+        }
         if let Some(old) = old {
             if let Some(l) = self.lmrs.get_mut(old.lmr.0) {
                 l.rmr_refs = l.rmr_refs.saturating_sub(1);
@@ -307,9 +311,16 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         Ok(rkey)
     }
 
-    /// Drop `rmr`'s binding, releasing its LMR.
+    /// Drop `rmr`'s binding, releasing its LMR (and, for a window of an
+    /// EP, the EP).
     pub(crate) fn rmr_unbind(&mut self, rmr: RmrHandle) {
-        let Some(old) = self.rmrs.get_mut(rmr.0).and_then(|r| r.binding.take()) else { return };
+        let Some(r) = self.rmrs.get_mut(rmr.0) else { return };
+        let Some(old) = r.binding.take() else { return };
+        if r.scope == RmrScope::Ep {
+            if let Some(ep) = self.eps.get_mut(old.ep.0) {
+                ep.count_window(false);
+            }
+        }
         if let Some(l) = self.lmrs.get_mut(old.lmr.0) {
             l.rmr_refs = l.rmr_refs.saturating_sub(1);
         }

@@ -672,9 +672,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         // SAFETY: `admit` took the lock of the EP whose QP the CQE names.
         let Some(queues) = (unsafe { self.qps.get_shared(route.slot) }) else { return Shared::Exclusive };
         let taken = if recv {
-            // A receive that invalidated a window changes the window too.
-            let rq = queues.rq.as_ref().filter(|_| cqe.opcode != CqeOpcode::RespSendInv);
-            rq.and_then(|rq| rq.oldest()).map(|cookie| (received(queues.tag, cookie, &cqe), None))
+            queues.rq.as_ref().and_then(|rq| rq.oldest()).map(|cookie| (received(queues.tag, cookie, &cqe), None))
         } else {
             let sent = queues.sq.oldest(cqe.wqe_counter).filter(|sent| sent.op != DtoOp::BindMw);
             sent.map(|sent| (requested(queues.tag, sent, 1), Some(sent)))

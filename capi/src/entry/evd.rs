@@ -326,10 +326,7 @@ fn write_dto(
         status: status as DAT_DTO_COMPLETION_STATUS,
         transfered_length: transferred_length,
         operation: op as DAT_DTOS,
-        // The context a `DAT_DTO_RECEIVE_WITH_INVALIDATE` invalidated; 0
-        // for the other uDAPL operations, whose completions carry no
-        // immediate (an extension's immediate goes in its own record below).
-        rmr_context: imm,
+        rmr_context: 0,
     };
     if op.is_extension() {
         // The IB extension reports its operations as DAT_IB_DTO_EVENT, the
@@ -377,6 +374,12 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
                 debug::say(format_args!("{op:?} of EP {ep:?} (cookie {cookie:#x}) completed: {status:?}"));
             }
             write_dto(&cx.st.handles, ep, cookie, status, transferred_length, op, imm, out);
+            // The context the peer invalidated (its completion carries it
+            // where an immediate goes). Only this door sees such a
+            // receive: the lanes and the shared dequeue leave it here.
+            if op == DtoOp::ReceiveWithInvalidate {
+                out.event_data.dto_completion_event_data.rmr_context = imm;
+            }
         }
         EventData::RmrBind { rmr, cookie, status } => {
             out.event_data.rmr_completion_event_data = DAT_RMR_BIND_COMPLETION_EVENT_DATA {

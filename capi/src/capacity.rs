@@ -80,7 +80,7 @@ impl Capacity {
             Kind::Evd => self.evds,
             Kind::Cno => self.cnos,
             Kind::Ep => self.eps,
-            Kind::Psp => self.psps,
+            Kind::Psp | Kind::Csp => self.psps,
             Kind::Rsp => self.rsps,
             Kind::Cr => self.crs,
             Kind::Srq => self.srqs,

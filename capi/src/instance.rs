@@ -21,7 +21,7 @@ use crate::capacity::{Capacity, Heap};
 use crate::handles::HandleSpace;
 use crate::lock::{Locked, ObjLocks};
 use crate::registry::Registration;
-use crate::sys::{udat_ext_fn, udat_provider_head, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
+use crate::sys::{udat_ext_fn, udat_provider_head, DAT_COMM, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
 
 /// The core provider as the C ABI instantiates it: its objects and events
 /// on the heap, in the counts of a [`Capacity`].
@@ -62,6 +62,9 @@ pub struct State<B: Transport> {
     pub ep_addr: Box<[(Addr, Addr)]>,
     /// Per CR slot: the requester's address of the last `dat_cr_query`.
     pub cr_addr: Box<[Addr]>,
+    /// Per PSP slot: the address and communicator the last
+    /// `dat_csp_query` of a CSP there reported (CSPs live among the PSPs).
+    pub csp_param: Box<[(Addr, DAT_COMM)]>,
     /// Per CNO slot: the descriptors of a CNO of `dat_cno_fd_create`.
     pub cno_fds: Box<[Option<(CnoHandle, Notifier)>]>,
 }
@@ -131,6 +134,7 @@ impl<B: Transport> Instance<B> {
             ia_addr: vec![Addr::default(); capacity.ias as usize].into_boxed_slice(),
             ep_addr: vec![(Addr::default(), Addr::default()); capacity.eps as usize].into_boxed_slice(),
             cr_addr: vec![Addr::default(); capacity.crs as usize].into_boxed_slice(),
+            csp_param: vec![(Addr::default(), DAT_COMM::default()); capacity.psps as usize].into_boxed_slice(),
             cno_fds: std::iter::repeat_with(|| None).take(capacity.cnos as usize).collect(),
         };
         let shares = reg.thread_safe && B::SHARED_QUEUES;
@@ -205,6 +209,7 @@ pub fn invalid(kind: Kind) -> DatError {
         Kind::Rsp => Subtype::InvalidHandleRsp,
         Kind::Cr => Subtype::InvalidHandleCr,
         Kind::Srq => Subtype::InvalidHandleSrq,
+        Kind::Csp => Subtype::InvalidHandleCsp,
     };
     DatError::invalid_handle(sub)
 }

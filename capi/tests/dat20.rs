@@ -1,7 +1,8 @@
 //! The DAT 2.0 calls of the provider table on the software HCA, as a
 //! consumer of `<dat2/udat.h>` reaches them: dat_rmr_create_for_ep with
-//! dat_ep_post_send_with_invalidate, dat_ep_post_rdma_read_to_rmr, and
-//! dat_lmr_create of `DAT_MEM_TYPE_SHARED_VIRTUAL`. The core's tests hold
+//! dat_ep_post_send_with_invalidate, dat_ep_post_rdma_read_to_rmr,
+//! dat_lmr_create of `DAT_MEM_TYPE_SHARED_VIRTUAL`, and the Common Service
+//! Point with dat_ep_common_connect. The core's tests hold
 //! the rest of each call's rules (`core/tests/dat20.rs`).
 
 mod common;
@@ -230,4 +231,79 @@ fn shared_virtual_lmrs_through_the_table() {
     let shared = unsafe { param.region_desc.for_shared_memory };
     assert_eq!(shared.virtual_address as usize, mem.as_ptr() as usize);
     assert!(shared.shared_memory_id.is_null());
+}
+
+/// DAT 2.0's Common Service Point through the table: dat_csp_create on
+/// the IA's address and a port, dat_ep_common_connect to it, the request
+/// arriving with the CSP as its service point; dat_csp_query and
+/// dat_get_handle_type; a freed CSP, a PSP's handle and null arguments
+/// refused.
+#[test]
+fn a_common_service_point_through_the_table() {
+    let rig = Rig::new(c"dat20-csp", MODEL);
+    let t = rig.t();
+    let pz = rig.pz();
+    let cr_evd = rig.evd(4, DAT_EVD_CR_FLAG);
+    let (client_conn, server_conn) = (rig.evd(4, DAT_EVD_CONNECTION_FLAG), rig.evd(4, DAT_EVD_CONNECTION_FLAG));
+    let dto = rig.evd(8, DAT_EVD_DTO_FLAG);
+    let (client, server) = (rig.ep(pz, dto, dto, client_conn), rig.ep(pz, dto, dto, server_conn));
+    // SAFETY: the IA's address is a sockaddr_in on the software HCA.
+    let mut address = unsafe { *rig.attr().ia_address_ptr.cast::<libc::sockaddr_in>() };
+    assert_eq!(i32::from(address.sin_family), libc::AF_INET);
+    address.sin_port = 7421u16.to_be();
+    let address_ptr = ptr::addr_of_mut!(address).cast::<DAT_SOCK_ADDR>();
+    let mut comm = DAT_COMM { domain: libc::AF_INET, type_: libc::SOCK_STREAM, protocol: 0 };
+    let create = |comm: *mut DAT_COMM, address: DAT_IA_ADDRESS_PTR| {
+        let mut csp = ptr::null_mut();
+        // SAFETY: a live IA and EVD; the communicator and address are null
+        // or valid; a valid out-pointer.
+        let ret = unsafe { t.csp_create_func.unwrap()(rig.ia, comm, address, cr_evd, &mut csp) };
+        (ret, csp)
+    };
+    assert_eq!(create(ptr::null_mut(), address_ptr).0, invalid_arg(DAT_INVALID_ARG2));
+    assert_eq!(create(&mut comm, ptr::null_mut()).0, invalid_arg(DAT_INVALID_ARG3));
+    let (ret, csp) = create(&mut comm, address_ptr);
+    ok(ret, "dat_csp_create");
+
+    let mut param = DAT_CSP_PARAM {
+        ia_handle: ptr::null_mut(),
+        comm: ptr::null_mut(),
+        address_ptr: ptr::null_mut(),
+        evd_handle: ptr::null_mut(),
+    };
+    // SAFETY: a live CSP and a valid out-pointer.
+    ok(unsafe { t.csp_query_func.unwrap()(csp, DAT_CSP_FIELD_ALL, &mut param) }, "dat_csp_query");
+    assert_eq!((param.ia_handle, param.evd_handle), (rig.ia, cr_evd));
+    // SAFETY: the query points at what the provider keeps for the CSP.
+    let (kept_comm, kept_address) = unsafe { (*param.comm, *param.address_ptr.cast::<libc::sockaddr_in>()) };
+    assert_eq!((kept_comm.domain, kept_comm.type_, kept_comm.protocol), (libc::AF_INET, libc::SOCK_STREAM, 0));
+    assert_eq!((kept_address.sin_port, kept_address.sin_addr.s_addr), (address.sin_port, address.sin_addr.s_addr));
+    let mut kind = 0;
+    // SAFETY: a live handle and a valid out-pointer.
+    ok(unsafe { t.get_handle_type_func.unwrap()(csp, &mut kind) }, "dat_get_handle_type");
+    assert_eq!(kind, DAT_HANDLE_TYPE_CSP);
+
+    // SAFETY: a live EP, an address and private data the test keeps.
+    let ret =
+        unsafe { t.ep_common_connect_func.unwrap()(client, address_ptr, u32::MAX, 2, b"hi".as_ptr() as DAT_PVOID) };
+    ok(ret, "dat_ep_common_connect");
+    let request = rig.next(cr_evd);
+    assert_eq!(request.event_number, DAT_CONNECTION_REQUEST_EVENT);
+    // SAFETY: a CR arrival's data.
+    let arrival = unsafe { request.event_data.cr_arrival_event_data };
+    // SAFETY: the union's CSP member, which the CSP's request sets.
+    assert_eq!((unsafe { arrival.sp_handle.csp_handle }, arrival.conn_qual), (csp, 7421));
+    // SAFETY: a live CR and EP.
+    ok(unsafe { t.cr_accept_func.unwrap()(arrival.cr_handle, server, 0, ptr::null_mut()) }, "dat_cr_accept");
+    assert_eq!(rig.next(client_conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    assert_eq!(rig.next(server_conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+
+    let psp = rig.psp(7422, cr_evd);
+    // SAFETY: live handles of this provider, of the wrong kind for the call.
+    unsafe {
+        assert_eq!(ty(t.psp_free_func.unwrap()(csp)), DAT_INVALID_HANDLE);
+        assert_eq!(t.csp_free_func.unwrap()(psp), DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CSP);
+        ok(t.csp_free_func.unwrap()(csp), "dat_csp_free");
+        assert_eq!(t.csp_free_func.unwrap()(csp), DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CSP);
+    }
 }

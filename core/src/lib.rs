@@ -2,8 +2,8 @@
 //!
 //! The DAT/uDAPL object model with no allocator and no operating system:
 //! every object of the uDAPL 1.2 specification (IA, PZ, LMR, RMR, EVD, CNO,
-//! EP, PSP, RSP, CR, SRQ), their states, their ties and their error codes,
-//! over a [`Backend`] that does the transport.
+//! EP, PSP, RSP, CR, SRQ) and DAT 2.0's CSP, their states, their ties and
+//! their error codes, over a [`Backend`] that does the transport.
 //!
 //! A [`Provider`] over the mock backend of udat's test kit, holding the
 //! rule of dat_pz_free(3DAT) that a PZ still in use is not freed:
@@ -36,7 +36,9 @@
 //! - [`storage`]: the memory the slots and events live in, given by the
 //!   provider's owner (arrays, or memory allocated once by the C ABI).
 //! - one module per object (`ia`, `pz`, `lmr`, `rmr`, `evd`, `cno`, `ep`,
-//!   `psp`, `rsp`, `cr`, `srq`), each citing the man pages it implements;
+//!   `psp`, `rsp`, `cr`, `srq`, and `csp`, whose objects live among the
+//!   PSPs), each citing the man pages (or, for DAT 2.0, the header) it
+//!   implements;
 //!   `post` holds every post, with its doors (exclusive, lane, [`shared`],
 //!   [`fast`]), and `evd` the dequeue's hot half.
 //! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
@@ -62,6 +64,7 @@ pub mod backend;
 mod cno;
 mod context;
 mod cr;
+mod csp;
 pub mod device_error;
 mod ep;
 pub mod error;
@@ -92,13 +95,14 @@ pub use heapless::Vec as FixedVec;
 pub use backend::Backend;
 pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, Signal, CNO_FIELD_ALL};
 pub use cr::{CrParam, CR_FIELD_ALL};
+pub use csp::{Comm, CspParam, CSP_FIELD_ALL};
 pub use ep::{EpChanges, EpParam, VALUE_UNKNOWN};
 pub use error::{DatError, DatResult, ErrorType, Subtype};
 pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL, TIMEOUT_INFINITE};
 pub use event::{Event, EventData, EventNumber};
 pub use handle::{
-    AnyHandle, CnoHandle, CrHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle, PzHandle, RawHandle,
-    RmrHandle, RspHandle, SrqHandle,
+    AnyHandle, CnoHandle, CrHandle, CspHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle, PzHandle,
+    RawHandle, RmrHandle, RspHandle, SrqHandle,
 };
 pub use ia::{AsyncEvd, AsyncEvdRef, MAX_IA_NAME};
 pub use lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};

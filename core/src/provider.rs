@@ -158,7 +158,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             Kind::Evd => self.evds.generation(index),
             Kind::Cno => self.cnos.generation(index),
             Kind::Ep => self.eps.generation(index),
-            Kind::Psp => self.psps.generation(index),
+            Kind::Psp | Kind::Csp => self.psps.generation(index),
             Kind::Rsp => self.rsps.generation(index),
             Kind::Cr => self.crs.generation(index),
             Kind::Srq => self.srqs.generation(index),
@@ -193,7 +193,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     lookup!(evd, evd_mut, evds, EvdHandle, Evd<B>, NoSubtype);
     lookup!(cno, cno_mut, cnos, CnoHandle, Cno, InvalidHandleCno);
     lookup!(ep, eps, EpHandle, Ep<B>, InvalidHandleEp);
-    lookup!(psp, psps, PspHandle, Psp<B>, InvalidHandlePsp);
     lookup!(rsp, rsps, RspHandle, Rsp<B>, InvalidHandleRsp);
     lookup!(cr, crs, CrHandle, Cr<B>, InvalidHandleCr);
     lookup!(srq, srq_mut, srqs, SrqHandle, Srq<B>, InvalidHandleSrq);

@@ -3,6 +3,7 @@
 
 use crate::backend::{Backend, PrivateData};
 use crate::cr::Cr;
+use crate::csp::Common;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, EvdHandle, IaHandle, PspHandle};
 use crate::provider::{psp_tag, Provider};
@@ -21,6 +22,9 @@ pub(crate) struct Psp<B: Backend> {
     pub(crate) conn_qual: u64,
     pub(crate) evd: EvdHandle,
     pub(crate) flags: PspFlags,
+    /// The socket address of a Common Service Point (DAT 2.0's CSPs live
+    /// among the PSPs); `None` for a PSP.
+    pub(crate) common: Option<Common>,
     pub(crate) listener: Option<B::Listener>,
     pub(crate) context: u64,
 }
@@ -48,12 +52,24 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         evd: EvdHandle,
         flags: PspFlags,
     ) -> DatResult<PspHandle> {
+        self.sp_create(ia, conn_qual, evd, flags, None)
+    }
+
+    /// A PSP, or with `common` a CSP, listening on `conn_qual`.
+    pub(crate) fn sp_create(
+        &mut self,
+        ia: IaHandle,
+        conn_qual: u64,
+        evd: EvdHandle,
+        flags: PspFlags,
+        common: Option<Common>,
+    ) -> DatResult<PspHandle> {
         self.ia(ia)?;
         self.evd_for(ia, evd, EvdFlags::CR, Subtype::InvalidHandleEvdCr)?;
         if self.conn_qual_taken(ia, conn_qual) {
             return Err(DatError::of(ErrorType::ConnQualInUse));
         }
-        let psp = Psp { ia, conn_qual, evd, flags, listener: None, context: 0 };
+        let psp = Psp { ia, conn_qual, evd, flags, common, listener: None, context: 0 };
         let h = PspHandle(
             crate::owned::insert(&mut self.ias, &mut self.psps, None, psp)
                 .map_err(|_| DatError::of(ErrorType::InsufficientResources))?,
@@ -89,6 +105,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             }
         }
         Err(DatError::of(ErrorType::ConnQualUnavailable))
+    }
+
+    /// The PSP `h` names; a CSP, which lives among the PSPs, is none.
+    pub(crate) fn psp(&self, h: PspHandle) -> DatResult<&Psp<B>> {
+        let psp = self.psps.get(h.0).filter(|p| p.common.is_none());
+        psp.ok_or(DatError::invalid_handle(Subtype::InvalidHandlePsp))
     }
 
     /// Whether a service point of `ia` listens on `conn_qual`.

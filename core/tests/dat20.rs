@@ -1,7 +1,8 @@
 //! The calls DAT 2.0 added beside the uDAPL 1.2 pages (`<dat2/dat.h>`,
 //! `<dat2/udat.h>`): dat_ep_post_send_with_invalidate,
-//! dat_rmr_create_for_ep, dat_ep_post_rdma_read_to_rmr, and
-//! dat_lmr_create of `DAT_MEM_TYPE_SHARED_VIRTUAL`.
+//! dat_rmr_create_for_ep, dat_ep_post_rdma_read_to_rmr, dat_lmr_create of
+//! `DAT_MEM_TYPE_SHARED_VIRTUAL`, and the Common Service Point:
+//! dat_csp_create, dat_csp_query, dat_csp_free, dat_ep_common_connect.
 mod common;
 use common::*;
 use udat_core::types::*;
@@ -235,4 +236,126 @@ fn dat_lmr_create_shared_virtual_checks_the_whole_cookie() {
     let (ia2, _) = fx.p.ia_open(udat_testkit::mock::MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 4 }).unwrap();
     let pz2 = fx.p.pz_create(ia2).unwrap();
     fx.p.lmr_create(ia2, shared(cookie, 0x20_0000, 1024), pz2, MemPriv::ALL).unwrap();
+}
+
+/// `AF_INET`, `SOCK_STREAM`, the type's own protocol.
+const STREAM: Comm = Comm { domain: 2, socket_type: 1, protocol: 0 };
+
+/// The fixture IA's own address (an `AF_INET` one) with `port`.
+fn at_port(fx: &Fx, port: u16) -> IaAddress {
+    let (_, attr) = fx.p.ia_query(fx.ia).unwrap();
+    let mut address = attr.ia_address;
+    address.bytes[2..4].copy_from_slice(&port.to_be_bytes());
+    address
+}
+
+/// dat_csp_create listens on the port of an address of the IA; a request
+/// there arrives as at a PSP, the CSP its service point, and is accepted
+/// as any; dat_csp_query reports what it was made with, and
+/// dat_get_handle_type `DAT_HANDLE_TYPE_CSP`. A CSP's handle is no PSP's
+/// and a PSP's no CSP's. A port a PSP or a CSP of the IA listens on is in
+/// use. dat_csp_free stops listening.
+#[test]
+fn dat_csp_create_listens_on_the_port_of_its_address() {
+    let mut fx = Fx::new();
+    let address = at_port(&fx, 7000);
+    let csp = fx.p.csp_create(fx.ia, &STREAM, &address, fx.cr_evd).unwrap();
+    assert!(fx.p.backend_mut().listeners().any(|l| l.conn_qual == 7000));
+    let q = fx.p.csp_query(csp, CSP_FIELD_ALL).unwrap();
+    assert_eq!(q, CspParam { ia: fx.ia, comm: STREAM, address, evd: fx.cr_evd });
+    assert_eq!(fx.p.get_handle_type(csp.into()).unwrap(), Kind::Csp);
+    fx.p.backend_mut().incoming(7000, b"hi").unwrap();
+    let EventData::CrArrival { psp, conn_qual, cr } = fx.p.evd_dequeue(fx.cr_evd).unwrap().data else {
+        panic!("expected a connection request");
+    };
+    assert_eq!((psp.raw(), conn_qual), (csp.raw(), 7000));
+    let ep = fx.ep();
+    fx.p.cr_accept(cr, ep, b"").unwrap();
+
+    let as_psp = PspHandle::from_raw(csp.raw());
+    let e = fx.p.psp_free(as_psp).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidHandle, Subtype::InvalidHandlePsp));
+    assert_eq!(ty(fx.p.psp_query(as_psp, 0)), ErrorType::InvalidHandle);
+    let psp = fx.p.psp_create(fx.ia, 7001, fx.cr_evd, PspFlags::Consumer).unwrap();
+    let e = fx.p.csp_free(CspHandle::from_raw(psp.raw())).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidHandle, Subtype::InvalidHandleCsp));
+    assert_eq!(fx.p.get_handle_type(psp.into()).unwrap(), Kind::Psp);
+    for port in [7000, 7001] {
+        assert_eq!(ty(fx.p.csp_create(fx.ia, &STREAM, &at_port(&fx, port), fx.cr_evd)), ErrorType::PortInUse);
+    }
+    assert_eq!(ty(fx.p.psp_create(fx.ia, 7000, fx.cr_evd, PspFlags::Consumer)), ErrorType::ConnQualInUse);
+
+    fx.p.csp_free(csp).unwrap();
+    assert!(!fx.p.backend_mut().listeners().any(|l| l.conn_qual == 7000));
+    assert_eq!(ty(fx.p.csp_query(csp, CSP_FIELD_ALL)), ErrorType::InvalidHandle);
+    assert!(fx.p.backend_mut().listeners().any(|l| l.conn_qual == 7001), "the PSP listens on");
+}
+
+/// What a CSP cannot listen on is refused, and nothing listens: a
+/// communicator of no family udat knows, or of another family than the
+/// address (`DAT_INVALID_ARG2`); one that is not a TCP stream
+/// (`DAT_MODEL_NOT_SUPPORTED`); an address with port 0, of another host
+/// or of no family udat knows (`DAT_INVALID_ADDRESS`); an EVD that takes
+/// no connection requests, a stale IA (`DAT_INVALID_HANDLE`). The
+/// wildcard host listens on the IA. An IA's abrupt close frees its CSPs.
+#[test]
+fn dat_csp_create_refuses_what_it_cannot_listen_on() {
+    let mut fx = Fx::new();
+    let address = at_port(&fx, 7200);
+    let create = |fx: &mut Fx, comm: Comm, address: IaAddress, evd| fx.p.csp_create(fx.ia, &comm, &address, evd);
+    let cr_evd = fx.cr_evd;
+    for comm in [Comm { domain: 99, ..STREAM }, Comm { domain: 10, ..STREAM }] {
+        let e = create(&mut fx, comm, address, cr_evd).unwrap_err();
+        assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg2), "{comm:?}");
+    }
+    for comm in [Comm { socket_type: 2, ..STREAM }, Comm { protocol: 17, ..STREAM }] {
+        assert_eq!(ty(create(&mut fx, comm, address, cr_evd)), ErrorType::ModelNotSupported, "{comm:?}");
+    }
+    let mut elsewhere = address;
+    elsewhere.bytes[7] ^= 0xff;
+    let mut no_family = address;
+    no_family.bytes[0] = 99;
+    for bad in [at_port(&fx, 0), elsewhere, no_family] {
+        assert_eq!(ty(create(&mut fx, STREAM, bad, cr_evd)), ErrorType::InvalidAddress, "{bad:?}");
+    }
+    let dto_evd = fx.dto_evd;
+    assert_eq!(ty(create(&mut fx, STREAM, address, dto_evd)), ErrorType::InvalidHandle);
+    assert_eq!(fx.p.backend_mut().listeners().count(), 0, "nothing listens");
+
+    let mut wildcard = address;
+    wildcard.bytes[4..8].fill(0);
+    let csp = create(&mut fx, STREAM, wildcard, cr_evd).unwrap();
+    assert_eq!(ty(fx.p.csp_query(csp, CSP_FIELD_ALL << 1)), ErrorType::InvalidParameter);
+    let ia = fx.ia;
+    fx.p.ia_close(ia, CloseFlags::Abrupt).unwrap();
+    assert_eq!(fx.p.backend_mut().listeners().count(), 0, "closed with its IA");
+    assert_eq!(ty(fx.p.csp_create(ia, &STREAM, &address, cr_evd)), ErrorType::InvalidHandle);
+}
+
+/// dat_ep_common_connect is dat_ep_connect(3DAT) to the port the address
+/// carries: the qualifier the transport dials is that port. Port 0 is
+/// `DAT_INVALID_ADDRESS`; the timeout is the third argument, the private
+/// data the fourth; the EP must be Unconnected.
+#[test]
+fn dat_ep_common_connect_dials_the_port_of_its_address() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    let address = at_port(&fx, 7100);
+    fx.p.ep_common_connect(ep, &address, TIMEOUT_INFINITE, b"hello").unwrap();
+    assert_eq!(fx.state(ep), EpState::ActiveConnectionPending);
+    let (qual, data) = fx.p.backend_mut().last_connect.clone().unwrap();
+    assert_eq!((qual, &data[..]), (7100, &b"hello"[..]));
+    let q = fx.p.ep_query(ep).unwrap();
+    assert_eq!((q.remote_ia_address, q.remote_port_qual), (address, 7100));
+    assert_eq!(ty(fx.p.ep_common_connect(ep, &address, TIMEOUT_INFINITE, b"")), ErrorType::InvalidState);
+
+    let other = fx.ep();
+    assert_eq!(ty(fx.p.ep_common_connect(other, &at_port(&fx, 0), TIMEOUT_INFINITE, b"")), ErrorType::InvalidAddress);
+    let e = fx.p.ep_common_connect(other, &address, 0, b"").unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg3));
+    let e = fx.p.ep_common_connect(other, &address, TIMEOUT_INFINITE, &[0; 197]).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg4));
+    assert_eq!(fx.state(other), EpState::Unconnected);
+    fx.p.ep_free(other).unwrap();
+    assert_eq!(ty(fx.p.ep_common_connect(other, &address, TIMEOUT_INFINITE, b"")), ErrorType::InvalidHandle);
 }

@@ -770,6 +770,33 @@ pub fn rdma_read_to_rmr_lands_in_the_memory_the_context_names<F: Fabric>() {
     rig.p.rmr_free(rmr).unwrap();
 }
 
+/// A Common Service Point (DAT 2.0) listens on the IA's address and a
+/// port; dat_ep_common_connect to that address reaches it, and its
+/// request is accepted as a PSP's.
+pub fn a_common_connect_reaches_a_common_service_point<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = (rig.side(), rig.side());
+    let port = PORT + 7;
+    let mut address = rig.address();
+    address.bytes[2..4].copy_from_slice(&(port as u16).to_be_bytes());
+    let domain = i32::from(u16::from_ne_bytes([address.bytes[0], address.bytes[1]]));
+    let comm = Comm { domain, socket_type: 1, protocol: 0 };
+    let csp = rig.p.csp_create(rig.ia, &comm, &address, rig.cr_evd).unwrap();
+    rig.p.ep_common_connect(client.ep, &address, 10_000_000, b"common").unwrap();
+    let cr = match rig.expect(rig.cr_evd, EventNumber::ConnectionRequest).data {
+        EventData::CrArrival { psp, cr, conn_qual } => {
+            assert_eq!((psp.raw(), conn_qual), (csp.raw(), port));
+            cr
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(&rig.p.cr_private_data(cr).unwrap()[..6], b"common");
+    rig.p.cr_accept(cr, server.ep, b"").unwrap();
+    rig.expect(client.conn, EventNumber::ConnectionEstablished);
+    rig.expect(server.conn, EventNumber::ConnectionEstablished);
+    rig.p.csp_free(csp).unwrap();
+}
+
 /// A zero-length dat_rmr_bind unbinds the window: its context is refused,
 /// dat_rmr_query shows no binding, and the LMR is free to go.
 pub fn a_zero_length_rmr_bind_unbinds_the_window<F: Fabric>() {
@@ -1175,6 +1202,10 @@ macro_rules! transport_suite {
         #[test]
         fn rdma_read_to_rmr_lands_in_the_memory_the_context_names() {
             $crate::suite::rdma_read_to_rmr_lands_in_the_memory_the_context_names::<$fabric>();
+        }
+        #[test]
+        fn a_common_connect_reaches_a_common_service_point() {
+            $crate::suite::a_common_connect_reaches_a_common_service_point::<$fabric>();
         }
         #[test]
         fn a_zero_length_rmr_bind_unbinds_the_window() {

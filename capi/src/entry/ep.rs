@@ -652,3 +652,24 @@ pub(crate) unsafe fn ep_post_rdma_read_to_rmr<B: Transport>(
         })
     }
 }
+
+/// dat_ep_common_connect of `<dat2/dat.h>` (DAT 2.0): connect to the port
+/// the socket address carries (`Provider::ep_common_connect`).
+pub(crate) unsafe fn ep_common_connect<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    remote_addr: Arg<2, DAT_IA_ADDRESS_PTR>,
+    timeout: Arg<3, DAT_TIMEOUT>,
+    pd_size: Arg<4, DAT_COUNT>,
+    pd: Arg<5, DAT_PVOID>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `ep`'s provider word; the address and the
+    // private data are the consumer's, read as `address_in` and
+    // `private_data` say.
+    unsafe {
+        with::<B>(ep, Kind::Ep, |cx, raw| {
+            let addr = address_in(remote_addr)?;
+            let data = private_data(pd_size, pd)?;
+            cx.st.core.ep_common_connect(EpHandle::from_raw(raw), &addr, timeout.0, data)
+        })
+    }
+}

@@ -245,6 +245,7 @@ static int dat20_calls(void)
 	DAT_VADDR addr;
 	DAT_LMR_HANDLE lmr, same;
 	DAT_RMR_HANDLE rmr;
+	DAT_CSP_HANDLE csp;
 	DAT_EP_HANDLE ep;
 	DAT_PZ_HANDLE pz;
 	int ok = 1;
@@ -278,6 +279,14 @@ static int dat20_calls(void)
 			     DAT_VA_TYPE_VA, &same, &lmr_context, &rmr_context, &size, &addr) ==
 	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG4);
 	ok &= dat_lmr_free(lmr) == DAT_SUCCESS;
+	ok &= invalid(dat_csp_free(unmapped()), "csp_free(unmapped)");
+	ok &= invalid(dat_csp_free(pz), "csp_free(a PZ)");
+	ok &= invalid(dat_csp_query(ep, DAT_CSP_FIELD_ALL, NULL), "csp_query(an EP)");
+	ok &= invalid(dat_csp_create(unmapped(), NULL, NULL, evd, &csp), "csp_create(unmapped)");
+	ok &= dat_csp_create(ia, NULL, NULL, evd, &csp) == (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2);
+	ok &= invalid(dat_ep_common_connect(pz, NULL, DAT_TIMEOUT_INFINITE, 0, NULL), "ep_common_connect(a PZ)");
+	ok &= dat_ep_common_connect(ep, NULL, DAT_TIMEOUT_INFINITE, 0, NULL) ==
+	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2);
 	ok &= dat_ep_free(ep) == DAT_SUCCESS && usable(ia);
 	return ok;
 }

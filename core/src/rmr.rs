@@ -244,12 +244,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if scope == RmrScope::Ep {
             // A window of one Endpoint binds only from the free state (IBA
             // o10-36.2.2), and only the Endpoint it is bound to invalidates
-            // it.
+            // it: another is a bad `ep_handle`, dat_rmr_bind(3DAT)'s
+            // fourth argument, as the other arguments here are numbered.
             match (binds, bound) {
                 (true, Some(_)) | (false, None) => {
                     return Err(DatError::of(ErrorType::InvalidState));
                 }
-                (false, Some(b)) if b.ep != ep_h => return Err(DatError::invalid_arg(5)),
+                (false, Some(b)) if b.ep != ep_h => return Err(DatError::invalid_arg(4)),
                 _ => {}
             }
         }

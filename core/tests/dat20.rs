@@ -121,7 +121,7 @@ fn dat_rmr_create_for_ep_binds_from_unbound_through_one_ep() {
     let again = fx.p.rmr_bind(rmr, fx.lmr.lmr, &seg, read, ep, 3, CompletionFlags::DEFAULT);
     assert_eq!(ty(again), ErrorType::InvalidState, "bound: invalidate first");
     let e = unbind(&mut fx, other).unwrap_err();
-    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg5));
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg4));
     assert_eq!(fx.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap().rmr_context, Some(context), "still bound");
     unbind(&mut fx, ep).unwrap();
     assert_eq!(fx.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap().rmr_context, None);

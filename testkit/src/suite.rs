@@ -733,6 +733,34 @@ pub fn a_window_of_an_ep_unbinds_by_invalidation_and_binds_again<F: Fabric>() {
     rig.p.rmr_free(rmr).unwrap();
 }
 
+/// An RMR of `DAT_RMR_SCOPE_EP` bound through one EP is reached over that
+/// EP's connection only: the peer of another connection of the same IA,
+/// naming the same context, gets a remote access error.
+pub fn a_window_of_an_ep_is_reached_over_its_connection_only<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    if !memory_windows(&mut rig) {
+        return;
+    }
+    let (client, server) = rig.pair();
+    let (stranger, host) = (rig.side(), rig.side());
+    rig.connect(stranger, host, PORT + 8, b"", b"");
+    let local = rig.buf(64, MemPriv::ALL);
+    let target = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+    let rmr = rig.p.rmr_create_for_ep(rig.pz).unwrap();
+    let write = MemPriv::REMOTE_WRITE;
+    let context = rig
+        .p
+        .rmr_bind(rmr, target.lmr.lmr, &target.seg(0, 4096), write, server.ep, 1, CompletionFlags::DEFAULT)
+        .unwrap();
+    bound(&mut rig, server.dto, 1);
+    let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
+    rig.p.ep_post_rdma_write(stranger.ep, &[local.seg(0, 64)], 2, &window, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(stranger.dto).1, DtoStatus::RemoteAccess, "another connection");
+    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 3, &window, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 64, DtoOp::RdmaWrite), "its own connection");
+    rig.p.rmr_free(rmr).unwrap();
+}
+
 /// dat_ep_post_rdma_read_to_rmr reads the peer's memory into local
 /// memory named by an RMR context: a bound window's, or an LMR's.
 pub fn rdma_read_to_rmr_lands_in_the_memory_the_context_names<F: Fabric>() {
@@ -1194,6 +1222,10 @@ macro_rules! transport_suite {
         #[test]
         fn a_send_with_invalidate_of_a_key_not_bound_to_the_peer_fails() {
             $crate::suite::a_send_with_invalidate_of_a_key_not_bound_to_the_peer_fails::<$fabric>();
+        }
+        #[test]
+        fn a_window_of_an_ep_is_reached_over_its_connection_only() {
+            $crate::suite::a_window_of_an_ep_is_reached_over_its_connection_only::<$fabric>();
         }
         #[test]
         fn a_window_of_an_ep_unbinds_by_invalidation_and_binds_again() {

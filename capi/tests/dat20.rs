@@ -49,6 +49,11 @@ fn a_send_with_invalidate_through_the_table_unbinds_the_peers_window() {
     let t = rig.t();
     let pz = rig.pz();
     let (client, client_dto, server, server_dto) = pair(&rig, pz);
+    let mut provider = DAT_PROVIDER_ATTR::default();
+    // SAFETY: a live IA and a valid out-pointer.
+    let ret = unsafe { t.ia_query_func.unwrap()(rig.ia, ptr::null_mut(), 0, ptr::null_mut(), u64::MAX, &mut provider) };
+    ok(ret, "dat_ia_query");
+    assert_eq!(provider.rmr_scope_supported, DAT_RMR_SCOPE_ANY, "RMRs of a PZ and of an EP");
     let (_, local_context, _) = rig.lmr(pz, &mut local, DAT_MEM_PRIV_ALL_FLAG);
     let (target_lmr, target_context, _) = rig.lmr(pz, &mut target, DAT_MEM_PRIV_ALL_FLAG);
     let mut rmr = ptr::null_mut();

@@ -252,7 +252,10 @@ fn fill_provider_attr<B: Transport>(cx: &Cx<B>, p: &mut DAT_PROVIDER_ATTR, attr:
     p.dto_async_return_guaranteed = DAT_FALSE;
     p.rdma_write_for_rdma_read_req = DAT_FALSE;
     p.rdma_read_lmr_rmr_context_exposure = DAT_FALSE;
-    p.rmr_scope_supported = DAT_RMR_SCOPE_EP;
+    // dat_rmr_create's RMRs are of the PZ, dat_rmr_create_for_ep's of one
+    // EP (on a device with type 2 windows: the software HCA, a ConnectX,
+    // rxe).
+    p.rmr_scope_supported = DAT_RMR_SCOPE_ANY;
     p.is_signal_safe = DAT_FALSE;
     p.ha_supported = DAT_FALSE;
     p.ha_loadbalancing = 0;

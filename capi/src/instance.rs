@@ -89,7 +89,7 @@ pub struct Instance<B: Transport> {
     pub post: udat_ext_fn,
     /// The name it is registered under (`device_name` points here).
     pub name: CString,
-    /// The backend's IA name: a verbs device or a model HCA.
+    /// The backend's IA name: a verbs device or the software HCA.
     pub device: CString,
     /// The registration's version and thread-safety, echoed by
     /// `dat_ia_query` so libdat2 finds the registration again on close.

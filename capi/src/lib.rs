@@ -11,7 +11,7 @@
 //!   `DAT_INVALID_HANDLE` until its slot has been reused many times over.
 //! - [`registry`]: the providers of this process by name, each a
 //!   transport and a device (`ia_params` `"verbs rxe0"`,
-//!   `"mlx5 mlx5_0"`, `"model mlx5_model0"`).
+//!   `"mlx5 mlx5_0"`, `"softhca mlx5_soft0"`).
 //!
 //! The shared library `libudat_dapl.so` (crate `udat-dapl`) registers
 //! these tables with libdat2; the static library `libudat.a` (crate

@@ -120,11 +120,11 @@ pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT
         #[cfg(feature = "connectx")]
         transport::Kind::Auto if transport::is_mlx5(device) => insert::<transport::ConnectX>(name, raw, &params, reg),
         transport::Kind::Auto => insert::<Verbs>(name, raw, &params, reg),
-        #[cfg(feature = "model")]
-        transport::Kind::Model => insert::<transport::Model>(name, raw, &params, reg),
-        #[cfg(not(feature = "model"))]
-        transport::Kind::Model => {
-            eprintln!("udat: {}: this build has no software HCA (feature `model`)", name.to_string_lossy());
+        #[cfg(feature = "softhca")]
+        transport::Kind::SoftHca => insert::<transport::SoftHca>(name, raw, &params, reg),
+        #[cfg(not(feature = "softhca"))]
+        transport::Kind::SoftHca => {
+            eprintln!("udat: {}: this build has no software HCA (feature `softhca`)", name.to_string_lossy());
             Err(DatError::of(ErrorType::ProviderNotFound))
         }
     }

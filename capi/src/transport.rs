@@ -7,9 +7,9 @@ use crate::capacity::Capacity;
 use crate::instance::Transport;
 
 /// The software mlx5 HCA behind udat's own mlx5 data path, in-process:
-/// only with the `model` feature (tests, examples, benches).
-#[cfg(feature = "model")]
-pub type Model = udat_mlx5::Mlx5<udat_mlx5_model::SoftHca, crate::capacity::QueueHeap>;
+/// only with the `softhca` feature (tests, examples, benches).
+#[cfg(feature = "softhca")]
+pub type SoftHca = udat_mlx5::Mlx5<udat_softhca::SoftHca, crate::capacity::QueueHeap>;
 
 /// udat's mlx5 data path on a ConnectX, its queues made by rdma-core:
 /// only with the `connectx` feature.
@@ -30,17 +30,17 @@ impl Transport for Verbs {
     }
 }
 
-#[cfg(feature = "model")]
-impl Transport for Model {
-    const NAME: &'static std::ffi::CStr = c"model";
+#[cfg(feature = "softhca")]
+impl Transport for SoftHca {
+    const NAME: &'static std::ffi::CStr = c"softhca";
 
     fn create(capacity: &Capacity) -> DatResult<Self> {
-        Ok(udat_mlx5::Mlx5::with_storage(udat_mlx5_model::SoftHca::new(), crate::capacity::QueueHeap(*capacity)))
+        Ok(udat_mlx5::Mlx5::with_storage(udat_softhca::SoftHca::new(), crate::capacity::QueueHeap(*capacity)))
     }
 
-    /// The model's IA names: `mlx5_model` and a digit.
+    /// The software HCA's IA names: `mlx5_soft` and a digit.
     fn knows(device: &str) -> bool {
-        matches!(device.as_bytes().strip_prefix(udat_mlx5_model::IA_NAME_PREFIX), Some([d]) if d.is_ascii_digit())
+        matches!(device.as_bytes().strip_prefix(udat_softhca::IA_NAME_PREFIX), Some([d]) if d.is_ascii_digit())
     }
 }
 
@@ -89,7 +89,7 @@ pub fn is_mlx5(device: &str) -> bool {
 }
 
 /// Which transport a registration asked for: the first word of its
-/// `ia_params` (`"verbs rxe0"`, `"mlx5 mlx5_0"`, `"model mlx5_model0"`,
+/// `ia_params` (`"verbs rxe0"`, `"mlx5 mlx5_0"`, `"softhca mlx5_soft0"`,
 /// `"auto mlx5_0"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -98,7 +98,7 @@ pub enum Kind {
     /// udat's mlx5 direct path on a ConnectX, and only there.
     Mlx5,
     /// udat's mlx5 data path on the software HCA.
-    Model,
+    SoftHca,
     /// The best transport the device has; `dat_ia_query` says which.
     Auto,
 }
@@ -119,7 +119,7 @@ pub fn parse(params: &str) -> Option<Params<'_>> {
     let kind = match words.next()? {
         "verbs" => Kind::Verbs,
         "mlx5" => Kind::Mlx5,
-        "model" => Kind::Model,
+        "softhca" => Kind::SoftHca,
         "auto" => Kind::Auto,
         _ => return None,
     };
@@ -136,7 +136,7 @@ mod tests {
     fn params_name_transport_and_device() {
         let kd = |p: &str| parse(p).map(|p| (p.kind, p.device.to_string()));
         assert_eq!(kd("verbs rxe0"), Some((Kind::Verbs, "rxe0".into())));
-        assert_eq!(kd(" model  mlx5_model1 "), Some((Kind::Model, "mlx5_model1".into())));
+        assert_eq!(kd(" softhca  mlx5_soft1 "), Some((Kind::SoftHca, "mlx5_soft1".into())));
         assert_eq!(kd("mlx5 mlx5_0:2"), Some((Kind::Mlx5, "mlx5_0:2".into())));
         assert_eq!(kd("auto rxe0"), Some((Kind::Auto, "rxe0".into())));
         assert_eq!(parse("verbs"), None);
@@ -157,7 +157,7 @@ mod tests {
 mod sysfs {
     #[test]
     fn a_name_that_is_no_device_is_not_mlx5() {
-        for name in ["", "../../..", ".", "no_such_device0", "mlx5_model0"] {
+        for name in ["", "../../..", ".", "no_such_device0", "mlx5_soft0"] {
             assert!(!super::is_mlx5(name), "{name}");
         }
     }

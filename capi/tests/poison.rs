@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use udat_capi::capacity::Capacity;
 use udat_capi::sys::*;
-use udat_capi::transport::Model;
+use udat_capi::transport::SoftHca;
 use udat_capi::{Instance, Registration, Transport};
 use udat_core::backend::{Backend, CmEvent, Completion, QpConfig, SendWr, Sge, Wake};
 use udat_core::handle::CnoHandle;
@@ -21,9 +21,9 @@ mod common;
 static PANIC_IN_POLL: AtomicBool = AtomicBool::new(false);
 
 /// The software HCA, with a CQ poll that panics while `PANIC_IN_POLL`.
-struct Panicky(Model);
+struct Panicky(SoftHca);
 
-type M = Model;
+type M = SoftHca;
 
 impl Backend for Panicky {
     type Ia = <M as Backend>::Ia;
@@ -173,13 +173,13 @@ impl Backend for Panicky {
 }
 
 impl Transport for Panicky {
-    const NAME: &'static std::ffi::CStr = c"model";
+    const NAME: &'static std::ffi::CStr = c"softhca";
 
     fn create(capacity: &Capacity) -> DatResult<Self> {
-        Ok(Panicky(Model::create(capacity)?))
+        Ok(Panicky(SoftHca::create(capacity)?))
     }
     fn knows(device: &str) -> bool {
-        Model::knows(device)
+        SoftHca::knows(device)
     }
 }
 
@@ -187,12 +187,12 @@ impl Transport for Panicky {
 fn a_panic_is_internal_error_and_the_last_call_the_provider_serves() {
     let reg = Registration { thread_safe: false, ..common::REGISTRATION };
     let name = CString::from(c"poison");
-    let device = CString::from(c"mlx5_model0");
+    let device = CString::from(c"mlx5_soft0");
     let inst: &'static Instance<Panicky> =
         Box::leak(Instance::new(name, device, Capacity::default(), &reg).expect("an instance"));
     let (ia, evd) = {
         let mut st = inst.state.lock();
-        let (ia, _) = st.core.ia_open(b"mlx5_model0", AsyncEvd::Create { min_qlen: 8 }).unwrap();
+        let (ia, _) = st.core.ia_open(b"mlx5_soft0", AsyncEvd::Create { min_qlen: 8 }).unwrap();
         let evd = st.core.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
         (st.ptr(ia), st.ptr(evd))
     };

@@ -5,7 +5,7 @@
 //! (which hands back their memory and geometry), QP state changes and
 //! connection management, and blocking. On a ConnectX that is rdma-core
 //! (libibverbs, mlx5dv, rdma_cm); for tests, examples and benches it is
-//! the software HCA of `udat-mlx5-model`.
+//! the software HCA of `udat-softhca`.
 
 use udat_core::backend::{CmEvent, Registration, WaitFds, Wake};
 use udat_core::types::{IaAddress, IaAttr, MemPriv, SrqAttr};

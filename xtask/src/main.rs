@@ -342,7 +342,7 @@ fn bare_metal() -> Result<(), String> {
 
 /// The crates whose build scripts read system headers (rdma-core's, the
 /// DAT headers) or compile C.
-const NEEDS_HEADERS: [&str; 6] = ["udat-verbs", "udat-mlx5-model", "udat-capi", "udat-static", "bindgen", "cc"];
+const NEEDS_HEADERS: [&str; 6] = ["udat-verbs", "udat-softhca", "udat-capi", "udat-static", "bindgen", "cc"];
 
 /// udat-core and udat build and test without system headers: nothing
 /// that needs them is among their dependencies, dev-dependencies

@@ -17,7 +17,7 @@ const LIBRARIES: [&str; 7] = ["udat", "udat-core", "udat-mlx5", "udat-verbs", "u
 
 /// Their optional features that a user may turn on, and that the release
 /// artifacts leave off: `udat::aio` and the ConnectX control path. (The
-/// software HCA's `model` is for tests.)
+/// software HCA's `softhca` is for tests.)
 const FEATURES: &str = "udat/tokio,udat-capi/connectx";
 
 /// The workspace's `rust-version` (`1.85`), as rustup names a toolchain.

@@ -16,7 +16,7 @@ use crate::{debug, registry};
 /// sizes its messages from it; 1024 is the RoCE MTU of a 1500-byte
 /// Ethernet link and fits every InfiniBand link), and which of the IB
 /// extension's operations the device performs (dtestx reads these); and
-/// `UDAT_TRANSPORT`, the transport in use: `verbs`, `model`, or `mlx5`
+/// `UDAT_TRANSPORT`, the transport in use: `verbs`, `softhca`, or `mlx5`
 /// (the direct path on a ConnectX; an `mlx5` registration in a build
 /// without it, and an `auto` one, say `verbs`).
 struct NamedAttrs([DAT_NAMED_ATTR; 5]);
@@ -43,14 +43,14 @@ macro_rules! attrs {
 
 attrs!(VERBS_WITH_ATOMICS, c"verbs", c"TRUE");
 attrs!(VERBS_WITHOUT_ATOMICS, c"verbs", c"FALSE");
-attrs!(MODEL_WITH_ATOMICS, c"model", c"TRUE");
-attrs!(MODEL_WITHOUT_ATOMICS, c"model", c"FALSE");
+attrs!(SOFTHCA_WITH_ATOMICS, c"softhca", c"TRUE");
+attrs!(SOFTHCA_WITHOUT_ATOMICS, c"softhca", c"FALSE");
 attrs!(MLX5_WITH_ATOMICS, c"mlx5", c"TRUE");
 attrs!(MLX5_WITHOUT_ATOMICS, c"mlx5", c"FALSE");
 
 fn attrs_of<B: Transport>(atomics: bool) -> &'static NamedAttrs {
     let [with, without] = match B::NAME.to_bytes() {
-        b"model" => [&MODEL_WITH_ATOMICS, &MODEL_WITHOUT_ATOMICS],
+        b"softhca" => [&SOFTHCA_WITH_ATOMICS, &SOFTHCA_WITHOUT_ATOMICS],
         b"mlx5" => [&MLX5_WITH_ATOMICS, &MLX5_WITHOUT_ATOMICS],
         _ => [&VERBS_WITH_ATOMICS, &VERBS_WITHOUT_ATOMICS],
     };

@@ -11,8 +11,8 @@ use udat_mlx5::cqe::{field, CqeOpcode, Syndrome};
 use udat_mlx5::doorbell::CQ_DOORBELL;
 use udat_mlx5::mw;
 use udat_mlx5::wqe::{self, atomic, ctrl, data, fm_ce_se, opcode, raddr, srq_next};
-use udat_mlx5_model::oracle::{self, CqeFields, Helper};
-use udat_testkit::model::{Mem, Recorder, SYNDROMES};
+use udat_softhca::oracle::{self, CqeFields, Helper};
+use udat_testkit::softhca::{Mem, Recorder, SYNDROMES};
 
 fn layout(name: &str) -> usize {
     oracle::layout(name).unwrap_or_else(|| panic!("the oracle knows no {name}")) as usize

@@ -1,4 +1,4 @@
-//! The software HCA's wake-up, what an event loop sleeps on for the model
+//! The software HCA's wake-up, what an event loop sleeps on for the software HCA
 //! as it sleeps on the completion and rdma_cm channels of a verbs device:
 //! per IA, a [`Flag`] raised while the IA has connection or CQ events
 //! queued, and a [`Deadline`] at its earliest connect timer. Events come

@@ -1,20 +1,20 @@
 //! A connected pair on the software HCA, driven through the DAT API, with
 //! doorbells deferred so that a measured post costs what it would on a
-//! ConnectX: the model executes the WQEs only at `complete`.
+//! ConnectX: the software HCA executes the WQEs only at `complete`.
 
 use std::hint::black_box;
 
 use udat_core::fast::{Access, Poster, Segments};
 use udat_core::types::*;
 use udat_core::Inline;
-use udat_testkit::model::Model;
+use udat_testkit::softhca::SoftFabric;
 use udat_testkit::suite::{self, Buf, Side};
 
 /// Posts between drains: within the EP's request limit and the EVD.
 pub const BATCH: u64 = 16;
 
 pub struct Rig {
-    rig: suite::Rig<Model>,
+    rig: suite::Rig<SoftFabric>,
     client: Side,
     server: Side,
     src: Buf,
@@ -37,7 +37,7 @@ pub enum Post {
 
 impl Default for Rig {
     fn default() -> Rig {
-        let mut rig = suite::Rig::<Model>::new();
+        let mut rig = suite::Rig::<SoftFabric>::new();
         let (client, server) = rig.pair();
         let src = rig.buf(4096, MemPriv::ALL);
         let dst = rig.buf(4096 * BATCH as usize, MemPriv::ALL);
@@ -70,7 +70,7 @@ impl Rig {
         black_box(r).unwrap();
     }
 
-    /// Let the model execute what was posted.
+    /// Let the software HCA execute what was posted.
     pub fn execute(&mut self) {
         self.rig.p.backend_mut().device().release();
     }
@@ -92,7 +92,7 @@ impl Rig {
     }
 
     /// The client's EP, borrowed for a run of posts.
-    pub fn poster(&mut self) -> Poster<'_, <Model as suite::Fabric>::B, Inline<64, 4096>> {
+    pub fn poster(&mut self) -> Poster<'_, <SoftFabric as suite::Fabric>::B, Inline<64, 4096>> {
         self.rig.p.poster(self.client.ep).unwrap()
     }
 

@@ -5,12 +5,12 @@
 
 use udat_core::types::*;
 use udat_core::*;
-use udat_testkit::model::Model;
+use udat_testkit::softhca::SoftFabric;
 use udat_testkit::suite::Rig;
 
 #[test]
 fn the_uar_map_returns_to_its_size_after_100_000_evd_and_ep_cycles() {
-    let mut rig = Rig::<Model>::new();
+    let mut rig = Rig::<SoftFabric>::new();
     let before = rig.p.backend_mut().device().uars();
     for cycle in 0..100_000 {
         let dto = rig.p.evd_create(rig.ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();

@@ -1,7 +1,7 @@
 //! Instruction counts of the mlx5 path under the DAT API, for callgrind:
 //! `mlx5_icount OP K` does OP K times inside `measured_*` functions, and
 //! `cargo xtask icount` collects only inside them
-//! (`--toggle-collect`), so setup and the model's execution are not
+//! (`--toggle-collect`), so setup and the software HCA's execution are not
 //! counted. OP: write_inline, write, send (posts), dequeue_one (one CQE
 //! waiting at each dequeue: post one, execute, dequeue it) and
 //! dequeue_batch16 (post 16, execute, dequeue each of them); and the posts

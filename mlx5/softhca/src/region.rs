@@ -38,7 +38,7 @@ impl Region {
         }
     }
 
-    /// Writing takes the region whole: the model writes a queue's memory
+    /// Writing takes the region whole: the software HCA writes a queue's memory
     /// (a CQ's) only under that queue's lock.
     pub fn write(&mut self, offset: usize, bytes: &[u8]) {
         assert!(offset + bytes.len() <= self.len());
@@ -69,21 +69,21 @@ impl Region {
 
 // SAFETY: a Region owns its allocation as a Box would, and moving it to
 // another thread moves that ownership. The memory it hands out is a
-// queue's, which the model (under the queue's lock) and the data path
+// queue's, which the software HCA (under the queue's lock) and the data path
 // (under the lock of the queue's owner) reach from different threads with volatile
-// accesses in the order the PRM gives: the model writes a CQE's owner
+// accesses in the order the PRM gives: the software HCA writes a CQE's owner
 // byte last, the data path reads a CQE only after its owner byte. That is
 // how a device and its driver share queue memory, and it relies, as they
 // do, on the hardware's ordering of plain stores (x86-64's): under Rust's
-// memory model the model's writes and a poller's reads of one CQE race.
-// The model is a test device and never in a release artifact.
+// memory model the device's writes and a poller's reads of one CQE race.
+// The software HCA is a test device and never in a release artifact.
 unsafe impl Send for Region {}
 
-// SAFETY: through a shared Region the model only reads, with volatile
+// SAFETY: through a shared Region the software HCA only reads, with volatile
 // loads, memory that the data path writes (WQEs, doorbell records,
-// consumer indexes): threads of the model that read it at once race with
+// consumer indexes): threads of the software HCA that read it at once race with
 // nobody but the data path, as the device does (see `Send` above).
-// `write` takes `&mut self`, so the model's own writes are never made
+// `write` takes `&mut self`, so the software HCA's own writes are never made
 // through a shared Region.
 unsafe impl Sync for Region {}
 
@@ -95,7 +95,7 @@ impl Drop for Region {
 }
 
 /// Whether every page of `[address, address + length)` is mapped: the
-/// model's stand-in for pinning at registration.
+/// software HCA's stand-in for pinning at registration.
 pub fn mapped(address: u64, length: u64) -> bool {
     if length == 0 {
         return true;

@@ -9,12 +9,12 @@ use udat_core::types::DtoStatus;
 use udat_mlx5::doorbell::Register;
 use udat_mlx5::mem::DmaBuf;
 use udat_mlx5::Mlx5;
-use udat_mlx5_model::SoftHca;
+use udat_softhca::SoftHca;
 
 /// The software HCA under udat-mlx5, as a transport of the suite.
-pub struct Model;
+pub struct SoftFabric;
 
-impl crate::suite::Fabric for Model {
+impl crate::suite::Fabric for SoftFabric {
     type B = Mlx5<SoftHca>;
     const MEMORY_WINDOWS: bool = true;
     /// The software HCA's smallest CQ (`SoftHca`'s `cq_create`).
@@ -25,7 +25,7 @@ impl crate::suite::Fabric for Model {
     }
 
     fn device() -> String {
-        "mlx5_model0".into()
+        "mlx5_soft0".into()
     }
 }
 

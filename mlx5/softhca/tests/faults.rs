@@ -5,7 +5,7 @@
 
 use udat_core::types::*;
 use udat_core::*;
-use udat_testkit::model::{Model, SYNDROMES};
+use udat_testkit::softhca::{SoftFabric, SYNDROMES};
 use udat_testkit::suite::Rig;
 
 fn tag(ep: EpHandle) -> u64 {
@@ -16,7 +16,7 @@ fn tag(ep: EpHandle) -> u64 {
 fn each_error_syndrome_completes_with_its_dat_status_and_breaks_the_connection() {
     // A flush and an unknown syndrome are not faults a device reports first.
     for &(raw, status) in SYNDROMES.iter().filter(|(raw, _)| !matches!(raw, 0x05 | 0x7f)) {
-        let mut rig = Rig::<Model>::new();
+        let mut rig = Rig::<SoftFabric>::new();
         let (client, server) = rig.pair();
         let src = rig.buf(64, MemPriv::ALL);
         let dst = rig.buf(64, MemPriv::ALL);
@@ -41,7 +41,7 @@ fn each_error_syndrome_completes_with_its_dat_status_and_breaks_the_connection()
 /// connection of the provider carries on.
 #[test]
 fn a_remote_range_past_2_64_is_a_remote_access_error() {
-    let mut rig = Rig::<Model>::new();
+    let mut rig = Rig::<SoftFabric>::new();
     let (bystander, _) = rig.pair();
     let local = rig.buf(4096, MemPriv::ALL);
     let target = rig.buf(4096, MemPriv::ALL);
@@ -63,7 +63,7 @@ fn a_remote_range_past_2_64_is_a_remote_access_error() {
 
 #[test]
 fn a_receive_too_small_for_the_send_fails_both_sides() {
-    let mut rig = Rig::<Model>::new();
+    let mut rig = Rig::<SoftFabric>::new();
     let (client, server) = rig.pair();
     let src = rig.buf(256, MemPriv::ALL);
     let dst = rig.buf(256, MemPriv::ALL);
@@ -75,7 +75,7 @@ fn a_receive_too_small_for_the_send_fails_both_sides() {
 
 #[test]
 fn a_qp_forced_to_error_flushes_everything_once_in_order() {
-    let mut rig = Rig::<Model>::new();
+    let mut rig = Rig::<SoftFabric>::new();
     let (client, _server) = rig.pair();
     let buf = rig.buf(4096, MemPriv::ALL);
     for cookie in 0..4 {
@@ -97,7 +97,7 @@ fn a_qp_forced_to_error_flushes_everything_once_in_order() {
 
 #[test]
 fn a_vanished_peer_fails_the_next_request_and_nothing_is_lost() {
-    let mut rig = Rig::<Model>::new();
+    let mut rig = Rig::<SoftFabric>::new();
     let (client, server) = rig.pair();
     let src = rig.buf(64, MemPriv::ALL);
     let dst = rig.buf(64, MemPriv::ALL);
@@ -120,7 +120,7 @@ fn a_vanished_peer_fails_the_next_request_and_nothing_is_lost() {
 /// SRQ keeps its size and still takes receives.
 #[test]
 fn an_srq_shrinks_within_its_ring_and_refuses_to_grow() {
-    let mut rig = Rig::<Model>::new();
+    let mut rig = Rig::<SoftFabric>::new();
     let attr = SrqAttr { max_recv_dtos: 15, max_recv_iov: 1, low_watermark: 0 };
     let srq = rig.p.srq_create(rig.ia, rig.pz, &attr).unwrap();
     rig.p.srq_resize(srq, 8).unwrap();

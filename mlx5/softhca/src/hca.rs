@@ -7,7 +7,7 @@
 //! control segment carries its own index and the QP's number, an 8-byte
 //! doorbell repeats the last WQE's first control bytes, a BlueFlame copy
 //! repeats the whole WQE, and the BlueFlame halves alternate. A broken
-//! rule is a bug in the data path: the model panics and says which. A CQ
+//! rule is a bug in the data path: the software HCA panics and says which. A CQ
 //! its consumer let fill up is no such bug: it overruns as a ConnectX's
 //! does, with a CQ error event.
 //!
@@ -424,9 +424,9 @@ impl Default for Hca {
     }
 }
 
-/// One of the device's locks. A thread that panicked inside the model
+/// One of the device's locks. A thread that panicked inside the software HCA
 /// left what it held as it was at the panic, which the next entry takes
-/// as it is: the model checks every WQE it reads.
+/// as it is: the software HCA checks every WQE it reads.
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -581,7 +581,7 @@ impl Hca {
         match self.uars.get(&uar).copied() {
             Some(UarOwner::Qp(qpn)) => self.send_doorbell(qpn, writes),
             Some(UarOwner::Cq(cqn)) => self.arm(cqn, writes),
-            None => panic!("model: a doorbell on UAR {uar}, which belongs to nothing live"),
+            None => panic!("softhca: a doorbell on UAR {uar}, which belongs to nothing live"),
         }
         self.progress();
     }
@@ -591,7 +591,7 @@ impl Hca {
         let (mut me, mut peer) = self.hold(qpn, true).expect("a doorbell for a live QP");
         let (qp, run) = (me.qp, &mut me.run);
         let record = qp.dbrec.be32(4);
-        assert!(record <= 0xffff, "model: QP {qpn:#x}: doorbell record {record:#x} has bits above the 16-bit index");
+        assert!(record <= 0xffff, "softhca: QP {qpn:#x}: doorbell record {record:#x} has bits above the 16-bit index");
         let record = record as u16;
         // Every WQE between the last record and this one, in order.
         let (mut at, mut wqes, mut last) = (run.seen, 0u16, None);
@@ -600,51 +600,51 @@ impl Hca {
             ring_read(&qp.sq, qp.sq_cnt, at, 0, &mut ctrl);
             let idx = ((u32::from_be_bytes(ctrl[0..4].try_into().unwrap()) >> 8) & 0xffff) as u16;
             let qpn_ds = u32::from_be_bytes(ctrl[4..8].try_into().unwrap());
-            assert_eq!(idx, at, "model: QP {qpn:#x}: the WQE at {at} carries index {idx}");
-            assert_eq!(qpn_ds >> 8, qpn, "model: QP {qpn:#x}: the WQE at {at} names QP {:#x}", qpn_ds >> 8);
+            assert_eq!(idx, at, "softhca: QP {qpn:#x}: the WQE at {at} carries index {idx}");
+            assert_eq!(qpn_ds >> 8, qpn, "softhca: QP {qpn:#x}: the WQE at {at} names QP {:#x}", qpn_ds >> 8);
             let ds = (qpn_ds & 0x3f) as u16;
-            assert!(ds >= 1, "model: QP {qpn:#x}: the WQE at {at} has ds 0");
+            assert!(ds >= 1, "softhca: QP {qpn:#x}: the WQE at {at} has ds 0");
             // PRM "UMR": a WQE after a UMR waits for it (rdma-core sets the
             // initiator small fence on the next WQE).
             assert!(
                 !run.after_umr || ctrl[11] & FENCES != 0,
-                "model: QP {qpn:#x}: the WQE at {at}, after a UMR, is not fenced"
+                "softhca: QP {qpn:#x}: the WQE at {at}, after a UMR, is not fenced"
             );
             run.after_umr = ctrl[3] == OP_UMR;
             let bbs = (ds * 16).div_ceil(64);
             assert!(
                 record.wrapping_sub(at) >= bbs,
-                "model: QP {qpn:#x}: doorbell record {record} ends inside the WQE at {at}"
+                "softhca: QP {qpn:#x}: doorbell record {record} ends inside the WQE at {at}"
             );
             assert!(
                 at.wrapping_add(bbs).wrapping_sub(run.exec) as u32 <= qp.sq_cnt,
-                "model: QP {qpn:#x}: the WQE at {at} overwrites one not yet executed"
+                "softhca: QP {qpn:#x}: the WQE at {at} overwrites one not yet executed"
             );
             last = Some((at, bbs, ctrl));
             at = at.wrapping_add(bbs);
             wqes += 1;
         }
         let Some((last_at, last_bbs, ctrl)) = last else {
-            panic!("model: QP {qpn:#x}: a doorbell with no new WQE (record {record})")
+            panic!("softhca: QP {qpn:#x}: a doorbell with no new WQE (record {record})")
         };
         match writes {
             [(offset, word)] if word.len() == 8 => {
-                assert_eq!(*offset, run.bf_next, "model: QP {qpn:#x}: doorbell at {offset}, not the expected half");
-                assert_eq!(&word[..], &ctrl[..8], "model: QP {qpn:#x}: the 8-byte doorbell is not the last WQE's");
+                assert_eq!(*offset, run.bf_next, "softhca: QP {qpn:#x}: doorbell at {offset}, not the expected half");
+                assert_eq!(&word[..], &ctrl[..8], "softhca: QP {qpn:#x}: the 8-byte doorbell is not the last WQE's");
                 run.stats.doorbells += 1;
             }
             blocks if !blocks.is_empty() && blocks.iter().all(|(_, b)| b.len() == 64) => {
-                assert_eq!(wqes, 1, "model: QP {qpn:#x}: BlueFlame for {wqes} WQEs");
-                assert_eq!(blocks.len(), usize::from(last_bbs), "model: QP {qpn:#x}: BlueFlame copy is not the WQE");
+                assert_eq!(wqes, 1, "softhca: QP {qpn:#x}: BlueFlame for {wqes} WQEs");
+                assert_eq!(blocks.len(), usize::from(last_bbs), "softhca: QP {qpn:#x}: BlueFlame copy is not the WQE");
                 for (i, (offset, block)) in blocks.iter().enumerate() {
-                    assert_eq!(*offset, run.bf_next + i * 64, "model: QP {qpn:#x}: BlueFlame block {i} misplaced");
+                    assert_eq!(*offset, run.bf_next + i * 64, "softhca: QP {qpn:#x}: BlueFlame block {i} misplaced");
                     let mut wqe = [0u8; 64];
                     ring_read(&qp.sq, qp.sq_cnt, last_at.wrapping_add(i as u16), 0, &mut wqe);
-                    assert_eq!(&block[..], &wqe[..], "model: QP {qpn:#x}: BlueFlame block {i} differs from the ring");
+                    assert_eq!(&block[..], &wqe[..], "softhca: QP {qpn:#x}: BlueFlame block {i} differs from the ring");
                 }
                 run.stats.blueflame += 1;
             }
-            other => panic!("model: QP {qpn:#x}: doorbell writes {other:?}"),
+            other => panic!("softhca: QP {qpn:#x}: doorbell writes {other:?}"),
         }
         run.bf_next ^= BF_SIZE;
         run.seen = record;
@@ -652,13 +652,13 @@ impl Hca {
     }
 
     fn arm(&self, cqn: u32, writes: &[(usize, Vec<u8>)]) {
-        let [(offset, word)] = writes else { panic!("model: CQ {cqn:#x}: arm writes {writes:?}") };
-        assert_eq!((*offset, word.len()), (CQ_DOORBELL, 8), "model: CQ {cqn:#x}: arm is one 8-byte write at 0x20");
+        let [(offset, word)] = writes else { panic!("softhca: CQ {cqn:#x}: arm writes {writes:?}") };
+        assert_eq!((*offset, word.len()), (CQ_DOORBELL, 8), "softhca: CQ {cqn:#x}: arm is one 8-byte write at 0x20");
         let cq = self.cqs.get(&cqn).expect("arming a live CQ");
         let mut ring = lock(&cq.ring);
         let value = u32::from_be_bytes(word[0..4].try_into().unwrap());
-        assert_eq!(u32::from_be_bytes(word[4..8].try_into().unwrap()), cqn, "model: arm names another CQ");
-        assert_eq!(cq.dbrec.be32(4), value, "model: CQ {cqn:#x}: arm doorbell differs from the record's arm word");
+        assert_eq!(u32::from_be_bytes(word[4..8].try_into().unwrap()), cqn, "softhca: arm names another CQ");
+        assert_eq!(cq.dbrec.be32(4), value, "softhca: CQ {cqn:#x}: arm doorbell differs from the record's arm word");
         let ci = value & 0xffffff;
         let solicited_only = value & (1 << 24) != 0;
         ring.stats.cq_arms += 1;
@@ -913,7 +913,7 @@ impl Hca {
         let (mut data, mut inline) = (Vec::new(), None);
         if seg < body.len() && be32(&body, seg) & INLINE != 0 {
             let len = (be32(&body, seg) & !INLINE) as usize;
-            assert!(seg + 4 + len <= body.len(), "model: QP {qpn:#x}: inline data of {len} bytes overruns ds");
+            assert!(seg + 4 + len <= body.len(), "softhca: QP {qpn:#x}: inline data of {len} bytes overruns ds");
             inline = Some(body[seg + 4..seg + 4 + len].to_vec());
         } else {
             while seg < body.len() {
@@ -1207,7 +1207,7 @@ impl Hca {
                     _ => Outcome::Failed(syndrome::LOCAL_PROT),
                 }
             }
-            other => panic!("model: QP {qpn:#x}: opcode {other:#x} is not one the data path posts"),
+            other => panic!("softhca: QP {qpn:#x}: opcode {other:#x} is not one the data path posts"),
         }
     }
 
@@ -1303,22 +1303,22 @@ fn parse_umr(qpn: u32, body: &[u8]) -> Umr {
     let bind = match body.len() {
         192 => true,
         128 => false,
-        n => panic!("model: QP {qpn:#x}: a UMR WQE of {n} bytes"),
+        n => panic!("softhca: QP {qpn:#x}: a UMR WQE of {n} bytes"),
     };
     const UMR_CTRL: usize = 16;
     const MKEY: usize = 64;
     const KLM: usize = 128;
     // TRANSLATION_OFFSET | INLINE; 8-entry KLM units of 16 bytes.
-    assert_eq!(body[UMR_CTRL], 0x90, "model: QP {qpn:#x}: UMR control flags");
-    assert_eq!(be16(UMR_CTRL + 4), if bind { 4 } else { 0 }, "model: QP {qpn:#x}: UMR KLM octowords");
+    assert_eq!(body[UMR_CTRL], 0x90, "softhca: QP {qpn:#x}: UMR control flags");
+    assert_eq!(be16(UMR_CTRL + 4), if bind { 4 } else { 0 }, "softhca: QP {qpn:#x}: UMR KLM octowords");
     let mask = be64(UMR_CTRL + 8);
     // FREE | MKEY, and for a bind LEN | START_ADDR | the four accesses.
     let expected = (1 << 29) | (1 << 13) | if bind { 1 | (1 << 6) | (0xf << 18) } else { 0 };
-    assert_eq!(mask, expected, "model: QP {qpn:#x}: UMR mkey mask {mask:#x}");
+    assert_eq!(mask, expected, "softhca: QP {qpn:#x}: UMR mkey mask {mask:#x}");
     let free = body[MKEY] & (1 << 6) != 0;
-    assert_eq!(free, !bind, "model: QP {qpn:#x}: a UMR's free mark and its KLM disagree");
+    assert_eq!(free, !bind, "softhca: QP {qpn:#x}: a UMR's free mark and its KLM disagree");
     let qpn_mkey = be32(MKEY + 4);
-    assert_eq!(qpn_mkey >> 8, 0xff_ffff, "model: QP {qpn:#x}: a type 1 window names QP {:#x}", qpn_mkey >> 8);
+    assert_eq!(qpn_mkey >> 8, 0xff_ffff, "softhca: QP {qpn:#x}: a type 1 window names QP {:#x}", qpn_mkey >> 8);
     let flags = body[MKEY + 2];
     let mut access = MemPriv(0);
     if flags & (1 << 4) != 0 {

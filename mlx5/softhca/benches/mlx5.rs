@@ -1,6 +1,6 @@
 //! The mlx5 data path under the DAT API on the software HCA: a post (the
 //! WQE written and the doorbell rung) and a CQE turned into a DAT event.
-//! Doorbells are deferred, so the model's own work is not in the times.
+//! Doorbells are deferred, so the software HCA's own work is not in the times.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::time::{Duration, Instant};

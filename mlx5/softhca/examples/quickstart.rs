@@ -2,12 +2,12 @@
 //! IA connected through a PSP, a send into a posted receive, an RDMA
 //! write, their completions dequeued, and a clean close.
 //!
-//! `cargo run -p udat-mlx5-model --example quickstart`
+//! `cargo run -p udat-softhca --example quickstart`
 use std::error::Error;
 
 use udat::*;
 use udat_mlx5::Mlx5;
-use udat_mlx5_model::SoftHca;
+use udat_softhca::SoftHca;
 
 const WAIT_US: u32 = 5_000_000;
 
@@ -34,7 +34,7 @@ fn completion(ia: &mut Ia<Mlx5<SoftHca>>, evd: EvdHandle) -> Result<(u64, u32), 
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut ia: Ia<Mlx5<SoftHca>> = Ia::open(Mlx5::new(SoftHca::new()), b"mlx5_model0", 8)?;
+    let mut ia: Ia<Mlx5<SoftHca>> = Ia::open(Mlx5::new(SoftHca::new()), b"mlx5_soft0", 8)?;
     let h = ia.handle();
     let pz = ia.pz_create(h)?;
     // One registered buffer: the client's 4 KiB, then the server's.

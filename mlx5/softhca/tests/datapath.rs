@@ -2,7 +2,7 @@
 //! ring across wrap-around and when full, batched and BlueFlame
 //! doorbells, immediate data and atomics, the CQEs of a destroyed QP, and
 //! doorbells on both ends of a connection from two threads.
-//! The model checks every doorbell as it executes it, and every range a
+//! The software HCA checks every doorbell as it executes it, and every range a
 //! WQE names: a bad one is an error CQE, even one that wraps past 2^64.
 
 use std::alloc::{alloc, dealloc, Layout};
@@ -11,7 +11,7 @@ use std::ptr::NonNull;
 use proptest::prelude::*;
 use udat_core::backend::{Backend, CmEvent, Completion, ConnOutcome, QpConfig, RequestOp, SendWr, Sge};
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
-use udat_testkit::model::Recorder;
+use udat_testkit::softhca::Recorder;
 
 /// Every privilege, the atomic target's included.
 const ALL: MemPriv = MemPriv(MemPriv::ALL.0 | MemPriv::REMOTE_ATOMIC.0);
@@ -24,13 +24,13 @@ use udat_mlx5::rq::RecvQueue;
 use udat_mlx5::sq::{Op, Remote, SendQueue, SendSlot, SqGeometry};
 use udat_mlx5::wqe::{fm_ce_se, WQEBB_BYTES};
 use udat_mlx5::Mlx5;
-use udat_mlx5_model::{ModelPd, ModelRegister, SoftHca};
+use udat_softhca::{SoftHca, SoftPd, SoftRegister};
 
-type Sq = SendQueue<ModelRegister, Box<[SendSlot]>>;
+type Sq = SendQueue<SoftRegister, Box<[SendSlot]>>;
 type Rq = RecvQueue<Box<[udat_mlx5::rq::RecvSlot]>>;
-type Cq = CompletionQueue<ModelRegister>;
+type Cq = CompletionQueue<SoftRegister>;
 
-/// Two connected QPs on the model, driven through the data path's own
+/// Two connected QPs on the software HCA, driven through the data path's own
 /// queues, and one registered buffer on each side.
 struct Pair {
     hca: SoftHca,
@@ -42,7 +42,7 @@ struct Pair {
     mem_b: Vec<u8>,
     key_a: u32,
     key_b: u32,
-    pd: ModelPd,
+    pd: SoftPd,
 }
 
 impl Pair {
@@ -52,7 +52,7 @@ impl Pair {
 
     /// A pair on a device that other pairs may share.
     fn on(mut hca: SoftHca, send_wqebbs: u32) -> Pair {
-        let (mut ia, attr) = hca.ia_open(b"mlx5_model0").unwrap();
+        let (mut ia, attr) = hca.ia_open(b"mlx5_soft0").unwrap();
         let pd = hca.pd_alloc(&mut ia).unwrap();
         let (mut cqs, mut qps) = (Vec::new(), Vec::new());
         for tag in [1u64, 2] {
@@ -354,7 +354,7 @@ fn compare_and_swap_and_fetch_and_add_return_the_old_value() {
 }
 
 /// Three laps of a 16-WQEBB ring with WQEs of one to four WQEBBs, inline
-/// and gathered, each doorbell checked by the model; every CQE retires
+/// and gathered, each doorbell checked by the software HCA; every CQE retires
 /// exactly the WQE it names.
 #[test]
 fn the_send_ring_wraps_three_times() {
@@ -637,7 +637,7 @@ fn wqe_blocks(ds: usize) -> usize {
 #[test]
 fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     let mut b: Mlx5<SoftHca> = Mlx5::new(SoftHca::new());
-    let (mut ia, attr) = b.ia_open(b"mlx5_model0").unwrap();
+    let (mut ia, attr) = b.ia_open(b"mlx5_soft0").unwrap();
     let pd = b.pd_alloc(&mut ia).unwrap();
     let mut cq = b.cq_create(&mut ia, 64, 0).unwrap();
     let mem = vec![0u8; 4096];

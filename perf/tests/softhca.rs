@@ -14,7 +14,7 @@ fn perf(args: &[&str]) -> String {
 #[test]
 fn every_test_runs_on_the_software_hca_and_reports_its_iterations() {
     for test in ["write_lat", "read_lat", "send_lat", "atomic_lat", "write_bw", "read_bw", "send_bw"] {
-        let out = perf(&["loopback", "-d", "model", "-t", test, "-n", "64", "-w", "8", "-c", "16", "--json", "-"]);
+        let out = perf(&["loopback", "-d", "softhca", "-t", test, "-n", "64", "-w", "8", "-c", "16", "--json", "-"]);
         let json = out.lines().find(|l| l.starts_with("{\"tool\": \"udat-perf\"")).expect("a JSON line");
         assert!(json.contains(&format!("\"test\": \"{test}\"")), "{json}");
         assert!(json.contains("\"iterations\": 64,"), "{test} did not run 64 iterations: {json}");
@@ -27,7 +27,7 @@ fn every_test_runs_on_the_software_hca_and_reports_its_iterations() {
 #[test]
 fn the_c_abi_runs_every_test_too() {
     for test in ["write_lat", "read_lat", "send_lat", "atomic_lat", "write_bw", "read_bw", "send_bw"] {
-        let out = perf(&["loopback", "-d", "model", "--api", "c", "-t", test, "-n", "32", "-w", "4", "--json", "-"]);
+        let out = perf(&["loopback", "-d", "softhca", "--api", "c", "-t", test, "-n", "32", "-w", "4", "--json", "-"]);
         let json = out.lines().find(|l| l.starts_with("{\"tool\": \"udat-perf\"")).expect("a JSON line");
         assert!(json.contains("\"api\": \"C\"") && json.contains("\"iterations\": 32,"), "{json}");
     }
@@ -35,11 +35,11 @@ fn the_c_abi_runs_every_test_too() {
 
 #[test]
 fn several_endpoints_a_sweep_and_csv() {
-    let out = perf(&["loopback", "-d", "model", "-t", "write_bw", "-q", "3", "-s", "4096", "-n", "90", "--csv", "-"]);
+    let out = perf(&["loopback", "-d", "softhca", "-t", "write_bw", "-q", "3", "-s", "4096", "-n", "90", "--csv", "-"]);
     let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("udat,")).collect();
     assert_eq!(rows.len(), 1, "{out}");
     assert!(rows[0].starts_with("udat,4096,90,"), "{}", rows[0]);
-    let out = perf(&["loopback", "-d", "model", "-a", "-n", "5", "-w", "1", "--histogram"]);
+    let out = perf(&["loopback", "-d", "softhca", "-a", "-n", "5", "-w", "1", "--histogram"]);
     assert_eq!(out.lines().filter(|l| l.ends_with(" bytes:")).count(), 23, "{out}");
 }
 
@@ -53,8 +53,8 @@ fn bad_options_exit_2_with_the_reason() {
 #[test]
 fn rounds_report_the_median_of_each_figure() {
     let out =
-        perf(&["loopback", "-d", "model", "-t", "write_lat", "-n", "40", "-w", "4", "--rounds", "3", "--json", "-"]);
-    assert!(out.starts_with("udat-perf write_lat on model (rust API, model; medians of 3 rounds)"), "{out}");
+        perf(&["loopback", "-d", "softhca", "-t", "write_lat", "-n", "40", "-w", "4", "--rounds", "3", "--json", "-"]);
+    assert!(out.starts_with("udat-perf write_lat on softhca (rust API, softhca; medians of 3 rounds)"), "{out}");
     let json = out.lines().find(|l| l.starts_with("{\"tool\": \"udat-perf\"")).expect("a JSON line");
     assert!(json.contains("\"rounds\": 3,") && json.contains("\"iterations\": 40,"), "{json}");
 }

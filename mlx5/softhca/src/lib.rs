@@ -1,4 +1,4 @@
-//! udat-mlx5-model: a ConnectX (mlx5) HCA in software.
+//! udat-softhca: a ConnectX (mlx5) HCA in software.
 //!
 //! It owns queue memory with the geometry `mlx5dv_init_obj` reports
 //! (64-byte WQEBBs and CQEs, power-of-two rings, 256-byte BlueFlame
@@ -13,13 +13,13 @@
 //! requests with private data, accept, reject, disconnect, and connect
 //! timeouts.
 //!
-//! Select it with `Mlx5::new(SoftHca::new())`; open IA `mlx5_model0`.
+//! Select it with `Mlx5::new(SoftHca::new())`; open IA `mlx5_soft0`.
 //! Faults can be injected by the tag of a QP (an EP handle's bits):
 //! [`SoftHca::fail_next`], [`SoftHca::force_error`], [`SoftHca::vanish`].
 //!
 //! Execution is synchronous: a doorbell runs its QP's WQEs on the thread
 //! that rang it, before the register write returns, and every entry into
-//! the device retries the sends that found no receive (the model's RNR
+//! the device retries the sends that found no receive (the software HCA's RNR
 //! retry) on the QPs that no other thread is running at that moment.
 //! Doorbells on the QPs of different connections run in parallel, and meet
 //! only at a CQ they share.
@@ -47,8 +47,8 @@ use hca::{lock, owned, Hca, QpState, UarOwner, BF_SIZE};
 pub use hca::{syndrome, Stats};
 use region::Region;
 
-/// The IA names the model opens: `mlx5_model` and a digit.
-pub const IA_NAME_PREFIX: &[u8] = b"mlx5_model";
+/// The IA names the software HCA opens: `mlx5_soft` and a digit.
+pub const IA_NAME_PREFIX: &[u8] = b"mlx5_soft";
 
 /// Most bytes of private data a connection carries (as rdma_cm on IB).
 pub const PRIVATE_DATA: u32 = 56;
@@ -75,20 +75,20 @@ const _: () = {
     const fn shared<T: Send + Sync>() {}
     shared::<SoftHca>();
     const fn sent<T: Send>() {}
-    sent::<ModelRegister>();
+    sent::<SoftRegister>();
 };
 
-/// A doorbell register of the model: a UAR page of one QP or CQ.
+/// A doorbell register of the software HCA: a UAR page of one QP or CQ.
 ///
 /// The data path's writes go first through a real [`Uar`] to a page of
 /// memory standing in for the mapped register: the MMIO stores a ConnectX
 /// doorbell makes, which an instruction count includes. Then, unless
-/// doorbells are deferred (for benches), the model takes the writes and
+/// doorbells are deferred (for benches), the software HCA takes the writes and
 /// executes what they publish in `hca_write` and `hca_flush`, distinct
 /// symbols that a count leaves out (`cargo xtask icount`): on a ConnectX
 /// that work is the device's.
 #[derive(Debug)]
-pub struct ModelRegister {
+pub struct SoftRegister {
     hca: Arc<RwLock<Hca>>,
     uar: u32,
     deferred: Arc<AtomicBool>,
@@ -105,17 +105,17 @@ pub struct ModelRegister {
 /// the CQ doorbell fit.
 const PAGE_WORDS: usize = 128;
 
-impl ModelRegister {
-    fn new(hca: Arc<RwLock<Hca>>, uar: u32, deferred: Arc<AtomicBool>) -> ModelRegister {
+impl SoftRegister {
+    fn new(hca: Arc<RwLock<Hca>>, uar: u32, deferred: Arc<AtomicBool>) -> SoftRegister {
         let page = NonNull::from(Box::leak(Box::new([0u64; PAGE_WORDS])));
         // SAFETY: the page is 8-aligned, `PAGE_WORDS * 8` bytes long, and
         // lives until this register drops; only the `Uar` writes it.
         let mirror = unsafe { Uar::new(page.cast(), PAGE_WORDS * 8) };
-        ModelRegister { hca, uar, deferred, page, mirror, pending: Vec::new() }
+        SoftRegister { hca, uar, deferred, page, mirror, pending: Vec::new() }
     }
 }
 
-impl ModelRegister {
+impl SoftRegister {
     /// The stand-in register page: what `mlx5dv_init_obj` reports as a
     /// QP's `bf.reg` or a CQ's `cq_uar`.
     fn page_ptr(&self) -> *mut std::ffi::c_void {
@@ -126,23 +126,23 @@ impl ModelRegister {
 // SAFETY: the register owns its stand-in page (and the `Uar` over it, which
 // nothing else reaches); the device is behind its locks and the deferral
 // flag is atomic, so the register may be used from another thread.
-unsafe impl Send for ModelRegister {}
+unsafe impl Send for SoftRegister {}
 
-impl Drop for ModelRegister {
+impl Drop for SoftRegister {
     fn drop(&mut self) {
         // SAFETY: leaked from a Box in `new` and freed only here.
         drop(unsafe { Box::from_raw(self.page.as_ptr()) });
     }
 }
 
-impl ModelRegister {
-    /// The model takes a register write.
+impl SoftRegister {
+    /// The software HCA takes a register write.
     #[inline(never)]
     fn hca_write(&mut self, offset: usize, bytes: &[u8]) {
         self.pending.push((offset, bytes.to_vec()));
     }
 
-    /// The model takes the BlueFlame block just written at `offset`, as
+    /// The software HCA takes the BlueFlame block just written at `offset`, as
     /// the mirror page holds it (so the post hands it over in no memory of
     /// its own, as a ConnectX's doorbell does).
     #[inline(never)]
@@ -157,7 +157,7 @@ impl ModelRegister {
         self.pending.push((offset, bytes.to_vec()));
     }
 
-    /// The model takes the doorbell and executes what it publishes.
+    /// The software HCA takes the doorbell and executes what it publishes.
     #[inline(never)]
     fn hca_flush(&mut self) {
         read(&self.hca).register_flush(self.uar, &self.pending);
@@ -165,7 +165,7 @@ impl ModelRegister {
     }
 }
 
-impl Register for ModelRegister {
+impl Register for SoftRegister {
     #[inline(always)]
     fn write64(&mut self, offset: usize, value: [u8; 8]) {
         self.mirror.write64(offset, value);
@@ -215,46 +215,46 @@ impl Register for ModelRegister {
 }
 
 #[derive(Debug)]
-pub struct ModelIa(u32, Option<alarm::Alarm>);
+pub struct SoftIa(u32, Option<alarm::Alarm>);
 
 #[derive(Debug)]
-pub struct ModelPd {
+pub struct SoftPd {
     id: u32,
     ia: u32,
 }
 
 /// A QP: its number and its doorbell register's UAR.
 #[derive(Debug)]
-pub struct ModelQp {
+pub struct SoftQp {
     qpn: u32,
     uar: u32,
 }
 
 /// A CQ: its number and its doorbell register's UAR.
 #[derive(Debug)]
-pub struct ModelCq {
+pub struct SoftCq {
     cqn: u32,
     uar: u32,
 }
 
 #[derive(Debug)]
-pub struct ModelSrq {
+pub struct SoftSrq {
     srqn: u32,
 }
 
 #[derive(Debug)]
-pub struct ModelListener {
+pub struct SoftListener {
     key: ([u8; 28], u64),
 }
 
 /// An incoming connection request.
 #[derive(Debug)]
-pub struct ModelConnReq(u32);
+pub struct SoftConnReq(u32);
 
 /// The device, for one entry of the data path or the event path into it:
 /// its tables as they are, and each object behind its own lock. A thread
-/// that panicked inside the model left the device as it was at the panic,
-/// which the next entry takes as it is: the model checks every WQE it
+/// that panicked inside the software HCA left the device as it was at the panic,
+/// which the next entry takes as it is: the software HCA checks every WQE it
 /// reads.
 fn read(hca: &RwLock<Hca>) -> RwLockReadGuard<'_, Hca> {
     hca.read().unwrap_or_else(PoisonError::into_inner)
@@ -289,7 +289,7 @@ impl SoftHca {
     }
 
     /// For benches: doorbell registers make only the MMIO stores a
-    /// ConnectX's `Uar` makes, to a stand-in page, and the model executes
+    /// ConnectX's `Uar` makes, to a stand-in page, and the software HCA executes
     /// nothing until [`release`](Self::release). The doorbell checks are
     /// off from here on.
     pub fn defer_doorbells(&self) {
@@ -373,11 +373,11 @@ impl SoftHca {
         }
     }
 
-    fn register(&self, owner: UarOwner) -> ModelRegister {
+    fn register(&self, owner: UarOwner) -> SoftRegister {
         let mut hca = write(&self.hca);
         let uar = hca.id();
         hca.uars.insert(uar, owner);
-        ModelRegister::new(self.hca.clone(), uar, self.deferred.clone())
+        SoftRegister::new(self.hca.clone(), uar, self.deferred.clone())
     }
 
     /// UAR pages in use: one for each live QP and CQ.
@@ -387,17 +387,17 @@ impl SoftHca {
 }
 
 impl Device for SoftHca {
-    type Ia = ModelIa;
-    type Pd = ModelPd;
+    type Ia = SoftIa;
+    type Pd = SoftPd;
     type Mr = u32;
     /// The window's mkey index.
     type Mw = u32;
-    type Cq = ModelCq;
-    type Qp = ModelQp;
-    type Srq = ModelSrq;
-    type Listener = ModelListener;
-    type ConnReq = ModelConnReq;
-    type Register = ModelRegister;
+    type Cq = SoftCq;
+    type Qp = SoftQp;
+    type Srq = SoftSrq;
+    type Listener = SoftListener;
+    type ConnReq = SoftConnReq;
+    type Register = SoftRegister;
     type SendSlots = Box<[SendSlot]>;
     type RecvSlots = Box<[RecvSlot]>;
 
@@ -405,7 +405,7 @@ impl Device for SoftHca {
     /// locks.
     const SHARED_QUEUES: bool = true;
 
-    fn ia_open(&mut self, name: &[u8]) -> DatResult<(ModelIa, IaAttr)> {
+    fn ia_open(&mut self, name: &[u8]) -> DatResult<(SoftIa, IaAttr)> {
         let digit = match name.strip_prefix(IA_NAME_PREFIX) {
             Some([d]) if d.is_ascii_digit() => d - b'0',
             _ => return Err(error(ErrorType::ProviderNotFound)),
@@ -425,7 +425,7 @@ impl Device for SoftHca {
         let mut vendor_name = [0u8; 32];
         vendor_name[..4].copy_from_slice(b"udat");
         // Object limits of a ConnectX-5 (`ibv_devinfo -v`); nothing in the
-        // model is sized by them.
+        // software HCA is sized by them.
         let attr = IaAttr {
             adapter_name,
             vendor_name,
@@ -457,27 +457,27 @@ impl Device for SoftHca {
             local_read_implied: true,
             atomics: true,
         };
-        Ok((ModelIa(id, alarm), attr))
+        Ok((SoftIa(id, alarm), attr))
     }
 
-    fn ia_close(&mut self, ia: ModelIa) {
+    fn ia_close(&mut self, ia: SoftIa) {
         write(&self.hca).ias.remove(&ia.0);
     }
 
-    fn pd_alloc(&mut self, ia: &mut ModelIa) -> DatResult<ModelPd> {
+    fn pd_alloc(&mut self, ia: &mut SoftIa) -> DatResult<SoftPd> {
         let mut hca = write(&self.hca);
         let id = hca.id();
         hca.pds.insert(id);
-        Ok(ModelPd { id, ia: ia.0 })
+        Ok(SoftPd { id, ia: ia.0 })
     }
 
-    fn pd_free(&mut self, pd: ModelPd) {
+    fn pd_free(&mut self, pd: SoftPd) {
         write(&self.hca).pds.remove(&pd.id);
     }
 
     fn mr_register(
         &mut self,
-        pd: &ModelPd,
+        pd: &SoftPd,
         address: u64,
         length: u64,
         privileges: MemPriv,
@@ -495,7 +495,7 @@ impl Device for SoftHca {
         write(&self.hca).mrs.remove(&mr);
     }
 
-    fn mw_alloc(&mut self, pd: &ModelPd) -> DatResult<(u32, u32)> {
+    fn mw_alloc(&mut self, pd: &SoftPd) -> DatResult<(u32, u32)> {
         let mut hca = write(&self.hca);
         let index = hca.id();
         hca.mws.insert(index, hca::Mw { pd: pd.id, binding: Default::default() });
@@ -506,7 +506,7 @@ impl Device for SoftHca {
         write(&self.hca).mws.remove(&mw);
     }
 
-    fn cq_create(&mut self, ia: &mut ModelIa, min_entries: u32, tag: u64) -> DatResult<CqParts<Self>> {
+    fn cq_create(&mut self, ia: &mut SoftIa, min_entries: u32, tag: u64) -> DatResult<CqParts<Self>> {
         let cnt = (min_entries.max(1) * 2).next_power_of_two().max(64);
         let mut buf = Region::new(cnt as usize * 64);
         for i in 0..cnt as usize {
@@ -538,17 +538,17 @@ impl Device for SoftHca {
         };
         let ring = hca::CqRing::new(buf).into();
         write(&self.hca).cqs.insert(cqn, hca::Cq { ia: ia.0, tag, cnt, dbrec, ring });
-        Ok(CqParts { cq: ModelCq { cqn, uar: uar_id }, geometry })
+        Ok(CqParts { cq: SoftCq { cqn, uar: uar_id }, geometry })
     }
 
     /// The CQ and its UAR page go together.
-    fn cq_destroy(&mut self, cq: ModelCq) {
+    fn cq_destroy(&mut self, cq: SoftCq) {
         let mut hca = write(&self.hca);
         hca.remove_cq(cq.cqn);
         hca.uars.remove(&cq.uar);
     }
 
-    fn cq_event(&mut self, ia: &mut ModelIa) -> Option<u32> {
+    fn cq_event(&mut self, ia: &mut SoftIa) -> Option<u32> {
         let hca = read(&self.hca);
         let event = lock(&hca.ias.get(&ia.0)?.events).cq_events.pop_front();
         if event.is_none() {
@@ -618,14 +618,14 @@ impl Device for SoftHca {
             },
         );
         Ok(QpParts {
-            qp: ModelQp { qpn, uar },
+            qp: SoftQp { qpn, uar },
             sq: geometry,
             send_slots: vec![SendSlot::EMPTY; sq_cnt as usize].into_boxed_slice(),
             rq: rq_parts,
         })
     }
 
-    fn qp_destroy(&mut self, qp: ModelQp) {
+    fn qp_destroy(&mut self, qp: SoftQp) {
         let mut hca = write(&self.hca);
         let Some(gone) = hca.remove_qp(qp.qpn) else { return };
         lock(&hca.deadlines).remove(&qp.qpn);
@@ -636,7 +636,7 @@ impl Device for SoftHca {
         hca.uars.remove(&qp.uar);
     }
 
-    fn qp_reset(&mut self, qp: &mut ModelQp) -> DatResult<()> {
+    fn qp_reset(&mut self, qp: &mut SoftQp) -> DatResult<()> {
         let mut hca = write(&self.hca);
         let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
         q.peer = None;
@@ -647,11 +647,11 @@ impl Device for SoftHca {
         Ok(())
     }
 
-    fn qpn(&self, qp: &ModelQp) -> u32 {
+    fn qpn(&self, qp: &SoftQp) -> u32 {
         qp.qpn
     }
 
-    fn srq_create(&mut self, pd: &ModelPd, attr: &SrqAttr) -> DatResult<SrqParts<Self>> {
+    fn srq_create(&mut self, pd: &SoftPd, attr: &SrqAttr) -> DatResult<SrqParts<Self>> {
         let cnt = (attr.max_recv_dtos + 1).next_power_of_two();
         let stride = (16 * (1 + attr.max_recv_iov.max(1))).next_power_of_two();
         let buf = Region::new((cnt * stride) as usize);
@@ -673,18 +673,18 @@ impl Device for SoftHca {
         let geometry = unsafe { dv::shared_recv_queue(&dv, cnt) }.map_err(|_| error(ErrorType::InternalError))?;
         write(&self.hca).srqs.insert(srqn, hca::Srq { pd: pd.id, buf, stride, dbrec, next: Default::default() });
         Ok(SrqParts {
-            srq: ModelSrq { srqn },
+            srq: SoftSrq { srqn },
             srqn,
             geometry,
             slots: vec![RecvSlot::default(); cnt as usize].into_boxed_slice(),
         })
     }
 
-    fn srq_destroy(&mut self, srq: ModelSrq) {
+    fn srq_destroy(&mut self, srq: SoftSrq) {
         write(&self.hca).srqs.remove(&srq.srqn);
     }
 
-    fn listen(&mut self, ia: &mut ModelIa, conn_qual: u64, tag: u64) -> DatResult<ModelListener> {
+    fn listen(&mut self, ia: &mut SoftIa, conn_qual: u64, tag: u64) -> DatResult<SoftListener> {
         let mut hca = write(&self.hca);
         let address = hca.ias.get(&ia.0).ok_or(error(ErrorType::InternalError))?.address;
         let key = (address.bytes, conn_qual);
@@ -692,16 +692,16 @@ impl Device for SoftHca {
             return Err(error(ErrorType::ConnQualInUse));
         }
         hca.listeners.insert(key, (ia.0, tag));
-        Ok(ModelListener { key })
+        Ok(SoftListener { key })
     }
 
-    fn unlisten(&mut self, listener: ModelListener) {
+    fn unlisten(&mut self, listener: SoftListener) {
         write(&self.hca).listeners.remove(&listener.key);
     }
 
     fn connect(
         &mut self,
-        qp: &mut ModelQp,
+        qp: &mut SoftQp,
         remote: &IaAddress,
         conn_qual: u64,
         private_data: &[u8],
@@ -742,7 +742,7 @@ impl Device for SoftHca {
         Ok(())
     }
 
-    fn accept(&mut self, request: &mut ModelConnReq, qp: &mut ModelQp, private_data: &[u8]) -> DatResult<()> {
+    fn accept(&mut self, request: &mut SoftConnReq, qp: &mut SoftQp, private_data: &[u8]) -> DatResult<()> {
         let mut hca = write(&self.hca);
         let req = hca.requests.remove(&request.0).ok_or(error(ErrorType::InvalidState))?;
         let active = req.active;
@@ -761,7 +761,7 @@ impl Device for SoftHca {
         Ok(())
     }
 
-    fn reject(&mut self, request: ModelConnReq, private_data: &[u8]) {
+    fn reject(&mut self, request: SoftConnReq, private_data: &[u8]) {
         let mut hca = write(&self.hca);
         let Some(req) = hca.requests.remove(&request.0) else { return };
         if hca.qps.get_mut(&req.active).is_some_and(|q| owned(&mut q.run).state == QpState::Connecting) {
@@ -770,7 +770,7 @@ impl Device for SoftHca {
         }
     }
 
-    fn disconnect(&mut self, qp: &mut ModelQp, _graceful: bool) {
+    fn disconnect(&mut self, qp: &mut SoftQp, _graceful: bool) {
         let mut hca = write(&self.hca);
         let Some(q) = hca.qps.get_mut(&qp.qpn) else { return };
         let (state, peer) = (owned(&mut q.run).state, q.peer);
@@ -786,7 +786,7 @@ impl Device for SoftHca {
         }
     }
 
-    fn poll_cm(&mut self, ia: &mut ModelIa) -> Option<CmEvent<ModelConnReq>> {
+    fn poll_cm(&mut self, ia: &mut SoftIa) -> Option<CmEvent<SoftConnReq>> {
         let hca = read(&self.hca);
         hca.progress();
         SoftHca::expire(&hca);
@@ -798,7 +798,7 @@ impl Device for SoftHca {
         };
         Some(match event {
             CmEvent::Request { listener, request, remote, remote_port, private_data } => {
-                CmEvent::Request { listener, request: ModelConnReq(request), remote, remote_port, private_data }
+                CmEvent::Request { listener, request: SoftConnReq(request), remote, remote_port, private_data }
             }
             CmEvent::Conn { tag, outcome, private_data } => CmEvent::Conn { tag, outcome, private_data },
             CmEvent::QpError { tag } => CmEvent::QpError { tag },
@@ -812,7 +812,7 @@ impl Device for SoftHca {
         read(&self.hca).now_us()
     }
 
-    fn block(&mut self, ia: &mut ModelIa, timeout_us: Option<u64>) -> Wake {
+    fn block(&mut self, ia: &mut SoftIa, timeout_us: Option<u64>) -> Wake {
         let ready = |hca: &Hca| {
             hca.progress();
             SoftHca::expire(hca);
@@ -832,7 +832,7 @@ impl Device for SoftHca {
                 (Some(t), Some(d)) => Some((t.min(d), d < t)),
                 (Some(t), None) => Some((t, false)),
                 (None, Some(d)) => Some((d, true)),
-                // Nothing can happen in a single-threaded model: a wait
+                // Nothing can happen in a single-threaded software HCA: a wait
                 // with no limit and no timer would never end.
                 (None, None) => None,
             }
@@ -847,7 +847,7 @@ impl Device for SoftHca {
         }
     }
 
-    fn wait_fds(&self, ia: &ModelIa) -> WaitFds {
+    fn wait_fds(&self, ia: &SoftIa) -> WaitFds {
         let mut fds = WaitFds::NONE;
         if let Some(alarm) = &ia.1 {
             fds.0[..2].copy_from_slice(&alarm.fds().both());

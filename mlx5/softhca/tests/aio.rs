@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use udat::*;
 use udat_mlx5::Mlx5;
-use udat_mlx5_model::SoftHca;
+use udat_softhca::SoftHca;
 use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
 
 fn readable(fd: i32, ms: i32) -> bool {
@@ -15,8 +15,8 @@ fn readable(fd: i32, ms: i32) -> bool {
     unsafe { libc::poll(&mut p, 1, ms) == 1 }
 }
 
-fn model() -> Ia<Mlx5<SoftHca>> {
-    Ia::open(Mlx5::new(SoftHca::new()), b"mlx5_model0", 8).unwrap()
+fn softhca_ia() -> Ia<Mlx5<SoftHca>> {
+    Ia::open(Mlx5::new(SoftHca::new()), b"mlx5_soft0", 8).unwrap()
 }
 
 #[test]
@@ -27,7 +27,7 @@ fn a_transport_with_nothing_to_sleep_on_has_no_cno_descriptor() {
 
 #[test]
 fn a_connect_timeout_wakes_the_descriptor_with_no_call_in_between() {
-    let mut ia = model();
+    let mut ia = softhca_ia();
     let h = ia.handle();
     let (cno, fd) = ia.cno_fd_create().unwrap();
     let pz = ia.pz_create(h).unwrap();
@@ -59,14 +59,14 @@ mod with_tokio {
 
     #[test]
     fn an_async_cno_needs_a_runtime() {
-        let mut ia = model();
+        let mut ia = softhca_ia();
         assert_eq!(ia.cno_async().unwrap_err().error_type(), ErrorType::InsufficientResources);
     }
 
     #[test]
     fn an_awaited_event_arrives_once_and_an_untied_evd_is_refused() {
         runtime().block_on(async {
-            let mut ia = model();
+            let mut ia = softhca_ia();
             let h = ia.handle();
             let cno = ia.cno_async().unwrap();
             let tied = ia.evd_create(h, 4, cno.handle(), EvdFlags::SOFTWARE).unwrap();

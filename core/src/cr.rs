@@ -5,7 +5,7 @@
 //! handed off; each of those destroys it ("Use of the handle of the
 //! destroyed Connection Request in any consequent operation fails").
 
-use crate::backend::{Backend, PrivateData};
+use crate::backend::{Backend, ConnReq, ConnectionManager, PrivateData};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{EventData, EventNumber};
 use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PspHandle};
@@ -26,7 +26,7 @@ pub(crate) struct Cr<B: Backend> {
     pub(crate) remote: IaAddress,
     pub(crate) remote_port: u64,
     pub(crate) private_data: PrivateData,
-    pub(crate) request: B::ConnReq,
+    pub(crate) request: ConnReq<B>,
     pub(crate) context: u64,
 }
 
@@ -47,7 +47,7 @@ pub struct CrParam {
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// Store `cr` and announce it on `evd`. Hands the request back when no
     /// CR slot is free (the provider's EP, if any, is dropped).
-    pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), B::ConnReq> {
+    pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), ConnReq<B>> {
         let (psp, conn_qual, local_ep) = (cr.psp, cr.conn_qual, cr.local_ep);
         let h = match crate::owned::insert(&mut self.ias, &mut self.crs, None, cr) {
             Ok(raw) => CrHandle(raw),
@@ -116,7 +116,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // An EP without a PZ (a provider's, not yet modified) has no QP.
         let qp = e.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
         let c = crs.get_mut(cr_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleCr))?;
-        backend.accept(&mut c.request, qp, private_data)?;
+        backend.cm().accept(&mut c.request, B::cm_qp(qp), private_data)?;
         e.set_state(EpState::CompletionPending);
         e.provider_owned = false;
         e.cr = CrHandle::NULL;
@@ -145,7 +145,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     fn cr_refuse(&mut self, cr: CrHandle, private_data: &[u8]) {
         let Some(c) = crate::owned::remove(&mut self.ias, &mut self.crs, cr.0) else { return };
-        self.backend.reject(c.request, private_data);
+        self.backend.cm().reject(c.request, private_data);
         self.cr_release_ep(c.local_ep);
     }
 
@@ -185,7 +185,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             match self.ep_for_provider(ia) {
                 Some(ep) => c.local_ep = ep,
                 None => {
-                    self.backend.reject(c.request, &[]);
+                    self.backend.cm().reject(c.request, &[]);
                     return Ok(());
                 }
             }
@@ -193,11 +193,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !room {
             // The target's backlog is full: the request is refused as at a
             // full PSP. The CR is destroyed either way.
-            self.backend.reject(c.request, &[]);
+            self.backend.cm().reject(c.request, &[]);
             return Ok(());
         }
         if let Err(request) = self.cr_deliver(c, evd) {
-            self.backend.reject(request, &[]);
+            self.backend.cm().reject(request, &[]);
         }
         Ok(())
     }

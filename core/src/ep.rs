@@ -21,7 +21,7 @@
 //!  └──────────────── reset <── DISCONNECTED <── failure, abrupt, peer
 //! ```
 
-use crate::backend::{Backend, PrivateData, QpConfig};
+use crate::backend::{Backend, ConnectionManager, PrivateData, QpConfig};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::evd::NotifyMode;
 use crate::event::EventNumber;
@@ -584,7 +584,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let (ia, recv, request) = (ep.ia, ep.recv_evd, ep.request_evd);
         if let Some(qp) = ep.qp.as_mut() {
             if outstanding || live {
-                self.backend.disconnect(qp, false);
+                self.backend.cm().disconnect(B::cm_qp(qp), false);
             }
         }
         self.progress(ia, Some(recv));
@@ -729,7 +729,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { eps, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
-        backend.connect(qp, remote, conn_qual, private_data, timeout)?;
+        backend.cm().connect(B::cm_qp(qp), remote, conn_qual, private_data, timeout)?;
         ep.set_state(EpState::ActiveConnectionPending);
         ep.remote = *remote;
         ep.remote_conn_qual = conn_qual;
@@ -768,7 +768,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
                 ep.set_state(EpState::DisconnectPending);
                 if let Some(qp) = ep.qp.as_mut() {
-                    backend.disconnect(qp, true);
+                    backend.cm().disconnect(B::cm_qp(qp), true);
                 }
                 Ok(())
             }

@@ -89,7 +89,7 @@ extern crate std;
 /// container, and it never allocates.
 pub use heapless::Vec as FixedVec;
 
-pub use backend::Backend;
+pub use backend::{Backend, ConnectionManager};
 pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, Signal, CNO_FIELD_ALL};
 pub use cr::{CrParam, CR_FIELD_ALL};
 pub use ep::{EpChanges, EpParam, VALUE_UNKNOWN};

@@ -5,7 +5,7 @@
 //! events are pulled from the backend when the consumer dequeues, waits or
 //! posts.
 
-use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, PrivateData};
+use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnReq, ConnectionManager, PrivateData};
 use crate::cno::Cno;
 use crate::cr::Cr;
 use crate::ep::Ep;
@@ -268,7 +268,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         loop {
             let Provider { ias, backend, .. } = self;
             let Some(i) = ias.get_mut(ia.0) else { return };
-            let Some(event) = backend.poll_cm(&mut i.dev) else { return };
+            let Some(event) = backend.cm().poll_cm(&mut i.dev) else { return };
             self.on_cm(ia, event);
         }
     }
@@ -356,7 +356,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some(ep) = eps.get_mut(ep_h.0) else { return };
         ep.set_state(EpState::Disconnected);
         if let Some(qp) = ep.qp_mut() {
-            backend.disconnect(qp, false);
+            backend.cm().disconnect(B::cm_qp(qp), false);
         }
         let (evd, ia, on_srq) = (ep.connect_evd, ep.ia, !ep.srq.is_null());
         let size = if number == EventNumber::ConnectionPeerRejected { ep.private_data.len() as u32 } else { 0 };
@@ -369,7 +369,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
     }
 
-    fn on_cm(&mut self, ia: IaHandle, event: CmEvent<B::ConnReq>) {
+    fn on_cm(&mut self, ia: IaHandle, event: CmEvent<ConnReq<B>>) {
         match event {
             CmEvent::Request { listener, request, remote, remote_port, private_data } => {
                 self.on_request(ia, listener, request, remote, remote_port, private_data)
@@ -429,7 +429,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         &mut self,
         ia: IaHandle,
         listener: u64,
-        request: B::ConnReq,
+        request: ConnReq<B>,
         remote: crate::types::IaAddress,
         remote_port: u64,
         private_data: PrivateData,
@@ -443,7 +443,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // No Service Point, or no room for the request: refuse it as if
         // nobody listened (dat_psp_free(3DAT)).
         if let Err(request) = accepted {
-            self.backend.reject(request, &[]);
+            self.backend.cm().reject(request, &[]);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Public Service Point (PSP): dat_psp_create(3DAT),
 //! dat_psp_create_any(3DAT), dat_psp_free(3DAT), dat_psp_query(3DAT).
 
-use crate::backend::{Backend, PrivateData};
+use crate::backend::{Backend, ConnReq, ConnectionManager, Listener, PrivateData};
 use crate::cr::Cr;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, EvdHandle, IaHandle, PspHandle};
@@ -21,7 +21,7 @@ pub(crate) struct Psp<B: Backend> {
     pub(crate) conn_qual: u64,
     pub(crate) evd: EvdHandle,
     pub(crate) flags: PspFlags,
-    pub(crate) listener: Option<B::Listener>,
+    pub(crate) listener: Option<Listener<B>>,
     pub(crate) context: u64,
 }
 
@@ -60,7 +60,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         );
         let Provider { ias, psps, backend, .. } = self;
         let listened = match ias.get_mut(ia.0) {
-            Some(i) => backend.listen(&mut i.dev, conn_qual, psp_tag(h)),
+            Some(i) => backend.cm().listen(&mut i.dev, conn_qual, psp_tag(h)),
             None => Err(DatError::invalid_handle(Subtype::InvalidHandleIa)),
         };
         match listened {
@@ -122,7 +122,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub(crate) fn psp_destroy(&mut self, psp: PspHandle) {
         if let Some(p) = crate::owned::remove(&mut self.ias, &mut self.psps, psp.0) {
             if let Some(l) = p.listener {
-                self.backend.unlisten(l);
+                self.backend.cm().unlisten(l);
             }
             self.sp_feeds(p.evd, false);
         }
@@ -144,11 +144,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         &mut self,
         ia: IaHandle,
         psp_h: PspHandle,
-        request: B::ConnReq,
+        request: ConnReq<B>,
         remote: IaAddress,
         remote_port: u64,
         private_data: PrivateData,
-    ) -> Result<(), B::ConnReq> {
+    ) -> Result<(), ConnReq<B>> {
         let Some(psp) = self.psps.get(psp_h.0).filter(|p| p.ia == ia) else { return Err(request) };
         let (evd, conn_qual, flags) = (psp.evd, psp.conn_qual, psp.flags);
         if self.evds.get(evd.0).is_none_or(|e| e.queue.room() == 0) {

@@ -7,8 +7,8 @@
 //! (libibverbs, mlx5dv, rdma_cm); for tests, examples and benches it is
 //! the software HCA of `udat-softhca`.
 
-use udat_core::backend::{CmEvent, Registration, WaitFds, Wake};
-use udat_core::types::{IaAddress, IaAttr, MemPriv, SrqAttr};
+use udat_core::backend::{ConnectionManager, Registration, WaitFds, Wake};
+use udat_core::types::{IaAttr, MemPriv, SrqAttr};
 use udat_core::DatResult;
 
 use crate::cq::CqGeometry;
@@ -78,10 +78,10 @@ pub struct SrqParts<D: Device + ?Sized> {
     pub slots: D::RecvSlots,
 }
 
-/// An mlx5 device's control path.
-pub trait Device {
-    /// An open device.
-    type Ia;
+/// An mlx5 device's control path. Its connection manager is the
+/// backend's ([`udat_core::Backend::cm`]); its `Qp` is a QP's control
+/// handle.
+pub trait Device: ConnectionManager {
     /// A protection domain.
     type Pd;
     /// A memory registration.
@@ -90,14 +90,8 @@ pub trait Device {
     type Mw;
     /// A CQ's control handle.
     type Cq;
-    /// A QP's control handle.
-    type Qp;
     /// An SRQ's control handle.
     type Srq;
-    /// A listener on a connection qualifier.
-    type Listener;
-    /// An incoming connection request not yet accepted or rejected.
-    type ConnReq;
     /// A doorbell register (UAR page or BlueFlame buffer).
     type Register: Register;
     /// Storage for one [`SendSlot`] per send WQEBB.
@@ -158,28 +152,6 @@ pub trait Device {
     /// Destroy the SRQ.
     fn srq_destroy(&mut self, srq: Self::Srq);
 
-    /// As [`Backend::listen`](udat_core::Backend::listen).
-    fn listen(&mut self, ia: &mut Self::Ia, conn_qual: u64, tag: u64) -> DatResult<Self::Listener>;
-    /// As [`Backend::unlisten`](udat_core::Backend::unlisten).
-    fn unlisten(&mut self, listener: Self::Listener);
-    /// As [`Backend::connect`](udat_core::Backend::connect).
-    fn connect(
-        &mut self,
-        qp: &mut Self::Qp,
-        remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        timeout_us: Option<u64>,
-    ) -> DatResult<()>;
-    /// As [`Backend::accept`](udat_core::Backend::accept).
-    fn accept(&mut self, request: &mut Self::ConnReq, qp: &mut Self::Qp, private_data: &[u8]) -> DatResult<()>;
-    /// As [`Backend::reject`](udat_core::Backend::reject).
-    fn reject(&mut self, request: Self::ConnReq, private_data: &[u8]);
-    /// Tear the connection down; the QP goes to ERROR and the device
-    /// flushes what it holds.
-    fn disconnect(&mut self, qp: &mut Self::Qp, graceful: bool);
-    /// As [`Backend::poll_cm`](udat_core::Backend::poll_cm).
-    fn poll_cm(&mut self, ia: &mut Self::Ia) -> Option<CmEvent<Self::ConnReq>>;
     /// As [`Backend::now_us`](udat_core::Backend::now_us).
     fn now_us(&mut self) -> u64;
     /// Block until an armed CQ's event or a connection event may be ready.

@@ -29,7 +29,7 @@
 use std::ptr::NonNull;
 use std::rc::Rc;
 
-use udat_core::backend::{CmEvent, Registration, WaitFds, Wake};
+use udat_core::backend::{CmEvent, ConnectionManager, Registration, WaitFds, Wake};
 use udat_core::types::{IaAddress, IaAttr, MemPriv, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
 use udat_mlx5::cq::{CompletionQueue, CqGeometry};
@@ -224,16 +224,54 @@ impl ConnectX {
     }
 }
 
-impl Device for ConnectX {
+impl ConnectionManager for ConnectX {
     type Ia = Ia;
+    type Qp = Qp;
+    type Listener = Listener;
+    type ConnReq = ConnReq;
+
+    fn listen(&mut self, ia: &mut Ia, conn_qual: u64, tag: u64) -> DatResult<Listener> {
+        cm::listen(&ia.0, conn_qual, tag)
+    }
+
+    fn unlisten(&mut self, listener: Listener) {
+        drop(listener);
+    }
+
+    fn connect(
+        &mut self,
+        qp: &mut Qp,
+        remote: &IaAddress,
+        conn_qual: u64,
+        private_data: &[u8],
+        timeout_us: Option<u64>,
+    ) -> DatResult<()> {
+        cm::connect(&qp.ia, &qp.shared, remote, conn_qual, private_data, timeout_us, &self.clock)
+    }
+
+    fn accept(&mut self, request: &mut ConnReq, qp: &mut Qp, private_data: &[u8]) -> DatResult<()> {
+        cm::accept(request, &qp.ia, &qp.shared, private_data)
+    }
+
+    fn reject(&mut self, request: ConnReq, private_data: &[u8]) {
+        cm::reject(request, private_data);
+    }
+
+    fn disconnect(&mut self, qp: &mut Qp, graceful: bool) {
+        cm::disconnect(&qp.ia, &qp.shared, graceful);
+    }
+
+    fn poll_cm(&mut self, ia: &mut Ia) -> Option<CmEvent<ConnReq>> {
+        cm::poll(&ia.0, self.clock.now_us())
+    }
+}
+
+impl Device for ConnectX {
     type Pd = Pd;
     type Mr = Mr;
     type Mw = Window;
     type Cq = Cq;
-    type Qp = Qp;
     type Srq = Srq;
-    type Listener = Listener;
-    type ConnReq = ConnReq;
     type Register = Uar;
     type SendSlots = Box<[SendSlot]>;
     type RecvSlots = Box<[RecvSlot]>;
@@ -436,41 +474,6 @@ impl Device for ConnectX {
 
     fn srq_destroy(&mut self, srq: Srq) {
         drop(srq);
-    }
-
-    fn listen(&mut self, ia: &mut Ia, conn_qual: u64, tag: u64) -> DatResult<Listener> {
-        cm::listen(&ia.0, conn_qual, tag)
-    }
-
-    fn unlisten(&mut self, listener: Listener) {
-        drop(listener);
-    }
-
-    fn connect(
-        &mut self,
-        qp: &mut Qp,
-        remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        timeout_us: Option<u64>,
-    ) -> DatResult<()> {
-        cm::connect(&qp.ia, &qp.shared, remote, conn_qual, private_data, timeout_us, &self.clock)
-    }
-
-    fn accept(&mut self, request: &mut ConnReq, qp: &mut Qp, private_data: &[u8]) -> DatResult<()> {
-        cm::accept(request, &qp.ia, &qp.shared, private_data)
-    }
-
-    fn reject(&mut self, request: ConnReq, private_data: &[u8]) {
-        cm::reject(request, private_data);
-    }
-
-    fn disconnect(&mut self, qp: &mut Qp, graceful: bool) {
-        cm::disconnect(&qp.ia, &qp.shared, graceful);
-    }
-
-    fn poll_cm(&mut self, ia: &mut Ia) -> Option<CmEvent<ConnReq>> {
-        cm::poll(&ia.0, self.clock.now_us())
     }
 
     fn now_us(&mut self) -> u64 {

@@ -52,7 +52,8 @@ use std::time::Instant;
 
 use udat_core::{
     backend::{
-        Backend, CmEvent, Completion, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds, Wake,
+        Backend, CmEvent, Completion, ConnectionManager, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge,
+        Shared, WaitFds, Wake,
     },
     types::{CompletionFlags, IaAddress, IaAttr, MemPriv, SrqAttr},
     DatError, DatResult, ErrorType,
@@ -235,6 +236,48 @@ fn access(privileges: MemPriv, mw_bind: bool) -> i32 {
     flags.0 as i32
 }
 
+impl ConnectionManager for Verbs {
+    type Ia = Ia;
+    type Qp = Qp;
+    type Listener = Listener;
+    type ConnReq = ConnReq;
+
+    fn listen(&mut self, ia: &mut Ia, conn_qual: u64, tag: u64) -> DatResult<Listener> {
+        cm::listen(&ia.0, conn_qual, tag)
+    }
+
+    fn unlisten(&mut self, listener: Listener) {
+        drop(listener);
+    }
+
+    fn connect(
+        &mut self,
+        qp: &mut Qp,
+        remote: &IaAddress,
+        conn_qual: u64,
+        private_data: &[u8],
+        timeout_us: Option<u64>,
+    ) -> DatResult<()> {
+        cm::connect(&qp.ia, &qp.shared, remote, conn_qual, private_data, timeout_us, &self.clock)
+    }
+
+    fn accept(&mut self, request: &mut ConnReq, qp: &mut Qp, private_data: &[u8]) -> DatResult<()> {
+        cm::accept(request, &qp.ia, &qp.shared, private_data)
+    }
+
+    fn reject(&mut self, request: ConnReq, private_data: &[u8]) {
+        cm::reject(request, private_data);
+    }
+
+    fn disconnect(&mut self, qp: &mut Qp, graceful: bool) {
+        cm::disconnect(&qp.ia, &qp.shared, graceful);
+    }
+
+    fn poll_cm(&mut self, ia: &mut Ia) -> Option<CmEvent<ConnReq>> {
+        cm::poll(&ia.0, self.clock.now_us())
+    }
+}
+
 impl Backend for Verbs {
     type Ia = Ia;
     type Pd = Pd;
@@ -243,8 +286,15 @@ impl Backend for Verbs {
     type Cq = Cq;
     type Qp = Qp;
     type Srq = Srq;
-    type Listener = Listener;
-    type ConnReq = ConnReq;
+    type Cm = Self;
+
+    fn cm(&mut self) -> &mut Self {
+        self
+    }
+
+    fn cm_qp(qp: &mut Qp) -> &mut Qp {
+        qp
+    }
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(Ia, IaAttr)> {
         let (ia, attr) = IaShared::open(name)?;
@@ -456,41 +506,6 @@ impl Backend for Verbs {
     /// The lane is the ordinary post, which leaves no trace when it fails.
     fn srq_post_recv_one(&mut self, srq: &mut Srq, sge: Sge, cookie: u64) -> bool {
         srq.0.post_recv(core::slice::from_ref(&sge), cookie).is_ok()
-    }
-
-    fn listen(&mut self, ia: &mut Ia, conn_qual: u64, tag: u64) -> DatResult<Listener> {
-        cm::listen(&ia.0, conn_qual, tag)
-    }
-
-    fn unlisten(&mut self, listener: Listener) {
-        drop(listener);
-    }
-
-    fn connect(
-        &mut self,
-        qp: &mut Qp,
-        remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        timeout_us: Option<u64>,
-    ) -> DatResult<()> {
-        cm::connect(&qp.ia, &qp.shared, remote, conn_qual, private_data, timeout_us, &self.clock)
-    }
-
-    fn accept(&mut self, request: &mut ConnReq, qp: &mut Qp, private_data: &[u8]) -> DatResult<()> {
-        cm::accept(request, &qp.ia, &qp.shared, private_data)
-    }
-
-    fn reject(&mut self, request: ConnReq, private_data: &[u8]) {
-        cm::reject(request, private_data);
-    }
-
-    fn disconnect(&mut self, qp: &mut Qp, graceful: bool) {
-        cm::disconnect(&qp.ia, &qp.shared, graceful);
-    }
-
-    fn poll_cm(&mut self, ia: &mut Ia) -> Option<CmEvent<ConnReq>> {
-        cm::poll(&ia.0, self.clock.now_us())
     }
 
     fn now_us(&mut self) -> u64 {

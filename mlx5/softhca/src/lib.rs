@@ -34,7 +34,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use udat_core::backend::{CmEvent, ConnOutcome, PrivateData, Registration, WaitFds, Wake, MAX_PRIVATE_DATA};
+use udat_core::backend::{
+    CmEvent, ConnOutcome, ConnectionManager, PrivateData, Registration, WaitFds, Wake, MAX_PRIVATE_DATA,
+};
 use udat_core::types::{IaAddress, IaAttr, MemPriv, Qos, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
 use udat_mlx5::device::{CqParts, Device, QpParts, QpSpec, SrqParts};
@@ -386,17 +388,144 @@ impl SoftHca {
     }
 }
 
-impl Device for SoftHca {
+impl ConnectionManager for SoftHca {
     type Ia = SoftIa;
+    type Qp = SoftQp;
+    type Listener = SoftListener;
+    type ConnReq = SoftConnReq;
+
+    fn listen(&mut self, ia: &mut SoftIa, conn_qual: u64, tag: u64) -> DatResult<SoftListener> {
+        let mut hca = write(&self.hca);
+        let address = hca.ias.get(&ia.0).ok_or(error(ErrorType::InternalError))?.address;
+        let key = (address.bytes, conn_qual);
+        if hca.listeners.contains_key(&key) {
+            return Err(error(ErrorType::ConnQualInUse));
+        }
+        hca.listeners.insert(key, (ia.0, tag));
+        Ok(SoftListener { key })
+    }
+
+    fn unlisten(&mut self, listener: SoftListener) {
+        write(&self.hca).listeners.remove(&listener.key);
+    }
+
+    fn connect(
+        &mut self,
+        qp: &mut SoftQp,
+        remote: &IaAddress,
+        conn_qual: u64,
+        private_data: &[u8],
+        timeout_us: Option<u64>,
+    ) -> DatResult<()> {
+        let mut hca = write(&self.hca);
+        let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
+        owned(&mut q.run).state = QpState::Connecting;
+        let (ia, qpn) = (q.ia, qp.qpn);
+        let mut target = remote.bytes;
+        target[2..4].fill(0);
+        let from = hca.ias[&ia].address;
+        if let Some(&(listener_ia, tag)) = hca.listeners.get(&(target, conn_qual)) {
+            let id = hca.id();
+            hca.requests.insert(id, hca::Request { active: qpn });
+            let event = CmEvent::Request {
+                listener: tag,
+                request: id,
+                remote: from,
+                remote_port: u64::from(qpn),
+                private_data: private(private_data),
+            };
+            hca.push_cm(listener_ia, event);
+        } else if hca.ias.values().any(|i| i.address.bytes == target) {
+            // The device is there and nobody listens: the CM rejects.
+            hca.fail_qp(qpn);
+            SoftHca::conn(&hca, qpn, ConnOutcome::NonPeerRejected, &[]);
+        } else {
+            // Nobody answers: the attempt times out.
+            let (after, outcome) = match timeout_us {
+                Some(t) => (t, ConnOutcome::TimedOut),
+                None => (2_000_000, ConnOutcome::Unreachable),
+            };
+            let at = hca.now_us() + after;
+            lock(&hca.deadlines).insert(qpn, (at, outcome));
+            hca.rearm(ia);
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, request: &mut SoftConnReq, qp: &mut SoftQp, private_data: &[u8]) -> DatResult<()> {
+        let mut hca = write(&self.hca);
+        let req = hca.requests.remove(&request.0).ok_or(error(ErrorType::InvalidState))?;
+        let active = req.active;
+        let live = hca.qps.get_mut(&active).is_some_and(|q| owned(&mut q.run).state == QpState::Connecting);
+        if !live {
+            SoftHca::conn(&hca, qp.qpn, ConnOutcome::AcceptError, &[]);
+            return Ok(());
+        }
+        for (me, peer) in [(active, qp.qpn), (qp.qpn, active)] {
+            let q = hca.qps.get_mut(&me).ok_or(error(ErrorType::InternalError))?;
+            owned(&mut q.run).state = QpState::Rts;
+            q.peer = Some(peer);
+        }
+        SoftHca::conn(&hca, active, ConnOutcome::Established, private_data);
+        SoftHca::conn(&hca, qp.qpn, ConnOutcome::Established, &[]);
+        Ok(())
+    }
+
+    fn reject(&mut self, request: SoftConnReq, private_data: &[u8]) {
+        let mut hca = write(&self.hca);
+        let Some(req) = hca.requests.remove(&request.0) else { return };
+        if hca.qps.get_mut(&req.active).is_some_and(|q| owned(&mut q.run).state == QpState::Connecting) {
+            hca.fail_qp(req.active);
+            SoftHca::conn(&hca, req.active, ConnOutcome::PeerRejected, private_data);
+        }
+    }
+
+    fn disconnect(&mut self, qp: &mut SoftQp, _graceful: bool) {
+        let mut hca = write(&self.hca);
+        let Some(q) = hca.qps.get_mut(&qp.qpn) else { return };
+        let (state, peer) = (owned(&mut q.run).state, q.peer);
+        if state == QpState::Vanished {
+            return;
+        }
+        hca.fail_qp(qp.qpn);
+        if matches!(state, QpState::Rts | QpState::Connecting) {
+            SoftHca::conn(&hca, qp.qpn, ConnOutcome::Disconnected, &[]);
+        }
+        if let Some(peer) = peer {
+            SoftHca::hang_up(&mut hca, peer, qp.qpn);
+        }
+    }
+
+    fn poll_cm(&mut self, ia: &mut SoftIa) -> Option<CmEvent<SoftConnReq>> {
+        let hca = read(&self.hca);
+        hca.progress();
+        SoftHca::expire(&hca);
+        // The IA's lock is let go before `rearm` takes it again.
+        let event = lock(&hca.ias.get(&ia.0)?.events).cm.pop_front();
+        let Some(event) = event else {
+            hca.rearm(ia.0);
+            return None;
+        };
+        Some(match event {
+            CmEvent::Request { listener, request, remote, remote_port, private_data } => {
+                CmEvent::Request { listener, request: SoftConnReq(request), remote, remote_port, private_data }
+            }
+            CmEvent::Conn { tag, outcome, private_data } => CmEvent::Conn { tag, outcome, private_data },
+            CmEvent::QpError { tag } => CmEvent::QpError { tag },
+            CmEvent::CqError { tag } => CmEvent::CqError { tag },
+            CmEvent::PortDown => CmEvent::PortDown,
+            CmEvent::Catastrophic => CmEvent::Catastrophic,
+        })
+    }
+}
+
+impl Device for SoftHca {
     type Pd = SoftPd;
     type Mr = u32;
     /// The window's mkey index.
     type Mw = u32;
     type Cq = SoftCq;
-    type Qp = SoftQp;
     type Srq = SoftSrq;
-    type Listener = SoftListener;
-    type ConnReq = SoftConnReq;
     type Register = SoftRegister;
     type SendSlots = Box<[SendSlot]>;
     type RecvSlots = Box<[RecvSlot]>;
@@ -682,130 +811,6 @@ impl Device for SoftHca {
 
     fn srq_destroy(&mut self, srq: SoftSrq) {
         write(&self.hca).srqs.remove(&srq.srqn);
-    }
-
-    fn listen(&mut self, ia: &mut SoftIa, conn_qual: u64, tag: u64) -> DatResult<SoftListener> {
-        let mut hca = write(&self.hca);
-        let address = hca.ias.get(&ia.0).ok_or(error(ErrorType::InternalError))?.address;
-        let key = (address.bytes, conn_qual);
-        if hca.listeners.contains_key(&key) {
-            return Err(error(ErrorType::ConnQualInUse));
-        }
-        hca.listeners.insert(key, (ia.0, tag));
-        Ok(SoftListener { key })
-    }
-
-    fn unlisten(&mut self, listener: SoftListener) {
-        write(&self.hca).listeners.remove(&listener.key);
-    }
-
-    fn connect(
-        &mut self,
-        qp: &mut SoftQp,
-        remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        timeout_us: Option<u64>,
-    ) -> DatResult<()> {
-        let mut hca = write(&self.hca);
-        let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
-        owned(&mut q.run).state = QpState::Connecting;
-        let (ia, qpn) = (q.ia, qp.qpn);
-        let mut target = remote.bytes;
-        target[2..4].fill(0);
-        let from = hca.ias[&ia].address;
-        if let Some(&(listener_ia, tag)) = hca.listeners.get(&(target, conn_qual)) {
-            let id = hca.id();
-            hca.requests.insert(id, hca::Request { active: qpn });
-            let event = CmEvent::Request {
-                listener: tag,
-                request: id,
-                remote: from,
-                remote_port: u64::from(qpn),
-                private_data: private(private_data),
-            };
-            hca.push_cm(listener_ia, event);
-        } else if hca.ias.values().any(|i| i.address.bytes == target) {
-            // The device is there and nobody listens: the CM rejects.
-            hca.fail_qp(qpn);
-            SoftHca::conn(&hca, qpn, ConnOutcome::NonPeerRejected, &[]);
-        } else {
-            // Nobody answers: the attempt times out.
-            let (after, outcome) = match timeout_us {
-                Some(t) => (t, ConnOutcome::TimedOut),
-                None => (2_000_000, ConnOutcome::Unreachable),
-            };
-            let at = hca.now_us() + after;
-            lock(&hca.deadlines).insert(qpn, (at, outcome));
-            hca.rearm(ia);
-        }
-        Ok(())
-    }
-
-    fn accept(&mut self, request: &mut SoftConnReq, qp: &mut SoftQp, private_data: &[u8]) -> DatResult<()> {
-        let mut hca = write(&self.hca);
-        let req = hca.requests.remove(&request.0).ok_or(error(ErrorType::InvalidState))?;
-        let active = req.active;
-        let live = hca.qps.get_mut(&active).is_some_and(|q| owned(&mut q.run).state == QpState::Connecting);
-        if !live {
-            SoftHca::conn(&hca, qp.qpn, ConnOutcome::AcceptError, &[]);
-            return Ok(());
-        }
-        for (me, peer) in [(active, qp.qpn), (qp.qpn, active)] {
-            let q = hca.qps.get_mut(&me).ok_or(error(ErrorType::InternalError))?;
-            owned(&mut q.run).state = QpState::Rts;
-            q.peer = Some(peer);
-        }
-        SoftHca::conn(&hca, active, ConnOutcome::Established, private_data);
-        SoftHca::conn(&hca, qp.qpn, ConnOutcome::Established, &[]);
-        Ok(())
-    }
-
-    fn reject(&mut self, request: SoftConnReq, private_data: &[u8]) {
-        let mut hca = write(&self.hca);
-        let Some(req) = hca.requests.remove(&request.0) else { return };
-        if hca.qps.get_mut(&req.active).is_some_and(|q| owned(&mut q.run).state == QpState::Connecting) {
-            hca.fail_qp(req.active);
-            SoftHca::conn(&hca, req.active, ConnOutcome::PeerRejected, private_data);
-        }
-    }
-
-    fn disconnect(&mut self, qp: &mut SoftQp, _graceful: bool) {
-        let mut hca = write(&self.hca);
-        let Some(q) = hca.qps.get_mut(&qp.qpn) else { return };
-        let (state, peer) = (owned(&mut q.run).state, q.peer);
-        if state == QpState::Vanished {
-            return;
-        }
-        hca.fail_qp(qp.qpn);
-        if matches!(state, QpState::Rts | QpState::Connecting) {
-            SoftHca::conn(&hca, qp.qpn, ConnOutcome::Disconnected, &[]);
-        }
-        if let Some(peer) = peer {
-            SoftHca::hang_up(&mut hca, peer, qp.qpn);
-        }
-    }
-
-    fn poll_cm(&mut self, ia: &mut SoftIa) -> Option<CmEvent<SoftConnReq>> {
-        let hca = read(&self.hca);
-        hca.progress();
-        SoftHca::expire(&hca);
-        // The IA's lock is let go before `rearm` takes it again.
-        let event = lock(&hca.ias.get(&ia.0)?.events).cm.pop_front();
-        let Some(event) = event else {
-            hca.rearm(ia.0);
-            return None;
-        };
-        Some(match event {
-            CmEvent::Request { listener, request, remote, remote_port, private_data } => {
-                CmEvent::Request { listener, request: SoftConnReq(request), remote, remote_port, private_data }
-            }
-            CmEvent::Conn { tag, outcome, private_data } => CmEvent::Conn { tag, outcome, private_data },
-            CmEvent::QpError { tag } => CmEvent::QpError { tag },
-            CmEvent::CqError { tag } => CmEvent::CqError { tag },
-            CmEvent::PortDown => CmEvent::PortDown,
-            CmEvent::Catastrophic => CmEvent::Catastrophic,
-        })
     }
 
     fn now_us(&mut self) -> u64 {

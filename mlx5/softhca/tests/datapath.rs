@@ -9,7 +9,7 @@ use std::alloc::{alloc, dealloc, Layout};
 use std::ptr::NonNull;
 
 use proptest::prelude::*;
-use udat_core::backend::{Backend, CmEvent, Completion, ConnOutcome, QpConfig, RequestOp, SendWr, Sge};
+use udat_core::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, QpConfig, RequestOp, SendWr, Sge};
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
 use udat_testkit::softhca::Recorder;
 
@@ -655,13 +655,14 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
         max_rdma_read_out: 4,
     };
     let (mut a, mut c) = (b.qp_create(&config, 1).unwrap(), b.qp_create(&config, 2).unwrap());
-    let listener = b.listen(&mut ia, 9, 7).unwrap();
-    let connect = |b: &mut Mlx5<SoftHca>, a: &mut _, c: &mut _, ia: &mut _| {
-        while b.poll_cm(ia).is_some() {}
-        b.connect(a, &attr.ia_address, 9, b"", None).unwrap();
-        let Some(CmEvent::Request { mut request, .. }) = b.poll_cm(ia) else { panic!("no request") };
-        b.accept(&mut request, c, b"").unwrap();
-        while b.poll_cm(ia).is_some() {}
+    let listener = b.cm().listen(&mut ia, 9, 7).unwrap();
+    type B = Mlx5<SoftHca>;
+    let connect = |b: &mut B, a: &mut _, c: &mut _, ia: &mut _| {
+        while b.cm().poll_cm(ia).is_some() {}
+        b.cm().connect(B::cm_qp(a), &attr.ia_address, 9, b"", None).unwrap();
+        let Some(CmEvent::Request { mut request, .. }) = b.cm().poll_cm(ia) else { panic!("no request") };
+        b.cm().accept(&mut request, B::cm_qp(c), b"").unwrap();
+        while b.cm().poll_cm(ia).is_some() {}
     };
     connect(&mut b, &mut a, &mut c, &mut ia);
     let sge = Sge { addr: mem.as_ptr() as u64, length: 64, lkey: reg.lkey };
@@ -683,7 +684,7 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     for cookie in 0..4 {
         b.post_send(&mut a, &write(cookie)).unwrap();
     }
-    b.disconnect(&mut a, false);
+    b.cm().disconnect(B::cm_qp(&mut a), false);
     b.qp_reset(&mut a).unwrap();
     b.qp_reset(&mut c).unwrap();
     connect(&mut b, &mut a, &mut c, &mut ia);
@@ -692,7 +693,7 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     let n = b.cq_poll(&mut cq, &mut out);
     let got: Vec<_> = out[..n].iter().map(|c| (c.tag, c.cookie, c.status, c.retired)).collect();
     assert_eq!(got, vec![(1, 50, DtoStatus::Success, 1)]);
-    b.unlisten(listener);
+    b.cm().unlisten(listener);
     b.qp_destroy(a);
     b.qp_destroy(c);
     b.cq_destroy(cq);

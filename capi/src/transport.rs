@@ -14,7 +14,7 @@ pub type SoftHca = udat_mlx5::Mlx5<udat_softhca::SoftHca, crate::capacity::Queue
 /// udat's mlx5 data path on a ConnectX, its queues made by rdma-core:
 /// only with the `connectx` feature.
 #[cfg(feature = "connectx")]
-pub type ConnectX = udat_mlx5::Mlx5<udat_verbs::connectx::ConnectX, crate::capacity::QueueHeap>;
+pub type ConnectX = udat_mlx5::Mlx5<udat_connectx::ConnectX, crate::capacity::QueueHeap>;
 
 impl Transport for Verbs {
     const NAME: &'static std::ffi::CStr = c"verbs";
@@ -49,7 +49,7 @@ impl Transport for ConnectX {
     const NAME: &'static std::ffi::CStr = c"mlx5";
 
     fn create(capacity: &Capacity) -> DatResult<Self> {
-        Ok(udat_mlx5::Mlx5::with_storage(udat_verbs::connectx::ConnectX::new(), crate::capacity::QueueHeap(*capacity)))
+        Ok(udat_mlx5::Mlx5::with_storage(udat_connectx::ConnectX::new(), crate::capacity::QueueHeap(*capacity)))
     }
 
     /// A verbs device present now that the kernel's mlx5 driver runs.

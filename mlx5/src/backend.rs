@@ -9,7 +9,8 @@
 //! still returns its WQE to the SRQ.
 
 use udat_core::backend::{
-    Backend, Completion, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds, Wake, MAX_SGE,
+    Backend, Completion, ConnectionManager, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds,
+    Wake, MAX_SGE,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAttr, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
@@ -376,16 +377,16 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     type Cq = Cq<D>;
     type Qp = Qp<D>;
     type Srq = Srq<D>;
-    type Cm = D;
+    type Cm = D::Cm;
 
     #[inline]
-    fn cm(&mut self) -> &mut D {
-        &mut self.device
+    fn cm(&mut self) -> &mut D::Cm {
+        self.device.cm()
     }
 
     #[inline]
-    fn cm_qp(qp: &mut Qp<D>) -> &mut D::Qp {
-        &mut qp.ctl
+    fn cm_qp(qp: &mut Qp<D>) -> &mut <D::Cm as ConnectionManager>::Qp {
+        D::cm_qp(&mut qp.ctl)
     }
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(D::Ia, IaAttr)> {

@@ -78,10 +78,16 @@ pub struct SrqParts<D: Device + ?Sized> {
     pub slots: D::RecvSlots,
 }
 
-/// An mlx5 device's control path. Its connection manager is the
-/// backend's ([`udat_core::Backend::cm`]); its `Qp` is a QP's control
-/// handle.
-pub trait Device: ConnectionManager {
+/// An mlx5 device's control path.
+pub trait Device {
+    /// An open device.
+    type Ia;
+    /// A QP's control handle.
+    type Qp;
+    /// The connection manager, which the backend hands to the core
+    /// ([`udat_core::Backend::cm`]): the device itself, or one it is made
+    /// with (udat-verbs's rdma_cm for the ConnectX control path).
+    type Cm: ConnectionManager<Ia = Self::Ia>;
     /// A protection domain.
     type Pd;
     /// A memory registration.
@@ -105,6 +111,11 @@ pub trait Device: ConnectionManager {
     /// registers may be used from any thread. The backend's shared data
     /// path ([`udat_core::Backend::SHARED_QUEUES`]) is on only then.
     const SHARED_QUEUES: bool = false;
+
+    /// The connection manager.
+    fn cm(&mut self) -> &mut Self::Cm;
+    /// The connection manager's half of `qp`.
+    fn cm_qp(qp: &mut Self::Qp) -> &mut <Self::Cm as ConnectionManager>::Qp;
 
     /// As [`Backend::ia_open`](udat_core::Backend::ia_open).
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)>;

@@ -18,6 +18,7 @@ use udat_core::{
     DatError, DatResult, ErrorType,
 };
 
+use crate::control::{CmQp, QpConn};
 use crate::cq::CqShared;
 use crate::device::IaShared;
 use crate::ring::Ring;
@@ -255,8 +256,7 @@ impl QpShared {
 
 /// A QP as the core holds it.
 pub struct Qp {
-    pub(crate) shared: Rc<QpShared>,
-    pub(crate) ia: Rc<IaShared>,
+    conn: QpConn,
     send_cq: Rc<CqShared>,
     recv_cq: Rc<CqShared>,
     max_inline: u32,
@@ -329,8 +329,8 @@ impl Qp {
         let num = unsafe { (*qp).qp_num };
         send_cq.qps.borrow_mut().insert(num, shared.clone());
         recv_cq.qps.borrow_mut().insert(num, shared.clone());
-        let qp = Qp { shared, ia: ia.clone(), send_cq, recv_cq, max_inline: cap.max_inline_data };
-        qp.shared.init(ia.port)?;
+        let qp = Qp { conn: QpConn::of(shared, ia.clone()), send_cq, recv_cq, max_inline: cap.max_inline_data };
+        qp.conn.init()?;
         Ok(qp)
     }
 
@@ -397,14 +397,14 @@ impl Qp {
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live; `swr` and the segments it points at
         // outlive the call, which only reads them.
-        let rc = unsafe { sys::post_send(self.shared.qp, &mut swr, &mut bad) };
+        let rc = unsafe { sys::post_send(self.conn.shared.qp, &mut swr, &mut bad) };
         self.settle_post(rc, true)
     }
 
     pub(crate) fn post_recv(&mut self, sges: &[Sge], cookie: u64) -> DatResult<()> {
         let (sg_list, n) = ibv_sges(sges)?;
         let seq = {
-            let mut rings = self.shared.rings.borrow_mut();
+            let mut rings = self.conn.shared.rings.borrow_mut();
             let seq = rings.next_recv;
             rings.next_recv += 1;
             rings.recvs.push_back((seq, cookie));
@@ -414,7 +414,7 @@ impl Qp {
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live; `rwr` and the segments it points at
         // outlive the call, which only reads them.
-        let rc = unsafe { sys::post_recv(self.shared.qp, &mut rwr, &mut bad) };
+        let rc = unsafe { sys::post_recv(self.conn.shared.qp, &mut rwr, &mut bad) };
         self.settle_post(rc, false)
     }
 
@@ -438,7 +438,7 @@ impl Qp {
             bind_info: sys::ibv_mw_bind_info { mr, addr, length, mw_access_flags: access },
         };
         // SAFETY: the QP, MW and MR are live.
-        let rc = unsafe { sys::bind_mw(self.shared.qp, mw, &mut bind) };
+        let rc = unsafe { sys::bind_mw(self.conn.shared.qp, mw, &mut bind) };
         self.settle_post(rc, true)?;
         // SAFETY: the provider wrote the window's new key.
         Ok(unsafe { (*mw).rkey })
@@ -452,7 +452,7 @@ impl Qp {
     /// after new posts, can leave the ring fuller than its count).
     #[inline(always)]
     fn push_send(&mut self, mut slot: SendSlot) -> DatResult<u64> {
-        let mut rings = self.shared.rings.borrow_mut();
+        let mut rings = self.conn.shared.rings.borrow_mut();
         slot.seq = rings.next_send;
         rings.sends.push_back(slot).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
         rings.next_send += 1;
@@ -481,7 +481,7 @@ impl Qp {
     #[inline(always)]
     fn settle_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
         if rc == 0 {
-            if self.shared.errored.get() {
+            if self.conn.shared.errored.get() {
                 self.flush_again();
             }
             return Ok(());
@@ -493,14 +493,14 @@ impl Qp {
     #[cold]
     #[inline(never)]
     fn flush_again(&self) {
-        self.shared.break_off();
+        self.conn.shared.break_off();
     }
 
     /// The failure half of [`Qp::settle_post`].
     #[cold]
     #[inline(never)]
     fn forget_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
-        let mut rings = self.shared.rings.borrow_mut();
+        let mut rings = self.conn.shared.rings.borrow_mut();
         if send {
             rings.sends.pop_back();
             rings.next_send -= 1;
@@ -514,7 +514,7 @@ impl Qp {
     /// [`QpShared::break_off`]. Nothing waits for the flushes here, so a
     /// disconnect never sleeps, let alone under the provider's lock.
     pub(crate) fn break_off(&mut self) -> bool {
-        self.shared.break_off()
+        self.conn.shared.break_off()
     }
 
     /// Whether requests are still to be flushed: the CQs are pulled first,
@@ -522,7 +522,7 @@ impl Qp {
     pub(crate) fn unflushed(&mut self) -> bool {
         self.send_cq.pull();
         self.recv_cq.pull();
-        self.shared.awaited() > 0
+        self.conn.shared.awaited() > 0
     }
 
     /// Back to INIT with empty rings, ready for another connection,
@@ -537,8 +537,8 @@ impl Qp {
         self.send_cq.pull();
         self.recv_cq.pull();
         {
-            let mut rings = self.shared.rings.borrow_mut();
-            let tag = self.shared.tag;
+            let mut rings = self.conn.shared.rings.borrow_mut();
+            let tag = self.conn.shared.tag;
             while let Some(slot) = rings.sends.pop_front() {
                 self.send_cq.stash(flushed(tag, slot.cookie, slot.op, slot.notify));
             }
@@ -546,23 +546,23 @@ impl Qp {
                 self.recv_cq.stash(flushed(tag, cookie, DtoOp::Receive, true));
             }
         }
-        self.shared.to_state(sys::ibv_qp_state::IBV_QPS_RESET)?;
-        self.shared.phase.set(Phase::Idle);
-        self.shared.init(self.ia.port)
+        self.conn.reset()
     }
 }
 
 impl Drop for Qp {
+    /// The CQs forget the QP; then `conn` forgets its rdma_cm id and
+    /// destroys it.
     fn drop(&mut self) {
-        crate::cm::release_id(&self.ia, &self.shared);
-        // SAFETY: the QP is live until here.
-        let num = unsafe { (*self.shared.qp).qp_num };
+        let num = self.conn.number();
         self.send_cq.qps.borrow_mut().remove(&num);
         self.recv_cq.qps.borrow_mut().remove(&num);
-        self.ia.qp_going(self.shared.qp);
-        // SAFETY: no rdma_cm id refers to the QP any more, and its async
-        // events are acknowledged.
-        unsafe { sys::ibv_destroy_qp(self.shared.qp) };
+    }
+}
+
+impl CmQp for Qp {
+    fn conn(&self) -> &QpConn {
+        &self.conn
     }
 }
 

@@ -210,14 +210,18 @@ fn run_tests(args: &[&str]) -> Result<(u64, u64), String> {
     Ok((passed, failed))
 }
 
-/// udat-verbs's tests on a real device: built here, with the ConnectX
-/// control path, run by `softroce` (in the guest when this machine has no
-/// RDMA). They need the examples too: one test kills a peer process.
+/// udat-verbs's tests on a real device, and the ConnectX control path's
+/// refusal of it: built here, run by `softroce` (in the guest when this
+/// machine has no RDMA), one guest for both. They need the examples too:
+/// one test kills a peer process.
 fn rxe_tests() -> Result<(u64, u64), String> {
     run("cargo", &["build", "-p", "udat-verbs", "--examples"])?;
-    let bin = test_binary("udat-verbs", "rxe", &["--features", "connectx"])?;
+    let verbs = test_binary("udat-verbs", "rxe", &[])?;
+    let connectx = test_binary("udat-connectx", "rxe", &[])?;
+    let flags = "--test-threads=1 --color=never";
+    let script = format!("{verbs} {flags} && {connectx} {flags}");
     let started = std::time::Instant::now();
-    let result = run_tests(&["xtask", "softroce", "--", &bin, "--test-threads=1", "--color=never"]);
+    let result = run_tests(&["xtask", "softroce", "--", "sh", "-c", &script]);
     eprintln!("xtask: soft-RoCE tests took {:.0} s", started.elapsed().as_secs_f64());
     result
 }
@@ -342,7 +346,8 @@ fn bare_metal() -> Result<(), String> {
 
 /// The crates whose build scripts read system headers (rdma-core's, the
 /// DAT headers) or compile C.
-const NEEDS_HEADERS: [&str; 6] = ["udat-verbs", "udat-softhca", "udat-capi", "udat-static", "bindgen", "cc"];
+const NEEDS_HEADERS: [&str; 7] =
+    ["udat-verbs", "udat-connectx", "udat-softhca", "udat-capi", "udat-static", "bindgen", "cc"];
 
 /// udat-core and udat build and test without system headers: nothing
 /// that needs them is among their dependencies, dev-dependencies

@@ -13,7 +13,8 @@ use crate::run;
 const MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
 
 /// What the minimum Rust version is promised for: every library package.
-const LIBRARIES: [&str; 7] = ["udat", "udat-core", "udat-mlx5", "udat-verbs", "udat-capi", "udat-dapl", "udat-static"];
+const LIBRARIES: [&str; 8] =
+    ["udat", "udat-core", "udat-mlx5", "udat-verbs", "udat-connectx", "udat-capi", "udat-dapl", "udat-static"];
 
 /// Their optional features that a user may turn on, and that the release
 /// artifacts leave off: `udat::aio` and the ConnectX control path. (The

@@ -520,6 +520,9 @@ impl ConnectionManager for SoftHca {
 }
 
 impl Device for SoftHca {
+    type Ia = SoftIa;
+    type Qp = SoftQp;
+    type Cm = Self;
     type Pd = SoftPd;
     type Mr = u32;
     /// The window's mkey index.
@@ -529,6 +532,14 @@ impl Device for SoftHca {
     type Register = SoftRegister;
     type SendSlots = Box<[SendSlot]>;
     type RecvSlots = Box<[RecvSlot]>;
+
+    fn cm(&mut self) -> &mut SoftHca {
+        self
+    }
+
+    fn cm_qp(qp: &mut SoftQp) -> &mut SoftQp {
+        qp
+    }
 
     /// Each QP rings a register of its own, and the device is behind its
     /// locks.

@@ -9,7 +9,9 @@ use std::alloc::{alloc, dealloc, Layout};
 use std::ptr::NonNull;
 
 use proptest::prelude::*;
-use udat_core::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, QpConfig, RequestOp, SendWr, Sge};
+use udat_core::backend::{
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, QpConfig, RequestOp, SendWr, Sge,
+};
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
 use udat_testkit::softhca::Recorder;
 

@@ -51,11 +51,11 @@ pub mod mw;
 pub mod rq;
 pub mod sq;
 pub mod table;
-#[cfg(test)]
-mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod wqe;
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 extern crate std;
 
 pub use backend::Mlx5;

@@ -12,7 +12,7 @@ use udat_mlx5::doorbell::CQ_DOORBELL;
 use udat_mlx5::mw;
 use udat_mlx5::wqe::{self, atomic, ctrl, data, fm_ce_se, opcode, raddr, srq_next};
 use udat_softhca::oracle::{self, CqeFields, Helper};
-use udat_testkit::softhca::{Mem, Recorder, SYNDROMES};
+use udat_testkit::softhca::{Memory, Recorder, SYNDROMES};
 
 fn layout(name: &str) -> usize {
     oracle::layout(name).unwrap_or_else(|| panic!("the oracle knows no {name}")) as usize
@@ -91,8 +91,8 @@ proptest! {
         let (g_owner, g_opcode, g_se, g_format) = oracle::cqe_getters(&bytes);
         prop_assert_eq!((g_owner, g_opcode, g_se, g_format), (owner, opc, se, 0));
 
-        let mem = Mem::new(cnt as usize * 64);
-        let rec = Mem::new(64);
+        let mem = Memory::new(cnt as usize * 64);
+        let rec = Memory::new(64);
         for i in 0..cnt as usize {
             mem.write(i * 64 + 63, &[0xf0]);
         }

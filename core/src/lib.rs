@@ -71,6 +71,7 @@ pub mod handle;
 mod ia;
 mod lmr;
 mod owned;
+pub mod place;
 mod post;
 mod provider;
 mod psp;

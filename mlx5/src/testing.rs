@@ -1,8 +1,8 @@
 //! Queue memory and a doorbell register for tests of the data path: plain
 //! aligned memory stands in for what the device shares, and the register
 //! records what is written to it. In this crate's unit tests, and with
-//! the `testing` feature, which udat-testkit turns on for the software
-//! HCA's tests; never in a release artifact.
+//! the `testing` feature, which the software HCA's tests turn on; never
+//! in a release artifact.
 
 // Raw memory, as the queues see it.
 #![allow(unsafe_code)]

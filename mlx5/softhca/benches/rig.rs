@@ -7,7 +7,10 @@ use std::hint::black_box;
 use udat_core::fast::{Access, Poster, Segments};
 use udat_core::types::*;
 use udat_core::Inline;
-use udat_testkit::softhca::SoftFabric;
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::SoftFabric;
 use udat_testkit::suite::{self, Buf, Side};
 
 /// Posts between drains: within the EP's request limit and the EVD.

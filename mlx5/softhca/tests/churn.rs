@@ -5,7 +5,9 @@
 
 use udat_core::types::*;
 use udat_core::*;
-use udat_testkit::softhca::SoftFabric;
+mod common;
+
+use common::SoftFabric;
 use udat_testkit::suite::Rig;
 
 #[test]

@@ -3,6 +3,8 @@
 //! path, checked and executed by the software HCA, and completed through CQEs
 //! the data path polls.
 
-use udat_testkit::softhca::SoftFabric;
+mod common;
+
+use common::SoftFabric;
 
 udat_testkit::transport_suite!(SoftFabric);

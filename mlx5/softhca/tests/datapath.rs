@@ -13,7 +13,7 @@ use udat_core::backend::{
     Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, QpConfig, RequestOp, SendWr, Sge,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
-use udat_testkit::softhca::Recorder;
+use udat_mlx5::testing::Recorder;
 
 /// Every privilege, the atomic target's included.
 const ALL: MemPriv = MemPriv(MemPriv::ALL.0 | MemPriv::REMOTE_ATOMIC.0);

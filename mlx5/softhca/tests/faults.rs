@@ -5,7 +5,9 @@
 
 use udat_core::types::*;
 use udat_core::*;
-use udat_testkit::softhca::{SoftFabric, SYNDROMES};
+mod common;
+
+use common::{SoftFabric, SYNDROMES};
 use udat_testkit::suite::Rig;
 
 fn tag(ep: EpHandle) -> u64 {

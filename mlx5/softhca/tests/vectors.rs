@@ -12,7 +12,10 @@ use udat_mlx5::doorbell::CQ_DOORBELL;
 use udat_mlx5::mw;
 use udat_mlx5::wqe::{self, atomic, ctrl, data, fm_ce_se, opcode, raddr, srq_next};
 use udat_softhca::oracle::{self, CqeFields, Helper};
-use udat_testkit::softhca::{Memory, Recorder, SYNDROMES};
+mod common;
+
+use common::SYNDROMES;
+use udat_mlx5::testing::{Memory, Recorder};
 
 fn layout(name: &str) -> usize {
     oracle::layout(name).unwrap_or_else(|| panic!("the oracle knows no {name}")) as usize

@@ -1,17 +1,16 @@
 //! What the software HCA's tests and benches share: the software HCA as
-//! a transport of the suite, the syndrome table, and udat-mlx5's test
-//! memory and recording register.
+//! a transport of udat-testkit's suite, and the syndrome table.
+
+#![allow(dead_code)]
 
 use udat_core::types::DtoStatus;
 use udat_mlx5::Mlx5;
 use udat_softhca::SoftHca;
 
-pub use udat_mlx5::testing::{Memory, Recorder};
-
 /// The software HCA under udat-mlx5, as a transport of the suite.
 pub struct SoftFabric;
 
-impl crate::suite::Fabric for SoftFabric {
+impl udat_testkit::suite::Fabric for SoftFabric {
     type B = Mlx5<SoftHca>;
     const MEMORY_WINDOWS: bool = true;
     /// The software HCA's smallest CQ (`SoftHca`'s `cq_create`).

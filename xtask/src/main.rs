@@ -43,6 +43,7 @@
 //!   and for drift (see [`soak`]).
 
 mod capi;
+mod entries;
 mod fabric;
 mod icount;
 mod icount_rxe;
@@ -56,7 +57,7 @@ mod softroce;
 use std::io::{BufRead, BufReader};
 use std::process::{exit, Command, Stdio};
 
-const USAGE: &str = "usage: cargo xtask setup|test|install|capi|icount|icount-rxe|softroce|fabric|perf|soak";
+const USAGE: &str = "usage: cargo xtask setup|test|install|capi|entries|icount|icount-rxe|softroce|fabric|perf|soak";
 
 fn main() {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -69,6 +70,13 @@ fn main() {
 
 /// Run `task`, after installing what it needs.
 fn dispatch(task: &str, args: &[String]) -> Result<(), String> {
+    if task == "entries" {
+        return match args {
+            [] => entries::write(),
+            [check] if check == "--check" => entries::check(),
+            _ => Err("usage: cargo xtask entries [--check]".to_string()),
+        };
+    }
     let scope = match task {
         "setup" | "test" => setup::Scope::All,
         "install" | "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" | "soak" => {
@@ -112,6 +120,7 @@ fn output(program: &str, args: &[&str]) -> Result<String, String> {
 
 fn test() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"])?;
+    entries::check()?;
     msrv::check()?;
     run("cargo", &["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])?;
     // The C artifacts as released: without the software HCA.

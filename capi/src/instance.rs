@@ -12,34 +12,20 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use udat::notify::Notifier;
-use udat_core::backend::Backend;
 use udat_core::handle::{AnyHandle, CnoHandle, Kind, RawHandle};
 use udat_core::types::IaAddress;
 use udat_core::{DatError, DatResult, Provider, Subtype};
 
 use crate::capacity::{Capacity, Heap};
-use crate::handles::HandleSpace;
+use crate::handle_space::HandleSpace;
 use crate::lock::{Locked, ObjLocks};
 use crate::registry::Registration;
 use crate::sys::{udat_ext_fn, udat_provider_head, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
+use crate::transport::Transport;
 
 /// The core provider as the C ABI instantiates it: its objects and events
 /// on the heap, in the counts of a [`Capacity`].
 pub type Core<B> = Provider<B, Heap>;
-
-/// A transport the C ABI can open.
-pub trait Transport: Backend + Sized + 'static {
-    /// What `dat_ia_query` names the transport in use (the provider
-    /// attribute `UDAT_TRANSPORT`).
-    const NAME: &'static core::ffi::CStr;
-
-    /// A backend for this transport, with room for what `capacity` counts.
-    fn create(capacity: &Capacity) -> DatResult<Self>;
-
-    /// Whether `device` names a device of this transport that can be
-    /// opened: a name that cannot is not registered at all.
-    fn knows(device: &str) -> bool;
-}
 
 /// How a query result names an IA to the consumer: libdat2 gives consumers
 /// its own small integers, a static registry the provider's pointer.
@@ -135,7 +121,7 @@ impl<B: Transport> Instance<B> {
         };
         let shares = reg.thread_safe && B::SHARED_QUEUES;
         let mut inst = Box::new(Instance {
-            table: crate::table::table::<B>(),
+            table: crate::provider_table::table::<B>(),
             post: Some(crate::entry::ext::post::<B>),
             name,
             device,
@@ -180,7 +166,7 @@ impl<B: Transport> Instance<B> {
     /// # Safety
     /// `h` is a handle an instance of `B` handed out (libdat2 and the
     /// static registry dispatch on the handle's own provider word, the
-    /// static registry once [`crate::handles::issued`] holds, so an entry
+    /// static registry once [`crate::handle_space::issued`] holds, so an entry
     /// point of `B` only ever sees such handles first).
     #[inline(always)]
     pub unsafe fn of(h: DAT_HANDLE) -> &'static Instance<B> {

@@ -18,8 +18,9 @@ use parking_lot::Mutex;
 use udat_core::{DatError, DatResult, ErrorType};
 use udat_verbs::Verbs;
 
-use crate::instance::{IaOut, Instance, Transport};
+use crate::instance::{IaOut, Instance};
 use crate::sys::DAT_PROVIDER;
+use crate::transport::Transport;
 use crate::transport::{self, Params};
 
 struct Entry {

@@ -1,10 +1,23 @@
 //! The transports a provider name can select, and how each blocks.
 
-use udat_core::DatResult;
+use udat_core::{Backend, DatResult};
 use udat_verbs::Verbs;
 
 use crate::capacity::Capacity;
-use crate::instance::Transport;
+
+/// A transport the C ABI can open.
+pub trait Transport: Backend + Sized + 'static {
+    /// What `dat_ia_query` names the transport in use (the provider
+    /// attribute `UDAT_TRANSPORT`).
+    const NAME: &'static core::ffi::CStr;
+
+    /// A backend for this transport, with room for what `capacity` counts.
+    fn create(capacity: &Capacity) -> DatResult<Self>;
+
+    /// Whether `device` names a device of this transport that can be
+    /// opened: a name that cannot is not registered at all.
+    fn knows(device: &str) -> bool;
+}
 
 /// The software mlx5 HCA behind udat's own mlx5 data path, in-process:
 /// only with the `softhca` feature (tests, examples, benches).

@@ -1,7 +1,7 @@
 //! `cargo xtask entries`: the C ABI's provider table, generated from its
 //! one list, `capi/entries.list`, into files a reader and an IDE can
 //! open: the table's `extern "C"` slots (`capi/generated/slots.rs`,
-//! included by `capi/src/table.rs`) and libudat.a's consumer functions
+//! included by `capi/src/provider_table.rs`) and libudat.a's consumer functions
 //! (`capi/generated/consumer_calls.inc`, included by udat-static's
 //! `dispatch.c`). `cargo xtask test` checks that the committed files are
 //! what the list makes.

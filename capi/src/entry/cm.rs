@@ -7,8 +7,9 @@ use udat_core::types::PspFlags;
 
 use super::arg::private_data;
 use super::{with, Arg};
-use crate::instance::{Addr, Transport};
+use crate::instance::Addr;
 use crate::sys::*;
+use crate::transport::Transport;
 
 /// dat_psp_create(3DAT).
 pub(crate) unsafe fn psp_create<B: Transport>(

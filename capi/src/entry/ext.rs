@@ -14,8 +14,9 @@ use udat_core::{DatError, DatResult, ErrorType};
 use super::arg::iov;
 use super::ep::remote;
 use super::{exclusive_on, shared_on, Arg};
-use crate::instance::{invalid, Instance, Transport};
+use crate::instance::{invalid, Instance};
 use crate::sys::*;
+use crate::transport::Transport;
 
 /// The local segments and the request of `p`, in the order
 /// `dat_extension_op` numbers its arguments.

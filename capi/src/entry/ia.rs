@@ -7,8 +7,9 @@ use udat_core::types::{CloseFlags, IaAttr};
 use udat_core::{AsyncEvd, AsyncEvdRef, DatError, ErrorType};
 
 use super::{guarded_on, with, Arg, Cx};
-use crate::instance::{Addr, Transport};
+use crate::instance::Addr;
 use crate::sys::*;
+use crate::transport::Transport;
 use crate::{debug, registry};
 
 /// The provider-specific attributes `dat_ia_query` reports: the path MTU

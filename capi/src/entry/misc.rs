@@ -4,8 +4,9 @@ use udat_core::handle::{AnyHandle, Kind, RawHandle};
 use udat_core::DatError;
 
 use super::{guarded_on, Arg};
-use crate::instance::{invalid, Instance, Transport};
+use crate::instance::{invalid, Instance};
 use crate::sys::*;
+use crate::transport::Transport;
 
 /// Run `f` on a handle whose kind its header tells.
 ///

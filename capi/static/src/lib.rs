@@ -92,7 +92,7 @@ pub unsafe extern "C" fn dat_ia_openv(
 /// Where the handle spaces are, for `dispatch.c`'s inline check of a
 /// first argument.
 #[no_mangle]
-pub static udat_handle_spaces: &udat_capi::handles::Spaces = &udat_capi::handles::SPACES;
+pub static udat_handle_spaces: &udat_capi::handle_space::Spaces = &udat_capi::handle_space::SPACES;
 
 /// The names this library can open: the software HCA (in a build with
 /// it), and each verbs device present, through udat-verbs.

@@ -10,7 +10,7 @@
 use std::ptr;
 
 use crate::entry::{not_offered, Arg};
-use crate::instance::Transport;
 use crate::sys::*;
+use crate::transport::Transport;
 
 include!("../generated/slots.rs");

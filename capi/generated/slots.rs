@@ -116,21 +116,21 @@ mod slot {
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn set_consumer_context<B: Transport>(a1: DAT_HANDLE, a2: DAT_CONTEXT) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::misc::set_consumer_context::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
+        unsafe { crate::entry::context::set_consumer_context::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
     }
 
     /// `get_consumer_context_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn get_consumer_context<B: Transport>(a1: DAT_HANDLE, a2: *mut DAT_CONTEXT) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::misc::get_consumer_context::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
+        unsafe { crate::entry::context::get_consumer_context::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
     }
 
     /// `get_handle_type_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn get_handle_type<B: Transport>(a1: DAT_HANDLE, a2: *mut DAT_HANDLE_TYPE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::misc::get_handle_type::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
+        unsafe { crate::entry::context::get_handle_type::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
     }
 
     /// `cno_create_func`.

@@ -122,7 +122,7 @@ impl<B: Transport> Instance<B> {
         let shares = reg.thread_safe && B::SHARED_QUEUES;
         let mut inst = Box::new(Instance {
             table: crate::provider_table::table::<B>(),
-            post: Some(crate::entry::ext::post::<B>),
+            post: Some(crate::entry::ib::post::<B>),
             name,
             device,
             dapl_version: reg.dapl_version,

@@ -212,7 +212,7 @@ fn fill_ia_attr(a: &mut DAT_IA_ATTR, attr: &IaAttr, addr: DAT_IA_ADDRESS_PTR) {
     a.max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
     a.zb_supported = DAT_FALSE;
     // The IB extension: immediate data and, where the device has them,
-    // atomics (`dat_extension_op`, see `entry::ext`).
+    // atomics (`dat_extension_op`, see `entry::ib`).
     a.extension_supported = DAT_EXTENSION_IB;
     a.extension_version = DAT_IB_EXTENSION_VERSION as DAT_COUNT;
     a.num_transport_attr = 0;

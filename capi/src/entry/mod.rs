@@ -29,12 +29,12 @@ use crate::transport::Transport;
 pub mod arg;
 pub mod cm;
 pub mod cno;
+pub mod context;
 pub mod ep;
 pub mod evd;
-pub mod ext;
 pub mod ia;
+pub mod ib;
 pub mod mem;
-pub mod misc;
 pub mod srq;
 
 pub use arg::{name, Arg, AsHandle};

@@ -38,7 +38,7 @@
 //! - one module per object (`ia`, `pz`, `lmr`, `rmr`, `evd`, `cno`, `ep`,
 //!   `psp`, `rsp`, `cr`, `srq`), each citing the man pages it implements;
 //!   `post` holds every post, with its doors (exclusive, lane, [`shared`],
-//!   [`fast`]), and `evd` the dequeue's hot half.
+//!   [`poster`]), and `evd` the dequeue's hot half.
 //! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
 //! - [`backend`]: what a transport must do, and promise.
 //! - [`device_error`]: a transport's own errors (a QP or CQ in error, a
@@ -103,7 +103,7 @@ pub use handle::{
 };
 pub use ia::{AsyncEvd, AsyncEvdRef, MAX_IA_NAME};
 pub use lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
-pub use post::{fast, shared};
+pub use post::{poster, shared};
 pub use provider::Provider;
 pub use psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
 pub use pz::{PzParam, PZ_FIELD_ALL};

@@ -47,9 +47,9 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     /// The last `lmr_context` handed out (see `lmr`).
     pub(crate) lmr_sequence: u32,
     /// LMRs freed so far: segments checked before the last free are
-    /// checked again (see `fast`).
+    /// checked again (see `poster`).
     pub(crate) lmr_epoch: u64,
-    /// This provider's number among those of the process (see `fast`).
+    /// This provider's number among those of the process (see `poster`).
     pub(crate) number: u32,
 }
 
@@ -131,7 +131,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             polled: [Completion::EMPTY; POLL_BATCH],
             lmr_sequence: 0,
             lmr_epoch: 0,
-            number: crate::fast::provider_number(),
+            number: crate::poster::provider_number(),
         }
     }
 

@@ -5,14 +5,14 @@
 //! counted. OP: write_inline, write, send (posts), dequeue_one (one CQE
 //! waiting at each dequeue: post one, execute, dequeue it) and
 //! dequeue_batch16 (post 16, execute, dequeue each of them); and the posts
-//! again through the fast path (`udat_core::fast`): write_inline_fast,
+//! again through the fast path (`udat_core::poster`): write_inline_fast,
 //! write_fast, send_fast.
 
 mod rig;
 use std::hint::black_box;
 
 use rig::{Post, Rig, BATCH};
-use udat_core::fast::{Poster, Segments};
+use udat_core::poster::{Poster, Segments};
 use udat_core::storage::Storage;
 use udat_core::types::{CompletionFlags, RmrTriplet};
 use udat_core::Backend;

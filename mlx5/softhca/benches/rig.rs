@@ -4,7 +4,7 @@
 
 use std::hint::black_box;
 
-use udat_core::fast::{Access, Poster, Segments};
+use udat_core::poster::{Access, Poster, Segments};
 use udat_core::types::*;
 use udat_core::Inline;
 #[path = "../tests/common/mod.rs"]

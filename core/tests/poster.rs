@@ -1,10 +1,10 @@
-//! The fast path (`udat_core::fast`): segments checked once and an
+//! The fast path (`udat_core::poster`): segments checked once and an
 //! endpoint borrowed for a run of posts give exactly what the ordinary
 //! posts give — every error code, every completion — including after an
 //! LMR was freed or with segments another provider checked.
 mod common;
 use common::*;
-use udat_core::fast::Access;
+use udat_core::poster::Access;
 use udat_core::types::*;
 use udat_core::*;
 

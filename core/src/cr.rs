@@ -5,30 +5,17 @@
 //! handed off; each of those destroys it ("Use of the handle of the
 //! destroyed Connection Request in any consequent operation fails").
 
-use crate::backend::{Backend, ConnReq, ConnectionManager, PrivateData};
+use crate::backend::{Backend, ConnReq, ConnectionManager};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{EventData, EventNumber};
-use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PspHandle};
+use crate::handle::{CrHandle, EpHandle, EvdHandle, PspHandle};
+use crate::object::cr::Cr;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{EpState, IaAddress, PspFlags};
 
 /// `DAT_CR_FIELD_ALL`.
 pub const CR_FIELD_ALL: u32 = 0x1f;
-
-pub(crate) struct Cr<B: Backend> {
-    pub(crate) ia: IaHandle,
-    /// The PSP it arrived at; null for an RSP.
-    pub(crate) psp: PspHandle,
-    pub(crate) conn_qual: u64,
-    /// The EP the service point provided, if any.
-    pub(crate) local_ep: EpHandle,
-    pub(crate) remote: IaAddress,
-    pub(crate) remote_port: u64,
-    pub(crate) private_data: PrivateData,
-    pub(crate) request: ConnReq<B>,
-    pub(crate) context: u64,
-}
 
 /// `DAT_CR_PARAM` (the private data itself: [`Provider::cr_private_data`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +36,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// CR slot is free (the provider's EP, if any, is dropped).
     pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), ConnReq<B>> {
         let (psp, conn_qual, local_ep) = (cr.psp, cr.conn_qual, cr.local_ep);
-        let h = match crate::owned::insert(&mut self.ias, &mut self.crs, None, cr) {
+        let h = match crate::object::owned::insert(&mut self.ias, &mut self.crs, None, cr) {
             Ok(raw) => CrHandle(raw),
             Err(cr) => {
                 if self.eps.get(local_ep.0).is_some_and(|e| e.provider_owned) {
@@ -122,7 +109,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         e.cr = CrHandle::NULL;
         e.remote = remote;
         e.remote_port = remote_port;
-        crate::owned::remove(&mut self.ias, &mut self.crs, cr_h.0);
+        crate::object::owned::remove(&mut self.ias, &mut self.crs, cr_h.0);
         Ok(())
     }
 
@@ -144,7 +131,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     fn cr_refuse(&mut self, cr: CrHandle, private_data: &[u8]) {
-        let Some(c) = crate::owned::remove(&mut self.ias, &mut self.crs, cr.0) else { return };
+        let Some(c) = crate::object::owned::remove(&mut self.ias, &mut self.crs, cr.0) else { return };
         self.backend.cm().reject(c.request, private_data);
         self.cr_release_ep(c.local_ep);
     }
@@ -173,7 +160,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::invalid_arg(2));
         };
         let (psp_h, evd, flags) = (PspHandle(psp_raw), psp.evd, psp.flags);
-        let Some(mut c) = crate::owned::remove(&mut self.ias, &mut self.crs, cr_h.0) else {
+        let Some(mut c) = crate::object::owned::remove(&mut self.ias, &mut self.crs, cr_h.0) else {
             return Err(DatError::of(ErrorType::InternalError));
         };
         self.cr_release_ep(c.local_ep);

@@ -15,9 +15,9 @@
 //! provider").
 
 use crate::backend::{Backend, CmEvent, ConnReq};
-use crate::ep::Ep;
 use crate::event::EventNumber;
 use crate::handle::{EpHandle, EvdHandle, IaHandle, RawHandle};
+use crate::object::ep::Ep;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::EpState;

@@ -70,7 +70,7 @@ pub mod event;
 pub mod handle;
 mod ia;
 mod lmr;
-mod owned;
+mod object;
 pub mod place;
 mod post;
 mod provider;
@@ -91,23 +91,27 @@ extern crate std;
 pub use heapless::Vec as FixedVec;
 
 pub use backend::{Backend, ConnectionManager};
-pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, Signal, CNO_FIELD_ALL};
+pub use cno::{CnoParam, CnoStep, CnoWait, CNO_FIELD_ALL};
 pub use cr::{CrParam, CR_FIELD_ALL};
 pub use ep::{EpChanges, EpParam, VALUE_UNKNOWN};
 pub use error::{DatError, DatResult, ErrorType, Subtype};
-pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL, TIMEOUT_INFINITE};
+pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL};
 pub use event::{Event, EventData, EventNumber};
 pub use handle::{
     AnyHandle, CnoHandle, CrHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle, PzHandle, RawHandle,
     RmrHandle, RspHandle, SrqHandle,
 };
-pub use ia::{AsyncEvd, AsyncEvdRef, MAX_IA_NAME};
+pub use ia::{AsyncEvd, AsyncEvdRef};
 pub use lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
+pub use object::cno::{ProxyAgent, Signal};
+pub use object::evd::TIMEOUT_INFINITE;
+pub use object::ia::MAX_IA_NAME;
+pub use object::rmr::BINDS_IN_FLIGHT;
 pub use post::{poster, shared};
 pub use provider::Provider;
 pub use psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
 pub use pz::{PzParam, PZ_FIELD_ALL};
-pub use rmr::{RmrParam, BINDS_IN_FLIGHT, RMR_FIELD_ALL};
+pub use rmr::{RmrParam, RMR_FIELD_ALL};
 pub use rsp::{RspParam, RSP_FIELD_ALL};
 pub use srq::{SrqParam, SRQ_FIELD_ALL};
 pub use storage::{Inline, Storage};

@@ -6,21 +6,21 @@
 //! posts.
 
 use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnReq, ConnectionManager, PrivateData};
-use crate::cno::Cno;
-use crate::cr::Cr;
-use crate::ep::Ep;
 use crate::error::{DatError, DatResult, Subtype};
-use crate::evd::Evd;
 use crate::event::{Event, EventData, EventNumber, EventPool};
 use crate::handle::*;
-use crate::ia::Ia;
-use crate::lmr::Lmr;
-use crate::psp::Psp;
-use crate::pz::Pz;
-use crate::rmr::Rmr;
-use crate::rsp::Rsp;
+use crate::object::cno::Cno;
+use crate::object::cr::Cr;
+use crate::object::ep::Ep;
+use crate::object::evd::Evd;
+use crate::object::ia::Ia;
+use crate::object::lmr::Lmr;
+use crate::object::psp::Psp;
+use crate::object::pz::Pz;
+use crate::object::rmr::Rmr;
+use crate::object::rsp::Rsp;
+use crate::object::srq::Srq;
 use crate::slab::Slab;
-use crate::srq::Srq;
 use crate::storage::{Inline, Storage};
 use crate::types::{DtoOp, DtoStatus, EpState};
 

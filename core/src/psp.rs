@@ -1,10 +1,11 @@
 //! Public Service Point (PSP): dat_psp_create(3DAT),
 //! dat_psp_create_any(3DAT), dat_psp_free(3DAT), dat_psp_query(3DAT).
 
-use crate::backend::{Backend, ConnReq, ConnectionManager, Listener, PrivateData};
-use crate::cr::Cr;
+use crate::backend::{Backend, ConnReq, ConnectionManager, PrivateData};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, EvdHandle, IaHandle, PspHandle};
+use crate::object::cr::Cr;
+use crate::object::psp::Psp;
 use crate::provider::{psp_tag, Provider};
 use crate::storage::Storage;
 use crate::types::{EvdFlags, IaAddress, PspFlags};
@@ -15,15 +16,6 @@ pub const PSP_FIELD_ALL: u32 = 0x0f;
 /// The connection qualifiers `dat_psp_create_any` chooses from: the
 /// "nonprivileged" ephemeral range.
 pub const ANY_CONN_QUAL: core::ops::RangeInclusive<u64> = 49152..=65535;
-
-pub(crate) struct Psp<B: Backend> {
-    pub(crate) ia: IaHandle,
-    pub(crate) conn_qual: u64,
-    pub(crate) evd: EvdHandle,
-    pub(crate) flags: PspFlags,
-    pub(crate) listener: Option<Listener<B>>,
-    pub(crate) context: u64,
-}
 
 /// `DAT_PSP_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +47,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let psp = Psp { ia, conn_qual, evd, flags, listener: None, context: 0 };
         let h = PspHandle(
-            crate::owned::insert(&mut self.ias, &mut self.psps, None, psp)
+            crate::object::owned::insert(&mut self.ias, &mut self.psps, None, psp)
                 .map_err(|_| DatError::of(ErrorType::InsufficientResources))?,
         );
         let Provider { ias, psps, backend, .. } = self;
@@ -72,7 +64,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 Ok(h)
             }
             Err(e) => {
-                crate::owned::remove(ias, psps, h.0);
+                crate::object::owned::remove(ias, psps, h.0);
                 Err(e)
             }
         }
@@ -120,7 +112,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn psp_destroy(&mut self, psp: PspHandle) {
-        if let Some(p) = crate::owned::remove(&mut self.ias, &mut self.psps, psp.0) {
+        if let Some(p) = crate::object::owned::remove(&mut self.ias, &mut self.psps, psp.0) {
             if let Some(l) = p.listener {
                 self.backend.cm().unlisten(l);
             }

@@ -22,7 +22,7 @@ use super::{flags_arg, REQUEST_FLAGS};
 use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, PzHandle};
-use crate::lmr::gather;
+use crate::object::lmr::gather;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};

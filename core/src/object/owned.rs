@@ -6,7 +6,7 @@
 
 use crate::backend::Backend;
 use crate::handle::{IaHandle, RawHandle};
-use crate::ia::Ia;
+use crate::object::ia::Ia;
 use crate::slab::{Members, Slab, Slot};
 use crate::storage::Store;
 
@@ -82,7 +82,7 @@ where
 /// `OfIa` for object types whose `ia` field names their IA.
 macro_rules! of_ia {
     ($($module:ident::$ty:ident => $list:ident),* $(,)?) => {$(
-        impl<B: Backend> OfIa for crate::$module::$ty<B> {
+        impl<B: Backend> OfIa for crate::object::$module::$ty<B> {
             fn ia(&self) -> IaHandle {
                 self.ia
             }
@@ -105,7 +105,7 @@ of_ia! {
     srq::Srq => srqs,
 }
 
-impl OfIa for crate::cno::Cno {
+impl OfIa for crate::object::cno::Cno {
     fn ia(&self) -> IaHandle {
         self.ia
     }

@@ -19,7 +19,6 @@ use udat_core::{DatError, DatResult, Provider, Subtype};
 use crate::capacity::{Capacity, Heap};
 use crate::handle_space::HandleSpace;
 use crate::lock::{Locked, ObjLocks};
-use crate::registry::Registration;
 use crate::sys::{udat_ext_fn, udat_provider_head, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
 use crate::transport::Transport;
 
@@ -63,6 +62,23 @@ impl<B: Transport> State<B> {
             }
         }
     }
+}
+
+/// What a registration carries besides its name and `ia_params`.
+#[derive(Clone, Copy, Debug)]
+pub struct Registration {
+    pub dapl_version: (u32, u32),
+    pub thread_safe: bool,
+    pub ia_out: IaOut,
+}
+
+/// The entry points an instance hands out: its provider table, and the
+/// extended-op post of `c/ext.h` (`crate::provider_table::entries`).
+pub struct Entries {
+    /// The `DAT_PROVIDER` table.
+    pub table: DAT_PROVIDER,
+    /// What the extended-op slot calls with the posts it read.
+    pub post: udat_ext_fn,
 }
 
 /// A registered provider.
@@ -109,7 +125,14 @@ const _: () = assert!(
 
 impl<B: Transport> Instance<B> {
     /// A new instance, at its final address: handles point into it.
-    pub fn new(name: CString, device: CString, capacity: Capacity, reg: &Registration) -> DatResult<Box<Self>> {
+    /// `entries` are `B`'s (`crate::provider_table::entries::<B>()`).
+    pub fn new(
+        name: CString,
+        device: CString,
+        capacity: Capacity,
+        reg: &Registration,
+        entries: Entries,
+    ) -> DatResult<Box<Self>> {
         let core = Box::new(Provider::with_storage(B::create(&capacity)?, Heap(capacity)));
         let state = State {
             core,
@@ -121,8 +144,8 @@ impl<B: Transport> Instance<B> {
         };
         let shares = reg.thread_safe && B::SHARED_QUEUES;
         let mut inst = Box::new(Instance {
-            table: crate::provider_table::table::<B>(),
-            post: Some(crate::entry::ib::post::<B>),
+            table: entries.table,
+            post: entries.post,
             name,
             device,
             dapl_version: reg.dapl_version,

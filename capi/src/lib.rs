@@ -29,6 +29,5 @@ pub mod registry;
 pub mod sys;
 pub mod transport;
 
-pub use instance::{IaOut, Instance};
-pub use registry::Registration;
+pub use instance::{IaOut, Instance, Registration};
 pub use transport::Transport;

@@ -9,8 +9,14 @@
 
 use std::ptr;
 
-use crate::entry::{not_offered, Arg};
+use crate::entry::{ib, not_offered, Arg};
+use crate::instance::Entries;
 use crate::sys::*;
 use crate::transport::Transport;
 
 include!("../generated/slots.rs");
+
+/// `B`'s entry points: its table, and the IB extension's post.
+pub fn entries<B: Transport>() -> Entries {
+    Entries { table: table::<B>(), post: Some(ib::post::<B>) }
+}

@@ -18,7 +18,8 @@ use parking_lot::Mutex;
 use udat_core::{DatError, DatResult, ErrorType};
 use udat_verbs::Verbs;
 
-use crate::instance::{IaOut, Instance};
+use crate::instance::{Instance, Registration};
+use crate::provider_table;
 use crate::sys::DAT_PROVIDER;
 use crate::transport::Transport;
 use crate::transport::{self, Params};
@@ -36,14 +37,6 @@ struct Entry {
 }
 
 static ENTRIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
-
-/// What a registration carries besides its name and `ia_params`.
-#[derive(Clone, Copy, Debug)]
-pub struct Registration {
-    pub dapl_version: (u32, u32),
-    pub thread_safe: bool,
-    pub ia_out: IaOut,
-}
 
 fn insert<B: Transport>(
     name: &CStr,
@@ -70,7 +63,7 @@ fn insert<B: Transport>(
         return Ok(e.table as *const DAT_PROVIDER);
     }
     let device = CString::new(params.device).map_err(|_| DatError::invalid_arg(1))?;
-    let inst = Instance::<B>::new(name.to_owned(), device, params.capacity, &reg)?;
+    let inst = Instance::<B>::new(name.to_owned(), device, params.capacity, &reg, provider_table::entries::<B>())?;
     // Never freed: see the module documentation.
     let table = Box::into_raw(inst) as usize;
     entries.push(Entry {

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use udat_capi::capacity::Capacity;
 use udat_capi::sys::*;
 use udat_capi::transport::SoftHca;
-use udat_capi::{Instance, Registration, Transport};
+use udat_capi::{provider_table, Instance, Registration, Transport};
 use udat_core::backend::{Backend, Completion, ConnectionManager, QpConfig, SendWr, Sge, Wake};
 use udat_core::handle::CnoHandle;
 use udat_core::types::{CompletionFlags, EvdFlags, IaAttr, MemPriv, SrqAttr};
@@ -166,8 +166,10 @@ fn a_panic_is_internal_error_and_the_last_call_the_provider_serves() {
     let reg = Registration { thread_safe: false, ..common::REGISTRATION };
     let name = CString::from(c"poison");
     let device = CString::from(c"mlx5_soft0");
-    let inst: &'static Instance<Panicky> =
-        Box::leak(Instance::new(name, device, Capacity::default(), &reg).expect("an instance"));
+    let inst: &'static Instance<Panicky> = Box::leak(
+        Instance::new(name, device, Capacity::default(), &reg, provider_table::entries::<Panicky>())
+            .expect("an instance"),
+    );
     let (ia, evd) = {
         let mut st = inst.state.lock();
         let (ia, _) = st.core.ia_open(b"mlx5_soft0", AsyncEvd::Create { min_qlen: 8 }).unwrap();

@@ -15,8 +15,9 @@
 
 use std::ffi::{c_char, CStr};
 
-use udat_capi::registry::{self, Registration};
+use udat_capi::registry;
 use udat_capi::sys::*;
+use udat_capi::Registration;
 
 extern "C" {
     fn dat_registry_add_provider(provider: *const DAT_PROVIDER, info: *const DAT_PROVIDER_INFO) -> DAT_RETURN;

@@ -13,8 +13,9 @@
 use std::ffi::{c_char, CString};
 use std::sync::OnceLock;
 
-use udat_capi::registry::{self, Registration};
+use udat_capi::registry;
 use udat_capi::sys::*;
+use udat_capi::Registration;
 use udat_core::{DatError, ErrorType, Subtype};
 
 /// The IA handle a consumer of the static registry holds is the

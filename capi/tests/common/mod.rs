@@ -8,8 +8,9 @@
 use std::ffi::CStr;
 use std::ptr;
 
-use udat_capi::registry::{self, Registration};
+use udat_capi::registry;
 use udat_capi::sys::*;
+use udat_capi::Registration;
 
 fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
     ia

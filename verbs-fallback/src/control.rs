@@ -15,70 +15,10 @@ use udat_core::{DatError, DatResult};
 
 use crate::cm::{self, ConnReq, Listener};
 use crate::device::IaShared;
-use crate::qp::{Phase, QpShared, Rings};
+pub use crate::qp::{CmQp, QpConn};
 use crate::srq::SrqShared;
 use crate::status::{dat_error, errno};
 use crate::{sys, Clock, Ia, Pd, Srq, Window};
-
-/// A QP whose connection [`RdmaCm`] drives.
-pub trait CmQp {
-    /// The QP's states and rdma_cm id.
-    fn conn(&self) -> &QpConn;
-}
-
-/// An RC QP's states and rdma_cm id, and the QP itself: dropping it
-/// forgets the id and destroys the QP.
-pub struct QpConn {
-    pub(crate) shared: Rc<QpShared>,
-    pub(crate) ia: Rc<IaShared>,
-}
-
-impl QpConn {
-    /// Take over `qp`, a QP of `ia`'s context made with `srq` if one is
-    /// given, with the RDMA reads it asked for in each direction (clamped
-    /// to the device's limits); its completions and async events carry
-    /// `tag`. The QP is left in RESET: [`QpConn::init`] moves it on.
-    ///
-    /// # Safety
-    /// `qp` is a live RC QP of `ia`'s context that nothing else destroys.
-    pub unsafe fn new(qp: *mut sys::ibv_qp, ia: &Ia, srq: Option<&Srq>, reads: (u32, u32), tag: u64) -> QpConn {
-        let srq = srq.map(|s| s.0.clone());
-        QpConn { shared: Rc::new(QpShared::new(qp, &ia.0, Rings::default(), srq, reads, tag)), ia: ia.0.clone() }
-    }
-
-    pub(crate) fn of(shared: Rc<QpShared>, ia: Rc<IaShared>) -> QpConn {
-        QpConn { shared, ia }
-    }
-
-    /// Move the QP to INIT on the IA's port: receives may be posted.
-    pub fn init(&self) -> DatResult<()> {
-        self.shared.init(self.ia.port)
-    }
-
-    /// Forget the connection and go back through RESET to INIT.
-    pub fn reset(&self) -> DatResult<()> {
-        cm::release_id(&self.ia, &self.shared);
-        self.shared.to_state(sys::ibv_qp_state::IBV_QPS_RESET)?;
-        self.shared.phase.set(Phase::Idle);
-        self.init()
-    }
-
-    /// The QP number.
-    pub fn number(&self) -> u32 {
-        // SAFETY: the QP is live while `self` is.
-        unsafe { (*self.shared.qp).qp_num }
-    }
-}
-
-impl Drop for QpConn {
-    fn drop(&mut self) {
-        cm::release_id(&self.ia, &self.shared);
-        self.ia.qp_going(self.shared.qp);
-        // SAFETY: no rdma_cm id refers to the QP any more, and its async
-        // events are acknowledged; nothing else destroys it (`new`).
-        unsafe { sys::ibv_destroy_qp(self.shared.qp) };
-    }
-}
 
 /// rdma_cm as the core's connection manager, for QPs of type `Q`. It
 /// keeps the clock of connect deadlines.

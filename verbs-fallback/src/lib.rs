@@ -47,6 +47,7 @@ mod ring;
 mod srq;
 mod status;
 pub mod sys;
+mod wr;
 
 use std::rc::Rc;
 use std::time::Instant;

@@ -13,21 +13,19 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use udat_core::{
-    backend::{Completion, RequestOp, SendWr, Sge, MAX_SGE},
+    backend::{Completion, RequestOp, SendWr, Sge},
     types::{CompletionFlags, DtoOp, DtoStatus},
     DatError, DatResult, ErrorType,
 };
 
-use crate::control::{CmQp, QpConn};
 use crate::cq::CqShared;
 use crate::device::IaShared;
 use crate::ring::Ring;
 use crate::srq::SrqShared;
 use crate::status::{check, dat_error, errno};
 use crate::sys;
-
-/// Bit 63 of a receive's `wr_id`.
-pub(crate) const RECV: u64 = 1 << 63;
+use crate::wr::{ibv_sges, RECV};
+use crate::{cm, Ia, Srq};
 
 /// The inline data a QP asks for; sends that fit go inline.
 const INLINE: u32 = 64;
@@ -571,24 +569,62 @@ fn flushed(tag: u64, cookie: u64, op: DtoOp, notify: bool) -> Completion {
     Completion { tag, cookie, status: DtoStatus::Flushed, op, transferred_length: 0, imm: 0, retired: 1, notify }
 }
 
-// The core's `Sge` and verbs' `ibv_sge` are one layout (`{ u64, u32,
-// u32 }`), so a work request points at the core's segments as they are.
-const _: () = {
-    use std::mem::{align_of, offset_of, size_of};
-    assert!(size_of::<Sge>() == size_of::<sys::ibv_sge>());
-    assert!(align_of::<Sge>() == align_of::<sys::ibv_sge>());
-    assert!(offset_of!(Sge, addr) == offset_of!(sys::ibv_sge, addr));
-    assert!(offset_of!(Sge, length) == offset_of!(sys::ibv_sge, length));
-    assert!(offset_of!(Sge, lkey) == offset_of!(sys::ibv_sge, lkey));
-};
+/// A QP whose connection [`RdmaCm`](crate::control::RdmaCm) drives.
+pub trait CmQp {
+    /// The QP's states and rdma_cm id.
+    fn conn(&self) -> &QpConn;
+}
 
-/// The core's segments as a work request's scatter/gather list and its
-/// length. The device reads the list during the post call and never
-/// writes it; the pointer is `*mut` only because `struct ibv_send_wr`
-/// declares it so.
-pub(crate) fn ibv_sges(sges: &[Sge]) -> DatResult<(*mut sys::ibv_sge, i32)> {
-    if sges.len() > MAX_SGE {
-        return Err(DatError::of(ErrorType::LengthError));
+/// An RC QP's states and rdma_cm id, and the QP itself: dropping it
+/// forgets the id and destroys the QP.
+pub struct QpConn {
+    pub(crate) shared: Rc<QpShared>,
+    pub(crate) ia: Rc<IaShared>,
+}
+
+impl QpConn {
+    /// Take over `qp`, a QP of `ia`'s context made with `srq` if one is
+    /// given, with the RDMA reads it asked for in each direction (clamped
+    /// to the device's limits); its completions and async events carry
+    /// `tag`. The QP is left in RESET: [`QpConn::init`] moves it on.
+    ///
+    /// # Safety
+    /// `qp` is a live RC QP of `ia`'s context that nothing else destroys.
+    pub unsafe fn new(qp: *mut sys::ibv_qp, ia: &Ia, srq: Option<&Srq>, reads: (u32, u32), tag: u64) -> QpConn {
+        let srq = srq.map(|s| s.0.clone());
+        QpConn { shared: Rc::new(QpShared::new(qp, &ia.0, Rings::default(), srq, reads, tag)), ia: ia.0.clone() }
     }
-    Ok((sges.as_ptr().cast::<sys::ibv_sge>().cast_mut(), sges.len() as i32))
+
+    pub(crate) fn of(shared: Rc<QpShared>, ia: Rc<IaShared>) -> QpConn {
+        QpConn { shared, ia }
+    }
+
+    /// Move the QP to INIT on the IA's port: receives may be posted.
+    pub fn init(&self) -> DatResult<()> {
+        self.shared.init(self.ia.port)
+    }
+
+    /// Forget the connection and go back through RESET to INIT.
+    pub fn reset(&self) -> DatResult<()> {
+        cm::release_id(&self.ia, &self.shared);
+        self.shared.to_state(sys::ibv_qp_state::IBV_QPS_RESET)?;
+        self.shared.phase.set(Phase::Idle);
+        self.init()
+    }
+
+    /// The QP number.
+    pub fn number(&self) -> u32 {
+        // SAFETY: the QP is live while `self` is.
+        unsafe { (*self.shared.qp).qp_num }
+    }
+}
+
+impl Drop for QpConn {
+    fn drop(&mut self) {
+        cm::release_id(&self.ia, &self.shared);
+        self.ia.qp_going(self.shared.qp);
+        // SAFETY: no rdma_cm id refers to the QP any more, and its async
+        // events are acknowledged; nothing else destroys it (`new`).
+        unsafe { sys::ibv_destroy_qp(self.shared.qp) };
+    }
 }

@@ -36,8 +36,10 @@
 //! - [`storage`]: the memory the slots and events live in, given by the
 //!   provider's owner (arrays, or memory allocated once by the C ABI).
 //! - one module per object (`ia`, `pz`, `lmr`, `rmr`, `evd`, `cno`, `ep`,
-//!   `psp`, `rsp`, `cr`, `srq`), each citing the man pages it implements;
-//!   `post` holds every post, with its doors (exclusive, lane, [`shared`],
+//!   `psp`, `rsp`, `cr`, `srq`) with its DAT calls, each citing the man
+//!   pages it implements; beneath them `object`, each object's state and
+//!   own rules, which reaches neither the calls nor the provider; `post`
+//!   holds every post, with its doors (exclusive, lane, [`shared`],
 //!   [`poster`]), and `evd` the dequeue's hot half.
 //! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
 //! - [`backend`]: what a transport must do, and promise.

@@ -15,7 +15,7 @@ pub struct ProxyAgent {
 
 /// How a CNO tells the layer above that it was triggered, without a call:
 /// `raise(arg)` when a trigger arrives and none is pending, `clear(arg)`
-/// when [`Provider::cno_trigger`] takes it. The C ABI and the Rust API
+/// when [`Provider::cno_trigger`](crate::Provider::cno_trigger) takes it. The C ABI and the Rust API
 /// make these an eventfd's write and read.
 #[derive(Clone, Copy, Debug)]
 pub struct Signal {

@@ -144,6 +144,19 @@ uint8_t oracle_cqe_se(uint8_t cqe[64]) { return mlx5dv_get_cqe_se((struct mlx5_c
 uint8_t oracle_cqe_format(uint8_t cqe[64]) { return mlx5dv_get_cqe_format((struct mlx5_cqe64 *)cqe); }
 
 /* Layout facts of the header, by name. */
+void oracle_datagram_seg(uint8_t out[48], uint32_t qkey, uint32_t dqpn, uint8_t ext, uint8_t stat_rate_sl,
+                         uint8_t fl_mlid, uint16_t rlid, uint8_t rmac[6], uint8_t tclass, uint8_t hop_limit,
+                         uint32_t grh_gid_fl, uint8_t rgid[16])
+{
+	/* The helper leaves reserved0 alone: start from zero, as rdma-core's
+	 * provider copies a zeroed vector from the AH. It writes the whole
+	 * 64-bit key: a UD Q_Key is its high half, where the provider writes
+	 * key.qkey.qkey (qp.c, set_datagram_seg). */
+	memset(out, 0, 48);
+	mlx5dv_set_dgram_seg((struct mlx5_wqe_datagram_seg *)out, (uint64_t)qkey << 32, dqpn, ext, stat_rate_sl, fl_mlid,
+	                     rlid, rmac, tclass, hop_limit, grh_gid_fl, rgid);
+}
+
 long oracle_layout(const char *name)
 {
 #define L(n, v) if (!strcmp(name, n)) return (long)(v)
@@ -166,6 +179,19 @@ long oracle_layout(const char *name)
 	L("atomic.swap_add", offsetof(struct mlx5_wqe_atomic_seg, swap_add));
 	L("atomic.compare", offsetof(struct mlx5_wqe_atomic_seg, compare));
 	L("inl.size", sizeof(struct mlx5_wqe_inl_data_seg));
+	L("av.size", sizeof(struct mlx5_wqe_datagram_seg));
+	L("av.qkey", offsetof(struct mlx5_wqe_av, key.qkey.qkey));
+	L("av.key_reserved", offsetof(struct mlx5_wqe_av, key.qkey.reserved));
+	L("av.dqp_dct", offsetof(struct mlx5_wqe_av, dqp_dct));
+	L("av.stat_rate_sl", offsetof(struct mlx5_wqe_av, stat_rate_sl));
+	L("av.fl_mlid", offsetof(struct mlx5_wqe_av, fl_mlid));
+	L("av.rlid", offsetof(struct mlx5_wqe_av, rlid));
+	L("av.reserved0", offsetof(struct mlx5_wqe_av, reserved0));
+	L("av.rmac", offsetof(struct mlx5_wqe_av, rmac));
+	L("av.tclass", offsetof(struct mlx5_wqe_av, tclass));
+	L("av.hop_limit", offsetof(struct mlx5_wqe_av, hop_limit));
+	L("av.grh_gid_fl", offsetof(struct mlx5_wqe_av, grh_gid_fl));
+	L("av.rgid", offsetof(struct mlx5_wqe_av, rgid));
 	L("srq_next.size", sizeof(struct mlx5_wqe_srq_next_seg));
 	L("srq_next.next_wqe_index", offsetof(struct mlx5_wqe_srq_next_seg, next_wqe_index));
 	L("srq_next.signature", offsetof(struct mlx5_wqe_srq_next_seg, signature));
@@ -213,6 +239,7 @@ long oracle_layout(const char *name)
 	L("dv_srq.srqn", offsetof(struct mlx5dv_srq, srqn));
 	L("MLX5_SEND_WQE_BB", MLX5_SEND_WQE_BB);
 	L("MLX5_INLINE_SEG", MLX5_INLINE_SEG);
+	L("MLX5_EXTENDED_UD_AV", MLX5_EXTENDED_UD_AV);
 	L("MLX5_INVALID_LKEY", MLX5_INVALID_LKEY);
 	L("MLX5_CQ_DOORBELL", MLX5_CQ_DOORBELL);
 	L("MLX5_CQ_DB_REQ_NOT_SOL", MLX5_CQ_DB_REQ_NOT_SOL);

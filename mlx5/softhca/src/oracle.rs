@@ -15,6 +15,20 @@ extern "C" {
     fn oracle_atomic_seg(out: *mut u8, swap_add: u64, compare: u64);
     fn oracle_inline_header(out: *mut u8, byte_count: u32);
     fn oracle_srq_next_seg(out: *mut u8, next: u16);
+    fn oracle_datagram_seg(
+        out: *mut u8,
+        qkey: u32,
+        dqpn: u32,
+        ext: u8,
+        stat_rate_sl: u8,
+        fl_mlid: u8,
+        rlid: u16,
+        rmac: *const u8,
+        tclass: u8,
+        hop_limit: u8,
+        grh_gid_fl: u32,
+        rgid: *const u8,
+    );
     fn oracle_umr_bind(
         out: *mut u8,
         rkey: u32,
@@ -109,6 +123,30 @@ pub fn umr_bind(rkey: u32, lkey: u32, addr: u64, len: u32, remote_read: bool, re
         oracle_umr_bind(out.as_mut_ptr(), rkey, lkey, addr, len, i32::from(remote_read), i32::from(remote_write))
     };
     out[..n.min(176)].to_vec()
+}
+
+/// `mlx5dv_set_dgram_seg` of the vector `v`.
+pub fn datagram_seg(v: &udat_mlx5::wqe::AddressVector) -> [u8; 48] {
+    let mut out = [0xa5u8; 48];
+    // SAFETY: writes the 48 bytes of `out`; reads 6 bytes of `rmac` and 16
+    // of `rgid`, which are that long.
+    unsafe {
+        oracle_datagram_seg(
+            out.as_mut_ptr(),
+            v.qkey,
+            v.dqpn,
+            u8::from(v.extended),
+            v.stat_rate_sl,
+            v.fl_mlid,
+            v.rlid,
+            v.rmac.as_ptr(),
+            v.tclass,
+            v.hop_limit,
+            v.grh_gid_fl,
+            v.rgid.as_ptr(),
+        )
+    };
+    out
 }
 
 pub fn srq_next_seg(next: u16) -> [u8; 16] {

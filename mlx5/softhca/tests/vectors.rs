@@ -10,7 +10,7 @@ use udat_mlx5::cq::{CompletionQueue, CqGeometry};
 use udat_mlx5::cqe::{field, CqeOpcode, Syndrome};
 use udat_mlx5::doorbell::CQ_DOORBELL;
 use udat_mlx5::mw;
-use udat_mlx5::wqe::{self, atomic, ctrl, data, fm_ce_se, opcode, raddr, srq_next};
+use udat_mlx5::wqe::{self, atomic, av, ctrl, data, fm_ce_se, opcode, raddr, srq_next};
 use udat_softhca::oracle::{self, CqeFields, Helper};
 mod common;
 
@@ -68,6 +68,26 @@ proptest! {
     #[test]
     fn inline_header_matches_the_header_struct(len in 0u32..1 << 31) {
         prop_assert_eq!(wqe::inline_header(len), oracle::inline_header(len));
+    }
+
+    #[test]
+    fn datagram_seg_matches_the_header_helper(
+        qkey: u32,
+        dqpn in 0u32..1 << 24,
+        extended: bool,
+        stat_rate_sl: u8,
+        fl_mlid: u8,
+        rlid: u16,
+        rmac: [u8; 6],
+        tclass: u8,
+        hop_limit: u8,
+        grh_gid_fl: u32,
+        rgid: [u8; 16],
+    ) {
+        let v = wqe::AddressVector {
+            qkey, dqpn, extended, stat_rate_sl, fl_mlid, rlid, rmac, tclass, hop_limit, grh_gid_fl, rgid,
+        };
+        prop_assert_eq!(wqe::datagram_seg(&v), oracle::datagram_seg(&v));
     }
 
     #[test]
@@ -153,6 +173,19 @@ fn segment_layouts_match_the_header() {
         ("atomic.swap_add", atomic::SWAP_ADD.start),
         ("atomic.compare", atomic::COMPARE.start),
         ("inl.size", 4),
+        ("av.size", wqe::DATAGRAM_BYTES),
+        ("av.qkey", av::QKEY.start),
+        ("av.key_reserved", av::KEY_RESERVED.start),
+        ("av.dqp_dct", av::DQP_DCT.start),
+        ("av.stat_rate_sl", av::STAT_RATE_SL),
+        ("av.fl_mlid", av::FL_MLID),
+        ("av.rlid", av::RLID.start),
+        ("av.reserved0", av::RESERVED0.start),
+        ("av.rmac", av::RMAC.start),
+        ("av.tclass", av::TCLASS),
+        ("av.hop_limit", av::HOP_LIMIT),
+        ("av.grh_gid_fl", av::GRH_GID_FL.start),
+        ("av.rgid", av::RGID.start),
         ("srq_next.size", wqe::SEG_BYTES),
         ("srq_next.next_wqe_index", srq_next::NEXT_WQE_INDEX.start),
         ("srq_next.signature", srq_next::SIGNATURE),
@@ -179,6 +212,7 @@ fn constants_match_the_header() {
     let checks: &[(&str, u64)] = &[
         ("MLX5_SEND_WQE_BB", wqe::WQEBB_BYTES as u64),
         ("MLX5_INLINE_SEG", u64::from(wqe::INLINE_SEG)),
+        ("MLX5_EXTENDED_UD_AV", u64::from(av::EXTENDED)),
         ("MLX5_INVALID_LKEY", u64::from(wqe::INVALID_LKEY)),
         ("MLX5_CQ_DOORBELL", CQ_DOORBELL as u64),
         ("MLX5_CQ_DB_REQ_NOT_SOL", u64::from(udat_mlx5::cq::REQ_NOT_SOL)),

@@ -180,7 +180,7 @@ impl Run {
         if h.is_null() {
             return;
         }
-        assert!(udat_capi::handles::issued(h), "udat returned a handle it never issued: {h:?}");
+        assert!(udat_capi::handle_space::issued(h), "udat returned a handle it never issued: {h:?}");
         if self.handles.len() < 256 {
             self.handles.push(h);
         }

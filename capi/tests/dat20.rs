@@ -9,7 +9,7 @@ mod common;
 
 use std::ptr;
 
-use common::{ok, ty, Rig, MODEL};
+use common::{ok, ty, Rig, SOFTHCA};
 use udat_capi::sys::*;
 
 const CONN_QUAL: u64 = 7420;
@@ -45,7 +45,7 @@ fn pair(rig: &Rig, pz: DAT_PZ_HANDLE) -> (DAT_EP_HANDLE, DAT_EVD_HANDLE, DAT_EP_
 #[test]
 fn a_send_with_invalidate_through_the_table_unbinds_the_peers_window() {
     let (mut local, mut target) = (vec![0u8; 4096], vec![0u8; 4096]);
-    let rig = Rig::new(c"dat20-invalidate", MODEL);
+    let rig = Rig::new(c"dat20-invalidate", SOFTHCA);
     let t = rig.t();
     let pz = rig.pz();
     let (client, client_dto, server, server_dto) = pair(&rig, pz);
@@ -141,7 +141,7 @@ fn a_send_with_invalidate_through_the_table_unbinds_the_peers_window() {
 fn rdma_read_to_rmr_through_the_table() {
     let (mut sink, mut source) = (vec![0u8; 4096], vec![0u8; 4096]);
     source[..64].copy_from_slice(&[0x5a; 64]);
-    let rig = Rig::new(c"dat20-read-to-rmr", MODEL);
+    let rig = Rig::new(c"dat20-read-to-rmr", SOFTHCA);
     let t = rig.t();
     let pz = rig.pz();
     let (client, client_dto, _, _) = pair(&rig, pz);
@@ -188,7 +188,7 @@ fn rdma_read_to_rmr_through_the_table() {
 #[test]
 fn shared_virtual_lmrs_through_the_table() {
     let mem = vec![0u8; 8192];
-    let rig = Rig::new(c"dat20-shared", MODEL);
+    let rig = Rig::new(c"dat20-shared", SOFTHCA);
     let t = rig.t();
     let pz = rig.pz();
     let mut cookie: [libc::c_char; 40] = [0; 40];
@@ -245,7 +245,7 @@ fn shared_virtual_lmrs_through_the_table() {
 /// refused.
 #[test]
 fn a_common_service_point_through_the_table() {
-    let rig = Rig::new(c"dat20-csp", MODEL);
+    let rig = Rig::new(c"dat20-csp", SOFTHCA);
     let t = rig.t();
     let pz = rig.pz();
     let cr_evd = rig.evd(4, DAT_EVD_CR_FLAG);

@@ -18,8 +18,9 @@
 
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{CspHandle, EpHandle, EvdHandle, IaHandle, PspHandle};
+use crate::object::csp::{Comm, Common};
+use crate::object::psp::Psp;
 use crate::provider::Provider;
-use crate::psp::Psp;
 use crate::storage::Storage;
 use crate::types::{ConnectFlags, IaAddress, PspFlags, Qos};
 use crate::Backend;
@@ -35,24 +36,6 @@ const AF_INET6: i32 = 10;
 const SOCK_STREAM: i32 = 1;
 /// `IPPROTO_TCP`.
 const IPPROTO_TCP: i32 = 6;
-
-/// `DAT_COMM`: the kind of socket a CSP's address is for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Comm {
-    /// The address family (`AF_INET`, `AF_INET6`).
-    pub domain: i32,
-    /// The socket type.
-    pub socket_type: i32,
-    /// The protocol, 0 for the type's own.
-    pub protocol: i32,
-}
-
-/// What makes a PSP a CSP.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Common {
-    pub(crate) comm: Comm,
-    pub(crate) address: IaAddress,
-}
 
 /// `DAT_CSP_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

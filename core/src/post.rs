@@ -16,14 +16,14 @@
 //!   falls back to the exclusive door, which decides the error;
 //! - shared ([`shared`]): the same rules on a provider shared among
 //!   threads, under the lock of the Endpoint or the SRQ;
-//! - fast ([`fast`]): the Rust API's segments checked once and an Endpoint
+//! - poster ([`poster`]): the Rust API's segments checked once and an Endpoint
 //!   borrowed for a run of posts.
 
 use crate::backend::RequestOp;
 use crate::types::{CompletionFlags, LmrTriplet};
 
-pub mod fast;
 mod lane;
+pub mod poster;
 mod recv;
 mod request;
 pub mod shared;

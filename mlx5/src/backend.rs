@@ -9,10 +9,10 @@
 //! still returns its WQE to the SRQ.
 
 use udat_core::backend::{
-    Backend, CmEvent, Completion, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds, Wake,
-    MAX_SGE,
+    Backend, Completion, ConnectionManager, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds,
+    Wake, MAX_SGE,
 };
-use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, RmrTriplet, SrqAttr};
+use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAttr, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
 
 use crate::cq::CompletionQueue;
@@ -382,8 +382,17 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     type Cq = Cq<D>;
     type Qp = Qp<D>;
     type Srq = Srq<D>;
-    type Listener = D::Listener;
-    type ConnReq = D::ConnReq;
+    type Cm = D::Cm;
+
+    #[inline]
+    fn cm(&mut self) -> &mut D::Cm {
+        self.device.cm()
+    }
+
+    #[inline]
+    fn cm_qp(qp: &mut Qp<D>) -> &mut <D::Cm as ConnectionManager>::Qp {
+        D::cm_qp(&mut qp.ctl)
+    }
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(D::Ia, IaAttr)> {
         let (ia, mut attr) = self.device.ia_open(name)?;
@@ -811,41 +820,6 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     fn srq_post_recv_one(&mut self, srq: &mut Srq<D>, sge: Sge, cookie: u64) -> bool {
         let ring = self.srqs.get_mut(srq.slot);
         ring.is_some_and(|r| r.ring.post(core::slice::from_ref(&sge), cookie).is_ok())
-    }
-
-    fn listen(&mut self, ia: &mut D::Ia, conn_qual: u64, tag: u64) -> DatResult<D::Listener> {
-        self.device.listen(ia, conn_qual, tag)
-    }
-
-    fn unlisten(&mut self, listener: D::Listener) {
-        self.device.unlisten(listener);
-    }
-
-    fn connect(
-        &mut self,
-        qp: &mut Qp<D>,
-        remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        timeout_us: Option<u64>,
-    ) -> DatResult<()> {
-        self.device.connect(&mut qp.ctl, remote, conn_qual, private_data, timeout_us)
-    }
-
-    fn accept(&mut self, request: &mut D::ConnReq, qp: &mut Qp<D>, private_data: &[u8]) -> DatResult<()> {
-        self.device.accept(request, &mut qp.ctl, private_data)
-    }
-
-    fn reject(&mut self, request: D::ConnReq, private_data: &[u8]) {
-        self.device.reject(request, private_data);
-    }
-
-    fn disconnect(&mut self, qp: &mut Qp<D>, graceful: bool) {
-        self.device.disconnect(&mut qp.ctl, graceful);
-    }
-
-    fn poll_cm(&mut self, ia: &mut D::Ia) -> Option<CmEvent<D::ConnReq>> {
-        self.device.poll_cm(ia)
     }
 
     fn now_us(&mut self) -> u64 {

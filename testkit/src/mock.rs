@@ -16,7 +16,8 @@ use heapless::Deque;
 use udat_core::FixedVec;
 
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, PrivateData, QpConfig, Registration, RequestOp, SendWr, Sge, Wake,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, PrivateData, QpConfig, Registration, RequestOp,
+    SendWr, Sge, Wake,
 };
 use udat_core::error::{DatError, DatResult, ErrorType};
 use udat_core::handle::{EpHandle, EvdHandle};
@@ -435,6 +436,86 @@ fn total(sges: &[Sge]) -> u32 {
     sges.iter().map(|s| s.length).fold(0u32, u32::saturating_add)
 }
 
+impl ConnectionManager for MockBackend {
+    type Ia = u32;
+    type Qp = u32;
+    type Listener = u32;
+    type ConnReq = u32;
+
+    fn listen(&mut self, _ia: &mut u32, conn_qual: u64, tag: u64) -> DatResult<u32> {
+        if self.listeners().any(|l| l.conn_qual == conn_qual) {
+            return Err(DatError::of(ErrorType::ConnQualInUse));
+        }
+        let l = Some(MockListener { conn_qual, tag });
+        match self.listeners.iter().position(Option::is_none) {
+            Some(i) => {
+                self.listeners[i] = l;
+                Ok(i as u32)
+            }
+            None => {
+                self.listeners.push(l).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
+                Ok(self.listeners.len() as u32 - 1)
+            }
+        }
+    }
+
+    fn unlisten(&mut self, listener: u32) {
+        if let Some(l) = self.listeners.get_mut(listener as usize) {
+            *l = None;
+        }
+    }
+
+    fn connect(
+        &mut self,
+        qp: &mut u32,
+        _remote: &IaAddress,
+        conn_qual: u64,
+        private_data: &[u8],
+        _timeout_us: Option<u64>,
+    ) -> DatResult<()> {
+        self.qps.get_mut(*qp as usize).ok_or(DatError::of(ErrorType::InternalError))?.error = false;
+        self.last_connect = Some((conn_qual, PrivateData::from_slice(private_data).unwrap_or_default()));
+        Ok(())
+    }
+
+    fn accept(&mut self, request: &mut u32, _qp: &mut u32, private_data: &[u8]) -> DatResult<()> {
+        let pd = PrivateData::from_slice(private_data).unwrap_or_default();
+        self.accepted.push((*request, pd)).map_err(|_| DatError::of(ErrorType::InsufficientResources))
+    }
+
+    fn reject(&mut self, request: u32, _private_data: &[u8]) {
+        let _ = self.rejected.push(request);
+    }
+
+    fn disconnect(&mut self, qp: &mut u32, graceful: bool) {
+        let i = *qp as usize;
+        let Some(q) = self.qps.get(i) else { return };
+        if graceful {
+            let tag = q.tag;
+            let event = CmEvent::Conn { tag, outcome: ConnOutcome::Disconnected, private_data: PrivateData::new() };
+            let _ = self.cm.push_back((ANY_DEVICE, event));
+        } else {
+            self.flush(i);
+        }
+    }
+
+    fn poll_cm(&mut self, ia: &mut u32) -> Option<CmEvent<u32>> {
+        self.run_due();
+        // The first event this device's channel carries; the others keep
+        // their order.
+        let mut found = None;
+        for _ in 0..self.cm.len() {
+            let (device, event) = self.cm.pop_front()?;
+            if found.is_none() && (device == ANY_DEVICE || device == *ia) {
+                found = Some(event);
+            } else {
+                let _ = self.cm.push_back((device, event));
+            }
+        }
+        found
+    }
+}
+
 impl Backend for MockBackend {
     type Ia = u32;
     type Pd = u32;
@@ -443,8 +524,15 @@ impl Backend for MockBackend {
     type Cq = u32;
     type Qp = u32;
     type Srq = u32;
-    type Listener = u32;
-    type ConnReq = u32;
+    type Cm = Self;
+
+    fn cm(&mut self) -> &mut Self {
+        self
+    }
+
+    fn cm_qp(qp: &mut u32) -> &mut u32 {
+        qp
+    }
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(u32, IaAttr)> {
         if name != MOCK_IA_NAME {
@@ -657,79 +745,6 @@ impl Backend for MockBackend {
     /// The lane is the ordinary post, which leaves no trace when it fails.
     fn srq_post_recv_one(&mut self, srq: &mut u32, sge: Sge, cookie: u64) -> bool {
         self.srq_post_recv(srq, core::slice::from_ref(&sge), cookie).is_ok()
-    }
-
-    fn listen(&mut self, _ia: &mut u32, conn_qual: u64, tag: u64) -> DatResult<u32> {
-        if self.listeners().any(|l| l.conn_qual == conn_qual) {
-            return Err(DatError::of(ErrorType::ConnQualInUse));
-        }
-        let l = Some(MockListener { conn_qual, tag });
-        match self.listeners.iter().position(Option::is_none) {
-            Some(i) => {
-                self.listeners[i] = l;
-                Ok(i as u32)
-            }
-            None => {
-                self.listeners.push(l).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
-                Ok(self.listeners.len() as u32 - 1)
-            }
-        }
-    }
-
-    fn unlisten(&mut self, listener: u32) {
-        if let Some(l) = self.listeners.get_mut(listener as usize) {
-            *l = None;
-        }
-    }
-
-    fn connect(
-        &mut self,
-        qp: &mut u32,
-        _remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        _timeout_us: Option<u64>,
-    ) -> DatResult<()> {
-        self.qps.get_mut(*qp as usize).ok_or(DatError::of(ErrorType::InternalError))?.error = false;
-        self.last_connect = Some((conn_qual, PrivateData::from_slice(private_data).unwrap_or_default()));
-        Ok(())
-    }
-
-    fn accept(&mut self, request: &mut u32, _qp: &mut u32, private_data: &[u8]) -> DatResult<()> {
-        let pd = PrivateData::from_slice(private_data).unwrap_or_default();
-        self.accepted.push((*request, pd)).map_err(|_| DatError::of(ErrorType::InsufficientResources))
-    }
-
-    fn reject(&mut self, request: u32, _private_data: &[u8]) {
-        let _ = self.rejected.push(request);
-    }
-
-    fn disconnect(&mut self, qp: &mut u32, graceful: bool) {
-        let i = *qp as usize;
-        let Some(q) = self.qps.get(i) else { return };
-        if graceful {
-            let tag = q.tag;
-            let event = CmEvent::Conn { tag, outcome: ConnOutcome::Disconnected, private_data: PrivateData::new() };
-            let _ = self.cm.push_back((ANY_DEVICE, event));
-        } else {
-            self.flush(i);
-        }
-    }
-
-    fn poll_cm(&mut self, ia: &mut u32) -> Option<CmEvent<u32>> {
-        self.run_due();
-        // The first event this device's channel carries; the others keep
-        // their order.
-        let mut found = None;
-        for _ in 0..self.cm.len() {
-            let (device, event) = self.cm.pop_front()?;
-            if found.is_none() && (device == ANY_DEVICE || device == *ia) {
-                found = Some(event);
-            } else {
-                let _ = self.cm.push_back((device, event));
-            }
-        }
-        found
     }
 
     fn now_us(&mut self) -> u64 {

@@ -24,9 +24,10 @@ use udat_core::{
     DatError, DatResult,
 };
 
-use crate::qp::{QpShared, RECV};
+use crate::qp::QpShared;
 use crate::status::{dat_error, dto_status, errno};
 use crate::sys;
+use crate::wr::RECV;
 
 /// How many work completions one `ibv_poll_cq` call takes.
 const BATCH: usize = 16;

@@ -10,8 +10,9 @@ use udat_core::{Comm, DatError, ErrorType};
 use super::arg::private_data;
 use super::ep::address_in;
 use super::{with, Arg};
-use crate::instance::{invalid, Addr, Transport};
+use crate::instance::{invalid, Addr};
 use crate::sys::*;
+use crate::transport::Transport;
 
 /// dat_psp_create(3DAT).
 pub(crate) unsafe fn psp_create<B: Transport>(

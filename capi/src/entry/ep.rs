@@ -10,8 +10,9 @@ use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
 use super::arg::{iov, lane_segment, private_data};
 use super::{lane_or, shared_lane_or, shared_not_taken, with, Arg, Cx, Named};
-use crate::instance::{invalid, Addr, Core, Instance, Transport};
+use crate::instance::{invalid, Addr, Core, Instance};
 use crate::sys::*;
+use crate::transport::Transport;
 
 // `DAT_EP_FIELD_*` of <dat2/dat.h> (macros, so not in the bindings).
 const FIELD_PZ: u64 = 0x80;

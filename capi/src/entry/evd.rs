@@ -10,10 +10,11 @@ use udat_core::{DatError, DatResult, ErrorType, Event, EventData, EventNumber, W
 
 use super::{lane_or, with, Arg, Cx, Named};
 use crate::debug;
-use crate::handles::HandleSpace;
-use crate::instance::{invalid, Instance, State, Transport};
+use crate::handle_space::HandleSpace;
+use crate::instance::{invalid, Instance, State};
 use crate::lock::Exclusive;
 use crate::sys::*;
+use crate::transport::Transport;
 
 /// The longest a waiter sleeps outside the lock before it looks again: a
 /// bound on a wake-up another waiter took first.

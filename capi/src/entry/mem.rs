@@ -8,8 +8,8 @@ use udat_core::{DatError, ErrorType, RmrScope};
 
 use super::arg::triplets;
 use super::{with, Arg};
-use crate::instance::Transport;
 use crate::sys::*;
+use crate::transport::Transport;
 
 /// dat_pz_create(3DAT).
 pub(crate) unsafe fn pz_create<B: Transport>(

@@ -6,7 +6,7 @@
  * misaligned arrays, which must be DAT_INVALID_PARAMETER; unknown provider
  * names, which must register nothing. The provider stays usable.
  *
- *   bad_input udat-model-mlx5_model0 [CASE]
+ *   bad_input udat-softhca-mlx5_soft0 [CASE]
  *
  * With a case number, that case alone runs, in the process itself.
  */
@@ -161,7 +161,7 @@ static int stale_handle_of_a_closed_ia(void)
 /* A name whose bytes run into a page that cannot be read, with no NUL. */
 static int unterminated_name(void)
 {
-	static const char name[] = "udat-model-mlx5_model0";
+	static const char name[] = "udat-softhca-mlx5_soft0";
 	long page = sysconf(_SC_PAGESIZE);
 	char *two = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *at = two + page - (sizeof(name) - 1);
@@ -319,7 +319,7 @@ static int unknown_names_register_nothing(void)
 		/* The first call brings in the code the others run. */
 		if (i == 1)
 			before = resident();
-		snprintf(name, sizeof(name), "udat-model-nosuch%d", i);
+		snprintf(name, sizeof(name), "udat-softhca-nosuch%d", i);
 		ret = dat_ia_open(name, 8, &async, &ia);
 		if (DAT_GET_TYPE(ret) != DAT_PROVIDER_NOT_FOUND) {
 			fprintf(stderr, "bad_input: ia_open(%s): 0x%x\n", name, ret);

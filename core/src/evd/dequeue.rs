@@ -11,9 +11,9 @@
 #![allow(unsafe_code)]
 
 use crate::backend::{Backend, Completion, CqHead, Shared};
-use crate::ep::Ep;
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{EpHandle, EvdHandle, RawHandle};
+use crate::object::ep::Ep;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{DtoOp, DtoStatus};

@@ -17,13 +17,14 @@
 
 use super::{flags_arg, Request, REQUEST_FLAGS, SEND_FLAGS};
 use crate::backend::{Backend, RequestOp, SendWr};
-use crate::ep::Ep;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::EpHandle;
-use crate::ia::Ia;
-use crate::lmr::{gather, Lmr};
+use crate::object::ep::Ep;
+use crate::object::ia::Ia;
+use crate::object::lmr::{gather, Lmr};
+use crate::object::rmr::Rmr;
+use crate::object::rmr::RmrScope;
 use crate::provider::Provider;
-use crate::rmr::{Rmr, RmrScope};
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 #[cfg(doc)]

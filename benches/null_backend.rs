@@ -12,6 +12,29 @@ pub struct NullBackend {
 
 pub const NAME: &[u8] = b"null0";
 
+impl ConnectionManager for NullBackend {
+    type Ia = ();
+    type Qp = ();
+    type Listener = ();
+    type ConnReq = ();
+
+    fn listen(&mut self, _ia: &mut (), _q: u64, _t: u64) -> DatResult<()> {
+        Ok(())
+    }
+    fn unlisten(&mut self, _l: ()) {}
+    fn connect(&mut self, _qp: &mut (), _r: &IaAddress, _q: u64, _p: &[u8], _t: Option<u64>) -> DatResult<()> {
+        Ok(())
+    }
+    fn accept(&mut self, _r: &mut (), _qp: &mut (), _p: &[u8]) -> DatResult<()> {
+        Ok(())
+    }
+    fn reject(&mut self, _r: (), _private_data: &[u8]) {}
+    fn disconnect(&mut self, _qp: &mut (), _g: bool) {}
+    fn poll_cm(&mut self, _ia: &mut ()) -> Option<CmEvent<()>> {
+        None
+    }
+}
+
 impl Backend for NullBackend {
     type Ia = ();
     type Pd = ();
@@ -20,8 +43,15 @@ impl Backend for NullBackend {
     type Cq = ();
     type Qp = ();
     type Srq = ();
-    type Listener = ();
-    type ConnReq = ();
+    type Cm = Self;
+
+    fn cm(&mut self) -> &mut Self {
+        self
+    }
+
+    fn cm_qp(qp: &mut ()) -> &mut () {
+        qp
+    }
 
     fn ia_open(&mut self, _name: &[u8]) -> DatResult<((), IaAttr)> {
         Ok((
@@ -136,21 +166,6 @@ impl Backend for NullBackend {
     fn srq_destroy(&mut self, _s: ()) {}
     fn srq_post_recv(&mut self, _s: &mut (), _g: &[Sge], _c: u64) -> DatResult<()> {
         Ok(())
-    }
-    fn listen(&mut self, _ia: &mut (), _q: u64, _t: u64) -> DatResult<()> {
-        Ok(())
-    }
-    fn unlisten(&mut self, _l: ()) {}
-    fn connect(&mut self, _qp: &mut (), _r: &IaAddress, _q: u64, _p: &[u8], _t: Option<u64>) -> DatResult<()> {
-        Ok(())
-    }
-    fn accept(&mut self, _r: &mut (), _qp: &mut (), _p: &[u8]) -> DatResult<()> {
-        Ok(())
-    }
-    fn reject(&mut self, _r: (), _private_data: &[u8]) {}
-    fn disconnect(&mut self, _qp: &mut (), _g: bool) {}
-    fn poll_cm(&mut self, _ia: &mut ()) -> Option<CmEvent<()>> {
-        None
     }
     fn now_us(&mut self) -> u64 {
         0

@@ -90,7 +90,7 @@
 //! through a shared provider) a safe wrapper must keep; it is not offered
 //! yet, as an IA per thread costs nothing on the data path.
 //!
-//! The modules hold: [`memory`] the buffers and segments, [`fast`] the
+//! The modules hold: [`memory`] the buffers and segments, [`poster`] the
 //! fast path (segments and an EP checked once for a run of posts),
 //! [`notify`] the descriptor behind `dat_cno_fd_create`, and `aio` (the
 //! `tokio` feature) awaiting a CNO from async Rust.
@@ -110,13 +110,13 @@ pub use udat_core::{
 pub mod aio;
 mod ep;
 mod evd;
-pub mod fast;
 mod ia;
 mod lmr;
 pub mod memory;
 pub mod notify;
 mod object;
 mod post;
+pub mod poster;
 
 pub use ia::Ia;
 pub use lmr::Lmr;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use udat::*;
 use udat_mlx5::Mlx5;
-use udat_mlx5_model::SoftHca;
+use udat_softhca::SoftHca;
 
 fn readable(fd: i32, ms: i32) -> bool {
     let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
@@ -15,13 +15,13 @@ fn readable(fd: i32, ms: i32) -> bool {
 }
 
 /// Run `test` on an IA of the software HCA.
-fn model<R>(test: impl for<'id> FnOnce(Ia<'id, Mlx5<SoftHca>>) -> DatResult<R>) -> R {
-    Ia::open(Mlx5::new(SoftHca::new()), b"mlx5_model0", 8, test).unwrap()
+fn on_softhca<R>(test: impl for<'id> FnOnce(Ia<'id, Mlx5<SoftHca>>) -> DatResult<R>) -> R {
+    Ia::open(Mlx5::new(SoftHca::new()), b"mlx5_soft0", 8, test).unwrap()
 }
 
 #[test]
 fn a_connect_timeout_wakes_the_descriptor_with_no_call_in_between() {
-    model(|mut ia| {
+    on_softhca(|mut ia| {
         let (cno, fd) = ia.cno_fd_create()?;
         let pz = ia.pz_create()?;
         let dto = ia.evd_create(4, None, EvdFlags::DTO)?;
@@ -47,7 +47,7 @@ fn a_connect_timeout_wakes_the_descriptor_with_no_call_in_between() {
 
 #[test]
 fn dropping_an_open_ia_releases_everything() {
-    let fd = model(|mut ia| {
+    let fd = on_softhca(|mut ia| {
         let (_cno, fd) = ia.cno_fd_create()?;
         let pz = ia.pz_create()?;
         let dto = ia.evd_create(4, None, EvdFlags::DTO)?;
@@ -73,7 +73,7 @@ mod with_tokio {
 
     #[test]
     fn an_async_cno_needs_a_runtime() {
-        model(|mut ia| {
+        on_softhca(|mut ia| {
             assert_eq!(ia.cno_async().unwrap_err().error_type(), ErrorType::InsufficientResources);
             Ok(())
         })
@@ -81,7 +81,7 @@ mod with_tokio {
 
     #[test]
     fn an_awaited_event_arrives_once_and_an_untied_evd_is_refused() {
-        model(|mut ia| {
+        on_softhca(|mut ia| {
             runtime().block_on(async {
                 let cno = ia.cno_async()?;
                 let tied = ia.evd_create(4, Some(cno.cno()), EvdFlags::SOFTWARE)?;

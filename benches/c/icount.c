@@ -1,6 +1,6 @@
 /*
  * Instruction counts of the C ABI, for callgrind: `icount [-P IA] [-t] [-w]
- * OP K [N]` opens the IA named IA (by default udat-model-mlx5_model0, udat's
+ * OP K [N]` opens the IA named IA (by default udat-softhca-mlx5_soft0, udat's
  * mlx5 data path on the software HCA), thread-safe with -t (dat_ia_open
  * asks for a provider that need not be: <dat2/udat_config.h> defines
  * DAT_THREADSAFE as DAT_FALSE), connects Endpoints of it to each other in
@@ -9,7 +9,7 @@
  * libdat2 (-ldat2), which loads the provider dat.conf names IA.
  *
  * `cargo xtask icount` links it with libudat.a and collects only inside
- * the DAT call OP measures (--toggle-collect), less the model's doorbell
+ * the DAT call OP measures (--toggle-collect), less the software HCA's doorbell
  * registers (the software HCA executes the WQEs there, which a ConnectX
  * does in hardware); `cargo xtask icount-rxe` links it with libdat2 and
  * counts the 4 KiB posts and dequeue_one through udat's plug-in and OFA's
@@ -48,7 +48,7 @@
 #include <dat2/udat.h>
 
 /* The IA opened unless -P names another. */
-#define DEFAULT_IA "udat-model-mlx5_model0"
+#define DEFAULT_IA "udat-softhca-mlx5_soft0"
 #define CONN_QUAL 4243
 #define SIZE 4096
 /* Completions an EVD and an Endpoint hold at most: the EVD queue length
@@ -123,7 +123,7 @@ static void expect(const DAT_EVENT *event, DAT_EVENT_NUMBER want, const char *wh
 }
 
 /* The next event of `evd`, polled for: dat_evd_wait would arm CQs and
- * ring the model's doorbell registers outside the counted calls. An empty
+ * ring the software HCA's doorbell registers outside the counted calls. An empty
  * EVD yields the processor, so that a provider's own threads (a
  * connection manager's, say) run even where threads take turns, as under
  * valgrind. */

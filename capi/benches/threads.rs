@@ -38,10 +38,10 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{ok, ty, MODEL};
+use common::{ok, ty, SOFTHCA};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use udat_capi::sys::*;
-use udat_capi::transport::Model;
+use udat_capi::transport::SoftHca;
 use udat_capi::Instance;
 
 const NAMES: [&CStr; 2] = [c"bench-threads", c"bench-threads-other"];
@@ -140,8 +140,8 @@ struct Hca {
 
 impl Hca {
     fn of(ia: DAT_IA_HANDLE) -> Hca {
-        // SAFETY: `ia` is a live IA handle of a model provider.
-        let inst = unsafe { Instance::<Model>::of(ia) };
+        // SAFETY: `ia` is a live IA handle of a software-HCA provider.
+        let inst = unsafe { Instance::<SoftHca>::of(ia) };
         let hca = inst.state.lock().core.backend_mut().device().clone();
         let released = hca.clone();
         Hca { defer: Box::new(move |on| hca.set_deferred(on)), release: Box::new(move || released.release()) }
@@ -150,7 +150,7 @@ impl Hca {
 
 impl Rig {
     fn new(name: &'static CStr, n: usize) -> Rig {
-        let rig = common::Rig::new(name, MODEL);
+        let rig = common::Rig::new(name, SOFTHCA);
         // SAFETY: registered until the rig drops.
         let t: &'static DAT_PROVIDER = unsafe { &*rig.table };
         let ia = rig.ia;

@@ -80,7 +80,7 @@ impl Capacity {
             Kind::Evd => self.evds,
             Kind::Cno => self.cnos,
             Kind::Ep => self.eps,
-            Kind::Psp => self.psps,
+            Kind::Psp | Kind::Csp => self.psps,
             Kind::Rsp => self.rsps,
             Kind::Cr => self.crs,
             Kind::Srq => self.srqs,
@@ -202,11 +202,11 @@ impl Storage for Heap {
 
 /// Heap storage for the mlx5 backend's queue tables: a QP per EP, a CQ per
 /// EVD, an SRQ per SRQ, and a QP-number index twice the QPs.
-#[cfg(any(feature = "model", feature = "connectx"))]
+#[cfg(any(feature = "softhca", feature = "connectx"))]
 #[derive(Clone, Copy, Debug)]
 pub struct QueueHeap(pub Capacity);
 
-#[cfg(any(feature = "model", feature = "connectx"))]
+#[cfg(any(feature = "softhca", feature = "connectx"))]
 impl udat_mlx5::table::Storage for QueueHeap {
     type Slots<T> = Reserved<udat_mlx5::table::Entry<T>>;
 

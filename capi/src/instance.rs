@@ -12,34 +12,19 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use udat::notify::Notifier;
-use udat_core::backend::Backend;
 use udat_core::handle::{AnyHandle, CnoHandle, Kind, RawHandle};
 use udat_core::types::IaAddress;
 use udat_core::{DatError, DatResult, Provider, Subtype};
 
 use crate::capacity::{Capacity, Heap};
-use crate::handles::HandleSpace;
+use crate::handle_space::HandleSpace;
 use crate::lock::{Locked, ObjLocks};
-use crate::registry::Registration;
-use crate::sys::{udat_ext_fn, udat_provider_head, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
+use crate::sys::{udat_ext_fn, udat_provider_head, DAT_COMM, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
+use crate::transport::Transport;
 
 /// The core provider as the C ABI instantiates it: its objects and events
 /// on the heap, in the counts of a [`Capacity`].
 pub type Core<B> = Provider<B, Heap>;
-
-/// A transport the C ABI can open.
-pub trait Transport: Backend + Sized + 'static {
-    /// What `dat_ia_query` names the transport in use (the provider
-    /// attribute `UDAT_TRANSPORT`).
-    const NAME: &'static core::ffi::CStr;
-
-    /// A backend for this transport, with room for what `capacity` counts.
-    fn create(capacity: &Capacity) -> DatResult<Self>;
-
-    /// Whether `device` names a device of this transport that can be
-    /// opened: a name that cannot is not registered at all.
-    fn knows(device: &str) -> bool;
-}
 
 /// How a query result names an IA to the consumer: libdat2 gives consumers
 /// its own small integers, a static registry the provider's pointer.
@@ -62,6 +47,9 @@ pub struct State<B: Transport> {
     pub ep_addr: Box<[(Addr, Addr)]>,
     /// Per CR slot: the requester's address of the last `dat_cr_query`.
     pub cr_addr: Box<[Addr]>,
+    /// Per PSP slot: the address and communicator the last
+    /// `dat_csp_query` of a CSP there reported (CSPs live among the PSPs).
+    pub csp_param: Box<[(Addr, DAT_COMM)]>,
     /// Per CNO slot: the descriptors of a CNO of `dat_cno_fd_create`.
     pub cno_fds: Box<[Option<(CnoHandle, Notifier)>]>,
 }
@@ -79,6 +67,23 @@ impl<B: Transport> State<B> {
     }
 }
 
+/// What a registration carries besides its name and `ia_params`.
+#[derive(Clone, Copy, Debug)]
+pub struct Registration {
+    pub dapl_version: (u32, u32),
+    pub thread_safe: bool,
+    pub ia_out: IaOut,
+}
+
+/// The entry points an instance hands out: its provider table, and the
+/// extended-op post of `c/ext.h` (`crate::provider_table::entries`).
+pub struct Entries {
+    /// The `DAT_PROVIDER` table.
+    pub table: DAT_PROVIDER,
+    /// What the extended-op slot calls with the posts it read.
+    pub post: udat_ext_fn,
+}
+
 /// A registered provider.
 #[repr(C)]
 pub struct Instance<B: Transport> {
@@ -89,7 +94,7 @@ pub struct Instance<B: Transport> {
     pub post: udat_ext_fn,
     /// The name it is registered under (`device_name` points here).
     pub name: CString,
-    /// The backend's IA name: a verbs device or a model HCA.
+    /// The backend's IA name: a verbs device or the software HCA.
     pub device: CString,
     /// The registration's version and thread-safety, echoed by
     /// `dat_ia_query` so libdat2 finds the registration again on close.
@@ -123,7 +128,14 @@ const _: () = assert!(
 
 impl<B: Transport> Instance<B> {
     /// A new instance, at its final address: handles point into it.
-    pub fn new(name: CString, device: CString, capacity: Capacity, reg: &Registration) -> DatResult<Box<Self>> {
+    /// `entries` are `B`'s (`crate::provider_table::entries::<B>()`).
+    pub fn new(
+        name: CString,
+        device: CString,
+        capacity: Capacity,
+        reg: &Registration,
+        entries: Entries,
+    ) -> DatResult<Box<Self>> {
         let core = Box::new(Provider::with_storage(B::create(&capacity)?, Heap(capacity)));
         let state = State {
             core,
@@ -131,12 +143,13 @@ impl<B: Transport> Instance<B> {
             ia_addr: vec![Addr::default(); capacity.ias as usize].into_boxed_slice(),
             ep_addr: vec![(Addr::default(), Addr::default()); capacity.eps as usize].into_boxed_slice(),
             cr_addr: vec![Addr::default(); capacity.crs as usize].into_boxed_slice(),
+            csp_param: vec![(Addr::default(), DAT_COMM::default()); capacity.psps as usize].into_boxed_slice(),
             cno_fds: std::iter::repeat_with(|| None).take(capacity.cnos as usize).collect(),
         };
         let shares = reg.thread_safe && B::SHARED_QUEUES;
         let mut inst = Box::new(Instance {
-            table: crate::table::table::<B>(),
-            post: Some(crate::entry::ext::post::<B>),
+            table: entries.table,
+            post: entries.post,
             name,
             device,
             dapl_version: reg.dapl_version,
@@ -180,7 +193,7 @@ impl<B: Transport> Instance<B> {
     /// # Safety
     /// `h` is a handle an instance of `B` handed out (libdat2 and the
     /// static registry dispatch on the handle's own provider word, the
-    /// static registry once [`crate::handles::issued`] holds, so an entry
+    /// static registry once [`crate::handle_space::issued`] holds, so an entry
     /// point of `B` only ever sees such handles first).
     #[inline(always)]
     pub unsafe fn of(h: DAT_HANDLE) -> &'static Instance<B> {
@@ -205,6 +218,7 @@ pub fn invalid(kind: Kind) -> DatError {
         Kind::Rsp => Subtype::InvalidHandleRsp,
         Kind::Cr => Subtype::InvalidHandleCr,
         Kind::Srq => Subtype::InvalidHandleSrq,
+        Kind::Csp => Subtype::InvalidHandleCsp,
     };
     DatError::invalid_handle(sub)
 }

@@ -18,8 +18,10 @@ use parking_lot::Mutex;
 use udat_core::{DatError, DatResult, ErrorType};
 use udat_verbs::Verbs;
 
-use crate::instance::{IaOut, Instance, Transport};
+use crate::instance::{Instance, Registration};
+use crate::provider_table;
 use crate::sys::DAT_PROVIDER;
+use crate::transport::Transport;
 use crate::transport::{self, Params};
 
 struct Entry {
@@ -35,14 +37,6 @@ struct Entry {
 }
 
 static ENTRIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
-
-/// What a registration carries besides its name and `ia_params`.
-#[derive(Clone, Copy, Debug)]
-pub struct Registration {
-    pub dapl_version: (u32, u32),
-    pub thread_safe: bool,
-    pub ia_out: IaOut,
-}
 
 fn insert<B: Transport>(
     name: &CStr,
@@ -69,7 +63,7 @@ fn insert<B: Transport>(
         return Ok(e.table as *const DAT_PROVIDER);
     }
     let device = CString::new(params.device).map_err(|_| DatError::invalid_arg(1))?;
-    let inst = Instance::<B>::new(name.to_owned(), device, params.capacity, &reg)?;
+    let inst = Instance::<B>::new(name.to_owned(), device, params.capacity, &reg, provider_table::entries::<B>())?;
     // Never freed: see the module documentation.
     let table = Box::into_raw(inst) as usize;
     entries.push(Entry {
@@ -120,11 +114,11 @@ pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT
         #[cfg(feature = "connectx")]
         transport::Kind::Auto if transport::is_mlx5(device) => insert::<transport::ConnectX>(name, raw, &params, reg),
         transport::Kind::Auto => insert::<Verbs>(name, raw, &params, reg),
-        #[cfg(feature = "model")]
-        transport::Kind::Model => insert::<transport::Model>(name, raw, &params, reg),
-        #[cfg(not(feature = "model"))]
-        transport::Kind::Model => {
-            eprintln!("udat: {}: this build has no software HCA (feature `model`)", name.to_string_lossy());
+        #[cfg(feature = "softhca")]
+        transport::Kind::SoftHca => insert::<transport::SoftHca>(name, raw, &params, reg),
+        #[cfg(not(feature = "softhca"))]
+        transport::Kind::SoftHca => {
+            eprintln!("udat: {}: this build has no software HCA (feature `softhca`)", name.to_string_lossy());
             Err(DatError::of(ErrorType::ProviderNotFound))
         }
     }

@@ -1,20 +1,33 @@
 //! The transports a provider name can select, and how each blocks.
 
-use udat_core::DatResult;
+use udat_core::{Backend, DatResult};
 use udat_verbs::Verbs;
 
 use crate::capacity::Capacity;
-use crate::instance::Transport;
+
+/// A transport the C ABI can open.
+pub trait Transport: Backend + Sized + 'static {
+    /// What `dat_ia_query` names the transport in use (the provider
+    /// attribute `UDAT_TRANSPORT`).
+    const NAME: &'static core::ffi::CStr;
+
+    /// A backend for this transport, with room for what `capacity` counts.
+    fn create(capacity: &Capacity) -> DatResult<Self>;
+
+    /// Whether `device` names a device of this transport that can be
+    /// opened: a name that cannot is not registered at all.
+    fn knows(device: &str) -> bool;
+}
 
 /// The software mlx5 HCA behind udat's own mlx5 data path, in-process:
-/// only with the `model` feature (tests, examples, benches).
-#[cfg(feature = "model")]
-pub type Model = udat_mlx5::Mlx5<udat_mlx5_model::SoftHca, crate::capacity::QueueHeap>;
+/// only with the `softhca` feature (tests, examples, benches).
+#[cfg(feature = "softhca")]
+pub type SoftHca = udat_mlx5::Mlx5<udat_softhca::SoftHca, crate::capacity::QueueHeap>;
 
 /// udat's mlx5 data path on a ConnectX, its queues made by rdma-core:
 /// only with the `connectx` feature.
 #[cfg(feature = "connectx")]
-pub type ConnectX = udat_mlx5::Mlx5<udat_verbs::connectx::ConnectX, crate::capacity::QueueHeap>;
+pub type ConnectX = udat_mlx5::Mlx5<udat_connectx::ConnectX, crate::capacity::QueueHeap>;
 
 impl Transport for Verbs {
     const NAME: &'static std::ffi::CStr = c"verbs";
@@ -30,17 +43,17 @@ impl Transport for Verbs {
     }
 }
 
-#[cfg(feature = "model")]
-impl Transport for Model {
-    const NAME: &'static std::ffi::CStr = c"model";
+#[cfg(feature = "softhca")]
+impl Transport for SoftHca {
+    const NAME: &'static std::ffi::CStr = c"softhca";
 
     fn create(capacity: &Capacity) -> DatResult<Self> {
-        Ok(udat_mlx5::Mlx5::with_storage(udat_mlx5_model::SoftHca::new(), crate::capacity::QueueHeap(*capacity)))
+        Ok(udat_mlx5::Mlx5::with_storage(udat_softhca::SoftHca::new(), crate::capacity::QueueHeap(*capacity)))
     }
 
-    /// The model's IA names: `mlx5_model` and a digit.
+    /// The software HCA's IA names: `mlx5_soft` and a digit.
     fn knows(device: &str) -> bool {
-        matches!(device.as_bytes().strip_prefix(udat_mlx5_model::IA_NAME_PREFIX), Some([d]) if d.is_ascii_digit())
+        matches!(device.as_bytes().strip_prefix(udat_softhca::IA_NAME_PREFIX), Some([d]) if d.is_ascii_digit())
     }
 }
 
@@ -49,7 +62,7 @@ impl Transport for ConnectX {
     const NAME: &'static std::ffi::CStr = c"mlx5";
 
     fn create(capacity: &Capacity) -> DatResult<Self> {
-        Ok(udat_mlx5::Mlx5::with_storage(udat_verbs::connectx::ConnectX::new(), crate::capacity::QueueHeap(*capacity)))
+        Ok(udat_mlx5::Mlx5::with_storage(udat_connectx::ConnectX::new(), crate::capacity::QueueHeap(*capacity)))
     }
 
     /// A verbs device present now that the kernel's mlx5 driver runs.
@@ -89,7 +102,7 @@ pub fn is_mlx5(device: &str) -> bool {
 }
 
 /// Which transport a registration asked for: the first word of its
-/// `ia_params` (`"verbs rxe0"`, `"mlx5 mlx5_0"`, `"model mlx5_model0"`,
+/// `ia_params` (`"verbs rxe0"`, `"mlx5 mlx5_0"`, `"softhca mlx5_soft0"`,
 /// `"auto mlx5_0"`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -98,7 +111,7 @@ pub enum Kind {
     /// udat's mlx5 direct path on a ConnectX, and only there.
     Mlx5,
     /// udat's mlx5 data path on the software HCA.
-    Model,
+    SoftHca,
     /// The best transport the device has; `dat_ia_query` says which.
     Auto,
 }
@@ -119,7 +132,7 @@ pub fn parse(params: &str) -> Option<Params<'_>> {
     let kind = match words.next()? {
         "verbs" => Kind::Verbs,
         "mlx5" => Kind::Mlx5,
-        "model" => Kind::Model,
+        "softhca" => Kind::SoftHca,
         "auto" => Kind::Auto,
         _ => return None,
     };
@@ -136,7 +149,7 @@ mod tests {
     fn params_name_transport_and_device() {
         let kd = |p: &str| parse(p).map(|p| (p.kind, p.device.to_string()));
         assert_eq!(kd("verbs rxe0"), Some((Kind::Verbs, "rxe0".into())));
-        assert_eq!(kd(" model  mlx5_model1 "), Some((Kind::Model, "mlx5_model1".into())));
+        assert_eq!(kd(" softhca  mlx5_soft1 "), Some((Kind::SoftHca, "mlx5_soft1".into())));
         assert_eq!(kd("mlx5 mlx5_0:2"), Some((Kind::Mlx5, "mlx5_0:2".into())));
         assert_eq!(kd("auto rxe0"), Some((Kind::Auto, "rxe0".into())));
         assert_eq!(parse("verbs"), None);
@@ -157,7 +170,7 @@ mod tests {
 mod sysfs {
     #[test]
     fn a_name_that_is_no_device_is_not_mlx5() {
-        for name in ["", "../../..", ".", "no_such_device0", "mlx5_model0"] {
+        for name in ["", "../../..", ".", "no_such_device0", "mlx5_soft0"] {
             assert!(!super::is_mlx5(name), "{name}");
         }
     }

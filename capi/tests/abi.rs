@@ -10,11 +10,11 @@ use std::ptr;
 use udat_capi::sys::*;
 
 mod common;
-use common::{ty, Rig, MODEL};
+use common::{ty, Rig, SOFTHCA};
 
 #[test]
 fn freed_handle_is_invalid_handle_and_others_survive() {
-    let rig = Rig::new(c"abi-freed", MODEL);
+    let rig = Rig::new(c"abi-freed", SOFTHCA);
     let t = rig.t();
     let (a, b) = (rig.pz(), rig.pz());
     // SAFETY: handles from this provider, live or freed (a tombstone).
@@ -36,7 +36,7 @@ fn freed_handle_is_invalid_handle_and_others_survive() {
 
 #[test]
 fn handle_of_another_kind_or_null_is_refused() {
-    let rig = Rig::new(c"abi-kind", MODEL);
+    let rig = Rig::new(c"abi-kind", SOFTHCA);
     let t = rig.t();
     let pz = rig.pz();
     let mut evd = ptr::null_mut();
@@ -66,19 +66,17 @@ fn handle_of_another_kind_or_null_is_refused() {
 
 #[test]
 fn unoffered_slots_are_not_implemented() {
-    let rig = Rig::new(c"abi-unoffered", MODEL);
+    let rig = Rig::new(c"abi-unoffered", SOFTHCA);
     let t = rig.t();
-    // SAFETY: these slots read none of their arguments.
-    unsafe {
-        assert_eq!(ty(t.csp_free_func.unwrap()(ptr::null_mut())), DAT_NOT_IMPLEMENTED);
-        let mut rmr = ptr::null_mut();
-        assert_eq!(ty(t.rmr_create_for_ep_func.unwrap()(rig.pz(), &mut rmr)), DAT_NOT_IMPLEMENTED);
-    }
+    let mut answer = DAT_FALSE;
+    // SAFETY: the slot reads none of its arguments.
+    let ret = unsafe { t.ia_ha_related_func.unwrap()(rig.ia, ptr::null_mut(), &mut answer) };
+    assert_eq!(ty(ret), DAT_NOT_IMPLEMENTED);
 }
 
 #[test]
 fn provider_attributes_echo_the_registration() {
-    let rig = Rig::new(c"abi-echo", MODEL);
+    let rig = Rig::new(c"abi-echo", SOFTHCA);
     let mut attr = DAT_PROVIDER_ATTR::default();
     // SAFETY: a live IA and valid out-pointers.
     let ret =
@@ -93,14 +91,14 @@ fn provider_attributes_echo_the_registration() {
         assert!(named.iter().any(|a| CStr::from_ptr(a.name) == c"DAT_IB_TRANSPORT_MTU"));
         // The transport in use is named.
         let transport = named.iter().find(|a| CStr::from_ptr(a.name) == c"UDAT_TRANSPORT").unwrap();
-        assert_eq!(CStr::from_ptr(transport.value), c"model");
+        assert_eq!(CStr::from_ptr(transport.value), c"softhca");
     }
     assert_eq!((attr.dapl_version_major, attr.dapl_version_minor, attr.is_thread_safe), (2, 0, DAT_TRUE));
 }
 
 #[test]
 fn a_handle_into_slots_not_made_yet_is_invalid_handle() {
-    let rig = Rig::new(c"abi-unmade", MODEL);
+    let rig = Rig::new(c"abi-unmade", SOFTHCA);
     let (a, b) = (rig.pz(), rig.pz());
     // Handles of one generation lie a word apart: ten words past the last
     // one made is a handle no object has had.
@@ -120,7 +118,7 @@ fn a_handle_into_slots_not_made_yet_is_invalid_handle() {
 
 #[test]
 fn a_stale_handle_stays_dead_through_a_million_cycles() {
-    let rig = Rig::new(c"abi-stale", MODEL);
+    let rig = Rig::new(c"abi-stale", SOFTHCA);
     let t = rig.t();
     let stale = rig.pz();
     // SAFETY: handles from this provider, live or freed.
@@ -138,12 +136,12 @@ fn a_stale_handle_stays_dead_through_a_million_cycles() {
 #[test]
 fn a_handle_kept_past_its_provider_removal_is_refused_when_it_comes_back() {
     let name = c"abi-removed";
-    let rig = Rig::new(name, MODEL);
+    let rig = Rig::new(name, SOFTHCA);
     let (table, stale) = (rig.table, rig.pz());
     drop(rig);
     // The same name and parameters take the instance back; the old IA's
     // PZ handle still resolves to its table and is refused there.
-    let rig = Rig::new(name, MODEL);
+    let rig = Rig::new(name, SOFTHCA);
     assert_eq!(rig.table, table);
     let pz = rig.pz();
     // SAFETY: handles from this provider's instance, live or freed.
@@ -157,7 +155,8 @@ fn a_handle_kept_past_its_provider_removal_is_refused_when_it_comes_back() {
 fn an_unknown_device_registers_nothing() {
     let reg = common::REGISTRATION;
     // `mlx5` refuses any device that is not an mlx5 one.
-    let unknown = ["model mlx5_model", "model mlx5_model12", "model nic0", "verbs no_such_device0", "mlx5 mlx5_model0"];
+    let unknown =
+        ["softhca mlx5_soft", "softhca mlx5_soft12", "softhca nic0", "verbs no_such_device0", "mlx5 mlx5_soft0"];
     for params in unknown.into_iter().chain(["auto no_such_device0"]) {
         let err = udat_capi::registry::add(c"abi-unknown", params, reg).unwrap_err();
         assert_eq!(err.error_type(), udat_core::ErrorType::ProviderNotFound, "{params}");
@@ -167,7 +166,7 @@ fn an_unknown_device_registers_nothing() {
 
 #[test]
 fn ia_query_asking_for_attributes_with_nowhere_to_put_them_is_invalid_parameter() {
-    let rig = Rig::new(c"abi-ia-query", MODEL);
+    let rig = Rig::new(c"abi-ia-query", SOFTHCA);
     let t = rig.t();
     let (mut attr, mut pattr) = (DAT_IA_ATTR::default(), DAT_PROVIDER_ATTR::default());
     let (evd, ia_attr, p_attr) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
@@ -185,7 +184,7 @@ fn ia_query_asking_for_attributes_with_nowhere_to_put_them_is_invalid_parameter(
 
 #[test]
 fn an_argument_error_names_the_argument_by_its_place_in_the_call() {
-    let rig = Rig::new(c"abi-positions", MODEL);
+    let rig = Rig::new(c"abi-positions", SOFTHCA);
     let t = rig.t();
     let invalid = |n| DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | n;
     let pz = rig.pz();
@@ -261,7 +260,7 @@ fn an_argument_error_names_the_argument_by_its_place_in_the_call() {
 
 #[test]
 fn a_freed_lmr_s_contexts_do_not_come_back_through_a_million_registrations() {
-    let rig = Rig::new(c"abi-contexts", MODEL);
+    let rig = Rig::new(c"abi-contexts", SOFTHCA);
     let t = rig.t();
     let pz = rig.pz();
     let buf = vec![0u8; 4096];
@@ -311,7 +310,7 @@ fn a_freed_lmr_s_contexts_do_not_come_back_through_a_million_registrations() {
 /// tests hold the rest of the rule (`dat_rmr_bind_names_the_live_lmr_of_its_triplet`).
 #[test]
 fn dat_rmr_bind_refuses_an_lmr_handle_that_is_not_its_triplets() {
-    let rig = Rig::new(c"abi-rmr-lmr", MODEL);
+    let rig = Rig::new(c"abi-rmr-lmr", SOFTHCA);
     let t = rig.t();
     let pz = rig.pz();
     let (mut live_buf, mut freed_buf) = (vec![0u8; 4096], vec![0u8; 4096]);

@@ -10,7 +10,7 @@ use udat_capi::registry;
 use udat_capi::sys::*;
 
 mod common;
-use common::{ty, Rig, MODEL, REGISTRATION};
+use common::{ty, Rig, REGISTRATION, SOFTHCA};
 
 /// An EP in `pz` with no EVDs: the EP, or the error of `dat_ep_create`.
 fn lone_ep(rig: &Rig, pz: DAT_PZ_HANDLE) -> Result<DAT_EP_HANDLE, DAT_RETURN> {
@@ -22,7 +22,7 @@ fn lone_ep(rig: &Rig, pz: DAT_PZ_HANDLE) -> Result<DAT_EP_HANDLE, DAT_RETURN> {
 fn ten_thousand_eps_and_lmrs_live_at_once_by_default() {
     // Declared before the rig, so it outlives the IA that registers it.
     let mut buf = vec![0u8; 64];
-    let rig = Rig::new(c"capacity-default", MODEL);
+    let rig = Rig::new(c"capacity-default", SOFTHCA);
     let pz = rig.pz();
     let attr = rig.attr();
     assert!(attr.max_eps >= 16_384 && attr.max_evds >= 16_384, "{} EPs, {} EVDs", attr.max_eps, attr.max_evds);
@@ -36,7 +36,7 @@ fn ten_thousand_eps_and_lmrs_live_at_once_by_default() {
 #[test]
 fn ia_params_set_the_counts_and_the_next_object_is_insufficient_resources() {
     let mut buf = vec![0u8; 64];
-    let rig = Rig::new(c"capacity-params", "model mlx5_model0 eps=3 lmrs=2");
+    let rig = Rig::new(c"capacity-params", "softhca mlx5_soft0 eps=3 lmrs=2");
     let pz = rig.pz();
     assert_eq!((rig.attr().max_eps, rig.attr().max_lmrs), (3, 2));
     for _ in 0..3 {
@@ -51,7 +51,7 @@ fn ia_params_set_the_counts_and_the_next_object_is_insufficient_resources() {
 
 #[test]
 fn a_bad_count_in_ia_params_registers_nothing() {
-    assert!(registry::add(c"capacity-bad", "model mlx5_model0 eps=lots", REGISTRATION).is_err());
+    assert!(registry::add(c"capacity-bad", "softhca mlx5_soft0 eps=lots", REGISTRATION).is_err());
     assert!(registry::table(c"capacity-bad").is_none());
 }
 
@@ -60,7 +60,7 @@ fn first_open_works_on_a_small_thread_stack() {
     let opened = std::thread::Builder::new()
         .stack_size(256 << 10)
         .spawn(|| {
-            let rig = Rig::new(c"capacity-stack", MODEL);
+            let rig = Rig::new(c"capacity-stack", SOFTHCA);
             lone_ep(&rig, rig.pz()).map(|_| ())
         })
         .expect("spawn")

@@ -8,7 +8,7 @@ use std::ptr;
 use udat_capi::sys::*;
 
 mod common;
-use common::{ty, Rig, MODEL};
+use common::{ty, Rig, SOFTHCA};
 
 /// Whether `fd` is readable within `ms` milliseconds.
 fn readable(fd: i32, ms: i32) -> bool {
@@ -27,7 +27,7 @@ fn post_se(t: &DAT_PROVIDER, evd: DAT_EVD_HANDLE, pointer: usize) {
 
 #[test]
 fn a_cno_descriptor_is_readable_exactly_while_a_trigger_waits() {
-    let rig = Rig::new(c"cno-fd", MODEL);
+    let rig = Rig::new(c"cno-fd", SOFTHCA);
     let t = rig.t();
     let (mut fd, mut cno, mut evd) = (-1, ptr::null_mut(), ptr::null_mut());
     // SAFETY: a live IA and valid out-pointers.
@@ -83,7 +83,7 @@ fn a_cno_descriptor_is_readable_exactly_while_a_trigger_waits() {
 
 #[test]
 fn closing_the_ia_closes_its_cno_descriptors() {
-    let rig = Rig::new(c"cno-fd-close", MODEL);
+    let rig = Rig::new(c"cno-fd-close", SOFTHCA);
     let (mut fd, mut cno) = (-1, ptr::null_mut());
     // SAFETY: a live IA and valid out-pointers.
     assert_eq!(unsafe { rig.t().cno_fd_create_func.unwrap()(rig.ia, &mut fd, &mut cno) }, DAT_SUCCESS);

@@ -8,7 +8,7 @@ use std::ptr;
 use udat_capi::sys::*;
 
 mod common;
-use common::{Rig, MODEL};
+use common::{Rig, SOFTHCA};
 
 /// Set in the child, which makes the failing call.
 const CHILD: &str = "UDAT_DEBUG_TEST_CHILD";
@@ -17,7 +17,7 @@ const TEST: &str = "a_failed_ia_open_says_why_with_udat_debug_and_nothing_withou
 #[test]
 fn a_failed_ia_open_says_why_with_udat_debug_and_nothing_without() {
     if std::env::var_os(CHILD).is_some() {
-        let rig = Rig::new(c"debug-rig", MODEL);
+        let rig = Rig::new(c"debug-rig", SOFTHCA);
         let (mut evd, mut ia) = (ptr::null_mut(), ptr::null_mut());
         // SAFETY: a registered table; valid out-pointers. The name is
         // not one the provider was registered under.

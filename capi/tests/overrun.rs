@@ -14,7 +14,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::ptr;
 
-use common::{ok, ty, Rig, MODEL};
+use common::{ok, ty, Rig, SOFTHCA};
 use udat_capi::sys::*;
 
 const CONN_QUAL: u64 = 7301;
@@ -27,7 +27,7 @@ fn eight_endpoints_overrunning_one_evds_cq_through_the_c_abi() {
     // Declared before the rig, so it outlives the IA that registers it.
     let mut buf = Box::new([0u8; 2 * 4096]);
     let name = c"udat_overrun";
-    let p = Rig::new(name, MODEL);
+    let p = Rig::new(name, SOFTHCA);
     let (t, async_evd) = (p.t(), p.async_evd);
     let pz = p.pz();
     let cr_evd = p.evd(8, DAT_EVD_CR_FLAG);

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use udat_capi::capacity::Capacity;
 use udat_capi::sys::*;
-use udat_capi::transport::Model;
-use udat_capi::{Instance, Registration, Transport};
-use udat_core::backend::{Backend, CmEvent, Completion, QpConfig, SendWr, Sge, Wake};
+use udat_capi::transport::SoftHca;
+use udat_capi::{provider_table, Instance, Registration, Transport};
+use udat_core::backend::{Backend, Completion, ConnectionManager, QpConfig, SendWr, Sge, Wake};
 use udat_core::handle::CnoHandle;
-use udat_core::types::{CompletionFlags, EvdFlags, IaAddress, IaAttr, MemPriv, SrqAttr};
+use udat_core::types::{CompletionFlags, EvdFlags, IaAttr, MemPriv, SrqAttr};
 use udat_core::{AsyncEvd, DatResult};
 
 mod common;
@@ -21,9 +21,9 @@ mod common;
 static PANIC_IN_POLL: AtomicBool = AtomicBool::new(false);
 
 /// The software HCA, with a CQ poll that panics while `PANIC_IN_POLL`.
-struct Panicky(Model);
+struct Panicky(SoftHca);
 
-type M = Model;
+type M = SoftHca;
 
 impl Backend for Panicky {
     type Ia = <M as Backend>::Ia;
@@ -33,8 +33,14 @@ impl Backend for Panicky {
     type Cq = <M as Backend>::Cq;
     type Qp = <M as Backend>::Qp;
     type Srq = <M as Backend>::Srq;
-    type Listener = <M as Backend>::Listener;
-    type ConnReq = <M as Backend>::ConnReq;
+    type Cm = <M as Backend>::Cm;
+
+    fn cm(&mut self) -> &mut Self::Cm {
+        self.0.cm()
+    }
+    fn cm_qp(qp: &mut Self::Qp) -> &mut <Self::Cm as ConnectionManager>::Qp {
+        M::cm_qp(qp)
+    }
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)> {
         self.0.ia_open(name)
@@ -133,34 +139,6 @@ impl Backend for Panicky {
     fn srq_post_recv(&mut self, srq: &mut Self::Srq, sges: &[Sge], cookie: u64) -> DatResult<()> {
         self.0.srq_post_recv(srq, sges, cookie)
     }
-    fn listen(&mut self, ia: &mut Self::Ia, conn_qual: u64, tag: u64) -> DatResult<Self::Listener> {
-        self.0.listen(ia, conn_qual, tag)
-    }
-    fn unlisten(&mut self, listener: Self::Listener) {
-        self.0.unlisten(listener)
-    }
-    fn connect(
-        &mut self,
-        qp: &mut Self::Qp,
-        remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        timeout_us: Option<u64>,
-    ) -> DatResult<()> {
-        self.0.connect(qp, remote, conn_qual, private_data, timeout_us)
-    }
-    fn accept(&mut self, request: &mut Self::ConnReq, qp: &mut Self::Qp, private_data: &[u8]) -> DatResult<()> {
-        self.0.accept(request, qp, private_data)
-    }
-    fn reject(&mut self, request: Self::ConnReq, private_data: &[u8]) {
-        self.0.reject(request, private_data)
-    }
-    fn disconnect(&mut self, qp: &mut Self::Qp, graceful: bool) {
-        self.0.disconnect(qp, graceful)
-    }
-    fn poll_cm(&mut self, ia: &mut Self::Ia) -> Option<CmEvent<Self::ConnReq>> {
-        self.0.poll_cm(ia)
-    }
     fn now_us(&mut self) -> u64 {
         self.0.now_us()
     }
@@ -173,13 +151,13 @@ impl Backend for Panicky {
 }
 
 impl Transport for Panicky {
-    const NAME: &'static std::ffi::CStr = c"model";
+    const NAME: &'static std::ffi::CStr = c"softhca";
 
     fn create(capacity: &Capacity) -> DatResult<Self> {
-        Ok(Panicky(Model::create(capacity)?))
+        Ok(Panicky(SoftHca::create(capacity)?))
     }
     fn knows(device: &str) -> bool {
-        Model::knows(device)
+        SoftHca::knows(device)
     }
 }
 
@@ -187,12 +165,14 @@ impl Transport for Panicky {
 fn a_panic_is_internal_error_and_the_last_call_the_provider_serves() {
     let reg = Registration { thread_safe: false, ..common::REGISTRATION };
     let name = CString::from(c"poison");
-    let device = CString::from(c"mlx5_model0");
-    let inst: &'static Instance<Panicky> =
-        Box::leak(Instance::new(name, device, Capacity::default(), &reg).expect("an instance"));
+    let device = CString::from(c"mlx5_soft0");
+    let inst: &'static Instance<Panicky> = Box::leak(
+        Instance::new(name, device, Capacity::default(), &reg, provider_table::entries::<Panicky>())
+            .expect("an instance"),
+    );
     let (ia, evd) = {
         let mut st = inst.state.lock();
-        let (ia, _) = st.core.ia_open(b"mlx5_model0", AsyncEvd::Create { min_qlen: 8 }).unwrap();
+        let (ia, _) = st.core.ia_open(b"mlx5_soft0", AsyncEvd::Create { min_qlen: 8 }).unwrap();
         let evd = st.core.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
         (st.ptr(ia), st.ptr(evd))
     };

@@ -18,7 +18,7 @@ use std::ffi::CStr;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use common::{ok, ty, Rig, MODEL};
+use common::{ok, ty, Rig, SOFTHCA};
 use udat_capi::sys::*;
 
 const CONN_QUAL: u64 = 7001;
@@ -59,7 +59,7 @@ unsafe impl Sync for Pair {}
 
 impl Provider {
     fn open(name: &'static CStr) -> Provider {
-        let params = std::env::var("UDAT_THREADS_IA").unwrap_or_else(|_| MODEL.to_string());
+        let params = std::env::var("UDAT_THREADS_IA").unwrap_or_else(|_| SOFTHCA.to_string());
         let rig = Rig::new(name, &params);
         let pz = rig.pz();
         let cr_evd = rig.evd(8, DAT_EVD_CR_FLAG);

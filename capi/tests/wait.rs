@@ -9,7 +9,7 @@ use std::time::Duration;
 use udat_capi::sys::*;
 
 mod common;
-use common::{Rig, MODEL};
+use common::{Rig, SOFTHCA};
 
 /// A handle sent to another thread of the test.
 #[derive(Clone, Copy)]
@@ -23,7 +23,7 @@ impl Sent {
 
 #[test]
 fn a_wait_on_the_software_hca_does_not_hold_other_threads_out() {
-    let rig = Rig::new(c"wait-others", MODEL);
+    let rig = Rig::new(c"wait-others", SOFTHCA);
     let t = rig.t();
     let mut evd = ptr::null_mut();
     // SAFETY: a live IA and a valid out-pointer.
@@ -99,7 +99,7 @@ fn waiter(table: Sent, evd: Sent) -> Waiter {
 
 #[test]
 fn freeing_the_evd_or_closing_the_ia_wakes_the_waiter_with_abort() {
-    let rig = Rig::new(c"wait-abort", MODEL);
+    let rig = Rig::new(c"wait-abort", SOFTHCA);
     let t = rig.t();
     let table = Sent(rig.table as usize);
     // dat_evd_wait(3DAT): "DAT_ABORT: The operation was aborted because IA
@@ -134,7 +134,7 @@ fn a_signal_interrupts_a_wait() {
         act.sa_sigaction = ignore as extern "C" fn(libc::c_int) as usize;
         assert_eq!(libc::sigaction(libc::SIGUSR1, &act, ptr::null_mut()), 0);
     }
-    let rig = Rig::new(c"wait-signal", MODEL);
+    let rig = Rig::new(c"wait-signal", SOFTHCA);
     let evd = rig.evd(4, DAT_EVD_DTO_FLAG);
     let w = waiter(Sent(rig.table as usize), Sent(evd as usize));
     // A signal that lands while the waiter looks, rather than sleeps, is

@@ -20,11 +20,11 @@
 //! - a request posted with [`CompletionFlags::SUPPRESS`] that succeeds
 //!   produces no completion; the next completion of that QP's send queue
 //!   carries it in [`Completion::retired`];
-//! - after [`Backend::disconnect`], a `Disconnected` connection event for
+//! - after [`ConnectionManager::disconnect`], a `Disconnected` connection event for
 //!   the QP may or may not follow; the core ignores it once the EP is
 //!   already disconnected;
 //! - device errors (a QP or CQ in error, a port down, a device failure)
-//!   arrive through [`Backend::poll_cm`] as [`CmEvent`]s, and a wait
+//!   arrive through [`ConnectionManager::poll_cm`] as [`CmEvent`]s, and a wait
 //!   wakes for them as for connection events;
 //! - once the core has called [`Backend::cq_failed`], `cq_poll` of that
 //!   CQ hands out what it still holds, then [`DtoStatus::Flushed`] for each
@@ -99,6 +99,14 @@ pub enum RequestOp {
         /// The addend.
         add: u64,
     },
+    /// A send that also invalidates the peer's window `rkey`
+    /// (dat_ep_post_send_with_invalidate of `<dat2/dat.h>`; verbs'
+    /// `IBV_WR_SEND_WITH_INV`): the receive it consumes completes as
+    /// [`DtoOp::ReceiveWithInvalidate`] carrying `rkey`.
+    SendInvalidate {
+        /// The peer's context to invalidate.
+        rkey: u32,
+    },
 }
 
 /// A send-queue work request.
@@ -148,7 +156,8 @@ pub struct Completion {
     /// Bytes moved; for a receive, the bytes that arrived.
     pub transferred_length: u32,
     /// The immediate data of a [`DtoOp::ReceiveImm`] or
-    /// [`DtoOp::ReceiveMsgImm`]; 0 otherwise.
+    /// [`DtoOp::ReceiveMsgImm`], the context the peer invalidated for a
+    /// [`DtoOp::ReceiveWithInvalidate`]; 0 otherwise.
     pub imm: u32,
     /// Work requests this completion retires: 1, plus any suppressed
     /// successes posted before it on the same send queue.
@@ -337,10 +346,15 @@ pub trait Backend {
     type Qp;
     /// A shared receive queue: an SRQ's transport half.
     type Srq;
-    /// A listener on a connection qualifier: a PSP's or an RSP's.
-    type Listener;
-    /// An incoming connection request not yet accepted or rejected.
-    type ConnReq;
+    /// The connection manager: itself for a transport that manages its
+    /// own connections, its device's for one that drives a device's
+    /// control path (the mlx5 data path's `Device`).
+    type Cm: ConnectionManager<Ia = Self::Ia>;
+
+    /// The connection manager.
+    fn cm(&mut self) -> &mut Self::Cm;
+    /// The connection manager's half of `qp`.
+    fn cm_qp(qp: &mut Self::Qp) -> &mut <Self::Cm as ConnectionManager>::Qp;
 
     /// Open the device `name`; report its limits.
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)>;
@@ -367,6 +381,15 @@ pub trait Backend {
     fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<Self::Mw>;
     /// Release a memory window (dat_rmr_free(3DAT)).
     fn mw_free(&mut self, mw: Self::Mw);
+    /// A new, unbound type 2 memory window in `pd`: bound to the QP that
+    /// binds it, unbound by a local or the peer's invalidation
+    /// (dat_rmr_create_for_ep of `<dat2/dat.h>`; verbs' `IBV_MW_TYPE_2`).
+    /// [`Backend::post_bind`] of such a window with no `mr` invalidates
+    /// it. A transport without type 2 windows refuses with
+    /// `DAT_MODEL_NOT_SUPPORTED`.
+    fn mw_alloc_for_ep(&mut self, _pd: &Self::Pd) -> DatResult<Self::Mw> {
+        Err(crate::error::DatError::of(crate::error::ErrorType::ModelNotSupported))
+    }
 
     /// A new CQ of at least `min_entries` entries (dat_evd_create(3DAT));
     /// a [`CmEvent::CqError`] of it carries `tag`.
@@ -567,6 +590,41 @@ pub trait Backend {
         false
     }
 
+    /// A monotonic clock, in microseconds.
+    fn now_us(&mut self) -> u64;
+    /// Block until a completion or connection event may be ready on `ia`,
+    /// or `timeout_us` passes (`None`: no limit).
+    fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake;
+
+    /// Descriptors that become readable when [`Backend::block`] on `ia`
+    /// would find activity, once a `block` with a zero timeout armed the
+    /// transport; readable until a `block` takes what they report. A
+    /// transport without any cannot be waited on outside `block`.
+    fn wait_fds(&self, _ia: &Self::Ia) -> WaitFds {
+        WaitFds::NONE
+    }
+}
+
+/// A listener of `B`'s connection manager: a PSP's or an RSP's.
+pub type Listener<B> = <<B as Backend>::Cm as ConnectionManager>::Listener;
+/// An incoming connection request of `B`'s connection manager.
+pub type ConnReq<B> = <<B as Backend>::Cm as ConnectionManager>::ConnReq;
+
+/// Listening on connection qualifiers, connecting and accepting QPs, and
+/// the events that follow: the calls of a transport's connection manager.
+/// Each transport implements them once: udat-verbs on itself, the mlx5
+/// data path's devices (the ConnectX control path, the software HCA) on
+/// the device, which [`Backend::cm`] hands to the core.
+pub trait ConnectionManager {
+    /// An open device.
+    type Ia;
+    /// A QP's connection half.
+    type Qp;
+    /// A listener on a connection qualifier: a PSP's or an RSP's.
+    type Listener;
+    /// An incoming connection request not yet accepted or rejected.
+    type ConnReq;
+
     /// Listen on `conn_qual`; requests carry `tag`. `DAT_CONN_QUAL_IN_USE`
     /// if another listener has it.
     fn listen(&mut self, ia: &mut Self::Ia, conn_qual: u64, tag: u64) -> DatResult<Self::Listener>;
@@ -589,18 +647,4 @@ pub trait Backend {
     fn disconnect(&mut self, qp: &mut Self::Qp, graceful: bool);
     /// The next connection-manager event of `ia`, if one is ready.
     fn poll_cm(&mut self, ia: &mut Self::Ia) -> Option<CmEvent<Self::ConnReq>>;
-
-    /// A monotonic clock, in microseconds.
-    fn now_us(&mut self) -> u64;
-    /// Block until a completion or connection event may be ready on `ia`,
-    /// or `timeout_us` passes (`None`: no limit).
-    fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake;
-
-    /// Descriptors that become readable when [`Backend::block`] on `ia`
-    /// would find activity, once a `block` with a zero timeout armed the
-    /// transport; readable until a `block` takes what they report. A
-    /// transport without any cannot be waited on outside `block`.
-    fn wait_fds(&self, _ia: &Self::Ia) -> WaitFds {
-        WaitFds::NONE
-    }
 }

@@ -17,7 +17,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             Kind::Evd => &mut self.evds.get_mut(h.raw)?.context,
             Kind::Cno => &mut self.cnos.get_mut(h.raw)?.context,
             Kind::Ep => &mut self.eps.get_mut(h.raw)?.context,
-            Kind::Psp => &mut self.psps.get_mut(h.raw)?.context,
+            Kind::Psp | Kind::Csp => &mut self.psps.get_mut(h.raw)?.context,
             Kind::Rsp => &mut self.rsps.get_mut(h.raw)?.context,
             Kind::Cr => &mut self.crs.get_mut(h.raw)?.context,
             Kind::Srq => &mut self.srqs.get_mut(h.raw)?.context,
@@ -35,6 +35,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             Kind::Cno => self.cnos.contains(h.raw),
             Kind::Ep => self.eps.contains(h.raw),
             Kind::Psp => self.psps.contains(h.raw),
+            Kind::Csp => self.psps.get(h.raw).is_some_and(|p| p.common.is_some()),
             Kind::Rsp => self.rsps.contains(h.raw),
             Kind::Cr => self.crs.contains(h.raw),
             Kind::Srq => self.srqs.contains(h.raw),
@@ -54,12 +55,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         self.context_slot(h).map(|c| *c).ok_or(DatError::invalid_handle(Subtype::NoSubtype))
     }
 
-    /// dat_get_handle_type(3DAT).
+    /// dat_get_handle_type(3DAT). A CSP's handle is of the PSPs' kind
+    /// (they share a slab), and its type is `DAT_HANDLE_TYPE_CSP`.
     pub fn get_handle_type(&self, h: AnyHandle) -> DatResult<Kind> {
-        if self.is_live(h) {
-            Ok(h.kind)
-        } else {
-            Err(DatError::invalid_handle(Subtype::NoSubtype))
+        if !self.is_live(h) {
+            return Err(DatError::invalid_handle(Subtype::NoSubtype));
         }
+        let csp = h.kind == Kind::Psp && self.psps.get(h.raw).is_some_and(|p| p.common.is_some());
+        Ok(if csp { Kind::Csp } else { h.kind })
     }
 }

@@ -5,30 +5,17 @@
 //! handed off; each of those destroys it ("Use of the handle of the
 //! destroyed Connection Request in any consequent operation fails").
 
-use crate::backend::{Backend, PrivateData};
+use crate::backend::{Backend, ConnReq, ConnectionManager};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{EventData, EventNumber};
-use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PspHandle};
+use crate::handle::{CrHandle, EpHandle, EvdHandle, PspHandle};
+use crate::object::cr::Cr;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{EpState, IaAddress, PspFlags};
 
 /// `DAT_CR_FIELD_ALL`.
 pub const CR_FIELD_ALL: u32 = 0x1f;
-
-pub(crate) struct Cr<B: Backend> {
-    pub(crate) ia: IaHandle,
-    /// The PSP it arrived at; null for an RSP.
-    pub(crate) psp: PspHandle,
-    pub(crate) conn_qual: u64,
-    /// The EP the service point provided, if any.
-    pub(crate) local_ep: EpHandle,
-    pub(crate) remote: IaAddress,
-    pub(crate) remote_port: u64,
-    pub(crate) private_data: PrivateData,
-    pub(crate) request: B::ConnReq,
-    pub(crate) context: u64,
-}
 
 /// `DAT_CR_PARAM` (the private data itself: [`Provider::cr_private_data`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,9 +34,9 @@ pub struct CrParam {
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// Store `cr` and announce it on `evd`. Hands the request back when no
     /// CR slot is free (the provider's EP, if any, is dropped).
-    pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), B::ConnReq> {
+    pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), ConnReq<B>> {
         let (psp, conn_qual, local_ep) = (cr.psp, cr.conn_qual, cr.local_ep);
-        let h = match crate::owned::insert(&mut self.ias, &mut self.crs, None, cr) {
+        let h = match crate::object::owned::insert(&mut self.ias, &mut self.crs, None, cr) {
             Ok(raw) => CrHandle(raw),
             Err(cr) => {
                 if self.eps.get(local_ep.0).is_some_and(|e| e.provider_owned) {
@@ -116,13 +103,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // An EP without a PZ (a provider's, not yet modified) has no QP.
         let qp = e.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
         let c = crs.get_mut(cr_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleCr))?;
-        backend.accept(&mut c.request, qp, private_data)?;
+        backend.cm().accept(&mut c.request, B::cm_qp(qp), private_data)?;
         e.set_state(EpState::CompletionPending);
         e.provider_owned = false;
         e.cr = CrHandle::NULL;
         e.remote = remote;
         e.remote_port = remote_port;
-        crate::owned::remove(&mut self.ias, &mut self.crs, cr_h.0);
+        crate::object::owned::remove(&mut self.ias, &mut self.crs, cr_h.0);
         Ok(())
     }
 
@@ -144,8 +131,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     fn cr_refuse(&mut self, cr: CrHandle, private_data: &[u8]) {
-        let Some(c) = crate::owned::remove(&mut self.ias, &mut self.crs, cr.0) else { return };
-        self.backend.reject(c.request, private_data);
+        let Some(c) = crate::object::owned::remove(&mut self.ias, &mut self.crs, cr.0) else { return };
+        self.backend.cm().reject(c.request, private_data);
         self.cr_release_ep(c.local_ep);
     }
 
@@ -173,7 +160,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::invalid_arg(2));
         };
         let (psp_h, evd, flags) = (PspHandle(psp_raw), psp.evd, psp.flags);
-        let Some(mut c) = crate::owned::remove(&mut self.ias, &mut self.crs, cr_h.0) else {
+        let Some(mut c) = crate::object::owned::remove(&mut self.ias, &mut self.crs, cr_h.0) else {
             return Err(DatError::of(ErrorType::InternalError));
         };
         self.cr_release_ep(c.local_ep);
@@ -185,7 +172,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             match self.ep_for_provider(ia) {
                 Some(ep) => c.local_ep = ep,
                 None => {
-                    self.backend.reject(c.request, &[]);
+                    self.backend.cm().reject(c.request, &[]);
                     return Ok(());
                 }
             }
@@ -193,11 +180,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !room {
             // The target's backlog is full: the request is refused as at a
             // full PSP. The CR is destroyed either way.
-            self.backend.reject(c.request, &[]);
+            self.backend.cm().reject(c.request, &[]);
             return Ok(());
         }
         if let Err(request) = self.cr_deliver(c, evd) {
-            self.backend.reject(request, &[]);
+            self.backend.cm().reject(request, &[]);
         }
         Ok(())
     }

@@ -14,10 +14,10 @@
 //! carries on (docs/design.md, "Overload is an event, never a poisoned
 //! provider").
 
-use crate::backend::{Backend, CmEvent};
-use crate::ep::Ep;
+use crate::backend::{Backend, CmEvent, ConnReq};
 use crate::event::EventNumber;
 use crate::handle::{EpHandle, EvdHandle, IaHandle, RawHandle};
+use crate::object::ep::Ep;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::EpState;
@@ -42,7 +42,7 @@ fn has_connection<B: Backend>(ep: &Ep<B>) -> bool {
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// Turn one device error of `ia` into DAT events.
-    pub(crate) fn on_device_error(&mut self, ia: IaHandle, event: CmEvent<B::ConnReq>) {
+    pub(crate) fn on_device_error(&mut self, ia: IaHandle, event: CmEvent<ConnReq<B>>) {
         match event {
             CmEvent::QpError { tag } => self.on_qp_error(ia, EpHandle(RawHandle::from_bits(tag))),
             CmEvent::CqError { tag } => self.on_cq_error(ia, EvdHandle(RawHandle::from_bits(tag))),

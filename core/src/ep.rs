@@ -21,213 +21,19 @@
 //!  └──────────────── reset <── DISCONNECTED <── failure, abrupt, peer
 //! ```
 
-use crate::backend::{Backend, PrivateData, QpConfig};
+use crate::backend::{Backend, ConnectionManager, QpConfig};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
-use crate::evd::NotifyMode;
 use crate::event::EventNumber;
-use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PzHandle, RspHandle, SrqHandle};
+use crate::handle::{EpHandle, EvdHandle, IaHandle, PzHandle, SrqHandle};
+use crate::object::ep::{Ep, Streams};
+use crate::object::evd::NotifyMode;
 use crate::provider::Provider;
 use crate::storage::Storage;
-use crate::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, EpState, EvdFlags, IaAddress, IaAttr, Qos};
+use crate::types::{CloseFlags, ConnectFlags, EpAttr, EpState, EvdFlags, IaAddress, Qos};
 
 /// `DAT_VALUE_UNKNOWN`.
 pub const VALUE_UNKNOWN: u32 = u32::MAX - 1;
 
-pub(crate) struct Ep<B: Backend> {
-    pub(crate) ia: IaHandle,
-    pub(crate) pz: PzHandle,
-    pub(crate) recv_evd: EvdHandle,
-    pub(crate) request_evd: EvdHandle,
-    pub(crate) connect_evd: EvdHandle,
-    pub(crate) srq: SrqHandle,
-    /// The attributes, the state and the QP are read by every post and
-    /// written only through [`Ep::settle`] and [`Ep::set_state`], which
-    /// keep `hot` theirs.
-    attr: EpAttr,
-    state: EpState,
-    qp: Option<B::Qp>,
-    /// What the lanes read of them.
-    pub(crate) hot: Hot,
-    /// Created by a PSP with `DAT_PSP_PROVIDER` and not yet accepted on.
-    pub(crate) provider_owned: bool,
-    /// The Connection Request pending on this EP (passive states).
-    pub(crate) cr: CrHandle,
-    /// The RSP holding this EP (Reserved).
-    pub(crate) rsp: RspHandle,
-    pub(crate) remote: IaAddress,
-    pub(crate) remote_port: u64,
-    pub(crate) remote_conn_qual: u64,
-    /// The peer's private data of the established connection (active side).
-    pub(crate) private_data: PrivateData,
-    pub(crate) request_outstanding: u32,
-    pub(crate) recv_outstanding: u32,
-    pub(crate) context: u64,
-}
-
-/// The facts a post's lane reads of its EP, derived from the EP's state,
-/// attributes, QP and SRQ, as three masks: the bits a post's completion
-/// flags (widened to 64 bits, with [`Hot::READY`] set) may not have. A
-/// mask has [`Hot::READY`] itself when the EP takes no post of the kind at
-/// all, so one `and` answers both questions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Hot {
-    /// dat_ep_post_send(3DAT).
-    pub(crate) send: u64,
-    /// dat_ep_post_rdma_write(3DAT) and dat_ep_post_rdma_read(3DAT).
-    pub(crate) rdma: u64,
-    /// dat_ep_post_recv(3DAT).
-    pub(crate) recv: u64,
-}
-
-impl Hot {
-    /// The bit a lane sets in the flags it checks: no flag of DAT's.
-    pub(crate) const READY: u64 = 1 << 32;
-
-    fn of<B: Backend>(ep: &Ep<B>) -> Hot {
-        let reject = |admitted: u32, ready: bool| {
-            let admit = u64::from(admitted) | if ready { Hot::READY } else { 0 };
-            !admit
-        };
-        let unsignalled = |stream: CompletionFlags| {
-            // `DAT_COMPLETION_UNSIGNALLED_FLAG` on a post "is only valid if
-            // the Endpoint ... Completion Flags [are]
-            // DAT_COMPLETION_UNSIGNALLED_FLAG".
-            if stream.contains(CompletionFlags::UNSIGNALLED) {
-                0
-            } else {
-                CompletionFlags::UNSIGNALLED.0
-            }
-        };
-        let request = unsignalled(ep.attr.request_completion_flags);
-        // "The operation is valid for the Endpoint in the
-        // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
-        let posts = matches!(ep.state, EpState::Connected | EpState::Disconnected)
-            && ep.qp.is_some()
-            && ep.attr.max_request_iov != 0;
-        // dat_ep_post_recv(3DAT): "valid for all states of the Endpoint",
-        // on an EP with a QP of its own receives (no SRQ).
-        let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0;
-        Hot {
-            send: reject(crate::post::SEND_FLAGS & !request, posts),
-            rdma: reject(crate::post::REQUEST_FLAGS & !request, posts),
-            recv: reject(CompletionFlags::UNSIGNALLED.0 & !unsignalled(ep.attr.recv_completion_flags), receives),
-        }
-    }
-}
-
-impl<B: Backend> Ep<B> {
-    /// An EP of these parts in `state`, with no QP yet.
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        ia: IaHandle,
-        pz: PzHandle,
-        (recv_evd, request_evd, connect_evd): (EvdHandle, EvdHandle, EvdHandle),
-        srq: SrqHandle,
-        attr: EpAttr,
-        state: EpState,
-        provider_owned: bool,
-    ) -> Ep<B> {
-        let mut ep = Ep {
-            ia,
-            pz,
-            recv_evd,
-            request_evd,
-            connect_evd,
-            srq,
-            attr,
-            state,
-            qp: None,
-            hot: Hot { send: !0, rdma: !0, recv: !0 },
-            provider_owned,
-            cr: CrHandle::NULL,
-            rsp: RspHandle::NULL,
-            remote: IaAddress::default(),
-            remote_port: 0,
-            remote_conn_qual: 0,
-            private_data: PrivateData::new(),
-            request_outstanding: 0,
-            recv_outstanding: 0,
-            context: 0,
-        };
-        ep.hot = Hot::of(&ep);
-        ep
-    }
-
-    /// The EP's state.
-    #[inline(always)]
-    pub(crate) fn state(&self) -> EpState {
-        self.state
-    }
-
-    /// The EP's attributes.
-    #[inline(always)]
-    pub(crate) fn attr(&self) -> &EpAttr {
-        &self.attr
-    }
-
-    /// The EP's QP, if it has one.
-    #[inline(always)]
-    pub(crate) fn qp(&self) -> Option<&B::Qp> {
-        self.qp.as_ref()
-    }
-
-    /// The EP's QP, to post on or change in place (its presence is a hot
-    /// fact; its contents are not).
-    #[inline(always)]
-    pub(crate) fn qp_mut(&mut self) -> Option<&mut B::Qp> {
-        self.qp.as_mut()
-    }
-
-    /// Move the EP to `state`.
-    #[inline]
-    pub(crate) fn set_state(&mut self, state: EpState) {
-        self.state = state;
-        self.hot = Hot::of(self);
-    }
-
-    /// Change the attributes or the QP through `change`; the hot facts
-    /// follow.
-    #[inline]
-    pub(crate) fn settle<R>(&mut self, change: impl FnOnce(&mut EpAttr, &mut Option<B::Qp>) -> R) -> R {
-        let r = change(&mut self.attr, &mut self.qp);
-        self.hot = Hot::of(self);
-        r
-    }
-
-    /// Whether the hot facts are the EP's own: what every lane asserts in
-    /// a build with debug assertions, so that a change that forgot to
-    /// settle shows in the first test that posts after it.
-    #[inline(always)]
-    pub(crate) fn hot_is_current(&self) -> bool {
-        self.hot == Hot::of(self)
-    }
-
-    /// `DAT_COMPLETION_UNSIGNALLED_FLAG` on a post "is only valid if the
-    /// Endpoint ... Completion Flags [are] DAT_COMPLETION_UNSIGNALLED_FLAG".
-    pub(crate) fn unsignalled_allowed(&self, flags: CompletionFlags, recv: bool) -> bool {
-        let stream = if recv { self.attr.recv_completion_flags } else { self.attr.request_completion_flags };
-        !flags.contains(CompletionFlags::UNSIGNALLED) || stream.contains(CompletionFlags::UNSIGNALLED)
-    }
-
-    /// The `DAT_INVALID_STATE_EP_*` subtype of the current state.
-    pub(crate) fn state_subtype(&self) -> Subtype {
-        match self.state {
-            EpState::Unconnected => Subtype::InvalidStateEpUnconnected,
-            EpState::Reserved => Subtype::InvalidStateEpReserved,
-            EpState::PassiveConnectionPending => Subtype::InvalidStateEpPassconnpending,
-            EpState::ActiveConnectionPending => Subtype::InvalidStateEpActconnpending,
-            EpState::TentativeConnectionPending => Subtype::InvalidStateEpTentconnpending,
-            EpState::Connected => Subtype::InvalidStateEpConnected,
-            EpState::DisconnectPending => Subtype::InvalidStateEpDiscpending,
-            EpState::Disconnected => Subtype::InvalidStateEpDisconnected,
-            EpState::CompletionPending => Subtype::InvalidStateEpComplpending,
-        }
-    }
-
-    pub(crate) fn streams(&self) -> Streams {
-        Streams::new(self.ia, self.recv_evd, self.request_evd, self.connect_evd, &self.attr, self.srq)
-    }
-}
 /// `DAT_EP_PARAM`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EpParam {
@@ -269,99 +75,6 @@ pub struct EpChanges {
     pub connect_evd: Option<EvdHandle>,
     /// New attributes.
     pub attr: Option<EpAttr>,
-}
-
-/// The EP's streams as they attach to EVDs.
-pub(crate) struct Streams {
-    ia: IaHandle,
-    recv: (EvdHandle, NotifyMode),
-    request: (EvdHandle, NotifyMode),
-    connect: EvdHandle,
-}
-
-impl Streams {
-    fn new(
-        ia: IaHandle,
-        recv: EvdHandle,
-        request: EvdHandle,
-        connect: EvdHandle,
-        attr: &EpAttr,
-        srq: SrqHandle,
-    ) -> Streams {
-        let recv_mode = if srq.is_null() {
-            NotifyMode::of(attr.recv_completion_flags)
-        } else if attr.recv_completion_flags.contains(CompletionFlags::SOLICITED_WAIT) {
-            NotifyMode::Solicited
-        } else {
-            // dat_ep_create_with_srq(3DAT): "completions of all Recv DTO
-            // posted to SRQ complete with Signal".
-            NotifyMode::Threshold
-        };
-        let request = (request, NotifyMode::of(attr.request_completion_flags));
-        Streams { ia, recv: (recv, recv_mode), request, connect }
-    }
-}
-
-impl EpAttr {
-    /// The attributes an EP gets when the consumer gives none: what the
-    /// device allows, kept small.
-    pub fn provider_default(ia: &IaAttr) -> EpAttr {
-        EpAttr {
-            max_message_size: ia.max_message_size,
-            max_rdma_size: ia.max_rdma_size,
-            qos: Qos::BEST_EFFORT,
-            recv_completion_flags: CompletionFlags::DEFAULT,
-            request_completion_flags: CompletionFlags::DEFAULT,
-            max_recv_dtos: ia.max_dto_per_ep.min(16),
-            max_request_dtos: ia.max_dto_per_ep.min(16),
-            max_recv_iov: ia.max_iov_segments_per_dto.min(4),
-            max_request_iov: ia.max_iov_segments_per_dto.min(4),
-            max_rdma_read_in: ia.max_rdma_read_per_ep_in.min(4),
-            max_rdma_read_out: ia.max_rdma_read_per_ep_out.min(4),
-        }
-    }
-
-    /// These attributes with a zero `max_message_size` or `max_rdma_size`
-    /// read as the IA's maximum. The man pages give zero no meaning; OFA's
-    /// providers take it as "no limit of the consumer's own", and the
-    /// OpenFabrics test programs create their Endpoints so.
-    pub(crate) fn resolved(&self, ia: &IaAttr) -> EpAttr {
-        let pick = |v: u32, max: u32| if v == 0 { max } else { v };
-        EpAttr {
-            max_message_size: pick(self.max_message_size, ia.max_message_size),
-            max_rdma_size: pick(self.max_rdma_size, ia.max_rdma_size),
-            ..*self
-        }
-    }
-
-    /// Whether the device can give these attributes: `DAT_INVALID_PARAMETER`
-    /// for values out of range, `DAT_MODEL_NOT_SUPPORTED` for a QoS it lacks.
-    pub(crate) fn check(&self, ia: &IaAttr, arg: u8) -> DatResult<()> {
-        let recv_ok = [
-            CompletionFlags::DEFAULT,
-            CompletionFlags::UNSIGNALLED,
-            CompletionFlags::SOLICITED_WAIT,
-            CompletionFlags::EVD_THRESHOLD,
-        ]
-        .contains(&self.recv_completion_flags);
-        let request_ok = [CompletionFlags::DEFAULT, CompletionFlags::UNSIGNALLED, CompletionFlags::EVD_THRESHOLD]
-            .contains(&self.request_completion_flags);
-        let in_range = self.max_message_size <= ia.max_message_size
-            && self.max_rdma_size <= ia.max_rdma_size
-            && self.max_recv_dtos <= ia.max_dto_per_ep
-            && self.max_request_dtos <= ia.max_dto_per_ep
-            && self.max_recv_iov <= ia.max_iov_segments_per_dto
-            && self.max_request_iov <= ia.max_iov_segments_per_dto
-            && self.max_rdma_read_in <= ia.max_rdma_read_per_ep_in
-            && self.max_rdma_read_out <= ia.max_rdma_read_per_ep_out;
-        if !recv_ok || !request_ok || !in_range || !self.qos.is_valid() {
-            return Err(DatError::invalid_arg(arg));
-        }
-        if self.qos.0 & !ia.qos_supported.0 != 0 {
-            return Err(DatError::of(ErrorType::ModelNotSupported));
-        }
-        Ok(())
-    }
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -433,11 +146,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let streams = ep.streams();
         self.check_streams(&streams)?;
         let h = EpHandle(
-            crate::owned::insert(&mut self.ias, &mut self.eps, None, ep)
+            crate::object::owned::insert(&mut self.ias, &mut self.eps, None, ep)
                 .map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
         );
         if let Err(e) = self.qp_build(h) {
-            crate::owned::remove(&mut self.ias, &mut self.eps, h.0);
+            crate::object::owned::remove(&mut self.ias, &mut self.eps, h.0);
             return Err(e);
         }
         self.attach(&streams);
@@ -458,14 +171,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             EpState::TentativeConnectionPending,
             true,
         );
-        crate::owned::insert(&mut self.ias, &mut self.eps, None, ep).ok().map(EpHandle)
+        crate::object::owned::insert(&mut self.ias, &mut self.eps, None, ep).ok().map(EpHandle)
     }
 
     /// Create the EP's QP if it has a PZ and none yet.
     fn qp_build(&mut self, h: EpHandle) -> DatResult<()> {
         let Provider { eps, pzs, evds, srqs, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        if ep.qp.is_some() {
+        if ep.qp().is_some() {
             return Ok(());
         }
         let Some(pz) = pzs.get(ep.pz.0) else { return Ok(()) };
@@ -474,12 +187,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             send_cq: evds.get(ep.request_evd.0).and_then(|e| e.cq.as_ref()),
             recv_cq: evds.get(ep.recv_evd.0).and_then(|e| e.cq.as_ref()),
             srq: srqs.get(ep.srq.0).map(|s| &s.srq),
-            max_send_wr: ep.attr.max_request_dtos,
-            max_recv_wr: ep.attr.max_recv_dtos,
-            max_send_sge: ep.attr.max_request_iov,
-            max_recv_sge: ep.attr.max_recv_iov,
-            max_rdma_read_in: ep.attr.max_rdma_read_in,
-            max_rdma_read_out: ep.attr.max_rdma_read_out,
+            max_send_wr: ep.attr().max_request_dtos,
+            max_recv_wr: ep.attr().max_recv_dtos,
+            max_send_sge: ep.attr().max_request_iov,
+            max_recv_sge: ep.attr().max_recv_iov,
+            max_rdma_read_in: ep.attr().max_rdma_read_in,
+            max_rdma_read_out: ep.attr().max_rdma_read_out,
         };
         let qp = backend.qp_create(&config, h.0.to_bits())?;
         ep.settle(|_, slot| *slot = Some(qp));
@@ -565,7 +278,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn ep_free(&mut self, ep: EpHandle) -> DatResult<()> {
         let e = self.ep(ep)?;
         if matches!(
-            e.state,
+            e.state(),
             EpState::Reserved | EpState::PassiveConnectionPending | EpState::TentativeConnectionPending
         ) {
             return Err(DatError::invalid_state(e.state_subtype()));
@@ -580,22 +293,23 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub(crate) fn ep_destroy(&mut self, h: EpHandle) {
         let Some(ep) = self.eps.get_mut(h.0) else { return };
         let outstanding = ep.request_outstanding + ep.recv_outstanding != 0;
-        let live = !matches!(ep.state, EpState::Unconnected | EpState::Disconnected);
+        let live = !matches!(ep.state(), EpState::Unconnected | EpState::Disconnected);
         let (ia, recv, request) = (ep.ia, ep.recv_evd, ep.request_evd);
-        if let Some(qp) = ep.qp.as_mut() {
+        if let Some(qp) = ep.qp_mut() {
             if outstanding || live {
-                self.backend.disconnect(qp, false);
+                self.backend.cm().disconnect(B::cm_qp(qp), false);
             }
         }
         self.progress(ia, Some(recv));
         self.progress(ia, Some(request));
-        let Some(ep) = crate::owned::remove(&mut self.ias, &mut self.eps, h.0) else { return };
+        let Some(ep) = crate::object::owned::remove(&mut self.ias, &mut self.eps, h.0) else { return };
         self.detach(&ep.streams());
         self.pz_release(ep.pz);
-        if let Some(qp) = ep.qp {
+        let srq = ep.srq;
+        if let Some(qp) = ep.into_qp() {
             self.backend.qp_destroy(qp);
         }
-        if let Ok(s) = self.srq_mut(ep.srq) {
+        if let Ok(s) = self.srq_mut(srq) {
             s.ep_refs = s.ep_refs.saturating_sub(1);
         }
     }
@@ -606,7 +320,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let local = self.ia(e.ia)?.attr.ia_address;
         Ok(EpParam {
             ia: e.ia,
-            state: e.state,
+            state: e.state(),
             local_ia_address: local,
             remote_ia_address: e.remote,
             remote_port_qual: e.remote_port,
@@ -615,7 +329,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             request_evd: e.request_evd,
             connect_evd: e.connect_evd,
             srq: e.srq,
-            attr: e.attr,
+            attr: *e.attr(),
         })
     }
 
@@ -635,8 +349,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn ep_modify(&mut self, h: EpHandle, changes: &EpChanges) -> DatResult<()> {
         let ep = self.ep(h)?;
         let ia = self.ia(ep.ia)?;
-        let quiescent = matches!(ep.state, EpState::Unconnected | EpState::TentativeConnectionPending);
-        let before_connect = quiescent || matches!(ep.state, EpState::Reserved | EpState::PassiveConnectionPending);
+        let quiescent = matches!(ep.state(), EpState::Unconnected | EpState::TentativeConnectionPending);
+        let before_connect = quiescent || matches!(ep.state(), EpState::Reserved | EpState::PassiveConnectionPending);
         let shaping = changes.recv_evd.is_some()
             || changes.request_evd.is_some()
             || changes.connect_evd.is_some()
@@ -646,14 +360,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         if let Some(attr) = changes.attr {
             attr.check(&ia.attr, 3)?;
-            if attr.recv_completion_flags != ep.attr.recv_completion_flags && ep.recv_outstanding != 0 {
+            if attr.recv_completion_flags != ep.attr().recv_completion_flags && ep.recv_outstanding != 0 {
                 return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
             }
         }
         if let Some(pz) = changes.pz {
             self.pz_of(ep.ia, pz)?;
         }
-        let rebuild = ep.qp.is_some() && (changes.pz.is_some() || shaping);
+        let rebuild = ep.qp().is_some() && (changes.pz.is_some() || shaping);
         if rebuild && ep.recv_outstanding != 0 {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
@@ -661,7 +375,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let recv_evd = changes.recv_evd.unwrap_or(ep.recv_evd);
         let request_evd = changes.request_evd.unwrap_or(ep.request_evd);
         let connect_evd = changes.connect_evd.unwrap_or(ep.connect_evd);
-        let attr = changes.attr.map_or(ep.attr, |a| a.resolved(&ia.attr));
+        let attr = changes.attr.map_or(*ep.attr(), |a| a.resolved(&ia.attr));
         let old_streams = ep.streams();
         let new_streams = Streams::new(ep.ia, recv_evd, request_evd, connect_evd, &attr, ep.srq);
         let old_pz = ep.pz;
@@ -722,14 +436,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::of(ErrorType::ModelNotSupported));
         }
         // "DAT_INVALID_STATE: Endpoint was not in DAT_EP_STATE_UNCONNECTED".
-        if ep.state != EpState::Unconnected {
+        if ep.state() != EpState::Unconnected {
             return Err(DatError::invalid_state(ep.state_subtype()));
         }
-        let timeout = (timeout_us != crate::evd::TIMEOUT_INFINITE).then_some(u64::from(timeout_us));
+        let timeout = (timeout_us != crate::object::evd::TIMEOUT_INFINITE).then_some(u64::from(timeout_us));
         let Provider { eps, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        let qp = ep.qp.as_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
-        backend.connect(qp, remote, conn_qual, private_data, timeout)?;
+        let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
+        backend.cm().connect(B::cm_qp(qp), remote, conn_qual, private_data, timeout)?;
         ep.set_state(EpState::ActiveConnectionPending);
         ep.remote = *remote;
         ep.remote_conn_qual = conn_qual;
@@ -749,7 +463,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<()> {
         self.ep(h)?;
         let d = self.ep(dup)?;
-        if d.state != EpState::Connected {
+        if d.state() != EpState::Connected {
             return Err(DatError::invalid_state(d.state_subtype()));
         }
         let (remote, qual) = (d.remote, d.remote_conn_qual);
@@ -759,7 +473,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_disconnect(3DAT).
     pub fn ep_disconnect(&mut self, h: EpHandle, flags: CloseFlags) -> DatResult<()> {
         let ep = self.ep(h)?;
-        match (ep.state, flags) {
+        match (ep.state(), flags) {
             // "Disconnecting an unconnected Disconnected Endpoint is no-op";
             // graceful in Disconnect Pending "has no effect".
             (EpState::Disconnected, _) | (EpState::DisconnectPending, CloseFlags::Graceful) => Ok(()),
@@ -767,8 +481,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 let Provider { eps, backend, .. } = self;
                 let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
                 ep.set_state(EpState::DisconnectPending);
-                if let Some(qp) = ep.qp.as_mut() {
-                    backend.disconnect(qp, true);
+                if let Some(qp) = ep.qp_mut() {
+                    backend.cm().disconnect(B::cm_qp(qp), true);
                 }
                 Ok(())
             }
@@ -797,10 +511,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn ep_reset(&mut self, h: EpHandle) -> DatResult<()> {
         let Provider { eps, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        match ep.state {
+        match ep.state() {
             EpState::Unconnected => Ok(()),
             EpState::Disconnected => {
-                if let Some(qp) = ep.qp.as_mut() {
+                if let Some(qp) = ep.qp_mut() {
                     backend.qp_reset(qp)?;
                 }
                 ep.set_state(EpState::Unconnected);
@@ -821,14 +535,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn ep_reset_would_wait(&mut self, h: EpHandle) -> DatResult<bool> {
         let Provider { eps, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        Ok(ep.state == EpState::Disconnected && ep.qp.as_mut().is_some_and(|qp| backend.qp_unflushed(qp)))
+        Ok(ep.state() == EpState::Disconnected && ep.qp_mut().is_some_and(|qp| backend.qp_unflushed(qp)))
     }
 
     /// dat_ep_get_status(3DAT): the state, and whether the receive and
     /// request sides are idle.
     pub fn ep_get_status(&self, h: EpHandle) -> DatResult<(EpState, bool, bool)> {
         let ep = self.ep(h)?;
-        Ok((ep.state, ep.recv_outstanding == 0, ep.request_outstanding == 0))
+        Ok((ep.state(), ep.recv_outstanding == 0, ep.request_outstanding == 0))
     }
 
     /// dat_ep_recv_query(3DAT): `(nbufs_allocated, bufs_alloc_span)`. An EP

@@ -12,14 +12,12 @@ mod dequeue;
 
 use crate::backend::{Backend, Completion, Wake};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
-use crate::event::{Event, EventData, EventNumber, EventQueue};
+use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
+use crate::object::evd::{Evd, NotifyMode, TIMEOUT_INFINITE};
 use crate::provider::Provider;
 use crate::storage::Storage;
-use crate::types::{CompletionFlags, EvdFlags};
-
-/// `DAT_TIMEOUT_INFINITE`.
-pub const TIMEOUT_INFINITE: u32 = u32::MAX;
+use crate::types::EvdFlags;
 
 /// `DAT_EVD_FIELD_ALL`.
 pub const EVD_FIELD_ALL: u32 = 0x1f;
@@ -32,80 +30,6 @@ pub const CM_LOOK_US: u64 = 1_000;
 /// The longest a wait on an EVD fed by other IAs' EPs sleeps between
 /// polls of their transports.
 const FOREIGN_SLICE_US: u64 = 10_000;
-
-/// How the DTO streams feeding an EVD notify (`DAT_EVD_STATE_CONFIG_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum NotifyMode {
-    /// Every completion notifies; waiters may use thresholds.
-    Threshold,
-    /// `DAT_COMPLETION_UNSIGNALLED_FLAG`: the poster decides.
-    Unsignalled,
-    /// `DAT_COMPLETION_SOLICITED_WAIT_FLAG`: the remote sender decides.
-    Solicited,
-}
-
-impl NotifyMode {
-    pub(crate) fn of(flags: CompletionFlags) -> NotifyMode {
-        if flags.contains(CompletionFlags::UNSIGNALLED) {
-            NotifyMode::Unsignalled
-        } else if flags.contains(CompletionFlags::SOLICITED_WAIT) {
-            NotifyMode::Solicited
-        } else {
-            NotifyMode::Threshold
-        }
-    }
-}
-
-pub(crate) struct Evd<B: Backend> {
-    pub(crate) ia: IaHandle,
-    pub(crate) flags: EvdFlags,
-    pub(crate) queue: EventQueue,
-    pub(crate) cq: Option<B::Cq>,
-    /// Written only through [`Evd::tie`], which keeps `direct` current.
-    pub(crate) cno: CnoHandle,
-    /// [`Evd::takes_direct`], kept for the dequeue's lane: its flags never
-    /// change, and its CNO only through [`Evd::tie`].
-    pub(crate) direct: bool,
-    pub(crate) enabled: bool,
-    pub(crate) waitable: bool,
-    pub(crate) waiter: bool,
-    /// Event streams feeding this EVD (EP streams, service points, an IA's
-    /// async stream): `dat_evd_free` is refused while any remains.
-    pub(crate) streams: u32,
-    /// DTO streams feeding it, and the one notification mode they share.
-    pub(crate) dto_streams: u32,
-    pub(crate) dto_mode: NotifyMode,
-    /// Connection-request and connection streams feeding it.
-    pub(crate) other_streams: u32,
-    /// Connection streams of EPs on other IAs: while any remains, a fill
-    /// pulls connection events from every IA, and a wait blocks in slices
-    /// because it sleeps on its own IA's transport only.
-    pub(crate) foreign_streams: u32,
-    pub(crate) overflowed: bool,
-    /// The transport reported the CQ in error (`device_error`): reported
-    /// once, however often the transport repeats it (soft-RoCE raises a
-    /// CQ error for every completion it loses).
-    pub(crate) cq_failed: bool,
-    pub(crate) context: u64,
-}
-
-impl<B: Backend> Evd<B> {
-    /// Whether a dequeue may hand the next completion of its CQ straight to
-    /// the caller: nothing but DTO and bind completions feed it, and no CNO
-    /// waits to hear of an event's arrival. (Connection streams, a foreign
-    /// IA's among them, feed only an EVD with the connection flag.)
-    pub(crate) fn takes_direct(&self) -> bool {
-        !self.flags.intersects(EvdFlags::CONNECTION | EvdFlags::CR | EvdFlags::ASYNC | EvdFlags::SOFTWARE)
-            && self.cno.is_null()
-    }
-
-    /// Tie the EVD to `cno` (or to none); the CNO it was tied to.
-    fn tie(&mut self, cno: CnoHandle) -> CnoHandle {
-        let old = core::mem::replace(&mut self.cno, cno);
-        self.direct = self.takes_direct();
-        old
-    }
-}
 
 /// `DAT_EVD_STATE` bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,7 +141,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         };
         evd.tie(cno);
         // The slot comes first: the CQ's errors name the EVD by its handle.
-        let raw = match crate::owned::insert(&mut self.ias, &mut self.evds, None, evd) {
+        let raw = match crate::object::owned::insert(&mut self.ias, &mut self.evds, None, evd) {
             Ok(raw) => raw,
             Err(mut evd) => {
                 self.events.close(&mut evd.queue);
@@ -235,7 +159,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 // The slot was filled just above.
                 (Ok(cq), None) => backend.cq_destroy(cq),
                 (Err(err), _) => {
-                    if let Some(mut e) = crate::owned::remove(ias, evds, raw) {
+                    if let Some(mut e) = crate::object::owned::remove(ias, evds, raw) {
                         events.close(&mut e.queue);
                     }
                     return Err(err);
@@ -259,7 +183,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn evd_destroy(&mut self, evd: EvdHandle) {
-        let Some(mut e) = crate::owned::remove(&mut self.ias, &mut self.evds, evd.0) else { return };
+        let Some(mut e) = crate::object::owned::remove(&mut self.ias, &mut self.evds, evd.0) else { return };
         self.events.close(&mut e.queue);
         if let Some(cq) = e.cq {
             self.backend.cq_destroy(cq);

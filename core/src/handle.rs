@@ -45,6 +45,11 @@ pub enum Kind {
     /// A shared receive queue.
     #[doc(alias = "DAT_HANDLE_TYPE_SRQ")]
     Srq = 10,
+    /// A common service point (DAT 2.0). CSPs live among the PSPs, and
+    /// their handles are of kind [`Kind::Psp`]; dat_get_handle_type
+    /// answers this kind for them.
+    #[doc(alias = "DAT_HANDLE_TYPE_CSP")]
+    Csp = 11,
 }
 
 /// Slot index and generation. Generation 0 is never live, so the all-zero
@@ -144,6 +149,9 @@ typed_handle!(/// A Connection Request.
     CrHandle, Kind::Cr);
 typed_handle!(/// A Shared Receive Queue.
     SrqHandle, Kind::Srq);
+typed_handle!(/// A Common Service Point: a PSP that listens on a socket address
+    /// (DAT 2.0), so its handle is of the PSPs' kind.
+    CspHandle, Kind::Psp);
 
 /// A handle of any kind: what `dat_get_handle_type` and the consumer-context
 /// calls take.

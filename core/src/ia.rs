@@ -4,13 +4,11 @@
 use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EvdHandle, IaHandle};
-use crate::owned::Owned;
+use crate::object::ia::Ia;
+use crate::object::owned::Owned;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{CloseFlags, EvdFlags, IaAttr};
-
-/// Longest IA name kept (`DAT_NAME_MAX_LENGTH` is 256 with the NUL).
-pub const MAX_IA_NAME: usize = 255;
 
 /// The async EVD argument of `dat_ia_open`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,21 +32,6 @@ pub enum AsyncEvdRef {
     Handle(EvdHandle),
     /// `DAT_EVD_OUT_OF_SCOPE`.
     OutOfScope,
-}
-
-pub(crate) struct Ia<B: Backend> {
-    pub(crate) dev: B::Ia,
-    pub(crate) attr: IaAttr,
-    pub(crate) async_evd: EvdHandle,
-    pub(crate) owns_async_evd: bool,
-    pub(crate) out_of_scope: bool,
-    pub(crate) name: crate::FixedVec<u8, MAX_IA_NAME>,
-    pub(crate) context: u64,
-    /// When a dequeue that finds nothing next looks at the connection
-    /// events (backend clock, µs).
-    pub(crate) cm_look_us: u64,
-    /// The objects created on it.
-    pub(crate) owned: crate::owned::Owned,
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -94,7 +77,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             name: stored,
             context: 0,
             cm_look_us: 0,
-            owned: crate::owned::Owned::default(),
+            owned: crate::object::owned::Owned::default(),
         };
         let ia_h = match self.ias.insert(ia) {
             Ok(raw) => IaHandle(raw),

@@ -2,8 +2,8 @@
 //!
 //! The DAT/uDAPL object model with no allocator and no operating system:
 //! every object of the uDAPL 1.2 specification (IA, PZ, LMR, RMR, EVD, CNO,
-//! EP, PSP, RSP, CR, SRQ), their states, their ties and their error codes,
-//! over a [`Backend`] that does the transport.
+//! EP, PSP, RSP, CR, SRQ) and DAT 2.0's CSP, their states, their ties and
+//! their error codes, over a [`Backend`] that does the transport.
 //!
 //! A [`Provider`] over the mock backend of udat's test kit, holding the
 //! rule of dat_pz_free(3DAT) that a PZ still in use is not freed:
@@ -37,9 +37,12 @@
 //! - [`storage`]: the memory the slots and events live in, given by the
 //!   provider's owner (arrays, or memory allocated once by the C ABI).
 //! - one module per object (`ia`, `pz`, `lmr`, `rmr`, `evd`, `cno`, `ep`,
-//!   `psp`, `rsp`, `cr`, `srq`), each citing the man pages it implements;
-//!   `post` holds every post, with its doors (exclusive, lane, [`shared`],
-//!   [`fast`]), and `evd` the dequeue's hot half.
+//!   `psp`, `rsp`, `cr`, `srq`, and `csp`, whose objects live among the
+//!   PSPs) with its DAT calls, each citing the man pages (or, for DAT 2.0,
+//!   the header) it implements; beneath them `object`, each object's
+//!   state and own rules, which reaches neither the calls nor the
+//!   provider; `post` holds every post, with its doors (exclusive, lane,
+//!   [`shared`], [`poster`]), and `evd` the dequeue's hot half.
 //! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
 //! - [`backend`]: what a transport must do, and promise.
 //! - [`device_error`]: a transport's own errors (a QP or CQ in error, a
@@ -66,6 +69,7 @@ pub mod backend;
 mod cno;
 mod context;
 mod cr;
+mod csp;
 pub mod device_error;
 mod ep;
 pub mod error;
@@ -74,7 +78,8 @@ pub mod event;
 pub mod handle;
 mod ia;
 mod lmr;
-mod owned;
+mod object;
+pub mod place;
 mod post;
 mod provider;
 mod psp;
@@ -93,24 +98,31 @@ extern crate std;
 /// container, and it never allocates.
 pub use heapless::Vec as FixedVec;
 
-pub use backend::Backend;
-pub use cno::{CnoParam, CnoStep, CnoWait, ProxyAgent, Signal, CNO_FIELD_ALL};
+pub use backend::{Backend, ConnectionManager};
+pub use cno::{CnoParam, CnoStep, CnoWait, CNO_FIELD_ALL};
 pub use cr::{CrParam, CR_FIELD_ALL};
+pub use csp::{CspParam, CSP_FIELD_ALL};
 pub use ep::{EpChanges, EpParam, VALUE_UNKNOWN};
 pub use error::{DatError, DatResult, ErrorType, Subtype};
-pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL, TIMEOUT_INFINITE};
+pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL};
 pub use event::{Event, EventData, EventNumber};
 pub use handle::{
-    AnyHandle, CnoHandle, CrHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle, PzHandle, RawHandle,
-    RmrHandle, RspHandle, SrqHandle,
+    AnyHandle, CnoHandle, CrHandle, CspHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle, PzHandle,
+    RawHandle, RmrHandle, RspHandle, SrqHandle,
 };
-pub use ia::{AsyncEvd, AsyncEvdRef, MAX_IA_NAME};
+pub use ia::{AsyncEvd, AsyncEvdRef};
 pub use lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
-pub use post::{fast, shared};
+pub use object::cno::{ProxyAgent, Signal};
+pub use object::csp::Comm;
+pub use object::evd::TIMEOUT_INFINITE;
+pub use object::ia::MAX_IA_NAME;
+pub use object::rmr::RmrScope;
+pub use object::rmr::BINDS_IN_FLIGHT;
+pub use post::{poster, shared};
 pub use provider::Provider;
 pub use psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
 pub use pz::{PzParam, PZ_FIELD_ALL};
-pub use rmr::{RmrParam, BINDS_IN_FLIGHT, RMR_FIELD_ALL};
+pub use rmr::{RmrParam, RMR_FIELD_ALL};
 pub use rsp::{RspParam, RSP_FIELD_ALL};
 pub use srq::{SrqParam, SRQ_FIELD_ALL};
 pub use storage::{Inline, Storage};

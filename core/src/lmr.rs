@@ -9,32 +9,16 @@
 //! LMR's context is refused until the sequence has gone round, 2^32
 //! registrations later, however many slots there are.
 
-use crate::backend::{Backend, Sge, MAX_SGE};
+use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, LmrHandle, PzHandle};
+use crate::object::lmr::{by_context, Lmr};
 use crate::provider::Provider;
-use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 use crate::types::{LmrTriplet, MemPriv, MemType};
 
 /// `DAT_LMR_FIELD_ALL`.
 pub const LMR_FIELD_ALL: u32 = 0x7ff;
-
-pub(crate) struct Lmr<B: Backend> {
-    pub(crate) ia: IaHandle,
-    pub(crate) pz: PzHandle,
-    pub(crate) mem_type: MemType,
-    pub(crate) privileges: MemPriv,
-    pub(crate) address: u64,
-    pub(crate) length: u64,
-    pub(crate) mr: B::Mr,
-    pub(crate) lkey: u32,
-    pub(crate) lmr_context: u32,
-    pub(crate) rmr_context: Option<u32>,
-    /// RMRs bound to this LMR.
-    pub(crate) rmr_refs: u32,
-    pub(crate) context: u64,
-}
 
 /// What `dat_lmr_create` returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +110,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if length == 0 || length > max_block || end - 1 > max_va {
             return Err(DatError::invalid_arg(4));
         }
+        if let MemType::SharedVirtual { cookie, .. } = mem_type {
+            self.shared_region_fits(ia_h, &cookie, length)?;
+        }
         let Provider { pzs, backend, .. } = self;
         let pz = pzs.get(pz_h.0).filter(|p| p.ia == ia_h).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
         let reg = backend.mr_register(&pz.pd, address, length, privileges)?;
@@ -152,7 +139,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let placed = match self.next_lmr_context() {
             Some(context) => {
                 let slot = self.lmrs.key_slot(context);
-                crate::owned::insert(&mut self.ias, &mut self.lmrs, Some(slot), Lmr { lmr_context: context, ..lmr })
+                crate::object::owned::insert(
+                    &mut self.ias,
+                    &mut self.lmrs,
+                    Some(slot),
+                    Lmr { lmr_context: context, ..lmr },
+                )
             }
             None => Err(lmr),
         };
@@ -172,6 +164,26 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             registered_size: lmr.length,
             registered_address: lmr.address,
         })
+    }
+
+    /// dat_lmr_create(3DAT), `DAT_MEM_TYPE_SHARED_VIRTUAL`: "All DAT
+    /// Consumers of the same uDAPL Provider specify the same Consumer
+    /// cookie to indicate who is sharing the shared memory region", and
+    /// "The Provider must check the entire 40 bytes and shall not
+    /// interpret it as a null-terminated string". So one cookie names one
+    /// region of the IA: an LMR of a cookie an LMR of the IA already has
+    /// must be of that region's length (`DAT_INVALID_PARAMETER` on the
+    /// length otherwise). Its address may differ, as a platform may map
+    /// the region at more than one address.
+    fn shared_region_fits(&self, ia: IaHandle, cookie: &[u8; 40], length: u64) -> DatResult<()> {
+        let shares =
+            |l: &Lmr<B>| l.ia == ia && matches!(&l.mem_type, MemType::SharedVirtual { cookie: c, .. } if c == cookie);
+        match self.lmrs.find_from(0, shares).and_then(|h| self.lmrs.get(h)) {
+            Some(Lmr { mem_type: MemType::SharedVirtual { length: region, .. }, .. }) if *region != length => {
+                Err(DatError::invalid_arg(4))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The next value of the context sequence whose slot is free; `None`
@@ -202,7 +214,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn lmr_destroy(&mut self, lmr: LmrHandle) {
-        if let Some(lmr) = crate::owned::remove(&mut self.ias, &mut self.lmrs, lmr.0) {
+        if let Some(lmr) = crate::object::owned::remove(&mut self.ias, &mut self.lmrs, lmr.0) {
             self.lmr_epoch += 1;
             self.backend.mr_deregister(lmr.mr);
             self.pz_release(lmr.pz);
@@ -256,76 +268,5 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             }
         }
         Ok(())
-    }
-}
-
-/// The live LMR of `lmrs` whose context this is.
-#[inline(always)]
-pub(crate) fn by_context<B: Backend, L: SlotsOf<Lmr<B>>>(
-    lmrs: &Slab<Lmr<B>, L>,
-    lmr_context: u32,
-) -> Option<(LmrHandle, &Lmr<B>)> {
-    let (raw, lmr) = lmrs.live_at(lmrs.key_slot(lmr_context))?;
-    (lmr.lmr_context == lmr_context).then_some((LmrHandle(raw), lmr))
-}
-
-/// Check one local segment against its LMR in `lmrs` and translate it.
-///
-/// Errors follow the DTO pages: a context that names no live LMR is a
-/// protection violation (dat_lmr_free(3DAT): "Any DTO operation that uses
-/// the destroyed LMR ... shall fail and report a protection violation"),
-/// as is an LMR of another PZ; a range outside the LMR is an invalid
-/// parameter; a missing privilege is a privileges violation.
-#[inline(always)]
-pub(crate) fn translate<B: Backend, L: SlotsOf<Lmr<B>>>(
-    lmrs: &Slab<Lmr<B>, L>,
-    pz: PzHandle,
-    seg: &LmrTriplet,
-    need: MemPriv,
-) -> DatResult<Sge> {
-    let (_, lmr) = by_context(lmrs, seg.lmr_context).ok_or(DatError::of(ErrorType::ProtectionViolation))?;
-    // One compare of the handles' bits rather than one per field.
-    if lmr.pz.0.to_bits() != pz.0.to_bits() {
-        return Err(DatError::of(ErrorType::ProtectionViolation));
-    }
-    if !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
-        return Err(DatError::of(ErrorType::InvalidParameter));
-    }
-    if !lmr.privileges.contains(need) {
-        return Err(DatError::of(ErrorType::PrivilegesViolation));
-    }
-    Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey })
-}
-
-/// Translate `iov` into `sges`, skipping zero-length segments ("When 0 is
-/// specified for segment_length then the other two elements of the
-/// dat_lmr_triplet are irrelevant"). Returns the total length. The
-/// segments go into a vector on the caller's stack, which no post clears
-/// first.
-#[inline(always)]
-pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
-    lmrs: &Slab<Lmr<B>, L>,
-    pz: PzHandle,
-    iov: &[LmrTriplet],
-    need: MemPriv,
-    sges: &mut crate::FixedVec<Sge, MAX_SGE>,
-) -> DatResult<u64> {
-    let mut total = 0u64;
-    for seg in iov.iter().filter(|s| s.segment_length != 0) {
-        sges.push(translate(lmrs, pz, seg, need)?).map_err(|_| DatError::invalid_arg(2))?;
-        total += u64::from(seg.segment_length);
-    }
-    Ok(total)
-}
-
-impl<B: Backend> Lmr<B> {
-    /// Whether `[address, address + length)` lies inside the region.
-    /// (`Provider::lmr_create` keeps `self.address + self.length` from
-    /// overflowing, so an address below the region is an offset past its
-    /// length.)
-    #[inline(always)]
-    pub(crate) fn contains(&self, address: u64, length: u64) -> bool {
-        let offset = address.wrapping_sub(self.address);
-        offset <= self.length && length <= self.length - offset
     }
 }

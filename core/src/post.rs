@@ -16,14 +16,14 @@
 //!   falls back to the exclusive door, which decides the error;
 //! - shared ([`shared`]): the same rules on a provider shared among
 //!   threads, under the lock of the Endpoint or the SRQ;
-//! - fast ([`fast`]): the Rust API's segments checked once and an Endpoint
+//! - poster ([`poster`]): the Rust API's segments checked once and an Endpoint
 //!   borrowed for a run of posts.
 
 use crate::backend::RequestOp;
 use crate::types::{CompletionFlags, LmrTriplet};
 
-pub mod fast;
 mod lane;
+pub mod poster;
 mod recv;
 mod request;
 pub mod shared;
@@ -42,7 +42,7 @@ pub(crate) const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WA
 /// immediate write and compare-and-swap have one more operand.
 pub(crate) const fn flags_arg(op: &RequestOp) -> u8 {
     match op {
-        RequestOp::Send => 5,
+        RequestOp::Send | RequestOp::SendInvalidate { .. } => 5,
         RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } | RequestOp::FetchAdd { .. } => 6,
         RequestOp::RdmaWriteImm { .. } | RequestOp::CompareSwap { .. } => 7,
     }

@@ -5,22 +5,22 @@
 //! events are pulled from the backend when the consumer dequeues, waits or
 //! posts.
 
-use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, PrivateData};
-use crate::cno::Cno;
-use crate::cr::Cr;
-use crate::ep::Ep;
+use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnReq, ConnectionManager, PrivateData};
 use crate::error::{DatError, DatResult, Subtype};
-use crate::evd::Evd;
 use crate::event::{Event, EventData, EventNumber, EventPool};
 use crate::handle::*;
-use crate::ia::Ia;
-use crate::lmr::Lmr;
-use crate::psp::Psp;
-use crate::pz::Pz;
-use crate::rmr::Rmr;
-use crate::rsp::Rsp;
+use crate::object::cno::Cno;
+use crate::object::cr::Cr;
+use crate::object::ep::Ep;
+use crate::object::evd::Evd;
+use crate::object::ia::Ia;
+use crate::object::lmr::Lmr;
+use crate::object::psp::Psp;
+use crate::object::pz::Pz;
+use crate::object::rmr::Rmr;
+use crate::object::rsp::Rsp;
+use crate::object::srq::Srq;
 use crate::slab::Slab;
-use crate::srq::Srq;
 use crate::storage::{Inline, Storage};
 use crate::types::{DtoOp, DtoStatus, EpState};
 
@@ -47,9 +47,9 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     /// The last `lmr_context` handed out (see `lmr`).
     pub(crate) lmr_sequence: u32,
     /// LMRs freed so far: segments checked before the last free are
-    /// checked again (see `fast`).
+    /// checked again (see `poster`).
     pub(crate) lmr_epoch: u64,
-    /// This provider's number among those of the process (see `fast`).
+    /// This provider's number among those of the process (see `poster`).
     pub(crate) number: u32,
 }
 
@@ -131,7 +131,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             polled: [Completion::EMPTY; POLL_BATCH],
             lmr_sequence: 0,
             lmr_epoch: 0,
-            number: crate::fast::provider_number(),
+            number: crate::poster::provider_number(),
         }
     }
 
@@ -158,7 +158,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             Kind::Evd => self.evds.generation(index),
             Kind::Cno => self.cnos.generation(index),
             Kind::Ep => self.eps.generation(index),
-            Kind::Psp => self.psps.generation(index),
+            Kind::Psp | Kind::Csp => self.psps.generation(index),
             Kind::Rsp => self.rsps.generation(index),
             Kind::Cr => self.crs.generation(index),
             Kind::Srq => self.srqs.generation(index),
@@ -193,7 +193,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     lookup!(evd, evd_mut, evds, EvdHandle, Evd<B>, NoSubtype);
     lookup!(cno, cno_mut, cnos, CnoHandle, Cno, InvalidHandleCno);
     lookup!(ep, eps, EpHandle, Ep<B>, InvalidHandleEp);
-    lookup!(psp, psps, PspHandle, Psp<B>, InvalidHandlePsp);
     lookup!(rsp, rsps, RspHandle, Rsp<B>, InvalidHandleRsp);
     lookup!(cr, crs, CrHandle, Cr<B>, InvalidHandleCr);
     lookup!(srq, srq_mut, srqs, SrqHandle, Srq<B>, InvalidHandleSrq);
@@ -268,7 +267,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         loop {
             let Provider { ias, backend, .. } = self;
             let Some(i) = ias.get_mut(ia.0) else { return };
-            let Some(event) = backend.poll_cm(&mut i.dev) else { return };
+            let Some(event) = backend.cm().poll_cm(&mut i.dev) else { return };
             self.on_cm(ia, event);
         }
     }
@@ -329,6 +328,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     op,
                     imm: c.imm,
                 };
+                if op == DtoOp::ReceiveWithInvalidate && c.status == DtoStatus::Success {
+                    self.rmr_invalidated(ep_h, c.imm);
+                }
                 Some((evd, EventNumber::DtoCompletion, data))
             }
         };
@@ -356,7 +358,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some(ep) = eps.get_mut(ep_h.0) else { return };
         ep.set_state(EpState::Disconnected);
         if let Some(qp) = ep.qp_mut() {
-            backend.disconnect(qp, false);
+            backend.cm().disconnect(B::cm_qp(qp), false);
         }
         let (evd, ia, on_srq) = (ep.connect_evd, ep.ia, !ep.srq.is_null());
         let size = if number == EventNumber::ConnectionPeerRejected { ep.private_data.len() as u32 } else { 0 };
@@ -369,7 +371,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
     }
 
-    fn on_cm(&mut self, ia: IaHandle, event: CmEvent<B::ConnReq>) {
+    fn on_cm(&mut self, ia: IaHandle, event: CmEvent<ConnReq<B>>) {
         match event {
             CmEvent::Request { listener, request, remote, remote_port, private_data } => {
                 self.on_request(ia, listener, request, remote, remote_port, private_data)
@@ -429,7 +431,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         &mut self,
         ia: IaHandle,
         listener: u64,
-        request: B::ConnReq,
+        request: ConnReq<B>,
         remote: crate::types::IaAddress,
         remote_port: u64,
         private_data: PrivateData,
@@ -443,7 +445,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // No Service Point, or no room for the request: refuse it as if
         // nobody listened (dat_psp_free(3DAT)).
         if let Err(request) = accepted {
-            self.backend.reject(request, &[]);
+            self.backend.cm().reject(request, &[]);
         }
     }
 }

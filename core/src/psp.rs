@@ -1,10 +1,12 @@
 //! Public Service Point (PSP): dat_psp_create(3DAT),
 //! dat_psp_create_any(3DAT), dat_psp_free(3DAT), dat_psp_query(3DAT).
 
-use crate::backend::{Backend, PrivateData};
-use crate::cr::Cr;
+use crate::backend::{Backend, ConnReq, ConnectionManager, PrivateData};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, EvdHandle, IaHandle, PspHandle};
+use crate::object::cr::Cr;
+use crate::object::csp::Common;
+use crate::object::psp::Psp;
 use crate::provider::{psp_tag, Provider};
 use crate::storage::Storage;
 use crate::types::{EvdFlags, IaAddress, PspFlags};
@@ -15,15 +17,6 @@ pub const PSP_FIELD_ALL: u32 = 0x0f;
 /// The connection qualifiers `dat_psp_create_any` chooses from: the
 /// "nonprivileged" ephemeral range.
 pub const ANY_CONN_QUAL: core::ops::RangeInclusive<u64> = 49152..=65535;
-
-pub(crate) struct Psp<B: Backend> {
-    pub(crate) ia: IaHandle,
-    pub(crate) conn_qual: u64,
-    pub(crate) evd: EvdHandle,
-    pub(crate) flags: PspFlags,
-    pub(crate) listener: Option<B::Listener>,
-    pub(crate) context: u64,
-}
 
 /// `DAT_PSP_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,19 +41,31 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         evd: EvdHandle,
         flags: PspFlags,
     ) -> DatResult<PspHandle> {
+        self.sp_create(ia, conn_qual, evd, flags, None)
+    }
+
+    /// A PSP, or with `common` a CSP, listening on `conn_qual`.
+    pub(crate) fn sp_create(
+        &mut self,
+        ia: IaHandle,
+        conn_qual: u64,
+        evd: EvdHandle,
+        flags: PspFlags,
+        common: Option<Common>,
+    ) -> DatResult<PspHandle> {
         self.ia(ia)?;
         self.evd_for(ia, evd, EvdFlags::CR, Subtype::InvalidHandleEvdCr)?;
         if self.conn_qual_taken(ia, conn_qual) {
             return Err(DatError::of(ErrorType::ConnQualInUse));
         }
-        let psp = Psp { ia, conn_qual, evd, flags, listener: None, context: 0 };
+        let psp = Psp { ia, conn_qual, evd, flags, common, listener: None, context: 0 };
         let h = PspHandle(
-            crate::owned::insert(&mut self.ias, &mut self.psps, None, psp)
+            crate::object::owned::insert(&mut self.ias, &mut self.psps, None, psp)
                 .map_err(|_| DatError::of(ErrorType::InsufficientResources))?,
         );
         let Provider { ias, psps, backend, .. } = self;
         let listened = match ias.get_mut(ia.0) {
-            Some(i) => backend.listen(&mut i.dev, conn_qual, psp_tag(h)),
+            Some(i) => backend.cm().listen(&mut i.dev, conn_qual, psp_tag(h)),
             None => Err(DatError::invalid_handle(Subtype::InvalidHandleIa)),
         };
         match listened {
@@ -72,7 +77,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 Ok(h)
             }
             Err(e) => {
-                crate::owned::remove(ias, psps, h.0);
+                crate::object::owned::remove(ias, psps, h.0);
                 Err(e)
             }
         }
@@ -89,6 +94,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             }
         }
         Err(DatError::of(ErrorType::ConnQualUnavailable))
+    }
+
+    /// The PSP `h` names; a CSP, which lives among the PSPs, is none.
+    pub(crate) fn psp(&self, h: PspHandle) -> DatResult<&Psp<B>> {
+        let psp = self.psps.get(h.0).filter(|p| p.common.is_none());
+        psp.ok_or(DatError::invalid_handle(Subtype::InvalidHandlePsp))
     }
 
     /// Whether a service point of `ia` listens on `conn_qual`.
@@ -120,9 +131,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn psp_destroy(&mut self, psp: PspHandle) {
-        if let Some(p) = crate::owned::remove(&mut self.ias, &mut self.psps, psp.0) {
+        if let Some(p) = crate::object::owned::remove(&mut self.ias, &mut self.psps, psp.0) {
             if let Some(l) = p.listener {
-                self.backend.unlisten(l);
+                self.backend.cm().unlisten(l);
             }
             self.sp_feeds(p.evd, false);
         }
@@ -144,11 +155,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         &mut self,
         ia: IaHandle,
         psp_h: PspHandle,
-        request: B::ConnReq,
+        request: ConnReq<B>,
         remote: IaAddress,
         remote_port: u64,
         private_data: PrivateData,
-    ) -> Result<(), B::ConnReq> {
+    ) -> Result<(), ConnReq<B>> {
         let Some(psp) = self.psps.get(psp_h.0).filter(|p| p.ia == ia) else { return Err(request) };
         let (evd, conn_qual, flags) = (psp.evd, psp.conn_qual, psp.flags);
         if self.evds.get(evd.0).is_none_or(|e| e.queue.room() == 0) {

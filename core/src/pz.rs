@@ -4,19 +4,12 @@
 use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, PzHandle};
+use crate::object::pz::Pz;
 use crate::provider::Provider;
 use crate::storage::Storage;
 
 /// `DAT_PZ_FIELD_ALL`.
 pub const PZ_FIELD_ALL: u32 = 0x01;
-
-pub(crate) struct Pz<B: Backend> {
-    pub(crate) ia: IaHandle,
-    pub(crate) pd: B::Pd,
-    /// EPs, LMRs, RMRs and SRQs in this zone.
-    pub(crate) refs: u32,
-    pub(crate) context: u64,
-}
 
 /// `DAT_PZ_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +24,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { ias, backend, .. } = self;
         let ia = ias.get_mut(ia_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
         let pd = backend.pd_alloc(&mut ia.dev)?;
-        match crate::owned::insert(&mut self.ias, &mut self.pzs, None, Pz { ia: ia_h, pd, refs: 0, context: 0 }) {
+        match crate::object::owned::insert(&mut self.ias, &mut self.pzs, None, Pz { ia: ia_h, pd, refs: 0, context: 0 })
+        {
             Ok(raw) => Ok(PzHandle(raw)),
             Err(pz) => {
                 self.backend.pd_free(pz.pd);
@@ -51,7 +45,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn pz_destroy(&mut self, pz: PzHandle) {
-        if let Some(pz) = crate::owned::remove(&mut self.ias, &mut self.pzs, pz.0) {
+        if let Some(pz) = crate::object::owned::remove(&mut self.ias, &mut self.pzs, pz.0) {
             self.backend.pd_free(pz.pd);
         }
     }

@@ -1,116 +1,26 @@
 //! Remote Memory Region (RMR): dat_rmr_create(3DAT), dat_rmr_bind(3DAT),
-//! dat_rmr_free(3DAT), dat_rmr_query(3DAT).
+//! dat_rmr_free(3DAT), dat_rmr_query(3DAT), and DAT 2.0's
+//! dat_rmr_create_for_ep (`<dat2/dat.h>`).
+//!
+//! dat_rmr_create gives a window of the PZ (`DAT_RMR_SCOPE_PZ`: a type 1
+//! memory window, rebound at will). dat_rmr_create_for_ep gives one bound
+//! to an Endpoint (`DAT_RMR_SCOPE_EP`: "bound to at most one EP at a
+//! time"), an InfiniBand type 2 window: the peer reaches it only over the
+//! connection of the Endpoint that bound it, and it is invalidated, by a
+//! zero-length dat_rmr_bind through that Endpoint or by the peer's
+//! dat_ep_post_send_with_invalidate, before it is bound again (IBA
+//! o10-36.2.2: a type 2 window is bound only from the free state).
 
 use crate::backend::{Backend, Sge};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, IaHandle, LmrHandle, PzHandle, RmrHandle};
+use crate::object::rmr::{Binding, InFlight, Rmr, RmrScope};
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
 
 /// `DAT_RMR_FIELD_ALL`.
 pub const RMR_FIELD_ALL: u32 = 0x7f;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Binding {
-    pub(crate) lmr: LmrHandle,
-    pub(crate) triplet: LmrTriplet,
-    pub(crate) privileges: MemPriv,
-    pub(crate) rmr_context: u32,
-}
-
-pub(crate) struct Rmr<B: Backend> {
-    pub(crate) ia: IaHandle,
-    pub(crate) pz: PzHandle,
-    pub(crate) mw: B::Mw,
-    pub(crate) binding: Option<Binding>,
-    /// The binds posted and not yet completed, for their events' cookies.
-    pub(crate) in_flight: InFlight,
-    pub(crate) context: u64,
-}
-
-/// Binds of one RMR in flight at once, over all Endpoints; one more is
-/// refused with `DAT_INSUFFICIENT_RESOURCES`.
-pub const BINDS_IN_FLIGHT: usize = 8;
-
-/// A bind posted and not yet completed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Posted {
-    ep: EpHandle,
-    cookie: u64,
-    /// Whether a successful completion reports it (no
-    /// `DAT_COMPLETION_SUPPRESS_FLAG`).
-    reported: bool,
-}
-
-/// An RMR's binds in flight, oldest first. "The user_cookie is returned to
-/// the Consumer in the rmr_bind Completion event for this operation"
-/// (dat_rmr_bind(3DAT)), and an RMR may be bound again, through the same
-/// Endpoint or another, before an earlier bind completes. One Endpoint's
-/// binds complete in the order it posted them, so a completion names the
-/// Endpoint and this finds the bind.
-#[derive(Debug, Default)]
-pub(crate) struct InFlight {
-    posted: [Option<Posted>; BINDS_IN_FLIGHT],
-}
-
-impl InFlight {
-    /// Whether one more bind may be posted: fewer than
-    /// `BINDS_IN_FLIGHT` are in flight through Endpoints `live` still
-    /// holds (a freed Endpoint's binds never complete, and are dropped).
-    fn room(&mut self, live: impl Fn(EpHandle) -> bool) -> bool {
-        for p in self.posted.iter_mut() {
-            if p.is_some_and(|p| !live(p.ep)) {
-                *p = None;
-            }
-        }
-        self.compact();
-        self.posted.iter().any(Option::is_none)
-    }
-
-    /// Record a bind `ep` posted, after [`room`](Self::room) said yes.
-    fn record(&mut self, ep: EpHandle, cookie: u64, reported: bool) {
-        if let Some(free) = self.posted.iter_mut().find(|p| p.is_none()) {
-            *free = Some(Posted { ep, cookie, reported });
-        }
-    }
-
-    /// The cookie of a bind completion from `ep`. A success completes the
-    /// oldest bind of `ep` that reports one, and with it the suppressed
-    /// binds of `ep` before it (they completed silently); a failure or a
-    /// flush completes the oldest bind of `ep`. A suppressed bind leaves
-    /// no trace when it succeeds, so until a later success of `ep` clears
-    /// it, a failure of a newer bind on the same RMR and Endpoint is taken
-    /// for it and reports its cookie.
-    #[cold]
-    pub(crate) fn complete(&mut self, ep: EpHandle, success: bool) -> Option<u64> {
-        let mut cookie = None;
-        for p in self.posted.iter_mut() {
-            let Some(posted) = *p else { continue };
-            if posted.ep != ep {
-                continue;
-            }
-            *p = None;
-            if !success || posted.reported {
-                cookie = Some(posted.cookie);
-                break;
-            }
-        }
-        self.compact();
-        cookie
-    }
-
-    /// Close the gaps, keeping the order.
-    fn compact(&mut self) {
-        let mut to = 0;
-        for from in 0..BINDS_IN_FLIGHT {
-            if let Some(p) = self.posted[from].take() {
-                self.posted[to] = Some(p);
-                to += 1;
-            }
-        }
-    }
-}
 
 /// `DAT_RMR_PARAM`. The binding fields are `None` for an unbound RMR
 /// (dat_rmr_query(3DAT): "not defined for an unbound RMR").
@@ -126,20 +36,36 @@ pub struct RmrParam {
     pub mem_privileges: Option<MemPriv>,
     /// The context a peer names the bound memory by.
     pub rmr_context: Option<u32>,
+    /// What the binding is tied to.
+    pub scope: RmrScope,
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_rmr_create(3DAT).
     pub fn rmr_create(&mut self, pz_h: PzHandle) -> DatResult<RmrHandle> {
+        self.rmr_new(pz_h, RmrScope::Pz)
+    }
+
+    /// dat_rmr_create_for_ep of `<dat2/dat.h>` (DAT 2.0): an RMR of
+    /// `DAT_RMR_SCOPE_EP` (see the module documentation). A transport
+    /// without type 2 windows refuses with `DAT_MODEL_NOT_SUPPORTED`.
+    pub fn rmr_create_for_ep(&mut self, pz_h: PzHandle) -> DatResult<RmrHandle> {
+        self.rmr_new(pz_h, RmrScope::Ep)
+    }
+
+    fn rmr_new(&mut self, pz_h: PzHandle, scope: RmrScope) -> DatResult<RmrHandle> {
         let Provider { pzs, backend, .. } = self;
         let pz = pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
         let ia = pz.ia;
-        let mw = backend.mw_alloc(&pz.pd)?;
-        match crate::owned::insert(
+        let mw = match scope {
+            RmrScope::Pz => backend.mw_alloc(&pz.pd)?,
+            RmrScope::Ep => backend.mw_alloc_for_ep(&pz.pd)?,
+        };
+        match crate::object::owned::insert(
             &mut self.ias,
             &mut self.rmrs,
             None,
-            Rmr { ia, pz: pz_h, mw, binding: None, in_flight: InFlight::default(), context: 0 },
+            Rmr { ia, pz: pz_h, scope, mw, binding: None, in_flight: InFlight::default(), context: 0 },
         ) {
             Ok(raw) => {
                 self.pz_hold(pz_h);
@@ -174,7 +100,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
     ) -> DatResult<u32> {
         let rmr = self.rmr(rmr_h)?;
-        let (rmr_pz, rmr_ia) = (rmr.pz, rmr.ia);
+        let (rmr_pz, rmr_ia, scope, bound) = (rmr.pz, rmr.ia, rmr.scope, rmr.binding);
         let binds = triplet.segment_length != 0;
         if binds || !lmr_h.is_null() {
             let of_ia = self.lmr(lmr_h).is_ok_and(|l| l.ia == rmr_ia);
@@ -200,6 +126,19 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         if ep.pz != rmr_pz {
             return Err(DatError::new(ErrorType::ProtectionViolation, Subtype::ProtectionRdmaWrite));
+        }
+        if scope == RmrScope::Ep {
+            // A window of one Endpoint binds only from the free state (IBA
+            // o10-36.2.2), and only the Endpoint it is bound to invalidates
+            // it: another is a bad `ep_handle`, dat_rmr_bind(3DAT)'s
+            // fourth argument, as the other arguments here are numbered.
+            match (binds, bound) {
+                (true, Some(_)) | (false, None) => {
+                    return Err(DatError::of(ErrorType::InvalidState));
+                }
+                (false, Some(b)) if b.ep != ep_h => return Err(DatError::invalid_arg(4)),
+                _ => {}
+            }
         }
         let bind = if triplet.segment_length == 0 {
             None
@@ -241,7 +180,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         ep.request_outstanding += 1;
         rmr.in_flight.record(ep_h, cookie, !flags.contains(CompletionFlags::SUPPRESS));
         let old = rmr.binding.take();
-        rmr.binding = bind.map(|(lmr, _)| Binding { lmr, triplet: *triplet, privileges, rmr_context: rkey });
+        rmr.binding = bind.map(|(lmr, _)| Binding { ep: ep_h, lmr, triplet: *triplet, privileges, rmr_context: rkey });
+        if scope == RmrScope::Ep {
+            // Only an unbound window binds, and only its EP unbinds it.
+            ep.count_window(bind.is_some());
+        }
         if let Some(old) = old {
             if let Some(l) = self.lmrs.get_mut(old.lmr.0) {
                 l.rmr_refs = l.rmr_refs.saturating_sub(1);
@@ -255,11 +198,31 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         Ok(rkey)
     }
 
-    /// Drop `rmr`'s binding, releasing its LMR.
+    /// Drop `rmr`'s binding, releasing its LMR (and, for a window of an
+    /// EP, the EP).
     pub(crate) fn rmr_unbind(&mut self, rmr: RmrHandle) {
-        let Some(old) = self.rmrs.get_mut(rmr.0).and_then(|r| r.binding.take()) else { return };
+        let Some(r) = self.rmrs.get_mut(rmr.0) else { return };
+        let Some(old) = r.binding.take() else { return };
+        if r.scope == RmrScope::Ep {
+            if let Some(ep) = self.eps.get_mut(old.ep.0) {
+                ep.count_window(false);
+            }
+        }
         if let Some(l) = self.lmrs.get_mut(old.lmr.0) {
             l.rmr_refs = l.rmr_refs.saturating_sub(1);
+        }
+    }
+
+    /// The peer's dat_ep_post_send_with_invalidate of `rmr_context`
+    /// completed a receive of `ep`: the window of `DAT_RMR_SCOPE_EP` that
+    /// `ep` bound with that context is unbound.
+    #[cold]
+    pub(crate) fn rmr_invalidated(&mut self, ep: EpHandle, rmr_context: u32) {
+        let named = |r: &Rmr<B>| {
+            r.scope == RmrScope::Ep && r.binding.is_some_and(|b| b.ep == ep && b.rmr_context == rmr_context)
+        };
+        if let Some(raw) = self.rmrs.find_from(0, named) {
+            self.rmr_unbind(RmrHandle(raw));
         }
     }
 
@@ -273,7 +236,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     pub(crate) fn rmr_destroy(&mut self, rmr: RmrHandle) {
         self.rmr_unbind(rmr);
-        if let Some(r) = crate::owned::remove(&mut self.ias, &mut self.rmrs, rmr.0) {
+        if let Some(r) = crate::object::owned::remove(&mut self.ias, &mut self.rmrs, rmr.0) {
             self.backend.mw_free(r.mw);
             self.pz_release(r.pz);
         }
@@ -291,6 +254,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             lmr_triplet: r.binding.map(|b| b.triplet),
             mem_privileges: r.binding.map(|b| b.privileges),
             rmr_context: r.binding.map(|b| b.rmr_context),
+            scope: r.scope,
         })
     }
 }

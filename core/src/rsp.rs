@@ -6,25 +6,17 @@
 //! Point was Reserved, sp_handle is DAT_HANDLE_NULL because the reserved
 //! Service Point is automatically destroyed upon generating this event").
 
-use crate::backend::{Backend, PrivateData};
-use crate::cr::Cr;
+use crate::backend::{Backend, ConnReq, ConnectionManager, PrivateData};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PspHandle, RspHandle};
+use crate::object::cr::Cr;
+use crate::object::rsp::Rsp;
 use crate::provider::{rsp_tag, Provider};
 use crate::storage::Storage;
 use crate::types::{EpState, EvdFlags, IaAddress};
 
 /// `DAT_RSP_FIELD_ALL`.
 pub const RSP_FIELD_ALL: u32 = 0x0f;
-
-pub(crate) struct Rsp<B: Backend> {
-    pub(crate) ia: IaHandle,
-    pub(crate) conn_qual: u64,
-    pub(crate) evd: EvdHandle,
-    pub(crate) ep: EpHandle,
-    pub(crate) listener: Option<B::Listener>,
-    pub(crate) context: u64,
-}
 
 /// `DAT_RSP_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +56,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             ep
         };
         let rsp = Rsp { ia, conn_qual, evd, ep, listener: None, context: 0 };
-        let h = match crate::owned::insert(&mut self.ias, &mut self.rsps, None, rsp) {
+        let h = match crate::object::owned::insert(&mut self.ias, &mut self.rsps, None, rsp) {
             Ok(raw) => RspHandle(raw),
             Err(rsp) => {
                 self.ep_release_reserved(rsp.ep);
@@ -73,7 +65,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         };
         let Provider { ias, rsps, backend, .. } = self;
         let listened = match ias.get_mut(ia.0) {
-            Some(i) => backend.listen(&mut i.dev, conn_qual, rsp_tag(h)),
+            Some(i) => backend.cm().listen(&mut i.dev, conn_qual, rsp_tag(h)),
             None => Err(DatError::invalid_handle(Subtype::InvalidHandleIa)),
         };
         match listened {
@@ -83,7 +75,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 }
             }
             Err(e) => {
-                crate::owned::remove(ias, rsps, h.0);
+                crate::object::owned::remove(ias, rsps, h.0);
                 self.ep_release_reserved(ep);
                 return Err(e);
             }
@@ -118,9 +110,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn rsp_destroy(&mut self, rsp: RspHandle) {
-        let Some(r) = crate::owned::remove(&mut self.ias, &mut self.rsps, rsp.0) else { return };
+        let Some(r) = crate::object::owned::remove(&mut self.ias, &mut self.rsps, rsp.0) else { return };
         if let Some(l) = r.listener {
-            self.backend.unlisten(l);
+            self.backend.cm().unlisten(l);
         }
         self.sp_feeds(r.evd, false);
         if self.eps.get(r.ep.0).is_some_and(|e| e.rsp == rsp && e.state() == EpState::Reserved) {
@@ -143,11 +135,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         &mut self,
         ia: IaHandle,
         rsp_h: RspHandle,
-        request: B::ConnReq,
+        request: ConnReq<B>,
         remote: IaAddress,
         remote_port: u64,
         private_data: PrivateData,
-    ) -> Result<(), B::ConnReq> {
+    ) -> Result<(), ConnReq<B>> {
         let Some(rsp) = self.rsps.get(rsp_h.0).filter(|r| r.ia == ia) else { return Err(request) };
         let (evd, ep, conn_qual) = (rsp.evd, rsp.ep, rsp.conn_qual);
         if self.evds.get(evd.0).is_none_or(|e| e.queue.room() == 0) {
@@ -164,9 +156,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             request,
             context: 0,
         };
-        let Some(r) = crate::owned::remove(&mut self.ias, &mut self.rsps, rsp_h.0) else { return Err(cr.request) };
+        let Some(r) = crate::object::owned::remove(&mut self.ias, &mut self.rsps, rsp_h.0) else {
+            return Err(cr.request);
+        };
         if let Some(l) = r.listener {
-            self.backend.unlisten(l);
+            self.backend.cm().unlisten(l);
         }
         if let Some(e) = self.eps.get_mut(ep.0) {
             e.set_state(EpState::PassiveConnectionPending);

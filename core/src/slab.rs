@@ -8,13 +8,10 @@
 //! PZs, say) can be listed through their slots ([`Members`]), so that the
 //! owner visits its own and never walks the slab.
 
-// The cell behind `Slab::get_shared`: the crate's one unsafe access.
-#![allow(unsafe_code)]
-
-use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 
 use crate::handle::RawHandle;
+use crate::place::Place;
 use crate::storage::{Store, Vacant};
 
 /// One slot of a [`Slab`]: its generation, and the object while it lives.
@@ -39,7 +36,7 @@ pub struct Slot<T> {
     /// While live in a listed slab, the previous member (`NONE` at the
     /// head).
     prev: u32,
-    value: UnsafeCell<Option<T>>,
+    value: Place<T>,
 }
 
 impl<T: core::fmt::Debug> core::fmt::Debug for Slot<T> {
@@ -49,17 +46,14 @@ impl<T: core::fmt::Debug> core::fmt::Debug for Slot<T> {
 }
 
 impl<T> Vacant for Slot<T> {
-    const VACANT: Slot<T> = Slot { generation: 1, live: false, next: NONE, prev: NONE, value: UnsafeCell::new(None) };
+    const VACANT: Slot<T> = Slot { generation: 1, live: false, next: NONE, prev: NONE, value: Place::VACANT };
 }
 
 impl<T> Slot<T> {
     /// The object, through a shared slot.
     #[inline(always)]
     fn value(&self) -> Option<&T> {
-        // SAFETY: a `&mut` to the object exists only through `&mut self`
-        // (excluded by this borrow) or through `Slab::get_shared`, whose
-        // caller promises that no other access to the object overlaps.
-        unsafe { (*self.value.get()).as_ref() }
+        self.value.get()
     }
 
     /// The object, through an exclusive slot.
@@ -309,13 +303,11 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// takes, and no `&mut` to the slab exists. (Other objects of the slab,
     /// and every slot's generation, may be read meanwhile.)
     #[inline(always)]
-    #[allow(clippy::mut_from_ref)]
+    #[allow(unsafe_code, clippy::mut_from_ref)]
     pub unsafe fn get_shared(&self, h: RawHandle) -> Option<&mut T> {
         let slot = self.slot(h)?;
-        // SAFETY: by the contract, this is the only access to the object
-        // while the reference lives; the cell makes the slot's interior
-        // mutable behind a shared reference.
-        unsafe { (*slot.value.get()).as_mut() }
+        // SAFETY: the caller's promise is the place's.
+        unsafe { slot.value.get_shared() }
     }
 
     /// Whether `h` names a live object.
@@ -470,13 +462,11 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// As [`Slab::get_shared`]: for as long as the reference lives,
     /// nothing else reads or writes that object.
     #[inline(always)]
-    #[allow(clippy::mut_from_ref)]
+    #[allow(unsafe_code, clippy::mut_from_ref)]
     pub unsafe fn live_shared(&self, index: u32) -> Option<(u32, &mut T)> {
         let slot = self.slots.items().get(index as usize)?;
-        // SAFETY: by the contract, this is the only access to the object
-        // while the reference lives; the cell makes the slot's interior
-        // mutable behind a shared reference.
-        let value = unsafe { (*slot.value.get()).as_mut()? };
+        // SAFETY: the caller's promise is the place's.
+        let value = unsafe { slot.value.get_shared()? };
         Some((slot.generation, value))
     }
 

@@ -5,24 +5,13 @@
 use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, PzHandle, SrqHandle};
+use crate::object::srq::Srq;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::SrqAttr;
 
 /// `DAT_SRQ_FIELD_ALL`.
 pub const SRQ_FIELD_ALL: u32 = 0xff;
-
-pub(crate) struct Srq<B: Backend> {
-    pub(crate) ia: IaHandle,
-    pub(crate) pz: PzHandle,
-    pub(crate) srq: B::Srq,
-    pub(crate) attr: SrqAttr,
-    /// EPs receiving from it.
-    pub(crate) ep_refs: u32,
-    /// Receives posted and not yet completed.
-    pub(crate) outstanding: u32,
-    pub(crate) context: u64,
-}
 
 /// `DAT_SRQ_PARAM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,7 +51,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let pd = &pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?.pd;
         let srq = backend.srq_create(pd, attr)?;
         let obj = Srq { ia: ia_h, pz: pz_h, srq, attr: *attr, ep_refs: 0, outstanding: 0, context: 0 };
-        match crate::owned::insert(&mut self.ias, &mut self.srqs, None, obj) {
+        match crate::object::owned::insert(&mut self.ias, &mut self.srqs, None, obj) {
             Ok(raw) => {
                 self.pz_hold(pz_h);
                 Ok(SrqHandle(raw))
@@ -85,7 +74,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     pub(crate) fn srq_destroy(&mut self, srq: SrqHandle) {
-        if let Some(s) = crate::owned::remove(&mut self.ias, &mut self.srqs, srq.0) {
+        if let Some(s) = crate::object::owned::remove(&mut self.ias, &mut self.srqs, srq.0) {
             self.backend.srq_destroy(s.srq);
             self.pz_release(s.pz);
         }

@@ -9,7 +9,7 @@
  * event, every wake-up and the CPU time it used:
  *
  *   cc event_loop.c $(pkg-config --cflags --static --libs udat) -o event_loop
- *   ./event_loop udat-model-mlx5_model0
+ *   ./event_loop udat-softhca-mlx5_soft0
  *
  * On each wake-up it calls dat_cno_trigger once and then dequeues every EVD
  * the CNO has: dat_cno_wait(3DAT) makes the EVD a trigger names "only a
@@ -257,7 +257,7 @@ static double seconds(struct timeval t)
 
 int main(int argc, char **argv)
 {
-	char default_name[] = "udat-model-mlx5_model0";
+	char default_name[] = "udat-softhca-mlx5_soft0";
 	char *name = argc > 1 ? argv[1] : default_name;
 	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, which;
 	DAT_IA_ATTR attr;

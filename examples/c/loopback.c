@@ -7,7 +7,7 @@
  * and no dat.conf:
  *
  *   cc loopback.c $(pkg-config --cflags --static --libs udat) -o loopback
- *   ./loopback udat-model-mlx5_model0
+ *   ./loopback udat-softhca-mlx5_soft0
  *
  * Any provider name works: udat-verbs-rxe0 runs it over soft-RoCE.
  */
@@ -107,7 +107,7 @@ static void side_free(struct side *s)
 
 int main(int argc, char **argv)
 {
-	char default_name[] = "udat-model-mlx5_model0";
+	char default_name[] = "udat-softhca-mlx5_soft0";
 	char *name = argc > 1 ? argv[1] : default_name;
 	DAT_IA_HANDLE ia;
 	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, cr_evd;

@@ -5,7 +5,7 @@
  * libdat2 and no dat.conf.
  *
  *   cc examples/c/quickstart.c $(pkg-config --cflags --libs --static udat) -o quickstart
- *   ./quickstart                      # the software HCA: udat-model-mlx5_model0
+ *   ./quickstart                      # the software HCA: udat-softhca-mlx5_soft0
  *   ./quickstart udat-verbs-rxe0      # a verbs device
  */
 #include <stdint.h>
@@ -51,7 +51,7 @@ static DAT_EVENT next(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const char *wha
 
 int main(int argc, char **argv)
 {
-	char *name = argc > 1 ? argv[1] : "udat-model-mlx5_model0";
+	char *name = argc > 1 ? argv[1] : "udat-softhca-mlx5_soft0";
 	DAT_IA_HANDLE ia;
 	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, cr_evd, conn_evd, client_dto, server_dto;
 	DAT_IA_ATTR attr;

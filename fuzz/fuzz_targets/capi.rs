@@ -17,7 +17,7 @@ use udat_capi::sys::*;
 // libudat.a's entry points (the dispatcher in C and the registry in Rust).
 use udat as _;
 
-const PROVIDER: &std::ffi::CStr = c"udat-model-mlx5_model0";
+const PROVIDER: &std::ffi::CStr = c"udat-softhca-mlx5_soft0";
 const PAGE: usize = 4096;
 const DATA: usize = 16 * PAGE;
 
@@ -180,7 +180,7 @@ impl Run {
         if h.is_null() {
             return;
         }
-        assert!(udat_capi::handles::issued(h), "udat returned a handle it never issued: {h:?}");
+        assert!(udat_capi::handle_space::issued(h), "udat returned a handle it never issued: {h:?}");
         if self.handles.len() < 256 {
             self.handles.push(h);
         }

@@ -9,10 +9,10 @@
 //! still returns its WQE to the SRQ.
 
 use udat_core::backend::{
-    Backend, CmEvent, Completion, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds, Wake,
-    MAX_SGE,
+    Backend, Completion, ConnectionManager, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds,
+    Wake, MAX_SGE,
 };
-use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv, RmrTriplet, SrqAttr};
+use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAttr, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
 
 use crate::cq::CompletionQueue;
@@ -52,6 +52,8 @@ pub struct Cq<D: Device> {
 pub struct Mw<D: Device> {
     ctl: D::Mw,
     rkey: u32,
+    /// A type 2 window: its binds name the QP.
+    for_ep: bool,
 }
 
 /// An SRQ: the device's handle and the slot of its ring.
@@ -172,6 +174,7 @@ fn request_header(op: &RequestOp) -> (Header, DtoOp) {
     };
     match *op {
         RequestOp::Send => (header(opcode::SEND, 0, None, None), DtoOp::Send),
+        RequestOp::SendInvalidate { rkey } => (header(opcode::SEND_INVAL, rkey, None, None), DtoOp::Send),
         RequestOp::RdmaWrite { remote } => (header(opcode::RDMA_WRITE, 0, Some(remote), None), DtoOp::RdmaWrite),
         RequestOp::RdmaRead { remote } => (header(opcode::RDMA_READ, 0, Some(remote), None), DtoOp::RdmaRead),
         RequestOp::RdmaWriteImm { remote, imm } => {
@@ -301,6 +304,8 @@ fn received(tag: u64, cookie: u64, cqe: &Cqe) -> Completion {
     let (op, imm) = match cqe.opcode {
         CqeOpcode::RespWriteImm => (DtoOp::ReceiveImm, cqe.imm),
         CqeOpcode::RespSendImm => (DtoOp::ReceiveMsgImm, cqe.imm),
+        // The key the sender invalidated (`imm_inval_pkey`).
+        CqeOpcode::RespSendInv => (DtoOp::ReceiveWithInvalidate, cqe.imm),
         _ => (DtoOp::Receive, 0),
     };
     Completion {
@@ -377,8 +382,17 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     type Cq = Cq<D>;
     type Qp = Qp<D>;
     type Srq = Srq<D>;
-    type Listener = D::Listener;
-    type ConnReq = D::ConnReq;
+    type Cm = D::Cm;
+
+    #[inline]
+    fn cm(&mut self) -> &mut D::Cm {
+        self.device.cm()
+    }
+
+    #[inline]
+    fn cm_qp(qp: &mut Qp<D>) -> &mut <D::Cm as ConnectionManager>::Qp {
+        D::cm_qp(&mut qp.ctl)
+    }
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(D::Ia, IaAttr)> {
         let (ia, mut attr) = self.device.ia_open(name)?;
@@ -414,7 +428,12 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
 
     fn mw_alloc(&mut self, pd: &D::Pd) -> DatResult<Mw<D>> {
         let (ctl, rkey) = self.device.mw_alloc(pd)?;
-        Ok(Mw { ctl, rkey })
+        Ok(Mw { ctl, rkey, for_ep: false })
+    }
+
+    fn mw_alloc_for_ep(&mut self, pd: &D::Pd) -> DatResult<Mw<D>> {
+        let (ctl, rkey) = self.device.mw_alloc_for_ep(pd)?;
+        Ok(Mw { ctl, rkey, for_ep: true })
     }
 
     fn mw_free(&mut self, mw: Mw<D>) {
@@ -742,7 +761,8 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     ) -> DatResult<u32> {
         let queues = self.qps.get_mut(qp.slot).ok_or_else(internal)?;
         let rkey = mw::next_rkey(mw.rkey);
-        let bind = mr.map(|_| mw::Bind { lkey: sge.lkey, addr: sge.addr, len: sge.length, privileges });
+        let qpn = mw.for_ep.then(|| queues.sq.qpn());
+        let bind = mr.map(|_| mw::Bind { lkey: sge.lkey, addr: sge.addr, len: sge.length, privileges, qpn });
         let (body, n) = mw::bind_body(rkey, bind.as_ref());
         let slot = SendSlot {
             cookie,
@@ -800,41 +820,6 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     fn srq_post_recv_one(&mut self, srq: &mut Srq<D>, sge: Sge, cookie: u64) -> bool {
         let ring = self.srqs.get_mut(srq.slot);
         ring.is_some_and(|r| r.ring.post(core::slice::from_ref(&sge), cookie).is_ok())
-    }
-
-    fn listen(&mut self, ia: &mut D::Ia, conn_qual: u64, tag: u64) -> DatResult<D::Listener> {
-        self.device.listen(ia, conn_qual, tag)
-    }
-
-    fn unlisten(&mut self, listener: D::Listener) {
-        self.device.unlisten(listener);
-    }
-
-    fn connect(
-        &mut self,
-        qp: &mut Qp<D>,
-        remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        timeout_us: Option<u64>,
-    ) -> DatResult<()> {
-        self.device.connect(&mut qp.ctl, remote, conn_qual, private_data, timeout_us)
-    }
-
-    fn accept(&mut self, request: &mut D::ConnReq, qp: &mut Qp<D>, private_data: &[u8]) -> DatResult<()> {
-        self.device.accept(request, &mut qp.ctl, private_data)
-    }
-
-    fn reject(&mut self, request: D::ConnReq, private_data: &[u8]) {
-        self.device.reject(request, private_data);
-    }
-
-    fn disconnect(&mut self, qp: &mut Qp<D>, graceful: bool) {
-        self.device.disconnect(&mut qp.ctl, graceful);
-    }
-
-    fn poll_cm(&mut self, ia: &mut D::Ia) -> Option<CmEvent<D::ConnReq>> {
-        self.device.poll_cm(ia)
     }
 
     fn now_us(&mut self) -> u64 {

@@ -5,10 +5,10 @@
 //! (which hands back their memory and geometry), QP state changes and
 //! connection management, and blocking. On a ConnectX that is rdma-core
 //! (libibverbs, mlx5dv, rdma_cm); for tests, examples and benches it is
-//! the software HCA of `udat-mlx5-model`.
+//! the software HCA of `udat-softhca`.
 
-use udat_core::backend::{CmEvent, Registration, WaitFds, Wake};
-use udat_core::types::{IaAddress, IaAttr, MemPriv, SrqAttr};
+use udat_core::backend::{ConnectionManager, Registration, WaitFds, Wake};
+use udat_core::types::{IaAttr, MemPriv, SrqAttr};
 use udat_core::DatResult;
 
 use crate::cq::CqGeometry;
@@ -82,22 +82,22 @@ pub struct SrqParts<D: Device + ?Sized> {
 pub trait Device {
     /// An open device.
     type Ia;
+    /// A QP's control handle.
+    type Qp;
+    /// The connection manager, which the backend hands to the core
+    /// ([`udat_core::Backend::cm`]): the device itself, or one it is made
+    /// with (udat-verbs's rdma_cm for the ConnectX control path).
+    type Cm: ConnectionManager<Ia = Self::Ia>;
     /// A protection domain.
     type Pd;
     /// A memory registration.
     type Mr;
-    /// A type 1 memory window.
+    /// A memory window, of type 1 or 2.
     type Mw;
     /// A CQ's control handle.
     type Cq;
-    /// A QP's control handle.
-    type Qp;
     /// An SRQ's control handle.
     type Srq;
-    /// A listener on a connection qualifier.
-    type Listener;
-    /// An incoming connection request not yet accepted or rejected.
-    type ConnReq;
     /// A doorbell register (UAR page or BlueFlame buffer).
     type Register: Register;
     /// Storage for one [`SendSlot`] per send WQEBB.
@@ -111,6 +111,11 @@ pub trait Device {
     /// registers may be used from any thread. The backend's shared data
     /// path ([`udat_core::Backend::SHARED_QUEUES`]) is on only then.
     const SHARED_QUEUES: bool = false;
+
+    /// The connection manager.
+    fn cm(&mut self) -> &mut Self::Cm;
+    /// The connection manager's half of `qp`.
+    fn cm_qp(qp: &mut Self::Qp) -> &mut <Self::Cm as ConnectionManager>::Qp;
 
     /// As [`Backend::ia_open`](udat_core::Backend::ia_open).
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)>;
@@ -133,6 +138,13 @@ pub trait Device {
     /// A type 1 memory window of `pd`, unbound, and its key
     /// (`ibv_alloc_mw`); the data path binds it ([`crate::mw`]).
     fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<(Self::Mw, u32)>;
+    /// A type 2 memory window of `pd`, unbound, and its key
+    /// (`ibv_alloc_mw` of `IBV_MW_TYPE_2`); the data path binds it to a QP
+    /// ([`crate::mw`]). A device without them refuses with
+    /// `DAT_MODEL_NOT_SUPPORTED`.
+    fn mw_alloc_for_ep(&mut self, _pd: &Self::Pd) -> DatResult<(Self::Mw, u32)> {
+        Err(udat_core::DatError::of(udat_core::ErrorType::ModelNotSupported))
+    }
     /// Free the window: its key stops working, bound or not.
     fn mw_free(&mut self, mw: Self::Mw);
 
@@ -158,28 +170,6 @@ pub trait Device {
     /// Destroy the SRQ.
     fn srq_destroy(&mut self, srq: Self::Srq);
 
-    /// As [`Backend::listen`](udat_core::Backend::listen).
-    fn listen(&mut self, ia: &mut Self::Ia, conn_qual: u64, tag: u64) -> DatResult<Self::Listener>;
-    /// As [`Backend::unlisten`](udat_core::Backend::unlisten).
-    fn unlisten(&mut self, listener: Self::Listener);
-    /// As [`Backend::connect`](udat_core::Backend::connect).
-    fn connect(
-        &mut self,
-        qp: &mut Self::Qp,
-        remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        timeout_us: Option<u64>,
-    ) -> DatResult<()>;
-    /// As [`Backend::accept`](udat_core::Backend::accept).
-    fn accept(&mut self, request: &mut Self::ConnReq, qp: &mut Self::Qp, private_data: &[u8]) -> DatResult<()>;
-    /// As [`Backend::reject`](udat_core::Backend::reject).
-    fn reject(&mut self, request: Self::ConnReq, private_data: &[u8]);
-    /// Tear the connection down; the QP goes to ERROR and the device
-    /// flushes what it holds.
-    fn disconnect(&mut self, qp: &mut Self::Qp, graceful: bool);
-    /// As [`Backend::poll_cm`](udat_core::Backend::poll_cm).
-    fn poll_cm(&mut self, ia: &mut Self::Ia) -> Option<CmEvent<Self::ConnReq>>;
     /// As [`Backend::now_us`](udat_core::Backend::now_us).
     fn now_us(&mut self) -> u64;
     /// Block until an armed CQ's event or a connection event may be ready.

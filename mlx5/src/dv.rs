@@ -1,6 +1,6 @@
 //! What rdma-core's `mlx5dv_init_obj` hands over for a QP, a CQ and an
 //! SRQ (`struct mlx5dv_qp`, `mlx5dv_cq` and `mlx5dv_srq` of
-//! `<infiniband/mlx5dv.h>`, laid out as there: `udat-mlx5-model`'s tests
+//! `<infiniband/mlx5dv.h>`, laid out as there: `udat-softhca`'s tests
 //! hold the offsets to the header's), and the one place that turns them
 //! into the data path's geometry. Every fact about raw memory the data
 //! path relies on is checked here, with an error that names it; the

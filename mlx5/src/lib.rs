@@ -20,7 +20,7 @@
 //! their owner bit. No system call, no lock, no allocation: the code runs
 //! over queue memory and registers a control path hands it, which is
 //! rdma-core's `mlx5dv_init_obj` on a ConnectX and the software HCA of
-//! `udat-mlx5-model` everywhere else.
+//! `udat-softhca` everywhere else.
 //!
 //! One file per concern, as rdma-core's provider has: [`wqe`] (segments),
 //! [`sq`] (post and doorbell), [`rq`] (receive queues and SRQs), [`cqe`] and
@@ -51,11 +51,11 @@ pub mod mw;
 pub mod rq;
 pub mod sq;
 pub mod table;
-#[cfg(test)]
-mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod wqe;
 
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 extern crate std;
 
 pub use backend::Mlx5;

@@ -1,7 +1,12 @@
 //! Memory windows: a bind is a UMR WQE in the send queue.
 //!
-//! A type 1 window (the kind `dat_rmr_bind` uses on every udat transport)
-//! is an mkey of its own. Binding it posts a WQE of opcode `UMR` whose
+//! A type 1 window (`dat_rmr_create`'s) is an mkey of its own; a type 2
+//! window (DAT 2.0's `dat_rmr_create_for_ep`) is one too, and its bind
+//! also names the QP it binds to, whose connection alone reaches it. A
+//! type 2 window is unbound (invalidated) by the same free WQE as a type
+//! 1 window, which names no QP (rdma-core's `set_umr_mkey_seg`: "type ==
+//! IBV_MW_TYPE_1 || !bind_info->length" gives `0xFFFFFF00`), or by the
+//! peer's send with invalidate. Binding it posts a WQE of opcode `UMR` whose
 //! control segment carries the window's current key in its immediate,
 //! then three segments (`mlx5dv.h`): the UMR control segment, which says
 //! which fields of the mkey change; the mkey context, with the window's
@@ -87,6 +92,8 @@ pub struct Bind {
     pub len: u32,
     /// The remote privileges the window grants.
     pub privileges: MemPriv,
+    /// The QP a type 2 window binds to; `None` for a type 1 window.
+    pub qpn: Option<u32>,
 }
 
 /// The window's next key: the same mkey, its low 8 bits advanced
@@ -115,13 +122,14 @@ pub fn umr_ctrl_words(bind: bool) -> [SegWords; 3] {
     [[be64((u64::from(flags) << 56) | (klm_octowords << 16)), be64(mask)], [0; 2], [0; 2]]
 }
 
-/// The mkey context: the window's next key, and for a bind its range and
-/// access; for an unbind the free mark.
+/// The mkey context: the window's next key, and for a bind its range,
+/// access and (type 2) QP; for an unbind the free mark.
 pub fn mkey_words(rkey: u32, bind: Option<&Bind>) -> [SegWords; 4] {
-    let qpn_mkey = ANY_QP | (rkey & 0xff);
     let Some(b) = bind else {
+        let qpn_mkey = ANY_QP | (rkey & 0xff);
         return [[be32_pair(u32::from(MKEY_FREE) << 24, qpn_mkey), 0], [0; 2], [0; 2], [0; 2]];
     };
+    let qpn_mkey = b.qpn.map_or(ANY_QP, |qpn| qpn << 8) | (rkey & 0xff);
     let mut flags = 0u8;
     if b.privileges.contains(MemPriv::REMOTE_READ) {
         flags |= access::REMOTE_READ;

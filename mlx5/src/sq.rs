@@ -63,6 +63,9 @@ pub enum Op {
     Send,
     /// A send with immediate data (`MLX5_OPCODE_SEND_IMM`).
     SendImm(u32),
+    /// A send that invalidates the peer's window of this key
+    /// (`MLX5_OPCODE_SEND_INVAL`).
+    SendInval(u32),
     /// An RDMA write (`MLX5_OPCODE_RDMA_WRITE`).
     Write(Remote),
     /// An RDMA write with immediate data (`MLX5_OPCODE_RDMA_WRITE_IMM`).
@@ -117,6 +120,7 @@ impl From<Op> for Header {
         match op {
             Op::Send => header(opcode::SEND, 0, None, None),
             Op::SendImm(imm) => header(opcode::SEND_IMM, imm, None, None),
+            Op::SendInval(rkey) => header(opcode::SEND_INVAL, rkey, None, None),
             Op::Write(remote) => header(opcode::RDMA_WRITE, 0, Some(remote), None),
             Op::WriteImm(remote, imm) => header(opcode::RDMA_WRITE_IMM, imm, Some(remote), None),
             Op::Read(remote) => header(opcode::RDMA_READ, 0, Some(remote), None),
@@ -979,8 +983,13 @@ mod tests {
     #[test]
     fn the_wqe_after_a_umr_carries_the_small_fence() {
         let mut q = queue();
-        let bind =
-            mw::Bind { lkey: 0x500, addr: 0x1000, len: 4096, privileges: udat_core::types::MemPriv::REMOTE_READ };
+        let bind = mw::Bind {
+            lkey: 0x500,
+            addr: 0x1000,
+            len: 4096,
+            privileges: udat_core::types::MemPriv::REMOTE_READ,
+            qpn: None,
+        };
         let (body, n) = mw::bind_body(0x4201, Some(&bind));
         q.sq.post_umr(0x4200, &body[..n], fm_ce_se::CQ_UPDATE, slot(1)).unwrap();
         q.sq.ring();

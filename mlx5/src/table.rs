@@ -6,8 +6,7 @@
 //! caller reserved once and that fills as queues are made (the C ABI
 //! sizes it from the provider's capacities).
 
-use core::cell::UnsafeCell;
-
+use udat_core::place::Place;
 use udat_core::storage::{Store, Vacant};
 
 /// Which table a [`Storage`] is asked for.
@@ -23,27 +22,26 @@ pub enum Of {
     Srqs,
 }
 
-/// One place of a table: a value or none, behind a cell, so that the
-/// thread holding the lock of a queue's owner can reach that queue through
-/// a shared table ([`Table::get_shared`]) while other threads use others.
-/// Entries start on cache lines of their own: a queue one thread polls
-/// shares none with a queue another thread posts on.
+/// One place of a table, [`udat_core::place::Place`] (the core's slabs
+/// are made of the same), on a cache line of its own: a queue one thread
+/// polls shares none with a queue another thread posts on.
+///
+/// The table is not the core's `Slab`: the slots here are the backend's
+/// own, kept inside handles the core has already checked by generation,
+/// so a second check would only cost each post and poll; a slot's number
+/// is 16 bits, as the QP-number index stores it; and entries are padded
+/// to cache lines, which the core's densely packed slots are not.
 #[repr(align(64))]
-pub struct Entry<T>(UnsafeCell<Option<T>>);
+pub struct Entry<T>(Place<T>);
 
 impl<T> Vacant for Entry<T> {
-    const VACANT: Entry<T> = Entry(UnsafeCell::new(None));
+    const VACANT: Entry<T> = Entry(Place::VACANT);
 }
 
 impl<T> Entry<T> {
-    /// The value, through a shared entry.
     #[inline(always)]
-    #[allow(unsafe_code)]
     fn get(&self) -> Option<&T> {
-        // SAFETY: a `&mut` to the value exists only through `&mut self`
-        // (excluded by this borrow) or through `Table::get_shared`, whose
-        // caller promises that nothing else reaches the entry meanwhile.
-        unsafe { (*self.0.get()).as_ref() }
+        self.0.get()
     }
 
     #[inline(always)]
@@ -54,7 +52,7 @@ impl<T> Entry<T> {
 
 impl<T: core::fmt::Debug> core::fmt::Debug for Entry<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        self.get().fmt(f)
+        self.0.fmt(f)
     }
 }
 
@@ -152,10 +150,8 @@ impl<T, S: Store<Entry<T>>> Table<T, S> {
     #[allow(unsafe_code, clippy::mut_from_ref)]
     pub unsafe fn get_shared(&self, slot: u16) -> Option<&mut T> {
         let entry = self.slots.items().get(usize::from(slot))?;
-        // SAFETY: by the contract, this is the only access to the entry
-        // while the reference lives; the cell lets it be changed behind a
-        // shared reference.
-        unsafe { (*entry.0.get()).as_mut() }
+        // SAFETY: the caller's promise is the place's.
+        unsafe { entry.0.get_shared() }
     }
 
     /// Take the value out of `slot`, leaving it free.

@@ -1,6 +1,8 @@
-//! Queue memory and a doorbell register for the data path's unit tests:
-//! plain aligned memory stands in for what the device shares, and the
-//! register records what is written to it. Test builds only.
+//! Queue memory and a doorbell register for tests of the data path: plain
+//! aligned memory stands in for what the device shares, and the register
+//! records what is written to it. In this crate's unit tests, and with
+//! the `testing` feature, which the software HCA's tests turn on; never
+//! in a release artifact.
 
 // Raw memory, as the queues see it.
 #![allow(unsafe_code)]
@@ -25,6 +27,7 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// `len` bytes, zeroed, 64-byte aligned.
     pub fn new(len: usize) -> Memory {
         let mut lines = vec![Line([0; 64]); len.div_ceil(64)];
         let ptr = NonNull::new(lines.as_mut_ptr().cast::<u8>()).expect("a vector's pointer");
@@ -56,7 +59,9 @@ impl Memory {
 /// A register that records each write: its offset and bytes.
 #[derive(Debug, Default)]
 pub struct Recorder {
+    /// Each write's offset and bytes, in order.
     pub writes: Vec<(usize, Vec<u8>)>,
+    /// How many times the write-combining buffer was flushed.
     pub flushes: usize,
 }
 

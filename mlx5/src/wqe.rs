@@ -4,7 +4,8 @@
 //! A WQE is a run of 16-byte segments (the unit of the control segment's
 //! `ds` count) in 64-byte basic blocks (WQEBBs): a control segment, then a
 //! remote-address segment for RDMA and atomics, an atomic segment for
-//! atomics, then data segments or one inline segment. Each helper returns
+//! atomics, or a datagram segment (the address vector) for UD sends, then
+//! data segments or one inline segment. Each helper returns
 //! one segment's bytes; [`crate::sq`] places them in the ring and writes the
 //! control segment last. Every field is written whole, reserved bytes
 //! included: a ring slot still holds the WQE before it.
@@ -31,6 +32,11 @@ pub const INVALID_LKEY: u32 = 0x100;
 
 /// Send opcodes (`MLX5_OPCODE_*`).
 pub mod opcode {
+    /// A send that invalidates the peer's window whose key is in the
+    /// control segment's immediate (rdma-core's `send_ieth` for
+    /// `IBV_WR_SEND_WITH_INV`).
+    #[doc(alias = "MLX5_OPCODE_SEND_INVAL")]
+    pub const SEND_INVAL: u8 = 0x01;
     /// An RDMA write.
     #[doc(alias = "MLX5_OPCODE_RDMA_WRITE")]
     pub const RDMA_WRITE: u8 = 0x08;
@@ -238,6 +244,101 @@ pub fn srq_next_seg(next_wqe_index: u16) -> [u8; SEG_BYTES] {
     let mut seg = [0u8; SEG_BYTES];
     seg[srq_next::NEXT_WQE_INDEX].copy_from_slice(&next_wqe_index.to_be_bytes());
     seg
+}
+
+/// Bytes of the datagram segment of a UD send: the address vector,
+/// three 16-byte units.
+pub const DATAGRAM_BYTES: usize = 48;
+
+/// Byte ranges of the datagram segment (`struct mlx5_wqe_datagram_seg`,
+/// whose one member is `struct mlx5_wqe_av`; PRM "Datagram Segment").
+pub mod av {
+    use core::ops::Range;
+
+    /// The Q_Key the receiver checks (`key.qkey.qkey`).
+    pub const QKEY: Range<usize> = 0..4;
+    /// The rest of the 64-bit key, zero for UD.
+    pub const KEY_RESERVED: Range<usize> = 4..8;
+    /// The destination QP number, with [`EXTENDED`] in its top bit.
+    pub const DQP_DCT: Range<usize> = 8..12;
+    /// Static rate (high nibble) and service level (low nibble).
+    pub const STAT_RATE_SL: usize = 12;
+    /// Force loopback and the source LID's path bits.
+    pub const FL_MLID: usize = 13;
+    /// The destination LID (zero on Ethernet).
+    pub const RLID: Range<usize> = 14..16;
+    /// Reserved.
+    pub const RESERVED0: Range<usize> = 16..20;
+    /// The next hop's MAC address (Ethernet).
+    pub const RMAC: Range<usize> = 20..26;
+    /// The GRH traffic class.
+    pub const TCLASS: usize = 26;
+    /// The GRH hop limit.
+    pub const HOP_LIMIT: usize = 27;
+    /// The GRH flags, source GID index and flow label.
+    pub const GRH_GID_FL: Range<usize> = 28..32;
+    /// The destination GID.
+    pub const RGID: Range<usize> = 32..48;
+    /// `MLX5_EXTENDED_UD_AV`: the vector is the 48-byte extended one,
+    /// with the GRH fields (rdma-core's `set_datagram_seg` always sets it).
+    pub const EXTENDED: u32 = 1 << 31;
+}
+
+/// Where a UD send goes: the fields of `struct mlx5_wqe_av`, in host
+/// order. On RoCE every vector carries a GRH (`grh_gid_fl`, `rgid`,
+/// `rmac`): rxe and a ConnectX on Ethernet drop a UD send without one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddressVector {
+    /// The Q_Key the receiving QP must hold.
+    pub qkey: u32,
+    /// The destination QP number (24 bits).
+    pub dqpn: u32,
+    /// Whether the vector is the extended one ([`av::EXTENDED`]).
+    pub extended: bool,
+    /// Static rate and service level.
+    pub stat_rate_sl: u8,
+    /// Force loopback and path bits.
+    pub fl_mlid: u8,
+    /// The destination LID.
+    pub rlid: u16,
+    /// The next hop's MAC address.
+    pub rmac: [u8; 6],
+    /// The GRH traffic class.
+    pub tclass: u8,
+    /// The GRH hop limit.
+    pub hop_limit: u8,
+    /// The GRH flags, source GID index and flow label, as one word.
+    pub grh_gid_fl: u32,
+    /// The destination GID.
+    pub rgid: [u8; 16],
+}
+
+/// The datagram segment as the six words that store it (see
+/// [`SegWords`]).
+#[inline(always)]
+pub const fn datagram_words(v: &AddressVector) -> [SegWords; 3] {
+    let dqp = (v.dqpn & 0x00ff_ffff) | if v.extended { av::EXTENDED } else { 0 };
+    let lid = ((v.stat_rate_sl as u32) << 24) | ((v.fl_mlid as u32) << 16) | v.rlid as u32;
+    let m = v.rmac;
+    let mac_head = u32::from_be_bytes([m[0], m[1], m[2], m[3]]);
+    let mac_tail = ((m[4] as u32) << 24) | ((m[5] as u32) << 16) | ((v.tclass as u32) << 8) | v.hop_limit as u32;
+    let g = v.rgid;
+    [
+        [be32_pair(v.qkey, 0), be32_pair(dqp, lid)],
+        [be32_pair(0, mac_head), be32_pair(mac_tail, v.grh_gid_fl)],
+        [
+            u64::from_ne_bytes([g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]]),
+            u64::from_ne_bytes([g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]]),
+        ],
+    ]
+}
+
+/// The datagram segment's bytes.
+#[inline(always)]
+pub fn datagram_seg(v: &AddressVector) -> [u8; DATAGRAM_BYTES] {
+    let w = datagram_words(v);
+    let segs = [seg_bytes(w[0]), seg_bytes(w[1]), seg_bytes(w[2])];
+    core::array::from_fn(|i| segs[i / SEG_BYTES][i % SEG_BYTES])
 }
 
 /// WQEBBs a WQE of `ds` segments occupies.

@@ -14,7 +14,7 @@ options:
   -t, --test T        write_lat (default), write_bw, read_lat, read_bw,
                       send_lat, send_bw, atomic_lat (fetch-and-add)
   -d, --device D      a verbs device (default $UDAT_RDMA_DEVICE, else rxe0),
-                      or `model`: udat's mlx5 data path on the software HCA
+                      or `softhca`: udat's mlx5 data path on the software HCA
                       (loopback only)
       --api A         rust (default): udat's Rust API; c: the C ABI of
                       <dat2/udat.h>, through libudat.a linked in
@@ -255,7 +255,7 @@ fn check(o: &Options) -> Result<(), String> {
     if o.test.is_latency() && (o.eps > 1 || o.threads > 1) {
         return Err("latency tests run one endpoint in one thread".into());
     }
-    if o.device == "model" && o.role != Role::Loopback {
+    if o.device == "softhca" && o.role != Role::Loopback {
         return Err("the software HCA lives in this process: use loopback".into());
     }
     if o.compare && o.role != Role::Loopback {
@@ -264,7 +264,7 @@ fn check(o: &Options) -> Result<(), String> {
     if o.rounds > 1 && o.role != Role::Loopback {
         return Err("--rounds runs both sides here: use loopback".into());
     }
-    if o.compare && o.device == "model" {
+    if o.compare && o.device == "softhca" {
         return Err("--compare needs a verbs device for perftest".into());
     }
     Ok(())
@@ -306,8 +306,8 @@ mod tests {
             "server --compare",
             "client 1.2.3.4 --rounds 3",
             "loopback --rounds 0",
-            "client 1.2.3.4 -d model",
-            "loopback -d model --compare",
+            "client 1.2.3.4 -d softhca",
+            "loopback -d softhca --compare",
             "server --api go",
             "server --bogus",
         ] {

@@ -45,7 +45,7 @@ pub struct CSide {
 }
 
 impl CSide {
-    /// Open the provider `name` (`udat-verbs-rxe0`, `udat-model-mlx5_model0`).
+    /// Open the provider `name` (`udat-verbs-rxe0`, `udat-softhca-mlx5_soft0`).
     pub fn open(name: &str, eps: u32, depth: u32) -> Result<CSide, String> {
         let cname = CString::new(name).map_err(|_| "a provider name with a NUL")?;
         let (mut ia, mut async_evd) = (ptr::null_mut(), ptr::null_mut());

@@ -237,9 +237,9 @@ fn combine(per_thread: Vec<Vec<Measured>>) -> Vec<Measured> {
 }
 
 fn run(o: &Options) -> Result<(), String> {
-    if o.role == Role::Loopback && o.device == "model" {
+    if o.role == Role::Loopback && o.device == "softhca" {
         pin(o.cpu, "client and server");
-        return in_rounds(o, model);
+        return in_rounds(o, softhca);
     }
     match o.api {
         Api::Rust => roles(o, RustApi),
@@ -347,28 +347,28 @@ fn threads<O: Open>(o: &Options, api: O, address: O::Addr) -> Result<Vec<Measure
 }
 
 /// One loopback run on the software HCA, through either API.
-fn model(o: &Options) -> Result<Vec<Measured>, String> {
+fn softhca(o: &Options) -> Result<Vec<Measured>, String> {
     match o.api {
         Api::Rust => {
-            let hca = udat_mlx5_model::SoftHca::new();
+            let hca = udat_softhca::SoftHca::new();
             let d = depth(o);
-            rust_api::open(udat_mlx5::Mlx5::<_>::new(hca.clone()), "mlx5_model0", o.eps, d, |server| {
-                rust_api::open(udat_mlx5::Mlx5::<_>::new(hca), "mlx5_model1", o.eps, d, |client| {
-                    model_loopback(o, server, client)
+            rust_api::open(udat_mlx5::Mlx5::<_>::new(hca.clone()), "mlx5_soft0", o.eps, d, |server| {
+                rust_api::open(udat_mlx5::Mlx5::<_>::new(hca), "mlx5_soft1", o.eps, d, |client| {
+                    softhca_loopback(o, server, client)
                 })
             })
         }
         // One provider, hence one software HCA, serves both IAs.
         Api::C => {
-            let name = "udat-model-mlx5_model0";
-            model_loopback(o, CSide::open(name, o.eps, depth(o))?, CSide::open(name, o.eps, depth(o))?)
+            let name = "udat-softhca-mlx5_soft0";
+            softhca_loopback(o, CSide::open(name, o.eps, depth(o))?, CSide::open(name, o.eps, depth(o))?)
         }
     }
 }
 
 /// Both sides on the software HCA, which runs in this thread: the
 /// server's step runs between the client's spins.
-fn model_loopback<S: Peer, C: Peer<Addr = S::Addr>>(
+fn softhca_loopback<S: Peer, C: Peer<Addr = S::Addr>>(
     o: &Options,
     mut server_side: S,
     mut client_side: C,
@@ -404,7 +404,7 @@ fn report(o: &Options, rows: &[Measured], perftest: Option<&rounds::Perftest>) -
         Api::Rust => "rust",
         Api::C => "C",
     };
-    let transport = if o.device == "model" { "model" } else { "verbs" };
+    let transport = if o.device == "softhca" { "softhca" } else { "verbs" };
     let rounds = if o.rounds > 1 { format!("; medians of {} rounds", o.rounds) } else { String::new() };
     println!("udat-perf {} on {} ({api} API, {transport}{rounds})", o.test.name(), o.device);
     print!("{}", output::table(o, rows));

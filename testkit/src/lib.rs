@@ -8,13 +8,7 @@
 //!   [`suite::Fabric`] and [`transport_suite!`].
 //! - [`reference`](mod@reference): the reference model of the DAT rules the core is held
 //!   to by a proptest and a fuzz target.
-//! - `model` (feature `model`): the software mlx5 HCA as a fabric, and
-//!   test memory, a recording register and the syndrome table for the
-//!   mlx5 data path's tests.
 
 pub mod mock;
 pub mod reference;
 pub mod suite;
-
-#[cfg(feature = "model")]
-pub mod model;

@@ -16,7 +16,8 @@ use heapless::Deque;
 use udat_core::FixedVec;
 
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, PrivateData, QpConfig, Registration, RequestOp, SendWr, Sge, Wake,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, PrivateData, QpConfig, Registration, RequestOp,
+    SendWr, Sge, Wake,
 };
 use udat_core::error::{DatError, DatResult, ErrorType};
 use udat_core::handle::{EpHandle, EvdHandle};
@@ -105,6 +106,11 @@ pub struct MockBackend {
     pub accepted: FixedVec<(u32, PrivateData), 16>,
     /// The last connect: remote qualifier and private data.
     pub last_connect: Option<(u64, PrivateData)>,
+    /// The key the last send with invalidate named.
+    pub invalidates: Option<u32>,
+    /// Type 2 windows alloc'ed: `mw_alloc_for_ep` refuses when false, as a
+    /// device without them does.
+    pub type2_windows: bool,
     /// Open devices, PDs, MRs, MWs: a leak shows as a count above zero.
     pub live_ias: u32,
     pub live_pds: u32,
@@ -139,6 +145,8 @@ impl MockBackend {
             rejected: FixedVec::new(),
             accepted: FixedVec::new(),
             last_connect: None,
+            invalidates: None,
+            type2_windows: true,
             live_ias: 0,
             live_pds: 0,
             live_mrs: 0,
@@ -228,6 +236,20 @@ impl MockBackend {
     /// bytes went to the write's target, so the buffer's size is moot.
     pub fn complete_recv_imm(&mut self, ep: EpHandle, length: u32, imm: u32) -> bool {
         self.take_recv(ep, length, Some(imm))
+    }
+
+    /// Complete the oldest pending receive of `ep` as consumed by the
+    /// peer's send with invalidate of `rkey`, `length` bytes.
+    pub fn complete_recv_invalidate(&mut self, ep: EpHandle, length: u32, rkey: u32) -> bool {
+        let Some(i) = self.qp_index(ep) else { return false };
+        let qp = &mut self.qps[i];
+        let Some(mut wr) = qp.recvs.pop_front() else { return false };
+        wr.length = length.min(wr.length);
+        wr.op = DtoOp::ReceiveWithInvalidate;
+        let c = Completion { imm: rkey, ..completion(qp.tag, &wr, DtoStatus::Success, 1) };
+        let cq = qp.recv_cq;
+        self.push_cq(cq, c);
+        true
     }
 
     fn take_recv(&mut self, ep: EpHandle, length: u32, imm: Option<u32>) -> bool {
@@ -414,6 +436,86 @@ fn total(sges: &[Sge]) -> u32 {
     sges.iter().map(|s| s.length).fold(0u32, u32::saturating_add)
 }
 
+impl ConnectionManager for MockBackend {
+    type Ia = u32;
+    type Qp = u32;
+    type Listener = u32;
+    type ConnReq = u32;
+
+    fn listen(&mut self, _ia: &mut u32, conn_qual: u64, tag: u64) -> DatResult<u32> {
+        if self.listeners().any(|l| l.conn_qual == conn_qual) {
+            return Err(DatError::of(ErrorType::ConnQualInUse));
+        }
+        let l = Some(MockListener { conn_qual, tag });
+        match self.listeners.iter().position(Option::is_none) {
+            Some(i) => {
+                self.listeners[i] = l;
+                Ok(i as u32)
+            }
+            None => {
+                self.listeners.push(l).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
+                Ok(self.listeners.len() as u32 - 1)
+            }
+        }
+    }
+
+    fn unlisten(&mut self, listener: u32) {
+        if let Some(l) = self.listeners.get_mut(listener as usize) {
+            *l = None;
+        }
+    }
+
+    fn connect(
+        &mut self,
+        qp: &mut u32,
+        _remote: &IaAddress,
+        conn_qual: u64,
+        private_data: &[u8],
+        _timeout_us: Option<u64>,
+    ) -> DatResult<()> {
+        self.qps.get_mut(*qp as usize).ok_or(DatError::of(ErrorType::InternalError))?.error = false;
+        self.last_connect = Some((conn_qual, PrivateData::from_slice(private_data).unwrap_or_default()));
+        Ok(())
+    }
+
+    fn accept(&mut self, request: &mut u32, _qp: &mut u32, private_data: &[u8]) -> DatResult<()> {
+        let pd = PrivateData::from_slice(private_data).unwrap_or_default();
+        self.accepted.push((*request, pd)).map_err(|_| DatError::of(ErrorType::InsufficientResources))
+    }
+
+    fn reject(&mut self, request: u32, _private_data: &[u8]) {
+        let _ = self.rejected.push(request);
+    }
+
+    fn disconnect(&mut self, qp: &mut u32, graceful: bool) {
+        let i = *qp as usize;
+        let Some(q) = self.qps.get(i) else { return };
+        if graceful {
+            let tag = q.tag;
+            let event = CmEvent::Conn { tag, outcome: ConnOutcome::Disconnected, private_data: PrivateData::new() };
+            let _ = self.cm.push_back((ANY_DEVICE, event));
+        } else {
+            self.flush(i);
+        }
+    }
+
+    fn poll_cm(&mut self, ia: &mut u32) -> Option<CmEvent<u32>> {
+        self.run_due();
+        // The first event this device's channel carries; the others keep
+        // their order.
+        let mut found = None;
+        for _ in 0..self.cm.len() {
+            let (device, event) = self.cm.pop_front()?;
+            if found.is_none() && (device == ANY_DEVICE || device == *ia) {
+                found = Some(event);
+            } else {
+                let _ = self.cm.push_back((device, event));
+            }
+        }
+        found
+    }
+}
+
 impl Backend for MockBackend {
     type Ia = u32;
     type Pd = u32;
@@ -422,8 +524,15 @@ impl Backend for MockBackend {
     type Cq = u32;
     type Qp = u32;
     type Srq = u32;
-    type Listener = u32;
-    type ConnReq = u32;
+    type Cm = Self;
+
+    fn cm(&mut self) -> &mut Self {
+        self
+    }
+
+    fn cm_qp(qp: &mut u32) -> &mut u32 {
+        qp
+    }
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(u32, IaAttr)> {
         if name != MOCK_IA_NAME {
@@ -457,6 +566,14 @@ impl Backend for MockBackend {
     }
 
     fn mw_alloc(&mut self, _pd: &u32) -> DatResult<u32> {
+        self.live_mws += 1;
+        Ok(self.key())
+    }
+
+    fn mw_alloc_for_ep(&mut self, _pd: &u32) -> DatResult<u32> {
+        if !self.type2_windows {
+            return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
         self.live_mws += 1;
         Ok(self.key())
     }
@@ -531,6 +648,10 @@ impl Backend for MockBackend {
         let q = self.qps.get_mut(i).ok_or(DatError::of(ErrorType::InternalError))?;
         let op = match wr.op {
             RequestOp::Send => DtoOp::Send,
+            RequestOp::SendInvalidate { rkey } => {
+                self.invalidates = Some(rkey);
+                DtoOp::Send
+            }
             RequestOp::RdmaWrite { .. } => DtoOp::RdmaWrite,
             RequestOp::RdmaRead { .. } => DtoOp::RdmaRead,
             RequestOp::RdmaWriteImm { .. } => DtoOp::RdmaWriteImm,
@@ -624,79 +745,6 @@ impl Backend for MockBackend {
     /// The lane is the ordinary post, which leaves no trace when it fails.
     fn srq_post_recv_one(&mut self, srq: &mut u32, sge: Sge, cookie: u64) -> bool {
         self.srq_post_recv(srq, core::slice::from_ref(&sge), cookie).is_ok()
-    }
-
-    fn listen(&mut self, _ia: &mut u32, conn_qual: u64, tag: u64) -> DatResult<u32> {
-        if self.listeners().any(|l| l.conn_qual == conn_qual) {
-            return Err(DatError::of(ErrorType::ConnQualInUse));
-        }
-        let l = Some(MockListener { conn_qual, tag });
-        match self.listeners.iter().position(Option::is_none) {
-            Some(i) => {
-                self.listeners[i] = l;
-                Ok(i as u32)
-            }
-            None => {
-                self.listeners.push(l).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
-                Ok(self.listeners.len() as u32 - 1)
-            }
-        }
-    }
-
-    fn unlisten(&mut self, listener: u32) {
-        if let Some(l) = self.listeners.get_mut(listener as usize) {
-            *l = None;
-        }
-    }
-
-    fn connect(
-        &mut self,
-        qp: &mut u32,
-        _remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        _timeout_us: Option<u64>,
-    ) -> DatResult<()> {
-        self.qps.get_mut(*qp as usize).ok_or(DatError::of(ErrorType::InternalError))?.error = false;
-        self.last_connect = Some((conn_qual, PrivateData::from_slice(private_data).unwrap_or_default()));
-        Ok(())
-    }
-
-    fn accept(&mut self, request: &mut u32, _qp: &mut u32, private_data: &[u8]) -> DatResult<()> {
-        let pd = PrivateData::from_slice(private_data).unwrap_or_default();
-        self.accepted.push((*request, pd)).map_err(|_| DatError::of(ErrorType::InsufficientResources))
-    }
-
-    fn reject(&mut self, request: u32, _private_data: &[u8]) {
-        let _ = self.rejected.push(request);
-    }
-
-    fn disconnect(&mut self, qp: &mut u32, graceful: bool) {
-        let i = *qp as usize;
-        let Some(q) = self.qps.get(i) else { return };
-        if graceful {
-            let tag = q.tag;
-            let event = CmEvent::Conn { tag, outcome: ConnOutcome::Disconnected, private_data: PrivateData::new() };
-            let _ = self.cm.push_back((ANY_DEVICE, event));
-        } else {
-            self.flush(i);
-        }
-    }
-
-    fn poll_cm(&mut self, ia: &mut u32) -> Option<CmEvent<u32>> {
-        self.run_due();
-        // The first event this device's channel carries; the others keep
-        // their order.
-        let mut found = None;
-        for _ in 0..self.cm.len() {
-            let (device, event) = self.cm.pop_front()?;
-            if found.is_none() && (device == ANY_DEVICE || device == *ia) {
-                found = Some(event);
-            } else {
-                let _ = self.cm.push_back((device, event));
-            }
-        }
-        found
     }
 
     fn now_us(&mut self) -> u64 {

@@ -637,6 +637,199 @@ pub fn rmr_rebind_moves_the_window_and_retires_the_old_context<F: Fabric>() {
     rig.p.rmr_free(rmr).unwrap();
 }
 
+/// An RMR of `DAT_RMR_SCOPE_EP` (dat_rmr_create_for_ep, a type 2 window)
+/// bound through the server's EP opens memory to its peer until the peer
+/// invalidates it with dat_ep_post_send_with_invalidate: the server's
+/// receive completes as `DAT_DTO_RECEIVE_WITH_INVALIDATE` with the
+/// context, the RMR is unbound (its LMR is free to go), and the context
+/// is refused. A transport without type 2 windows refuses the RMR with
+/// `DAT_MODEL_NOT_SUPPORTED`.
+pub fn a_send_with_invalidate_frees_the_window_bound_to_its_peer<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    if !memory_windows(&mut rig) {
+        let refused = rig.p.rmr_create_for_ep(rig.pz).unwrap_err();
+        assert_eq!(refused.error_type(), ErrorType::ModelNotSupported);
+        return;
+    }
+    let (client, server) = rig.pair();
+    let local = rig.buf(4096, MemPriv::ALL);
+    let target = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+    let inbox = rig.buf(64, MemPriv::ALL);
+    let rmr = rig.p.rmr_create_for_ep(rig.pz).unwrap();
+    assert_eq!(rig.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap().scope, RmrScope::Ep);
+    let write = MemPriv::REMOTE_WRITE;
+    let context = rig
+        .p
+        .rmr_bind(rmr, target.lmr.lmr, &target.seg(0, 4096), write, server.ep, 1, CompletionFlags::DEFAULT)
+        .unwrap();
+    bound(&mut rig, server.dto, 1);
+    let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
+    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 2, &window, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (2, DtoStatus::Success, 64, DtoOp::RdmaWrite));
+
+    rig.p.ep_post_recv(server.ep, &[inbox.seg(0, 64)], 3, CompletionFlags::DEFAULT).unwrap();
+    let send = [local.seg(0, 16)];
+    rig.p.ep_post_send_with_invalidate(client.ep, &send, 4, CompletionFlags::DEFAULT, true, context).unwrap();
+    assert_eq!(rig.dto(client.dto), (4, DtoStatus::Success, 16, DtoOp::Send));
+    match rig.next(server.dto).data {
+        EventData::Dto { cookie: 3, status: DtoStatus::Success, transferred_length: 16, op, imm, .. } => {
+            assert_eq!((op, imm), (DtoOp::ReceiveWithInvalidate, context));
+        }
+        other => panic!("expected the receive with invalidate, got {other:?}"),
+    }
+    assert_eq!(rig.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap().rmr_context, None);
+    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 5, &window, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
+    rig.p.lmr_free(target.lmr.lmr).unwrap();
+    rig.p.rmr_free(rmr).unwrap();
+}
+
+/// A send with invalidate of a key that names no type 2 window bound to
+/// the peer's EP (here an LMR's) fails at both ends, and the connection
+/// breaks; the LMR still works for a new connection's peer.
+pub fn a_send_with_invalidate_of_a_key_not_bound_to_the_peer_fails<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = rig.pair();
+    let local = rig.buf(64, MemPriv::ALL);
+    let target = rig.buf(4096, MemPriv::ALL);
+    rig.p.ep_post_recv(server.ep, &[target.seg(0, 64)], 1, CompletionFlags::DEFAULT).unwrap();
+    let lmr_key = target.lmr.rmr_context.unwrap();
+    rig.p
+        .ep_post_send_with_invalidate(client.ep, &[local.seg(0, 8)], 2, CompletionFlags::DEFAULT, true, lmr_key)
+        .unwrap();
+    let (cookie, status, _, _) = rig.dto(client.dto);
+    assert_eq!(cookie, 2);
+    assert_ne!(status, DtoStatus::Success, "the responder refused the invalidation");
+    let (cookie, status, _, _) = rig.dto(server.dto);
+    assert_eq!(cookie, 1);
+    assert_ne!(status, DtoStatus::Success, "the receive did not complete as a message");
+    assert_eq!(rig.p.lmr_query(target.lmr.lmr, LMR_FIELD_ALL).unwrap().rmr_context, Some(lmr_key));
+}
+
+/// An RMR of `DAT_RMR_SCOPE_EP` is invalidated by its own EP with a
+/// zero-length dat_rmr_bind, and then binds again with a new context.
+pub fn a_window_of_an_ep_unbinds_by_invalidation_and_binds_again<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    if !memory_windows(&mut rig) {
+        return;
+    }
+    let (client, server) = rig.pair();
+    let local = rig.buf(4096, MemPriv::ALL);
+    let mut target = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+    target.mem[..64].copy_from_slice(&pattern(64, 7));
+    let rmr = rig.p.rmr_create_for_ep(rig.pz).unwrap();
+    let read = MemPriv::REMOTE_READ;
+    let seg = target.seg(0, 4096);
+    let first = rig.p.rmr_bind(rmr, target.lmr.lmr, &seg, read, server.ep, 1, CompletionFlags::DEFAULT).unwrap();
+    bound(&mut rig, server.dto, 1);
+    let nothing = LmrTriplet { lmr_context: 0, virtual_address: 0, segment_length: 0 };
+    rig.p.rmr_bind(rmr, LmrHandle::NULL, &nothing, read, server.ep, 2, CompletionFlags::DEFAULT).unwrap();
+    bound(&mut rig, server.dto, 2);
+    let second = rig.p.rmr_bind(rmr, target.lmr.lmr, &seg, read, server.ep, 3, CompletionFlags::DEFAULT).unwrap();
+    bound(&mut rig, server.dto, 3);
+    assert_ne!(first, second, "a bind gives the window a new context");
+    let window =
+        |rmr_context| RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context };
+    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 4, &window(second), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
+    assert_eq!(&local.mem[..64], &target.mem[..64]);
+    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 5, &window(first), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
+    rig.p.rmr_free(rmr).unwrap();
+}
+
+/// An RMR of `DAT_RMR_SCOPE_EP` bound through one EP is reached over that
+/// EP's connection only: the peer of another connection of the same IA,
+/// naming the same context, gets a remote access error.
+pub fn a_window_of_an_ep_is_reached_over_its_connection_only<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    if !memory_windows(&mut rig) {
+        return;
+    }
+    let (client, server) = rig.pair();
+    let (stranger, host) = (rig.side(), rig.side());
+    rig.connect(stranger, host, PORT + 8, b"", b"");
+    let local = rig.buf(64, MemPriv::ALL);
+    let target = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
+    let rmr = rig.p.rmr_create_for_ep(rig.pz).unwrap();
+    let write = MemPriv::REMOTE_WRITE;
+    let context = rig
+        .p
+        .rmr_bind(rmr, target.lmr.lmr, &target.seg(0, 4096), write, server.ep, 1, CompletionFlags::DEFAULT)
+        .unwrap();
+    bound(&mut rig, server.dto, 1);
+    let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
+    rig.p.ep_post_rdma_write(stranger.ep, &[local.seg(0, 64)], 2, &window, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(stranger.dto).1, DtoStatus::RemoteAccess, "another connection");
+    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 3, &window, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 64, DtoOp::RdmaWrite), "its own connection");
+    rig.p.rmr_free(rmr).unwrap();
+}
+
+/// dat_ep_post_rdma_read_to_rmr reads the peer's memory into local
+/// memory named by an RMR context: a bound window's, or an LMR's.
+pub fn rdma_read_to_rmr_lands_in_the_memory_the_context_names<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = rig.pair();
+    let _ = server;
+    let mut source = rig.buf(4096, MemPriv::ALL);
+    source.mem[..128].copy_from_slice(&pattern(128, 9));
+    let sink = rig.buf(4096, MemPriv::ALL);
+    let into_lmr = RmrTriplet {
+        virtual_address: sink.mem.as_ptr() as u64 + 64,
+        segment_length: 64,
+        rmr_context: sink.lmr.rmr_context.unwrap(),
+    };
+    rig.p.ep_post_rdma_read_to_rmr(client.ep, &into_lmr, 1, &source.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (1, DtoStatus::Success, 64, DtoOp::RdmaRead));
+    assert_eq!(&sink.mem[64..128], &source.mem[..64]);
+    if !F::MEMORY_WINDOWS {
+        return;
+    }
+    let rmr = rig.p.rmr_create(rig.pz).unwrap();
+    let write = MemPriv::REMOTE_WRITE;
+    let context = rig
+        .p
+        .rmr_bind(rmr, sink.lmr.lmr, &sink.seg(1024, 1024), write, client.ep, 2, CompletionFlags::DEFAULT)
+        .unwrap();
+    bound(&mut rig, client.dto, 2);
+    let into_window =
+        RmrTriplet { virtual_address: sink.mem.as_ptr() as u64 + 1024, segment_length: 64, rmr_context: context };
+    rig.p
+        .ep_post_rdma_read_to_rmr(client.ep, &into_window, 3, &source.remote(64, 64), CompletionFlags::DEFAULT)
+        .unwrap();
+    assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 64, DtoOp::RdmaRead));
+    assert_eq!(&sink.mem[1024..1088], &source.mem[64..128]);
+    rig.p.rmr_free(rmr).unwrap();
+}
+
+/// A Common Service Point (DAT 2.0) listens on the IA's address and a
+/// port; dat_ep_common_connect to that address reaches it, and its
+/// request is accepted as a PSP's.
+pub fn a_common_connect_reaches_a_common_service_point<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = (rig.side(), rig.side());
+    let port = PORT + 7;
+    let mut address = rig.address();
+    address.bytes[2..4].copy_from_slice(&(port as u16).to_be_bytes());
+    let domain = i32::from(u16::from_ne_bytes([address.bytes[0], address.bytes[1]]));
+    let comm = Comm { domain, socket_type: 1, protocol: 0 };
+    let csp = rig.p.csp_create(rig.ia, &comm, &address, rig.cr_evd).unwrap();
+    rig.p.ep_common_connect(client.ep, &address, 10_000_000, b"common").unwrap();
+    let cr = match rig.expect(rig.cr_evd, EventNumber::ConnectionRequest).data {
+        EventData::CrArrival { psp, cr, conn_qual } => {
+            assert_eq!((psp.raw(), conn_qual), (csp.raw(), port));
+            cr
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(&rig.p.cr_private_data(cr).unwrap()[..6], b"common");
+    rig.p.cr_accept(cr, server.ep, b"").unwrap();
+    rig.expect(client.conn, EventNumber::ConnectionEstablished);
+    rig.expect(server.conn, EventNumber::ConnectionEstablished);
+    rig.p.csp_free(csp).unwrap();
+}
+
 /// A zero-length dat_rmr_bind unbinds the window: its context is refused,
 /// dat_rmr_query shows no binding, and the LMR is free to go.
 pub fn a_zero_length_rmr_bind_unbinds_the_window<F: Fabric>() {
@@ -1026,6 +1219,30 @@ macro_rules! transport_suite {
         #[test]
         fn rmr_rebind_moves_the_window_and_retires_the_old_context() {
             $crate::suite::rmr_rebind_moves_the_window_and_retires_the_old_context::<$fabric>();
+        }
+        #[test]
+        fn a_send_with_invalidate_frees_the_window_bound_to_its_peer() {
+            $crate::suite::a_send_with_invalidate_frees_the_window_bound_to_its_peer::<$fabric>();
+        }
+        #[test]
+        fn a_send_with_invalidate_of_a_key_not_bound_to_the_peer_fails() {
+            $crate::suite::a_send_with_invalidate_of_a_key_not_bound_to_the_peer_fails::<$fabric>();
+        }
+        #[test]
+        fn a_window_of_an_ep_is_reached_over_its_connection_only() {
+            $crate::suite::a_window_of_an_ep_is_reached_over_its_connection_only::<$fabric>();
+        }
+        #[test]
+        fn a_window_of_an_ep_unbinds_by_invalidation_and_binds_again() {
+            $crate::suite::a_window_of_an_ep_unbinds_by_invalidation_and_binds_again::<$fabric>();
+        }
+        #[test]
+        fn rdma_read_to_rmr_lands_in_the_memory_the_context_names() {
+            $crate::suite::rdma_read_to_rmr_lands_in_the_memory_the_context_names::<$fabric>();
+        }
+        #[test]
+        fn a_common_connect_reaches_a_common_service_point() {
+            $crate::suite::a_common_connect_reaches_a_common_service_point::<$fabric>();
         }
         #[test]
         fn a_zero_length_rmr_bind_unbinds_the_window() {

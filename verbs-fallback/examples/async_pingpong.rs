@@ -8,7 +8,7 @@
 //! ```
 //!
 //! DEVICE is a verbs device (`rxe0`, the default, or `UDAT_RDMA_DEVICE`)
-//! or `model` for the software mlx5 HCA. It prints the round trips, the
+//! or `softhca` for the software mlx5 HCA. It prints the round trips, the
 //! time they took, and how often each side's task was woken; it fails if
 //! a task woke more than three times a round trip (a wake-up per
 //! completion and one to spare), which only polling would do.
@@ -187,9 +187,9 @@ fn main() {
     let device = args.next().or_else(|| std::env::var("UDAT_RDMA_DEVICE").ok()).unwrap_or_else(|| "rxe0".into());
     let rounds = args.next().and_then(|n| n.parse().ok()).unwrap_or(1000);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build().expect("a tokio runtime");
-    let result = if device == "model" {
-        let hca = udat_mlx5_model::SoftHca::new();
-        pingpong(&runtime, || udat_mlx5::Mlx5::<_>::new(hca.clone()), ["mlx5_model0", "mlx5_model1"], rounds)
+    let result = if device == "softhca" {
+        let hca = udat_softhca::SoftHca::new();
+        pingpong(&runtime, || udat_mlx5::Mlx5::<_>::new(hca.clone()), ["mlx5_soft0", "mlx5_soft1"], rounds)
     } else {
         pingpong(&runtime, udat_verbs::Verbs::new, [&*device, &*device], rounds)
     };

@@ -24,9 +24,10 @@ use udat_core::{
     DatError, DatResult,
 };
 
-use crate::qp::{QpShared, RECV};
+use crate::qp::QpShared;
 use crate::status::{dat_error, dto_status, errno};
 use crate::sys;
+use crate::wr::RECV;
 
 /// How many work completions one `ibv_poll_cq` call takes.
 const BATCH: usize = 16;
@@ -295,7 +296,8 @@ fn translate(qp: &QpShared, w: &sys::ibv_wc) -> Option<Completion> {
             // SAFETY: IBV_WC_WITH_IMM says the union holds the immediate.
             (DtoOp::ReceiveMsgImm, u32::from_be(unsafe { w.__bindgen_anon_1.imm_data }))
         } else if w.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_INV != 0 {
-            (DtoOp::ReceiveWithInvalidate, 0)
+            // SAFETY: IBV_WC_WITH_INV says the union holds the key.
+            (DtoOp::ReceiveWithInvalidate, unsafe { w.__bindgen_anon_1.invalidated_rkey })
         } else {
             (DtoOp::Receive, 0)
         };

@@ -26,8 +26,10 @@
 //!   channel and the rdma_cm channel together. Nothing runs on a thread of
 //!   its own: events are read when the core asks.
 //!
-//! - `connectx` (feature `connectx`): the control path under udat's
-//!   mlx5 data path on a ConnectX, made of the same parts.
+//! - [`control`]: the parts another control path reuses (udat-connectx,
+//!   the ConnectX control path under udat's mlx5 data path): devices,
+//!   PDs, registrations, windows, SRQs, an RC QP's states, and
+//!   [`control::RdmaCm`], the connection manager of both.
 //!
 //! An IA is named by its device, `rxe0` or `mlx5_0`, optionally with a
 //! port (`mlx5_0:2`); its address is the port's first IPv4 GID, the
@@ -36,8 +38,7 @@
 
 mod addr;
 mod cm;
-#[cfg(feature = "connectx")]
-pub mod connectx;
+pub mod control;
 mod cq;
 mod device;
 mod device_error;
@@ -46,21 +47,22 @@ mod ring;
 mod srq;
 mod status;
 pub mod sys;
+mod wr;
 
 use std::rc::Rc;
 use std::time::Instant;
 
 use udat_core::{
-    backend::{
-        Backend, CmEvent, Completion, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds, Wake,
-    },
-    types::{CompletionFlags, IaAddress, IaAttr, MemPriv, SrqAttr},
+    backend::{Backend, Completion, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds, Wake},
+    types::{CompletionFlags, IaAttr, MemPriv, SrqAttr},
     DatError, DatResult, ErrorType,
 };
 
 pub use addr::ipv4;
 pub use cm::{ConnReq, Listener};
 pub use qp::Qp;
+
+use control::RdmaCm;
 
 use cq::CqShared;
 use device::IaShared;
@@ -69,13 +71,13 @@ use status::{dat_error, errno};
 
 /// The verbs backend.
 pub struct Verbs {
-    clock: Clock,
+    cm: RdmaCm<Qp>,
 }
 
 impl Verbs {
     /// A backend that has opened no device yet: each `ia_open` opens one.
     pub fn new() -> Verbs {
-        Verbs { clock: Clock::new() }
+        Verbs { cm: RdmaCm::new() }
     }
 }
 
@@ -84,11 +86,11 @@ impl Verbs {
 pub(crate) struct Clock(Instant);
 
 impl Clock {
-    pub fn new() -> Clock {
+    pub(crate) fn new() -> Clock {
         Clock(Instant::now())
     }
 
-    pub fn now_us(&self) -> u64 {
+    pub(crate) fn now_us(&self) -> u64 {
         self.0.elapsed().as_micros() as u64
     }
 }
@@ -99,7 +101,9 @@ impl Default for Verbs {
     }
 }
 
-/// An open device.
+/// An open device. A clone is another handle on the same device, which
+/// closes when the last handle goes.
+#[derive(Clone)]
 pub struct Ia(Rc<IaShared>);
 
 impl Ia {
@@ -122,7 +126,7 @@ pub struct Pd {
 
 impl Pd {
     /// Register `length` bytes at `address` in this PD.
-    fn register(&self, address: u64, length: u64, privileges: MemPriv) -> DatResult<Registration<Mr>> {
+    pub fn register(&self, address: u64, length: u64, privileges: MemPriv) -> DatResult<Registration<Mr>> {
         let len = usize::try_from(length).map_err(|_| DatError::of(ErrorType::LengthError))?;
         let flags = access(privileges, self.ia.has_memory_windows());
         // SAFETY: the PD is live. The kernel pins and checks the range; a
@@ -137,7 +141,7 @@ impl Pd {
         Ok(Registration { mr: Mr(mr), lkey, rkey, address, length })
     }
 
-    fn alloc(ia: &Rc<IaShared>) -> DatResult<Pd> {
+    fn on(ia: &Rc<IaShared>) -> DatResult<Pd> {
         // SAFETY: the context is open.
         let pd = unsafe { sys::ibv_alloc_pd(ia.ctx) };
         if pd.is_null() {
@@ -146,10 +150,10 @@ impl Pd {
         Ok(Pd { pd, ia: ia.clone() })
     }
 
-    /// A type 1 memory window of this PD, unbound.
-    fn window(&self) -> DatResult<Window> {
+    /// A memory window of this PD of `kind`, unbound.
+    pub fn window(&self, kind: sys::ibv_mw_type::Type) -> DatResult<Window> {
         // SAFETY: the PD is live.
-        let mw = unsafe { sys::alloc_mw(self.pd, sys::ibv_mw_type::IBV_MW_TYPE_1) };
+        let mw = unsafe { sys::alloc_mw(self.pd, kind) };
         if mw.is_null() {
             return Err(DatError::of(ErrorType::ModelNotSupported));
         }
@@ -174,18 +178,31 @@ impl Drop for Mr {
     }
 }
 
-/// A type 1 memory window, and the registration its unbinds name.
-/// Providers read the MR of every bind, even one of no bytes (rxe checks
-/// its PD, mlx4 and bnxt_re copy its lkey), so an unbind names `anchor`,
-/// one byte of the window's own that no bind opens. Fields drop in order:
-/// the window before the registration, the registration before its byte.
+/// A memory window. A type 1 window keeps the registration its unbinds
+/// name: providers read the MR of every bind, even one of no bytes (rxe
+/// checks its PD, mlx4 and bnxt_re copy its lkey), so an unbind names
+/// `anchor`, one byte of the window's own that no bind opens. Fields drop
+/// in order: the window before the registration, the registration before
+/// its byte. A type 2 window is bound and invalidated by WQEs of its own
+/// and needs none.
 pub struct Mw {
     window: Window,
-    anchor: Mr,
-    _byte: Box<u8>,
+    kind: WindowKind,
 }
 
-/// A type 1 memory window (`ibv_alloc_mw`).
+enum WindowKind {
+    Type1 {
+        anchor: Mr,
+        _byte: Box<u8>,
+    },
+    /// The key the window answers to after its last bind: `ibv_post_send`
+    /// does not update `ibv_mw.rkey`.
+    Type2 {
+        rkey: u32,
+    },
+}
+
+/// A memory window (`ibv_alloc_mw`).
 pub struct Window(*mut sys::ibv_mw);
 
 impl Drop for Window {
@@ -243,8 +260,15 @@ impl Backend for Verbs {
     type Cq = Cq;
     type Qp = Qp;
     type Srq = Srq;
-    type Listener = Listener;
-    type ConnReq = ConnReq;
+    type Cm = RdmaCm<Qp>;
+
+    fn cm(&mut self) -> &mut RdmaCm<Qp> {
+        &mut self.cm
+    }
+
+    fn cm_qp(qp: &mut Qp) -> &mut Qp {
+        qp
+    }
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(Ia, IaAttr)> {
         let (ia, attr) = IaShared::open(name)?;
@@ -256,7 +280,7 @@ impl Backend for Verbs {
     }
 
     fn pd_alloc(&mut self, ia: &mut Ia) -> DatResult<Pd> {
-        Pd::alloc(&ia.0)
+        Pd::alloc(ia)
     }
 
     fn pd_free(&mut self, pd: Pd) {
@@ -272,10 +296,19 @@ impl Backend for Verbs {
     }
 
     fn mw_alloc(&mut self, pd: &Pd) -> DatResult<Mw> {
-        let window = pd.window()?;
+        let window = pd.window(sys::ibv_mw_type::IBV_MW_TYPE_1)?;
         let byte = Box::new(0u8);
         let anchor = pd.register(&*byte as *const u8 as u64, 1, MemPriv::LOCAL_READ)?.mr;
-        Ok(Mw { window, anchor, _byte: byte })
+        Ok(Mw { window, kind: WindowKind::Type1 { anchor, _byte: byte } })
+    }
+
+    /// `IBV_MW_TYPE_2`; a device without it (`alloc_mw` fails) refuses
+    /// with `DAT_MODEL_NOT_SUPPORTED`.
+    fn mw_alloc_for_ep(&mut self, pd: &Pd) -> DatResult<Mw> {
+        let window = pd.window(sys::ibv_mw_type::IBV_MW_TYPE_2)?;
+        // SAFETY: the window was just allocated.
+        let rkey = unsafe { (*window.0).rkey };
+        Ok(Mw { window, kind: WindowKind::Type2 { rkey } })
     }
 
     fn mw_free(&mut self, mw: Mw) {
@@ -363,7 +396,6 @@ impl Backend for Verbs {
     }
 
     fn qp_reset(&mut self, qp: &mut Qp) -> DatResult<()> {
-        cm::release_id(&qp.ia, &qp.shared);
         qp.reset()
     }
 
@@ -430,11 +462,18 @@ impl Backend for Verbs {
         flags: CompletionFlags,
     ) -> DatResult<u32> {
         let access = access(MemPriv(privileges.0 & MemPriv::REMOTE.0), false) as u32;
-        let (mr, range) = match mr {
-            Some(m) => (m.0, (sge.addr, u64::from(sge.length))),
-            None => (mw.anchor.0, (0, 0)),
-        };
-        qp.post_bind(mw.window.0, mr, range, access, cookie, flags)
+        let range = mr.map_or((0, 0), |_| (sge.addr, u64::from(sge.length)));
+        match &mut mw.kind {
+            WindowKind::Type1 { anchor, .. } => {
+                let mr = mr.map_or(anchor.0, |m| m.0);
+                qp.post_bind(mw.window.0, mr, range, access, cookie, flags)
+            }
+            WindowKind::Type2 { rkey } => {
+                let next = qp.post_bind_type2(mw.window.0, *rkey, mr.map(|m| m.0), range, access, cookie, flags)?;
+                *rkey = next;
+                Ok(next)
+            }
+        }
     }
 
     fn srq_create(&mut self, pd: &Pd, attr: &SrqAttr) -> DatResult<Srq> {
@@ -458,43 +497,8 @@ impl Backend for Verbs {
         srq.0.post_recv(core::slice::from_ref(&sge), cookie).is_ok()
     }
 
-    fn listen(&mut self, ia: &mut Ia, conn_qual: u64, tag: u64) -> DatResult<Listener> {
-        cm::listen(&ia.0, conn_qual, tag)
-    }
-
-    fn unlisten(&mut self, listener: Listener) {
-        drop(listener);
-    }
-
-    fn connect(
-        &mut self,
-        qp: &mut Qp,
-        remote: &IaAddress,
-        conn_qual: u64,
-        private_data: &[u8],
-        timeout_us: Option<u64>,
-    ) -> DatResult<()> {
-        cm::connect(&qp.ia, &qp.shared, remote, conn_qual, private_data, timeout_us, &self.clock)
-    }
-
-    fn accept(&mut self, request: &mut ConnReq, qp: &mut Qp, private_data: &[u8]) -> DatResult<()> {
-        cm::accept(request, &qp.ia, &qp.shared, private_data)
-    }
-
-    fn reject(&mut self, request: ConnReq, private_data: &[u8]) {
-        cm::reject(request, private_data);
-    }
-
-    fn disconnect(&mut self, qp: &mut Qp, graceful: bool) {
-        cm::disconnect(&qp.ia, &qp.shared, graceful);
-    }
-
-    fn poll_cm(&mut self, ia: &mut Ia) -> Option<CmEvent<ConnReq>> {
-        cm::poll(&ia.0, self.clock.now_us())
-    }
-
     fn now_us(&mut self) -> u64 {
-        self.clock.now_us()
+        self.cm.now_us()
     }
 
     fn wait_fds(&self, ia: &Ia) -> WaitFds {
@@ -502,11 +506,11 @@ impl Backend for Verbs {
     }
 
     fn block(&mut self, ia: &mut Ia, timeout_us: Option<u64>) -> Wake {
-        let ia = &ia.0;
+        let shared = &ia.0;
         // Arm every CQ, then look once more: a completion that arrived
         // before the arming raises no notification.
         let mut ready = false;
-        for cq in ia.cqs.borrow().iter() {
+        for cq in shared.cqs.borrow().iter() {
             if !cq.armed.get() {
                 // SAFETY: the CQ is live.
                 if unsafe { sys::req_notify_cq(cq.cq, false) } == 0 {
@@ -518,9 +522,9 @@ impl Backend for Verbs {
         if ready {
             return Wake::Activity;
         }
-        let (wake, completions) = ia.sleep(&self.clock, timeout_us);
+        let (wake, completions) = self.cm.sleep(ia, timeout_us);
         if completions {
-            acknowledge_notifications(ia);
+            acknowledge_notifications(shared);
         }
         wake
     }

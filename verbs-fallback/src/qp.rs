@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use udat_core::{
-    backend::{Completion, RequestOp, SendWr, Sge, MAX_SGE},
+    backend::{Completion, RequestOp, SendWr, Sge},
     types::{CompletionFlags, DtoOp, DtoStatus},
     DatError, DatResult, ErrorType,
 };
@@ -24,9 +24,8 @@ use crate::ring::Ring;
 use crate::srq::SrqShared;
 use crate::status::{check, dat_error, errno};
 use crate::sys;
-
-/// Bit 63 of a receive's `wr_id`.
-pub(crate) const RECV: u64 = 1 << 63;
+use crate::wr::{ibv_sges, RECV};
+use crate::{cm, Ia, Srq};
 
 /// The inline data a QP asks for; sends that fit go inline.
 const INLINE: u32 = 64;
@@ -255,8 +254,7 @@ impl QpShared {
 
 /// A QP as the core holds it.
 pub struct Qp {
-    pub(crate) shared: Rc<QpShared>,
-    pub(crate) ia: Rc<IaShared>,
+    conn: QpConn,
     send_cq: Rc<CqShared>,
     recv_cq: Rc<CqShared>,
     max_inline: u32,
@@ -329,8 +327,8 @@ impl Qp {
         let num = unsafe { (*qp).qp_num };
         send_cq.qps.borrow_mut().insert(num, shared.clone());
         recv_cq.qps.borrow_mut().insert(num, shared.clone());
-        let qp = Qp { shared, ia: ia.clone(), send_cq, recv_cq, max_inline: cap.max_inline_data };
-        qp.shared.init(ia.port)?;
+        let qp = Qp { conn: QpConn::of(shared, ia.clone()), send_cq, recv_cq, max_inline: cap.max_inline_data };
+        qp.conn.init()?;
         Ok(qp)
     }
 
@@ -341,6 +339,7 @@ impl Qp {
         use sys::ibv_wr_opcode as o;
         let (opcode, op, remote) = match wr.op {
             RequestOp::Send => (o::IBV_WR_SEND, DtoOp::Send, None),
+            RequestOp::SendInvalidate { .. } => (o::IBV_WR_SEND_WITH_INV, DtoOp::Send, None),
             RequestOp::RdmaWrite { remote } => (o::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, Some(remote)),
             RequestOp::RdmaRead { remote } => (o::IBV_WR_RDMA_READ, DtoOp::RdmaRead, Some(remote)),
             RequestOp::RdmaWriteImm { remote, .. } => {
@@ -391,20 +390,22 @@ impl Qp {
                 rkey: r.rmr_context,
             };
         }
-        if let RequestOp::RdmaWriteImm { imm, .. } = wr.op {
-            swr.__bindgen_anon_1.imm_data = imm.to_be();
+        match wr.op {
+            RequestOp::RdmaWriteImm { imm, .. } => swr.__bindgen_anon_1.imm_data = imm.to_be(),
+            RequestOp::SendInvalidate { rkey } => swr.__bindgen_anon_1.invalidate_rkey = rkey,
+            _ => {}
         }
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live; `swr` and the segments it points at
         // outlive the call, which only reads them.
-        let rc = unsafe { sys::post_send(self.shared.qp, &mut swr, &mut bad) };
+        let rc = unsafe { sys::post_send(self.conn.shared.qp, &mut swr, &mut bad) };
         self.settle_post(rc, true)
     }
 
     pub(crate) fn post_recv(&mut self, sges: &[Sge], cookie: u64) -> DatResult<()> {
         let (sg_list, n) = ibv_sges(sges)?;
         let seq = {
-            let mut rings = self.shared.rings.borrow_mut();
+            let mut rings = self.conn.shared.rings.borrow_mut();
             let seq = rings.next_recv;
             rings.next_recv += 1;
             rings.recvs.push_back((seq, cookie));
@@ -414,7 +415,7 @@ impl Qp {
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live; `rwr` and the segments it points at
         // outlive the call, which only reads them.
-        let rc = unsafe { sys::post_recv(self.shared.qp, &mut rwr, &mut bad) };
+        let rc = unsafe { sys::post_recv(self.conn.shared.qp, &mut rwr, &mut bad) };
         self.settle_post(rc, false)
     }
 
@@ -438,10 +439,60 @@ impl Qp {
             bind_info: sys::ibv_mw_bind_info { mr, addr, length, mw_access_flags: access },
         };
         // SAFETY: the QP, MW and MR are live.
-        let rc = unsafe { sys::bind_mw(self.shared.qp, mw, &mut bind) };
+        let rc = unsafe { sys::bind_mw(self.conn.shared.qp, mw, &mut bind) };
         self.settle_post(rc, true)?;
         // SAFETY: the provider wrote the window's new key.
         Ok(unsafe { (*mw).rkey })
+    }
+
+    /// Bind the type 2 window `mw`, now of key `rkey`, to `length` bytes
+    /// at `addr` of `mr` through this QP (`IBV_WR_BIND_MW` posted with
+    /// `ibv_post_send`, the window's next key `ibv_inc_rkey`'s), or with
+    /// no `mr` invalidate it (`IBV_WR_LOCAL_INV`: a type 2 window is not
+    /// unbound by a bind of no bytes, IBA o10-37.2.40). Returns the key
+    /// the window answers to after the WQE.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn post_bind_type2(
+        &mut self,
+        mw: *mut sys::ibv_mw,
+        rkey: u32,
+        mr: Option<*mut sys::ibv_mr>,
+        (addr, length): (u64, u64),
+        access: u32,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<u32> {
+        use sys::ibv_wr_opcode as o;
+        let signalled = !flags.contains(CompletionFlags::SUPPRESS);
+        let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
+        let seq = self.push_send(SendSlot { seq: 0, cookie, op: DtoOp::BindMw, length: 0, notify, signalled })?;
+        // SAFETY: plain C data; every field read by the provider is set below.
+        let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
+        swr.wr_id = seq;
+        swr.send_flags = if signalled { sys::ibv_send_flags::IBV_SEND_SIGNALED.0 } else { 0 };
+        let next = match mr {
+            Some(mr) => {
+                let next = (rkey & !0xff) | (rkey.wrapping_add(1) & 0xff);
+                swr.opcode = o::IBV_WR_BIND_MW;
+                swr.__bindgen_anon_2.bind_mw = sys::ibv_send_wr__bindgen_ty_4__bindgen_ty_1 {
+                    mw,
+                    rkey: next,
+                    bind_info: sys::ibv_mw_bind_info { mr, addr, length, mw_access_flags: access },
+                };
+                next
+            }
+            None => {
+                swr.opcode = o::IBV_WR_LOCAL_INV;
+                swr.__bindgen_anon_1.invalidate_rkey = rkey;
+                rkey
+            }
+        };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP, MW and MR are live; `swr` outlives the call,
+        // which only reads it.
+        let rc = unsafe { sys::post_send(self.conn.shared.qp, &mut swr, &mut bad) };
+        self.settle_post(rc, true)?;
+        Ok(next)
     }
 
     /// Keep `slot` for the request about to be posted: its sequence
@@ -452,7 +503,7 @@ impl Qp {
     /// after new posts, can leave the ring fuller than its count).
     #[inline(always)]
     fn push_send(&mut self, mut slot: SendSlot) -> DatResult<u64> {
-        let mut rings = self.shared.rings.borrow_mut();
+        let mut rings = self.conn.shared.rings.borrow_mut();
         slot.seq = rings.next_send;
         rings.sends.push_back(slot).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
         rings.next_send += 1;
@@ -481,7 +532,7 @@ impl Qp {
     #[inline(always)]
     fn settle_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
         if rc == 0 {
-            if self.shared.errored.get() {
+            if self.conn.shared.errored.get() {
                 self.flush_again();
             }
             return Ok(());
@@ -493,14 +544,14 @@ impl Qp {
     #[cold]
     #[inline(never)]
     fn flush_again(&self) {
-        self.shared.break_off();
+        self.conn.shared.break_off();
     }
 
     /// The failure half of [`Qp::settle_post`].
     #[cold]
     #[inline(never)]
     fn forget_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
-        let mut rings = self.shared.rings.borrow_mut();
+        let mut rings = self.conn.shared.rings.borrow_mut();
         if send {
             rings.sends.pop_back();
             rings.next_send -= 1;
@@ -514,7 +565,7 @@ impl Qp {
     /// [`QpShared::break_off`]. Nothing waits for the flushes here, so a
     /// disconnect never sleeps, let alone under the provider's lock.
     pub(crate) fn break_off(&mut self) -> bool {
-        self.shared.break_off()
+        self.conn.shared.break_off()
     }
 
     /// Whether requests are still to be flushed: the CQs are pulled first,
@@ -522,7 +573,7 @@ impl Qp {
     pub(crate) fn unflushed(&mut self) -> bool {
         self.send_cq.pull();
         self.recv_cq.pull();
-        self.shared.awaited() > 0
+        self.conn.shared.awaited() > 0
     }
 
     /// Back to INIT with empty rings, ready for another connection,
@@ -537,8 +588,8 @@ impl Qp {
         self.send_cq.pull();
         self.recv_cq.pull();
         {
-            let mut rings = self.shared.rings.borrow_mut();
-            let tag = self.shared.tag;
+            let mut rings = self.conn.shared.rings.borrow_mut();
+            let tag = self.conn.shared.tag;
             while let Some(slot) = rings.sends.pop_front() {
                 self.send_cq.stash(flushed(tag, slot.cookie, slot.op, slot.notify));
             }
@@ -546,23 +597,23 @@ impl Qp {
                 self.recv_cq.stash(flushed(tag, cookie, DtoOp::Receive, true));
             }
         }
-        self.shared.to_state(sys::ibv_qp_state::IBV_QPS_RESET)?;
-        self.shared.phase.set(Phase::Idle);
-        self.shared.init(self.ia.port)
+        self.conn.reset()
     }
 }
 
 impl Drop for Qp {
+    /// The CQs forget the QP; then `conn` forgets its rdma_cm id and
+    /// destroys it.
     fn drop(&mut self) {
-        crate::cm::release_id(&self.ia, &self.shared);
-        // SAFETY: the QP is live until here.
-        let num = unsafe { (*self.shared.qp).qp_num };
+        let num = self.conn.number();
         self.send_cq.qps.borrow_mut().remove(&num);
         self.recv_cq.qps.borrow_mut().remove(&num);
-        self.ia.qp_going(self.shared.qp);
-        // SAFETY: no rdma_cm id refers to the QP any more, and its async
-        // events are acknowledged.
-        unsafe { sys::ibv_destroy_qp(self.shared.qp) };
+    }
+}
+
+impl CmQp for Qp {
+    fn conn(&self) -> &QpConn {
+        &self.conn
     }
 }
 
@@ -571,24 +622,62 @@ fn flushed(tag: u64, cookie: u64, op: DtoOp, notify: bool) -> Completion {
     Completion { tag, cookie, status: DtoStatus::Flushed, op, transferred_length: 0, imm: 0, retired: 1, notify }
 }
 
-// The core's `Sge` and verbs' `ibv_sge` are one layout (`{ u64, u32,
-// u32 }`), so a work request points at the core's segments as they are.
-const _: () = {
-    use std::mem::{align_of, offset_of, size_of};
-    assert!(size_of::<Sge>() == size_of::<sys::ibv_sge>());
-    assert!(align_of::<Sge>() == align_of::<sys::ibv_sge>());
-    assert!(offset_of!(Sge, addr) == offset_of!(sys::ibv_sge, addr));
-    assert!(offset_of!(Sge, length) == offset_of!(sys::ibv_sge, length));
-    assert!(offset_of!(Sge, lkey) == offset_of!(sys::ibv_sge, lkey));
-};
+/// A QP whose connection [`RdmaCm`](crate::control::RdmaCm) drives.
+pub trait CmQp {
+    /// The QP's states and rdma_cm id.
+    fn conn(&self) -> &QpConn;
+}
 
-/// The core's segments as a work request's scatter/gather list and its
-/// length. The device reads the list during the post call and never
-/// writes it; the pointer is `*mut` only because `struct ibv_send_wr`
-/// declares it so.
-pub(crate) fn ibv_sges(sges: &[Sge]) -> DatResult<(*mut sys::ibv_sge, i32)> {
-    if sges.len() > MAX_SGE {
-        return Err(DatError::of(ErrorType::LengthError));
+/// An RC QP's states and rdma_cm id, and the QP itself: dropping it
+/// forgets the id and destroys the QP.
+pub struct QpConn {
+    pub(crate) shared: Rc<QpShared>,
+    pub(crate) ia: Rc<IaShared>,
+}
+
+impl QpConn {
+    /// Take over `qp`, a QP of `ia`'s context made with `srq` if one is
+    /// given, with the RDMA reads it asked for in each direction (clamped
+    /// to the device's limits); its completions and async events carry
+    /// `tag`. The QP is left in RESET: [`QpConn::init`] moves it on.
+    ///
+    /// # Safety
+    /// `qp` is a live RC QP of `ia`'s context that nothing else destroys.
+    pub unsafe fn new(qp: *mut sys::ibv_qp, ia: &Ia, srq: Option<&Srq>, reads: (u32, u32), tag: u64) -> QpConn {
+        let srq = srq.map(|s| s.0.clone());
+        QpConn { shared: Rc::new(QpShared::new(qp, &ia.0, Rings::default(), srq, reads, tag)), ia: ia.0.clone() }
     }
-    Ok((sges.as_ptr().cast::<sys::ibv_sge>().cast_mut(), sges.len() as i32))
+
+    pub(crate) fn of(shared: Rc<QpShared>, ia: Rc<IaShared>) -> QpConn {
+        QpConn { shared, ia }
+    }
+
+    /// Move the QP to INIT on the IA's port: receives may be posted.
+    pub fn init(&self) -> DatResult<()> {
+        self.shared.init(self.ia.port)
+    }
+
+    /// Forget the connection and go back through RESET to INIT.
+    pub fn reset(&self) -> DatResult<()> {
+        cm::release_id(&self.ia, &self.shared);
+        self.shared.to_state(sys::ibv_qp_state::IBV_QPS_RESET)?;
+        self.shared.phase.set(Phase::Idle);
+        self.init()
+    }
+
+    /// The QP number.
+    pub fn number(&self) -> u32 {
+        // SAFETY: the QP is live while `self` is.
+        unsafe { (*self.shared.qp).qp_num }
+    }
+}
+
+impl Drop for QpConn {
+    fn drop(&mut self) {
+        cm::release_id(&self.ia, &self.shared);
+        self.ia.qp_going(self.shared.qp);
+        // SAFETY: no rdma_cm id refers to the QP any more, and its async
+        // events are acknowledged; nothing else destroys it (`new`).
+        unsafe { sys::ibv_destroy_qp(self.shared.qp) };
+    }
 }

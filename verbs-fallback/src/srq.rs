@@ -4,9 +4,9 @@ use std::cell::RefCell;
 
 use udat_core::{backend::Sge, types::SrqAttr, DatResult};
 
-use crate::qp::{ibv_sges, RECV};
 use crate::status::{check, dat_error, errno};
 use crate::sys;
+use crate::wr::{ibv_sges, RECV};
 
 pub(crate) struct SrqShared {
     pub srq: *mut sys::ibv_srq,

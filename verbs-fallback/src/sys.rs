@@ -14,14 +14,6 @@ mod bindings {
     include!(concat!(env!("OUT_DIR"), "/verbs.rs"));
 }
 
-/// `<infiniband/mlx5dv.h>`: what the ConnectX control path calls.
-#[cfg(feature = "connectx")]
-pub mod mlx5dv {
-    #![allow(non_camel_case_types, non_upper_case_globals, non_snake_case, dead_code, missing_docs, clippy::all)]
-    #![allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
-    include!(concat!(env!("OUT_DIR"), "/mlx5dv.rs"));
-}
-
 use std::os::raw::c_int;
 
 const EOPNOTSUPP: c_int = 95;

@@ -14,11 +14,11 @@ const PLUGIN_EXPORTS: [&str; 2] = ["dat_provider_fini", "dat_provider_init"];
 /// Build both artifacts, write `target/debug/udat.pc`, and check them;
 /// returns the number of checks, each of which failing is an error.
 pub fn check() -> Result<u64, String> {
-    let release = release_without_model()?;
+    let release = release_without_softhca()?;
     // The checks below run on the software HCA, which only a build with
-    // the `model` feature has; with the ConnectX control path too, so the
+    // the `softhca` feature has; with the ConnectX control path too, so the
     // C program links it (libmlx5) the way its users would.
-    let features = "udat-capi/model,udat-capi/connectx";
+    let features = "udat-capi/softhca,udat-capi/connectx";
     run("cargo", &["build", "-p", "udat-dapl", "-p", "udat-static", "--features", features])?;
     let dir = fs::canonicalize("target/debug").map_err(|e| format!("target/debug: {e}"))?;
 
@@ -45,7 +45,7 @@ pub fn check() -> Result<u64, String> {
     if !Path::new(&*exe).exists() {
         return Err(format!("{exe} was not built"));
     }
-    run(&exe, &["udat-model-mlx5_model0"])?;
+    run(&exe, &["udat-softhca-mlx5_soft0"])?;
     let quick = quick_starts(&dir, &flags)?;
     Ok(release + 3 + quick + static_loopback(&dir)? + event_loop(&dir, &flags)? + bad_input(&dir, &flags)?)
 }
@@ -60,7 +60,7 @@ fn quick_starts(dir: &Path, flags: &str) -> Result<u64, String> {
     cc.extend(flags.split_whitespace());
     run("cc", &cc)?;
     run(&exe, &[])?;
-    run("cargo", &["run", "-p", "udat-mlx5-model", "--example", "quickstart"])?;
+    run("cargo", &["run", "-p", "udat-softhca", "--example", "quickstart"])?;
     let readme = fs::read_to_string("README.md").map_err(|e| format!("README.md: {e}"))?;
     let example = fs::read_to_string(RUST_QUICK_START).map_err(|e| format!("{RUST_QUICK_START}: {e}"))?;
     // README quotes the example from its first `use` on.
@@ -74,18 +74,18 @@ fn quick_starts(dir: &Path, flags: &str) -> Result<u64, String> {
 }
 
 /// The Rust quick start README quotes.
-const RUST_QUICK_START: &str = "mlx5/model/examples/quickstart.rs";
+const RUST_QUICK_START: &str = "mlx5/softhca/examples/quickstart.rs";
 
 /// The release artifacts, built as README says, hold no software HCA: no
-/// symbol of `udat-mlx5-model` (nor of the mlx5 data path it drives,
+/// symbol of `udat-softhca` (nor of the mlx5 data path it drives,
 /// which has no ConnectX control path yet) in either. One check.
-fn release_without_model() -> Result<u64, String> {
+fn release_without_softhca() -> Result<u64, String> {
     run("cargo", &["build", "--release", "-p", "udat-dapl", "-p", "udat-static"])?;
     for artifact in ["target/release/libudat_dapl.so", "target/release/libudat.a"] {
         let symbols = output("nm", &["--defined-only", artifact])?;
-        let model: Vec<&str> = symbols.lines().filter(|l| l.contains("udat_mlx5")).take(3).collect();
-        if !model.is_empty() {
-            return Err(format!("{artifact} holds the software HCA: {model:?}"));
+        let found: Vec<&str> = symbols.lines().filter(|l| l.contains("udat_mlx5")).take(3).collect();
+        if !found.is_empty() {
+            return Err(format!("{artifact} holds the software HCA: {found:?}"));
         }
     }
     eprintln!("xtask: the release libudat_dapl.so and libudat.a hold no software HCA");
@@ -104,7 +104,7 @@ fn event_loop(dir: &Path, flags: &str) -> Result<u64, String> {
     let mut cc = vec!["-Wall", "-Wextra", "-Werror", "examples/c/event_loop.c", "-o", &exe];
     cc.extend(flags.split_whitespace());
     run("cc", &cc)?;
-    run(&exe, &["udat-model-mlx5_model0"])?;
+    run(&exe, &["udat-softhca-mlx5_soft0"])?;
     Ok(1)
 }
 
@@ -130,7 +130,7 @@ fn static_loopback(dir: &Path) -> Result<u64, String> {
         return Err(format!("{exe} is not fully static:\n{dynamic}"));
     }
     eprintln!("xtask: {exe} is fully static: libudat.a and rdma-core's providers, no shared library");
-    run(&exe, &["udat-model-mlx5_model0"])?;
+    run(&exe, &["udat-softhca-mlx5_soft0"])?;
     Ok(2)
 }
 
@@ -142,9 +142,9 @@ fn bad_input(dir: &Path, flags: &str) -> Result<u64, String> {
     let mut cc = vec!["-Wall", "-Wextra", "-Werror", "-O2", "capi/static/tests/bad_input.c", "-o", &exe];
     cc.extend(flags.split_whitespace());
     run("cc", &cc)?;
-    eprintln!("xtask: {exe} udat-model-mlx5_model0");
+    eprintln!("xtask: {exe} udat-softhca-mlx5_soft0");
     let run =
-        std::process::Command::new(&*exe).arg("udat-model-mlx5_model0").output().map_err(|e| format!("{exe}: {e}"))?;
+        std::process::Command::new(&*exe).arg("udat-softhca-mlx5_soft0").output().map_err(|e| format!("{exe}: {e}"))?;
     let out = String::from_utf8_lossy(&run.stdout);
     eprint!("{out}{}", String::from_utf8_lossy(&run.stderr));
     let summary = out.lines().last().unwrap_or_default();

@@ -7,16 +7,16 @@
 //! Three benches:
 //! - `benches/icount.rs`: the DAT layer over the null backend, through
 //!   the Rust API (`rust.null.*`);
-//! - `mlx5/model/benches/mlx5_icount.rs`: the Rust API over the mlx5 data
+//! - `mlx5/softhca/benches/mlx5_icount.rs`: the Rust API over the mlx5 data
 //!   path on the software HCA with its doorbells deferred (`rust.mlx5.*`);
 //! - `benches/c/icount.c`: the C ABI of `libudat.a` over the mlx5 data path
 //!   on the software HCA (`capi.*`), built here with `cc -O2` against a
 //!   release `libudat.a` through `target/release/udat.pc`.
 //!
 //! The C ABI's 4 KiB write post also gives the share of the software HCA's
-//! register hooks in it (`capi.mlx5.post.write_4k.model_hooks`): its
+//! register hooks in it (`capi.mlx5.post.write_4k.softhca_hooks`): its
 //! instructions are attributed to their inlined source lines in a build
-//! with line tables ([`model_hooks`] says how).
+//! with line tables ([`softhca_hooks`] says how).
 //!
 //! `cargo xtask icount-rxe` runs the same C program against libdat2 on
 //! soft-RoCE (see [`crate::icount_rxe`]).
@@ -30,18 +30,18 @@ use crate::{capi, output, run};
 /// `--eps` says otherwise.
 const EPS: u32 = 10_000;
 
-/// Where the model's doorbell register hands a write to the software HCA,
+/// Where the software HCA's doorbell register hands a write to the software HCA,
 /// which executes the rung WQEs there as a ConnectX does in hardware: the
 /// C ABI's figures leave these out (callgrind turns collection off on
 /// entering one and on again on leaving it; nothing they call matches).
 /// The register's stores to its stand-in page through a real `Uar`, the
 /// doorbell a ConnectX runs, are counted.
-const MODEL_EXECUTION: &str = "udat_mlx5_model::ModelRegister::hca_*";
+const SOFTHCA_EXECUTION: &str = "udat_softhca::SoftRegister::hca_*";
 
-/// The model's register methods themselves, where they are functions of
+/// The software HCA's register methods themselves, where they are functions of
 /// their own: the doorbell's MMIO stores, counted, unlike the rest of the
-/// model. (They are inlined into the post, as a ConnectX's `Uar` is.)
-const MODEL_REGISTER: &str = "<udat_mlx5_model::ModelRegister as udat_mlx5::doorbell::Register>";
+/// software HCA. (They are inlined into the post, as a ConnectX's `Uar` is.)
+const SOFTHCA_REGISTER: &str = "<udat_softhca::SoftRegister as udat_mlx5::doorbell::Register>";
 
 /// The mlx5 transport's entries for a request post, as callgrind names
 /// them: the lane's (`post_one`), a thread-safe provider's and the
@@ -54,7 +54,7 @@ const MLX5_POSTS: [&str; 3] = [
 ];
 
 /// Functions of the software HCA; none may add to a counted figure.
-const MODEL: &str = "udat_mlx5_model::";
+const SOFTHCA: &str = "udat_softhca::";
 
 /// Exit status of the C bench when the provider ran out of objects.
 const EXIT_RESOURCES: i32 = 3;
@@ -140,8 +140,8 @@ impl Profile {
     /// Self cost of every function whose name contains `part`.
     /// What the software HCA collected beyond its register's stores: its
     /// execution, which no figure may count.
-    fn model_own(&self) -> u64 {
-        self.own_of(MODEL) - self.own_of(MODEL_REGISTER)
+    fn softhca_own(&self) -> u64 {
+        self.own_of(SOFTHCA) - self.own_of(SOFTHCA_REGISTER)
     }
 
     fn own_of(&self, part: &str) -> u64 {
@@ -257,11 +257,11 @@ fn null_backend() -> Result<Vec<Figure>, String> {
 
 /// Instructions per DAT call through the Rust API on the mlx5 data path
 /// over the software HCA with doorbells deferred, counted only inside the
-/// bench's `measured_*` functions (the model's execution is outside them;
+/// bench's `measured_*` functions (the software HCA's execution is outside them;
 /// a deferred doorbell register costs a handful of instructions, as an
 /// MMIO store would). Each figure is the count over the number of calls.
 fn rust_mlx5() -> Result<Vec<Figure>, String> {
-    let args = ["bench", "-p", "udat-mlx5-model", "--bench", "mlx5_icount", "--no-run", "--message-format=short"];
+    let args = ["bench", "-p", "udat-softhca", "--bench", "mlx5_icount", "--no-run", "--message-format=short"];
     output("cargo", &args)?;
     let bin = find_bench_binary("mlx5_icount")?;
     const K: u64 = 3200;
@@ -379,7 +379,7 @@ const CAPI_OPS: [CapiOp; 10] = [
 
 /// The C ABI figures. Each is (count at 2K − count at K) / K from two runs
 /// of the C bench that collect only inside the counted DAT call (for a
-/// post, less the model's doorbell registers), so what the setup collects
+/// post, less the software HCA's doorbell registers), so what the setup collects
 /// (its polls of connection events call `dat_evd_dequeue`) cancels.
 fn capi_mlx5(eps: u32) -> Result<Vec<Figure>, String> {
     let bin = build_capi_bench(Build::Release)?;
@@ -392,7 +392,7 @@ fn capi_mlx5(eps: u32) -> Result<Vec<Figure>, String> {
             let split = build_capi_bench(Build::DatLayerApart)?;
             let (at_k, at_2k) = capi_pair(&split, op)?;
             figures.push(capi_null(&at_k, &at_2k, CAPI_K)?);
-            figures.push(model_hooks(op, value)?);
+            figures.push(softhca_hooks(op, value)?);
         }
     }
     figures.push(capi_eps(&bin, eps)?);
@@ -402,7 +402,7 @@ fn capi_mlx5(eps: u32) -> Result<Vec<Figure>, String> {
 /// Operations in the shorter of the two runs of a C ABI figure.
 const CAPI_K: u64 = 3200;
 
-/// The profiles of the runs at K and 2K of `op`, in which the model's
+/// The profiles of the runs at K and 2K of `op`, in which the software HCA's
 /// execution must not grow with K.
 fn capi_pair(bin: &str, op: &CapiOp) -> Result<(Profile, Profile), String> {
     let flags: &[&str] = if op.thread_safe { &["-t"] } else { &[] };
@@ -411,7 +411,7 @@ fn capi_pair(bin: &str, op: &CapiOp) -> Result<(Profile, Profile), String> {
         Outcome::OutOfObjects(why) => Err(format!("{}: {why}", op.key)),
     });
     let (at_k, at_2k) = (runs.next().expect("two runs")?, runs.next().expect("two runs")?);
-    if at_2k.model_own() != at_k.model_own() {
+    if at_2k.softhca_own() != at_k.softhca_own() {
         return Err(format!("{}: the software HCA's execution is counted in `{}`", op.key, op.call));
     }
     Ok((at_k, at_2k))
@@ -444,10 +444,10 @@ fn capi_null(at_k: &Profile, at_2k: &Profile, k: u64) -> Result<Figure, String> 
 
 /// Where the software HCA's register is written: an instruction whose
 /// innermost source in this workspace is here belongs to its hooks.
-const MODEL_SOURCE: &str = "mlx5/model/src/lib.rs";
+const SOFTHCA_SOURCE: &str = "mlx5/softhca/src/lib.rs";
 
 /// The software HCA's register hooks in the 4 KiB write post: what the
-/// model's `Register` methods run that a ConnectX's `Uar` does not, the
+/// software HCA's `Register` methods run that a ConnectX's `Uar` does not, the
 /// `deferred` flag's load and test and the calls into `hca_*` (collection
 /// stops inside those). The methods are inlined into the post, so no
 /// function's cost shows them; instead, the post runs at K and 2K in the
@@ -455,11 +455,11 @@ const MODEL_SOURCE: &str = "mlx5/model/src/lib.rs";
 /// `--dump-instr=yes`, each instruction collected is mapped by
 /// `addr2line -i` to its chain of inlined source locations, and those
 /// whose innermost location in this workspace (the standard library's
-/// atomics and `Arc` lie outside it) is in [`MODEL_SOURCE`] are summed.
+/// atomics and `Arc` lie outside it) is in [`SOFTHCA_SOURCE`] are summed.
 /// The mirror `Uar`'s stores resolve to `mlx5/src/doorbell.rs` and stay
 /// out. What the hooks cost beyond their own instructions (registers kept
 /// across the calls, say) is not attributable this way and is not in it.
-fn model_hooks(op: &CapiOp, release: f64) -> Result<Figure, String> {
+fn softhca_hooks(op: &CapiOp, release: f64) -> Result<Figure, String> {
     let bin = build_capi_bench(Build::LineTables)?;
     let (at_k, at_2k) = (instruction_costs(&bin, op, CAPI_K)?, instruction_costs(&bin, op, 2 * CAPI_K)?);
     let total = per_op(at_k.values().sum(), at_2k.values().sum(), CAPI_K);
@@ -468,14 +468,14 @@ fn model_hooks(op: &CapiOp, release: f64) -> Result<Figure, String> {
         "xtask: {}: {total:.1} instructions per post in the build with line tables, {release:.1} in the release build",
         op.key
     );
-    let model = in_model(&bin, at_2k.keys().copied())?;
-    let hooks = |costs: &BTreeMap<u64, u64>| costs.iter().filter(|(a, _)| model.contains(a)).map(|(_, n)| n).sum();
+    let hca = in_softhca(&bin, at_2k.keys().copied())?;
+    let hooks = |costs: &BTreeMap<u64, u64>| costs.iter().filter(|(a, _)| hca.contains(a)).map(|(_, n)| n).sum();
     let value = per_op(hooks(&at_k), hooks(&at_2k), CAPI_K);
     if value <= 0.0 {
-        return Err(format!("{}: no instruction of the post maps to {MODEL_SOURCE} (no line tables?)", op.key));
+        return Err(format!("{}: no instruction of the post maps to {SOFTHCA_SOURCE} (no line tables?)", op.key));
     }
     Ok(Figure::new(
-        format!("{}.model_hooks", op.key),
+        format!("{}.softhca_hooks", op.key),
         "C ABI, mlx5: the software HCA's register hooks (`deferred` checks, calls into `hca_*`) in the 4 KiB write post",
         Some(value),
     ))
@@ -517,35 +517,35 @@ fn self_costs(text: &str) -> BTreeMap<u64, u64> {
 }
 
 /// The addresses among `addresses` whose innermost source location in
-/// this workspace is in [`MODEL_SOURCE`], by `addr2line -i`, which prints
+/// this workspace is in [`SOFTHCA_SOURCE`], by `addr2line -i`, which prints
 /// each address and then its locations, innermost first.
-fn in_model(bin: &str, addresses: impl Iterator<Item = u64>) -> Result<BTreeSet<u64>, String> {
+fn in_softhca(bin: &str, addresses: impl Iterator<Item = u64>) -> Result<BTreeSet<u64>, String> {
     let root = std::fs::canonicalize(".").map_err(|e| format!(".: {e}"))?;
     let root = format!("{}/", root.to_string_lossy());
     let mut args = vec!["-a".to_string(), "-i".to_string(), "-e".to_string(), bin.to_string()];
     args.extend(addresses.map(|a| format!("{a:#x}")));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let text = output("addr2line", &args)?;
-    let mut model = BTreeSet::new();
+    let mut hca = BTreeSet::new();
     let mut current: Option<u64> = None;
     for line in text.lines() {
         if let Some(address) = line.strip_prefix("0x").and_then(|a| u64::from_str_radix(a, 16).ok()) {
             current = Some(address);
         } else if let Some(address) = current.filter(|_| line.starts_with(&root)) {
             // The first location in the workspace decides the address.
-            if line.contains(MODEL_SOURCE) {
-                model.insert(address);
+            if line.contains(SOFTHCA_SOURCE) {
+                hca.insert(address);
             }
             current = None;
         }
     }
-    Ok(model)
+    Ok(hca)
 }
 
 /// The 4 KiB write post with `eps` connected Endpoints and as many LMRs
 /// live, each post on the next Endpoint; null when the provider cannot
 /// hold that many objects. One run, count over posts: with a post's
-/// toggles nothing else is collected, which the model's absence from the
+/// toggles nothing else is collected, which the software HCA's absence from the
 /// profile confirms (its setup alone grows with the square of `eps`, as
 /// the software HCA visits every QP at each doorbell and connection event).
 fn capi_eps(bin: &str, eps: u32) -> Result<Figure, String> {
@@ -554,7 +554,7 @@ fn capi_eps(bin: &str, eps: u32) -> Result<Figure, String> {
     // At least a few thousand posts, and whole rounds of the Endpoints.
     let k = u64::from(eps) * (4096 / u64::from(eps)).max(1);
     let value = match capi_run(bin, "write_4k_eps", "dat_ep_post_rdma_write", k, &[], &[&eps.to_string()])? {
-        Outcome::Counted(p) if p.model_own() == 0 => Some(p.total as f64 / k as f64),
+        Outcome::Counted(p) if p.softhca_own() == 0 => Some(p.total as f64 / k as f64),
         Outcome::Counted(_) => return Err(format!("{key}: the software HCA's execution is counted")),
         Outcome::OutOfObjects(why) => {
             eprintln!("xtask: !!! {key} NOT MEASURED, recorded as null: the C ABI could not hold {eps} Endpoints and LMRs ({why})");
@@ -565,14 +565,14 @@ fn capi_eps(bin: &str, eps: u32) -> Result<Figure, String> {
 }
 
 /// What a run of the C bench collects in: `call`, and for a request post,
-/// not in the model's execution inside it. Only a request post rings the
-/// doorbell the model executes in; a toggle is a toggle, so for any other
-/// call the model's would turn collection on in the uncounted posts that
+/// not in the software HCA's execution inside it. Only a request post rings the
+/// doorbell the software HCA executes in; a toggle is a toggle, so for any other
+/// call the software HCA's would turn collection on in the uncounted posts that
 /// ring it (`recv`'s sends).
 fn capi_toggles(call: &str) -> Vec<&str> {
     let mut toggles = vec![call];
     if call.starts_with("dat_ep_post_") && call != "dat_ep_post_recv" {
-        toggles.push(MODEL_EXECUTION);
+        toggles.push(SOFTHCA_EXECUTION);
     }
     toggles
 }
@@ -611,7 +611,7 @@ enum Build {
     DatLayerApart,
     /// The release build with line tables, in its own target directory,
     /// and the bench linked at fixed addresses: each instruction callgrind
-    /// reports maps to its inlined source ([`model_hooks`]).
+    /// reports maps to its inlined source ([`softhca_hooks`]).
     LineTables,
 }
 
@@ -619,9 +619,9 @@ enum Build {
 /// them; the bench's path.
 fn build_capi_bench(build: Build) -> Result<String, String> {
     let (features, dir, exe) = match build {
-        Build::Release => ("model", "target", "target/release/icount-capi"),
+        Build::Release => ("softhca", "target", "target/release/icount-capi"),
         Build::DatLayerApart => ("measure-dat-layer", "target/dat-layer", "target/dat-layer/release/icount-capi"),
-        Build::LineTables => ("model", "target/icount-lines", "target/icount-lines/release/icount-capi"),
+        Build::LineTables => ("softhca", "target/icount-lines", "target/icount-lines/release/icount-capi"),
     };
     let cargo = ["build", "--release", "-p", "udat-static", "--features", features, "--target-dir", dir];
     if build == Build::LineTables {

@@ -43,6 +43,7 @@
 //!   and for drift (see [`soak`]).
 
 mod capi;
+mod entries;
 mod fabric;
 mod icount;
 mod icount_rxe;
@@ -56,7 +57,7 @@ mod softroce;
 use std::io::{BufRead, BufReader};
 use std::process::{exit, Command, Stdio};
 
-const USAGE: &str = "usage: cargo xtask setup|test|install|capi|icount|icount-rxe|softroce|fabric|perf|soak";
+const USAGE: &str = "usage: cargo xtask setup|test|install|capi|entries|icount|icount-rxe|softroce|fabric|perf|soak";
 
 fn main() {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -69,6 +70,13 @@ fn main() {
 
 /// Run `task`, after installing what it needs.
 fn dispatch(task: &str, args: &[String]) -> Result<(), String> {
+    if task == "entries" {
+        return match args {
+            [] => entries::write(),
+            [check] if check == "--check" => entries::check(),
+            _ => Err("usage: cargo xtask entries [--check]".to_string()),
+        };
+    }
     let scope = match task {
         "setup" | "test" => setup::Scope::All,
         "install" | "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" | "soak" => {
@@ -112,6 +120,7 @@ fn output(program: &str, args: &[&str]) -> Result<String, String> {
 
 fn test() -> Result<(), String> {
     run("cargo", &["fmt", "--all", "--", "--check"])?;
+    entries::check()?;
     msrv::check()?;
     run("cargo", &["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"])?;
     // The C artifacts as released: without the software HCA.
@@ -210,14 +219,18 @@ fn run_tests(args: &[&str]) -> Result<(u64, u64), String> {
     Ok((passed, failed))
 }
 
-/// udat-verbs's tests on a real device: built here, with the ConnectX
-/// control path, run by `softroce` (in the guest when this machine has no
-/// RDMA). They need the examples too: one test kills a peer process.
+/// udat-verbs's tests on a real device, and the ConnectX control path's
+/// refusal of it: built here, run by `softroce` (in the guest when this
+/// machine has no RDMA), one guest for both. They need the examples too:
+/// one test kills a peer process.
 fn rxe_tests() -> Result<(u64, u64), String> {
     run("cargo", &["build", "-p", "udat-verbs", "--examples"])?;
-    let bin = test_binary("udat-verbs", "rxe", &["--features", "connectx"])?;
+    let verbs = test_binary("udat-verbs", "rxe", &[])?;
+    let connectx = test_binary("udat-connectx", "rxe", &[])?;
+    let flags = "--test-threads=1 --color=never";
+    let script = format!("{verbs} {flags} && {connectx} {flags}");
     let started = std::time::Instant::now();
-    let result = run_tests(&["xtask", "softroce", "--", &bin, "--test-threads=1", "--color=never"]);
+    let result = run_tests(&["xtask", "softroce", "--", "sh", "-c", &script]);
     eprintln!("xtask: soft-RoCE tests took {:.0} s", started.elapsed().as_secs_f64());
     result
 }
@@ -342,7 +355,8 @@ fn bare_metal() -> Result<(), String> {
 
 /// The crates whose build scripts read system headers (rdma-core's, the
 /// DAT headers) or compile C.
-const NEEDS_HEADERS: [&str; 6] = ["udat-verbs", "udat-mlx5-model", "udat-capi", "udat-static", "bindgen", "cc"];
+const NEEDS_HEADERS: [&str; 7] =
+    ["udat-verbs", "udat-connectx", "udat-softhca", "udat-capi", "udat-static", "bindgen", "cc"];
 
 /// udat-core and udat build and test without system headers: nothing
 /// that needs them is among their dependencies, dev-dependencies

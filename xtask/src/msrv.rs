@@ -13,11 +13,12 @@ use crate::run;
 const MANIFEST: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml");
 
 /// What the minimum Rust version is promised for: every library package.
-const LIBRARIES: [&str; 7] = ["udat", "udat-core", "udat-mlx5", "udat-verbs", "udat-capi", "udat-dapl", "udat-static"];
+const LIBRARIES: [&str; 8] =
+    ["udat", "udat-core", "udat-mlx5", "udat-verbs", "udat-connectx", "udat-capi", "udat-dapl", "udat-static"];
 
 /// Their optional features that a user may turn on, and that the release
 /// artifacts leave off: `udat::aio` and the ConnectX control path. (The
-/// software HCA's `model` is for tests.)
+/// software HCA's `softhca` is for tests.)
 const FEATURES: &str = "udat/tokio,udat-capi/connectx";
 
 /// The workspace's `rust-version` (`1.85`), as rustup names a toolchain.

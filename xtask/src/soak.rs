@@ -8,7 +8,7 @@
 use crate::{capi, run};
 
 /// The software HCA's IA, in `libudat.a`.
-const MODEL_IA: &str = "udat-model-mlx5_model0";
+const SOFTHCA_IA: &str = "udat-softhca-mlx5_soft0";
 const SOAK: &str = "target/release/soak";
 const SOAK_DAT2: &str = "target/release/soak-dat2";
 const PLUGIN: &str = "target/release/libudat_dapl.so";
@@ -30,7 +30,7 @@ pub fn on_both(minutes: f64) -> Result<(), String> {
     let window = (seconds / 6.0).min(10.0).floor();
     let (seconds, window) = (format!("{seconds}"), format!("{window}"));
 
-    run("cargo", &["build", "--release", "-p", "udat-static", "-p", "udat-dapl", "--features", "udat-capi/model"])?;
+    run("cargo", &["build", "--release", "-p", "udat-static", "-p", "udat-dapl", "--features", "udat-capi/softhca"])?;
     let flags = capi::pkg_config("target/release")?;
     let mut cc = vec!["-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "tests/soak/soak.c", "-o", SOAK];
     cc.extend(flags.split_whitespace());
@@ -38,7 +38,7 @@ pub fn on_both(minutes: f64) -> Result<(), String> {
     run("cc", &["-O2", "-Wall", "-Wextra", "-Werror", "-pthread", "tests/soak/soak.c", "-o", SOAK_DAT2, "-ldat2"])?;
 
     eprintln!("xtask: the soak on the software HCA, through libudat.a");
-    run(SOAK, &[MODEL_IA, &seconds, &window])?;
+    run(SOAK, &[SOFTHCA_IA, &seconds, &window])?;
     eprintln!("xtask: the soak on rxe, through udat's plug-in");
     // The guest's boot and the threads' last cycles on top of the run.
     let timeout = format!("{}", (minutes * 60.0) as u64 + 600);

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! udat-rxe0 u2.0 nonthreadsafe default /path/libudat_dapl.so dapl.2.0 "verbs rxe0" ""
-//! udat-model u2.0 nonthreadsafe default /path/libudat_dapl.so dapl.2.0 "model mlx5_model0" ""
+//! udat-softhca u2.0 nonthreadsafe default /path/libudat_dapl.so dapl.2.0 "softhca mlx5_soft0" ""
 //! ```
 //!
 //! libdat2 calls [`dat_provider_init`] when a consumer first opens the
@@ -15,8 +15,9 @@
 
 use std::ffi::{c_char, CStr};
 
-use udat_capi::registry::{self, Registration};
+use udat_capi::registry;
 use udat_capi::sys::*;
+use udat_capi::Registration;
 
 extern "C" {
     fn dat_registry_add_provider(provider: *const DAT_PROVIDER, info: *const DAT_PROVIDER_INFO) -> DAT_RETURN;

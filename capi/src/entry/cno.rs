@@ -6,8 +6,8 @@ use udat_core::{CnoStep, DatError, DatResult, ErrorType, ProxyAgent};
 
 use super::evd::sleep;
 use super::{with, Arg};
-use crate::instance::Transport;
 use crate::sys::*;
+use crate::transport::Transport;
 use udat::notify::Notifier;
 
 fn agent(a: &DAT_OS_WAIT_PROXY_AGENT) -> Option<ProxyAgent> {

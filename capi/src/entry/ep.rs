@@ -10,8 +10,9 @@ use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
 use super::arg::{iov, lane_segment, private_data};
 use super::{lane_or, shared_lane_or, shared_not_taken, with, Arg, Cx, Named};
-use crate::instance::{invalid, Addr, Core, Instance, Transport};
+use crate::instance::{invalid, Addr, Core, Instance};
 use crate::sys::*;
+use crate::transport::Transport;
 
 // `DAT_EP_FIELD_*` of <dat2/dat.h> (macros, so not in the bindings).
 const FIELD_PZ: u64 = 0x80;
@@ -592,6 +593,84 @@ pub(crate) unsafe fn ep_set_watermark<B: Transport>(
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
             cx.st.core.ep_set_watermark(EpHandle::from_raw(raw), soft.count()?, hard.count()?)
+        })
+    }
+}
+
+/// dat_ep_post_send_with_invalidate of `<dat2/dat.h>` (DAT 2.0): a send
+/// that invalidates the peer's `rmr_context` (`invalidate_flag`
+/// `DAT_TRUE`), or a plain send (`DAT_FALSE`); any other flag value is
+/// `DAT_INVALID_ARG6`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn ep_post_send_with_invalidate<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    cookie: Arg<4, DAT_DTO_COOKIE>,
+    flags: Arg<5, DAT_COMPLETION_FLAGS>,
+    invalidate: Arg<6, DAT_BOOLEAN>,
+    rmr_context: Arg<7, DAT_RMR_CONTEXT>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits; the
+    // consumer's triplets (`iov`'s contract).
+    unsafe {
+        with::<B>(ep, Kind::Ep, |cx, raw| {
+            let invalidate = match invalidate.0 {
+                DAT_TRUE => true,
+                DAT_FALSE => false,
+                _ => return Err(invalidate.invalid()),
+            };
+            let local = iov(n, segs)?;
+            let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
+            cx.st.core.ep_post_send_with_invalidate(
+                EpHandle::from_raw(raw),
+                local,
+                cookie,
+                flags,
+                invalidate,
+                rmr_context.0,
+            )
+        })
+    }
+}
+
+/// dat_ep_post_rdma_read_to_rmr of `<dat2/dat.h>` (DAT 2.0): the local
+/// target is named by an RMR context (`Provider::ep_post_rdma_read_to_rmr`).
+pub(crate) unsafe fn ep_post_rdma_read_to_rmr<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    local: Arg<2, *const DAT_RMR_TRIPLET>,
+    cookie: Arg<3, DAT_DTO_COOKIE>,
+    rmr: Arg<4, *const DAT_RMR_TRIPLET>,
+    flags: Arg<5, DAT_COMPLETION_FLAGS>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits;
+    // `remote` refuses a null triplet and reads a misaligned one as it is.
+    unsafe {
+        with::<B>(ep, Kind::Ep, |cx, raw| {
+            let (local, remote) = (remote(local)?, remote(rmr)?);
+            let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
+            cx.st.core.ep_post_rdma_read_to_rmr(EpHandle::from_raw(raw), &local, cookie, &remote, flags)
+        })
+    }
+}
+
+/// dat_ep_common_connect of `<dat2/dat.h>` (DAT 2.0): connect to the port
+/// the socket address carries (`Provider::ep_common_connect`).
+pub(crate) unsafe fn ep_common_connect<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    remote_addr: Arg<2, DAT_IA_ADDRESS_PTR>,
+    timeout: Arg<3, DAT_TIMEOUT>,
+    pd_size: Arg<4, DAT_COUNT>,
+    pd: Arg<5, DAT_PVOID>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `ep`'s provider word; the address and the
+    // private data are the consumer's, read as `address_in` and
+    // `private_data` say.
+    unsafe {
+        with::<B>(ep, Kind::Ep, |cx, raw| {
+            let addr = address_in(remote_addr)?;
+            let data = private_data(pd_size, pd)?;
+            cx.st.core.ep_common_connect(EpHandle::from_raw(raw), &addr, timeout.0, data)
         })
     }
 }

@@ -10,10 +10,11 @@ use udat_core::{DatError, DatResult, ErrorType, Event, EventData, EventNumber, W
 
 use super::{lane_or, with, Arg, Cx, Named};
 use crate::debug;
-use crate::handles::HandleSpace;
-use crate::instance::{invalid, Instance, State, Transport};
+use crate::handle_space::HandleSpace;
+use crate::instance::{invalid, Instance, State};
 use crate::lock::Exclusive;
 use crate::sys::*;
+use crate::transport::Transport;
 
 /// The longest a waiter sleeps outside the lock before it looks again: a
 /// bound on a wake-up another waiter took first.
@@ -374,6 +375,12 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
                 debug::say(format_args!("{op:?} of EP {ep:?} (cookie {cookie:#x}) completed: {status:?}"));
             }
             write_dto(&cx.st.handles, ep, cookie, status, transferred_length, op, imm, out);
+            // The context the peer invalidated (its completion carries it
+            // where an immediate goes). Only this door sees such a
+            // receive: the lanes and the shared dequeue leave it here.
+            if op == DtoOp::ReceiveWithInvalidate {
+                out.event_data.dto_completion_event_data.rmr_context = imm;
+            }
         }
         EventData::RmrBind { rmr, cookie, status } => {
             out.event_data.rmr_completion_event_data = DAT_RMR_BIND_COMPLETION_EVENT_DATA {

@@ -7,8 +7,9 @@ use udat_core::types::{CloseFlags, IaAttr};
 use udat_core::{AsyncEvd, AsyncEvdRef, DatError, ErrorType};
 
 use super::{guarded_on, with, Arg, Cx};
-use crate::instance::{Addr, Transport};
+use crate::instance::Addr;
 use crate::sys::*;
+use crate::transport::Transport;
 use crate::{debug, registry};
 
 /// The provider-specific attributes `dat_ia_query` reports: the path MTU
@@ -16,7 +17,7 @@ use crate::{debug, registry};
 /// sizes its messages from it; 1024 is the RoCE MTU of a 1500-byte
 /// Ethernet link and fits every InfiniBand link), and which of the IB
 /// extension's operations the device performs (dtestx reads these); and
-/// `UDAT_TRANSPORT`, the transport in use: `verbs`, `model`, or `mlx5`
+/// `UDAT_TRANSPORT`, the transport in use: `verbs`, `softhca`, or `mlx5`
 /// (the direct path on a ConnectX; an `mlx5` registration in a build
 /// without it, and an `auto` one, say `verbs`).
 struct NamedAttrs([DAT_NAMED_ATTR; 5]);
@@ -43,14 +44,14 @@ macro_rules! attrs {
 
 attrs!(VERBS_WITH_ATOMICS, c"verbs", c"TRUE");
 attrs!(VERBS_WITHOUT_ATOMICS, c"verbs", c"FALSE");
-attrs!(MODEL_WITH_ATOMICS, c"model", c"TRUE");
-attrs!(MODEL_WITHOUT_ATOMICS, c"model", c"FALSE");
+attrs!(SOFTHCA_WITH_ATOMICS, c"softhca", c"TRUE");
+attrs!(SOFTHCA_WITHOUT_ATOMICS, c"softhca", c"FALSE");
 attrs!(MLX5_WITH_ATOMICS, c"mlx5", c"TRUE");
 attrs!(MLX5_WITHOUT_ATOMICS, c"mlx5", c"FALSE");
 
 fn attrs_of<B: Transport>(atomics: bool) -> &'static NamedAttrs {
     let [with, without] = match B::NAME.to_bytes() {
-        b"model" => [&MODEL_WITH_ATOMICS, &MODEL_WITHOUT_ATOMICS],
+        b"softhca" => [&SOFTHCA_WITH_ATOMICS, &SOFTHCA_WITHOUT_ATOMICS],
         b"mlx5" => [&MLX5_WITH_ATOMICS, &MLX5_WITHOUT_ATOMICS],
         _ => [&VERBS_WITH_ATOMICS, &VERBS_WITHOUT_ATOMICS],
     };
@@ -211,7 +212,7 @@ fn fill_ia_attr(a: &mut DAT_IA_ATTR, attr: &IaAttr, addr: DAT_IA_ADDRESS_PTR) {
     a.max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
     a.zb_supported = DAT_FALSE;
     // The IB extension: immediate data and, where the device has them,
-    // atomics (`dat_extension_op`, see `entry::ext`).
+    // atomics (`dat_extension_op`, see `entry::ib`).
     a.extension_supported = DAT_EXTENSION_IB;
     a.extension_version = DAT_IB_EXTENSION_VERSION as DAT_COUNT;
     a.num_transport_attr = 0;
@@ -252,7 +253,10 @@ fn fill_provider_attr<B: Transport>(cx: &Cx<B>, p: &mut DAT_PROVIDER_ATTR, attr:
     p.dto_async_return_guaranteed = DAT_FALSE;
     p.rdma_write_for_rdma_read_req = DAT_FALSE;
     p.rdma_read_lmr_rmr_context_exposure = DAT_FALSE;
-    p.rmr_scope_supported = DAT_RMR_SCOPE_EP;
+    // dat_rmr_create's RMRs are of the PZ, dat_rmr_create_for_ep's of one
+    // EP (on a device with type 2 windows: the software HCA, a ConnectX,
+    // rxe).
+    p.rmr_scope_supported = DAT_RMR_SCOPE_ANY;
     p.is_signal_safe = DAT_FALSE;
     p.ha_supported = DAT_FALSE;
     p.ha_loadbalancing = 0;

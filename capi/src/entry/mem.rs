@@ -1,13 +1,15 @@
 //! Protection zones, LMRs and RMRs.
 
+use std::ptr;
+
 use udat_core::handle::{EpHandle, IaHandle, Kind, LmrHandle, PzHandle, RmrHandle};
 use udat_core::types::{CompletionFlags, LmrTriplet, MemPriv, MemType};
-use udat_core::{DatError, ErrorType};
+use udat_core::{DatError, ErrorType, RmrScope};
 
 use super::arg::triplets;
 use super::{with, Arg};
-use crate::instance::Transport;
 use crate::sys::*;
+use crate::transport::Transport;
 
 /// dat_pz_create(3DAT).
 pub(crate) unsafe fn pz_create<B: Transport>(
@@ -48,7 +50,11 @@ pub(crate) unsafe fn pz_query<B: Transport>(
     }
 }
 
-/// dat_lmr_create(3DAT): virtual memory, or another LMR's region.
+/// dat_lmr_create(3DAT): virtual memory, another LMR's region, or shared
+/// virtual memory named by a 40-byte cookie (`Provider::lmr_create`).
+/// `DAT_SHARED_MEMORY` is laid out as `<dat2/udat.h>` has it, the address
+/// first, then the pointer to the consumer's cookie (the page lists them
+/// the other way round); a null cookie pointer is `DAT_INVALID_ARG3`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn lmr_create<B: Transport>(
     ia: Arg<1, DAT_IA_HANDLE>,
@@ -77,6 +83,15 @@ pub(crate) unsafe fn lmr_create<B: Transport>(
             let mem = match mem_type.0 {
                 DAT_MEM_TYPE_VIRTUAL => MemType::Virtual { address: region.0.for_va as u64, length: length.0 },
                 DAT_MEM_TYPE_LMR => MemType::Lmr(LmrHandle::from_raw(cx.raw(region.0.for_lmr_handle, Kind::Lmr)?)),
+                DAT_MEM_TYPE_SHARED_VIRTUAL => {
+                    let shared = region.0.for_shared_memory;
+                    let cookie = Arg::<3, *const [libc::c_char; 40]>(shared.shared_memory_id.cast_const()).input()?;
+                    MemType::SharedVirtual {
+                        cookie: cookie.map(|c| c as u8),
+                        address: shared.virtual_address as u64,
+                        length: length.0,
+                    }
+                }
                 _ => return Err(DatError::of(ErrorType::ModelNotSupported)),
             };
             let pz = PzHandle::from_raw(cx.raw(pz, Kind::Pz)?);
@@ -143,8 +158,11 @@ pub(crate) unsafe fn lmr_query<B: Transport>(
                     slot.length = p.registered_size;
                 }
                 MemType::SharedVirtual { address, length, .. } => {
+                    // The cookie is the consumer's array, which udat does
+                    // not keep: its pointer is reported as null.
                     slot.mem_type = DAT_MEM_TYPE_SHARED_VIRTUAL;
-                    slot.region_desc.for_va = address as DAT_PVOID;
+                    slot.region_desc.for_shared_memory =
+                        DAT_SHARED_MEMORY { virtual_address: address as DAT_PVOID, shared_memory_id: ptr::null_mut() };
                     slot.length = length;
                 }
             }
@@ -222,6 +240,23 @@ pub(crate) unsafe fn rmr_create<B: Transport>(
     }
 }
 
+/// dat_rmr_create_for_ep of `<dat2/dat.h>` (DAT 2.0): an RMR of
+/// `DAT_RMR_SCOPE_EP` (`Provider::rmr_create_for_ep`).
+pub(crate) unsafe fn rmr_create_for_ep<B: Transport>(
+    pz: Arg<1, DAT_PZ_HANDLE>,
+    rmr_out: Arg<2, *mut DAT_RMR_HANDLE>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `pz`'s provider word.
+    unsafe {
+        with::<B>(pz, Kind::Pz, |cx, raw| {
+            let slot = rmr_out.out()?;
+            let rmr = cx.st.core.rmr_create_for_ep(PzHandle::from_raw(raw))?;
+            *slot = cx.st.ptr(rmr);
+            Ok(())
+        })
+    }
+}
+
 /// dat_rmr_free(3DAT).
 pub(crate) unsafe fn rmr_free<B: Transport>(rmr: Arg<1, DAT_RMR_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `rmr`'s provider word.
@@ -249,7 +284,10 @@ pub(crate) unsafe fn rmr_query<B: Transport>(
             };
             slot.mem_priv = p.mem_privileges.map_or(0, |m| m.0);
             slot.rmr_context = p.rmr_context.unwrap_or(0);
-            slot.rmr_scope = DAT_RMR_SCOPE_EP;
+            slot.rmr_scope = match p.scope {
+                RmrScope::Pz => DAT_RMR_SCOPE_PZ,
+                RmrScope::Ep => DAT_RMR_SCOPE_EP,
+            };
             slot.va_type = DAT_VA_TYPE_VA;
             Ok(())
         })

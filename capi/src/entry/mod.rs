@@ -1,6 +1,6 @@
 //! The bodies of the entry points of `struct dat_provider`, generic over
 //! the transport. The `extern "C"` slots are generated from
-//! `entries.list` (see [`crate::table`]) and hand each body its arguments
+//! `entries.list` (see [`crate::provider_table`]) and hand each body its arguments
 //! as [`Arg`]s that know their position. A body finds its instance from
 //! its first handle, takes the lock, turns C arguments into core values,
 //! and returns the core's `DAT_RETURN`. No entry point unwinds into C: a
@@ -21,19 +21,20 @@ use crate::lock::{Exclusive, ObjLocks};
 use udat_core::handle::{Kind, RawHandle};
 use udat_core::{DatError, DatResult, ErrorType};
 
-use crate::handles::HandleSpace;
-use crate::instance::{invalid, Core, Instance, State, Transport};
+use crate::handle_space::HandleSpace;
+use crate::instance::{invalid, Core, Instance, State};
 use crate::sys::{DAT_HANDLE, DAT_NOT_IMPLEMENTED, DAT_RETURN, DAT_SUCCESS};
+use crate::transport::Transport;
 
 pub mod arg;
 pub mod cm;
 pub mod cno;
+pub mod context;
 pub mod ep;
 pub mod evd;
-pub mod ext;
 pub mod ia;
+pub mod ib;
 pub mod mem;
-pub mod misc;
 pub mod srq;
 
 pub use arg::{name, Arg, AsHandle};
@@ -176,7 +177,7 @@ pub(crate) struct Named<'a> {
 
 impl<'a> Named<'a> {
     /// The handle of `kind` whose slot is `index` and whose word is `word`
-    /// in `handles` ([`HandleSpace::slot_of`]).
+    /// in `handle_space` ([`HandleSpace::slot_of`]).
     #[inline(always)]
     pub(crate) fn new(index: u32, handles: &'a HandleSpace, kind: Kind, word: usize) -> Self {
         Named { index, handles, kind, word }

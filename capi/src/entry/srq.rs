@@ -5,8 +5,9 @@ use udat_core::types::SrqAttr;
 
 use super::arg::{iov, lane_segment};
 use super::{lane_or, shared_on, with, Arg};
-use crate::instance::{invalid, Instance, Transport};
+use crate::instance::{invalid, Instance};
 use crate::sys::*;
+use crate::transport::Transport;
 
 /// dat_srq_create(3DAT).
 pub(crate) unsafe fn srq_create<B: Transport>(

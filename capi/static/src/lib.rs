@@ -2,8 +2,8 @@
 //! runtime links udat alone: no libdat2, no dat.conf, no dlopen.
 //!
 //! Provider names are `udat-<transport>-<device>`: `udat-verbs-rxe0`,
-//! `udat-mlx5-mlx5_0`, and, in a build with the `model` feature,
-//! `udat-model-mlx5_model0`. A name is registered the first time an IA is
+//! `udat-mlx5-mlx5_0`, and, in a build with the `softhca` feature,
+//! `udat-softhca-mlx5_soft0`. A name is registered the first time an IA is
 //! opened under it.
 //!
 //! The registry calls are here; every other consumer call is generated
@@ -13,8 +13,9 @@
 use std::ffi::{c_char, CString};
 use std::sync::OnceLock;
 
-use udat_capi::registry::{self, Registration};
+use udat_capi::registry;
 use udat_capi::sys::*;
+use udat_capi::Registration;
 use udat_core::{DatError, ErrorType, Subtype};
 
 /// The IA handle a consumer of the static registry holds is the
@@ -92,14 +93,14 @@ pub unsafe extern "C" fn dat_ia_openv(
 /// Where the handle spaces are, for `dispatch.c`'s inline check of a
 /// first argument.
 #[no_mangle]
-pub static udat_handle_spaces: &udat_capi::handles::Spaces = &udat_capi::handles::SPACES;
+pub static udat_handle_spaces: &udat_capi::handle_space::Spaces = &udat_capi::handle_space::SPACES;
 
 /// The names this library can open: the software HCA (in a build with
 /// it), and each verbs device present, through udat-verbs.
 fn available() -> Vec<CString> {
     let mut names = Vec::new();
-    if cfg!(feature = "model") {
-        names.push(CString::from(c"udat-model-mlx5_model0"));
+    if cfg!(feature = "softhca") {
+        names.push(CString::from(c"udat-softhca-mlx5_soft0"));
     }
     for dev in udat_capi::transport::verbs_devices() {
         if let Ok(name) = CString::new(format!("udat-verbs-{dev}")) {

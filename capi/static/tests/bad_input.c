@@ -6,7 +6,7 @@
  * misaligned arrays, which must be DAT_INVALID_PARAMETER; unknown provider
  * names, which must register nothing. The provider stays usable.
  *
- *   bad_input udat-model-mlx5_model0 [CASE]
+ *   bad_input udat-softhca-mlx5_soft0 [CASE]
  *
  * With a case number, that case alone runs, in the process itself.
  */
@@ -161,7 +161,7 @@ static int stale_handle_of_a_closed_ia(void)
 /* A name whose bytes run into a page that cannot be read, with no NUL. */
 static int unterminated_name(void)
 {
-	static const char name[] = "udat-model-mlx5_model0";
+	static const char name[] = "udat-softhca-mlx5_soft0";
 	long page = sysconf(_SC_PAGESIZE);
 	char *two = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *at = two + page - (sizeof(name) - 1);
@@ -228,6 +228,69 @@ static int impossible_lengths_and_misaligned_arrays(void)
 	return ok;
 }
 
+/* The DAT 2.0 calls libudat.a exports (libdat2 exports none of them):
+ * garbage, wrong-kind and stale handles are DAT_INVALID_HANDLE, a null
+ * triplet or cookie DAT_INVALID_PARAMETER; each works on live objects. */
+static int dat20_calls(void)
+{
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, evd;
+	DAT_IA_HANDLE ia = open_ia(&async);
+	static char cookie[DAT_LMR_COOKIE_SIZE] = "shm", mem[8192];
+	DAT_REGION_DESCRIPTION region = { .for_shared_memory = { .virtual_address = mem, .shared_memory_id = NULL } };
+	DAT_RMR_TRIPLET local = { 0 }, remote = { 0 };
+	DAT_DTO_COOKIE dto = { .as_64 = 1 };
+	DAT_LMR_CONTEXT lmr_context;
+	DAT_RMR_CONTEXT rmr_context;
+	DAT_VLEN size;
+	DAT_VADDR addr;
+	DAT_LMR_HANDLE lmr, same;
+	DAT_RMR_HANDLE rmr;
+	DAT_CSP_HANDLE csp;
+	DAT_EP_HANDLE ep;
+	DAT_PZ_HANDLE pz;
+	int ok = 1;
+
+	if (dat_pz_create(ia, &pz) != DAT_SUCCESS ||
+	    dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG, &evd) != DAT_SUCCESS ||
+	    dat_ep_create(ia, pz, evd, evd, evd, NULL, &ep) != DAT_SUCCESS)
+		return 0;
+	ok &= invalid(dat_rmr_create_for_ep(unmapped(), &rmr), "rmr_create_for_ep(unmapped)");
+	ok &= invalid(dat_rmr_create_for_ep(ep, &rmr), "rmr_create_for_ep(an EP)");
+	ok &= dat_rmr_create_for_ep(pz, &rmr) == DAT_SUCCESS && dat_rmr_free(rmr) == DAT_SUCCESS;
+	ok &= invalid(dat_rmr_free(rmr), "rmr_free(stale)");
+	ok &= invalid(dat_ep_post_send_with_invalidate(pz, 0, NULL, dto, DAT_COMPLETION_DEFAULT_FLAG, DAT_TRUE, 1),
+		      "ep_post_send_with_invalidate(a PZ)");
+	ok &= dat_ep_post_send_with_invalidate(ep, 0, NULL, dto, DAT_COMPLETION_DEFAULT_FLAG, 2, 1) ==
+	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG6);
+	ok &= DAT_GET_TYPE(dat_ep_post_send_with_invalidate(ep, 0, NULL, dto, DAT_COMPLETION_DEFAULT_FLAG, DAT_TRUE,
+							    1)) == DAT_INVALID_STATE;
+	ok &= invalid(dat_ep_post_rdma_read_to_rmr(unmapped(), &local, dto, &remote, DAT_COMPLETION_DEFAULT_FLAG),
+		      "ep_post_rdma_read_to_rmr(unmapped)");
+	ok &= dat_ep_post_rdma_read_to_rmr(ep, NULL, dto, &remote, DAT_COMPLETION_DEFAULT_FLAG) ==
+	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2);
+	ok &= invalid_parameter(dat_lmr_create(ia, DAT_MEM_TYPE_SHARED_VIRTUAL, region, sizeof(mem), pz,
+					       DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lmr_context,
+					       &rmr_context, &size, &addr),
+				"lmr_create(shared, no cookie)");
+	region.for_shared_memory.shared_memory_id = &cookie;
+	ok &= dat_lmr_create(ia, DAT_MEM_TYPE_SHARED_VIRTUAL, region, sizeof(mem), pz, DAT_MEM_PRIV_ALL_FLAG,
+			     DAT_VA_TYPE_VA, &lmr, &lmr_context, &rmr_context, &size, &addr) == DAT_SUCCESS;
+	ok &= dat_lmr_create(ia, DAT_MEM_TYPE_SHARED_VIRTUAL, region, sizeof(mem) / 2, pz, DAT_MEM_PRIV_ALL_FLAG,
+			     DAT_VA_TYPE_VA, &same, &lmr_context, &rmr_context, &size, &addr) ==
+	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG4);
+	ok &= dat_lmr_free(lmr) == DAT_SUCCESS;
+	ok &= invalid(dat_csp_free(unmapped()), "csp_free(unmapped)");
+	ok &= invalid(dat_csp_free(pz), "csp_free(a PZ)");
+	ok &= invalid(dat_csp_query(ep, DAT_CSP_FIELD_ALL, NULL), "csp_query(an EP)");
+	ok &= invalid(dat_csp_create(unmapped(), NULL, NULL, evd, &csp), "csp_create(unmapped)");
+	ok &= dat_csp_create(ia, NULL, NULL, evd, &csp) == (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2);
+	ok &= invalid(dat_ep_common_connect(pz, NULL, DAT_TIMEOUT_INFINITE, 0, NULL), "ep_common_connect(a PZ)");
+	ok &= dat_ep_common_connect(ep, NULL, DAT_TIMEOUT_INFINITE, 0, NULL) ==
+	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2);
+	ok &= dat_ep_free(ep) == DAT_SUCCESS && usable(ia);
+	return ok;
+}
+
 /* Resident memory, in pages. */
 static long resident(void)
 {
@@ -256,7 +319,7 @@ static int unknown_names_register_nothing(void)
 		/* The first call brings in the code the others run. */
 		if (i == 1)
 			before = resident();
-		snprintf(name, sizeof(name), "udat-model-nosuch%d", i);
+		snprintf(name, sizeof(name), "udat-softhca-nosuch%d", i);
 		ret = dat_ia_open(name, 8, &async, &ia);
 		if (DAT_GET_TYPE(ret) != DAT_PROVIDER_NOT_FOUND) {
 			fprintf(stderr, "bad_input: ia_open(%s): 0x%x\n", name, ret);
@@ -282,6 +345,7 @@ static const struct {
 	{ "an IA name with no NUL before an unreadable page", unterminated_name },
 	{ "impossible lengths and misaligned arrays", impossible_lengths_and_misaligned_arrays },
 	{ "500 unknown provider names", unknown_names_register_nothing },
+	{ "the DAT 2.0 calls", dat20_calls },
 };
 
 int main(int argc, char **argv)

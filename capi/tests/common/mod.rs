@@ -1,15 +1,16 @@
 // Each test crate that includes this module uses a part of it.
 #![allow(dead_code)]
 
-//! A model provider registered under a name of the test's own, with an
+//! A software-HCA provider registered under a name of the test's own, with an
 //! IA open on it: called through its table as libdat2 calls it, with the
 //! objects a test of the data path makes on the way.
 
 use std::ffi::CStr;
 use std::ptr;
 
-use udat_capi::registry::{self, Registration};
+use udat_capi::registry;
 use udat_capi::sys::*;
+use udat_capi::Registration;
 
 fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
     ia
@@ -20,7 +21,7 @@ fn same(ia: DAT_IA_HANDLE) -> DAT_IA_HANDLE {
 pub const REGISTRATION: Registration = Registration { dapl_version: (2, 0), thread_safe: true, ia_out: same };
 
 /// The `ia_params` of the software HCA's provider, default capacities.
-pub const MODEL: &str = "model mlx5_model0";
+pub const SOFTHCA: &str = "softhca mlx5_soft0";
 
 /// The type of `ret` (`DAT_GET_TYPE` of <dat2/dat_error.h>): its class and
 /// subtype masked off.
@@ -52,7 +53,7 @@ pub struct Rig {
 impl Rig {
     /// A provider registered with `params` as its `ia_params`.
     pub fn new(name: &'static CStr, params: &str) -> Rig {
-        let table = registry::add(name, params, REGISTRATION).expect("register the model provider");
+        let table = registry::add(name, params, REGISTRATION).expect("register the software HCA provider");
         let (mut async_evd, mut ia) = (ptr::null_mut(), ptr::null_mut());
         // SAFETY: the table was just registered; the arguments are valid.
         let ret = unsafe { (*table).ia_open_func.unwrap()(name.as_ptr().cast_mut(), 8, &mut async_evd, &mut ia) };

@@ -11,9 +11,9 @@
 #![allow(unsafe_code)]
 
 use crate::backend::{Backend, Completion, CqHead, Shared};
-use crate::ep::Ep;
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{EpHandle, EvdHandle, RawHandle};
+use crate::object::ep::Ep;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{DtoOp, DtoStatus};
@@ -65,13 +65,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
 /// Whether `Provider::complete_to` would hand `c`, a completion of `ep`
 /// (of a receive if `recv`), to a dequeue of `evd` as a DTO event, and
-/// leave the connection be: a success, not a window bind's, of the stream
-/// `evd` takes, and for a receive not one of an SRQ's (whose count is the
-/// SRQ's).
+/// change nothing else: a success, not a window bind's, of the stream
+/// `evd` takes, and for a receive one the EP settles alone
+/// ([`Ep::recv_direct`]: not an SRQ's, whose count is the SRQ's, nor one
+/// that may have invalidated a window).
 #[inline(always)]
 fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, recv: bool, evd: EvdHandle) -> bool {
     let stream = if recv { ep.recv_evd } else { ep.request_evd };
-    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && (!recv || ep.srq.is_null())
+    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && (!recv || ep.recv_direct)
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -113,11 +114,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                         let ep_h = EpHandle(RawHandle::from_bits(head.tag));
                         let lock = lock_ep(ep_h.0.index)?;
                         let ep = self.eps.get_shared(ep_h.0)?;
-                        // A completion for another EVD is queued there, and an
-                        // SRQ's receives are counted on the SRQ: both
-                        // exclusive work.
+                        // A completion for another EVD is queued there, an
+                        // SRQ's receives are counted on the SRQ, and a
+                        // receive may invalidate a window of the EP: all
+                        // exclusive work (`Ep::recv_direct`).
                         let (to, own_queue) =
-                            if head.recv { (ep.recv_evd, ep.srq.is_null()) } else { (ep.request_evd, true) };
+                            if head.recv { (ep.recv_evd, ep.recv_direct) } else { (ep.request_evd, true) };
                         (to == evd && own_queue).then_some((lock, ep, ep_h, head.recv))
                     },
                 )

@@ -17,9 +17,9 @@
 //! handle names: it is the lane's handle check.
 
 use crate::backend::{Backend, RequestOp, Sge};
-use crate::ep::{Ep, Hot};
 use crate::handle::PzHandle;
-use crate::lmr::{by_context, Lmr};
+use crate::object::ep::{Ep, Hot};
+use crate::object::lmr::{by_context, Lmr};
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;

@@ -2,13 +2,13 @@
 //! dat_srq_post_recv(3DAT).
 
 use crate::backend::{Backend, Sge};
-use crate::ep::Ep;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, SrqHandle};
-use crate::lmr::{gather, Lmr};
+use crate::object::ep::Ep;
+use crate::object::lmr::{gather, Lmr};
+use crate::object::srq::Srq;
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
-use crate::srq::Srq;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, LmrTriplet, MemPriv};
 use crate::FixedVec;

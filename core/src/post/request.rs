@@ -17,11 +17,13 @@
 
 use super::{flags_arg, Request, REQUEST_FLAGS, SEND_FLAGS};
 use crate::backend::{Backend, RequestOp, SendWr};
-use crate::ep::Ep;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::EpHandle;
-use crate::ia::Ia;
-use crate::lmr::{gather, Lmr};
+use crate::object::ep::Ep;
+use crate::object::ia::Ia;
+use crate::object::lmr::{gather, Lmr};
+use crate::object::rmr::Rmr;
+use crate::object::rmr::RmrScope;
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
@@ -46,6 +48,28 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         self.lane_or_post(ep, iov, cookie, RequestOp::Send, flags)
     }
 
+    /// dat_ep_post_send_with_invalidate of `<dat2/dat.h>` (DAT 2.0): a
+    /// send with the rules of dat_ep_post_send(3DAT) that also
+    /// invalidates the peer's `rmr_context` (an RMR the peer created with
+    /// dat_rmr_create_for_ep and bound to its end of the connection). The
+    /// receive it consumes completes as `DAT_DTO_RECEIVE_WITH_INVALIDATE`
+    /// carrying the context. With `invalidate` false it is
+    /// dat_ep_post_send(3DAT) and `rmr_context` is not looked at.
+    pub fn ep_post_send_with_invalidate(
+        &mut self,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        flags: CompletionFlags,
+        invalidate: bool,
+        rmr_context: u32,
+    ) -> DatResult<()> {
+        if !invalidate {
+            return self.ep_post_send(ep, iov, cookie, flags);
+        }
+        self.post_request(ep, iov, cookie, RequestOp::SendInvalidate { rkey: rmr_context }, flags, SEND_FLAGS)
+    }
+
     /// dat_ep_post_rdma_write(3DAT): `iov` into `remote`.
     pub fn ep_post_rdma_write(
         &mut self,
@@ -68,6 +92,74 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         self.lane_or_post(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags)
+    }
+
+    /// dat_ep_post_rdma_read_to_rmr of `<dat2/dat.h>` (DAT 2.0): `remote`
+    /// into the local memory that `local` names by an RMR context rather
+    /// than an LMR triplet. The target is memory this IA exposes for
+    /// remote writes: a bound RMR of the EP's IA (of `DAT_RMR_SCOPE_EP`,
+    /// one the EP bound), or an LMR registered with remote write. The
+    /// read lands in the LMR under it, so the rules are
+    /// dat_ep_post_rdma_read(3DAT)'s on that one segment, and: a context
+    /// that names none of these is `DAT_PROTECTION_VIOLATION` (as a freed
+    /// LMR's is, dat_lmr_free(3DAT)); memory it does not let a peer write
+    /// is `DAT_PRIVILEGES_VIOLATION`; a range outside it is
+    /// `DAT_INVALID_PARAMETER`.
+    pub fn ep_post_rdma_read_to_rmr(
+        &mut self,
+        ep: EpHandle,
+        local: &RmrTriplet,
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let target = self.rmr_target(ep, local)?;
+        let op = RequestOp::RdmaRead { remote: *remote };
+        self.post_request(ep, core::slice::from_ref(&target), cookie, op, flags, REQUEST_FLAGS)
+    }
+
+    /// The LMR segment under `local`, an RMR triplet of `ep`'s IA.
+    fn rmr_target(&self, ep_h: EpHandle, local: &RmrTriplet) -> DatResult<LmrTriplet> {
+        let ep = self.ep(ep_h)?;
+        let (ia, context, len) = (ep.ia, local.rmr_context, u64::from(local.segment_length));
+        let segment = |lmr_context| LmrTriplet {
+            virtual_address: local.virtual_address,
+            segment_length: local.segment_length,
+            lmr_context,
+        };
+        // "When 0 is specified for segment_length then the other two
+        // elements ... are irrelevant" (dat_ep_post_rdma_read(3DAT)).
+        if len == 0 {
+            return Ok(segment(0));
+        }
+        let bound = |r: &Rmr<B>| r.ia == ia && r.binding.is_some_and(|b| b.rmr_context == context);
+        if let Some(b) =
+            self.rmrs.find_from(0, bound).and_then(|h| self.rmrs.get(h)).and_then(|r| r.binding.map(|b| (r.scope, b)))
+        {
+            let (scope, b) = b;
+            if scope == RmrScope::Ep && b.ep != ep_h {
+                return Err(DatError::of(ErrorType::ProtectionViolation));
+            }
+            if !b.privileges.contains(MemPriv::REMOTE_WRITE) {
+                return Err(DatError::of(ErrorType::PrivilegesViolation));
+            }
+            let offset = local.virtual_address.wrapping_sub(b.triplet.virtual_address);
+            let window = u64::from(b.triplet.segment_length);
+            if offset > window || len > window - offset {
+                return Err(DatError::invalid_arg(2));
+            }
+            return Ok(segment(b.triplet.lmr_context));
+        }
+        let registered = |l: &Lmr<B>| l.ia == ia && l.rmr_context == Some(context);
+        let lmr = self.lmrs.find_from(0, registered).and_then(|h| self.lmrs.get(h));
+        let lmr = lmr.ok_or(DatError::of(ErrorType::ProtectionViolation))?;
+        if !lmr.privileges.contains(MemPriv::REMOTE_WRITE) {
+            return Err(DatError::of(ErrorType::PrivilegesViolation));
+        }
+        if !lmr.contains(local.virtual_address, len) {
+            return Err(DatError::invalid_arg(2));
+        }
+        Ok(segment(lmr.lmr_context))
     }
 
     /// A request through its lane if it has one segment ([`super::lane`]),
@@ -220,7 +312,7 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     let mut sges = FixedVec::new();
     let total = gather(lmrs, ep.pz, iov, need, &mut sges)?;
     match op {
-        RequestOp::Send if total > u64::from(ep.attr().max_message_size) => {
+        RequestOp::Send | RequestOp::SendInvalidate { .. } if total > u64::from(ep.attr().max_message_size) => {
             return Err(DatError::invalid_arg(3));
         }
         // "The size of the remote buffer is too small for the data of

@@ -1,0 +1,22 @@
+//! The `DAT_PROVIDER` table of a transport: `struct dat_provider` of
+//! `<dat2/udat_redirection.h>`, every slot filled. `cargo xtask entries`
+//! generates the slots and the table from `entries.list` into
+//! `generated/slots.rs` (`cargo xtask test` checks it against the list):
+//! slot n of a call hands its body argument n as an
+//! [`Arg<n, _>`](crate::entry::Arg), and the slots of features udat does
+//! not offer answer `DAT_NOT_IMPLEMENTED`.
+#![allow(clippy::missing_safety_doc)]
+
+use std::ptr;
+
+use crate::entry::{ib, not_offered, Arg};
+use crate::instance::Entries;
+use crate::sys::*;
+use crate::transport::Transport;
+
+include!("../generated/slots.rs");
+
+/// `B`'s entry points: its table, and the IB extension's post.
+pub fn entries<B: Transport>() -> Entries {
+    Entries { table: table::<B>(), post: Some(ib::post::<B>) }
+}

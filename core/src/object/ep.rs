@@ -1,0 +1,318 @@
+//! The state of an Endpoint and its own rules; the DAT calls on it are in
+//! `crate::ep`.
+
+use crate::backend::{Backend, PrivateData};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::handle::{CrHandle, EvdHandle, IaHandle, PzHandle, RspHandle, SrqHandle};
+use crate::object::evd::NotifyMode;
+use crate::types::{CompletionFlags, EpAttr, EpState, IaAddress, IaAttr, Qos};
+
+pub(crate) struct Ep<B: Backend> {
+    pub(crate) ia: IaHandle,
+    pub(crate) pz: PzHandle,
+    pub(crate) recv_evd: EvdHandle,
+    pub(crate) request_evd: EvdHandle,
+    pub(crate) connect_evd: EvdHandle,
+    pub(crate) srq: SrqHandle,
+    /// The attributes, the state and the QP are read by every post and
+    /// written only through [`Ep::settle`] and [`Ep::set_state`], which
+    /// keep `hot` theirs.
+    attr: EpAttr,
+    state: EpState,
+    qp: Option<B::Qp>,
+    /// What the lanes read of them.
+    pub(crate) hot: Hot,
+    /// Created by a PSP with `DAT_PSP_PROVIDER` and not yet accepted on.
+    pub(crate) provider_owned: bool,
+    /// The Connection Request pending on this EP (passive states).
+    pub(crate) cr: CrHandle,
+    /// The RSP holding this EP (Reserved).
+    pub(crate) rsp: RspHandle,
+    pub(crate) remote: IaAddress,
+    pub(crate) remote_port: u64,
+    pub(crate) remote_conn_qual: u64,
+    /// The peer's private data of the established connection (active side).
+    pub(crate) private_data: PrivateData,
+    pub(crate) request_outstanding: u32,
+    pub(crate) recv_outstanding: u32,
+    pub(crate) context: u64,
+    /// RMRs of `DAT_RMR_SCOPE_EP` bound through this EP.
+    pub(crate) windows: u32,
+    /// Whether a dequeue's lane, or a shared dequeue, may settle a receive
+    /// of this EP alone: it has its own receive queue (an SRQ's receives
+    /// are counted on the SRQ), and no window of its own is bound through
+    /// it, so no receive of it can invalidate one (which changes an RMR).
+    pub(crate) recv_direct: bool,
+}
+
+/// The facts a post's lane reads of its EP, derived from the EP's state,
+/// attributes, QP and SRQ, as three masks: the bits a post's completion
+/// flags (widened to 64 bits, with [`Hot::READY`] set) may not have. A
+/// mask has [`Hot::READY`] itself when the EP takes no post of the kind at
+/// all, so one `and` answers both questions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Hot {
+    /// dat_ep_post_send(3DAT).
+    pub(crate) send: u64,
+    /// dat_ep_post_rdma_write(3DAT) and dat_ep_post_rdma_read(3DAT).
+    pub(crate) rdma: u64,
+    /// dat_ep_post_recv(3DAT).
+    pub(crate) recv: u64,
+}
+
+impl Hot {
+    /// The bit a lane sets in the flags it checks: no flag of DAT's.
+    pub(crate) const READY: u64 = 1 << 32;
+
+    fn of<B: Backend>(ep: &Ep<B>) -> Hot {
+        let reject = |admitted: u32, ready: bool| {
+            let admit = u64::from(admitted) | if ready { Hot::READY } else { 0 };
+            !admit
+        };
+        let unsignalled = |stream: CompletionFlags| {
+            // `DAT_COMPLETION_UNSIGNALLED_FLAG` on a post "is only valid if
+            // the Endpoint ... Completion Flags [are]
+            // DAT_COMPLETION_UNSIGNALLED_FLAG".
+            if stream.contains(CompletionFlags::UNSIGNALLED) {
+                0
+            } else {
+                CompletionFlags::UNSIGNALLED.0
+            }
+        };
+        let request = unsignalled(ep.attr.request_completion_flags);
+        // "The operation is valid for the Endpoint in the
+        // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
+        let posts = matches!(ep.state, EpState::Connected | EpState::Disconnected)
+            && ep.qp.is_some()
+            && ep.attr.max_request_iov != 0;
+        // dat_ep_post_recv(3DAT): "valid for all states of the Endpoint",
+        // on an EP with a QP of its own receives (no SRQ).
+        let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0;
+        Hot {
+            send: reject(crate::post::SEND_FLAGS & !request, posts),
+            rdma: reject(crate::post::REQUEST_FLAGS & !request, posts),
+            recv: reject(CompletionFlags::UNSIGNALLED.0 & !unsignalled(ep.attr.recv_completion_flags), receives),
+        }
+    }
+}
+
+impl<B: Backend> Ep<B> {
+    /// An EP of these parts in `state`, with no QP yet.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        ia: IaHandle,
+        pz: PzHandle,
+        (recv_evd, request_evd, connect_evd): (EvdHandle, EvdHandle, EvdHandle),
+        srq: SrqHandle,
+        attr: EpAttr,
+        state: EpState,
+        provider_owned: bool,
+    ) -> Ep<B> {
+        let mut ep = Ep {
+            ia,
+            pz,
+            recv_evd,
+            request_evd,
+            connect_evd,
+            srq,
+            attr,
+            state,
+            qp: None,
+            hot: Hot { send: !0, rdma: !0, recv: !0 },
+            provider_owned,
+            cr: CrHandle::NULL,
+            rsp: RspHandle::NULL,
+            remote: IaAddress::default(),
+            remote_port: 0,
+            remote_conn_qual: 0,
+            private_data: PrivateData::new(),
+            request_outstanding: 0,
+            recv_outstanding: 0,
+            context: 0,
+            windows: 0,
+            recv_direct: srq.is_null(),
+        };
+        ep.hot = Hot::of(&ep);
+        ep
+    }
+
+    /// One window of `DAT_RMR_SCOPE_EP` more (`bound`) or fewer bound
+    /// through this EP.
+    pub(crate) fn count_window(&mut self, bound: bool) {
+        self.windows = if bound { self.windows + 1 } else { self.windows.saturating_sub(1) };
+        self.recv_direct = self.srq.is_null() && self.windows == 0;
+    }
+
+    /// The EP's state.
+    #[inline(always)]
+    pub(crate) fn state(&self) -> EpState {
+        self.state
+    }
+
+    /// The EP's attributes.
+    #[inline(always)]
+    pub(crate) fn attr(&self) -> &EpAttr {
+        &self.attr
+    }
+
+    /// The EP's QP, if it has one.
+    #[inline(always)]
+    pub(crate) fn qp(&self) -> Option<&B::Qp> {
+        self.qp.as_ref()
+    }
+
+    /// The QP, once the EP is gone from its slab.
+    pub(crate) fn into_qp(self) -> Option<B::Qp> {
+        self.qp
+    }
+
+    /// The EP's QP, to post on or change in place (its presence is a hot
+    /// fact; its contents are not).
+    #[inline(always)]
+    pub(crate) fn qp_mut(&mut self) -> Option<&mut B::Qp> {
+        self.qp.as_mut()
+    }
+
+    /// Move the EP to `state`.
+    #[inline]
+    pub(crate) fn set_state(&mut self, state: EpState) {
+        self.state = state;
+        self.hot = Hot::of(self);
+    }
+
+    /// Change the attributes or the QP through `change`; the hot facts
+    /// follow.
+    #[inline]
+    pub(crate) fn settle<R>(&mut self, change: impl FnOnce(&mut EpAttr, &mut Option<B::Qp>) -> R) -> R {
+        let r = change(&mut self.attr, &mut self.qp);
+        self.hot = Hot::of(self);
+        r
+    }
+
+    /// Whether the hot facts are the EP's own: what every lane asserts in
+    /// a build with debug assertions, so that a change that forgot to
+    /// settle shows in the first test that posts after it.
+    #[inline(always)]
+    pub(crate) fn hot_is_current(&self) -> bool {
+        self.hot == Hot::of(self)
+    }
+
+    /// `DAT_COMPLETION_UNSIGNALLED_FLAG` on a post "is only valid if the
+    /// Endpoint ... Completion Flags [are] DAT_COMPLETION_UNSIGNALLED_FLAG".
+    pub(crate) fn unsignalled_allowed(&self, flags: CompletionFlags, recv: bool) -> bool {
+        let stream = if recv { self.attr.recv_completion_flags } else { self.attr.request_completion_flags };
+        !flags.contains(CompletionFlags::UNSIGNALLED) || stream.contains(CompletionFlags::UNSIGNALLED)
+    }
+
+    /// The `DAT_INVALID_STATE_EP_*` subtype of the current state.
+    pub(crate) fn state_subtype(&self) -> Subtype {
+        match self.state {
+            EpState::Unconnected => Subtype::InvalidStateEpUnconnected,
+            EpState::Reserved => Subtype::InvalidStateEpReserved,
+            EpState::PassiveConnectionPending => Subtype::InvalidStateEpPassconnpending,
+            EpState::ActiveConnectionPending => Subtype::InvalidStateEpActconnpending,
+            EpState::TentativeConnectionPending => Subtype::InvalidStateEpTentconnpending,
+            EpState::Connected => Subtype::InvalidStateEpConnected,
+            EpState::DisconnectPending => Subtype::InvalidStateEpDiscpending,
+            EpState::Disconnected => Subtype::InvalidStateEpDisconnected,
+            EpState::CompletionPending => Subtype::InvalidStateEpComplpending,
+        }
+    }
+
+    pub(crate) fn streams(&self) -> Streams {
+        Streams::new(self.ia, self.recv_evd, self.request_evd, self.connect_evd, &self.attr, self.srq)
+    }
+}
+
+/// The EP's streams as they attach to EVDs.
+pub(crate) struct Streams {
+    pub(crate) ia: IaHandle,
+    pub(crate) recv: (EvdHandle, NotifyMode),
+    pub(crate) request: (EvdHandle, NotifyMode),
+    pub(crate) connect: EvdHandle,
+}
+
+impl Streams {
+    pub(crate) fn new(
+        ia: IaHandle,
+        recv: EvdHandle,
+        request: EvdHandle,
+        connect: EvdHandle,
+        attr: &EpAttr,
+        srq: SrqHandle,
+    ) -> Streams {
+        let recv_mode = if srq.is_null() {
+            NotifyMode::of(attr.recv_completion_flags)
+        } else if attr.recv_completion_flags.contains(CompletionFlags::SOLICITED_WAIT) {
+            NotifyMode::Solicited
+        } else {
+            // dat_ep_create_with_srq(3DAT): "completions of all Recv DTO
+            // posted to SRQ complete with Signal".
+            NotifyMode::Threshold
+        };
+        let request = (request, NotifyMode::of(attr.request_completion_flags));
+        Streams { ia, recv: (recv, recv_mode), request, connect }
+    }
+}
+
+impl EpAttr {
+    /// The attributes an EP gets when the consumer gives none: what the
+    /// device allows, kept small.
+    pub fn provider_default(ia: &IaAttr) -> EpAttr {
+        EpAttr {
+            max_message_size: ia.max_message_size,
+            max_rdma_size: ia.max_rdma_size,
+            qos: Qos::BEST_EFFORT,
+            recv_completion_flags: CompletionFlags::DEFAULT,
+            request_completion_flags: CompletionFlags::DEFAULT,
+            max_recv_dtos: ia.max_dto_per_ep.min(16),
+            max_request_dtos: ia.max_dto_per_ep.min(16),
+            max_recv_iov: ia.max_iov_segments_per_dto.min(4),
+            max_request_iov: ia.max_iov_segments_per_dto.min(4),
+            max_rdma_read_in: ia.max_rdma_read_per_ep_in.min(4),
+            max_rdma_read_out: ia.max_rdma_read_per_ep_out.min(4),
+        }
+    }
+
+    /// These attributes with a zero `max_message_size` or `max_rdma_size`
+    /// read as the IA's maximum. The man pages give zero no meaning; OFA's
+    /// providers take it as "no limit of the consumer's own", and the
+    /// OpenFabrics test programs create their Endpoints so.
+    pub(crate) fn resolved(&self, ia: &IaAttr) -> EpAttr {
+        let pick = |v: u32, max: u32| if v == 0 { max } else { v };
+        EpAttr {
+            max_message_size: pick(self.max_message_size, ia.max_message_size),
+            max_rdma_size: pick(self.max_rdma_size, ia.max_rdma_size),
+            ..*self
+        }
+    }
+
+    /// Whether the device can give these attributes: `DAT_INVALID_PARAMETER`
+    /// for values out of range, `DAT_MODEL_NOT_SUPPORTED` for a QoS it lacks.
+    pub(crate) fn check(&self, ia: &IaAttr, arg: u8) -> DatResult<()> {
+        let recv_ok = [
+            CompletionFlags::DEFAULT,
+            CompletionFlags::UNSIGNALLED,
+            CompletionFlags::SOLICITED_WAIT,
+            CompletionFlags::EVD_THRESHOLD,
+        ]
+        .contains(&self.recv_completion_flags);
+        let request_ok = [CompletionFlags::DEFAULT, CompletionFlags::UNSIGNALLED, CompletionFlags::EVD_THRESHOLD]
+            .contains(&self.request_completion_flags);
+        let in_range = self.max_message_size <= ia.max_message_size
+            && self.max_rdma_size <= ia.max_rdma_size
+            && self.max_recv_dtos <= ia.max_dto_per_ep
+            && self.max_request_dtos <= ia.max_dto_per_ep
+            && self.max_recv_iov <= ia.max_iov_segments_per_dto
+            && self.max_request_iov <= ia.max_iov_segments_per_dto
+            && self.max_rdma_read_in <= ia.max_rdma_read_per_ep_in
+            && self.max_rdma_read_out <= ia.max_rdma_read_per_ep_out;
+        if !recv_ok || !request_ok || !in_range || !self.qos.is_valid() {
+            return Err(DatError::invalid_arg(arg));
+        }
+        if self.qos.0 & !ia.qos_supported.0 != 0 {
+            return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
+        Ok(())
+    }
+}

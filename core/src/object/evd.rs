@@ -1,0 +1,84 @@
+//! The state of an Event Dispatcher and its own rules; the DAT calls on it are in
+//! `crate::evd`.
+
+use crate::backend::Backend;
+use crate::event::EventQueue;
+use crate::handle::{CnoHandle, IaHandle};
+use crate::types::{CompletionFlags, EvdFlags};
+
+/// `DAT_TIMEOUT_INFINITE`.
+pub const TIMEOUT_INFINITE: u32 = u32::MAX;
+
+/// How the DTO streams feeding an EVD notify (`DAT_EVD_STATE_CONFIG_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotifyMode {
+    /// Every completion notifies; waiters may use thresholds.
+    Threshold,
+    /// `DAT_COMPLETION_UNSIGNALLED_FLAG`: the poster decides.
+    Unsignalled,
+    /// `DAT_COMPLETION_SOLICITED_WAIT_FLAG`: the remote sender decides.
+    Solicited,
+}
+
+impl NotifyMode {
+    pub(crate) fn of(flags: CompletionFlags) -> NotifyMode {
+        if flags.contains(CompletionFlags::UNSIGNALLED) {
+            NotifyMode::Unsignalled
+        } else if flags.contains(CompletionFlags::SOLICITED_WAIT) {
+            NotifyMode::Solicited
+        } else {
+            NotifyMode::Threshold
+        }
+    }
+}
+
+pub(crate) struct Evd<B: Backend> {
+    pub(crate) ia: IaHandle,
+    pub(crate) flags: EvdFlags,
+    pub(crate) queue: EventQueue,
+    pub(crate) cq: Option<B::Cq>,
+    /// Written only through [`Evd::tie`], which keeps `direct` current.
+    pub(crate) cno: CnoHandle,
+    /// [`Evd::takes_direct`], kept for the dequeue's lane: its flags never
+    /// change, and its CNO only through [`Evd::tie`].
+    pub(crate) direct: bool,
+    pub(crate) enabled: bool,
+    pub(crate) waitable: bool,
+    pub(crate) waiter: bool,
+    /// Event streams feeding this EVD (EP streams, service points, an IA's
+    /// async stream): `dat_evd_free` is refused while any remains.
+    pub(crate) streams: u32,
+    /// DTO streams feeding it, and the one notification mode they share.
+    pub(crate) dto_streams: u32,
+    pub(crate) dto_mode: NotifyMode,
+    /// Connection-request and connection streams feeding it.
+    pub(crate) other_streams: u32,
+    /// Connection streams of EPs on other IAs: while any remains, a fill
+    /// pulls connection events from every IA, and a wait blocks in slices
+    /// because it sleeps on its own IA's transport only.
+    pub(crate) foreign_streams: u32,
+    pub(crate) overflowed: bool,
+    /// The transport reported the CQ in error (`device_error`): reported
+    /// once, however often the transport repeats it (soft-RoCE raises a
+    /// CQ error for every completion it loses).
+    pub(crate) cq_failed: bool,
+    pub(crate) context: u64,
+}
+
+impl<B: Backend> Evd<B> {
+    /// Whether a dequeue may hand the next completion of its CQ straight to
+    /// the caller: nothing but DTO and bind completions feed it, and no CNO
+    /// waits to hear of an event's arrival. (Connection streams, a foreign
+    /// IA's among them, feed only an EVD with the connection flag.)
+    pub(crate) fn takes_direct(&self) -> bool {
+        !self.flags.intersects(EvdFlags::CONNECTION | EvdFlags::CR | EvdFlags::ASYNC | EvdFlags::SOFTWARE)
+            && self.cno.is_null()
+    }
+
+    /// Tie the EVD to `cno` (or to none); the CNO it was tied to.
+    pub(crate) fn tie(&mut self, cno: CnoHandle) -> CnoHandle {
+        let old = core::mem::replace(&mut self.cno, cno);
+        self.direct = self.takes_direct();
+        old
+    }
+}

@@ -1,0 +1,95 @@
+//! The state of a Local Memory Region and its own rules; the DAT calls on it are in
+//! `crate::lmr`.
+
+use crate::backend::{Backend, Sge, MAX_SGE};
+use crate::error::{DatError, DatResult, ErrorType};
+use crate::handle::{IaHandle, LmrHandle, PzHandle};
+use crate::slab::{Slab, SlotsOf};
+use crate::types::{LmrTriplet, MemPriv, MemType};
+
+pub(crate) struct Lmr<B: Backend> {
+    pub(crate) ia: IaHandle,
+    pub(crate) pz: PzHandle,
+    pub(crate) mem_type: MemType,
+    pub(crate) privileges: MemPriv,
+    pub(crate) address: u64,
+    pub(crate) length: u64,
+    pub(crate) mr: B::Mr,
+    pub(crate) lkey: u32,
+    pub(crate) lmr_context: u32,
+    pub(crate) rmr_context: Option<u32>,
+    /// RMRs bound to this LMR.
+    pub(crate) rmr_refs: u32,
+    pub(crate) context: u64,
+}
+
+/// The live LMR of `lmrs` whose context this is.
+#[inline(always)]
+pub(crate) fn by_context<B: Backend, L: SlotsOf<Lmr<B>>>(
+    lmrs: &Slab<Lmr<B>, L>,
+    lmr_context: u32,
+) -> Option<(LmrHandle, &Lmr<B>)> {
+    let (raw, lmr) = lmrs.live_at(lmrs.key_slot(lmr_context))?;
+    (lmr.lmr_context == lmr_context).then_some((LmrHandle(raw), lmr))
+}
+
+/// Check one local segment against its LMR in `lmrs` and translate it.
+///
+/// Errors follow the DTO pages: a context that names no live LMR is a
+/// protection violation (dat_lmr_free(3DAT): "Any DTO operation that uses
+/// the destroyed LMR ... shall fail and report a protection violation"),
+/// as is an LMR of another PZ; a range outside the LMR is an invalid
+/// parameter; a missing privilege is a privileges violation.
+#[inline(always)]
+pub(crate) fn translate<B: Backend, L: SlotsOf<Lmr<B>>>(
+    lmrs: &Slab<Lmr<B>, L>,
+    pz: PzHandle,
+    seg: &LmrTriplet,
+    need: MemPriv,
+) -> DatResult<Sge> {
+    let (_, lmr) = by_context(lmrs, seg.lmr_context).ok_or(DatError::of(ErrorType::ProtectionViolation))?;
+    // One compare of the handles' bits rather than one per field.
+    if lmr.pz.0.to_bits() != pz.0.to_bits() {
+        return Err(DatError::of(ErrorType::ProtectionViolation));
+    }
+    if !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
+        return Err(DatError::of(ErrorType::InvalidParameter));
+    }
+    if !lmr.privileges.contains(need) {
+        return Err(DatError::of(ErrorType::PrivilegesViolation));
+    }
+    Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey })
+}
+
+/// Translate `iov` into `sges`, skipping zero-length segments ("When 0 is
+/// specified for segment_length then the other two elements of the
+/// dat_lmr_triplet are irrelevant"). Returns the total length. The
+/// segments go into a vector on the caller's stack, which no post clears
+/// first.
+#[inline(always)]
+pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
+    lmrs: &Slab<Lmr<B>, L>,
+    pz: PzHandle,
+    iov: &[LmrTriplet],
+    need: MemPriv,
+    sges: &mut crate::FixedVec<Sge, MAX_SGE>,
+) -> DatResult<u64> {
+    let mut total = 0u64;
+    for seg in iov.iter().filter(|s| s.segment_length != 0) {
+        sges.push(translate(lmrs, pz, seg, need)?).map_err(|_| DatError::invalid_arg(2))?;
+        total += u64::from(seg.segment_length);
+    }
+    Ok(total)
+}
+
+impl<B: Backend> Lmr<B> {
+    /// Whether `[address, address + length)` lies inside the region.
+    /// (`Provider::lmr_create` keeps `self.address + self.length` from
+    /// overflowing, so an address below the region is an offset past its
+    /// length.)
+    #[inline(always)]
+    pub(crate) fn contains(&self, address: u64, length: u64) -> bool {
+        let offset = address.wrapping_sub(self.address);
+        offset <= self.length && length <= self.length - offset
+    }
+}

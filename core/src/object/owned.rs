@@ -1,0 +1,115 @@
+//! What each IA owns, listed kind by kind through the slabs' slots, so
+//! that the calls that must find an IA's objects visit its own and never
+//! walk a slab: dat_ia_close(3DAT) counts them (graceful) or frees them
+//! (abrupt), a connection request finds its PSP, a new service point
+//! checks its qualifier, a CNO finds its EVDs.
+
+use crate::backend::Backend;
+use crate::handle::{IaHandle, RawHandle};
+use crate::object::ia::Ia;
+use crate::slab::{Members, Slab, Slot};
+use crate::storage::Store;
+
+/// The objects of one IA, one list per kind.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Owned {
+    pub(crate) pzs: Members,
+    pub(crate) lmrs: Members,
+    pub(crate) rmrs: Members,
+    pub(crate) evds: Members,
+    pub(crate) cnos: Members,
+    pub(crate) eps: Members,
+    pub(crate) psps: Members,
+    pub(crate) rsps: Members,
+    pub(crate) crs: Members,
+    pub(crate) srqs: Members,
+}
+
+impl Owned {
+    /// Objects of every kind.
+    pub(crate) fn len(&self) -> usize {
+        [self.pzs, self.lmrs, self.rmrs, self.evds, self.cnos, self.eps, self.psps, self.rsps, self.crs, self.srqs]
+            .iter()
+            .map(Members::len)
+            .sum()
+    }
+}
+
+/// An object that belongs to one IA for its whole life.
+pub(crate) trait OfIa {
+    /// The IA it belongs to.
+    fn ia(&self) -> IaHandle;
+    /// Its kind's list among what an IA owns.
+    fn list(owned: &mut Owned) -> &mut Members;
+}
+
+/// Store `value` in `slab`, listed among the objects of its IA: in slot
+/// `at` of a keyed slab, else where the slab puts it. `Err` gives it back
+/// when the IA is not open or there is no room.
+pub(crate) fn insert<B: Backend, T: OfIa, SI, S>(
+    ias: &mut Slab<Ia<B>, SI>,
+    slab: &mut Slab<T, S>,
+    at: Option<u32>,
+    value: T,
+) -> Result<RawHandle, T>
+where
+    SI: Store<Slot<Ia<B>>>,
+    S: Store<Slot<T>>,
+{
+    let Some(ia) = ias.get_mut(value.ia().0) else { return Err(value) };
+    let list = T::list(&mut ia.owned);
+    match at {
+        Some(index) => slab.insert_member_at(list, index, value),
+        None => slab.insert_member(list, value),
+    }
+}
+
+/// Take the object `h` names out of `slab` and out of its IA's list.
+/// (An object never outlives its IA: dat_ia_close frees them first.)
+pub(crate) fn remove<B: Backend, T: OfIa, SI, S>(
+    ias: &mut Slab<Ia<B>, SI>,
+    slab: &mut Slab<T, S>,
+    h: RawHandle,
+) -> Option<T>
+where
+    SI: Store<Slot<Ia<B>>>,
+    S: Store<Slot<T>>,
+{
+    let ia = ias.get_mut(slab.get(h)?.ia().0)?;
+    slab.remove_member(T::list(&mut ia.owned), h)
+}
+
+/// `OfIa` for object types whose `ia` field names their IA.
+macro_rules! of_ia {
+    ($($module:ident::$ty:ident => $list:ident),* $(,)?) => {$(
+        impl<B: Backend> OfIa for crate::object::$module::$ty<B> {
+            fn ia(&self) -> IaHandle {
+                self.ia
+            }
+            fn list(owned: &mut Owned) -> &mut Members {
+                &mut owned.$list
+            }
+        }
+    )*};
+}
+
+of_ia! {
+    pz::Pz => pzs,
+    lmr::Lmr => lmrs,
+    rmr::Rmr => rmrs,
+    evd::Evd => evds,
+    ep::Ep => eps,
+    psp::Psp => psps,
+    rsp::Rsp => rsps,
+    cr::Cr => crs,
+    srq::Srq => srqs,
+}
+
+impl OfIa for crate::object::cno::Cno {
+    fn ia(&self) -> IaHandle {
+        self.ia
+    }
+    fn list(owned: &mut Owned) -> &mut Members {
+        &mut owned.cnos
+    }
+}

@@ -1,0 +1,230 @@
+//! The fast path of the Rust API: local segments checked once against
+//! their LMRs ([`Segments`]), and an endpoint checked once for a run of
+//! posts ([`Poster`]), so that a post pays only for what can change
+//! between posts — its flags, the lengths against the remote buffer, the
+//! outstanding count — and the transport.
+//!
+//! The rules are the ones of dat_ep_post_send(3DAT),
+//! dat_ep_post_rdma_write(3DAT) and dat_ep_post_rdma_read(3DAT), checked
+//! at the moment each fact is fixed:
+//! - the segments' LMR contexts, PZ, ranges and privileges when
+//!   [`Provider::segments`] builds them; a post uses them as they are only
+//!   while no LMR of the provider has been freed since and the EP's PZ is
+//!   theirs, and otherwise checks them again exactly as
+//!   [`Provider::ep_post_send`] does, so every error is the same;
+//! - the EP's handle and state when [`Provider::poster`] borrows it: while
+//!   the borrow lasts the provider makes no progress (that takes `&mut`),
+//!   so no connection event can move the EP's state.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use super::{flags_arg, REQUEST_FLAGS};
+use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::handle::{EpHandle, PzHandle};
+use crate::object::lmr::gather;
+use crate::provider::Provider;
+use crate::storage::Storage;
+use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
+
+/// Gives each provider its own number, so that segments checked by one
+/// are never taken as checked by another.
+static PROVIDERS: AtomicU32 = AtomicU32::new(1);
+
+/// The next provider's number.
+pub(crate) fn provider_number() -> u32 {
+    PROVIDERS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// What the segments are for: read by the HCA (a send, or an RDMA
+/// write's source) or written by it (an RDMA read's destination).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// The HCA reads the segments: they need local read privilege.
+    Read,
+    /// The HCA writes the segments: they need local write privilege.
+    Write,
+}
+
+impl Access {
+    fn privilege(self) -> MemPriv {
+        match self {
+            Access::Read => MemPriv::LOCAL_READ,
+            Access::Write => MemPriv::LOCAL_WRITE,
+        }
+    }
+}
+
+/// Local segments checked against their LMRs, with the keys the transport
+/// needs; see [`Provider::segments`].
+#[derive(Clone, Debug)]
+pub struct Segments {
+    iov: crate::FixedVec<LmrTriplet, MAX_SGE>,
+    sges: crate::FixedVec<Sge, MAX_SGE>,
+    total: u64,
+    access: Access,
+    pz: PzHandle,
+    /// The provider that checked them, and its LMR epoch then.
+    provider: u32,
+    epoch: u64,
+}
+
+impl Segments {
+    /// Bytes the segments cover.
+    pub fn len(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether they cover none.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+}
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// Check `iov` once against its LMRs, for posts on EPs of `pz` that
+    /// use it as `access` says. The errors are the posts' own: a context
+    /// that names no live LMR, or an LMR of another PZ, is
+    /// `DAT_PROTECTION_VIOLATION`; a range outside the LMR
+    /// `DAT_INVALID_PARAMETER`; a missing privilege
+    /// `DAT_PRIVILEGES_VIOLATION`; more segments than a request may have
+    /// `DAT_INVALID_PARAMETER` for the count.
+    pub fn segments(&self, pz: PzHandle, iov: &[LmrTriplet], access: Access) -> DatResult<Segments> {
+        let kept = crate::FixedVec::from_slice(iov).map_err(|_| DatError::invalid_arg(2))?;
+        let mut sges = crate::FixedVec::new();
+        let total = gather(&self.lmrs, pz, iov, access.privilege(), &mut sges)?;
+        Ok(Segments { iov: kept, sges, total, access, pz, provider: self.number, epoch: self.lmr_epoch })
+    }
+
+    /// Borrow `ep` for a run of posts: its handle and state are checked
+    /// here, once ("The operation is valid for the Endpoint in the
+    /// DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states").
+    pub fn poster(&mut self, ep: EpHandle) -> DatResult<Poster<'_, B, S>> {
+        let e = self.eps.get(ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        if !matches!(e.state(), EpState::Connected | EpState::Disconnected) {
+            return Err(DatError::invalid_state(e.state_subtype()));
+        }
+        if e.qp().is_none() {
+            return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
+        }
+        // dat_ep_post_rdma_write(3DAT): "DAT_COMPLETION_UNSIGNALLED_FLAG is
+        // only valid if the Endpoint Request Completion Flags" say so.
+        let unsignalled = e.attr().request_completion_flags.contains(CompletionFlags::UNSIGNALLED);
+        let allowed = if unsignalled { REQUEST_FLAGS } else { REQUEST_FLAGS & !CompletionFlags::UNSIGNALLED.0 };
+        let limits = Limits {
+            message: u64::from(e.attr().max_message_size),
+            rdma: u64::from(e.attr().max_rdma_size),
+            requests: e.attr().max_request_dtos,
+            iov: e.attr().max_request_iov as usize,
+        };
+        Ok(Poster { p: self, ep, allowed, limits })
+    }
+}
+
+/// An EP borrowed for posting; see [`Provider::poster`].
+#[derive(Debug)]
+pub struct Poster<'p, B: Backend, S: Storage> {
+    p: &'p mut Provider<B, S>,
+    ep: EpHandle,
+    /// The request flags this EP admits.
+    allowed: u32,
+    limits: Limits,
+}
+
+impl<B: Backend, S: Storage> Poster<'_, B, S> {
+    /// dat_ep_post_send(3DAT) of `segs` (checked for [`Access::Read`]).
+    #[inline]
+    pub fn send(&mut self, segs: &Segments, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
+        let allowed = self.allowed | CompletionFlags::SOLICITED_WAIT.0;
+        self.post(segs, Access::Read, RequestOp::Send, cookie, flags, allowed)
+    }
+
+    /// dat_ep_post_rdma_write(3DAT): `segs` (checked for [`Access::Read`])
+    /// into `remote`.
+    #[inline]
+    pub fn rdma_write(
+        &mut self,
+        segs: &Segments,
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        self.post(segs, Access::Read, RequestOp::RdmaWrite { remote: *remote }, cookie, flags, self.allowed)
+    }
+
+    /// dat_ep_post_rdma_read(3DAT): `remote` into `segs` (checked for
+    /// [`Access::Write`]).
+    #[inline]
+    pub fn rdma_read(
+        &mut self,
+        segs: &Segments,
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        self.post(segs, Access::Write, RequestOp::RdmaRead { remote: *remote }, cookie, flags, self.allowed)
+    }
+
+    /// The checks of `Provider::post_request`, in its order, less those
+    /// [`Provider::segments`] and [`Provider::poster`] made.
+    #[inline(always)]
+    fn post(
+        &mut self,
+        segs: &Segments,
+        access: Access,
+        op: RequestOp,
+        cookie: u64,
+        flags: CompletionFlags,
+        allowed: u32,
+    ) -> DatResult<()> {
+        let Provider { eps, backend, number, lmr_epoch, .. } = &mut *self.p;
+        let ep = eps.get_mut(self.ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let fresh = segs.provider == *number && segs.epoch == *lmr_epoch && segs.access == access && segs.pz == ep.pz;
+        if !fresh {
+            // Something changed since the check: the full post, which
+            // checks everything and says what is wrong.
+            return self.p.post_request(self.ep, &segs.iov, cookie, op, flags, allowed);
+        }
+        let Limits { message, rdma, requests, iov } = self.limits;
+        if flags.0 & !allowed != 0 {
+            return Err(DatError::invalid_arg(flags_arg(&op)));
+        }
+        if segs.iov.len() > iov {
+            return Err(DatError::invalid_arg(2));
+        }
+        let total = segs.total;
+        match op {
+            RequestOp::Send if total > message => return Err(DatError::invalid_arg(3)),
+            RequestOp::RdmaWrite { remote } if total > u64::from(remote.segment_length) => {
+                return Err(DatError::of(ErrorType::LengthError));
+            }
+            RequestOp::RdmaRead { remote } if u64::from(remote.segment_length) > total => {
+                return Err(DatError::of(ErrorType::LengthError));
+            }
+            RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } if total > rdma => {
+                return Err(DatError::invalid_arg(3));
+            }
+            _ => {}
+        }
+        if ep.request_outstanding >= requests {
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        }
+        let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+        // One segment goes through the transport's lane, as scalars.
+        let taken = matches!(&*segs.sges, [sge] if backend.post_one(qp, op, *sge, cookie, flags));
+        if !taken {
+            backend.post_send(qp, &SendWr { op, sges: &segs.sges, length: total as u32, cookie, flags })?;
+        }
+        ep.request_outstanding += 1;
+        Ok(())
+    }
+}
+
+/// What a [`Poster`] checks each post against.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    message: u64,
+    rdma: u64,
+    requests: u32,
+    iov: usize,
+}

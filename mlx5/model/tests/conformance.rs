@@ -1,8 +1,0 @@
-//! The transport conformance suite on udat-core + udat-mlx5 + the
-//! software HCA: every WQE the suite posts is written by the mlx5 data
-//! path, checked and executed by the model, and completed through CQEs
-//! the data path polls.
-
-use udat_testkit::model::Model;
-
-udat_testkit::transport_suite!(Model);

@@ -1,0 +1,60 @@
+//! Every test of udat-perf, end to end on the software HCA (loopback in
+//! one process): it runs, measures the iterations asked for, and writes
+//! JSON and CSV that say so.
+
+use std::process::Command;
+
+fn perf(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_udat-perf")).args(args).output().expect("udat-perf runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "udat-perf {args:?} failed:\n{text}{}", String::from_utf8_lossy(&out.stderr));
+    text
+}
+
+#[test]
+fn every_test_runs_on_the_software_hca_and_reports_its_iterations() {
+    for test in ["write_lat", "read_lat", "send_lat", "atomic_lat", "write_bw", "read_bw", "send_bw"] {
+        let out = perf(&["loopback", "-d", "softhca", "-t", test, "-n", "64", "-w", "8", "-c", "16", "--json", "-"]);
+        let json = out.lines().find(|l| l.starts_with("{\"tool\": \"udat-perf\"")).expect("a JSON line");
+        assert!(json.contains(&format!("\"test\": \"{test}\"")), "{json}");
+        assert!(json.contains("\"iterations\": 64,"), "{test} did not run 64 iterations: {json}");
+        if test.ends_with("_lat") {
+            assert!(json.contains("\"p999_us\": "), "{json}");
+        }
+    }
+}
+
+#[test]
+fn the_c_abi_runs_every_test_too() {
+    for test in ["write_lat", "read_lat", "send_lat", "atomic_lat", "write_bw", "read_bw", "send_bw"] {
+        let out = perf(&["loopback", "-d", "softhca", "--api", "c", "-t", test, "-n", "32", "-w", "4", "--json", "-"]);
+        let json = out.lines().find(|l| l.starts_with("{\"tool\": \"udat-perf\"")).expect("a JSON line");
+        assert!(json.contains("\"api\": \"C\"") && json.contains("\"iterations\": 32,"), "{json}");
+    }
+}
+
+#[test]
+fn several_endpoints_a_sweep_and_csv() {
+    let out = perf(&["loopback", "-d", "softhca", "-t", "write_bw", "-q", "3", "-s", "4096", "-n", "90", "--csv", "-"]);
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("udat,")).collect();
+    assert_eq!(rows.len(), 1, "{out}");
+    assert!(rows[0].starts_with("udat,4096,90,"), "{}", rows[0]);
+    let out = perf(&["loopback", "-d", "softhca", "-a", "-n", "5", "-w", "1", "--histogram"]);
+    assert_eq!(out.lines().filter(|l| l.ends_with(" bytes:")).count(), 23, "{out}");
+}
+
+#[test]
+fn bad_options_exit_2_with_the_reason() {
+    let out = Command::new(env!("CARGO_BIN_EXE_udat-perf")).args(["loopback", "-t", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no test nope"));
+}
+
+#[test]
+fn rounds_report_the_median_of_each_figure() {
+    let out =
+        perf(&["loopback", "-d", "softhca", "-t", "write_lat", "-n", "40", "-w", "4", "--rounds", "3", "--json", "-"]);
+    assert!(out.starts_with("udat-perf write_lat on softhca (rust API, softhca; medians of 3 rounds)"), "{out}");
+    let json = out.lines().find(|l| l.starts_with("{\"tool\": \"udat-perf\"")).expect("a JSON line");
+    assert!(json.contains("\"rounds\": 3,") && json.contains("\"iterations\": 40,"), "{json}");
+}

@@ -1,0 +1,181 @@
+//! What a control path under another data path reuses of udat-verbs:
+//! opening a device, protection domains, registrations, windows and
+//! SRQs, an RC QP's states, and the rdma_cm connection manager,
+//! [`RdmaCm`], which connects any QP that lends it its [`QpConn`]
+//! ([`CmQp`]). udat-verbs's own backend is made of the same parts, and so
+//! is udat-connectx, the ConnectX control path under udat's mlx5 data
+//! path.
+
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+use udat_core::backend::{CmEvent, ConnectionManager, Wake};
+use udat_core::types::{IaAddress, IaAttr, SrqAttr};
+use udat_core::{DatError, DatResult};
+
+use crate::cm::{self, ConnReq, Listener};
+use crate::device::IaShared;
+pub use crate::qp::{CmQp, QpConn};
+use crate::srq::SrqShared;
+use crate::status::{dat_error, errno};
+use crate::{sys, Clock, Ia, Pd, Srq, Window};
+
+/// rdma_cm as the core's connection manager, for QPs of type `Q`. It
+/// keeps the clock of connect deadlines.
+pub struct RdmaCm<Q> {
+    clock: Clock,
+    _qp: PhantomData<fn(&mut Q)>,
+}
+
+impl<Q> RdmaCm<Q> {
+    /// A connection manager whose clock starts now.
+    pub fn new() -> RdmaCm<Q> {
+        RdmaCm { clock: Clock::new(), _qp: PhantomData }
+    }
+
+    /// Microseconds since it was made.
+    pub fn now_us(&self) -> u64 {
+        self.clock.now_us()
+    }
+
+    /// Block on `ia`'s channels, timer and async events until something
+    /// may be ready or `timeout_us` passes; and whether a CQ event woke it.
+    pub fn sleep(&self, ia: &Ia, timeout_us: Option<u64>) -> (Wake, bool) {
+        ia.0.sleep(&self.clock, timeout_us)
+    }
+}
+
+impl<Q> Default for RdmaCm<Q> {
+    fn default() -> RdmaCm<Q> {
+        RdmaCm::new()
+    }
+}
+
+impl<Q: CmQp> ConnectionManager for RdmaCm<Q> {
+    type Ia = Ia;
+    type Qp = Q;
+    type Listener = Listener;
+    type ConnReq = ConnReq;
+
+    fn listen(&mut self, ia: &mut Ia, conn_qual: u64, tag: u64) -> DatResult<Listener> {
+        cm::listen(&ia.0, conn_qual, tag)
+    }
+
+    fn unlisten(&mut self, listener: Listener) {
+        drop(listener);
+    }
+
+    fn connect(
+        &mut self,
+        qp: &mut Q,
+        remote: &IaAddress,
+        conn_qual: u64,
+        private_data: &[u8],
+        timeout_us: Option<u64>,
+    ) -> DatResult<()> {
+        let c = qp.conn();
+        cm::connect(&c.ia, &c.shared, remote, conn_qual, private_data, timeout_us, &self.clock)
+    }
+
+    fn accept(&mut self, request: &mut ConnReq, qp: &mut Q, private_data: &[u8]) -> DatResult<()> {
+        let c = qp.conn();
+        cm::accept(request, &c.ia, &c.shared, private_data)
+    }
+
+    fn reject(&mut self, request: ConnReq, private_data: &[u8]) {
+        cm::reject(request, private_data);
+    }
+
+    fn disconnect(&mut self, qp: &mut Q, graceful: bool) {
+        let c = qp.conn();
+        cm::disconnect(&c.ia, &c.shared, graceful);
+    }
+
+    fn poll_cm(&mut self, ia: &mut Ia) -> Option<CmEvent<ConnReq>> {
+        cm::poll(&ia.0, self.clock.now_us())
+    }
+}
+
+impl Ia {
+    /// Open the device `name` (`mlx5_0`, `rxe0`, `mlx5_0:2` for a port).
+    pub fn open(name: &[u8]) -> DatResult<(Ia, IaAttr)> {
+        let (ia, attr) = IaShared::open(name)?;
+        Ok((Ia(Rc::new(ia)), attr))
+    }
+
+    /// The device context.
+    pub fn context(&self) -> *mut sys::ibv_context {
+        self.0.ctx
+    }
+
+    /// The completion channel every CQ of the IA reports its events to.
+    pub fn comp_channel(&self) -> *mut sys::ibv_comp_channel {
+        self.0.comp
+    }
+
+    /// Report `cq`'s async errors with `tag`.
+    pub fn name_cq(&self, cq: *mut sys::ibv_cq, tag: u64) {
+        self.0.errors.name_cq(cq, tag);
+    }
+
+    /// Stop reporting `cq`'s async errors.
+    pub fn unname_cq(&self, cq: *mut sys::ibv_cq) {
+        self.0.errors.unname_cq(cq);
+    }
+}
+
+impl Pd {
+    /// A protection domain on `ia`.
+    pub fn alloc(ia: &Ia) -> DatResult<Pd> {
+        Pd::on(&ia.0)
+    }
+
+    /// The verbs PD.
+    pub fn as_ptr(&self) -> *mut sys::ibv_pd {
+        self.pd
+    }
+
+    /// The IA the PD is on.
+    pub fn ia(&self) -> Ia {
+        Ia(self.ia.clone())
+    }
+}
+
+impl Window {
+    /// The window's remote key.
+    pub fn rkey(&self) -> u32 {
+        // SAFETY: the window is live while `self` is.
+        unsafe { (*self.0).rkey }
+    }
+}
+
+impl Srq {
+    /// An SRQ of `attr`'s shape on `pd`.
+    pub fn create(pd: &Pd, attr: &SrqAttr) -> DatResult<Srq> {
+        Ok(Srq(Rc::new(SrqShared::create(pd.pd, attr)?)))
+    }
+
+    /// The verbs SRQ.
+    pub fn as_ptr(&self) -> *mut sys::ibv_srq {
+        self.0.srq
+    }
+}
+
+/// Stop expecting async events of `cq`, which is about to be destroyed.
+///
+/// # Safety
+/// `ctx` is the open context of the CQ.
+pub unsafe fn forget_cq(ctx: *mut sys::ibv_context, cq: *mut sys::ibv_cq) {
+    // SAFETY: the caller's promise.
+    unsafe { crate::device_error::cq_going(ctx, cq) }
+}
+
+/// The DAT error of the errno a verbs call just left.
+pub fn last_error() -> DatError {
+    dat_error(errno())
+}
+
+/// The DAT error of a verbs call's negative or positive errno return.
+pub fn error_of(rc: i32) -> DatError {
+    dat_error(rc.abs())
+}

@@ -172,28 +172,28 @@ mod slot {
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn cr_query<B: Transport>(a1: DAT_CR_HANDLE, a2: DAT_CR_PARAM_MASK, a3: *mut DAT_CR_PARAM) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::cr_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
+        unsafe { crate::entry::cr::cr_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
     }
 
     /// `cr_accept_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn cr_accept<B: Transport>(a1: DAT_CR_HANDLE, a2: DAT_EP_HANDLE, a3: DAT_COUNT, a4: DAT_PVOID) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::cr_accept::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4)) }
+        unsafe { crate::entry::cr::cr_accept::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4)) }
     }
 
     /// `cr_reject_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn cr_reject<B: Transport>(a1: DAT_CR_HANDLE, a2: DAT_COUNT, a3: DAT_PVOID) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::cr_reject::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
+        unsafe { crate::entry::cr::cr_reject::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
     }
 
     /// `cr_handoff_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn cr_handoff<B: Transport>(a1: DAT_CR_HANDLE, a2: DAT_CONN_QUAL) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::cr_handoff::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
+        unsafe { crate::entry::cr::cr_handoff::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
     }
 
     /// `evd_create_func`.
@@ -354,119 +354,119 @@ mod slot {
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn lmr_create<B: Transport>(a1: DAT_IA_HANDLE, a2: DAT_MEM_TYPE, a3: DAT_REGION_DESCRIPTION, a4: DAT_VLEN, a5: DAT_PZ_HANDLE, a6: DAT_MEM_PRIV_FLAGS, a7: DAT_VA_TYPE, a8: *mut DAT_LMR_HANDLE, a9: *mut DAT_LMR_CONTEXT, a10: *mut DAT_RMR_CONTEXT, a11: *mut DAT_VLEN, a12: *mut DAT_VADDR) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::lmr_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5), Arg::<6, _>(a6), Arg::<7, _>(a7), Arg::<8, _>(a8), Arg::<9, _>(a9), Arg::<10, _>(a10), Arg::<11, _>(a11), Arg::<12, _>(a12)) }
+        unsafe { crate::entry::lmr::lmr_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5), Arg::<6, _>(a6), Arg::<7, _>(a7), Arg::<8, _>(a8), Arg::<9, _>(a9), Arg::<10, _>(a10), Arg::<11, _>(a11), Arg::<12, _>(a12)) }
     }
 
     /// `lmr_query_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn lmr_query<B: Transport>(a1: DAT_LMR_HANDLE, a2: DAT_LMR_PARAM_MASK, a3: *mut DAT_LMR_PARAM) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::lmr_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
+        unsafe { crate::entry::lmr::lmr_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
     }
 
     /// `lmr_free_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn lmr_free<B: Transport>(a1: DAT_LMR_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::lmr_free::<B>(Arg::<1, _>(a1)) }
+        unsafe { crate::entry::lmr::lmr_free::<B>(Arg::<1, _>(a1)) }
     }
 
     /// `rmr_create_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn rmr_create<B: Transport>(a1: DAT_PZ_HANDLE, a2: *mut DAT_RMR_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::rmr_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
+        unsafe { crate::entry::rmr::rmr_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
     }
 
     /// `rmr_query_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn rmr_query<B: Transport>(a1: DAT_RMR_HANDLE, a2: DAT_RMR_PARAM_MASK, a3: *mut DAT_RMR_PARAM) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::rmr_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
+        unsafe { crate::entry::rmr::rmr_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
     }
 
     /// `rmr_bind_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn rmr_bind<B: Transport>(a1: DAT_RMR_HANDLE, a2: DAT_LMR_HANDLE, a3: *const DAT_LMR_TRIPLET, a4: DAT_MEM_PRIV_FLAGS, a5: DAT_VA_TYPE, a6: DAT_EP_HANDLE, a7: DAT_RMR_COOKIE, a8: DAT_COMPLETION_FLAGS, a9: *mut DAT_RMR_CONTEXT) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::rmr_bind::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5), Arg::<6, _>(a6), Arg::<7, _>(a7), Arg::<8, _>(a8), Arg::<9, _>(a9)) }
+        unsafe { crate::entry::rmr::rmr_bind::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5), Arg::<6, _>(a6), Arg::<7, _>(a7), Arg::<8, _>(a8), Arg::<9, _>(a9)) }
     }
 
     /// `rmr_free_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn rmr_free<B: Transport>(a1: DAT_RMR_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::rmr_free::<B>(Arg::<1, _>(a1)) }
+        unsafe { crate::entry::rmr::rmr_free::<B>(Arg::<1, _>(a1)) }
     }
 
     /// `psp_create_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn psp_create<B: Transport>(a1: DAT_IA_HANDLE, a2: DAT_CONN_QUAL, a3: DAT_EVD_HANDLE, a4: DAT_PSP_FLAGS, a5: *mut DAT_PSP_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::psp_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5)) }
+        unsafe { crate::entry::psp::psp_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5)) }
     }
 
     /// `psp_query_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn psp_query<B: Transport>(a1: DAT_PSP_HANDLE, a2: DAT_PSP_PARAM_MASK, a3: *mut DAT_PSP_PARAM) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::psp_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
+        unsafe { crate::entry::psp::psp_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
     }
 
     /// `psp_free_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn psp_free<B: Transport>(a1: DAT_PSP_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::psp_free::<B>(Arg::<1, _>(a1)) }
+        unsafe { crate::entry::psp::psp_free::<B>(Arg::<1, _>(a1)) }
     }
 
     /// `rsp_create_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn rsp_create<B: Transport>(a1: DAT_IA_HANDLE, a2: DAT_CONN_QUAL, a3: DAT_EP_HANDLE, a4: DAT_EVD_HANDLE, a5: *mut DAT_RSP_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::rsp_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5)) }
+        unsafe { crate::entry::rsp::rsp_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5)) }
     }
 
     /// `rsp_query_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn rsp_query<B: Transport>(a1: DAT_RSP_HANDLE, a2: DAT_RSP_PARAM_MASK, a3: *mut DAT_RSP_PARAM) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::rsp_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
+        unsafe { crate::entry::rsp::rsp_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
     }
 
     /// `rsp_free_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn rsp_free<B: Transport>(a1: DAT_RSP_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::rsp_free::<B>(Arg::<1, _>(a1)) }
+        unsafe { crate::entry::rsp::rsp_free::<B>(Arg::<1, _>(a1)) }
     }
 
     /// `pz_create_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn pz_create<B: Transport>(a1: DAT_IA_HANDLE, a2: *mut DAT_PZ_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::pz_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
+        unsafe { crate::entry::pz::pz_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
     }
 
     /// `pz_query_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn pz_query<B: Transport>(a1: DAT_PZ_HANDLE, a2: DAT_PZ_PARAM_MASK, a3: *mut DAT_PZ_PARAM) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::pz_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
+        unsafe { crate::entry::pz::pz_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
     }
 
     /// `pz_free_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn pz_free<B: Transport>(a1: DAT_PZ_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::pz_free::<B>(Arg::<1, _>(a1)) }
+        unsafe { crate::entry::pz::pz_free::<B>(Arg::<1, _>(a1)) }
     }
 
     /// `psp_create_any_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn psp_create_any<B: Transport>(a1: DAT_IA_HANDLE, a2: *mut DAT_CONN_QUAL, a3: DAT_EVD_HANDLE, a4: DAT_PSP_FLAGS, a5: *mut DAT_PSP_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::psp_create_any::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5)) }
+        unsafe { crate::entry::psp::psp_create_any::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5)) }
     }
 
     /// `ep_reset_func`.
@@ -494,14 +494,14 @@ mod slot {
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn lmr_sync_rdma_read<B: Transport>(a1: DAT_IA_HANDLE, a2: *const DAT_LMR_TRIPLET, a3: DAT_VLEN) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::lmr_sync_rdma_read::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
+        unsafe { crate::entry::lmr::lmr_sync_rdma_read::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
     }
 
     /// `lmr_sync_rdma_write_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn lmr_sync_rdma_write<B: Transport>(a1: DAT_IA_HANDLE, a2: *const DAT_LMR_TRIPLET, a3: DAT_VLEN) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::lmr_sync_rdma_write::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
+        unsafe { crate::entry::lmr::lmr_sync_rdma_write::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
     }
 
     /// `ep_create_with_srq_func`.
@@ -571,21 +571,21 @@ mod slot {
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn csp_create<B: Transport>(a1: DAT_IA_HANDLE, a2: *mut DAT_COMM, a3: DAT_IA_ADDRESS_PTR, a4: DAT_EVD_HANDLE, a5: *mut DAT_CSP_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::csp_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5)) }
+        unsafe { crate::entry::csp::csp_create::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5)) }
     }
 
     /// `csp_query_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn csp_query<B: Transport>(a1: DAT_CSP_HANDLE, a2: DAT_CSP_PARAM_MASK, a3: *mut DAT_CSP_PARAM) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::csp_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
+        unsafe { crate::entry::csp::csp_query::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3)) }
     }
 
     /// `csp_free_func`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn csp_free<B: Transport>(a1: DAT_CSP_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::cm::csp_free::<B>(Arg::<1, _>(a1)) }
+        unsafe { crate::entry::csp::csp_free::<B>(Arg::<1, _>(a1)) }
     }
 
     /// `ep_common_connect_func`.
@@ -599,7 +599,7 @@ mod slot {
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe extern "C" fn rmr_create_for_ep<B: Transport>(a1: DAT_PZ_HANDLE, a2: *mut DAT_RMR_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::mem::rmr_create_for_ep::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
+        unsafe { crate::entry::rmr::rmr_create_for_ep::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2)) }
     }
 
     /// `ep_post_send_with_invalidate_func`.

@@ -27,14 +27,19 @@ use crate::sys::{DAT_HANDLE, DAT_NOT_IMPLEMENTED, DAT_RETURN, DAT_SUCCESS};
 use crate::transport::Transport;
 
 pub mod arg;
-pub mod cm;
 pub mod cno;
 pub mod context;
+pub mod cr;
+pub mod csp;
 pub mod ep;
 pub mod evd;
 pub mod ia;
 pub mod ib;
-pub mod mem;
+pub mod lmr;
+pub mod psp;
+pub mod pz;
+pub mod rmr;
+pub mod rsp;
 pub mod srq;
 
 pub use arg::{name, Arg, AsHandle};

@@ -1,0 +1,79 @@
+//! Connection requests: dat_cr_query(3DAT), dat_cr_accept(3DAT),
+//! dat_cr_reject(3DAT), dat_cr_handoff(3DAT).
+
+use std::ptr;
+
+use udat_core::handle::{CrHandle, EpHandle, Kind};
+
+use super::arg::private_data;
+use super::{with, Arg};
+use crate::instance::Addr;
+use crate::sys::*;
+use crate::transport::Transport;
+
+/// dat_cr_query(3DAT). The address and private data stay valid until the
+/// CR is accepted or rejected.
+pub(crate) unsafe fn cr_query<B: Transport>(
+    cr: Arg<1, DAT_CR_HANDLE>,
+    m: Arg<2, DAT_CR_PARAM_MASK>,
+    param: Arg<3, *mut DAT_CR_PARAM>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `cr`'s provider word.
+    unsafe {
+        with::<B>(cr, Kind::Cr, |cx, raw| {
+            let slot = param.out()?;
+            let h = CrHandle::from_raw(raw);
+            let p = cx.st.core.cr_query(h, m.0)?;
+            let data = cx.st.core.cr_private_data(h)?;
+            slot.private_data = if data.is_empty() { ptr::null_mut() } else { data.as_ptr() as DAT_PVOID };
+            let addr = &mut cx.st.cr_addr[raw.index() as usize];
+            *addr = Addr(p.remote_ia_address);
+            slot.remote_ia_address_ptr = ptr::addr_of_mut!(*addr).cast();
+            slot.remote_port_qual = p.remote_port_qual;
+            slot.private_data_size = p.private_data_size as DAT_COUNT;
+            slot.local_ep_handle = cx.st.ptr(p.local_ep);
+            Ok(())
+        })
+    }
+}
+
+/// dat_cr_accept(3DAT).
+pub(crate) unsafe fn cr_accept<B: Transport>(
+    cr: Arg<1, DAT_CR_HANDLE>,
+    ep: Arg<2, DAT_EP_HANDLE>,
+    pd_size: Arg<3, DAT_COUNT>,
+    pd: Arg<4, DAT_PVOID>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `cr`'s provider word.
+    unsafe {
+        with::<B>(cr, Kind::Cr, |cx, raw| {
+            let ep = EpHandle::from_raw(cx.raw_or_null(ep, Kind::Ep)?);
+            let data = private_data(pd_size, pd)?;
+            cx.st.core.cr_accept(CrHandle::from_raw(raw), ep, data)
+        })
+    }
+}
+
+/// dat_cr_reject(3DAT).
+pub(crate) unsafe fn cr_reject<B: Transport>(
+    cr: Arg<1, DAT_CR_HANDLE>,
+    pd_size: Arg<2, DAT_COUNT>,
+    pd: Arg<3, DAT_PVOID>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `cr`'s provider word.
+    unsafe {
+        with::<B>(cr, Kind::Cr, |cx, raw| {
+            let data = private_data(pd_size, pd)?;
+            cx.st.core.cr_reject(CrHandle::from_raw(raw), data)
+        })
+    }
+}
+
+/// dat_cr_handoff(3DAT).
+pub(crate) unsafe fn cr_handoff<B: Transport>(
+    cr: Arg<1, DAT_CR_HANDLE>,
+    conn_qual: Arg<2, DAT_CONN_QUAL>,
+) -> DAT_RETURN {
+    // SAFETY: dispatched on `cr`'s provider word.
+    unsafe { with::<B>(cr, Kind::Cr, |cx, raw| cx.st.core.cr_handoff(CrHandle::from_raw(raw), conn_qual.0)) }
+}

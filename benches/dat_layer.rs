@@ -5,14 +5,14 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-mod null_backend;
-use null_backend::with_rig;
+mod null_rig;
+use null_rig::with_rig;
 
 fn dat_layer(c: &mut Criterion) {
     with_rig(|rig| dat_layer_on(c, rig));
 }
 
-fn dat_layer_on(c: &mut Criterion, rig: &mut null_backend::Rig<'_, '_>) {
+fn dat_layer_on(c: &mut Criterion, rig: &mut null_rig::Rig<'_, '_>) {
     c.bench_function("post_send (1 segment)", |b| {
         b.iter_custom(|iters| {
             let start = Instant::now();

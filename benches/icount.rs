@@ -5,8 +5,8 @@
 
 use std::hint::black_box;
 
-mod null_backend;
-use null_backend::with_rig;
+mod null_rig;
+use null_rig::with_rig;
 
 fn main() {
     let mut args = std::env::args().skip(1);

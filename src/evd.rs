@@ -90,11 +90,21 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     /// receive or RDMA read gives back is [`Ia::take_seg`]'s.
     #[inline(always)]
     pub fn evd_dequeue(&mut self, evd: &Evd<'id>) -> DatResult<Event> {
-        let mut dequeued = self.provider.evd_dequeue(evd.handle());
-        if let Ok(event) = &mut dequeued {
-            self.complete(event);
+        // While nothing is lent, the event is the core's as it is.
+        if self.lent.lending() {
+            return self.evd_dequeue_lent(evd);
         }
-        dequeued
+        self.provider.evd_dequeue(evd.handle())
+    }
+
+    /// [`Ia::evd_dequeue`] while DTOs that write local memory are in
+    /// flight: a completion of one gives its cookie and segment back.
+    #[cold]
+    #[inline(never)]
+    fn evd_dequeue_lent(&mut self, evd: &Evd<'id>) -> DatResult<Event> {
+        let mut event = self.provider.evd_dequeue(evd.handle())?;
+        self.complete(&mut event);
+        Ok(event)
     }
 
     /// dat_evd_wait(3DAT): the first event once `threshold` are queued or

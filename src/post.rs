@@ -28,6 +28,9 @@ pub(crate) struct Lent<'id> {
     loans: Vec<Option<Loan<'id>>>,
     /// Indices of `loans` that hold nothing.
     free: Vec<usize>,
+    /// Loans in `loans`: while there are none, no completion gives
+    /// anything back and a dequeue looks no further.
+    out: usize,
 }
 
 #[derive(Debug)]
@@ -39,6 +42,7 @@ pub(crate) struct Loan<'id> {
 impl<'id> Lent<'id> {
     /// Record a DTO; the cookie to post it with.
     fn lend(&mut self, loan: Loan<'id>) -> u64 {
+        self.out += 1;
         match self.free.pop() {
             Some(i) => {
                 self.loans[i] = Some(loan);
@@ -63,7 +67,14 @@ impl<'id> Lent<'id> {
         let i = usize::try_from(key).ok()?;
         let loan = self.loans.get_mut(i)?.take()?;
         self.free.push(i);
+        self.out -= 1;
         Some(loan)
+    }
+
+    /// Whether any DTO that writes local memory is in flight.
+    #[inline(always)]
+    pub(crate) fn lending(&self) -> bool {
+        self.out != 0
     }
 
     /// What a completion of `data` gives back: the consumer's cookie is put

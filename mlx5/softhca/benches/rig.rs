@@ -118,10 +118,16 @@ impl<'l, 'id> Rig<'l, 'id> {
         self.hca.release();
     }
 
+    /// The client's next event.
+    #[inline(always)]
+    pub fn dequeue(&mut self) -> DatResult<Event> {
+        self.ia.evd_dequeue(&self.client.dto)
+    }
+
     /// One completion of the client as a DAT event.
     #[inline(always)]
     pub fn reap(&mut self) -> u64 {
-        match black_box(self.ia.evd_dequeue(&self.client.dto)) {
+        match black_box(self.dequeue()) {
             Ok(e) => e.number as u64,
             Err(e) => panic!("no completion: {e:?}"),
         }

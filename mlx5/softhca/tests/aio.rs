@@ -1,6 +1,12 @@
 //! Event-loop waiting through the Rust API on the software HCA: the CNO
 //! descriptor of `Ia::cno_fd_create`, and `udat::aio` awaiting it from a
 //! tokio task (udat's `tokio` feature).
+//!
+//! These are udat's tests, kept here rather than in udat's `tests/`: they
+//! need a transport with descriptors and timers, and udat builds and
+//! tests without system headers (`cargo xtask test` checks that none of
+//! its dependencies, dev-dependencies included, reads rdma-core's
+//! headers), which the software HCA's byte oracle does.
 
 use std::time::Duration;
 
@@ -63,7 +69,7 @@ fn dropping_an_open_ia_releases_everything() {
     assert_eq!(unsafe { libc::fcntl(fd, libc::F_GETFD) }, -1, "the drop closed the descriptor");
 }
 
-#[cfg(feature = "tokio")]
+/// `udat::aio`: udat is a dev-dependency here with its `tokio` feature.
 mod with_tokio {
     use super::*;
 

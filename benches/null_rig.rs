@@ -36,12 +36,12 @@ pub fn with_rig<R>(bench: impl for<'l, 'id> FnOnce(&mut Rig<'l, 'id>) -> R) -> R
 }
 
 impl Rig<'_, '_> {
-    #[inline]
+    #[inline(always)]
     pub fn post(&mut self) {
         self.ia.ep_post_send(&self.ep, &self.seg, 7, CompletionFlags::DEFAULT).expect("post");
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn reap(&mut self) -> Event {
         self.ia.evd_dequeue(&self.evd).expect("dequeue")
     }

@@ -102,7 +102,9 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     #[cold]
     #[inline(never)]
     fn evd_dequeue_lent(&mut self, evd: &Evd<'id>) -> DatResult<Event> {
-        let mut event = self.provider.evd_dequeue(evd.handle())?;
+        // The whole call without its lane, so that the lane stays inlined
+        // into the one path above.
+        let mut event = self.provider.evd_dequeue_ordinary(evd.handle())?;
         self.complete(&mut event);
         Ok(event)
     }

@@ -4,9 +4,10 @@
 
 use udat_core::handle::{EpHandle, Kind, LmrHandle, PzHandle, RmrHandle};
 use udat_core::types::{CompletionFlags, LmrTriplet, MemPriv};
-use udat_core::{DatError, ErrorType, RmrScope};
+use udat_core::{DatError, DatResult, ErrorType, RmrScope};
 
 use super::{with, Arg};
+use crate::instance::Core;
 use crate::sys::*;
 use crate::transport::Transport;
 
@@ -15,15 +16,8 @@ pub(crate) unsafe fn rmr_create<B: Transport>(
     pz: Arg<1, DAT_PZ_HANDLE>,
     rmr_out: Arg<2, *mut DAT_RMR_HANDLE>,
 ) -> DAT_RETURN {
-    // SAFETY: dispatched on `pz`'s provider word.
-    unsafe {
-        with::<B>(pz, Kind::Pz, |cx, raw| {
-            let slot = rmr_out.out()?;
-            let rmr = cx.st.core.rmr_create(PzHandle::from_raw(raw))?;
-            *slot = cx.st.ptr(rmr);
-            Ok(())
-        })
-    }
+    // SAFETY: the caller's contract is the DAT call's.
+    unsafe { create::<B>(pz, rmr_out, Core::rmr_create) }
 }
 
 /// dat_rmr_create_for_ep of `<dat2/dat.h>` (DAT 2.0): an RMR of
@@ -32,11 +26,25 @@ pub(crate) unsafe fn rmr_create_for_ep<B: Transport>(
     pz: Arg<1, DAT_PZ_HANDLE>,
     rmr_out: Arg<2, *mut DAT_RMR_HANDLE>,
 ) -> DAT_RETURN {
+    // SAFETY: the caller's contract is the DAT call's.
+    unsafe { create::<B>(pz, rmr_out, Core::rmr_create_for_ep) }
+}
+
+/// An RMR of `pz` made by `make`, its handle written to `rmr_out`.
+///
+/// # Safety
+/// As the DAT call's: `pz` is a handle and `rmr_out` a pointer the
+/// consumer passed.
+unsafe fn create<B: Transport>(
+    pz: Arg<1, DAT_PZ_HANDLE>,
+    rmr_out: Arg<2, *mut DAT_RMR_HANDLE>,
+    make: fn(&mut Core<B>, PzHandle) -> DatResult<RmrHandle>,
+) -> DAT_RETURN {
     // SAFETY: dispatched on `pz`'s provider word.
     unsafe {
         with::<B>(pz, Kind::Pz, |cx, raw| {
             let slot = rmr_out.out()?;
-            let rmr = cx.st.core.rmr_create_for_ep(PzHandle::from_raw(raw))?;
+            let rmr = make(&mut cx.st.core, PzHandle::from_raw(raw))?;
             *slot = cx.st.ptr(rmr);
             Ok(())
         })

@@ -21,6 +21,12 @@ pub trait Fabric {
     fn device() -> String;
     /// Whether the transport binds memory windows (RMRs).
     const MEMORY_WINDOWS: bool;
+    /// Whether the device offers remote invalidation and windows of an EP
+    /// (`dat_ep_post_send_with_invalidate`, `dat_rmr_create_for_ep`); one
+    /// that does not must refuse both with `DAT_MODEL_NOT_SUPPORTED`.
+    fn remote_invalidation() -> bool {
+        true
+    }
     /// How many completions the CQ of a DTO EVD of qlen 1 holds, where the
     /// transport fixes it; `None` where the device sizes the CQ itself
     /// (`ibv_create_cq` may round the size up as the driver likes).
@@ -548,6 +554,17 @@ fn memory_windows<F: Fabric>(rig: &mut Rig<F>) -> bool {
     F::MEMORY_WINDOWS
 }
 
+/// Whether the transport offers windows of an EP and remote invalidation;
+/// one that does not must refuse them (and says so on stdout).
+fn remote_invalidation<F: Fabric>(rig: &mut Rig<F>) -> bool {
+    if !F::remote_invalidation() {
+        let refused = rig.p.rmr_create_for_ep(rig.pz).unwrap_err();
+        assert_eq!(refused.error_type(), ErrorType::ModelNotSupported);
+        println!("no remote invalidation on this transport: dat_rmr_create_for_ep is refused");
+    }
+    F::remote_invalidation()
+}
+
 /// The bind completion of `cookie` on `evd`, successful.
 fn bound<F: Fabric>(rig: &mut Rig<F>, evd: EvdHandle, cookie: u64) {
     let e = rig.next(evd);
@@ -651,6 +668,9 @@ pub fn a_send_with_invalidate_frees_the_window_bound_to_its_peer<F: Fabric>() {
         assert_eq!(refused.error_type(), ErrorType::ModelNotSupported);
         return;
     }
+    if !remote_invalidation(&mut rig) {
+        return;
+    }
     let (client, server) = rig.pair();
     let local = rig.buf(4096, MemPriv::ALL);
     let target = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
@@ -694,6 +714,15 @@ pub fn a_send_with_invalidate_of_a_key_not_bound_to_the_peer_fails<F: Fabric>() 
     let target = rig.buf(4096, MemPriv::ALL);
     rig.p.ep_post_recv(server.ep, &[target.seg(0, 64)], 1, CompletionFlags::DEFAULT).unwrap();
     let lmr_key = target.lmr.rmr_context.unwrap();
+    if !F::remote_invalidation() {
+        let refused = rig
+            .p
+            .ep_post_send_with_invalidate(client.ep, &[local.seg(0, 8)], 2, CompletionFlags::DEFAULT, true, lmr_key)
+            .unwrap_err();
+        assert_eq!(refused.error_type(), ErrorType::ModelNotSupported);
+        println!("no remote invalidation on this transport: dat_ep_post_send_with_invalidate is refused");
+        return;
+    }
     rig.p
         .ep_post_send_with_invalidate(client.ep, &[local.seg(0, 8)], 2, CompletionFlags::DEFAULT, true, lmr_key)
         .unwrap();
@@ -711,6 +740,9 @@ pub fn a_send_with_invalidate_of_a_key_not_bound_to_the_peer_fails<F: Fabric>() 
 pub fn a_window_of_an_ep_unbinds_by_invalidation_and_binds_again<F: Fabric>() {
     let mut rig = Rig::<F>::new();
     if !memory_windows(&mut rig) {
+        return;
+    }
+    if !remote_invalidation(&mut rig) {
         return;
     }
     let (client, server) = rig.pair();
@@ -744,6 +776,9 @@ pub fn a_window_of_an_ep_unbinds_by_invalidation_and_binds_again<F: Fabric>() {
 pub fn a_window_of_an_ep_is_reached_over_its_connection_only<F: Fabric>() {
     let mut rig = Rig::<F>::new();
     if !memory_windows(&mut rig) {
+        return;
+    }
+    if !remote_invalidation(&mut rig) {
         return;
     }
     let (client, server) = rig.pair();

@@ -239,7 +239,22 @@ impl IaShared {
     pub fn has_memory_windows(&self) -> bool {
         self.device.max_mw > 0 && self.device.device_cap_flags & sys::ibv_device_cap_flags::IBV_DEVICE_MEM_WINDOW != 0
     }
+
+    /// Whether udat offers remote invalidation and windows of an EP here
+    /// (`dat_ep_post_send_with_invalidate`, `dat_rmr_create_for_ep`).
+    /// Soft-RoCE (vendor `0xffffff`) binds type 2 windows, but a receive
+    /// that a send with invalidate consumed completes without the
+    /// invalidation, the invalidation of a region's key succeeds, and a
+    /// window invalidated by its own EP refuses its next bind (the
+    /// transport suite on rxe): DAT's rules do not hold, so udat refuses
+    /// both calls there with `DAT_MODEL_NOT_SUPPORTED`.
+    pub fn remote_invalidation(&self) -> bool {
+        self.device.vendor_id != RXE_VENDOR_ID
+    }
 }
+
+/// `RXE_VENDOR_ID` of the kernel's rdma_rxe.
+const RXE_VENDOR_ID: u32 = 0x00ff_ffff;
 
 impl Drop for IaShared {
     fn drop(&mut self) {

@@ -305,6 +305,9 @@ impl Backend for Verbs {
     /// `IBV_MW_TYPE_2`; a device without it (`alloc_mw` fails) refuses
     /// with `DAT_MODEL_NOT_SUPPORTED`.
     fn mw_alloc_for_ep(&mut self, pd: &Pd) -> DatResult<Mw> {
+        if !pd.ia.remote_invalidation() {
+            return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
         let window = pd.window(sys::ibv_mw_type::IBV_MW_TYPE_2)?;
         // SAFETY: the window was just allocated.
         let rkey = unsafe { (*window.0).rkey };

@@ -335,6 +335,9 @@ impl Qp {
     #[inline(always)]
     pub(crate) fn post_send(&mut self, wr: &SendWr<'_>) -> DatResult<()> {
         use sys::ibv_send_flags as f;
+        if matches!(wr.op, RequestOp::SendInvalidate { .. }) && !self.conn.ia.remote_invalidation() {
+            return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
         let (sg_list, n) = ibv_sges(wr.sges)?;
         use sys::ibv_wr_opcode as o;
         let (opcode, op, remote) = match wr.op {

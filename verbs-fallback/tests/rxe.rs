@@ -24,6 +24,12 @@ impl Fabric for Rxe {
     fn device() -> String {
         device()
     }
+
+    /// udat-verbs refuses remote invalidation on soft-RoCE, which does
+    /// not invalidate as DAT requires (its IA's `remote_invalidation`).
+    fn remote_invalidation() -> bool {
+        !device().starts_with("rxe")
+    }
 }
 
 fn device() -> String {

@@ -335,14 +335,14 @@ impl Qp {
     #[inline(always)]
     pub(crate) fn post_send(&mut self, wr: &SendWr<'_>) -> DatResult<()> {
         use sys::ibv_send_flags as f;
-        if matches!(wr.op, RequestOp::SendInvalidate { .. }) && !self.conn.ia.remote_invalidation() {
-            return Err(DatError::of(ErrorType::ModelNotSupported));
-        }
         let (sg_list, n) = ibv_sges(wr.sges)?;
         use sys::ibv_wr_opcode as o;
         let (opcode, op, remote) = match wr.op {
             RequestOp::Send => (o::IBV_WR_SEND, DtoOp::Send, None),
-            RequestOp::SendInvalidate { .. } => (o::IBV_WR_SEND_WITH_INV, DtoOp::Send, None),
+            RequestOp::SendInvalidate { .. } if self.conn.ia.remote_invalidation() => {
+                (o::IBV_WR_SEND_WITH_INV, DtoOp::Send, None)
+            }
+            RequestOp::SendInvalidate { .. } => return Err(DatError::of(ErrorType::ModelNotSupported)),
             RequestOp::RdmaWrite { remote } => (o::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, Some(remote)),
             RequestOp::RdmaRead { remote } => (o::IBV_WR_RDMA_READ, DtoOp::RdmaRead, Some(remote)),
             RequestOp::RdmaWriteImm { remote, .. } => {
@@ -422,6 +422,15 @@ impl Qp {
         self.settle_post(rc, false)
     }
 
+    /// Keep a send slot for a bind of `cookie`: its sequence number, and
+    /// the send flags `flags` ask for.
+    fn push_bind(&mut self, cookie: u64, flags: CompletionFlags) -> DatResult<(u64, u32)> {
+        let signalled = !flags.contains(CompletionFlags::SUPPRESS);
+        let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
+        let seq = self.push_send(SendSlot { seq: 0, cookie, op: DtoOp::BindMw, length: 0, notify, signalled })?;
+        Ok((seq, if signalled { sys::ibv_send_flags::IBV_SEND_SIGNALED.0 } else { 0 }))
+    }
+
     /// Bind the type 1 window `mw` to `(addr, length)` of `mr`, or unbind
     /// it with a length of 0; the window's new rkey.
     pub(crate) fn post_bind(
@@ -433,12 +442,10 @@ impl Qp {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<u32> {
-        let signalled = !flags.contains(CompletionFlags::SUPPRESS);
-        let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
-        let seq = self.push_send(SendSlot { seq: 0, cookie, op: DtoOp::BindMw, length: 0, notify, signalled })?;
+        let (seq, send_flags) = self.push_bind(cookie, flags)?;
         let mut bind = sys::ibv_mw_bind {
             wr_id: seq,
-            send_flags: if signalled { sys::ibv_send_flags::IBV_SEND_SIGNALED.0 } else { 0 },
+            send_flags,
             bind_info: sys::ibv_mw_bind_info { mr, addr, length, mw_access_flags: access },
         };
         // SAFETY: the QP, MW and MR are live.
@@ -466,13 +473,11 @@ impl Qp {
         flags: CompletionFlags,
     ) -> DatResult<u32> {
         use sys::ibv_wr_opcode as o;
-        let signalled = !flags.contains(CompletionFlags::SUPPRESS);
-        let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
-        let seq = self.push_send(SendSlot { seq: 0, cookie, op: DtoOp::BindMw, length: 0, notify, signalled })?;
+        let (seq, send_flags) = self.push_bind(cookie, flags)?;
         // SAFETY: plain C data; every field read by the provider is set below.
         let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
         swr.wr_id = seq;
-        swr.send_flags = if signalled { sys::ibv_send_flags::IBV_SEND_SIGNALED.0 } else { 0 };
+        swr.send_flags = send_flags;
         let next = match mr {
             Some(mr) => {
                 let next = (rkey & !0xff) | (rkey.wrapping_add(1) & 0xff);

@@ -282,9 +282,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         self.evd_dequeue_ordinary(evd)
     }
 
-    /// dat_evd_dequeue(3DAT) without its lane, for a caller that has just
-    /// tried the lane itself ([`Provider::lane_dequeue`]) and been
-    /// refused: every rule of the page, and the exact error.
+    /// dat_evd_dequeue(3DAT) without its lane: every rule of the page, and
+    /// the exact error, for any caller. One that has just tried the lane
+    /// itself ([`Provider::lane_dequeue`]) and been refused goes on here;
+    /// so does one that keeps the lane inlined into its own hot path.
     pub fn evd_dequeue_ordinary(&mut self, evd: EvdHandle) -> DatResult<Event> {
         let Provider { evds, backend, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;

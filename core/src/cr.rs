@@ -6,6 +6,7 @@
 //! destroyed Connection Request in any consequent operation fails").
 
 use crate::backend::{Backend, ConnReq, ConnectionManager};
+use crate::counters;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{EventData, EventNumber};
 use crate::handle::{CrHandle, EpHandle, EvdHandle, PspHandle};
@@ -35,9 +36,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// Store `cr` and announce it on `evd`. Hands the request back when no
     /// CR slot is free (the provider's EP, if any, is dropped).
     pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), ConnReq<B>> {
-        let (psp, conn_qual, local_ep) = (cr.psp, cr.conn_qual, cr.local_ep);
+        let (psp, conn_qual, local_ep, ia) = (cr.psp, cr.conn_qual, cr.local_ep, cr.ia);
         let h = match crate::object::owned::insert(&mut self.ias, &mut self.crs, None, cr) {
-            Ok(raw) => CrHandle(raw),
+            Ok(raw) => {
+                self.count_ia(ia, counters::ia::Counter::SP_CR);
+                CrHandle(raw)
+            }
             Err(cr) => {
                 if self.eps.get(local_ep.0).is_some_and(|e| e.provider_owned) {
                     self.ep_destroy(local_ep);
@@ -97,7 +101,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             // the ep_handle shall be DAT_HANDLE_NULL."
             return Err(DatError::invalid_arg(2));
         };
-        let (remote, remote_port) = (cr.remote, cr.remote_port);
+        let (remote, remote_port, ia) = (cr.remote, cr.remote_port, cr.ia);
         let Provider { crs, eps, backend, .. } = self;
         let e = eps.get_mut(target.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         // An EP without a PZ (a provider's, not yet modified) has no QP.
@@ -110,6 +114,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         e.remote = remote;
         e.remote_port = remote_port;
         crate::object::owned::remove(&mut self.ias, &mut self.crs, cr_h.0);
+        self.count_ia(ia, counters::ia::Counter::SP_CR_ACCEPTED);
         Ok(())
     }
 
@@ -118,11 +123,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `private_data` reaches the peer with its rejection (the DAT 2.0
     /// form of the call; the uDAPL 1.2 page has none).
     pub fn cr_reject(&mut self, cr: CrHandle, private_data: &[u8]) -> DatResult<()> {
-        let max = self.ia(self.cr(cr)?.ia)?.attr.max_private_data_size as usize;
+        let ia = self.cr(cr)?.ia;
+        let max = self.ia(ia)?.attr.max_private_data_size as usize;
         if private_data.len() > max {
             return Err(DatError::invalid_arg(2));
         }
         self.cr_refuse(cr, private_data);
+        self.count_ia(ia, counters::ia::Counter::SP_CR_REJECTED);
         Ok(())
     }
 

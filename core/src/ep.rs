@@ -22,6 +22,7 @@
 //! ```
 
 use crate::backend::{Backend, ConnectionManager, QpConfig};
+use crate::counters;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::EventNumber;
 use crate::handle::{EpHandle, EvdHandle, IaHandle, PzHandle, SrqHandle};
@@ -448,6 +449,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         ep.remote = *remote;
         ep.remote_conn_qual = conn_qual;
         ep.remote_port = conn_qual;
+        ep.counts.bump(counters::ep::Counter::CONNECT as usize);
         Ok(())
     }
 
@@ -472,6 +474,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// dat_ep_disconnect(3DAT).
     pub fn ep_disconnect(&mut self, h: EpHandle, flags: CloseFlags) -> DatResult<()> {
+        self.disconnect(h, flags)?;
+        if let Some(ep) = self.eps.get_mut(h.0) {
+            ep.counts.bump(counters::ep::Counter::DISCONNECT as usize);
+        }
+        Ok(())
+    }
+
+    fn disconnect(&mut self, h: EpHandle, flags: CloseFlags) -> DatResult<()> {
         let ep = self.ep(h)?;
         match (ep.state(), flags) {
             // "Disconnecting an unconnected Disconnected Endpoint is no-op";

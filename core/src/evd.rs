@@ -11,6 +11,7 @@
 mod dequeue;
 
 use crate::backend::{Backend, Completion, Wake};
+use crate::counters;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
@@ -138,6 +139,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             overflowed: false,
             cq_failed: false,
             context: 0,
+            counts: crate::counters::Counts::new(),
         };
         evd.tie(cno);
         // The slot comes first: the CQ's errors name the EVD by its handle.
@@ -287,11 +289,21 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// itself ([`Provider::lane_dequeue`]) and been refused goes on here;
     /// so does one that keeps the lane inlined into its own hot path.
     pub fn evd_dequeue_ordinary(&mut self, evd: EvdHandle) -> DatResult<Event> {
+        self.dequeue(evd, true)
+    }
+
+    /// The ordinary dequeue; an EVD that counts, when `count`, goes
+    /// through [`Provider::dequeue_counted`].
+    #[inline(always)]
+    fn dequeue(&mut self, evd: EvdHandle, count: bool) -> DatResult<Event> {
         let Provider { evds, backend, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
         // "There is already a waiter on the EVD": DAT_INVALID_STATE.
         if e.waiter {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdWaiter));
+        }
+        if count && e.counts.on() {
+            return self.dequeue_counted(evd);
         }
         let ia = e.ia;
         // An EVD that only completions feed, with nothing queued and no CNO
@@ -322,6 +334,30 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.pump_cq(evd);
         }
         self.pop(evd).ok_or(DatError::of(ErrorType::QueueEmpty))
+    }
+
+    /// The ordinary dequeue of an EVD that counts: `DCNT_EVD_DEQUEUE`,
+    /// then `_FOUND` or `_NOT_FOUND`; one that found the queue empty and
+    /// so polled the CQ is `_POLL` too, and `_POLL_FOUND` if that gave an
+    /// event.
+    #[cold]
+    #[inline(never)]
+    fn dequeue_counted(&mut self, evd: EvdHandle) -> DatResult<Event> {
+        let polls = self.evds.get(evd.0).is_some_and(|e| e.queue.is_empty() && e.cq.is_some());
+        let r = self.dequeue(evd, false);
+        if let Some(e) = self.evds.get_mut(evd.0) {
+            let found = r.is_ok();
+            let mut bump = |c: counters::evd::Counter| e.counts.bump(c as usize);
+            bump(counters::evd::Counter::DEQUEUE);
+            bump(if found { counters::evd::Counter::DEQUEUE_FOUND } else { counters::evd::Counter::DEQUEUE_NOT_FOUND });
+            if polls {
+                bump(counters::evd::Counter::DEQUEUE_POLL);
+                if found {
+                    bump(counters::evd::Counter::DEQUEUE_POLL_FOUND);
+                }
+            }
+        }
+        r
     }
 
     fn pop(&mut self, evd: EvdHandle) -> Option<Event> {
@@ -368,6 +404,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
         if let Ok(e) = self.evd_mut(evd) {
             e.waiter = true;
+            e.counts.bump(counters::evd::Counter::WAIT as usize);
         }
         Ok(EvdWait { evd, threshold, deadline_us })
     }
@@ -427,9 +464,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     let Some(dev) = ias.get_mut(ia.0).map(|i| &mut i.dev) else {
                         return Err(DatError::of(ErrorType::Abort));
                     };
-                    if backend.block(dev, timeout_us) == Wake::Interrupted {
-                        self.evd_wait_end(&wait);
-                        return Err(DatError::of(ErrorType::InterruptedCall));
+                    let woke = backend.block(dev, timeout_us);
+                    self.count_evd(evd, counters::evd::Counter::WAIT_BLOCKED);
+                    match woke {
+                        Wake::Interrupted => {
+                            self.evd_wait_end(&wait);
+                            return Err(DatError::of(ErrorType::InterruptedCall));
+                        }
+                        Wake::Activity => self.count_evd(evd, counters::evd::Counter::WAIT_NOTIFY),
+                        Wake::Timeout => {}
                     }
                 }
             }

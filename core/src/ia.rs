@@ -78,6 +78,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             context: 0,
             cm_look_us: 0,
             owned: crate::object::owned::Owned::default(),
+            counts: crate::counters::Counts::new(),
         };
         let ia_h = match self.ias.insert(ia) {
             Ok(raw) => IaHandle(raw),

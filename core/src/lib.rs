@@ -68,6 +68,7 @@
 pub mod backend;
 mod cno;
 mod context;
+pub mod counters;
 mod cr;
 mod csp;
 pub mod device_error;

@@ -6,6 +6,7 @@
 //! posts.
 
 use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnReq, ConnectionManager, PrivateData};
+use crate::counters;
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber, EventPool};
 use crate::handle::*;
@@ -202,6 +203,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `DAT_ASYNC_ERROR_EVD_OVERFLOW`.
     pub(crate) fn deliver(&mut self, evd: EvdHandle, number: EventNumber, data: EventData, notify: bool) {
         let Some(e) = self.evds.get_mut(evd.0) else { return };
+        if e.counts.on() && matches!(data, EventData::Connection { .. } | EventData::CrArrival { .. }) {
+            e.counts.bump(counters::evd::Counter::CONN_CALLBACK as usize);
+        }
         let event = Event { number, evd, data };
         if self.events.push(&mut e.queue, event).is_err() {
             e.overflowed = true;
@@ -222,7 +226,17 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// Queue an asynchronous event on `ia`'s async EVD. An async EVD that is
     /// itself full loses the event.
     pub(crate) fn async_event(&mut self, ia: IaHandle, number: EventNumber, handle: Option<AnyHandle>, reason: u32) {
-        let Some(async_evd) = self.ias.get(ia.0).map(|i| i.async_evd) else { return };
+        let Some(i) = self.ias.get_mut(ia.0) else { return };
+        if i.counts.on() {
+            // OFA counts the QP's and the CQ's errors apart from the rest.
+            i.counts.bump(counters::ia::Counter::ASYNC_ERROR as usize);
+            match handle.map(|h| h.kind) {
+                Some(Kind::Ep) => i.counts.bump(counters::ia::Counter::ASYNC_QP_ERROR as usize),
+                Some(Kind::Evd) => i.counts.bump(counters::ia::Counter::ASYNC_CQ_ERROR as usize),
+                _ => {}
+            }
+        }
+        let async_evd = i.async_evd;
         let Some(e) = self.evds.get_mut(async_evd.0) else { return };
         let event = Event { number, evd: async_evd, data: EventData::AsyncError { handle, reason } };
         if self.events.push(&mut e.queue, event).is_err() {
@@ -328,6 +342,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     op,
                     imm: c.imm,
                 };
+                if ep.counts.on() {
+                    if op.is_recv() && c.status == DtoStatus::Success {
+                        ep.counts.received(op, c.transferred_length);
+                    }
+                    if let Some(e) = self.evds.get_mut(evd.0) {
+                        e.counts.bump(counters::evd::Counter::DTO_CALLBACK as usize);
+                    }
+                }
                 if op == DtoOp::ReceiveWithInvalidate && c.status == DtoStatus::Success {
                     self.rmr_invalidated(ep_h, c.imm);
                 }

@@ -29,7 +29,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn lane_dequeue(&mut self, evd: u32, selects: impl FnOnce(u32) -> bool) -> Option<Event> {
         let Provider { evds, eps, backend, .. } = self;
         let (generation, e) = evds.live_mut(evd)?;
-        debug_assert_eq!(e.direct, e.takes_direct());
+        debug_assert_eq!(e.direct, e.lane_direct());
         if !selects(generation) || e.waiter || !e.queue.is_empty() || !e.direct {
             return None;
         }
@@ -96,7 +96,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> Shared<Event> {
         // SAFETY: the caller holds the EVD's lock.
         let Some((generation, e)) = (unsafe { self.evds.live_shared(evd) }) else { return Shared::Exclusive };
-        debug_assert_eq!(e.direct, e.takes_direct());
+        debug_assert_eq!(e.direct, e.lane_direct());
         if !selects(generation) || e.waiter || !e.queue.is_empty() || !e.direct {
             return Shared::Exclusive;
         }

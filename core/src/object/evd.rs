@@ -2,6 +2,7 @@
 //! `crate::evd`.
 
 use crate::backend::Backend;
+use crate::counters::{self, Counts};
 use crate::event::EventQueue;
 use crate::handle::{CnoHandle, IaHandle};
 use crate::types::{CompletionFlags, EvdFlags};
@@ -63,6 +64,9 @@ pub(crate) struct Evd<B: Backend> {
     /// CQ error for every completion it loses).
     pub(crate) cq_failed: bool,
     pub(crate) context: u64,
+    /// `DAT_EVD_COUNTERS`. While they count, `direct` is false, so that
+    /// the ordinary dequeue, which counts, serves the EVD.
+    pub(crate) counts: Counts<{ counters::evd::COUNT }>,
 }
 
 impl<B: Backend> Evd<B> {
@@ -75,10 +79,22 @@ impl<B: Backend> Evd<B> {
             && self.cno.is_null()
     }
 
+    /// What `direct` is kept at: [`Evd::takes_direct`], unless the EVD
+    /// counts.
+    pub(crate) fn lane_direct(&self) -> bool {
+        self.takes_direct() && !self.counts.on()
+    }
+
     /// Tie the EVD to `cno` (or to none); the CNO it was tied to.
     pub(crate) fn tie(&mut self, cno: CnoHandle) -> CnoHandle {
         let old = core::mem::replace(&mut self.cno, cno);
-        self.direct = self.takes_direct();
+        self.direct = self.lane_direct();
         old
+    }
+
+    /// Start or stop counting; `direct` follows.
+    pub(crate) fn set_counting(&mut self, on: bool) {
+        self.counts.set_on(on);
+        self.direct = self.lane_direct();
     }
 }

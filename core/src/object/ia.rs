@@ -2,6 +2,7 @@
 //! `crate::ia`.
 
 use crate::backend::Backend;
+use crate::counters::{self, Counts};
 use crate::handle::EvdHandle;
 use crate::types::IaAttr;
 
@@ -21,4 +22,6 @@ pub(crate) struct Ia<B: Backend> {
     pub(crate) cm_look_us: u64,
     /// The objects created on it.
     pub(crate) owned: crate::object::owned::Owned,
+    /// `DAT_IA_COUNTERS`, and whether the IA counts.
+    pub(crate) counts: Counts<{ counters::ia::COUNT }>,
 }

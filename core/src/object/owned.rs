@@ -5,6 +5,7 @@
 //! checks its qualifier, a CNO finds its EVDs.
 
 use crate::backend::Backend;
+use crate::counters::ia;
 use crate::handle::{IaHandle, RawHandle};
 use crate::object::ia::Ia;
 use crate::slab::{Members, Slab, Slot};
@@ -41,6 +42,12 @@ pub(crate) trait OfIa {
     fn ia(&self) -> IaHandle;
     /// Its kind's list among what an IA owns.
     fn list(owned: &mut Owned) -> &mut Members;
+    /// The IA's counters of its kind's creation and free, if it has them
+    /// (`DCNT_IA_*_CREATE`, `DCNT_IA_*_FREE`).
+    const COUNTED: Option<(ia::Counter, ia::Counter)> = None;
+    /// Count with its IA, or not: an EP's and an EVD's counters follow
+    /// the IA's ([`crate::counters`]).
+    fn follow(&mut self, _counting: bool) {}
 }
 
 /// Store `value` in `slab`, listed among the objects of its IA: in slot
@@ -57,11 +64,17 @@ where
     S: Store<Slot<T>>,
 {
     let Some(ia) = ias.get_mut(value.ia().0) else { return Err(value) };
+    let mut value = value;
+    value.follow(ia.counts.on());
     let list = T::list(&mut ia.owned);
-    match at {
+    let inserted = match at {
         Some(index) => slab.insert_member_at(list, index, value),
         None => slab.insert_member(list, value),
+    };
+    if let (Ok(_), Some((created, _))) = (&inserted, T::COUNTED) {
+        ia.counts.bump(created as usize);
     }
+    inserted
 }
 
 /// Take the object `h` names out of `slab` and out of its IA's list.
@@ -76,12 +89,16 @@ where
     S: Store<Slot<T>>,
 {
     let ia = ias.get_mut(slab.get(h)?.ia().0)?;
-    slab.remove_member(T::list(&mut ia.owned), h)
+    let removed = slab.remove_member(T::list(&mut ia.owned), h);
+    if let (Some(_), Some((_, freed))) = (&removed, T::COUNTED) {
+        ia.counts.bump(freed as usize);
+    }
+    removed
 }
 
 /// `OfIa` for object types whose `ia` field names their IA.
 macro_rules! of_ia {
-    ($($module:ident::$ty:ident => $list:ident),* $(,)?) => {$(
+    ($($module:ident::$ty:ident => $list:ident $(, $created:ident / $freed:ident)?);* $(;)?) => {$(
         impl<B: Backend> OfIa for crate::object::$module::$ty<B> {
             fn ia(&self) -> IaHandle {
                 self.ia
@@ -89,20 +106,45 @@ macro_rules! of_ia {
             fn list(owned: &mut Owned) -> &mut Members {
                 &mut owned.$list
             }
+            $(const COUNTED: Option<(ia::Counter, ia::Counter)> = Some((ia::Counter::$created, ia::Counter::$freed));)?
         }
     )*};
 }
 
 of_ia! {
-    pz::Pz => pzs,
-    lmr::Lmr => lmrs,
-    rmr::Rmr => rmrs,
-    evd::Evd => evds,
-    ep::Ep => eps,
-    psp::Psp => psps,
-    rsp::Rsp => rsps,
-    cr::Cr => crs,
-    srq::Srq => srqs,
+    pz::Pz => pzs, PZ_CREATE / PZ_FREE;
+    lmr::Lmr => lmrs, LMR_CREATE / LMR_FREE;
+    rmr::Rmr => rmrs, RMR_CREATE / RMR_FREE;
+    psp::Psp => psps, PSP_CREATE / PSP_FREE;
+    rsp::Rsp => rsps, RSP_CREATE / RSP_FREE;
+    cr::Cr => crs;
+    srq::Srq => srqs, SRQ_CREATE / SRQ_FREE;
+}
+
+impl<B: Backend> OfIa for crate::object::evd::Evd<B> {
+    fn ia(&self) -> IaHandle {
+        self.ia
+    }
+    fn list(owned: &mut Owned) -> &mut Members {
+        &mut owned.evds
+    }
+    const COUNTED: Option<(ia::Counter, ia::Counter)> = Some((ia::Counter::EVD_CREATE, ia::Counter::EVD_FREE));
+    fn follow(&mut self, counting: bool) {
+        self.set_counting(counting);
+    }
+}
+
+impl<B: Backend> OfIa for crate::object::ep::Ep<B> {
+    fn ia(&self) -> IaHandle {
+        self.ia
+    }
+    fn list(owned: &mut Owned) -> &mut Members {
+        &mut owned.eps
+    }
+    const COUNTED: Option<(ia::Counter, ia::Counter)> = Some((ia::Counter::EP_CREATE, ia::Counter::EP_FREE));
+    fn follow(&mut self, counting: bool) {
+        self.set_counting(counting);
+    }
 }
 
 impl OfIa for crate::object::cno::Cno {

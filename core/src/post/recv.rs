@@ -94,13 +94,16 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
         return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
     }
     let mut sges = FixedVec::new();
-    gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
+    let total = gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
     if ep.recv_outstanding >= ep.attr().max_recv_dtos {
         return Err(DatError::of(ErrorType::InsufficientResources));
     }
     let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
     post(qp, &sges)?;
     ep.recv_outstanding += 1;
+    if ep.counts.on() {
+        ep.counts.posted_recv(total);
+    }
     Ok(())
 }
 

@@ -354,5 +354,8 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     let wr = SendWr { op, sges: &sges, length: total as u32, cookie, flags };
     post(qp, &wr)?;
     ep.request_outstanding += 1;
+    if ep.counts.on() {
+        ep.counts.posted(&op, total);
+    }
     Ok(())
 }

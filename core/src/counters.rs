@@ -1,0 +1,237 @@
+//! The IB extension's counters (`<dat2/dat_ib_extensions.h>`, versions
+//! 2.0.3 and 2.0.7): `DAT_IA_COUNTERS`, `DAT_EP_COUNTERS` and
+//! `DAT_EVD_COUNTERS`, 64 bits each, read with `dat_ib_query_counters`
+//! ("Provide IA, EP, or EVD and call will return appropriate counters ...
+//! use _ALL_COUNTERS to query all").
+//!
+//! Counting is an IA's, and its EPs' and EVDs' with it: off until
+//! [`Provider::counters_start`], and off again after
+//! [`Provider::counters_stop`]. An EP or EVD that counts is kept off its
+//! lanes (its hot masks refuse every post, its dequeue is not direct), so
+//! the ordinary calls, which count, serve it; one that does not count
+//! runs its lanes as if counters did not exist. The counters of objects
+//! that are not counting hold still, and a query reads them all the same.
+
+use crate::backend::{Backend, RequestOp};
+use crate::error::{DatError, DatResult, Subtype};
+use crate::handle::{AnyHandle, IaHandle, Kind};
+use crate::provider::Provider;
+use crate::storage::Storage;
+use crate::types::DtoOp;
+
+/// One kind's counters in the header's order: a `Counter` enum whose
+/// discriminant is the header's index, and `NAMES`, the header's names.
+macro_rules! counters {
+    ($prefix:literal: $($name:ident),* $(,)?) => {
+        /// A counter, its discriminant the header's index.
+        #[allow(non_camel_case_types, missing_docs)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        pub enum Counter {
+            $($name),*
+        }
+
+        /// The header's names of the counters, by index.
+        pub const NAMES: &[&str] = &[$(concat!($prefix, stringify!($name))),*];
+
+        /// How many there are: the header's `*_ALL_COUNTERS`.
+        pub const COUNT: usize = NAMES.len();
+    };
+}
+
+/// `DAT_IA_COUNTERS`.
+pub mod ia {
+    counters! { "DCNT_IA_":
+        PZ_CREATE, PZ_FREE, LMR_CREATE, LMR_FREE, RMR_CREATE, RMR_FREE, PSP_CREATE, PSP_CREATE_ANY, PSP_FREE,
+        RSP_CREATE, RSP_FREE, EVD_CREATE, EVD_FREE, EP_CREATE, EP_FREE, SRQ_CREATE, SRQ_FREE, SP_CR, SP_CR_ACCEPTED,
+        SP_CR_REJECTED, MEM_ALLOC, MEM_ALLOC_DATA, MEM_FREE, ASYNC_ERROR, ASYNC_QP_ERROR, ASYNC_CQ_ERROR, CM_LISTEN,
+        CM_REQ_TX, CM_REQ_RX, CM_REP_TX, CM_REP_RX, CM_RTU_TX, CM_RTU_RX, CM_USER_REJ_TX, CM_USER_REJ_RX,
+        CM_ACTIVE_EST, CM_PASSIVE_EST, CM_AH_REQ_TX, CM_AH_REQ_RX, CM_AH_RESOLVED, CM_DREQ_TX, CM_DREQ_RX,
+        CM_DREP_TX, CM_DREP_RX, CM_MRA_TX, CM_MRA_RX, CM_REQ_FULLQ_POLL, CM_ERR, CM_ERR_REQ_FULLQ, CM_ERR_REQ_DUP,
+        CM_ERR_REQ_RETRY, CM_ERR_REP_DUP, CM_ERR_REP_RETRY, CM_ERR_RTU_DUP, CM_ERR_RTU_RETRY, CM_ERR_REFUSED,
+        CM_ERR_RESET, CM_ERR_TIMEOUT, CM_ERR_REJ_TX, CM_ERR_REJ_RX, CM_ERR_DREQ_DUP, CM_ERR_DREQ_RETRY,
+        CM_ERR_DREP_DUP, CM_ERR_DREP_RETRY, CM_ERR_MRA_DUP, CM_ERR_MRA_RETRY, CM_ERR_UNEXPECTED, LNK_ERR_RCV,
+        LNK_ERR_RCV_REM_PHYS, LNK_ERR_RCV_CONSTRAINT, LNK_ERR_XMT_DISCARDS, LNK_ERR_XMT_CONTRAINT, LNK_ERR_INTEGRITY,
+        LNK_ERR_EXC_BUF_OVERRUN, LNK_WARN_RCV_SW_RELAY, LNK_WARN_XMT_WAIT, DIAG_ERR_RQ_RAE, DIAG_ERR_RQ_OOS,
+        DIAG_ERR_RQ_RIRE, DIAG_ERR_RQ_UDSDPRD, DIAG_ERR_SQ_RAE, DIAG_ERR_SQ_OOS, DIAG_ERR_SQ_RIRE, DIAG_ERR_SQ_RREE,
+        DIAG_ERR_SQ_TREE,
+    }
+}
+
+/// `DAT_EP_COUNTERS`.
+pub mod ep {
+    counters! { "DCNT_EP_":
+        CONNECT, DISCONNECT, POST_SEND, POST_SEND_DATA, POST_SEND_UD, POST_SEND_UD_DATA, POST_RECV, POST_RECV_DATA,
+        POST_WRITE, POST_WRITE_DATA, POST_WRITE_IMM, POST_WRITE_IMM_DATA, POST_READ, POST_READ_DATA, POST_CMP_SWAP,
+        POST_FETCH_ADD, RECV, RECV_DATA, RECV_UD, RECV_UD_DATA, RECV_IMM, RECV_IMM_DATA, RECV_RDMA_IMM,
+        RECV_RDMA_IMM_DATA,
+    }
+}
+
+/// `DAT_EVD_COUNTERS`.
+pub mod evd {
+    counters! { "DCNT_EVD_":
+        WAIT, WAIT_BLOCKED, WAIT_NOTIFY, DEQUEUE, DEQUEUE_FOUND, DEQUEUE_NOT_FOUND, DEQUEUE_POLL, DEQUEUE_POLL_FOUND,
+        CONN_CALLBACK, DTO_CALLBACK,
+    }
+}
+
+/// The counters of one object, and whether they count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Counts<const N: usize> {
+    on: bool,
+    values: [u64; N],
+}
+
+impl<const N: usize> Counts<N> {
+    /// Zero, not counting.
+    pub(crate) const fn new() -> Self {
+        Counts { on: false, values: [0; N] }
+    }
+
+    /// Whether they count.
+    #[inline(always)]
+    pub(crate) fn on(&self) -> bool {
+        self.on
+    }
+
+    pub(crate) fn set_on(&mut self, on: bool) {
+        self.on = on;
+    }
+
+    /// One more event of counter `i`, if counting. Counters run free.
+    pub(crate) fn bump(&mut self, i: usize) {
+        self.add(i, 1);
+    }
+
+    /// `n` more of counter `i` (bytes, say), if counting.
+    pub(crate) fn add(&mut self, i: usize, n: u64) {
+        if let (true, Some(v)) = (self.on, self.values.get_mut(i)) {
+            *v = v.wrapping_add(n);
+        }
+    }
+
+    /// Counter `which` into `out[0]`, or every counter into `out` when
+    /// `which` is `N` (the header's `*_ALL_COUNTERS`); with `reset`, the
+    /// counters read start again from zero.
+    fn read(&mut self, which: usize, out: &mut [u64], reset: bool) -> DatResult<()> {
+        let (src, dst) = match which {
+            w if w == N => (self.values.get_mut(..), out.get_mut(..N)),
+            w if w < N => (self.values.get_mut(w..=w), out.get_mut(..1)),
+            _ => return Err(DatError::invalid_arg(3)),
+        };
+        let (Some(src), Some(dst)) = (src, dst) else { return Err(DatError::invalid_arg(4)) };
+        dst.copy_from_slice(src);
+        if reset {
+            src.fill(0);
+        }
+        Ok(())
+    }
+}
+
+impl Counts<{ ep::COUNT }> {
+    /// A request of `bytes` posted: its kind's count and bytes. Out of
+    /// line: only an EP that counts calls it.
+    #[cold]
+    pub(crate) fn posted(&mut self, op: &RequestOp, bytes: u64) {
+        let (n, data) = match op {
+            RequestOp::Send | RequestOp::SendInvalidate { .. } => (ep::Counter::POST_SEND, ep::Counter::POST_SEND_DATA),
+            RequestOp::RdmaWrite { .. } => (ep::Counter::POST_WRITE, ep::Counter::POST_WRITE_DATA),
+            RequestOp::RdmaWriteImm { .. } => (ep::Counter::POST_WRITE_IMM, ep::Counter::POST_WRITE_IMM_DATA),
+            RequestOp::RdmaRead { .. } => (ep::Counter::POST_READ, ep::Counter::POST_READ_DATA),
+            RequestOp::CompareSwap { .. } => return self.bump(ep::Counter::POST_CMP_SWAP as usize),
+            RequestOp::FetchAdd { .. } => return self.bump(ep::Counter::POST_FETCH_ADD as usize),
+        };
+        self.bump(n as usize);
+        self.add(data as usize, bytes);
+    }
+
+    /// A receive of `bytes` posted.
+    #[cold]
+    pub(crate) fn posted_recv(&mut self, bytes: u64) {
+        self.bump(ep::Counter::POST_RECV as usize);
+        self.add(ep::Counter::POST_RECV_DATA as usize, bytes);
+    }
+
+    /// A receive completed successfully as `op` with `bytes`: a message
+    /// (`DCNT_EP_RECV`), one with immediate data (`DCNT_EP_RECV_IMM`), or
+    /// one that a peer's RDMA write with immediate data consumed
+    /// (`DCNT_EP_RECV_RDMA_IMM`).
+    #[cold]
+    pub(crate) fn received(&mut self, op: DtoOp, bytes: u32) {
+        let (n, data) = match op {
+            DtoOp::ReceiveMsgImm => (ep::Counter::RECV_IMM, ep::Counter::RECV_IMM_DATA),
+            DtoOp::ReceiveImm => (ep::Counter::RECV_RDMA_IMM, ep::Counter::RECV_RDMA_IMM_DATA),
+            _ => (ep::Counter::RECV, ep::Counter::RECV_DATA),
+        };
+        self.bump(n as usize);
+        self.add(data as usize, u64::from(bytes));
+    }
+}
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// `dat_ib_start_counter`: the counters of `ia`, of its EPs and of its
+    /// EVDs count from now on, the ones made later as well.
+    pub fn counters_start(&mut self, ia: IaHandle) -> DatResult<()> {
+        self.counters_switch(ia, true)
+    }
+
+    /// `dat_ib_stop_counter`: the counters of `ia`, its EPs and its EVDs
+    /// hold still; its EPs and EVDs take their lanes again.
+    pub fn counters_stop(&mut self, ia: IaHandle) -> DatResult<()> {
+        self.counters_switch(ia, false)
+    }
+
+    fn counters_switch(&mut self, ia_h: IaHandle, on: bool) -> DatResult<()> {
+        let Provider { ias, eps, evds, .. } = self;
+        let ia = ias.get_mut(ia_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
+        ia.counts.set_on(on);
+        let mut at = 0;
+        while let Some(h) = eps.find_from(at, |e| e.ia == ia_h) {
+            at = h.index() + 1;
+            if let Some(ep) = eps.get_mut(h) {
+                ep.set_counting(on);
+            }
+        }
+        let mut at = 0;
+        while let Some(h) = evds.find_from(at, |e| e.ia == ia_h) {
+            at = h.index() + 1;
+            if let Some(e) = evds.get_mut(h) {
+                e.set_counting(on);
+            }
+        }
+        Ok(())
+    }
+
+    /// `dat_ib_query_counters`: counter `which` of the IA, EP or EVD `h`
+    /// into `out[0]`, or all of them into `out` when `which` is the
+    /// kind's `*_ALL_COUNTERS` ([`ia::COUNT`], [`ep::COUNT`],
+    /// [`evd::COUNT`]); `reset` zeroes what was read. Any other handle is
+    /// `DAT_INVALID_HANDLE`; a counter past the kind's is
+    /// `DAT_INVALID_PARAMETER` for argument 3, an `out` too short for
+    /// argument 4.
+    pub fn counters_query(&mut self, h: AnyHandle, which: usize, out: &mut [u64], reset: bool) -> DatResult<()> {
+        match h.kind {
+            Kind::Ia => self.ias.get_mut(h.raw).map(|i| i.counts.read(which, out, reset)),
+            Kind::Ep => self.eps.get_mut(h.raw).map(|e| e.counts.read(which, out, reset)),
+            Kind::Evd => self.evds.get_mut(h.raw).map(|e| e.counts.read(which, out, reset)),
+            _ => None,
+        }
+        .ok_or(DatError::invalid_handle(Subtype::NoSubtype))?
+    }
+
+    /// One more event of counter `c` of `evd`, if it counts: what the
+    /// wait of a caller that blocks outside the provider reports.
+    pub fn count_evd(&mut self, evd: crate::handle::EvdHandle, c: evd::Counter) {
+        if let Some(e) = self.evds.get_mut(evd.0) {
+            e.counts.bump(c as usize);
+        }
+    }
+
+    /// One more event of counter `c` of `ia`, if it counts.
+    pub(crate) fn count_ia(&mut self, ia: IaHandle, c: ia::Counter) {
+        if let Some(i) = self.ias.get_mut(ia.0) {
+            i.counts.bump(c as usize);
+        }
+    }
+}

@@ -27,16 +27,35 @@ typedef struct udat_ext_post {
 
 typedef DAT_RETURN (*udat_ext_fn)(DAT_HANDLE handle, const udat_ext_post *post);
 
+/* One counters call, its arguments as the dat_ib_*_counter(s) macros give them. */
+typedef struct udat_ext_counters {
+	DAT_IB_OP op;
+	int counter; /* query, print: the counter, or its kind's *_ALL_COUNTERS */
+	DAT_UINT64 *out; /* query */
+	int reset; /* query, print */
+	int type; /* start, stop: a DAT_IA_COUNTER_TYPE */
+} udat_ext_counters;
+
+typedef DAT_RETURN (*udat_ext_counters_fn)(DAT_HANDLE handle, const udat_ext_counters *counters);
+
 /*
  * The head of every udat provider: the table libdat2 dispatches through
- * (a handle's first word points at it), then the provider's entry for
- * extended posts.
+ * (a handle's first word points at it), then the provider's entries for
+ * extended posts and for counters.
  */
 typedef struct udat_provider_head {
 	DAT_PROVIDER table;
 	udat_ext_fn post;
+	udat_ext_counters_fn counters;
 } udat_provider_head;
 
 DAT_RETURN udat_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args);
+
+/* dat_ib_open_query of the provider registered as `name` (capi/src/entry/query.rs). */
+typedef DAT_RETURN (*udat_open_query_fn)(const char *name, DAT_IA_HANDLE *ia, DAT_IA_ATTR_MASK ia_mask,
+					 DAT_IA_ATTR *ia_attr, DAT_PROVIDER_ATTR_MASK provider_mask,
+					 DAT_PROVIDER_ATTR *provider_attr);
+
+void udat_ext_set_open_query(udat_open_query_fn f);
 
 #endif

@@ -19,7 +19,9 @@ use udat_core::{DatError, DatResult, Provider, Subtype};
 use crate::capacity::{Capacity, Heap};
 use crate::handle_space::HandleSpace;
 use crate::lock::{Locked, ObjLocks};
-use crate::sys::{udat_ext_fn, udat_provider_head, DAT_COMM, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER};
+use crate::sys::{
+    udat_ext_counters_fn, udat_ext_fn, udat_provider_head, DAT_COMM, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER,
+};
 use crate::transport::Transport;
 
 /// The core provider as the C ABI instantiates it: its objects and events
@@ -82,6 +84,8 @@ pub struct Entries {
     pub table: DAT_PROVIDER,
     /// What the extended-op slot calls with the posts it read.
     pub post: udat_ext_fn,
+    /// What it calls with the counters calls it read.
+    pub counters: udat_ext_counters_fn,
 }
 
 /// A registered provider.
@@ -92,6 +96,8 @@ pub struct Instance<B: Transport> {
     /// Second, as `udat_provider_head` of `c/ext.h` says: the entry the
     /// extended-op slot calls with the posts it read from its `va_list`.
     pub post: udat_ext_fn,
+    /// Third: the entry it calls with the counters calls it read.
+    pub counters: udat_ext_counters_fn,
     /// The name it is registered under (`device_name` points here).
     pub name: CString,
     /// The backend's IA name: a verbs device or the software HCA.
@@ -120,10 +126,12 @@ pub struct Instance<B: Transport> {
     pub cm_look_us: Box<[AtomicU64]>,
 }
 
-// `c/ext.c` reaches `post` as `udat_provider_head` lays it out; the
-// fields before it are the same for every transport.
+// `c/ext.c` reaches `post` and `counters` as `udat_provider_head` lays
+// them out; the fields before them are the same for every transport.
 const _: () = assert!(
     core::mem::offset_of!(Instance<udat_verbs::Verbs>, post) == core::mem::offset_of!(udat_provider_head, post)
+        && core::mem::offset_of!(Instance<udat_verbs::Verbs>, counters)
+            == core::mem::offset_of!(udat_provider_head, counters)
 );
 
 impl<B: Transport> Instance<B> {
@@ -150,6 +158,7 @@ impl<B: Transport> Instance<B> {
         let mut inst = Box::new(Instance {
             table: entries.table,
             post: entries.post,
+            counters: entries.counters,
             name,
             device,
             dapl_version: reg.dapl_version,

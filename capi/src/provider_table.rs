@@ -9,14 +9,15 @@
 
 use std::ptr;
 
-use crate::entry::{ib, not_offered, Arg};
+use crate::entry::{counters, ib, not_offered, Arg};
 use crate::instance::Entries;
 use crate::sys::*;
 use crate::transport::Transport;
 
 include!("../generated/slots.rs");
 
-/// `B`'s entry points: its table, and the IB extension's post.
+/// `B`'s entry points: its table, and the IB extension's post and
+/// counters.
 pub fn entries<B: Transport>() -> Entries {
-    Entries { table: table::<B>(), post: Some(ib::post::<B>) }
+    Entries { table: table::<B>(), post: Some(ib::post::<B>), counters: Some(counters::counters::<B>) }
 }

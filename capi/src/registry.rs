@@ -81,6 +81,7 @@ fn insert<B: Transport>(
 /// table to hand to libdat2 (or to dispatch through). A device the
 /// transport cannot open registers nothing.
 pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT_PROVIDER> {
+    crate::entry::query::install();
     if ENTRIES.lock().iter().any(|e| e.listed && e.name.as_c_str() == name) {
         return Err(DatError::of(ErrorType::ProviderAlreadyRegistered));
     }

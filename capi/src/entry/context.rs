@@ -12,7 +12,7 @@ use crate::transport::Transport;
 ///
 /// # Safety
 /// As [`super::with`].
-unsafe fn with_any<B: Transport>(
+pub(crate) unsafe fn with_any<B: Transport>(
     h: DAT_HANDLE,
     f: impl FnOnce(&mut super::Cx<B>, AnyHandle) -> udat_core::DatResult<()>,
 ) -> DAT_RETURN {

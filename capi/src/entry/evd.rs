@@ -4,6 +4,7 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 
 use udat_core::backend::{Shared, Wake};
+use udat_core::counters::evd::Counter as evd_counter;
 use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, Event, EventData, EventNumber, WaitStep};
@@ -252,9 +253,15 @@ pub(crate) unsafe fn evd_wait<B: Transport>(
                         return Err(DatError::of(ErrorType::TimeoutExpired));
                     }
                     WaitStep::Pending { timeout_us } => {
-                        if sleep(&mut cx.st, ia, timeout_us)? == Wake::Interrupted {
-                            cx.st.core.evd_wait_end(&wait);
-                            return Err(DatError::of(ErrorType::InterruptedCall));
+                        let woke = sleep(&mut cx.st, ia, timeout_us)?;
+                        cx.st.core.count_evd(h, evd_counter::WAIT_BLOCKED);
+                        match woke {
+                            Wake::Interrupted => {
+                                cx.st.core.evd_wait_end(&wait);
+                                return Err(DatError::of(ErrorType::InterruptedCall));
+                            }
+                            Wake::Activity => cx.st.core.count_evd(h, evd_counter::WAIT_NOTIFY),
+                            Wake::Timeout => {}
                         }
                     }
                 }

@@ -19,8 +19,10 @@ use crate::{debug, registry};
 /// extension's operations the device performs (dtestx reads these); and
 /// `UDAT_TRANSPORT`, the transport in use: `verbs`, `softhca`, or `mlx5`
 /// (the direct path on a ConnectX; an `mlx5` registration in a build
-/// without it, and an `auto` one, say `verbs`).
-struct NamedAttrs([DAT_NAMED_ATTR; 5]);
+/// without it, and an `auto` one, say `verbs`); and `DAT_COUNTERS`
+/// (`DAT_IB_ATTR_COUNTERS`), the IB extension's counters, which dtestx
+/// looks for before it queries them (`super::counters`).
+struct NamedAttrs([DAT_NAMED_ATTR; 6]);
 
 // SAFETY: the attributes point at static, immutable strings.
 unsafe impl Sync for NamedAttrs {}
@@ -38,6 +40,7 @@ macro_rules! attrs {
             named(c"DAT_IB_CMP_AND_SWAP", $atomics),
             named(c"DAT_IB_FETCH_AND_ADD", $atomics),
             named(c"UDAT_TRANSPORT", $transport),
+            named(c"DAT_COUNTERS", c"TRUE"),
         ]);
     };
 }
@@ -94,6 +97,9 @@ pub(crate) unsafe fn ia_open<B: Transport>(
             AsyncEvd::Use(EvdHandle::from_raw(cx.raw(*evd_slot, Kind::Evd)?))
         };
         let (ia, evd) = cx.st.core.ia_open(inst.device.as_bytes(), how)?;
+        if super::counters::started_at_open() {
+            cx.st.core.counters_start(ia)?;
+        }
         let (_, attr) = cx.st.core.ia_query(ia)?;
         cx.st.ia_addr[ia.raw().index() as usize] = Addr(attr.ia_address);
         if matches!(how, AsyncEvd::Create { .. }) {

@@ -7,7 +7,8 @@
  * handle table stands in between.
  *
  * The functions themselves are generated from capi/entries.list, the one
- * list of the provider table's slots (consumer_calls.inc).
+ * list of the provider table's slots (consumer_calls.inc), but for
+ * dat_extension_op, whose open query names its provider by name.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <netinet/in.h>
 #include <dat2/udat.h>
 #include <dat2/dat_registry.h>
+#include <dat2/dat_ib_extensions.h>
 
 /* capi/src/handles.rs, `Spaces`: where the handle spaces of this process
  * start, and how many bytes of them are readable. */
@@ -38,3 +40,39 @@ static inline int udat_handle_issued(DAT_HANDLE handle)
 }
 
 #include "consumer_calls.inc"
+
+/* src/lib.rs: the table of the provider registered as `name`, registered
+ * now if this is its first use; NULL if there is none. */
+extern const DAT_PROVIDER *udat_static_provider(const char *name);
+
+/*
+ * dat_extension_op, dispatched through its handle's provider as the
+ * generated calls are, but for dat_ib_open_query: its handle is null,
+ * and, as libdat2's dat_extension_op does, the provider is the one the
+ * name after the operation names, whose extended-op slot gets the name
+ * as its handle and the rest of the arguments.
+ */
+DAT_RETURN DAT_API dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP op, ...)
+{
+	DAT_RETURN ret;
+	va_list args;
+
+	va_start(args, op);
+	if (op == (DAT_EXTENDED_OP)DAT_IB_OPEN_QUERY_OP) {
+		const char *name = va_arg(args, const char *);
+		const DAT_PROVIDER *provider = name ? udat_static_provider(name) : NULL;
+
+		if (name == NULL)
+			ret = DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+		else if (provider == NULL)
+			ret = DAT_PROVIDER_NOT_FOUND;
+		else
+			ret = provider->handle_extendedop_func((DAT_HANDLE)name, op, args);
+	} else if (!udat_handle_issued(handle)) {
+		ret = DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_NO_SUBTYPE;
+	} else {
+		ret = DAT_HANDLE_TO_PROVIDER(handle)->handle_extendedop_func(handle, op, args);
+	}
+	va_end(args);
+	return ret;
+}

@@ -10,7 +10,7 @@
 //! from udat-capi's `entries.list` into `dispatch.c`, and reaches the
 //! provider through its handle.
 
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, CStr, CString};
 use std::sync::OnceLock;
 
 use udat_capi::registry;
@@ -29,6 +29,39 @@ fn params(name: &str) -> Option<String> {
     let rest = name.strip_prefix("udat-")?;
     let (transport, device) = rest.split_once('-')?;
     Some(format!("{transport} {device}"))
+}
+
+/// The table of the provider `name`, registered with `version` and
+/// `thread_safe` if this is the name's first use.
+fn provider(name: &CStr, version: (u32, u32), thread_safe: bool) -> Result<*const DAT_PROVIDER, DatError> {
+    if let Some(t) = registry::table(name) {
+        return Ok(t);
+    }
+    let Some(params) = name.to_str().ok().and_then(params) else {
+        return Err(DatError::of(ErrorType::ProviderNotFound));
+    };
+    let reg = Registration { dapl_version: version, thread_safe, ia_out: same };
+    match registry::add(name, &params, reg) {
+        Ok(t) => Ok(t),
+        // Another thread registered it meanwhile.
+        Err(e) if e.error_type() == ErrorType::ProviderAlreadyRegistered => registry::table(name).ok_or(e),
+        Err(e) => Err(e),
+    }
+}
+
+/// The table of the provider `name` for `dispatch.c`'s `dat_extension_op`
+/// (`dat_ib_open_query` names its provider), registered as a
+/// `dat_ia_open` of this DAT version would; null if there is none.
+///
+/// # Safety
+/// `name` is a non-null pointer (read no further than a name's longest).
+#[no_mangle]
+pub unsafe extern "C" fn udat_static_provider(name: *const c_char) -> *const DAT_PROVIDER {
+    let found = std::panic::catch_unwind(|| {
+        let name = udat_capi::entry::name(name, 3).ok()?;
+        provider(&name, (DAT_VERSION_MAJOR, DAT_VERSION_MINOR), false).ok()
+    });
+    found.ok().flatten().unwrap_or(std::ptr::null())
 }
 
 /// dat_ia_openv: open an IA of the provider `name`, registering the name
@@ -55,28 +88,9 @@ pub unsafe extern "C" fn dat_ia_openv(
         if ia.is_null() {
             return DatError::invalid_handle(Subtype::InvalidHandleIa).to_raw();
         }
-        let cname = cname.as_c_str();
-        let table = match registry::table(cname) {
-            Some(t) => t,
-            None => {
-                let Some(params) = cname.to_str().ok().and_then(params) else {
-                    return DatError::of(ErrorType::ProviderNotFound).to_raw();
-                };
-                let reg = Registration {
-                    dapl_version: (dapl_major, dapl_minor),
-                    thread_safe: thread_safety == DAT_TRUE,
-                    ia_out: same,
-                };
-                match registry::add(cname, &params, reg) {
-                    Ok(t) => t,
-                    // Another thread registered it meanwhile.
-                    Err(e) if e.error_type() == ErrorType::ProviderAlreadyRegistered => match registry::table(cname) {
-                        Some(t) => t,
-                        None => return e.to_raw(),
-                    },
-                    Err(e) => return e.to_raw(),
-                }
-            }
+        let table = match provider(cname.as_c_str(), (dapl_major, dapl_minor), thread_safety == DAT_TRUE) {
+            Ok(t) => t,
+            Err(e) => return e.to_raw(),
         };
         // SAFETY: registered tables live until removed, which this library
         // never does; every slot is filled.

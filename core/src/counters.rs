@@ -11,13 +11,19 @@
 //! the ordinary calls, which count, serve it; one that does not count
 //! runs its lanes as if counters did not exist. The counters of objects
 //! that are not counting hold still, and a query reads them all the same.
+//!
+//! An EP's and an EVD's counters live beside their slab, in [`Tallies`],
+//! not in the object: the objects the lanes read keep their size, and so
+//! the lanes keep their code.
 
-use crate::backend::{Backend, RequestOp};
+use crate::backend::{Backend, Completion, RequestOp};
 use crate::error::{DatError, DatResult, Subtype};
-use crate::handle::{AnyHandle, IaHandle, Kind};
+use crate::handle::{AnyHandle, EpHandle, EvdHandle, IaHandle, Kind, RawHandle};
 use crate::provider::Provider;
+use crate::slab::{Slab, Slot};
 use crate::storage::Storage;
-use crate::types::DtoOp;
+use crate::storage::Store;
+use crate::types::{DtoOp, DtoStatus};
 
 /// One kind's counters in the header's order: a `Counter` enum whose
 /// discriminant is the header's index, and `NAMES`, the header's names.
@@ -76,37 +82,26 @@ pub mod evd {
     }
 }
 
-/// The counters of one object, and whether they count.
+/// The counters of one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Counts<const N: usize> {
-    on: bool,
     values: [u64; N],
 }
 
 impl<const N: usize> Counts<N> {
-    /// Zero, not counting.
+    /// All zero.
     pub(crate) const fn new() -> Self {
-        Counts { on: false, values: [0; N] }
+        Counts { values: [0; N] }
     }
 
-    /// Whether they count.
-    #[inline(always)]
-    pub(crate) fn on(&self) -> bool {
-        self.on
-    }
-
-    pub(crate) fn set_on(&mut self, on: bool) {
-        self.on = on;
-    }
-
-    /// One more event of counter `i`, if counting. Counters run free.
+    /// One more event of counter `i`. Counters run free.
     pub(crate) fn bump(&mut self, i: usize) {
         self.add(i, 1);
     }
 
-    /// `n` more of counter `i` (bytes, say), if counting.
+    /// `n` more of counter `i` (bytes, say).
     pub(crate) fn add(&mut self, i: usize, n: u64) {
-        if let (true, Some(v)) = (self.on, self.values.get_mut(i)) {
+        if let Some(v) = self.values.get_mut(i) {
             *v = v.wrapping_add(n);
         }
     }
@@ -129,11 +124,117 @@ impl<const N: usize> Counts<N> {
     }
 }
 
-impl Counts<{ ep::COUNT }> {
-    /// A request of `bytes` posted: its kind's count and bytes. Out of
-    /// line: only an EP that counts calls it.
+/// The counters of the object of one generation in a slot.
+#[derive(Debug)]
+pub(crate) struct Tally<const N: usize> {
+    generation: u32,
+    counts: Counts<N>,
+}
+
+/// The counters of the EPs or EVDs of a provider, slot by slot beside
+/// their slab (a keyed slab of the same capacity), each marked with the
+/// generation of the object it counts for: a new object in a slot starts
+/// from zero.
+pub(crate) struct Tallies<const N: usize, St: Store<Slot<Tally<N>>>> {
+    slab: Slab<Tally<N>, St>,
+}
+
+impl<const N: usize, St: Store<Slot<Tally<N>>>> Tallies<N, St> {
+    pub(crate) fn new(store: St) -> Self {
+        Tallies { slab: Slab::keyed(store) }
+    }
+
+    /// The counters of the object `h` names, made (zero) if it has none
+    /// yet. Out of line, as every use of the tallies: the calls that
+    /// count keep their ordinary path's code as it was.
+    #[inline(never)]
+    pub(crate) fn of(&mut self, h: RawHandle) -> Option<&mut Counts<N>> {
+        let fresh = Tally { generation: h.generation(), counts: Counts::new() };
+        match self.slab.live_mut(h.index()) {
+            Some((_, t)) if t.generation != h.generation() => *t = fresh,
+            Some(_) => {}
+            None => {
+                self.slab.insert_at(h.index(), fresh).ok()?;
+            }
+        }
+        self.slab.live_mut(h.index()).map(|(_, t)| &mut t.counts)
+    }
+
+    /// [`Tallies::of`] through a shared provider, for counters made
+    /// already (an EP's are made when it starts counting).
+    ///
+    /// # Safety
+    /// As [`Slab::live_shared`]: the caller holds the lock of the object
+    /// `h` names.
+    #[allow(unsafe_code, clippy::mut_from_ref)]
+    #[inline(never)]
+    pub(crate) unsafe fn of_shared(&self, h: RawHandle) -> Option<&mut Counts<N>> {
+        // SAFETY: forwarded contract.
+        let (_, t) = unsafe { self.slab.live_shared(h.index()) }?;
+        (t.generation == h.generation()).then_some(&mut t.counts)
+    }
+
+    /// One more event of counter `i` of the object `h` names.
     #[cold]
-    pub(crate) fn posted(&mut self, op: &RequestOp, bytes: u64) {
+    #[inline(never)]
+    pub(crate) fn bump(&mut self, h: RawHandle, i: usize) {
+        if let Some(counts) = self.of(h) {
+            counts.bump(i);
+        }
+    }
+}
+
+impl<St: Store<Slot<Tally<{ ep::COUNT }>>>> Tallies<{ ep::COUNT }, St> {
+    /// A request of `bytes` posted on the EP `h`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn posted(&mut self, h: RawHandle, op: &RequestOp, bytes: u64) {
+        if let Some(counts) = self.of(h) {
+            counts.posted(op, bytes);
+        }
+    }
+
+    /// [`Tallies::posted`] through a shared provider.
+    ///
+    /// # Safety
+    /// As [`Tallies::of_shared`].
+    #[allow(unsafe_code)]
+    #[cold]
+    #[inline(never)]
+    pub(crate) unsafe fn posted_shared(&self, h: RawHandle, op: &RequestOp, bytes: u64) {
+        // SAFETY: forwarded contract.
+        if let Some(counts) = unsafe { self.of_shared(h) } {
+            counts.posted(op, bytes);
+        }
+    }
+
+    /// A receive of `bytes` posted on the EP `h`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn posted_recv(&mut self, h: RawHandle, bytes: u64) {
+        if let Some(counts) = self.of(h) {
+            counts.posted_recv(bytes);
+        }
+    }
+
+    /// [`Tallies::posted_recv`] through a shared provider.
+    ///
+    /// # Safety
+    /// As [`Tallies::of_shared`].
+    #[allow(unsafe_code)]
+    #[cold]
+    #[inline(never)]
+    pub(crate) unsafe fn posted_recv_shared(&self, h: RawHandle, bytes: u64) {
+        // SAFETY: forwarded contract.
+        if let Some(counts) = unsafe { self.of_shared(h) } {
+            counts.posted_recv(bytes);
+        }
+    }
+}
+
+impl Counts<{ ep::COUNT }> {
+    /// A request of `bytes` posted: its kind's count and bytes.
+    fn posted(&mut self, op: &RequestOp, bytes: u64) {
         let (n, data) = match op {
             RequestOp::Send | RequestOp::SendInvalidate { .. } => (ep::Counter::POST_SEND, ep::Counter::POST_SEND_DATA),
             RequestOp::RdmaWrite { .. } => (ep::Counter::POST_WRITE, ep::Counter::POST_WRITE_DATA),
@@ -147,8 +248,7 @@ impl Counts<{ ep::COUNT }> {
     }
 
     /// A receive of `bytes` posted.
-    #[cold]
-    pub(crate) fn posted_recv(&mut self, bytes: u64) {
+    fn posted_recv(&mut self, bytes: u64) {
         self.bump(ep::Counter::POST_RECV as usize);
         self.add(ep::Counter::POST_RECV_DATA as usize, bytes);
     }
@@ -183,14 +283,18 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     fn counters_switch(&mut self, ia_h: IaHandle, on: bool) -> DatResult<()> {
-        let Provider { ias, eps, evds, .. } = self;
+        let Provider { ias, eps, evds, ep_tallies, .. } = self;
         let ia = ias.get_mut(ia_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
-        ia.counts.set_on(on);
+        ia.counting = on;
         let mut at = 0;
         while let Some(h) = eps.find_from(at, |e| e.ia == ia_h) {
             at = h.index() + 1;
             if let Some(ep) = eps.get_mut(h) {
                 ep.set_counting(on);
+                // A shared post counts only into counters made already.
+                if on {
+                    ep_tallies.of(h);
+                }
             }
         }
         let mut at = 0;
@@ -203,6 +307,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         Ok(())
     }
 
+    /// Make the counters of the new EP `h` if it counts, so that a shared
+    /// post finds them.
+    pub(crate) fn tally_new_ep(&mut self, h: RawHandle) {
+        if self.eps.get(h).is_some_and(|e| e.counting) {
+            self.ep_tallies.of(h);
+        }
+    }
+
     /// `dat_ib_query_counters`: counter `which` of the IA, EP or EVD `h`
     /// into `out[0]`, or all of them into `out` when `which` is the
     /// kind's `*_ALL_COUNTERS` ([`ia::COUNT`], [`ep::COUNT`],
@@ -213,8 +325,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn counters_query(&mut self, h: AnyHandle, which: usize, out: &mut [u64], reset: bool) -> DatResult<()> {
         match h.kind {
             Kind::Ia => self.ias.get_mut(h.raw).map(|i| i.counts.read(which, out, reset)),
-            Kind::Ep => self.eps.get_mut(h.raw).map(|e| e.counts.read(which, out, reset)),
-            Kind::Evd => self.evds.get_mut(h.raw).map(|e| e.counts.read(which, out, reset)),
+            Kind::Ep if self.eps.contains(h.raw) => self.ep_tallies.of(h.raw).map(|c| c.read(which, out, reset)),
+            Kind::Evd if self.evds.contains(h.raw) => self.evd_tallies.of(h.raw).map(|c| c.read(which, out, reset)),
             _ => None,
         }
         .ok_or(DatError::invalid_handle(Subtype::NoSubtype))?
@@ -222,15 +334,36 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// One more event of counter `c` of `evd`, if it counts: what the
     /// wait of a caller that blocks outside the provider reports.
-    pub fn count_evd(&mut self, evd: crate::handle::EvdHandle, c: evd::Counter) {
-        if let Some(e) = self.evds.get_mut(evd.0) {
-            e.counts.bump(c as usize);
+    pub fn count_evd(&mut self, evd: EvdHandle, c: evd::Counter) {
+        if self.evds.get(evd.0).is_some_and(|e| e.counting) {
+            self.evd_tallies.bump(evd.0, c as usize);
         }
+    }
+
+    /// One more event of counter `c` of the EP `h`, if it counts.
+    pub(crate) fn count_ep(&mut self, h: RawHandle, c: ep::Counter) {
+        if self.eps.get(h).is_some_and(|e| e.counting) {
+            self.ep_tallies.bump(h, c as usize);
+        }
+    }
+
+    /// A completion `c` of the EP `ep` that counts, routed to `evd` as
+    /// `op`: a receive's count and bytes on the EP, a DTO completion on
+    /// the EVD.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn count_completion(&mut self, ep: EpHandle, evd: EvdHandle, op: DtoOp, c: &Completion) {
+        if op.is_recv() && c.status == DtoStatus::Success {
+            if let Some(counts) = self.ep_tallies.of(ep.0) {
+                counts.received(op, c.transferred_length);
+            }
+        }
+        self.count_evd(evd, evd::Counter::DTO_CALLBACK);
     }
 
     /// One more event of counter `c` of `ia`, if it counts.
     pub(crate) fn count_ia(&mut self, ia: IaHandle, c: ia::Counter) {
-        if let Some(i) = self.ias.get_mut(ia.0) {
+        if let Some(i) = self.ias.get_mut(ia.0).filter(|i| i.counting) {
             i.counts.bump(c as usize);
         }
     }

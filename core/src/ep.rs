@@ -156,6 +156,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         self.attach(&streams);
         self.pz_hold(pz);
+        self.tally_new_ep(h.0);
         Ok(h)
     }
 
@@ -172,7 +173,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             EpState::TentativeConnectionPending,
             true,
         );
-        crate::object::owned::insert(&mut self.ias, &mut self.eps, None, ep).ok().map(EpHandle)
+        let h = crate::object::owned::insert(&mut self.ias, &mut self.eps, None, ep).ok()?;
+        self.tally_new_ep(h);
+        Some(EpHandle(h))
     }
 
     /// Create the EP's QP if it has a PZ and none yet.
@@ -449,7 +452,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         ep.remote = *remote;
         ep.remote_conn_qual = conn_qual;
         ep.remote_port = conn_qual;
-        ep.counts.bump(counters::ep::Counter::CONNECT as usize);
+        self.count_ep(h.0, counters::ep::Counter::CONNECT);
         Ok(())
     }
 
@@ -475,9 +478,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_disconnect(3DAT).
     pub fn ep_disconnect(&mut self, h: EpHandle, flags: CloseFlags) -> DatResult<()> {
         self.disconnect(h, flags)?;
-        if let Some(ep) = self.eps.get_mut(h.0) {
-            ep.counts.bump(counters::ep::Counter::DISCONNECT as usize);
-        }
+        self.count_ep(h.0, counters::ep::Counter::DISCONNECT);
         Ok(())
     }
 

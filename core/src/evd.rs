@@ -139,7 +139,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             overflowed: false,
             cq_failed: false,
             context: 0,
-            counts: crate::counters::Counts::new(),
+            counting: false,
         };
         evd.tie(cno);
         // The slot comes first: the CQ's errors name the EVD by its handle.
@@ -302,7 +302,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if e.waiter {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdWaiter));
         }
-        if count && e.counts.on() {
+        if count && e.counting {
             return self.dequeue_counted(evd);
         }
         let ia = e.ia;
@@ -345,9 +345,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     fn dequeue_counted(&mut self, evd: EvdHandle) -> DatResult<Event> {
         let polls = self.evds.get(evd.0).is_some_and(|e| e.queue.is_empty() && e.cq.is_some());
         let r = self.dequeue(evd, false);
-        if let Some(e) = self.evds.get_mut(evd.0) {
+        if let Some(counts) = self.evd_tallies.of(evd.0) {
             let found = r.is_ok();
-            let mut bump = |c: counters::evd::Counter| e.counts.bump(c as usize);
+            let mut bump = |c: counters::evd::Counter| counts.bump(c as usize);
             bump(counters::evd::Counter::DEQUEUE);
             bump(if found { counters::evd::Counter::DEQUEUE_FOUND } else { counters::evd::Counter::DEQUEUE_NOT_FOUND });
             if polls {
@@ -404,8 +404,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
         if let Ok(e) = self.evd_mut(evd) {
             e.waiter = true;
-            e.counts.bump(counters::evd::Counter::WAIT as usize);
         }
+        self.count_evd(evd, counters::evd::Counter::WAIT);
         Ok(EvdWait { evd, threshold, deadline_us })
     }
 

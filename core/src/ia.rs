@@ -79,6 +79,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             cm_look_us: 0,
             owned: crate::object::owned::Owned::default(),
             counts: crate::counters::Counts::new(),
+            counting: false,
         };
         let ia_h = match self.ias.insert(ia) {
             Ok(raw) => IaHandle(raw),

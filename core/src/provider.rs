@@ -6,7 +6,7 @@
 //! posts.
 
 use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnReq, ConnectionManager, PrivateData};
-use crate::counters;
+use crate::counters::{self, Tallies, Tally};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber, EventPool};
 use crate::handle::*;
@@ -42,6 +42,9 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) crs: Slab<Cr<B>, S::Slots<Cr<B>>>,
     pub(crate) srqs: Slab<Srq<B>, S::Slots<Srq<B>>>,
     pub(crate) events: EventPool<S::Events>,
+    /// The EPs' and the EVDs' counters, beside their slabs.
+    pub(crate) ep_tallies: Tallies<{ counters::ep::COUNT }, S::Slots<Tally<{ counters::ep::COUNT }>>>,
+    pub(crate) evd_tallies: Tallies<{ counters::evd::COUNT }, S::Slots<Tally<{ counters::evd::COUNT }>>>,
     /// Where a CQ poll puts its completions: kept, so that no poll clears
     /// a buffer first.
     pub(crate) polled: [Completion; POLL_BATCH],
@@ -129,6 +132,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             crs: Slab::new(storage.slots(Kind::Cr)).listed(),
             srqs: Slab::new(storage.slots(Kind::Srq)).listed(),
             events: EventPool::new(storage.events()),
+            ep_tallies: Tallies::new(storage.slots(Kind::Ep)),
+            evd_tallies: Tallies::new(storage.slots(Kind::Evd)),
             polled: [Completion::EMPTY; POLL_BATCH],
             lmr_sequence: 0,
             lmr_epoch: 0,
@@ -203,8 +208,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `DAT_ASYNC_ERROR_EVD_OVERFLOW`.
     pub(crate) fn deliver(&mut self, evd: EvdHandle, number: EventNumber, data: EventData, notify: bool) {
         let Some(e) = self.evds.get_mut(evd.0) else { return };
-        if e.counts.on() && matches!(data, EventData::Connection { .. } | EventData::CrArrival { .. }) {
-            e.counts.bump(counters::evd::Counter::CONN_CALLBACK as usize);
+        if e.counting && matches!(data, EventData::Connection { .. } | EventData::CrArrival { .. }) {
+            self.evd_tallies.bump(evd.0, counters::evd::Counter::CONN_CALLBACK as usize);
         }
         let event = Event { number, evd, data };
         if self.events.push(&mut e.queue, event).is_err() {
@@ -227,7 +232,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// itself full loses the event.
     pub(crate) fn async_event(&mut self, ia: IaHandle, number: EventNumber, handle: Option<AnyHandle>, reason: u32) {
         let Some(i) = self.ias.get_mut(ia.0) else { return };
-        if i.counts.on() {
+        if i.counting {
             // OFA counts the QP's and the CQ's errors apart from the rest.
             i.counts.bump(counters::ia::Counter::ASYNC_ERROR as usize);
             match handle.map(|h| h.kind) {
@@ -342,13 +347,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     op,
                     imm: c.imm,
                 };
-                if ep.counts.on() {
-                    if op.is_recv() && c.status == DtoStatus::Success {
-                        ep.counts.received(op, c.transferred_length);
-                    }
-                    if let Some(e) = self.evds.get_mut(evd.0) {
-                        e.counts.bump(counters::evd::Counter::DTO_CALLBACK as usize);
-                    }
+                if ep.counting {
+                    self.count_completion(ep_h, evd, op, c);
                 }
                 if op == DtoOp::ReceiveWithInvalidate && c.status == DtoStatus::Success {
                     self.rmr_invalidated(ep_h, c.imm);

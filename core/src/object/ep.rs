@@ -2,7 +2,6 @@
 //! `crate::ep`.
 
 use crate::backend::{Backend, PrivateData};
-use crate::counters::{self, Counts};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{CrHandle, EvdHandle, IaHandle, PzHandle, RspHandle, SrqHandle};
 use crate::object::evd::NotifyMode;
@@ -44,9 +43,10 @@ pub(crate) struct Ep<B: Backend> {
     /// are counted on the SRQ), and no window of its own is bound through
     /// it, so no receive of it can invalidate one (which changes an RMR).
     pub(crate) recv_direct: bool,
-    /// `DAT_EP_COUNTERS`. While they count, the hot masks refuse every
-    /// post, so that the ordinary posts, which count, take them.
-    pub(crate) counts: Counts<{ counters::ep::COUNT }>,
+    /// Whether its counters count (`crate::counters`). While they do, the
+    /// hot masks refuse every post, so that the ordinary posts, which
+    /// count, take them.
+    pub(crate) counting: bool,
 }
 
 /// The facts a post's lane reads of its EP, derived from the EP's state,
@@ -89,10 +89,10 @@ impl Hot {
         let posts = matches!(ep.state, EpState::Connected | EpState::Disconnected)
             && ep.qp.is_some()
             && ep.attr.max_request_iov != 0
-            && !ep.counts.on();
+            && !ep.counting;
         // dat_ep_post_recv(3DAT): "valid for all states of the Endpoint",
         // on an EP with a QP of its own receives (no SRQ).
-        let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0 && !ep.counts.on();
+        let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0 && !ep.counting;
         Hot {
             send: reject(crate::post::SEND_FLAGS & !request, posts),
             rdma: reject(crate::post::REQUEST_FLAGS & !request, posts),
@@ -136,7 +136,7 @@ impl<B: Backend> Ep<B> {
             context: 0,
             windows: 0,
             recv_direct: srq.is_null(),
-            counts: Counts::new(),
+            counting: false,
         };
         ep.hot = Hot::of(&ep);
         ep
@@ -151,7 +151,7 @@ impl<B: Backend> Ep<B> {
 
     /// Start or stop counting; the hot masks follow.
     pub(crate) fn set_counting(&mut self, on: bool) {
-        self.counts.set_on(on);
+        self.counting = on;
         self.hot = Hot::of(self);
     }
 

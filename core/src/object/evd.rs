@@ -2,7 +2,6 @@
 //! `crate::evd`.
 
 use crate::backend::Backend;
-use crate::counters::{self, Counts};
 use crate::event::EventQueue;
 use crate::handle::{CnoHandle, IaHandle};
 use crate::types::{CompletionFlags, EvdFlags};
@@ -64,9 +63,10 @@ pub(crate) struct Evd<B: Backend> {
     /// CQ error for every completion it loses).
     pub(crate) cq_failed: bool,
     pub(crate) context: u64,
-    /// `DAT_EVD_COUNTERS`. While they count, `direct` is false, so that
-    /// the ordinary dequeue, which counts, serves the EVD.
-    pub(crate) counts: Counts<{ counters::evd::COUNT }>,
+    /// Whether its counters count (`crate::counters`). While they do,
+    /// `direct` is false, so that the ordinary dequeue, which counts,
+    /// serves the EVD.
+    pub(crate) counting: bool,
 }
 
 impl<B: Backend> Evd<B> {
@@ -82,7 +82,7 @@ impl<B: Backend> Evd<B> {
     /// What `direct` is kept at: [`Evd::takes_direct`], unless the EVD
     /// counts.
     pub(crate) fn lane_direct(&self) -> bool {
-        self.takes_direct() && !self.counts.on()
+        self.takes_direct() && !self.counting
     }
 
     /// Tie the EVD to `cno` (or to none); the CNO it was tied to.
@@ -94,7 +94,7 @@ impl<B: Backend> Evd<B> {
 
     /// Start or stop counting; `direct` follows.
     pub(crate) fn set_counting(&mut self, on: bool) {
-        self.counts.set_on(on);
+        self.counting = on;
         self.direct = self.lane_direct();
     }
 }

@@ -22,6 +22,7 @@ pub(crate) struct Ia<B: Backend> {
     pub(crate) cm_look_us: u64,
     /// The objects created on it.
     pub(crate) owned: crate::object::owned::Owned,
-    /// `DAT_IA_COUNTERS`, and whether the IA counts.
+    /// `DAT_IA_COUNTERS`, and whether the IA and its EPs and EVDs count.
     pub(crate) counts: Counts<{ counters::ia::COUNT }>,
+    pub(crate) counting: bool,
 }

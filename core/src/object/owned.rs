@@ -65,13 +65,13 @@ where
 {
     let Some(ia) = ias.get_mut(value.ia().0) else { return Err(value) };
     let mut value = value;
-    value.follow(ia.counts.on());
+    value.follow(ia.counting);
     let list = T::list(&mut ia.owned);
     let inserted = match at {
         Some(index) => slab.insert_member_at(list, index, value),
         None => slab.insert_member(list, value),
     };
-    if let (Ok(_), Some((created, _))) = (&inserted, T::COUNTED) {
+    if let (Ok(_), true, Some((created, _))) = (&inserted, ia.counting, T::COUNTED) {
         ia.counts.bump(created as usize);
     }
     inserted
@@ -90,7 +90,7 @@ where
 {
     let ia = ias.get_mut(slab.get(h)?.ia().0)?;
     let removed = slab.remove_member(T::list(&mut ia.owned), h);
-    if let (Some(_), Some((_, freed))) = (&removed, T::COUNTED) {
+    if let (Some(_), true, Some((_, freed))) = (&removed, ia.counting, T::COUNTED) {
         ia.counts.bump(freed as usize);
     }
     removed

@@ -45,9 +45,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let Provider { eps, lmrs, backend, .. } = self;
+        let Provider { eps, lmrs, backend, ep_tallies, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        recv_checked(ep, lmrs, iov, flags, |qp, sges| backend.post_recv(qp, sges, cookie))
+        let post = |qp: &mut B::Qp, sges: &[Sge]| backend.post_recv(qp, sges, cookie);
+        recv_checked(ep, lmrs, iov, flags, post, |bytes| ep_tallies.posted_recv(h.0, bytes))
     }
 
     /// dat_srq_post_recv(3DAT): valid in every SRQ state. A receive of
@@ -73,7 +74,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 }
 
 /// The rules of dat_ep_post_recv(3DAT) for a receive on `ep`, its segments
-/// translated through `lmrs`; then `post` hands it to the transport. The
+/// translated through `lmrs`; then `post` hands it to the transport, and
+/// an EP that counts hands `counted` its bytes. The
 /// same code checks a receive through an exclusive provider and through a
 /// shared one.
 #[inline(always)]
@@ -83,6 +85,7 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     iov: &[LmrTriplet],
     flags: CompletionFlags,
     post: impl FnOnce(&mut B::Qp, &[Sge]) -> DatResult<()>,
+    counted: impl FnOnce(u64),
 ) -> DatResult<()> {
     if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
         return Err(DatError::invalid_arg(5));
@@ -101,8 +104,8 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
     post(qp, &sges)?;
     ep.recv_outstanding += 1;
-    if ep.counts.on() {
-        ep.counts.posted_recv(total);
+    if ep.counting {
+        counted(total);
     }
     Ok(())
 }

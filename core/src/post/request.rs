@@ -218,7 +218,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<()> {
         // One look-up of the EP; the LMRs, the IA and the backend are other
         // fields of the provider.
-        let Provider { eps, lmrs, ias, backend, .. } = self;
+        let Provider { eps, lmrs, ias, backend, ep_tallies, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let request = Request { iov, cookie, op, flags, allowed };
         post_checked(
@@ -228,6 +228,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             request,
             #[inline(always)]
             |qp, wr| backend.post_send(qp, wr),
+            |op, bytes| ep_tallies.posted(h.0, op, bytes),
         )
     }
 
@@ -283,7 +284,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 /// The rules of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT) and
 /// dat_ep_post_rdma_read(3DAT) (and the IB extension's requests) for a
 /// post on `ep`, its segments translated through `lmrs`; then `post` hands
-/// the work request to the transport. The same code checks a
+/// the work request to the transport, and an EP that counts hands it to
+/// `counted` with its bytes. The same code checks a
 /// post through an exclusive provider and through a shared one.
 #[inline(always)]
 pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
@@ -292,6 +294,7 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     ias: &Slab<Ia<B>, I>,
     request: Request<'_>,
     post: impl FnOnce(&mut B::Qp, &SendWr<'_>) -> DatResult<()>,
+    counted: impl FnOnce(&RequestOp, u64),
 ) -> DatResult<()> {
     let Request { iov, cookie, op, flags, allowed } = request;
     if flags.0 & !allowed != 0 || !ep.unsignalled_allowed(flags, false) {
@@ -354,8 +357,8 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     let wr = SendWr { op, sges: &sges, length: total as u32, cookie, flags };
     post(qp, &wr)?;
     ep.request_outstanding += 1;
-    if ep.counts.on() {
-        ep.counts.posted(&op, total);
+    if ep.counting {
+        counted(&op, total);
     }
     Ok(())
 }

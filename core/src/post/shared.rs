@@ -107,11 +107,20 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // to it takes, and no `&mut` to the provider exists.
         let ep = unsafe { self.eps.get_shared(h.0) }.ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let backend = &self.backend;
-        recv_checked(ep, &self.lmrs, iov, flags, |qp, sges| {
-            // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
-            // exists (the caller's contract).
-            unsafe { backend.post_recv_shared(qp, sges, cookie) }
-        })
+        recv_checked(
+            ep,
+            &self.lmrs,
+            iov,
+            flags,
+            |qp, sges| {
+                // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
+                // exists (the caller's contract).
+                unsafe { backend.post_recv_shared(qp, sges, cookie) }
+            },
+            // SAFETY: the caller holds the EP's lock, which its counters'
+            // every other use takes too.
+            |bytes| unsafe { self.ep_tallies.posted_recv_shared(h.0, bytes) },
+        )
     }
 
     /// [`Provider::srq_post_recv`] through a shared provider.
@@ -212,6 +221,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 // exists (the caller's contract).
                 unsafe { backend.post_send_shared(qp, wr) }
             },
+            // SAFETY: the caller holds the EP's lock, which its counters'
+            // every other use takes too.
+            |op, bytes| unsafe { self.ep_tallies.posted_shared(h.0, op, bytes) },
         )
     }
 }

@@ -1,7 +1,8 @@
 /*
  * The provider table's handle_extendedop_func: read the arguments of the
- * dat_ib_post_* macros from the va_list and hand them to the provider
- * behind the handle.
+ * dat_ib_post_* macros, of dat_ib_open_query and of the counters calls
+ * from the va_list and hand them to the provider behind the handle (for
+ * the open query, the provider registered under the name the handle is).
  */
 #include "ext.h"
 

@@ -12,7 +12,7 @@
 //! runs its lanes as if counters did not exist. The counters of objects
 //! that are not counting hold still, and a query reads them all the same.
 //!
-//! An EP's and an EVD's counters live beside their slab, in [`Tallies`],
+//! An EP's and an EVD's counters live beside their slab, in `Tallies`,
 //! not in the object: the objects the lanes read keep their size, and so
 //! the lanes keep their code.
 

@@ -90,6 +90,7 @@ pub mod slab;
 mod srq;
 pub mod storage;
 pub mod types;
+mod ud;
 
 #[cfg(test)]
 extern crate std;
@@ -107,8 +108,8 @@ pub use error::{DatError, DatResult, ErrorType, Subtype};
 pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL};
 pub use event::{Event, EventData, EventNumber};
 pub use handle::{
-    AnyHandle, CnoHandle, CrHandle, CspHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle, PzHandle,
-    RawHandle, RmrHandle, RspHandle, SrqHandle,
+    AhHandle, AnyHandle, CnoHandle, CrHandle, CspHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle,
+    PzHandle, RawHandle, RmrHandle, RspHandle, SrqHandle,
 };
 pub use ia::{AsyncEvd, AsyncEvdRef};
 pub use lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};

@@ -9,6 +9,7 @@ use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnReq, Connect
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber, EventPool};
 use crate::handle::*;
+use crate::object::ah::Ah;
 use crate::object::cno::Cno;
 use crate::object::cr::Cr;
 use crate::object::ep::Ep;
@@ -40,6 +41,8 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) rsps: Slab<Rsp<B>, S::Slots<Rsp<B>>>,
     pub(crate) crs: Slab<Cr<B>, S::Slots<Cr<B>>>,
     pub(crate) srqs: Slab<Srq<B>, S::Slots<Srq<B>>>,
+    /// The address handles of UD EPs, listed by EP.
+    pub(crate) ahs: Slab<Ah<B>, S::Slots<Ah<B>>>,
     pub(crate) events: EventPool<S::Events>,
     /// Where a CQ poll puts its completions: kept, so that no poll clears
     /// a buffer first.
@@ -127,6 +130,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             rsps: Slab::new(storage.slots(Kind::Rsp)).listed(),
             crs: Slab::new(storage.slots(Kind::Cr)).listed(),
             srqs: Slab::new(storage.slots(Kind::Srq)).listed(),
+            // An address handle has no DAT handle type: there are as many
+            // as Endpoints, one a peer of a UD EP.
+            ahs: Slab::new(storage.slots(Kind::Ep)).listed(),
             events: EventPool::new(storage.events()),
             polled: [Completion::EMPTY; POLL_BATCH],
             lmr_sequence: 0,
@@ -373,8 +379,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     fn on_cm(&mut self, ia: IaHandle, event: CmEvent<ConnReq<B>>) {
         match event {
-            CmEvent::Request { listener, request, remote, remote_port, private_data } => {
-                self.on_request(ia, listener, request, remote, remote_port, private_data)
+            CmEvent::Request { listener, request, remote, remote_port, private_data, ud } => {
+                self.on_request(ia, listener, request, (remote, remote_port, private_data), ud)
+            }
+            CmEvent::UdEstablished { tag, peer, remote, passive, private_data } => {
+                self.on_ud_established(EpHandle(RawHandle::from_bits(tag)), (peer, remote), passive, private_data)
             }
             CmEvent::Conn { tag, outcome, private_data } => {
                 self.on_conn(EpHandle(RawHandle::from_bits(tag)), outcome, private_data)
@@ -385,6 +394,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     fn on_conn(&mut self, ep_h: EpHandle, outcome: ConnOutcome, private_data: PrivateData) {
         let Some(ep) = self.eps.get_mut(ep_h.0) else { return };
+        if ep.ud {
+            return self.on_ud_failed(ep_h, outcome, private_data);
+        }
         let state = ep.state();
         let number = match (outcome, state) {
             (ConnOutcome::Established, EpState::ActiveConnectionPending) => {
@@ -432,15 +444,18 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         ia: IaHandle,
         listener: u64,
         request: ConnReq<B>,
-        remote: crate::types::IaAddress,
-        remote_port: u64,
-        private_data: PrivateData,
+        (remote, remote_port, private_data): (crate::types::IaAddress, u64, PrivateData),
+        ud: bool,
     ) {
         let raw = RawHandle::from_bits(listener & !RSP_TAG_BIT);
-        let accepted = if listener & RSP_TAG_BIT != 0 {
+        // An RSP holds an RC EP for its request: a UD request finds no
+        // listener there (OFA dapl resolves UD peers through PSPs only).
+        let accepted = if listener & RSP_TAG_BIT != 0 && ud {
+            Err(request)
+        } else if listener & RSP_TAG_BIT != 0 {
             self.rsp_request(ia, RspHandle(raw), request, remote, remote_port, private_data)
         } else {
-            self.psp_request(ia, PspHandle(raw), request, remote, remote_port, private_data)
+            self.psp_request(ia, PspHandle(raw), request, (remote, remote_port, private_data), ud)
         };
         // No Service Point, or no room for the request: refuse it as if
         // nobody listened (dat_psp_free(3DAT)).

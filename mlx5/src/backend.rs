@@ -382,6 +382,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     type Cq = Cq<D>;
     type Qp = Qp<D>;
     type Srq = Srq<D>;
+    type Ah = core::convert::Infallible;
     type Cm = D::Cm;
 
     #[inline]

@@ -302,7 +302,7 @@ fn dispatch(
         // SAFETY: a request's id knows its peer's address.
         let remote = unsafe { addr::from_sockaddr(&raw const (*id).route.addr.__bindgen_anon_2.dst_addr) };
         let remote_port = u64::from(addr::port(&remote));
-        return Some(CmEvent::Request { listener, request, remote, remote_port, private_data });
+        return Some(CmEvent::Request { listener, request, remote, remote_port, private_data, ud: false });
     }
     let qp = match ia.ids.borrow().get(&(id as usize)) {
         Some(Owner::Qp(qp)) => qp.clone(),

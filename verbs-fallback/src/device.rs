@@ -170,6 +170,9 @@ impl IaShared {
             srq_ep_pz_difference_supported: false,
             local_read_implied: true,
             atomics: d.atomic_cap != sys::ibv_atomic_cap::IBV_ATOMIC_NONE,
+            // UD over verbs (ibv_create_ah, `wr.ud`, RDMA_PS_UDP) is not
+            // built yet: a UD EP is refused with DAT_MODEL_NOT_SUPPORTED.
+            ud: false,
         }
     }
 

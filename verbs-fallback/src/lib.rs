@@ -260,6 +260,9 @@ impl Backend for Verbs {
     type Cq = Cq;
     type Qp = Qp;
     type Srq = Srq;
+    /// UD is not built on verbs yet (`IaAttr::ud` is false): no address
+    /// handle is ever made.
+    type Ah = core::convert::Infallible;
     type Cm = RdmaCm<Qp>;
 
     fn cm(&mut self) -> &mut RdmaCm<Qp> {

@@ -41,6 +41,7 @@ pub mod pz;
 pub mod rmr;
 pub mod rsp;
 pub mod srq;
+pub mod ud;
 
 pub use arg::{name, Arg, AsHandle};
 

@@ -5,6 +5,7 @@ use crate::backend::{Backend, PrivateData};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{CrHandle, EvdHandle, IaHandle, PzHandle, RspHandle, SrqHandle};
 use crate::object::evd::NotifyMode;
+use crate::slab::Members;
 use crate::types::{CompletionFlags, EpAttr, EpState, IaAddress, IaAttr, Qos};
 
 pub(crate) struct Ep<B: Backend> {
@@ -43,6 +44,11 @@ pub(crate) struct Ep<B: Backend> {
     /// are counted on the SRQ), and no window of its own is bound through
     /// it, so no receive of it can invalidate one (which changes an RMR).
     pub(crate) recv_direct: bool,
+    /// Of the IB extension's `DAT_IB_SERVICE_TYPE_UD`: datagrams to the
+    /// peers its connects and accepts resolve, no RDMA.
+    pub(crate) ud: bool,
+    /// The address handles of a UD EP's peers.
+    pub(crate) ahs: Members,
 }
 
 /// The facts a post's lane reads of its EP, derived from the EP's state,
@@ -82,12 +88,16 @@ impl Hot {
         let request = unsignalled(ep.attr.request_completion_flags);
         // "The operation is valid for the Endpoint in the
         // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
+        // A UD EP takes neither (its sends name a peer), and its receives
+        // have a rule of their own (room for the GRH): the ordinary paths
+        // decide them.
         let posts = matches!(ep.state, EpState::Connected | EpState::Disconnected)
             && ep.qp.is_some()
-            && ep.attr.max_request_iov != 0;
+            && ep.attr.max_request_iov != 0
+            && !ep.ud;
         // dat_ep_post_recv(3DAT): "valid for all states of the Endpoint",
         // on an EP with a QP of its own receives (no SRQ).
-        let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0;
+        let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0 && !ep.ud;
         Hot {
             send: reject(crate::post::SEND_FLAGS & !request, posts),
             rdma: reject(crate::post::REQUEST_FLAGS & !request, posts),
@@ -131,9 +141,18 @@ impl<B: Backend> Ep<B> {
             context: 0,
             windows: 0,
             recv_direct: srq.is_null(),
+            ud: false,
+            ahs: Members::EMPTY,
         };
         ep.hot = Hot::of(&ep);
         ep
+    }
+
+    /// This EP, of `DAT_IB_SERVICE_TYPE_UD`.
+    pub(crate) fn datagram(mut self) -> Ep<B> {
+        self.ud = true;
+        self.hot = Hot::of(&self);
+        self
     }
 
     /// One window of `DAT_RMR_SCOPE_EP` more (`bound`) or fewer bound

@@ -433,6 +433,7 @@ impl ConnectionManager for SoftHca {
                 remote: from,
                 remote_port: u64::from(qpn),
                 private_data: private(private_data),
+                ud: false,
             };
             hca.push_cm(listener_ia, event);
         } else if hca.ias.values().any(|i| i.address.bytes == target) {
@@ -507,8 +508,11 @@ impl ConnectionManager for SoftHca {
             return None;
         };
         Some(match event {
-            CmEvent::Request { listener, request, remote, remote_port, private_data } => {
-                CmEvent::Request { listener, request: SoftConnReq(request), remote, remote_port, private_data }
+            CmEvent::Request { listener, request, remote, remote_port, private_data, ud } => {
+                CmEvent::Request { listener, request: SoftConnReq(request), remote, remote_port, private_data, ud }
+            }
+            CmEvent::UdEstablished { tag, peer, remote, passive, private_data } => {
+                CmEvent::UdEstablished { tag, peer, remote, passive, private_data }
             }
             CmEvent::Conn { tag, outcome, private_data } => CmEvent::Conn { tag, outcome, private_data },
             CmEvent::QpError { tag } => CmEvent::QpError { tag },
@@ -596,6 +600,7 @@ impl Device for SoftHca {
             srq_ep_pz_difference_supported: false,
             local_read_implied: true,
             atomics: true,
+            ud: false,
         };
         Ok((SoftIa(id, alarm), attr))
     }

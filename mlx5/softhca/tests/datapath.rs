@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 
 use proptest::prelude::*;
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, QpConfig, RequestOp, SendWr, Sge,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, QpConfig, QpType, RequestOp, SendWr, Sge,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
 use udat_mlx5::testing::Recorder;
@@ -655,6 +655,7 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
         max_recv_sge: 2,
         max_rdma_read_in: 4,
         max_rdma_read_out: 4,
+        qp_type: QpType::Rc,
     };
     let (mut a, mut c) = (b.qp_create(&config, 1).unwrap(), b.qp_create(&config, 2).unwrap());
     let listener = b.cm().listen(&mut ia, 9, 7).unwrap();

@@ -1,9 +1,16 @@
 /*
  * The provider table's handle_extendedop_func: read the arguments of the
- * dat_ib_post_* macros from the va_list and hand them to the provider
- * behind the handle.
+ * dat_ib_post_* and dat_ib_ud_* macros from the va_list and hand them to
+ * the provider behind the handle.
  */
 #include "ext.h"
+
+static DAT_RETURN dispatch(DAT_HANDLE handle, const udat_ext_post *p)
+{
+	if (handle == DAT_HANDLE_NULL)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	return (*(const udat_provider_head *const *)handle)->post(handle, p);
+}
 
 DAT_RETURN udat_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
 {
@@ -24,8 +31,21 @@ DAT_RETURN udat_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
 		p.compare_add = va_arg(args, DAT_UINT64);
 		p.segments = 1;
 		break;
+	case DAT_IB_UD_SEND_OP:
+		p.segments = va_arg(args, DAT_COUNT);
+		p.local = va_arg(args, DAT_LMR_TRIPLET *);
+		p.ah = va_arg(args, DAT_IB_ADDR_HANDLE *);
+		p.cookie = va_arg(args, DAT_DTO_COOKIE);
+		p.flags = va_arg(args, DAT_COMPLETION_FLAGS);
+		return dispatch(handle, &p);
+	case DAT_IB_UD_CM_FREE_OP:
+		p.cm = va_arg(args, DAT_CONTEXT);
+		return dispatch(handle, &p);
+	case DAT_IB_UD_AH_FREE_OP:
+		p.ah = va_arg(args, DAT_IB_ADDR_HANDLE *);
+		return dispatch(handle, &p);
 	default:
-		/* UD, counters and collectives are not offered. */
+		/* Counters and collectives are not offered. */
 		return DAT_NOT_IMPLEMENTED;
 	}
 	p.local = va_arg(args, DAT_LMR_TRIPLET *);
@@ -34,7 +54,5 @@ DAT_RETURN udat_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
 	if (p.op == DAT_IB_RDMA_WRITE_IMMED_OP)
 		p.immediate = va_arg(args, DAT_UINT32);
 	p.flags = va_arg(args, DAT_COMPLETION_FLAGS);
-	if (handle == DAT_HANDLE_NULL)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	return (*(const udat_provider_head *const *)handle)->post(handle, &p);
+	return dispatch(handle, &p);
 }

@@ -18,7 +18,7 @@ use udat_core::types::DtoOp;
 use crate::barrier;
 use crate::doorbell::Register;
 use crate::mem::DmaBuf;
-use crate::wqe::{self, opcode, SegWords, SEG_BYTES, WQEBB_BYTES};
+use crate::wqe::{self, opcode, AddressVector, SegWords, SEG_BYTES, WQEBB_BYTES};
 use crate::Geometry;
 
 /// Index of the send counter in a QP's doorbell record (`MLX5_SND_DBR`).
@@ -382,6 +382,31 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             byte += SEG_BYTES;
         }
         self.finish(start, &header, ds, flags, slot);
+        Ok(())
+    }
+
+    /// Write a UD send of `sges` to `av` and ring its doorbell: the
+    /// control segment (opcode SEND), the datagram segment (PRM "Datagram
+    /// Segment", three 16-byte units), then the data segments, as
+    /// rdma-core's `_mlx5_post_send` lays out an `IBV_QPT_UD` send.
+    pub fn send_ud(&mut self, av: &AddressVector, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
+        let header = Header { opcode: opcode::SEND, imm: 0, remote: None, atomic: None };
+        let datagram_ds = wqe::DATAGRAM_BYTES / SEG_BYTES;
+        let ds = header.ds() + datagram_ds + sges.len();
+        let start = self.begin(ds)?;
+        let mut byte = SEG_BYTES;
+        // A segment of 16 bytes never straddles the ring's end: each is
+        // written at its own wrapped offset.
+        for seg in wqe::datagram_words(av) {
+            self.buf.write(self.at(start, byte), &wqe::seg_bytes(seg));
+            byte += SEG_BYTES;
+        }
+        for sge in sges {
+            self.buf.write(self.at(start, byte), &wqe::data_seg(sge.length, sge.lkey, sge.addr));
+            byte += SEG_BYTES;
+        }
+        self.finish(start, &header, ds, flags, slot);
+        self.ring();
         Ok(())
     }
 

@@ -41,8 +41,9 @@ pub(crate) struct Ep<B: Backend> {
     pub(crate) windows: u32,
     /// Whether a dequeue's lane, or a shared dequeue, may settle a receive
     /// of this EP alone: it has its own receive queue (an SRQ's receives
-    /// are counted on the SRQ), and no window of its own is bound through
-    /// it, so no receive of it can invalidate one (which changes an RMR).
+    /// are counted on the SRQ), no window of its own is bound through it,
+    /// so no receive of it can invalidate one (which changes an RMR), and
+    /// it is not UD.
     pub(crate) recv_direct: bool,
     /// Of the IB extension's `DAT_IB_SERVICE_TYPE_UD`: datagrams to the
     /// peers its connects and accepts resolve, no RDMA.
@@ -148,9 +149,12 @@ impl<B: Backend> Ep<B> {
         ep
     }
 
-    /// This EP, of `DAT_IB_SERVICE_TYPE_UD`.
+    /// This EP, of `DAT_IB_SERVICE_TYPE_UD`. Its receives name their
+    /// sender, which the transport reads only on its ordinary poll: no
+    /// dequeue lane settles them.
     pub(crate) fn datagram(mut self) -> Ep<B> {
         self.ud = true;
+        self.recv_direct = false;
         self.hot = Hot::of(&self);
         self
     }
@@ -159,7 +163,7 @@ impl<B: Backend> Ep<B> {
     /// through this EP.
     pub(crate) fn count_window(&mut self, bound: bool) {
         self.windows = if bound { self.windows + 1 } else { self.windows.saturating_sub(1) };
-        self.recv_direct = self.srq.is_null() && self.windows == 0;
+        self.recv_direct = self.srq.is_null() && self.windows == 0 && !self.ud;
     }
 
     /// The EP's state.

@@ -70,6 +70,7 @@ impl Pair {
                 max_rdma_read_in: 4,
                 max_rdma_read_out: 4,
                 tag,
+                ud: false,
             };
             let parts = hca.qp_create(&spec).unwrap();
             let sq = SendQueue::new(parts.sq, parts.send_slots).unwrap();

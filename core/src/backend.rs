@@ -535,8 +535,8 @@ pub trait Backend {
     fn ah_destroy(&mut self, _ah: Self::Ah) {}
     /// Post the send `wr` (its op is [`RequestOp::Send`]) on the UD QP
     /// `qp`, to `dest` through `ah` (verbs' `ibv_post_send` with `wr.ud`).
-    /// It completes as [`DtoOp::SendUd`](crate::types::DtoOp::SendUd); the
-    /// receive it consumes as [`DtoOp::ReceiveUd`](crate::types::DtoOp::ReceiveUd).
+    /// It completes as [`DtoOp::SendUd`]; the
+    /// receive it consumes as [`DtoOp::ReceiveUd`].
     fn post_send_ud(&mut self, _qp: &mut Self::Qp, _ah: &Self::Ah, _dest: UdDest, _wr: &SendWr<'_>) -> DatResult<()> {
         Err(crate::error::DatError::of(crate::error::ErrorType::ModelNotSupported))
     }

@@ -141,6 +141,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 }
                 EventNumber::UdConnectionReject
             }
+            // An RC-style ESTABLISHED has no peer to make a handle of: a
+            // UD connection that cannot be used.
             ConnOutcome::NonPeerRejected
             | ConnOutcome::Unreachable
             | ConnOutcome::TimedOut
@@ -197,10 +199,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     /// `dat_ib_ud_cm_free`: the consumer has copied what the connection
-    /// event of `cm` (its `context`, the address handle's) carried, and the
-    /// connection's CM object is released. The header: it "MAY be called
-    /// after CM establishment and before EP destroyed"; releasing one twice
-    /// is `DAT_INVALID_PARAMETER`.
+    /// event of `cm` (its `context`, the address handle's) carried, and
+    /// releases the connection's CM object. The header: it "MAY be called
+    /// after CM establishment and before EP destroyed". udat's transports
+    /// keep nothing of a UD connection past its event, so the call checks
+    /// that `cm` names a connection of `ep` not yet released, and marks it
+    /// released: a second release is `DAT_INVALID_PARAMETER`.
     pub fn ud_cm_free(&mut self, ep: EpHandle, cm: AhHandle) -> DatResult<()> {
         let Provider { eps, ahs, .. } = self;
         eps.get(ep.0).filter(|e| e.ud).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;

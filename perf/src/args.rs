@@ -277,7 +277,7 @@ fn check(o: &Options) -> Result<(), String> {
     }
     // A UD client says goodbye with a 1-byte datagram: a datagram
     // service has no hang-up for the server to see.
-    if o.test.is_ud() && sizes.iter().any(|&s| s < 2 || s > MAX_UD_SIZE) {
+    if o.test.is_ud() && sizes.iter().any(|s| !(2..=MAX_UD_SIZE).contains(s)) {
         return Err(format!("{} sends 2 to {MAX_UD_SIZE} bytes", o.test.name()));
     }
     if o.test.is_ud() && o.api == Api::C {

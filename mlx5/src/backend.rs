@@ -367,7 +367,7 @@ fn flush_failed<D: Device, S: Storage>(
                         tag,
                         cookie,
                         status: DtoStatus::Flushed,
-                        op: DtoOp::Receive,
+                        op: if queues.ud { DtoOp::ReceiveUd } else { DtoOp::Receive },
                         transferred_length: 0,
                         imm: 0,
                         retired: 1,

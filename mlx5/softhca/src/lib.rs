@@ -863,8 +863,10 @@ impl Device for SoftHca {
         let mut hca = write(&self.hca);
         let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
         q.peer = None;
+        let ud = q.ud;
         let run = owned(&mut q.run);
-        run.state = QpState::Init;
+        // A UD QP is made ready again, as at its creation.
+        run.state = if ud { QpState::Rts } else { QpState::Init };
         (run.exec, run.seen, run.rq_next, run.bf_next) = (0, 0, 0, 0);
         run.after_umr = false;
         Ok(())

@@ -780,6 +780,12 @@ fn a_ud_datagram_carries_its_grh_and_reaches_only_its_q_key_and_gid() {
     b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(4) }).unwrap();
     let received: Vec<_> = poll(&mut b).iter().filter(|c| c.0 == 2).map(|c| c.1).collect();
     assert_eq!(received, vec![71], "the receive waited for the datagram that fits");
+    // dat_ep_reset of a UD EP: its QP takes datagrams again at once.
+    b.qp_reset(&mut c).unwrap();
+    b.post_recv(&mut c, &[recv(3072)], 72).unwrap();
+    b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(5) }).unwrap();
+    let received: Vec<_> = poll(&mut b).iter().filter(|c| c.0 == 2).map(|c| (c.1, c.2)).collect();
+    assert_eq!(received, vec![(72, DtoStatus::Success)], "a reset UD QP receives again");
     b.ah_destroy(av);
     b.ah_destroy(elsewhere);
     b.cm().unlisten(listener);

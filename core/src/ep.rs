@@ -20,6 +20,9 @@
 //!  │                                                       │
 //!  └──────────────── reset <── DISCONNECTED <── failure, abrupt, peer
 //! ```
+//!
+//! A UD EP of the IB extension connects and accepts in UNCONNECTED and
+//! CONNECTED, each connection resolving one more peer (`crate::ud`).
 
 use crate::backend::{Backend, ConnectionManager, QpConfig, QpType};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};

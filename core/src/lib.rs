@@ -43,6 +43,8 @@
 //!   state and own rules, which reaches neither the calls nor the
 //!   provider; `post` holds every post, with its doors (exclusive, lane,
 //!   [`shared`], [`poster`]), and `evd` the dequeue's hot half.
+//! - `ud`: the IB extension's UD EPs, their connections and address
+//!   handles (`<dat2/dat_ib_extensions.h>`); their send is `post::ud`.
 //! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
 //! - [`backend`]: what a transport must do, and promise.
 //! - [`device_error`]: a transport's own errors (a QP or CQ in error, a

@@ -35,6 +35,14 @@ pub struct Qp<D: Device> {
     slot: u16,
 }
 
+/// A UD address handle: the device's, and the address vector each send
+/// through it copies.
+#[derive(Debug)]
+pub struct Ah<D: Device> {
+    ctl: D::Ah,
+    av: AddressVector,
+}
+
 /// A CQ: the device's handle and the slot of its ring.
 #[derive(Debug)]
 pub struct Cq<D: Device> {
@@ -359,7 +367,7 @@ fn flush_failed<D: Device, S: Storage>(
                         tag,
                         cookie,
                         status: DtoStatus::Flushed,
-                        op: DtoOp::Receive,
+                        op: if queues.ud { DtoOp::ReceiveUd } else { DtoOp::Receive },
                         transferred_length: 0,
                         imm: 0,
                         retired: 1,
@@ -392,7 +400,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     type Cq = Cq<D>;
     type Qp = Qp<D>;
     type Srq = Srq<D>;
-    type Ah = AddressVector;
+    type Ah = Ah<D>;
     type Cm = D::Cm;
 
     #[inline]
@@ -615,15 +623,20 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         post_to(queues, wr)
     }
 
-    fn ah_create(&mut self, pd: &D::Pd, attr: &AhAttr) -> DatResult<AddressVector> {
-        self.device.ah_create(pd, attr)
+    fn ah_create(&mut self, pd: &D::Pd, attr: &AhAttr) -> DatResult<Ah<D>> {
+        let (ctl, av) = self.device.ah_create(pd, attr)?;
+        Ok(Ah { ctl, av })
+    }
+
+    fn ah_destroy(&mut self, ah: Ah<D>) {
+        self.device.ah_destroy(ah.ctl);
     }
 
     /// The vector of the handle with the send's Q_Key and QP, gathered
     /// ([`SendQueue::send_ud`]).
-    fn post_send_ud(&mut self, qp: &mut Qp<D>, ah: &AddressVector, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
+    fn post_send_ud(&mut self, qp: &mut Qp<D>, ah: &Ah<D>, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
         let Some(queues) = self.qps.get_mut(qp.slot).filter(|q| q.ud) else { return Err(internal()) };
-        let av = AddressVector { qkey: dest.qkey, dqpn: dest.remote_qpn, ..*ah };
+        let av = AddressVector { qkey: dest.qkey, dqpn: dest.remote_qpn, ..ah.av };
         let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
         let slot = SendSlot { cookie: wr.cookie, length: wr.length, op: DtoOp::SendUd, notify, bbs: 0 };
         queues.sq.send_ud(&av, wr.sges, wqe_flags(wr.flags), slot).map_err(|_| resources())

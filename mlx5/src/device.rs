@@ -102,6 +102,9 @@ pub trait Device {
     type Cq;
     /// An SRQ's control handle.
     type Srq;
+    /// The control path's half of a UD address handle (on a ConnectX,
+    /// the `ibv_ah` that `ibv_destroy_ah` takes).
+    type Ah;
     /// A doorbell register (UAR page or BlueFlame buffer).
     type Register: Register;
     /// Storage for one [`SendSlot`] per send WQEBB.
@@ -169,13 +172,15 @@ pub trait Device {
     /// The QP number.
     fn qpn(&self, qp: &Self::Qp) -> u32;
 
-    /// The address vector of a UD address handle in `pd` for `attr`
-    /// (on a ConnectX, `ibv_create_ah` then `mlx5dv_init_obj` with
-    /// `MLX5DV_OBJ_AH`). A device without UD refuses with
-    /// `DAT_MODEL_NOT_SUPPORTED`.
-    fn ah_create(&mut self, _pd: &Self::Pd, _attr: &AhAttr) -> DatResult<AddressVector> {
+    /// A UD address handle in `pd` for `attr`, and the address vector the
+    /// data path copies into each send (on a ConnectX, `ibv_create_ah`
+    /// then `mlx5dv_init_obj` with `MLX5DV_OBJ_AH`). A device without UD
+    /// refuses with `DAT_MODEL_NOT_SUPPORTED`.
+    fn ah_create(&mut self, _pd: &Self::Pd, _attr: &AhAttr) -> DatResult<(Self::Ah, AddressVector)> {
         Err(udat_core::DatError::of(udat_core::ErrorType::ModelNotSupported))
     }
+    /// Release an address handle (`ibv_destroy_ah`).
+    fn ah_destroy(&mut self, _ah: Self::Ah) {}
 
     /// An SRQ of `attr`'s shape, handed over with its memory.
     fn srq_create(&mut self, pd: &Self::Pd, attr: &SrqAttr) -> DatResult<SrqParts<Self>>;

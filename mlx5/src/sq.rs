@@ -1031,4 +1031,30 @@ mod tests {
         assert_eq!(fm_ce_se_of(3), fm_ce_se::CQ_UPDATE | fm_ce_se::INITIATOR_SMALL_FENCE);
         assert_eq!(fm_ce_se_of(4), fm_ce_se::CQ_UPDATE);
     }
+
+    /// A UD send written across the ring's end is its control segment
+    /// (SEND, five units), the datagram segment and the data segment, read
+    /// by the device from the ring and from BlueFlame alike; its slot
+    /// reports a UD send.
+    #[test]
+    fn a_ud_send_across_the_rings_end_is_control_datagram_and_data() {
+        let mut q = queue();
+        for cookie in 0..CNT as u64 - 1 {
+            q.sq.send(Op::Send, &[], 0, slot(cookie)).unwrap();
+        }
+        q.sq.retire(q.sq.pi().wrapping_sub(1)).unwrap();
+        let av =
+            wqe::AddressVector { qkey: 0x7865_4321, dqpn: 0x42, extended: true, rgid: [7; 16], ..Default::default() };
+        let sge = Sge { addr: 0x1000, length: 100, lkey: 0x77 };
+        let ud = SendSlot { op: DtoOp::SendUd, ..slot(9) };
+        q.sq.send_ud(&av, &[sge], fm_ce_se::CQ_UPDATE, ud).unwrap();
+        let (wqe, doorbell) = rung(&q, CNT as u16 - 1, 0);
+        let ctrl = wqe::ctrl_seg(CNT as u16 - 1, opcode::SEND, 0, QPN, 5, fm_ce_se::CQ_UPDATE, 0);
+        let expected: Vec<u8> =
+            [&ctrl[..], &wqe::datagram_seg(&av)[..], &wqe::data_seg(100, 0x77, 0x1000)[..]].concat();
+        assert_eq!(wqe, expected);
+        assert_eq!(doorbell, expected);
+        let (sent, _) = q.sq.retire(CNT as u16 - 1).unwrap();
+        assert_eq!((sent.cookie, sent.op), (9, DtoOp::SendUd));
+    }
 }

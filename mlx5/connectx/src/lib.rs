@@ -232,6 +232,8 @@ impl Device for ConnectX {
     type Mw = Window;
     type Cq = Cq;
     type Srq = Srq;
+    /// No address handle is made yet: UD is refused (`qp_create`).
+    type Ah = core::convert::Infallible;
     type Register = Uar;
     type SendSlots = Box<[SendSlot]>;
     type RecvSlots = Box<[RecvSlot]>;

@@ -319,7 +319,11 @@ struct CqeOut {
     syndrome: u8,
     send_opcode: u8,
     solicited: bool,
-    /// A UD receive: GRH present (bit 28), the sender's QP (23–0).
+    /// A UD receive: GRH present (bits 29–28 = 1, which rdma-core's
+    /// `handle_responder` reports as `IBV_WC_GRH`), service level 0 (27–24)
+    /// and the sender's QP (23–0, `wc->src_qp`). The other fields it reads
+    /// of a UD receive stay 0, as on RoCE: `slid`, `ml_path`, and the
+    /// P_Key index in `imm_inval_pkey`.
     flags_rqpn: u32,
 }
 

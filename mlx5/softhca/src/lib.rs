@@ -583,6 +583,9 @@ impl Device for SoftHca {
     type Mw = u32;
     type Cq = SoftCq;
     type Srq = SoftSrq;
+    /// The software HCA keeps nothing of an address handle: the vector
+    /// is all a send needs.
+    type Ah = ();
     type Register = SoftRegister;
     type SendSlots = Box<[SendSlot]>;
     type RecvSlots = Box<[RecvSlot]>;
@@ -669,10 +672,10 @@ impl Device for SoftHca {
     /// The vector of a RoCE address: it must have a GRH (a UD send
     /// without one is dropped on Ethernet), from GID index 0, the one GID
     /// of the software HCA's port.
-    fn ah_create(&mut self, pd: &SoftPd, attr: &AhAttr) -> DatResult<AddressVector> {
+    fn ah_create(&mut self, pd: &SoftPd, attr: &AhAttr) -> DatResult<((), AddressVector)> {
         let live = read(&self.hca).pds.contains(&pd.id);
         match attr.grh {
-            Some(g) if live && g.sgid_index == 0 => Ok(AddressVector::of(attr)),
+            Some(g) if live && g.sgid_index == 0 => Ok(((), AddressVector::of(attr))),
             _ => Err(error(ErrorType::InvalidParameter)),
         }
     }
@@ -860,8 +863,10 @@ impl Device for SoftHca {
         let mut hca = write(&self.hca);
         let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
         q.peer = None;
+        let ud = q.ud;
         let run = owned(&mut q.run);
-        run.state = QpState::Init;
+        // A UD QP is made ready again, as at its creation.
+        run.state = if ud { QpState::Rts } else { QpState::Init };
         (run.exec, run.seen, run.rq_next, run.bf_next) = (0, 0, 0, 0);
         run.after_umr = false;
         Ok(())

@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 
 use proptest::prelude::*;
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, QpConfig, QpType, RequestOp, SendWr, Sge, UdDest,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Grh, QpConfig, QpType, RequestOp, SendWr, Sge, UdDest,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
 use udat_mlx5::testing::Recorder;
@@ -24,7 +24,7 @@ use udat_mlx5::doorbell::Register;
 use udat_mlx5::mem::DmaBuf;
 use udat_mlx5::rq::RecvQueue;
 use udat_mlx5::sq::{Op, Remote, SendQueue, SendSlot, SqGeometry};
-use udat_mlx5::wqe::{fm_ce_se, AddressVector, WQEBB_BYTES};
+use udat_mlx5::wqe::{fm_ce_se, WQEBB_BYTES};
 use udat_mlx5::Mlx5;
 use udat_softhca::{SoftHca, SoftPd, SoftRegister};
 
@@ -771,13 +771,23 @@ fn a_ud_datagram_carries_its_grh_and_reaches_only_its_q_key_and_gid() {
     b.post_recv(&mut c, &[recv(2048)], 71).unwrap();
     let wrong_key = UdDest { qkey: to_c.qkey ^ 1, ..dest };
     b.post_send_ud(&mut a, &av, wrong_key, &SendWr { sges: &sge, ..send(2) }).unwrap();
-    let elsewhere = AddressVector { rgid: [0xfe; 16], ..av };
+    let mut other_gid = to_c.ah;
+    other_gid.grh = other_gid.grh.map(|g| Grh { dgid: [0xfe; 16], ..g });
+    let elsewhere = b.ah_create(&pd, &other_gid).unwrap();
     b.post_send_ud(&mut a, &elsewhere, dest, &SendWr { sges: &sge, ..send(3) }).unwrap();
     let sent: Vec<_> = poll(&mut b).iter().map(|c| (c.1, c.2)).collect();
     assert_eq!(sent, vec![(2, DtoStatus::Success), (3, DtoStatus::Success)], "lost datagrams still complete");
     b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(4) }).unwrap();
     let received: Vec<_> = poll(&mut b).iter().filter(|c| c.0 == 2).map(|c| c.1).collect();
     assert_eq!(received, vec![71], "the receive waited for the datagram that fits");
+    // dat_ep_reset of a UD EP: its QP takes datagrams again at once.
+    b.qp_reset(&mut c).unwrap();
+    b.post_recv(&mut c, &[recv(3072)], 72).unwrap();
+    b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(5) }).unwrap();
+    let received: Vec<_> = poll(&mut b).iter().filter(|c| c.0 == 2).map(|c| (c.1, c.2)).collect();
+    assert_eq!(received, vec![(72, DtoStatus::Success)], "a reset UD QP receives again");
+    b.ah_destroy(av);
+    b.ah_destroy(elsewhere);
     b.cm().unlisten(listener);
     b.qp_destroy(a);
     b.qp_destroy(c);

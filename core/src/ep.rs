@@ -241,11 +241,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     fn attach(&mut self, s: &Streams) {
-        for (evd, mode) in [s.recv, s.request] {
+        for ((evd, mode), holds) in [(s.recv, s.holds.recv), (s.request, s.holds.request)] {
             if let Some(e) = self.evds.get_mut(evd.0) {
                 e.streams += 1;
                 e.dto_streams += 1;
                 e.dto_mode = mode;
+                e.lane_holds += holds;
+                e.settle_lane();
             }
         }
         if let Some(e) = self.evds.get_mut(s.connect.0) {
@@ -260,10 +262,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     fn detach(&mut self, s: &Streams) {
-        for (evd, _) in [s.recv, s.request] {
+        for ((evd, _), holds) in [(s.recv, s.holds.recv), (s.request, s.holds.request)] {
             if let Some(e) = self.evds.get_mut(evd.0) {
                 e.streams = e.streams.saturating_sub(1);
                 e.dto_streams = e.dto_streams.saturating_sub(1);
+                e.lane_holds = e.lane_holds.saturating_sub(holds);
+                e.settle_lane();
             }
         }
         if let Some(e) = self.evds.get_mut(s.connect.0) {
@@ -381,7 +385,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let connect_evd = changes.connect_evd.unwrap_or(ep.connect_evd);
         let attr = changes.attr.map_or(*ep.attr(), |a| a.resolved(&ia.attr));
         let old_streams = ep.streams();
-        let new_streams = Streams::new(ep.ia, recv_evd, request_evd, connect_evd, &attr, ep.srq);
+        let new_streams = Streams::new(ep.ia, recv_evd, request_evd, connect_evd, &attr, ep.srq).holding(ep.lane_holds);
         let old_pz = ep.pz;
         self.detach(&old_streams);
         if let Err(e) = self.check_streams(&new_streams) {

@@ -127,6 +127,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             cq: None,
             cno,
             direct: false,
+            lane: false,
+            lane_holds: 0,
             enabled: true,
             waitable: true,
             waiter: false,
@@ -326,7 +328,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     fn pop(&mut self, evd: EvdHandle) -> Option<Event> {
         let Provider { evds, events, .. } = self;
-        events.pop(&mut evds.get_mut(evd.0)?.queue)
+        let e = evds.get_mut(evd.0)?;
+        let event = events.pop(&mut e.queue);
+        e.settle_lane();
+        event
     }
 
     /// Whether a dequeue that found nothing is to look at `ia`'s connection
@@ -367,7 +372,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let deadline_us =
             (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
         if let Ok(e) = self.evd_mut(evd) {
-            e.waiter = true;
+            e.set_waiter(true);
         }
         Ok(EvdWait { evd, threshold, deadline_us })
     }
@@ -389,12 +394,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let e = evds.get_mut(wait.evd.0).ok_or(DatError::of(ErrorType::Abort))?;
         if e.queue.len() >= wait.threshold {
             let event = events.pop(&mut e.queue).ok_or(DatError::of(ErrorType::InternalError))?;
-            e.waiter = false;
+            e.set_waiter(false);
             return Ok(WaitStep::Ready { event, nmore: e.queue.len() });
         }
         match wait.deadline_us {
             Some(deadline) if now >= deadline => {
-                e.waiter = false;
+                e.set_waiter(false);
                 Ok(WaitStep::TimedOut { nmore: e.queue.len() })
             }
             deadline => Ok(WaitStep::Pending { timeout_us: deadline.map(|d| d - now) }),
@@ -404,7 +409,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// Give up a wait's place (a signal interrupted it, say).
     pub fn evd_wait_end(&mut self, wait: &EvdWait) {
         if let Ok(e) = self.evd_mut(wait.evd) {
-            e.waiter = false;
+            e.set_waiter(false);
         }
     }
 

@@ -215,6 +215,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.async_event(ia, EventNumber::AsyncEvdOverflow, Some(evd.into()), 0);
             return;
         }
+        e.settle_lane();
         // dat_evd_wait(3DAT): "The CNO associated with the evd_handle() is
         // not triggered upon event arrival if there is a Consumer blocked
         // on dat_evd_wait() on this Event Dispatcher."
@@ -233,7 +234,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let event = Event { number, evd: async_evd, data: EventData::AsyncError { handle, reason } };
         if self.events.push(&mut e.queue, event).is_err() {
             e.overflowed = true;
-        } else if e.enabled && !e.waiter {
+            return;
+        }
+        e.settle_lane();
+        if e.enabled && !e.waiter {
             if let Some(cno) = self.cnos.get_mut(e.cno.0) {
                 cno.trigger(async_evd);
             }

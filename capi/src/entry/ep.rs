@@ -541,7 +541,11 @@ pub(crate) unsafe fn ep_get_status<B: Transport>(
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let (s, recv, request) = cx.st.core.ep_get_status(EpHandle::from_raw(raw))?;
             let b = |v: bool| if v { DAT_TRUE } else { DAT_FALSE };
-            *state.out()? = s as DAT_EP_STATE;
+            // Any of the three may be null: the page lists no error but the
+            // handle's, and OFA's dtestx asks for the idle flags alone.
+            if let Some(p) = state.out_or_null()? {
+                *p = s as DAT_EP_STATE;
+            }
             if let Some(p) = recv_idle.out_or_null()? {
                 *p = b(recv);
             }

@@ -50,6 +50,17 @@ pub(crate) struct Ep<B: Backend> {
     pub(crate) ud: bool,
     /// The address handles of a UD EP's peers.
     pub(crate) ahs: Members,
+    /// Holds on the dequeue lanes of the EVDs of this EP's receive and
+    /// request streams ([`Provider::ep_hold_lane`](crate::Provider::ep_hold_lane)):
+    /// they move with the streams and end with the EP.
+    pub(crate) lane_holds: LaneHolds,
+}
+
+/// Holds on the dequeue lanes of an EP's two DTO streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LaneHolds {
+    pub(crate) recv: u32,
+    pub(crate) request: u32,
 }
 
 /// The facts a post's lane reads of its EP, derived from the EP's state,
@@ -144,6 +155,7 @@ impl<B: Backend> Ep<B> {
             recv_direct: srq.is_null(),
             ud: false,
             ahs: Members::EMPTY,
+            lane_holds: LaneHolds::default(),
         };
         ep.hot = Hot::of(&ep);
         ep
@@ -244,6 +256,7 @@ impl<B: Backend> Ep<B> {
 
     pub(crate) fn streams(&self) -> Streams {
         Streams::new(self.ia, self.recv_evd, self.request_evd, self.connect_evd, &self.attr, self.srq)
+            .holding(self.lane_holds)
     }
 }
 
@@ -253,6 +266,8 @@ pub(crate) struct Streams {
     pub(crate) recv: (EvdHandle, NotifyMode),
     pub(crate) request: (EvdHandle, NotifyMode),
     pub(crate) connect: EvdHandle,
+    /// The EP's holds on the lanes of the `recv` and `request` EVDs.
+    pub(crate) holds: LaneHolds,
 }
 
 impl Streams {
@@ -274,7 +289,12 @@ impl Streams {
             NotifyMode::Threshold
         };
         let request = (request, NotifyMode::of(attr.request_completion_flags));
-        Streams { ia, recv: (recv, recv_mode), request, connect }
+        Streams { ia, recv: (recv, recv_mode), request, connect, holds: LaneHolds::default() }
+    }
+
+    /// These streams, carrying the lane holds `holds`.
+    pub(crate) fn holding(self, holds: LaneHolds) -> Streams {
+        Streams { holds, ..self }
     }
 }
 

@@ -184,6 +184,11 @@ pub const UD_QKEY: u32 = 0x7865_4321;
 /// start at an offset of 40 bytes".
 pub const GRH_BYTES: u32 = 40;
 
+/// The largest message a UD send carries: a datagram is one packet
+/// (IBTA Vol. 1, chapter 9, unreliable datagram service), and 4096 bytes
+/// is the largest path MTU. A UD EP's `max_message_size` is no larger.
+pub const UD_MAX_MESSAGE: u32 = 4096;
+
 /// A send-queue work request.
 #[derive(Clone, Copy, Debug)]
 pub struct SendWr<'a> {

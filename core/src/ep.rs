@@ -384,6 +384,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let request_evd = changes.request_evd.unwrap_or(ep.request_evd);
         let connect_evd = changes.connect_evd.unwrap_or(ep.connect_evd);
         let attr = changes.attr.map_or(*ep.attr(), |a| a.resolved(&ia.attr));
+        let attr = if ep.ud { attr.for_datagrams() } else { attr };
         let old_streams = ep.streams();
         let new_streams = Streams::new(ep.ia, recv_evd, request_evd, connect_evd, &attr, ep.srq).holding(ep.lane_holds);
         let old_pz = ep.pz;

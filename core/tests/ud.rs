@@ -4,7 +4,7 @@
 //! `dat_ib_ud_cm_free`.
 mod common;
 use common::*;
-use udat_core::backend::{AhAttr, ConnOutcome, UdDest, UdPeer, UD_QKEY};
+use udat_core::backend::{AhAttr, ConnOutcome, UdDest, UdPeer, UD_MAX_MESSAGE, UD_QKEY};
 use udat_core::types::*;
 use udat_core::*;
 use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
@@ -189,6 +189,11 @@ fn dat_ib_post_send_ud_refuses_what_it_cannot_send() {
     let limited = fx.p.ep_create_ud(fx.ia, fx.pz, (fx.dto_evd, fx.dto_evd, fx.conn_evd), Some(&small)).unwrap();
     let limited_ah = resolve(&mut fx, limited);
     assert_eq!(subtype(post(&mut fx, limited, &long, limited_ah, 1, d)).1, Subtype::InvalidArg4);
+    // No datagram beyond one packet of the largest MTU, whatever the IA
+    // allows an RC EP (the mock's 1 GiB).
+    assert_eq!(fx.p.ep_query(ep).unwrap().attr.max_message_size, UD_MAX_MESSAGE);
+    let jumbo = [fx.seg(0, 4096), fx.seg(0, 1)];
+    assert_eq!(subtype(post(&mut fx, ep, &jumbo, ah, 1, d)).1, Subtype::InvalidArg4);
     assert_eq!(subtype(post(&mut fx, ep, &seg, AhHandle::NULL, 1, d)).1, Subtype::InvalidArg5);
     assert_eq!(subtype(post(&mut fx, ep, &seg, theirs, 1, d)).1, Subtype::InvalidArg5);
     assert_eq!(subtype(post(&mut fx, ep, &seg, ah, 0x0100_0000, d)).1, Subtype::InvalidArg5);

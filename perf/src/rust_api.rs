@@ -197,7 +197,7 @@ impl<B: Backend> Peer for Side<'_, B> {
             }
             let at = self.established(&e, i);
             let data = match &self.peers[at] {
-                Some(peer) => check("dat_ib_ud_cm_free", self.ia.ud_connection(&self.eps[at], peer))?.0,
+                Some(peer) => check("the UD connection's private data", self.ia.ud_connection(&self.eps[at], peer))?.0,
                 None => check("dat_ep_query", self.ia.ep_private_data(&self.eps[at]))?,
             };
             self.remotes[at] = decode_remote(data).ok_or("the server's answer is not udat-perf's")?;

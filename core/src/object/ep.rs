@@ -166,6 +166,7 @@ impl<B: Backend> Ep<B> {
     /// dequeue lane settles them.
     pub(crate) fn datagram(mut self) -> Ep<B> {
         self.ud = true;
+        self.attr = self.attr.for_datagrams();
         self.recv_direct = false;
         self.hot = Hot::of(&self);
         self
@@ -299,6 +300,12 @@ impl Streams {
 }
 
 impl EpAttr {
+    /// These attributes for a UD EP: no message beyond one packet
+    /// ([`UD_MAX_MESSAGE`](crate::backend::UD_MAX_MESSAGE)).
+    pub(crate) fn for_datagrams(self) -> EpAttr {
+        EpAttr { max_message_size: self.max_message_size.min(crate::backend::UD_MAX_MESSAGE), ..self }
+    }
+
     /// The attributes an EP gets when the consumer gives none: what the
     /// device allows, kept small.
     pub fn provider_default(ia: &IaAttr) -> EpAttr {

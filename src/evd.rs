@@ -22,10 +22,14 @@ use crate::{Backend, Ia};
 
 impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     /// `event`, whose DTO, if it wrote local memory, is complete: its
-    /// cookie goes back in place, and its segment to [`Ia::take_seg`].
-    #[inline(always)]
+    /// cookie goes back in place, its segment to [`Ia::take_seg`], and
+    /// its hold on a dequeue lane ends.
     fn complete(&mut self, event: &mut Event) {
-        if let Some(seg) = self.lent.complete(&mut event.data) {
+        let Some(loan) = self.lent.complete(&mut event.data) else { return };
+        if let Some((ep, recv)) = loan.lane {
+            self.provider.ep_release_lane(ep, recv);
+        }
+        if let Some(seg) = loan.seg {
             self.returned = Some(seg);
         }
     }
@@ -90,20 +94,20 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     /// receive or RDMA read gives back is [`Ia::take_seg`]'s.
     #[inline(always)]
     pub fn evd_dequeue(&mut self, evd: &Evd<'id>) -> DatResult<Event> {
-        // While nothing is lent, the event is the core's as it is.
-        if self.lent.lending() {
-            return self.evd_dequeue_lent(evd);
+        // The core's lane hands over only completions of DTOs that write
+        // no local memory: each lent one holds the lane of its EVD
+        // (`Ia::lent_post`). Its events are the core's as they are.
+        let raw = evd.handle().raw();
+        if let Some(event) = self.provider.lane_dequeue(raw.index(), |g| g == raw.generation()) {
+            return Ok(event);
         }
-        self.provider.evd_dequeue(evd.handle())
+        self.evd_dequeue_ordinary(evd)
     }
 
-    /// [`Ia::evd_dequeue`] while DTOs that write local memory are in
-    /// flight: a completion of one gives its cookie and segment back.
-    #[cold]
+    /// [`Ia::evd_dequeue`] past the lane: a completion of a DTO that
+    /// wrote local memory gives its cookie and segment back.
     #[inline(never)]
-    fn evd_dequeue_lent(&mut self, evd: &Evd<'id>) -> DatResult<Event> {
-        // The whole call without its lane, so that the lane stays inlined
-        // into the one path above.
+    fn evd_dequeue_ordinary(&mut self, evd: &Evd<'id>) -> DatResult<Event> {
         let mut event = self.provider.evd_dequeue_ordinary(evd.handle())?;
         self.complete(&mut event);
         Ok(event)

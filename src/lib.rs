@@ -100,10 +100,10 @@
 pub use udat_core::backend::{self, Backend};
 pub use udat_core::types::*;
 pub use udat_core::{
-    AnyHandle, CnoHandle, CnoParam, CrHandle, CrParam, DatError, DatResult, EpChanges, EpHandle, EpParam, ErrorType,
-    EvdHandle, EvdParam, EvdState, Event, EventData, EventNumber, IaHandle, Inline, Kind, LmrHandle, LmrParam,
-    PspHandle, PspParam, PzHandle, PzParam, RmrHandle, RmrParam, RspHandle, RspParam, SrqHandle, SrqParam, Storage,
-    Subtype, ANY_CONN_QUAL, TIMEOUT_INFINITE,
+    AhHandle, AnyHandle, CnoHandle, CnoParam, CrHandle, CrParam, DatError, DatResult, EpChanges, EpHandle, EpParam,
+    ErrorType, EvdHandle, EvdParam, EvdState, Event, EventData, EventNumber, IaHandle, Inline, Kind, LmrHandle,
+    LmrParam, PspHandle, PspParam, PzHandle, PzParam, RmrHandle, RmrParam, RspHandle, RspParam, SrqHandle, SrqParam,
+    Storage, Subtype, ANY_CONN_QUAL, TIMEOUT_INFINITE,
 };
 
 #[cfg(feature = "tokio")]
@@ -117,8 +117,10 @@ pub mod notify;
 mod object;
 mod post;
 pub mod poster;
+mod ud;
 
 pub use ia::Ia;
 pub use lmr::Lmr;
 pub use memory::{Buffer, Local, Seg, Target};
 pub use object::{Cno, Cr, Ep, Evd, Psp, Pz, Refused, Rmr, Rsp, Srq};
+pub use ud::UdPeer;

@@ -15,7 +15,7 @@
 //! the program's again.
 
 use udat_core::types::{CompletionFlags, DtoOp, RmrTriplet};
-use udat_core::{DatError, DatResult, EventData, Provider, Storage};
+use udat_core::{DatError, DatResult, EpHandle, EventData, Provider, Storage};
 
 use crate::memory::{Local, Seg, Target};
 use crate::object::{Ep, Refused, Srq};
@@ -28,21 +28,22 @@ pub(crate) struct Lent<'id> {
     loans: Vec<Option<Loan<'id>>>,
     /// Indices of `loans` that hold nothing.
     free: Vec<usize>,
-    /// Loans in `loans`: while there are none, no completion gives
-    /// anything back and a dequeue looks no further.
-    out: usize,
 }
 
 #[derive(Debug)]
 pub(crate) struct Loan<'id> {
     pub(crate) cookie: u64,
     pub(crate) seg: Option<Seg<'id>>,
+    /// The EP, and its stream (`true` for the receive stream), whose
+    /// dequeue lane the DTO holds ([`Provider::ep_hold_lane`]): a lane
+    /// would hand its completion over with udat's cookie in it. None for
+    /// an SRQ's receive, whose completions no lane takes.
+    pub(crate) lane: Option<(EpHandle, bool)>,
 }
 
 impl<'id> Lent<'id> {
     /// Record a DTO; the cookie to post it with.
     fn lend(&mut self, loan: Loan<'id>) -> u64 {
-        self.out += 1;
         match self.free.pop() {
             Some(i) => {
                 self.loans[i] = Some(loan);
@@ -67,27 +68,19 @@ impl<'id> Lent<'id> {
         let i = usize::try_from(key).ok()?;
         let loan = self.loans.get_mut(i)?.take()?;
         self.free.push(i);
-        self.out -= 1;
         Some(loan)
     }
 
-    /// Whether any DTO that writes local memory is in flight.
-    #[inline(always)]
-    pub(crate) fn lending(&self) -> bool {
-        self.out != 0
-    }
-
-    /// What a completion of `data` gives back: the consumer's cookie is put
-    /// in its place, and a [`Seg`] the DTO took is returned.
-    #[inline(always)]
-    pub(crate) fn complete(&mut self, data: &mut EventData) -> Option<Seg<'id>> {
+    /// The record of the DTO a completion of `data` completes, with the
+    /// consumer's cookie put back in its place.
+    pub(crate) fn complete(&mut self, data: &mut EventData) -> Option<Loan<'id>> {
         let EventData::Dto { op, cookie, .. } = data else { return None };
         if !writes_local(*op) {
             return None;
         }
         let loan = self.give_back(*cookie)?;
         *cookie = loan.cookie;
-        loan.seg
+        Some(loan)
     }
 }
 
@@ -155,7 +148,8 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         let iov = Target::triplets(iov);
-        self.lent_post(cookie, |p, key| p.ep_post_recv(ep.handle(), iov, key, flags)).map(drop)
+        self.lent_post(cookie, Some((ep.handle(), true)), |p, key| p.ep_post_recv(ep.handle(), iov, key, flags))
+            .map(drop)
     }
 
     /// dat_ep_post_recv(3DAT) into `seg`, which its completion gives back
@@ -185,7 +179,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         flags: CompletionFlags,
     ) -> Result<(), Refused<Seg<'id>>> {
         let iov = [seg.triplet()];
-        self.seg_post(cookie, seg, |p, key| p.ep_post_recv(ep.handle(), &iov, key, flags))
+        self.seg_post(cookie, Some((ep.handle(), true)), seg, |p, key| p.ep_post_recv(ep.handle(), &iov, key, flags))
     }
 
     /// dat_ep_post_rdma_read(3DAT): the peer's `remote` into `iov`, memory
@@ -199,7 +193,10 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         let (iov, flags) = (Target::triplets(iov), completing(flags, 6)?);
-        self.lent_post(cookie, |p, key| p.ep_post_rdma_read(ep.handle(), iov, key, remote, flags)).map(drop)
+        self.lent_post(cookie, Some((ep.handle(), false)), |p, key| {
+            p.ep_post_rdma_read(ep.handle(), iov, key, remote, flags)
+        })
+        .map(drop)
     }
 
     /// dat_ep_post_rdma_read(3DAT): the peer's `remote` into `seg`, which
@@ -218,7 +215,9 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
             Err(e) => return Err(Refused::new(e, seg)),
         };
         let iov = [seg.triplet()];
-        self.seg_post(cookie, seg, |p, key| p.ep_post_rdma_read(ep.handle(), &iov, key, remote, flags))
+        self.seg_post(cookie, Some((ep.handle(), false)), seg, |p, key| {
+            p.ep_post_rdma_read(ep.handle(), &iov, key, remote, flags)
+        })
     }
 
     /// `dat_ib_post_fetch_and_add`: add `add` to the peer's 8 bytes at
@@ -233,7 +232,10 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         let (local, flags) = (local.triplet(), completing(flags, 6)?);
-        self.lent_post(cookie, |p, key| p.ep_post_fetch_add(ep.handle(), add, &local, key, remote, flags)).map(drop)
+        self.lent_post(cookie, Some((ep.handle(), false)), |p, key| {
+            p.ep_post_fetch_add(ep.handle(), add, &local, key, remote, flags)
+        })
+        .map(drop)
     }
 
     /// `dat_ib_post_cmp_and_swap`: swap the peer's 8 bytes at `remote` for
@@ -250,33 +252,45 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         let (local, flags) = (local.triplet(), completing(flags, 7)?);
-        self.lent_post(cookie, |p, key| p.ep_post_compare_swap(ep.handle(), compare, swap, &local, key, remote, flags))
-            .map(drop)
+        self.lent_post(cookie, Some((ep.handle(), false)), |p, key| {
+            p.ep_post_compare_swap(ep.handle(), compare, swap, &local, key, remote, flags)
+        })
+        .map(drop)
     }
 
     /// dat_srq_post_recv(3DAT) into `iov`, memory given up to the IA.
     pub fn srq_post_recv(&mut self, srq: &Srq<'id>, iov: &[Target<'_, 'id>], cookie: u64) -> DatResult<()> {
         let iov = Target::triplets(iov);
-        self.lent_post(cookie, |p, key| p.srq_post_recv(srq.handle(), iov, key)).map(drop)
+        self.lent_post(cookie, None, |p, key| p.srq_post_recv(srq.handle(), iov, key)).map(drop)
     }
 
     /// dat_srq_post_recv(3DAT) into `seg`, which its completion (on the EP
     /// that consumed the receive) gives back ([`Ia::take_seg`]).
     pub fn srq_post_recv_seg(&mut self, srq: &Srq<'id>, seg: Seg<'id>, cookie: u64) -> Result<(), Refused<Seg<'id>>> {
         let iov = [seg.triplet()];
-        self.seg_post(cookie, seg, |p, key| p.srq_post_recv(srq.handle(), &iov, key))
+        self.seg_post(cookie, None, seg, |p, key| p.srq_post_recv(srq.handle(), &iov, key))
     }
 
     /// Post a DTO that writes local memory under a cookie of the
-    /// [`Lent`] table: the cookie; a refused post takes its record back.
+    /// [`Lent`] table, holding the dequeue lane of `lane` (an EP and its
+    /// stream) until it completes: the cookie; a refused post takes its
+    /// record back.
     fn lent_post(
         &mut self,
         cookie: u64,
+        lane: Option<(EpHandle, bool)>,
         post: impl FnOnce(&mut Provider<B, S>, u64) -> DatResult<()>,
     ) -> DatResult<u64> {
-        let key = self.lent.lend(Loan { cookie, seg: None });
+        let key = self.lent.lend(Loan { cookie, seg: None, lane });
         match post(&mut self.provider, key) {
-            Ok(()) => Ok(key),
+            Ok(()) => {
+                if let Some((ep, recv)) = lane {
+                    // The post took the EP: it is live, and the hold cannot fail.
+                    let held = self.provider.ep_hold_lane(ep, recv);
+                    debug_assert!(held.is_ok());
+                }
+                Ok(key)
+            }
             Err(e) => {
                 self.lent.give_back(key);
                 Err(e)
@@ -289,10 +303,11 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     fn seg_post(
         &mut self,
         cookie: u64,
+        lane: Option<(EpHandle, bool)>,
         seg: Seg<'id>,
         post: impl FnOnce(&mut Provider<B, S>, u64) -> DatResult<()>,
     ) -> Result<(), Refused<Seg<'id>>> {
-        match self.lent_post(cookie, post) {
+        match self.lent_post(cookie, lane, post) {
             Ok(key) => {
                 self.lent.attach(key, seg);
                 Ok(())

@@ -1,7 +1,7 @@
 /*
  * The provider table's handle_extendedop_func: read the arguments of the
- * dat_ib_post_* macros, of dat_ib_open_query and of the counters calls
- * from the va_list and hand them to the provider behind the handle (for
+ * dat_ib_post_* and dat_ib_ud_* macros, of dat_ib_open_query and of the
+ * counters calls from the va_list and hand them to the provider behind the handle (for
  * the open query, the provider registered under the name the handle is).
  */
 #include "ext.h"
@@ -57,6 +57,13 @@ static DAT_RETURN counters(DAT_HANDLE handle, DAT_IB_OP op, va_list args)
 	return (*(const udat_provider_head *const *)handle)->counters(handle, &c);
 }
 
+static DAT_RETURN dispatch(DAT_HANDLE handle, const udat_ext_post *p)
+{
+	if (handle == DAT_HANDLE_NULL)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	return (*(const udat_provider_head *const *)handle)->post(handle, p);
+}
+
 DAT_RETURN udat_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
 {
 	udat_ext_post p = { .op = (DAT_IB_OP)op };
@@ -84,8 +91,21 @@ DAT_RETURN udat_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
 		p.compare_add = va_arg(args, DAT_UINT64);
 		p.segments = 1;
 		break;
+	case DAT_IB_UD_SEND_OP:
+		p.segments = va_arg(args, DAT_COUNT);
+		p.local = va_arg(args, DAT_LMR_TRIPLET *);
+		p.ah = va_arg(args, DAT_IB_ADDR_HANDLE *);
+		p.cookie = va_arg(args, DAT_DTO_COOKIE);
+		p.flags = va_arg(args, DAT_COMPLETION_FLAGS);
+		return dispatch(handle, &p);
+	case DAT_IB_UD_CM_FREE_OP:
+		p.cm = va_arg(args, DAT_CONTEXT);
+		return dispatch(handle, &p);
+	case DAT_IB_UD_AH_FREE_OP:
+		p.ah = va_arg(args, DAT_IB_ADDR_HANDLE *);
+		return dispatch(handle, &p);
 	default:
-		/* UD and collectives are not offered. */
+		/* Collectives are not offered. */
 		return DAT_NOT_IMPLEMENTED;
 	}
 	p.local = va_arg(args, DAT_LMR_TRIPLET *);
@@ -94,7 +114,5 @@ DAT_RETURN udat_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
 	if (p.op == DAT_IB_RDMA_WRITE_IMMED_OP)
 		p.immediate = va_arg(args, DAT_UINT32);
 	p.flags = va_arg(args, DAT_COMPLETION_FLAGS);
-	if (handle == DAT_HANDLE_NULL)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	return (*(const udat_provider_head *const *)handle)->post(handle, &p);
+	return dispatch(handle, &p);
 }

@@ -23,6 +23,8 @@ typedef struct udat_ext_post {
 	DAT_UINT64 swap;
 	DAT_UINT32 immediate;
 	DAT_COMPLETION_FLAGS flags;
+	const DAT_IB_ADDR_HANDLE *ah; /* UD send and AH free */
+	DAT_CONTEXT cm; /* UD CM free */
 } udat_ext_post;
 
 typedef DAT_RETURN (*udat_ext_fn)(DAT_HANDLE handle, const udat_ext_post *post);

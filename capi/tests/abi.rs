@@ -219,6 +219,10 @@ fn an_argument_error_names_the_argument_by_its_place_in_the_call() {
         assert_eq!(status(ep, &mut state, odd, ptr::null_mut()), invalid(DAT_INVALID_ARG3));
         assert_eq!(status(ep, &mut state, ptr::null_mut(), odd), invalid(DAT_INVALID_ARG4));
         assert_eq!(words, [0, 0]);
+        // Each out-pointer may be null (the page lists no error for it).
+        let (mut recv_idle, mut request_idle) = (7, 7);
+        assert_eq!(status(ep, ptr::null_mut(), &mut recv_idle, &mut request_idle), DAT_SUCCESS);
+        assert_eq!((recv_idle, request_idle), (DAT_TRUE, DAT_TRUE));
 
         // The syncs take their array before its count.
         let sync = t.lmr_sync_rdma_read_func.unwrap();

@@ -33,6 +33,7 @@ impl Backend for Panicky {
     type Cq = <M as Backend>::Cq;
     type Qp = <M as Backend>::Qp;
     type Srq = <M as Backend>::Srq;
+    type Ah = <M as Backend>::Ah;
     type Cm = <M as Backend>::Cm;
 
     fn cm(&mut self) -> &mut Self::Cm {
@@ -100,6 +101,7 @@ impl Backend for Panicky {
             max_recv_sge: config.max_recv_sge,
             max_rdma_read_in: config.max_rdma_read_in,
             max_rdma_read_out: config.max_rdma_read_out,
+            qp_type: config.qp_type,
         };
         self.0.qp_create(&config, tag)
     }

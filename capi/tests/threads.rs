@@ -447,6 +447,8 @@ fn atomic(p: &Provider, pair: &Pair, remote: &DAT_RMR_TRIPLET, cookie: u64, op: 
         swap: operands[1],
         immediate: 0,
         flags: DAT_COMPLETION_DEFAULT_FLAG,
+        ah: std::ptr::null(),
+        cm: DAT_CONTEXT { as_64: 0 },
     };
     // SAFETY: every udat provider's table heads a `udat_provider_head`,
     // whose `post` takes what `dat_extension_op` would pass (`c/ext.c`).

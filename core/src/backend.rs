@@ -109,6 +109,86 @@ pub enum RequestOp {
     },
 }
 
+/// The transport service of a QP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QpType {
+    /// Reliable connected: one peer, every DTO of DAT (verbs'
+    /// `IBV_QPT_RC`).
+    #[default]
+    Rc,
+    /// Unreliable datagram: sends to any peer an address handle names, no
+    /// RDMA (the IB extension's `DAT_IB_SERVICE_TYPE_UD`; verbs'
+    /// `IBV_QPT_UD`).
+    Ud,
+}
+
+/// The global route of an address (verbs' `struct ibv_global_route`):
+/// needed by every address on RoCE, and across subnets on InfiniBand.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Grh {
+    /// The peer's GID.
+    pub dgid: [u8; 16],
+    /// The index of the local GID the datagram leaves from.
+    pub sgid_index: u8,
+    /// Routers the datagram may cross.
+    pub hop_limit: u8,
+    /// The traffic class.
+    pub traffic_class: u8,
+    /// The flow label (20 bits).
+    pub flow_label: u32,
+}
+
+/// Where a datagram goes (verbs' `struct ibv_ah_attr`): what the connection
+/// manager learned of a UD peer, from which the transport makes an address
+/// handle ([`Backend::ah_create`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AhAttr {
+    /// The peer's port LID (InfiniBand; 0 on RoCE).
+    pub dlid: u16,
+    /// The service level.
+    pub sl: u8,
+    /// The local port the datagram leaves from.
+    pub port_num: u8,
+    /// The global route; on RoCE always present.
+    pub grh: Option<Grh>,
+}
+
+/// The far end of a UD connection, as the connection manager reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdPeer {
+    /// Its address.
+    pub ah: AhAttr,
+    /// Its QP number.
+    pub qpn: u32,
+    /// The Q_Key its QP accepts.
+    pub qkey: u32,
+}
+
+/// What a UD send names beside its address handle (verbs' `wr.ud`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UdDest {
+    /// The destination QP.
+    pub remote_qpn: u32,
+    /// The Q_Key the destination QP checks.
+    pub qkey: u32,
+}
+
+/// The Q_Key of every UD QP udat makes, and the one it sends with, as OFA
+/// dapl's `DAT_UD_QKEY`: DAT has no call that sets one.
+pub const UD_QKEY: u32 = 0x7865_4321;
+
+/// The bytes of the Global Routing Header that lead every datagram in a
+/// UD receive buffer: ibv_post_recv(3), "the Global Routing Header (GRH)
+/// of the incoming message will be placed in the first 40 bytes of the
+/// buffer(s) ... in all cases, the actual data of the incoming message will
+/// start at an offset of 40 bytes".
+pub const GRH_BYTES: u32 = 40;
+
+/// The largest message a UD send carries: a datagram is one packet
+/// (IBTA Vol. 1, chapter 9, unreliable datagram service), and 4096 bytes
+/// is the largest path MTU. A UD EP's `max_message_size` is no larger.
+pub const UD_MAX_MESSAGE: u32 = 4096;
+
 /// A send-queue work request.
 #[derive(Clone, Copy, Debug)]
 pub struct SendWr<'a> {
@@ -157,7 +237,8 @@ pub struct Completion {
     pub transferred_length: u32,
     /// The immediate data of a [`DtoOp::ReceiveImm`] or
     /// [`DtoOp::ReceiveMsgImm`], the context the peer invalidated for a
-    /// [`DtoOp::ReceiveWithInvalidate`]; 0 otherwise.
+    /// [`DtoOp::ReceiveWithInvalidate`], the sender's QP number for a
+    /// [`DtoOp::ReceiveUd`]; 0 otherwise.
     pub imm: u32,
     /// Work requests this completion retires: 1, plus any suppressed
     /// successes posted before it on the same send queue.
@@ -239,6 +320,24 @@ pub enum CmEvent<R> {
         /// The requester's port (dat_cr_query(3DAT) `remote_port_qual`).
         remote_port: u64,
         /// What the requester sent with the request.
+        private_data: PrivateData,
+        /// The requester's QP is UD: the request resolves an address,
+        /// and an accept answers with the accepting QP's.
+        ud: bool,
+    },
+    /// A UD connection of the QP with `tag` is set up: on the active side
+    /// when the peer accepted, on the passive side when the accept
+    /// completed. Each connect or accept of a UD QP ends in one.
+    UdEstablished {
+        /// The QP's tag.
+        tag: u64,
+        /// The peer.
+        peer: UdPeer,
+        /// The peer's IA address.
+        remote: IaAddress,
+        /// Whether the QP accepted (passive) rather than connected.
+        passive: bool,
+        /// What the peer sent with its request or accept.
         private_data: PrivateData,
     },
     /// The QP with `tag` changed connection state.
@@ -328,6 +427,8 @@ pub struct QpConfig<'a, B: Backend + ?Sized> {
     pub max_rdma_read_in: u32,
     /// Most RDMA reads the QP may have in flight.
     pub max_rdma_read_out: u32,
+    /// RC, or UD for an EP of `DAT_IB_SERVICE_TYPE_UD`.
+    pub qp_type: QpType,
 }
 
 /// A transport. See the module documentation for its obligations.
@@ -346,6 +447,8 @@ pub trait Backend {
     type Qp;
     /// A shared receive queue: an SRQ's transport half.
     type Srq;
+    /// An address handle: where a UD send goes.
+    type Ah;
     /// The connection manager: itself for a transport that manages its
     /// own connections, its device's for one that drives a device's
     /// control path (the mlx5 data path's `Device`).
@@ -426,6 +529,22 @@ pub trait Backend {
     /// Post `wr` on `qp`'s send queue (dat_ep_post_send(3DAT),
     /// dat_ep_post_rdma_read(3DAT), dat_ep_post_rdma_write(3DAT)).
     fn post_send(&mut self, qp: &mut Self::Qp, wr: &SendWr<'_>) -> DatResult<()>;
+
+    /// An address handle in `pd` for `attr` (verbs' `ibv_create_ah`). A
+    /// transport without UD refuses with `DAT_MODEL_NOT_SUPPORTED`.
+    fn ah_create(&mut self, _pd: &Self::Pd, _attr: &AhAttr) -> DatResult<Self::Ah> {
+        Err(crate::error::DatError::of(crate::error::ErrorType::ModelNotSupported))
+    }
+    /// Release an address handle (verbs' `ibv_destroy_ah`): no send of it
+    /// is outstanding.
+    fn ah_destroy(&mut self, _ah: Self::Ah) {}
+    /// Post the send `wr` (its op is [`RequestOp::Send`]) on the UD QP
+    /// `qp`, to `dest` through `ah` (verbs' `ibv_post_send` with `wr.ud`).
+    /// It completes as [`DtoOp::SendUd`]; the
+    /// receive it consumes as [`DtoOp::ReceiveUd`].
+    fn post_send_ud(&mut self, _qp: &mut Self::Qp, _ah: &Self::Ah, _dest: UdDest, _wr: &SendWr<'_>) -> DatResult<()> {
+        Err(crate::error::DatError::of(crate::error::ErrorType::ModelNotSupported))
+    }
 
     /// The lane of a request of one local segment (the core's `lane` module):
     /// `true` when the transport took it, `false` when it left no trace,

@@ -37,6 +37,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// CR slot is free (the provider's EP, if any, is dropped).
     pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), ConnReq<B>> {
         let (psp, conn_qual, local_ep, ia) = (cr.psp, cr.conn_qual, cr.local_ep, cr.ia);
+        let number = if cr.ud { EventNumber::UdConnectionRequest } else { EventNumber::ConnectionRequest };
         let h = match crate::object::owned::insert(&mut self.ias, &mut self.crs, None, cr) {
             Ok(raw) => {
                 self.count_ia(ia, counters::ia::Counter::SP_CR);
@@ -52,7 +53,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if let Some(e) = self.eps.get_mut(local_ep.0) {
             e.cr = h;
         }
-        self.deliver(evd, EventNumber::ConnectionRequest, EventData::CrArrival { psp, conn_qual, cr: h }, true);
+        self.deliver(evd, number, EventData::CrArrival { psp, conn_qual, cr: h }, true);
         Ok(())
     }
 
@@ -89,6 +90,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             let e = self.ep(ep)?;
             if e.ia != cr.ia {
                 return Err(DatError::invalid_handle(Subtype::InvalidHandleEp));
+            }
+            if e.ud || cr.ud {
+                return self.ud_accept(cr_h, ep, private_data);
             }
             if e.state() != EpState::Unconnected {
                 return Err(DatError::invalid_state(e.state_subtype()));

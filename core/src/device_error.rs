@@ -62,7 +62,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 }
                 self.async_event(ia, EventNumber::AsyncIaCatastrophic, Some(ia.into()), IA_CATASTROPHIC_ERROR);
             }
-            CmEvent::Request { .. } | CmEvent::Conn { .. } => {}
+            CmEvent::Request { .. } | CmEvent::Conn { .. } | CmEvent::UdEstablished { .. } => {}
         }
     }
 

@@ -20,8 +20,11 @@
 //!  │                                                       │
 //!  └──────────────── reset <── DISCONNECTED <── failure, abrupt, peer
 //! ```
+//!
+//! A UD EP of the IB extension connects and accepts in UNCONNECTED and
+//! CONNECTED, each connection resolving one more peer (`crate::ud`).
 
-use crate::backend::{Backend, ConnectionManager, QpConfig};
+use crate::backend::{Backend, ConnectionManager, QpConfig, QpType};
 use crate::counters;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::EventNumber;
@@ -90,7 +93,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         connect_evd: EvdHandle,
         attr: Option<&EpAttr>,
     ) -> DatResult<EpHandle> {
-        self.ep_new(ia, pz, recv_evd, request_evd, connect_evd, SrqHandle::NULL, attr)
+        self.ep_new(ia, pz, (recv_evd, request_evd, connect_evd), SrqHandle::NULL, attr, QpType::Rc)
     }
 
     /// dat_ep_create_with_srq(3DAT): as [`Provider::ep_create`], receiving
@@ -116,23 +119,21 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if s.pz != pz && !differ_ok {
             return Err(DatError::invalid_arg(2));
         }
-        let ep = self.ep_new(ia, pz, recv_evd, request_evd, connect_evd, srq, Some(attr))?;
+        let ep = self.ep_new(ia, pz, (recv_evd, request_evd, connect_evd), srq, Some(attr), QpType::Rc)?;
         if let Ok(s) = self.srq_mut(srq) {
             s.ep_refs += 1;
         }
         Ok(ep)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn ep_new(
+    pub(crate) fn ep_new(
         &mut self,
         ia_h: IaHandle,
         pz: PzHandle,
-        recv_evd: EvdHandle,
-        request_evd: EvdHandle,
-        connect_evd: EvdHandle,
+        evds: (EvdHandle, EvdHandle, EvdHandle),
         srq: SrqHandle,
         attr: Option<&EpAttr>,
+        qp_type: QpType,
     ) -> DatResult<EpHandle> {
         let ia = self.ia(ia_h)?;
         let attr = match attr {
@@ -143,7 +144,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             None => EpAttr::provider_default(&ia.attr),
         };
         self.pz_of(ia_h, pz)?;
-        let ep = Ep::new(ia_h, pz, (recv_evd, request_evd, connect_evd), srq, attr, EpState::Unconnected, false);
+        let ep = Ep::new(ia_h, pz, evds, srq, attr, EpState::Unconnected, false);
+        let ep = if qp_type == QpType::Ud { ep.datagram() } else { ep };
         let streams = ep.streams();
         self.check_streams(&streams)?;
         let h = EpHandle(
@@ -197,6 +199,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             max_recv_sge: ep.attr().max_recv_iov,
             max_rdma_read_in: ep.attr().max_rdma_read_in,
             max_rdma_read_out: ep.attr().max_rdma_read_out,
+            qp_type: if ep.ud { QpType::Ud } else { QpType::Rc },
         };
         let qp = backend.qp_create(&config, h.0.to_bits())?;
         ep.settle(|_, slot| *slot = Some(qp));
@@ -242,11 +245,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     fn attach(&mut self, s: &Streams) {
-        for (evd, mode) in [s.recv, s.request] {
+        for ((evd, mode), holds) in [(s.recv, s.holds.recv), (s.request, s.holds.request)] {
             if let Some(e) = self.evds.get_mut(evd.0) {
                 e.streams += 1;
                 e.dto_streams += 1;
                 e.dto_mode = mode;
+                e.lane_holds += holds;
+                e.settle_lane();
             }
         }
         if let Some(e) = self.evds.get_mut(s.connect.0) {
@@ -261,10 +266,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     fn detach(&mut self, s: &Streams) {
-        for (evd, _) in [s.recv, s.request] {
+        for ((evd, _), holds) in [(s.recv, s.holds.recv), (s.request, s.holds.request)] {
             if let Some(e) = self.evds.get_mut(evd.0) {
                 e.streams = e.streams.saturating_sub(1);
                 e.dto_streams = e.dto_streams.saturating_sub(1);
+                e.lane_holds = e.lane_holds.saturating_sub(holds);
+                e.settle_lane();
             }
         }
         if let Some(e) = self.evds.get_mut(s.connect.0) {
@@ -306,6 +313,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         self.progress(ia, Some(recv));
         self.progress(ia, Some(request));
+        self.ud_ahs_free(h);
         let Some(ep) = crate::object::owned::remove(&mut self.ias, &mut self.eps, h.0) else { return };
         self.detach(&ep.streams());
         self.pz_release(ep.pz);
@@ -380,8 +388,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let request_evd = changes.request_evd.unwrap_or(ep.request_evd);
         let connect_evd = changes.connect_evd.unwrap_or(ep.connect_evd);
         let attr = changes.attr.map_or(*ep.attr(), |a| a.resolved(&ia.attr));
+        let attr = if ep.ud { attr.for_datagrams() } else { attr };
         let old_streams = ep.streams();
-        let new_streams = Streams::new(ep.ia, recv_evd, request_evd, connect_evd, &attr, ep.srq);
+        let new_streams = Streams::new(ep.ia, recv_evd, request_evd, connect_evd, &attr, ep.srq).holding(ep.lane_holds);
         let old_pz = ep.pz;
         self.detach(&old_streams);
         if let Err(e) = self.check_streams(&new_streams) {
@@ -438,6 +447,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // synchronously." No multipath here either.
         if qos.0 & !ia.qos_supported.0 != 0 || flags.contains(ConnectFlags::MULTIPATH_REQUIRED) {
             return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
+        if ep.ud {
+            return self.ud_connect(h, remote, conn_qual, private_data, timeout_us);
         }
         // "DAT_INVALID_STATE: Endpoint was not in DAT_EP_STATE_UNCONNECTED".
         if ep.state() != EpState::Unconnected {

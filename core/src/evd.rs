@@ -128,6 +128,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             cq: None,
             cno,
             direct: false,
+            lane: false,
+            lane_holds: 0,
             enabled: true,
             waitable: true,
             waiter: false,
@@ -362,7 +364,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     fn pop(&mut self, evd: EvdHandle) -> Option<Event> {
         let Provider { evds, events, .. } = self;
-        events.pop(&mut evds.get_mut(evd.0)?.queue)
+        let e = evds.get_mut(evd.0)?;
+        let event = events.pop(&mut e.queue);
+        e.settle_lane();
+        event
     }
 
     /// Whether a dequeue that found nothing is to look at `ia`'s connection
@@ -403,7 +408,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let deadline_us =
             (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
         if let Ok(e) = self.evd_mut(evd) {
-            e.waiter = true;
+            e.set_waiter(true);
         }
         self.count_evd(evd, counters::evd::Counter::WAIT);
         Ok(EvdWait { evd, threshold, deadline_us })
@@ -426,12 +431,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let e = evds.get_mut(wait.evd.0).ok_or(DatError::of(ErrorType::Abort))?;
         if e.queue.len() >= wait.threshold {
             let event = events.pop(&mut e.queue).ok_or(DatError::of(ErrorType::InternalError))?;
-            e.waiter = false;
+            e.set_waiter(false);
             return Ok(WaitStep::Ready { event, nmore: e.queue.len() });
         }
         match wait.deadline_us {
             Some(deadline) if now >= deadline => {
-                e.waiter = false;
+                e.set_waiter(false);
                 Ok(WaitStep::TimedOut { nmore: e.queue.len() })
             }
             deadline => Ok(WaitStep::Pending { timeout_us: deadline.map(|d| d - now) }),
@@ -441,7 +446,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// Give up a wait's place (a signal interrupted it, say).
     pub fn evd_wait_end(&mut self, wait: &EvdWait) {
         if let Ok(e) = self.evd_mut(wait.evd) {
-            e.waiter = false;
+            e.set_waiter(false);
         }
     }
 

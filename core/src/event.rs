@@ -6,7 +6,7 @@
 //! `DAT_INSUFFICIENT_RESOURCES` at create time rather than as a lost event
 //! later. Each queue is a FIFO threaded through the pool.
 
-use crate::handle::{AnyHandle, CrHandle, EpHandle, EvdHandle, PspHandle, RmrHandle};
+use crate::handle::{AhHandle, AnyHandle, CrHandle, EpHandle, EvdHandle, PspHandle, RmrHandle};
 use crate::storage::{Store, Vacant};
 use crate::types::{DtoOp, DtoStatus};
 
@@ -65,6 +65,21 @@ pub enum EventNumber {
     /// An event the consumer posted (dat_evd_post_se(3DAT)).
     #[doc(alias = "DAT_SOFTWARE_EVENT")]
     Software = 0x10001,
+    // The IB extension's UD connection events (`DAT_IB_EVENT_NUMBER`, from
+    // `DAT_IB_EXTENSION_RANGE_BASE`).
+    /// A UD connection request arrived at a PSP.
+    #[doc(alias = "DAT_IB_UD_CONNECTION_REQUEST_EVENT")]
+    UdConnectionRequest = 0x40001,
+    /// A UD connection is set up: the event carries the peer's address
+    /// handle.
+    #[doc(alias = "DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED")]
+    UdConnectionEstablished = 0x40002,
+    /// The peer rejected a UD connection request.
+    #[doc(alias = "DAT_IB_UD_CONNECTION_REJECT_EVENT")]
+    UdConnectionReject = 0x40003,
+    /// A UD connection could not be set up.
+    #[doc(alias = "DAT_IB_UD_CONNECTION_ERROR_EVENT")]
+    UdConnectionError = 0x40004,
 }
 
 impl EventNumber {
@@ -74,7 +89,7 @@ impl EventNumber {
         match self {
             EventNumber::DtoCompletion => EvdFlags::DTO,
             EventNumber::RmrBindCompletion => EvdFlags::RMR_BIND,
-            EventNumber::ConnectionRequest => EvdFlags::CR,
+            EventNumber::ConnectionRequest | EventNumber::UdConnectionRequest => EvdFlags::CR,
             EventNumber::Software => EvdFlags::SOFTWARE,
             EventNumber::AsyncEvdOverflow
             | EventNumber::AsyncIaCatastrophic
@@ -131,6 +146,22 @@ pub enum EventData {
         ep: EpHandle,
         /// Bytes of private data the peer sent.
         private_data_size: u32,
+    },
+    /// A UD connection's event: `DAT_CONNECTION_EVENT_DATA` with the
+    /// extension's `DAT_IB_EXTENSION_EVENT_DATA`. The private data stays
+    /// with the address handle until dat_ib_ud_ah_free.
+    UdConnection {
+        /// The UD EP.
+        ep: EpHandle,
+        /// The peer's address handle (null for a rejection or an error).
+        ah: AhHandle,
+        /// The peer's QP number.
+        remote_qpn: u32,
+        /// Bytes of private data the peer sent.
+        private_data_size: u32,
+        /// Whether the EP accepted (`DAT_IB_UD_PASSIVE_REMOTE_AH`) rather
+        /// than connected (`DAT_IB_UD_REMOTE_AH`).
+        passive: bool,
     },
     /// `DAT_ASYNCH_ERROR_EVENT_DATA`.
     AsyncError {

@@ -153,6 +153,33 @@ typed_handle!(/// A Common Service Point: a PSP that listens on a socket address
     /// (DAT 2.0), so its handle is of the PSPs' kind.
     CspHandle, Kind::Psp);
 
+/// A UD address handle of the IB extension: the `ah` of a
+/// `DAT_IB_ADDR_HANDLE`. It is no DAT object (it has no
+/// `DAT_HANDLE_TYPE`), so it has no [`Kind`]; like every handle it carries
+/// a generation, so a freed one is refused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AhHandle(pub(crate) RawHandle);
+
+impl AhHandle {
+    /// No address handle.
+    pub const NULL: AhHandle = AhHandle(RawHandle::NULL);
+
+    /// Whether this is the null handle.
+    pub const fn is_null(self) -> bool {
+        self.0.is_null()
+    }
+
+    /// The untyped handle.
+    pub const fn raw(self) -> RawHandle {
+        self.0
+    }
+
+    /// Retype a raw handle (checked on use, like any handle).
+    pub const fn from_raw(raw: RawHandle) -> AhHandle {
+        AhHandle(raw)
+    }
+}
+
 /// A handle of any kind: what `dat_get_handle_type` and the consumer-context
 /// calls take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -43,6 +43,8 @@
 //!   state and own rules, which reaches neither the calls nor the
 //!   provider; `post` holds every post, with its doors (exclusive, lane,
 //!   [`shared`], [`poster`]), and `evd` the dequeue's hot half.
+//! - `ud`: the IB extension's UD EPs, their connections and address
+//!   handles (`<dat2/dat_ib_extensions.h>`); their send is `post::ud`.
 //! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
 //! - [`backend`]: what a transport must do, and promise.
 //! - [`device_error`]: a transport's own errors (a QP or CQ in error, a
@@ -91,6 +93,7 @@ pub mod slab;
 mod srq;
 pub mod storage;
 pub mod types;
+mod ud;
 
 #[cfg(test)]
 extern crate std;
@@ -108,8 +111,8 @@ pub use error::{DatError, DatResult, ErrorType, Subtype};
 pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL};
 pub use event::{Event, EventData, EventNumber};
 pub use handle::{
-    AnyHandle, CnoHandle, CrHandle, CspHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle, PzHandle,
-    RawHandle, RmrHandle, RspHandle, SrqHandle,
+    AhHandle, AnyHandle, CnoHandle, CrHandle, CspHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle,
+    PzHandle, RawHandle, RmrHandle, RspHandle, SrqHandle,
 };
 pub use ia::{AsyncEvd, AsyncEvdRef};
 pub use lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};

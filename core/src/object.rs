@@ -4,6 +4,7 @@
 //! (`crate::ep`, `crate::lmr`, ...) and the request paths (`crate::post`)
 //! build on these modules and never the other way round.
 
+pub(crate) mod ah;
 pub(crate) mod cno;
 pub(crate) mod cr;
 pub(crate) mod csp;

@@ -27,6 +27,7 @@ pub mod poster;
 mod recv;
 mod request;
 pub mod shared;
+mod ud;
 
 pub(crate) use lane::request_lane;
 

@@ -10,6 +10,7 @@ use crate::counters::{self, Tallies, Tally};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber, EventPool};
 use crate::handle::*;
+use crate::object::ah::Ah;
 use crate::object::cno::Cno;
 use crate::object::cr::Cr;
 use crate::object::ep::Ep;
@@ -41,6 +42,8 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) rsps: Slab<Rsp<B>, S::Slots<Rsp<B>>>,
     pub(crate) crs: Slab<Cr<B>, S::Slots<Cr<B>>>,
     pub(crate) srqs: Slab<Srq<B>, S::Slots<Srq<B>>>,
+    /// The address handles of UD EPs, listed by EP.
+    pub(crate) ahs: Slab<Ah<B>, S::Slots<Ah<B>>>,
     pub(crate) events: EventPool<S::Events>,
     /// The EPs' and the EVDs' counters, beside their slabs.
     pub(crate) ep_tallies: Tallies<{ counters::ep::COUNT }, S::Slots<Tally<{ counters::ep::COUNT }>>>,
@@ -131,6 +134,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             rsps: Slab::new(storage.slots(Kind::Rsp)).listed(),
             crs: Slab::new(storage.slots(Kind::Cr)).listed(),
             srqs: Slab::new(storage.slots(Kind::Srq)).listed(),
+            // An address handle has no DAT handle type: there are as many
+            // as Endpoints, one a peer of a UD EP.
+            ahs: Slab::new(storage.slots(Kind::Ep)).listed(),
             events: EventPool::new(storage.events()),
             ep_tallies: Tallies::new(storage.slots(Kind::Ep)),
             evd_tallies: Tallies::new(storage.slots(Kind::Evd)),
@@ -218,6 +224,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.async_event(ia, EventNumber::AsyncEvdOverflow, Some(evd.into()), 0);
             return;
         }
+        e.settle_lane();
         // dat_evd_wait(3DAT): "The CNO associated with the evd_handle() is
         // not triggered upon event arrival if there is a Consumer blocked
         // on dat_evd_wait() on this Event Dispatcher."
@@ -246,7 +253,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let event = Event { number, evd: async_evd, data: EventData::AsyncError { handle, reason } };
         if self.events.push(&mut e.queue, event).is_err() {
             e.overflowed = true;
-        } else if e.enabled && !e.waiter {
+            return;
+        }
+        e.settle_lane();
+        if e.enabled && !e.waiter {
             if let Some(cno) = self.cnos.get_mut(e.cno.0) {
                 cno.trigger(async_evd);
             }
@@ -395,8 +405,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     fn on_cm(&mut self, ia: IaHandle, event: CmEvent<ConnReq<B>>) {
         match event {
-            CmEvent::Request { listener, request, remote, remote_port, private_data } => {
-                self.on_request(ia, listener, request, remote, remote_port, private_data)
+            CmEvent::Request { listener, request, remote, remote_port, private_data, ud } => {
+                self.on_request(ia, listener, request, (remote, remote_port, private_data), ud)
+            }
+            CmEvent::UdEstablished { tag, peer, remote, passive, private_data } => {
+                self.on_ud_established(EpHandle(RawHandle::from_bits(tag)), (peer, remote), passive, private_data)
             }
             CmEvent::Conn { tag, outcome, private_data } => {
                 self.on_conn(EpHandle(RawHandle::from_bits(tag)), outcome, private_data)
@@ -407,6 +420,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     fn on_conn(&mut self, ep_h: EpHandle, outcome: ConnOutcome, private_data: PrivateData) {
         let Some(ep) = self.eps.get_mut(ep_h.0) else { return };
+        if ep.ud {
+            return self.on_ud_failed(ep_h, outcome, private_data);
+        }
         let state = ep.state();
         let number = match (outcome, state) {
             (ConnOutcome::Established, EpState::ActiveConnectionPending) => {
@@ -454,15 +470,18 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         ia: IaHandle,
         listener: u64,
         request: ConnReq<B>,
-        remote: crate::types::IaAddress,
-        remote_port: u64,
-        private_data: PrivateData,
+        (remote, remote_port, private_data): (crate::types::IaAddress, u64, PrivateData),
+        ud: bool,
     ) {
         let raw = RawHandle::from_bits(listener & !RSP_TAG_BIT);
-        let accepted = if listener & RSP_TAG_BIT != 0 {
+        // An RSP holds an RC EP for its request: a UD request finds no
+        // listener there (OFA dapl resolves UD peers through PSPs only).
+        let accepted = if listener & RSP_TAG_BIT != 0 && ud {
+            Err(request)
+        } else if listener & RSP_TAG_BIT != 0 {
             self.rsp_request(ia, RspHandle(raw), request, remote, remote_port, private_data)
         } else {
-            self.psp_request(ia, PspHandle(raw), request, remote, remote_port, private_data)
+            self.psp_request(ia, PspHandle(raw), request, (remote, remote_port, private_data), ud)
         };
         // No Service Point, or no room for the request: refuse it as if
         // nobody listened (dat_psp_free(3DAT)).

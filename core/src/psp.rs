@@ -160,12 +160,17 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         ia: IaHandle,
         psp_h: PspHandle,
         request: ConnReq<B>,
-        remote: IaAddress,
-        remote_port: u64,
-        private_data: PrivateData,
+        (remote, remote_port, private_data): (IaAddress, u64, PrivateData),
+        ud: bool,
     ) -> Result<(), ConnReq<B>> {
         let Some(psp) = self.psps.get(psp_h.0).filter(|p| p.ia == ia) else { return Err(request) };
         let (evd, conn_qual, flags) = (psp.evd, psp.conn_qual, psp.flags);
+        // The EP a `DAT_PSP_PROVIDER` PSP makes is RC: a UD request is
+        // refused there as where nobody listens (OFA dapl takes UD
+        // requests on consumer PSPs only).
+        if ud && flags == PspFlags::Provider {
+            return Err(request);
+        }
         if self.evds.get(evd.0).is_none_or(|e| e.queue.room() == 0) {
             return Err(request);
         }
@@ -176,7 +181,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             },
             PspFlags::Consumer => EpHandle::NULL,
         };
-        let cr = Cr { ia, psp: psp_h, conn_qual, local_ep, remote, remote_port, private_data, request, context: 0 };
+        let cr = Cr { ia, psp: psp_h, conn_qual, local_ep, remote, remote_port, private_data, request, context: 0, ud };
         self.cr_deliver(cr, evd)
     }
 }

@@ -155,6 +155,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             private_data,
             request,
             context: 0,
+            ud: false,
         };
         let Some(r) = crate::object::owned::remove(&mut self.ias, &mut self.rsps, rsp_h.0) else {
             return Err(cr.request);

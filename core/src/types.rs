@@ -257,12 +257,22 @@ pub enum DtoOp {
     /// A receive of a send with immediate data.
     #[doc(alias = "DAT_IB_DTO_RECV_MSG_IMMED")]
     ReceiveMsgImm = 12,
+    /// A UD send (`dat_ib_post_send_ud`).
+    #[doc(alias = "DAT_IB_DTO_SEND_UD")]
+    SendUd = 13,
+    /// A receive of a UD EP: the datagram after the 40 bytes of its GRH;
+    /// the completion names the sender's QP.
+    #[doc(alias = "DAT_IB_DTO_RECV_UD")]
+    ReceiveUd = 14,
 }
 
 impl DtoOp {
     /// Whether the operation completes on the receive stream.
     pub const fn is_recv(self) -> bool {
-        matches!(self, DtoOp::Receive | DtoOp::ReceiveWithInvalidate | DtoOp::ReceiveImm | DtoOp::ReceiveMsgImm)
+        matches!(
+            self,
+            DtoOp::Receive | DtoOp::ReceiveWithInvalidate | DtoOp::ReceiveImm | DtoOp::ReceiveMsgImm | DtoOp::ReceiveUd
+        )
     }
 
     /// Whether the operation is one of the IB extension's, reported as a
@@ -270,7 +280,13 @@ impl DtoOp {
     pub const fn is_extension(self) -> bool {
         matches!(
             self,
-            DtoOp::RdmaWriteImm | DtoOp::ReceiveImm | DtoOp::FetchAdd | DtoOp::CompareSwap | DtoOp::ReceiveMsgImm
+            DtoOp::RdmaWriteImm
+                | DtoOp::ReceiveImm
+                | DtoOp::FetchAdd
+                | DtoOp::CompareSwap
+                | DtoOp::ReceiveMsgImm
+                | DtoOp::SendUd
+                | DtoOp::ReceiveUd
         )
     }
 }
@@ -479,4 +495,7 @@ pub struct IaAttr {
     /// Whether the transport performs the IB extension's atomics
     /// (compare-and-swap, fetch-and-add on 8 aligned bytes).
     pub atomics: bool,
+    /// Whether the transport has the IB extension's UD EPs
+    /// (`DAT_IB_SERVICE_TYPE_UD`, `dat_ib_post_send_ud`).
+    pub ud: bool,
 }

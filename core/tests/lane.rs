@@ -447,3 +447,58 @@ fn the_srq_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does(
     let least = if cfg!(miri) { (0, 0) } else { (1, 10) };
     assert!(taken >= least.0 && refused >= least.1, "taken {taken}, refused {refused}");
 }
+
+/// Whether the dequeue lane of `evd` takes the receive completion that
+/// `ep` gets now (the ordinary dequeue takes it where the lane does not).
+fn lane_takes_a_receive(fx: &mut Fx, ep: EpHandle, evd: EvdHandle) -> bool {
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], 3, CompletionFlags::DEFAULT).unwrap();
+    assert!(fx.p.backend_mut().complete_recv(ep, 64));
+    let raw = evd.raw();
+    if fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()).is_some() {
+        return true;
+    }
+    let event = fx.p.evd_dequeue_ordinary(evd).unwrap();
+    assert!(matches!(event.data, EventData::Dto { cookie: 3, status: DtoStatus::Success, .. }));
+    false
+}
+
+#[test]
+fn a_lane_hold_shuts_its_streams_evd_follows_the_stream_and_ends_with_the_ep() {
+    let mut fx = Fx::new();
+    let other = fx.p.evd_create(fx.ia, 32, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let dto = fx.dto_evd;
+    let (held, bystander) = (fx.ep(), fx.ep_connected());
+    assert!(lane_takes_a_receive(&mut fx, bystander, dto), "no hold yet");
+
+    fx.p.ep_hold_lane(held, true).unwrap();
+    assert!(!lane_takes_a_receive(&mut fx, bystander, dto), "the EVD is held");
+    // The request stream's hold is apart from the receive stream's: both
+    // streams feed the same EVD here, so one release leaves it held.
+    fx.p.ep_hold_lane(held, false).unwrap();
+    fx.p.ep_release_lane(held, false);
+    assert!(!lane_takes_a_receive(&mut fx, bystander, dto), "the receive hold remains");
+
+    // dat_ep_modify(3DAT) gives the receive stream another EVD: the hold
+    // goes with it.
+    let changes = EpChanges { recv_evd: Some(other), ..EpChanges::default() };
+    fx.p.ep_modify(held, &changes).unwrap();
+    assert!(lane_takes_a_receive(&mut fx, bystander, dto), "the hold left with the stream");
+    fx.establish(held);
+    assert!(!lane_takes_a_receive(&mut fx, held, other), "the hold came with the stream");
+    fx.p.ep_release_lane(held, true);
+    assert!(lane_takes_a_receive(&mut fx, held, other), "released");
+    // A release beyond the holds changes nothing.
+    fx.p.ep_release_lane(held, true);
+    assert!(lane_takes_a_receive(&mut fx, held, other), "still open");
+
+    // Freeing the EP ends its holds.
+    fx.p.ep_hold_lane(held, true).unwrap();
+    fx.p.ep_disconnect(held, CloseFlags::Abrupt).unwrap();
+    fx.drain(other);
+    fx.p.ep_free(held).unwrap();
+    let again = fx.p.ep_create(fx.ia, fx.pz, other, fx.dto_evd, fx.conn_evd, None).unwrap();
+    fx.drain(fx.conn_evd);
+    fx.establish(again);
+    assert!(lane_takes_a_receive(&mut fx, again, other), "the freed EP's hold ended");
+    assert_eq!(ty(fx.p.ep_hold_lane(held, true)), ErrorType::InvalidHandle);
+}

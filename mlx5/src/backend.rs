@@ -9,8 +9,8 @@
 //! still returns its WQE to the SRQ.
 
 use udat_core::backend::{
-    Backend, Completion, ConnectionManager, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds,
-    Wake, MAX_SGE,
+    AhAttr, Backend, Completion, ConnectionManager, CqHead, QpConfig, QpType, Registration, RequestOp, SendWr, Sge,
+    Shared, UdDest, WaitFds, Wake, MAX_SGE,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAttr, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
@@ -22,7 +22,7 @@ use crate::mw;
 use crate::rq::{RecvQueue, SharedRecvQueue};
 use crate::sq::{Header, Remote, SendQueue, SendSlot};
 use crate::table::{Inline, Of, QpnIndex, Route, Storage, Table, TableIn};
-use crate::wqe::{self, fm_ce_se, opcode, SEG_BYTES};
+use crate::wqe::{self, fm_ce_se, opcode, AddressVector, SEG_BYTES};
 
 /// Most bytes a send or RDMA write carries inline: a WQE of control,
 /// remote-address and inline segments that fills one BlueFlame half.
@@ -33,6 +33,14 @@ pub const MAX_INLINE: usize = 256 - 2 * SEG_BYTES - 4;
 pub struct Qp<D: Device> {
     ctl: D::Qp,
     slot: u16,
+}
+
+/// A UD address handle: the device's, and the address vector each send
+/// through it copies.
+#[derive(Debug)]
+pub struct Ah<D: Device> {
+    ctl: D::Ah,
+    av: AddressVector,
 }
 
 /// A CQ: the device's handle and the slot of its ring.
@@ -70,6 +78,8 @@ struct QpQueues<D: Device> {
     srq: Option<u16>,
     send_cq: Option<u16>,
     recv_cq: Option<u16>,
+    /// A UD QP: its receives complete as [`DtoOp::ReceiveUd`].
+    ud: bool,
 }
 
 struct SrqQueue<D: Device> {
@@ -266,6 +276,7 @@ fn complete_on<D: Device>(
     queues: &mut QpQueues<D>,
     cqe: &Cqe,
     srq_complete: impl FnOnce(u16) -> Option<u64>,
+    source_qpn: impl FnOnce() -> u32,
 ) -> Option<Completion> {
     if cqe.is_requester() {
         let (sent, retired) = queues.sq.retire(cqe.wqe_counter)?;
@@ -276,7 +287,11 @@ fn complete_on<D: Device>(
         (None, Some(rq)) => rq.complete(),
         (None, None) => None,
     }?;
-    Some(received(queues.tag, cookie, cqe))
+    let completion = received(queues.tag, cookie, cqe);
+    if queues.ud && completion.op == DtoOp::Receive {
+        return Some(Completion { op: DtoOp::ReceiveUd, imm: source_qpn(), ..completion });
+    }
+    Some(completion)
 }
 
 /// The completion of `sent`, a request of the QP tagged `tag`, which
@@ -352,7 +367,7 @@ fn flush_failed<D: Device, S: Storage>(
                         tag,
                         cookie,
                         status: DtoStatus::Flushed,
-                        op: DtoOp::Receive,
+                        op: if queues.ud { DtoOp::ReceiveUd } else { DtoOp::Receive },
                         transferred_length: 0,
                         imm: 0,
                         retired: 1,
@@ -366,9 +381,12 @@ fn flush_failed<D: Device, S: Storage>(
     n
 }
 
-/// Send ring WQEBBs for `max_send_wr` WQEs of the largest kind.
-fn sq_wqebbs(max_send_wr: u32, max_send_sge: u32) -> u32 {
-    let gather = 2 + max_send_sge.max(1) as usize;
+/// Send ring WQEBBs for `max_send_wr` WQEs of the largest kind: on a UD
+/// QP, a send's three units of datagram segment take the place of the
+/// remote-address segment.
+fn sq_wqebbs(max_send_wr: u32, max_send_sge: u32, ud: bool) -> u32 {
+    let headers = if ud { wqe::DATAGRAM_BYTES / SEG_BYTES } else { 1 };
+    let gather = 1 + headers + max_send_sge.max(1) as usize;
     let inline = 2 + wqe::inline_ds(MAX_INLINE);
     let per_wqe = wqe::bbs(gather.max(inline)) as u32;
     (max_send_wr.max(1) * per_wqe).next_power_of_two()
@@ -382,6 +400,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     type Cq = Cq<D>;
     type Qp = Qp<D>;
     type Srq = Srq<D>;
+    type Ah = Ah<D>;
     type Cm = D::Cm;
 
     #[inline]
@@ -496,7 +515,8 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             };
             cache = Some((cqe.qpn, slot));
             let srq_complete = |s: u16| srqs.get_mut(s).and_then(|s| s.ring.complete(cqe.wqe_counter));
-            let Some(completion) = complete_on(queues, &cqe, srq_complete) else { continue };
+            let source_qpn = || ring.last_source_qpn();
+            let Some(completion) = complete_on(queues, &cqe, srq_complete, source_qpn) else { continue };
             if let Some(place) = out.get_mut(n) {
                 *place = completion;
             }
@@ -521,12 +541,13 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             send_cq: config.send_cq.map(|c| &c.ctl),
             recv_cq: config.recv_cq.map(|c| &c.ctl),
             srq: config.srq.map(|s| &s.ctl),
-            sq_wqebbs: sq_wqebbs(config.max_send_wr, config.max_send_sge),
+            sq_wqebbs: sq_wqebbs(config.max_send_wr, config.max_send_sge, config.qp_type == QpType::Ud),
             max_recv_wr: config.max_recv_wr.max(1),
             max_recv_sge,
             max_rdma_read_in: config.max_rdma_read_in,
             max_rdma_read_out: config.max_rdma_read_out,
             tag,
+            ud: config.qp_type == QpType::Ud,
         };
         let parts = self.device.qp_create(&spec)?;
         let qpn = parts.sq.qpn;
@@ -543,6 +564,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             srq: config.srq.map(|s| s.slot),
             send_cq: config.send_cq.map(|c| c.slot),
             recv_cq: config.recv_cq.map(|c| c.slot),
+            ud: config.qp_type == QpType::Ud,
         };
         let slot = match self.qps.insert(queues) {
             Ok(slot) => slot,
@@ -599,6 +621,25 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     fn post_send(&mut self, qp: &mut Qp<D>, wr: &SendWr<'_>) -> DatResult<()> {
         let Some(queues) = self.qps.get_mut(qp.slot) else { return Err(internal()) };
         post_to(queues, wr)
+    }
+
+    fn ah_create(&mut self, pd: &D::Pd, attr: &AhAttr) -> DatResult<Ah<D>> {
+        let (ctl, av) = self.device.ah_create(pd, attr)?;
+        Ok(Ah { ctl, av })
+    }
+
+    fn ah_destroy(&mut self, ah: Ah<D>) {
+        self.device.ah_destroy(ah.ctl);
+    }
+
+    /// The vector of the handle with the send's Q_Key and QP, gathered
+    /// ([`SendQueue::send_ud`]).
+    fn post_send_ud(&mut self, qp: &mut Qp<D>, ah: &Ah<D>, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
+        let Some(queues) = self.qps.get_mut(qp.slot).filter(|q| q.ud) else { return Err(internal()) };
+        let av = AddressVector { qkey: dest.qkey, dqpn: dest.remote_qpn, ..ah.av };
+        let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
+        let slot = SendSlot { cookie: wr.cookie, length: wr.length, op: DtoOp::SendUd, notify, bbs: 0 };
+        queues.sq.send_ud(&av, wr.sges, wqe_flags(wr.flags), slot).map_err(|_| resources())
     }
 
     /// The lane: `lane_to`.
@@ -874,9 +915,11 @@ mod tests {
     #[test]
     fn the_send_ring_holds_max_send_wr_of_the_largest_wqe() {
         // 16 gather segments: ctrl, raddr and 16 data = 18 ds = 5 WQEBBs.
-        assert_eq!(sq_wqebbs(16, 16), (16u32 * 5).next_power_of_two());
+        assert_eq!(sq_wqebbs(16, 16, false), (16u32 * 5).next_power_of_two());
         // Inline fills a BlueFlame half: 4 WQEBBs.
-        assert_eq!(sq_wqebbs(8, 1), 32);
-        assert_eq!(sq_wqebbs(0, 0), 4);
+        assert_eq!(sq_wqebbs(8, 1, false), 32);
+        assert_eq!(sq_wqebbs(0, 0, false), 4);
+        // UD: ctrl, three units of datagram and 16 data = 20 ds = 5 WQEBBs.
+        assert_eq!(sq_wqebbs(16, 16, true), (16u32 * 5).next_power_of_two());
     }
 }

@@ -178,6 +178,19 @@ impl<R: Register> CompletionQueue<R> {
         Some(Cqe::from_words(middle, last))
     }
 
+    /// The sender's QP number in the CQE [`poll`](Self::poll) took last,
+    /// a UD receive's (`flags_rqpn`, bits 23–0, which rdma-core's
+    /// `handle_responder` reports as `wc->src_qp`): a word the tail that
+    /// `poll` reads leaves out.
+    #[inline]
+    pub fn last_source_qpn(&self) -> u32 {
+        let at = self.entry(self.ci.wrapping_sub(1));
+        // SAFETY: as in `owned`; `FLAGS_RQPN` starts a word of the CQE.
+        let [word] = unsafe { self.buf.load_words::<1>(at + field::FLAGS_RQPN.start) };
+        let b = word.to_ne_bytes();
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x00ff_ffff
+    }
+
     /// Tell the device which CQEs are consumed (`SET_CI`).
     #[inline]
     pub fn update_ci(&mut self) {

@@ -10,6 +10,9 @@ pub mod field {
     use core::ops::Range;
     /// be32: the SRQ number (23–0) of a receive from an SRQ.
     pub const SRQN: Range<usize> = 32..36;
+    /// A UD receive: the GRH flags (bits 29–28), the sender's service
+    /// level (27–24) and QP number (23–0) (`flags_rqpn`).
+    pub const FLAGS_RQPN: Range<usize> = 24..28;
     /// be32: the immediate of a receive with immediate.
     pub const IMM: Range<usize> = 36..40;
     /// be32: bytes received (responder) or read (requester).

@@ -7,7 +7,7 @@
 //! (libibverbs, mlx5dv, rdma_cm); for tests, examples and benches it is
 //! the software HCA of `udat-softhca`.
 
-use udat_core::backend::{ConnectionManager, Registration, WaitFds, Wake};
+use udat_core::backend::{AhAttr, ConnectionManager, Registration, WaitFds, Wake};
 use udat_core::types::{IaAttr, MemPriv, SrqAttr};
 use udat_core::DatResult;
 
@@ -15,6 +15,7 @@ use crate::cq::CqGeometry;
 use crate::doorbell::Register;
 use crate::rq::{RecvSlot, RqGeometry};
 use crate::sq::{SendSlot, SqGeometry};
+use crate::wqe::AddressVector;
 
 /// The shape of a QP the backend asks the device for.
 #[derive(Debug)]
@@ -41,6 +42,9 @@ pub struct QpSpec<'a, D: Device + ?Sized> {
     pub max_rdma_read_out: u32,
     /// Echoed in connection events.
     pub tag: u64,
+    /// An `IBV_QPT_UD` QP, ready to send once made (no connection moves
+    /// it), with the Q_Key `udat_core::backend::UD_QKEY`.
+    pub ud: bool,
 }
 
 /// A QP as the device made it: its control handle and its queues.
@@ -98,6 +102,9 @@ pub trait Device {
     type Cq;
     /// An SRQ's control handle.
     type Srq;
+    /// The control path's half of a UD address handle (on a ConnectX,
+    /// the `ibv_ah` that `ibv_destroy_ah` takes).
+    type Ah;
     /// A doorbell register (UAR page or BlueFlame buffer).
     type Register: Register;
     /// Storage for one [`SendSlot`] per send WQEBB.
@@ -164,6 +171,16 @@ pub trait Device {
     fn qp_reset(&mut self, qp: &mut Self::Qp) -> DatResult<()>;
     /// The QP number.
     fn qpn(&self, qp: &Self::Qp) -> u32;
+
+    /// A UD address handle in `pd` for `attr`, and the address vector the
+    /// data path copies into each send (on a ConnectX, `ibv_create_ah`
+    /// then `mlx5dv_init_obj` with `MLX5DV_OBJ_AH`). A device without UD
+    /// refuses with `DAT_MODEL_NOT_SUPPORTED`.
+    fn ah_create(&mut self, _pd: &Self::Pd, _attr: &AhAttr) -> DatResult<(Self::Ah, AddressVector)> {
+        Err(udat_core::DatError::of(udat_core::ErrorType::ModelNotSupported))
+    }
+    /// Release an address handle (`ibv_destroy_ah`).
+    fn ah_destroy(&mut self, _ah: Self::Ah) {}
 
     /// An SRQ of `attr`'s shape, handed over with its memory.
     fn srq_create(&mut self, pd: &Self::Pd, attr: &SrqAttr) -> DatResult<SrqParts<Self>>;

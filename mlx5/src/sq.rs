@@ -18,7 +18,7 @@ use udat_core::types::DtoOp;
 use crate::barrier;
 use crate::doorbell::Register;
 use crate::mem::DmaBuf;
-use crate::wqe::{self, opcode, SegWords, SEG_BYTES, WQEBB_BYTES};
+use crate::wqe::{self, opcode, AddressVector, SegWords, SEG_BYTES, WQEBB_BYTES};
 use crate::Geometry;
 
 /// Index of the send counter in a QP's doorbell record (`MLX5_SND_DBR`).
@@ -382,6 +382,31 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             byte += SEG_BYTES;
         }
         self.finish(start, &header, ds, flags, slot);
+        Ok(())
+    }
+
+    /// Write a UD send of `sges` to `av` and ring its doorbell: the
+    /// control segment (opcode SEND), the datagram segment (PRM "Datagram
+    /// Segment", three 16-byte units), then the data segments, as
+    /// rdma-core's `_mlx5_post_send` lays out an `IBV_QPT_UD` send.
+    pub fn send_ud(&mut self, av: &AddressVector, sges: &[Sge], flags: u8, slot: SendSlot) -> Result<(), Full> {
+        let header = Header { opcode: opcode::SEND, imm: 0, remote: None, atomic: None };
+        let datagram_ds = wqe::DATAGRAM_BYTES / SEG_BYTES;
+        let ds = header.ds() + datagram_ds + sges.len();
+        let start = self.begin(ds)?;
+        let mut byte = SEG_BYTES;
+        // A segment of 16 bytes never straddles the ring's end: each is
+        // written at its own wrapped offset.
+        for seg in wqe::datagram_words(av) {
+            self.buf.write(self.at(start, byte), &wqe::seg_bytes(seg));
+            byte += SEG_BYTES;
+        }
+        for sge in sges {
+            self.buf.write(self.at(start, byte), &wqe::data_seg(sge.length, sge.lkey, sge.addr));
+            byte += SEG_BYTES;
+        }
+        self.finish(start, &header, ds, flags, slot);
+        self.ring();
         Ok(())
     }
 
@@ -1005,5 +1030,31 @@ mod tests {
         let fm_ce_se_of = |index: usize| q.ring.read(index * WQEBB_BYTES + ctrl::FM_CE_SE, 1)[0];
         assert_eq!(fm_ce_se_of(3), fm_ce_se::CQ_UPDATE | fm_ce_se::INITIATOR_SMALL_FENCE);
         assert_eq!(fm_ce_se_of(4), fm_ce_se::CQ_UPDATE);
+    }
+
+    /// A UD send written across the ring's end is its control segment
+    /// (SEND, five units), the datagram segment and the data segment, read
+    /// by the device from the ring and from BlueFlame alike; its slot
+    /// reports a UD send.
+    #[test]
+    fn a_ud_send_across_the_rings_end_is_control_datagram_and_data() {
+        let mut q = queue();
+        for cookie in 0..CNT as u64 - 1 {
+            q.sq.send(Op::Send, &[], 0, slot(cookie)).unwrap();
+        }
+        q.sq.retire(q.sq.pi().wrapping_sub(1)).unwrap();
+        let av =
+            wqe::AddressVector { qkey: 0x7865_4321, dqpn: 0x42, extended: true, rgid: [7; 16], ..Default::default() };
+        let sge = Sge { addr: 0x1000, length: 100, lkey: 0x77 };
+        let ud = SendSlot { op: DtoOp::SendUd, ..slot(9) };
+        q.sq.send_ud(&av, &[sge], fm_ce_se::CQ_UPDATE, ud).unwrap();
+        let (wqe, doorbell) = rung(&q, CNT as u16 - 1, 0);
+        let ctrl = wqe::ctrl_seg(CNT as u16 - 1, opcode::SEND, 0, QPN, 5, fm_ce_se::CQ_UPDATE, 0);
+        let expected: Vec<u8> =
+            [&ctrl[..], &wqe::datagram_seg(&av)[..], &wqe::data_seg(100, 0x77, 0x1000)[..]].concat();
+        assert_eq!(wqe, expected);
+        assert_eq!(doorbell, expected);
+        let (sent, _) = q.sq.retire(CNT as u16 - 1).unwrap();
+        assert_eq!((sent.cookie, sent.op), (9, DtoOp::SendUd));
     }
 }

@@ -313,6 +313,26 @@ pub struct AddressVector {
     pub rgid: [u8; 16],
 }
 
+impl AddressVector {
+    /// The vector rdma-core's mlx5 provider builds for `attr`
+    /// (`mlx5_create_ah` in `providers/mlx5/verbs.c`): the service level in
+    /// the low nibble of `stat_rate_sl`, the LID, and for a global route
+    /// the extended vector with `grh_gid_fl` = 1 << 30 (a GRH follows) |
+    /// the source GID index << 20 | the flow label. The Q_Key and the
+    /// destination QP are each send's (`mlx5dv_set_dgram_seg`).
+    pub fn of(attr: &udat_core::backend::AhAttr) -> AddressVector {
+        let mut v = AddressVector { stat_rate_sl: attr.sl & 0x0f, rlid: attr.dlid, ..AddressVector::default() };
+        if let Some(g) = attr.grh {
+            v.extended = true;
+            v.tclass = g.traffic_class;
+            v.hop_limit = g.hop_limit;
+            v.grh_gid_fl = 1 << 30 | u32::from(g.sgid_index) << 20 | (g.flow_label & 0x000f_ffff);
+            v.rgid = g.dgid;
+        }
+        v
+    }
+}
+
 /// The datagram segment as the six words that store it (see
 /// [`SegWords`]).
 #[inline(always)]

@@ -12,7 +12,9 @@ usage:
 
 options:
   -t, --test T        write_lat (default), write_bw, read_lat, read_bw,
-                      send_lat, send_bw, atomic_lat (fetch-and-add)
+                      send_lat, send_bw, atomic_lat (fetch-and-add),
+                      ud_send_lat, ud_send_bw (datagrams of the IB
+                      extension's UD endpoints, up to 1024 bytes; Rust API)
   -d, --device D      a verbs device (default $UDAT_RDMA_DEVICE, else rxe0),
                       or `softhca`: udat's mlx5 data path on the software HCA
                       (loopback only)
@@ -56,11 +58,22 @@ pub enum Test {
     SendLat,
     SendBw,
     AtomicLat,
+    UdSendLat,
+    UdSendBw,
 }
 
 impl Test {
-    pub const ALL: [Test; 7] =
-        [Test::WriteLat, Test::WriteBw, Test::ReadLat, Test::ReadBw, Test::SendLat, Test::SendBw, Test::AtomicLat];
+    pub const ALL: [Test; 9] = [
+        Test::WriteLat,
+        Test::WriteBw,
+        Test::ReadLat,
+        Test::ReadBw,
+        Test::SendLat,
+        Test::SendBw,
+        Test::AtomicLat,
+        Test::UdSendLat,
+        Test::UdSendBw,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -71,11 +84,23 @@ impl Test {
             Test::SendLat => "send_lat",
             Test::SendBw => "send_bw",
             Test::AtomicLat => "atomic_lat",
+            Test::UdSendLat => "ud_send_lat",
+            Test::UdSendBw => "ud_send_bw",
         }
     }
 
     pub fn is_latency(self) -> bool {
-        matches!(self, Test::WriteLat | Test::ReadLat | Test::SendLat | Test::AtomicLat)
+        matches!(self, Test::WriteLat | Test::ReadLat | Test::SendLat | Test::AtomicLat | Test::UdSendLat)
+    }
+
+    /// Whether the test sends datagrams between UD endpoints.
+    pub fn is_ud(self) -> bool {
+        matches!(self, Test::UdSendLat | Test::UdSendBw)
+    }
+
+    /// Whether each message is answered by one back (a ping-pong).
+    pub fn is_ping_pong(self) -> bool {
+        matches!(self, Test::SendLat | Test::UdSendLat)
     }
 
     /// perftest's program for the same measurement.
@@ -85,8 +110,8 @@ impl Test {
             Test::WriteBw => "ib_write_bw",
             Test::ReadLat => "ib_read_lat",
             Test::ReadBw => "ib_read_bw",
-            Test::SendLat => "ib_send_lat",
-            Test::SendBw => "ib_send_bw",
+            Test::SendLat | Test::UdSendLat => "ib_send_lat",
+            Test::SendBw | Test::UdSendBw => "ib_send_bw",
             Test::AtomicLat => "ib_atomic_lat",
         }
     }
@@ -115,6 +140,10 @@ pub enum Api {
 
 /// Largest message: 8 MiB, as `-a` goes.
 pub const MAX_SIZE: u32 = 8 << 20;
+
+/// Largest datagram of the UD tests: the 1024-byte MTU of soft-RoCE on a
+/// 1500-byte Ethernet link (a UD message is one packet).
+pub const MAX_UD_SIZE: u32 = 1024;
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -148,7 +177,10 @@ impl Options {
         if self.test == Test::AtomicLat {
             vec![8]
         } else if self.all {
-            (1..=23).map(|k| 1u32 << k).collect()
+            let top = if self.test.is_ud() { MAX_UD_SIZE } else { MAX_SIZE };
+            (1..=23).map(|k| 1u32 << k).filter(|&s| s <= top).collect()
+        } else if self.test.is_ud() {
+            vec![self.size.unwrap_or(if self.test.is_latency() { 2 } else { MAX_UD_SIZE })]
         } else {
             vec![self.size.unwrap_or(if self.test.is_latency() { 2 } else { 65536 })]
         }
@@ -243,6 +275,14 @@ fn check(o: &Options) -> Result<(), String> {
     if o.test == Test::AtomicLat && (o.all || o.size.is_some_and(|s| s != 8)) {
         return Err("atomic_lat moves 8 bytes; give no size".into());
     }
+    // A UD client says goodbye with a 1-byte datagram: a datagram
+    // service has no hang-up for the server to see.
+    if o.test.is_ud() && sizes.iter().any(|s| !(2..=MAX_UD_SIZE).contains(s)) {
+        return Err(format!("{} sends 2 to {MAX_UD_SIZE} bytes", o.test.name()));
+    }
+    if o.test.is_ud() && o.api == Api::C {
+        return Err(format!("{} runs through the Rust API: drop --api c", o.test.name()));
+    }
     if o.duration.is_some() && o.all {
         return Err("--duration measures one size; drop --all".into());
     }
@@ -290,6 +330,8 @@ mod tests {
             assert_eq!(Test::from_code(t.code()), Some(t));
         }
         assert_eq!((p("loopback").unwrap().rounds, p("loopback --rounds 3 --compare").unwrap().rounds), (1, 3));
+        assert_eq!(p("server -t ud_send_bw").unwrap().sizes(), vec![MAX_UD_SIZE]);
+        assert_eq!(p("server -t ud_send_lat -a").unwrap().sizes().last(), Some(&MAX_UD_SIZE));
     }
 
     #[test]
@@ -309,6 +351,9 @@ mod tests {
             "client 1.2.3.4 -d softhca",
             "loopback -d softhca --compare",
             "server --api go",
+            "server -t ud_send_lat -s 1",
+            "server -t ud_send_bw -s 4096",
+            "loopback -t ud_send_lat --api c",
             "server --bogus",
         ] {
             assert!(p(bad).is_err(), "{bad} was taken");

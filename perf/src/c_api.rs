@@ -345,7 +345,7 @@ impl Link for CSide {
         let at = self.eps.iter().position(|&h| h == d.ep_handle).unwrap_or(0);
         // SAFETY: the cookie is the 64 bits given with the request.
         let k = unsafe { d.user_cookie.as_64 };
-        Ok(Some(Done { ep: at, cookie: k, ok: d.status == DAT_DTO_SUCCESS }))
+        Ok(Some(Done { ep: at, cookie: k, ok: d.status == DAT_DTO_SUCCESS, len: d.transfered_length }))
     }
 
     fn peer_gone(&mut self) -> bool {

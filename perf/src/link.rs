@@ -16,6 +16,8 @@ pub struct Done {
     pub ep: usize,
     pub cookie: u64,
     pub ok: bool,
+    /// Bytes a receive took (a UD receive's 40-byte GRH included).
+    pub len: u32,
 }
 
 /// The peer's buffer.

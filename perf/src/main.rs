@@ -113,7 +113,7 @@ fn serve<P: Peer>(mut side: P, base: &Options, port: u64, ready: Option<mpsc::Se
 
 /// The client's run on `side` against the server at `address`.
 fn measure<P: Peer>(mut side: P, o: &Options, address: P::Addr, port: u64) -> Result<Vec<Measured>, String> {
-    let recvs = u32::from(o.test == args::Test::SendLat);
+    let recvs = u32::from(o.test.is_ping_pong());
     for _ in 0..o.eps {
         side.connect(address, port, hello(o), recvs)?;
     }
@@ -379,7 +379,7 @@ fn softhca_loopback<S: Peer, C: Peer<Addr = S::Addr>>(
     let d = depth(o);
     server_side.listen(o.port)?;
     let address = server_side.address()?;
-    let recvs = u32::from(o.test == args::Test::SendLat);
+    let recvs = u32::from(o.test.is_ping_pong());
     for _ in 0..o.eps {
         client_side.connect(address, o.port, hello(o), recvs)?;
         server_side.accept(&|_| Server::receives(o.test, d))?;

@@ -40,6 +40,9 @@ pub fn arguments(o: &Options) -> Vec<String> {
     if let Some(i) = o.inline {
         put("-I", i.to_string());
     }
+    if o.test.is_ud() {
+        put("-c", "UD".into());
+    }
     if !o.test.is_latency() {
         put("-t", o.tx_depth.to_string());
         put("-Q", o.signal.to_string());

@@ -62,6 +62,10 @@ impl Overhead {
     }
 }
 
+/// What a UD server's receive of the client's goodbye (a 1-byte datagram
+/// after its 40-byte GRH) takes: a datagram service has no hang-up.
+pub const GOODBYE_LEN: u32 = udat::backend::GRH_BYTES + 1;
+
 /// The sequence number of iteration `i`, in a message's last byte: never 0.
 fn seq(i: u64) -> u8 {
     (i % 255 + 1) as u8
@@ -203,7 +207,7 @@ fn latency(
                     tick()?;
                 }
             }
-            Test::SendLat => {
+            Test::SendLat | Test::UdSendLat => {
                 cost.post(|| link.send(0, OUT, size, k, true))?;
                 await_done(link, &mut cost, tick, |d| d.cookie & RECV_COOKIE != 0)?;
                 link.recv(0, 0, crate::args::MAX_SIZE, RECV_COOKIE | k)?;
@@ -219,7 +223,7 @@ fn latency(
             _ => return Err(format!("{} is not a latency test", test.name())),
         }
         let ns = t0.elapsed().as_nanos() as u64;
-        samples.push(if matches!(test, Test::WriteLat | Test::SendLat) { ns / 2 } else { ns });
+        samples.push(if test == Test::WriteLat || test.is_ping_pong() { ns / 2 } else { ns });
         i += 1;
     }
     let seconds = start.elapsed().as_secs_f64();
@@ -346,8 +350,8 @@ impl Server {
     /// Receives to post on an endpoint before accepting.
     pub fn receives(test: Test, depth: u32) -> u32 {
         match test {
-            Test::SendLat => 1,
-            Test::SendBw => depth,
+            Test::SendLat | Test::UdSendLat => 1,
+            Test::SendBw | Test::UdSendBw => depth,
             _ => 0,
         }
     }
@@ -387,15 +391,19 @@ impl Server {
                     }
                 }
             }
-            Test::SendLat | Test::SendBw => {
+            Test::SendLat | Test::SendBw | Test::UdSendLat | Test::UdSendBw => {
                 while let Some(d) = link.poll()? {
                     if !d.ok {
                         // Flushed by the client's hang-up.
                         break;
                     }
                     if d.cookie & RECV_COOKIE != 0 {
+                        if self.test.is_ud() && d.len == GOODBYE_LEN {
+                            self.finished = true;
+                            return Ok(true);
+                        }
                         link.recv(d.ep, 0, crate::args::MAX_SIZE, d.cookie)?;
-                        if self.test == Test::SendLat {
+                        if self.test.is_ping_pong() {
                             link.send(d.ep, OUT, self.size(), self.i, true)?;
                             self.advance();
                         }

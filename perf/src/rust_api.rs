@@ -11,7 +11,12 @@ type Room = Inline<64, 4096>;
 
 /// Connection events that count as the peer hanging up.
 fn gone(e: &Event) -> bool {
-    e.number != EventNumber::ConnectionEstablished
+    !matches!(e.number, EventNumber::ConnectionEstablished | EventNumber::UdConnectionEstablished)
+}
+
+/// Whether a run's parameters name a UD test.
+fn ud(hello: &Hello) -> bool {
+    crate::args::Test::from_code(hello.test).is_some_and(crate::args::Test::is_ud)
 }
 
 /// One side: an IA, its endpoints, and the registered buffer, which is
@@ -25,6 +30,8 @@ pub struct Side<'id, B: Backend> {
     cr: Evd<'id>,
     attr: EpAttr,
     eps: Vec<Ep<'id>>,
+    /// The peer of each UD endpoint, once its connection resolved it.
+    peers: Vec<Option<UdPeer<'id>>>,
     remotes: Vec<Remote>,
     psp: Option<Psp<'id>>,
     lmr: Lmr<'id>,
@@ -74,16 +81,41 @@ impl<'id, B: Backend> Side<'id, B> {
         // Atomics need their own remote privilege (the IB extension's).
         let privileges = MemPriv(MemPriv::ALL.0 | MemPriv::REMOTE_ATOMIC.0);
         let lmr = check("dat_lmr_create", ia.lmr_create(vec![0u8; BUF], &pz, privileges).map_err(DatError::from))?;
-        Ok(Side { ia, pz, dto, conn, cr, attr, eps: Vec::new(), remotes: Vec::new(), psp: None, lmr, gone: false })
+        let (eps, peers, remotes) = (Vec::new(), Vec::new(), Vec::new());
+        Ok(Side { ia, pz, dto, conn, cr, attr, eps, peers, remotes, psp: None, lmr, gone: false })
     }
 
     fn mine(&self) -> Remote {
         Remote { addr: self.lmr.registered_address(), rkey: self.lmr.rmr_context().unwrap_or(0) }
     }
 
-    fn new_ep(&mut self) -> Result<Ep<'id>, String> {
+    /// A new endpoint, UD if `ud`.
+    fn new_ep(&mut self, ud: bool) -> Result<usize, String> {
         let (pz, dto, conn) = (&self.pz, &self.dto, &self.conn);
-        check("dat_ep_create", self.ia.ep_create(pz, dto, dto, Some(conn), Some(&self.attr)))
+        let ep = if ud {
+            check("dat_ep_create (UD)", self.ia.ep_create_ud(pz, dto, dto, conn, Some(&self.attr)))?
+        } else {
+            check("dat_ep_create", self.ia.ep_create(pz, dto, dto, Some(conn), Some(&self.attr)))?
+        };
+        self.eps.push(ep);
+        self.peers.push(None);
+        self.remotes.push(Remote::default());
+        Ok(self.eps.len() - 1)
+    }
+
+    /// The endpoint a connection event `e` names, and the UD peer it
+    /// resolved, kept for the endpoint's sends.
+    fn established(&mut self, e: &Event, or: usize) -> usize {
+        let at = match e.data {
+            EventData::Connection { ep, .. } | EventData::UdConnection { ep, .. } => {
+                self.eps.iter().position(|x| x.handle() == ep).unwrap_or(or)
+            }
+            _ => or,
+        };
+        if let Some(peer) = self.ia.ud_peer_of(e) {
+            self.peers[at] = Some(peer);
+        }
+        at
     }
 
     fn target(&self, ep: usize, offset: u64, len: u32) -> RmrTriplet {
@@ -94,6 +126,8 @@ impl<'id, B: Backend> Side<'id, B> {
 
 /// Receives carry this bit in their cookies.
 pub const RECV_COOKIE: u64 = 1 << 63;
+/// A UD client's goodbyes carry this bit in their cookies.
+const GOODBYE_COOKIE: u64 = 1 << 62;
 
 impl<B: Backend> Peer for Side<'_, B> {
     type Addr = IaAddress;
@@ -124,10 +158,8 @@ impl<B: Backend> Peer for Side<'_, B> {
         };
         let hello = Hello::decode(check("dat_cr_query", self.ia.cr_private_data(&cr))?)
             .ok_or("the connection request is not udat-perf's")?;
-        let ep = self.new_ep()?;
-        let index = self.eps.len();
-        self.eps.push(ep);
-        self.remotes.push(Remote { addr: hello.buf, rkey: hello.rkey });
+        let index = self.new_ep(ud(&hello))?;
+        self.remotes[index] = Remote { addr: hello.buf, rkey: hello.rkey };
         for i in 0..recvs(&hello) {
             self.recv(index, 0, crate::args::MAX_SIZE, RECV_COOKIE | u64::from(i))?;
         }
@@ -137,16 +169,14 @@ impl<B: Backend> Peer for Side<'_, B> {
         if gone(&e) {
             return Err(format!("the connection did not come up: {:?}", e.number));
         }
+        self.established(&e, index);
         Ok(hello)
     }
 
     /// Start connecting a new endpoint to `server`, with `recvs` receives
     /// posted on it first.
     fn connect(&mut self, server: IaAddress, port: u64, hello: Hello, recvs: u32) -> Result<(), String> {
-        let ep = self.new_ep()?;
-        let index = self.eps.len();
-        self.eps.push(ep);
-        self.remotes.push(Remote::default());
+        let index = self.new_ep(ud(&hello))?;
         for i in 0..recvs {
             self.recv(index, 0, crate::args::MAX_SIZE, RECV_COOKIE | u64::from(i))?;
         }
@@ -165,11 +195,11 @@ impl<B: Backend> Peer for Side<'_, B> {
             if gone(&e) {
                 return Err(format!("the connection did not come up: {:?}", e.number));
             }
-            let at = match e.data {
-                EventData::Connection { ep, .. } => self.eps.iter().position(|e| e.handle() == ep).unwrap_or(i),
-                _ => i,
+            let at = self.established(&e, i);
+            let data = match &self.peers[at] {
+                Some(peer) => check("the UD connection's private data", self.ia.ud_connection(&self.eps[at], peer))?.0,
+                None => check("dat_ep_query", self.ia.ep_private_data(&self.eps[at]))?,
             };
-            let data = check("dat_ep_query", self.ia.ep_private_data(&self.eps[at]))?;
             self.remotes[at] = decode_remote(data).ok_or("the server's answer is not udat-perf's")?;
         }
         Ok(())
@@ -209,6 +239,10 @@ impl<B: Backend> Link for Side<'_, B> {
     #[inline]
     fn send(&mut self, ep: usize, local: u64, len: u32, cookie: u64, signal: bool) -> Result<(), String> {
         let iov = check("dat_ep_post_send", self.lmr.local(local, len))?;
+        if let Some(peer) = &self.peers[ep] {
+            let r = self.ia.ep_post_send_ud(&self.eps[ep], &[iov], peer, cookie, flags(signal));
+            return check("dat_ib_post_send_ud", r);
+        }
         check("dat_ep_post_send", self.ia.ep_post_send(&self.eps[ep], &[iov], cookie, flags(signal)))
     }
 
@@ -227,9 +261,9 @@ impl<B: Backend> Link for Side<'_, B> {
     #[inline]
     fn poll(&mut self) -> Result<Option<Done>, String> {
         match self.ia.evd_dequeue(&self.dto) {
-            Ok(Event { data: EventData::Dto { ep, cookie, status, .. }, .. }) => {
+            Ok(Event { data: EventData::Dto { ep, cookie, status, transferred_length, .. }, .. }) => {
                 let at = self.eps.iter().position(|e| e.handle() == ep).unwrap_or(0);
-                Ok(Some(Done { ep: at, cookie, ok: status == DtoStatus::Success }))
+                Ok(Some(Done { ep: at, cookie, ok: status == DtoStatus::Success, len: transferred_length }))
             }
             Ok(other) => Err(format!("unexpected event {:?}", other.number)),
             Err(e) if e.error_type() == ErrorType::QueueEmpty => Ok(None),
@@ -244,7 +278,28 @@ impl<B: Backend> Link for Side<'_, B> {
         self.gone
     }
 
+    /// A UD endpoint says goodbye with 1-byte datagrams
+    /// ([`GOODBYE_LEN`](crate::run::GOODBYE_LEN)), three in case one finds
+    /// no receive posted, each sent once the last completed.
     fn close(&mut self) {
+        for ep in 0..self.eps.len() {
+            if self.peers[ep].is_none() {
+                continue;
+            }
+            for k in 0..3 {
+                let cookie = GOODBYE_COOKIE | k;
+                if self.send(ep, crate::link::OUT, 1, cookie, true).is_err() {
+                    break;
+                }
+                loop {
+                    match self.poll() {
+                        Ok(Some(d)) if d.cookie == cookie => break,
+                        Ok(_) => {}
+                        Err(_) => return,
+                    }
+                }
+            }
+        }
         for ep in &self.eps {
             let _ = self.ia.ep_disconnect(ep, CloseFlags::Graceful);
         }

@@ -13,7 +13,8 @@ fn perf(args: &[&str]) -> String {
 
 #[test]
 fn every_test_runs_on_the_software_hca_and_reports_its_iterations() {
-    for test in ["write_lat", "read_lat", "send_lat", "atomic_lat", "write_bw", "read_bw", "send_bw"] {
+    let tests = ["write_lat", "read_lat", "send_lat", "atomic_lat", "write_bw", "read_bw", "send_bw"];
+    for test in tests.into_iter().chain(["ud_send_lat", "ud_send_bw"]) {
         let out = perf(&["loopback", "-d", "softhca", "-t", test, "-n", "64", "-w", "8", "-c", "16", "--json", "-"]);
         let json = out.lines().find(|l| l.starts_with("{\"tool\": \"udat-perf\"")).expect("a JSON line");
         assert!(json.contains(&format!("\"test\": \"{test}\"")), "{json}");
@@ -24,6 +25,7 @@ fn every_test_runs_on_the_software_hca_and_reports_its_iterations() {
     }
 }
 
+/// The UD tests run through the Rust API only (`--api c` is refused).
 #[test]
 fn the_c_abi_runs_every_test_too() {
     for test in ["write_lat", "read_lat", "send_lat", "atomic_lat", "write_bw", "read_bw", "send_bw"] {

@@ -16,8 +16,8 @@ use heapless::Deque;
 use udat_core::FixedVec;
 
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, PrivateData, QpConfig, Registration, RequestOp,
-    SendWr, Sge, Wake,
+    AhAttr, Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, PrivateData, QpConfig, QpType, Registration,
+    RequestOp, SendWr, Sge, UdDest, UdPeer, Wake,
 };
 use udat_core::error::{DatError, DatResult, ErrorType};
 use udat_core::handle::{EpHandle, EvdHandle};
@@ -118,6 +118,13 @@ pub struct MockBackend {
     pub live_mws: u32,
     /// Device attributes `ia_open` reports.
     pub attr: IaAttr,
+    /// Address handles made and not destroyed: a leak shows as a count
+    /// above zero.
+    pub live_ahs: u32,
+    /// The address handle and destination of the last UD send.
+    pub last_ud: Option<(u32, UdDest)>,
+    /// Whether each QP made was UD, by QP.
+    ud_qps: [bool; QPS],
 }
 
 impl Default for MockBackend {
@@ -138,6 +145,9 @@ impl MockBackend {
             srqs_live: [false; 4],
             listeners: FixedVec::new(),
             cm: Deque::new(),
+            live_ahs: 0,
+            last_ud: None,
+            ud_qps: [false; QPS],
             scheduled: FixedVec::new(),
             now_us: 0,
             next_key: 0x100,
@@ -183,6 +193,7 @@ impl MockBackend {
                 srq_ep_pz_difference_supported: false,
                 local_read_implied: false,
                 atomics: true,
+                ud: true,
             },
         }
     }
@@ -236,6 +247,34 @@ impl MockBackend {
     /// bytes went to the write's target, so the buffer's size is moot.
     pub fn complete_recv_imm(&mut self, ep: EpHandle, length: u32, imm: u32) -> bool {
         self.take_recv(ep, length, Some(imm))
+    }
+
+    /// Complete the oldest pending receive of `ep` as a datagram of
+    /// `length` bytes (its GRH included) from the QP `source_qpn`.
+    pub fn complete_recv_ud(&mut self, ep: EpHandle, length: u32, source_qpn: u32) -> bool {
+        let Some(i) = self.qp_index(ep) else { return false };
+        let qp = &mut self.qps[i];
+        let Some(mut wr) = qp.recvs.pop_front() else { return false };
+        wr.length = length.min(wr.length);
+        wr.op = DtoOp::ReceiveUd;
+        let c = Completion { imm: source_qpn, ..completion(qp.tag, &wr, DtoStatus::Success, 1) };
+        let cq = qp.recv_cq;
+        self.push_cq(cq, c);
+        true
+    }
+
+    /// A UD connection of `ep`'s QP with `peer` is up.
+    pub fn ud_established(&mut self, ep: EpHandle, peer: UdPeer, passive: bool, private_data: &[u8]) {
+        let private_data = PrivateData::from_slice(private_data).unwrap_or_default();
+        let remote =
+            IaAddress { bytes: [2, 0, 0, 0, 192, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] };
+        let event = CmEvent::UdEstablished { tag: ep.raw().to_bits(), peer, remote, passive, private_data };
+        let _ = self.cm.push_back((ANY_DEVICE, event));
+    }
+
+    /// Whether `ep`'s QP was made UD.
+    pub fn is_ud(&self, ep: EpHandle) -> bool {
+        self.qp_index(ep).is_some_and(|i| self.ud_qps[i])
     }
 
     /// Complete the oldest pending receive of `ep` as consumed by the
@@ -340,6 +379,15 @@ impl MockBackend {
     /// A connection request arrives on `conn_qual`; returns its id, or
     /// `None` if nobody listens there.
     pub fn incoming(&mut self, conn_qual: u64, private_data: &[u8]) -> Option<u32> {
+        self.request(conn_qual, private_data, false)
+    }
+
+    /// A UD connection request arrives on `conn_qual`, as [`MockBackend::incoming`].
+    pub fn incoming_ud(&mut self, conn_qual: u64, private_data: &[u8]) -> Option<u32> {
+        self.request(conn_qual, private_data, true)
+    }
+
+    fn request(&mut self, conn_qual: u64, private_data: &[u8], ud: bool) -> Option<u32> {
         let listener = self.listeners().find(|l| l.conn_qual == conn_qual)?;
         let id = self.next_request;
         self.next_request += 1;
@@ -348,7 +396,7 @@ impl MockBackend {
             bytes: [2, 0, 0x3d, 0xd4, 192, 0, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
         };
         let request =
-            CmEvent::Request { listener: listener.tag, request: id, remote, remote_port: 15828, private_data };
+            CmEvent::Request { listener: listener.tag, request: id, remote, remote_port: 15828, private_data, ud };
         self.cm.push_back((ANY_DEVICE, request)).ok()?;
         Some(id)
     }
@@ -524,6 +572,7 @@ impl Backend for MockBackend {
     type Cq = u32;
     type Qp = u32;
     type Srq = u32;
+    type Ah = u32;
     type Cm = Self;
 
     fn cm(&mut self) -> &mut Self {
@@ -625,7 +674,29 @@ impl Backend for MockBackend {
             srq: config.srq.copied(),
             ..MockQp::default()
         };
+        self.ud_qps[i] = config.qp_type == QpType::Ud;
         Ok(i as u32)
+    }
+
+    fn ah_create(&mut self, _pd: &u32, _attr: &AhAttr) -> DatResult<u32> {
+        self.live_ahs += 1;
+        Ok(self.key())
+    }
+
+    fn ah_destroy(&mut self, _ah: u32) {
+        self.live_ahs -= 1;
+    }
+
+    fn post_send_ud(&mut self, qp: &mut u32, ah: &u32, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
+        if !self.ud_qps.get(*qp as usize).copied().unwrap_or(false) {
+            return Err(DatError::of(ErrorType::InternalError));
+        }
+        self.post_send(qp, wr)?;
+        if let Some(last) = self.qps.get_mut(*qp as usize).and_then(|q| q.sends.back_mut()) {
+            last.op = DtoOp::SendUd;
+        }
+        self.last_ud = Some((*ah, dest));
+        Ok(())
     }
 
     fn qp_destroy(&mut self, qp: u32) {

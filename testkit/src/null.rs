@@ -44,6 +44,7 @@ impl Backend for NullBackend {
     type Cq = ();
     type Qp = ();
     type Srq = ();
+    type Ah = ();
     type Cm = Self;
 
     fn cm(&mut self) -> &mut Self {
@@ -87,6 +88,7 @@ impl Backend for NullBackend {
                 srq_ep_pz_difference_supported: true,
                 local_read_implied: false,
                 atomics: false,
+                ud: false,
             },
         ))
     }

@@ -27,6 +27,12 @@ pub trait Fabric {
     fn remote_invalidation() -> bool {
         true
     }
+    /// Whether the transport has the IB extension's UD EPs
+    /// (`DAT_IB_SERVICE_TYPE_UD`); one that does not must refuse them
+    /// with `DAT_MODEL_NOT_SUPPORTED` and say so in its IA's attributes.
+    fn ud() -> bool {
+        false
+    }
     /// How many completions the CQ of a DTO EVD of qlen 1 holds, where the
     /// transport fixes it; `None` where the device sizes the CQ itself
     /// (`ibv_create_cq` may round the size up as the driver likes).
@@ -188,6 +194,83 @@ impl<F: Fabric> Rig<F> {
         self.connect(client, server, PORT, b"", b"");
         (client, server)
     }
+}
+
+/// A UD EP and its EVDs on the rig's IA.
+fn ud_side<F: Fabric>(rig: &mut Rig<F>) -> Side {
+    let dto = rig.p.evd_create(rig.ia, 128, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let conn = rig.p.evd_create(rig.ia, 8, CnoHandle::NULL, EvdFlags::CONNECTION).unwrap();
+    let ep = rig.p.ep_create_ud(rig.ia, rig.pz, (dto, dto, conn), None).unwrap();
+    Side { ep, dto, conn }
+}
+
+/// The address handle, the peer's QP, private data and side of a UD
+/// connection event on `side`'s connect EVD.
+fn ud_established<F: Fabric>(rig: &mut Rig<F>, side: Side) -> (AhHandle, u32, Vec<u8>, bool) {
+    let e = rig.expect(side.conn, EventNumber::UdConnectionEstablished);
+    let EventData::UdConnection { ep, ah, remote_qpn, passive, .. } = e.data else { panic!("{e:?}") };
+    assert_eq!(ep, side.ep);
+    let data = rig.p.ud_connection(ep, ah).unwrap().0.to_vec();
+    (ah, remote_qpn, data, passive)
+}
+
+/// A UD EP resolves a peer through the CM (dat_ep_connect, a
+/// `DAT_IB_UD_CONNECTION_REQUEST_EVENT` at the PSP, dat_cr_accept), both
+/// ends hear `DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED` with the other's
+/// address handle and QP, and datagrams go both ways through them: each
+/// lands after the 40 bytes of its GRH and names its sender's QP. A freed
+/// address handle is refused. A transport without UD refuses the EP with
+/// `DAT_MODEL_NOT_SUPPORTED` (and says so on stdout).
+pub fn ud_endpoints_resolve_each_other_and_exchange_datagrams<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    assert_eq!(rig.attr.ud, F::ud(), "the IA's attributes say whether it has UD");
+    if !F::ud() {
+        let none = EvdHandle::NULL;
+        let refused = rig.p.ep_create_ud(rig.ia, rig.pz, (none, none, none), None).unwrap_err();
+        assert_eq!(refused.error_type(), ErrorType::ModelNotSupported);
+        println!("no UD on this transport: a DAT_IB_SERVICE_TYPE_UD EP is refused");
+        return;
+    }
+    let (client, server) = (ud_side(&mut rig), ud_side(&mut rig));
+    let psp = rig.p.psp_create(rig.ia, PORT + 7, rig.cr_evd, PspFlags::Consumer).unwrap();
+    rig.dial(client, PORT + 7, b"who", 10_000_000).unwrap();
+    let e = rig.expect(rig.cr_evd, EventNumber::UdConnectionRequest);
+    let EventData::CrArrival { cr, .. } = e.data else { panic!("{e:?}") };
+    rig.p.cr_accept(cr, server.ep, b"me").unwrap();
+    let (to_server, server_qpn, reply, passive) = ud_established(&mut rig, client);
+    assert_eq!((reply.as_slice(), passive), (&b"me"[..], false));
+    let (to_client, client_qpn, request, passive) = ud_established(&mut rig, server);
+    assert_eq!((request.as_slice(), passive), (&b"who"[..], true));
+    assert_ne!(client_qpn, server_qpn);
+    rig.p.psp_free(psp).unwrap();
+
+    let grh = udat_core::backend::GRH_BYTES as usize;
+    let (mut out, inbox) = (rig.buf(4096, MemPriv::ALL), rig.buf(4096, MemPriv::ALL));
+    out.mem[..100].copy_from_slice(&pattern(100, 3));
+    for (from, to, ah, qpn, cookie) in
+        [(client, server, to_server, server_qpn, 1), (server, client, to_client, client_qpn, 2)]
+    {
+        let at = cookie as usize * 1024;
+        rig.p.ep_post_recv(to.ep, &[inbox.seg(at, grh + 100)], cookie, CompletionFlags::DEFAULT).unwrap();
+        rig.p.ep_post_send_ud(from.ep, &[out.seg(0, 100)], ah, qpn, cookie + 10, CompletionFlags::DEFAULT).unwrap();
+        assert_eq!(rig.dto(from.dto), (cookie + 10, DtoStatus::Success, 100, DtoOp::SendUd));
+        match rig.next(to.dto).data {
+            EventData::Dto { cookie: c, status: DtoStatus::Success, transferred_length, op, imm, .. } => {
+                assert_eq!((c, transferred_length, op), (cookie, (grh + 100) as u32, DtoOp::ReceiveUd));
+                let sender = if from.ep == client.ep { client_qpn } else { server_qpn };
+                assert_eq!(imm, sender, "the receive names its sender's QP");
+            }
+            other => panic!("expected a UD receive, got {other:?}"),
+        }
+        assert_eq!(&inbox.mem[at + grh..at + grh + 100], &pattern(100, 3)[..]);
+    }
+    rig.p.ud_ah_free(client.ep, to_server).unwrap();
+    let refused =
+        rig.p.ep_post_send_ud(client.ep, &[out.seg(0, 8)], to_server, server_qpn, 9, CompletionFlags::DEFAULT);
+    assert_eq!(refused.unwrap_err().subtype(), Subtype::InvalidArg5);
+    rig.p.ud_cm_free(server.ep, to_client).unwrap();
+    rig.p.ep_free(client.ep).unwrap();
+    rig.p.ep_free(server.ep).unwrap();
 }
 
 pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -1306,6 +1389,10 @@ macro_rules! transport_suite {
         #[test]
         fn a_cq_overrun_is_evd_overflow_and_breaks_the_eps_that_feed_it() {
             $crate::suite::a_cq_overrun_is_evd_overflow_and_breaks_the_eps_that_feed_it::<$fabric>();
+        }
+        #[test]
+        fn ud_endpoints_resolve_each_other_and_exchange_datagrams() {
+            $crate::suite::ud_endpoints_resolve_each_other_and_exchange_datagrams::<$fabric>();
         }
     };
 }

@@ -87,6 +87,10 @@ across dtest 180 "dtest -P udat -s -b 65536 -B 100" "dtest -P udat -h $PEER -b 6
 across dtest-ofa-to-udat 180 "dtest -P udat -s -b 65536 -B 100" "dtest -P ofa -h $PEER -b 65536 -B 100" PASSED
 across dtest-udat-to-ofa 180 "dtest -P ofa -s -b 65536 -B 100" "dtest -P udat -h $PEER -b 65536 -B 100" PASSED
 across dtestcm 180 "dtestcm -P udat -s -c 20" "dtestcm -P udat -h $PEER -c 20" ""
+across dtestx 180 "dtestx -P udat -s" "dtestx -P udat -c -h $PEER" "immed/atomic test PASSED"
+across dtestx-u 180 "dtestx -P udat -s -u" "dtestx -P udat -c -h $PEER -u" "UD test PASSED"
+across dtestx-U4 180 "dtestx -P udat -s -U 4" "dtestx -P udat -c -h $PEER -U 4" "UD test PASSED"
+across dtestx-U4-m 180 "dtestx -P udat -s -U 4 -m" "dtestx -P udat -c -h $PEER -U 4 -m" "UD test PASSED"
 
 # dapltest: one server takes the transaction and performance tests, and
 # the client's quit ends it. dapltest always exits 0, so its output is

@@ -122,7 +122,12 @@ pair dtest-latency 120 "dtest -P udat -s -W" "dtest -P udat -h $S -W" PASSED
 pair dtestcm 120 "dtestcm -P udat -s -c 50" "dtestcm -P udat -h $S -c 50" ""
 pair dtestsrq-no-srq 120 "dtestsrq -S 0 -P udat -s" "dtestsrq -S 0 -P udat -h $S" "" "server ready"
 pair dtestsrq 60 "dtestsrq -P udat -s" "dtestsrq -P udat -h $S" "" "server ready"
-pair dtestx 60 "dtestx -P udat -s" "dtestx -P udat -c -h $S" ""
+pair dtestx 60 "dtestx -P udat -s" "dtestx -P udat -c -h $S" "immed/atomic test PASSED"
+# UD: one EP (-u), four EPs each resolving every peer (-U 4), and a
+# message per EP pair (-m). A UD client is `-c -h`.
+pair dtestx-u 60 "dtestx -P udat -s -u" "dtestx -P udat -c -h $S -u" "UD test PASSED"
+pair dtestx-U4 60 "dtestx -P udat -s -U 4" "dtestx -P udat -c -h $S -U 4" "UD test PASSED"
+pair dtestx-U4-m 60 "dtestx -P udat -s -U 4 -m" "dtestx -P udat -c -h $S -U 4 -m" "UD test PASSED"
 
 # dapltest always exits 0, so its output is judged: any failure prints
 # "error", "FAIL" or "not found".

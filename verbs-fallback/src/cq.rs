@@ -298,6 +298,9 @@ fn translate(qp: &QpShared, w: &sys::ibv_wc) -> Option<Completion> {
         } else if w.wc_flags & sys::ibv_wc_flags::IBV_WC_WITH_INV != 0 {
             // SAFETY: IBV_WC_WITH_INV says the union holds the key.
             (DtoOp::ReceiveWithInvalidate, unsafe { w.__bindgen_anon_1.invalidated_rkey })
+        } else if qp.ud {
+            // A UD receive names its sender's QP.
+            (DtoOp::ReceiveUd, w.src_qp)
         } else {
             (DtoOp::Receive, 0)
         };

@@ -2,7 +2,7 @@
 //! channel every CQ reports to, and the rdma_cm event channel.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::CStr;
 use std::rc::Rc;
 
@@ -30,6 +30,8 @@ pub(crate) enum Owner {
     Listener(u64),
     /// A request not yet accepted or rejected.
     Request,
+    /// A UD connect of a QP, resolving one peer.
+    UdConnect(Rc<crate::cm::UdConnect>),
 }
 
 pub(crate) struct IaShared {
@@ -39,6 +41,12 @@ pub(crate) struct IaShared {
     list: *mut *mut sys::ibv_context,
     pub port: u8,
     pub address: IaAddress,
+    /// The index of `address`'s GID: where the UD datagrams a passive side
+    /// sends leave from.
+    pub gid_index: u8,
+    /// UD connections the passive side accepted, for the next look at the
+    /// connection events: rdma_cm reports nothing more on such an id.
+    pub ud_accepted: RefCell<VecDeque<crate::cm::UdAccepted>>,
     pub comp: *mut sys::ibv_comp_channel,
     pub cm: *mut sys::rdma_event_channel,
     pub device: sys::ibv_device_attr,
@@ -94,11 +102,13 @@ impl IaShared {
             list,
             port,
             address: IaAddress::default(),
+            gid_index: 0,
             comp: std::ptr::null_mut(),
             cm: std::ptr::null_mut(),
             // SAFETY: a plain C struct of integers.
             device: unsafe { std::mem::zeroed() },
             ids: RefCell::new(HashMap::new()),
+            ud_accepted: RefCell::new(VecDeque::new()),
             cqs: RefCell::new(Vec::new()),
             timer,
             errors: DeviceErrors::new(),
@@ -110,7 +120,8 @@ impl IaShared {
         // SAFETY: `ctx` is open; the compat call fills the leading fields
         // of ibv_port_attr, the ones read here.
         check(unsafe { sys::ibv_query_port(ctx, port, (&raw mut port_attr).cast()) })?;
-        ia.address = ipv4_gid(ctx, port, port_attr.gid_tbl_len).ok_or(DatError::of(ErrorType::InvalidAddress))?;
+        (ia.address, ia.gid_index) =
+            ipv4_gid(ctx, port, port_attr.gid_tbl_len).ok_or(DatError::of(ErrorType::InvalidAddress))?;
         // SAFETY: `ctx` is open.
         ia.comp = unsafe { sys::ibv_create_comp_channel(ctx) };
         if ia.comp.is_null() {
@@ -170,6 +181,9 @@ impl IaShared {
             srq_ep_pz_difference_supported: false,
             local_read_implied: true,
             atomics: d.atomic_cap != sys::ibv_atomic_cap::IBV_ATOMIC_NONE,
+            // UD through `ibv_create_ah`, `wr.ud` and rdma_cm's
+            // RDMA_PS_UDP (`cm`).
+            ud: true,
         }
     }
 
@@ -273,8 +287,9 @@ impl Drop for IaShared {
     }
 }
 
-/// The first IPv4-mapped GID of the port: the address rdma_cm binds to.
-fn ipv4_gid(ctx: *mut sys::ibv_context, port: u8, gids: i32) -> Option<IaAddress> {
+/// The first IPv4-mapped GID of the port, the address rdma_cm binds to,
+/// and its index.
+fn ipv4_gid(ctx: *mut sys::ibv_context, port: u8, gids: i32) -> Option<(IaAddress, u8)> {
     (0..gids).find_map(|index| {
         // SAFETY: a union of plain bytes.
         let mut gid: sys::ibv_gid = unsafe { std::mem::zeroed() };
@@ -285,7 +300,8 @@ fn ipv4_gid(ctx: *mut sys::ibv_context, port: u8, gids: i32) -> Option<IaAddress
         // SAFETY: every bit pattern of the union is a valid byte array.
         let raw = unsafe { gid.raw };
         let mapped = raw[..10].iter().all(|&b| b == 0) && raw[10..12] == [0xff, 0xff];
-        mapped.then(|| addr::ipv4([raw[12], raw[13], raw[14], raw[15]], 0))
+        let index = u8::try_from(index).ok()?;
+        mapped.then(|| (addr::ipv4([raw[12], raw[13], raw[14], raw[15]], 0), index))
     })
 }
 

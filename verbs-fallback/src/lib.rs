@@ -53,7 +53,10 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use udat_core::{
-    backend::{Backend, Completion, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, WaitFds, Wake},
+    backend::{
+        AhAttr, Backend, Completion, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, UdDest, WaitFds,
+        Wake,
+    },
     types::{CompletionFlags, IaAttr, MemPriv, SrqAttr},
     DatError, DatResult, ErrorType,
 };
@@ -260,6 +263,7 @@ impl Backend for Verbs {
     type Cq = Cq;
     type Qp = Qp;
     type Srq = Srq;
+    type Ah = qp::Ah;
     type Cm = RdmaCm<Qp>;
 
     fn cm(&mut self) -> &mut RdmaCm<Qp> {
@@ -391,6 +395,7 @@ impl Backend for Verbs {
             rdma_read_in: config.max_rdma_read_in,
             rdma_read_out: config.max_rdma_read_out,
             tag,
+            qp_type: config.qp_type,
         })
     }
 
@@ -411,6 +416,18 @@ impl Backend for Verbs {
     #[inline(always)]
     fn post_send(&mut self, qp: &mut Qp, wr: &SendWr<'_>) -> DatResult<()> {
         qp.post_send(wr)
+    }
+
+    fn ah_create(&mut self, pd: &Pd, attr: &AhAttr) -> DatResult<qp::Ah> {
+        qp::Ah::create(pd.pd, attr)
+    }
+
+    fn ah_destroy(&mut self, ah: qp::Ah) {
+        drop(ah);
+    }
+
+    fn post_send_ud(&mut self, qp: &mut Qp, ah: &qp::Ah, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
+        qp.post_send_ud(ah, dest, wr)
     }
 
     /// As `post_one`, through a shared backend (as `post_send_shared`).

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use udat_core::{
-    backend::{Completion, RequestOp, SendWr, Sge},
+    backend::{AhAttr, Completion, QpType, RequestOp, SendWr, Sge, UdDest},
     types::{CompletionFlags, DtoOp, DtoStatus},
     DatError, DatResult, ErrorType,
 };
@@ -91,6 +91,13 @@ pub(crate) struct QpShared {
     /// Whether the QP was moved to ERROR since it last went to INIT: a
     /// post then makes the device flush it at once (`Qp::settle_post`).
     errored: Cell<bool>,
+    /// A UD QP: ready to send and receive from creation on, each peer
+    /// resolved by an rdma_cm id of its own (`ud_ids`), its receives
+    /// complete as `DtoOp::ReceiveUd`.
+    pub ud: bool,
+    /// The rdma_cm ids of the UD peers resolved through this QP: kept
+    /// until the QP is reset or goes.
+    pub ud_ids: RefCell<Vec<*mut sys::rdma_cm_id>>,
 }
 
 impl QpShared {
@@ -119,6 +126,17 @@ impl QpShared {
             rdma_read_in: clamp(rdma_read_in, ia.device.max_qp_rd_atom),
             rdma_read_out: clamp(rdma_read_out, ia.device.max_qp_init_rd_atom),
             errored: Cell::new(false),
+            ud: false,
+            ud_ids: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// What a receive of this QP completes as.
+    pub fn recv_op(&self) -> DtoOp {
+        if self.ud {
+            DtoOp::ReceiveUd
+        } else {
+            DtoOp::Receive
         }
     }
 
@@ -178,7 +196,7 @@ impl QpShared {
         }
         if recvs && self.srq.is_none() {
             for (_, cookie) in rings.recvs.drain(..) {
-                cq.stash(flushed(self.tag, cookie, DtoOp::Receive, true));
+                cq.stash(flushed(self.tag, cookie, self.recv_op(), true));
             }
         }
     }
@@ -213,6 +231,28 @@ impl QpShared {
         attr.qp_access_flags = QP_ACCESS;
         let mask = m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_ACCESS_FLAGS;
         self.modify(&mut attr, mask.0 as i32)?;
+        self.errored.set(false);
+        Ok(())
+    }
+
+    /// RESET through INIT and RTR to RTS on `port`, as a UD QP: it takes
+    /// datagrams of the Q_Key rdma_cm gives every UD id
+    /// (`RDMA_UDP_QKEY`, which a SIDR reply announces whatever the accept
+    /// says), and sends to any peer an address handle names.
+    pub fn ready_ud(&self, port: u8) -> DatResult<()> {
+        use sys::ibv_qp_attr_mask as m;
+        // SAFETY: plain C data.
+        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
+        attr.port_num = port;
+        attr.pkey_index = 0;
+        attr.qkey = sys::RDMA_UDP_QKEY;
+        let mask = m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_QKEY;
+        self.modify(&mut attr, mask.0 as i32)?;
+        self.to_state(sys::ibv_qp_state::IBV_QPS_RTR)?;
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
+        attr.sq_psn = 0;
+        self.modify(&mut attr, (m::IBV_QP_STATE | m::IBV_QP_SQ_PSN).0 as i32)?;
         self.errored.set(false);
         Ok(())
     }
@@ -270,11 +310,13 @@ pub(crate) struct QpSpec<'a> {
     pub rdma_read_in: u32,
     pub rdma_read_out: u32,
     pub tag: u64,
+    pub qp_type: QpType,
 }
 
 impl Qp {
     /// An RC QP, moved to INIT at once so receives can be posted before
-    /// the connection exists (DAT allows them in every state).
+    /// the connection exists (DAT allows them in every state); or a UD
+    /// QP, moved to RTS at once.
     pub(crate) fn create(spec: QpSpec<'_>) -> DatResult<Qp> {
         let ia = spec.ia;
         // An EP with no EVD for a stream still needs a CQ: a private one
@@ -296,7 +338,10 @@ impl Qp {
                 recv_cq: recv_cq.cq,
                 srq: srq_ptr,
                 cap,
-                qp_type: sys::ibv_qp_type::IBV_QPT_RC,
+                qp_type: match spec.qp_type {
+                    QpType::Rc => sys::ibv_qp_type::IBV_QPT_RC,
+                    QpType::Ud => sys::ibv_qp_type::IBV_QPT_UD,
+                },
                 sq_sig_all: 0,
             };
             // SAFETY: the PD, CQs and SRQ are live and on one context.
@@ -309,20 +354,23 @@ impl Qp {
         if qp.is_null() {
             return Err(dat_error(errno()));
         }
-        let shared = Rc::new(QpShared::new(
-            qp,
-            ia,
-            Rings {
-                // Room for every request the QP takes, so a post never
-                // grows them.
-                sends: Ring::new(cap.max_send_wr as usize, SendSlot::EMPTY),
-                recvs: VecDeque::with_capacity(cap.max_recv_wr as usize),
-                ..Rings::default()
-            },
-            spec.srq,
-            (spec.rdma_read_in, spec.rdma_read_out),
-            spec.tag,
-        ));
+        let shared = Rc::new(QpShared {
+            ud: spec.qp_type == QpType::Ud,
+            ..QpShared::new(
+                qp,
+                ia,
+                Rings {
+                    // Room for every request the QP takes, so a post never
+                    // grows them.
+                    sends: Ring::new(cap.max_send_wr as usize, SendSlot::EMPTY),
+                    recvs: VecDeque::with_capacity(cap.max_recv_wr as usize),
+                    ..Rings::default()
+                },
+                spec.srq,
+                (spec.rdma_read_in, spec.rdma_read_out),
+                spec.tag,
+            )
+        });
         // SAFETY: `qp` was just created.
         let num = unsafe { (*qp).qp_num };
         send_cq.qps.borrow_mut().insert(num, shared.clone());
@@ -401,6 +449,47 @@ impl Qp {
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP is live; `swr` and the segments it points at
         // outlive the call, which only reads them.
+        let rc = unsafe { sys::post_send(self.conn.shared.qp, &mut swr, &mut bad) };
+        self.settle_post(rc, true)
+    }
+
+    /// A send of the UD QP to `dest` through `ah` (`wr.ud`); it completes
+    /// as `DtoOp::SendUd`.
+    pub(crate) fn post_send_ud(&mut self, ah: &Ah, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
+        use sys::ibv_send_flags as f;
+        if !self.conn.shared.ud || wr.op != RequestOp::Send {
+            return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
+        let (sg_list, n) = ibv_sges(wr.sges)?;
+        let signalled = !wr.flags.contains(CompletionFlags::SUPPRESS);
+        let mut flags = f(0);
+        if signalled {
+            flags |= f::IBV_SEND_SIGNALED;
+        }
+        if wr.flags.contains(CompletionFlags::SOLICITED_WAIT) {
+            flags |= f::IBV_SEND_SOLICITED;
+        }
+        if wr.length <= self.max_inline && wr.length > 0 {
+            flags |= f::IBV_SEND_INLINE;
+        }
+        let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
+        let slot = SendSlot { seq: 0, cookie: wr.cookie, op: DtoOp::SendUd, length: wr.length, notify, signalled };
+        let seq = self.push_send(slot)?;
+        // SAFETY: plain C data; every field read by the provider is set below.
+        let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
+        swr.wr_id = seq;
+        swr.sg_list = sg_list;
+        swr.num_sge = n;
+        swr.opcode = sys::ibv_wr_opcode::IBV_WR_SEND;
+        swr.send_flags = flags.0;
+        swr.wr.ud = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
+            ah: ah.0,
+            remote_qpn: dest.remote_qpn,
+            remote_qkey: dest.qkey,
+        };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP and the AH are live; `swr` and the segments it
+        // points at outlive the call, which only reads them.
         let rc = unsafe { sys::post_send(self.conn.shared.qp, &mut swr, &mut bad) };
         self.settle_post(rc, true)
     }
@@ -601,8 +690,9 @@ impl Qp {
             while let Some(slot) = rings.sends.pop_front() {
                 self.send_cq.stash(flushed(tag, slot.cookie, slot.op, slot.notify));
             }
+            let op = self.conn.shared.recv_op();
             for (_, cookie) in rings.recvs.drain(..) {
-                self.recv_cq.stash(flushed(tag, cookie, DtoOp::Receive, true));
+                self.recv_cq.stash(flushed(tag, cookie, op, true));
             }
         }
         self.conn.reset()
@@ -622,6 +712,42 @@ impl Drop for Qp {
 impl CmQp for Qp {
     fn conn(&self) -> &QpConn {
         &self.conn
+    }
+}
+
+/// An address handle: where a UD send goes (`ibv_create_ah`).
+pub struct Ah(pub(crate) *mut sys::ibv_ah);
+
+impl Ah {
+    /// An address handle in `pd` for `attr`.
+    pub(crate) fn create(pd: *mut sys::ibv_pd, attr: &AhAttr) -> DatResult<Ah> {
+        // SAFETY: plain C data.
+        let mut a: sys::ibv_ah_attr = unsafe { std::mem::zeroed() };
+        a.dlid = attr.dlid;
+        a.sl = attr.sl;
+        a.port_num = attr.port_num;
+        if let Some(g) = attr.grh {
+            a.is_global = 1;
+            a.grh.dgid.raw = g.dgid;
+            a.grh.sgid_index = g.sgid_index;
+            a.grh.hop_limit = g.hop_limit;
+            a.grh.traffic_class = g.traffic_class;
+            a.grh.flow_label = g.flow_label;
+        }
+        // SAFETY: `pd` is live; `a` is read during the call only.
+        let ah = unsafe { sys::ibv_create_ah(pd, &mut a) };
+        if ah.is_null() {
+            return Err(dat_error(errno()));
+        }
+        Ok(Ah(ah))
+    }
+}
+
+impl Drop for Ah {
+    fn drop(&mut self) {
+        // SAFETY: the handle is live and no send of it is outstanding
+        // (`Backend::ah_destroy`'s contract).
+        unsafe { sys::ibv_destroy_ah(self.0) };
     }
 }
 
@@ -660,8 +786,12 @@ impl QpConn {
         QpConn { shared, ia }
     }
 
-    /// Move the QP to INIT on the IA's port: receives may be posted.
+    /// Move the QP to INIT on the IA's port: receives may be posted. A
+    /// UD QP goes on to RTS.
     pub fn init(&self) -> DatResult<()> {
+        if self.shared.ud {
+            return self.shared.ready_ud(self.ia.port);
+        }
         self.shared.init(self.ia.port)
     }
 

@@ -30,6 +30,11 @@ impl Fabric for Rxe {
     fn remote_invalidation() -> bool {
         !device().starts_with("rxe")
     }
+
+    /// UD over `wr.ud` and rdma_cm's RDMA_PS_UDP, on every device.
+    fn ud() -> bool {
+        true
+    }
 }
 
 fn device() -> String {

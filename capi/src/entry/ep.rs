@@ -3,7 +3,7 @@
 
 use std::ptr;
 
-use udat_core::backend::RequestOp;
+use udat_core::backend::{QpType, RequestOp};
 use udat_core::handle::{EpHandle, EvdHandle, IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddress, LmrTriplet, Qos, RmrTriplet};
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
@@ -21,11 +21,21 @@ const FIELD_REQUEST_EVD: u64 = 0x200;
 const FIELD_CONNECT_EVD: u64 = 0x400;
 const FIELD_ATTR_ALL: u64 = 0x7fff_f000;
 
-/// A `DAT_EP_ATTR` as the core takes it; `invalid` is the error for a
-/// value out of range (the argument that holds the attributes). Only the
-/// reliable connected service exists.
-pub(crate) fn attr_in(a: &DAT_EP_ATTR, invalid: DatError) -> DatResult<EpAttr> {
-    if a.service_type != DAT_SERVICE_TYPE_RC {
+/// The service a `DAT_EP_ATTR` names: the reliable connected one, or the
+/// IB extension's `DAT_IB_SERVICE_TYPE_UD`; `invalid` for any other.
+pub(crate) fn service_in(a: &DAT_EP_ATTR, invalid: DatError) -> DatResult<QpType> {
+    match a.service_type {
+        DAT_SERVICE_TYPE_RC => Ok(QpType::Rc),
+        t if t == DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE => Ok(QpType::Ud),
+        _ => Err(invalid),
+    }
+}
+
+/// A `DAT_EP_ATTR` of the service `service` as the core takes it;
+/// `invalid` is the error for a value out of range or another service
+/// (the argument that holds the attributes).
+pub(crate) fn attr_in(a: &DAT_EP_ATTR, service: QpType, invalid: DatError) -> DatResult<EpAttr> {
+    if service_in(a, invalid)? != service {
         return Err(invalid);
     }
     let count = |c: DAT_COUNT| u32::try_from(c).map_err(|_| invalid);
@@ -48,10 +58,13 @@ fn int(v: u32) -> DAT_COUNT {
     v.min(i32::MAX as u32) as DAT_COUNT
 }
 
-/// The core's attributes as a `DAT_EP_ATTR`.
-pub(crate) fn attr_out(a: &EpAttr) -> DAT_EP_ATTR {
+/// The core's attributes of an EP of `service` as a `DAT_EP_ATTR`.
+pub(crate) fn attr_out(a: &EpAttr, service: QpType) -> DAT_EP_ATTR {
     DAT_EP_ATTR {
-        service_type: DAT_SERVICE_TYPE_RC,
+        service_type: match service {
+            QpType::Rc => DAT_SERVICE_TYPE_RC,
+            QpType::Ud => DAT_IB_SERVICE_TYPE_UD as DAT_SERVICE_TYPE,
+        },
         max_message_size: a.max_message_size,
         max_rdma_size: a.max_rdma_size,
         qos: a.qos.0,
@@ -138,12 +151,19 @@ pub(crate) unsafe fn ep_create<B: Transport>(
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let pz = PzHandle::from_raw(cx.raw(pz, Kind::Pz)?);
             let e = evds(cx, recv_evd, request_evd, connect_evd)?;
-            let attr = match attr.input_or_null()? {
-                Some(a) => Some(attr_in(&a, attr.invalid())?),
-                None => None,
+            let (attr, service) = match attr.input_or_null()? {
+                Some(a) => {
+                    let service = service_in(&a, attr.invalid())?;
+                    (Some(attr_in(&a, service, attr.invalid())?), service)
+                }
+                None => (None, QpType::Rc),
             };
             let slot = ep_out.out()?;
-            let ep = cx.st.core.ep_create(IaHandle::from_raw(raw), pz, e.recv, e.request, e.connect, attr.as_ref())?;
+            let (ia, core) = (IaHandle::from_raw(raw), &mut cx.st.core);
+            let ep = match service {
+                QpType::Rc => core.ep_create(ia, pz, e.recv, e.request, e.connect, attr.as_ref())?,
+                QpType::Ud => core.ep_create_ud(ia, pz, (e.recv, e.request, e.connect), attr.as_ref())?,
+            };
             *slot = cx.st.ptr(ep);
             Ok(())
         })
@@ -168,7 +188,7 @@ pub(crate) unsafe fn ep_create_with_srq<B: Transport>(
             let pz = PzHandle::from_raw(cx.raw(pz, Kind::Pz)?);
             let e = evds(cx, recv_evd, request_evd, connect_evd)?;
             let srq = SrqHandle::from_raw(cx.raw(srq, Kind::Srq)?);
-            let attr = attr_in(&attr.input()?, attr.invalid())?;
+            let attr = attr_in(&attr.input()?, QpType::Rc, attr.invalid())?;
             let slot = ep_out.out()?;
             let ep =
                 cx.st.core.ep_create_with_srq(IaHandle::from_raw(raw), pz, e.recv, e.request, e.connect, srq, &attr)?;
@@ -205,7 +225,8 @@ pub(crate) unsafe fn ep_query<B: Transport>(
             slot.request_evd_handle = cx.st.ptr(p.request_evd);
             slot.connect_evd_handle = cx.st.ptr(p.connect_evd);
             slot.srq_handle = cx.st.ptr(p.srq);
-            slot.ep_attr = attr_out(&p.attr);
+            let ud = cx.st.core.ep_is_ud(EpHandle::from_raw(raw))?;
+            slot.ep_attr = attr_out(&p.attr, if ud { QpType::Ud } else { QpType::Rc });
             Ok(())
         })
     }
@@ -222,6 +243,7 @@ pub(crate) unsafe fn ep_modify<B: Transport>(
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let p = &param.input()?;
             let mask = mask.0;
+            let service = if cx.st.core.ep_is_ud(EpHandle::from_raw(raw))? { QpType::Ud } else { QpType::Rc };
             let evd = |cx: &Cx<B>, set: bool, h| -> DatResult<Option<EvdHandle>> {
                 Ok(if set { Some(EvdHandle::from_raw(cx.raw_or_null(h, Kind::Evd)?)) } else { None })
             };
@@ -230,7 +252,11 @@ pub(crate) unsafe fn ep_modify<B: Transport>(
                 recv_evd: evd(cx, mask & FIELD_RECV_EVD != 0, p.recv_evd_handle)?,
                 request_evd: evd(cx, mask & FIELD_REQUEST_EVD != 0, p.request_evd_handle)?,
                 connect_evd: evd(cx, mask & FIELD_CONNECT_EVD != 0, p.connect_evd_handle)?,
-                attr: if mask & FIELD_ATTR_ALL != 0 { Some(attr_in(&p.ep_attr, param.invalid())?) } else { None },
+                attr: if mask & FIELD_ATTR_ALL != 0 {
+                    Some(attr_in(&p.ep_attr, service, param.invalid())?)
+                } else {
+                    None
+                },
             };
             cx.st.core.ep_modify(EpHandle::from_raw(raw), &changes)
         })
@@ -515,7 +541,11 @@ pub(crate) unsafe fn ep_get_status<B: Transport>(
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let (s, recv, request) = cx.st.core.ep_get_status(EpHandle::from_raw(raw))?;
             let b = |v: bool| if v { DAT_TRUE } else { DAT_FALSE };
-            *state.out()? = s as DAT_EP_STATE;
+            // Any of the three may be null: the page lists no error but the
+            // handle's, and OFA's dtestx asks for the idle flags alone.
+            if let Some(p) = state.out_or_null()? {
+                *p = s as DAT_EP_STATE;
+            }
             if let Some(p) = recv_idle.out_or_null()? {
                 *p = b(recv);
             }

@@ -340,11 +340,14 @@ fn write_dto(
         // The IB extension reports its operations as DAT_IB_DTO_EVENT, the
         // kind in the extension data.
         out.event_number = DAT_IB_DTO_EVENT as DAT_EVENT_NUMBER;
-        let ext = DAT_IB_EXTENSION_EVENT_DATA {
-            type_: ib_ext_type(op),
-            status: if status == DtoStatus::Success { DAT_OP_SUCCESS } else { DAT_IB_OP_ERR },
-            val: dat_ib_extension_event_data__bindgen_ty_1 { immed: DAT_IB_IMMED_DATA { data: imm } },
-            ..Default::default()
+        let ext = match op {
+            DtoOp::SendUd | DtoOp::ReceiveUd => super::ud::dto_record(op == DtoOp::ReceiveUd, status, imm),
+            _ => DAT_IB_EXTENSION_EVENT_DATA {
+                type_: ib_ext_type(op),
+                status: if status == DtoStatus::Success { DAT_OP_SUCCESS } else { DAT_IB_OP_ERR },
+                val: dat_ib_extension_event_data__bindgen_ty_1 { immed: DAT_IB_IMMED_DATA { data: imm } },
+                ..Default::default()
+            },
         };
         // SAFETY: the extension data is 64 bytes of 8-byte alignment, room
         // for the record (asserted below).
@@ -421,6 +424,7 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
                 private_data: data,
             };
         }
+        EventData::UdConnection { .. } => super::ud::write_connection(cx, e, out),
         EventData::AsyncError { handle, reason } => {
             let h = match handle {
                 Some(h) if h.kind == Kind::Ia => (cx.inst.ia_out)(cx.st.ptr(h)),

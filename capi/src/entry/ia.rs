@@ -22,7 +22,7 @@ use crate::{debug, registry};
 /// without it, and an `auto` one, say `verbs`); and `DAT_COUNTERS`
 /// (`DAT_IB_ATTR_COUNTERS`), the IB extension's counters, which dtestx
 /// looks for before it queries them (`super::counters`).
-struct NamedAttrs([DAT_NAMED_ATTR; 6]);
+struct NamedAttrs([DAT_NAMED_ATTR; 7]);
 
 // SAFETY: the attributes point at static, immutable strings.
 unsafe impl Sync for NamedAttrs {}
@@ -31,38 +31,40 @@ const fn named(name: &'static core::ffi::CStr, value: &'static core::ffi::CStr) 
     DAT_NAMED_ATTR { name: name.as_ptr(), value: value.as_ptr() }
 }
 
-/// One [`NamedAttrs`] for a transport, with or without atomics.
+/// The [`NamedAttrs`] of a transport, by whether it has atomics, then by
+/// whether it has UD EPs (`DAT_IB_UD`, as OFA's scm and ucm providers
+/// advertise them).
 macro_rules! attrs {
-    ($name:ident, $transport:literal, $atomics:literal) => {
-        static $name: NamedAttrs = NamedAttrs([
+    ($name:ident, $transport:literal) => {
+        static $name: [[NamedAttrs; 2]; 2] = [
+    [attrs!(@ $transport, c"FALSE", c"FALSE"), attrs!(@ $transport, c"FALSE", c"TRUE")],
+    [attrs!(@ $transport, c"TRUE", c"FALSE"), attrs!(@ $transport, c"TRUE", c"TRUE")],
+        ];
+    };
+    (@ $transport:literal, $atomics:literal, $ud:literal) => {
+        NamedAttrs([
             named(c"DAT_IB_TRANSPORT_MTU", c"1024"),
             named(c"DAT_IB_IMMED_DATA", c"TRUE"),
             named(c"DAT_IB_CMP_AND_SWAP", $atomics),
             named(c"DAT_IB_FETCH_AND_ADD", $atomics),
+            named(c"DAT_IB_UD", $ud),
             named(c"UDAT_TRANSPORT", $transport),
             named(c"DAT_COUNTERS", c"TRUE"),
-        ]);
+        ])
     };
 }
 
-attrs!(VERBS_WITH_ATOMICS, c"verbs", c"TRUE");
-attrs!(VERBS_WITHOUT_ATOMICS, c"verbs", c"FALSE");
-attrs!(SOFTHCA_WITH_ATOMICS, c"softhca", c"TRUE");
-attrs!(SOFTHCA_WITHOUT_ATOMICS, c"softhca", c"FALSE");
-attrs!(MLX5_WITH_ATOMICS, c"mlx5", c"TRUE");
-attrs!(MLX5_WITHOUT_ATOMICS, c"mlx5", c"FALSE");
+attrs!(VERBS, c"verbs");
+attrs!(SOFTHCA, c"softhca");
+attrs!(MLX5, c"mlx5");
 
-fn attrs_of<B: Transport>(atomics: bool) -> &'static NamedAttrs {
-    let [with, without] = match B::NAME.to_bytes() {
-        b"softhca" => [&SOFTHCA_WITH_ATOMICS, &SOFTHCA_WITHOUT_ATOMICS],
-        b"mlx5" => [&MLX5_WITH_ATOMICS, &MLX5_WITHOUT_ATOMICS],
-        _ => [&VERBS_WITH_ATOMICS, &VERBS_WITHOUT_ATOMICS],
+fn attrs_of<B: Transport>(atomics: bool, ud: bool) -> &'static NamedAttrs {
+    let of = match B::NAME.to_bytes() {
+        b"softhca" => &SOFTHCA,
+        b"mlx5" => &MLX5,
+        _ => &VERBS,
     };
-    if atomics {
-        with
-    } else {
-        without
-    }
+    &of[usize::from(atomics)][usize::from(ud)]
 }
 
 /// `DAT_EVD_ASYNC_EXISTS` of `<dat2/dat.h>`.
@@ -266,7 +268,7 @@ fn fill_provider_attr<B: Transport>(cx: &Cx<B>, p: &mut DAT_PROVIDER_ATTR, attr:
     p.is_signal_safe = DAT_FALSE;
     p.ha_supported = DAT_FALSE;
     p.ha_loadbalancing = 0;
-    let named = attrs_of::<B>(attr.atomics);
+    let named = attrs_of::<B>(attr.atomics, attr.ud);
     p.num_provider_specific_attr = named.0.len() as DAT_COUNT;
     // Consumers only read through this pointer (`DAT_NAMED_ATTR *` is not
     // const in the header).

@@ -52,6 +52,10 @@ unsafe fn decode(p: &udat_ext_post) -> DatResult<(&[LmrTriplet], RequestOp)> {
 pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_post) -> DAT_RETURN {
     // SAFETY: `c/ext.c` passes the post it filled, on its stack.
     let Some(p) = (unsafe { p.as_ref() }) else { return DAT_INTERNAL_ERROR };
+    if super::ud::serves(p.op) {
+        // SAFETY: the consumer's pointers (the call's contract).
+        return unsafe { super::ud::post::<B>(h, p) };
+    }
     if h.is_null() {
         return invalid(Kind::Ep).to_raw();
     }

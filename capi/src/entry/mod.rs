@@ -43,6 +43,7 @@ pub mod query;
 pub mod rmr;
 pub mod rsp;
 pub mod srq;
+pub mod ud;
 
 pub use arg::{name, Arg, AsHandle};
 

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <dat2/udat.h>
+#include <dat2/dat_ib_extensions.h>
 
 /* A stale handle stays refused through this many create/free cycles. */
 #define CYCLES 1000000
@@ -291,6 +292,43 @@ static int dat20_calls(void)
 	return ok;
 }
 
+/*
+ * The IB extension's UD calls through dat_extension_op: a garbage EP is
+ * DAT_INVALID_HANDLE; a null or unknown address handle, or a CM context
+ * that names no connection, is DAT_INVALID_PARAMETER of its argument.
+ */
+static int ud_calls(void)
+{
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, evd;
+	DAT_IA_HANDLE ia = open_ia(&async);
+	DAT_EP_ATTR attr = { .service_type = (DAT_SERVICE_TYPE)DAT_IB_SERVICE_TYPE_UD, .max_recv_dtos = 4,
+			     .max_request_dtos = 4, .max_recv_iov = 1, .max_request_iov = 1 };
+	DAT_IB_ADDR_HANDLE unknown = { .ah = (struct ibv_ah *)(uintptr_t)0x5151, .qpn = 1 };
+	DAT_LMR_TRIPLET iov = { 0 };
+	DAT_DTO_COOKIE dto = { .as_64 = 1 };
+	DAT_CONTEXT cm = { .as_64 = 0xdead };
+	DAT_EP_HANDLE ep;
+	DAT_PZ_HANDLE pz;
+	int ok = 1;
+
+	if (dat_pz_create(ia, &pz) != DAT_SUCCESS ||
+	    dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG, &evd) != DAT_SUCCESS ||
+	    dat_ep_create(ia, pz, evd, evd, evd, &attr, &ep) != DAT_SUCCESS)
+		return 0;
+	ok &= invalid(dat_ib_post_send_ud(unmapped(), 1, &iov, &unknown, dto, DAT_COMPLETION_DEFAULT_FLAG),
+		      "ib_post_send_ud(unmapped)");
+	ok &= invalid(dat_ib_post_send_ud(pz, 1, &iov, &unknown, dto, DAT_COMPLETION_DEFAULT_FLAG),
+		      "ib_post_send_ud(a PZ)");
+	ok &= dat_ib_post_send_ud(ep, 1, &iov, NULL, dto, DAT_COMPLETION_DEFAULT_FLAG) ==
+	      (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG5);
+	ok &= invalid(dat_ib_ud_ah_free(unmapped(), &unknown), "ib_ud_ah_free(unmapped)");
+	ok &= dat_ib_ud_ah_free(ep, NULL) == (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG3);
+	ok &= dat_ib_ud_ah_free(ep, &unknown) == (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG3);
+	ok &= dat_ib_ud_cm_free(ep, cm) == (DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG3);
+	ok &= dat_ep_free(ep) == DAT_SUCCESS && usable(ia);
+	return ok;
+}
+
 /* Resident memory, in pages. */
 static long resident(void)
 {
@@ -346,6 +384,7 @@ static const struct {
 	{ "impossible lengths and misaligned arrays", impossible_lengths_and_misaligned_arrays },
 	{ "500 unknown provider names", unknown_names_register_nothing },
 	{ "the DAT 2.0 calls", dat20_calls },
+	{ "the IB extension's UD calls", ud_calls },
 };
 
 int main(int argc, char **argv)

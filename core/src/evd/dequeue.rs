@@ -4,13 +4,15 @@
 //!
 //! Both take only what the ordinary dequeue would hand straight to its
 //! caller: a successful DTO completion that the CQ holds next, of an EVD
-//! with nothing queued before it, no waiter, no CNO and only DTO
-//! completions feeding it, for an Endpoint that completes to it. Anything
+//! with nothing queued before it, no waiter, no CNO, no hold on its lane
+//! ([`Provider::ep_hold_lane`]) and only DTO completions feeding it, for
+//! an Endpoint that completes to it. Anything
 //! else they leave untouched, and the ordinary dequeue
 //! ([`Provider::evd_dequeue`]) decides.
 #![allow(unsafe_code)]
 
 use crate::backend::{Backend, Completion, CqHead, Shared};
+use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{EpHandle, EvdHandle, RawHandle};
 use crate::object::ep::Ep;
@@ -30,7 +32,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { evds, eps, backend, .. } = self;
         let (generation, e) = evds.live_mut(evd)?;
         debug_assert_eq!(e.direct, e.lane_direct());
-        if !selects(generation) || e.waiter || !e.queue.is_empty() || !e.direct {
+        debug_assert_eq!(e.lane, e.lane_opens());
+        if !selects(generation) || !e.lane {
             return None;
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
@@ -97,7 +100,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // SAFETY: the caller holds the EVD's lock.
         let Some((generation, e)) = (unsafe { self.evds.live_shared(evd) }) else { return Shared::Exclusive };
         debug_assert_eq!(e.direct, e.lane_direct());
-        if !selects(generation) || e.waiter || !e.queue.is_empty() || !e.direct {
+        debug_assert_eq!(e.lane, e.lane_opens());
+        if !selects(generation) || !e.lane {
             return Shared::Exclusive;
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
@@ -144,6 +148,46 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 imm: c.imm,
             };
             return Shared::Done(Event { number: EventNumber::DtoCompletion, evd, data });
+        }
+    }
+}
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// Shut the dequeue lane of the EVD of `ep`'s receive stream (`recv`)
+    /// or request stream, until [`Provider::ep_release_lane`]: every
+    /// completion that EVD gives then comes through the ordinary dequeue.
+    /// For a layer above the core that must see some completions of the
+    /// EP itself; it holds the lane from a post to that post's completion.
+    /// The hold moves with the stream when dat_ep_modify(3DAT) gives it
+    /// another EVD, and ends when the EP is freed.
+    pub fn ep_hold_lane(&mut self, ep: EpHandle, recv: bool) -> DatResult<()> {
+        let e = self.eps.get_mut(ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let evd = if recv {
+            e.lane_holds.recv += 1;
+            e.recv_evd
+        } else {
+            e.lane_holds.request += 1;
+            e.request_evd
+        };
+        if let Some(e) = self.evds.get_mut(evd.0) {
+            e.lane_holds += 1;
+            e.settle_lane();
+        }
+        Ok(())
+    }
+
+    /// End one hold of [`Provider::ep_hold_lane`]; none of a freed EP.
+    pub fn ep_release_lane(&mut self, ep: EpHandle, recv: bool) {
+        let Some(e) = self.eps.get_mut(ep.0) else { return };
+        let (held, evd) =
+            if recv { (&mut e.lane_holds.recv, e.recv_evd) } else { (&mut e.lane_holds.request, e.request_evd) };
+        if *held == 0 {
+            return;
+        }
+        *held -= 1;
+        if let Some(e) = self.evds.get_mut(evd.0) {
+            e.lane_holds = e.lane_holds.saturating_sub(1);
+            e.settle_lane();
         }
     }
 }

@@ -17,4 +17,6 @@ pub(crate) struct Cr<B: Backend> {
     pub(crate) private_data: PrivateData,
     pub(crate) request: ConnReq<B>,
     pub(crate) context: u64,
+    /// The requester's QP is UD: only a UD EP may accept it.
+    pub(crate) ud: bool,
 }

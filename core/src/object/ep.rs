@@ -5,6 +5,7 @@ use crate::backend::{Backend, PrivateData};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{CrHandle, EvdHandle, IaHandle, PzHandle, RspHandle, SrqHandle};
 use crate::object::evd::NotifyMode;
+use crate::slab::Members;
 use crate::types::{CompletionFlags, EpAttr, EpState, IaAddress, IaAttr, Qos};
 
 pub(crate) struct Ep<B: Backend> {
@@ -40,13 +41,30 @@ pub(crate) struct Ep<B: Backend> {
     pub(crate) windows: u32,
     /// Whether a dequeue's lane, or a shared dequeue, may settle a receive
     /// of this EP alone: it has its own receive queue (an SRQ's receives
-    /// are counted on the SRQ), and no window of its own is bound through
-    /// it, so no receive of it can invalidate one (which changes an RMR).
+    /// are counted on the SRQ), no window of its own is bound through it,
+    /// so no receive of it can invalidate one (which changes an RMR), and
+    /// it is not UD.
     pub(crate) recv_direct: bool,
     /// Whether its counters count (`crate::counters`). While they do, the
     /// hot masks refuse every post, so that the ordinary posts, which
     /// count, take them.
     pub(crate) counting: bool,
+    /// Of the IB extension's `DAT_IB_SERVICE_TYPE_UD`: datagrams to the
+    /// peers its connects and accepts resolve, no RDMA.
+    pub(crate) ud: bool,
+    /// The address handles of a UD EP's peers.
+    pub(crate) ahs: Members,
+    /// Holds on the dequeue lanes of the EVDs of this EP's receive and
+    /// request streams ([`Provider::ep_hold_lane`](crate::Provider::ep_hold_lane)):
+    /// they move with the streams and end with the EP.
+    pub(crate) lane_holds: LaneHolds,
+}
+
+/// Holds on the dequeue lanes of an EP's two DTO streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LaneHolds {
+    pub(crate) recv: u32,
+    pub(crate) request: u32,
 }
 
 /// The facts a post's lane reads of its EP, derived from the EP's state,
@@ -86,13 +104,18 @@ impl Hot {
         let request = unsignalled(ep.attr.request_completion_flags);
         // "The operation is valid for the Endpoint in the
         // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
+        // A UD EP takes neither (its sends name a peer), and its receives
+        // have a rule of their own (room for the GRH): the ordinary paths
+        // decide them.
         let posts = matches!(ep.state, EpState::Connected | EpState::Disconnected)
             && ep.qp.is_some()
             && ep.attr.max_request_iov != 0
+            && !ep.ud
             && !ep.counting;
         // dat_ep_post_recv(3DAT): "valid for all states of the Endpoint",
         // on an EP with a QP of its own receives (no SRQ).
-        let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0 && !ep.counting;
+        let receives =
+            ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0 && !ep.ud && !ep.counting;
         Hot {
             send: reject(crate::post::SEND_FLAGS & !request, posts),
             rdma: reject(crate::post::REQUEST_FLAGS & !request, posts),
@@ -137,16 +160,30 @@ impl<B: Backend> Ep<B> {
             windows: 0,
             recv_direct: srq.is_null(),
             counting: false,
+            ud: false,
+            ahs: Members::EMPTY,
+            lane_holds: LaneHolds::default(),
         };
         ep.hot = Hot::of(&ep);
         ep
+    }
+
+    /// This EP, of `DAT_IB_SERVICE_TYPE_UD`. Its receives name their
+    /// sender, which the transport reads only on its ordinary poll: no
+    /// dequeue lane settles them.
+    pub(crate) fn datagram(mut self) -> Ep<B> {
+        self.ud = true;
+        self.attr = self.attr.for_datagrams();
+        self.recv_direct = false;
+        self.hot = Hot::of(&self);
+        self
     }
 
     /// One window of `DAT_RMR_SCOPE_EP` more (`bound`) or fewer bound
     /// through this EP.
     pub(crate) fn count_window(&mut self, bound: bool) {
         self.windows = if bound { self.windows + 1 } else { self.windows.saturating_sub(1) };
-        self.recv_direct = self.srq.is_null() && self.windows == 0;
+        self.recv_direct = self.srq.is_null() && self.windows == 0 && !self.ud;
     }
 
     /// Start or stop counting; the hot masks follow.
@@ -233,6 +270,7 @@ impl<B: Backend> Ep<B> {
 
     pub(crate) fn streams(&self) -> Streams {
         Streams::new(self.ia, self.recv_evd, self.request_evd, self.connect_evd, &self.attr, self.srq)
+            .holding(self.lane_holds)
     }
 }
 
@@ -242,6 +280,8 @@ pub(crate) struct Streams {
     pub(crate) recv: (EvdHandle, NotifyMode),
     pub(crate) request: (EvdHandle, NotifyMode),
     pub(crate) connect: EvdHandle,
+    /// The EP's holds on the lanes of the `recv` and `request` EVDs.
+    pub(crate) holds: LaneHolds,
 }
 
 impl Streams {
@@ -263,11 +303,22 @@ impl Streams {
             NotifyMode::Threshold
         };
         let request = (request, NotifyMode::of(attr.request_completion_flags));
-        Streams { ia, recv: (recv, recv_mode), request, connect }
+        Streams { ia, recv: (recv, recv_mode), request, connect, holds: LaneHolds::default() }
+    }
+
+    /// These streams, carrying the lane holds `holds`.
+    pub(crate) fn holding(self, holds: LaneHolds) -> Streams {
+        Streams { holds, ..self }
     }
 }
 
 impl EpAttr {
+    /// These attributes for a UD EP: no message beyond one packet
+    /// ([`UD_MAX_MESSAGE`](crate::backend::UD_MAX_MESSAGE)).
+    pub(crate) fn for_datagrams(self) -> EpAttr {
+        EpAttr { max_message_size: self.max_message_size.min(crate::backend::UD_MAX_MESSAGE), ..self }
+    }
+
     /// The attributes an EP gets when the consumer gives none: what the
     /// device allows, kept small.
     pub fn provider_default(ia: &IaAttr) -> EpAttr {

@@ -42,8 +42,17 @@ pub(crate) struct Evd<B: Backend> {
     /// [`Evd::takes_direct`], kept for the dequeue's lane: its flags never
     /// change, and its CNO only through [`Evd::tie`].
     pub(crate) direct: bool,
+    /// [`Evd::lane_opens`], kept so that the dequeue's lane reads one byte:
+    /// every change of `direct`, `waiter` or the queue's emptiness is
+    /// followed by [`Evd::settle_lane`].
+    pub(crate) lane: bool,
+    /// Holds the EPs it takes DTO completions of have on its lane
+    /// ([`Provider::ep_hold_lane`](crate::Provider::ep_hold_lane)).
+    pub(crate) lane_holds: u32,
     pub(crate) enabled: bool,
     pub(crate) waitable: bool,
+    /// A `dat_evd_wait` holds the EVD's one waiter place; written only
+    /// through [`Evd::set_waiter`].
     pub(crate) waiter: bool,
     /// Event streams feeding this EVD (EP streams, service points, an IA's
     /// async stream): `dat_evd_free` is refused while any remains.
@@ -85,10 +94,30 @@ impl<B: Backend> Evd<B> {
         self.takes_direct() && !self.counting
     }
 
+    /// Whether a dequeue may take its lane: the EVD [takes DTO completions
+    /// direct](Evd::takes_direct), no waiter and no EP holds it, and no
+    /// event is queued before its CQ's next completion.
+    pub(crate) fn lane_opens(&self) -> bool {
+        self.direct && !self.waiter && self.lane_holds == 0 && self.queue.is_empty()
+    }
+
+    /// Bring `lane` up to date after a change of what it depends on.
+    #[inline(always)]
+    pub(crate) fn settle_lane(&mut self) {
+        self.lane = self.lane_opens();
+    }
+
+    /// Take (`true`) or give up the waiter place.
+    pub(crate) fn set_waiter(&mut self, waiter: bool) {
+        self.waiter = waiter;
+        self.settle_lane();
+    }
+
     /// Tie the EVD to `cno` (or to none); the CNO it was tied to.
     pub(crate) fn tie(&mut self, cno: CnoHandle) -> CnoHandle {
         let old = core::mem::replace(&mut self.cno, cno);
         self.direct = self.lane_direct();
+        self.settle_lane();
         old
     }
 
@@ -96,5 +125,6 @@ impl<B: Backend> Evd<B> {
     pub(crate) fn set_counting(&mut self, on: bool) {
         self.counting = on;
         self.direct = self.lane_direct();
+        self.settle_lane();
     }
 }

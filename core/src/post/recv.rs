@@ -1,7 +1,7 @@
 //! The exclusive door of a receive: dat_ep_post_recv(3DAT) and
 //! dat_srq_post_recv(3DAT).
 
-use crate::backend::{Backend, Sge};
+use crate::backend::{Backend, Sge, GRH_BYTES};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, SrqHandle};
 use crate::object::ep::Ep;
@@ -98,6 +98,11 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     }
     let mut sges = FixedVec::new();
     let total = gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
+    // A datagram lands after the 40 bytes of its GRH (ibv_post_recv(3)):
+    // a UD receive with less room could take none.
+    if ep.ud && total < u64::from(GRH_BYTES) {
+        return Err(DatError::of(ErrorType::LengthError));
+    }
     if ep.recv_outstanding >= ep.attr().max_recv_dtos {
         return Err(DatError::of(ErrorType::InsufficientResources));
     }

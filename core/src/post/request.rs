@@ -308,6 +308,12 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     if !matches!(ep.state(), EpState::Connected | EpState::Disconnected) {
         return Err(DatError::invalid_state(ep.state_subtype()));
     }
+    // A UD EP sends datagrams to the peers its address handles name
+    // (`dat_ib_post_send_ud`); the connected operations are not of its
+    // transport.
+    if ep.ud {
+        return Err(DatError::of(ErrorType::ModelNotSupported));
+    }
     let need = match op {
         RequestOp::RdmaRead { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. } => MemPriv::LOCAL_WRITE,
         _ => MemPriv::LOCAL_READ,

@@ -232,6 +232,8 @@ impl Device for ConnectX {
     type Mw = Window;
     type Cq = Cq;
     type Srq = Srq;
+    /// No address handle is made yet: UD is refused (`qp_create`).
+    type Ah = core::convert::Infallible;
     type Register = Uar;
     type SendSlots = Box<[SendSlot]>;
     type RecvSlots = Box<[RecvSlot]>;
@@ -316,6 +318,12 @@ impl Device for ConnectX {
     }
 
     fn qp_create(&mut self, spec: &QpSpec<'_, Self>) -> DatResult<QpParts<Self>> {
+        // UD on a ConnectX (a UD QP, `ibv_create_ah` and `MLX5DV_OBJ_AH`)
+        // is not built yet: its IA says so (`IaAttr::ud`), and the core
+        // asks for no UD QP.
+        if spec.ud {
+            return Err(DatError::of(ErrorType::ModelNotSupported));
+        }
         let ia = &spec.pd.ia();
         // A stream with no EVD still needs a CQ: one of the QP's own, big
         // enough for the flushes of everything it can hold.

@@ -197,6 +197,7 @@ long oracle_layout(const char *name)
 	L("srq_next.next_wqe_index", offsetof(struct mlx5_wqe_srq_next_seg, next_wqe_index));
 	L("srq_next.signature", offsetof(struct mlx5_wqe_srq_next_seg, signature));
 	L("cqe.size", sizeof(struct mlx5_cqe64));
+	L("cqe.flags_rqpn", offsetof(struct mlx5_cqe64, flags_rqpn));
 	L("cqe.srqn_uidx", offsetof(struct mlx5_cqe64, srqn_uidx));
 	L("cqe.imm_inval_pkey", offsetof(struct mlx5_cqe64, imm_inval_pkey));
 	L("cqe.byte_cnt", offsetof(struct mlx5_cqe64, byte_cnt));

@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Instant;
 
-use udat_core::backend::{CmEvent, ConnOutcome};
+use udat_core::backend::{CmEvent, ConnOutcome, PrivateData};
 use udat_core::types::{IaAddress, MemPriv};
 
 use crate::alarm::AlarmFds;
@@ -200,6 +200,9 @@ pub struct Qp {
     /// Set and cleared under the device's write lock only, so that a
     /// doorbell knows, before it takes any, which QPs' locks it needs.
     pub peer: Option<u32>,
+    /// An `IBV_QPT_UD` QP: ready to send from creation, its Q_Key
+    /// `UD_QKEY`; a send names its destination in the WQE.
+    pub ud: bool,
     pub run: Mutex<QpRun>,
 }
 
@@ -260,6 +263,9 @@ pub struct SrqNext {
 #[derive(Debug)]
 pub struct Request {
     pub active: u32,
+    /// A UD request: what the requester sent, for the accepting QP's
+    /// event.
+    pub ud: Option<PrivateData>,
 }
 
 #[derive(Debug, Default)]
@@ -313,6 +319,23 @@ struct CqeOut {
     syndrome: u8,
     send_opcode: u8,
     solicited: bool,
+    /// A UD receive: GRH present (bits 29–28 = 1, which rdma-core's
+    /// `handle_responder` reports as `IBV_WC_GRH`), service level 0 (27–24)
+    /// and the sender's QP (23–0, `wc->src_qp`). The other fields it reads
+    /// of a UD receive stay 0, as on RoCE: `slid`, `ml_path`, and the
+    /// P_Key index in `imm_inval_pkey`.
+    flags_rqpn: u32,
+}
+
+/// Where a UD send goes, from its datagram segment.
+#[derive(Clone, Copy, Debug)]
+struct Dest {
+    qkey: u32,
+    dqpn: u32,
+    tclass: u8,
+    hop_limit: u8,
+    flow_label: u32,
+    rgid: [u8; 16],
 }
 
 /// A parsed send WQE.
@@ -328,6 +351,8 @@ struct Wqe {
     data: Vec<(u64, u32, u32)>,
     inline: Option<Vec<u8>>,
     umr: Option<Umr>,
+    /// A UD send's datagram segment.
+    dest: Option<Dest>,
 }
 
 /// The segments of a UMR WQE that binds or frees a window (`mlx5dv.h`:
@@ -709,6 +734,7 @@ impl Hca {
             return;
         }
         let mut b = [0u8; 64];
+        b[24..28].copy_from_slice(&e.flags_rqpn.to_be_bytes());
         b[32..36].copy_from_slice(&e.srqn.to_be_bytes());
         b[36..40].copy_from_slice(&e.imm.to_be_bytes());
         b[44..48].copy_from_slice(&e.byte_cnt.to_be_bytes());
@@ -901,12 +927,33 @@ impl Hca {
             data: Vec::new(),
             inline: None,
             umr: None,
+            dest: None,
         };
         if opcode == OP_UMR {
             wqe.umr = Some(parse_umr(qpn, &body));
             return wqe;
         }
         let mut seg = 16;
+        // A UD send: the datagram segment (`struct mlx5_wqe_datagram_seg`)
+        // follows the control segment.
+        if qp.ud {
+            assert_eq!(opcode, OP_SEND, "softhca: UD QP {qpn:#x}: opcode {opcode:#x} is not a send");
+            assert!(body.len() >= 64, "softhca: UD QP {qpn:#x}: no datagram segment in {ds} segments");
+            let dqp = be32(&body, 24);
+            // Every address of this RoCE-like fabric has a GRH: the
+            // vector must be the extended one.
+            assert!(dqp & UD_AV_EXTENDED != 0, "softhca: UD QP {qpn:#x}: an address vector with no GRH");
+            let grh_gid_fl = be32(&body, 44);
+            wqe.dest = Some(Dest {
+                qkey: be32(&body, 16),
+                dqpn: dqp & 0x00ff_ffff,
+                tclass: body[42],
+                hop_limit: body[43],
+                flow_label: grh_gid_fl & 0x000f_ffff,
+                rgid: body[48..64].try_into().unwrap(),
+            });
+            seg = 64;
+        }
         let remote = if matches!(opcode, OP_RDMA_WRITE | OP_RDMA_WRITE_IMM | OP_RDMA_READ | OP_ATOMIC_CS | OP_ATOMIC_FA)
         {
             let r = (be64(&body, seg), be32(&body, seg + 8));
@@ -933,7 +980,8 @@ impl Hca {
                 seg += 16;
             }
         }
-        Wqe { remote, atomic, data, inline, ..wqe }
+        let dest = wqe.dest;
+        Wqe { remote, atomic, data, inline, dest, ..wqe }
     }
 
     /// Execute the QP `me` holds as far as it goes; `peer` is its peer's,
@@ -966,6 +1014,7 @@ impl Hca {
                 QpState::Rts => {
                     let outcome = match me.run.fail_next.take() {
                         Some(syndrome) => Outcome::Failed(syndrome),
+                        None if me.qp.ud => self.execute_ud(me, &wqe),
                         None => self.execute(me, peer.as_deref_mut(), &wqe),
                     };
                     match outcome {
@@ -1343,6 +1392,119 @@ impl Hca {
         Outcome::Done(bytes.len() as u32)
     }
 }
+
+impl Hca {
+    /// Execute a UD send of the QP `me` holds: the datagram goes to the QP
+    /// its segment names, if that QP is UD, lives on the GID the segment
+    /// names and holds the Q_Key it carries, and has a receive posted;
+    /// otherwise it is lost, as an unreliable datagram is (the IBTA's UD
+    /// service has no acknowledgement), and the sender still completes.
+    /// A message longer than the path
+    /// MTU fails at the sender (ibv_poll_cq(3), IBV_WC_LOC_LEN_ERR). The
+    /// destination's lock is only tried: a doorbell never waits for a
+    /// QP's lock while it holds one, and retries.
+    fn execute_ud(&self, me: &mut Held, wqe: &Wqe) -> Outcome {
+        let Some(dest) = wqe.dest else { return Outcome::Failed(syndrome::LOCAL_QP_OP) };
+        let bytes = match self.gather(me.qp.pd, wqe) {
+            Ok(bytes) => bytes,
+            Err(syndrome) => return Outcome::Failed(syndrome),
+        };
+        if bytes.len() > UD_MTU {
+            return Outcome::Failed(syndrome::LOCAL_LENGTH);
+        }
+        let sent = Outcome::Done(bytes.len() as u32);
+        let source = (me.qpn, self.ias.get(&me.qp.ia).map_or([0; 16], |i| gid(&i.address)));
+        if dest.dqpn == me.qpn {
+            self.deliver_ud(me, source, &dest, wqe, &bytes);
+            return sent;
+        }
+        let Some(qp) = self.qps.get(&dest.dqpn) else { return sent };
+        let Some(mut to) = Held::try_new(dest.dqpn, qp) else { return Outcome::Stall };
+        self.deliver_ud(&mut to, source, &dest, wqe, &bytes);
+        sent
+    }
+
+    /// A datagram from `(source QP, source GID)` reaches the QP `to`
+    /// holds: the GRH (40 bytes), then the message, into its next receive.
+    fn deliver_ud(&self, to: &mut Held, (source, sgid): (u32, [u8; 16]), dest: &Dest, wqe: &Wqe, bytes: &[u8]) {
+        self.break_if_overrun(to);
+        let on_gid = self.ias.get(&to.qp.ia).is_some_and(|i| gid(&i.address) == dest.rgid);
+        if !to.qp.ud || to.run.state != QpState::Rts || !on_gid || dest.qkey != UD_QKEY {
+            return;
+        }
+        let Some((rq, cnt, stride)) = &to.qp.rq else { return };
+        if to.run.rq_next == to.qp.dbrec.be32(0) as u16 {
+            return;
+        }
+        let index = to.run.rq_next;
+        let at = (usize::from(index) % *cnt as usize) * *stride as usize;
+        let segs = read_scatter(rq, at, *stride as usize);
+        to.run.rq_next = index.wrapping_add(1);
+        // The GRH (IBTA Vol. 1 §8.3 "Global Route Header"): IP version 6,
+        // traffic class and flow label; the payload length; next header
+        // 0x1B (the BTH); hop limit; source and destination GIDs.
+        let mut message = Vec::with_capacity(GRH_BYTES + bytes.len());
+        let first = 6 << 28 | u32::from(dest.tclass) << 20 | dest.flow_label;
+        message.extend_from_slice(&first.to_be_bytes());
+        message.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+        message.extend_from_slice(&[0x1b, dest.hop_limit]);
+        message.extend_from_slice(&sgid);
+        message.extend_from_slice(&dest.rgid);
+        message.extend_from_slice(bytes);
+        let (qpn, cq) = (to.qpn, to.qp.recv_cq);
+        let e = match self.scatter(to.qp.pd, &segs, &message) {
+            Some(true) => CqeOut {
+                opcode: cqe_op::RESP_SEND,
+                qpn,
+                wqe_counter: index,
+                byte_cnt: message.len() as u32,
+                solicited: wqe.flags & SOLICITED != 0,
+                flags_rqpn: 1 << 28 | source,
+                ..CqeOut::default()
+            },
+            // A receive that cannot hold the datagram fails, as any
+            // receive too small does (IBV_WC_LOC_LEN_ERR), and so does
+            // one whose memory it may not write.
+            placed => {
+                let syndrome = if placed.is_some() { syndrome::LOCAL_LENGTH } else { syndrome::LOCAL_PROT };
+                let e = CqeOut { opcode: cqe_op::RESP_ERR, qpn, wqe_counter: index, syndrome, ..CqeOut::default() };
+                self.write_cqe(cq, e);
+                self.fail(to);
+                return;
+            }
+        };
+        self.write_cqe(cq, e);
+    }
+}
+
+/// The GID of the IA at `address`, as RoCE v2 makes one of an IPv4
+/// address (`::ffff:a.b.c.d`); an IPv6 address is its own.
+pub fn gid(address: &IaAddress) -> [u8; 16] {
+    let b = &address.bytes;
+    let mut g = [0u8; 16];
+    if u16::from_ne_bytes([b[0], b[1]]) == AF_INET6 {
+        g.copy_from_slice(&b[8..24]);
+    } else {
+        g[10..12].fill(0xff);
+        g[12..16].copy_from_slice(&b[4..8]);
+    }
+    g
+}
+
+/// `AF_INET6` of Linux.
+const AF_INET6: u16 = 10;
+
+/// The UD Q_Key every QP holds (`udat_core::backend::UD_QKEY`).
+const UD_QKEY: u32 = udat_core::backend::UD_QKEY;
+
+/// The bytes of a GRH.
+const GRH_BYTES: usize = udat_core::backend::GRH_BYTES as usize;
+
+/// The path MTU of the fabric: the IBTA's largest, 4096 bytes.
+pub const UD_MTU: usize = 4096;
+
+/// `MLX5_EXTENDED_UD_AV`: the address vector carries a GRH.
+const UD_AV_EXTENDED: u32 = 1 << 31;
 
 /// The UMR segments of a window bind or free, checked against what the
 /// data path must write (rdma-core's `set_bind_wr`): a broken rule

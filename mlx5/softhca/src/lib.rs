@@ -35,7 +35,8 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use udat_core::backend::{
-    CmEvent, ConnOutcome, ConnectionManager, PrivateData, Registration, WaitFds, Wake, MAX_PRIVATE_DATA,
+    AhAttr, CmEvent, ConnOutcome, ConnectionManager, Grh, PrivateData, Registration, UdPeer, WaitFds, Wake,
+    MAX_PRIVATE_DATA, UD_QKEY,
 };
 use udat_core::types::{IaAddress, IaAttr, MemPriv, Qos, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
@@ -44,6 +45,7 @@ use udat_mlx5::doorbell::{Register, Uar};
 use udat_mlx5::dv::{self, DvBlueFlame, DvCq, DvQp, DvSrq, DvWorkQueue};
 use udat_mlx5::rq::RecvSlot;
 use udat_mlx5::sq::SendSlot;
+use udat_mlx5::wqe::AddressVector;
 
 use hca::{lock, owned, Hca, QpState, UarOwner, BF_SIZE};
 pub use hca::{syndrome, Stats};
@@ -225,6 +227,13 @@ pub struct SoftPd {
     ia: u32,
 }
 
+/// The address of the IA at `address` as a UD peer sees it: RoCE-like,
+/// LID 0 and a GRH to its GID.
+fn ah_attr(address: &IaAddress) -> AhAttr {
+    let grh = Grh { dgid: hca::gid(address), sgid_index: 0, hop_limit: 64, traffic_class: 0, flow_label: 0 };
+    AhAttr { dlid: 0, sl: 0, port_num: 1, grh: Some(grh) }
+}
+
 /// A QP: its number and its doorbell register's UAR.
 #[derive(Debug)]
 pub struct SoftQp {
@@ -342,6 +351,30 @@ impl SoftHca {
         hca.qps.get_mut(&qpn).map(|q| owned(&mut q.run).state = QpState::Vanished).is_some()
     }
 
+    /// The UD QP `passive` accepts the request of the UD QP `active`,
+    /// which sent `sent`: each hears the other's address, QP and Q_Key.
+    fn ud_accept(hca: &Hca, (active, sent): (u32, PrivateData), passive: u32, data: &[u8]) -> DatResult<()> {
+        let (Some(a), Some(p)) = (hca.qps.get(&active).filter(|q| q.ud), hca.qps.get(&passive)) else {
+            SoftHca::conn(hca, passive, ConnOutcome::AcceptError, &[]);
+            return Ok(());
+        };
+        let peer = |qp: &hca::Qp, qpn| {
+            let address = hca.ias.get(&qp.ia).map(|i| i.address).unwrap_or_default();
+            (UdPeer { ah: ah_attr(&address), qpn, qkey: UD_QKEY }, address)
+        };
+        let ((to_active, passive_address), (to_passive, active_address)) = (peer(p, passive), peer(a, active));
+        let event = |tag, peer, remote, passive, private_data| CmEvent::UdEstablished {
+            tag,
+            peer,
+            remote,
+            passive,
+            private_data,
+        };
+        hca.push_cm(a.ia, event(a.tag, to_active, passive_address, false, private(data)));
+        hca.push_cm(p.ia, event(p.tag, to_passive, active_address, true, sent));
+        Ok(())
+    }
+
     fn conn(hca: &Hca, qpn: u32, outcome: ConnOutcome, data: &[u8]) {
         let Some(qp) = hca.qps.get(&qpn) else { return };
         let (ia, tag) = (qp.ia, qp.tag);
@@ -370,7 +403,10 @@ impl SoftHca {
         // Let go before failing the QPs, whose locks come before it.
         drop(deadlines);
         for (qpn, outcome) in due {
-            hca.fail_qp(qpn);
+            // A UD QP's connect only resolves a peer: it fails alone.
+            if !hca.qps.get(&qpn).is_some_and(|q| q.ud) {
+                hca.fail_qp(qpn);
+            }
             SoftHca::conn(hca, qpn, outcome, &[]);
         }
     }
@@ -419,25 +455,33 @@ impl ConnectionManager for SoftHca {
     ) -> DatResult<()> {
         let mut hca = write(&self.hca);
         let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
-        owned(&mut q.run).state = QpState::Connecting;
+        // A UD QP sends all along: a connect only resolves a peer.
+        let ud = q.ud;
+        if !ud {
+            owned(&mut q.run).state = QpState::Connecting;
+        }
         let (ia, qpn) = (q.ia, qp.qpn);
         let mut target = remote.bytes;
         target[2..4].fill(0);
         let from = hca.ias[&ia].address;
         if let Some(&(listener_ia, tag)) = hca.listeners.get(&(target, conn_qual)) {
             let id = hca.id();
-            hca.requests.insert(id, hca::Request { active: qpn });
+            let sent = ud.then(|| private(private_data));
+            hca.requests.insert(id, hca::Request { active: qpn, ud: sent });
             let event = CmEvent::Request {
                 listener: tag,
                 request: id,
                 remote: from,
                 remote_port: u64::from(qpn),
                 private_data: private(private_data),
+                ud,
             };
             hca.push_cm(listener_ia, event);
         } else if hca.ias.values().any(|i| i.address.bytes == target) {
             // The device is there and nobody listens: the CM rejects.
-            hca.fail_qp(qpn);
+            if !ud {
+                hca.fail_qp(qpn);
+            }
             SoftHca::conn(&hca, qpn, ConnOutcome::NonPeerRejected, &[]);
         } else {
             // Nobody answers: the attempt times out.
@@ -456,6 +500,9 @@ impl ConnectionManager for SoftHca {
         let mut hca = write(&self.hca);
         let req = hca.requests.remove(&request.0).ok_or(error(ErrorType::InvalidState))?;
         let active = req.active;
+        if let Some(sent) = req.ud {
+            return SoftHca::ud_accept(&hca, (active, sent), qp.qpn, private_data);
+        }
         let live = hca.qps.get_mut(&active).is_some_and(|q| owned(&mut q.run).state == QpState::Connecting);
         if !live {
             SoftHca::conn(&hca, qp.qpn, ConnOutcome::AcceptError, &[]);
@@ -474,6 +521,10 @@ impl ConnectionManager for SoftHca {
     fn reject(&mut self, request: SoftConnReq, private_data: &[u8]) {
         let mut hca = write(&self.hca);
         let Some(req) = hca.requests.remove(&request.0) else { return };
+        if req.ud.is_some() {
+            SoftHca::conn(&hca, req.active, ConnOutcome::PeerRejected, private_data);
+            return;
+        }
         if hca.qps.get_mut(&req.active).is_some_and(|q| owned(&mut q.run).state == QpState::Connecting) {
             hca.fail_qp(req.active);
             SoftHca::conn(&hca, req.active, ConnOutcome::PeerRejected, private_data);
@@ -507,8 +558,11 @@ impl ConnectionManager for SoftHca {
             return None;
         };
         Some(match event {
-            CmEvent::Request { listener, request, remote, remote_port, private_data } => {
-                CmEvent::Request { listener, request: SoftConnReq(request), remote, remote_port, private_data }
+            CmEvent::Request { listener, request, remote, remote_port, private_data, ud } => {
+                CmEvent::Request { listener, request: SoftConnReq(request), remote, remote_port, private_data, ud }
+            }
+            CmEvent::UdEstablished { tag, peer, remote, passive, private_data } => {
+                CmEvent::UdEstablished { tag, peer, remote, passive, private_data }
             }
             CmEvent::Conn { tag, outcome, private_data } => CmEvent::Conn { tag, outcome, private_data },
             CmEvent::QpError { tag } => CmEvent::QpError { tag },
@@ -529,6 +583,9 @@ impl Device for SoftHca {
     type Mw = u32;
     type Cq = SoftCq;
     type Srq = SoftSrq;
+    /// The software HCA keeps nothing of an address handle: the vector
+    /// is all a send needs.
+    type Ah = ();
     type Register = SoftRegister;
     type SendSlots = Box<[SendSlot]>;
     type RecvSlots = Box<[RecvSlot]>;
@@ -596,6 +653,7 @@ impl Device for SoftHca {
             srq_ep_pz_difference_supported: false,
             local_read_implied: true,
             atomics: true,
+            ud: true,
         };
         Ok((SoftIa(id, alarm), attr))
     }
@@ -609,6 +667,17 @@ impl Device for SoftHca {
         let id = hca.id();
         hca.pds.insert(id);
         Ok(SoftPd { id, ia: ia.0 })
+    }
+
+    /// The vector of a RoCE address: it must have a GRH (a UD send
+    /// without one is dropped on Ethernet), from GID index 0, the one GID
+    /// of the software HCA's port.
+    fn ah_create(&mut self, pd: &SoftPd, attr: &AhAttr) -> DatResult<((), AddressVector)> {
+        let live = read(&self.hca).pds.contains(&pd.id);
+        match attr.grh {
+            Some(g) if live && g.sgid_index == 0 => Ok(((), AddressVector::of(attr))),
+            _ => Err(error(ErrorType::InvalidParameter)),
+        }
     }
 
     fn pd_free(&mut self, pd: SoftPd) {
@@ -747,6 +816,12 @@ impl Device for SoftHca {
             (g, vec![RecvSlot::default(); cnt].into_boxed_slice())
         });
         let pd = spec.pd;
+        // A UD QP is made ready to send (INIT, RTR, RTS in one go, as
+        // rdma-core's consumers of `IBV_QPT_UD` do at creation).
+        let mut run = hca::QpRun::default();
+        if spec.ud {
+            run.state = QpState::Rts;
+        }
         write(&self.hca).qps.insert(
             qpn,
             hca::Qp {
@@ -761,7 +836,8 @@ impl Device for SoftHca {
                 rq,
                 dbrec,
                 peer: None,
-                run: Default::default(),
+                ud: spec.ud,
+                run: std::sync::Mutex::new(run),
             },
         );
         Ok(QpParts {
@@ -787,8 +863,10 @@ impl Device for SoftHca {
         let mut hca = write(&self.hca);
         let q = hca.qps.get_mut(&qp.qpn).ok_or(error(ErrorType::InternalError))?;
         q.peer = None;
+        let ud = q.ud;
         let run = owned(&mut q.run);
-        run.state = QpState::Init;
+        // A UD QP is made ready again, as at its creation.
+        run.state = if ud { QpState::Rts } else { QpState::Init };
         (run.exec, run.seen, run.rq_next, run.bf_next) = (0, 0, 0, 0);
         run.after_umr = false;
         Ok(())

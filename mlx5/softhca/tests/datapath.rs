@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 
 use proptest::prelude::*;
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, QpConfig, RequestOp, SendWr, Sge,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Grh, QpConfig, QpType, RequestOp, SendWr, Sge, UdDest,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
 use udat_mlx5::testing::Recorder;
@@ -70,6 +70,7 @@ impl Pair {
                 max_rdma_read_in: 4,
                 max_rdma_read_out: 4,
                 tag,
+                ud: false,
             };
             let parts = hca.qp_create(&spec).unwrap();
             let sq = SendQueue::new(parts.sq, parts.send_slots).unwrap();
@@ -655,6 +656,7 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
         max_recv_sge: 2,
         max_rdma_read_in: 4,
         max_rdma_read_out: 4,
+        qp_type: QpType::Rc,
     };
     let (mut a, mut c) = (b.qp_create(&config, 1).unwrap(), b.qp_create(&config, 2).unwrap());
     let listener = b.cm().listen(&mut ia, 9, 7).unwrap();
@@ -695,6 +697,97 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     let n = b.cq_poll(&mut cq, &mut out);
     let got: Vec<_> = out[..n].iter().map(|c| (c.tag, c.cookie, c.status, c.retired)).collect();
     assert_eq!(got, vec![(1, 50, DtoStatus::Success, 1)]);
+    b.cm().unlisten(listener);
+    b.qp_destroy(a);
+    b.qp_destroy(c);
+    b.cq_destroy(cq);
+}
+
+/// A UD send through the software HCA: the receive holds the GRH (IP
+/// version 6, next header 0x1B for the BTH, the sender's and receiver's
+/// GIDs), then the message, and its CQE names the sender's QP. A datagram
+/// with another Q_Key, or to another GID, is lost while its sender
+/// completes: the receive stays posted for the next one that fits.
+#[test]
+fn a_ud_datagram_carries_its_grh_and_reaches_only_its_q_key_and_gid() {
+    type B = Mlx5<SoftHca>;
+    let mut b: B = Mlx5::new(SoftHca::new());
+    let (mut ia, attr) = b.ia_open(b"mlx5_soft0").unwrap();
+    let pd = b.pd_alloc(&mut ia).unwrap();
+    let mut cq = b.cq_create(&mut ia, 64, 0).unwrap();
+    let mut mem = vec![0u8; 4096];
+    let reg = b.mr_register(&pd, mem.as_ptr() as u64, 4096, MemPriv::ALL).unwrap();
+    let config = QpConfig::<B> {
+        pd: &pd,
+        send_cq: Some(&cq),
+        recv_cq: Some(&cq),
+        srq: None,
+        max_send_wr: 8,
+        max_recv_wr: 8,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_rdma_read_in: 0,
+        max_rdma_read_out: 0,
+        qp_type: QpType::Ud,
+    };
+    let (mut a, mut c) = (b.qp_create(&config, 1).unwrap(), b.qp_create(&config, 2).unwrap());
+    let listener = b.cm().listen(&mut ia, 11, 7).unwrap();
+    b.cm().connect(B::cm_qp(&mut a), &attr.ia_address, 11, b"", None).unwrap();
+    let Some(CmEvent::Request { mut request, ud: true, .. }) = b.cm().poll_cm(&mut ia) else { panic!("no UD request") };
+    b.cm().accept(&mut request, B::cm_qp(&mut c), b"").unwrap();
+    let (mut to_c, mut to_a) = (None, None);
+    while let Some(event) = b.cm().poll_cm(&mut ia) {
+        if let CmEvent::UdEstablished { tag, peer, .. } = event {
+            *(if tag == 1 { &mut to_c } else { &mut to_a }) = Some(peer);
+        }
+    }
+    let (to_c, to_a) = (to_c.expect("the active side's peer"), to_a.expect("the passive side's peer"));
+    let av = b.ah_create(&pd, &to_c.ah).unwrap();
+    let base = mem.as_ptr() as u64;
+    mem[..5].copy_from_slice(b"hello");
+    let recv = |at: u64| Sge { addr: base + at, length: 256, lkey: reg.lkey };
+    let send = |cookie| SendWr { op: RequestOp::Send, sges: &[], length: 5, cookie, flags: CompletionFlags::DEFAULT };
+    let sge = [Sge { addr: base, length: 5, lkey: reg.lkey }];
+    let dest = UdDest { remote_qpn: to_c.qpn, qkey: to_c.qkey };
+    let mut poll = |b: &mut B| {
+        let mut out = [Completion::EMPTY; 8];
+        let n = b.cq_poll(&mut cq, &mut out);
+        out[..n].iter().map(|c| (c.tag, c.cookie, c.status, c.op, c.transferred_length, c.imm)).collect::<Vec<_>>()
+    };
+
+    b.post_recv(&mut c, &[recv(1024)], 70).unwrap();
+    b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(1) }).unwrap();
+    // The two QPs' completions share the CQ, in no order of DAT's.
+    let mut got = poll(&mut b);
+    got.sort_by_key(|c| c.0);
+    assert_eq!(got[0], (1, 1, DtoStatus::Success, DtoOp::SendUd, 5, 0));
+    assert_eq!(got[1], (2, 70, DtoStatus::Success, DtoOp::ReceiveUd, 45, to_a.qpn), "the GRH, then 5 bytes");
+    let grh = &mem[1024..1064];
+    assert_eq!((grh[0] >> 4, grh[6]), (6, 0x1b), "IP version 6, next header BTH");
+    let gid = to_c.ah.grh.expect("a RoCE address has a GRH").dgid;
+    assert_eq!((&grh[8..24], &grh[24..40]), (&gid[..], &gid[..]), "one IA: the same GID both ways");
+    assert_eq!(&mem[1064..1069], b"hello");
+
+    b.post_recv(&mut c, &[recv(2048)], 71).unwrap();
+    let wrong_key = UdDest { qkey: to_c.qkey ^ 1, ..dest };
+    b.post_send_ud(&mut a, &av, wrong_key, &SendWr { sges: &sge, ..send(2) }).unwrap();
+    let mut other_gid = to_c.ah;
+    other_gid.grh = other_gid.grh.map(|g| Grh { dgid: [0xfe; 16], ..g });
+    let elsewhere = b.ah_create(&pd, &other_gid).unwrap();
+    b.post_send_ud(&mut a, &elsewhere, dest, &SendWr { sges: &sge, ..send(3) }).unwrap();
+    let sent: Vec<_> = poll(&mut b).iter().map(|c| (c.1, c.2)).collect();
+    assert_eq!(sent, vec![(2, DtoStatus::Success), (3, DtoStatus::Success)], "lost datagrams still complete");
+    b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(4) }).unwrap();
+    let received: Vec<_> = poll(&mut b).iter().filter(|c| c.0 == 2).map(|c| c.1).collect();
+    assert_eq!(received, vec![71], "the receive waited for the datagram that fits");
+    // dat_ep_reset of a UD EP: its QP takes datagrams again at once.
+    b.qp_reset(&mut c).unwrap();
+    b.post_recv(&mut c, &[recv(3072)], 72).unwrap();
+    b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(5) }).unwrap();
+    let received: Vec<_> = poll(&mut b).iter().filter(|c| c.0 == 2).map(|c| (c.1, c.2)).collect();
+    assert_eq!(received, vec![(72, DtoStatus::Success)], "a reset UD QP receives again");
+    b.ah_destroy(av);
+    b.ah_destroy(elsewhere);
     b.cm().unlisten(listener);
     b.qp_destroy(a);
     b.qp_destroy(c);

@@ -78,6 +78,27 @@ proptest! {
         prop_assert_eq!(&wqe[16..32], &oracle::data_seg(Helper::Scalar, len, lkey, addr)[..]);
     }
 
+    /// A UD send (`SendQueue::send_ud`), written over a ring poisoned
+    /// with 0xa5 and across its end: the control segment of a SEND of
+    /// five units as both `mlx5dv.h` helpers build it, the datagram
+    /// segment as `mlx5dv_set_dgram_seg` builds it, then the data segment.
+    #[test]
+    fn a_ud_send_matches_rdma_core(
+        qkey: u32, dqpn in 0u32..1 << 24, rlid: u16, tclass: u8, hop_limit: u8, grh_gid_fl: u32, rgid: [u8; 16],
+        len in 1u32..4096, lkey: u32, addr: u64, pi_start in 0u16..128, signalled: bool,
+    ) {
+        let av = wqe::AddressVector {
+            qkey, dqpn, extended: true, rlid, tclass, hop_limit, grh_gid_fl, rgid, ..Default::default()
+        };
+        let flags = if signalled { fm_ce_se::CQ_UPDATE } else { 0 };
+        let (wqe, qpn, pi) = ud_wqe(pi_start, &av, Sge { addr, length: len, lkey }, flags);
+        let ds = 5;
+        prop_assert_eq!(&wqe[..16], &oracle::ctrl_seg(Helper::Scalar, pi, opcode::SEND, 0, qpn, flags, ds, 0)[..]);
+        prop_assert_eq!(&wqe[..16], &oracle::ctrl_seg(Helper::X86, pi, opcode::SEND, 0, qpn, flags, ds, 0)[..]);
+        prop_assert_eq!(&wqe[16..64], &oracle::datagram_seg(&av)[..]);
+        prop_assert_eq!(&wqe[64..80], &oracle::data_seg(Helper::Scalar, len, lkey, addr)[..]);
+    }
+
     #[test]
     fn raddr_seg_matches_the_header_struct(addr: u64, rkey: u32) {
         prop_assert_eq!(wqe::raddr_seg(addr, rkey), oracle::raddr_seg(addr, rkey));
@@ -201,6 +222,35 @@ fn sq_wqe(before: u16, op: Op, sges: &[Sge], flags: u8) -> (Vec<u8>, u32, u16) {
     (ring.read(usize::from(before) * wqe::WQEBB_BYTES, wqe::WQEBB_BYTES), QPN, before)
 }
 
+/// The two WQEBBs of a UD send to `av` posted after `before` sends on a
+/// ring of 128 poisoned with 0xa5, the second read from the ring's start
+/// when the first is its last; the QP number and the WQE's index.
+fn ud_wqe(before: u16, av: &wqe::AddressVector, sge: Sge, flags: u8) -> (Vec<u8>, u32, u16) {
+    const WQEBBS: u32 = 128;
+    const QPN: u32 = 0x4343;
+    let (ring, record) = (Memory::new(WQEBBS as usize * wqe::WQEBB_BYTES), Memory::new(64));
+    ring.write(0, &vec![0xa5; WQEBBS as usize * wqe::WQEBB_BYTES]);
+    let g = SqGeometry {
+        qpn: QPN,
+        buf: ring.share(),
+        wqe_cnt: WQEBBS,
+        stride: 64,
+        dbrec: record.share(),
+        bf: Recorder::default(),
+        bf_size: 0,
+    };
+    let mut sq = SendQueue::new(g, vec![SendSlot::EMPTY; WQEBBS as usize]).unwrap();
+    for _ in 0..before {
+        sq.post(Op::Send, &[], 0, SendSlot::EMPTY).unwrap();
+        sq.ring();
+        sq.retire(sq.pi().wrapping_sub(1));
+    }
+    sq.send_ud(av, &[sge], flags, SendSlot::EMPTY).unwrap();
+    drop(sq);
+    let block = |i: u16| ring.read(usize::from(i % WQEBBS as u16) * wqe::WQEBB_BYTES, wqe::WQEBB_BYTES);
+    ([block(before), block(before + 1)].concat(), QPN, before)
+}
+
 #[test]
 fn segment_layouts_match_the_header() {
     let checks: &[(&str, usize)] = &[
@@ -240,6 +290,7 @@ fn segment_layouts_match_the_header() {
         ("srq_next.next_wqe_index", srq_next::NEXT_WQE_INDEX.start),
         ("srq_next.signature", srq_next::SIGNATURE),
         ("cqe.size", udat_mlx5::cqe::CQE_BYTES),
+        ("cqe.flags_rqpn", field::FLAGS_RQPN.start),
         ("cqe.srqn_uidx", field::SRQN.start),
         ("cqe.imm_inval_pkey", field::IMM.start),
         ("cqe.byte_cnt", field::BYTE_CNT.start),

@@ -23,6 +23,10 @@ impl udat_testkit::suite::Fabric for SoftFabric {
     fn device() -> String {
         "mlx5_soft0".into()
     }
+
+    fn ud() -> bool {
+        true
+    }
 }
 
 /// Every syndrome of `mlx5dv.h` and the DAT status it means, plus one the

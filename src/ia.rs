@@ -103,7 +103,7 @@ impl<B: Backend, S: Storage> Ia<'_, B, S> {
         async_evd_qlen: u32,
         with: impl for<'id> FnOnce(Ia<'id, B, S>) -> DatResult<R>,
     ) -> DatResult<R> {
-        let mut provider = Box::new(Provider::with_storage(backend, storage));
+        let mut provider = Provider::boxed(backend, storage);
         let (ia, async_evd) = provider.ia_open(name, AsyncEvd::Create { min_qlen: async_evd_qlen })?;
         let kept = Arc::new(Mutex::new(Kept::default()));
         let done = with(Ia {

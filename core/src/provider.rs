@@ -5,6 +5,9 @@
 //! events are pulled from the backend when the consumer dequeues, waits or
 //! posts.
 
+use core::mem::MaybeUninit;
+use core::ptr::addr_of_mut;
+
 use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnReq, ConnectionManager, PrivateData};
 use crate::counters::{self, Tallies, Tally};
 use crate::error::{DatError, DatResult, Subtype};
@@ -120,30 +123,93 @@ impl<B: Backend, S: Storage + Default> Provider<B, S> {
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// A provider with no IA open, over `backend`, holding what `storage`
     /// gives it room for.
-    pub fn with_storage(backend: B, mut storage: S) -> Self {
-        Provider {
-            backend,
-            ias: Slab::new(storage.slots(Kind::Ia)),
-            pzs: Slab::new(storage.slots(Kind::Pz)).listed(),
-            lmrs: Slab::keyed(storage.slots(Kind::Lmr)).listed(),
-            rmrs: Slab::new(storage.slots(Kind::Rmr)).listed(),
-            evds: Slab::new(storage.slots(Kind::Evd)).listed(),
-            cnos: Slab::new(storage.slots(Kind::Cno)).listed(),
-            eps: Slab::new(storage.slots(Kind::Ep)).listed(),
-            psps: Slab::new(storage.slots(Kind::Psp)).listed(),
-            rsps: Slab::new(storage.slots(Kind::Rsp)).listed(),
-            crs: Slab::new(storage.slots(Kind::Cr)).listed(),
-            srqs: Slab::new(storage.slots(Kind::Srq)).listed(),
+    pub fn with_storage(backend: B, storage: S) -> Self {
+        let mut slot = MaybeUninit::uninit();
+        Self::init_in(&mut slot, backend, storage);
+        // SAFETY: `init_in` wrote every field.
+        #[allow(unsafe_code)]
+        unsafe {
+            slot.assume_init()
+        }
+    }
+
+    /// [`Provider::with_storage`], built in `slot`, where it is to live. A
+    /// provider of inline storage holds every kind's slots and is large
+    /// (over half a MiB for `Inline<64, 4096>`): returned by value, a debug
+    /// build copies it on the stack on its way to its box, which a thread
+    /// of 2 MiB may not have room for. Here each part is made alone and
+    /// moved into its place.
+    #[allow(unsafe_code)]
+    pub fn init_in(slot: &mut MaybeUninit<Self>, backend: B, mut storage: S) -> &mut Self {
+        let p = slot.as_mut_ptr();
+        // SAFETY: `p` is valid for writes of a `Provider` (it is `slot`'s
+        // memory), and each field is written once through a raw place of
+        // its own, so no reference to uninitialized memory is made. Every
+        // field of the struct is written (the pattern below checks the
+        // list), before `assume_init_mut`.
+        unsafe {
+            addr_of_mut!((*p).backend).write(backend);
+            addr_of_mut!((*p).ias).write(Slab::new(storage.slots(Kind::Ia)));
+            addr_of_mut!((*p).pzs).write(Slab::new(storage.slots(Kind::Pz)).listed());
+            addr_of_mut!((*p).lmrs).write(Slab::keyed(storage.slots(Kind::Lmr)).listed());
+            addr_of_mut!((*p).rmrs).write(Slab::new(storage.slots(Kind::Rmr)).listed());
+            addr_of_mut!((*p).evds).write(Slab::new(storage.slots(Kind::Evd)).listed());
+            addr_of_mut!((*p).cnos).write(Slab::new(storage.slots(Kind::Cno)).listed());
+            addr_of_mut!((*p).eps).write(Slab::new(storage.slots(Kind::Ep)).listed());
+            addr_of_mut!((*p).psps).write(Slab::new(storage.slots(Kind::Psp)).listed());
+            addr_of_mut!((*p).rsps).write(Slab::new(storage.slots(Kind::Rsp)).listed());
+            addr_of_mut!((*p).crs).write(Slab::new(storage.slots(Kind::Cr)).listed());
+            addr_of_mut!((*p).srqs).write(Slab::new(storage.slots(Kind::Srq)).listed());
             // An address handle has no DAT handle type: there are as many
             // as Endpoints, one a peer of a UD EP.
-            ahs: Slab::new(storage.slots(Kind::Ep)).listed(),
-            events: EventPool::new(storage.events()),
-            ep_tallies: Tallies::new(storage.slots(Kind::Ep)),
-            evd_tallies: Tallies::new(storage.slots(Kind::Evd)),
-            polled: [Completion::EMPTY; POLL_BATCH],
-            lmr_sequence: 0,
-            lmr_epoch: 0,
-            number: crate::poster::provider_number(),
+            addr_of_mut!((*p).ahs).write(Slab::new(storage.slots(Kind::Ep)).listed());
+            addr_of_mut!((*p).events).write(EventPool::new(storage.events()));
+            addr_of_mut!((*p).ep_tallies).write(Tallies::new(storage.slots(Kind::Ep)));
+            addr_of_mut!((*p).evd_tallies).write(Tallies::new(storage.slots(Kind::Evd)));
+            addr_of_mut!((*p).polled).write([Completion::EMPTY; POLL_BATCH]);
+            addr_of_mut!((*p).lmr_sequence).write(0);
+            addr_of_mut!((*p).lmr_epoch).write(0);
+            addr_of_mut!((*p).number).write(crate::poster::provider_number());
+        }
+        // SAFETY: every field was written above.
+        let provider = unsafe { slot.assume_init_mut() };
+        // The writes above name every field: this pattern, which names each
+        // and has no `..`, stops compiling when a field is added.
+        let Provider {
+            backend: _,
+            ias: _,
+            pzs: _,
+            lmrs: _,
+            rmrs: _,
+            evds: _,
+            cnos: _,
+            eps: _,
+            psps: _,
+            rsps: _,
+            crs: _,
+            srqs: _,
+            ahs: _,
+            events: _,
+            ep_tallies: _,
+            evd_tallies: _,
+            polled: _,
+            lmr_sequence: _,
+            lmr_epoch: _,
+            number: _,
+        } = provider;
+        provider
+    }
+
+    /// [`Provider::with_storage`] in a box, built there
+    /// ([`Provider::init_in`]).
+    #[cfg(feature = "alloc")]
+    pub fn boxed(backend: B, storage: S) -> alloc::boxed::Box<Self> {
+        let mut slot = alloc::boxed::Box::new_uninit();
+        Self::init_in(&mut slot, backend, storage);
+        // SAFETY: `init_in` wrote the whole provider.
+        #[allow(unsafe_code)]
+        unsafe {
+            slot.assume_init()
         }
     }
 

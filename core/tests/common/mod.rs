@@ -58,7 +58,7 @@ impl<S: Storage> MockLmr for Provider<MockBackend, S> {
 }
 
 pub fn provider() -> Box<P> {
-    Box::new(Provider::new(MockBackend::new()))
+    Provider::boxed(MockBackend::new(), Inline)
 }
 
 impl Fx {

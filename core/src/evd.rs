@@ -304,14 +304,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if e.waiter {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdWaiter));
         }
-        if count && e.counting {
-            return self.dequeue_counted(evd);
-        }
         let ia = e.ia;
         // An EVD that only completions feed, with nothing queued and no CNO
         // to notify, takes the next completion straight from its CQ: the
-        // event goes to the caller without passing through the queue.
-        if e.queue.is_empty() && e.takes_direct() {
+        // event goes to the caller without passing through the queue. (Its
+        // `direct` byte says so; an EVD that counts has it clear.)
+        if e.queue.is_empty() && e.direct {
             let Some(cq) = e.cq.as_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
             // On the stack, not in the provider: the completion then stays
             // in registers on its way to the event.
@@ -326,6 +324,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     return Ok(event);
                 }
             }
+        } else if count && e.counting {
+            return self.dequeue_counted(evd);
         }
         self.fill(ia, evd, 1, false);
         if let Some(event) = self.pop(evd) {

@@ -114,8 +114,7 @@ impl Hot {
             && !ep.counting;
         // dat_ep_post_recv(3DAT): "valid for all states of the Endpoint",
         // on an EP with a QP of its own receives (no SRQ).
-        let receives =
-            ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0 && !ep.ud && !ep.counting;
+        let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0 && !ep.ud && !ep.counting;
         Hot {
             send: reject(crate::post::SEND_FLAGS & !request, posts),
             rdma: reject(crate::post::REQUEST_FLAGS & !request, posts),

@@ -165,6 +165,20 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         self.post(segs, Access::Write, RequestOp::RdmaRead { remote: *remote }, cookie, flags, self.allowed)
     }
 
+    /// The full post of segments whose check is stale: out of the fast
+    /// path's way.
+    #[inline(never)]
+    fn post_afresh(
+        &mut self,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+        allowed: u32,
+    ) -> DatResult<()> {
+        self.p.post_request(self.ep, iov, cookie, op, flags, allowed)
+    }
+
     /// The checks of `Provider::post_request`, in its order, less those
     /// [`Provider::segments`] and [`Provider::poster`] made.
     #[inline(always)]
@@ -183,7 +197,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         if !fresh {
             // Something changed since the check: the full post, which
             // checks everything and says what is wrong.
-            return self.p.post_request(self.ep, &segs.iov, cookie, op, flags, allowed);
+            return self.post_afresh(&segs.iov, cookie, op, flags, allowed);
         }
         let Limits { message, rdma, requests, iov } = self.limits;
         if flags.0 & !allowed != 0 {

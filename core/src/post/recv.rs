@@ -48,7 +48,16 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { eps, lmrs, backend, ep_tallies, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let post = |qp: &mut B::Qp, sges: &[Sge]| backend.post_recv(qp, sges, cookie);
-        recv_checked(ep, lmrs, iov, flags, post, |bytes| ep_tallies.posted_recv(h.0, bytes))
+        recv_checked(
+            ep,
+            lmrs,
+            iov,
+            flags,
+            post,
+            #[cold]
+            #[inline(never)]
+            |bytes| ep_tallies.posted_recv(h.0, bytes),
+        )
     }
 
     /// dat_srq_post_recv(3DAT): valid in every SRQ state. A receive of

@@ -228,7 +228,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             request,
             #[inline(always)]
             |qp, wr| backend.post_send(qp, wr),
-            |op, bytes| ep_tallies.posted(h.0, op, bytes),
+            #[cold]
+            #[inline(never)]
+            |wr| ep_tallies.posted(h.0, &wr.op, u64::from(wr.length)),
         )
     }
 
@@ -294,7 +296,7 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     ias: &Slab<Ia<B>, I>,
     request: Request<'_>,
     post: impl FnOnce(&mut B::Qp, &SendWr<'_>) -> DatResult<()>,
-    counted: impl FnOnce(&RequestOp, u64),
+    counted: impl FnOnce(&SendWr<'_>),
 ) -> DatResult<()> {
     let Request { iov, cookie, op, flags, allowed } = request;
     if flags.0 & !allowed != 0 || !ep.unsignalled_allowed(flags, false) {
@@ -364,7 +366,7 @@ pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     post(qp, &wr)?;
     ep.request_outstanding += 1;
     if ep.counting {
-        counted(&op, total);
+        counted(&wr);
     }
     Ok(())
 }

@@ -117,6 +117,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 // exists (the caller's contract).
                 unsafe { backend.post_recv_shared(qp, sges, cookie) }
             },
+            #[cold]
+            #[inline(never)]
             // SAFETY: the caller holds the EP's lock, which its counters'
             // every other use takes too.
             |bytes| unsafe { self.ep_tallies.posted_recv_shared(h.0, bytes) },
@@ -221,9 +223,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 // exists (the caller's contract).
                 unsafe { backend.post_send_shared(qp, wr) }
             },
+            #[cold]
+            #[inline(never)]
             // SAFETY: the caller holds the EP's lock, which its counters'
             // every other use takes too.
-            |op, bytes| unsafe { self.ep_tallies.posted_shared(h.0, op, bytes) },
+            |wr| unsafe { self.ep_tallies.posted_shared(h.0, &wr.op, u64::from(wr.length)) },
         )
     }
 }

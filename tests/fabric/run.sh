@@ -91,6 +91,14 @@ across dtestx 180 "dtestx -P udat -s" "dtestx -P udat -c -h $PEER" "immed/atomic
 across dtestx-u 180 "dtestx -P udat -s -u" "dtestx -P udat -c -h $PEER -u" "UD test PASSED"
 across dtestx-U4 180 "dtestx -P udat -s -U 4" "dtestx -P udat -c -h $PEER -U 4" "UD test PASSED"
 across dtestx-U4-m 180 "dtestx -P udat -s -U 4 -m" "dtestx -P udat -c -h $PEER -U 4 -m" "UD test PASSED"
+across dtestx-p 180 "env UDAT_COUNTERS=1 dtestx -P udat -s -p" "env UDAT_COUNTERS=1 dtestx -P udat -c -h $PEER -p" "DCNT_IA_PZ_CREATE = 1"
+# The fast query, on each host.
+timeout 60 dtestx -P udat -q > "$LOG/dtestx-q.out" 2>&1
+rc=$?
+ok=1
+if [ $rc -eq 0 ] && grep -q "Open_Query: Provider Specific Attribute.*DAT_COUNTERS=TRUE" "$LOG/dtestx-q.out"; then ok=0; fi
+report dtestx-q $ok "$LOG/dtestx-q.out"
+barrier dtestx-q-done
 
 # dapltest: one server takes the transaction and performance tests, and
 # the client's quit ends it. dapltest always exits 0, so its output is

@@ -128,6 +128,16 @@ pair dtestx 60 "dtestx -P udat -s" "dtestx -P udat -c -h $S" "immed/atomic test 
 pair dtestx-u 60 "dtestx -P udat -s -u" "dtestx -P udat -c -h $S -u" "UD test PASSED"
 pair dtestx-U4 60 "dtestx -P udat -s -U 4" "dtestx -P udat -c -h $S -U 4" "UD test PASSED"
 pair dtestx-U4-m 60 "dtestx -P udat -s -U 4 -m" "dtestx -P udat -c -h $S -U 4 -m" "UD test PASSED"
+# The fast query (-q) runs in one process and prints the provider's
+# attributes, DAT_COUNTERS among them. The counters (-p) count where
+# UDAT_COUNTERS asks it (dtestx never starts them): each side prints its
+# IA's, its one PZ among them.
+timeout 60 dtestx -P udat -q > "$LOG/dtestx-q.out" 2>&1
+rc=$?
+ok=1
+if [ $rc -eq 0 ] && grep -q "Open_Query: Provider Specific Attribute.*DAT_COUNTERS=TRUE" "$LOG/dtestx-q.out"; then ok=0; fi
+report dtestx-q $ok
+pair dtestx-p 60 "env UDAT_COUNTERS=1 dtestx -P udat -s -p" "env UDAT_COUNTERS=1 dtestx -P udat -c -h $S -p" "DCNT_IA_PZ_CREATE = 1"
 
 # dapltest always exits 0, so its output is judged: any failure prints
 # "error", "FAIL" or "not found".

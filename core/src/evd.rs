@@ -307,9 +307,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let ia = e.ia;
         // An EVD that only completions feed, with nothing queued and no CNO
         // to notify, takes the next completion straight from its CQ: the
-        // event goes to the caller without passing through the queue. (Its
-        // `direct` byte says so; an EVD that counts has it clear.)
-        if e.queue.is_empty() && e.direct {
+        // event goes to the caller without passing through the queue. Its
+        // `direct` byte says so, except that an EVD that counts has it
+        // clear: its dequeue comes back here through `dequeue_counted`
+        // (`count` false), which asks the EVD's rule itself.
+        let direct = if count { e.direct } else { e.takes_direct() };
+        if e.queue.is_empty() && direct {
             let Some(cq) = e.cq.as_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
             // On the stack, not in the provider: the completion then stays
             // in registers on its way to the event.

@@ -103,7 +103,12 @@ impl<B: Backend, S: Storage> Ia<'_, B, S> {
         async_evd_qlen: u32,
         with: impl for<'id> FnOnce(Ia<'id, B, S>) -> DatResult<R>,
     ) -> DatResult<R> {
-        let mut provider = Provider::boxed(backend, storage);
+        // Built in its box: an inline storage is too large to pass
+        // through the stack of a thread in a debug build.
+        let mut slot = Box::new_uninit();
+        Provider::init_in(&mut slot, backend, storage);
+        // SAFETY: `init_in` wrote the whole provider.
+        let mut provider: Box<Provider<B, S>> = unsafe { slot.assume_init() };
         let (ia, async_evd) = provider.ia_open(name, AsyncEvd::Create { min_qlen: async_evd_qlen })?;
         let kept = Arc::new(Mutex::new(Kept::default()));
         let done = with(Ia {

@@ -67,9 +67,6 @@
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 #![warn(missing_docs)]
 
-#[cfg(feature = "alloc")]
-extern crate alloc;
-
 pub mod backend;
 mod cno;
 mod context;

@@ -200,19 +200,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         provider
     }
 
-    /// [`Provider::with_storage`] in a box, built there
-    /// ([`Provider::init_in`]).
-    #[cfg(feature = "alloc")]
-    pub fn boxed(backend: B, storage: S) -> alloc::boxed::Box<Self> {
-        let mut slot = alloc::boxed::Box::new_uninit();
-        Self::init_in(&mut slot, backend, storage);
-        // SAFETY: `init_in` wrote the whole provider.
-        #[allow(unsafe_code)]
-        unsafe {
-            slot.assume_init()
-        }
-    }
-
     /// The backend.
     pub fn backend(&self) -> &B {
         &self.backend

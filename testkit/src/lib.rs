@@ -15,3 +15,16 @@ pub mod mock;
 pub mod null;
 pub mod reference;
 pub mod suite;
+
+use udat_core::backend::Backend;
+use udat_core::{Provider, Storage};
+
+/// A provider over `backend` with `storage`, built in its box
+/// ([`Provider::init_in`]): a rig's inline storage is too large to pass
+/// through a test thread's stack in a debug build.
+pub fn boxed<B: Backend, S: Storage>(backend: B, storage: S) -> Box<Provider<B, S>> {
+    let mut slot = Box::new_uninit();
+    Provider::init_in(&mut slot, backend, storage);
+    // SAFETY: `init_in` wrote the whole provider.
+    unsafe { slot.assume_init() }
+}

@@ -82,7 +82,7 @@ struct World {
 
 impl World {
     fn new() -> World {
-        let mut p: Box<P> = Provider::boxed(MockBackend::new(), Inline);
+        let mut p: Box<P> = crate::boxed(MockBackend::new(), Inline);
         let (ia, _) = p.ia_open(MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 16 }).unwrap();
         let dto = p.evd_create(ia, 512, CnoHandle::NULL, EvdFlags::DTO).unwrap();
         let conn = p.evd_create(ia, 256, CnoHandle::NULL, EvdFlags::CONNECTION).unwrap();

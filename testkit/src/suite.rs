@@ -92,7 +92,7 @@ impl<F: Fabric> Default for Rig<F> {
 
 impl<F: Fabric> Rig<F> {
     pub fn new() -> Rig<F> {
-        let mut p = Provider::boxed(F::backend(), Inline);
+        let mut p = crate::boxed(F::backend(), Inline);
         let (ia, _) =
             p.ia_open(F::device().as_bytes(), AsyncEvd::Create { min_qlen: 8 }).expect("dat_ia_open on the device");
         let pz = p.pz_create(ia).unwrap();

@@ -58,7 +58,7 @@ impl<S: Storage> MockLmr for Provider<MockBackend, S> {
 }
 
 pub fn provider() -> Box<P> {
-    Provider::boxed(MockBackend::new(), Inline)
+    udat_testkit::boxed(MockBackend::new(), Inline)
 }
 
 impl Fx {

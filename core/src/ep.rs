@@ -207,9 +207,17 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     /// The EVD rules of dat_ep_create(3DAT) for these streams, as if
-    /// attached now: each EVD takes its kind of event; DTO streams sharing
-    /// an EVD share one notification mode; a solicited-wait receive EVD
-    /// takes no other kind of stream.
+    /// attached now: each EVD takes its kind of event; a solicited-wait
+    /// receive EVD takes no other kind of stream, nor a DTO stream of
+    /// another mode.
+    ///
+    /// The page also wants every DTO stream sharing an EVD with an
+    /// unsignalled one to be unsignalled. OFA's providers do not check
+    /// it, and MVAPICH2 gives one EVD to both streams of each EP, its
+    /// receives signalled and its requests unsignalled. Every transport
+    /// decides notification per work request, so udat accepts any mix of
+    /// threshold and unsignalled streams, each keeping its own rules
+    /// (docs/conformance.md, "Where udat follows OFA").
     ///
     /// The DTO EVDs must be of the EP's IA: their CQs belong to its device
     /// context, as the QP does. The page ties only the EP to `ia_handle`,
@@ -231,13 +239,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let fits = |evd: EvdHandle, mode: NotifyMode| {
             let Some(e) = self.evds.get(evd.0) else { return true };
-            let same = e.dto_streams == 0 || e.dto_mode == mode;
             let alone = mode != NotifyMode::Solicited || (e.other_streams == 0 && evd != s.connect);
-            same && alone
+            e.dto.admit(mode) && alone
         };
-        let shared_ok = recv.is_null() || recv != request || recv_mode == request_mode;
-        let connect_ok =
-            self.evds.get(s.connect.0).is_none_or(|e| e.dto_streams == 0 || e.dto_mode != NotifyMode::Solicited);
+        let shared_ok = recv.is_null() || recv != request || recv_mode.shares_with(request_mode);
+        let connect_ok = self.evds.get(s.connect.0).is_none_or(|e| !e.dto.solicited());
         if !fits(recv, recv_mode) || !fits(request, request_mode) || !shared_ok || !connect_ok {
             return Err(DatError::invalid_arg(6));
         }
@@ -248,8 +254,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         for ((evd, mode), holds) in [(s.recv, s.holds.recv), (s.request, s.holds.request)] {
             if let Some(e) = self.evds.get_mut(evd.0) {
                 e.streams += 1;
-                e.dto_streams += 1;
-                e.dto_mode = mode;
+                e.dto.add(mode);
                 e.lane_holds += holds;
                 e.settle_lane();
             }
@@ -266,10 +271,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     fn detach(&mut self, s: &Streams) {
-        for ((evd, _), holds) in [(s.recv, s.holds.recv), (s.request, s.holds.request)] {
+        for ((evd, mode), holds) in [(s.recv, s.holds.recv), (s.request, s.holds.request)] {
             if let Some(e) = self.evds.get_mut(evd.0) {
                 e.streams = e.streams.saturating_sub(1);
-                e.dto_streams = e.dto_streams.saturating_sub(1);
+                e.dto.remove(mode);
                 e.lane_holds = e.lane_holds.saturating_sub(holds);
                 e.settle_lane();
             }

@@ -15,7 +15,7 @@ use crate::counters;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
-use crate::object::evd::{Evd, NotifyMode, TIMEOUT_INFINITE};
+use crate::object::evd::{DtoStreams, Evd, NotifyMode, TIMEOUT_INFINITE};
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::EvdFlags;
@@ -134,8 +134,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             waitable: true,
             waiter: false,
             streams: 0,
-            dto_streams: 0,
-            dto_mode: NotifyMode::Threshold,
+            dto: DtoStreams::default(),
             other_streams: 0,
             foreign_streams: 0,
             overflowed: false,
@@ -203,7 +202,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let mut state = if e.enabled { EvdState::ENABLED } else { EvdState::DISABLED };
         state |= if e.waitable { EvdState::WAITABLE } else { EvdState::UNWAITABLE };
-        state |= match e.dto_mode {
+        state |= match e.dto.config() {
             NotifyMode::Threshold => EvdState::CONFIG_THRESHOLD,
             NotifyMode::Unsignalled => EvdState::CONFIG_NOTIFY,
             NotifyMode::Solicited => EvdState::CONFIG_SOLICITED,
@@ -405,7 +404,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         // "... configured for a Consumer-controlled event Notification ...
         // the threshold value must be 1 ... DAT_INVALID_STATE."
-        if threshold != 1 && e.dto_streams != 0 && e.dto_mode != NotifyMode::Threshold {
+        // Each stream answers for itself: one unsignalled or solicited-wait
+        // stream among threshold ones is enough.
+        if threshold != 1 && e.dto.consumer_controlled() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdConfigThreshold));
         }
         let deadline_us =

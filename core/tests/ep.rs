@@ -87,30 +87,77 @@ fn dat_ep_create_attributes_beyond_the_device_are_invalid_parameter() {
 }
 
 #[test]
-fn dat_ep_create_streams_sharing_an_evd_must_share_completion_flags() {
+fn dat_ep_create_threshold_and_unsignalled_streams_share_an_evd_each_by_its_flags() {
+    // MVAPICH2's Endpoints (rdma_udapl_priv.c): one EVD for both streams,
+    // receives signalled, requests unsignalled. The page forbids the mix;
+    // OFA's providers and udat accept it (docs/conformance.md).
     let mut fx = Fx::new();
     let _signalled = fx.ep();
     let mut attr = fx.attr();
     attr.request_completion_flags = CompletionFlags::UNSIGNALLED;
-    assert_eq!(
-        ty(fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr))),
-        ErrorType::InvalidParameter
-    );
-    // On an EVD of its own it is fine.
+    let ep = fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, Some(&attr)).unwrap();
+    let config = |fx: &Fx| fx.p.evd_query(fx.dto_evd, EVD_FIELD_ALL).unwrap().evd_state.0 & 0x30;
+    assert_eq!(config(&fx), EvdState::CONFIG_NOTIFY);
+    fx.establish(ep);
+    // Each stream keeps its own post rules: requests may be unsignalled,
+    // receives may not.
+    let seg = [fx.seg(0, 8)];
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &seg, 1, CompletionFlags::UNSIGNALLED)), ErrorType::InvalidParameter);
+    fx.p.ep_post_recv(ep, &seg, 2, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_send(ep, &seg, 3, CompletionFlags::UNSIGNALLED).unwrap();
+    fx.p.ep_post_rdma_write(ep, &seg, 4, &fx.remote(8), CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_send(ep, &seg, 5, CompletionFlags::SUPPRESS).unwrap();
+    for _ in 0..3 {
+        fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    }
+    fx.p.backend_mut().complete_recv(ep, 8);
+    let mut got = dtos(&fx.drain(fx.dto_evd));
+    got.sort_by_key(|&(cookie, _)| cookie);
+    assert_eq!(got, [(2, DtoStatus::Success), (3, DtoStatus::Success), (4, DtoStatus::Success)]);
+    // dat_evd_wait(3DAT): one unsignalled stream among signalled ones
+    // makes the threshold 1.
+    assert_eq!(ty(fx.p.evd_wait_begin(fx.dto_evd, 10, 2)), ErrorType::InvalidState);
+    let w = fx.p.evd_wait_begin(fx.dto_evd, 10, 1).unwrap();
+    fx.p.evd_wait_end(&w);
+    // Freed, the EP takes its streams away one by one: only signalled
+    // streams remain, and thresholds are free again.
+    fx.p.ep_free(ep).unwrap();
+    fx.drain(fx.dto_evd);
+    assert_eq!(config(&fx), EvdState::CONFIG_THRESHOLD);
+    let w = fx.p.evd_wait_begin(fx.dto_evd, 10, 2).unwrap();
+    fx.p.evd_wait_end(&w);
+}
+
+#[test]
+fn dat_ep_create_solicited_wait_streams_share_an_evd_with_solicited_wait_streams_only() {
+    let mut fx = Fx::new();
+    let mut solicited = fx.attr();
+    solicited.recv_completion_flags = CompletionFlags::SOLICITED_WAIT;
+    // Its own request stream is another mode.
     let own = fx.p.evd_create(fx.ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
-    fx.p.ep_create(
-        fx.ia,
-        fx.pz,
-        own,
-        own,
-        fx.conn_evd,
-        Some(&{
-            let mut a = attr;
-            a.recv_completion_flags = CompletionFlags::UNSIGNALLED;
-            a
-        }),
-    )
-    .unwrap();
+    let r = fx.p.ep_create(fx.ia, fx.pz, own, own, fx.conn_evd, Some(&solicited));
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    // Nor does it join an EVD a signalled or an unsignalled stream feeds.
+    let _signalled = fx.ep();
+    let r = fx.p.ep_create(fx.ia, fx.pz, fx.dto_evd, own, fx.conn_evd, Some(&solicited));
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    let mut unsignalled = fx.attr();
+    unsignalled.request_completion_flags = CompletionFlags::UNSIGNALLED;
+    fx.p.ep_create(fx.ia, fx.pz, EvdHandle::NULL, own, fx.conn_evd, Some(&unsignalled)).unwrap();
+    let r = fx.p.ep_create(fx.ia, fx.pz, own, EvdHandle::NULL, fx.conn_evd, Some(&solicited));
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    // Solicited-wait receive streams share one EVD, and no other DTO
+    // stream joins them.
+    let quiet = fx.p.evd_create(fx.ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    for _ in 0..2 {
+        fx.p.ep_create(fx.ia, fx.pz, quiet, own, fx.conn_evd, Some(&solicited)).unwrap();
+    }
+    let r = fx.p.ep_create(fx.ia, fx.pz, quiet, own, fx.conn_evd, None);
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    let r = fx.p.ep_create(fx.ia, fx.pz, own, quiet, fx.conn_evd, Some(&unsignalled));
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    let q = fx.p.evd_query(quiet, EVD_FIELD_ALL).unwrap();
+    assert_eq!(q.evd_state.0 & 0x30, EvdState::CONFIG_SOLICITED);
 }
 
 #[test]
@@ -267,6 +314,27 @@ fn dat_ep_modify_recv_completion_flags_only_before_receives_are_posted() {
         ty(fx.p.ep_modify(ep, &EpChanges { attr: Some(attr), ..EpChanges::default() })),
         ErrorType::InvalidState
     );
+}
+
+#[test]
+fn dat_ep_modify_moves_each_stream_with_its_own_completion_flags() {
+    let mut fx = Fx::new();
+    let mut attr = fx.attr();
+    attr.request_completion_flags = CompletionFlags::UNSIGNALLED;
+    let ep = fx.ep_with(Some(&attr));
+    assert_eq!(ty(fx.p.evd_wait_begin(fx.dto_evd, 10, 2)), ErrorType::InvalidState);
+    attr.request_completion_flags = CompletionFlags::DEFAULT;
+    fx.p.ep_modify(ep, &EpChanges { attr: Some(attr), ..EpChanges::default() }).unwrap();
+    let w = fx.p.evd_wait_begin(fx.dto_evd, 10, 2).unwrap();
+    fx.p.evd_wait_end(&w);
+    // A solicited-wait receive stream cannot share the EVD with its own
+    // request stream; the refusal leaves the streams as they were.
+    attr.recv_completion_flags = CompletionFlags::SOLICITED_WAIT;
+    let r = fx.p.ep_modify(ep, &EpChanges { attr: Some(attr), ..EpChanges::default() });
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    let w = fx.p.evd_wait_begin(fx.dto_evd, 10, 2).unwrap();
+    fx.p.evd_wait_end(&w);
+    assert_eq!(fx.p.ep_query(ep).unwrap().attr.recv_completion_flags, CompletionFlags::DEFAULT);
 }
 
 #[test]

@@ -30,6 +30,81 @@ impl NotifyMode {
             NotifyMode::Threshold
         }
     }
+
+    /// Whether streams of the two modes may feed one EVD ([`DtoStreams`]).
+    pub(crate) fn shares_with(self, other: NotifyMode) -> bool {
+        (self == NotifyMode::Solicited) == (other == NotifyMode::Solicited)
+    }
+}
+
+/// The DTO streams feeding an EVD, counted by how each notifies.
+///
+/// Threshold and unsignalled streams share an EVD: whether a completion
+/// notifies is a property of its own work request on every transport
+/// (the send queue's signalling on InfiniBand), so each stream keeps its
+/// own flags. A solicited-wait stream needs the CQ armed for solicited
+/// completions only, which no other stream's completions could then wake:
+/// it shares only with solicited-wait streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DtoStreams {
+    threshold: u32,
+    unsignalled: u32,
+    solicited: u32,
+}
+
+impl DtoStreams {
+    fn count_of(&mut self, mode: NotifyMode) -> &mut u32 {
+        match mode {
+            NotifyMode::Threshold => &mut self.threshold,
+            NotifyMode::Unsignalled => &mut self.unsignalled,
+            NotifyMode::Solicited => &mut self.solicited,
+        }
+    }
+
+    pub(crate) fn add(&mut self, mode: NotifyMode) {
+        *self.count_of(mode) += 1;
+    }
+
+    pub(crate) fn remove(&mut self, mode: NotifyMode) {
+        let n = self.count_of(mode);
+        *n = n.saturating_sub(1);
+    }
+
+    /// Whether a stream of `mode` may join these.
+    pub(crate) fn admit(&self, mode: NotifyMode) -> bool {
+        [
+            (NotifyMode::Threshold, self.threshold),
+            (NotifyMode::Unsignalled, self.unsignalled),
+            (NotifyMode::Solicited, self.solicited),
+        ]
+        .into_iter()
+        .all(|(m, n)| n == 0 || m.shares_with(mode))
+    }
+
+    /// Whether a solicited-wait stream feeds the EVD.
+    pub(crate) fn solicited(&self) -> bool {
+        self.solicited != 0
+    }
+
+    /// Whether the consumer controls notification for some stream
+    /// (unsignalled or solicited-wait): dat_evd_wait(3DAT)'s threshold
+    /// must then be 1.
+    pub(crate) fn consumer_controlled(&self) -> bool {
+        self.unsignalled + self.solicited != 0
+    }
+
+    /// The configuration `dat_evd_query` reports: solicited-wait if such
+    /// streams feed the EVD, else unsignalled if any stream is, else
+    /// threshold (also with no stream at all).
+    pub(crate) fn config(&self) -> NotifyMode {
+        if self.solicited != 0 {
+            NotifyMode::Solicited
+        } else if self.unsignalled != 0 {
+            NotifyMode::Unsignalled
+        } else {
+            NotifyMode::Threshold
+        }
+    }
 }
 
 pub(crate) struct Evd<B: Backend> {
@@ -57,9 +132,8 @@ pub(crate) struct Evd<B: Backend> {
     /// Event streams feeding this EVD (EP streams, service points, an IA's
     /// async stream): `dat_evd_free` is refused while any remains.
     pub(crate) streams: u32,
-    /// DTO streams feeding it, and the one notification mode they share.
-    pub(crate) dto_streams: u32,
-    pub(crate) dto_mode: NotifyMode,
+    /// DTO streams feeding it, by notification mode.
+    pub(crate) dto: DtoStreams,
     /// Connection-request and connection streams feeding it.
     pub(crate) other_streams: u32,
     /// Connection streams of EPs on other IAs: while any remains, a fill

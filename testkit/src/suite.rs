@@ -429,6 +429,42 @@ pub fn suppressed_completions_retire_with_the_next_signalled_one<F: Fabric>() {
     assert!(recv_idle && request_idle, "suppressed writes still outstanding");
 }
 
+/// MVAPICH2's Endpoints: one EVD for both streams, receives signalled and
+/// requests unsignalled. Each stream keeps its own flags on the device:
+/// the receive and the signalled requests complete there, the suppressed
+/// writes retire silently with them, and a receive may not be unsignalled.
+pub fn one_evd_takes_signalled_receives_and_unsignalled_requests<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let attr = EpAttr { request_completion_flags: CompletionFlags::UNSIGNALLED, ..EpAttr::provider_default(&rig.attr) };
+    let (client, server) = (rig.side_with(Some(&attr)), rig.side_with(Some(&attr)));
+    rig.connect(client, server, PORT, b"", b"");
+    let mut src = rig.buf(4096, MemPriv::ALL);
+    let dst = rig.buf(4096, MemPriv::ALL);
+    src.mem.copy_from_slice(&pattern(4096, 7));
+    let r = rig.p.ep_post_recv(server.ep, &[dst.seg(2048, 64)], 1, CompletionFlags::UNSIGNALLED);
+    assert_eq!(r.map_err(|e| e.error_type()), Err(ErrorType::InvalidParameter));
+    rig.p.ep_post_recv(server.ep, &[dst.seg(2048, 64)], 1, CompletionFlags::DEFAULT).unwrap();
+    for cookie in 2..6 {
+        let (local, remote) = (src.seg(0, 512), dst.remote(0, 512));
+        rig.p.ep_post_rdma_write(client.ep, &[local], cookie, &remote, CompletionFlags::SUPPRESS).unwrap();
+    }
+    rig.p
+        .ep_post_rdma_write(client.ep, &[src.seg(512, 512)], 6, &dst.remote(512, 512), CompletionFlags::UNSIGNALLED)
+        .unwrap();
+    rig.p.ep_post_send(client.ep, &[src.seg(2048, 64)], 7, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (6, DtoStatus::Success, 512, DtoOp::RdmaWrite));
+    assert_eq!(rig.dto(client.dto), (7, DtoStatus::Success, 64, DtoOp::Send));
+    assert_eq!(rig.dto(server.dto), (1, DtoStatus::Success, 64, DtoOp::Receive));
+    assert!(dst.mem[..1024] == src.mem[..1024], "the writes differ");
+    assert!(dst.mem[2048..2048 + 64] == src.mem[2048..2048 + 64], "the send differs");
+    let (_, recv_idle, request_idle) = rig.p.ep_get_status(client.ep).unwrap();
+    assert!(recv_idle && request_idle, "suppressed writes still outstanding");
+    assert!(rig.p.evd_dequeue(client.dto).is_err_and(|e| e.error_type() == ErrorType::QueueEmpty));
+    // dat_evd_wait(3DAT): an unsignalled stream feeds the EVD.
+    let r = rig.p.evd_wait(client.dto, 0, 2).map(|_| ());
+    assert_eq!(r.map_err(|e| e.error_type()), Err(ErrorType::InvalidState));
+}
+
 /// Every DTO posted before an abrupt disconnect completes exactly once,
 /// the flushed ones in post order. The server posts no receives, so the
 /// client's sends stall in RNR retry (which never gives up) until the
@@ -1301,6 +1337,10 @@ macro_rules! transport_suite {
         #[test]
         fn suppressed_completions_retire_with_the_next_signalled_one() {
             $crate::suite::suppressed_completions_retire_with_the_next_signalled_one::<$fabric>();
+        }
+        #[test]
+        fn one_evd_takes_signalled_receives_and_unsignalled_requests() {
+            $crate::suite::one_evd_takes_signalled_receives_and_unsignalled_requests::<$fabric>();
         }
         #[test]
         fn disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order() {

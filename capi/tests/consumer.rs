@@ -1,8 +1,12 @@
 //! What a real consumer relies on, through the provider table as libdat2
 //! calls it: MVAPICH2 1.7's uDAPL channel (`src/mpid/ch3/channels/mrail/
 //! src/udapl/` of `../shared/clients/mvapich2-1.7.tar.xz`), its calls with
-//! its arguments in its order, two ranks on one software HCA. The core's
-//! tests hold each call's rules; this one holds the sequence.
+//! its arguments in its order, two ranks on one software HCA, or on the
+//! device `UDAT_CONSUMER_IA` names (`verbs rxe0` on soft-RoCE). The core's
+//! tests hold each call's rules; this one holds the sequence. As in
+//! MVAPICH2, the client rank makes no DAT call between its connect and
+//! the server's wait for the request: over rdma_cm the connection must
+//! progress without it.
 
 mod common;
 
@@ -178,7 +182,8 @@ fn registered(t: &DAT_PROVIDER, r: &Rank, buf: &mut [u8]) -> (DAT_LMR_HANDLE, DA
 #[test]
 fn mvapich2_udapl_channel_from_init_to_finalize() {
     let name = c"consumer-mvapich2";
-    let table = registry::add(name, SOFTHCA, REGISTRATION).expect("register the software HCA provider");
+    let params = std::env::var("UDAT_CONSUMER_IA").unwrap_or_else(|_| SOFTHCA.to_string());
+    let table = registry::add(name, &params, REGISTRATION).expect("register the provider");
     // SAFETY: registered until the end of the test.
     let t = unsafe { &*table };
     let qual = 1024 + u64::from(std::process::id());

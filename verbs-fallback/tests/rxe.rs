@@ -45,6 +45,9 @@ fn device() -> String {
 
 udat_testkit::transport_suite!(Rxe);
 
+#[path = "rxe/progress.rs"]
+mod progress;
+
 /// The peer process is killed (`kill -9`) while RDMA writes stream into
 /// it: the survivor hears the connection go, every write it posted
 /// completes exactly once, and everything frees cleanly.

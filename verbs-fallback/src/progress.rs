@@ -282,6 +282,14 @@ fn run(shared: &CmShared) {
         if fds[2].revents != 0 {
             return;
         }
+        // A descriptor in error would wake the thread at once, forever:
+        // it is left out from then on (poll skips a negative one), after
+        // whatever it still had is taken below.
+        for f in &mut fds[..2] {
+            if f.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+                f.fd = -1;
+            }
+        }
         let mut cm = shared.lock();
         if fds[1].revents != 0 {
             cm.rearm = true;

@@ -3,8 +3,8 @@
 //!
 //! The descriptor is an epoll instance holding an eventfd, which the core
 //! raises when it triggers the CNO ([`Signal`]), and the transport's own
-//! descriptors ([`WaitFds`]: a verbs device's completion and rdma_cm
-//! channels and its connect timer, the software HCA's alarm), which become
+//! descriptors ([`WaitFds`]: a verbs device's completion channel and its
+//! connection manager's eventfd, the software HCA's alarm), which become
 //! readable when the transport has something the core has not pulled yet.
 //! It is readable when either is; [`Provider::cno_trigger`] pulls the
 //! transport, re-arms it, clears the eventfd and says which EVD triggered

@@ -1,9 +1,10 @@
 //! The provider: every object of every open IA, and the progress engine
 //! that turns backend completions and connection events into DAT events.
 //!
-//! There are no hidden threads (docs/design.md, "Progress without a thread"):
-//! events are pulled from the backend when the consumer dequeues, waits or
-//! posts.
+//! The core has no thread (docs/design.md, "Progress: connections on their
+//! own, data where the consumer calls"): events are pulled from the
+//! backend when the consumer dequeues, waits or posts; a transport whose
+//! connections progress on their own queues them until then.
 
 use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;

@@ -5,12 +5,19 @@
 //! posted on it, and a passive side accepts on an EP of its choosing. So
 //! QPs are plain verbs QPs, created in INIT, and udat moves them through
 //! RTR and RTS itself with the attributes `rdma_init_qp_attr` computes
-//! for the connection: the active side on CONNECT_RESPONSE (then
-//! `rdma_establish`), the passive side to RTR before `rdma_accept` and to
-//! RTS on ESTABLISHED. Events are read from the IA's channel only when
-//! the core asks (no thread), and acknowledged at once after copying.
+//! for the connection and the IA's [`Tunables`]: the active side on
+//! CONNECT_RESPONSE (then `rdma_establish`), the passive side to RTR
+//! before `rdma_accept` and to RTS on ESTABLISHED.
+//!
+//! Two sides share this module. The consumer's calls (listen, connect,
+//! accept, reject, disconnect, reset, and `poll`, which hands the core
+//! what is finished) and the IA's own thread (`progress`), which reads
+//! the channel's events ([`drain`]) and gives up on connects whose time
+//! ran out ([`expire`]). Both work on [`CmState`] under its lock; an
+//! event is acknowledged as soon as it is copied.
 
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use udat_core::{
     backend::{AhAttr, CmEvent, ConnOutcome, Grh, PrivateData, UdPeer},
@@ -19,28 +26,19 @@ use udat_core::{
 };
 
 use crate::addr;
-use crate::device::{IaShared, Owner};
-use crate::qp::{Phase, QpShared};
+use crate::device::IaShared;
+use crate::progress::CmState;
+use crate::qp::QpShared;
 use crate::status::{check_errno, dat_error, errno};
 use crate::sys;
 use crate::sys::rdma_cm_event_type as ev;
-use crate::Clock;
+use crate::tunables::Tunables;
 
 /// How long address and route resolution may take.
 const RESOLVE_MS: i32 = 2000;
 /// IB CM reject reason `IB_CM_REJ_CONSUMER_DEFINED`: the peer's consumer
 /// said no (a port nobody listens on is `IB_CM_REJ_INVALID_SERVICE_ID`).
 const REJ_CONSUMER_DEFINED: i32 = 28;
-/// RNR retries: 7 means they never give up, as DAT consumers expect a
-/// receiver to catch up.
-const RNR_RETRIES: u8 = 7;
-/// Transport retries after an ACK timeout: 6, the most that ends. IBTA
-/// gives 7 no special meaning, but rxe takes a `retry_cnt` of 7 as
-/// "retry forever" (as it does an RNR retry count of 7), so a QP whose
-/// peer died or whose cable was cut would never complete what it has in
-/// flight. With rdma_cm's ACK timeout the QP gives up after 7 tries of
-/// 4.096 µs × 2^timeout each (README, "Two soft-RoCE hosts").
-const RETRIES: u8 = 6;
 
 /// What a UD connect sends before the consumer's private data: its QP's
 /// number, big-endian (a SIDR request has no field for it: IBTA Vol. 1
@@ -74,6 +72,111 @@ fn port(conn_qual: u64) -> u16 {
     }
 }
 
+/// Where a QP's connection stands, as rdma_cm drives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Idle,
+    /// Active side: resolving the address and route, then connecting.
+    Connecting,
+    /// Passive side: accepted, waiting for ESTABLISHED.
+    Accepting,
+    Established,
+    Closed,
+}
+
+/// Who an rdma_cm id belongs to.
+pub(crate) enum Owner {
+    /// The connection of the QP with this key ([`key`]).
+    Qp(usize),
+    /// A listener; requests it receives carry this tag.
+    Listener(u64),
+    /// A request not yet accepted or rejected.
+    Request,
+    /// A UD connect of a QP, resolving one peer.
+    UdConnect(UdConnect),
+}
+
+/// The connection half of a QP, which the IA's connection manager keeps
+/// from the QP's creation to its destruction: what moving the QP takes,
+/// and where its connection stands.
+pub(crate) struct Conn {
+    qp: *mut sys::ibv_qp,
+    tag: u64,
+    ud: bool,
+    srq: bool,
+    /// RDMA reads in and out, clamped to the device's limits.
+    reads: (u8, u8),
+    /// The rdma_cm id of the current connection (null when none).
+    id: *mut sys::rdma_cm_id,
+    phase: Phase,
+    /// When a connect gives up.
+    deadline: Option<Instant>,
+    /// Private data of a connect, sent once the route is resolved.
+    private_data: Vec<u8>,
+    /// The rdma_cm ids of the UD peers resolved through this QP: kept
+    /// until the QP is reset or goes.
+    ud_ids: Vec<*mut sys::rdma_cm_id>,
+}
+
+impl Conn {
+    fn of(qp: &QpShared) -> Conn {
+        Conn {
+            qp: qp.qp,
+            tag: qp.tag,
+            ud: qp.ud,
+            srq: qp.srq.is_some(),
+            reads: (qp.rdma_read_in, qp.rdma_read_out),
+            id: std::ptr::null_mut(),
+            phase: Phase::Idle,
+            deadline: None,
+            private_data: Vec::new(),
+            ud_ids: Vec::new(),
+        }
+    }
+}
+
+/// What names a QP's [`Conn`]: its address, unique while it lives.
+pub(crate) fn key(qp: *mut sys::ibv_qp) -> usize {
+    qp as usize
+}
+
+/// A finished event, waiting for the core: a [`CmEvent`] whose request,
+/// if any, is still a bare id.
+pub(crate) enum Ready {
+    Request {
+        listener: u64,
+        id: *mut sys::rdma_cm_id,
+        /// A UD request: the requester's QP number and private data.
+        ud: Option<(u32, PrivateData)>,
+        remote: IaAddress,
+        remote_port: u64,
+        private_data: PrivateData,
+    },
+    Conn {
+        tag: u64,
+        outcome: ConnOutcome,
+        private_data: PrivateData,
+    },
+    UdEstablished {
+        tag: u64,
+        peer: UdPeer,
+        remote: IaAddress,
+        passive: bool,
+        private_data: PrivateData,
+    },
+    Catastrophic,
+}
+
+impl Ready {
+    /// The QP it is about, for an event of a connection.
+    fn tag(&self) -> Option<u64> {
+        match self {
+            Ready::Conn { tag, .. } | Ready::UdEstablished { tag, .. } => Some(*tag),
+            _ => None,
+        }
+    }
+}
+
 /// A service point's rdma_cm ids: one listening on the port of RC
 /// connections (`RDMA_PS_TCP`), one on the same port of UD ones
 /// (`RDMA_PS_UDP`), where a UD EP's requests arrive.
@@ -93,19 +196,56 @@ pub struct ConnReq {
     ud: Option<(u32, PrivateData)>,
 }
 
+/// Start keeping the connection half of `qp`, a QP of `ia`.
+pub(crate) fn register(ia: &IaShared, qp: &QpShared) {
+    ia.cm().lock().conns.insert(key(qp.qp), Conn::of(qp));
+}
+
+/// The QP `qp` of `ia` is about to be destroyed: destroy its ids, and
+/// forget it. The thread never reaches it again.
+pub(crate) fn forget(ia: &IaShared, qp: *mut sys::ibv_qp) {
+    let mut cm = ia.cm().lock();
+    let st = &mut *cm;
+    if let Some(conn) = st.conns.get(&key(qp)) {
+        let tag = conn.tag;
+        release(st, key(qp));
+        purge(st, tag);
+    }
+    st.conns.remove(&key(qp));
+}
+
+/// Forget the connection of `qp`, of `ia`, and the events it left
+/// unread: its next connection starts from nothing.
+pub(crate) fn reset(ia: &IaShared, qp: *mut sys::ibv_qp) {
+    let mut cm = ia.cm().lock();
+    let st = &mut *cm;
+    let Some(conn) = st.conns.get_mut(&key(qp)) else { return };
+    conn.phase = Phase::Idle;
+    conn.deadline = None;
+    let tag = conn.tag;
+    release(st, key(qp));
+    purge(st, tag);
+}
+
 pub(crate) fn listen(ia: &Rc<IaShared>, conn_qual: u64, tag: u64) -> DatResult<Listener> {
-    let id = listen_on(ia, conn_qual, sys::rdma_port_space::RDMA_PS_TCP)?;
+    let mut cm = ia.cm().lock();
+    let id = listen_on(ia, &mut cm, conn_qual, sys::rdma_port_space::RDMA_PS_TCP)?;
+    cm.ids.insert(id as usize, Owner::Listener(tag));
     let mut listener = Listener { id, ud_id: std::ptr::null_mut(), ia: ia.clone() };
-    ia.ids.borrow_mut().insert(id as usize, Owner::Listener(tag));
-    if let Ok(ud_id) = listen_on(ia, conn_qual, sys::rdma_port_space::RDMA_PS_UDP) {
+    if let Ok(ud_id) = listen_on(ia, &mut cm, conn_qual, sys::rdma_port_space::RDMA_PS_UDP) {
         listener.ud_id = ud_id;
-        ia.ids.borrow_mut().insert(ud_id as usize, Owner::Listener(tag));
+        cm.ids.insert(ud_id as usize, Owner::Listener(tag));
     }
     Ok(listener)
 }
 
 /// An id of `ps` listening on the port of `conn_qual`.
-fn listen_on(ia: &IaShared, conn_qual: u64, ps: sys::rdma_port_space::Type) -> DatResult<*mut sys::rdma_cm_id> {
+fn listen_on(
+    ia: &IaShared,
+    st: &mut CmState,
+    conn_qual: u64,
+    ps: sys::rdma_port_space::Type,
+) -> DatResult<*mut sys::rdma_cm_id> {
     let mut local = addr::to_storage(&ia.address, port(conn_qual)).ok_or(DatError::of(ErrorType::InvalidAddress))?;
     let id = create_id(ia, ps)?;
     // SAFETY: `id` is live; `local` is a valid sockaddr.
@@ -115,7 +255,7 @@ fn listen_on(ia: &IaShared, conn_qual: u64, ps: sys::rdma_port_space::Type) -> D
         rc = unsafe { sys::rdma_listen(id, 128) };
     }
     if let Err(e) = check_errno(rc) {
-        destroy_id(ia, id);
+        destroy_id(st, id);
         return Err(e);
     }
     Ok(id)
@@ -123,9 +263,10 @@ fn listen_on(ia: &IaShared, conn_qual: u64, ps: sys::rdma_port_space::Type) -> D
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        destroy_id(&self.ia, self.id);
+        let mut cm = self.ia.cm().lock();
+        destroy_id(&mut cm, self.id);
         if !self.ud_id.is_null() {
-            destroy_id(&self.ia, self.ud_id);
+            destroy_id(&mut cm, self.ud_id);
         }
     }
 }
@@ -133,117 +274,196 @@ impl Drop for Listener {
 impl Drop for ConnReq {
     fn drop(&mut self) {
         if !self.id.is_null() {
-            destroy_id(&self.ia, self.id);
+            destroy_id(&mut self.ia.cm().lock(), self.id);
         }
     }
 }
 
+/// A new id of `ps` on the IA's channel. The caller holds the lock, so
+/// the thread reads no event of it before it is known.
 fn create_id(ia: &IaShared, ps: sys::rdma_port_space::Type) -> DatResult<*mut sys::rdma_cm_id> {
     let mut id = std::ptr::null_mut();
     // SAFETY: the channel is open; `id` is ours to fill.
-    let rc = unsafe { sys::rdma_create_id(ia.cm, &mut id, std::ptr::null_mut(), ps) };
+    let rc = unsafe { sys::rdma_create_id(ia.cm().channel(), &mut id, std::ptr::null_mut(), ps) };
     check_errno(rc)?;
     Ok(id)
 }
 
-fn destroy_id(ia: &IaShared, id: *mut sys::rdma_cm_id) {
-    ia.ids.borrow_mut().remove(&(id as usize));
-    // SAFETY: `id` is live and every event on it was acknowledged; the
-    // kernel drops events not yet read.
+/// Forget and destroy `id`. Every event read on it was acknowledged
+/// under the lock the caller holds, so the destruction waits for none.
+fn destroy_id(st: &mut CmState, id: *mut sys::rdma_cm_id) {
+    st.ids.remove(&(id as usize));
+    // SAFETY: `id` is live and every event read on it was acknowledged;
+    // the kernel drops events not yet read.
     unsafe { sys::rdma_destroy_id(id) };
 }
 
-/// Forget the QP's current rdma_cm id, if it has one, and a UD QP's ids
+/// Destroy the QP's current rdma_cm id, if it has one, and a UD QP's ids
 /// of its peers and of its connects under way.
-pub(crate) fn release_id(ia: &IaShared, qp: &QpShared) {
-    let id = qp.id.replace(std::ptr::null_mut());
+fn release(st: &mut CmState, key: usize) {
+    let Some(conn) = st.conns.get_mut(&key) else { return };
+    let id = std::mem::replace(&mut conn.id, std::ptr::null_mut());
+    let ud_ids = std::mem::take(&mut conn.ud_ids);
+    let ud = conn.ud;
     if !id.is_null() {
-        destroy_id(ia, id);
+        destroy_id(st, id);
     }
-    if qp.ud {
-        for id in qp.ud_ids.take() {
-            destroy_id(ia, id);
-        }
-        let connecting: Vec<usize> = ia
+    for id in ud_ids {
+        destroy_id(st, id);
+    }
+    if ud {
+        let connecting: Vec<usize> = st
             .ids
-            .borrow()
             .iter()
-            .filter_map(|(&id, o)| matches!(o, Owner::UdConnect(c) if std::ptr::eq(&*c.qp, qp)).then_some(id))
+            .filter_map(|(&id, o)| matches!(o, Owner::UdConnect(c) if c.key == key).then_some(id))
             .collect();
         for id in connecting {
-            destroy_id(ia, id as *mut sys::rdma_cm_id);
+            destroy_id(st, id as *mut sys::rdma_cm_id);
         }
     }
 }
 
-fn conn_param(qp: &QpShared, private_data: &[u8]) -> sys::rdma_conn_param {
+/// Drop the queued events of the QP with `tag`: as the kernel drops the
+/// unread events of an id destroyed, so the events a connection finished
+/// but the core did not take go with it.
+fn purge(st: &mut CmState, tag: u64) {
+    st.events.retain(|e| e.tag() != Some(tag));
+}
+
+fn conn_param(conn: &Conn, private_data: &[u8], t: &Tunables) -> sys::rdma_conn_param {
     sys::rdma_conn_param {
         private_data: private_data.as_ptr().cast(),
         private_data_len: private_data.len().min(u8::MAX as usize) as u8,
-        responder_resources: qp.rdma_read_in,
-        initiator_depth: qp.rdma_read_out,
+        responder_resources: conn.reads.0,
+        initiator_depth: conn.reads.1,
         flow_control: 1,
-        retry_count: RETRIES,
-        rnr_retry_count: RNR_RETRIES,
-        srq: u8::from(qp.srq.is_some()),
-        // SAFETY: the QP is live while `qp` is.
-        qp_num: unsafe { (*qp.qp).qp_num },
+        retry_count: t.ack_retry,
+        rnr_retry_count: t.rnr_retry,
+        srq: u8::from(conn.srq),
+        // SAFETY: the QP is live while its `Conn` is kept.
+        qp_num: unsafe { (*conn.qp).qp_num },
     }
 }
 
+/// Move `conn`'s QP through `state` with the attributes rdma_cm computes
+/// for the connection of `id`, and the IA's tunables: the RNR timer and
+/// the MTU at RTR, the ACK timer and the retry counts at RTS.
+fn to_cm_state(conn: &Conn, id: *mut sys::rdma_cm_id, state: sys::ibv_qp_state::Type, t: &Tunables) -> DatResult<()> {
+    use sys::ibv_qp_attr_mask as m;
+    use sys::ibv_qp_state as s;
+    // SAFETY: plain C data.
+    let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+    attr.qp_state = state;
+    let mut mask = 0;
+    // SAFETY: `id` is a live rdma_cm id; attr and mask are ours.
+    if unsafe { sys::rdma_init_qp_attr(id, &mut attr, &mut mask) } != 0 {
+        return Err(dat_error(errno()));
+    }
+    match state {
+        s::IBV_QPS_INIT => {
+            // rdma_cm grants remote access from the resources negotiated
+            // so far, which at INIT may be none; the LMRs and RMRs decide.
+            attr.qp_access_flags = crate::qp::QP_ACCESS;
+            mask |= m::IBV_QP_ACCESS_FLAGS.0 as i32;
+        }
+        s::IBV_QPS_RTR => {
+            attr.max_dest_rd_atomic = attr.max_dest_rd_atomic.max(conn.reads.0.max(1));
+            attr.min_rnr_timer = t.rnr_timer;
+            attr.path_mtu = t.path_mtu(attr.path_mtu);
+            mask |= (m::IBV_QP_MIN_RNR_TIMER | m::IBV_QP_PATH_MTU).0 as i32;
+        }
+        s::IBV_QPS_RTS => {
+            attr.max_rd_atomic = attr.max_rd_atomic.max(conn.reads.1.max(1));
+            attr.timeout = t.ack_timer;
+            attr.retry_cnt = t.ack_retry;
+            attr.rnr_retry = t.rnr_retry;
+            mask |= (m::IBV_QP_TIMEOUT | m::IBV_QP_RETRY_CNT | m::IBV_QP_RNR_RETRY).0 as i32;
+        }
+        _ => {}
+    }
+    // SAFETY: the QP is live while its `Conn` is kept; `attr` is read
+    // during the call only.
+    crate::status::check(unsafe { sys::ibv_modify_qp(conn.qp, &mut attr, mask) })
+}
+
+/// Move `conn`'s QP to ERROR: the device flushes what it holds, in post
+/// order, through its CQs, whichever EVD the consumer waits on.
+fn break_off(conn: &Conn) {
+    // SAFETY: plain C data.
+    let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
+    attr.qp_state = sys::ibv_qp_state::IBV_QPS_ERR;
+    // SAFETY: the QP is live while its `Conn` is kept. libibverbs lets
+    // this thread move it while the consumer's posts to it.
+    unsafe { sys::ibv_modify_qp(conn.qp, &mut attr, sys::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32) };
+}
+
+/// The conn of `qp` in `st`, or `DAT_INTERNAL_ERROR` for a QP whose
+/// creation never registered it.
+fn conn_of(st: &mut CmState, qp: *mut sys::ibv_qp) -> DatResult<&mut Conn> {
+    st.conns.get_mut(&key(qp)).ok_or(DatError::of(ErrorType::InternalError))
+}
+
 pub(crate) fn connect(
-    ia: &Rc<IaShared>,
-    qp: &Rc<QpShared>,
+    ia: &IaShared,
+    qp: *mut sys::ibv_qp,
     remote: &IaAddress,
     conn_qual: u64,
     private_data: &[u8],
     timeout_us: Option<u64>,
-    clock: &Clock,
 ) -> DatResult<()> {
-    let deadline = timeout_us.map(|t| clock.now_us().saturating_add(t));
+    let deadline = timeout_us.and_then(|t| Instant::now().checked_add(Duration::from_micros(t)));
     let mut dst = addr::to_storage(remote, port(conn_qual)).ok_or(DatError::of(ErrorType::InvalidAddress))?;
     let mut src = addr::to_storage(&ia.address, 0).ok_or(DatError::of(ErrorType::InvalidAddress))?;
-    if qp.ud {
-        return ud_connect(ia, qp, (&mut src, &mut dst), *remote, private_data, deadline, clock);
+    let mut cm = ia.cm().lock();
+    let st = &mut *cm;
+    let conn = conn_of(st, qp)?;
+    if conn.ud {
+        let tag = conn.tag;
+        return ud_connect(ia, st, (qp, tag), (&mut src, &mut dst), *remote, private_data, deadline);
     }
-    release_id(ia, qp);
+    let tag = conn.tag;
+    release(st, key(qp));
+    purge(st, tag);
     let id = create_id(ia, sys::rdma_port_space::RDMA_PS_TCP)?;
-    qp.id.set(id);
-    ia.ids.borrow_mut().insert(id as usize, Owner::Qp(qp.clone()));
+    st.ids.insert(id as usize, Owner::Qp(key(qp)));
+    let conn = conn_of(st, qp)?;
+    conn.id = id;
     // SAFETY: `id` is live; both addresses are valid sockaddrs.
     let rc = unsafe { sys::rdma_resolve_addr(id, (&raw mut src).cast(), (&raw mut dst).cast(), RESOLVE_MS) };
     if rc != 0 {
         let e = errno();
-        release_id(ia, qp);
+        release(st, key(qp));
         return Err(dat_error(e));
     }
-    qp.phase.set(Phase::Connecting);
-    qp.deadline.set(deadline);
-    *qp.private_data.borrow_mut() = private_data.to_vec();
-    ia.arm_timer(clock);
+    conn.phase = Phase::Connecting;
+    conn.deadline = deadline;
+    conn.private_data = private_data.to_vec();
+    st.rearm |= deadline.is_some();
     Ok(())
 }
 
-/// A UD connect of the QP `qp`: one more peer, through an id of its own
-/// (`RDMA_PS_UDP`: a SIDR request and reply, IBTA Vol. 1 §12.11).
+/// A UD connect of the QP `qp` (tag `tag`): one more peer, through an id
+/// of its own (`RDMA_PS_UDP`: a SIDR request and reply, IBTA Vol. 1
+/// §12.11).
 fn ud_connect(
-    ia: &Rc<IaShared>,
-    qp: &Rc<QpShared>,
+    ia: &IaShared,
+    st: &mut CmState,
+    (qp, tag): (*mut sys::ibv_qp, u64),
     (src, dst): (&mut sys::sockaddr_storage, &mut sys::sockaddr_storage),
     remote: IaAddress,
     private_data: &[u8],
-    deadline: Option<u64>,
-    clock: &Clock,
+    deadline: Option<Instant>,
 ) -> DatResult<()> {
     let len = u8::try_from(private_data.len()).map_err(|_| DatError::invalid_arg(6))?;
+    // SAFETY: the QP is live while its `Conn` is kept.
+    let qp_num = unsafe { (*qp).qp_num };
     let mut data = Vec::with_capacity(UD_REQUEST_HEADER + private_data.len());
-    // SAFETY: the QP is live while `qp` is.
-    data.extend_from_slice(&unsafe { (*qp.qp).qp_num }.to_be_bytes());
+    data.extend_from_slice(&qp_num.to_be_bytes());
     data.push(len);
     data.extend_from_slice(private_data);
     let id = create_id(ia, sys::rdma_port_space::RDMA_PS_UDP)?;
-    let connect = UdConnect { qp: qp.clone(), deadline, private_data: data, remote };
-    ia.ids.borrow_mut().insert(id as usize, Owner::UdConnect(Rc::new(connect)));
+    let connect = UdConnect { key: key(qp), qp_num, tag, deadline, private_data: data, remote };
+    st.ids.insert(id as usize, Owner::UdConnect(connect));
     // SAFETY: `id` is live; both addresses are valid sockaddrs.
     let rc = unsafe {
         sys::rdma_resolve_addr(
@@ -255,60 +475,56 @@ fn ud_connect(
     };
     if rc != 0 {
         let e = errno();
-        destroy_id(ia, id);
+        destroy_id(st, id);
         return Err(dat_error(e));
     }
-    ia.arm_timer(clock);
+    st.rearm |= deadline.is_some();
     Ok(())
 }
 
 /// A UD connect under way: the QP it resolves a peer for, when it gives
 /// up, what it sends, and where to.
+#[derive(Clone)]
 pub(crate) struct UdConnect {
-    pub qp: Rc<QpShared>,
-    pub deadline: Option<u64>,
+    key: usize,
+    qp_num: u32,
+    tag: u64,
+    deadline: Option<Instant>,
     private_data: Vec<u8>,
     remote: IaAddress,
 }
 
-/// A UD request a QP accepted: the event the next look at the connection
-/// events reports.
-pub(crate) struct UdAccepted {
-    tag: u64,
-    peer: UdPeer,
-    remote: IaAddress,
-    private_data: PrivateData,
-}
-
-pub(crate) fn accept(
-    request: &mut ConnReq,
-    ia: &Rc<IaShared>,
-    qp: &Rc<QpShared>,
-    private_data: &[u8],
-) -> DatResult<()> {
+pub(crate) fn accept(request: &mut ConnReq, ia: &IaShared, qp: *mut sys::ibv_qp, private_data: &[u8]) -> DatResult<()> {
     let id = request.id;
     if id.is_null() {
         return Err(DatError::of(ErrorType::InvalidState));
     }
+    let mut cm = ia.cm().lock();
+    let st = &mut *cm;
+    let tunables = st.tunables;
+    let conn = conn_of(st, qp)?;
     if let Some((peer_qpn, peer_data)) = request.ud.take() {
-        if !qp.ud {
+        if !conn.ud {
             request.ud = Some((peer_qpn, peer_data));
             return Err(DatError::invalid_arg(2));
         }
-        return ud_accept(request, ia, qp, (peer_qpn, peer_data), private_data);
+        return ud_accept(request, ia, st, qp, (peer_qpn, peer_data), private_data);
     }
-    if qp.ud {
+    if conn.ud {
         return Err(DatError::invalid_arg(2));
     }
-    qp.to_cm_state(id, sys::ibv_qp_state::IBV_QPS_INIT)?;
-    qp.to_cm_state(id, sys::ibv_qp_state::IBV_QPS_RTR)?;
-    let mut param = conn_param(qp, private_data);
+    to_cm_state(conn, id, sys::ibv_qp_state::IBV_QPS_INIT, &tunables)?;
+    to_cm_state(conn, id, sys::ibv_qp_state::IBV_QPS_RTR, &tunables)?;
+    let mut param = conn_param(conn, private_data, &tunables);
     // SAFETY: `id` is a live request; `param` and the data outlive the call.
     check_errno(unsafe { sys::rdma_accept(id, &mut param) })?;
-    release_id(ia, qp);
-    qp.id.set(id);
-    qp.phase.set(Phase::Accepting);
-    ia.ids.borrow_mut().insert(id as usize, Owner::Qp(qp.clone()));
+    let tag = conn.tag;
+    release(st, key(qp));
+    purge(st, tag);
+    let conn = conn_of(st, qp)?;
+    conn.id = id;
+    conn.phase = Phase::Accepting;
+    st.ids.insert(id as usize, Owner::Qp(key(qp)));
     request.id = std::ptr::null_mut();
     Ok(())
 }
@@ -318,8 +534,9 @@ pub(crate) fn accept(
 /// The id stays with the QP.
 fn ud_accept(
     request: &mut ConnReq,
-    ia: &Rc<IaShared>,
-    qp: &Rc<QpShared>,
+    ia: &IaShared,
+    st: &mut CmState,
+    qp: *mut sys::ibv_qp,
     (peer_qpn, peer_data): (u32, PrivateData),
     private_data: &[u8],
 ) -> DatResult<()> {
@@ -332,8 +549,8 @@ fn ud_accept(
     let mut param: sys::rdma_conn_param = unsafe { std::mem::zeroed() };
     param.private_data = data.as_ptr().cast();
     param.private_data_len = data.len().min(u8::MAX as usize) as u8;
-    // SAFETY: the QP is live while `qp` is.
-    param.qp_num = unsafe { (*qp.qp).qp_num };
+    // SAFETY: the QP is live while its `Conn` is kept.
+    param.qp_num = unsafe { (*qp).qp_num };
     // SAFETY: `id` is a live request; `param` and the data outlive the call.
     check_errno(unsafe { sys::rdma_accept(id, &mut param) })?;
     // SAFETY: a request's id knows both ends: the GIDs (on RoCE, the
@@ -356,16 +573,19 @@ fn ud_accept(
         grh: Some(grh),
     };
     let peer = UdPeer { ah, qpn: peer_qpn, qkey: sys::RDMA_UDP_QKEY };
-    ia.ids.borrow_mut().remove(&(id as usize));
-    qp.ud_ids.borrow_mut().push(id);
+    st.ids.remove(&(id as usize));
+    let conn = conn_of(st, qp)?;
+    conn.ud_ids.push(id);
+    let tag = conn.tag;
     request.id = std::ptr::null_mut();
-    ia.ud_accepted.borrow_mut().push_back(UdAccepted { tag: qp.tag, peer, remote, private_data: peer_data });
+    st.events.push_back(Ready::UdEstablished { tag, peer, remote, passive: true, private_data: peer_data });
     Ok(())
 }
 
 pub(crate) fn reject(request: ConnReq, private_data: &[u8]) {
     if !request.id.is_null() {
         let len = private_data.len().min(u8::MAX as usize) as u8;
+        let _cm = request.ia.cm().lock();
         // SAFETY: `id` is a live request; the data outlives the call. A
         // failure leaves nothing to undo: the id is destroyed on drop.
         unsafe { sys::rdma_reject(request.id, private_data.as_ptr().cast(), len) };
@@ -376,50 +596,70 @@ pub(crate) fn reject(request: ConnReq, private_data: &[u8]) {
 /// keeps the id, so its DISCONNECTED event still arrives; an abrupt one
 /// destroys it, and with it anything the connection had still to say.
 pub(crate) fn disconnect(ia: &IaShared, qp: &QpShared, graceful: bool) {
-    let id = qp.id.get();
-    if !id.is_null() && matches!(qp.phase.get(), Phase::Connecting | Phase::Accepting | Phase::Established) {
-        // SAFETY: `id` is live. Disconnecting an id that never connected
-        // fails harmlessly.
-        unsafe { sys::rdma_disconnect(id) };
-    }
-    qp.phase.set(Phase::Closed);
-    qp.deadline.set(None);
-    if !graceful {
-        release_id(ia, qp);
+    {
+        let mut cm = ia.cm().lock();
+        let st = &mut *cm;
+        let Some(conn) = st.conns.get_mut(&key(qp.qp)) else { return };
+        if !conn.id.is_null() && matches!(conn.phase, Phase::Connecting | Phase::Accepting | Phase::Established) {
+            // SAFETY: `id` is live. Disconnecting an id that never
+            // connected fails harmlessly.
+            unsafe { sys::rdma_disconnect(conn.id) };
+        }
+        conn.phase = Phase::Closed;
+        conn.deadline = None;
+        if !graceful {
+            let tag = conn.tag;
+            release(st, key(qp.qp));
+            purge(st, tag);
+        }
     }
     qp.break_off();
 }
 
 /// The earliest connect deadline of the IA.
-pub(crate) fn next_deadline(ia: &IaShared) -> Option<u64> {
-    ia.ids
-        .borrow()
-        .values()
-        .filter_map(|o| match o {
-            Owner::Qp(qp) if qp.phase.get() == Phase::Connecting => qp.deadline.get(),
-            Owner::UdConnect(c) => c.deadline,
-            _ => None,
-        })
-        .min()
+pub(crate) fn next_deadline(st: &CmState) -> Option<Instant> {
+    let connects = st.conns.values().filter(|c| c.phase == Phase::Connecting).filter_map(|c| c.deadline);
+    let ud = st.ids.values().filter_map(|o| match o {
+        Owner::UdConnect(c) => c.deadline,
+        _ => None,
+    });
+    connects.chain(ud).min()
 }
 
-/// The next connection event of the IA, if one is ready.
-pub(crate) fn poll(ia: &Rc<IaShared>, now_us: u64) -> Option<CmEvent<ConnReq>> {
+/// The next connection event of the IA, if one is ready: the device's
+/// errors first, then what the thread finished. With nothing finished,
+/// no lock is taken.
+pub(crate) fn poll(ia: &Rc<IaShared>) -> Option<CmEvent<ConnReq>> {
     if let Some(error) = ia.device_error() {
         return Some(error);
     }
-    if let Some(a) = ia.ud_accepted.borrow_mut().pop_front() {
-        let UdAccepted { tag, peer, remote, private_data } = a;
-        return Some(CmEvent::UdEstablished { tag, peer, remote, passive: true, private_data });
+    let cm = ia.cm();
+    if !cm.pending() {
+        return None;
     }
-    if let Some(expired) = expire(ia, now_us) {
-        return Some(expired);
-    }
+    let ready = cm.lock().events.pop_front()?;
+    Some(match ready {
+        Ready::Request { listener, id, ud, remote, remote_port, private_data } => {
+            let is_ud = ud.is_some();
+            let request = ConnReq { id, ia: ia.clone(), ud };
+            CmEvent::Request { listener, request, remote, remote_port, private_data, ud: is_ud }
+        }
+        Ready::Conn { tag, outcome, private_data } => CmEvent::Conn { tag, outcome, private_data },
+        Ready::UdEstablished { tag, peer, remote, passive, private_data } => {
+            CmEvent::UdEstablished { tag, peer, remote, passive, private_data }
+        }
+        Ready::Catastrophic => CmEvent::Catastrophic,
+    })
+}
+
+/// The thread's work when the channel is readable: read every event,
+/// acknowledge it, and take the step it calls for.
+pub(crate) fn drain(st: &mut CmState, channel: *mut sys::rdma_event_channel) {
     loop {
         let mut event = std::ptr::null_mut();
         // SAFETY: the channel is open and non-blocking.
-        if unsafe { sys::rdma_get_cm_event(ia.cm, &mut event) } != 0 {
-            return None;
+        if unsafe { sys::rdma_get_cm_event(channel, &mut event) } != 0 {
+            return;
         }
         // SAFETY: rdma_cm hands a valid event until it is acknowledged.
         let e = unsafe { &*event };
@@ -430,16 +670,16 @@ pub(crate) fn poll(ia: &Rc<IaShared>, now_us: u64) -> Option<CmEvent<ConnReq>> {
         let (private_data, ud) = unsafe { (copy_private_data(&e.param.conn), e.param.ud) };
         // SAFETY: the event is not used after this.
         unsafe { sys::rdma_ack_cm_event(event) };
-        let owner = match ia.ids.borrow().get(&(id as usize)) {
+        let connect = match st.ids.get(&(id as usize)) {
             Some(Owner::UdConnect(c)) => Some(c.clone()),
             _ => None,
         };
-        let out = match owner {
-            Some(c) => ud_dispatch(ia, &c, kind, id, status, &ud, private_data),
-            None => dispatch(ia, kind, id, listen_id, status, private_data),
+        let out = match connect {
+            Some(c) => ud_dispatch(st, &c, kind, id, status, &ud, private_data),
+            None => dispatch(st, kind, id, listen_id, status, private_data),
         };
         if let Some(out) = out {
-            return Some(out);
+            st.events.push_back(out);
         }
     }
 }
@@ -458,18 +698,18 @@ unsafe fn copy_private_data(conn: &sys::rdma_conn_param) -> PrivateData {
 
 /// An event on the id of the UD connect `c`.
 fn ud_dispatch(
-    ia: &Rc<IaShared>,
+    st: &mut CmState,
     c: &UdConnect,
     kind: ev::Type,
     id: *mut sys::rdma_cm_id,
     status: i32,
     ud: &sys::rdma_ud_param,
     private_data: PrivateData,
-) -> Option<CmEvent<ConnReq>> {
-    let tag = c.qp.tag;
-    let failed = |outcome, private_data| {
-        destroy_id(ia, id);
-        Some(CmEvent::Conn { tag, outcome, private_data })
+) -> Option<Ready> {
+    let tag = c.tag;
+    let mut failed = |outcome, private_data| {
+        destroy_id(st, id);
+        Some(Ready::Conn { tag, outcome, private_data })
     };
     match kind {
         ev::RDMA_CM_EVENT_ADDR_RESOLVED => {
@@ -484,8 +724,7 @@ fn ud_dispatch(
             let mut param: sys::rdma_conn_param = unsafe { std::mem::zeroed() };
             param.private_data = c.private_data.as_ptr().cast();
             param.private_data_len = c.private_data.len().min(u8::MAX as usize) as u8;
-            // SAFETY: the QP is live while `c` holds it.
-            param.qp_num = unsafe { (*c.qp.qp).qp_num };
+            param.qp_num = c.qp_num;
             // SAFETY: `id` is live; `param` and the data outlive the call.
             if unsafe { sys::rdma_connect(id, &mut param) } != 0 {
                 return failed(ConnOutcome::Unreachable, PrivateData::new());
@@ -504,10 +743,16 @@ fn ud_dispatch(
             });
             let ah = AhAttr { dlid: a.dlid, sl: a.sl, port_num: a.port_num, grh };
             let peer = UdPeer { ah, qpn: ud.qp_num, qkey: ud.qkey };
-            ia.ids.borrow_mut().remove(&(id as usize));
-            c.qp.ud_ids.borrow_mut().push(id);
+            st.ids.remove(&(id as usize));
+            match st.conns.get_mut(&c.key) {
+                Some(conn) => conn.ud_ids.push(id),
+                // SAFETY: the id left the state; its event was acknowledged.
+                None => unsafe {
+                    sys::rdma_destroy_id(id);
+                },
+            }
             let private_data = unframed(&private_data, UD_REPLY_HEADER);
-            Some(CmEvent::UdEstablished { tag, peer, remote: c.remote, passive: false, private_data })
+            Some(Ready::UdEstablished { tag, peer, remote: c.remote, passive: false, private_data })
         }
         // A SIDR reply that refuses comes as UNREACHABLE with its status;
         // a consumer's rejection carries its private data.
@@ -533,125 +778,120 @@ fn unframed(framed: &[u8], header: usize) -> PrivateData {
     data
 }
 
-/// A connect whose deadline passed gives up: its id is destroyed.
-fn expire(ia: &IaShared, now_us: u64) -> Option<CmEvent<ConnReq>> {
-    let ud = ia.ids.borrow().iter().find_map(|(&id, o)| match o {
-        Owner::UdConnect(c) if c.deadline.is_some_and(|d| now_us >= d) => Some((id, c.qp.tag)),
-        _ => None,
-    });
-    if let Some((id, tag)) = ud {
-        destroy_id(ia, id as *mut sys::rdma_cm_id);
-        return Some(CmEvent::Conn { tag, outcome: ConnOutcome::TimedOut, private_data: PrivateData::new() });
+/// The thread's work when the timer fires: every connect whose deadline
+/// passed gives up, its id destroyed, and times out.
+pub(crate) fn expire(st: &mut CmState, now: Instant) {
+    let ud: Vec<(usize, u64)> = st
+        .ids
+        .iter()
+        .filter_map(|(&id, o)| match o {
+            Owner::UdConnect(c) if c.deadline.is_some_and(|d| now >= d) => Some((id, c.tag)),
+            _ => None,
+        })
+        .collect();
+    for (id, tag) in ud {
+        destroy_id(st, id as *mut sys::rdma_cm_id);
+        st.events.push_back(timed_out(tag));
     }
-    let qp = ia.ids.borrow().values().find_map(|o| match o {
-        Owner::Qp(qp) if qp.phase.get() == Phase::Connecting && qp.deadline.get().is_some_and(|d| now_us >= d) => {
-            Some(qp.clone())
-        }
-        _ => None,
-    })?;
-    qp.phase.set(Phase::Closed);
-    qp.deadline.set(None);
-    release_id(ia, &qp);
-    Some(CmEvent::Conn { tag: qp.tag, outcome: ConnOutcome::TimedOut, private_data: PrivateData::new() })
+    let rc: Vec<usize> = st
+        .conns
+        .iter()
+        .filter(|(_, c)| c.phase == Phase::Connecting && c.deadline.is_some_and(|d| now >= d))
+        .map(|(&key, _)| key)
+        .collect();
+    for key in rc {
+        let Some(conn) = st.conns.get_mut(&key) else { continue };
+        conn.phase = Phase::Closed;
+        conn.deadline = None;
+        let tag = conn.tag;
+        release(st, key);
+        st.events.push_back(timed_out(tag));
+    }
 }
 
+fn timed_out(tag: u64) -> Ready {
+    Ready::Conn { tag, outcome: ConnOutcome::TimedOut, private_data: PrivateData::new() }
+}
+
+/// An event on an id that is not a UD connect's.
 fn dispatch(
-    ia: &Rc<IaShared>,
+    st: &mut CmState,
     kind: ev::Type,
     id: *mut sys::rdma_cm_id,
     listen_id: *mut sys::rdma_cm_id,
     status: i32,
     private_data: PrivateData,
-) -> Option<CmEvent<ConnReq>> {
+) -> Option<Ready> {
     if kind == ev::RDMA_CM_EVENT_DEVICE_REMOVAL {
-        return Some(CmEvent::Catastrophic);
+        return Some(Ready::Catastrophic);
     }
     if kind == ev::RDMA_CM_EVENT_CONNECT_REQUEST {
-        let listener = match ia.ids.borrow().get(&(listen_id as usize)) {
-            Some(Owner::Listener(tag)) => Some(*tag),
-            _ => None,
-        };
-        // SAFETY: a request's id is live; its port space is set.
-        let ud = unsafe { (*id).ps } == sys::rdma_port_space::RDMA_PS_UDP;
-        // A UD request leads with the requester's QP number and the
-        // length of its consumer's data (`UD_REQUEST_HEADER`).
-        let (ud, private_data) = if ud {
-            let qpn = private_data.get(..4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-            let data = unframed(&private_data, UD_REQUEST_HEADER);
-            (Some((qpn.unwrap_or(0), data.clone())), data)
-        } else {
-            (None, private_data)
-        };
-        let is_ud = ud.is_some();
-        let request = ConnReq { id, ia: ia.clone(), ud };
-        let listener = listener?; // a listener already gone: the request is destroyed
-        ia.ids.borrow_mut().insert(id as usize, Owner::Request);
-        // SAFETY: a request's id knows its peer's address.
-        let remote = unsafe { addr::from_sockaddr(&raw const (*id).route.addr.__bindgen_anon_2.dst_addr) };
-        let remote_port = u64::from(addr::port(&remote));
-        return Some(CmEvent::Request { listener, request, remote, remote_port, private_data, ud: is_ud });
+        return request(st, id, listen_id, private_data);
     }
-    let qp = match ia.ids.borrow().get(&(id as usize)) {
-        Some(Owner::Qp(qp)) => qp.clone(),
+    let key = match st.ids.get(&(id as usize)) {
+        Some(Owner::Qp(key)) => *key,
         // Events of a request nobody accepted yet, or of a listener.
         _ => return None,
     };
-    let conn = |outcome, private_data| Some(CmEvent::Conn { tag: qp.tag, outcome, private_data });
-    let failed = |qp: &QpShared| {
-        let outcome =
-            if qp.phase.get() == Phase::Accepting { ConnOutcome::AcceptError } else { ConnOutcome::Unreachable };
-        qp.phase.set(Phase::Closed);
-        outcome
+    let tunables = st.tunables;
+    let conn = st.conns.get_mut(&key)?;
+    let tag = conn.tag;
+    let event = |outcome, private_data| Some(Ready::Conn { tag, outcome, private_data });
+    let failed = |conn: &mut Conn| {
+        let outcome = if conn.phase == Phase::Accepting { ConnOutcome::AcceptError } else { ConnOutcome::Unreachable };
+        conn.phase = Phase::Closed;
+        event(outcome, PrivateData::new())
     };
     match kind {
-        ev::RDMA_CM_EVENT_ADDR_RESOLVED if qp.phase.get() == Phase::Connecting => {
+        ev::RDMA_CM_EVENT_ADDR_RESOLVED if conn.phase == Phase::Connecting => {
             // SAFETY: `id` is live.
             if unsafe { sys::rdma_resolve_route(id, RESOLVE_MS) } != 0 {
-                return conn(failed(&qp), PrivateData::new());
+                return failed(conn);
             }
             None
         }
-        ev::RDMA_CM_EVENT_ROUTE_RESOLVED if qp.phase.get() == Phase::Connecting => {
-            let data = qp.private_data.take();
-            let mut param = conn_param(&qp, &data);
-            let started = qp.to_cm_state(id, sys::ibv_qp_state::IBV_QPS_INIT).is_ok()
+        ev::RDMA_CM_EVENT_ROUTE_RESOLVED if conn.phase == Phase::Connecting => {
+            let data = std::mem::take(&mut conn.private_data);
+            let mut param = conn_param(conn, &data, &tunables);
+            let started = to_cm_state(conn, id, sys::ibv_qp_state::IBV_QPS_INIT, &tunables).is_ok()
                 // SAFETY: `id` is live; `param` and the data outlive the call.
                 && unsafe { sys::rdma_connect(id, &mut param) } == 0;
             if started {
                 None
             } else {
-                conn(failed(&qp), PrivateData::new())
+                failed(conn)
             }
         }
-        ev::RDMA_CM_EVENT_CONNECT_RESPONSE if qp.phase.get() == Phase::Connecting => {
-            let ready = qp.to_cm_state(id, sys::ibv_qp_state::IBV_QPS_RTR).is_ok()
-                && qp.to_cm_state(id, sys::ibv_qp_state::IBV_QPS_RTS).is_ok()
+        ev::RDMA_CM_EVENT_CONNECT_RESPONSE if conn.phase == Phase::Connecting => {
+            // RTR and RTS, then the RTU the passive side waits for.
+            let ready = to_cm_state(conn, id, sys::ibv_qp_state::IBV_QPS_RTR, &tunables).is_ok()
+                && to_cm_state(conn, id, sys::ibv_qp_state::IBV_QPS_RTS, &tunables).is_ok()
                 // SAFETY: `id` is live and its QP ready to send.
                 && unsafe { sys::rdma_establish(id) } == 0;
             if !ready {
                 // SAFETY: `id` is live; the peer learns the attempt failed.
                 unsafe { sys::rdma_reject(id, std::ptr::null(), 0) };
-                return conn(failed(&qp), PrivateData::new());
+                return failed(conn);
             }
-            qp.phase.set(Phase::Established);
-            qp.deadline.set(None);
-            conn(ConnOutcome::Established, private_data)
+            conn.phase = Phase::Established;
+            conn.deadline = None;
+            event(ConnOutcome::Established, private_data)
         }
-        ev::RDMA_CM_EVENT_ESTABLISHED if qp.phase.get() == Phase::Accepting => {
-            if qp.to_cm_state(id, sys::ibv_qp_state::IBV_QPS_RTS).is_err() {
+        ev::RDMA_CM_EVENT_ESTABLISHED if conn.phase == Phase::Accepting => {
+            if to_cm_state(conn, id, sys::ibv_qp_state::IBV_QPS_RTS, &tunables).is_err() {
                 // SAFETY: `id` is live.
                 unsafe { sys::rdma_disconnect(id) };
-                return conn(failed(&qp), PrivateData::new());
+                return failed(conn);
             }
-            qp.phase.set(Phase::Established);
-            conn(ConnOutcome::Established, PrivateData::new())
+            conn.phase = Phase::Established;
+            event(ConnOutcome::Established, PrivateData::new())
         }
-        ev::RDMA_CM_EVENT_REJECTED if qp.phase.get() == Phase::Connecting => {
-            qp.phase.set(Phase::Closed);
+        ev::RDMA_CM_EVENT_REJECTED if conn.phase == Phase::Connecting => {
+            conn.phase = Phase::Closed;
             if status == REJ_CONSUMER_DEFINED {
-                conn(ConnOutcome::PeerRejected, private_data)
+                event(ConnOutcome::PeerRejected, private_data)
             } else {
-                conn(ConnOutcome::NonPeerRejected, PrivateData::new())
+                event(ConnOutcome::NonPeerRejected, PrivateData::new())
             }
         }
         ev::RDMA_CM_EVENT_ADDR_ERROR
@@ -659,19 +899,53 @@ fn dispatch(
         | ev::RDMA_CM_EVENT_UNREACHABLE
         | ev::RDMA_CM_EVENT_CONNECT_ERROR
         | ev::RDMA_CM_EVENT_REJECTED
-            if matches!(qp.phase.get(), Phase::Connecting | Phase::Accepting) =>
+            if matches!(conn.phase, Phase::Connecting | Phase::Accepting) =>
         {
-            conn(failed(&qp), PrivateData::new())
+            failed(conn)
         }
         ev::RDMA_CM_EVENT_DISCONNECTED => {
-            // Answer the peer's DREQ; our own disconnect's answer lands here too.
+            // Answer the peer's DREQ (our own disconnect's answer lands
+            // here too), and flush the QP now: its DTOs complete whatever
+            // the consumer is waiting on.
             // SAFETY: `id` is live.
             unsafe { sys::rdma_disconnect(id) };
-            qp.phase.set(Phase::Closed);
-            conn(ConnOutcome::Disconnected, PrivateData::new())
+            conn.phase = Phase::Closed;
+            break_off(conn);
+            event(ConnOutcome::Disconnected, PrivateData::new())
         }
         _ => None,
     }
+}
+
+/// A connection request on the listener `listen_id`, whose own id is `id`.
+fn request(
+    st: &mut CmState,
+    id: *mut sys::rdma_cm_id,
+    listen_id: *mut sys::rdma_cm_id,
+    private_data: PrivateData,
+) -> Option<Ready> {
+    let Some(&Owner::Listener(listener)) = st.ids.get(&(listen_id as usize)) else {
+        // The listener is gone: nobody takes the request.
+        // SAFETY: the request's id is ours alone; its event was acknowledged.
+        unsafe { sys::rdma_destroy_id(id) };
+        return None;
+    };
+    // SAFETY: a request's id is live; its port space is set.
+    let ud = unsafe { (*id).ps } == sys::rdma_port_space::RDMA_PS_UDP;
+    // A UD request leads with the requester's QP number and the length of
+    // its consumer's data (`UD_REQUEST_HEADER`).
+    let (ud, private_data) = if ud {
+        let qpn = private_data.get(..4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+        let data = unframed(&private_data, UD_REQUEST_HEADER);
+        (Some((qpn.unwrap_or(0), data.clone())), data)
+    } else {
+        (None, private_data)
+    };
+    st.ids.insert(id as usize, Owner::Request);
+    // SAFETY: a request's id knows its peer's address.
+    let remote = unsafe { addr::from_sockaddr(&raw const (*id).route.addr.__bindgen_anon_2.dst_addr) };
+    let remote_port = u64::from(addr::port(&remote));
+    Some(Ready::Request { listener, id, ud, remote, remote_port, private_data })
 }
 
 #[cfg(test)]

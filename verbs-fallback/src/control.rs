@@ -20,8 +20,10 @@ use crate::srq::SrqShared;
 use crate::status::{dat_error, errno};
 use crate::{sys, Clock, Ia, Pd, Srq, Window};
 
-/// rdma_cm as the core's connection manager, for QPs of type `Q`. It
-/// keeps the clock of connect deadlines.
+/// rdma_cm as the core's connection manager, for QPs of type `Q`. Each
+/// IA's connections progress on a thread of the IA's own (see the
+/// crate's `progress` module); this hands the core what they finished,
+/// and keeps the core's clock.
 pub struct RdmaCm<Q> {
     clock: Clock,
     _qp: PhantomData<fn(&mut Q)>,
@@ -38,10 +40,11 @@ impl<Q> RdmaCm<Q> {
         self.clock.now_us()
     }
 
-    /// Block on `ia`'s channels, timer and async events until something
-    /// may be ready or `timeout_us` passes; and whether a CQ event woke it.
+    /// Block on `ia`'s completion channel, finished connection events and
+    /// async events until something may be ready or `timeout_us` passes;
+    /// and whether a CQ event woke it.
     pub fn sleep(&self, ia: &Ia, timeout_us: Option<u64>) -> (Wake, bool) {
-        ia.0.sleep(&self.clock, timeout_us)
+        ia.0.sleep(timeout_us)
     }
 }
 
@@ -74,12 +77,12 @@ impl<Q: CmQp> ConnectionManager for RdmaCm<Q> {
         timeout_us: Option<u64>,
     ) -> DatResult<()> {
         let c = qp.conn();
-        cm::connect(&c.ia, &c.shared, remote, conn_qual, private_data, timeout_us, &self.clock)
+        cm::connect(&c.ia, c.shared.qp, remote, conn_qual, private_data, timeout_us)
     }
 
     fn accept(&mut self, request: &mut ConnReq, qp: &mut Q, private_data: &[u8]) -> DatResult<()> {
         let c = qp.conn();
-        cm::accept(request, &c.ia, &c.shared, private_data)
+        cm::accept(request, &c.ia, c.shared.qp, private_data)
     }
 
     fn reject(&mut self, request: ConnReq, private_data: &[u8]) {
@@ -92,7 +95,7 @@ impl<Q: CmQp> ConnectionManager for RdmaCm<Q> {
     }
 
     fn poll_cm(&mut self, ia: &mut Ia) -> Option<CmEvent<ConnReq>> {
-        cm::poll(&ia.0, self.clock.now_us())
+        cm::poll(&ia.0)
     }
 }
 

@@ -1,8 +1,8 @@
 //! An open device: the verbs context rdma_cm uses for it, the completion
-//! channel every CQ reports to, and the rdma_cm event channel.
+//! channel every CQ reports to, and its connection manager, whose thread
+//! owns the rdma_cm event channel (`progress`).
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
 use std::ffi::CStr;
 use std::rc::Rc;
 
@@ -13,28 +13,17 @@ use udat_core::{
 };
 
 use crate::addr;
-use crate::cm;
 use crate::cq::CqShared;
 use crate::device_error::{self, DeviceErrors};
-use crate::qp::QpShared;
+use crate::progress::{CmShared, Progress};
 use crate::status::{check, errno};
 use crate::sys;
-use crate::Clock;
-use udat_wake::Deadline;
-
-/// Who an rdma_cm id belongs to.
-pub(crate) enum Owner {
-    /// The connection of a QP.
-    Qp(Rc<QpShared>),
-    /// A listener; requests it receives carry this tag.
-    Listener(u64),
-    /// A request not yet accepted or rejected.
-    Request,
-    /// A UD connect of a QP, resolving one peer.
-    UdConnect(Rc<crate::cm::UdConnect>),
-}
+use crate::tunables::Tunables;
 
 pub(crate) struct IaShared {
+    /// The connection manager and its thread, stopped first when the IA
+    /// closes.
+    cm: Progress,
     /// The device's context as librdmacm opened it: QPs on rdma_cm ids
     /// must live on this very context.
     pub ctx: *mut sys::ibv_context,
@@ -44,18 +33,10 @@ pub(crate) struct IaShared {
     /// The index of `address`'s GID: where the UD datagrams a passive side
     /// sends leave from.
     pub gid_index: u8,
-    /// UD connections the passive side accepted, for the next look at the
-    /// connection events: rdma_cm reports nothing more on such an id.
-    pub ud_accepted: RefCell<VecDeque<crate::cm::UdAccepted>>,
     pub comp: *mut sys::ibv_comp_channel,
-    pub cm: *mut sys::rdma_event_channel,
     pub device: sys::ibv_device_attr,
-    /// The rdma_cm ids of this device, by address.
-    pub ids: RefCell<HashMap<usize, Owner>>,
     /// The CQs reporting to `comp`, for blocking waits.
     pub cqs: RefCell<Vec<Rc<CqShared>>>,
-    /// Armed for the earliest connect deadline.
-    pub timer: Deadline,
     /// The QPs and CQs whose device errors this IA reports.
     pub errors: DeviceErrors,
 }
@@ -75,7 +56,8 @@ impl IaShared {
             Some((d, p)) => (d, p.parse::<u8>().map_err(|_| not_found)?),
             None => (name, 1),
         };
-        let timer = Deadline::new().map_err(|e| crate::status::dat_error(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
+        // The connection manager first: nothing is to be undone if it fails.
+        let cm = Progress::start()?;
         let mut count = 0;
         // SAFETY: rdma_get_devices writes the count and returns a
         // null-terminated array it owns until rdma_free_devices.
@@ -98,19 +80,16 @@ impl IaShared {
             return Err(not_found);
         };
         let mut ia = IaShared {
+            cm,
             ctx,
             list,
             port,
             address: IaAddress::default(),
             gid_index: 0,
             comp: std::ptr::null_mut(),
-            cm: std::ptr::null_mut(),
             // SAFETY: a plain C struct of integers.
             device: unsafe { std::mem::zeroed() },
-            ids: RefCell::new(HashMap::new()),
-            ud_accepted: RefCell::new(VecDeque::new()),
             cqs: RefCell::new(Vec::new()),
-            timer,
             errors: DeviceErrors::new(),
         };
         // SAFETY: `ctx` is open; the attribute struct is ours to fill.
@@ -127,18 +106,15 @@ impl IaShared {
         if ia.comp.is_null() {
             return Err(crate::status::dat_error(errno()));
         }
-        // SAFETY: no preconditions.
-        ia.cm = unsafe { sys::rdma_create_event_channel() };
-        if ia.cm.is_null() {
-            return Err(crate::status::dat_error(errno()));
-        }
-        // SAFETY: both channels are open; their fds are theirs. The
-        // context is open.
+        // SAFETY: the channel is open; its fd is its own. The context is
+        // open.
         unsafe {
             nonblocking((*ia.comp).fd);
-            nonblocking((*ia.cm).fd);
             device_error::watch(ctx);
         }
+        // Read once, before any connection: OFA's `DAPL_*` variables.
+        let rxe = ia.device.vendor_id == RXE_VENDOR_ID;
+        ia.cm.cm().lock().tunables = Tunables::from_env(ia.device.local_ca_ack_delay, rxe);
         let attr = ia.attr(&port_attr, device);
         Ok((ia, attr))
     }
@@ -187,13 +163,9 @@ impl IaShared {
         }
     }
 
-    /// Arm the timer for the IA's earliest connect deadline, which it
-    /// returns.
-    pub fn arm_timer(&self, clock: &Clock) -> Option<u64> {
-        let deadline = cm::next_deadline(self);
-        let now = clock.now_us();
-        self.timer.set(deadline.map(|d| d.saturating_sub(now)));
-        deadline
+    /// The connection manager.
+    pub fn cm(&self) -> &CmShared {
+        self.cm.cm()
     }
 
     /// The next device error of the IA's objects, port or device.
@@ -210,31 +182,24 @@ impl IaShared {
         unsafe { device_error::qp_going(self.ctx, qp) };
     }
 
-    /// Sleep until the completion channel, the rdma_cm channel or the
-    /// device's async descriptor is readable, the earliest connect
-    /// deadline passes, or `timeout_us` does; and whether the completion
-    /// channel is readable.
-    pub fn sleep(&self, clock: &Clock, timeout_us: Option<u64>) -> (Wake, bool) {
+    /// Sleep until the completion channel or the device's async
+    /// descriptor is readable, the connection manager has finished an
+    /// event, or `timeout_us` passes; and whether the completion channel
+    /// is readable.
+    pub fn sleep(&self, timeout_us: Option<u64>) -> (Wake, bool) {
         if self.errors.waiting(self.ctx, self.port) {
             return (Wake::Activity, false);
         }
-        let now = clock.now_us();
-        let deadline = self.arm_timer(clock);
-        let wait = match (timeout_us, deadline) {
-            (Some(t), Some(d)) => Some(t.min(d.saturating_sub(now))),
-            (t, None) => t,
-            (None, Some(d)) => Some(d.saturating_sub(now)),
-        };
-        // SAFETY: both channels and the context are open while the IA is.
+        // SAFETY: the channel and the context are open while the IA is.
         let mut fds = unsafe {
             [
                 libc::pollfd { fd: (*self.comp).fd, events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: (*self.cm).fd, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: self.cm().ready_fd(), events: libc::POLLIN, revents: 0 },
                 libc::pollfd { fd: (*self.ctx).async_fd, events: libc::POLLIN, revents: 0 },
             ]
         };
         // Round up, so a wait never returns before its time.
-        let ms = wait.map_or(-1, |us| us.div_ceil(1000).min(i32::MAX as u64) as i32);
+        let ms = timeout_us.map_or(-1, |us| us.div_ceil(1000).min(i32::MAX as u64) as i32);
         // SAFETY: `fds` is a valid array of its length.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if rc < 0 {
@@ -242,11 +207,7 @@ impl IaShared {
             return (wake, false);
         }
         let completions = fds[0].revents & libc::POLLIN != 0;
-        if rc == 0 && deadline.is_none_or(|d| clock.now_us() < d) {
-            (Wake::Timeout, completions)
-        } else {
-            (Wake::Activity, completions)
-        }
+        (if rc == 0 { Wake::Timeout } else { Wake::Activity }, completions)
     }
 
     /// Whether the device binds type 1 memory windows (`IBV_DEVICE_MEM_WINDOW`).
@@ -271,14 +232,15 @@ impl IaShared {
 const RXE_VENDOR_ID: u32 = 0x00ff_ffff;
 
 impl Drop for IaShared {
+    /// The connection manager's thread stops first; its ids and channel
+    /// go with it (`Progress`), then the completion channel and the
+    /// device list.
     fn drop(&mut self) {
+        self.cm.stop();
         self.cqs.borrow_mut().clear();
-        // SAFETY: every object on these channels is gone (they hold an Rc
-        // to this IA); the device list came from rdma_get_devices.
+        // SAFETY: every object on the channel is gone (they hold an Rc to
+        // this IA); the device list came from rdma_get_devices.
         unsafe {
-            if !self.cm.is_null() {
-                sys::rdma_destroy_event_channel(self.cm);
-            }
             if !self.comp.is_null() {
                 sys::ibv_destroy_comp_channel(self.comp);
             }

@@ -32,7 +32,7 @@ const INLINE: u32 = 64;
 
 /// The QP admits every remote operation; each LMR's and RMR's own
 /// privileges decide what a peer may do.
-const QP_ACCESS: u32 = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
+pub(crate) const QP_ACCESS: u32 = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
     | sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
     | sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0
     | sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
@@ -61,43 +61,22 @@ pub(crate) struct Rings {
     recvs: VecDeque<(u64, u64)>,
 }
 
-/// Where a QP's connection stands, as rdma_cm drives it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Phase {
-    Idle,
-    /// Active side: resolving the address and route, then connecting.
-    Connecting,
-    /// Passive side: accepted, waiting for ESTABLISHED.
-    Accepting,
-    Established,
-    Closed,
-}
-
-/// The part of a QP that CQs and rdma_cm events reach.
+/// The part of a QP that CQs reach. Its connection's half is the IA's
+/// connection manager's (`cm::Conn`).
 pub(crate) struct QpShared {
     pub qp: *mut sys::ibv_qp,
     pub tag: u64,
     rings: RefCell<Rings>,
     pub srq: Option<Rc<SrqShared>>,
-    /// The rdma_cm id of the current connection (null when none).
-    pub id: Cell<*mut sys::rdma_cm_id>,
-    pub phase: Cell<Phase>,
-    /// When a connect gives up (µs on the backend's clock).
-    pub deadline: Cell<Option<u64>>,
-    /// Private data of a connect, sent once the route is resolved.
-    pub private_data: RefCell<Vec<u8>>,
     pub rdma_read_in: u8,
     pub rdma_read_out: u8,
     /// Whether the QP was moved to ERROR since it last went to INIT: a
     /// post then makes the device flush it at once (`Qp::settle_post`).
     errored: Cell<bool>,
     /// A UD QP: ready to send and receive from creation on, each peer
-    /// resolved by an rdma_cm id of its own (`ud_ids`), its receives
-    /// complete as `DtoOp::ReceiveUd`.
+    /// resolved by an rdma_cm id of its own, its receives complete as
+    /// `DtoOp::ReceiveUd`.
     pub ud: bool,
-    /// The rdma_cm ids of the UD peers resolved through this QP: kept
-    /// until the QP is reset or goes.
-    pub ud_ids: RefCell<Vec<*mut sys::rdma_cm_id>>,
 }
 
 impl QpShared {
@@ -119,15 +98,10 @@ impl QpShared {
             tag,
             rings: RefCell::new(rings),
             srq,
-            id: Cell::new(std::ptr::null_mut()),
-            phase: Cell::new(Phase::Idle),
-            deadline: Cell::new(None),
-            private_data: RefCell::new(Vec::new()),
             rdma_read_in: clamp(rdma_read_in, ia.device.max_qp_rd_atom),
             rdma_read_out: clamp(rdma_read_out, ia.device.max_qp_init_rd_atom),
             errored: Cell::new(false),
             ud: false,
-            ud_ids: RefCell::new(Vec::new()),
         }
     }
 
@@ -257,38 +231,12 @@ impl QpShared {
         Ok(())
     }
 
-    /// Move to `state`, or INIT/RTR/RTS with attributes from rdma_cm.
+    /// Move to `state`.
     pub fn to_state(&self, state: sys::ibv_qp_state::Type) -> DatResult<()> {
         // SAFETY: plain C data.
         let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
         attr.qp_state = state;
         self.modify(&mut attr, sys::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32)
-    }
-
-    /// Move through `state` with the attributes rdma_cm computes for the
-    /// connection of `id`.
-    pub fn to_cm_state(&self, id: *mut sys::rdma_cm_id, state: sys::ibv_qp_state::Type) -> DatResult<()> {
-        // SAFETY: plain C data.
-        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
-        attr.qp_state = state;
-        let mut mask = 0;
-        // SAFETY: `id` is a live rdma_cm id; attr and mask are ours.
-        if unsafe { sys::rdma_init_qp_attr(id, &mut attr, &mut mask) } != 0 {
-            return Err(dat_error(errno()));
-        }
-        if state == sys::ibv_qp_state::IBV_QPS_INIT {
-            // rdma_cm grants remote access from the resources negotiated so
-            // far, which at INIT may be none; the LMRs and RMRs decide.
-            attr.qp_access_flags = QP_ACCESS;
-            mask |= sys::ibv_qp_attr_mask::IBV_QP_ACCESS_FLAGS.0 as i32;
-        }
-        if state == sys::ibv_qp_state::IBV_QPS_RTR {
-            attr.max_dest_rd_atomic = attr.max_dest_rd_atomic.max(self.rdma_read_in.max(1));
-        }
-        if state == sys::ibv_qp_state::IBV_QPS_RTS {
-            attr.max_rd_atomic = attr.max_rd_atomic.max(self.rdma_read_out.max(1));
-        }
-        self.modify(&mut attr, mask)
     }
 }
 
@@ -779,10 +727,13 @@ impl QpConn {
     /// `qp` is a live RC QP of `ia`'s context that nothing else destroys.
     pub unsafe fn new(qp: *mut sys::ibv_qp, ia: &Ia, srq: Option<&Srq>, reads: (u32, u32), tag: u64) -> QpConn {
         let srq = srq.map(|s| s.0.clone());
-        QpConn { shared: Rc::new(QpShared::new(qp, &ia.0, Rings::default(), srq, reads, tag)), ia: ia.0.clone() }
+        QpConn::of(Rc::new(QpShared::new(qp, &ia.0, Rings::default(), srq, reads, tag)), ia.0.clone())
     }
 
+    /// The QP of `shared`, whose connection the IA's connection manager
+    /// keeps from here on.
     pub(crate) fn of(shared: Rc<QpShared>, ia: Rc<IaShared>) -> QpConn {
+        cm::register(&ia, &shared);
         QpConn { shared, ia }
     }
 
@@ -797,9 +748,8 @@ impl QpConn {
 
     /// Forget the connection and go back through RESET to INIT.
     pub fn reset(&self) -> DatResult<()> {
-        cm::release_id(&self.ia, &self.shared);
+        cm::reset(&self.ia, self.shared.qp);
         self.shared.to_state(sys::ibv_qp_state::IBV_QPS_RESET)?;
-        self.shared.phase.set(Phase::Idle);
         self.init()
     }
 
@@ -812,10 +762,11 @@ impl QpConn {
 
 impl Drop for QpConn {
     fn drop(&mut self) {
-        cm::release_id(&self.ia, &self.shared);
+        cm::forget(&self.ia, self.shared.qp);
         self.ia.qp_going(self.shared.qp);
-        // SAFETY: no rdma_cm id refers to the QP any more, and its async
-        // events are acknowledged; nothing else destroys it (`new`).
+        // SAFETY: no rdma_cm id refers to the QP any more, the connection
+        // manager's thread no longer reaches it, and its async events are
+        // acknowledged; nothing else destroys it (`new`).
         unsafe { sys::ibv_destroy_qp(self.shared.qp) };
     }
 }

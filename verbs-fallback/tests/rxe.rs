@@ -45,6 +45,9 @@ fn device() -> String {
 
 udat_testkit::transport_suite!(Rxe);
 
+#[path = "rxe/progress.rs"]
+mod progress;
+
 /// The peer process is killed (`kill -9`) while RDMA writes stream into
 /// it: the survivor hears the connection go, every write it posted
 /// completes exactly once, and everything frees cleanly.
@@ -268,9 +271,10 @@ fn registrations_under_a_low_memlock_limit() {
 
 /// dat_ia_close(3DAT): "The abrupt close does a phased, cascading destroy.
 /// All DAT Objects associated with an IA instance are destroyed." On a
-/// device that is everything the IA holds of it: its completion and
-/// rdma_cm channels, its timer, its listeners' and connections' rdma_cm
-/// ids, its QPs, CQs, registrations and PD. An IA opened and closed over
+/// device that is everything the IA holds of it: its completion channel,
+/// its connection manager's thread, rdma_cm channel, timer and eventfds,
+/// its listeners' and connections' rdma_cm ids, its QPs, CQs,
+/// registrations and PD. An IA opened and closed over
 /// and over, abruptly with a connection up and writes in flight or
 /// gracefully with nothing made, leaves the process's descriptors as they
 /// were and its resident set where the first cycles left it (a cycle that

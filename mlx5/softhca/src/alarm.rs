@@ -1,5 +1,5 @@
 //! The software HCA's wake-up, what an event loop sleeps on for the software HCA
-//! as it sleeps on the completion and rdma_cm channels of a verbs device:
+//! as it sleeps on a verbs device's completion channel and connection events:
 //! per IA, a [`Flag`] raised while the IA has connection or CQ events
 //! queued, and a [`Deadline`] at its earliest connect timer. Events come
 //! and go with every connection, so they take the eventfd, whose raise and

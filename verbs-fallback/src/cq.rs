@@ -12,7 +12,7 @@
 //! untranslated, in a second queue that every exclusive poll empties
 //! first, after the stash.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::MaybeUninit;
@@ -59,18 +59,96 @@ impl Hasher for QpnHasher {
 const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// The QPs reporting to a CQ, by QP number.
-pub(crate) type QpMap = HashMap<u32, Rc<QpShared>, BuildHasherDefault<QpnHasher>>;
+type QpMap = HashMap<u32, Rc<QpShared>, BuildHasherDefault<QpnHasher>>;
+
+/// The QPs reporting to a CQ, by QP number, and the last one a work
+/// completion named: a CQ's completions tend to come from one QP in a
+/// row, so most look-ups are one compare (rdma-core's mlx5 provider keeps
+/// its `cur_rsc` for the same reason).
+pub(crate) struct QpTable {
+    map: RefCell<QpMap>,
+    /// The number of the last QP found, and that QP as `map` holds it;
+    /// null when none.
+    last: Cell<(u32, *const QpShared)>,
+}
+
+impl Default for QpTable {
+    fn default() -> QpTable {
+        QpTable { map: RefCell::default(), last: Cell::new((0, std::ptr::null())) }
+    }
+}
+
+impl QpTable {
+    /// `qp` reports here as `num`.
+    pub fn insert(&self, num: u32, qp: Rc<QpShared>) {
+        self.forget_last(num);
+        self.map.borrow_mut().insert(num, qp);
+    }
+
+    /// QP `num` reports here no more. Only [`crate::qp::Qp`]'s drop calls
+    /// this, which needs the QP's owner, never while a poll of the CQ
+    /// holds a QP [`QpTable::find`] gave it.
+    pub fn remove(&self, num: u32) {
+        self.forget_last(num);
+        self.map.borrow_mut().remove(&num);
+    }
+
+    fn forget_last(&self, num: u32) {
+        if self.last.get().0 == num {
+            self.last.set((0, std::ptr::null()));
+        }
+    }
+
+    /// The QP numbered `num`, if it reports here.
+    #[inline(always)]
+    pub fn find(&self, num: u32) -> Option<&QpShared> {
+        let (last, qp) = self.last.get();
+        if last == num && !qp.is_null() {
+            // SAFETY: `last` is a QP the map holds (`remove` and `insert`
+            // forget it with its entry), so it lives at least as long as
+            // `self` is borrowed (`remove`).
+            return Some(unsafe { &*qp });
+        }
+        self.find_in_map(num)
+    }
+
+    /// [`QpTable::find`] through the map, keeping what it finds.
+    #[inline(never)]
+    fn find_in_map(&self, num: u32) -> Option<&QpShared> {
+        let qp = Rc::as_ptr(self.map.borrow().get(&num)?);
+        self.last.set((num, qp));
+        // SAFETY: as in `find`: the map holds it.
+        Some(unsafe { &*qp })
+    }
+
+    /// Each QP reporting here.
+    pub fn each(&self, mut f: impl FnMut(&QpShared)) {
+        for qp in self.map.borrow().values() {
+            f(qp);
+        }
+    }
+}
+
+/// What a CQ's polls hand out before the device's own completions.
+#[derive(Default)]
+struct Early {
+    /// Completions taken early, in order.
+    stash: VecDeque<Completion>,
+    /// Work completions a shared dequeue took and left for an exclusive
+    /// one: they come after the stash.
+    held: VecDeque<sys::ibv_wc>,
+}
 
 pub(crate) struct CqShared {
     pub cq: *mut sys::ibv_cq,
     /// The context the CQ is on.
     ctx: *mut sys::ibv_context,
-    stash: RefCell<VecDeque<Completion>>,
-    /// Work completions a shared dequeue took and left for an exclusive
-    /// one: they come after the stash and before the device's.
-    held: RefCell<VecDeque<sys::ibv_wc>>,
+    /// The provider's `poll_cq`, read once (`sys::PostEntries`).
+    poll_cq: sys::PollCq,
+    /// Used by one thread at a time, in [`CqShared::early`] alone.
+    early: UnsafeCell<Early>,
     /// The QPs reporting here, by QP number.
-    pub qps: RefCell<QpMap>,
+    pub qps: QpTable,
     /// Whether a notification is requested and not yet delivered.
     pub armed: Cell<bool>,
 }
@@ -86,24 +164,45 @@ impl CqShared {
         Ok(CqShared {
             cq,
             ctx,
-            stash: RefCell::new(VecDeque::new()),
-            held: RefCell::new(VecDeque::new()),
-            qps: RefCell::new(QpMap::default()),
+            // SAFETY: the CQ was just created.
+            poll_cq: unsafe { sys::poll_cq_entry(cq) },
+            early: UnsafeCell::new(Early::default()),
+            qps: QpTable::default(),
             armed: Cell::new(false),
         })
     }
 
+    /// The stash and the held work completions, for the length of `f`.
+    #[inline(always)]
+    fn early<R>(&self, f: impl FnOnce(&mut Early) -> R) -> R {
+        // SAFETY: one thread at a time uses a CQ: the provider's, or in a
+        // provider shared among threads the one holding the lock of the
+        // CQ's EVD (`Backend::SHARED_QUEUES`; `CqShared` is not `Sync`).
+        // This is the only place that reaches `early`, and none of the
+        // closures given to it (all in this module) calls it again, so no
+        // other reference to it exists while `f` runs.
+        f(unsafe { &mut *self.early.get() })
+    }
+
+    /// Whether anything waits to be handed out before the device's
+    /// completions.
+    #[inline(always)]
+    fn has_early(&self) -> bool {
+        self.early(|e| !e.stash.is_empty() || !e.held.is_empty())
+    }
+
     /// Fill `out`: stashed completions first, then the device's.
     pub fn poll(&self, out: &mut [Completion]) -> usize {
-        self.translate_held();
         let mut n = 0;
-        {
-            let mut stash = self.stash.borrow_mut();
-            while n < out.len() {
-                let Some(c) = stash.pop_front() else { break };
-                out[n] = c;
-                n += 1;
-            }
+        if self.has_early() {
+            self.translate_held();
+            self.early(|e| {
+                while n < out.len() {
+                    let Some(c) = e.stash.pop_front() else { break };
+                    out[n] = c;
+                    n += 1;
+                }
+            });
         }
         while n < out.len() {
             let got = self.poll_device(&mut out[n..]);
@@ -125,15 +224,15 @@ impl CqShared {
     /// request and is dropped, as after a reset.
     pub fn fail(&self) {
         self.pull();
-        for qp in self.qps.borrow().values() {
+        self.qps.each(|qp| {
             qp.break_off();
             qp.flush_into(self);
-        }
+        });
     }
 
     /// Queue `completion` after those already stashed.
     pub fn stash(&self, completion: Completion) {
-        self.stash.borrow_mut().push_back(completion);
+        self.early(|e| e.stash.push_back(completion));
     }
 
     /// Move everything the device holds into the stash; whether anything
@@ -145,7 +244,7 @@ impl CqShared {
         let mut buf = [Completion::EMPTY; BATCH];
         loop {
             let got = self.poll_device(&mut buf);
-            self.stash.borrow_mut().extend(buf[..got].iter().copied());
+            self.early(|e| e.stash.extend(buf[..got].iter().copied()));
             came |= got != 0;
             if got < BATCH {
                 return came;
@@ -156,18 +255,30 @@ impl CqShared {
     /// Move what shared dequeues left into the stash, translated, in the
     /// order the device gave it; whether there was any.
     fn translate_held(&self) -> bool {
-        let mut held = self.held.borrow_mut();
-        if held.is_empty() {
-            return false;
-        }
-        let qps = self.qps.borrow();
-        let mut stash = self.stash.borrow_mut();
-        for w in held.drain(..) {
-            if let Some(c) = qps.get(&w.qp_num).and_then(|qp| translate(qp, &w)) {
-                stash.push_back(c);
+        self.early(|e| {
+            if e.held.is_empty() {
+                return false;
             }
+            for w in e.held.drain(..) {
+                if let Some(c) = self.qps.find(w.qp_num).and_then(|qp| translate(qp, &w)) {
+                    e.stash.push_back(c);
+                }
+            }
+            true
+        })
+    }
+
+    /// One work completion from the device, if it has one.
+    #[inline(always)]
+    fn poll_one(&self) -> Option<sys::ibv_wc> {
+        let mut wc = MaybeUninit::<sys::ibv_wc>::uninit();
+        // SAFETY: the CQ is live while `self` is, the entry point is its
+        // provider's, and `wc` has room for one.
+        if unsafe { (self.poll_cq)(self.cq, 1, wc.as_mut_ptr()) } <= 0 {
+            return None;
         }
-        true
+        // SAFETY: the provider wrote the one entry.
+        Some(unsafe { wc.assume_init() })
     }
 
     /// The next completion, for a dequeue of a provider shared among
@@ -180,22 +291,15 @@ impl CqShared {
     /// lock), and what `admit` returns holds the lock of the QP's EP, so
     /// the QP's rings are this thread's while it translates.
     pub fn take_shared<G>(&self, admit: impl FnOnce(CqHead) -> Option<G>) -> Shared<Option<(Completion, G)>> {
-        if !self.stash.borrow().is_empty() || !self.held.borrow().is_empty() {
+        if self.has_early() {
             return Shared::Exclusive;
         }
-        let mut wc = MaybeUninit::<sys::ibv_wc>::uninit();
-        // SAFETY: the CQ is live while `self` is, and `wc` has room for one.
-        if unsafe { sys::poll_cq(self.cq, 1, wc.as_mut_ptr()) } <= 0 {
-            return Shared::Empty;
-        }
-        // SAFETY: the provider wrote the one entry.
-        let w = unsafe { wc.assume_init() };
-        let qps = self.qps.borrow();
+        let Some(w) = self.poll_one() else { return Shared::Empty };
         // A completion of a QP no longer here is dropped, as `poll` drops it.
-        let Some(qp) = qps.get(&w.qp_num) else { return Shared::Done(None) };
+        let Some(qp) = self.qps.find(w.qp_num) else { return Shared::Done(None) };
         let recv = w.wr_id & RECV != 0;
         let hold = |w| {
-            self.held.borrow_mut().push_back(w);
+            self.early(|e| e.held.push_back(w));
             Shared::Exclusive
         };
         // A failure breaks the connection, and an SRQ's receives are shared
@@ -218,23 +322,17 @@ impl CqShared {
     /// found it on the device; one of a QP no longer here, or that
     /// completes nothing, is dropped, as `poll` drops it. `None` as well
     /// while earlier completions wait in the stash.
-    #[inline]
+    #[inline(always)]
     pub fn take_lane<G>(&self, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
-        if !self.stash.borrow().is_empty() || !self.held.borrow().is_empty() {
+        if self.has_early() {
             return None;
         }
-        let mut wc = MaybeUninit::<sys::ibv_wc>::uninit();
-        // SAFETY: the CQ is live while `self` is, and `wc` has room for one.
-        if unsafe { sys::poll_cq(self.cq, 1, wc.as_mut_ptr()) } <= 0 {
-            return None;
-        }
-        // SAFETY: the provider wrote the one entry.
-        let w = unsafe { wc.assume_init() };
-        let c = self.qps.borrow().get(&w.qp_num).and_then(|qp| translate(qp, &w))?;
+        let w = self.poll_one()?;
+        let c = translate(self.qps.find(w.qp_num)?, &w)?;
         match accept(&c) {
             Some(accepted) => Some((c, accepted)),
             None => {
-                self.stash.borrow_mut().push_back(c);
+                self.stash(c);
                 None
             }
         }
@@ -247,14 +345,14 @@ impl CqShared {
         // pay for clearing 16 work completions.
         let mut wc = [const { MaybeUninit::<sys::ibv_wc>::uninit() }; BATCH];
         let want = out.len().min(BATCH) as i32;
-        // SAFETY: the CQ is live while `self` is, and `wc` has room for `want`.
-        let got = unsafe { sys::poll_cq(self.cq, want, wc.as_mut_ptr().cast()) }.clamp(0, want) as usize;
+        // SAFETY: the CQ is live while `self` is, the entry point is its
+        // provider's, and `wc` has room for `want`.
+        let got = unsafe { (self.poll_cq)(self.cq, want, wc.as_mut_ptr().cast()) }.clamp(0, want) as usize;
         // SAFETY: the provider wrote the first `got` entries.
         let wc = unsafe { std::slice::from_raw_parts(wc.as_ptr().cast::<sys::ibv_wc>(), got) };
-        let qps = self.qps.borrow();
         let mut n = 0;
         for w in wc {
-            let Some(qp) = qps.get(&w.qp_num) else { continue };
+            let Some(qp) = self.qps.find(w.qp_num) else { continue };
             if let Some(c) = translate(qp, w) {
                 out[n] = c;
                 n += 1;

@@ -446,17 +446,15 @@ impl Backend for Verbs {
         cookie: u64,
         flags: CompletionFlags,
     ) -> bool {
-        let sges = core::slice::from_ref(&sge);
-        qp.post_send(&SendWr { op, sges, length: sge.length, cookie, flags }).is_ok()
+        qp.post_one(op, sge, cookie, flags)
     }
 
-    /// The lane is the ordinary post: a post `ibv_post_send` refuses
-    /// gives its ring slot and sequence number back, so it leaves no
-    /// trace.
+    /// The lane is the ordinary post: a request's slot becomes
+    /// outstanding only once `ibv_post_send` took it, so a refused post
+    /// leaves no trace.
     #[inline(always)]
     fn post_one(&mut self, qp: &mut Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
-        let sges = core::slice::from_ref(&sge);
-        qp.post_send(&SendWr { op, sges, length: sge.length, cookie, flags }).is_ok()
+        qp.post_one(op, sge, cookie, flags)
     }
 
     fn post_recv(&mut self, qp: &mut Qp, sges: &[Sge], cookie: u64) -> DatResult<()> {
@@ -470,10 +468,10 @@ impl Backend for Verbs {
         cq.shared.take_lane(accept)
     }
 
-    /// As `post_one`: a refused post gives its ring slot back.
+    /// As `post_one`: a refused post leaves no trace.
     #[inline(always)]
     fn post_recv_one(&mut self, qp: &mut Qp, sge: Sge, cookie: u64) -> bool {
-        qp.post_recv(core::slice::from_ref(&sge), cookie).is_ok()
+        qp.post_recv_one(sge, cookie)
     }
 
     fn post_bind(

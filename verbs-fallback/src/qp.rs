@@ -1,20 +1,26 @@
 //! Queue pairs: creation, state transitions, posting, and the rings that
 //! turn work-request ids back into DAT cookies.
 //!
-//! A send's `wr_id` is its sequence number on the QP. Send completions of
-//! an RC QP arrive in post order, so a completion for sequence `s` also
-//! retires every unsignalled request posted before `s`: they succeeded
-//! (a failed one would have produced its own completion first). A
-//! receive's `wr_id` has bit 63 set: its sequence number on the QP, or its
-//! slot in the SRQ.
+//! A send's `wr_id` is its sequence number on the QP, whose low bits are
+//! its slot in the send ring ([`Ring`]). Send completions of an RC QP
+//! arrive in post order, so a completion for sequence `s` also retires
+//! every unsignalled request posted before `s`: they succeeded (a failed
+//! one would have produced its own completion first). A receive's `wr_id`
+//! has bit 63 set: its sequence number on the QP, or its slot in the SRQ.
+//!
+//! A post builds its `ibv_send_wr` or `ibv_recv_wr` on the stack from the
+//! checked request, writes the request's slot, and calls the provider
+//! through the entry point kept when the QP was made; only once the
+//! provider took it does the slot become outstanding, so a refused post
+//! leaves no trace.
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::mem::MaybeUninit;
 use std::rc::Rc;
 
 use udat_core::{
     backend::{AhAttr, Completion, QpType, RequestOp, SendWr, Sge, UdDest},
-    types::{CompletionFlags, DtoOp, DtoStatus},
+    types::{CompletionFlags, DtoOp, DtoStatus, RmrTriplet},
     DatError, DatResult, ErrorType,
 };
 
@@ -37,28 +43,42 @@ pub(crate) const QP_ACCESS: u32 = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.
     | sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0
     | sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
 
-/// A posted send-queue request.
+/// A posted send-queue request: what its completion reports.
 #[derive(Clone, Copy)]
 pub(crate) struct SendSlot {
-    seq: u64,
     pub cookie: u64,
-    pub op: DtoOp,
     pub length: u32,
+    pub op: DtoOp,
     pub notify: bool,
     signalled: bool,
 }
 
 impl SendSlot {
     /// What a slot of the ring holds until a request takes it.
-    const EMPTY: SendSlot = SendSlot { seq: 0, cookie: 0, op: DtoOp::Send, length: 0, notify: false, signalled: false };
+    const EMPTY: SendSlot = SendSlot { cookie: 0, length: 0, op: DtoOp::Send, notify: false, signalled: false };
 }
 
+/// The requests and receives a QP has outstanding. A receive's slot is
+/// emptied when it completes out of post order, and leaves the ring when
+/// those before it have.
 #[derive(Default)]
 pub(crate) struct Rings {
-    next_send: u64,
     sends: Ring<SendSlot>,
-    next_recv: u64,
-    recvs: VecDeque<(u64, u64)>,
+    recvs: Ring<Option<u64>>,
+}
+
+impl Rings {
+    /// The cookie of the outstanding receive `seq`, which completed.
+    #[inline(always)]
+    fn take_recv(&mut self, seq: u64) -> Option<u64> {
+        let cookie = self.recvs.get_mut(seq)?.take()?;
+        // Receives complete in post order: the oldest leaves, and with it
+        // any that completed before it.
+        while let Some(None) = self.recvs.front() {
+            self.recvs.pop_front();
+        }
+        Some(cookie)
+    }
 }
 
 /// The part of a QP that CQs reach. Its connection's half is the IA's
@@ -66,7 +86,8 @@ pub(crate) struct Rings {
 pub(crate) struct QpShared {
     pub qp: *mut sys::ibv_qp,
     pub tag: u64,
-    rings: RefCell<Rings>,
+    /// Used by one thread at a time, in [`QpShared::rings`] alone.
+    rings: UnsafeCell<Rings>,
     pub srq: Option<Rc<SrqShared>>,
     pub rdma_read_in: u8,
     pub rdma_read_out: u8,
@@ -96,7 +117,7 @@ impl QpShared {
         QpShared {
             qp,
             tag,
-            rings: RefCell::new(rings),
+            rings: UnsafeCell::new(rings),
             srq,
             rdma_read_in: clamp(rdma_read_in, ia.device.max_qp_rd_atom),
             rdma_read_out: clamp(rdma_read_out, ia.device.max_qp_init_rd_atom),
@@ -114,45 +135,38 @@ impl QpShared {
         }
     }
 
+    /// The QP's rings, for the length of `f`.
+    #[inline(always)]
+    fn rings<R>(&self, f: impl FnOnce(&mut Rings) -> R) -> R {
+        // SAFETY: one thread at a time uses a QP: the provider's, or in a
+        // provider shared among threads the one holding the lock of the
+        // QP's EP (`Backend::SHARED_QUEUES`; `QpShared` is not `Sync`).
+        // This is the only place that reaches `rings`, and none of the
+        // closures given to it (all in this module) calls it again, so no
+        // other reference to the rings exists while `f` runs.
+        f(unsafe { &mut *self.rings.get() })
+    }
+
     /// Retire the send with sequence `seq`: its slot, and how many
     /// requests this completion retires.
+    #[inline(always)]
     pub fn take_send(&self, seq: u64) -> Option<(SendSlot, u32)> {
-        let mut rings = self.rings.borrow_mut();
-        // Sequence numbers rise along the ring: one that is not between its
-        // ends names no outstanding request.
-        let outstanding = match (rings.sends.front(), rings.sends.back()) {
-            (Some(first), Some(last)) => (first.seq..=last.seq).contains(&seq),
-            _ => false,
-        };
-        if !outstanding {
-            return None;
-        }
-        let mut retired = 0;
-        while let Some(slot) = rings.sends.pop_front() {
-            retired += 1;
-            if slot.seq == seq {
-                return Some((slot, retired));
-            }
-        }
-        None
+        self.rings(|r| r.sends.take_through(seq))
     }
 
     /// The operation of the outstanding send with sequence `seq`, left
     /// outstanding.
     pub fn send_op(&self, seq: u64) -> Option<DtoOp> {
-        let rings = self.rings.borrow();
-        let first = rings.sends.front()?.seq;
-        rings.sends.get(usize::try_from(seq.checked_sub(first)?).ok()?).filter(|s| s.seq == seq).map(|s| s.op)
+        self.rings(|r| r.sends.get(seq).map(|s| s.op))
     }
 
     /// The cookie of the receive `id` (a sequence number, or an SRQ slot).
+    #[inline(always)]
     pub fn take_recv(&self, id: u64) -> Option<u64> {
         if let Some(srq) = &self.srq {
             return srq.take(id);
         }
-        let mut rings = self.rings.borrow_mut();
-        let at = rings.recvs.iter().position(|&(seq, _)| seq == id)?;
-        rings.recvs.remove(at).map(|(_, cookie)| cookie)
+        self.rings(|r| r.take_recv(id))
     }
 
     /// Complete as flushed, on `cq`, every request outstanding in this
@@ -162,23 +176,37 @@ impl QpShared {
         // SAFETY: the QP is live while `self` is; its CQ pointers are
         // fixed at creation.
         let (sends, recvs) = unsafe { ((*self.qp).send_cq == cq.cq, (*self.qp).recv_cq == cq.cq) };
-        let mut rings = self.rings.borrow_mut();
         if sends {
-            while let Some(slot) = rings.sends.pop_front() {
-                cq.stash(flushed(self.tag, slot.cookie, slot.op, slot.notify));
-            }
+            self.flush_sends(|c| cq.stash(c));
         }
-        if recvs && self.srq.is_none() {
-            for (_, cookie) in rings.recvs.drain(..) {
-                cq.stash(flushed(self.tag, cookie, self.recv_op(), true));
+        if recvs {
+            self.flush_recvs(|c| cq.stash(c));
+        }
+    }
+
+    /// Every outstanding request, as flushed, to `to`, in post order.
+    fn flush_sends(&self, mut to: impl FnMut(Completion)) {
+        while let Some(slot) = self.rings(|r| r.sends.pop_front()) {
+            to(flushed(self.tag, slot.cookie, slot.op, slot.notify));
+        }
+    }
+
+    /// Every outstanding receive of the QP's own queue, as flushed, to
+    /// `to`, in post order.
+    fn flush_recvs(&self, mut to: impl FnMut(Completion)) {
+        if self.srq.is_some() {
+            return;
+        }
+        while let Some(cookie) = self.rings(|r| r.recvs.pop_front()) {
+            if let Some(cookie) = cookie {
+                to(flushed(self.tag, cookie, self.recv_op(), true));
             }
         }
     }
 
     /// Requests that will still produce a completion.
     fn awaited(&self) -> usize {
-        let rings = self.rings.borrow();
-        rings.sends.iter().filter(|s| s.signalled).count() + rings.recvs.len()
+        self.rings(|r| r.sends.iter().filter(|s| s.signalled).count() + r.recvs.iter().filter(|c| c.is_some()).count())
     }
 
     pub fn modify(&self, attr: &mut sys::ibv_qp_attr, mask: i32) -> DatResult<()> {
@@ -245,6 +273,10 @@ pub struct Qp {
     conn: QpConn,
     send_cq: Rc<CqShared>,
     recv_cq: Rc<CqShared>,
+    /// The QP, as a post hands it to the provider.
+    raw: *mut sys::ibv_qp,
+    /// The provider's post entry points, read once.
+    entries: sys::PostEntries,
     max_inline: u32,
 }
 
@@ -311,8 +343,7 @@ impl Qp {
                     // Room for every request the QP takes, so a post never
                     // grows them.
                     sends: Ring::new(cap.max_send_wr as usize, SendSlot::EMPTY),
-                    recvs: VecDeque::with_capacity(cap.max_recv_wr as usize),
-                    ..Rings::default()
+                    recvs: Ring::new(if srq_ptr.is_null() { cap.max_recv_wr as usize } else { 0 }, None),
                 },
                 spec.srq,
                 (spec.rdma_read_in, spec.rdma_read_out),
@@ -321,84 +352,102 @@ impl Qp {
         });
         // SAFETY: `qp` was just created.
         let num = unsafe { (*qp).qp_num };
-        send_cq.qps.borrow_mut().insert(num, shared.clone());
-        recv_cq.qps.borrow_mut().insert(num, shared.clone());
-        let qp = Qp { conn: QpConn::of(shared, ia.clone()), send_cq, recv_cq, max_inline: cap.max_inline_data };
+        send_cq.qps.insert(num, shared.clone());
+        recv_cq.qps.insert(num, shared.clone());
+        // SAFETY: `qp` is live.
+        let entries = unsafe { sys::PostEntries::of(qp) };
+        let qp = Qp {
+            conn: QpConn::of(shared, ia.clone()),
+            send_cq,
+            recv_cq,
+            raw: qp,
+            entries,
+            max_inline: cap.max_inline_data,
+        };
         qp.conn.init()?;
         Ok(qp)
     }
 
+    /// Post `wr`, of any kind (`ibv_post_send`).
     #[inline(always)]
     pub(crate) fn post_send(&mut self, wr: &SendWr<'_>) -> DatResult<()> {
+        let sges = ibv_sges(wr.sges)?;
+        self.send(wr.op, sges, wr.length, wr.cookie, wr.flags)
+    }
+
+    /// Post the request `op` of the one segment `sge`, which is the
+    /// request's `length`; the lane's post, made of scalars.
+    #[inline(always)]
+    pub(crate) fn post_one(&mut self, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
+        let sges = (std::ptr::from_ref(&sge).cast::<sys::ibv_sge>().cast_mut(), 1);
+        self.send(op, sges, sge.length, cookie, flags).is_ok()
+    }
+
+    /// Post the request `op` of the segments `sg_list` (`(list, count)`),
+    /// `length` bytes in all: its `ibv_send_wr` built on the stack, its
+    /// slot written, and made outstanding once the provider took it.
+    #[inline(always)]
+    fn send(
+        &mut self,
+        op: RequestOp,
+        (sg_list, num_sge): (*mut sys::ibv_sge, i32),
+        length: u32,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
         use sys::ibv_send_flags as f;
-        let (sg_list, n) = ibv_sges(wr.sges)?;
         use sys::ibv_wr_opcode as o;
-        let (opcode, op, remote) = match wr.op {
-            RequestOp::Send => (o::IBV_WR_SEND, DtoOp::Send, None),
-            RequestOp::SendInvalidate { .. } if self.conn.ia.remote_invalidation() => {
-                (o::IBV_WR_SEND_WITH_INV, DtoOp::Send, None)
+        let (opcode, dto, imm, wr) = match op {
+            RequestOp::Send => (o::IBV_WR_SEND, DtoOp::Send, 0, no_remote()),
+            RequestOp::SendInvalidate { rkey } if self.conn.ia.remote_invalidation() => {
+                (o::IBV_WR_SEND_WITH_INV, DtoOp::Send, rkey, no_remote())
             }
             RequestOp::SendInvalidate { .. } => return Err(DatError::of(ErrorType::ModelNotSupported)),
-            RequestOp::RdmaWrite { remote } => (o::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, Some(remote)),
-            RequestOp::RdmaRead { remote } => (o::IBV_WR_RDMA_READ, DtoOp::RdmaRead, Some(remote)),
-            RequestOp::RdmaWriteImm { remote, .. } => {
-                (o::IBV_WR_RDMA_WRITE_WITH_IMM, DtoOp::RdmaWriteImm, Some(remote))
+            RequestOp::RdmaWrite { remote } => (o::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, 0, rdma(remote)),
+            RequestOp::RdmaRead { remote } => (o::IBV_WR_RDMA_READ, DtoOp::RdmaRead, 0, rdma(remote)),
+            RequestOp::RdmaWriteImm { remote, imm } => {
+                (o::IBV_WR_RDMA_WRITE_WITH_IMM, DtoOp::RdmaWriteImm, imm.to_be(), rdma(remote))
             }
-            RequestOp::CompareSwap { .. } => (o::IBV_WR_ATOMIC_CMP_AND_SWP, DtoOp::CompareSwap, None),
-            RequestOp::FetchAdd { .. } => (o::IBV_WR_ATOMIC_FETCH_AND_ADD, DtoOp::FetchAdd, None),
+            // An atomic's operands: compare and swap, or the addend alone.
+            RequestOp::CompareSwap { remote, compare, swap } => {
+                (o::IBV_WR_ATOMIC_CMP_AND_SWP, DtoOp::CompareSwap, 0, atomic(remote, compare, swap))
+            }
+            RequestOp::FetchAdd { remote, add } => {
+                (o::IBV_WR_ATOMIC_FETCH_AND_ADD, DtoOp::FetchAdd, 0, atomic(remote, add, 0))
+            }
         };
-        let signalled = !wr.flags.contains(CompletionFlags::SUPPRESS);
-        let mut flags = f(0);
-        if signalled {
-            flags |= f::IBV_SEND_SIGNALED;
+        let mut send_flags = send_flags(flags, dto == DtoOp::Send);
+        let reads_back = matches!(dto, DtoOp::RdmaRead | DtoOp::CompareSwap | DtoOp::FetchAdd);
+        if !reads_back && length <= self.max_inline && length > 0 {
+            send_flags |= f::IBV_SEND_INLINE.0;
         }
-        if wr.flags.contains(CompletionFlags::SOLICITED_WAIT) && op == DtoOp::Send {
-            flags |= f::IBV_SEND_SOLICITED;
+        let signalled = !flags.contains(CompletionFlags::SUPPRESS);
+        let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
+        let slot = SendSlot { cookie, length, op: dto, notify, signalled };
+        let Some(seq) = self.conn.shared.rings(|r| r.sends.stage(slot)) else { return Err(full()) };
+        let mut swr = MaybeUninit::<sys::ibv_send_wr>::uninit();
+        let p = swr.as_mut_ptr();
+        // SAFETY: each field written is in `swr`. Left unwritten are the
+        // bind and TSO operands (`__bindgen_anon_2`), which providers read
+        // only for `IBV_WR_BIND_MW` and `IBV_WR_TSO`, opcodes not made here.
+        unsafe {
+            (&raw mut (*p).wr_id).write(seq);
+            (&raw mut (*p).next).write(std::ptr::null_mut());
+            (&raw mut (*p).sg_list).write(sg_list);
+            (&raw mut (*p).num_sge).write(num_sge);
+            (&raw mut (*p).opcode).write(opcode);
+            (&raw mut (*p).send_flags).write(send_flags);
+            (&raw mut (*p).__bindgen_anon_1).write(sys::ibv_send_wr__bindgen_ty_1 { imm_data: imm });
+            (&raw mut (*p).wr).write(wr);
+            (&raw mut (*p).qp_type).write(Default::default());
         }
-        if wr.flags.contains(CompletionFlags::BARRIER_FENCE) {
-            flags |= f::IBV_SEND_FENCE;
-        }
-        let reads_back = matches!(op, DtoOp::RdmaRead | DtoOp::CompareSwap | DtoOp::FetchAdd);
-        if !reads_back && wr.length <= self.max_inline && wr.length > 0 {
-            flags |= f::IBV_SEND_INLINE;
-        }
-        let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
-        let seq = self.push_send(SendSlot { seq: 0, cookie: wr.cookie, op, length: wr.length, notify, signalled })?;
-        // SAFETY: plain C data; every field read by the provider is set below.
-        let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
-        swr.wr_id = seq;
-        swr.sg_list = sg_list;
-        swr.num_sge = n;
-        swr.opcode = opcode;
-        swr.send_flags = flags.0;
-        if let Some(r) = remote {
-            swr.wr.rdma =
-                sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 { remote_addr: r.virtual_address, rkey: r.rmr_context };
-        }
-        // An atomic's operands: compare and swap, or the addend alone.
-        let atomic = match wr.op {
-            RequestOp::CompareSwap { remote, compare, swap } => Some((remote, compare, swap)),
-            RequestOp::FetchAdd { remote, add } => Some((remote, add, 0)),
-            _ => None,
-        };
-        if let Some((r, compare_add, swap)) = atomic {
-            swr.wr.atomic = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
-                remote_addr: r.virtual_address,
-                compare_add,
-                swap,
-                rkey: r.rmr_context,
-            };
-        }
-        match wr.op {
-            RequestOp::RdmaWriteImm { imm, .. } => swr.__bindgen_anon_1.imm_data = imm.to_be(),
-            RequestOp::SendInvalidate { rkey } => swr.__bindgen_anon_1.invalidate_rkey = rkey,
-            _ => {}
-        }
-        let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live; `swr` and the segments it points at
-        // outlive the call, which only reads them.
-        let rc = unsafe { sys::post_send(self.conn.shared.qp, &mut swr, &mut bad) };
-        self.settle_post(rc, true)
+        let mut bad = MaybeUninit::uninit();
+        // SAFETY: the QP is live and the entry point is its provider's;
+        // `swr`, whose fields the opcode has the provider read are written,
+        // and the segments it points at outlive the call, which only reads
+        // them and may write `bad`.
+        let rc = unsafe { (self.entries.post_send)(self.raw, p, bad.as_mut_ptr()) };
+        self.settle_post(rc, |r| r.sends.commit())
     }
 
     /// A send of the UD QP to `dest` through `ah` (`wr.ud`); it completes
@@ -408,63 +457,74 @@ impl Qp {
         if !self.conn.shared.ud || wr.op != RequestOp::Send {
             return Err(DatError::of(ErrorType::ModelNotSupported));
         }
-        let (sg_list, n) = ibv_sges(wr.sges)?;
-        let signalled = !wr.flags.contains(CompletionFlags::SUPPRESS);
-        let mut flags = f(0);
-        if signalled {
-            flags |= f::IBV_SEND_SIGNALED;
-        }
-        if wr.flags.contains(CompletionFlags::SOLICITED_WAIT) {
-            flags |= f::IBV_SEND_SOLICITED;
-        }
+        let (sg_list, num_sge) = ibv_sges(wr.sges)?;
+        let mut send_flags = send_flags(wr.flags, true);
         if wr.length <= self.max_inline && wr.length > 0 {
-            flags |= f::IBV_SEND_INLINE;
+            send_flags |= f::IBV_SEND_INLINE.0;
         }
+        let signalled = !wr.flags.contains(CompletionFlags::SUPPRESS);
         let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
-        let slot = SendSlot { seq: 0, cookie: wr.cookie, op: DtoOp::SendUd, length: wr.length, notify, signalled };
-        let seq = self.push_send(slot)?;
-        // SAFETY: plain C data; every field read by the provider is set below.
-        let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
-        swr.wr_id = seq;
-        swr.sg_list = sg_list;
-        swr.num_sge = n;
-        swr.opcode = sys::ibv_wr_opcode::IBV_WR_SEND;
-        swr.send_flags = flags.0;
-        swr.wr.ud = sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
-            ah: ah.0,
-            remote_qpn: dest.remote_qpn,
-            remote_qkey: dest.qkey,
+        let slot = SendSlot { cookie: wr.cookie, op: DtoOp::SendUd, length: wr.length, notify, signalled };
+        let Some(seq) = self.conn.shared.rings(|r| r.sends.stage(slot)) else { return Err(full()) };
+        let mut swr = sys::ibv_send_wr {
+            wr_id: seq,
+            next: std::ptr::null_mut(),
+            sg_list,
+            num_sge,
+            opcode: sys::ibv_wr_opcode::IBV_WR_SEND,
+            send_flags,
+            __bindgen_anon_1: Default::default(),
+            wr: sys::ibv_send_wr__bindgen_ty_2 {
+                ud: sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
+                    ah: ah.0,
+                    remote_qpn: dest.remote_qpn,
+                    remote_qkey: dest.qkey,
+                },
+            },
+            qp_type: Default::default(),
+            __bindgen_anon_2: Default::default(),
         };
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP and the AH are live; `swr` and the segments it
         // points at outlive the call, which only reads them.
-        let rc = unsafe { sys::post_send(self.conn.shared.qp, &mut swr, &mut bad) };
-        self.settle_post(rc, true)
+        let rc = unsafe { (self.entries.post_send)(self.raw, &mut swr, &mut bad) };
+        self.settle_post(rc, |r| r.sends.commit())
     }
 
+    /// Post a receive into `sges` (`ibv_post_recv`).
+    #[inline(always)]
     pub(crate) fn post_recv(&mut self, sges: &[Sge], cookie: u64) -> DatResult<()> {
-        let (sg_list, n) = ibv_sges(sges)?;
-        let seq = {
-            let mut rings = self.conn.shared.rings.borrow_mut();
-            let seq = rings.next_recv;
-            rings.next_recv += 1;
-            rings.recvs.push_back((seq, cookie));
-            seq
-        };
-        let mut rwr = sys::ibv_recv_wr { wr_id: seq | RECV, next: std::ptr::null_mut(), sg_list, num_sge: n };
-        let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live; `rwr` and the segments it points at
-        // outlive the call, which only reads them.
-        let rc = unsafe { sys::post_recv(self.conn.shared.qp, &mut rwr, &mut bad) };
-        self.settle_post(rc, false)
+        let sges = ibv_sges(sges)?;
+        self.recv(sges, cookie)
     }
 
-    /// Keep a send slot for a bind of `cookie`: its sequence number, and
+    /// Post a receive into the one segment `sge`; the lane's post.
+    #[inline(always)]
+    pub(crate) fn post_recv_one(&mut self, sge: Sge, cookie: u64) -> bool {
+        let sges = (std::ptr::from_ref(&sge).cast::<sys::ibv_sge>().cast_mut(), 1);
+        self.recv(sges, cookie).is_ok()
+    }
+
+    /// Post a receive into `sg_list`, as [`Qp::send`] posts a request.
+    #[inline(always)]
+    fn recv(&mut self, (sg_list, num_sge): (*mut sys::ibv_sge, i32), cookie: u64) -> DatResult<()> {
+        let Some(seq) = self.conn.shared.rings(|r| r.recvs.stage(Some(cookie))) else { return Err(full()) };
+        let mut rwr = sys::ibv_recv_wr { wr_id: seq | RECV, next: std::ptr::null_mut(), sg_list, num_sge };
+        let mut bad = std::ptr::null_mut();
+        // SAFETY: the QP is live and the entry point is its provider's;
+        // `rwr` and the segments it points at outlive the call, which
+        // only reads them.
+        let rc = unsafe { (self.entries.post_recv)(self.raw, &mut rwr, &mut bad) };
+        self.settle_post(rc, |r| r.recvs.commit())
+    }
+
+    /// Stage a send slot for a bind of `cookie`: its sequence number, and
     /// the send flags `flags` ask for.
-    fn push_bind(&mut self, cookie: u64, flags: CompletionFlags) -> DatResult<(u64, u32)> {
+    fn stage_bind(&mut self, cookie: u64, flags: CompletionFlags) -> DatResult<(u64, u32)> {
         let signalled = !flags.contains(CompletionFlags::SUPPRESS);
         let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
-        let seq = self.push_send(SendSlot { seq: 0, cookie, op: DtoOp::BindMw, length: 0, notify, signalled })?;
+        let slot = SendSlot { cookie, op: DtoOp::BindMw, length: 0, notify, signalled };
+        let seq = self.conn.shared.rings(|r| r.sends.stage(slot)).ok_or_else(full)?;
         Ok((seq, if signalled { sys::ibv_send_flags::IBV_SEND_SIGNALED.0 } else { 0 }))
     }
 
@@ -479,15 +539,15 @@ impl Qp {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<u32> {
-        let (seq, send_flags) = self.push_bind(cookie, flags)?;
+        let (seq, send_flags) = self.stage_bind(cookie, flags)?;
         let mut bind = sys::ibv_mw_bind {
             wr_id: seq,
             send_flags,
             bind_info: sys::ibv_mw_bind_info { mr, addr, length, mw_access_flags: access },
         };
         // SAFETY: the QP, MW and MR are live.
-        let rc = unsafe { sys::bind_mw(self.conn.shared.qp, mw, &mut bind) };
-        self.settle_post(rc, true)?;
+        let rc = unsafe { sys::bind_mw(self.raw, mw, &mut bind) };
+        self.settle_post(rc, |r| r.sends.commit())?;
         // SAFETY: the provider wrote the window's new key.
         Ok(unsafe { (*mw).rkey })
     }
@@ -510,7 +570,7 @@ impl Qp {
         flags: CompletionFlags,
     ) -> DatResult<u32> {
         use sys::ibv_wr_opcode as o;
-        let (seq, send_flags) = self.push_bind(cookie, flags)?;
+        let (seq, send_flags) = self.stage_bind(cookie, flags)?;
         // SAFETY: plain C data; every field read by the provider is set below.
         let mut swr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
         swr.wr_id = seq;
@@ -535,30 +595,14 @@ impl Qp {
         let mut bad = std::ptr::null_mut();
         // SAFETY: the QP, MW and MR are live; `swr` outlives the call,
         // which only reads it.
-        let rc = unsafe { sys::post_send(self.conn.shared.qp, &mut swr, &mut bad) };
-        self.settle_post(rc, true)?;
+        let rc = unsafe { (self.entries.post_send)(self.raw, &mut swr, &mut bad) };
+        self.settle_post(rc, |r| r.sends.commit())?;
         Ok(next)
     }
 
-    /// Keep `slot` for the request about to be posted: its sequence
-    /// number. `DAT_INSUFFICIENT_RESOURCES` when the QP has as many
-    /// requests outstanding as it was made for, as a full send queue of
-    /// the device would answer (the core counts requests first, so only
-    /// completions it settles late, such as a reset's flushes dequeued
-    /// after new posts, can leave the ring fuller than its count).
-    #[inline(always)]
-    fn push_send(&mut self, mut slot: SendSlot) -> DatResult<u64> {
-        let mut rings = self.conn.shared.rings.borrow_mut();
-        slot.seq = rings.next_send;
-        rings.sends.push_back(slot).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
-        rings.next_send += 1;
-        Ok(slot.seq)
-    }
-
-    /// After a post: on failure, forget the request it pushed, and give
-    /// its sequence number back, so that the numbers of the requests in a
-    /// ring stay consecutive (`QpShared::send_op` finds a request by its
-    /// distance from the first).
+    /// After a post: once the provider took it (`rc` 0), `commit` makes
+    /// its staged slot outstanding; a refused post's slot is simply
+    /// overwritten by the next, so it leaves no trace.
     ///
     /// A request or receive taken by a QP in ERROR is flushed at once
     /// (dat_ep_post_recv(3DAT), in DAT_EP_STATE_DISCONNECTED: "the posted
@@ -575,14 +619,16 @@ impl Qp {
     /// shared posts end here too). An SRQ belongs to no QP: its receives
     /// wait for the QPs still on it, as they should.
     #[inline(always)]
-    fn settle_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
-        if rc == 0 {
-            if self.conn.shared.errored.get() {
-                self.flush_again();
-            }
-            return Ok(());
+    fn settle_post(&mut self, rc: i32, commit: impl FnOnce(&mut Rings)) -> DatResult<()> {
+        if rc != 0 {
+            return Err(refused(rc));
         }
-        self.forget_post(rc, send)
+        let shared = &*self.conn.shared;
+        shared.rings(commit);
+        if shared.errored.get() {
+            self.flush_again();
+        }
+        Ok(())
     }
 
     /// A post's flush, out of the way of a post on a live connection.
@@ -590,21 +636,6 @@ impl Qp {
     #[inline(never)]
     fn flush_again(&self) {
         self.conn.shared.break_off();
-    }
-
-    /// The failure half of [`Qp::settle_post`].
-    #[cold]
-    #[inline(never)]
-    fn forget_post(&mut self, rc: i32, send: bool) -> DatResult<()> {
-        let mut rings = self.conn.shared.rings.borrow_mut();
-        if send {
-            rings.sends.pop_back();
-            rings.next_send -= 1;
-        } else {
-            rings.recvs.pop_back();
-            rings.next_recv -= 1;
-        }
-        Err(dat_error(rc))
     }
 
     /// [`QpShared::break_off`]. Nothing waits for the flushes here, so a
@@ -632,17 +663,8 @@ impl Qp {
         self.break_off();
         self.send_cq.pull();
         self.recv_cq.pull();
-        {
-            let mut rings = self.conn.shared.rings.borrow_mut();
-            let tag = self.conn.shared.tag;
-            while let Some(slot) = rings.sends.pop_front() {
-                self.send_cq.stash(flushed(tag, slot.cookie, slot.op, slot.notify));
-            }
-            let op = self.conn.shared.recv_op();
-            for (_, cookie) in rings.recvs.drain(..) {
-                self.recv_cq.stash(flushed(tag, cookie, op, true));
-            }
-        }
+        self.conn.shared.flush_sends(|c| self.send_cq.stash(c));
+        self.conn.shared.flush_recvs(|c| self.recv_cq.stash(c));
         self.conn.reset()
     }
 }
@@ -652,8 +674,8 @@ impl Drop for Qp {
     /// destroys it.
     fn drop(&mut self) {
         let num = self.conn.number();
-        self.send_cq.qps.borrow_mut().remove(&num);
-        self.recv_cq.qps.borrow_mut().remove(&num);
+        self.send_cq.qps.remove(num);
+        self.recv_cq.qps.remove(num);
     }
 }
 
@@ -702,6 +724,84 @@ impl Drop for Ah {
 /// The completion of a request the device flushed, or would have.
 fn flushed(tag: u64, cookie: u64, op: DtoOp, notify: bool) -> Completion {
     Completion { tag, cookie, status: DtoStatus::Flushed, op, transferred_length: 0, imm: 0, retired: 1, notify }
+}
+
+/// A request's remote operands for an opcode that has none: zeros, as
+/// providers read the first words of `wr` whatever the opcode (rxe reads
+/// `wr.rdma.remote_addr` for a send).
+#[inline(always)]
+fn no_remote() -> sys::ibv_send_wr__bindgen_ty_2 {
+    sys::ibv_send_wr__bindgen_ty_2 {
+        ud: sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 { ah: std::ptr::null_mut(), remote_qpn: 0, remote_qkey: 0 },
+    }
+}
+
+/// The `ibv_send_flags` of a post with the DAT `flags` (of which only
+/// `SUPPRESS`, `SOLICITED_WAIT` and `BARRIER_FENCE` reach the device;
+/// `SOLICITED_WAIT` only for a send, `solicits`).
+#[inline(always)]
+fn send_flags(flags: CompletionFlags, solicits: bool) -> u32 {
+    use sys::ibv_send_flags as f;
+    /// The flags of each combination of the four low DAT bits.
+    const TABLE: [u32; 16] = {
+        let mut table = [0; 16];
+        let mut bits = 0;
+        while bits < 16 {
+            let (suppress, solicited, fence) = (
+                bits & CompletionFlags::SUPPRESS.0 != 0,
+                bits & CompletionFlags::SOLICITED_WAIT.0 != 0,
+                bits & CompletionFlags::BARRIER_FENCE.0 != 0,
+            );
+            table[bits as usize] = if suppress { 0 } else { f::IBV_SEND_SIGNALED.0 }
+                | if solicited { f::IBV_SEND_SOLICITED.0 } else { 0 }
+                | if fence { f::IBV_SEND_FENCE.0 } else { 0 };
+            bits += 1;
+        }
+        table
+    };
+    let solicited = if solicits { !0 } else { !f::IBV_SEND_SOLICITED.0 };
+    TABLE[(flags.0 & 0xf) as usize] & solicited
+}
+
+/// An RDMA request's remote operands.
+#[inline(always)]
+fn rdma(remote: RmrTriplet) -> sys::ibv_send_wr__bindgen_ty_2 {
+    sys::ibv_send_wr__bindgen_ty_2 {
+        rdma: sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
+            remote_addr: remote.virtual_address,
+            rkey: remote.rmr_context,
+        },
+    }
+}
+
+/// An atomic's remote operands: the 8 bytes at `remote`, the compare or
+/// add operand, and the swap operand.
+#[inline(always)]
+fn atomic(remote: RmrTriplet, compare_add: u64, swap: u64) -> sys::ibv_send_wr__bindgen_ty_2 {
+    sys::ibv_send_wr__bindgen_ty_2 {
+        atomic: sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+            remote_addr: remote.virtual_address,
+            compare_add,
+            swap,
+            rkey: remote.rmr_context,
+        },
+    }
+}
+
+/// `DAT_INSUFFICIENT_RESOURCES`: the QP has as many requests (or
+/// receives) outstanding as it was made for, as a full queue of the
+/// device would answer (the core counts them first, so only completions
+/// it settles late, such as a reset's flushes dequeued after new posts,
+/// can leave a ring fuller than its count).
+#[cold]
+fn full() -> DatError {
+    DatError::of(ErrorType::InsufficientResources)
+}
+
+/// A post the provider refused with `rc`.
+#[cold]
+fn refused(rc: i32) -> DatError {
+    dat_error(rc)
 }
 
 /// A QP whose connection [`RdmaCm`](crate::control::RdmaCm) drives.
@@ -768,5 +868,42 @@ impl Drop for QpConn {
         // manager's thread no longer reaches it, and its async events are
         // acknowledged; nothing else destroys it (`new`).
         unsafe { sys::ibv_destroy_qp(self.shared.qp) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{send_flags, Ring, Rings};
+    use crate::sys::ibv_send_flags as f;
+    use udat_core::types::CompletionFlags as C;
+
+    #[test]
+    fn the_device_is_asked_for_what_the_dat_flags_say() {
+        let (signaled, solicited, fence) = (f::IBV_SEND_SIGNALED.0, f::IBV_SEND_SOLICITED.0, f::IBV_SEND_FENCE.0);
+        assert_eq!(send_flags(C::DEFAULT, true), signaled);
+        assert_eq!(send_flags(C::SUPPRESS, true), 0);
+        assert_eq!(send_flags(C::UNSIGNALLED, true), signaled, "udat's own: the event does not notify");
+        assert_eq!(send_flags(C(C::SOLICITED_WAIT.0 | C::BARRIER_FENCE.0), true), signaled | solicited | fence);
+        assert_eq!(send_flags(C::SOLICITED_WAIT, false), signaled, "only a send solicits");
+        assert_eq!(send_flags(C(C::SUPPRESS.0 | C::EVD_THRESHOLD.0), true), 0, "an EP attribute, not a post's");
+    }
+
+    #[test]
+    fn a_receive_leaves_once_those_before_it_have_and_each_completes_once() {
+        let mut r = Rings { recvs: Ring::new(4, None), ..Rings::default() };
+        for cookie in [100, 101, 102] {
+            let seq = r.recvs.stage(Some(cookie)).expect("room");
+            assert_eq!(seq, cookie - 100);
+            r.recvs.commit();
+        }
+        assert_eq!(r.take_recv(1), Some(101), "out of post order");
+        assert_eq!(r.take_recv(1), None, "once");
+        assert_eq!(r.recvs.front(), Some(&Some(100)), "the oldest still waits");
+        assert_eq!(r.take_recv(0), Some(100));
+        assert_eq!(r.recvs.front(), Some(&Some(102)), "both left");
+        assert_eq!(r.take_recv(2), Some(102));
+        assert_eq!(r.recvs.front(), None, "empty");
+        assert_eq!((r.take_recv(3), r.take_recv(0)), (None, None), "never posted; stale");
+        assert_eq!(r.recvs.stage(Some(103)), Some(3), "numbers go on rising");
     }
 }

@@ -19,35 +19,63 @@ use std::os::raw::c_int;
 const EOPNOTSUPP: c_int = 95;
 
 // The `static inline` calls of verbs.h dispatch through the provider's
-// ops table; so do these. A provider that leaves a slot empty reports
-// EOPNOTSUPP instead of crashing.
+// ops table; so do these, and the entry points kept below. A provider
+// that leaves a slot empty reports EOPNOTSUPP instead of crashing.
 
-/// `ibv_post_send`.
-///
-/// # Safety
-/// `qp` is a live QP and `wr` a valid chain of work requests.
-#[inline]
-pub unsafe fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
-    // SAFETY: the caller guarantees `qp` is live, so its context is too.
-    match unsafe { (*(*qp).context).ops.post_send } {
-        // SAFETY: the provider's own entry point, called as verbs.h does.
-        Some(f) => unsafe { f(qp, wr, bad) },
-        None => EOPNOTSUPP,
+/// A provider's `post_send` entry point.
+pub type PostSend = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int;
+/// A provider's `post_recv` entry point.
+pub type PostRecv = unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int;
+/// A provider's `poll_cq` entry point.
+pub type PollCq = unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int;
+
+/// A QP's post entry points, read once from its provider's ops table,
+/// which does not change while the context is open, rather than on every
+/// post as verbs.h's `ibv_post_send` and `ibv_post_recv` read them.
+#[derive(Clone, Copy)]
+pub struct PostEntries {
+    /// The provider's `post_send`.
+    pub post_send: PostSend,
+    /// The provider's `post_recv`.
+    pub post_recv: PostRecv,
+}
+
+impl PostEntries {
+    /// `qp`'s provider's entry points; one the provider leaves empty
+    /// reports EOPNOTSUPP.
+    ///
+    /// # Safety
+    /// `qp` is a live QP.
+    pub unsafe fn of(qp: *mut ibv_qp) -> PostEntries {
+        // SAFETY: the caller guarantees `qp` is live, so its context is too.
+        let ops = unsafe { &(*(*qp).context).ops };
+        PostEntries {
+            post_send: ops.post_send.unwrap_or(no_post_send),
+            post_recv: ops.post_recv.unwrap_or(no_post_recv),
+        }
     }
 }
 
-/// `ibv_post_recv`.
+/// `cq`'s provider's `poll_cq`; one the provider leaves empty reports
+/// -EOPNOTSUPP.
 ///
 /// # Safety
-/// `qp` is a live QP and `wr` a valid chain of work requests.
-#[inline]
-pub unsafe fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
-    // SAFETY: the caller guarantees `qp` is live, so its context is too.
-    match unsafe { (*(*qp).context).ops.post_recv } {
-        // SAFETY: the provider's own entry point, called as verbs.h does.
-        Some(f) => unsafe { f(qp, wr, bad) },
-        None => EOPNOTSUPP,
-    }
+/// `cq` is a live CQ.
+pub unsafe fn poll_cq_entry(cq: *mut ibv_cq) -> PollCq {
+    // SAFETY: the caller guarantees `cq` is live, so its context is too.
+    unsafe { (*(*cq).context).ops.poll_cq }.unwrap_or(no_poll_cq)
+}
+
+unsafe extern "C" fn no_post_send(_: *mut ibv_qp, _: *mut ibv_send_wr, _: *mut *mut ibv_send_wr) -> c_int {
+    EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_post_recv(_: *mut ibv_qp, _: *mut ibv_recv_wr, _: *mut *mut ibv_recv_wr) -> c_int {
+    EOPNOTSUPP
+}
+
+unsafe extern "C" fn no_poll_cq(_: *mut ibv_cq, _: c_int, _: *mut ibv_wc) -> c_int {
+    -EOPNOTSUPP
 }
 
 /// `ibv_post_srq_recv`.
@@ -61,20 +89,6 @@ pub unsafe fn post_srq_recv(srq: *mut ibv_srq, wr: *mut ibv_recv_wr, bad: *mut *
         // SAFETY: the provider's own entry point, called as verbs.h does.
         Some(f) => unsafe { f(srq, wr, bad) },
         None => EOPNOTSUPP,
-    }
-}
-
-/// `ibv_poll_cq`: completions written, or negative on error.
-///
-/// # Safety
-/// `cq` is a live CQ and `wc` has room for `n` entries.
-#[inline]
-pub unsafe fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
-    // SAFETY: the caller guarantees `cq` is live, so its context is too.
-    match unsafe { (*(*cq).context).ops.poll_cq } {
-        // SAFETY: the provider's own entry point, called as verbs.h does.
-        Some(f) => unsafe { f(cq, n, wc) },
-        None => -EOPNOTSUPP,
     }
 }
 

@@ -356,6 +356,13 @@ impl Server {
         }
     }
 
+    /// Whether this side has nothing to do but wait for the hang-up: the
+    /// one-sided tests (the client's requests complete without it) other
+    /// than the RDMA-write ping-pong.
+    pub fn passive(&self) -> bool {
+        matches!(self.test, Test::WriteBw | Test::ReadBw | Test::ReadLat | Test::AtomicLat)
+    }
+
     fn size(&self) -> u32 {
         self.sizes.get(self.at).copied().unwrap_or(1)
     }

@@ -18,8 +18,13 @@ options:
   -d, --device D      a verbs device (default $UDAT_RDMA_DEVICE, else rxe0),
                       or `softhca`: udat's mlx5 data path on the software HCA
                       (loopback only)
-      --api A         rust (default): udat's Rust API; c: the C ABI of
-                      <dat2/udat.h>, through libudat.a linked in
+      --api A[,A...]  rust (default): udat's Rust API; c: the C ABI of
+                      <dat2/udat.h>, through libudat.a linked in;
+                      dat2:NAME[:SERVER]: the C ABI through libdat2, IA
+                      NAME of dat.conf (DAT_OVERRIDE names the file), any
+                      provider (udat's libudat_dapl.so, OFA's libdaplofa);
+                      a loopback server opens SERVER (default NAME). In
+                      loopback several, measured in turn in each round
   -s, --size N        message bytes (default 2 for latency, 65536 for bandwidth)
   -a, --all           every power of two from 2 to 8 MiB
   -n, --iters N       measured iterations per size (default 1000)
@@ -132,10 +137,52 @@ pub enum Role {
     Loopback,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// An API udat-perf measures through.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Api {
+    /// udat's Rust API.
     Rust,
+    /// The C ABI, through libudat.a.
     C,
+    /// The C ABI through libdat2: the provider of `dat.conf` line `ia`,
+    /// and the line a loopback server opens.
+    Dat2 { ia: String, server: String },
+}
+
+impl Api {
+    /// As `--api` and the JSON name it.
+    pub fn name(&self) -> String {
+        match self {
+            Api::Rust => "rust".into(),
+            Api::C => "C".into(),
+            Api::Dat2 { ia, .. } => format!("dat2:{ia}"),
+        }
+    }
+
+    /// As a table's column names it.
+    pub fn label(&self) -> String {
+        match self {
+            Api::Rust => "Rust API".into(),
+            Api::C => "libudat.a".into(),
+            Api::Dat2 { ia, .. } => format!("{ia} via libdat2"),
+        }
+    }
+
+    fn parse(v: &str) -> Result<Api, String> {
+        match v {
+            "rust" => Ok(Api::Rust),
+            "c" => Ok(Api::C),
+            _ => {
+                let names =
+                    v.strip_prefix("dat2:").ok_or_else(|| format!("--api takes rust, c or dat2:NAME, not {v}"))?;
+                let (ia, server) = names.split_once(':').unwrap_or((names, names));
+                if ia.is_empty() || server.is_empty() {
+                    return Err(format!("--api {v}: dat2 needs the IA name of a dat.conf line"));
+                }
+                Ok(Api::Dat2 { ia: ia.into(), server: server.into() })
+            }
+        }
+    }
 }
 
 /// Largest message: 8 MiB, as `-a` goes.
@@ -150,7 +197,8 @@ pub struct Options {
     pub role: Role,
     pub test: Test,
     pub device: String,
-    pub api: Api,
+    /// What is measured, in this order in each round.
+    pub apis: Vec<Api>,
     pub size: Option<u32>,
     pub all: bool,
     pub iters: u32,
@@ -205,7 +253,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         role,
         test: Test::WriteLat,
         device: std::env::var("UDAT_RDMA_DEVICE").unwrap_or_else(|_| "rxe0".into()),
-        api: Api::Rust,
+        apis: vec![Api::Rust],
         size: None,
         all: false,
         iters: 1000,
@@ -234,13 +282,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
                 o.test = Test::ALL.into_iter().find(|t| t.name() == v).ok_or_else(|| format!("no test {v}"))?;
             }
             "-d" | "--device" => o.device = value()?.clone(),
-            "--api" => {
-                o.api = match value()?.as_str() {
-                    "rust" => Api::Rust,
-                    "c" => Api::C,
-                    v => return Err(format!("--api is rust or c, not {v}")),
-                }
-            }
+            "--api" => o.apis = value()?.split(',').map(Api::parse).collect::<Result<_, _>>()?,
             "-s" | "--size" => o.size = Some(number(value()?)?),
             "-a" | "--all" => o.all = true,
             "-n" | "--iters" => o.iters = number(value()?)?,
@@ -280,8 +322,19 @@ fn check(o: &Options) -> Result<(), String> {
     if o.test.is_ud() && sizes.iter().any(|s| !(2..=MAX_UD_SIZE).contains(s)) {
         return Err(format!("{} sends 2 to {MAX_UD_SIZE} bytes", o.test.name()));
     }
-    if o.test.is_ud() && o.api == Api::C {
-        return Err(format!("{} runs through the Rust API: drop --api c", o.test.name()));
+    if o.test.is_ud() && o.apis.iter().any(|a| *a != Api::Rust) {
+        return Err(format!("{} runs through the Rust API: give --api rust", o.test.name()));
+    }
+    if o.apis.len() > 1 && o.role != Role::Loopback {
+        return Err("several APIs are measured in turn in loopback; a server or client takes one".into());
+    }
+    let dat2 = o.apis.iter().any(|a| matches!(a, Api::Dat2 { .. }));
+    if dat2 && o.device == "softhca" {
+        return Err("the software HCA lives in this process; libdat2's providers cannot reach it".into());
+    }
+    // dat.conf lines say `nonthreadsafe`: one thread to a provider.
+    if dat2 && o.threads > 1 {
+        return Err("a provider of libdat2 serves one thread here: drop --threads or the dat2 API".into());
     }
     if o.duration.is_some() && o.all {
         return Err("--duration measures one size; drop --all".into());
@@ -331,6 +384,15 @@ mod tests {
         }
         assert_eq!((p("loopback").unwrap().rounds, p("loopback --rounds 3 --compare").unwrap().rounds), (1, 3));
         assert_eq!(p("server -t ud_send_bw").unwrap().sizes(), vec![MAX_UD_SIZE]);
+        assert_eq!(
+            p("loopback --api rust,c,dat2:udat:udat.1,dat2:ofa").unwrap().apis,
+            [
+                Api::Rust,
+                Api::C,
+                Api::Dat2 { ia: "udat".into(), server: "udat.1".into() },
+                Api::Dat2 { ia: "ofa".into(), server: "ofa".into() }
+            ]
+        );
         assert_eq!(p("server -t ud_send_lat -a").unwrap().sizes().last(), Some(&MAX_UD_SIZE));
     }
 
@@ -351,9 +413,15 @@ mod tests {
             "client 1.2.3.4 -d softhca",
             "loopback -d softhca --compare",
             "server --api go",
+            "server --api dat2:",
+            "server --api dat2:ofa:",
+            "server --api rust,c",
+            "loopback -d softhca --api dat2:udat",
+            "loopback -t write_bw -T 2 --api c,dat2:ofa",
             "server -t ud_send_lat -s 1",
             "server -t ud_send_bw -s 4096",
             "loopback -t ud_send_lat --api c",
+            "loopback -t ud_send_lat --api rust,dat2:udat",
             "server --bogus",
         ] {
             assert!(p(bad).is_err(), "{bad} was taken");

@@ -1,12 +1,14 @@
-//! Both sides of a connection through the C ABI of `<dat2/udat.h>`: the
-//! consumer functions of libudat.a (udat-static), linked into this
-//! binary, called as a C program calls them.
+//! Both sides of a connection through the C ABI of `<dat2/udat.h>`, called
+//! as a C program calls it: through libudat.a (udat-static), linked into
+//! this binary, or through libdat2 and the provider `dat.conf` names
+//! ([`crate::dat`]).
 
 use std::ffi::CString;
 use std::ptr;
 
 use udat_capi::sys::*;
 
+use crate::dat::Dat;
 use crate::link::{decode_remote, encode_remote, Done, Hello, Link, Peer, Remote, BUF};
 use crate::rust_api::RECV_COOKIE;
 
@@ -27,8 +29,10 @@ fn cookie(v: u64) -> DAT_DTO_COOKIE {
     DAT_DTO_COOKIE { as_64: v }
 }
 
-/// One side, as [`crate::rust_api::Side`], through the C ABI.
-pub struct CSide {
+/// One side, as [`crate::rust_api::Side`], through the C ABI of the
+/// library `D`.
+pub struct CSide<D: Dat> {
+    dat: D,
     ia: DAT_IA_HANDLE,
     pz: DAT_PZ_HANDLE,
     dto: DAT_EVD_HANDLE,
@@ -44,27 +48,30 @@ pub struct CSide {
     gone: bool,
 }
 
-impl CSide {
-    /// Open the provider `name` (`udat-verbs-rxe0`, `udat-softhca-mlx5_soft0`).
-    pub fn open(name: &str, eps: u32, depth: u32) -> Result<CSide, String> {
+impl<D: Dat> CSide<D> {
+    /// Open the provider `name` of `dat` (`udat-verbs-rxe0` of libudat.a,
+    /// a `dat.conf` name of libdat2), thread-safe if `shared` (more than
+    /// one thread uses the provider), as `dat_ia_open` does otherwise
+    /// (Debian's <dat2/udat_config.h> makes it ask for DAT_FALSE, and
+    /// `dat.conf` lines say `nonthreadsafe`).
+    pub fn open(dat: D, name: &str, shared: bool, eps: u32, depth: u32) -> Result<CSide<D>, String> {
         let cname = CString::new(name).map_err(|_| "a provider name with a NUL")?;
         let (mut ia, mut async_evd) = (ptr::null_mut(), ptr::null_mut());
-        // SAFETY: valid out-pointers and a NUL-terminated name. A
-        // thread-safe provider, as a multi-threaded consumer asks for one
-        // (Debian's <dat2/udat_config.h> makes the dat_ia_open macro ask
-        // for DAT_FALSE).
-        check("dat_ia_open", unsafe {
-            dat_ia_openv(
+        let thread_safe = if shared { DAT_TRUE } else { DAT_FALSE };
+        // SAFETY: valid out-pointers and a NUL-terminated name.
+        check(&format!("dat_ia_open {name}"), unsafe {
+            dat.dat_ia_openv(
                 cname.as_ptr().cast_mut(),
                 16,
                 &mut async_evd,
                 &mut ia,
                 DAT_VERSION_MAJOR,
                 DAT_VERSION_MINOR,
-                DAT_TRUE,
+                thread_safe,
             )
         })?;
         let mut s = CSide {
+            dat,
             ia,
             pz: ptr::null_mut(),
             dto: ptr::null_mut(),
@@ -82,17 +89,17 @@ impl CSide {
         let qlen = (2 * eps * depth + 16).min(4000) as DAT_COUNT;
         // SAFETY: a live IA and valid out-pointers throughout.
         unsafe {
-            check("dat_pz_create", dat_pz_create(ia, &mut s.pz))?;
-            check("dat_evd_create", dat_evd_create(ia, qlen, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut s.dto))?;
+            check("dat_pz_create", dat.dat_pz_create(ia, &mut s.pz))?;
+            check("dat_evd_create", dat.dat_evd_create(ia, qlen, ptr::null_mut(), DAT_EVD_DTO_FLAG, &mut s.dto))?;
             let n = (4 * eps + 4) as DAT_COUNT;
-            check("dat_evd_create", dat_evd_create(ia, n, ptr::null_mut(), DAT_EVD_CONNECTION_FLAG, &mut s.conn))?;
-            check("dat_evd_create", dat_evd_create(ia, n, ptr::null_mut(), DAT_EVD_CR_FLAG, &mut s.cr))?;
+            check("dat_evd_create", dat.dat_evd_create(ia, n, ptr::null_mut(), DAT_EVD_CONNECTION_FLAG, &mut s.conn))?;
+            check("dat_evd_create", dat.dat_evd_create(ia, n, ptr::null_mut(), DAT_EVD_CR_FLAG, &mut s.cr))?;
             let region = DAT_REGION_DESCRIPTION { for_va: s.buf.as_mut_ptr().cast() };
             let (mut lmr, mut len, mut addr) = (ptr::null_mut(), 0, 0);
             let privileges = DAT_MEM_PRIV_ALL_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC;
             check(
                 "dat_lmr_create",
-                dat_lmr_create(
+                dat.dat_lmr_create(
                     ia,
                     DAT_MEM_TYPE_VIRTUAL,
                     region,
@@ -132,7 +139,7 @@ impl CSide {
         let mut ep = ptr::null_mut();
         // SAFETY: live handles, a valid attribute structure and out-pointer.
         check("dat_ep_create", unsafe {
-            dat_ep_create(self.ia, self.pz, self.dto, self.dto, self.conn, &self.attr, &mut ep)
+            self.dat.dat_ep_create(self.ia, self.pz, self.dto, self.dto, self.conn, &self.attr, &mut ep)
         })?;
         Ok(ep)
     }
@@ -140,7 +147,7 @@ impl CSide {
     fn wait(&self, evd: DAT_EVD_HANDLE, what: &str) -> Result<DAT_EVENT, String> {
         let (mut event, mut nmore) = (DAT_EVENT::default(), 0);
         // SAFETY: a live EVD and valid out-pointers.
-        check(what, unsafe { dat_evd_wait(evd, WAIT_US, 1, &mut event, &mut nmore) })?;
+        check(what, unsafe { self.dat.dat_evd_wait(evd, WAIT_US, 1, &mut event, &mut nmore) })?;
         Ok(event)
     }
 
@@ -158,7 +165,7 @@ impl CSide {
     }
 }
 
-impl Peer for CSide {
+impl<D: Dat> Peer for CSide<D> {
     type Addr = libc::sockaddr_in;
 
     fn addr_of(ip: [u8; 4]) -> libc::sockaddr_in {
@@ -175,7 +182,7 @@ impl Peer for CSide {
         let mut attr = DAT_IA_ATTR::default();
         // SAFETY: a live IA and a valid attribute structure.
         check("dat_ia_query", unsafe {
-            dat_ia_query(self.ia, ptr::null_mut(), IA_FIELD_ALL, &mut attr, 0, ptr::null_mut())
+            self.dat.dat_ia_query(self.ia, ptr::null_mut(), IA_FIELD_ALL, &mut attr, 0, ptr::null_mut())
         })?;
         // SAFETY: the provider points at an IPv4 socket address it owns.
         Ok(unsafe { *attr.ia_address_ptr.cast::<libc::sockaddr_in>() })
@@ -183,7 +190,9 @@ impl Peer for CSide {
 
     fn listen(&mut self, port: u64) -> Result<(), String> {
         // SAFETY: live handles and a valid out-pointer.
-        check("dat_psp_create", unsafe { dat_psp_create(self.ia, port, self.cr, DAT_PSP_CONSUMER_FLAG, &mut self.psp) })
+        check("dat_psp_create", unsafe {
+            self.dat.dat_psp_create(self.ia, port, self.cr, DAT_PSP_CONSUMER_FLAG, &mut self.psp)
+        })
     }
 
     fn accept(&mut self, recvs: &dyn Fn(&Hello) -> u32) -> Result<Hello, String> {
@@ -195,7 +204,7 @@ impl Peer for CSide {
         let cr = unsafe { e.event_data.cr_arrival_event_data.cr_handle };
         let mut param = DAT_CR_PARAM::default();
         // SAFETY: a live CR and a valid out-pointer.
-        check("dat_cr_query", unsafe { dat_cr_query(cr, DAT_CR_FIELD_ALL as DAT_CR_PARAM_MASK, &mut param) })?;
+        check("dat_cr_query", unsafe { self.dat.dat_cr_query(cr, DAT_CR_FIELD_ALL as DAT_CR_PARAM_MASK, &mut param) })?;
         // SAFETY: the provider's private data, of the size it says.
         let data = unsafe {
             std::slice::from_raw_parts(param.private_data.cast::<u8>(), param.private_data_size.max(0) as usize)
@@ -210,7 +219,9 @@ impl Peer for CSide {
         }
         let mut me = encode_remote(self.mine());
         // SAFETY: a live CR and EP; the data outlives the call.
-        check("dat_cr_accept", unsafe { dat_cr_accept(cr, ep, me.len() as DAT_COUNT, me.as_mut_ptr().cast()) })?;
+        check("dat_cr_accept", unsafe {
+            self.dat.dat_cr_accept(cr, ep, me.len() as DAT_COUNT, me.as_mut_ptr().cast())
+        })?;
         let e = self.wait(self.conn, "waiting for the connection")?;
         if e.event_number != DAT_CONNECTION_EVENT_ESTABLISHED {
             return Err(format!("the connection did not come up: event {:#x}", e.event_number));
@@ -230,7 +241,7 @@ impl Peer for CSide {
         let mut data = Hello { buf: me.addr, rkey: me.rkey, ..hello }.encode();
         // SAFETY: a live EP; the address and data outlive the call.
         check("dat_ep_connect", unsafe {
-            dat_ep_connect(
+            self.dat.dat_ep_connect(
                 ep,
                 (&raw mut server).cast(),
                 port,
@@ -272,7 +283,7 @@ fn flags(signal: bool) -> DAT_COMPLETION_FLAGS {
     }
 }
 
-impl Link for CSide {
+impl<D: Dat> Link for CSide<D> {
     fn buf(&self) -> *mut u8 {
         self.buf.as_ptr().cast_mut()
     }
@@ -282,7 +293,7 @@ impl Link for CSide {
         let (mut iov, to) = (self.local(local, len), self.target(ep, remote, len));
         // SAFETY: a live EP; the triplets outlive the call.
         check("dat_ep_post_rdma_write", unsafe {
-            dat_ep_post_rdma_write(self.eps[ep], 1, &mut iov, cookie(k), &to, flags(signal))
+            self.dat.dat_ep_post_rdma_write(self.eps[ep], 1, &mut iov, cookie(k), &to, flags(signal))
         })
     }
 
@@ -291,7 +302,7 @@ impl Link for CSide {
         let (mut iov, from) = (self.local(local, len), self.target(ep, remote, len));
         // SAFETY: as above.
         check("dat_ep_post_rdma_read", unsafe {
-            dat_ep_post_rdma_read(self.eps[ep], 1, &mut iov, cookie(k), &from, flags(signal))
+            self.dat.dat_ep_post_rdma_read(self.eps[ep], 1, &mut iov, cookie(k), &from, flags(signal))
         })
     }
 
@@ -299,7 +310,9 @@ impl Link for CSide {
     fn send(&mut self, ep: usize, local: u64, len: u32, k: u64, signal: bool) -> Result<(), String> {
         let mut iov = self.local(local, len);
         // SAFETY: as above.
-        check("dat_ep_post_send", unsafe { dat_ep_post_send(self.eps[ep], 1, &mut iov, cookie(k), flags(signal)) })
+        check("dat_ep_post_send", unsafe {
+            self.dat.dat_ep_post_send(self.eps[ep], 1, &mut iov, cookie(k), flags(signal))
+        })
     }
 
     #[inline]
@@ -307,26 +320,15 @@ impl Link for CSide {
         let mut iov = self.local(local, len);
         // SAFETY: as above.
         check("dat_ep_post_recv", unsafe {
-            dat_ep_post_recv(self.eps[ep], 1, &mut iov, cookie(k), DAT_COMPLETION_DEFAULT_FLAG)
+            self.dat.dat_ep_post_recv(self.eps[ep], 1, &mut iov, cookie(k), DAT_COMPLETION_DEFAULT_FLAG)
         })
     }
 
     fn fetch_add(&mut self, ep: usize, local: u64, remote: u64, k: u64) -> Result<(), String> {
         let (mut iov, to) = (self.local(local, 8), self.target(ep, remote, 8));
-        // SAFETY: what dat_ib_post_fetch_and_add of <dat2/dat_ib_extensions.h>
-        // expands to: the EP, the operation, then the add value, the local
-        // triplet, the cookie (an 8-byte union, passed as its 64 bits),
-        // the remote triplet and the flags.
+        // SAFETY: a live EP; the triplets outlive the call.
         check("dat_ib_post_fetch_and_add", unsafe {
-            dat_extension_op(
-                self.eps[ep],
-                DAT_IB_FETCH_AND_ADD_OP as DAT_EXTENDED_OP,
-                1u64,
-                &mut iov as *mut DAT_LMR_TRIPLET,
-                k,
-                &to as *const DAT_RMR_TRIPLET,
-                DAT_COMPLETION_DEFAULT_FLAG,
-            )
+            self.dat.fetch_and_add(self.eps[ep], 1, &mut iov, k, &to, DAT_COMPLETION_DEFAULT_FLAG)
         })
     }
 
@@ -334,7 +336,7 @@ impl Link for CSide {
     fn poll(&mut self) -> Result<Option<Done>, String> {
         let mut e = DAT_EVENT::default();
         // SAFETY: a live EVD and a valid out-pointer.
-        let ret = unsafe { dat_evd_dequeue(self.dto, &mut e) };
+        let ret = unsafe { self.dat.dat_evd_dequeue(self.dto, &mut e) };
         if ret & 0x3fff_0000 == DAT_QUEUE_EMPTY {
             return Ok(None);
         }
@@ -352,7 +354,7 @@ impl Link for CSide {
         if !self.gone {
             let mut e = DAT_EVENT::default();
             // SAFETY: a live EVD and a valid out-pointer.
-            self.gone = unsafe { dat_evd_dequeue(self.conn, &mut e) } == DAT_SUCCESS
+            self.gone = unsafe { self.dat.dat_evd_dequeue(self.conn, &mut e) } == DAT_SUCCESS
                 && e.event_number != DAT_CONNECTION_EVENT_ESTABLISHED;
         }
         self.gone
@@ -361,14 +363,14 @@ impl Link for CSide {
     fn close(&mut self) {
         for &ep in &self.eps {
             // SAFETY: a live EP.
-            unsafe { dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG) };
+            unsafe { self.dat.dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG) };
         }
     }
 }
 
-impl Drop for CSide {
+impl<D: Dat> Drop for CSide<D> {
     fn drop(&mut self) {
         // SAFETY: the IA is open; an abrupt close frees everything on it.
-        unsafe { dat_ia_close(self.ia, DAT_CLOSE_ABRUPT_FLAG) };
+        unsafe { self.dat.dat_ia_close(self.ia, DAT_CLOSE_ABRUPT_FLAG) };
     }
 }

@@ -3,6 +3,7 @@
 
 mod args;
 mod c_api;
+mod dat;
 mod link;
 mod output;
 mod perftest;
@@ -15,7 +16,9 @@ use std::sync::mpsc;
 
 use args::{Api, Options, Role};
 use c_api::CSide;
+use dat::{Dat, Libdat2, Libudat};
 use link::Peer;
+use rounds::Rounds;
 use run::{Measured, Server};
 // libudat.a's consumer functions, which `c_api` calls.
 use libudat as _;
@@ -106,7 +109,15 @@ fn serve<P: Peer>(mut side: P, base: &Options, port: u64, ready: Option<mpsc::Se
         side.accept(&|_| Server::receives(o.test, d))?;
     }
     let mut server = Server::new(&o);
-    while !server.step(&mut side)? {}
+    if server.passive() {
+        // Off the CPUs the device's work needs (a soft-RoCE device's is the
+        // kernel's), as perftest's server for these tests is: it blocks.
+        while !side.peer_gone() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    } else {
+        while !server.step(&mut side)? {}
+    }
     side.close();
     Ok(())
 }
@@ -132,11 +143,11 @@ trait OnSide<A> {
 /// How an API opens the device `o.device` names, in the thread that uses
 /// the side, and runs `then` on it. The Rust API's side lives only inside
 /// that call: its objects are branded with its IA.
-trait Open: Copy + Send + 'static {
+trait Open: Clone + Send + 'static {
     type Addr: Copy + Send + 'static;
     fn addr_of(ip: [u8; 4]) -> Self::Addr;
     /// `server`: the side of a loopback server.
-    fn open<W: OnSide<Self::Addr>>(self, o: &Options, server: bool, then: W) -> Result<W::Out, String>;
+    fn open<W: OnSide<Self::Addr>>(&self, o: &Options, server: bool, then: W) -> Result<W::Out, String>;
 }
 
 /// The Rust API over verbs.
@@ -150,30 +161,51 @@ impl Open for RustApi {
         udat_verbs::ipv4(ip, 0)
     }
 
-    fn open<W: OnSide<Self::Addr>>(self, o: &Options, _server: bool, then: W) -> Result<W::Out, String> {
+    fn open<W: OnSide<Self::Addr>>(&self, o: &Options, _server: bool, then: W) -> Result<W::Out, String> {
         rust_api::open(udat_verbs::Verbs::new(), &o.device, o.eps, depth(o), |side| then.run(side))
     }
 }
 
-/// The C ABI over verbs. A loopback server has a provider of its own (the
-/// device's port named), as a server in another process would have, so
-/// that the two sides do not share one provider's lock.
-#[derive(Clone, Copy)]
-struct CApi;
+/// The C ABI, through the library `D`: the provider `client` opens, and
+/// the one a loopback server opens. The server has a provider of its own,
+/// as a server in another process would have, so that the two sides,
+/// each in its thread, do not share a provider: one thread to a provider,
+/// unless `shared` (several client threads) opens it thread-safe.
+#[derive(Clone)]
+struct CApi<D> {
+    dat: D,
+    client: String,
+    server: String,
+    shared: bool,
+}
 
-impl Open for CApi {
-    type Addr = <CSide as Peer>::Addr;
+impl CApi<Libudat> {
+    /// libudat.a's provider of the verbs device `o.device`; a loopback
+    /// server's names the device's port.
+    fn libudat(o: &Options) -> CApi<Libudat> {
+        let client = format!("udat-verbs-{}", o.device);
+        let server = if o.device.contains(':') { client.clone() } else { format!("{client}:1") };
+        CApi { dat: Libudat, client, server, shared: o.threads > 1 }
+    }
+}
+
+impl CApi<Libdat2> {
+    /// libdat2's providers of the `dat.conf` lines `ia` and `server`.
+    fn libdat2(ia: &str, server: &str) -> Result<CApi<Libdat2>, String> {
+        Ok(CApi { dat: Libdat2::load()?, client: ia.into(), server: server.into(), shared: false })
+    }
+}
+
+impl<D: Dat> Open for CApi<D> {
+    type Addr = <CSide<D> as Peer>::Addr;
 
     fn addr_of(ip: [u8; 4]) -> Self::Addr {
-        CSide::addr_of(ip)
+        CSide::<D>::addr_of(ip)
     }
 
-    fn open<W: OnSide<Self::Addr>>(self, o: &Options, server: bool, then: W) -> Result<W::Out, String> {
-        let name = match server {
-            true if !o.device.contains(':') => format!("udat-verbs-{}:1", o.device),
-            _ => format!("udat-verbs-{}", o.device),
-        };
-        then.run(CSide::open(&name, o.eps, depth(o))?)
+    fn open<W: OnSide<Self::Addr>>(&self, o: &Options, server: bool, then: W) -> Result<W::Out, String> {
+        let name = if server { &self.server } else { &self.client };
+        then.run(CSide::open(self.dat, name, self.shared, o.eps, depth(o))?)
     }
 }
 
@@ -237,25 +269,24 @@ fn combine(per_thread: Vec<Vec<Measured>>) -> Vec<Measured> {
 }
 
 fn run(o: &Options) -> Result<(), String> {
-    if o.role == Role::Loopback && o.device == "softhca" {
-        pin(o.cpu, "client and server");
-        return in_rounds(o, softhca);
-    }
-    match o.api {
+    // A server or a client measures through one API; loopback through
+    // each in turn.
+    match &o.apis[0] {
         Api::Rust => roles(o, RustApi),
-        Api::C => roles(o, CApi),
+        Api::C => roles(o, CApi::libudat(o)),
+        Api::Dat2 { ia, server } => roles(o, CApi::libdat2(ia, server)?),
     }
 }
 
-/// Server, client or loopback over verbs, each side opened by `api` in
-/// the thread that uses it.
+/// Server or client over verbs, each side opened by `api` in the thread
+/// that uses it; loopback runs every API of `o` in rounds.
 fn roles<O: Open>(o: &Options, api: O) -> Result<(), String> {
     match o.role {
         Role::Server => {
             pin(o.cpu.map(|c| c + 1), "server");
             let threads: Vec<_> = (0..u64::from(o.threads))
                 .map(|t| {
-                    let o = o.clone();
+                    let (o, api) = (o.clone(), api.clone());
                     let port = o.port + t;
                     spawn(move || api.open(&o.clone(), false, Serve { o, port, ready: None, address: None }))
                 })
@@ -269,26 +300,52 @@ fn roles<O: Open>(o: &Options, api: O) -> Result<(), String> {
         Role::Client(ip) => {
             pin(o.cpu, "client");
             let rows = threads(o, api, O::addr_of(ip))?;
-            report(o, &rows, None)
+            let measured = [Rounds::of(vec![Ok(rows)])];
+            let verdict = report(o, &o.apis[0], &measured[0], None);
+            write_files(o, &measured, None)?;
+            verdict
         }
-        Role::Loopback => {
-            pin(o.cpu, "client");
-            in_rounds(o, |o| loopback(o, api))
-        }
+        Role::Loopback => in_rounds(o),
     }
 }
 
-/// Run `once` `o.rounds` times, each run followed by perftest's when
-/// comparing (so that both meet the same moods of a noisy machine), and
-/// report each figure's median across the rounds.
-fn in_rounds(o: &Options, once: impl Fn(&Options) -> Result<Vec<Measured>, String>) -> Result<(), String> {
+/// One loopback run through `api`.
+fn loopback_once(o: &Options, api: &Api) -> Result<Vec<Measured>, String> {
+    if o.device == "softhca" {
+        return softhca(o, api);
+    }
+    match api {
+        Api::Rust => loopback(o, RustApi),
+        Api::C => loopback(o, CApi::libudat(o)),
+        Api::Dat2 { ia, server } => loopback(o, CApi::libdat2(ia, server)?),
+    }
+}
+
+/// Run each API `o.rounds` times in loopback, the APIs in turn in each
+/// round and perftest last when comparing (so that all meet the same
+/// moods of a noisy machine), and report each figure's median across the
+/// rounds. An API that fails in a round is named, and the rounds it
+/// measured still report; any failure fails the run, once all have run.
+fn in_rounds(o: &Options) -> Result<(), String> {
+    let softhca = o.device == "softhca";
+    pin(o.cpu, if softhca { "client and server" } else { "client" });
     let at = std::env::var("UDAT_RDMA_ADDR").unwrap_or_else(|_| "127.0.0.1".into());
-    let (mut udat, mut perftest) = (Vec::new(), Vec::new());
+    let mut runs: Vec<Vec<Result<Vec<Measured>, String>>> = o.apis.iter().map(|_| Vec::new()).collect();
+    let mut perftest = Vec::new();
     for round in 1..=o.rounds {
         if o.rounds > 1 {
             eprintln!("udat-perf: round {round} of {}", o.rounds);
         }
-        udat.push(once(o)?);
+        for (api, runs) in o.apis.iter().zip(&mut runs) {
+            if o.apis.len() > 1 {
+                eprintln!("udat-perf: {} ({})", o.test.name(), api.label());
+            }
+            let run = loopback_once(o, api);
+            if let Err(e) = &run {
+                eprintln!("udat-perf: {}: {e}", api.label());
+            }
+            runs.push(run);
+        }
         if o.compare {
             let run = perftest::run(o, &at);
             if let Err(e) = &run {
@@ -298,7 +355,17 @@ fn in_rounds(o: &Options, once: impl Fn(&Options) -> Result<Vec<Measured>, Strin
         }
     }
     let compared = o.compare.then(|| rounds::Perftest::of(perftest));
-    report(o, &rounds::udat(udat), compared.as_ref())
+    let measured: Vec<Rounds> = runs.into_iter().map(Rounds::of).collect();
+    let mut verdict = Ok(());
+    for (api, rounds) in o.apis.iter().zip(&measured) {
+        let r = report(o, api, rounds, compared.as_ref());
+        verdict = verdict.and(r);
+    }
+    if o.apis.len() > 1 {
+        print!("{}", output::side_by_side(o, &measured, compared.as_ref()));
+    }
+    write_files(o, &measured, compared.as_ref())?;
+    verdict
 }
 
 /// One loopback run over verbs: the servers in threads of their own, the
@@ -310,7 +377,7 @@ fn loopback<O: Open>(o: &Options, api: O) -> Result<Vec<Measured>, String> {
     for t in 0..u64::from(o.threads) {
         let (tx, rx) = mpsc::channel();
         let (atx, arx) = mpsc::channel();
-        let o2 = o.clone();
+        let (o2, api) = (o.clone(), api.clone());
         servers.push(spawn(move || {
             pin(o2.cpu.map(|c| c + 1), "server");
             let port = o2.port + t;
@@ -334,7 +401,7 @@ fn loopback<O: Open>(o: &Options, api: O) -> Result<Vec<Measured>, String> {
 fn threads<O: Open>(o: &Options, api: O, address: O::Addr) -> Result<Vec<Measured>, String> {
     let handles: Vec<_> = (0..u64::from(o.threads))
         .map(|t| {
-            let o = o.clone();
+            let (o, api) = (o.clone(), api.clone());
             let port = o.port + t;
             spawn(move || api.open(&o.clone(), false, Measure { o, address, port }))
         })
@@ -346,9 +413,10 @@ fn threads<O: Open>(o: &Options, api: O, address: O::Addr) -> Result<Vec<Measure
     Ok(combine(all))
 }
 
-/// One loopback run on the software HCA, through either API.
-fn softhca(o: &Options) -> Result<Vec<Measured>, String> {
-    match o.api {
+/// One loopback run on the software HCA, through udat's Rust API or
+/// libudat.a.
+fn softhca(o: &Options, api: &Api) -> Result<Vec<Measured>, String> {
+    match api {
         Api::Rust => {
             let hca = udat_softhca::SoftHca::new();
             let d = depth(o);
@@ -361,8 +429,10 @@ fn softhca(o: &Options) -> Result<Vec<Measured>, String> {
         // One provider, hence one software HCA, serves both IAs.
         Api::C => {
             let name = "udat-softhca-mlx5_soft0";
-            softhca_loopback(o, CSide::open(name, o.eps, depth(o))?, CSide::open(name, o.eps, depth(o))?)
+            let open = || CSide::open(Libudat, name, false, o.eps, depth(o));
+            softhca_loopback(o, open()?, open()?)
         }
+        Api::Dat2 { .. } => Err("libdat2's providers cannot reach the software HCA".into()),
     }
 }
 
@@ -396,26 +466,51 @@ fn softhca_loopback<S: Peer, C: Peer<Addr = S::Addr>>(
     Ok(rows)
 }
 
-/// Print the results (and perftest's beside them), and write JSON or CSV
-/// where asked. A comparison that holds no ratio is an error, once all is
-/// written.
-fn report(o: &Options, rows: &[Measured], perftest: Option<&rounds::Perftest>) -> Result<(), String> {
-    let api = match o.api {
-        Api::Rust => "rust",
-        Api::C => "C",
+/// What carries an API's requests: udat's transport, or libdat2 and its
+/// provider.
+fn transport(o: &Options, api: &Api) -> &'static str {
+    match api {
+        Api::Dat2 { .. } => "libdat2",
+        _ if o.device == "softhca" => "softhca",
+        _ => "verbs",
+    }
+}
+
+/// Print an API's results, and perftest's beside them. Rounds that
+/// failed, and a comparison that holds no ratio, are errors.
+fn report(o: &Options, api: &Api, r: &Rounds, perftest: Option<&rounds::Perftest>) -> Result<(), String> {
+    let through = match api {
+        Api::Dat2 { ia, .. } => format!("provider {ia} through libdat2"),
+        _ => format!("{} API, {}", api.name(), transport(o, api)),
     };
-    let transport = if o.device == "softhca" { "softhca" } else { "verbs" };
-    let rounds = if o.rounds > 1 { format!("; medians of {} rounds", o.rounds) } else { String::new() };
-    println!("udat-perf {} on {} ({api} API, {transport}{rounds})", o.test.name(), o.device);
-    print!("{}", output::table(o, rows));
+    let rounds = match (o.rounds, r.measured) {
+        (1, _) => String::new(),
+        (n, m) if m == n as usize => format!("; medians of {n} rounds"),
+        (n, m) => format!("; medians of the {m} of {n} rounds measured"),
+    };
+    println!("udat-perf {} on {} ({through}{rounds})", o.test.name(), o.device);
+    for (round, why) in &r.failures {
+        println!("{} failed in round {round} of {}: {why}", api.label(), o.rounds);
+    }
+    let rows = &r.rows;
+    print!("{}", output::table(o, &api.label(), rows));
     if o.histogram {
         print!("{}", output::histograms(rows));
     }
     let compared = perftest.map_or(Ok(()), |p| {
-        let (text, verdict) = output::beside(o, rows, p);
+        let (text, verdict) = output::beside(o, &api.label(), rows, p);
         print!("{text}");
         verdict
     });
+    match r.failures.first() {
+        Some((round, why)) => Err(format!("{} failed in round {round}: {why}", api.label())),
+        None => compared,
+    }
+}
+
+/// Write the JSON (a line per API) and CSV (a row per API and size, then
+/// perftest's) where asked; `-` is standard output.
+fn write_files(o: &Options, measured: &[Rounds], perftest: Option<&rounds::Perftest>) -> Result<(), String> {
     let perftest = perftest.map(|p| &p.rows[..]);
     let write = |path: &str, text: String| -> Result<(), String> {
         if path == "-" {
@@ -425,11 +520,16 @@ fn report(o: &Options, rows: &[Measured], perftest: Option<&rounds::Perftest>) -
             std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
         }
     };
+    let named: Vec<(String, &[Measured])> =
+        o.apis.iter().map(Api::name).zip(measured.iter().map(|r| &r.rows[..])).collect();
     if let Some(path) = &o.json {
-        write(path, output::json(o, api, transport, rows, perftest))?;
+        let lines = (o.apis.iter().zip(&named))
+            .map(|(api, (name, rows))| output::json(o, name, transport(o, api), rows, perftest))
+            .collect();
+        write(path, lines)?;
     }
     if let Some(path) = &o.csv {
-        write(path, output::csv(rows, perftest))?;
+        write(path, output::csv(&named, perftest))?;
     }
-    compared
+    Ok(())
 }

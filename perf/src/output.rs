@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use crate::args::{Options, Test};
 use crate::perftest::Row;
-use crate::rounds::Perftest;
+use crate::rounds::{Perftest, Rounds};
 use crate::run::Measured;
 use crate::stats::{histogram, Summary};
 
@@ -53,8 +53,8 @@ impl Notes {
     }
 }
 
-/// The results table.
-pub fn table(o: &Options, rows: &[Measured]) -> String {
+/// The results table of `who` (an API's label).
+pub fn table(o: &Options, who: &str, rows: &[Measured]) -> String {
     let mut t = String::new();
     let mut notes = Notes::default();
     if o.test.is_latency() {
@@ -78,12 +78,12 @@ pub fn table(o: &Options, rows: &[Measured]) -> String {
                 [("min", l.min), ("p50", l.p50), ("avg", l.avg), ("p99", l.p99), ("p99.9", l.p999), ("max", l.max)];
             let mut cells = figures
                 .map(|(what, v)| {
-                    notes.check("udat", what, m.size, v, false);
+                    notes.check(who, what, m.size, v, false);
                     fig(us(v), 9, 2)
                 })
                 .to_vec();
             cells.extend([("post time", m.post_ns), ("poll time", m.poll_ns)].map(|(what, v)| {
-                notes.check("udat", what, m.size, v, false);
+                notes.check(who, what, m.size, v, false);
                 fig(v, 9, 0)
             }));
             let _ = writeln!(t, "{:>8} {:>10} {}", m.size, m.iterations, cells.join(" "));
@@ -97,7 +97,7 @@ pub fn table(o: &Options, rows: &[Measured]) -> String {
         for m in rows {
             for (what, v) in [("MB/s", m.mb_s), ("Mops/s", m.mops), ("post time", m.post_ns), ("poll time", m.poll_ns)]
             {
-                notes.check("udat", what, m.size, v, false);
+                notes.check(who, what, m.size, v, false);
             }
             let _ = writeln!(
                 t,
@@ -132,35 +132,36 @@ pub struct Comparison {
     pub ratios: usize,
 }
 
-/// udat beside perftest, size by size, with the ratio udat / perftest
-/// where both measured the figure; `n/a` elsewhere, with the reason.
-pub fn compare(test: Test, udat: &[Measured], perftest: &[Row]) -> Comparison {
+/// What `who` (an API's label) measured beside perftest, size by size,
+/// with the ratio of the two where both measured the figure; `n/a`
+/// elsewhere, with the reason.
+pub fn compare(test: Test, who: &str, measured: &[Measured], perftest: &[Row]) -> Comparison {
     let mut t = String::new();
     if test.is_latency() {
         let _ = writeln!(
             t,
             "{:>8} | {:>10} {:>10} {:>10} | {:>10} {:>10} {:>10} | {:>7} {:>7}",
-            "bytes", "udat min", "udat p50", "udat avg", "pt min", "pt typ", "pt avg", "p50/typ", "avg/avg"
+            "bytes", "min", "p50", "avg", "pt min", "pt typ", "pt avg", "p50/typ", "avg/avg"
         );
     } else {
         let _ = writeln!(
             t,
             "{:>8} | {:>12} {:>10} | {:>12} {:>10} | {:>7}",
-            "bytes", "udat MB/s", "Mops/s", "pt MB/s", "Mpps", "ratio"
+            "bytes", "MB/s", "Mops/s", "pt MB/s", "Mpps", "ratio"
         );
     }
     let program = test.perftest();
     let mut notes = Notes::default();
     let mut ratios = Vec::new();
-    for m in udat {
+    for m in measured {
         let row = perftest.iter().find(|r| r.bytes() == m.size);
         if row.is_none() {
             notes.add(format!("{program} reported nothing at {} bytes", m.size));
         }
         let line = if test.is_latency() {
-            latency_line(m, row, program, &mut notes, &mut ratios)
+            latency_line(m, row, who, program, &mut notes, &mut ratios)
         } else {
-            bandwidth_line(m, row, program, &mut notes, &mut ratios)
+            bandwidth_line(m, row, who, program, &mut notes, &mut ratios)
         };
         t.push_str(&line);
     }
@@ -177,6 +178,7 @@ fn ratio_cell(r: Option<f64>, ratios: &mut Vec<Option<f64>>) -> String {
 fn latency_line(
     m: &Measured,
     row: Option<&Row>,
+    who: &str,
     program: &str,
     notes: &mut Notes,
     ratios: &mut Vec<Option<f64>>,
@@ -193,7 +195,7 @@ fn latency_line(
     }
     let (u_min, u_p50, u_avg) = m.latency.map_or((nan, nan, nan), |l| (us(l.min), us(l.p50), us(l.avg)));
     if m.latency.is_none() {
-        notes.add(format!("udat took no samples at {} bytes", m.size));
+        notes.add(format!("{who} took no samples at {} bytes", m.size));
     }
     format!(
         "{:>8} | {} {} {} | {} {} {} | {} {}\n",
@@ -212,6 +214,7 @@ fn latency_line(
 fn bandwidth_line(
     m: &Measured,
     row: Option<&Row>,
+    who: &str,
     program: &str,
     notes: &mut Notes,
     ratios: &mut Vec<Option<f64>>,
@@ -224,7 +227,7 @@ fn bandwidth_line(
         notes.check(program, "its bandwidth", m.size, avg, true);
         notes.check(program, "its message rate", m.size, mpps, false);
     }
-    notes.check("udat", "its bandwidth", m.size, m.mb_s, false);
+    notes.check(who, "its bandwidth", m.size, m.mb_s, false);
     format!(
         "{:>8} | {} {} | {} {} | {}\n",
         m.size,
@@ -239,9 +242,9 @@ fn bandwidth_line(
 /// The comparison with perftest over its rounds, as printed, and an
 /// error when it holds no ratio: perftest gave nothing to compare with,
 /// and a comparison asked for must not pass silently.
-pub fn beside(o: &Options, udat: &[Measured], p: &Perftest) -> (String, Result<(), String>) {
+pub fn beside(o: &Options, who: &str, measured: &[Measured], p: &Perftest) -> (String, Result<(), String>) {
     let program = o.test.perftest();
-    let mut t = format!("beside {program} on {} (ratio: udat / perftest", o.device);
+    let mut t = format!("beside {program} on {} (ratio: {who} / perftest", o.device);
     if o.rounds > 1 && p.measured == o.rounds as usize {
         let _ = write!(t, "; medians of {} rounds", o.rounds);
     } else if o.rounds > 1 {
@@ -251,14 +254,96 @@ pub fn beside(o: &Options, udat: &[Measured], p: &Perftest) -> (String, Result<(
     for (round, why) in &p.failures {
         let _ = writeln!(t, "{program} gave no figures in round {round} of {}: {why}", o.rounds);
     }
-    let c = compare(o.test, udat, &p.rows);
+    let c = compare(o.test, who, measured, &p.rows);
     if !p.rows.is_empty() {
         t.push_str(&c.text);
     }
     if c.ratios > 0 {
         return (t, Ok(()));
     }
-    (t, Err(format!("no ratio to report: {program} gave no figure to compare udat with (see above)")))
+    (t, Err(format!("no ratio to report: {program} gave no figure to compare {who} with (see above)")))
+}
+
+/// A figure a side-by-side table compares, per size: its unit, an API's
+/// figure and perftest's.
+type Figure = (&'static str, fn(&Measured) -> Option<f64>, fn(&Row) -> Option<f64>);
+
+fn figures(test: Test) -> &'static [Figure] {
+    if test.is_latency() {
+        &[(
+            "p50 µs",
+            |m| m.latency.map(|l| us(l.p50)),
+            |r| match *r {
+                Row::Latency { typical, .. } => Some(typical),
+                Row::Bandwidth { .. } => None,
+            },
+        )]
+    } else {
+        &[
+            (
+                "MB/s",
+                |m| Some(m.mb_s),
+                |r| match *r {
+                    Row::Bandwidth { avg, .. } => Some(avg),
+                    Row::Latency { .. } => None,
+                },
+            ),
+            (
+                "Mops/s",
+                |m| Some(m.mops),
+                |r| match *r {
+                    Row::Bandwidth { mpps, .. } => Some(mpps),
+                    Row::Latency { .. } => None,
+                },
+            ),
+        ]
+    }
+}
+
+/// A figure with its ratio to perftest's, or `n/a`.
+fn cell(v: Option<f64>, perftest: Option<f64>) -> String {
+    match (v.filter(|v| v.is_finite()), perftest.and_then(|p| ratio(v?, p))) {
+        (Some(v), Some(r)) => format!("{v:.places$} ({r:.2})", places = places(v)),
+        (Some(v), None) => format!("{v:.places$}", places = places(v)),
+        (None, _) => "n/a".into(),
+    }
+}
+
+/// Decimals for three significant figures, and at least two.
+fn places(v: f64) -> usize {
+    let magnitude = v.abs().log10().floor();
+    if magnitude.is_finite() && magnitude < 0.0 {
+        2 + (-magnitude) as usize
+    } else {
+        2
+    }
+}
+
+/// The APIs' medians, and perftest's when compared, side by side as
+/// Markdown: a line per size and figure (latency: p50, and perftest's
+/// typical; bandwidth: MB/s and Mops/s), each API's ratio to perftest in
+/// brackets.
+pub fn side_by_side(o: &Options, apis: &[Rounds], perftest: Option<&Perftest>) -> String {
+    let mut t = String::new();
+    let rounds = if o.rounds > 1 { format!("medians of {} rounds", o.rounds) } else { "one round".into() };
+    let against = perftest.map_or(String::new(), |_| format!("; ratio to {}", o.test.perftest()));
+    let _ = writeln!(t, "side by side on {} ({rounds}{against}):", o.device);
+    let mut labels: Vec<String> = o.apis.iter().map(|a| a.label()).collect();
+    labels.extend(perftest.map(|_| "perftest".to_string()));
+    let _ = writeln!(t, "| measure | {} |", labels.join(" | "));
+    let _ = writeln!(t, "| --- |{}", " ---: |".repeat(labels.len()));
+    let sizes = apis.iter().map(|r| &r.rows).max_by_key(|rows| rows.len()).cloned().unwrap_or_default();
+    for size in sizes.iter().map(|m| m.size) {
+        let row = perftest.and_then(|p| p.rows.iter().find(|r| r.bytes() == size));
+        for (unit, of, pt) in figures(o.test) {
+            let p = row.and_then(pt).filter(|v| v.is_finite());
+            let mut cells: Vec<String> =
+                apis.iter().map(|r| cell(r.rows.iter().find(|m| m.size == size).and_then(of), p)).collect();
+            cells.extend(perftest.map(|_| cell(p, None)));
+            let _ = writeln!(t, "| {} {size} B, {unit} | {} |", o.test.name(), cells.join(" | "));
+        }
+    }
+    t
 }
 
 fn json_number(v: f64) -> String {
@@ -311,7 +396,7 @@ fn json_perftest(r: &Row) -> String {
 pub fn json(o: &Options, api: &str, transport: &str, udat: &[Measured], perftest: Option<&[Row]>) -> String {
     let rows: Vec<String> = udat.iter().map(json_row).collect();
     let mut s = format!(
-        "{{\"tool\": \"udat-perf\", \"test\": \"{}\", \"device\": \"{}\", \"api\": \"{api}\", \"transport\": \"{transport}\", \"rounds\": {}, \"udat\": [{}]",
+        "{{\"tool\": \"udat-perf\", \"test\": \"{}\", \"device\": \"{}\", \"api\": \"{api}\", \"transport\": \"{transport}\", \"rounds\": {}, \"rows\": [{}]",
         o.test.name(),
         o.device.replace(['"', '\\'], ""),
         o.rounds,
@@ -326,19 +411,20 @@ pub fn json(o: &Options, api: &str, transport: &str, udat: &[Measured], perftest
     s
 }
 
-/// The run as CSV: a row per size and tool.
-pub fn csv(udat: &[Measured], perftest: Option<&[Row]>) -> String {
+/// The run as CSV: a row per API (named in the first field) and size,
+/// then perftest's.
+pub fn csv(apis: &[(String, &[Measured])], perftest: Option<&[Row]>) -> String {
     let mut s =
         String::from("tool,bytes,iterations,min_us,p50_us,avg_us,p99_us,p999_us,max_us,mb_s,mops,post_ns,poll_ns\n");
     // A figure not measured (absent or not finite) is an empty field.
     let f =
         |v: Option<f64>, places: usize| v.filter(|v| v.is_finite()).map_or(String::new(), |v| format!("{v:.places$}"));
-    for m in udat {
+    for (api, m) in apis.iter().flat_map(|(api, rows)| rows.iter().map(move |m| (api, m))) {
         let l = m.latency;
         let lat = |pick: fn(&Summary) -> f64| f(l.as_ref().map(|l| us(pick(l))), 4);
         let _ = writeln!(
             s,
-            "udat,{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{api},{},{},{},{},{},{},{},{},{},{},{},{}",
             m.size,
             m.iterations,
             lat(|l| l.min),
@@ -405,10 +491,10 @@ mod tests {
         assert_eq!(j.matches("\"bytes\"").count(), 3);
         assert!(j.contains("\"p50_us\": 2.0000") && j.contains("\"typical_us\": 2.0000"));
         assert_eq!(j.matches('{').count(), j.matches('}').count());
-        let c = csv(&[lat(2, 2000.0)], Some(&perftest));
+        let c = csv(&[("rust".into(), &[lat(2, 2000.0)])], Some(&perftest));
         assert_eq!(c.lines().count(), 3);
         assert!(c.lines().all(|l| l.split(',').count() == 13), "{c}");
-        let c = compare(Test::WriteLat, &[lat(2, 3000.0)], &perftest);
+        let c = compare(Test::WriteLat, "Rust API", &[lat(2, 3000.0)], &perftest);
         assert!(c.text.lines().nth(1).unwrap().trim_end().ends_with("1.50    1.00"), "{}", c.text);
         assert_eq!(c.ratios, 2);
     }
@@ -429,13 +515,13 @@ mod tests {
         let row =
             Row::Latency { bytes: 2, iterations: 3, min: inf, max: inf, typical: inf, avg: inf, p99: inf, p999: inf };
         let o = loopback("loopback --compare");
-        let (text, verdict) = beside(&o, &[lat(2, 2000.0)], &compared(vec![row], Vec::new()));
+        let (text, verdict) = beside(&o, "Rust API", &[lat(2, 2000.0)], &compared(vec![row], Vec::new()));
         assert!(!text.contains("inf |") && !text.contains("0.00"), "{text}");
         assert!(text.lines().nth(2).unwrap().trim_end().ends_with("n/a     n/a"), "{text}");
         assert!(text.contains("n/a: ib_write_lat reported inf as its typical latency at 2 bytes"), "{text}");
-        assert!(verdict.unwrap_err().contains("ib_write_lat gave no figure to compare udat with"));
+        assert!(verdict.unwrap_err().contains("ib_write_lat gave no figure to compare Rust API with"));
         let nan = Row::Bandwidth { bytes: 65536, iterations: 3, peak: 1.0, avg: f64::NAN, mpps: 0.0 };
-        let c = compare(Test::WriteBw, &[Measured { size: 65536, ..lat(65536, 1.0) }], &[nan]);
+        let c = compare(Test::WriteBw, "Rust API", &[Measured { size: 65536, ..lat(65536, 1.0) }], &[nan]);
         assert!(!c.text.contains("NaN |") && c.ratios == 0, "{}", c.text);
         assert!(c.text.contains("n/a: ib_write_bw reported NaN as its bandwidth at 65536 bytes"), "{}", c.text);
     }
@@ -443,7 +529,7 @@ mod tests {
     #[test]
     fn a_zero_from_perftest_gives_no_ratio() {
         let row = Row::Bandwidth { bytes: 65536, iterations: 3, peak: 0.0, avg: 0.0, mpps: 0.0 };
-        let c = compare(Test::WriteBw, &[Measured { size: 65536, ..lat(65536, 1.0) }], &[row]);
+        let c = compare(Test::WriteBw, "Rust API", &[Measured { size: 65536, ..lat(65536, 1.0) }], &[row]);
         assert_eq!(c.ratios, 0);
         assert!(c.text.lines().nth(1).unwrap().ends_with("n/a"), "{}", c.text);
         assert!(c.text.contains("n/a: ib_write_bw reported 0 as its bandwidth at 65536 bytes"), "{}", c.text);
@@ -454,7 +540,7 @@ mod tests {
         let why =
             "ib_write_lat failed (exit status: 1)\n  ib_write_lat client:\n     Couldn't connect to 192.0.2.1:19600";
         let o = loopback("loopback --compare");
-        let (text, verdict) = beside(&o, &[lat(2, 2000.0)], &compared(Vec::new(), vec![(1, why.into())]));
+        let (text, verdict) = beside(&o, "Rust API", &[lat(2, 2000.0)], &compared(Vec::new(), vec![(1, why.into())]));
         assert!(text.contains("ib_write_lat gave no figures in round 1 of 1: ib_write_lat failed (exit status: 1)"));
         assert!(text.contains("Couldn't connect to 192.0.2.1:19600"), "{text}");
         assert!(!text.contains("| "), "no table of nothing: {text}");
@@ -467,9 +553,9 @@ mod tests {
             Row::Latency { bytes: 2, iterations: 3, min: 1.0, max: 3.0, typical: 2.0, avg: 2.0, p99: 3.0, p999: 3.0 };
         let o = loopback("loopback --compare --rounds 3 -d rxe0");
         let p = Perftest { rows: vec![row], measured: 2, failures: vec![(2, "ib_write_lat failed".into())] };
-        let (text, verdict) = beside(&o, &[lat(2, 2000.0)], &p);
+        let (text, verdict) = beside(&o, "Rust API", &[lat(2, 2000.0)], &p);
         assert!(
-            text.starts_with("beside ib_write_lat on rxe0 (ratio: udat / perftest; medians of the 2 of 3 rounds ib_write_lat measured)"),
+            text.starts_with("beside ib_write_lat on rxe0 (ratio: Rust API / perftest; medians of the 2 of 3 rounds ib_write_lat measured)"),
             "{text}"
         );
         assert!(text.contains("round 2 of 3") && text.contains("1.00"), "{text}");
@@ -477,13 +563,40 @@ mod tests {
     }
 
     #[test]
+    fn apis_side_by_side_show_each_figure_with_its_ratio_and_what_failed_as_n_a() {
+        let o = loopback("loopback -t write_bw -s 64 --api rust,c,dat2:ofa --rounds 3 --compare");
+        let m = |mb_s: f64, mops: f64| Measured { size: 64, mb_s, mops, ..lat(64, 1.0) };
+        let apis = [
+            Rounds { rows: vec![m(4.0, 0.0625)], measured: 3, failures: Vec::new() },
+            Rounds { rows: vec![m(2.0, 0.03125)], measured: 3, failures: Vec::new() },
+            Rounds { rows: Vec::new(), measured: 0, failures: vec![(1, "no provider".into())] },
+        ];
+        let bw = Row::Bandwidth { bytes: 64, iterations: 9, peak: 5.0, avg: 2.0, mpps: 0.03125 };
+        let p = Perftest { rows: vec![bw], measured: 3, failures: Vec::new() };
+        let t = side_by_side(&o, &apis, Some(&p));
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "side by side on rxe0 (medians of 3 rounds; ratio to ib_write_bw):", "{t}");
+        assert_eq!(lines[1], "| measure | Rust API | libudat.a | ofa via libdat2 | perftest |", "{t}");
+        assert_eq!(lines[2], "| --- | ---: | ---: | ---: | ---: |", "{t}");
+        assert_eq!(lines[3], "| write_bw 64 B, MB/s | 4.00 (2.00) | 2.00 (1.00) | n/a | 2.00 |", "{t}");
+        assert_eq!(lines[4], "| write_bw 64 B, Mops/s | 0.0625 (2.00) | 0.0312 (1.00) | n/a | 0.0312 |", "{t}");
+        assert_eq!(lines.len(), 5, "{t}");
+        let alone = side_by_side(&loopback("loopback --api rust,c"), &apis[..2], None);
+        assert!(
+            alone.starts_with("side by side on rxe0 (one round):\n| measure | Rust API | libudat.a |\n"),
+            "{alone}"
+        );
+        assert!(alone.ends_with("| write_lat 64 B, p50 µs | 0.00100 | 0.00100 |\n"), "{alone}");
+    }
+
+    #[test]
     fn udat_s_own_table_prints_no_infinity() {
         let o = loopback("loopback -t write_bw");
         let m = Measured { size: 65536, mb_s: f64::INFINITY, ..lat(65536, 1.0) };
-        let t = table(&o, &[m]);
+        let t = table(&o, "Rust API", &[m]);
         assert!(t.lines().filter(|l| !l.starts_with("n/a: ")).all(|l| !l.contains("inf")), "{t}");
-        assert!(t.contains("n/a: udat reported inf as MB/s at 65536 bytes"), "{t}");
-        let c = csv(&[Measured { mb_s: f64::INFINITY, ..lat(2, 1.0) }], None);
+        assert!(t.contains("n/a: Rust API reported inf as MB/s at 65536 bytes"), "{t}");
+        let c = csv(&[("C".into(), &[Measured { mb_s: f64::INFINITY, ..lat(2, 1.0) }])], None);
         assert!(!c.contains("inf") && c.lines().nth(1).unwrap().split(',').nth(9) == Some(""), "{c}");
     }
 }

@@ -24,9 +24,9 @@ fn median_of<T>(runs: &[T], figure: impl Fn(&T) -> f64) -> f64 {
     median(runs.iter().map(figure).collect())
 }
 
-/// udat's rounds, size by size (every round measures the same sizes in
+/// An API's rounds, size by size (every round measures the same sizes in
 /// the same order).
-pub fn udat(rounds: Vec<Vec<Measured>>) -> Vec<Measured> {
+fn medians(rounds: Vec<Vec<Measured>>) -> Vec<Measured> {
     let sizes = rounds.first().map_or(0, Vec::len);
     (0..sizes).map(|i| merge(rounds.iter().filter_map(|r| r.get(i)).collect())).collect()
 }
@@ -56,6 +56,37 @@ fn merge(runs: Vec<&Measured>) -> Measured {
     }
 }
 
+/// An API over the rounds: the medians of the rounds it measured, and
+/// why the others failed.
+#[derive(Debug)]
+pub struct Rounds {
+    pub rows: Vec<Measured>,
+    /// Rounds whose figures the medians take.
+    pub measured: usize,
+    /// (round from 1, what went wrong).
+    pub failures: Vec<(usize, String)>,
+}
+
+impl Rounds {
+    pub fn of(runs: Vec<Result<Vec<Measured>, String>>) -> Rounds {
+        let (good, failures) = split(runs);
+        Rounds { measured: good.len(), rows: medians(good), failures }
+    }
+}
+
+/// The rounds that measured, and the others' round (from 1) and reason.
+fn split<T>(runs: Vec<Result<T, String>>) -> (Vec<T>, Vec<(usize, String)>) {
+    let mut good = Vec::new();
+    let mut failures = Vec::new();
+    for (round, run) in runs.into_iter().enumerate() {
+        match run {
+            Ok(rows) => good.push(rows),
+            Err(why) => failures.push((round + 1, why)),
+        }
+    }
+    (good, failures)
+}
+
 /// perftest over the rounds: the median of the rounds that gave rows,
 /// and why the others gave none.
 #[derive(Debug)]
@@ -69,14 +100,7 @@ pub struct Perftest {
 
 impl Perftest {
     pub fn of(runs: Vec<Result<Vec<Row>, String>>) -> Perftest {
-        let mut good = Vec::new();
-        let mut failures = Vec::new();
-        for (round, run) in runs.into_iter().enumerate() {
-            match run {
-                Ok(rows) => good.push(rows),
-                Err(why) => failures.push((round + 1, why)),
-            }
-        }
+        let (good, failures) = split(runs);
         Perftest { rows: perftest_rows(&good), measured: good.len(), failures }
     }
 }
@@ -171,9 +195,11 @@ mod tests {
     }
 
     #[test]
-    fn udat_s_figures_are_the_median_of_the_rounds_and_its_samples_pooled() {
+    fn an_api_s_figures_are_the_median_of_the_rounds_it_measured_and_its_samples_pooled() {
         let rounds = vec![vec![lat(900.0, vec![1, 2])], vec![lat(100.0, vec![3, 4])], vec![lat(200.0, vec![5, 6])]];
-        let m = udat(rounds);
+        let r = Rounds::of(rounds.into_iter().map(Ok).chain([Err("lost".to_string())]).collect());
+        assert_eq!((r.measured, &r.failures[..]), (3, &[(4, "lost".to_string())][..]));
+        let m = r.rows;
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].latency.unwrap().p50, 200.0);
         assert_eq!(m[0].mb_s, 200.0);

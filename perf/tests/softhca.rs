@@ -38,9 +38,9 @@ fn the_c_abi_runs_every_test_too() {
 #[test]
 fn several_endpoints_a_sweep_and_csv() {
     let out = perf(&["loopback", "-d", "softhca", "-t", "write_bw", "-q", "3", "-s", "4096", "-n", "90", "--csv", "-"]);
-    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("udat,")).collect();
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("rust,")).collect();
     assert_eq!(rows.len(), 1, "{out}");
-    assert!(rows[0].starts_with("udat,4096,90,"), "{}", rows[0]);
+    assert!(rows[0].starts_with("rust,4096,90,"), "{}", rows[0]);
     let out = perf(&["loopback", "-d", "softhca", "-a", "-n", "5", "-w", "1", "--histogram"]);
     assert_eq!(out.lines().filter(|l| l.ends_with(" bytes:")).count(), 23, "{out}");
 }
@@ -59,4 +59,29 @@ fn rounds_report_the_median_of_each_figure() {
     assert!(out.starts_with("udat-perf write_lat on softhca (rust API, softhca; medians of 3 rounds)"), "{out}");
     let json = out.lines().find(|l| l.starts_with("{\"tool\": \"udat-perf\"")).expect("a JSON line");
     assert!(json.contains("\"rounds\": 3,") && json.contains("\"iterations\": 40,"), "{json}");
+}
+
+/// Several APIs in one run: each in turn in every round, a table and a
+/// JSON line each, then one table side by side; libdat2's providers
+/// cannot reach the software HCA and are refused.
+#[test]
+fn several_apis_are_measured_in_turn_and_shown_side_by_side() {
+    let args = ["loopback", "-d", "softhca", "--api", "rust,c", "-n", "30", "-w", "3", "--rounds", "2", "--json", "-"];
+    let out = perf(&args);
+    assert!(out.contains("udat-perf write_lat on softhca (rust API, softhca; medians of 2 rounds)"), "{out}");
+    assert!(out.contains("udat-perf write_lat on softhca (C API, softhca; medians of 2 rounds)"), "{out}");
+    let json: Vec<&str> = out.lines().filter(|l| l.starts_with("{\"tool\": \"udat-perf\"")).collect();
+    assert_eq!(json.len(), 2, "{out}");
+    assert!(json[0].contains("\"api\": \"rust\"") && json[1].contains("\"api\": \"C\""), "{out}");
+    assert!(json.iter().all(|l| l.contains("\"iterations\": 30,")), "{out}");
+    assert!(
+        out.contains("side by side on softhca (medians of 2 rounds):\n| measure | Rust API | libudat.a |\n"),
+        "{out}"
+    );
+    assert_eq!(out.lines().filter(|l| l.starts_with("| write_lat 2 B, p50 µs | ")).count(), 1, "{out}");
+    let refused = Command::new(env!("CARGO_BIN_EXE_udat-perf"))
+        .args(["loopback", "-d", "softhca", "--api", "rust,dat2:udat"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
 }

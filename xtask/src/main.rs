@@ -19,8 +19,8 @@
 //!   (through `softroce`), the C ABI's artifacts and C examples
 //!   ([`capi`]), a minute of each fuzz target
 //!   (`fuzz/`, from the corpus there), the fully static C example on
-//!   soft-RoCE under strace, the two event loops and udat-perf beside
-//!   perftest on soft-RoCE, a minute of the soak on the software HCA and
+//!   soft-RoCE under strace, the two event loops, udat-perf through every
+//!   API and OFA dapl beside perftest on soft-RoCE, a minute of the soak on the software HCA and
 //!   one on soft-RoCE ([`soak`]), the OpenFabrics DAPL test programs against
 //!   the plug-in on soft-RoCE (`tests/peers/run.sh`), and the same
 //!   programs between two soft-RoCE hosts (`tests/fabric/run.sh`, through
@@ -35,8 +35,8 @@
 //!   where a soft-RoCE device exists (see [`softroce`]).
 //! - `cargo xtask fabric [--timeout SECS] -- COMMAND...`: run a command on
 //!   two soft-RoCE guests joined by a cable it can cut (see [`fabric`]).
-//! - `cargo xtask perf [-- ARGS...]`: udat-perf beside perftest on
-//!   soft-RoCE (see [`perf`]).
+//! - `cargo xtask perf [-- ARGS...]`: udat-perf through udat's APIs and
+//!   OFA dapl through libdat2, beside perftest on soft-RoCE (see [`perf`]).
 //! - `cargo xtask soak [--minutes N]`: traffic, object churn, connects,
 //!   abrupt closes and CQ overruns on several threads, N minutes on the
 //!   software HCA and N on rxe, checked for lost or repeated completions

@@ -18,7 +18,7 @@ use udat_core::{DatError, DatResult, Provider, Subtype};
 
 use crate::capacity::{Capacity, Heap};
 use crate::handle_space::HandleSpace;
-use crate::lock::{Locked, ObjLocks};
+use crate::lock::{Locked, ObjLocks, Threads};
 use crate::sys::{
     udat_ext_counters_fn, udat_ext_fn, udat_provider_head, DAT_COMM, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER,
 };
@@ -155,6 +155,11 @@ impl<B: Transport> Instance<B> {
             cno_fds: std::iter::repeat_with(|| None).take(capacity.cnos as usize).collect(),
         };
         let shares = reg.thread_safe && B::SHARED_QUEUES;
+        let threads = match (reg.thread_safe, shares) {
+            (false, _) => Threads::One,
+            (true, false) => Threads::Many,
+            (true, true) => Threads::Sharing,
+        };
         let mut inst = Box::new(Instance {
             table: entries.table,
             post: entries.post,
@@ -165,7 +170,7 @@ impl<B: Transport> Instance<B> {
             thread_safe: reg.thread_safe,
             ia_out: reg.ia_out,
             poisoned: AtomicBool::new(false),
-            state: Locked::new(state, shares),
+            state: Locked::new(state, threads),
             shares,
             ep_locks: ObjLocks::new(capacity.eps as usize),
             evd_locks: ObjLocks::new(capacity.evds as usize),

@@ -8,9 +8,17 @@
 //! takes only its thread's shard for reading ([`Locked::share`]), so posts
 //! and dequeues of different threads never write a line another thread
 //! reads, and then the lock of its own Endpoint, SRQ or EVD ([`ObjLocks`]): the
-//! rules of `udat_core::shared`. A provider that never shares (registered
-//! `nonthreadsafe`, or over a transport whose queues are not to be shared)
-//! has one shard: one lock around every call, as a mutex would be.
+//! rules of `udat_core::shared`. A thread-safe provider over a transport
+//! whose queues are not to be shared has one shard: one lock around every
+//! call, as a mutex would be.
+//!
+//! A provider registered `nonthreadsafe` is entered by one thread at a
+//! time by its consumer's contract (dat_ia_query(3DAT): "The Provider
+//! Library is not required to be thread safe"). It keeps only
+//! a guard against a consumer who breaks that contract, one word
+//! ([`Threads::One`]): a call takes it with one atomic exchange and lets it
+//! go with a plain store. The same word says whether a call panicked, so
+//! the call that takes it learns both at once.
 
 use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
 use std::cell::{Cell, UnsafeCell};
@@ -66,12 +74,36 @@ impl Turns {
     }
 }
 
+/// Who may enter a provider at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threads {
+    /// One thread at a time, by the consumer's contract (a provider
+    /// registered `nonthreadsafe`): the state is behind one word.
+    One,
+    /// Any thread, one call at a time: one shard.
+    Many,
+    /// Any thread; posts and dequeues of different objects at once: the
+    /// sharded lock.
+    Sharing,
+}
+
+/// The word of a [`Threads::One`] provider: nobody in it.
+const FREE: u32 = 0;
+/// A call is in it.
+const HELD: u32 = 1;
+/// Nobody is in it, and a call panicked in it: its objects may be
+/// half-updated.
+const POISONED: u32 = 2;
+
 /// One shard, alone on its cache line.
 #[repr(align(64))]
 struct Shard(RawRwLock);
 
 /// A value behind the sharded lock.
 pub struct Locked<T> {
+    /// Of a [`Threads::One`] provider: [`FREE`], [`HELD`] or [`POISONED`].
+    word: AtomicU32,
+    alone: bool,
     shards: Box<[Shard]>,
     turns: Box<Turns>,
     value: UnsafeCell<T>,
@@ -95,10 +127,10 @@ unsafe impl<T> Sync for Locked<T> {}
 unsafe impl<T> Send for Locked<T> {}
 
 impl<T> Locked<T> {
-    /// `value` behind the lock: sharded when threads are to share it, one
-    /// shard otherwise.
-    pub fn new(value: T, shared: bool) -> Self {
-        let n = if shared { SHARDS } else { 1 };
+    /// `value` behind the lock for `threads`: one word, one shard, or
+    /// sharded.
+    pub fn new(value: T, threads: Threads) -> Self {
+        let n = if threads == Threads::Sharing { SHARDS } else { 1 };
         let shards = (0..n).map(|_| Shard(RawRwLock::INIT)).collect();
         let turns = Turns {
             waiting: AtomicU32::new(0),
@@ -106,13 +138,82 @@ impl<T> Locked<T> {
             owed_until: AtomicU64::new(0),
             epoch: Instant::now(),
         };
-        Locked { shards, turns: Box::new(turns), value: UnsafeCell::new(value) }
+        Locked {
+            word: AtomicU32::new(FREE),
+            alone: threads == Threads::One,
+            shards,
+            turns: Box::new(turns),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// Whether the value is behind one word ([`Threads::One`]), whose
+    /// guard says whether a call panicked ([`Locked::enter`]).
+    #[inline(always)]
+    pub fn alone(&self) -> bool {
+        self.alone
+    }
+
+    /// The value, to this thread alone, for a call of a [`Threads::One`]
+    /// provider: `None` once a call panicked in it (the word is
+    /// [`POISONED`], and stays so). Of any other provider, as
+    /// [`Locked::lock`]: its caller asks about panics elsewhere.
+    #[inline(always)]
+    pub fn enter(&self) -> Option<Exclusive<'_, T>> {
+        if !self.alone {
+            return Some(self.lock());
+        }
+        match self.word.swap(HELD, Ordering::Acquire) {
+            FREE => Some(Exclusive { locked: self, poison: false }),
+            prev => self.enter_slow(prev),
+        }
+    }
+
+    /// [`Locked::enter`] where the word was not free: poisoned (put back),
+    /// or held by a thread the consumer let in against its contract
+    /// (waited for).
+    #[cold]
+    #[inline(never)]
+    fn enter_slow(&self, prev: u32) -> Option<Exclusive<'_, T>> {
+        let guard = match prev {
+            POISONED => Exclusive { locked: self, poison: true },
+            _ => self.lock(),
+        };
+        if guard.poison {
+            // Dropped, it stores the poison back.
+            drop(guard);
+            return None;
+        }
+        Some(guard)
+    }
+
+    /// Take the word of a [`Threads::One`] provider, waiting out a thread
+    /// in it; whether a call had panicked in it.
+    fn take_word(&self) -> bool {
+        let mut spins = 0u32;
+        loop {
+            match self.word.swap(HELD, Ordering::Acquire) {
+                HELD => {}
+                prev => return prev == POISONED,
+            }
+            if spins < SPINS {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
     }
 
     /// The value, to this thread alone: every shard, for writing, in
-    /// order (so two callers never hold part of it each).
+    /// order (so two callers never hold part of it each), or the word. A
+    /// poisoned provider's too: its guard keeps the poison.
     #[inline(always)]
     pub fn lock(&self) -> Exclusive<'_, T> {
+        if self.alone {
+            let poison = self.take_word();
+            return Exclusive { locked: self, poison };
+        }
         match &*self.shards {
             [only] => only.0.lock_exclusive(),
             shards => {
@@ -123,7 +224,7 @@ impl<T> Locked<T> {
                 self.turns.since.store(self.turns.now(), Ordering::Relaxed);
             }
         }
-        Exclusive { locked: self }
+        Exclusive { locked: self, poison: false }
     }
 
     /// Let the sharing calls have the turn the last [`Exclusive`] owes
@@ -146,13 +247,18 @@ impl<T> Locked<T> {
         self.turns.owed_until.store(0, Ordering::Relaxed);
     }
 
-    /// Let every shard go. If sharing calls waited, they are owed a turn
-    /// ([`TURN_PER_HOLD`]) of the hold that ends.
+    /// Let every shard go, or the word, poisoned if `poison`. If sharing
+    /// calls waited, they are owed a turn ([`TURN_PER_HOLD`]) of the hold
+    /// that ends.
     ///
     /// # Safety
-    /// The caller holds every shard for writing.
+    /// The caller holds every shard for writing, or the word.
     #[inline(always)]
-    unsafe fn unlock_all(&self) {
+    unsafe fn unlock_all(&self, poison: bool) {
+        if self.alone {
+            self.word.store(if poison { POISONED } else { FREE }, Ordering::Release);
+            return;
+        }
         match &*self.shards {
             // SAFETY: the caller holds the shard for writing.
             [only] => unsafe { only.0.unlock_exclusive() },
@@ -226,24 +332,36 @@ fn thread_index() -> usize {
 /// The value, held by one thread alone.
 pub struct Exclusive<'a, T> {
     locked: &'a Locked<T>,
+    /// Of a [`Threads::One`] provider: a call panicked holding it, so the
+    /// word is let go poisoned.
+    poison: bool,
 }
 
 impl<T> Exclusive<'_, T> {
     /// Run `f` with the lock let go (a sleep), and take it again, even if
     /// `f` panics.
     pub fn unlocked<R>(guard: &mut Self, f: impl FnOnce() -> R) -> R {
-        struct Relock<'b, T>(&'b Locked<T>);
-        impl<T> Drop for Relock<'_, T> {
+        struct Relock<'g, 'b, T>(&'g mut Exclusive<'b, T>);
+        impl<T> Drop for Relock<'_, '_, T> {
             fn drop(&mut self) {
-                // Held again by the guard, which lets it go.
-                std::mem::forget(self.0.lock());
+                // Held again by the guard, which lets it go, with a poison
+                // another call left meanwhile.
+                let again = self.0.locked.lock();
+                self.0.poison |= again.poison;
+                std::mem::forget(again);
             }
         }
-        // SAFETY: the guard holds every shard for writing; `Relock` takes
-        // them again before the guard is used or dropped.
-        unsafe { guard.locked.unlock_all() };
-        let _relock = Relock(guard.locked);
+        // SAFETY: the guard holds every shard for writing, or the word;
+        // `Relock` takes them again before the guard is used or dropped.
+        unsafe { guard.locked.unlock_all(guard.poison) };
+        let _relock = Relock(guard);
         f()
+    }
+
+    /// A call panicked holding the guard: a provider of [`Threads::One`]
+    /// refuses every later call ([`Locked::enter`]).
+    pub fn poison(guard: &mut Self) {
+        guard.poison = true;
     }
 }
 
@@ -265,8 +383,8 @@ impl<T> DerefMut for Exclusive<'_, T> {
 impl<T> Drop for Exclusive<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
-        // SAFETY: this guard holds every shard for writing.
-        unsafe { self.locked.unlock_all() };
+        // SAFETY: this guard holds every shard for writing, or the word.
+        unsafe { self.locked.unlock_all(self.poison) };
     }
 }
 
@@ -400,7 +518,7 @@ mod tests {
 
     #[test]
     fn sharers_exclude_an_exclusive_holder_and_not_each_other() {
-        let locked = Locked::new(0u64, true);
+        let locked = Locked::new(0u64, Threads::Sharing);
         // SAFETY: the test only reads through the shared value.
         let (a, b) = unsafe { (locked.share(), locked.share()) };
         assert_eq!((*a, *b), (0, 0));
@@ -423,7 +541,7 @@ mod tests {
     /// Without a waiter, nothing is owed.
     #[test]
     fn an_exclusive_holder_that_kept_a_sharer_waiting_owes_it_a_turn() {
-        let locked = Locked::new(0u64, true);
+        let locked = Locked::new(0u64, Threads::Sharing);
         drop(locked.lock());
         assert_eq!(locked.turns.owed_until.load(Ordering::Relaxed), 0, "nobody waited");
         let held = locked.lock();
@@ -443,6 +561,48 @@ mod tests {
         drop(locked.lock());
         assert!(released.elapsed() >= MAX_TURN, "the next exclusive call waits out the turn");
         assert_eq!(locked.turns.owed_until.load(Ordering::Relaxed), 0, "and the turn is spent");
+    }
+
+    #[test]
+    fn a_provider_of_one_thread_is_entered_once_at_a_time() {
+        let locked = Locked::new(0u64, Threads::One);
+        let held = locked.enter().unwrap();
+        std::thread::scope(|s| {
+            let t = s.spawn(|| *locked.enter().unwrap());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(!t.is_finished(), "a second thread waits for the first");
+            drop(held);
+            assert_eq!(t.join().unwrap(), 0);
+        });
+        *locked.enter().unwrap() += 1;
+        assert_eq!(*locked.lock(), 1);
+    }
+
+    #[test]
+    fn a_poisoned_word_refuses_every_later_entry_and_stays_poisoned() {
+        let locked = Locked::new(0u64, Threads::One);
+        let mut g = locked.enter().unwrap();
+        Exclusive::poison(&mut g);
+        drop(g);
+        assert!(locked.enter().is_none());
+        assert!(locked.enter().is_none(), "the refusal keeps the poison");
+        // The control path may still take it, and lets it go poisoned.
+        let mut g = locked.lock();
+        *g += 1;
+        drop(g);
+        assert!(locked.enter().is_none());
+    }
+
+    #[test]
+    fn a_poison_survives_a_sleep_without_the_word() {
+        let locked = Locked::new(0u64, Threads::One);
+        let mut g = locked.enter().unwrap();
+        Exclusive::unlocked(&mut g, || {
+            let mut other = locked.enter().unwrap();
+            Exclusive::poison(&mut other);
+        });
+        drop(g);
+        assert!(locked.enter().is_none());
     }
 
     #[test]

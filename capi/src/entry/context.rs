@@ -3,7 +3,7 @@
 use udat_core::handle::{AnyHandle, Kind, RawHandle};
 use udat_core::DatError;
 
-use super::{guarded_on, Arg};
+use super::{locked_on, Arg};
 use crate::instance::{invalid, Instance};
 use crate::sys::*;
 use crate::transport::Transport;
@@ -21,12 +21,11 @@ pub(crate) unsafe fn with_any<B: Transport>(
     }
     // SAFETY: `h` is non-null and dispatched to this transport.
     let inst = unsafe { Instance::<B>::of(h) };
-    guarded_on(inst, || {
-        let mut cx = super::Cx { inst, st: inst.state.lock() };
+    locked_on(inst, |cx| {
         // The region `h` points into tells its kind.
         let kind = cx.st.handles.kind_of(h).ok_or(invalid(Kind::Ia))?;
         let raw: RawHandle = cx.raw(h, kind)?;
-        f(&mut cx, AnyHandle { kind, raw })
+        f(cx, AnyHandle { kind, raw })
     })
 }
 

@@ -6,7 +6,7 @@ use udat_core::handle::{EvdHandle, IaHandle, Kind};
 use udat_core::types::{CloseFlags, IaAttr};
 use udat_core::{AsyncEvd, AsyncEvdRef, DatError, ErrorType};
 
-use super::{guarded_on, with, Arg, Cx};
+use super::{locked_on, with, Arg, Cx};
 use crate::instance::Addr;
 use crate::sys::*;
 use crate::transport::Transport;
@@ -87,10 +87,9 @@ pub(crate) unsafe fn ia_open<B: Transport>(
         debug::say(format_args!("dat_ia_open: {e}: no provider {name:?} of this transport"));
         return e.to_raw();
     };
-    let ret = guarded_on(inst, || {
+    let ret = locked_on(inst, |cx| {
         let evd_slot = async_evd.out()?;
         let ia_slot = ia_out.out()?;
-        let mut cx = Cx { inst, st: inst.state.lock() };
         let how = if evd_slot.is_null() {
             AsyncEvd::Create { min_qlen: async_evd_qlen.count()? }
         } else if *evd_slot as usize == ASYNC_EXISTS {

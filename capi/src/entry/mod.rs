@@ -79,6 +79,50 @@ pub(crate) fn guarded_on<B: Transport>(inst: &Instance<B>, f: impl FnOnce() -> D
     }
 }
 
+/// The state of `inst`, to this call alone; `None` once a call panicked
+/// in it (`DAT_INTERNAL_ERROR`). A provider of one thread learns that from
+/// the word it takes ([`crate::lock::Threads::One`]); any other from its
+/// `poisoned` flag.
+#[inline(always)]
+pub(crate) fn enter<B: Transport>(inst: &'static Instance<B>) -> Option<Exclusive<'static, State<B>>> {
+    if !inst.state.alone() && inst.poisoned.load(Ordering::Relaxed) {
+        return None;
+    }
+    inst.state.enter()
+}
+
+/// A call panicked holding `cx`: the instance serves no further call.
+#[cold]
+fn poison<B: Transport>(cx: &mut Cx<B>) {
+    cx.inst.poisoned.store(true, Ordering::Relaxed);
+    Exclusive::poison(&mut cx.st);
+}
+
+/// Run `f` on `inst` under its lock without letting a panic cross into C,
+/// as [`guarded_on`]: a panic poisons the instance.
+#[inline(always)]
+pub(crate) fn locked_on<B: Transport>(
+    inst: &'static Instance<B>,
+    f: impl FnOnce(&mut Cx<B>) -> DatResult<()>,
+) -> DAT_RETURN {
+    let Some(st) = enter(inst) else { return DatError::of(ErrorType::InternalError).to_raw() };
+    let mut cx = Cx { inst, st };
+    guarded_in(&mut cx, f)
+}
+
+/// Run `f` in `cx` without letting a panic cross into C: a panic poisons
+/// the instance, whose lock `cx` holds.
+#[inline(always)]
+fn guarded_in<B: Transport>(cx: &mut Cx<B>, f: impl FnOnce(&mut Cx<B>) -> DatResult<()>) -> DAT_RETURN {
+    match catch_unwind(AssertUnwindSafe(|| f(cx))) {
+        Ok(r) => ret(r),
+        Err(_) => {
+            poison(cx);
+            DatError::of(ErrorType::InternalError).to_raw()
+        }
+    }
+}
+
 /// Why an object's lock was not had: the provider was poisoned meanwhile
 /// (`DAT_INTERNAL_ERROR`, as every later call), or the handle's slot has no
 /// lock, so no object (`DAT_INVALID_HANDLE`).
@@ -138,10 +182,9 @@ pub(crate) fn exclusive_on<B: Transport>(
     kind: Kind,
     f: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    guarded_on(inst, || {
-        let mut cx = Cx { inst, st: inst.state.lock() };
+    locked_on(inst, |cx| {
         let raw = cx.raw(h, kind)?;
-        f(&mut cx, raw)
+        f(cx, raw)
     })
 }
 
@@ -221,10 +264,8 @@ pub(crate) fn lane_or<B: Transport>(
     lane: impl FnOnce(&mut Core<B>, Named<'_>) -> bool,
     ordinary: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    if inst.poisoned.load(Ordering::Relaxed) {
-        return DatError::of(ErrorType::InternalError).to_raw();
-    }
-    let mut cx = Cx { inst, st: inst.state.lock() };
+    let Some(st) = enter(inst) else { return DatError::of(ErrorType::InternalError).to_raw() };
+    let mut cx = Cx { inst, st };
     let State { core, handles, .. } = &mut *cx.st;
     if let Some((index, word)) = handles.slot_of(h, kind) {
         if lane(core, Named { index, handles, kind, word }) {
@@ -244,7 +285,7 @@ fn not_taken<B: Transport>(
     kind: Kind,
     ordinary: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    guarded_on(cx.inst, || {
+    guarded_in(cx, |cx| {
         let raw = cx.raw(h, kind)?;
         ordinary(cx, raw)
     })

@@ -10,8 +10,9 @@
 //! includes; its build script finds the directory as
 //! `DEP_UDAT_EXT_INCLUDE`).
 //!
-//! `c/ext.c`, the extended-op slot that reads a `va_list`, is compiled
-//! here, and its header `c/ext.h` joins the bindings.
+//! `c/ext.c`, the extended-op slot that reads a `va_list`, and `c/wait.c`,
+//! the `dat_evd_wait` slot that sleeps where a cancellation may unwind, are
+//! compiled here, and their header `c/ext.h` joins the bindings.
 
 use std::env;
 use std::path::PathBuf;
@@ -28,7 +29,8 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=c/ext.h");
     println!("cargo:rerun-if-changed=c/ext.c");
-    cc::Build::new().file("c/ext.c").define("DAT_EXTENSIONS", None).warnings(true).compile("udat_ext");
+    println!("cargo:rerun-if-changed=c/wait.c");
+    cc::Build::new().file("c/ext.c").file("c/wait.c").define("DAT_EXTENSIONS", None).warnings(true).compile("udat_ext");
     let bindings = bindgen::Builder::default()
         .header_contents(
             "dat_abi.h",
@@ -37,8 +39,8 @@ fn main() {
         .clang_arg("-DDAT_EXTENSIONS")
         .clang_arg(format!("-I{}", env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR")))
         .allowlist_type("DAT_.*|dat_.*|sockaddr.*|udat_.*")
-        .allowlist_var("DAT_.*")
-        .allowlist_function("dat_.*|dats_.*|udat_extendedop")
+        .allowlist_var("DAT_.*|UDAT_.*")
+        .allowlist_function("dat_.*|dats_.*|udat_extendedop|udat_evd_wait")
         .default_enum_style(bindgen::EnumVariation::Consts)
         .prepend_enum_name(false)
         .derive_default(true)

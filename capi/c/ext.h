@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <dat2/udat.h>
 #include <dat2/dat_registry.h>
 #include <dat2/dat_ib_extensions.h>
@@ -45,11 +46,39 @@ typedef DAT_RETURN (*udat_ext_counters_fn)(DAT_HANDLE handle, const udat_ext_cou
  * (a handle's first word points at it), then the provider's entries for
  * extended posts and for counters.
  */
+/*
+ * A dat_evd_wait between its steps (c/wait.c): the provider's part of the
+ * wait, and what the thread sleeps on until the next step. The thread
+ * sleeps in C, so that a cancellation, which unwinds the thread's stack,
+ * finds no frame of the provider's there.
+ */
+enum { UDAT_WAIT_FDS = 4 };
+enum { UDAT_WOKE_TIMEOUT, UDAT_WOKE_ACTIVITY, UDAT_WOKE_INTERRUPTED };
+
+typedef struct udat_wait {
+	DAT_UINT64 state[4]; /* the provider's; begun says whether it holds a wait */
+	int begun;
+	int block; /* the step asks the thread to sleep on fds, then step again */
+	int woke; /* what the sleep ended by: UDAT_WOKE_* */
+	int timeout_ms;
+	int nfds;
+	struct pollfd fds[UDAT_WAIT_FDS];
+} udat_wait;
+
+typedef DAT_RETURN (*udat_wait_fn)(DAT_EVD_HANDLE evd, DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT *event,
+				   DAT_COUNT *nmore, udat_wait *wait);
+typedef void (*udat_wait_abandon_fn)(DAT_EVD_HANDLE evd, udat_wait *wait);
+
 typedef struct udat_provider_head {
 	DAT_PROVIDER table;
 	udat_ext_fn post;
 	udat_ext_counters_fn counters;
+	udat_wait_fn evd_wait;
+	udat_wait_abandon_fn evd_wait_abandon;
 } udat_provider_head;
+
+DAT_RETURN udat_evd_wait(DAT_EVD_HANDLE evd, DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT *event,
+			 DAT_COUNT *nmore);
 
 DAT_RETURN udat_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args);
 

@@ -25,7 +25,7 @@ pub fn table<B: Transport>() -> DAT_PROVIDER {
         evd_modify_cno_func: Some(slot::evd_modify_cno::<B>),
         evd_enable_func: Some(slot::evd_enable::<B>),
         evd_disable_func: Some(slot::evd_disable::<B>),
-        evd_wait_func: Some(slot::evd_wait::<B>),
+        evd_wait_func: Some(udat_evd_wait),
         evd_resize_func: Some(slot::evd_resize::<B>),
         evd_post_se_func: Some(slot::evd_post_se::<B>),
         evd_dequeue_func: Some(slot::evd_dequeue::<B>),
@@ -229,13 +229,6 @@ mod slot {
     pub(super) unsafe extern "C" fn evd_disable<B: Transport>(a1: DAT_EVD_HANDLE) -> DAT_RETURN {
         // SAFETY: the body's contract is the DAT call's, which the caller keeps.
         unsafe { crate::entry::evd::evd_disable::<B>(Arg::<1, _>(a1)) }
-    }
-
-    /// `evd_wait_func`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe extern "C" fn evd_wait<B: Transport>(a1: DAT_EVD_HANDLE, a2: DAT_TIMEOUT, a3: DAT_COUNT, a4: *mut DAT_EVENT, a5: *mut DAT_COUNT) -> DAT_RETURN {
-        // SAFETY: the body's contract is the DAT call's, which the caller keeps.
-        unsafe { crate::entry::evd::evd_wait::<B>(Arg::<1, _>(a1), Arg::<2, _>(a2), Arg::<3, _>(a3), Arg::<4, _>(a4), Arg::<5, _>(a5)) }
     }
 
     /// `evd_resize_func`.

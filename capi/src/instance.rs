@@ -20,7 +20,8 @@ use crate::capacity::{Capacity, Heap};
 use crate::handle_space::HandleSpace;
 use crate::lock::{Locked, ObjLocks, Threads};
 use crate::sys::{
-    udat_ext_counters_fn, udat_ext_fn, udat_provider_head, DAT_COMM, DAT_HANDLE, DAT_IA_HANDLE, DAT_PROVIDER,
+    udat_ext_counters_fn, udat_ext_fn, udat_provider_head, udat_wait_abandon_fn, udat_wait_fn, DAT_COMM, DAT_HANDLE,
+    DAT_IA_HANDLE, DAT_PROVIDER,
 };
 use crate::transport::Transport;
 
@@ -86,6 +87,10 @@ pub struct Entries {
     pub post: udat_ext_fn,
     /// What it calls with the counters calls it read.
     pub counters: udat_ext_counters_fn,
+    /// The steps of `dat_evd_wait` (`c/wait.c`).
+    pub evd_wait: udat_wait_fn,
+    /// What a cancelled `dat_evd_wait` calls on its way out.
+    pub evd_wait_abandon: udat_wait_abandon_fn,
 }
 
 /// A registered provider.
@@ -98,6 +103,10 @@ pub struct Instance<B: Transport> {
     pub post: udat_ext_fn,
     /// Third: the entry it calls with the counters calls it read.
     pub counters: udat_ext_counters_fn,
+    /// Then the steps of `dat_evd_wait`, and what a cancelled one calls,
+    /// as `udat_provider_head` says (`c/wait.c`).
+    pub evd_wait: udat_wait_fn,
+    pub evd_wait_abandon: udat_wait_abandon_fn,
     /// The name it is registered under (`device_name` points here).
     pub name: CString,
     /// The backend's IA name: a verbs device or the software HCA.
@@ -126,12 +135,17 @@ pub struct Instance<B: Transport> {
     pub cm_look_us: Box<[AtomicU64]>,
 }
 
-// `c/ext.c` reaches `post` and `counters` as `udat_provider_head` lays
-// them out; the fields before them are the same for every transport.
+// `c/ext.c` and `c/wait.c` reach `post`, `counters` and the wait's steps
+// as `udat_provider_head` lays them out; the fields before them are the
+// same for every transport.
 const _: () = assert!(
     core::mem::offset_of!(Instance<udat_verbs::Verbs>, post) == core::mem::offset_of!(udat_provider_head, post)
         && core::mem::offset_of!(Instance<udat_verbs::Verbs>, counters)
             == core::mem::offset_of!(udat_provider_head, counters)
+        && core::mem::offset_of!(Instance<udat_verbs::Verbs>, evd_wait)
+            == core::mem::offset_of!(udat_provider_head, evd_wait)
+        && core::mem::offset_of!(Instance<udat_verbs::Verbs>, evd_wait_abandon)
+            == core::mem::offset_of!(udat_provider_head, evd_wait_abandon)
 );
 
 impl<B: Transport> Instance<B> {
@@ -164,6 +178,8 @@ impl<B: Transport> Instance<B> {
             table: entries.table,
             post: entries.post,
             counters: entries.counters,
+            evd_wait: entries.evd_wait,
+            evd_wait_abandon: entries.evd_wait_abandon,
             name,
             device,
             dapl_version: reg.dapl_version,

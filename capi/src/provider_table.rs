@@ -9,15 +9,21 @@
 
 use std::ptr;
 
-use crate::entry::{counters, ib, not_offered, Arg};
+use crate::entry::{counters, evd, ib, not_offered, Arg};
 use crate::instance::Entries;
 use crate::sys::*;
 use crate::transport::Transport;
 
 include!("../generated/slots.rs");
 
-/// `B`'s entry points: its table, and the IB extension's post and
-/// counters.
+/// `B`'s entry points: its table, the IB extension's post and counters,
+/// and the steps of `dat_evd_wait`.
 pub fn entries<B: Transport>() -> Entries {
-    Entries { table: table::<B>(), post: Some(ib::post::<B>), counters: Some(counters::counters::<B>) }
+    Entries {
+        table: table::<B>(),
+        post: Some(ib::post::<B>),
+        counters: Some(counters::counters::<B>),
+        evd_wait: Some(evd::evd_wait_step::<B>),
+        evd_wait_abandon: Some(evd::evd_wait_abandon::<B>),
+    }
 }

@@ -78,6 +78,13 @@ pub struct EvdWait {
     deadline_us: Option<u64>,
 }
 
+impl EvdWait {
+    /// The EVD waited on.
+    pub fn evd(&self) -> EvdHandle {
+        self.evd
+    }
+}
+
 /// One step of a wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitStep {

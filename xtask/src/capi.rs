@@ -47,7 +47,8 @@ pub fn check() -> Result<u64, String> {
     }
     run(&exe, &["udat-softhca-mlx5_soft0"])?;
     let quick = quick_starts(&dir, &flags)?;
-    Ok(release + 3 + quick + static_loopback(&dir)? + event_loop(&dir, &flags)? + bad_input(&dir, &flags)?)
+    let cancelled = cancel(&dir, &flags)?;
+    Ok(release + 3 + quick + static_loopback(&dir)? + event_loop(&dir, &flags)? + bad_input(&dir, &flags)? + cancelled)
 }
 
 /// README's two quick starts, run as README gives them: the C one through
@@ -162,6 +163,26 @@ fn bad_input(dir: &Path, flags: &str) -> Result<u64, String> {
         .and_then(|n| n.parse().ok())
         .ok_or_else(|| format!("bad_input: {summary}"))?;
     Ok(cases)
+}
+
+/// `capi/static/tests/cancel.c` against libudat.a on the software HCA:
+/// threads cancelled in `dat_evd_wait`. Its checks.
+fn cancel(dir: &Path, flags: &str) -> Result<u64, String> {
+    let exe = dir.join("cancel");
+    let exe = exe.to_string_lossy();
+    let mut cc = vec!["-Wall", "-Wextra", "-Werror", "-O2", "capi/static/tests/cancel.c", "-o", &exe];
+    cc.extend(flags.split_whitespace());
+    run("cc", &cc)?;
+    let run =
+        std::process::Command::new(&*exe).arg("udat-softhca-mlx5_soft0").output().map_err(|e| format!("{exe}: {e}"))?;
+    let out = String::from_utf8_lossy(&run.stdout);
+    eprint!("{out}{}", String::from_utf8_lossy(&run.stderr));
+    let summary = out.lines().last().unwrap_or_default();
+    summary
+        .strip_prefix("cancel: ")
+        .and_then(|s| s.strip_suffix(" checks, 0 failed"))
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("cancel: {summary}"))
 }
 
 /// Write `udat.pc` and `udat-static.pc` for the `libudat.a` in `libdir`

@@ -7,9 +7,9 @@ use udat_core::backend::{Shared, Wake};
 use udat_core::counters::evd::Counter as evd_counter;
 use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
-use udat_core::{DatError, DatResult, ErrorType, Event, EventData, EventNumber, WaitStep};
+use udat_core::{DatError, DatResult, ErrorType, EvdWait, Event, EventData, EventNumber, WaitStep};
 
-use super::{lane_or, with, Arg, Cx, Named};
+use super::{guarded_on, lane_or, with, Arg, Cx, Named};
 use crate::debug;
 use crate::handle_space::HandleSpace;
 use crate::instance::{invalid, Instance, State};
@@ -223,51 +223,140 @@ fn empty_unless_due<B: Transport>(inst: &Instance<B>, st: &State<B>, h: DAT_EVD_
     (!inst.cm_look_due(ia.raw().index())).then(|| DatError::of(ErrorType::QueueEmpty).to_raw())
 }
 
-/// dat_evd_wait(3DAT). The lock is let go while the thread sleeps, so other
-/// threads post and reap on the same provider meanwhile.
-pub(crate) unsafe fn evd_wait<B: Transport>(
-    evd: Arg<1, DAT_EVD_HANDLE>,
-    timeout: Arg<2, DAT_TIMEOUT>,
-    threshold: Arg<3, DAT_COUNT>,
-    event: Arg<4, *mut DAT_EVENT>,
-    nmore: Arg<5, *mut DAT_COUNT>,
+// `c/wait.c` keeps a wait's `EvdWait` in its record between steps.
+const _: () = assert!(
+    std::mem::size_of::<EvdWait>() <= std::mem::size_of::<[DAT_UINT64; 4]>()
+        && std::mem::align_of::<EvdWait>() <= std::mem::align_of::<DAT_UINT64>()
+);
+
+/// `udat_provider_head.evd_wait`: one step of dat_evd_wait(3DAT), which
+/// `c/wait.c`'s `udat_evd_wait` fills the table's slot with. The first
+/// step begins the wait; a step that finds nothing asks the thread to
+/// sleep on the transport's descriptors (`block`), in C, where a
+/// cancellation finds no frame of ours, and the next step looks again.
+///
+/// # Safety
+/// `evd` is null or a handle of this transport's table; `wait` is
+/// `udat_evd_wait`'s record, zeroed before the first step.
+pub(crate) unsafe extern "C" fn evd_wait_step<B: Transport>(
+    evd: DAT_EVD_HANDLE,
+    timeout: DAT_TIMEOUT,
+    threshold: DAT_COUNT,
+    event: *mut DAT_EVENT,
+    nmore: *mut DAT_COUNT,
+    wait: *mut udat_wait,
 ) -> DAT_RETURN {
+    let (evd, timeout, threshold) = (Arg::<1, _>(evd), Arg::<2, _>(timeout), Arg::<3, _>(threshold));
+    let (event, nmore) = (Arg::<4, _>(event), Arg::<5, _>(nmore));
+    // SAFETY: `udat_evd_wait` passes its own record, used by this thread only.
+    let w = unsafe { &mut *wait };
+    let state = w.state.as_mut_ptr().cast::<EvdWait>();
+    if w.begun != 0 {
+        // SAFETY: the first step wrote the wait there (size and alignment
+        // asserted above).
+        let begun = unsafe { state.read() };
+        // SAFETY: non-null (the first step checked it) and of this transport.
+        let inst = unsafe { Instance::<B>::of(evd.0) };
+        // The EVD may be gone since the last step: `evd_wait_poll` says
+        // DAT_ABORT then, so the handle is not judged again.
+        return guarded_on(inst, || {
+            let mut cx = Cx { inst, st: inst.state.lock() };
+            let (slot, nmore) = (event.out()?, nmore.out()?);
+            let h = begun.evd();
+            cx.st.core.count_evd(h, evd_counter::WAIT_BLOCKED);
+            match u32::try_from(w.woke).unwrap_or(UDAT_WOKE_TIMEOUT) {
+                UDAT_WOKE_INTERRUPTED => {
+                    cx.st.core.evd_wait_end(&begun);
+                    return Err(DatError::of(ErrorType::InterruptedCall));
+                }
+                // A transport with no descriptor is looked at again after
+                // each slice, as if it had something.
+                UDAT_WOKE_ACTIVITY => cx.st.core.count_evd(h, evd_counter::WAIT_NOTIFY),
+                _ if w.nfds == 0 => cx.st.core.count_evd(h, evd_counter::WAIT_NOTIFY),
+                _ => {}
+            }
+            wait_steps(&mut cx, evd.0, &begun, slot, nmore, w)
+        });
+    }
     // SAFETY: dispatched on `evd`'s provider word.
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
-            let slot = event.out()?;
-            let nmore = nmore.out()?;
+            let (slot, nmore) = (event.out()?, nmore.out()?);
             let threshold = threshold.count()?;
-            let h = EvdHandle::from_raw(raw);
-            let ia = cx.st.core.evd_query(h, udat_core::EVD_FIELD_ALL)?.ia;
-            let wait = cx.st.core.evd_wait_begin(h, timeout.0, threshold)?;
-            loop {
-                match cx.st.core.evd_wait_poll(&wait)? {
-                    WaitStep::Ready { event, nmore: more } => {
-                        write_event(cx, evd.0, &event, slot);
-                        *nmore = more.min(i32::MAX as u32) as DAT_COUNT;
-                        return Ok(());
-                    }
-                    WaitStep::TimedOut { nmore: more } => {
-                        *nmore = more.min(i32::MAX as u32) as DAT_COUNT;
-                        return Err(DatError::of(ErrorType::TimeoutExpired));
-                    }
-                    WaitStep::Pending { timeout_us } => {
-                        let woke = sleep(&mut cx.st, ia, timeout_us)?;
-                        cx.st.core.count_evd(h, evd_counter::WAIT_BLOCKED);
-                        match woke {
-                            Wake::Interrupted => {
-                                cx.st.core.evd_wait_end(&wait);
-                                return Err(DatError::of(ErrorType::InterruptedCall));
-                            }
-                            Wake::Activity => cx.st.core.count_evd(h, evd_counter::WAIT_NOTIFY),
-                            Wake::Timeout => {}
-                        }
-                    }
-                }
-            }
+            let begun = cx.st.core.evd_wait_begin(EvdHandle::from_raw(raw), timeout.0, threshold)?;
+            // SAFETY: room and alignment for it (asserted above).
+            state.write(begun);
+            w.begun = 1;
+            wait_steps(cx, evd.0, &begun, slot, nmore, w)
         })
     }
+}
+
+/// Poll the wait until it ends or the thread must sleep: then `w` says on
+/// what, and for how long.
+fn wait_steps<B: Transport>(
+    cx: &mut Cx<B>,
+    evd: DAT_EVD_HANDLE,
+    wait: &EvdWait,
+    slot: &mut DAT_EVENT,
+    nmore: &mut DAT_COUNT,
+    w: &mut udat_wait,
+) -> DatResult<()> {
+    loop {
+        match cx.st.core.evd_wait_poll(wait)? {
+            WaitStep::Ready { event, nmore: more } => {
+                write_event(cx, evd, &event, slot);
+                *nmore = more.min(i32::MAX as u32) as DAT_COUNT;
+                return Ok(());
+            }
+            WaitStep::TimedOut { nmore: more } => {
+                *nmore = more.min(i32::MAX as u32) as DAT_COUNT;
+                return Err(DatError::of(ErrorType::TimeoutExpired));
+            }
+            WaitStep::Pending { timeout_us } => {
+                let ia = cx.st.core.evd_query(wait.evd(), udat_core::EVD_FIELD_ALL)?.ia;
+                // The CQs are armed under the lock: look once more before
+                // sleeping.
+                if cx.st.core.block(ia, Some(0)).map_err(|_| DatError::of(ErrorType::Abort))? == Wake::Activity {
+                    cx.st.core.count_evd(wait.evd(), evd_counter::WAIT_BLOCKED);
+                    cx.st.core.count_evd(wait.evd(), evd_counter::WAIT_NOTIFY);
+                    continue;
+                }
+                let fds = cx.st.core.wait_fds(ia).map_err(|_| DatError::of(ErrorType::Abort))?;
+                let slice = if fds.is_empty() { BLIND_SLICE_US } else { SLICE_US };
+                let us = timeout_us.map_or(slice, |t| t.min(slice));
+                w.nfds = 0;
+                for fd in fds.iter() {
+                    w.fds[w.nfds as usize] = pollfd { fd, events: libc::POLLIN, revents: 0 };
+                    w.nfds += 1;
+                }
+                w.timeout_ms = us.div_ceil(1000) as i32;
+                w.block = 1;
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// `udat_provider_head.evd_wait_abandon`: a wait whose thread was
+/// cancelled while it slept gives up the EVD's waiter place.
+///
+/// # Safety
+/// As [`evd_wait_step`], from the cleanup handler of `udat_evd_wait`.
+pub(crate) unsafe extern "C" fn evd_wait_abandon<B: Transport>(evd: DAT_EVD_HANDLE, wait: *mut udat_wait) {
+    // SAFETY: `udat_evd_wait`'s record, as for the steps.
+    let w = unsafe { &*wait };
+    if w.begun == 0 {
+        return;
+    }
+    // SAFETY: the first step wrote the wait there.
+    let begun = unsafe { w.state.as_ptr().cast::<EvdWait>().read() };
+    // SAFETY: non-null and of this transport, as for the steps.
+    let inst = unsafe { Instance::<B>::of(evd) };
+    guarded_on(inst, || {
+        inst.state.lock().core.evd_wait_end(&begun);
+        Ok(())
+    });
 }
 
 /// Sleep until the transport of `ia` has something or `timeout_us`

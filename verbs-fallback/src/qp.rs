@@ -15,6 +15,7 @@
 //! leaves no trace.
 
 use std::cell::{Cell, RefCell, UnsafeCell};
+use std::mem::MaybeUninit;
 use std::rc::Rc;
 
 use udat_core::{
@@ -467,41 +468,37 @@ impl Qp {
                 (o::IBV_WR_ATOMIC_FETCH_AND_ADD, DtoOp::FetchAdd, 0, atomic(remote, add, 0))
             }
         };
-        let signalled = !flags.contains(CompletionFlags::SUPPRESS);
-        let mut send_flags = 0;
-        if signalled {
-            send_flags |= f::IBV_SEND_SIGNALED.0;
-        }
-        if flags.contains(CompletionFlags::SOLICITED_WAIT) && dto == DtoOp::Send {
-            send_flags |= f::IBV_SEND_SOLICITED.0;
-        }
-        if flags.contains(CompletionFlags::BARRIER_FENCE) {
-            send_flags |= f::IBV_SEND_FENCE.0;
-        }
+        let mut send_flags = send_flags(flags, dto == DtoOp::Send);
         let reads_back = matches!(dto, DtoOp::RdmaRead | DtoOp::CompareSwap | DtoOp::FetchAdd);
         if !reads_back && length <= self.max_inline && length > 0 {
             send_flags |= f::IBV_SEND_INLINE.0;
         }
+        let signalled = !flags.contains(CompletionFlags::SUPPRESS);
         let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
         let slot = SendSlot { cookie, length, op: dto, notify, signalled };
         let Some(seq) = self.conn.shared.rings(|r| r.sends.stage(slot)) else { return Err(full()) };
-        let mut swr = sys::ibv_send_wr {
-            wr_id: seq,
-            next: std::ptr::null_mut(),
-            sg_list,
-            num_sge,
-            opcode,
-            send_flags,
-            __bindgen_anon_1: sys::ibv_send_wr__bindgen_ty_1 { imm_data: imm },
-            wr,
-            qp_type: Default::default(),
-            __bindgen_anon_2: Default::default(),
-        };
-        let mut bad = std::ptr::null_mut();
+        let mut swr = MaybeUninit::<sys::ibv_send_wr>::uninit();
+        let p = swr.as_mut_ptr();
+        // SAFETY: each field written is in `swr`. Left unwritten are the
+        // bind and TSO operands (`__bindgen_anon_2`), which providers read
+        // only for `IBV_WR_BIND_MW` and `IBV_WR_TSO`, opcodes not made here.
+        unsafe {
+            (&raw mut (*p).wr_id).write(seq);
+            (&raw mut (*p).next).write(std::ptr::null_mut());
+            (&raw mut (*p).sg_list).write(sg_list);
+            (&raw mut (*p).num_sge).write(num_sge);
+            (&raw mut (*p).opcode).write(opcode);
+            (&raw mut (*p).send_flags).write(send_flags);
+            (&raw mut (*p).__bindgen_anon_1).write(sys::ibv_send_wr__bindgen_ty_1 { imm_data: imm });
+            (&raw mut (*p).wr).write(wr);
+            (&raw mut (*p).qp_type).write(Default::default());
+        }
+        let mut bad = MaybeUninit::uninit();
         // SAFETY: the QP is live and the entry point is its provider's;
-        // `swr` and the segments it points at outlive the call, which only
-        // reads them.
-        let rc = unsafe { (self.entries.post_send)(self.raw, &mut swr, &mut bad) };
+        // `swr`, whose fields the opcode has the provider read are written,
+        // and the segments it points at outlive the call, which only reads
+        // them and may write `bad`.
+        let rc = unsafe { (self.entries.post_send)(self.raw, p, bad.as_mut_ptr()) };
         self.settle_post(rc, |r| r.sends.commit())
     }
 
@@ -513,17 +510,11 @@ impl Qp {
             return Err(DatError::of(ErrorType::ModelNotSupported));
         }
         let (sg_list, num_sge) = ibv_sges(wr.sges)?;
-        let signalled = !wr.flags.contains(CompletionFlags::SUPPRESS);
-        let mut send_flags = 0;
-        if signalled {
-            send_flags |= f::IBV_SEND_SIGNALED.0;
-        }
-        if wr.flags.contains(CompletionFlags::SOLICITED_WAIT) {
-            send_flags |= f::IBV_SEND_SOLICITED.0;
-        }
+        let mut send_flags = send_flags(wr.flags, true);
         if wr.length <= self.max_inline && wr.length > 0 {
             send_flags |= f::IBV_SEND_INLINE.0;
         }
+        let signalled = !wr.flags.contains(CompletionFlags::SUPPRESS);
         let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
         let slot = SendSlot { cookie: wr.cookie, op: DtoOp::SendUd, length: wr.length, notify, signalled };
         let Some(seq) = self.conn.shared.rings(|r| r.sends.stage(slot)) else { return Err(full()) };
@@ -797,6 +788,33 @@ fn no_remote() -> sys::ibv_send_wr__bindgen_ty_2 {
     }
 }
 
+/// The `ibv_send_flags` of a post with the DAT `flags` (of which only
+/// `SUPPRESS`, `SOLICITED_WAIT` and `BARRIER_FENCE` reach the device;
+/// `SOLICITED_WAIT` only for a send, `solicits`).
+#[inline(always)]
+fn send_flags(flags: CompletionFlags, solicits: bool) -> u32 {
+    use sys::ibv_send_flags as f;
+    /// The flags of each combination of the four low DAT bits.
+    const TABLE: [u32; 16] = {
+        let mut table = [0; 16];
+        let mut bits = 0;
+        while bits < 16 {
+            let (suppress, solicited, fence) = (
+                bits & CompletionFlags::SUPPRESS.0 != 0,
+                bits & CompletionFlags::SOLICITED_WAIT.0 != 0,
+                bits & CompletionFlags::BARRIER_FENCE.0 != 0,
+            );
+            table[bits as usize] = if suppress { 0 } else { f::IBV_SEND_SIGNALED.0 }
+                | if solicited { f::IBV_SEND_SOLICITED.0 } else { 0 }
+                | if fence { f::IBV_SEND_FENCE.0 } else { 0 };
+            bits += 1;
+        }
+        table
+    };
+    let solicited = if solicits { !0 } else { !f::IBV_SEND_SOLICITED.0 };
+    TABLE[(flags.0 & 0xf) as usize] & solicited
+}
+
 /// An RDMA request's remote operands.
 #[inline(always)]
 fn rdma(remote: RmrTriplet) -> sys::ibv_send_wr__bindgen_ty_2 {
@@ -904,7 +922,20 @@ impl Drop for QpConn {
 
 #[cfg(test)]
 mod tests {
-    use super::{Ring, Rings};
+    use super::{send_flags, Ring, Rings};
+    use crate::sys::ibv_send_flags as f;
+    use udat_core::types::CompletionFlags as C;
+
+    #[test]
+    fn the_device_is_asked_for_what_the_dat_flags_say() {
+        let (signaled, solicited, fence) = (f::IBV_SEND_SIGNALED.0, f::IBV_SEND_SOLICITED.0, f::IBV_SEND_FENCE.0);
+        assert_eq!(send_flags(C::DEFAULT, true), signaled);
+        assert_eq!(send_flags(C::SUPPRESS, true), 0);
+        assert_eq!(send_flags(C::UNSIGNALLED, true), signaled, "udat's own: the event does not notify");
+        assert_eq!(send_flags(C(C::SOLICITED_WAIT.0 | C::BARRIER_FENCE.0), true), signaled | solicited | fence);
+        assert_eq!(send_flags(C::SOLICITED_WAIT, false), signaled, "only a send solicits");
+        assert_eq!(send_flags(C(C::SUPPRESS.0 | C::EVD_THRESHOLD.0), true), 0, "an EP attribute, not a post's");
+    }
 
     #[test]
     fn a_receive_leaves_once_those_before_it_have_and_each_completes_once() {

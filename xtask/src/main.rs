@@ -37,6 +37,10 @@
 //!   two soft-RoCE guests joined by a cable it can cut (see [`fabric`]).
 //! - `cargo xtask perf [-- ARGS...]`: udat-perf beside perftest on
 //!   soft-RoCE (see [`perf`]).
+//! - `cargo xtask mpi [--ci] [--providers udat,ofa] [--fast-path]
+//!   [--no-fabric]`: MVAPICH2, built once, runs the OSU benchmarks and
+//!   MPICH's test suites over udat's plug-in and OFA dapl's cma provider
+//!   on soft-RoCE, and across two hosts; one table (see [`mpi`]).
 //! - `cargo xtask soak [--minutes N]`: traffic, object churn, connects,
 //!   abrupt closes and CQ overruns on several threads, N minutes on the
 //!   software HCA and N on rxe, checked for lost or repeated completions
@@ -48,6 +52,7 @@ mod fabric;
 mod icount;
 mod icount_rxe;
 mod install;
+mod mpi;
 mod msrv;
 mod perf;
 mod setup;
@@ -57,7 +62,8 @@ mod softroce;
 use std::io::{BufRead, BufReader};
 use std::process::{exit, Command, Stdio};
 
-const USAGE: &str = "usage: cargo xtask setup|test|install|capi|entries|icount|icount-rxe|softroce|fabric|perf|soak";
+const USAGE: &str =
+    "usage: cargo xtask setup|test|install|capi|entries|icount|icount-rxe|softroce|fabric|perf|soak|mpi";
 
 fn main() {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -79,7 +85,7 @@ fn dispatch(task: &str, args: &[String]) -> Result<(), String> {
     }
     let scope = match task {
         "setup" | "test" => setup::Scope::All,
-        "install" | "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" | "soak" => {
+        "install" | "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" | "soak" | "mpi" => {
             setup::Scope::Packages
         }
         _ => return Err(USAGE.to_string()),
@@ -95,6 +101,7 @@ fn dispatch(task: &str, args: &[String]) -> Result<(), String> {
         "fabric" => fabric::fabric(args),
         "perf" => perf::perf(args),
         "soak" => soak::soak(args),
+        "mpi" => mpi::mpi(args),
         // `setup`: the `ensure` above.
         _ => Ok(()),
     }

@@ -116,6 +116,21 @@ pub fn mpi(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+impl Plan {
+    /// What CI runs: [`CI_OSU`] and `pt2pt` at 2 ranks, over udat, on one
+    /// host.
+    fn ci() -> Plan {
+        Plan {
+            providers: vec!["udat".into()],
+            osu: CI_OSU.to_vec(),
+            suites: vec!["pt2pt"],
+            ranks: vec![2],
+            fast_path: false,
+            fabric: false,
+        }
+    }
+}
+
 fn parse(args: &[String]) -> Result<Plan, String> {
     let usage = "usage: cargo xtask mpi [--ci] [--providers udat,ofa] [--fast-path] [--no-fabric]";
     let mut plan = Plan {
@@ -129,16 +144,7 @@ fn parse(args: &[String]) -> Result<Plan, String> {
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
-            "--ci" => {
-                plan = Plan {
-                    providers: vec!["udat".into()],
-                    osu: CI_OSU.to_vec(),
-                    suites: vec!["pt2pt"],
-                    ranks: vec![2],
-                    fabric: false,
-                    ..plan
-                };
-            }
+            "--ci" => plan = Plan::ci(),
             "--providers" => {
                 let list = rest.next().ok_or(usage)?;
                 plan.providers = list.split(',').map(str::to_string).collect();

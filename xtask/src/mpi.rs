@@ -1,4 +1,5 @@
-//! `cargo xtask mpi [--ci] [--providers udat,ofa] [--fast-path] [--no-fabric]`:
+//! `cargo xtask mpi [--ci] [--providers udat,ofa] [--osu A,B|none]
+//! [--suites A,B|none] [--ranks 2,4] [--fast-path] [--no-fabric]`:
 //! a real MPI over DAT. MVAPICH2 1.7's `ch3:mrail` device speaks DAT 2.0
 //! through libdat2; this builds it once, then runs its OSU benchmarks and
 //! MPICH's `test/mpi` suites over udat's plug-in and over OFA dapl's cma
@@ -132,7 +133,8 @@ impl Plan {
 }
 
 fn parse(args: &[String]) -> Result<Plan, String> {
-    let usage = "usage: cargo xtask mpi [--ci] [--providers udat,ofa] [--fast-path] [--no-fabric]";
+    let usage = "usage: cargo xtask mpi [--ci] [--providers udat,ofa] [--osu A,B|none] [--suites A,B|none] \
+                 [--ranks 2,4] [--fast-path] [--no-fabric]";
     let mut plan = Plan {
         providers: vec!["udat".into(), "ofa".into()],
         osu: OSU.to_vec(),
@@ -152,12 +154,27 @@ fn parse(args: &[String]) -> Result<Plan, String> {
                     return Err(usage.into());
                 }
             }
+            "--osu" => plan.osu = subset(rest.next(), &OSU).ok_or(usage)?,
+            "--suites" => plan.suites = subset(rest.next(), &SUITES).ok_or(usage)?,
+            "--ranks" => {
+                let list = rest.next().ok_or(usage)?;
+                plan.ranks = list.split(',').map(str::parse).collect::<Result<_, _>>().map_err(|_| usage)?;
+            }
             "--fast-path" => plan.fast_path = true,
             "--no-fabric" => plan.fabric = false,
             _ => return Err(usage.into()),
         }
     }
     Ok(plan)
+}
+
+/// The names of a comma-separated list, each one of `all`; `none` is none.
+fn subset(list: Option<&String>, all: &[&'static str]) -> Option<Vec<&'static str>> {
+    let list = list?;
+    if list == "none" {
+        return Some(Vec::new());
+    }
+    list.split(',').map(|name| all.iter().copied().find(|a| *a == name)).collect()
 }
 
 fn workspace() -> Result<PathBuf, String> {
@@ -547,6 +564,15 @@ mod tests {
         assert!(t.contains("ofa: FAILED: exit 1 before any size: DAT_INVALID_PARAMETER"), "{t}");
         assert!(t.contains("udat: HANG: no exit within 300 s, after 4194304 B"), "{t}");
         assert!(t.contains("osu/osu_bw") && t.contains("not reported"), "{t}");
+    }
+
+    #[test]
+    fn a_subset_names_only_known_members() {
+        let some = String::from("osu_bw,osu_latency");
+        assert_eq!(subset(Some(&some), &OSU), Some(vec!["osu_bw", "osu_latency"]));
+        assert_eq!(subset(Some(&"none".into()), &OSU), Some(Vec::new()));
+        assert_eq!(subset(Some(&"osu_nope".into()), &OSU), None);
+        assert_eq!(subset(None, &OSU), None);
     }
 
     #[test]

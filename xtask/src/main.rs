@@ -24,7 +24,8 @@
 //!   one on soft-RoCE ([`soak`]), the OpenFabrics DAPL test programs against
 //!   the plug-in on soft-RoCE (`tests/peers/run.sh`), and the same
 //!   programs between two soft-RoCE hosts (`tests/fabric/run.sh`, through
-//!   `fabric`).
+//!   `fabric`), and MVAPICH2 over the plug-in on soft-RoCE: `osu_latency`,
+//!   `osu_bw`, `osu_bcast` and MPICH's `pt2pt` tests ([`mpi::ci`]).
 //! - `cargo xtask capi`: the C ABI's checks alone ([`capi`]).
 //! - `cargo xtask icount [--json PATH]`: instructions per DAT operation
 //!   through the Rust API and the C ABI, from callgrind (see [`icount`]).
@@ -37,6 +38,10 @@
 //!   two soft-RoCE guests joined by a cable it can cut (see [`fabric`]).
 //! - `cargo xtask perf [-- ARGS...]`: udat-perf through udat's APIs and
 //!   OFA dapl through libdat2, beside perftest on soft-RoCE (see [`perf`]).
+//! - `cargo xtask mpi [--ci] [--providers udat,ofa] [--fast-path]
+//!   [--no-fabric]`: MVAPICH2, built once, runs the OSU benchmarks and
+//!   MPICH's test suites over udat's plug-in and OFA dapl's cma provider
+//!   on soft-RoCE, and across two hosts; one table (see [`mpi`]).
 //! - `cargo xtask soak [--minutes N]`: traffic, object churn, connects,
 //!   abrupt closes and CQ overruns on several threads, N minutes on the
 //!   software HCA and N on rxe, checked for lost or repeated completions
@@ -48,6 +53,7 @@ mod fabric;
 mod icount;
 mod icount_rxe;
 mod install;
+mod mpi;
 mod msrv;
 mod perf;
 mod setup;
@@ -57,7 +63,8 @@ mod softroce;
 use std::io::{BufRead, BufReader};
 use std::process::{exit, Command, Stdio};
 
-const USAGE: &str = "usage: cargo xtask setup|test|install|capi|entries|icount|icount-rxe|softroce|fabric|perf|soak";
+const USAGE: &str =
+    "usage: cargo xtask setup|test|install|capi|entries|icount|icount-rxe|softroce|fabric|perf|soak|mpi";
 
 fn main() {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -79,7 +86,7 @@ fn dispatch(task: &str, args: &[String]) -> Result<(), String> {
     }
     let scope = match task {
         "setup" | "test" => setup::Scope::All,
-        "install" | "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" | "soak" => {
+        "install" | "capi" | "icount" | "icount-rxe" | "softroce" | "fabric" | "perf" | "soak" | "mpi" => {
             setup::Scope::Packages
         }
         _ => return Err(USAGE.to_string()),
@@ -95,6 +102,7 @@ fn dispatch(task: &str, args: &[String]) -> Result<(), String> {
         "fabric" => fabric::fabric(args),
         "perf" => perf::perf(args),
         "soak" => soak::soak(args),
+        "mpi" => mpi::mpi(args),
         // `setup`: the `ensure` above.
         _ => Ok(()),
     }
@@ -143,12 +151,24 @@ fn test() -> Result<(), String> {
     let soaked = 2;
     let peers = peer_tests()?;
     let across = fabric_tests()?;
-    let passed =
-        native.0 + c + miri.0 + fuzzed + rxe.0 + threads.0 + fully_static + loops + perf + soaked + peers.0 + across.0;
-    let failed = native.1 + miri.1 + rxe.1 + threads.1 + peers.1 + across.1;
+    let mpi = mpi::ci()?;
+    let passed = native.0
+        + c
+        + miri.0
+        + fuzzed
+        + rxe.0
+        + threads.0
+        + fully_static
+        + loops
+        + perf
+        + soaked
+        + peers.0
+        + across.0
+        + mpi.0;
+    let failed = native.1 + miri.1 + rxe.1 + threads.1 + peers.1 + across.1 + mpi.1;
     eprintln!(
-        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, {} thread tests on soft-RoCE, the static binary, {loops} event loops and {perf} udat-perf runs on soft-RoCE, {soaked} soak runs, {} OpenFabrics programs, {} across two hosts)",
-        native.0, miri.0, rxe.0, threads.0, peers.0, across.0
+        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, {} thread tests on soft-RoCE, the static binary, {loops} event loops and {perf} udat-perf runs on soft-RoCE, {soaked} soak runs, {} OpenFabrics programs, {} across two hosts, {} MPI cases)",
+        native.0, miri.0, rxe.0, threads.0, peers.0, across.0, mpi.0
     );
     println!("tests: {passed} passed, {failed} failed");
     Ok(())

@@ -18,8 +18,10 @@ use std::process::{Command, Stdio};
 /// OpenFabrics DAPL test programs and OFA's own providers (dapl2-utils,
 /// libdapl2), pkg-config for the C example, strace, which watches the
 /// fully static example load no shared object, and perftest, which
-/// udat-perf runs beside itself.
-const PACKAGES: [&str; 17] = [
+/// udat-perf runs beside itself; what `cargo xtask mpi` builds MVAPICH2
+/// and its tests with (libibumad-dev for `infiniband/umad.h`, a C
+/// compiler, make, perl, xz).
+const PACKAGES: [&str; 22] = [
     "libdapl-dev",
     "libclang-dev",
     "valgrind",
@@ -37,6 +39,11 @@ const PACKAGES: [&str; 17] = [
     "pkg-config",
     "strace",
     "perftest",
+    "libibumad-dev",
+    "gcc",
+    "make",
+    "perl",
+    "xz-utils",
 ];
 
 /// The soft-RoCE guest's kernel is the package this one depends on, so

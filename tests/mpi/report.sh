@@ -1,0 +1,18 @@
+# Sourced by run.sh and fabric.sh: the result lines of one OSU benchmark.
+# report PROVIDER TEST OUTPUT STATUS LIMIT: OUTPUT is the benchmark's
+# output, STATUS the exit status of `timeout LIMIT mpiexec ...`.
+report() {
+	awk -v p="$1" -v t="$2" '/^[0-9]+[ \t]+[0-9.]+/ { print "mpi osu", p, t, $1, $2 }' "$3"
+	last=$(awk '/^[0-9]+[ \t]+[0-9.]+/ { s = $1 } END { print s }' "$3")
+	where=${last:+after $last B}
+	where=${where:-before any size}
+	if [ "$4" -eq 0 ]; then
+		echo "mpi case $1 osu $2 2 ok"
+	elif [ "$4" -eq 124 ] || [ "$4" -eq 137 ]; then
+		echo "mpi case $1 osu $2 2 hang no exit within $5 s, $where"
+	else
+		why=$(grep -m1 -i -E "shouldn't|error|abort|fatal|signal|fail|assert" "$3" | tr -s ' \t' ' ' | cut -c1-160)
+		echo "mpi case $1 osu $2 2 fail exit $4 $where: ${why:-no message}"
+		tail -15 "$3"
+	fi
+}

@@ -1,0 +1,601 @@
+//! `cargo xtask mpi [--ci] [--providers udat,ofa] [--osu A,B|none]
+//! [--suites A,B|none] [--ranks 2,4] [--fast-path] [--no-fabric]`:
+//! a real MPI over DAT. MVAPICH2 1.7's `ch3:mrail` device speaks DAT 2.0
+//! through libdat2; this builds it once, then runs its OSU benchmarks and
+//! MPICH's `test/mpi` suites over udat's plug-in and over OFA dapl's cma
+//! provider in one soft-RoCE guest, and prints one table, udat beside OFA.
+//!
+//! - The build: the release archive (`../shared/clients/mvapich2-1.7.tar.xz`,
+//!   or `$MVAPICH2_ARCHIVE`) is unpacked under `target/mpi/`, given the
+//!   fixes today's glibc and gcc need ([`FIXES`], `-fcommon`), configured
+//!   for DAT 2.0 ([`CONFIGURE`]), built with one `make` job (parallel `ar`
+//!   runs corrupt `libmpich.a`) and installed there; then `test/mpi` is
+//!   configured against it and its `pt2pt`, `coll` and `rma` programs
+//!   built. The directory's name is a digest of the archive, the fixes and
+//!   the configuration, so a change rebuilds and nothing else does.
+//! - The runs (`tests/mpi/run.sh`, in the guest): two ranks on one host
+//!   through hydra's fork launcher, `MV2_USE_SHARED_MEM=0` so that every
+//!   message goes through DAT, `MV2_USE_RDMA_FAST_PATH=0` unless
+//!   `--fast-path` (docs/conformance.md, "MVAPICH2's RDMA fast path", says
+//!   why), each run under a time limit: a run that outlives it is a hang.
+//!   `flagpoll` (tests/mpi/flagpoll.c) shows on the same rxe, over raw
+//!   verbs, what the fast path trips on.
+//! - Across two hosts (`cargo xtask fabric`, `tests/mpi/fabric.sh`): one
+//!   rank on each guest, `osu_latency` and `osu_bw`.
+//!
+//! `--ci` is the subset `cargo xtask test` runs: `osu_latency`, `osu_bw`,
+//! `osu_bcast` and `pt2pt` at 2 ranks, over udat, in one guest.
+//!
+//! The table has a row per OSU benchmark and message size (the figure each
+//! provider printed) and per test/mpi program and rank count (`ok`, or the
+//! failure or hang by name), then each provider's counts; the command fails
+//! if anything failed over udat. OFA's failures are reported, not fatal.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// The source fixes the release needs on glibc ≥ 2.32, which removed
+/// `sys_siglist`: (file, what it says, what it says instead). Each must
+/// match exactly once, or the build stops.
+const FIXES: [(&str, &str, &str); 2] = [
+    ("src/mpid/ch3/channels/common/src/util/error_handling.c", "sys_siglist[sig]", "strsignal(sig)"),
+    ("src/pm/mpirun/mpispawn.c", "sys_siglist[signal]", "strsignal(signal)"),
+];
+
+/// `configure`'s arguments after `--prefix`: the uDAPL channel over DAT 2.0
+/// from libdat2, hydra, C only. `-fcommon`: gcc ≥ 10 defaults to
+/// `-fno-common`, and the tree defines the same globals in several files.
+const CONFIGURE: [&str; 13] = [
+    "--with-device=ch3:mrail",
+    "--with-rdma=udapl",
+    "--with-dapl-version=2.0",
+    "--with-dapl-include=/usr/include",
+    "--with-dapl-libpath=/usr/lib/x86_64-linux-gnu",
+    "--with-pm=hydra",
+    "--disable-registration-cache",
+    "--disable-f77",
+    "--disable-fc",
+    "--disable-cxx",
+    "--disable-romio",
+    "--enable-g=none",
+    "CFLAGS=-O2 -fcommon -w",
+];
+
+/// The test/mpi directories run, each through its `testlist`.
+const SUITES: [&str; 3] = ["pt2pt", "coll", "rma"];
+
+/// The OSU benchmarks run, two ranks each.
+const OSU: [&str; 10] = [
+    "osu_latency",
+    "osu_bw",
+    "osu_bibw",
+    "osu_put_latency",
+    "osu_get_latency",
+    "osu_put_bw",
+    "osu_get_bw",
+    "osu_acc_latency",
+    "osu_alltoall",
+    "osu_bcast",
+];
+
+/// What CI runs: over udat, these and `pt2pt` at 2 ranks.
+const CI_OSU: [&str; 3] = ["osu_latency", "osu_bw", "osu_bcast"];
+
+/// One benchmark or test/mpi program over each provider, two hosts apart.
+const FABRIC_OSU: [&str; 2] = ["osu_latency", "osu_bw"];
+
+/// A built MVAPICH2: its install prefix and its configured test/mpi tree.
+pub(crate) struct Build {
+    prefix: PathBuf,
+    tests: PathBuf,
+}
+
+/// What a run covers.
+struct Plan {
+    providers: Vec<String>,
+    osu: Vec<&'static str>,
+    suites: Vec<&'static str>,
+    ranks: Vec<u32>,
+    fast_path: bool,
+    fabric: bool,
+}
+
+pub fn mpi(args: &[String]) -> Result<(), String> {
+    let plan = parse(args)?;
+    let build = build()?;
+    let results = run(&build, &plan)?;
+    println!("{}", table(&results, &plan.providers));
+    print_not_applicable(&build)?;
+    let udat = results.counts("udat");
+    if udat.failed + udat.hung > 0 {
+        return Err(format!("{} failures and {} hangs over udat", udat.failed, udat.hung));
+    }
+    Ok(())
+}
+
+/// CI's stage (`cargo xtask test`): build MVAPICH2 or reuse the build,
+/// run [`Plan::ci`] and print its table; (passed, failed), a hang counting
+/// as a failure. Any failure fails the stage, as in the other stages.
+pub fn ci() -> Result<(u64, u64), String> {
+    let started = Instant::now();
+    let build = build()?;
+    eprintln!("xtask: MVAPICH2 ready after {:.0} s", started.elapsed().as_secs_f64());
+    let plan = Plan::ci();
+    let results = run(&build, &plan)?;
+    println!("{}", table(&results, &plan.providers));
+    eprintln!("xtask: the MPI stage took {:.0} s", started.elapsed().as_secs_f64());
+    let udat = results.counts("udat");
+    if udat.failed + udat.hung > 0 || udat.passed == 0 {
+        return Err(format!("MPI over udat: {} passed, {} failed, {} hung", udat.passed, udat.failed, udat.hung));
+    }
+    Ok((udat.passed, 0))
+}
+
+impl Plan {
+    /// What CI runs: [`CI_OSU`] and `pt2pt` at 2 ranks, over udat, on one
+    /// host.
+    fn ci() -> Plan {
+        Plan {
+            providers: vec!["udat".into()],
+            osu: CI_OSU.to_vec(),
+            suites: vec!["pt2pt"],
+            ranks: vec![2],
+            fast_path: false,
+            fabric: false,
+        }
+    }
+}
+
+fn parse(args: &[String]) -> Result<Plan, String> {
+    let usage = "usage: cargo xtask mpi [--ci] [--providers udat,ofa] [--osu A,B|none] [--suites A,B|none] \
+                 [--ranks 2,4] [--fast-path] [--no-fabric]";
+    let mut plan = Plan {
+        providers: vec!["udat".into(), "ofa".into()],
+        osu: OSU.to_vec(),
+        suites: SUITES.to_vec(),
+        ranks: vec![2, 4],
+        fast_path: false,
+        fabric: true,
+    };
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--ci" => plan = Plan::ci(),
+            "--providers" => {
+                let list = rest.next().ok_or(usage)?;
+                plan.providers = list.split(',').map(str::to_string).collect();
+                if plan.providers.iter().any(|p| p != "udat" && p != "ofa") {
+                    return Err(usage.into());
+                }
+            }
+            "--osu" => plan.osu = subset(rest.next(), &OSU).ok_or(usage)?,
+            "--suites" => plan.suites = subset(rest.next(), &SUITES).ok_or(usage)?,
+            "--ranks" => {
+                let list = rest.next().ok_or(usage)?;
+                plan.ranks = list.split(',').map(str::parse).collect::<Result<_, _>>().map_err(|_| usage)?;
+            }
+            "--fast-path" => plan.fast_path = true,
+            "--no-fabric" => plan.fabric = false,
+            _ => return Err(usage.into()),
+        }
+    }
+    Ok(plan)
+}
+
+/// The names of a comma-separated list, each one of `all`; `none` is none.
+fn subset(list: Option<&String>, all: &[&'static str]) -> Option<Vec<&'static str>> {
+    let list = list?;
+    if list == "none" {
+        return Some(Vec::new());
+    }
+    list.split(',').map(|name| all.iter().copied().find(|a| *a == name)).collect()
+}
+
+fn workspace() -> Result<PathBuf, String> {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).ok_or_else(|| "xtask has no parent".into())
+}
+
+fn target_dir() -> Result<PathBuf, String> {
+    match std::env::var("CARGO_TARGET_DIR") {
+        Ok(dir) => Ok(PathBuf::from(dir)),
+        Err(_) => Ok(workspace()?.join("target")),
+    }
+}
+
+fn archive() -> Result<PathBuf, String> {
+    let path = match std::env::var("MVAPICH2_ARCHIVE") {
+        Ok(path) => PathBuf::from(path),
+        Err(_) => workspace()?.join("../shared/clients/mvapich2-1.7.tar.xz"),
+    };
+    fs::canonicalize(&path).map_err(|e| format!("the MVAPICH2 archive {}: {e} (set MVAPICH2_ARCHIVE)", path.display()))
+}
+
+/// FNV-1a, 64 bits.
+fn fnv1a(bytes: impl IntoIterator<Item = u8>, seed: u64) -> u64 {
+    bytes.into_iter().fold(seed, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// The build's name: a digest of the archive, the fixes and `configure`'s
+/// arguments.
+fn digest(archive: &[u8]) -> u64 {
+    let mut h = fnv1a(archive.iter().copied(), 0xcbf2_9ce4_8422_2325);
+    for (file, from, to) in FIXES {
+        h = fnv1a([file, from, to].into_iter().flat_map(|s| s.bytes().chain([0])), h);
+    }
+    fnv1a(CONFIGURE.iter().flat_map(|s| s.bytes().chain([0])), h)
+}
+
+/// Build MVAPICH2, its test/mpi programs and flagpoll, or reuse the build
+/// that is there.
+pub(crate) fn build() -> Result<Build, String> {
+    let archive = archive()?;
+    let bytes = fs::read(&archive).map_err(|e| format!("{}: {e}", archive.display()))?;
+    let dir = target_dir()?.join("mpi").join(format!("mvapich2-1.7-{:016x}", digest(&bytes)));
+    let (src, prefix) = (dir.join("mvapich2-1.7"), dir.join("prefix"));
+    let tests = src.join("test/mpi");
+    let done = dir.join("built");
+    if !done.exists() {
+        let started = Instant::now();
+        eprintln!("xtask: building MVAPICH2 1.7 from {} (once; in {})", archive.display(), dir.display());
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        step(Command::new("tar").arg("xJf").arg(&archive).arg("-C").arg(&dir), &dir, "unpack")?;
+        for (file, from, to) in FIXES {
+            fix(&src.join(file), from, to)?;
+        }
+        let prefix_arg = format!("--prefix={}", prefix.display());
+        step(Command::new("./configure").arg(&prefix_arg).args(CONFIGURE).current_dir(&src), &dir, "configure")?;
+        step(Command::new("make").current_dir(&src), &dir, "make")?;
+        step(Command::new("make").arg("install").current_dir(&src), &dir, "install")?;
+        eprintln!("xtask: MVAPICH2 built and installed in {:.0} s", started.elapsed().as_secs_f64());
+        let with_mpi = format!("--with-mpi={}", prefix.display());
+        let no_fortran = ["--disable-f77", "--disable-fc", "--disable-cxx", "--disable-romio"];
+        step(Command::new("./configure").arg(&with_mpi).args(no_fortran).current_dir(&tests), &dir, "test-configure")?;
+        step(Command::new("make").arg("-C").arg("util").current_dir(&tests), &dir, "test-util")?;
+        for suite in SUITES {
+            step(Command::new("make").arg("-C").arg(suite).current_dir(&tests), &dir, &format!("test-{suite}"))?;
+        }
+        fs::write(&done, "").map_err(|e| e.to_string())?;
+        eprintln!("xtask: MVAPICH2 and its tests built in {:.0} s", started.elapsed().as_secs_f64());
+    }
+    let flagpoll = dir.join("flagpoll");
+    let source = workspace()?.join("tests/mpi/flagpoll.c");
+    let stale = |built: &Path| -> bool {
+        let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+        modified(built) < modified(&source)
+    };
+    if stale(&flagpoll) {
+        let mut cc = Command::new("cc");
+        cc.args(["-O2", "-Wall", "-Wextra", "-Werror", "-o"]).arg(&flagpoll).arg(&source);
+        step(cc.args(["-libverbs", "-lrdmacm", "-lpthread"]), &dir, "flagpoll")?;
+    }
+    Ok(Build { prefix, tests })
+}
+
+/// Run one build step with its output in `dir/NAME.log`; on failure, say
+/// where to look and show the log's end.
+fn step(command: &mut Command, dir: &Path, name: &str) -> Result<(), String> {
+    let log = dir.join(format!("{name}.log"));
+    let file = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = file.try_clone().map_err(|e| e.to_string())?;
+    eprintln!("xtask: MVAPICH2: {name} (log: {})", log.display());
+    let status = command.stdout(file).stderr(err).status().map_err(|e| format!("{name}: {e}"))?;
+    if status.success() {
+        return Ok(());
+    }
+    let text = fs::read_to_string(&log).unwrap_or_default();
+    let tail: Vec<&str> = text.lines().rev().take(20).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    Err(format!("MVAPICH2's {name} failed ({status}); {}:\n{}", log.display(), tail.join("\n")))
+}
+
+/// Replace the one occurrence of `from` in `file` by `to`.
+fn fix(file: &Path, from: &str, to: &str) -> Result<(), String> {
+    let text = fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    if text.matches(from).count() != 1 {
+        return Err(format!("{}: expected `{from}` once, to make it `{to}`", file.display()));
+    }
+    fs::write(file, text.replacen(from, to, 1)).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// What a case came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Outcome {
+    Ok,
+    Fail(String),
+    Hang(String),
+}
+
+/// Results as the guests reported them.
+#[derive(Default)]
+struct Results {
+    /// (test, size) → provider → the figure it printed.
+    osu: BTreeMap<(String, u64), BTreeMap<String, String>>,
+    /// (suite, test, np) → provider → outcome.
+    cases: BTreeMap<(String, String, u32), BTreeMap<String, Outcome>>,
+    /// Other lines worth showing under the table (flagpoll's).
+    notes: Vec<String>,
+}
+
+/// Passed, failed and hung cases of one provider.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    passed: u64,
+    failed: u64,
+    hung: u64,
+}
+
+impl Results {
+    /// Take one line of a guest's output; `where_` names the host setting
+    /// (`""`, or `across two hosts`), which goes into the suite's name.
+    fn take(&mut self, line: &str, where_: &str) {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some("mpi"), Some("osu")) => {
+                let w: Vec<&str> = words.collect();
+                if let [provider, test, size, value] = w[..] {
+                    if let Ok(size) = size.parse() {
+                        let test = format!("{test}{where_}");
+                        self.osu.entry((test, size)).or_default().insert(provider.into(), value.into());
+                    }
+                }
+            }
+            (Some("mpi"), Some("case")) => {
+                let w: Vec<&str> = words.collect();
+                if w.len() >= 5 {
+                    let (provider, suite, test) = (w[0], w[1], w[2]);
+                    let Ok(np) = w[3].parse() else { return };
+                    let detail = w[5..].join(" ");
+                    let outcome = match w[4] {
+                        "ok" => Outcome::Ok,
+                        "hang" => Outcome::Hang(detail),
+                        _ => Outcome::Fail(detail),
+                    };
+                    let suite = format!("{suite}{where_}");
+                    self.cases.entry((suite, test.into(), np)).or_default().insert(provider.into(), outcome);
+                }
+            }
+            (Some(first), _) if first.starts_with("flagpoll") => self.notes.push(line.trim().into()),
+            _ => {}
+        }
+    }
+
+    fn counts(&self, provider: &str) -> Counts {
+        let mut c = Counts::default();
+        for outcome in self.cases.values().filter_map(|m| m.get(provider)) {
+            match outcome {
+                Outcome::Ok => c.passed += 1,
+                Outcome::Fail(_) => c.failed += 1,
+                Outcome::Hang(_) => c.hung += 1,
+            }
+        }
+        c
+    }
+}
+
+/// Build the plug-in, run the plan in one guest (and across two, if asked),
+/// and gather what they report.
+fn run(build: &Build, plan: &Plan) -> Result<Results, String> {
+    crate::run("cargo", &["build", "--release", "-p", "udat-dapl"])?;
+    let plugin = target_dir()?.join("release/libudat_dapl.so");
+    let flagpoll = build.prefix.parent().ok_or("no build directory")?.join("flagpoll");
+    let env = |extra: &[(&str, String)]| -> Vec<String> {
+        let mut env = vec![
+            format!("MPI_PREFIX={}", build.prefix.display()),
+            format!("MPI_TESTS={}", build.tests.display()),
+            format!("MPI_PLUGIN={}", plugin.display()),
+            format!("MPI_PROVIDERS={}", plan.providers.join(" ")),
+            format!("MV2_USE_RDMA_FAST_PATH={}", u8::from(plan.fast_path)),
+        ];
+        env.extend(extra.iter().map(|(k, v)| format!("{k}={v}")));
+        env
+    };
+    let mut results = Results::default();
+    let started = Instant::now();
+    let mut script = vec!["env".to_string()];
+    script.extend(env(&[
+        ("MPI_OSU", plan.osu.join(" ")),
+        ("MPI_SUITES", plan.suites.join(" ")),
+        ("MPI_RANKS", plan.ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")),
+        ("MPI_FLAGPOLL", flagpoll.display().to_string()),
+    ]));
+    script.push("tests/mpi/run.sh".into());
+    guest(&["softroce", "--timeout", "14400", "--"], &script, "", &mut results)?;
+    eprintln!("xtask: the MPI runs in one guest took {:.0} s", started.elapsed().as_secs_f64());
+    if plan.fabric {
+        let started = Instant::now();
+        let mut script = vec!["env".to_string()];
+        script.extend(env(&[("MPI_OSU", FABRIC_OSU.join(" "))]));
+        script.push("tests/mpi/fabric.sh".into());
+        guest(&["fabric", "--timeout", "3600", "--"], &script, " across two hosts", &mut results)?;
+        eprintln!("xtask: the MPI runs across two hosts took {:.0} s", started.elapsed().as_secs_f64());
+    }
+    Ok(results)
+}
+
+/// Run `cargo xtask TASK... SCRIPT...`, echoing its output and taking its
+/// result lines. The guest's own exit status does not decide: the results
+/// do, and a guest that stops early leaves cases unreported, which the
+/// table shows.
+fn guest(task: &[&str], script: &[String], where_: &str, results: &mut Results) -> Result<(), String> {
+    let mut args: Vec<&str> = vec!["xtask"];
+    args.extend_from_slice(task);
+    args.extend(script.iter().map(String::as_str));
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let mut child = Command::new("cargo")
+        .args(&args)
+        .current_dir(workspace()?)
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cargo: {e}"))?;
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            let line = line.trim_end_matches('\r');
+            println!("{line}");
+            // `fabric` puts each guest's lines under `[server] ` or `[client] `.
+            let body = line.strip_prefix('[').and_then(|l| l.split_once("] ")).map_or(line, |(_, rest)| rest);
+            results.take(body, where_);
+        }
+    }
+    let status = child.wait().map_err(|e| format!("cargo: {e}"))?;
+    if !status.success() {
+        eprintln!("xtask: `cargo {}` ended with {status}", args.join(" "));
+    }
+    Ok(())
+}
+
+/// The table: OSU figures, then test/mpi outcomes, then each provider's
+/// counts.
+fn table(results: &Results, providers: &[String]) -> String {
+    let mut out = String::new();
+    let header = |first: &str, second: &str| {
+        let mut h = format!("{first:<34} {second:>8}");
+        for p in providers {
+            h.push_str(&format!("  {p:<24}"));
+        }
+        h
+    };
+    out.push_str(&header("OSU benchmark (2 ranks)", "size"));
+    out.push('\n');
+    let cell = |v: Option<&String>| v.map_or("-".to_string(), Clone::clone);
+    for ((test, size), by) in &results.osu {
+        let mut row = format!("{test:<34} {size:>8}");
+        for p in providers {
+            row.push_str(&format!("  {:<24}", cell(by.get(p))));
+        }
+        out.push_str(row.trim_end());
+        out.push('\n');
+    }
+    out.push('\n');
+    out.push_str(&header("program", "ranks"));
+    out.push('\n');
+    for ((suite, test, np), by) in &results.cases {
+        let mut row = format!("{:<34} {np:>8}", format!("{suite}/{test}"));
+        let mut details = Vec::new();
+        for p in providers {
+            let text = match by.get(p) {
+                None => "not reported".to_string(),
+                Some(Outcome::Ok) => "ok".to_string(),
+                Some(Outcome::Fail(why)) => {
+                    details.push(format!("    {p}: FAILED: {why}"));
+                    "FAILED".to_string()
+                }
+                Some(Outcome::Hang(why)) => {
+                    details.push(format!("    {p}: HANG: {why}"));
+                    "HANG".to_string()
+                }
+            };
+            row.push_str(&format!("  {text:<24}"));
+        }
+        out.push_str(row.trim_end());
+        out.push('\n');
+        for d in details {
+            out.push_str(&d);
+            out.push('\n');
+        }
+    }
+    out.push('\n');
+    for p in providers {
+        let c = results.counts(p);
+        out.push_str(&format!("{p}: {} passed, {} failed, {} hung\n", c.passed, c.failed, c.hung));
+    }
+    for note in &results.notes {
+        out.push_str(note);
+        out.push('\n');
+    }
+    out
+}
+
+/// The tests each suite's `testlist` leaves out on purpose, with the
+/// reason its comment gives.
+fn print_not_applicable(build: &Build) -> Result<(), String> {
+    println!("Not applicable, as the tree marks them:");
+    for suite in SUITES {
+        let dir = build.tests.join(suite);
+        let list = fs::read_to_string(dir.join("testlist")).map_err(|e| format!("{suite}/testlist: {e}"))?;
+        for (test, reason) in not_applicable(&list, |name| dir.join(format!("{name}.c")).exists()) {
+            println!("  {suite}/{test}: {reason}");
+        }
+    }
+    Ok(())
+}
+
+/// Commented-out entries of a testlist that name a test (`#name np`), each
+/// with the comment lines just above it.
+fn not_applicable(list: &str, is_test: impl Fn(&str) -> bool) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut comment: Vec<String> = Vec::new();
+    for line in list.lines() {
+        let Some(body) = line.trim().strip_prefix('#') else {
+            comment.clear();
+            continue;
+        };
+        let name = body.split_whitespace().next().unwrap_or_default();
+        let np = body.split_whitespace().nth(1).is_some_and(|n| n.parse::<u32>().is_ok());
+        if np && is_test(name) {
+            let reason = if comment.is_empty() { "(no reason given)".to_string() } else { comment.join(" ") };
+            found.push((name.to_string(), reason));
+            comment.clear();
+        } else {
+            comment.push(body.trim().to_string());
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commented_entry_is_listed_with_its_comment() {
+        let list = "sendrecv1 4\n# this should be run only on machines with large memory\n# perhaps disable\n#large_message 3\n# a note\nanyall 2\n";
+        let found = not_applicable(list, |n| n == "large_message");
+        assert_eq!(
+            found,
+            [(
+                "large_message".to_string(),
+                "this should be run only on machines with large memory perhaps disable".to_string()
+            )]
+        );
+        assert!(not_applicable(list, |_| false).is_empty(), "a comment that names no test is no entry");
+    }
+
+    #[test]
+    fn result_lines_fill_the_table_and_the_counts() {
+        let mut r = Results::default();
+        r.take("mpi osu udat osu_latency 256 19.8", "");
+        r.take("mpi osu ofa osu_latency 256 17.1", "");
+        r.take("mpi case udat pt2pt sendrecv1 2 ok", "");
+        r.take("mpi case ofa pt2pt sendrecv1 2 fail exit 1 before any size: DAT_INVALID_PARAMETER", "");
+        r.take("mpi case udat osu osu_bw 2 hang no exit within 300 s, after 4194304 B", "");
+        r.take("mpi case udat osu osu_bw 2", "");
+        r.take("something else", "");
+        assert_eq!(r.counts("udat"), Counts { passed: 1, failed: 0, hung: 1 });
+        assert_eq!(r.counts("ofa"), Counts { passed: 0, failed: 1, hung: 0 });
+        let t = table(&r, &["udat".into(), "ofa".into()]);
+        assert!(t.contains("osu_latency") && t.contains("19.8") && t.contains("17.1"), "{t}");
+        assert!(t.contains("ofa: FAILED: exit 1 before any size: DAT_INVALID_PARAMETER"), "{t}");
+        assert!(t.contains("udat: HANG: no exit within 300 s, after 4194304 B"), "{t}");
+        assert!(t.contains("osu/osu_bw") && t.contains("not reported"), "{t}");
+    }
+
+    #[test]
+    fn a_subset_names_only_known_members() {
+        let some = String::from("osu_bw,osu_latency");
+        assert_eq!(subset(Some(&some), &OSU), Some(vec!["osu_bw", "osu_latency"]));
+        assert_eq!(subset(Some(&"none".into()), &OSU), Some(Vec::new()));
+        assert_eq!(subset(Some(&"osu_nope".into()), &OSU), None);
+        assert_eq!(subset(None, &OSU), None);
+    }
+
+    #[test]
+    fn the_build_is_renamed_by_its_inputs() {
+        assert_ne!(digest(b"one"), digest(b"two"));
+        assert_eq!(digest(b"one"), digest(b"one"));
+    }
+}

@@ -14,7 +14,7 @@
 //! provider took it does the slot become outstanding, so a refused post
 //! leaves no trace.
 
-use std::cell::{Cell, RefCell, UnsafeCell};
+use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::rc::Rc;
 

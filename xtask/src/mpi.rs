@@ -117,24 +117,6 @@ pub fn mpi(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// CI's stage (`cargo xtask test`): build MVAPICH2 or reuse the build,
-/// run [`Plan::ci`] and print its table; (passed, failed), a hang counting
-/// as a failure. Any failure fails the stage, as in the other stages.
-pub fn ci() -> Result<(u64, u64), String> {
-    let started = Instant::now();
-    let build = build()?;
-    eprintln!("xtask: MVAPICH2 ready after {:.0} s", started.elapsed().as_secs_f64());
-    let plan = Plan::ci();
-    let results = run(&build, &plan)?;
-    println!("{}", table(&results, &plan.providers));
-    eprintln!("xtask: the MPI stage took {:.0} s", started.elapsed().as_secs_f64());
-    let udat = results.counts("udat");
-    if udat.failed + udat.hung > 0 || udat.passed == 0 {
-        return Err(format!("MPI over udat: {} passed, {} failed, {} hung", udat.passed, udat.failed, udat.hung));
-    }
-    Ok((udat.passed, 0))
-}
-
 impl Plan {
     /// What CI runs: [`CI_OSU`] and `pt2pt` at 2 ranks, over udat, on one
     /// host.

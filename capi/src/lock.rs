@@ -156,7 +156,7 @@ impl<T> Locked<T> {
 
     /// The value, to this thread alone, for a call of a [`Threads::One`]
     /// provider: `None` once a call panicked in it (the word is
-    /// [`POISONED`], and stays so). Of any other provider, as
+    /// `POISONED`, and stays so). Of any other provider, as
     /// [`Locked::lock`]: its caller asks about panics elsewhere.
     #[inline(always)]
     pub fn enter(&self) -> Option<Exclusive<'_, T>> {

@@ -496,15 +496,11 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         let Some(ring) = cqs.get_mut(cq.slot) else { return 0 };
         let mut n = 0;
         let mut taken = false;
-        let mut cache: Option<(u32, u16)> = None;
         while n < out.len() {
             let Some(cqe) = ring.poll() else { break };
             taken = true;
-            let slot = match cache {
-                Some((qpn, slot)) if qpn == cqe.qpn => Some(slot),
-                _ => by_qpn.get(cqe.qpn),
-            };
-            let Some((slot, queues)) = slot.and_then(|s| Some((s, qps.get_mut(s)?))) else {
+            let route = ring.route(cqe.qpn, |qpn| by_qpn.route(qpn));
+            let Some(queues) = route.and_then(|r| qps.get_mut(r.slot)) else {
                 // A destroyed QP's CQE: a receive still gives its SRQ WQE back.
                 if !cqe.is_requester() {
                     if let Some(s) = srqs.iter_mut().find(|s| s.srqn == cqe.srqn) {
@@ -513,7 +509,6 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
                 }
                 continue;
             };
-            cache = Some((cqe.qpn, slot));
             let srq_complete = |s: u16| srqs.get_mut(s).and_then(|s| s.ring.complete(cqe.wqe_counter));
             let source_qpn = || ring.last_source_qpn();
             let Some(completion) = complete_on(queues, &cqe, srq_complete, source_qpn) else { continue };
@@ -713,7 +708,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         let Some(ring) = (unsafe { self.cqs.get_shared(cq.slot) }) else { return Shared::Exclusive };
         let Some(cqe) = ring.peek() else { return Shared::Empty };
         let recv = !cqe.is_requester();
-        let Some(route) = self.by_qpn.route(cqe.qpn) else { return Shared::Exclusive };
+        let Some(route) = ring.route(cqe.qpn, |qpn| self.by_qpn.route(qpn)) else { return Shared::Exclusive };
         // An error breaks the connection: an exclusive poll's business.
         if cqe.is_error() || (recv && route.srq) {
             return Shared::Exclusive;
@@ -751,7 +746,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         if cqe.is_error() {
             return None;
         }
-        let queues = qps.get_mut(by_qpn.get(cqe.qpn)?)?;
+        let queues = qps.get_mut(ring.route(cqe.qpn, |qpn| by_qpn.route(qpn))?.slot)?;
         let sent = if cqe.is_requester() { Some(queues.sq.oldest(cqe.wqe_counter)?) } else { None };
         let completion = if let Some(sent) = &sent {
             if sent.op == DtoOp::BindMw {

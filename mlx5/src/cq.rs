@@ -15,6 +15,7 @@ use crate::barrier;
 use crate::cqe::{self, field, Cqe, CqeOpcode, CQE_BYTES};
 use crate::doorbell::{Register, CQ_DOORBELL};
 use crate::mem::DmaBuf;
+use crate::table::Route;
 use crate::Geometry;
 
 /// Index of the consumer counter in a CQ's doorbell record.
@@ -63,6 +64,10 @@ pub struct CompletionQueue<R> {
     /// The consumer index at which a waiting CQE was last reported by
     /// [`has_news`](Self::has_news).
     reported: Option<u32>,
+    /// Where the QP of the last CQE taken leads ([`Route::NONE`] at
+    /// first): CQEs of one QP come in runs, so the next one most often
+    /// needs no look-up in the QP-number index (rdma-core's `cur_rsc`).
+    last: Route,
 }
 
 impl<R: Register> CompletionQueue<R> {
@@ -92,6 +97,7 @@ impl<R: Register> CompletionQueue<R> {
             ci: 0,
             arm_sn: 0,
             reported: None,
+            last: Route::NONE,
         })
     }
 
@@ -178,6 +184,16 @@ impl<R: Register> CompletionQueue<R> {
         Some(Cqe::from_words(middle, last))
     }
 
+    /// Where the QP `qpn` of a CQE leads: the last CQE's route if it is
+    /// that QP's, or else what `find` says, kept for the next CQE.
+    #[inline(always)]
+    pub fn route(&mut self, qpn: u32, find: impl FnOnce(u32) -> Option<Route>) -> Option<Route> {
+        if self.last.qpn != qpn {
+            self.last = find(qpn)?;
+        }
+        Some(self.last)
+    }
+
     /// The sender's QP number in the CQE [`poll`](Self::poll) took last,
     /// a UD receive's (`flags_rqpn`, bits 23–0, which rdma-core's
     /// `handle_responder` reports as `wc->src_qp`): a word the tail that
@@ -220,9 +236,13 @@ impl<R: Register> CompletionQueue<R> {
     }
 
     /// The QP `qpn` is destroyed: mark its CQEs not yet polled, so a QP
-    /// that later gets the same number never sees them. The device writes
-    /// no CQE for a destroyed QP, and the ones it wrote are software's.
+    /// that later gets the same number never sees them, and forget its
+    /// route. The device writes no CQE for a destroyed QP, and the ones it
+    /// wrote are software's.
     pub fn forget_qp(&mut self, qpn: u32) {
+        if self.last.qpn == qpn {
+            self.last = Route::NONE;
+        }
         let mut index = self.ci;
         for _ in 0..self.cqe_cnt {
             let at = self.entry(index);
@@ -297,5 +317,45 @@ mod tests {
         }
         cq.update_ci();
         assert_eq!(dbrec.read(SET_CI * 4, 4), (CNT + 2).to_be_bytes());
+    }
+
+    /// The route of the last CQE's QP is kept for the next CQE of that QP
+    /// and asked for again for another QP, or once the QP is forgotten.
+    #[test]
+    fn the_last_route_serves_its_qp_until_the_qp_is_forgotten() {
+        let (ring, dbrec) = (Memory::new(CNT as usize * CQE_BYTES), Memory::new(64));
+        for i in 0..CNT as usize {
+            ring.write(i * CQE_BYTES + field::OP_OWN, &[u8::from(CqeOpcode::Invalid) << 4]);
+        }
+        let geometry = CqGeometry {
+            cqn: 5,
+            buf: ring.share(),
+            cqe_cnt: CNT,
+            cqe_size: 64,
+            dbrec: dbrec.share(),
+            uar: Recorder::default(),
+        };
+        let mut cq = CompletionQueue::new(geometry).unwrap();
+        let route = |qpn: u32, slot: u16| Route { qpn, slot, srq: false, tag: u64::from(slot) };
+        let asked = core::cell::Cell::new(0);
+        let find = |slot: u16| {
+            let asked = &asked;
+            move |qpn: u32| {
+                asked.set(asked.get() + 1);
+                Some(route(qpn, slot))
+            }
+        };
+        assert_eq!(cq.route(0x42, find(1)), Some(route(0x42, 1)));
+        assert_eq!(cq.route(0x42, find(9)), Some(route(0x42, 1)), "kept");
+        assert_eq!(asked.get(), 1);
+        assert_eq!(cq.route(0x43, find(2)), Some(route(0x43, 2)));
+        assert_eq!(cq.route(0x44, |_| None), None, "no QP has the number");
+        assert_eq!(cq.route(0x43, find(9)), Some(route(0x43, 2)), "a miss keeps the last route");
+        cq.forget_qp(0x42);
+        assert_eq!(cq.route(0x43, find(9)), Some(route(0x43, 2)), "another QP's route stays");
+        cq.forget_qp(0x43);
+        assert_eq!(cq.route(0x43, find(3)), Some(route(0x43, 3)), "a forgotten QP's number is looked up again");
+        assert_eq!(asked.get(), 3);
+        assert_eq!(cq.route(NO_QPN, |_| None), None);
     }
 }

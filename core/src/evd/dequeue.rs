@@ -29,6 +29,32 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// nothing changed, and the ordinary dequeue decides.
     #[inline(always)]
     pub fn lane_dequeue(&mut self, evd: u32, selects: impl FnOnce(u32) -> bool) -> Option<Event> {
+        self.lane_dequeue_with(evd, selects, |evd, c, _| Event {
+            number: EventNumber::DtoCompletion,
+            evd,
+            data: EventData::Dto {
+                ep: EpHandle(RawHandle::from_bits(c.tag)),
+                cookie: c.cookie,
+                status: c.status,
+                transferred_length: c.transferred_length,
+                op: c.op,
+                imm: c.imm,
+            },
+        })
+    }
+
+    /// [`Provider::lane_dequeue`] that hands what it settled to `event`
+    /// instead of making an [`Event`] of it: the EVD, the completion
+    /// (its `tag` is the EP's handle) and the EP's name
+    /// ([`Provider::ep_name`]), from which a layer above writes its own
+    /// event straight away.
+    #[inline(always)]
+    pub fn lane_dequeue_with<R>(
+        &mut self,
+        evd: u32,
+        selects: impl FnOnce(u32) -> bool,
+        event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
+    ) -> Option<R> {
         let Provider { evds, eps, backend, .. } = self;
         let (generation, e) = evds.live_mut(evd)?;
         debug_assert_eq!(e.direct, e.lane_direct());
@@ -54,15 +80,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         } else {
             ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
         }
-        let data = EventData::Dto {
-            ep: EpHandle(RawHandle::from_bits(c.tag)),
-            cookie: c.cookie,
-            status: c.status,
-            transferred_length: c.transferred_length,
-            op: c.op,
-            imm: c.imm,
-        };
-        Some(Event { number: EventNumber::DtoCompletion, evd, data })
+        Some(event(evd, &c, ep.name))
     }
 }
 

@@ -12,7 +12,7 @@
 #![allow(unsafe_code)]
 
 use crate::barrier;
-use crate::cqe::{self, field, Cqe, CqeOpcode, CQE_BYTES};
+use crate::cqe::{self, field, Cqe, CqeOpcode, Head, CQE_BYTES};
 use crate::doorbell::{Register, CQ_DOORBELL};
 use crate::mem::DmaBuf;
 use crate::table::Route;
@@ -168,6 +168,14 @@ impl<R: Register> CompletionQueue<R> {
     /// next [`poll`](Self::poll) takes it.
     #[inline(always)]
     pub fn peek(&self) -> Option<Cqe> {
+        self.peek_head().map(|head| self.peeked(head))
+    }
+
+    /// The last word of the next CQE, if the device has written it, left
+    /// in place: read after the owner and the barrier, as [`peek`](Self::peek)
+    /// reads the whole CQE.
+    #[inline(always)]
+    pub fn peek_head(&self) -> Option<Head> {
         let at = self.entry(self.ci);
         if !self.owned(at, self.ci) {
             return None;
@@ -175,13 +183,20 @@ impl<R: Register> CompletionQueue<R> {
         barrier::from_device_barrier();
         // SAFETY: as in `owned`.
         let [last] = unsafe { self.buf.load_words::<1>(at + cqe::LAST_WORD) };
-        let middle = if cqe::needs_middle(last) {
-            // SAFETY: as above.
-            unsafe { self.buf.load_words::<3>(at + cqe::TAIL) }
+        Some(Head(last))
+    }
+
+    /// The next CQE, whose last word [`peek_head`](Self::peek_head) read
+    /// as `head`: the three words before it only when [`cqe::needs_middle`].
+    #[inline(always)]
+    pub fn peeked(&self, head: Head) -> Cqe {
+        let middle = if cqe::needs_middle(head.0) {
+            // SAFETY: as in `owned`: the next entry's CQE.
+            unsafe { self.buf.load_words::<3>(self.entry(self.ci) + cqe::TAIL) }
         } else {
             [0; 3]
         };
-        Some(Cqe::from_words(middle, last))
+        Cqe::from_words(middle, head.0)
     }
 
     /// Where the QP `qpn` of a CQE leads: the last CQE's route if it is

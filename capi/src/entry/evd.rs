@@ -205,13 +205,12 @@ fn dequeue_shared<B: Transport>(
             |g| named.selects(g),
             #[inline(always)]
             |i| inst.ep_locks.lock_lane(i, &inst.poisoned),
+            #[inline(always)]
+            |_, c, name| write_lane_event(&st.handles, h, c, name, slot),
         )
     };
     match taken {
-        Shared::Done(e) => {
-            write_dto_event(&st.handles, h, &e, slot);
-            Some(DAT_SUCCESS)
-        }
+        Shared::Done(()) => Some(DAT_SUCCESS),
         // Nothing came: pull connection events now, on the exclusive
         // path, if a look at this EVD's IA is due.
         Shared::Empty => empty_unless_due(inst, &st, h),
@@ -396,8 +395,8 @@ pub(crate) fn sleep<B: Transport>(
     Ok(if rc > 0 || blind { Wake::Activity } else { Wake::Timeout })
 }
 
-/// Fill a `DAT_EVENT` with the DTO completion `c` that the lane of the
-/// EVD whose C handle is `evd` settled, of the EP named `name` (its C
+/// Fill a `DAT_EVENT` with the DTO completion `c` that the lane, or a
+/// shared dequeue, of the EVD whose C handle is `evd` settled, of the EP named `name` (its C
 /// handle, [`udat_core::Provider::ep_name`]; 0 when it has none).
 #[inline(always)]
 fn write_lane_event(handles: &HandleSpace, evd: DAT_EVD_HANDLE, c: &Completion, name: u64, out: &mut DAT_EVENT) {
@@ -417,17 +416,6 @@ fn write_lane_event(handles: &HandleSpace, evd: DAT_EVD_HANDLE, c: &Completion, 
 #[inline(never)]
 fn ep_handle(handles: &HandleSpace, ep: EpHandle) -> DAT_EP_HANDLE {
     handles.handle(Kind::Ep, ep.raw())
-}
-
-/// Fill a `DAT_EVENT` from an event a shared dequeue of the EVD whose C
-/// handle is `evd` settled: a DTO completion, nothing else.
-#[inline(always)]
-fn write_dto_event(handles: &HandleSpace, evd: DAT_EVD_HANDLE, e: &Event, out: &mut DAT_EVENT) {
-    out.event_number = e.number as DAT_EVENT_NUMBER;
-    out.evd_handle = evd;
-    if let EventData::Dto { ep, cookie, status, transferred_length, op, imm } = e.data {
-        write_dto(handles.handle(Kind::Ep, ep.raw()), cookie, status, transferred_length, op, imm, out);
-    }
 }
 
 /// The event data of a DTO completion of the EP whose C handle is `ep`:

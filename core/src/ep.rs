@@ -350,6 +350,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         })
     }
 
+    /// Name `ep` by `name`, what the layer above calls it in the events
+    /// it writes: a dequeue's lane hands it over with each completion of
+    /// the EP ([`Provider::lane_dequeue_with`]).
+    pub fn ep_name(&mut self, ep: EpHandle, name: u64) -> DatResult<()> {
+        self.eps.get_mut(ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?.name = name;
+        Ok(())
+    }
+
     /// The private data the peer sent with the connection this EP
     /// established (active side), as the ESTABLISHED event promised.
     pub fn ep_private_data(&self, ep: EpHandle) -> DatResult<&[u8]> {

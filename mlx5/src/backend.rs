@@ -16,7 +16,7 @@ use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAttr, MemPriv, RmrTr
 use udat_core::{DatError, DatResult, ErrorType};
 
 use crate::cq::CompletionQueue;
-use crate::cqe::{Cqe, CqeOpcode};
+use crate::cqe::{Cqe, CqeOpcode, Head};
 use crate::device::{Device, QpSpec};
 use crate::mw;
 use crate::rq::{RecvQueue, SharedRecvQueue};
@@ -294,6 +294,55 @@ fn complete_on<D: Device>(
     Some(completion)
 }
 
+/// What [`look`] found a CQE to complete, for [`take`] to retire.
+enum Taking {
+    /// The oldest request of the send queue, alone.
+    Request(SendSlot),
+    /// The oldest receive of the QP's own receive queue.
+    Receive,
+}
+
+/// The completion the successful CQE `head`, the next of `ring`, makes
+/// of a QP of `queues`, if a dequeue may settle it alone: it completes
+/// the oldest request of the send queue alone (not a window bind's, which
+/// changes its window), or fills the oldest receive of the QP's own queue
+/// (not an SRQ's, which QPs of other EPs share, nor a UD QP's, whose
+/// completion names its sender). Nothing is consumed: the dequeue
+/// decides, and [`take`] consumes.
+#[inline(always)]
+fn look<D: Device>(
+    ring: &CompletionQueue<D::Register>,
+    head: Head,
+    queues: &QpQueues<D>,
+) -> Option<(Completion, Taking)> {
+    if head.is_requester() {
+        let sent = queues.sq.oldest(head.wqe_counter()).filter(|sent| sent.op != DtoOp::BindMw)?;
+        return Some((requested(queues.tag, sent, 1), Taking::Request(sent)));
+    }
+    if queues.srq.is_some() || queues.ud {
+        return None;
+    }
+    let cookie = queues.rq.as_ref()?.oldest()?;
+    Some((received(queues.tag, cookie, &ring.peeked(head)), Taking::Receive))
+}
+
+/// Consume the CQE [`look`] looked at, and retire what it completes: the
+/// one place where a CQE is taken, for a dequeue's lane, a shared
+/// dequeue and a poll alike. The consumer index reaches the device at the
+/// caller's [`CompletionQueue::update_ci`].
+#[inline(always)]
+fn take<D: Device>(ring: &mut CompletionQueue<D::Register>, queues: &mut QpQueues<D>, taking: &Taking) {
+    ring.advance();
+    match taking {
+        Taking::Request(sent) => queues.sq.retire_oldest(sent),
+        Taking::Receive => {
+            if let Some(rq) = queues.rq.as_mut() {
+                rq.complete();
+            }
+        }
+    }
+}
+
 /// The completion of `sent`, a request of the QP tagged `tag`, which
 /// retires `retired` requests; a success (an error's status is the
 /// caller's).
@@ -496,15 +545,13 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         let Some(ring) = cqs.get_mut(cq.slot) else { return 0 };
         let mut n = 0;
         let mut taken = false;
-        let mut cache: Option<(u32, u16)> = None;
         while n < out.len() {
-            let Some(cqe) = ring.poll() else { break };
+            let Some(head) = ring.peek_head() else { break };
             taken = true;
-            let slot = match cache {
-                Some((qpn, slot)) if qpn == cqe.qpn => Some(slot),
-                _ => by_qpn.get(cqe.qpn),
-            };
-            let Some((slot, queues)) = slot.and_then(|s| Some((s, qps.get_mut(s)?))) else {
+            let route = ring.route(head.qpn(), |qpn| by_qpn.route(qpn));
+            let Some(queues) = route.and_then(|r| qps.get_mut(r.slot)) else {
+                let cqe = ring.peeked(head);
+                ring.advance();
                 // A destroyed QP's CQE: a receive still gives its SRQ WQE back.
                 if !cqe.is_requester() {
                     if let Some(s) = srqs.iter_mut().find(|s| s.srqn == cqe.srqn) {
@@ -513,10 +560,25 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
                 }
                 continue;
             };
-            cache = Some((cqe.qpn, slot));
-            let srq_complete = |s: u16| srqs.get_mut(s).and_then(|s| s.ring.complete(cqe.wqe_counter));
-            let source_qpn = || ring.last_source_qpn();
-            let Some(completion) = complete_on(queues, &cqe, srq_complete, source_qpn) else { continue };
+            // What a dequeue's lane would take, taken as it takes it; the
+            // rest (an error, an SRQ's or a UD receive, a window bind, a
+            // request with unsignalled ones before it) as `complete_on`
+            // says.
+            let looked = if head.is_error() { None } else { look(ring, head, queues) };
+            let completion = match looked {
+                Some((completion, taking)) => {
+                    take(ring, queues, &taking);
+                    completion
+                }
+                None => {
+                    let cqe = ring.peeked(head);
+                    ring.advance();
+                    let srq_complete = |s: u16| srqs.get_mut(s).and_then(|s| s.ring.complete(cqe.wqe_counter));
+                    let source_qpn = || ring.last_source_qpn();
+                    let Some(completion) = complete_on(queues, &cqe, srq_complete, source_qpn) else { continue };
+                    completion
+                }
+            };
             if let Some(place) = out.get_mut(n) {
                 *place = completion;
             }
@@ -711,33 +773,19 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     ) -> Shared<Option<(Completion, G)>> {
         // SAFETY: the caller holds the lock of the CQ's EVD.
         let Some(ring) = (unsafe { self.cqs.get_shared(cq.slot) }) else { return Shared::Exclusive };
-        let Some(cqe) = ring.peek() else { return Shared::Empty };
-        let recv = !cqe.is_requester();
-        let Some(route) = self.by_qpn.route(cqe.qpn) else { return Shared::Exclusive };
+        let Some(head) = ring.peek_head() else { return Shared::Empty };
+        let recv = !head.is_requester();
+        let Some(route) = ring.route(head.qpn(), |qpn| self.by_qpn.route(qpn)) else { return Shared::Exclusive };
         // An error breaks the connection: an exclusive poll's business.
-        if cqe.is_error() || (recv && route.srq) {
+        if head.is_error() || (recv && route.srq) {
             return Shared::Exclusive;
         }
         let Some(admitted) = admit(CqHead { tag: route.tag, recv }) else { return Shared::Exclusive };
         // SAFETY: `admit` took the lock of the EP whose QP the CQE names.
         let Some(queues) = (unsafe { self.qps.get_shared(route.slot) }) else { return Shared::Exclusive };
-        let taken = if recv {
-            queues.rq.as_ref().and_then(|rq| rq.oldest()).map(|cookie| (received(queues.tag, cookie, &cqe), None))
-        } else {
-            let sent = queues.sq.oldest(cqe.wqe_counter).filter(|sent| sent.op != DtoOp::BindMw);
-            sent.map(|sent| (requested(queues.tag, sent, 1), Some(sent)))
-        };
-        let Some((completion, sent)) = taken else { return Shared::Exclusive };
-        ring.advance();
+        let Some((completion, taking)) = look(ring, head, queues) else { return Shared::Exclusive };
+        take(ring, queues, &taking);
         ring.update_ci();
-        match &sent {
-            Some(sent) => queues.sq.retire_oldest(sent),
-            None => {
-                if let Some(rq) = queues.rq.as_mut() {
-                    rq.complete();
-                }
-            }
-        }
         Shared::Done(Some((completion, admitted)))
     }
 
@@ -747,31 +795,15 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     fn cq_lane<G>(&mut self, cq: &mut Cq<D>, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
         let Mlx5 { qps, by_qpn, cqs, .. } = self;
         let ring = cqs.get_mut(cq.slot)?;
-        let cqe = ring.peek()?;
-        if cqe.is_error() {
+        let head = ring.peek_head()?;
+        if head.is_error() {
             return None;
         }
-        let queues = qps.get_mut(by_qpn.get(cqe.qpn)?)?;
-        let sent = if cqe.is_requester() { Some(queues.sq.oldest(cqe.wqe_counter)?) } else { None };
-        let completion = if let Some(sent) = &sent {
-            if sent.op == DtoOp::BindMw {
-                return None;
-            }
-            requested(queues.tag, *sent, 1)
-        } else {
-            if queues.srq.is_some() {
-                return None;
-            }
-            received(queues.tag, queues.rq.as_ref()?.oldest()?, &cqe)
-        };
+        let queues = qps.get_mut(ring.route(head.qpn(), |qpn| by_qpn.route(qpn))?.slot)?;
+        let (completion, taking) = look(ring, head, queues)?;
         let accepted = accept(&completion)?;
-        ring.advance();
+        take(ring, queues, &taking);
         ring.update_ci();
-        if let Some(sent) = &sent {
-            queues.sq.retire_oldest(sent);
-        } else if let Some(rq) = queues.rq.as_mut() {
-            rq.complete();
-        }
         Some((completion, accepted))
     }
 

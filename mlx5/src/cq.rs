@@ -12,9 +12,10 @@
 #![allow(unsafe_code)]
 
 use crate::barrier;
-use crate::cqe::{self, field, Cqe, CqeOpcode, CQE_BYTES};
+use crate::cqe::{self, field, Cqe, CqeOpcode, Head, CQE_BYTES};
 use crate::doorbell::{Register, CQ_DOORBELL};
 use crate::mem::DmaBuf;
+use crate::table::Route;
 use crate::Geometry;
 
 /// Index of the consumer counter in a CQ's doorbell record.
@@ -63,6 +64,10 @@ pub struct CompletionQueue<R> {
     /// The consumer index at which a waiting CQE was last reported by
     /// [`has_news`](Self::has_news).
     reported: Option<u32>,
+    /// Where the QP of the last CQE taken leads ([`Route::NONE`] at
+    /// first): CQEs of one QP come in runs, so the next one most often
+    /// needs no look-up in the QP-number index (rdma-core's `cur_rsc`).
+    last: Route,
 }
 
 impl<R: Register> CompletionQueue<R> {
@@ -92,6 +97,7 @@ impl<R: Register> CompletionQueue<R> {
             ci: 0,
             arm_sn: 0,
             reported: None,
+            last: Route::NONE,
         })
     }
 
@@ -162,6 +168,14 @@ impl<R: Register> CompletionQueue<R> {
     /// next [`poll`](Self::poll) takes it.
     #[inline(always)]
     pub fn peek(&self) -> Option<Cqe> {
+        self.peek_head().map(|head| self.peeked(head))
+    }
+
+    /// The last word of the next CQE, if the device has written it, left
+    /// in place: read after the owner and the barrier, as [`peek`](Self::peek)
+    /// reads the whole CQE.
+    #[inline(always)]
+    pub fn peek_head(&self) -> Option<Head> {
         let at = self.entry(self.ci);
         if !self.owned(at, self.ci) {
             return None;
@@ -169,13 +183,30 @@ impl<R: Register> CompletionQueue<R> {
         barrier::from_device_barrier();
         // SAFETY: as in `owned`.
         let [last] = unsafe { self.buf.load_words::<1>(at + cqe::LAST_WORD) };
-        let middle = if cqe::needs_middle(last) {
-            // SAFETY: as above.
-            unsafe { self.buf.load_words::<3>(at + cqe::TAIL) }
+        Some(Head(last))
+    }
+
+    /// The next CQE, whose last word [`peek_head`](Self::peek_head) read
+    /// as `head`: the three words before it only when [`cqe::needs_middle`].
+    #[inline(always)]
+    pub fn peeked(&self, head: Head) -> Cqe {
+        let middle = if cqe::needs_middle(head.0) {
+            // SAFETY: as in `owned`: the next entry's CQE.
+            unsafe { self.buf.load_words::<3>(self.entry(self.ci) + cqe::TAIL) }
         } else {
             [0; 3]
         };
-        Some(Cqe::from_words(middle, last))
+        Cqe::from_words(middle, head.0)
+    }
+
+    /// Where the QP `qpn` of a CQE leads: the last CQE's route if it is
+    /// that QP's, or else what `find` says, kept for the next CQE.
+    #[inline(always)]
+    pub fn route(&mut self, qpn: u32, find: impl FnOnce(u32) -> Option<Route>) -> Option<Route> {
+        if self.last.qpn != qpn {
+            self.last = find(qpn)?;
+        }
+        Some(self.last)
     }
 
     /// The sender's QP number in the CQE [`poll`](Self::poll) took last,
@@ -220,9 +251,13 @@ impl<R: Register> CompletionQueue<R> {
     }
 
     /// The QP `qpn` is destroyed: mark its CQEs not yet polled, so a QP
-    /// that later gets the same number never sees them. The device writes
-    /// no CQE for a destroyed QP, and the ones it wrote are software's.
+    /// that later gets the same number never sees them, and forget its
+    /// route. The device writes no CQE for a destroyed QP, and the ones it
+    /// wrote are software's.
     pub fn forget_qp(&mut self, qpn: u32) {
+        if self.last.qpn == qpn {
+            self.last = Route::NONE;
+        }
         let mut index = self.ci;
         for _ in 0..self.cqe_cnt {
             let at = self.entry(index);
@@ -297,5 +332,45 @@ mod tests {
         }
         cq.update_ci();
         assert_eq!(dbrec.read(SET_CI * 4, 4), (CNT + 2).to_be_bytes());
+    }
+
+    /// The route of the last CQE's QP is kept for the next CQE of that QP
+    /// and asked for again for another QP, or once the QP is forgotten.
+    #[test]
+    fn the_last_route_serves_its_qp_until_the_qp_is_forgotten() {
+        let (ring, dbrec) = (Memory::new(CNT as usize * CQE_BYTES), Memory::new(64));
+        for i in 0..CNT as usize {
+            ring.write(i * CQE_BYTES + field::OP_OWN, &[u8::from(CqeOpcode::Invalid) << 4]);
+        }
+        let geometry = CqGeometry {
+            cqn: 5,
+            buf: ring.share(),
+            cqe_cnt: CNT,
+            cqe_size: 64,
+            dbrec: dbrec.share(),
+            uar: Recorder::default(),
+        };
+        let mut cq = CompletionQueue::new(geometry).unwrap();
+        let route = |qpn: u32, slot: u16| Route { qpn, slot, srq: false, tag: u64::from(slot) };
+        let asked = core::cell::Cell::new(0);
+        let find = |slot: u16| {
+            let asked = &asked;
+            move |qpn: u32| {
+                asked.set(asked.get() + 1);
+                Some(route(qpn, slot))
+            }
+        };
+        assert_eq!(cq.route(0x42, find(1)), Some(route(0x42, 1)));
+        assert_eq!(cq.route(0x42, find(9)), Some(route(0x42, 1)), "kept");
+        assert_eq!(asked.get(), 1);
+        assert_eq!(cq.route(0x43, find(2)), Some(route(0x43, 2)));
+        assert_eq!(cq.route(0x44, |_| None), None, "no QP has the number");
+        assert_eq!(cq.route(0x43, find(9)), Some(route(0x43, 2)), "a miss keeps the last route");
+        cq.forget_qp(0x42);
+        assert_eq!(cq.route(0x43, find(9)), Some(route(0x43, 2)), "another QP's route stays");
+        cq.forget_qp(0x43);
+        assert_eq!(cq.route(0x43, find(3)), Some(route(0x43, 3)), "a forgotten QP's number is looked up again");
+        assert_eq!(asked.get(), 3);
+        assert_eq!(cq.route(NO_QPN, |_| None), None);
     }
 }

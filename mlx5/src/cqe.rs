@@ -202,8 +202,55 @@ pub const LAST_WORD: usize = 56;
 pub fn needs_middle(last: u64) -> bool {
     let bytes = last.to_ne_bytes();
     let send_opcode = bytes[field::SOP_DROP_QPN.start - LAST_WORD];
-    CqeOpcode::from(bytes[field::OP_OWN - LAST_WORD] >> 4) != CqeOpcode::Req
+    bytes[field::OP_OWN - LAST_WORD] >> 4 != u8::from(CqeOpcode::Req)
         || matches!(send_opcode, opcode::RDMA_READ | opcode::ATOMIC_CS | opcode::ATOMIC_FA)
+}
+
+/// A CQE's last word ([`LAST_WORD`]), its bytes in memory order: the QP
+/// number, the WQE counter and the opcode, which is all a dequeue needs
+/// to decide whether a CQE is one it settles alone, and all a successful
+/// requester CQE reports (the completion takes the rest from the send
+/// slot).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head(pub u64);
+
+impl Head {
+    #[inline(always)]
+    fn byte(self, at: usize) -> u8 {
+        self.0.to_ne_bytes()[at - LAST_WORD]
+    }
+
+    #[inline(always)]
+    fn opcode(self) -> u8 {
+        self.byte(field::OP_OWN) >> 4
+    }
+
+    /// The QP the CQE belongs to.
+    #[inline(always)]
+    pub fn qpn(self) -> u32 {
+        let at = field::SOP_DROP_QPN.start;
+        u32::from_be_bytes([0, self.byte(at + 1), self.byte(at + 2), self.byte(at + 3)])
+    }
+
+    /// The index of the WQE (its first WQEBB) the CQE completes.
+    #[inline(always)]
+    pub fn wqe_counter(self) -> u16 {
+        u16::from_be_bytes([self.byte(field::WQE_COUNTER.start), self.byte(field::WQE_COUNTER.start + 1)])
+    }
+
+    /// Whether the CQE reports an error.
+    #[inline(always)]
+    pub fn is_error(self) -> bool {
+        let op = self.opcode();
+        op == u8::from(CqeOpcode::ReqErr) || op == u8::from(CqeOpcode::RespErr)
+    }
+
+    /// Whether the CQE completes a send-queue WQE.
+    #[inline(always)]
+    pub fn is_requester(self) -> bool {
+        let op = self.opcode();
+        op == u8::from(CqeOpcode::Req) || op == u8::from(CqeOpcode::ReqErr)
+    }
 }
 
 impl Cqe {

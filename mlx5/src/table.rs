@@ -183,6 +183,11 @@ pub struct Route {
     pub tag: u64,
 }
 
+impl Route {
+    /// A route no CQE takes: a CQE's QP number has 24 bits.
+    pub const NONE: Route = Route { qpn: u32::MAX, slot: 0, srq: false, tag: 0 };
+}
+
 /// QP number → [`Route`], open addressing with linear probing over a power
 /// of two of entries, indexed by the number's low bits: QP numbers handed
 /// out in sequence each land in their own entry, so a lookup is one load
@@ -213,12 +218,6 @@ impl<S: Store<Entry<Route>>> QpnIndex<S> {
     #[inline(always)]
     fn home(&self, qpn: u32) -> usize {
         qpn as usize & self.mask
-    }
-
-    /// The slot of QP `qpn`.
-    #[inline(always)]
-    pub fn get(&self, qpn: u32) -> Option<u16> {
-        self.route(qpn).map(|r| r.slot)
     }
 
     /// Where QP `qpn` leads.
@@ -356,6 +355,7 @@ mod tests {
     #[test]
     fn qpn_index_finds_every_number_through_collisions_and_removals() {
         let mut index = QpnIndex::new([const { Entry::VACANT }; 16]);
+        let slot_of = |index: &QpnIndex<_>, qpn: u32| index.route(qpn).map(|r| r.slot);
         let route = |qpn: u32, slot: u16| Route { qpn, slot, srq: false, tag: u64::from(qpn) << 8 };
         assert_eq!(index.capacity(), 8);
         // Numbers that share low bits probe past each other.
@@ -365,17 +365,17 @@ mod tests {
         }
         assert!(!index.insert(route(0x999, 9)), "more than half full");
         for (slot, &qpn) in qpns.iter().enumerate() {
-            assert_eq!(index.get(qpn), Some(slot as u16));
+            assert_eq!(slot_of(&index, qpn), Some(slot as u16));
         }
         index.remove(0x110);
         index.remove(0x10f);
-        assert_eq!(index.get(0x110), None);
-        assert_eq!(index.get(0x10f), None);
+        assert_eq!(slot_of(&index, 0x110), None);
+        assert_eq!(slot_of(&index, 0x10f), None);
         for (slot, &qpn) in qpns.iter().enumerate().filter(|(_, &q)| q != 0x110 && q != 0x10f) {
-            assert_eq!(index.get(qpn), Some(slot as u16), "{qpn:#x}");
+            assert_eq!(slot_of(&index, qpn), Some(slot as u16), "{qpn:#x}");
         }
         assert!(index.insert(route(0x140, 10)));
         assert_eq!(index.route(0x140), Some(route(0x140, 10)));
-        assert_eq!(index.get(0x555), None);
+        assert_eq!(slot_of(&index, 0x555), None);
     }
 }

@@ -164,7 +164,7 @@ pub(crate) unsafe fn ep_create<B: Transport>(
                 QpType::Rc => core.ep_create(ia, pz, e.recv, e.request, e.connect, attr.as_ref())?,
                 QpType::Ud => core.ep_create_ud(ia, pz, (e.recv, e.request, e.connect), attr.as_ref())?,
             };
-            *slot = cx.st.ptr(ep);
+            *slot = named(cx, ep)?;
             Ok(())
         })
     }
@@ -192,10 +192,18 @@ pub(crate) unsafe fn ep_create_with_srq<B: Transport>(
             let slot = ep_out.out()?;
             let ep =
                 cx.st.core.ep_create_with_srq(IaHandle::from_raw(raw), pz, e.recv, e.request, e.connect, srq, &attr)?;
-            *slot = cx.st.ptr(ep);
+            *slot = named(cx, ep)?;
             Ok(())
         })
     }
+}
+
+/// The C handle of the new EP `ep`, which the EP keeps for the events
+/// of its completions (`udat_core::Provider::ep_name`).
+fn named<B: Transport>(cx: &mut Cx<B>, ep: EpHandle) -> DatResult<DAT_EP_HANDLE> {
+    let h = cx.st.ptr(ep);
+    cx.st.core.ep_name(ep, h as usize as u64)?;
+    Ok(h)
 }
 
 /// dat_ep_query(3DAT). The address pointers stay valid until the next

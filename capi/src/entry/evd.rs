@@ -3,9 +3,9 @@
 use std::ptr;
 use std::sync::atomic::Ordering;
 
-use udat_core::backend::{Shared, Wake};
+use udat_core::backend::{Completion, Shared, Wake};
 use udat_core::counters::evd::Counter as evd_counter;
-use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind};
+use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind, RawHandle};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, EvdWait, Event, EventData, EventNumber, WaitStep};
 
@@ -156,9 +156,14 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
         Kind::Evd,
         move |core, evd| {
             let Ok(slot) = event.out() else { return false };
-            let Some(e) = core.lane_dequeue(evd.index, |g| evd.selects(g)) else { return false };
-            write_dto_event(evd.handles(), h, &e, slot);
-            true
+            let handles = evd.handles();
+            core.lane_dequeue_with(
+                evd.index,
+                |g| evd.selects(g),
+                #[inline(always)]
+                |_, c, name| write_lane_event(handles, h, c, name, slot),
+            )
+            .is_some()
         },
         move |cx, raw| {
             let slot = event.out()?;
@@ -200,13 +205,12 @@ fn dequeue_shared<B: Transport>(
             |g| named.selects(g),
             #[inline(always)]
             |i| inst.ep_locks.lock_lane(i, &inst.poisoned),
+            #[inline(always)]
+            |_, c, name| write_lane_event(&st.handles, h, c, name, slot),
         )
     };
     match taken {
-        Shared::Done(e) => {
-            write_dto_event(&st.handles, h, &e, slot);
-            Some(DAT_SUCCESS)
-        }
+        Shared::Done(()) => Some(DAT_SUCCESS),
         // Nothing came: pull connection events now, on the exclusive
         // path, if a look at this EVD's IA is due.
         Shared::Empty => empty_unless_due(inst, &st, h),
@@ -391,25 +395,38 @@ pub(crate) fn sleep<B: Transport>(
     Ok(if rc > 0 || blind { Wake::Activity } else { Wake::Timeout })
 }
 
-/// Fill a `DAT_EVENT` from an event a shared dequeue, or the lane, of
-/// the EVD whose C handle is `evd` settled: a DTO completion, nothing
-/// else.
+/// Fill a `DAT_EVENT` with the DTO completion `c` that the lane, or a
+/// shared dequeue, of the EVD whose C handle is `evd` settled, of the EP named `name` (its C
+/// handle, [`udat_core::Provider::ep_name`]; 0 when it has none).
 #[inline(always)]
-fn write_dto_event(handles: &HandleSpace, evd: DAT_EVD_HANDLE, e: &Event, out: &mut DAT_EVENT) {
-    out.event_number = e.number as DAT_EVENT_NUMBER;
+fn write_lane_event(handles: &HandleSpace, evd: DAT_EVD_HANDLE, c: &Completion, name: u64, out: &mut DAT_EVENT) {
+    let ep = match name {
+        0 => ep_handle(handles, EpHandle::from_raw(RawHandle::from_bits(c.tag))),
+        name => name as usize as DAT_EP_HANDLE,
+    };
+    out.event_number = EventNumber::DtoCompletion as DAT_EVENT_NUMBER;
     out.evd_handle = evd;
-    out.event_extension_data = [0; 8];
-    if let EventData::Dto { ep, cookie, status, transferred_length, op, imm } = e.data {
-        write_dto(handles, ep, cookie, status, transferred_length, op, imm, out);
-    }
+    write_dto(ep, c.cookie, c.status, c.transferred_length, c.op, c.imm, out);
 }
 
-/// The event data of a DTO completion.
+/// The C handle of an EP that has no name kept: one the provider made
+/// (`DAT_PSP_PROVIDER`), whose handle the consumer learns from
+/// dat_cr_query(3DAT).
+#[cold]
+#[inline(never)]
+fn ep_handle(handles: &HandleSpace, ep: EpHandle) -> DAT_EP_HANDLE {
+    handles.handle(Kind::Ep, ep.raw())
+}
+
+/// The event data of a DTO completion of the EP whose C handle is `ep`:
+/// the fields `DAT_DTO_COMPLETION_EVENT_DATA` defines, and for an
+/// operation of the IB extension its record in the extension data, which
+/// is zeroed first. A DTO event of DAT itself leaves the extension data
+/// alone: dat_evd_dequeue(3DAT) defines none for it, and OFA dapl does
+/// not write it either.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn write_dto(
-    handles: &HandleSpace,
-    ep: EpHandle,
+    ep: DAT_EP_HANDLE,
     cookie: u64,
     status: DtoStatus,
     transferred_length: u32,
@@ -418,7 +435,7 @@ fn write_dto(
     out: &mut DAT_EVENT,
 ) {
     out.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
-        ep_handle: handles.handle(Kind::Ep, ep.raw()),
+        ep_handle: ep,
         user_cookie: DAT_CONTEXT { as_64: cookie },
         status: status as DAT_DTO_COMPLETION_STATUS,
         transfered_length: transferred_length,
@@ -426,22 +443,28 @@ fn write_dto(
         rmr_context: 0,
     };
     if op.is_extension() {
-        // The IB extension reports its operations as DAT_IB_DTO_EVENT, the
-        // kind in the extension data.
-        out.event_number = DAT_IB_DTO_EVENT as DAT_EVENT_NUMBER;
-        let ext = match op {
-            DtoOp::SendUd | DtoOp::ReceiveUd => super::ud::dto_record(op == DtoOp::ReceiveUd, status, imm),
-            _ => DAT_IB_EXTENSION_EVENT_DATA {
-                type_: ib_ext_type(op),
-                status: if status == DtoStatus::Success { DAT_OP_SUCCESS } else { DAT_IB_OP_ERR },
-                val: dat_ib_extension_event_data__bindgen_ty_1 { immed: DAT_IB_IMMED_DATA { data: imm } },
-                ..Default::default()
-            },
-        };
-        // SAFETY: the extension data is 64 bytes of 8-byte alignment, room
-        // for the record (asserted below).
-        unsafe { ptr::write(out.event_extension_data.as_mut_ptr().cast(), ext) };
+        write_extension(status, op, imm, out);
     }
+}
+
+/// The IB extension reports its operations as DAT_IB_DTO_EVENT, the kind
+/// in the extension data, which holds nothing else.
+#[inline(never)]
+fn write_extension(status: DtoStatus, op: DtoOp, imm: u32, out: &mut DAT_EVENT) {
+    out.event_number = DAT_IB_DTO_EVENT as DAT_EVENT_NUMBER;
+    out.event_extension_data = [0; 8];
+    let ext = match op {
+        DtoOp::SendUd | DtoOp::ReceiveUd => super::ud::dto_record(op == DtoOp::ReceiveUd, status, imm),
+        _ => DAT_IB_EXTENSION_EVENT_DATA {
+            type_: ib_ext_type(op),
+            status: if status == DtoStatus::Success { DAT_OP_SUCCESS } else { DAT_IB_OP_ERR },
+            val: dat_ib_extension_event_data__bindgen_ty_1 { immed: DAT_IB_IMMED_DATA { data: imm } },
+            ..Default::default()
+        },
+    };
+    // SAFETY: the extension data is 64 bytes of 8-byte alignment, room
+    // for the record (asserted below).
+    unsafe { ptr::write(out.event_extension_data.as_mut_ptr().cast(), ext) };
 }
 
 const _: () = assert!(
@@ -473,7 +496,7 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
             if status != DtoStatus::Success {
                 debug::say(format_args!("{op:?} of EP {ep:?} (cookie {cookie:#x}) completed: {status:?}"));
             }
-            write_dto(&cx.st.handles, ep, cookie, status, transferred_length, op, imm, out);
+            write_dto(cx.st.ptr(ep), cookie, status, transferred_length, op, imm, out);
             // The context the peer invalidated (its completion carries it
             // where an immediate goes). Only this door sees such a
             // receive: the lanes and the shared dequeue leave it here.

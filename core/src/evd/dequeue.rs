@@ -29,6 +29,32 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// nothing changed, and the ordinary dequeue decides.
     #[inline(always)]
     pub fn lane_dequeue(&mut self, evd: u32, selects: impl FnOnce(u32) -> bool) -> Option<Event> {
+        self.lane_dequeue_with(evd, selects, |evd, c, _| Event {
+            number: EventNumber::DtoCompletion,
+            evd,
+            data: EventData::Dto {
+                ep: EpHandle(RawHandle::from_bits(c.tag)),
+                cookie: c.cookie,
+                status: c.status,
+                transferred_length: c.transferred_length,
+                op: c.op,
+                imm: c.imm,
+            },
+        })
+    }
+
+    /// [`Provider::lane_dequeue`] that hands what it settled to `event`
+    /// instead of making an [`Event`] of it: the EVD, the completion
+    /// (its `tag` is the EP's handle) and the EP's name
+    /// ([`Provider::ep_name`]), from which a layer above writes its own
+    /// event straight away.
+    #[inline(always)]
+    pub fn lane_dequeue_with<R>(
+        &mut self,
+        evd: u32,
+        selects: impl FnOnce(u32) -> bool,
+        event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
+    ) -> Option<R> {
         let Provider { evds, eps, backend, .. } = self;
         let (generation, e) = evds.live_mut(evd)?;
         debug_assert_eq!(e.direct, e.lane_direct());
@@ -54,15 +80,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         } else {
             ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
         }
-        let data = EventData::Dto {
-            ep: EpHandle(RawHandle::from_bits(c.tag)),
-            cookie: c.cookie,
-            status: c.status,
-            transferred_length: c.transferred_length,
-            op: c.op,
-            imm: c.imm,
-        };
-        Some(Event { number: EventNumber::DtoCompletion, evd, data })
+        Some(event(evd, &c, ep.name))
     }
 }
 
@@ -85,18 +103,21 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// [`Provider::lane_dequeue`]); `lock_ep` takes the lock of the
     /// Endpoint with the given slot index and hands back its guard, or
     /// `None` when it cannot (the call is then for the exclusive path).
+    /// What it settled goes to `event`, as [`Provider::lane_dequeue_with`]
+    /// hands it over, while the EP's lock is held.
     ///
     /// # Safety
     /// No `&mut` to the provider exists while this runs, the caller holds
     /// the lock of the EVD in slot `evd`, and the guards `lock_ep` returns
     /// hold the Endpoints' locks (see [`crate::shared`]).
     #[inline(always)]
-    pub unsafe fn evd_dequeue_shared<G>(
+    pub unsafe fn evd_dequeue_shared<G, R>(
         &self,
         evd: u32,
         selects: impl FnOnce(u32) -> bool,
         mut lock_ep: impl FnMut(u32) -> Option<G>,
-    ) -> Shared<Event> {
+        event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
+    ) -> Shared<R> {
         // SAFETY: the caller holds the EVD's lock.
         let Some((generation, e)) = (unsafe { self.evds.live_shared(evd) }) else { return Shared::Exclusive };
         debug_assert_eq!(e.direct, e.lane_direct());
@@ -124,11 +145,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                         // exclusive work (`Ep::recv_direct`).
                         let (to, own_queue) =
                             if head.recv { (ep.recv_evd, ep.recv_direct) } else { (ep.request_evd, true) };
-                        (to == evd && own_queue).then_some((lock, ep, ep_h, head.recv))
+                        (to == evd && own_queue).then_some((lock, ep, head.recv))
                     },
                 )
             };
-            let (c, (_lock, ep, ep_h, recv)) = match taken {
+            let (c, (_lock, ep, recv)) = match taken {
                 Shared::Done(Some(taken)) => taken,
                 Shared::Done(None) => continue,
                 Shared::Empty => return Shared::Empty,
@@ -139,15 +160,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             } else {
                 ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
             }
-            let data = EventData::Dto {
-                ep: ep_h,
-                cookie: c.cookie,
-                status: c.status,
-                transferred_length: c.transferred_length,
-                op: c.op,
-                imm: c.imm,
-            };
-            return Shared::Done(Event { number: EventNumber::DtoCompletion, evd, data });
+            return Shared::Done(event(evd, &c, ep.name));
         }
     }
 }

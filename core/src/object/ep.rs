@@ -37,6 +37,11 @@ pub(crate) struct Ep<B: Backend> {
     pub(crate) request_outstanding: u32,
     pub(crate) recv_outstanding: u32,
     pub(crate) context: u64,
+    /// What the layer above calls this EP in the events it writes (the C
+    /// ABI: its handle), kept so that a dequeue's lane need not make it
+    /// again ([`Provider::ep_name`](crate::Provider::ep_name)); 0 when
+    /// none was given.
+    pub(crate) name: u64,
     /// RMRs of `DAT_RMR_SCOPE_EP` bound through this EP.
     pub(crate) windows: u32,
     /// Whether a dequeue's lane, or a shared dequeue, may settle a receive
@@ -156,6 +161,7 @@ impl<B: Backend> Ep<B> {
             request_outstanding: 0,
             recv_outstanding: 0,
             context: 0,
+            name: 0,
             windows: 0,
             recv_direct: srq.is_null(),
             counting: false,

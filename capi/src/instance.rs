@@ -199,10 +199,15 @@ impl<B: Transport> Instance<B> {
         Ok(inst)
     }
 
-    /// Microseconds on a monotonic clock.
+    /// Microseconds on `CLOCK_MONOTONIC_COARSE`, which may lag a scheduler
+    /// tick and costs no system call: an empty shared dequeue reads it on
+    /// every call (see [`udat_core::Backend::coarse_now_us`]).
     pub fn now_us() -> u64 {
-        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        START.get_or_init(std::time::Instant::now).elapsed().as_micros() as u64
+        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `t` is a valid, writable timespec; the clock id is one
+        // Linux has had since 2.6.32, so the call cannot fail.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
+        t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
     }
 
     /// Whether an empty shared dequeue of an EVD of the IA in slot `ia` is

@@ -711,6 +711,16 @@ pub trait Backend {
 
     /// A monotonic clock, in microseconds.
     fn now_us(&mut self) -> u64;
+    /// A monotonic clock that may run a scheduler tick behind
+    /// [`Backend::now_us`], in microseconds: what an empty dequeue reads
+    /// to know whether its look at the connection events is due
+    /// ([`crate::CM_LOOK_US`]). A consumer that spins on a dequeue reads
+    /// it on every call, so it must cost no system call; the fine clock is
+    /// one where the kernel's clock source cannot be read from user space
+    /// (HPET, as in a virtual machine with no stable TSC).
+    fn coarse_now_us(&mut self) -> u64 {
+        self.now_us()
+    }
     /// Block until a completion or connection event may be ready on `ia`,
     /// or `timeout_us` passes (`None`: no limit).
     fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake;

@@ -25,7 +25,8 @@ pub const EVD_FIELD_ALL: u32 = 0x1f;
 
 /// How often a dequeue that finds nothing looks at its IA's connection
 /// events: the bound on how long a peer's disconnect stays unseen by a
-/// consumer that only dequeues its DTO EVD.
+/// consumer that only dequeues its DTO EVD, on a clock that may lag a
+/// scheduler tick ([`crate::backend::Backend::coarse_now_us`]).
 pub const CM_LOOK_US: u64 = 1_000;
 
 /// The longest a wait on an EVD fed by other IAs' EPs sleeps between
@@ -382,7 +383,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// Whether a dequeue that found nothing is to look at `ia`'s connection
     /// events now; if so, the next look is due [`CM_LOOK_US`] later.
     fn cm_look_due(&mut self, ia: IaHandle) -> bool {
-        let now = self.backend.now_us();
+        let now = self.backend.coarse_now_us();
         let Some(i) = self.ias.get_mut(ia.0) else { return false };
         if now < i.cm_look_us {
             return false;

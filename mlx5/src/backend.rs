@@ -899,6 +899,10 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         self.device.now_us()
     }
 
+    fn coarse_now_us(&mut self) -> u64 {
+        self.device.coarse_now_us()
+    }
+
     /// Arm every empty CQ, then let the device block; the CQ events it
     /// took advance the arm sequence numbers. A CQ armed at an index with
     /// CQEs past it raises its event at once, so a CQE that lands between

@@ -189,6 +189,10 @@ pub trait Device {
 
     /// As [`Backend::now_us`](udat_core::Backend::now_us).
     fn now_us(&mut self) -> u64;
+    /// As [`Backend::coarse_now_us`](udat_core::Backend::coarse_now_us).
+    fn coarse_now_us(&mut self) -> u64 {
+        self.now_us()
+    }
     /// Block until an armed CQ's event or a connection event may be ready.
     fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake;
     /// What [`Backend::wait_fds`](udat_core::Backend::wait_fds) reports.

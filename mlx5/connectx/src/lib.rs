@@ -461,6 +461,10 @@ impl Device for ConnectX {
         self.cm.now_us()
     }
 
+    fn coarse_now_us(&mut self) -> u64 {
+        udat_verbs::coarse_now_us()
+    }
+
     /// The data path has armed its CQs; their events are read by
     /// [`Device::cq_event`].
     fn block(&mut self, ia: &mut Ia, timeout_us: Option<u64>) -> Wake {

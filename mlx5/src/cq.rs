@@ -294,12 +294,9 @@ mod tests {
         mem.write(at + field::OP_OWN, &[(u8::from(op) << 4) | owner]);
     }
 
-    /// A successful send or RDMA write is read from the CQE's last word
-    /// (its byte count and immediate are not read); an RDMA read, an
-    /// atomic, a receive or an error CQE is read whole; on every lap the
-    /// owner bit decides whose a CQE is.
-    #[test]
-    fn a_cqe_is_read_by_the_word_and_owned_by_its_lap() {
+    /// A CQ of `CNT` CQEs, every one still the device's, with its ring
+    /// and doorbell record.
+    fn empty_cq() -> (Memory, Memory, CompletionQueue<Recorder>) {
         let (ring, dbrec) = (Memory::new(CNT as usize * CQE_BYTES), Memory::new(64));
         for i in 0..CNT as usize {
             ring.write(i * CQE_BYTES + field::OP_OWN, &[u8::from(CqeOpcode::Invalid) << 4]);
@@ -312,7 +309,17 @@ mod tests {
             dbrec: dbrec.share(),
             uar: Recorder::default(),
         };
-        let mut cq = CompletionQueue::new(geometry).unwrap();
+        let cq = CompletionQueue::new(geometry).unwrap();
+        (ring, dbrec, cq)
+    }
+
+    /// A successful send or RDMA write is read from the CQE's last word
+    /// (its byte count and immediate are not read); an RDMA read, an
+    /// atomic, a receive or an error CQE is read whole; on every lap the
+    /// owner bit decides whose a CQE is.
+    #[test]
+    fn a_cqe_is_read_by_the_word_and_owned_by_its_lap() {
+        let (ring, dbrec, mut cq) = empty_cq();
         let cases = [
             (CqeOpcode::Req, opcode::RDMA_WRITE, false),
             (CqeOpcode::Req, opcode::SEND, false),
@@ -338,19 +345,7 @@ mod tests {
     /// and asked for again for another QP, or once the QP is forgotten.
     #[test]
     fn the_last_route_serves_its_qp_until_the_qp_is_forgotten() {
-        let (ring, dbrec) = (Memory::new(CNT as usize * CQE_BYTES), Memory::new(64));
-        for i in 0..CNT as usize {
-            ring.write(i * CQE_BYTES + field::OP_OWN, &[u8::from(CqeOpcode::Invalid) << 4]);
-        }
-        let geometry = CqGeometry {
-            cqn: 5,
-            buf: ring.share(),
-            cqe_cnt: CNT,
-            cqe_size: 64,
-            dbrec: dbrec.share(),
-            uar: Recorder::default(),
-        };
-        let mut cq = CompletionQueue::new(geometry).unwrap();
+        let (_ring, _dbrec, mut cq) = empty_cq();
         let route = |qpn: u32, slot: u16| Route { qpn, slot, srq: false, tag: u64::from(slot) };
         let asked = core::cell::Cell::new(0);
         let find = |slot: u16| {

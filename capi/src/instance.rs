@@ -203,11 +203,7 @@ impl<B: Transport> Instance<B> {
     /// tick and costs no system call: an empty shared dequeue reads it on
     /// every call (see [`udat_core::Backend::coarse_now_us`]).
     pub fn now_us() -> u64 {
-        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: `t` is a valid, writable timespec; the clock id is one
-        // Linux has had since 2.6.32, so the call cannot fail.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
-        t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
+        udat_verbs::coarse_now_us()
     }
 
     /// Whether an empty shared dequeue of an EVD of the IA in slot `ia` is

@@ -93,6 +93,11 @@ const CI_LEAVES_OUT: [(&str, &str); 1] = [(
      over udat and OFA alike",
 )];
 
+/// test/mpi programs that need more than runtests' two minutes under
+/// TCG, and their limits in seconds (runtests' `timeLimit=`, as the tree
+/// gives `sendflood` ten minutes).
+const TIME_LIMITS: [(&str, u32); 1] = [("pt2pt/pingping", 3600)];
+
 /// Seconds the guest may take for CI's plan, a bound on the stage: a hang
 /// costs this at most, and shows as cases not reported.
 const CI_GUEST_TIMEOUT: u32 = 2700;
@@ -119,6 +124,8 @@ struct Plan {
     fabric: bool,
     /// test/mpi programs not run (`SUITE/NAME`), and why.
     left_out: Vec<(&'static str, &'static str)>,
+    /// test/mpi programs' own time limits, in seconds.
+    time_limits: Vec<(&'static str, u32)>,
     guest_timeout: u32,
 }
 
@@ -175,6 +182,7 @@ impl Plan {
             fast_path: false,
             fabric: false,
             left_out: CI_LEAVES_OUT.to_vec(),
+            time_limits: Vec::new(),
             guest_timeout: CI_GUEST_TIMEOUT,
         }
     }
@@ -191,6 +199,7 @@ fn parse(args: &[String]) -> Result<Plan, String> {
         fast_path: false,
         fabric: true,
         left_out: Vec::new(),
+        time_limits: TIME_LIMITS.to_vec(),
         guest_timeout: GUEST_TIMEOUT,
     };
     let mut rest = args.iter();
@@ -456,6 +465,10 @@ fn run(build: &Build, plan: &Plan) -> Result<Results, String> {
         ("MPI_RANKS", plan.ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")),
         ("MPI_FLAGPOLL", flagpoll.display().to_string()),
         ("MPI_LEAVE_OUT", plan.left_out.iter().map(|(test, _)| *test).collect::<Vec<_>>().join(" ")),
+        (
+            "MPI_TIME_LIMITS",
+            plan.time_limits.iter().map(|(test, s)| format!("{test}={s}")).collect::<Vec<_>>().join(" "),
+        ),
     ]));
     script.push("tests/mpi/run.sh".into());
     let timeout = plan.guest_timeout.to_string();

@@ -14,6 +14,9 @@
 #   MPI_TIMEOUT     seconds an OSU benchmark may take
 #   MPITEST_TIMEOUT seconds a test/mpi program may take (runtests' default)
 #   MPI_FLAGPOLL    tests/mpi/flagpoll, built (optional)
+#   MPI_LEAVE_OUT   test/mpi programs not to run, as SUITE/NAME (optional)
+#   MPI_TIME_LIMITS test/mpi programs' own limits, as SUITE/NAME=SECONDS
+#                   (optional; runtests' default is MPITEST_TIMEOUT)
 #
 # Every result is one line on stdout, for the xtask's table:
 #   mpi osu PROVIDER TEST SIZE VALUE
@@ -60,10 +63,22 @@ osu() {
 	report "$1" "$2" "$out" $rc "$MPI_TIMEOUT"
 }
 
-# suite PROVIDER DIR NP: one test/mpi directory through runtests.
+# suite PROVIDER DIR NP: one test/mpi directory through runtests, its
+# testlist less what MPI_LEAVE_OUT names in it, with MPI_TIME_LIMITS'
+# limits (runtests' timeLimit= key).
 suite() {
 	xml="$LOG/$1.$2.$3.xml"
-	(cd "$MPI_TESTS/$2" && perl ../runtests -srcdir=. -tests=testlist -mpiexec="$LOG/mpiexec" \
+	list="$LOG/$2.testlist"
+	out=$(for t in $MPI_LEAVE_OUT; do case $t in "$2"/*) printf '%s ' "${t#*/}" ;; esac; done)
+	limits=$(for t in $MPI_TIME_LIMITS; do case $t in "$2"/*) printf '%s ' "${t#*/}" ;; esac; done)
+	awk -v out="$out" -v limits="$limits" 'BEGIN {
+			n = split(out, names, " "); for (i = 1; i <= n; i++) skip[names[i]] = 1
+			n = split(limits, pairs, " "); for (i = 1; i <= n; i++) { split(pairs[i], kv, "="); limit[kv[1]] = kv[2] }
+		}
+		$1 in skip { next }
+		$1 in limit { print $0 " timeLimit=" limit[$1]; next }
+		{ print }' "$MPI_TESTS/$2/testlist" > "$list"
+	(cd "$MPI_TESTS/$2" && perl ../runtests -srcdir=. -tests="$list" -mpiexec="$LOG/mpiexec" \
 		-np="$3" -maxnp="$3" -xmlfile="$xml") > "$LOG/$1.$2.$3.out" 2>&1
 	tail -1 "$LOG/$1.$2.$3.out"
 	# Each <MPITEST> is NAME, NP, WORKDIR, STATUS and, on failure, TESTDIFF

@@ -24,7 +24,8 @@
 //!   one on soft-RoCE ([`soak`]), the OpenFabrics DAPL test programs against
 //!   the plug-in on soft-RoCE (`tests/peers/run.sh`), and the same
 //!   programs between two soft-RoCE hosts (`tests/fabric/run.sh`, through
-//!   `fabric`).
+//!   `fabric`), and MVAPICH2 over the plug-in on soft-RoCE: `osu_latency`,
+//!   `osu_bw`, `osu_bcast` and MPICH's `pt2pt` tests ([`mpi::ci`]).
 //! - `cargo xtask capi`: the C ABI's checks alone ([`capi`]).
 //! - `cargo xtask icount [--json PATH]`: instructions per DAT operation
 //!   through the Rust API and the C ABI, from callgrind (see [`icount`]).
@@ -150,12 +151,24 @@ fn test() -> Result<(), String> {
     let soaked = 2;
     let peers = peer_tests()?;
     let across = fabric_tests()?;
-    let passed =
-        native.0 + c + miri.0 + fuzzed + rxe.0 + threads.0 + fully_static + loops + perf + soaked + peers.0 + across.0;
-    let failed = native.1 + miri.1 + rxe.1 + threads.1 + peers.1 + across.1;
+    let mpi = mpi::ci()?;
+    let passed = native.0
+        + c
+        + miri.0
+        + fuzzed
+        + rxe.0
+        + threads.0
+        + fully_static
+        + loops
+        + perf
+        + soaked
+        + peers.0
+        + across.0
+        + mpi.0;
+    let failed = native.1 + miri.1 + rxe.1 + threads.1 + peers.1 + across.1 + mpi.1;
     eprintln!(
-        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, {} thread tests on soft-RoCE, the static binary, {loops} event loops and {perf} udat-perf runs on soft-RoCE, {soaked} soak runs, {} OpenFabrics programs, {} across two hosts)",
-        native.0, miri.0, rxe.0, threads.0, peers.0, across.0
+        "xtask: all checks passed ({} tests natively, {c} C ABI checks, {} under Miri, {fuzzed} fuzz targets, {} on soft-RoCE, {} thread tests on soft-RoCE, the static binary, {loops} event loops and {perf} udat-perf runs on soft-RoCE, {soaked} soak runs, {} OpenFabrics programs, {} across two hosts, {} MPI cases)",
+        native.0, miri.0, rxe.0, threads.0, peers.0, across.0, mpi.0
     );
     println!("tests: {passed} passed, {failed} failed");
     Ok(())

@@ -16,9 +16,9 @@ use udat_core::{
 };
 
 use crate::memory::Seg;
-use crate::notify::Notifier;
 use crate::object::{Cno, Cr, Evd, Refused};
 use crate::{Backend, Ia};
+use udat_wake::notify::Notifier;
 
 impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     /// `event`, whose DTO, if it wrote local memory, is complete: its

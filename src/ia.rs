@@ -9,10 +9,10 @@ use udat_core::types::{CloseFlags, IaAttr};
 use udat_core::{AsyncEvd, DatResult, IaHandle, Inline, LmrHandle, Provider, PzParam, Storage, PZ_FIELD_ALL};
 
 use crate::memory::Buffer;
-use crate::notify::Notifier;
 use crate::object::{Brand, Evd, Pz, Refused};
 use crate::post::Lent;
 use crate::Backend;
+use udat_wake::notify::Notifier;
 
 /// An open Interface Adapter and everything created on it.
 ///

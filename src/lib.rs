@@ -91,9 +91,9 @@
 //! yet, as an IA per thread costs nothing on the data path.
 //!
 //! The modules hold: [`memory`] the buffers and segments, [`poster`] the
-//! fast path (segments and an EP checked once for a run of posts),
-//! [`notify`] the descriptor behind `dat_cno_fd_create`, and `aio` (the
-//! `tokio` feature) awaiting a CNO from async Rust.
+//! fast path (segments and an EP checked once for a run of posts), and
+//! `aio` (the `tokio` feature) awaiting a CNO from async Rust; the
+//! descriptor behind `dat_cno_fd_create` is `udat_wake::notify`'s.
 
 #![warn(missing_docs)]
 
@@ -113,7 +113,6 @@ mod evd;
 mod ia;
 mod lmr;
 pub mod memory;
-pub mod notify;
 mod object;
 mod post;
 pub mod poster;

@@ -11,10 +11,10 @@ use std::ffi::CString;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use udat::notify::Notifier;
 use udat_core::handle::{AnyHandle, CnoHandle, Kind, RawHandle};
 use udat_core::types::IaAddress;
 use udat_core::{DatError, DatResult, Provider, Subtype};
+use udat_wake::notify::Notifier;
 
 use crate::capacity::{Capacity, Heap};
 use crate::handle_space::HandleSpace;

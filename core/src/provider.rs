@@ -231,12 +231,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
     }
 
-    /// The transport's side of an open IA (for a C ABI that blocks on the
-    /// transport's file descriptors outside its own lock).
-    pub fn ia_device(&self, ia: IaHandle) -> DatResult<&B::Ia> {
-        Ok(&self.ia(ia)?.dev)
-    }
-
     /// What an event loop sleeps on for `ia`'s transport (see
     /// [`Backend::wait_fds`]).
     pub fn wait_fds(&self, ia: IaHandle) -> DatResult<crate::backend::WaitFds> {

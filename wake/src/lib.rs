@@ -8,7 +8,11 @@
 //!   has passed. The transports set one to an IA's earliest connect
 //!   timeout.
 //!
-//! Both are non-blocking and close on exec. Where a descriptor must be
+//! - [`notify::Notifier`], an epoll instance: a CNO as a descriptor
+//!   (`dat_cno_fd_create`), readable when the core triggered the CNO or
+//!   the transport has something to pull.
+//!
+//! All are non-blocking and close on exec. Where a descriptor must be
 //! named by number (a signal the core calls with a `u64`, or a table that
 //! outlives no owner), the `_fd` functions act on it, as `unsafe` as the
 //! number's provenance.
@@ -17,6 +21,8 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+pub mod notify;
 
 /// A descriptor the kernel just returned, or its error.
 fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {

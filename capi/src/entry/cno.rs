@@ -8,7 +8,7 @@ use super::evd::sleep;
 use super::{with, Arg};
 use crate::sys::*;
 use crate::transport::Transport;
-use udat::notify::Notifier;
+use udat_wake::notify::Notifier;
 
 fn agent(a: &DAT_OS_WAIT_PROXY_AGENT) -> Option<ProxyAgent> {
     let function = a.proxy_agent_func? as usize as u64;
@@ -87,7 +87,7 @@ pub(crate) unsafe fn cno_free<B: Transport>(cno: Arg<1, DAT_CNO_HANDLE>) -> DAT_
 }
 
 /// DAT 2.0's `dat_cno_fd_create`: a CNO with no proxy agent, and a
-/// descriptor readable when it may have been triggered (`udat::notify`
+/// descriptor readable when it may have been triggered (`udat_wake::notify`
 /// says how). The descriptor belongs to the CNO: `dat_cno_free` or the
 /// close of the IA closes it. A transport with nothing to sleep on is
 /// `DAT_NOT_IMPLEMENTED`.

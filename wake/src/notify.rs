@@ -15,11 +15,11 @@
 //! [`Provider::cno_trigger`]: udat_core::Provider::cno_trigger
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use crate::Flag;
 use udat_core::backend::WaitFds;
 use udat_core::Signal;
-use udat_wake::Flag;
 
 /// The descriptors behind one CNO. The CNO must lose its [`Signal`] (or
 /// be destroyed) before this is dropped: the signal names the eventfd by
@@ -30,19 +30,11 @@ pub struct Notifier {
     event: Flag,
 }
 
-fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just returned by the kernel and nobody else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
 impl Notifier {
     /// An epoll instance over a new eventfd and `transport`'s descriptors.
     pub fn new(transport: WaitFds) -> io::Result<Notifier> {
         // SAFETY: no pointers; a new descriptor or -1.
-        let epoll = owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        let epoll = crate::owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         let event = Flag::new()?;
         for fd in std::iter::once(event.fd()).chain(transport.iter()) {
             let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
@@ -70,11 +62,38 @@ impl Notifier {
 fn raise(arg: u64) {
     // SAFETY: the signal names the notifier's flag, open while the signal
     // is given (see `Notifier`).
-    unsafe { udat_wake::raise_fd(arg as RawFd) }
+    unsafe { crate::raise_fd(arg as RawFd) }
 }
 
 /// Clear the flag whose descriptor is `arg`.
 fn clear(arg: u64) {
     // SAFETY: as for `raise`.
-    unsafe { udat_wake::clear_fd(arg as RawFd) }
+    unsafe { crate::clear_fd(arg as RawFd) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn readable(fd: RawFd) -> bool {
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd; no wait.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    }
+
+    #[test]
+    fn readable_while_the_signal_is_raised_or_the_transport_has_work() {
+        let transport = Flag::new().unwrap();
+        let notifier = Notifier::new(WaitFds([transport.fd(), -1, -1, -1])).unwrap();
+        assert!(!readable(notifier.fd()));
+        let signal = notifier.signal();
+        (signal.raise)(signal.arg);
+        assert!(readable(notifier.fd()), "the core's trigger");
+        (signal.clear)(signal.arg);
+        assert!(!readable(notifier.fd()));
+        transport.raise();
+        assert!(readable(notifier.fd()), "the transport's descriptor");
+        transport.clear();
+        assert!(!readable(notifier.fd()));
+    }
 }

@@ -28,9 +28,10 @@
 //! the SRQ, which the dequeue has not locked.
 #![allow(unsafe_code)]
 
+use super::lane::request_lane;
 use super::recv::{recv_checked, srq_recv_checked};
-use super::request::post_checked;
-use super::{request_lane, Request, REQUEST_FLAGS, SEND_FLAGS};
+use super::rule::{checked_post, Work};
+use super::Request;
 use crate::backend::{Backend, RequestOp};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, SrqHandle};
@@ -51,7 +52,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let request = Request { iov, cookie, op: RequestOp::Send, flags, allowed: SEND_FLAGS };
+        let request = Request { iov, cookie, op: RequestOp::Send, flags };
         // SAFETY: forwarded contract.
         unsafe { self.post_shared(ep, request) }
     }
@@ -68,8 +69,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let request =
-            Request { iov, cookie, op: RequestOp::RdmaWrite { remote: *remote }, flags, allowed: REQUEST_FLAGS };
+        let request = Request { iov, cookie, op: RequestOp::RdmaWrite { remote: *remote }, flags };
         // SAFETY: forwarded contract.
         unsafe { self.post_shared(ep, request) }
     }
@@ -86,8 +86,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let request =
-            Request { iov, cookie, op: RequestOp::RdmaRead { remote: *remote }, flags, allowed: REQUEST_FLAGS };
+        let request = Request { iov, cookie, op: RequestOp::RdmaRead { remote: *remote }, flags };
         // SAFETY: forwarded contract.
         unsafe { self.post_shared(ep, request) }
     }
@@ -161,7 +160,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !matches!(op, RequestOp::RdmaWriteImm { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. }) {
             return Err(DatError::invalid_arg(2));
         }
-        let request = Request { iov, cookie, op, flags, allowed: REQUEST_FLAGS };
+        let request = Request { iov, cookie, op, flags };
         // SAFETY: forwarded contract.
         unsafe { self.post_shared(ep, request) }
     }
@@ -190,9 +189,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             && request_lane(
                 ep,
                 &self.lmrs,
-                seg,
-                op,
-                flags,
+                &self.ias,
+                &Request { iov: core::slice::from_ref(seg), cookie, op, flags },
                 #[inline(always)]
                 |qp, sge| {
                     // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
@@ -212,16 +210,19 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // to it takes, and no `&mut` to the provider exists.
         let ep = unsafe { self.eps.get_shared(h.0) }.ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let backend = &self.backend;
-        post_checked(
+        let Request { cookie, op, flags, .. } = request;
+        checked_post(
             ep,
             &self.lmrs,
             &self.ias,
-            request,
+            &request,
             #[inline(always)]
-            |qp, wr| {
+            |qp, work| match work {
                 // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
                 // exists (the caller's contract).
-                unsafe { backend.post_send_shared(qp, wr) }
+                Work::One(sge) => Ok(unsafe { backend.post_one_shared(qp, op, sge, cookie, flags) }),
+                // SAFETY: as above.
+                Work::Wr(wr) => unsafe { backend.post_send_shared(qp, wr) }.map(|()| true),
             },
             #[cold]
             #[inline(never)]

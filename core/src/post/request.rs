@@ -157,12 +157,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     /// dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
-    /// dat_ep_post_rdma_read(3DAT) or the extension's write with immediate
-    /// data (`op` says which), for a caller that has just tried the lane
-    /// itself ([`Provider::lane_request`]): every rule of the page, and the
-    /// exact error.
+    /// dat_ep_post_rdma_read(3DAT) or one of the IB extension's requests,
+    /// as `op` says: for a caller that holds the request as one value, or
+    /// has just tried the lane itself ([`Provider::lane_request`]). Every
+    /// rule of the page, and the exact error.
     #[inline(always)]
-    pub fn ep_post_request_ordinary(
+    pub fn ep_post_request(
         &mut self,
         h: EpHandle,
         iov: &[LmrTriplet],

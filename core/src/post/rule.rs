@@ -7,7 +7,7 @@
 //! order, and every door of a post (exclusive, shared, lane, the Rust
 //! API's poster) runs it: the rules are not restated anywhere else.
 //!
-//! A refusal is a [`Refusal`], a byte that names the rule that failed;
+//! A refusal is a [`Refusal`], a word that names the rule that failed;
 //! only a post that fails turns it into its `DAT_RETURN`
 //! ([`Refusal::error`], out of line), from what the check found, so
 //! nothing is looked up again to explain it.
@@ -50,6 +50,9 @@ pub(crate) enum Length {
     /// 8 naturally aligned remote bytes, their old value into 8 local
     /// ones, on an IA that has atomics (`<dat2/dat_ib_extensions.h>`).
     Atomic,
+    /// A receive's: a UD EP's needs room for the GRH, which
+    /// `recv::recv_checked` judges.
+    Receive,
 }
 
 /// Which of the EP's hot masks ([`Hot`]) holds a kind's EP rules.
@@ -102,9 +105,8 @@ kinds! {
     COMPARE_SWAP: REQUEST_FLAGS, arg 7, LOCAL_WRITE, Atomic, None;
     /// `dat_ib_post_fetch_and_add`.
     FETCH_ADD: REQUEST_FLAGS, arg 6, LOCAL_WRITE, Atomic, None;
-    /// dat_ep_post_recv(3DAT); its length rule is a UD EP's alone
-    /// (`recv::recv_checked`).
-    RECV: CompletionFlags::UNSIGNALLED.0, arg 5, LOCAL_WRITE, Message, Recv;
+    /// dat_ep_post_recv(3DAT).
+    RECV: CompletionFlags::UNSIGNALLED.0, arg 5, LOCAL_WRITE, Receive, Recv;
 }
 
 /// The row of a request.
@@ -121,8 +123,8 @@ pub(crate) const fn kind(op: &RequestOp) -> Kind {
     }
 }
 
-/// The rule a post broke, the first in the pages' order. One byte to
-/// carry; [`Refusal::error`] says it as a `DAT_RETURN`.
+/// The rule a post broke, the first in the pages' order. It fits a
+/// register; [`Refusal::error`] says it as a `DAT_RETURN`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
     /// A completion flag the call or the EP does not admit; the flags'
@@ -154,6 +156,8 @@ pub(crate) enum Refusal {
     /// No QP.
     NotReady,
 }
+
+const _: () = assert!(core::mem::size_of::<Refusal>() <= 4);
 
 impl Refusal {
     /// The `DAT_RETURN` of the broken rule.
@@ -274,10 +278,11 @@ pub(crate) fn check<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>, G: Gather
 
 /// The rules of `kind` that read only the EP and the flags: the flags the
 /// call and the EP admit, `segments` within the EP's limit, a state that
-/// takes the kind, the transport, a QP. One `and` with the EP's hot mask
-/// answers them all when they hold; otherwise they are judged one by one,
-/// out of line, in the pages' order (a mask also refuses an EP that
-/// counts, which the rules do not).
+/// takes the kind, the transport. One `and` with the EP's hot mask
+/// answers them all when they hold (and holds a QP too); otherwise they
+/// are judged one by one, out of line, in the pages' order (a mask also
+/// refuses an EP that counts or has no QP: [`room`] judges the QP, in
+/// its place in the order).
 #[inline(always)]
 pub(crate) fn admitted<B: Backend>(
     ep: &Ep<B>,

@@ -352,17 +352,27 @@ pub(crate) fn translated<B: Backend, L: SlotsOf<Lmr<B>>>(
     need: MemPriv,
 ) -> Result<Sge, Refusal> {
     let (_, lmr) = by_context(lmrs, seg.lmr_context).ok_or(Refusal::Protection)?;
-    // One compare of the handles' bits rather than one per field.
-    if lmr.pz.0.to_bits() != pz.0.to_bits() {
-        return Err(Refusal::Protection);
+    // One compare of the handles' bits rather than one per field, and the
+    // rules as one yes/no; only a refusal says which.
+    let same_pz = lmr.pz.0.to_bits() == pz.0.to_bits();
+    let inside = lmr.contains(seg.virtual_address, u64::from(seg.segment_length));
+    if same_pz & inside & lmr.privileges.contains(need) {
+        return Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey });
     }
-    if !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
-        return Err(Refusal::Range);
+    Err(lmr_refusal(same_pz, inside))
+}
+
+/// Which of [`translated`]'s rules refused, in their order.
+#[cold]
+#[inline(never)]
+fn lmr_refusal(same_pz: bool, inside: bool) -> Refusal {
+    if !same_pz {
+        Refusal::Protection
+    } else if !inside {
+        Refusal::Range
+    } else {
+        Refusal::Privileges
     }
-    if !lmr.privileges.contains(need) {
-        return Err(Refusal::Privileges);
-    }
-    Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey })
 }
 
 /// The length rule of `op`, `total` bytes on `ep`.

@@ -17,7 +17,7 @@
 //! second look-up. `selects` must accept only the generation the caller's
 //! handle names: it is the lane's handle check.
 
-use super::rule::{check, translated, RECV};
+use super::rule::{check, commit_one, translated, RECV};
 use super::Request;
 use crate::backend::{Backend, RequestOp, Sge};
 use crate::object::ep::{Ep, Hot};
@@ -127,9 +127,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 }
 
 /// A request post of one segment on `ep`, judged by [`check`]; then
-/// `post` offers it to the transport's lane. Changes nothing unless every
-/// rule holds, the EP does not count, and the transport took it; a
-/// refusal is the ordinary call's to explain.
+/// `post` offers it to the transport's lane ([`commit_one`]). Changes
+/// nothing unless every rule holds, the EP does not count, and the
+/// transport took it; a refusal is the ordinary call's to explain.
 #[inline(always)]
 pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     ep: &mut Ep<B>,
@@ -140,15 +140,7 @@ pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
 ) -> bool {
     let Ok(checked) = check::<_, _, _, Option<Sge>>(ep, lmrs, ias, request) else { return false };
     let Some(sge) = checked.sges else { return false };
-    if ep.counting {
-        return false;
-    }
-    let Some(qp) = ep.qp_mut() else { return false };
-    if !post(qp, sge) {
-        return false;
-    }
-    ep.request_outstanding += 1;
-    true
+    commit_one(ep, sge, post)
 }
 
 /// Whether an EP whose hot mask for the call is `reject` takes a post

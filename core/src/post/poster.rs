@@ -18,8 +18,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use super::rule::{admitted, commit, fits, kind, room, Checked, Work};
-use super::Request;
+use super::rule::{admitted, commit, commit_one, fits, kind, room, Checked, Sges, Work};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
@@ -156,7 +155,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// path's way.
     #[inline(never)]
     fn post_afresh(&mut self, iov: &[LmrTriplet], cookie: u64, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
-        self.p.post_request(self.ep, Request { iov, cookie, op, flags })
+        self.p.post_request(self.ep, iov, cookie, op, flags)
     }
 
     /// The rules of `rule::check` that [`Provider::segments`] did not
@@ -182,19 +181,30 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         admitted(ep, kind, flags, segs.iov.len())?;
         fits(ep, ias, &op, kind.length, segs.checked.total)?;
         room(ep)?;
+        if let Some(sge) = segs.checked.sges.one() {
+            if commit_one(
+                ep,
+                sge,
+                #[inline(always)]
+                |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
+            ) {
+                return Ok(());
+            }
+        }
         let h = self.ep;
         commit(
             ep,
-            &segs.checked,
-            &Request { iov: &segs.iov, cookie, op, flags },
+            &segs.checked.sges,
+            segs.checked.total,
+            (cookie, op, flags),
             #[inline(always)]
-            |qp, work| match work {
+            move |qp, work| match work {
                 Work::One(sge) => Ok(backend.post_one(qp, op, sge, cookie, flags)),
                 Work::Wr(wr) => backend.post_send(qp, wr).map(|()| true),
             },
             #[cold]
             #[inline(never)]
-            |wr| ep_tallies.posted(h.0, &wr.op, u64::from(wr.length)),
+            move |wr| ep_tallies.posted(h.0, &wr.op, u64::from(wr.length)),
         )
     }
 }

@@ -98,7 +98,7 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     counted: impl FnOnce(u64),
 ) -> DatResult<()> {
     // The flags, the segment count and the SRQ, by the receive's row.
-    admitted(ep, RECV, flags, iov.len())?;
+    admitted(ep, &RECV, flags, iov.len())?;
     let mut sges = FixedVec::new();
     let total = gather(lmrs, ep.pz, iov, RECV.need, &mut sges)?;
     // A datagram lands after the 40 bytes of its GRH (ibv_post_recv(3)):

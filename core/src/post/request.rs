@@ -15,6 +15,7 @@
 //! receives, which completes as [`DtoOp::ReceiveImm`] with the data in
 //! the event.
 
+use super::lane::request_lane;
 use super::rule::{checked_post, Work};
 use super::Request;
 use crate::backend::{Backend, RequestOp};
@@ -39,7 +40,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, Request { iov, cookie, op: RequestOp::Send, flags })
+        self.post_request(ep, iov, cookie, RequestOp::Send, flags)
     }
 
     /// dat_ep_post_send_with_invalidate of `<dat2/dat.h>` (DAT 2.0): a
@@ -61,7 +62,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !invalidate {
             return self.ep_post_send(ep, iov, cookie, flags);
         }
-        self.post_request(ep, Request { iov, cookie, op: RequestOp::SendInvalidate { rkey: rmr_context }, flags })
+        self.post_request(ep, iov, cookie, RequestOp::SendInvalidate { rkey: rmr_context }, flags)
     }
 
     /// dat_ep_post_rdma_write(3DAT): `iov` into `remote`.
@@ -73,7 +74,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, Request { iov, cookie, op: RequestOp::RdmaWrite { remote: *remote }, flags })
+        self.post_request(ep, iov, cookie, RequestOp::RdmaWrite { remote: *remote }, flags)
     }
 
     /// dat_ep_post_rdma_read(3DAT): `remote` into `iov`.
@@ -85,7 +86,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, Request { iov, cookie, op: RequestOp::RdmaRead { remote: *remote }, flags })
+        self.post_request(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags)
     }
 
     /// dat_ep_post_rdma_read_to_rmr of `<dat2/dat.h>` (DAT 2.0): `remote`
@@ -109,7 +110,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<()> {
         let target = self.rmr_target(ep, local)?;
         let op = RequestOp::RdmaRead { remote: *remote };
-        self.post_request(ep, Request { iov: core::slice::from_ref(&target), cookie, op, flags })
+        self.post_request(ep, core::slice::from_ref(&target), cookie, op, flags)
     }
 
     /// The LMR segment under `local`, an RMR triplet of `ep`'s IA.
@@ -170,34 +171,57 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         op: RequestOp,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(h, Request { iov, cookie, op, flags })
+        self.post_request(h, iov, cookie, op, flags)
     }
 
     /// Inlined into each entry point: the request's kind is then a
     /// constant, so the rules of the other kinds fold away, and the
     /// request, the segments and the flags need not be passed through the
-    /// stack. A post of one segment keeps it in registers and offers it to
-    /// the transport's lane first.
+    /// stack. A post of one segment runs its lane first
+    /// ([`super::lane::request_lane`]: the one check, and the transport's
+    /// lane, in registers); any other post, and a refusal's explanation,
+    /// are `rule::checked_post`'s, out of line.
     #[inline(always)]
-    pub(crate) fn post_request(&mut self, h: EpHandle, request: Request<'_>) -> DatResult<()> {
+    pub(crate) fn post_request(
+        &mut self,
+        h: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
         // One look-up of the EP; the LMRs, the IA and the backend are other
         // fields of the provider.
         let Provider { eps, lmrs, ias, backend, ep_tallies, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        let Request { cookie, op, flags, .. } = request;
+        if let [seg] = iov {
+            let one = Request { iov: core::slice::from_ref(seg), cookie, op, flags };
+            if request_lane(
+                ep,
+                lmrs,
+                ias,
+                &one,
+                #[inline(always)]
+                |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
+            ) {
+                return Ok(());
+            }
+        }
+        // The request is made, and the closures take their copies, only
+        // once the lane declines, so that nothing of it is stored before.
         checked_post(
             ep,
             lmrs,
             ias,
-            &request,
+            Request { iov, cookie, op, flags },
             #[inline(always)]
-            |qp, work| match work {
+            move |qp, work| match work {
                 Work::One(sge) => Ok(backend.post_one(qp, op, sge, cookie, flags)),
                 Work::Wr(wr) => backend.post_send(qp, wr).map(|()| true),
             },
             #[cold]
             #[inline(never)]
-            |wr| ep_tallies.posted(h.0, &wr.op, u64::from(wr.length)),
+            move |wr| ep_tallies.posted(h.0, &wr.op, u64::from(wr.length)),
         )
     }
 
@@ -212,7 +236,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         imm: u32,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, Request { iov, cookie, op: RequestOp::RdmaWriteImm { remote: *remote, imm }, flags })
+        self.post_request(ep, iov, cookie, RequestOp::RdmaWriteImm { remote: *remote, imm }, flags)
     }
 
     /// `dat_ib_post_cmp_and_swap`: if the 8 bytes at `remote` equal
@@ -230,7 +254,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         let op = RequestOp::CompareSwap { remote: *remote, compare, swap };
-        self.post_request(ep, Request { iov: core::slice::from_ref(local), cookie, op, flags })
+        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags)
     }
 
     /// `dat_ib_post_fetch_and_add`: the 8 bytes at `remote` grow by `add`;
@@ -245,6 +269,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         let op = RequestOp::FetchAdd { remote: *remote, add };
-        self.post_request(ep, Request { iov: core::slice::from_ref(local), cookie, op, flags })
+        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags)
     }
 }

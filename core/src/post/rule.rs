@@ -109,17 +109,18 @@ kinds! {
     RECV: CompletionFlags::UNSIGNALLED.0, arg 5, LOCAL_WRITE, Receive, Recv;
 }
 
-/// The row of a request.
+/// The row of a request: a constant's address, which a refusal's
+/// explanation takes out of line without the row being stored first.
 #[inline(always)]
-pub(crate) const fn kind(op: &RequestOp) -> Kind {
+pub(crate) const fn kind(op: &RequestOp) -> &'static Kind {
     match op {
-        RequestOp::Send => SEND,
-        RequestOp::SendInvalidate { .. } => SEND_INVALIDATE,
-        RequestOp::RdmaWrite { .. } => RDMA_WRITE,
-        RequestOp::RdmaWriteImm { .. } => RDMA_WRITE_IMM,
-        RequestOp::RdmaRead { .. } => RDMA_READ,
-        RequestOp::CompareSwap { .. } => COMPARE_SWAP,
-        RequestOp::FetchAdd { .. } => FETCH_ADD,
+        RequestOp::Send => &SEND,
+        RequestOp::SendInvalidate { .. } => &SEND_INVALIDATE,
+        RequestOp::RdmaWrite { .. } => &RDMA_WRITE,
+        RequestOp::RdmaWriteImm { .. } => &RDMA_WRITE_IMM,
+        RequestOp::RdmaRead { .. } => &RDMA_READ,
+        RequestOp::CompareSwap { .. } => &COMPARE_SWAP,
+        RequestOp::FetchAdd { .. } => &FETCH_ADD,
     }
 }
 
@@ -189,23 +190,22 @@ impl From<Refusal> for DatError {
     }
 }
 
-/// Where a check puts the segments it translated: a vector, or for a
-/// post of one segment a register's worth.
-pub(crate) trait Gathered: Default {
-    /// Add one; `false` if it holds no more.
-    fn push(&mut self, sge: Sge) -> bool;
+/// Translated segments, as a post hands them to the transport.
+pub(crate) trait Sges {
     /// The segments.
     fn sges(&self) -> &[Sge];
     /// The one segment, if there is exactly one.
     fn one(&self) -> Option<Sge>;
 }
 
-impl Gathered for Option<Sge> {
-    #[inline(always)]
-    fn push(&mut self, sge: Sge) -> bool {
-        self.replace(sge).is_none()
-    }
+/// Where a check puts the segments it translated: a vector, or for a
+/// post of one segment a register's worth.
+pub(crate) trait Gathered: Sges + Default {
+    /// Add one; `false` if it holds no more.
+    fn push(&mut self, sge: Sge) -> bool;
+}
 
+impl Sges for Option<Sge> {
     #[inline(always)]
     fn sges(&self) -> &[Sge] {
         self.as_slice()
@@ -217,12 +217,14 @@ impl Gathered for Option<Sge> {
     }
 }
 
-impl Gathered for FixedVec<Sge, MAX_SGE> {
+impl Gathered for Option<Sge> {
     #[inline(always)]
     fn push(&mut self, sge: Sge) -> bool {
-        FixedVec::push(self, sge).is_ok()
+        self.replace(sge).is_none()
     }
+}
 
+impl Sges for FixedVec<Sge, MAX_SGE> {
     #[inline(always)]
     fn sges(&self) -> &[Sge] {
         self
@@ -234,6 +236,13 @@ impl Gathered for FixedVec<Sge, MAX_SGE> {
             [sge] => Some(sge),
             _ => None,
         }
+    }
+}
+
+impl Gathered for FixedVec<Sge, MAX_SGE> {
+    #[inline(always)]
+    fn push(&mut self, sge: Sge) -> bool {
+        FixedVec::push(self, sge).is_ok()
     }
 }
 
@@ -250,7 +259,8 @@ pub(crate) struct Checked<G> {
 /// order: the flags, the segment count, the state ("valid for the
 /// Endpoint in the DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED
 /// states"), the transport, each segment's LMR, the lengths, the
-/// outstanding requests, the QP. Changes nothing.
+/// outstanding requests. Changes nothing. The last rule, a QP to post
+/// on, is judged where the QP is taken ([`commit`]).
 #[inline(always)]
 pub(crate) fn check<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>, G: Gathered>(
     ep: &Ep<B>,
@@ -281,12 +291,12 @@ pub(crate) fn check<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>, G: Gather
 /// takes the kind, the transport. One `and` with the EP's hot mask
 /// answers them all when they hold (and holds a QP too); otherwise they
 /// are judged one by one, out of line, in the pages' order (a mask also
-/// refuses an EP that counts or has no QP: [`room`] judges the QP, in
+/// refuses an EP that counts or has no QP: [`commit`] judges the QP, in
 /// its place in the order).
 #[inline(always)]
 pub(crate) fn admitted<B: Backend>(
     ep: &Ep<B>,
-    kind: Kind,
+    kind: &'static Kind,
     flags: CompletionFlags,
     segments: usize,
 ) -> Result<(), Refusal> {
@@ -311,7 +321,7 @@ pub(crate) fn admitted<B: Backend>(
 #[inline(never)]
 fn one_by_one<B: Backend>(
     ep: &Ep<B>,
-    kind: Kind,
+    kind: &'static Kind,
     flags: CompletionFlags,
     segments: usize,
     limit: u32,
@@ -416,14 +426,11 @@ pub(crate) fn fits<B: Backend, I: SlotsOf<Ia<B>>>(
     }
 }
 
-/// Room among the EP's outstanding requests, and a QP to post on.
+/// Room among the EP's outstanding requests.
 #[inline(always)]
 pub(crate) fn room<B: Backend>(ep: &Ep<B>) -> Result<(), Refusal> {
     if ep.request_outstanding >= ep.attr().max_request_dtos {
         return Err(Refusal::Full);
-    }
-    if ep.qp().is_none() {
-        return Err(Refusal::NotReady);
     }
     Ok(())
 }
@@ -438,52 +445,79 @@ pub(crate) enum Work<'w> {
     Wr(&'w SendWr<'w>),
 }
 
-/// Hand a checked request on `ep` to the transport through `send`: one
-/// segment as [`Work::One`], and, if that does not take it, or for any
-/// other count, as [`Work::Wr`]; then count it, and, on an EP that
-/// counts, hand `counted` the work request.
+/// Hand one segment that [`check`] admitted to the transport's lane
+/// through `post`: `true` once taken and counted outstanding; `false`
+/// with nothing changed when the EP counts (its posts go to the counters
+/// as work requests, through [`commit`]), has no QP (which [`commit`]
+/// explains) or the lane declines. Everything stays in registers.
 #[inline(always)]
-pub(crate) fn commit<B: Backend, G: Gathered>(
+pub(crate) fn commit_one<B: Backend>(ep: &mut Ep<B>, sge: Sge, post: impl FnOnce(&mut B::Qp, Sge) -> bool) -> bool {
+    if ep.counting {
+        return false;
+    }
+    let Some(qp) = ep.qp_mut() else { return false };
+    if !post(qp, sge) {
+        return false;
+    }
+    ep.request_outstanding += 1;
+    true
+}
+
+/// Hand a request whose segments `sges` of `total` bytes [`check`]
+/// admitted to the transport through `send`, once the last rule holds: a
+/// QP to post on. One segment goes as [`Work::One`] ([`commit_one`]);
+/// any other number, or a segment the lane does not take, as a work
+/// request, which an EP that counts hands `counted`. Out of line: the
+/// hot paths try [`commit_one`] first.
+#[cold]
+#[inline(never)]
+pub(crate) fn commit<B: Backend, G: Sges>(
     ep: &mut Ep<B>,
-    checked: &Checked<G>,
-    request: &Request<'_>,
+    sges: &G,
+    total: u64,
+    (cookie, op, flags): (u64, RequestOp, CompletionFlags),
     mut send: impl FnMut(&mut B::Qp, Work<'_>) -> Result<bool, DatError>,
     counted: impl FnOnce(&SendWr<'_>),
 ) -> Result<(), DatError> {
-    let Request { cookie, op, flags, .. } = *request;
+    if ep.qp().is_none() {
+        return Err(Refusal::NotReady.error());
+    }
+    if let Some(sge) = sges.one() {
+        if commit_one(
+            ep,
+            sge,
+            #[inline(always)]
+            |qp, sge| matches!(send(qp, Work::One(sge)), Ok(true)),
+        ) {
+            return Ok(());
+        }
+    }
     let counting = ep.counting;
     let Some(qp) = ep.qp_mut() else { return Err(Refusal::NotReady.error()) };
-    let wr = || SendWr { op, sges: checked.sges.sges(), length: checked.total as u32, cookie, flags };
-    let taken = match checked.sges.one() {
-        Some(sge) => send(qp, Work::One(sge))?,
-        None => false,
-    };
-    if !taken {
-        send(qp, Work::Wr(&wr()))?;
-    }
+    let wr = SendWr { op, sges: sges.sges(), length: total as u32, cookie, flags };
+    send(qp, Work::Wr(&wr))?;
     ep.request_outstanding += 1;
     if counting {
-        counted(&wr());
+        counted(&wr);
     }
     Ok(())
 }
 
-/// A request on `ep`: [`check`], then [`commit`]. A post of one segment
-/// keeps it in registers.
-#[inline(always)]
+/// A request on `ep`: [`check`], then [`commit`], every refusal its
+/// `DAT_RETURN`. Out of line: the hot doors try the request's lane
+/// ([`super::lane::request_lane`]) first, and come here when it declines,
+/// so that the refusal is explained, and any other post made, here.
+#[cold]
+#[inline(never)]
 pub(crate) fn checked_post<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     ep: &mut Ep<B>,
     lmrs: &Slab<Lmr<B>, L>,
     ias: &Slab<Ia<B>, I>,
-    request: &Request<'_>,
+    request: Request<'_>,
     send: impl FnMut(&mut B::Qp, Work<'_>) -> Result<bool, DatError>,
     counted: impl FnOnce(&SendWr<'_>),
 ) -> Result<(), DatError> {
-    if let [seg] = request.iov {
-        let one = Request { iov: core::slice::from_ref(seg), ..*request };
-        let checked = check::<_, _, _, Option<Sge>>(ep, lmrs, ias, &one)?;
-        return commit(ep, &checked, &one, send, counted);
-    }
-    let checked = check::<_, _, _, FixedVec<Sge, MAX_SGE>>(ep, lmrs, ias, request)?;
-    commit(ep, &checked, request, send, counted)
+    let Request { cookie, op, flags, .. } = request;
+    let checked = check::<_, _, _, FixedVec<Sge, MAX_SGE>>(ep, lmrs, ias, &request)?;
+    commit(ep, &checked.sges, checked.total, (cookie, op, flags), send, counted)
 }

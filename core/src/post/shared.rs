@@ -160,7 +160,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             ep,
             &self.lmrs,
             &self.ias,
-            &request,
+            request,
             #[inline(always)]
             |qp, work| match work {
                 // SAFETY: `qp` is the locked EP's; no `&mut` to the backend

@@ -178,10 +178,10 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
             return self.post_afresh(&segs.iov, cookie, op, flags);
         }
         let kind = kind(&op);
-        admitted(ep, kind, flags, segs.iov.len())?;
+        let hot = admitted(ep, kind, flags, segs.iov.len())?;
         fits(ep, ias, &op, kind.length, segs.checked.total)?;
         room(ep)?;
-        if let Some(sge) = segs.checked.sges.one() {
+        if let (Some(sge), true) = (segs.checked.sges.one(), hot) {
             if commit_one(
                 ep,
                 sge,

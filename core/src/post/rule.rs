@@ -201,6 +201,10 @@ pub(crate) trait Sges {
 /// Where a check puts the segments it translated: a vector, or for a
 /// post of one segment a register's worth.
 pub(crate) trait Gathered: Sges + Default {
+    /// Whether it is a lane's ([`super::lane::request_lane`]): then the
+    /// check admits only a post the EP's hot mask admits, which a refusal
+    /// leaves to the ordinary call to explain.
+    const LANE: bool;
     /// Add one; `false` if it holds no more.
     fn push(&mut self, sge: Sge) -> bool;
 }
@@ -218,6 +222,8 @@ impl Sges for Option<Sge> {
 }
 
 impl Gathered for Option<Sge> {
+    const LANE: bool = true;
+
     #[inline(always)]
     fn push(&mut self, sge: Sge) -> bool {
         self.replace(sge).is_none()
@@ -240,6 +246,8 @@ impl Sges for FixedVec<Sge, MAX_SGE> {
 }
 
 impl Gathered for FixedVec<Sge, MAX_SGE> {
+    const LANE: bool = false;
+
     #[inline(always)]
     fn push(&mut self, sge: Sge) -> bool {
         FixedVec::push(self, sge).is_ok()
@@ -270,7 +278,13 @@ pub(crate) fn check<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>, G: Gather
 ) -> Result<Checked<G>, Refusal> {
     let Request { iov, op, flags, .. } = *request;
     let kind = kind(&op);
-    admitted(ep, kind, flags, iov.len())?;
+    if !admitted(ep, kind, flags, iov.len())? {
+        // A lane takes only what the EP's hot mask admits: its
+        // transport's lane neither counts nor explains a missing QP.
+        if G::LANE {
+            return Err(Refusal::NotReady);
+        }
+    }
     let mut sges = G::default();
     let mut total = 0u64;
     // "When 0 is specified for segment_length then the other two elements
@@ -289,17 +303,18 @@ pub(crate) fn check<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>, G: Gather
 /// The rules of `kind` that read only the EP and the flags: the flags the
 /// call and the EP admit, `segments` within the EP's limit, a state that
 /// takes the kind, the transport. One `and` with the EP's hot mask
-/// answers them all when they hold (and holds a QP too); otherwise they
-/// are judged one by one, out of line, in the pages' order (a mask also
-/// refuses an EP that counts or has no QP: [`commit`] judges the QP, in
-/// its place in the order).
+/// answers them all when they hold, and then the EP neither counts nor
+/// lacks a QP: the answer is `true`. Otherwise they are judged one by
+/// one, out of line, in the pages' order, and the answer, if they hold,
+/// is `false` (a mask also refuses an EP that counts or has no QP:
+/// [`commit`] judges the QP, in its place in the order, and counts).
 #[inline(always)]
 pub(crate) fn admitted<B: Backend>(
     ep: &Ep<B>,
     kind: &'static Kind,
     flags: CompletionFlags,
     segments: usize,
-) -> Result<(), Refusal> {
+) -> Result<bool, Refusal> {
     debug_assert!(ep.hot_is_current());
     let mask = match kind.mask {
         Mask::Send => ep.hot.send,
@@ -311,9 +326,9 @@ pub(crate) fn admitted<B: Backend>(
     // A mask that admits holds a limit of at least one segment.
     let within = segments <= 1 || segments <= limit as usize;
     if (u64::from(flags.0) | Hot::READY) & mask == 0 && within {
-        return Ok(());
+        return Ok(true);
     }
-    one_by_one(ep, kind, flags, segments, limit)
+    one_by_one(ep, kind, flags, segments, limit).map(|()| false)
 }
 
 /// [`admitted`]'s rules one by one.
@@ -446,15 +461,15 @@ pub(crate) enum Work<'w> {
 }
 
 /// Hand one segment that [`check`] admitted to the transport's lane
-/// through `post`: `true` once taken and counted outstanding; `false`
-/// with nothing changed when the EP counts (its posts go to the counters
-/// as work requests, through [`commit`]), has no QP (which [`commit`]
-/// explains) or the lane declines. Everything stays in registers.
+/// through `post`, on an EP that does not count (the caller knows: the
+/// EP's hot mask admitted the post, [`admitted`]; an EP that counts hands
+/// its posts to the counters as work requests, through [`commit`]):
+/// `true` once taken and counted outstanding; `false` with nothing
+/// changed when the EP has no QP (which [`commit`] explains) or the
+/// transport's lane declines. Everything stays in registers.
 #[inline(always)]
 pub(crate) fn commit_one<B: Backend>(ep: &mut Ep<B>, sge: Sge, post: impl FnOnce(&mut B::Qp, Sge) -> bool) -> bool {
-    if ep.counting {
-        return false;
-    }
+    debug_assert!(!ep.counting);
     let Some(qp) = ep.qp_mut() else { return false };
     if !post(qp, sge) {
         return false;
@@ -482,7 +497,7 @@ pub(crate) fn commit<B: Backend, G: Sges>(
     if ep.qp().is_none() {
         return Err(Refusal::NotReady.error());
     }
-    if let Some(sge) = sges.one() {
+    if let (Some(sge), false) = (sges.one(), ep.counting) {
         if commit_one(
             ep,
             sge,

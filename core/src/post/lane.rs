@@ -81,10 +81,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // limit, no SRQ, a QP (all in `hot.recv`), the segment through its
         // LMR, room.
         let ready = admits(ep.hot.recv, flags) && ep.recv_outstanding < ep.attr().max_recv_dtos;
-        if !selects(generation) || !ready || seg.segment_length == 0 {
+        if !selects(generation) || !ready {
             return false;
         }
         let Ok(sge) = translated(lmrs, ep.pz, seg, RECV.need) else { return false };
+        // An empty segment is the ordinary call's; asked here, after the
+        // LMR's rules, it shares their branch.
+        if sge.length == 0 {
+            return false;
+        }
         let Some(qp) = ep.qp_mut() else { return false };
         if !backend.post_recv_one(qp, sge, cookie) {
             return false;
@@ -114,10 +119,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !selects(generation) || s.attr.max_recv_iov == 0 || s.outstanding >= s.attr.max_recv_dtos {
             return false;
         }
-        if seg.segment_length == 0 {
+        let Ok(sge) = translated(lmrs, s.pz, seg, RECV.need) else { return false };
+        if sge.length == 0 {
             return false;
         }
-        let Ok(sge) = translated(lmrs, s.pz, seg, RECV.need) else { return false };
         if !backend.srq_post_recv_one(&mut s.srq, sge, cookie) {
             return false;
         }

@@ -289,7 +289,15 @@ pub(crate) fn check<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>, G: Gather
     let mut total = 0u64;
     // "When 0 is specified for segment_length then the other two elements
     // of the dat_lmr_triplet are irrelevant" (dat_ep_post_send(3DAT)).
-    for seg in iov.iter().filter(|s| s.segment_length != 0) {
+    for seg in iov {
+        if seg.segment_length == 0 {
+            // A lane takes a segment that is not empty, so that its
+            // segment and bytes are one value each, not a choice of two.
+            if G::LANE {
+                return Err(Refusal::Range);
+            }
+            continue;
+        }
         if !sges.push(translated(lmrs, ep.pz, seg, kind.need)?) {
             return Err(Refusal::Segments);
         }

@@ -16,10 +16,10 @@
 //! the event.
 
 use super::lane::request_lane;
-use super::rule::{checked_post, Work};
+use super::rule::{checked_post, Refusal, Work};
 use super::Request;
 use crate::backend::{Backend, RequestOp};
-use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::error::{DatError, DatResult, ErrorType};
 use crate::handle::EpHandle;
 use crate::object::lmr::Lmr;
 use crate::object::rmr::Rmr;
@@ -193,27 +193,36 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // One look-up of the EP; the LMRs, the IA and the backend are other
         // fields of the provider.
         let Provider { eps, lmrs, ias, backend, ep_tallies, .. } = self;
-        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        if let [seg] = iov {
-            let one = Request { iov: core::slice::from_ref(seg), cookie, op, flags };
-            if request_lane(
-                ep,
-                lmrs,
-                ias,
-                &one,
-                #[inline(always)]
-                |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
-            ) {
-                return Ok(());
+        let Some(ep) = eps.get_mut(h.0) else { return Err(Refusal::NoEp.error()) };
+        // A segment the lane declined goes out of line as a copy: a pointer
+        // into the caller's memory handed to a function the compiler cannot
+        // see into would make it assume that memory changed, and reload
+        // what it held in registers across a run of posts.
+        let declined;
+        let iov = match iov {
+            [seg] => {
+                let one = Request { iov: core::slice::from_ref(seg), cookie, op, flags };
+                if request_lane(
+                    ep,
+                    lmrs,
+                    ias,
+                    &one,
+                    #[inline(always)]
+                    |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
+                ) {
+                    return Ok(());
+                }
+                declined = *seg;
+                core::slice::from_ref(&declined)
             }
-        }
-        // The request is made, and the closures take their copies, only
-        // once the lane declines, so that nothing of it is stored before.
+            _ => iov,
+        };
         checked_post(
             ep,
             lmrs,
             ias,
-            Request { iov, cookie, op, flags },
+            iov,
+            (cookie, op, flags),
             #[inline(always)]
             move |qp, work| match work {
                 Work::One(sge) => Ok(backend.post_one(qp, op, sge, cookie, flags)),

@@ -156,6 +156,8 @@ pub(crate) enum Refusal {
     Full,
     /// No QP.
     NotReady,
+    /// No live EP of the handle.
+    NoEp,
 }
 
 const _: () = assert!(core::mem::size_of::<Refusal>() <= 4);
@@ -179,6 +181,7 @@ impl Refusal {
             Refusal::NoAtomics => DatError::of(ErrorType::NotImplemented),
             Refusal::Full => DatError::of(ErrorType::InsufficientResources),
             Refusal::NotReady => DatError::invalid_state(Subtype::InvalidStateEpNotready),
+            Refusal::NoEp => DatError::invalid_handle(Subtype::InvalidHandleEp),
         }
     }
 }
@@ -536,11 +539,12 @@ pub(crate) fn checked_post<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     ep: &mut Ep<B>,
     lmrs: &Slab<Lmr<B>, L>,
     ias: &Slab<Ia<B>, I>,
-    request: Request<'_>,
+    iov: &[LmrTriplet],
+    (cookie, op, flags): (u64, RequestOp, CompletionFlags),
     send: impl FnMut(&mut B::Qp, Work<'_>) -> Result<bool, DatError>,
     counted: impl FnOnce(&SendWr<'_>),
 ) -> Result<(), DatError> {
-    let Request { cookie, op, flags, .. } = request;
+    let request = Request { iov, cookie, op, flags };
     let checked = check::<_, _, _, FixedVec<Sge, MAX_SGE>>(ep, lmrs, ias, &request)?;
     commit(ep, &checked.sges, checked.total, (cookie, op, flags), send, counted)
 }

@@ -155,12 +155,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // to it takes, and no `&mut` to the provider exists.
         let ep = unsafe { self.eps.get_shared(h.0) }.ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let backend = &self.backend;
-        let Request { cookie, op, flags, .. } = request;
+        let Request { iov, cookie, op, flags } = request;
         checked_post(
             ep,
             &self.lmrs,
             &self.ias,
-            request,
+            iov,
+            (cookie, op, flags),
             #[inline(always)]
             |qp, work| match work {
                 // SAFETY: `qp` is the locked EP's; no `&mut` to the backend

@@ -18,7 +18,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use super::rule::{admitted, commit, commit_one, fits, kind, room, Checked, Sges, Work};
+use super::rule::{admitted, commit, commit_one, fits, kind, room, Checked, Refusal, Sges, Work};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
@@ -159,7 +159,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     }
 
     /// The rules of `rule::check` that [`Provider::segments`] did not
-    /// judge, in its order, then the transport.
+    /// judge, in its order, then the transport's lane.
     #[inline(always)]
     fn post(
         &mut self,
@@ -169,8 +169,8 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let Provider { eps, ias, backend, ep_tallies, number, lmr_epoch, .. } = &mut *self.p;
-        let ep = eps.get_mut(self.ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let Provider { eps, ias, backend, number, lmr_epoch, .. } = &mut *self.p;
+        let Some(ep) = eps.get_mut(self.ep.0) else { return Err(Refusal::NoEp.error()) };
         let fresh = segs.provider == *number && segs.epoch == *lmr_epoch && segs.access == access && segs.pz == ep.pz;
         if !fresh {
             // Something changed since the check: the full post, which
@@ -191,7 +191,18 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
                 return Ok(());
             }
         }
+        self.commit(segs, op, cookie, flags)
+    }
+
+    /// A post every rule admitted that the transport's lane did not take,
+    /// or that is not one segment, or on an EP that counts: handed over as
+    /// a work request ([`commit`]), out of the lane's way.
+    #[cold]
+    #[inline(never)]
+    fn commit(&mut self, segs: &Segments, op: RequestOp, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
+        let Provider { eps, backend, ep_tallies, .. } = &mut *self.p;
         let h = self.ep;
+        let Some(ep) = eps.get_mut(h.0) else { return Err(Refusal::NoEp.error()) };
         commit(
             ep,
             &segs.checked.sges,

@@ -194,14 +194,16 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // fields of the provider.
         let Provider { eps, lmrs, ias, backend, ep_tallies, .. } = self;
         let Some(ep) = eps.get_mut(h.0) else { return Err(Refusal::NoEp.error()) };
-        // A segment the lane declined goes out of line as a copy: a pointer
-        // into the caller's memory handed to a function the compiler cannot
-        // see into would make it assume that memory changed, and reload
-        // what it held in registers across a run of posts.
+        // The lane judges the segment as values, read once; one it declines
+        // goes out of line as a copy. A pointer into the caller's memory
+        // handed to a function the compiler cannot see into would make it
+        // assume that memory changed, and reload what it held in registers
+        // across a run of posts.
         let declined;
         let iov = match iov {
             [seg] => {
-                let one = Request { iov: core::slice::from_ref(seg), cookie, op, flags };
+                let seg = *seg;
+                let one = Request { iov: core::slice::from_ref(&seg), cookie, op, flags };
                 if request_lane(
                     ep,
                     lmrs,
@@ -212,7 +214,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 ) {
                     return Ok(());
                 }
-                declined = *seg;
+                declined = seg;
                 core::slice::from_ref(&declined)
             }
             _ => iov,

@@ -178,10 +178,14 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
             return self.post_afresh(&segs.iov, cookie, op, flags);
         }
         let kind = kind(&op);
-        let hot = admitted(ep, kind, flags, segs.iov.len())?;
+        if !admitted(ep, kind, flags, segs.iov.len())? {
+            // The EP's rules hold, but its hot mask does not take the post
+            // (it counts, or has no QP): out of the lane's way.
+            return self.commit(segs, op, cookie, flags);
+        }
         fits(ep, ias, &op, kind.length, segs.checked.total)?;
         room(ep)?;
-        if let (Some(sge), true) = (segs.checked.sges.one(), hot) {
+        if let Some(sge) = segs.checked.sges.one() {
             if commit_one(
                 ep,
                 sge,
@@ -194,15 +198,19 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         self.commit(segs, op, cookie, flags)
     }
 
-    /// A post every rule admitted that the transport's lane did not take,
-    /// or that is not one segment, or on an EP that counts: handed over as
-    /// a work request ([`commit`]), out of the lane's way.
+    /// A post the lane does not take: not of one segment, on an EP that
+    /// counts or has no QP, or one the transport's lane declined. Judged
+    /// by the rules that follow the EP's own (the lengths, the room, in
+    /// `rule::check`'s order) and handed over as a work request
+    /// ([`commit`]), out of the lane's way.
     #[cold]
     #[inline(never)]
     fn commit(&mut self, segs: &Segments, op: RequestOp, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
-        let Provider { eps, backend, ep_tallies, .. } = &mut *self.p;
+        let Provider { eps, ias, backend, ep_tallies, .. } = &mut *self.p;
         let h = self.ep;
         let Some(ep) = eps.get_mut(h.0) else { return Err(Refusal::NoEp.error()) };
+        fits(ep, ias, &op, kind(&op).length, segs.checked.total)?;
+        room(ep)?;
         commit(
             ep,
             &segs.checked.sges,

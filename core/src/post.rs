@@ -3,9 +3,9 @@
 //!
 //! A request is one value, [`Request`]: the local segments, the cookie,
 //! the operation with its remote buffer ([`RequestOp`]), and the
-//! completion flags with the set the call admits. One function holds the
-//! rules of a request (`request::post_checked`), one those of a receive
-//! (`recv::recv_checked`) and one those of an SRQ's receive
+//! completion flags. One function holds the rules of a request
+//! (`rule::check`, with one row per kind of request), one those of a
+//! receive (`recv::recv_checked`) and one those of an SRQ's receive
 //! (`recv::srq_recv_checked`). Each is reached through four doors, which
 //! differ only in how they hold the Endpoint and hand the work to the
 //! transport:
@@ -26,36 +26,18 @@ mod lane;
 pub mod poster;
 mod recv;
 mod request;
+pub(crate) mod rule;
 pub mod shared;
 mod ud;
 
-pub(crate) use lane::request_lane;
+pub(crate) use rule::{REQUEST_FLAGS, SEND_FLAGS};
 
-/// The completion flags of dat_ep_post_rdma_write(3DAT) and
-/// dat_ep_post_rdma_read(3DAT).
-pub(crate) const REQUEST_FLAGS: u32 =
-    CompletionFlags::SUPPRESS.0 | CompletionFlags::UNSIGNALLED.0 | CompletionFlags::BARRIER_FENCE.0;
-/// dat_ep_post_send(3DAT) admits the solicited-wait flag too.
-pub(crate) const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
-
-/// The position of the completion flags among the call's arguments:
-/// dat_ep_post_send(3DAT) has no remote buffer, the IB extension's
-/// immediate write and compare-and-swap have one more operand.
-pub(crate) const fn flags_arg(op: &RequestOp) -> u8 {
-    match op {
-        RequestOp::Send | RequestOp::SendInvalidate { .. } => 5,
-        RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } | RequestOp::FetchAdd { .. } => 6,
-        RequestOp::RdmaWriteImm { .. } | RequestOp::CompareSwap { .. } => 7,
-    }
-}
-
-/// A request post as the consumer made it.
+/// A request post as the consumer made it; its kind ([`rule::kind`]) is
+/// its operation's.
 #[derive(Clone, Copy)]
 pub(crate) struct Request<'a> {
     pub(crate) iov: &'a [LmrTriplet],
     pub(crate) cookie: u64,
     pub(crate) op: RequestOp,
     pub(crate) flags: CompletionFlags,
-    /// The completion flags the call admits.
-    pub(crate) allowed: u32,
 }

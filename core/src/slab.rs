@@ -267,16 +267,25 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         Some(index)
     }
 
-    /// The slots handed out so far.
+    /// The slots handed out so far: what a walk visits. A look-up by
+    /// index reads the store's slots whole ([`Slab::indexed`]).
     #[inline(always)]
     fn used(&self) -> &[Slot<T>] {
         let items = self.slots.items();
         items.get(..self.fresh as usize).unwrap_or(items)
     }
 
+    /// Every slot of the store, for a look-up by index: one never handed
+    /// out is as the store made it, vacant (`Slot::VACANT`), so it answers
+    /// `None` as a freed one does, and no bound but the store's is needed.
+    #[inline(always)]
+    fn indexed(&self) -> &[Slot<T>] {
+        self.slots.items()
+    }
+
     #[inline(always)]
     fn slot(&self, h: RawHandle) -> Option<&Slot<T>> {
-        self.used().get(h.index as usize).filter(|s| s.generation == h.generation && s.live)
+        self.indexed().get(h.index as usize).filter(|s| s.generation == h.generation && s.live)
     }
 
     /// The live object `h` names.
@@ -441,7 +450,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// The live object in slot `index`, with its handle.
     #[inline]
     pub fn live_at(&self, index: u32) -> Option<(RawHandle, &T)> {
-        let slot = self.used().get(index as usize)?;
+        let slot = self.indexed().get(index as usize)?;
         let value = slot.value()?;
         Some((RawHandle { index, generation: slot.generation }, value))
     }
@@ -474,7 +483,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// free slot or one never handed out.
     #[inline(always)]
     pub fn generation(&self, index: u32) -> Option<u32> {
-        self.used().get(index as usize).filter(|s| s.live).map(|s| s.generation)
+        self.indexed().get(index as usize).filter(|s| s.live).map(|s| s.generation)
     }
 
     /// Number of live objects.

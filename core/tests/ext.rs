@@ -2,6 +2,7 @@
 //! compare-and-swap and fetch-and-add (`<dat2/dat_ib_extensions.h>`).
 mod common;
 use common::*;
+use udat_core::backend::RequestOp;
 use udat_core::types::*;
 use udat_core::*;
 use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
@@ -124,15 +125,43 @@ fn remote_atomic_privilege_makes_an_lmr_remotely_reachable() {
     assert!(q.mem_privileges.contains(MemPriv::REMOTE_ATOMIC));
 }
 
-/// The shared post of the extension (the C ABI's, for a thread-safe
-/// provider) takes the extension's requests and no others.
+/// The shared request post (the C ABI's, for a thread-safe provider)
+/// refuses every request as the exclusive post does: the same rules, in
+/// the same order, from the same row of the request's kind. The mock has
+/// no shared queues, so a request that every rule admits reaches its
+/// shared transport, which refuses it as internal.
 #[test]
-fn the_shared_extension_post_takes_only_the_extensions_requests() {
-    let mut fx = Fx::new();
-    let ep = fx.ep_connected();
-    let seg = fx.seg(0, 8);
-    // SAFETY: one thread: no `&mut` to the provider exists while this
-    // runs, and nothing else uses the EP.
-    let e = unsafe { fx.p.ep_post_extension_shared(ep, &[seg], 1, udat_core::backend::RequestOp::Send, flags()) };
-    assert_eq!(e, Err(DatError::invalid_arg(2)));
+fn the_shared_request_post_answers_as_the_exclusive_one() {
+    let cases = |fx: &Fx| {
+        let (seg, remote) = (fx.seg(0, 8), fx.remote(8));
+        let unaligned = RmrTriplet { virtual_address: remote.virtual_address + 1, ..remote };
+        [
+            (vec![seg], RequestOp::Send, flags()),
+            (vec![seg], RequestOp::Send, CompletionFlags(1 << 20)),
+            (vec![seg], RequestOp::RdmaWrite { remote: fx.remote(4) }, flags()),
+            (vec![fx.seg(0, 4)], RequestOp::RdmaRead { remote }, flags()),
+            (vec![seg, fx.seg(8, 8)], RequestOp::RdmaWriteImm { remote: fx.remote(16), imm: 3 }, flags()),
+            (vec![seg], RequestOp::CompareSwap { remote, compare: 1, swap: 2 }, flags()),
+            (vec![seg], RequestOp::FetchAdd { remote: unaligned, add: 1 }, flags()),
+            (vec![fx.seg(0, 4)], RequestOp::FetchAdd { remote, add: 1 }, flags()),
+        ]
+    };
+    let (mut exclusive, mut shared) = (Fx::new(), Fx::new());
+    let (a, b) = (exclusive.ep_connected(), shared.ep_connected());
+    let (mut rejected, mut posted) = (0, 0);
+    for ((iov, op, f), (iov2, op2, f2)) in cases(&exclusive).into_iter().zip(cases(&shared)) {
+        let want = exclusive.p.ep_post_request(a, &iov, 1, op, f);
+        // SAFETY: one thread: no `&mut` to the provider exists while this
+        // runs, and nothing else uses the EP.
+        let got = unsafe { shared.p.ep_post_request_shared(b, &iov2, 1, op2, f2) };
+        let transport = Err(DatError::of(ErrorType::InternalError));
+        assert_eq!(got, if want.is_ok() { transport } else { want }, "{op:?}");
+        if want.is_ok() {
+            posted += 1
+        } else {
+            rejected += 1
+        }
+    }
+    assert!(rejected >= 4 && posted >= 2, "the cases cover both answers: {rejected} refused, {posted} posted");
+    assert_eq!((exclusive.p.backend().pending_sends(a), shared.p.backend().pending_sends(b)), (posted, 0));
 }

@@ -151,7 +151,7 @@ fn request(op: OpCase, fx: &Fx) -> RequestOp {
 }
 
 fn ordinary(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
-    fx.p.ep_post_request_ordinary(ep, &[seg], 9, op, flags)
+    fx.p.ep_post_request(ep, &[seg], 9, op, flags)
 }
 
 #[test]
@@ -319,7 +319,7 @@ fn probe(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, flags: CompletionFlags, ste
     let op = RequestOp::RdmaWrite { remote: fx.remote(64) };
     let posts = matches!(status, Some(EpState::Connected | EpState::Disconnected));
     let took = fx.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 1, op, flags);
-    let ordinary = if took { Ok(()) } else { fx.p.ep_post_request_ordinary(ep, &[seg], 1, op, flags) };
+    let ordinary = if took { Ok(()) } else { fx.p.ep_post_request(ep, &[seg], 1, op, flags) };
     assert!(!took || posts, "{step}: the lane posted in {status:?}");
     assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary write differ ({ordinary:?})");
     let took = fx.p.lane_recv(raw.index(), |g| g == raw.generation(), &seg, 2, flags);

@@ -425,11 +425,11 @@ pub(crate) unsafe fn ep_post_send<B: Transport>(
             n,
             segs,
             move |core, ep, seg| core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags),
-            move |core, ep, iov| core.ep_post_request_ordinary(ep, iov, cookie, RequestOp::Send, flags),
+            move |core, ep, iov| core.ep_post_request(ep, iov, cookie, RequestOp::Send, flags),
             Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
                 core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags)
             }),
-            move |core, ep, iov| core.ep_post_send_shared(ep, iov, cookie, flags),
+            move |core, ep, iov| core.ep_post_request_shared(ep, iov, cookie, RequestOp::Send, flags),
         )
     }
 }
@@ -485,7 +485,7 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
             },
             move |core, ep, iov| {
                 let op = RequestOp::RdmaRead { remote: remote(rmr)? };
-                core.ep_post_request_ordinary(ep, iov, cookie, op, flags)
+                core.ep_post_request(ep, iov, cookie, op, flags)
             },
             Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
                 lane_remote(rmr).is_some_and(|remote| {
@@ -493,7 +493,10 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
                     core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
                 })
             }),
-            move |core, ep, iov| core.ep_post_rdma_read_shared(ep, iov, cookie, &remote(rmr)?, flags),
+            move |core, ep, iov| {
+                let op = RequestOp::RdmaRead { remote: remote(rmr)? };
+                core.ep_post_request_shared(ep, iov, cookie, op, flags)
+            },
         )
     }
 }
@@ -524,7 +527,7 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
             },
             move |core, ep, iov| {
                 let op = RequestOp::RdmaWrite { remote: remote(rmr)? };
-                core.ep_post_request_ordinary(ep, iov, cookie, op, flags)
+                core.ep_post_request(ep, iov, cookie, op, flags)
             },
             Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
                 lane_remote(rmr).is_some_and(|remote| {
@@ -532,7 +535,10 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
                     core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
                 })
             }),
-            move |core, ep, iov| core.ep_post_rdma_write_shared(ep, iov, cookie, &remote(rmr)?, flags),
+            move |core, ep, iov| {
+                let op = RequestOp::RdmaWrite { remote: remote(rmr)? };
+                core.ep_post_request_shared(ep, iov, cookie, op, flags)
+            },
         )
     }
 }

@@ -67,18 +67,8 @@ pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_po
         return exclusive_on(inst, h, Kind::Ep, |cx, raw| {
             let (core, ep) = (&mut cx.st.core, EpHandle::from_raw(raw));
             // SAFETY: the consumer's triplets (the call's contract).
-            match unsafe { decode(p) }? {
-                (local, RequestOp::RdmaWriteImm { remote, imm }) => {
-                    core.ep_post_rdma_write_imm(ep, local, cookie, &remote, imm, flags)
-                }
-                (local, RequestOp::CompareSwap { remote, compare, swap }) => {
-                    core.ep_post_compare_swap(ep, compare, swap, &local[0], cookie, &remote, flags)
-                }
-                (local, RequestOp::FetchAdd { remote, add }) => {
-                    core.ep_post_fetch_add(ep, add, &local[0], cookie, &remote, flags)
-                }
-                _ => Err(DatError::of(ErrorType::NotImplemented)),
-            }
+            let (local, op) = unsafe { decode(p) }?;
+            core.ep_post_request(ep, local, cookie, op, flags)
         });
     }
     // SAFETY: the post changes only the EP it is given
@@ -86,7 +76,7 @@ pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_po
     unsafe {
         shared_on(inst, h, Kind::Ep, &inst.ep_locks, |core, raw| {
             let (local, op) = decode(p)?;
-            core.ep_post_extension_shared(EpHandle::from_raw(raw), local, cookie, op, flags)
+            core.ep_post_request_shared(EpHandle::from_raw(raw), local, cookie, op, flags)
         })
     }
 }

@@ -2,8 +2,9 @@
 //! `crate::lmr`.
 
 use crate::backend::{Backend, Sge, MAX_SGE};
-use crate::error::{DatError, DatResult, ErrorType};
+use crate::error::{DatError, DatResult};
 use crate::handle::{IaHandle, LmrHandle, PzHandle};
+use crate::post::rule::translated;
 use crate::slab::{Slab, SlotsOf};
 use crate::types::{LmrTriplet, MemPriv, MemType};
 
@@ -33,35 +34,8 @@ pub(crate) fn by_context<B: Backend, L: SlotsOf<Lmr<B>>>(
     (lmr.lmr_context == lmr_context).then_some((LmrHandle(raw), lmr))
 }
 
-/// Check one local segment against its LMR in `lmrs` and translate it.
-///
-/// Errors follow the DTO pages: a context that names no live LMR is a
-/// protection violation (dat_lmr_free(3DAT): "Any DTO operation that uses
-/// the destroyed LMR ... shall fail and report a protection violation"),
-/// as is an LMR of another PZ; a range outside the LMR is an invalid
-/// parameter; a missing privilege is a privileges violation.
-#[inline(always)]
-pub(crate) fn translate<B: Backend, L: SlotsOf<Lmr<B>>>(
-    lmrs: &Slab<Lmr<B>, L>,
-    pz: PzHandle,
-    seg: &LmrTriplet,
-    need: MemPriv,
-) -> DatResult<Sge> {
-    let (_, lmr) = by_context(lmrs, seg.lmr_context).ok_or(DatError::of(ErrorType::ProtectionViolation))?;
-    // One compare of the handles' bits rather than one per field.
-    if lmr.pz.0.to_bits() != pz.0.to_bits() {
-        return Err(DatError::of(ErrorType::ProtectionViolation));
-    }
-    if !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
-        return Err(DatError::of(ErrorType::InvalidParameter));
-    }
-    if !lmr.privileges.contains(need) {
-        return Err(DatError::of(ErrorType::PrivilegesViolation));
-    }
-    Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey })
-}
-
-/// Translate `iov` into `sges`, skipping zero-length segments ("When 0 is
+/// Translate `iov` into `sges` by the rules of a post's segments
+/// (`post::rule::translated`), skipping zero-length segments ("When 0 is
 /// specified for segment_length then the other two elements of the
 /// dat_lmr_triplet are irrelevant"). Returns the total length. The
 /// segments go into a vector on the caller's stack, which no post clears
@@ -76,7 +50,7 @@ pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
 ) -> DatResult<u64> {
     let mut total = 0u64;
     for seg in iov.iter().filter(|s| s.segment_length != 0) {
-        sges.push(translate(lmrs, pz, seg, need)?).map_err(|_| DatError::invalid_arg(2))?;
+        sges.push(translated(lmrs, pz, seg, need)?).map_err(|_| DatError::invalid_arg(2))?;
         total += u64::from(seg.segment_length);
     }
     Ok(total)

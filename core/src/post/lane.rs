@@ -1,6 +1,7 @@
 //! Lanes: the hot calls checked all at once, then committed.
 //!
-//! A lane evaluates every rule of its ordinary call as a yes/no, and
+//! A lane evaluates every rule of its ordinary call as a yes/no (a
+//! request's lane runs the request's own check, `rule::check`), and
 //! changes nothing until all of them hold and the transport has taken the
 //! work. When any rule fails, or the transport cannot take the work the
 //! quick way, the lane answers `false` and its caller runs the ordinary
@@ -16,14 +17,16 @@
 //! second look-up. `selects` must accept only the generation the caller's
 //! handle names: it is the lane's handle check.
 
+use super::rule::{check, commit_one, translated, RECV};
+use super::Request;
 use crate::backend::{Backend, RequestOp, Sge};
-use crate::handle::PzHandle;
 use crate::object::ep::{Ep, Hot};
-use crate::object::lmr::{by_context, Lmr};
+use crate::object::ia::Ia;
+use crate::object::lmr::Lmr;
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
-use crate::types::{CompletionFlags, LmrTriplet, MemPriv};
+use crate::types::{CompletionFlags, LmrTriplet};
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// The lane of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT)
@@ -42,15 +45,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         op: RequestOp,
         flags: CompletionFlags,
     ) -> bool {
-        let Provider { eps, lmrs, backend, .. } = self;
+        let Provider { eps, lmrs, ias, backend, .. } = self;
         let Some((generation, ep)) = eps.live_mut(ep) else { return false };
         selects(generation)
             && request_lane(
                 ep,
                 lmrs,
-                seg,
-                op,
-                flags,
+                ias,
+                &Request { iov: core::slice::from_ref(seg), cookie, op, flags },
                 #[inline(always)]
                 |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
             )
@@ -82,7 +84,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !selects(generation) || !ready {
             return false;
         }
-        let Some(sge) = segment(lmrs, ep, seg, MemPriv::LOCAL_WRITE) else { return false };
+        let Ok(sge) = translated(lmrs, ep.pz, seg, RECV.need) else { return false };
+        // An empty segment is the ordinary call's; asked here, after the
+        // LMR's rules, it shares their branch.
+        if sge.length == 0 {
+            return false;
+        }
         let Some(qp) = ep.qp_mut() else { return false };
         if !backend.post_recv_one(qp, sge, cookie) {
             return false;
@@ -112,7 +119,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !selects(generation) || s.attr.max_recv_iov == 0 || s.outstanding >= s.attr.max_recv_dtos {
             return false;
         }
-        let Some(sge) = translated(lmrs, s.pz, seg, MemPriv::LOCAL_WRITE) else { return false };
+        let Ok(sge) = translated(lmrs, s.pz, seg, RECV.need) else { return false };
+        if sge.length == 0 {
+            return false;
+        }
         if !backend.srq_post_recv_one(&mut s.srq, sge, cookie) {
             return false;
         }
@@ -121,80 +131,21 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 }
 
-/// `seg`, not empty, translated through its LMR in `lmrs` for `ep`, if
-/// `lmr::translate` would: a live context, the EP's PZ, inside the
-/// region, with the privilege `need`.
+/// A request post of one segment on `ep`, judged by [`check`]; then
+/// `post` offers it to the transport's lane ([`commit_one`]). Changes
+/// nothing unless every rule holds, the EP does not count, and the
+/// transport took it; a refusal is the ordinary call's to explain.
 #[inline(always)]
-fn segment<B: Backend, L: SlotsOf<Lmr<B>>>(
-    lmrs: &Slab<Lmr<B>, L>,
-    ep: &Ep<B>,
-    seg: &LmrTriplet,
-    need: MemPriv,
-) -> Option<Sge> {
-    translated(lmrs, ep.pz, seg, need)
-}
-
-/// `seg`, not empty, translated through its LMR in `lmrs` for a post on
-/// `pz`, if `lmr::translate` would.
-#[inline(always)]
-fn translated<B: Backend, L: SlotsOf<Lmr<B>>>(
-    lmrs: &Slab<Lmr<B>, L>,
-    pz: PzHandle,
-    seg: &LmrTriplet,
-    need: MemPriv,
-) -> Option<Sge> {
-    let (_, lmr) = by_context(lmrs, seg.lmr_context)?;
-    let length = seg.segment_length;
-    let fits = length != 0
-        && lmr.pz.0.to_bits() == pz.0.to_bits()
-        && lmr.contains(seg.virtual_address, u64::from(length))
-        && lmr.privileges.contains(need);
-    fits.then_some(Sge { addr: seg.virtual_address, length, lkey: lmr.lkey })
-}
-
-/// The rules of a request post of one segment on `ep`, its LMR found in
-/// `lmrs`; then `post` offers it to the transport's lane. Changes nothing
-/// unless all hold and the transport took it.
-#[inline(always)]
-pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>>(
+pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     ep: &mut Ep<B>,
     lmrs: &Slab<Lmr<B>, L>,
-    seg: &LmrTriplet,
-    op: RequestOp,
-    flags: CompletionFlags,
+    ias: &Slab<Ia<B>, I>,
+    request: &Request<'_>,
     post: impl FnOnce(&mut B::Qp, Sge) -> bool,
 ) -> bool {
-    if !request_ready(ep, &op, flags) {
-        return false;
-    }
-    let need = if matches!(op, RequestOp::RdmaRead { .. }) { MemPriv::LOCAL_WRITE } else { MemPriv::LOCAL_READ };
-    let Some(sge) = segment(lmrs, ep, seg, need) else { return false };
-    if !length_fits(ep, &op, sge.length) {
-        return false;
-    }
-    let Some(qp) = ep.qp_mut() else { return false };
-    if !post(qp, sge) {
-        return false;
-    }
-    ep.request_outstanding += 1;
-    true
-}
-
-/// The rules of a request post that do not look at its segment
-/// (`request::post_checked`'s): the flags the call and the EP admit, one
-/// segment within the EP's limit, a state that posts ("valid for the
-/// Endpoint in the DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED
-/// states") and a QP (all in the EP's hot masks), and room among the
-/// outstanding requests.
-#[inline(always)]
-fn request_ready<B: Backend>(ep: &Ep<B>, op: &RequestOp, flags: CompletionFlags) -> bool {
-    debug_assert!(ep.hot_is_current());
-    let reject = match op {
-        RequestOp::Send => ep.hot.send,
-        RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } | RequestOp::RdmaWriteImm { .. } => ep.hot.rdma,
-        _ => return false,
-    };
-    admits(reject, flags) && ep.request_outstanding < ep.attr().max_request_dtos
+    let Ok(checked) = check::<_, _, _, Option<Sge>>(ep, lmrs, ias, request) else { return false };
+    let Some(sge) = checked.sges else { return false };
+    commit_one(ep, sge, post)
 }
 
 /// Whether an EP whose hot mask for the call is `reject` takes a post
@@ -202,22 +153,4 @@ fn request_ready<B: Backend>(ep: &Ep<B>, op: &RequestOp, flags: CompletionFlags)
 #[inline(always)]
 fn admits(reject: u64, flags: CompletionFlags) -> bool {
     (u64::from(flags.0) | Hot::READY) & reject == 0
-}
-
-/// The length rules of a request of `length` bytes: a send within the
-/// message size; a write (with immediate data or without) into a remote
-/// buffer that holds it, a read whose remote buffer fits the local one,
-/// each within the RDMA size (dat_ep_post_rdma_write(3DAT),
-/// dat_ep_post_rdma_read(3DAT)). The atomics have no lane: their rules
-/// look at the IA and the remote address.
-#[inline(always)]
-fn length_fits<B: Backend>(ep: &Ep<B>, op: &RequestOp, length: u32) -> bool {
-    match op {
-        RequestOp::Send => length <= ep.attr().max_message_size,
-        RequestOp::RdmaWrite { remote } | RequestOp::RdmaWriteImm { remote, .. } => {
-            length <= remote.segment_length && length <= ep.attr().max_rdma_size
-        }
-        RequestOp::RdmaRead { remote } => remote.segment_length <= length && length <= ep.attr().max_rdma_size,
-        _ => false,
-    }
 }

@@ -18,9 +18,9 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use super::{flags_arg, REQUEST_FLAGS};
-use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
-use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use super::rule::{admitted, commit, commit_one, fits, kind, room, Checked, Refusal, Sges, Work};
+use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
+use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
 use crate::object::lmr::gather;
 use crate::provider::Provider;
@@ -60,8 +60,7 @@ impl Access {
 #[derive(Clone, Debug)]
 pub struct Segments {
     iov: crate::FixedVec<LmrTriplet, MAX_SGE>,
-    sges: crate::FixedVec<Sge, MAX_SGE>,
-    total: u64,
+    checked: Checked<crate::FixedVec<Sge, MAX_SGE>>,
     access: Access,
     pz: PzHandle,
     /// The provider that checked them, and its LMR epoch then.
@@ -72,12 +71,12 @@ pub struct Segments {
 impl Segments {
     /// Bytes the segments cover.
     pub fn len(&self) -> u64 {
-        self.total
+        self.checked.total
     }
 
     /// Whether they cover none.
     pub fn is_empty(&self) -> bool {
-        self.total == 0
+        self.checked.total == 0
     }
 }
 
@@ -93,7 +92,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let kept = crate::FixedVec::from_slice(iov).map_err(|_| DatError::invalid_arg(2))?;
         let mut sges = crate::FixedVec::new();
         let total = gather(&self.lmrs, pz, iov, access.privilege(), &mut sges)?;
-        Ok(Segments { iov: kept, sges, total, access, pz, provider: self.number, epoch: self.lmr_epoch })
+        let checked = Checked { sges, total };
+        Ok(Segments { iov: kept, checked, access, pz, provider: self.number, epoch: self.lmr_epoch })
     }
 
     /// Borrow `ep` for a run of posts: its handle and state are checked
@@ -107,17 +107,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if e.qp().is_none() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
-        // dat_ep_post_rdma_write(3DAT): "DAT_COMPLETION_UNSIGNALLED_FLAG is
-        // only valid if the Endpoint Request Completion Flags" say so.
-        let unsignalled = e.attr().request_completion_flags.contains(CompletionFlags::UNSIGNALLED);
-        let allowed = if unsignalled { REQUEST_FLAGS } else { REQUEST_FLAGS & !CompletionFlags::UNSIGNALLED.0 };
-        let limits = Limits {
-            message: u64::from(e.attr().max_message_size),
-            rdma: u64::from(e.attr().max_rdma_size),
-            requests: e.attr().max_request_dtos,
-            iov: e.attr().max_request_iov as usize,
-        };
-        Ok(Poster { p: self, ep, allowed, limits })
+        Ok(Poster { p: self, ep })
     }
 }
 
@@ -126,17 +116,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 pub struct Poster<'p, B: Backend, S: Storage> {
     p: &'p mut Provider<B, S>,
     ep: EpHandle,
-    /// The request flags this EP admits.
-    allowed: u32,
-    limits: Limits,
 }
 
 impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// dat_ep_post_send(3DAT) of `segs` (checked for [`Access::Read`]).
     #[inline]
     pub fn send(&mut self, segs: &Segments, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
-        let allowed = self.allowed | CompletionFlags::SOLICITED_WAIT.0;
-        self.post(segs, Access::Read, RequestOp::Send, cookie, flags, allowed)
+        self.post(segs, Access::Read, RequestOp::Send, cookie, flags)
     }
 
     /// dat_ep_post_rdma_write(3DAT): `segs` (checked for [`Access::Read`])
@@ -149,7 +135,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post(segs, Access::Read, RequestOp::RdmaWrite { remote: *remote }, cookie, flags, self.allowed)
+        self.post(segs, Access::Read, RequestOp::RdmaWrite { remote: *remote }, cookie, flags)
     }
 
     /// dat_ep_post_rdma_read(3DAT): `remote` into `segs` (checked for
@@ -162,25 +148,18 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post(segs, Access::Write, RequestOp::RdmaRead { remote: *remote }, cookie, flags, self.allowed)
+        self.post(segs, Access::Write, RequestOp::RdmaRead { remote: *remote }, cookie, flags)
     }
 
     /// The full post of segments whose check is stale: out of the fast
     /// path's way.
     #[inline(never)]
-    fn post_afresh(
-        &mut self,
-        iov: &[LmrTriplet],
-        cookie: u64,
-        op: RequestOp,
-        flags: CompletionFlags,
-        allowed: u32,
-    ) -> DatResult<()> {
-        self.p.post_request(self.ep, iov, cookie, op, flags, allowed)
+    fn post_afresh(&mut self, iov: &[LmrTriplet], cookie: u64, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
+        self.p.post_request(self.ep, iov, cookie, op, flags)
     }
 
-    /// The checks of `Provider::post_request`, in its order, less those
-    /// [`Provider::segments`] and [`Provider::poster`] made.
+    /// The rules of `rule::check` that [`Provider::segments`] did not
+    /// judge, in its order, then the transport's lane.
     #[inline(always)]
     fn post(
         &mut self,
@@ -189,56 +168,62 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         op: RequestOp,
         cookie: u64,
         flags: CompletionFlags,
-        allowed: u32,
     ) -> DatResult<()> {
-        let Provider { eps, backend, number, lmr_epoch, .. } = &mut *self.p;
-        let ep = eps.get_mut(self.ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let Provider { eps, ias, backend, number, lmr_epoch, .. } = &mut *self.p;
+        let Some(ep) = eps.get_mut(self.ep.0) else { return Err(Refusal::NoEp.error()) };
         let fresh = segs.provider == *number && segs.epoch == *lmr_epoch && segs.access == access && segs.pz == ep.pz;
         if !fresh {
             // Something changed since the check: the full post, which
             // checks everything and says what is wrong.
-            return self.post_afresh(&segs.iov, cookie, op, flags, allowed);
+            return self.post_afresh(&segs.iov, cookie, op, flags);
         }
-        let Limits { message, rdma, requests, iov } = self.limits;
-        if flags.0 & !allowed != 0 {
-            return Err(DatError::invalid_arg(flags_arg(&op)));
+        let kind = kind(&op);
+        if !admitted(ep, kind, flags, segs.iov.len())? {
+            // The EP's rules hold, but its hot mask does not take the post
+            // (it counts, or has no QP): out of the lane's way.
+            return self.commit(segs, op, cookie, flags);
         }
-        if segs.iov.len() > iov {
-            return Err(DatError::invalid_arg(2));
-        }
-        let total = segs.total;
-        match op {
-            RequestOp::Send if total > message => return Err(DatError::invalid_arg(3)),
-            RequestOp::RdmaWrite { remote } if total > u64::from(remote.segment_length) => {
-                return Err(DatError::of(ErrorType::LengthError));
+        fits(ep, ias, &op, kind.length, segs.checked.total)?;
+        room(ep)?;
+        if let Some(sge) = segs.checked.sges.one() {
+            if commit_one(
+                ep,
+                sge,
+                #[inline(always)]
+                |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
+            ) {
+                return Ok(());
             }
-            RequestOp::RdmaRead { remote } if u64::from(remote.segment_length) > total => {
-                return Err(DatError::of(ErrorType::LengthError));
-            }
-            RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. } if total > rdma => {
-                return Err(DatError::invalid_arg(3));
-            }
-            _ => {}
         }
-        if ep.request_outstanding >= requests {
-            return Err(DatError::of(ErrorType::InsufficientResources));
-        }
-        let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-        // One segment goes through the transport's lane, as scalars.
-        let taken = matches!(&*segs.sges, [sge] if backend.post_one(qp, op, *sge, cookie, flags));
-        if !taken {
-            backend.post_send(qp, &SendWr { op, sges: &segs.sges, length: total as u32, cookie, flags })?;
-        }
-        ep.request_outstanding += 1;
-        Ok(())
+        self.commit(segs, op, cookie, flags)
     }
-}
 
-/// What a [`Poster`] checks each post against.
-#[derive(Clone, Copy, Debug)]
-struct Limits {
-    message: u64,
-    rdma: u64,
-    requests: u32,
-    iov: usize,
+    /// A post the lane does not take: not of one segment, on an EP that
+    /// counts or has no QP, or one the transport's lane declined. Judged
+    /// by the rules that follow the EP's own (the lengths, the room, in
+    /// `rule::check`'s order) and handed over as a work request
+    /// ([`commit`]), out of the lane's way.
+    #[cold]
+    #[inline(never)]
+    fn commit(&mut self, segs: &Segments, op: RequestOp, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
+        let Provider { eps, ias, backend, ep_tallies, .. } = &mut *self.p;
+        let h = self.ep;
+        let Some(ep) = eps.get_mut(h.0) else { return Err(Refusal::NoEp.error()) };
+        fits(ep, ias, &op, kind(&op).length, segs.checked.total)?;
+        room(ep)?;
+        commit(
+            ep,
+            &segs.checked.sges,
+            segs.checked.total,
+            (cookie, op, flags),
+            #[inline(always)]
+            move |qp, work| match work {
+                Work::One(sge) => Ok(backend.post_one(qp, op, sge, cookie, flags)),
+                Work::Wr(wr) => backend.post_send(qp, wr).map(|()| true),
+            },
+            #[cold]
+            #[inline(never)]
+            move |wr| ep_tallies.posted(h.0, &wr.op, u64::from(wr.length)),
+        )
+    }
 }

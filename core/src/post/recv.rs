@@ -1,6 +1,7 @@
 //! The exclusive door of a receive: dat_ep_post_recv(3DAT) and
 //! dat_srq_post_recv(3DAT).
 
+use super::rule::{admitted, RECV};
 use crate::backend::{Backend, Sge, GRH_BYTES};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, SrqHandle};
@@ -96,17 +97,10 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     post: impl FnOnce(&mut B::Qp, &[Sge]) -> DatResult<()>,
     counted: impl FnOnce(u64),
 ) -> DatResult<()> {
-    if flags.0 & !CompletionFlags::UNSIGNALLED.0 != 0 || !ep.unsignalled_allowed(flags, true) {
-        return Err(DatError::invalid_arg(5));
-    }
-    if iov.len() > ep.attr().max_recv_iov as usize {
-        return Err(DatError::invalid_arg(2));
-    }
-    if !ep.srq.is_null() {
-        return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
-    }
+    // The flags, the segment count and the SRQ, by the receive's row.
+    admitted(ep, &RECV, flags, iov.len())?;
     let mut sges = FixedVec::new();
-    let total = gather(lmrs, ep.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
+    let total = gather(lmrs, ep.pz, iov, RECV.need, &mut sges)?;
     // A datagram lands after the 40 bytes of its GRH (ibv_post_recv(3)):
     // a UD receive with less room could take none.
     if ep.ud && total < u64::from(GRH_BYTES) {

@@ -3,8 +3,8 @@
 //! extension's requests (`<dat2/dat_ib_extensions.h>`): RDMA write with
 //! immediate data, compare-and-swap and fetch-and-add.
 //!
-//! One look-up of the EP, the state and flag rules, one O(1) LMR look-up
-//! per segment, then the backend. No allocation, no division, no dynamic
+//! One look-up of the EP, the rules of the request's kind
+//! (`rule::check`), one O(1) LMR look-up per segment, then the backend. No allocation, no division, no dynamic
 //! dispatch.
 //!
 //! The extension's requests follow the rules of the DTOs they extend
@@ -15,29 +15,24 @@
 //! receives, which completes as [`DtoOp::ReceiveImm`] with the data in
 //! the event.
 
-use super::{flags_arg, Request, REQUEST_FLAGS, SEND_FLAGS};
-use crate::backend::{Backend, RequestOp, SendWr};
-use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use super::lane::request_lane;
+use super::rule::{checked_post, Refusal, Work};
+use super::Request;
+use crate::backend::{Backend, RequestOp};
+use crate::error::{DatError, DatResult, ErrorType};
 use crate::handle::EpHandle;
-use crate::object::ep::Ep;
-use crate::object::ia::Ia;
-use crate::object::lmr::{gather, Lmr};
+use crate::object::lmr::Lmr;
 use crate::object::rmr::Rmr;
 use crate::object::rmr::RmrScope;
 use crate::provider::Provider;
-use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 #[cfg(doc)]
 use crate::types::DtoOp;
-use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
-use crate::FixedVec;
-
-/// The operand of an atomic.
-const ATOMIC_BYTES: u64 = 8;
+use crate::types::{CompletionFlags, LmrTriplet, MemPriv, RmrTriplet};
 
 impl<B: Backend, S: Storage> Provider<B, S> {
-    /// dat_ep_post_send(3DAT). Each request post of one segment tries its
-    /// lane first ([`Provider::lane_request`]); the ordinary checks decide the rest.
+    /// dat_ep_post_send(3DAT). Every request post is judged by
+    /// `rule::check` and handed over by `post_request`.
     pub fn ep_post_send(
         &mut self,
         ep: EpHandle,
@@ -45,7 +40,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.lane_or_post(ep, iov, cookie, RequestOp::Send, flags)
+        self.post_request(ep, iov, cookie, RequestOp::Send, flags)
     }
 
     /// dat_ep_post_send_with_invalidate of `<dat2/dat.h>` (DAT 2.0): a
@@ -67,7 +62,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !invalidate {
             return self.ep_post_send(ep, iov, cookie, flags);
         }
-        self.post_request(ep, iov, cookie, RequestOp::SendInvalidate { rkey: rmr_context }, flags, SEND_FLAGS)
+        self.post_request(ep, iov, cookie, RequestOp::SendInvalidate { rkey: rmr_context }, flags)
     }
 
     /// dat_ep_post_rdma_write(3DAT): `iov` into `remote`.
@@ -79,7 +74,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.lane_or_post(ep, iov, cookie, RequestOp::RdmaWrite { remote: *remote }, flags)
+        self.post_request(ep, iov, cookie, RequestOp::RdmaWrite { remote: *remote }, flags)
     }
 
     /// dat_ep_post_rdma_read(3DAT): `remote` into `iov`.
@@ -91,7 +86,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.lane_or_post(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags)
+        self.post_request(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags)
     }
 
     /// dat_ep_post_rdma_read_to_rmr of `<dat2/dat.h>` (DAT 2.0): `remote`
@@ -115,7 +110,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<()> {
         let target = self.rmr_target(ep, local)?;
         let op = RequestOp::RdmaRead { remote: *remote };
-        self.post_request(ep, core::slice::from_ref(&target), cookie, op, flags, REQUEST_FLAGS)
+        self.post_request(ep, core::slice::from_ref(&target), cookie, op, flags)
     }
 
     /// The LMR segment under `local`, an RMR triplet of `ep`'s IA.
@@ -162,10 +157,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         Ok(segment(lmr.lmr_context))
     }
 
-    /// A request through its lane if it has one segment ([`super::lane`]),
-    /// else, or if the lane does not take it, the ordinary post.
+    /// dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
+    /// dat_ep_post_rdma_read(3DAT) or one of the IB extension's requests,
+    /// as `op` says: for a caller that holds the request as one value, or
+    /// has just tried the lane itself ([`Provider::lane_request`]). Every
+    /// rule of the page, and the exact error.
     #[inline(always)]
-    fn lane_or_post(
+    pub fn ep_post_request(
         &mut self,
         h: EpHandle,
         iov: &[LmrTriplet],
@@ -173,39 +171,16 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         op: RequestOp,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let raw = h.raw();
-        if let [seg] = iov {
-            if self.lane_request(raw.index(), |g| g == raw.generation(), seg, cookie, op, flags) {
-                return Ok(());
-            }
-        }
-        self.ep_post_request_ordinary(h, iov, cookie, op, flags)
-    }
-
-    /// dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT) or
-    /// dat_ep_post_rdma_read(3DAT) (`op` says which) without its lane, for
-    /// a caller that has just tried the lane itself
-    /// ([`Provider::lane_request`]): every rule of the page, and the exact
-    /// error.
-    #[inline(always)]
-    pub fn ep_post_request_ordinary(
-        &mut self,
-        h: EpHandle,
-        iov: &[LmrTriplet],
-        cookie: u64,
-        op: RequestOp,
-        flags: CompletionFlags,
-    ) -> DatResult<()> {
-        let allowed = if matches!(op, RequestOp::Send) { SEND_FLAGS } else { REQUEST_FLAGS };
-        self.post_request(h, iov, cookie, op, flags, allowed)
+        self.post_request(h, iov, cookie, op, flags)
     }
 
     /// Inlined into each entry point: the request's kind is then a
-    /// constant, so the checks of the other kinds fold away, and the
+    /// constant, so the rules of the other kinds fold away, and the
     /// request, the segments and the flags need not be passed through the
-    /// stack. It took 66 instructions off a C ABI
-    /// RDMA write post and 78 off the Rust API's send over the null
-    /// backend (`cargo xtask icount`).
+    /// stack. A post of one segment runs its lane first
+    /// ([`super::lane::request_lane`]: the one check, and the transport's
+    /// lane, in registers); any other post, and a refusal's explanation,
+    /// are `rule::checked_post`'s, out of line.
     #[inline(always)]
     pub(crate) fn post_request(
         &mut self,
@@ -214,29 +189,55 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         op: RequestOp,
         flags: CompletionFlags,
-        allowed: u32,
     ) -> DatResult<()> {
         // One look-up of the EP; the LMRs, the IA and the backend are other
         // fields of the provider.
         let Provider { eps, lmrs, ias, backend, ep_tallies, .. } = self;
-        let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        let request = Request { iov, cookie, op, flags, allowed };
-        post_checked(
+        let Some(ep) = eps.get_mut(h.0) else { return Err(Refusal::NoEp.error()) };
+        // The lane judges the segment as values, read once; one it declines
+        // goes out of line as a copy. A pointer into the caller's memory
+        // handed to a function the compiler cannot see into would make it
+        // assume that memory changed, and reload what it held in registers
+        // across a run of posts.
+        let declined;
+        let iov = match iov {
+            [seg] => {
+                let seg = *seg;
+                let one = Request { iov: core::slice::from_ref(&seg), cookie, op, flags };
+                if request_lane(
+                    ep,
+                    lmrs,
+                    ias,
+                    &one,
+                    #[inline(always)]
+                    |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
+                ) {
+                    return Ok(());
+                }
+                declined = seg;
+                core::slice::from_ref(&declined)
+            }
+            _ => iov,
+        };
+        checked_post(
             ep,
             lmrs,
             ias,
-            request,
+            iov,
+            (cookie, op, flags),
             #[inline(always)]
-            |qp, wr| backend.post_send(qp, wr),
+            move |qp, work| match work {
+                Work::One(sge) => Ok(backend.post_one(qp, op, sge, cookie, flags)),
+                Work::Wr(wr) => backend.post_send(qp, wr).map(|()| true),
+            },
             #[cold]
             #[inline(never)]
-            |wr| ep_tallies.posted(h.0, &wr.op, u64::from(wr.length)),
+            move |wr| ep_tallies.posted(h.0, &wr.op, u64::from(wr.length)),
         )
     }
 
     /// `dat_ib_post_rdma_write_immed`: `iov` into `remote`, then `imm` to
-    /// the peer with the receive it consumes. A post of one segment tries
-    /// the write's lane first ([`Provider::lane_request`]).
+    /// the peer with the receive it consumes, by the write's rules.
     pub fn ep_post_rdma_write_imm(
         &mut self,
         ep: EpHandle,
@@ -246,7 +247,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         imm: u32,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.lane_or_post(ep, iov, cookie, RequestOp::RdmaWriteImm { remote: *remote, imm }, flags)
+        self.post_request(ep, iov, cookie, RequestOp::RdmaWriteImm { remote: *remote, imm }, flags)
     }
 
     /// `dat_ib_post_cmp_and_swap`: if the 8 bytes at `remote` equal
@@ -264,7 +265,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         let op = RequestOp::CompareSwap { remote: *remote, compare, swap };
-        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags, REQUEST_FLAGS)
+        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags)
     }
 
     /// `dat_ib_post_fetch_and_add`: the 8 bytes at `remote` grow by `add`;
@@ -279,94 +280,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         let op = RequestOp::FetchAdd { remote: *remote, add };
-        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags, REQUEST_FLAGS)
+        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags)
     }
-}
-
-/// The rules of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT) and
-/// dat_ep_post_rdma_read(3DAT) (and the IB extension's requests) for a
-/// post on `ep`, its segments translated through `lmrs`; then `post` hands
-/// the work request to the transport, and an EP that counts hands it to
-/// `counted` with its bytes. The same code checks a
-/// post through an exclusive provider and through a shared one.
-#[inline(always)]
-pub(crate) fn post_checked<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
-    ep: &mut Ep<B>,
-    lmrs: &Slab<Lmr<B>, L>,
-    ias: &Slab<Ia<B>, I>,
-    request: Request<'_>,
-    post: impl FnOnce(&mut B::Qp, &SendWr<'_>) -> DatResult<()>,
-    counted: impl FnOnce(&SendWr<'_>),
-) -> DatResult<()> {
-    let Request { iov, cookie, op, flags, allowed } = request;
-    if flags.0 & !allowed != 0 || !ep.unsignalled_allowed(flags, false) {
-        return Err(DatError::invalid_arg(flags_arg(&op)));
-    }
-    if iov.len() > ep.attr().max_request_iov as usize {
-        return Err(DatError::invalid_arg(2));
-    }
-    // "The operation is valid for the Endpoint in the
-    // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
-    if !matches!(ep.state(), EpState::Connected | EpState::Disconnected) {
-        return Err(DatError::invalid_state(ep.state_subtype()));
-    }
-    // A UD EP sends datagrams to the peers its address handles name
-    // (`dat_ib_post_send_ud`); the connected operations are not of its
-    // transport.
-    if ep.ud {
-        return Err(DatError::of(ErrorType::ModelNotSupported));
-    }
-    let need = match op {
-        RequestOp::RdmaRead { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. } => MemPriv::LOCAL_WRITE,
-        _ => MemPriv::LOCAL_READ,
-    };
-    let mut sges = FixedVec::new();
-    let total = gather(lmrs, ep.pz, iov, need, &mut sges)?;
-    match op {
-        RequestOp::Send | RequestOp::SendInvalidate { .. } if total > u64::from(ep.attr().max_message_size) => {
-            return Err(DatError::invalid_arg(3));
-        }
-        // "The size of the remote buffer is too small for the data of
-        // the local buffer" (write); "The size of the local buffer is
-        // too small for the data of the remote buffer" (read).
-        RequestOp::RdmaWrite { remote } | RequestOp::RdmaWriteImm { remote, .. }
-            if total > u64::from(remote.segment_length) =>
-        {
-            return Err(DatError::of(ErrorType::LengthError));
-        }
-        RequestOp::RdmaRead { remote } if u64::from(remote.segment_length) > total => {
-            return Err(DatError::of(ErrorType::LengthError));
-        }
-        RequestOp::RdmaWrite { .. } | RequestOp::RdmaWriteImm { .. } | RequestOp::RdmaRead { .. }
-            if total > u64::from(ep.attr().max_rdma_size) =>
-        {
-            return Err(DatError::invalid_arg(3));
-        }
-        RequestOp::CompareSwap { remote, .. } | RequestOp::FetchAdd { remote, .. } => {
-            let ia = ias.get(ep.ia.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
-            if !ia.attr.atomics {
-                return Err(DatError::of(ErrorType::NotImplemented));
-            }
-            // An atomic works on 8 naturally aligned bytes; the old
-            // value lands in 8 local ones.
-            if total != ATOMIC_BYTES || remote.segment_length < ATOMIC_BYTES as u32 {
-                return Err(DatError::of(ErrorType::LengthError));
-            }
-            if remote.virtual_address % ATOMIC_BYTES != 0 {
-                return Err(DatError::of(ErrorType::InvalidParameter));
-            }
-        }
-        _ => {}
-    }
-    if ep.request_outstanding >= ep.attr().max_request_dtos {
-        return Err(DatError::of(ErrorType::InsufficientResources));
-    }
-    let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
-    let wr = SendWr { op, sges: &sges, length: total as u32, cookie, flags };
-    post(qp, &wr)?;
-    ep.request_outstanding += 1;
-    if ep.counting {
-        counted(&wr);
-    }
-    Ok(())
 }

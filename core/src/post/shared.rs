@@ -23,79 +23,47 @@
 //! [`Shared::Empty`](crate::backend::Shared::Empty), and the caller makes
 //! an exclusive one when a look at them is due. Receives are posted on a
 //! shared provider too, an EP's and an SRQ's, and so are the IB
-//! extension's requests ([`Provider::ep_post_extension_shared`]). A
+//! extension's requests ([`Provider::ep_post_request_shared`]). A
 //! completion of an SRQ's receive is the exclusive path's: it counts on
 //! the SRQ, which the dequeue has not locked.
 #![allow(unsafe_code)]
 
+use super::lane::request_lane;
 use super::recv::{recv_checked, srq_recv_checked};
-use super::request::post_checked;
-use super::{request_lane, Request, REQUEST_FLAGS, SEND_FLAGS};
+use super::rule::{checked_post, Work};
+use super::Request;
 use crate::backend::{Backend, RequestOp};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, SrqHandle};
 use crate::provider::Provider;
 use crate::storage::Storage;
-use crate::types::{CompletionFlags, LmrTriplet, RmrTriplet};
+use crate::types::{CompletionFlags, LmrTriplet};
 
 impl<B: Backend, S: Storage> Provider<B, S> {
-    /// [`Provider::ep_post_send`] through a shared provider.
+    /// A request post through a shared provider: [`Provider::ep_post_send`],
+    /// [`Provider::ep_post_rdma_write`], [`Provider::ep_post_rdma_read`] or
+    /// one of the IB extension's requests, as `op` says
+    /// ([`Provider::ep_post_request`]). The checks and errors are theirs.
     ///
     /// # Safety
     /// No `&mut` to the provider exists while this runs, and the caller
     /// holds `ep`'s lock (see the module).
-    pub unsafe fn ep_post_send_shared(
+    pub unsafe fn ep_post_request_shared(
         &self,
         ep: EpHandle,
         iov: &[LmrTriplet],
         cookie: u64,
+        op: RequestOp,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let request = Request { iov, cookie, op: RequestOp::Send, flags, allowed: SEND_FLAGS };
         // SAFETY: forwarded contract.
-        unsafe { self.post_shared(ep, request) }
-    }
-
-    /// [`Provider::ep_post_rdma_write`] through a shared provider.
-    ///
-    /// # Safety
-    /// As [`Provider::ep_post_send_shared`].
-    pub unsafe fn ep_post_rdma_write_shared(
-        &self,
-        ep: EpHandle,
-        iov: &[LmrTriplet],
-        cookie: u64,
-        remote: &RmrTriplet,
-        flags: CompletionFlags,
-    ) -> DatResult<()> {
-        let request =
-            Request { iov, cookie, op: RequestOp::RdmaWrite { remote: *remote }, flags, allowed: REQUEST_FLAGS };
-        // SAFETY: forwarded contract.
-        unsafe { self.post_shared(ep, request) }
-    }
-
-    /// [`Provider::ep_post_rdma_read`] through a shared provider.
-    ///
-    /// # Safety
-    /// As [`Provider::ep_post_send_shared`].
-    pub unsafe fn ep_post_rdma_read_shared(
-        &self,
-        ep: EpHandle,
-        iov: &[LmrTriplet],
-        cookie: u64,
-        remote: &RmrTriplet,
-        flags: CompletionFlags,
-    ) -> DatResult<()> {
-        let request =
-            Request { iov, cookie, op: RequestOp::RdmaRead { remote: *remote }, flags, allowed: REQUEST_FLAGS };
-        // SAFETY: forwarded contract.
-        unsafe { self.post_shared(ep, request) }
+        unsafe { self.post_shared(ep, Request { iov, cookie, op, flags }) }
     }
 
     /// [`Provider::ep_post_recv`] through a shared provider.
     ///
     /// # Safety
-    /// As [`Provider::ep_post_send_shared`].
+    /// As [`Provider::ep_post_request_shared`].
     pub unsafe fn ep_post_recv_shared(
         &self,
         h: EpHandle,
@@ -142,30 +110,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         })
     }
 
-    /// One of the IB extension's requests through a shared provider:
-    /// `op` is [`RequestOp::RdmaWriteImm`], [`RequestOp::CompareSwap`] or
-    /// [`RequestOp::FetchAdd`], and `iov` its local segments, as the
-    /// methods above take them (any other `op` is
-    /// `DAT_INVALID_PARAMETER`). The checks and errors are theirs.
-    ///
-    /// # Safety
-    /// As [`Provider::ep_post_send_shared`].
-    pub unsafe fn ep_post_extension_shared(
-        &self,
-        ep: EpHandle,
-        iov: &[LmrTriplet],
-        cookie: u64,
-        op: RequestOp,
-        flags: CompletionFlags,
-    ) -> DatResult<()> {
-        if !matches!(op, RequestOp::RdmaWriteImm { .. } | RequestOp::CompareSwap { .. } | RequestOp::FetchAdd { .. }) {
-            return Err(DatError::invalid_arg(2));
-        }
-        let request = Request { iov, cookie, op, flags, allowed: REQUEST_FLAGS };
-        // SAFETY: forwarded contract.
-        unsafe { self.post_shared(ep, request) }
-    }
-
     /// [`Provider::lane_request`] through a shared provider
     /// ([`crate::shared`]).
     ///
@@ -190,9 +134,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             && request_lane(
                 ep,
                 &self.lmrs,
-                seg,
-                op,
-                flags,
+                &self.ias,
+                &Request { iov: core::slice::from_ref(seg), cookie, op, flags },
                 #[inline(always)]
                 |qp, sge| {
                     // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
@@ -205,23 +148,27 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// The request post of a shared provider, checked as an exclusive one.
     ///
     /// # Safety
-    /// As [`Provider::ep_post_send_shared`].
+    /// As [`Provider::ep_post_request_shared`].
     #[inline(always)]
     pub(crate) unsafe fn post_shared(&self, h: EpHandle, request: Request<'_>) -> DatResult<()> {
         // SAFETY: the caller holds the EP's lock, which every other access
         // to it takes, and no `&mut` to the provider exists.
         let ep = unsafe { self.eps.get_shared(h.0) }.ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let backend = &self.backend;
-        post_checked(
+        let Request { iov, cookie, op, flags } = request;
+        checked_post(
             ep,
             &self.lmrs,
             &self.ias,
-            request,
+            iov,
+            (cookie, op, flags),
             #[inline(always)]
-            |qp, wr| {
+            |qp, work| match work {
                 // SAFETY: `qp` is the locked EP's; no `&mut` to the backend
                 // exists (the caller's contract).
-                unsafe { backend.post_send_shared(qp, wr) }
+                Work::One(sge) => Ok(unsafe { backend.post_one_shared(qp, op, sge, cookie, flags) }),
+                // SAFETY: as above.
+                Work::Wr(wr) => unsafe { backend.post_send_shared(qp, wr) }.map(|()| true),
             },
             #[cold]
             #[inline(never)]

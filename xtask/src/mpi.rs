@@ -135,6 +135,7 @@ pub fn mpi(args: &[String]) -> Result<(), String> {
     let results = run(&build, &plan)?;
     println!("{}", table(&results, &plan.providers));
     print_left_out(&plan);
+    print_rank_counts(&build, &plan)?;
     print_not_applicable(&build)?;
     udat_verdict(&results, &plan).map(|_| ())
 }
@@ -150,6 +151,7 @@ pub fn ci() -> Result<(u64, u64), String> {
     let results = run(&build, &plan)?;
     println!("{}", table(&results, &plan.providers));
     print_left_out(&plan);
+    print_rank_counts(&build, &plan)?;
     eprintln!("xtask: the MPI stage took {:.0} s", started.elapsed().as_secs_f64());
     let passed = udat_verdict(&results, &plan)?;
     eprintln!("xtask: MPI over udat: {passed} passed, {} left out (listed above)", plan.left_out.len());
@@ -460,6 +462,8 @@ fn run(build: &Build, plan: &Plan) -> Result<Results, String> {
         env.extend(extra.iter().map(|(k, v)| format!("{k}={v}")));
         env
     };
+    let lists = target_dir()?.join("mpi-plan");
+    write_testlists(build, plan, &lists)?;
     let mut results = Results::default();
     let started = Instant::now();
     let mut script = vec!["env".to_string()];
@@ -468,11 +472,7 @@ fn run(build: &Build, plan: &Plan) -> Result<Results, String> {
         ("MPI_SUITES", plan.suites.join(" ")),
         ("MPI_RANKS", plan.ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")),
         ("MPI_FLAGPOLL", flagpoll.display().to_string()),
-        ("MPI_LEAVE_OUT", plan.left_out.iter().map(|(test, _)| *test).collect::<Vec<_>>().join(" ")),
-        (
-            "MPI_TIME_LIMITS",
-            plan.time_limits.iter().map(|(test, s)| format!("{test}={s}")).collect::<Vec<_>>().join(" "),
-        ),
+        ("MPI_LISTS", lists.display().to_string()),
     ]));
     script.push("tests/mpi/run.sh".into());
     let timeout = plan.guest_timeout.to_string();
@@ -582,6 +582,140 @@ fn table(results: &Results, providers: &[String]) -> String {
     out
 }
 
+/// One entry of a `testlist`: a program, the ranks it names (runtests
+/// runs one without at the run's count), and the line as written.
+#[derive(Debug)]
+struct Entry<'a> {
+    name: &'a str,
+    np: Option<u32>,
+    line: &'a str,
+}
+
+fn entries(list: &str) -> impl Iterator<Item = Entry<'_>> {
+    list.lines().filter_map(|line| {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            return None;
+        }
+        let mut words = line.split_whitespace();
+        let name = words.next()?;
+        Some(Entry { name, np: words.next().and_then(|w| w.parse().ok()), line })
+    })
+}
+
+/// What a suite's run at one rank count takes from its `testlist`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Selection {
+    /// The testlist runtests is given: the entries this run takes, with
+    /// the plan's time limits as runtests' `timeLimit=` key.
+    list: String,
+    /// Programs listed only for more ranks than the plan's most, run at
+    /// that count (runtests' `-maxnp`): (name, the ranks listed).
+    fewer: Vec<(String, u32)>,
+    /// Entries for more ranks than the plan's most whose program runs at
+    /// a count the plan has: (name, the ranks listed).
+    beyond: Vec<(String, u32)>,
+}
+
+/// The entries of `list` that the run at `n` ranks of a plan of `ranks`
+/// takes. runtests runs an entry for more ranks than `-maxnp` at
+/// `-maxnp`, where a program that needs its count fails ("Run this program
+/// with 3 processes"): so each entry runs once, at its own count, in the
+/// smallest run that has room for it. An entry for more ranks than the
+/// plan's most runs in the largest run, at its count, only if its program
+/// has no entry the plan runs as listed. An entry without a count runs in
+/// every run. `suite`'s programs in `left_out` are not taken.
+fn select(
+    list: &str,
+    suite: &str,
+    n: u32,
+    ranks: &[u32],
+    left_out: &[(&str, &str)],
+    time_limits: &[(&str, u32)],
+) -> Selection {
+    let most = ranks.iter().copied().max().unwrap_or(n);
+    let below = ranks.iter().copied().filter(|&r| r < n).max().unwrap_or(0);
+    let own = |name: &str| format!("{suite}/{name}");
+    let left = |name: &str| left_out.iter().any(|(t, _)| *t == own(name));
+    let fits = |name: &str| entries(list).any(|e| e.name == name && e.np.is_none_or(|k| k <= most));
+    let mut s = Selection::default();
+    let mut clamped: Vec<&str> = Vec::new();
+    for e in entries(list).filter(|e| !left(e.name)) {
+        let take = match e.np {
+            None => true,
+            Some(k) if k <= most => below < k && k <= n,
+            Some(k) if fits(e.name) || clamped.contains(&e.name) => {
+                if n == most {
+                    s.beyond.push((e.name.to_string(), k));
+                }
+                false
+            }
+            Some(k) => {
+                if n == most {
+                    s.fewer.push((e.name.to_string(), k));
+                    clamped.push(e.name);
+                }
+                n == most
+            }
+        };
+        if take {
+            s.list.push_str(e.line);
+            if let Some((_, limit)) = time_limits.iter().find(|(t, _)| *t == own(e.name)) {
+                s.list.push_str(&format!(" timeLimit={limit}"));
+            }
+            s.list.push('\n');
+        }
+    }
+    s
+}
+
+/// Each suite's testlist for each run of the plan, as `dir/SUITE.N.testlist`
+/// (`tests/mpi/run.sh` hands them to runtests).
+fn write_testlists(build: &Build, plan: &Plan, dir: &Path) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for suite in &plan.suites {
+        let list = read_testlist(build, suite)?;
+        for &n in &plan.ranks {
+            let s = select(&list, suite, n, &plan.ranks, &plan.left_out, &plan.time_limits);
+            let path = dir.join(format!("{suite}.{n}.testlist"));
+            fs::write(&path, s.list).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn read_testlist(build: &Build, suite: &str) -> Result<String, String> {
+    fs::read_to_string(build.tests.join(suite).join("testlist")).map_err(|e| format!("{suite}/testlist: {e}"))
+}
+
+/// The programs run at fewer ranks than their testlist names, and the
+/// entries not run because the plan has fewer ranks than they name.
+fn print_rank_counts(build: &Build, plan: &Plan) -> Result<(), String> {
+    let Some(&most) = plan.ranks.iter().max() else { return Ok(()) };
+    let (mut fewer, mut beyond) = (Vec::new(), Vec::new());
+    for suite in &plan.suites {
+        let s = select(&read_testlist(build, suite)?, suite, most, &plan.ranks, &plan.left_out, &plan.time_limits);
+        fewer.extend(s.fewer.into_iter().map(|(t, k)| format!("{suite}/{t} ({k})")));
+        beyond.extend(s.beyond.into_iter().map(|(t, k)| format!("{suite}/{t} ({k})")));
+    }
+    if !fewer.is_empty() {
+        println!(
+            "Listed only for more ranks than this plan's {most}, so run at {most} ({}): {}",
+            fewer.len(),
+            fewer.join(", ")
+        );
+    }
+    if !beyond.is_empty() {
+        println!(
+            "Entries for more ranks than this plan's {most}, not run; the same programs run at a count \
+             the plan has ({}): {}",
+            beyond.len(),
+            beyond.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// The programs the plan leaves out, with why.
 fn print_left_out(plan: &Plan) {
     if plan.left_out.is_empty() {
@@ -599,7 +733,7 @@ fn print_not_applicable(build: &Build) -> Result<(), String> {
     println!("Not applicable, as the tree marks them:");
     for suite in SUITES {
         let dir = build.tests.join(suite);
-        let list = fs::read_to_string(dir.join("testlist")).map_err(|e| format!("{suite}/testlist: {e}"))?;
+        let list = read_testlist(build, suite)?;
         for (test, reason) in not_applicable(&list, |name| dir.join(format!("{name}.c")).exists()) {
             println!("  {suite}/{test}: {reason}");
         }
@@ -683,6 +817,28 @@ mod tests {
         assert!(r.unreported(&plan, "udat").is_empty());
         assert_eq!(udat_verdict(&r, &plan), Ok(4));
         assert_eq!(plan.left_out.iter().map(|(t, _)| *t).collect::<Vec<_>>(), ["pt2pt/pingping"]);
+    }
+
+    #[test]
+    fn each_entry_runs_once_at_its_own_count() {
+        let list = "# a comment\nwinname 2\nputfence1 4\nadlb_mimic1 3\nnocount\ncontig_displ 1\n\
+                    lockcontention2 4\nlockcontention2 8\nfetchandadd 7\nfetchandadd 8\npingping 2\n";
+        let limits = [("rma/winname", 600)];
+        let out = [("rma/pingping", "slow")];
+        let at2 = select(list, "rma", 2, &[2, 4], &out, &limits);
+        assert_eq!(at2.list, "winname 2 timeLimit=600\nnocount\ncontig_displ 1\n");
+        assert_eq!(at2, Selection { list: at2.list.clone(), fewer: vec![], beyond: vec![] });
+        let at4 = select(list, "rma", 4, &[2, 4], &out, &limits);
+        assert_eq!(at4.list, "putfence1 4\nadlb_mimic1 3\nnocount\nlockcontention2 4\nfetchandadd 7\n");
+        assert_eq!(at4.fewer, [("fetchandadd".to_string(), 7)]);
+        assert_eq!(at4.beyond, [("lockcontention2".to_string(), 8), ("fetchandadd".to_string(), 8)]);
+        // A plan of one count runs everything in it, as runtests' -maxnp.
+        let only2 = select(list, "rma", 2, &[2], &[], &[]);
+        assert_eq!(
+            only2.list,
+            "winname 2\nputfence1 4\nadlb_mimic1 3\nnocount\ncontig_displ 1\nlockcontention2 4\nfetchandadd 7\npingping 2\n"
+        );
+        assert_eq!(only2.beyond, [("lockcontention2".to_string(), 8), ("fetchandadd".to_string(), 8)]);
     }
 
     #[test]

@@ -93,10 +93,21 @@ const CI_LEAVES_OUT: [(&str, &str); 1] = [(
      over udat and OFA alike",
 )];
 
-/// test/mpi programs that need more than runtests' two minutes under
-/// TCG, and their limits in seconds (runtests' `timeLimit=`, as the tree
-/// gives `sendflood` ten minutes).
-const TIME_LIMITS: [(&str, u32); 1] = [("pt2pt/pingping", 3600)];
+/// test/mpi programs run with runtests keys of their own on their testlist
+/// entry, and why: (program, key, why).
+const SETTINGS: [(&str, &str, &str); 2] = [
+    (
+        "pt2pt/pingping",
+        "timeLimit=3600",
+        "longer than runtests' two minutes under TCG, as the tree itself gives sendflood ten",
+    ),
+    (
+        "rma/window_creation",
+        "env=MV2_PIN_POOL_SIZE=262144",
+        "each of its 1,000 windows mallocs and registers MVAPICH2's one-sided pin pool, 2 MiB by default: \
+         2 GB pinned a rank, in a guest of 2 GiB",
+    ),
+];
 
 /// Seconds the guest may take for CI's plan, a bound on the stage: a hang
 /// costs this at most, and shows as cases not reported.
@@ -124,8 +135,8 @@ struct Plan {
     fabric: bool,
     /// test/mpi programs not run (`SUITE/NAME`), and why.
     left_out: Vec<(&'static str, &'static str)>,
-    /// test/mpi programs' own time limits, in seconds.
-    time_limits: Vec<(&'static str, u32)>,
+    /// test/mpi programs' own runtests keys ([`SETTINGS`]).
+    settings: Vec<(&'static str, &'static str, &'static str)>,
     guest_timeout: u32,
 }
 
@@ -134,7 +145,7 @@ pub fn mpi(args: &[String]) -> Result<(), String> {
     let build = build()?;
     let results = run(&build, &plan)?;
     println!("{}", table(&results, &plan.providers));
-    print_left_out(&plan);
+    print_exceptions(&plan);
     print_rank_counts(&build, &plan)?;
     print_not_applicable(&build)?;
     udat_verdict(&results, &plan).map(|_| ())
@@ -150,7 +161,7 @@ pub fn ci() -> Result<(u64, u64), String> {
     let plan = Plan::ci();
     let results = run(&build, &plan)?;
     println!("{}", table(&results, &plan.providers));
-    print_left_out(&plan);
+    print_exceptions(&plan);
     print_rank_counts(&build, &plan)?;
     eprintln!("xtask: the MPI stage took {:.0} s", started.elapsed().as_secs_f64());
     let passed = udat_verdict(&results, &plan)?;
@@ -188,7 +199,7 @@ impl Plan {
             fast_path: false,
             fabric: false,
             left_out: CI_LEAVES_OUT.to_vec(),
-            time_limits: Vec::new(),
+            settings: SETTINGS.to_vec(),
             guest_timeout: CI_GUEST_TIMEOUT,
         }
     }
@@ -205,7 +216,7 @@ fn parse(args: &[String]) -> Result<Plan, String> {
         fast_path: false,
         fabric: true,
         left_out: Vec::new(),
-        time_limits: TIME_LIMITS.to_vec(),
+        settings: SETTINGS.to_vec(),
         guest_timeout: GUEST_TIMEOUT,
     };
     let mut rest = args.iter();
@@ -607,7 +618,7 @@ fn entries(list: &str) -> impl Iterator<Item = Entry<'_>> {
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Selection {
     /// The testlist runtests is given: the entries this run takes, with
-    /// the plan's time limits as runtests' `timeLimit=` key.
+    /// the plan's settings as runtests keys.
     list: String,
     /// Programs listed only for more ranks than the plan's most, run at
     /// that count (runtests' `-maxnp`): (name, the ranks listed).
@@ -631,7 +642,7 @@ fn select(
     n: u32,
     ranks: &[u32],
     left_out: &[(&str, &str)],
-    time_limits: &[(&str, u32)],
+    settings: &[(&str, &str, &str)],
 ) -> Selection {
     let most = ranks.iter().copied().max().unwrap_or(n);
     let below = ranks.iter().copied().filter(|&r| r < n).max().unwrap_or(0);
@@ -660,8 +671,9 @@ fn select(
         };
         if take {
             s.list.push_str(e.line);
-            if let Some((_, limit)) = time_limits.iter().find(|(t, _)| *t == own(e.name)) {
-                s.list.push_str(&format!(" timeLimit={limit}"));
+            for (_, key, _) in settings.iter().filter(|(t, ..)| *t == own(e.name)) {
+                s.list.push(' ');
+                s.list.push_str(key);
             }
             s.list.push('\n');
         }
@@ -676,7 +688,7 @@ fn write_testlists(build: &Build, plan: &Plan, dir: &Path) -> Result<(), String>
     for suite in &plan.suites {
         let list = read_testlist(build, suite)?;
         for &n in &plan.ranks {
-            let s = select(&list, suite, n, &plan.ranks, &plan.left_out, &plan.time_limits);
+            let s = select(&list, suite, n, &plan.ranks, &plan.left_out, &plan.settings);
             let path = dir.join(format!("{suite}.{n}.testlist"));
             fs::write(&path, s.list).map_err(|e| format!("{}: {e}", path.display()))?;
         }
@@ -694,7 +706,7 @@ fn print_rank_counts(build: &Build, plan: &Plan) -> Result<(), String> {
     let Some(&most) = plan.ranks.iter().max() else { return Ok(()) };
     let (mut fewer, mut beyond) = (Vec::new(), Vec::new());
     for suite in &plan.suites {
-        let s = select(&read_testlist(build, suite)?, suite, most, &plan.ranks, &plan.left_out, &plan.time_limits);
+        let s = select(&read_testlist(build, suite)?, suite, most, &plan.ranks, &plan.left_out, &plan.settings);
         fewer.extend(s.fewer.into_iter().map(|(t, k)| format!("{suite}/{t} ({k})")));
         beyond.extend(s.beyond.into_iter().map(|(t, k)| format!("{suite}/{t} ({k})")));
     }
@@ -716,8 +728,18 @@ fn print_rank_counts(build: &Build, plan: &Plan) -> Result<(), String> {
     Ok(())
 }
 
-/// The programs the plan leaves out, with why.
-fn print_left_out(plan: &Plan) {
+/// The programs the plan leaves out, and those it runs with settings of
+/// their own, with why.
+fn print_exceptions(plan: &Plan) {
+    let run = |test: &str| plan.suites.iter().any(|s| test.starts_with(&format!("{s}/")));
+    let settings: Vec<_> =
+        plan.settings.iter().filter(|(t, ..)| run(t) && !plan.left_out.iter().any(|(l, _)| l == t)).collect();
+    if !settings.is_empty() {
+        println!("Run with settings of their own ({}):", settings.len());
+        for (test, key, why) in settings {
+            println!("  {test}: {key}: {why}");
+        }
+    }
     if plan.left_out.is_empty() {
         return;
     }
@@ -823,7 +845,7 @@ mod tests {
     fn each_entry_runs_once_at_its_own_count() {
         let list = "# a comment\nwinname 2\nputfence1 4\nadlb_mimic1 3\nnocount\ncontig_displ 1\n\
                     lockcontention2 4\nlockcontention2 8\nfetchandadd 7\nfetchandadd 8\npingping 2\n";
-        let limits = [("rma/winname", 600)];
+        let limits = [("rma/winname", "timeLimit=600", "slow")];
         let out = [("rma/pingping", "slow")];
         let at2 = select(list, "rma", 2, &[2, 4], &out, &limits);
         assert_eq!(at2.list, "winname 2 timeLimit=600\nnocount\ncontig_displ 1\n");

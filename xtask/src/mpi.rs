@@ -626,22 +626,19 @@ struct Selection {
     /// The testlist runtests is given: the entries this run takes, with
     /// the plan's settings as runtests keys.
     list: String,
-    /// Programs listed only for more ranks than the plan's most, run at
-    /// that count (runtests' `-maxnp`): (name, the ranks listed).
-    fewer: Vec<(String, u32)>,
-    /// Entries for more ranks than the plan's most whose program runs at
-    /// a count the plan has: (name, the ranks listed).
+    /// Entries for more ranks than the plan's most, which no run takes:
+    /// (name, the ranks listed).
     beyond: Vec<(String, u32)>,
 }
 
 /// The entries of `list` that the run at `n` ranks of a plan of `ranks`
 /// takes. runtests runs an entry for more ranks than `-maxnp` at
 /// `-maxnp`, where a program that needs its count fails ("Run this program
-/// with 3 processes"): so each entry runs once, at its own count, in the
-/// smallest run that has room for it. An entry for more ranks than the
-/// plan's most runs in the largest run, at its count, only if its program
-/// has no entry the plan runs as listed. An entry without a count runs in
-/// every run. `suite`'s programs in `left_out` are not taken.
+/// with 3 processes", "Number of processors must divide 10"): so each
+/// entry runs once, at its own count, in the smallest run that has room
+/// for it, and an entry for more ranks than the plan's most runs nowhere
+/// (the largest run names it). An entry without a count runs in every
+/// run. `suite`'s programs in `left_out` are not taken.
 fn select(
     list: &str,
     suite: &str,
@@ -654,26 +651,17 @@ fn select(
     let below = ranks.iter().copied().filter(|&r| r < n).max().unwrap_or(0);
     let own = |name: &str| format!("{suite}/{name}");
     let left = |name: &str| left_out.iter().any(|(t, _)| *t == own(name));
-    let fits = |name: &str| entries(list).any(|e| e.name == name && e.np.is_none_or(|k| k <= most));
     let mut s = Selection::default();
-    let mut clamped: Vec<&str> = Vec::new();
     for e in entries(list).filter(|e| !left(e.name)) {
         let take = match e.np {
             None => true,
-            Some(k) if k <= most => below < k && k <= n,
-            Some(k) if fits(e.name) || clamped.contains(&e.name) => {
+            Some(k) if k > most => {
                 if n == most {
                     s.beyond.push((e.name.to_string(), k));
                 }
                 false
             }
-            Some(k) => {
-                if n == most {
-                    s.fewer.push((e.name.to_string(), k));
-                    clamped.push(e.name);
-                }
-                n == most
-            }
+            Some(k) => below < k && k <= n,
         };
         if take {
             s.list.push_str(e.line);
@@ -706,30 +694,17 @@ fn read_testlist(build: &Build, suite: &str) -> Result<String, String> {
     fs::read_to_string(build.tests.join(suite).join("testlist")).map_err(|e| format!("{suite}/testlist: {e}"))
 }
 
-/// The programs run at fewer ranks than their testlist names, and the
-/// entries not run because the plan has fewer ranks than they name.
+/// The entries for more ranks than the plan's most, which it does not
+/// run.
 fn print_rank_counts(build: &Build, plan: &Plan) -> Result<(), String> {
     let Some(&most) = plan.ranks.iter().max() else { return Ok(()) };
-    let (mut fewer, mut beyond) = (Vec::new(), Vec::new());
+    let mut beyond = Vec::new();
     for suite in &plan.suites {
         let s = select(&read_testlist(build, suite)?, suite, most, &plan.ranks, &plan.left_out, &plan.settings);
-        fewer.extend(s.fewer.into_iter().map(|(t, k)| format!("{suite}/{t} ({k})")));
         beyond.extend(s.beyond.into_iter().map(|(t, k)| format!("{suite}/{t} ({k})")));
     }
-    if !fewer.is_empty() {
-        println!(
-            "Listed only for more ranks than this plan's {most}, so run at {most} ({}): {}",
-            fewer.len(),
-            fewer.join(", ")
-        );
-    }
     if !beyond.is_empty() {
-        println!(
-            "Entries for more ranks than this plan's {most}, not run; the same programs run at a count \
-             the plan has ({}): {}",
-            beyond.len(),
-            beyond.join(", ")
-        );
+        println!("Listed for more ranks than this plan's {most}, not run ({}): {}", beyond.len(), beyond.join(", "));
     }
     Ok(())
 }
@@ -850,23 +825,18 @@ mod tests {
     #[test]
     fn each_entry_runs_once_at_its_own_count() {
         let list = "# a comment\nwinname 2\nputfence1 4\nadlb_mimic1 3\nnocount\ncontig_displ 1\n\
-                    lockcontention2 4\nlockcontention2 8\nfetchandadd 7\nfetchandadd 8\npingping 2\n";
+                    lockcontention2 4\nlockcontention2 8\nfetchandadd 7\npingping 2\n";
         let limits = [("rma/winname", "timeLimit=600", "slow")];
         let out = [("rma/pingping".to_string(), "slow")];
         let at2 = select(list, "rma", 2, &[2, 4], &out, &limits);
         assert_eq!(at2.list, "winname 2 timeLimit=600\nnocount\ncontig_displ 1\n");
-        assert_eq!(at2, Selection { list: at2.list.clone(), fewer: vec![], beyond: vec![] });
+        assert!(at2.beyond.is_empty(), "the largest run names what no run takes");
         let at4 = select(list, "rma", 4, &[2, 4], &out, &limits);
-        assert_eq!(at4.list, "putfence1 4\nadlb_mimic1 3\nnocount\nlockcontention2 4\nfetchandadd 7\n");
-        assert_eq!(at4.fewer, [("fetchandadd".to_string(), 7)]);
-        assert_eq!(at4.beyond, [("lockcontention2".to_string(), 8), ("fetchandadd".to_string(), 8)]);
-        // A plan of one count runs everything in it, as runtests' -maxnp.
+        assert_eq!(at4.list, "putfence1 4\nadlb_mimic1 3\nnocount\nlockcontention2 4\n");
+        assert_eq!(at4.beyond, [("lockcontention2".to_string(), 8), ("fetchandadd".to_string(), 7)]);
         let only2 = select(list, "rma", 2, &[2], &[], &[]);
-        assert_eq!(
-            only2.list,
-            "winname 2\nputfence1 4\nadlb_mimic1 3\nnocount\ncontig_displ 1\nlockcontention2 4\nfetchandadd 7\npingping 2\n"
-        );
-        assert_eq!(only2.beyond, [("lockcontention2".to_string(), 8), ("fetchandadd".to_string(), 8)]);
+        assert_eq!(only2.list, "winname 2\nnocount\ncontig_displ 1\npingping 2\n");
+        assert_eq!(only2.beyond.len(), 5);
     }
 
     #[test]

@@ -25,7 +25,7 @@
 //!   rank on each guest, `osu_latency` and `osu_bw`.
 //!
 //! `--ci` is the subset `cargo xtask test` runs: `osu_latency`, `osu_bw`,
-//! `osu_bcast` and `pt2pt` at 2 ranks, over udat, in one guest.
+//! `osu_bcast` and `pt2pt` at 2 and 4 ranks, over udat, in one guest.
 //!
 //! The table has a row per OSU benchmark and message size (the figure each
 //! provider printed) and per test/mpi program and rank count (`ok`, or the
@@ -83,7 +83,7 @@ const OSU: [&str; 10] = [
     "osu_bcast",
 ];
 
-/// What CI runs: over udat, these and `pt2pt` at 2 ranks.
+/// What CI runs: over udat, these and `pt2pt` at 2 and 4 ranks.
 const CI_OSU: [&str; 3] = ["osu_latency", "osu_bw", "osu_bcast"];
 
 /// The test/mpi programs CI leaves out, and why; `cargo xtask mpi` runs
@@ -189,14 +189,14 @@ fn udat_verdict(results: &Results, plan: &Plan) -> Result<u64, String> {
 }
 
 impl Plan {
-    /// What CI runs: [`CI_OSU`] and `pt2pt` at 2 ranks, over udat, on one
+    /// What CI runs: [`CI_OSU`] and `pt2pt` at 2 and 4 ranks, over udat, on one
     /// host.
     fn ci() -> Plan {
         Plan {
             providers: vec!["udat".into()],
             osu: CI_OSU.to_vec(),
             suites: vec!["pt2pt"],
-            ranks: vec![2],
+            ranks: vec![2, 4],
             fast_path: false,
             fabric: false,
             left_out: CI_LEAVES_OUT.iter().map(|(t, why)| (t.to_string(), *why)).collect(),
@@ -811,14 +811,16 @@ mod tests {
         r.take("mpi case udat osu osu_latency 2 ok", "");
         r.take("mpi case udat osu osu_bw 2 fail exit 1", "");
         r.take("mpi case ofa osu osu_bcast 2 ok", "");
-        assert_eq!(r.unreported(&plan, "udat"), ["osu/osu_bcast", "pt2pt at 2 ranks"]);
-        let why = udat_verdict(&r, &plan).expect_err("a failure and two unreported");
-        assert!(why.contains("1 failed") && why.contains("osu/osu_bcast, pt2pt at 2 ranks"), "{why}");
+        assert_eq!(r.unreported(&plan, "udat"), ["osu/osu_bcast", "pt2pt at 2 ranks", "pt2pt at 4 ranks"]);
+        let why = udat_verdict(&r, &plan).expect_err("a failure and three unreported");
+        assert!(why.contains("1 failed") && why.contains("osu/osu_bcast, pt2pt at 2 ranks, pt2pt at 4 ranks"), "{why}");
         r.take("mpi case udat osu osu_bw 2 ok", "");
         r.take("mpi case udat osu osu_bcast 2 ok", "");
         r.take("mpi case udat pt2pt sendrecv1 2 ok", "");
+        assert_eq!(r.unreported(&plan, "udat"), ["pt2pt at 4 ranks"]);
+        r.take("mpi case udat pt2pt sendall 4 ok", "");
         assert!(r.unreported(&plan, "udat").is_empty());
-        assert_eq!(udat_verdict(&r, &plan), Ok(4));
+        assert_eq!(udat_verdict(&r, &plan), Ok(5));
         assert_eq!(plan.left_out.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(), ["pt2pt/pingping"]);
     }
 

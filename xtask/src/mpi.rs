@@ -1,5 +1,6 @@
 //! `cargo xtask mpi [--ci] [--providers udat,ofa] [--osu A,B|none]
-//! [--suites A,B|none] [--ranks 2,4] [--fast-path] [--no-fabric]`:
+//! [--suites A,B|none] [--ranks 2,4] [--leave-out SUITE/NAME,...]
+//! [--fast-path] [--no-fabric]`:
 //! a real MPI over DAT. MVAPICH2 1.7's `ch3:mrail` device speaks DAT 2.0
 //! through libdat2; this builds it once, then runs its OSU benchmarks and
 //! MPICH's `test/mpi` suites over udat's plug-in and over OFA dapl's cma
@@ -24,7 +25,7 @@
 //!   rank on each guest, `osu_latency` and `osu_bw`.
 //!
 //! `--ci` is the subset `cargo xtask test` runs: `osu_latency`, `osu_bw`,
-//! `osu_bcast` and `pt2pt` at 2 ranks, over udat, in one guest.
+//! `osu_bcast` and `pt2pt` at 2 and 4 ranks, over udat, in one guest.
 //!
 //! The table has a row per OSU benchmark and message size (the figure each
 //! provider printed) and per test/mpi program and rank count (`ok`, or the
@@ -82,7 +83,7 @@ const OSU: [&str; 10] = [
     "osu_bcast",
 ];
 
-/// What CI runs: over udat, these and `pt2pt` at 2 ranks.
+/// What CI runs: over udat, these and `pt2pt` at 2 and 4 ranks.
 const CI_OSU: [&str; 3] = ["osu_latency", "osu_bw", "osu_bcast"];
 
 /// The test/mpi programs CI leaves out, and why; `cargo xtask mpi` runs
@@ -93,10 +94,21 @@ const CI_LEAVES_OUT: [(&str, &str); 1] = [(
      over udat and OFA alike",
 )];
 
-/// test/mpi programs that need more than runtests' two minutes under
-/// TCG, and their limits in seconds (runtests' `timeLimit=`, as the tree
-/// gives `sendflood` ten minutes).
-const TIME_LIMITS: [(&str, u32); 1] = [("pt2pt/pingping", 3600)];
+/// test/mpi programs run with runtests keys of their own on their testlist
+/// entry, and why: (program, key, why).
+const SETTINGS: [(&str, &str, &str); 2] = [
+    (
+        "pt2pt/pingping",
+        "timeLimit=3600",
+        "longer than runtests' two minutes under TCG, as the tree itself gives sendflood ten",
+    ),
+    (
+        "rma/window_creation",
+        "env=MV2_PIN_POOL_SIZE=262144",
+        "each of its 1,000 windows mallocs and registers MVAPICH2's one-sided pin pool, 2 MiB by default: \
+         2 GB pinned a rank, in a guest of 2 GiB",
+    ),
+];
 
 /// Seconds the guest may take for CI's plan, a bound on the stage: a hang
 /// costs this at most, and shows as cases not reported.
@@ -123,9 +135,9 @@ struct Plan {
     fast_path: bool,
     fabric: bool,
     /// test/mpi programs not run (`SUITE/NAME`), and why.
-    left_out: Vec<(&'static str, &'static str)>,
-    /// test/mpi programs' own time limits, in seconds.
-    time_limits: Vec<(&'static str, u32)>,
+    left_out: Vec<(String, &'static str)>,
+    /// test/mpi programs' own runtests keys ([`SETTINGS`]).
+    settings: Vec<(&'static str, &'static str, &'static str)>,
     guest_timeout: u32,
 }
 
@@ -134,7 +146,8 @@ pub fn mpi(args: &[String]) -> Result<(), String> {
     let build = build()?;
     let results = run(&build, &plan)?;
     println!("{}", table(&results, &plan.providers));
-    print_left_out(&plan);
+    print_exceptions(&plan);
+    print_rank_counts(&build, &plan)?;
     print_not_applicable(&build)?;
     udat_verdict(&results, &plan).map(|_| ())
 }
@@ -149,7 +162,8 @@ pub fn ci() -> Result<(u64, u64), String> {
     let plan = Plan::ci();
     let results = run(&build, &plan)?;
     println!("{}", table(&results, &plan.providers));
-    print_left_out(&plan);
+    print_exceptions(&plan);
+    print_rank_counts(&build, &plan)?;
     eprintln!("xtask: the MPI stage took {:.0} s", started.elapsed().as_secs_f64());
     let passed = udat_verdict(&results, &plan)?;
     eprintln!("xtask: MPI over udat: {passed} passed, {} left out (listed above)", plan.left_out.len());
@@ -175,18 +189,18 @@ fn udat_verdict(results: &Results, plan: &Plan) -> Result<u64, String> {
 }
 
 impl Plan {
-    /// What CI runs: [`CI_OSU`] and `pt2pt` at 2 ranks, over udat, on one
+    /// What CI runs: [`CI_OSU`] and `pt2pt` at 2 and 4 ranks, over udat, on one
     /// host.
     fn ci() -> Plan {
         Plan {
             providers: vec!["udat".into()],
             osu: CI_OSU.to_vec(),
             suites: vec!["pt2pt"],
-            ranks: vec![2],
+            ranks: vec![2, 4],
             fast_path: false,
             fabric: false,
-            left_out: CI_LEAVES_OUT.to_vec(),
-            time_limits: Vec::new(),
+            left_out: CI_LEAVES_OUT.iter().map(|(t, why)| (t.to_string(), *why)).collect(),
+            settings: SETTINGS.to_vec(),
             guest_timeout: CI_GUEST_TIMEOUT,
         }
     }
@@ -194,7 +208,7 @@ impl Plan {
 
 fn parse(args: &[String]) -> Result<Plan, String> {
     let usage = "usage: cargo xtask mpi [--ci] [--providers udat,ofa] [--osu A,B|none] [--suites A,B|none] \
-                 [--ranks 2,4] [--fast-path] [--no-fabric]";
+                 [--ranks 2,4] [--leave-out SUITE/NAME,...] [--fast-path] [--no-fabric]";
     let mut plan = Plan {
         providers: vec!["udat".into(), "ofa".into()],
         osu: OSU.to_vec(),
@@ -203,7 +217,7 @@ fn parse(args: &[String]) -> Result<Plan, String> {
         fast_path: false,
         fabric: true,
         left_out: Vec::new(),
-        time_limits: TIME_LIMITS.to_vec(),
+        settings: SETTINGS.to_vec(),
         guest_timeout: GUEST_TIMEOUT,
     };
     let mut rest = args.iter();
@@ -225,6 +239,11 @@ fn parse(args: &[String]) -> Result<Plan, String> {
             }
             "--fast-path" => plan.fast_path = true,
             "--no-fabric" => plan.fabric = false,
+            "--leave-out" => {
+                let list = rest.next().ok_or(usage)?;
+                let named = list.split(',').map(|t| (t.to_string(), "left out on the command line"));
+                plan.left_out.extend(named);
+            }
             _ => return Err(usage.into()),
         }
     }
@@ -460,6 +479,8 @@ fn run(build: &Build, plan: &Plan) -> Result<Results, String> {
         env.extend(extra.iter().map(|(k, v)| format!("{k}={v}")));
         env
     };
+    let lists = target_dir()?.join("mpi-plan");
+    write_testlists(build, plan, &lists)?;
     let mut results = Results::default();
     let started = Instant::now();
     let mut script = vec!["env".to_string()];
@@ -468,11 +489,7 @@ fn run(build: &Build, plan: &Plan) -> Result<Results, String> {
         ("MPI_SUITES", plan.suites.join(" ")),
         ("MPI_RANKS", plan.ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")),
         ("MPI_FLAGPOLL", flagpoll.display().to_string()),
-        ("MPI_LEAVE_OUT", plan.left_out.iter().map(|(test, _)| *test).collect::<Vec<_>>().join(" ")),
-        (
-            "MPI_TIME_LIMITS",
-            plan.time_limits.iter().map(|(test, s)| format!("{test}={s}")).collect::<Vec<_>>().join(" "),
-        ),
+        ("MPI_LISTS", lists.display().to_string()),
     ]));
     script.push("tests/mpi/run.sh".into());
     let timeout = plan.guest_timeout.to_string();
@@ -582,12 +599,132 @@ fn table(results: &Results, providers: &[String]) -> String {
     out
 }
 
-/// The programs the plan leaves out, with why.
-fn print_left_out(plan: &Plan) {
+/// One entry of a `testlist`: a program, the ranks it names (runtests
+/// runs one without at the run's count), and the line as written.
+#[derive(Debug)]
+struct Entry<'a> {
+    name: &'a str,
+    np: Option<u32>,
+    line: &'a str,
+}
+
+fn entries(list: &str) -> impl Iterator<Item = Entry<'_>> {
+    list.lines().filter_map(|line| {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            return None;
+        }
+        let mut words = line.split_whitespace();
+        let name = words.next()?;
+        Some(Entry { name, np: words.next().and_then(|w| w.parse().ok()), line })
+    })
+}
+
+/// What a suite's run at one rank count takes from its `testlist`.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Selection {
+    /// The testlist runtests is given: the entries this run takes, with
+    /// the plan's settings as runtests keys.
+    list: String,
+    /// Entries for more ranks than the plan's most, which no run takes:
+    /// (name, the ranks listed).
+    beyond: Vec<(String, u32)>,
+}
+
+/// The entries of `list` that the run at `n` ranks of a plan of `ranks`
+/// takes. runtests runs an entry for more ranks than `-maxnp` at
+/// `-maxnp`, where a program that needs its count fails ("Run this program
+/// with 3 processes", "Number of processors must divide 10"): so each
+/// entry runs once, at its own count, in the smallest run that has room
+/// for it, and an entry for more ranks than the plan's most runs nowhere
+/// (the largest run names it). An entry without a count runs in every
+/// run. `suite`'s programs in `left_out` are not taken.
+fn select(
+    list: &str,
+    suite: &str,
+    n: u32,
+    ranks: &[u32],
+    left_out: &[(String, &str)],
+    settings: &[(&str, &str, &str)],
+) -> Selection {
+    let most = ranks.iter().copied().max().unwrap_or(n);
+    let below = ranks.iter().copied().filter(|&r| r < n).max().unwrap_or(0);
+    let own = |name: &str| format!("{suite}/{name}");
+    let left = |name: &str| left_out.iter().any(|(t, _)| *t == own(name));
+    let mut s = Selection::default();
+    for e in entries(list).filter(|e| !left(e.name)) {
+        let take = match e.np {
+            None => true,
+            Some(k) if k > most => {
+                if n == most {
+                    s.beyond.push((e.name.to_string(), k));
+                }
+                false
+            }
+            Some(k) => below < k && k <= n,
+        };
+        if take {
+            s.list.push_str(e.line);
+            for (_, key, _) in settings.iter().filter(|(t, ..)| *t == own(e.name)) {
+                s.list.push(' ');
+                s.list.push_str(key);
+            }
+            s.list.push('\n');
+        }
+    }
+    s
+}
+
+/// Each suite's testlist for each run of the plan, as `dir/SUITE.N.testlist`
+/// (`tests/mpi/run.sh` hands them to runtests).
+fn write_testlists(build: &Build, plan: &Plan, dir: &Path) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for suite in &plan.suites {
+        let list = read_testlist(build, suite)?;
+        for &n in &plan.ranks {
+            let s = select(&list, suite, n, &plan.ranks, &plan.left_out, &plan.settings);
+            let path = dir.join(format!("{suite}.{n}.testlist"));
+            fs::write(&path, s.list).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn read_testlist(build: &Build, suite: &str) -> Result<String, String> {
+    fs::read_to_string(build.tests.join(suite).join("testlist")).map_err(|e| format!("{suite}/testlist: {e}"))
+}
+
+/// The entries for more ranks than the plan's most, which it does not
+/// run.
+fn print_rank_counts(build: &Build, plan: &Plan) -> Result<(), String> {
+    let Some(&most) = plan.ranks.iter().max() else { return Ok(()) };
+    let mut beyond = Vec::new();
+    for suite in &plan.suites {
+        let s = select(&read_testlist(build, suite)?, suite, most, &plan.ranks, &plan.left_out, &plan.settings);
+        beyond.extend(s.beyond.into_iter().map(|(t, k)| format!("{suite}/{t} ({k})")));
+    }
+    if !beyond.is_empty() {
+        println!("Listed for more ranks than this plan's {most}, not run ({}): {}", beyond.len(), beyond.join(", "));
+    }
+    Ok(())
+}
+
+/// The programs the plan leaves out, and those it runs with settings of
+/// their own, with why.
+fn print_exceptions(plan: &Plan) {
+    let run = |test: &str| plan.suites.iter().any(|s| test.starts_with(&format!("{s}/")));
+    let settings: Vec<_> =
+        plan.settings.iter().filter(|(t, ..)| run(t) && !plan.left_out.iter().any(|(l, _)| l == t)).collect();
+    if !settings.is_empty() {
+        println!("Run with settings of their own ({}):", settings.len());
+        for (test, key, why) in settings {
+            println!("  {test}: {key}: {why}");
+        }
+    }
     if plan.left_out.is_empty() {
         return;
     }
-    println!("Left out of this plan ({}), run by `cargo xtask mpi`:", plan.left_out.len());
+    println!("Left out of this plan ({}):", plan.left_out.len());
     for (test, why) in &plan.left_out {
         println!("  {test}: {why}");
     }
@@ -599,7 +736,7 @@ fn print_not_applicable(build: &Build) -> Result<(), String> {
     println!("Not applicable, as the tree marks them:");
     for suite in SUITES {
         let dir = build.tests.join(suite);
-        let list = fs::read_to_string(dir.join("testlist")).map_err(|e| format!("{suite}/testlist: {e}"))?;
+        let list = read_testlist(build, suite)?;
         for (test, reason) in not_applicable(&list, |name| dir.join(format!("{name}.c")).exists()) {
             println!("  {suite}/{test}: {reason}");
         }
@@ -674,15 +811,34 @@ mod tests {
         r.take("mpi case udat osu osu_latency 2 ok", "");
         r.take("mpi case udat osu osu_bw 2 fail exit 1", "");
         r.take("mpi case ofa osu osu_bcast 2 ok", "");
-        assert_eq!(r.unreported(&plan, "udat"), ["osu/osu_bcast", "pt2pt at 2 ranks"]);
-        let why = udat_verdict(&r, &plan).expect_err("a failure and two unreported");
-        assert!(why.contains("1 failed") && why.contains("osu/osu_bcast, pt2pt at 2 ranks"), "{why}");
+        assert_eq!(r.unreported(&plan, "udat"), ["osu/osu_bcast", "pt2pt at 2 ranks", "pt2pt at 4 ranks"]);
+        let why = udat_verdict(&r, &plan).expect_err("a failure and three unreported");
+        assert!(why.contains("1 failed") && why.contains("osu/osu_bcast, pt2pt at 2 ranks, pt2pt at 4 ranks"), "{why}");
         r.take("mpi case udat osu osu_bw 2 ok", "");
         r.take("mpi case udat osu osu_bcast 2 ok", "");
         r.take("mpi case udat pt2pt sendrecv1 2 ok", "");
+        assert_eq!(r.unreported(&plan, "udat"), ["pt2pt at 4 ranks"]);
+        r.take("mpi case udat pt2pt sendall 4 ok", "");
         assert!(r.unreported(&plan, "udat").is_empty());
-        assert_eq!(udat_verdict(&r, &plan), Ok(4));
-        assert_eq!(plan.left_out.iter().map(|(t, _)| *t).collect::<Vec<_>>(), ["pt2pt/pingping"]);
+        assert_eq!(udat_verdict(&r, &plan), Ok(5));
+        assert_eq!(plan.left_out.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(), ["pt2pt/pingping"]);
+    }
+
+    #[test]
+    fn each_entry_runs_once_at_its_own_count() {
+        let list = "# a comment\nwinname 2\nputfence1 4\nadlb_mimic1 3\nnocount\ncontig_displ 1\n\
+                    lockcontention2 4\nlockcontention2 8\nfetchandadd 7\npingping 2\n";
+        let limits = [("rma/winname", "timeLimit=600", "slow")];
+        let out = [("rma/pingping".to_string(), "slow")];
+        let at2 = select(list, "rma", 2, &[2, 4], &out, &limits);
+        assert_eq!(at2.list, "winname 2 timeLimit=600\nnocount\ncontig_displ 1\n");
+        assert!(at2.beyond.is_empty(), "the largest run names what no run takes");
+        let at4 = select(list, "rma", 4, &[2, 4], &out, &limits);
+        assert_eq!(at4.list, "putfence1 4\nadlb_mimic1 3\nnocount\nlockcontention2 4\n");
+        assert_eq!(at4.beyond, [("lockcontention2".to_string(), 8), ("fetchandadd".to_string(), 7)]);
+        let only2 = select(list, "rma", 2, &[2], &[], &[]);
+        assert_eq!(only2.list, "winname 2\nnocount\ncontig_displ 1\npingping 2\n");
+        assert_eq!(only2.beyond.len(), 5);
     }
 
     #[test]

@@ -135,15 +135,17 @@ pub unsafe fn set_fd(fd: RawFd, us: Option<u64>) {
     unsafe { libc::timerfd_settime(fd, 0, &value, std::ptr::null_mut()) };
 }
 
+/// Whether `fd` polls readable now, for the tests of every wrapper.
+#[cfg(test)]
+fn readable(fd: RawFd) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd; no wait.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn readable(fd: RawFd) -> bool {
-        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd; no wait.
-        unsafe { libc::poll(&mut p, 1, 0) == 1 }
-    }
 
     #[test]
     fn a_flag_is_readable_from_its_raise_to_its_clear() {

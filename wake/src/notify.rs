@@ -74,12 +74,7 @@ fn clear(arg: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn readable(fd: RawFd) -> bool {
-        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd; no wait.
-        unsafe { libc::poll(&mut p, 1, 0) == 1 }
-    }
+    use crate::readable;
 
     #[test]
     fn readable_while_the_signal_is_raised_or_the_transport_has_work() {

@@ -579,7 +579,11 @@ mod tests {
             (Refusal::Flags(5), "DAT_INVALID_PARAMETER", "DAT_INVALID_ARG5"),
             (Refusal::Flags(6), "DAT_INVALID_PARAMETER", "DAT_INVALID_ARG6"),
             (Refusal::Segments, "DAT_INVALID_PARAMETER", "DAT_INVALID_ARG2"),
-            (Refusal::State(Subtype::InvalidStateEpDisconnected), "DAT_INVALID_STATE", "DAT_INVALID_STATE_EP_DISCONNECTED"),
+            (
+                Refusal::State(Subtype::InvalidStateEpDisconnected),
+                "DAT_INVALID_STATE",
+                "DAT_INVALID_STATE_EP_DISCONNECTED",
+            ),
             (Refusal::Datagram, "DAT_MODEL_NOT_SUPPORTED", "DAT_NO_SUBTYPE"),
             (Refusal::Protection, "DAT_PROTECTION_VIOLATION", "DAT_NO_SUBTYPE"),
             (Refusal::Range, "DAT_INVALID_PARAMETER", "DAT_NO_SUBTYPE"),

@@ -16,7 +16,7 @@
 //! not in the object: the objects the lanes read keep their size, and so
 //! the lanes keep their code.
 
-use crate::backend::{Backend, Completion, RequestOp};
+use crate::backend::{Backend, Completion, RequestOp, SendWr};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{AnyHandle, EpHandle, EvdHandle, IaHandle, Kind, RawHandle};
 use crate::provider::Provider;
@@ -185,12 +185,12 @@ impl<const N: usize, St: Store<Slot<Tally<N>>>> Tallies<N, St> {
 }
 
 impl<St: Store<Slot<Tally<{ ep::COUNT }>>>> Tallies<{ ep::COUNT }, St> {
-    /// A request of `bytes` posted on the EP `h`.
+    /// The request `wr` posted on the EP `h`.
     #[cold]
     #[inline(never)]
-    pub(crate) fn posted(&mut self, h: RawHandle, op: &RequestOp, bytes: u64) {
+    pub(crate) fn posted(&mut self, h: RawHandle, wr: &SendWr<'_>) {
         if let Some(counts) = self.of(h) {
-            counts.posted(op, bytes);
+            counts.posted(&wr.op, u64::from(wr.length));
         }
     }
 
@@ -201,10 +201,10 @@ impl<St: Store<Slot<Tally<{ ep::COUNT }>>>> Tallies<{ ep::COUNT }, St> {
     #[allow(unsafe_code)]
     #[cold]
     #[inline(never)]
-    pub(crate) unsafe fn posted_shared(&self, h: RawHandle, op: &RequestOp, bytes: u64) {
+    pub(crate) unsafe fn posted_shared(&self, h: RawHandle, wr: &SendWr<'_>) {
         // SAFETY: forwarded contract.
         if let Some(counts) = unsafe { self.of_shared(h) } {
-            counts.posted(op, bytes);
+            counts.posted(&wr.op, u64::from(wr.length));
         }
     }
 

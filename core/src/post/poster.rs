@@ -18,7 +18,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use super::rule::{admitted, commit, commit_one, fits, kind, room, Checked, Refusal, Sges, Work};
+use super::rule::{admitted, commit, commit_one, fits, hand_off, kind, room, Checked, Refusal, Sges};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
@@ -216,14 +216,10 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
             &segs.checked.sges,
             segs.checked.total,
             (cookie, op, flags),
-            #[inline(always)]
-            move |qp, work| match work {
-                Work::One(sge) => Ok(backend.post_one(qp, op, sge, cookie, flags)),
-                Work::Wr(wr) => backend.post_send(qp, wr).map(|()| true),
-            },
+            hand_off(backend, (cookie, op, flags)),
             #[cold]
             #[inline(never)]
-            move |wr| ep_tallies.posted(h.0, &wr.op, u64::from(wr.length)),
+            move |wr| ep_tallies.posted(h.0, wr),
         )
     }
 }

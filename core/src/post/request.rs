@@ -16,7 +16,7 @@
 //! the event.
 
 use super::lane::request_lane;
-use super::rule::{checked_post, Refusal, Work};
+use super::rule::{checked_post, hand_off, Refusal};
 use super::Request;
 use crate::backend::{Backend, RequestOp};
 use crate::error::{DatError, DatResult, ErrorType};
@@ -225,14 +225,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             ias,
             iov,
             (cookie, op, flags),
-            #[inline(always)]
-            move |qp, work| match work {
-                Work::One(sge) => Ok(backend.post_one(qp, op, sge, cookie, flags)),
-                Work::Wr(wr) => backend.post_send(qp, wr).map(|()| true),
-            },
+            hand_off(backend, (cookie, op, flags)),
             #[cold]
             #[inline(never)]
-            move |wr| ep_tallies.posted(h.0, &wr.op, u64::from(wr.length)),
+            move |wr| ep_tallies.posted(h.0, wr),
         )
     }
 

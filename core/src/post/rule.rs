@@ -471,6 +471,21 @@ pub(crate) enum Work<'w> {
     Wr(&'w SendWr<'w>),
 }
 
+/// How an exclusive door hands [`Work`] to `backend`: one segment to the
+/// transport's lane, anything else as its work request. The request post
+/// and the poster both hand over through it.
+#[inline(always)]
+pub(crate) fn hand_off<B: Backend>(
+    backend: &mut B,
+    (cookie, op, flags): (u64, RequestOp, CompletionFlags),
+) -> impl FnMut(&mut B::Qp, Work<'_>) -> Result<bool, DatError> + '_ {
+    #[inline(always)]
+    move |qp, work| match work {
+        Work::One(sge) => Ok(backend.post_one(qp, op, sge, cookie, flags)),
+        Work::Wr(wr) => backend.post_send(qp, wr).map(|()| true),
+    }
+}
+
 /// Hand one segment that [`check`] admitted to the transport's lane
 /// through `post`, on an EP that does not count (the caller knows: the
 /// EP's hot mask admitted the post, [`admitted`]; an EP that counts hands
@@ -547,4 +562,43 @@ pub(crate) fn checked_post<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     let request = Request { iov, cookie, op, flags };
     let checked = check::<_, _, _, FixedVec<Sge, MAX_SGE>>(ep, lmrs, ias, &request)?;
     commit(ep, &checked.sges, checked.total, (cookie, op, flags), send, counted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Refusal;
+    use crate::error::Subtype;
+
+    /// Each refusal by the names of the `DAT_RETURN` the post pages give
+    /// for its rule (dat_ep_post_send(3DAT), dat_ep_post_rdma_read(3DAT),
+    /// dat_ep_post_recv(3DAT), dat_ib_post_cmp_and_swap of OFA's IB
+    /// extension), so that a change of the one match shows here by name.
+    #[test]
+    fn each_refusal_is_its_pages_return() {
+        let table: [(Refusal, &str, &str); 15] = [
+            (Refusal::Flags(5), "DAT_INVALID_PARAMETER", "DAT_INVALID_ARG5"),
+            (Refusal::Flags(6), "DAT_INVALID_PARAMETER", "DAT_INVALID_ARG6"),
+            (Refusal::Segments, "DAT_INVALID_PARAMETER", "DAT_INVALID_ARG2"),
+            (
+                Refusal::State(Subtype::InvalidStateEpDisconnected),
+                "DAT_INVALID_STATE",
+                "DAT_INVALID_STATE_EP_DISCONNECTED",
+            ),
+            (Refusal::Datagram, "DAT_MODEL_NOT_SUPPORTED", "DAT_NO_SUBTYPE"),
+            (Refusal::Protection, "DAT_PROTECTION_VIOLATION", "DAT_NO_SUBTYPE"),
+            (Refusal::Range, "DAT_INVALID_PARAMETER", "DAT_NO_SUBTYPE"),
+            (Refusal::Privileges, "DAT_PRIVILEGES_VIOLATION", "DAT_NO_SUBTYPE"),
+            (Refusal::TooLong, "DAT_INVALID_PARAMETER", "DAT_INVALID_ARG3"),
+            (Refusal::Length, "DAT_LENGTH_ERROR", "DAT_NO_SUBTYPE"),
+            (Refusal::NoIa, "DAT_INVALID_HANDLE", "DAT_INVALID_HANDLE_IA"),
+            (Refusal::NoAtomics, "DAT_NOT_IMPLEMENTED", "DAT_NO_SUBTYPE"),
+            (Refusal::Full, "DAT_INSUFFICIENT_RESOURCES", "DAT_NO_SUBTYPE"),
+            (Refusal::NotReady, "DAT_INVALID_STATE", "DAT_INVALID_STATE_EP_NOTREADY"),
+            (Refusal::NoEp, "DAT_INVALID_HANDLE", "DAT_INVALID_HANDLE_EP"),
+        ];
+        for (refusal, ty, subtype) in table {
+            let error = refusal.error();
+            assert_eq!((error.error_type().name(), error.subtype().name()), (ty, subtype), "{refusal:?}");
+        }
+    }
 }

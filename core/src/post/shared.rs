@@ -174,7 +174,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             #[inline(never)]
             // SAFETY: the caller holds the EP's lock, which its counters'
             // every other use takes too.
-            |wr| unsafe { self.ep_tallies.posted_shared(h.0, &wr.op, u64::from(wr.length)) },
+            |wr| unsafe { self.ep_tallies.posted_shared(h.0, wr) },
         )
     }
 }

@@ -205,7 +205,8 @@ pub(crate) struct DeviceErrors {
 impl DeviceErrors {
     /// The errors of an IA on the device context `ctx`.
     pub fn new(ctx: *mut sys::ibv_context) -> DatResult<DeviceErrors> {
-        let flag = Arc::new(Flag::new().map_err(|e| crate::status::dat_error(e.raw_os_error().unwrap_or(libc::ENOMEM)))?);
+        let flag =
+            Arc::new(Flag::new().map_err(|e| crate::status::dat_error(e.raw_os_error().unwrap_or(libc::ENOMEM)))?);
         let mut m = mailbox();
         m.flags.push((ctx as usize, flag.clone()));
         Ok(DeviceErrors {

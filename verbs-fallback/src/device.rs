@@ -56,8 +56,6 @@ impl IaShared {
             Some((d, p)) => (d, p.parse::<u8>().map_err(|_| not_found)?),
             None => (name, 1),
         };
-        // The connection manager first: nothing is to be undone if it fails.
-        let cm = Progress::start()?;
         let mut count = 0;
         // SAFETY: rdma_get_devices writes the count and returns a
         // null-terminated array it owns until rdma_free_devices.
@@ -74,10 +72,20 @@ impl IaShared {
                 let n = unsafe { CStr::from_ptr(sys::ibv_get_device_name((*ctx).device)) };
                 n.to_bytes() == device.as_bytes()
             });
-        let Some(ctx) = ctx else {
-            // SAFETY: the list came from rdma_get_devices.
-            unsafe { sys::rdma_free_devices(list) };
-            return Err(not_found);
+        // The connection manager's thread reads the context's asynchronous
+        // events from the start: its descriptor never blocks (`watch`).
+        let made = ctx.ok_or(not_found).and_then(|ctx| {
+            // SAFETY: `ctx` is an open context of the list.
+            unsafe { device_error::watch(ctx) };
+            Ok((ctx, Progress::start(ctx)?, DeviceErrors::new(ctx)?))
+        });
+        let (ctx, cm, errors) = match made {
+            Ok(made) => made,
+            Err(e) => {
+                // SAFETY: the list came from rdma_get_devices.
+                unsafe { sys::rdma_free_devices(list) };
+                return Err(e);
+            }
         };
         let mut ia = IaShared {
             cm,
@@ -90,7 +98,7 @@ impl IaShared {
             // SAFETY: a plain C struct of integers.
             device: unsafe { std::mem::zeroed() },
             cqs: RefCell::new(Vec::new()),
-            errors: DeviceErrors::new(),
+            errors,
         };
         // SAFETY: `ctx` is open; the attribute struct is ours to fill.
         check(unsafe { sys::ibv_query_device(ctx, &mut ia.device) })?;
@@ -106,12 +114,8 @@ impl IaShared {
         if ia.comp.is_null() {
             return Err(crate::status::dat_error(errno()));
         }
-        // SAFETY: the channel is open; its fd is its own. The context is
-        // open.
-        unsafe {
-            nonblocking((*ia.comp).fd);
-            device_error::watch(ctx);
-        }
+        // SAFETY: the channel is open; its fd is its own.
+        unsafe { nonblocking((*ia.comp).fd) };
         // Read once, before any connection: OFA's `DAPL_*` variables.
         let rxe = ia.device.vendor_id == RXE_VENDOR_ID;
         ia.cm.cm().lock().tunables = Tunables::from_env(ia.device.local_ca_ack_delay, rxe);
@@ -170,8 +174,7 @@ impl IaShared {
 
     /// The next device error of the IA's objects, port or device.
     pub fn device_error<R>(&self) -> Option<udat_core::backend::CmEvent<R>> {
-        // SAFETY: the context is open and watched (`open`).
-        unsafe { self.errors.poll(self.ctx, self.port) }
+        self.errors.poll(self.port)
     }
 
     /// The QP at `qp`, of this IA, is about to be destroyed: its events are
@@ -182,20 +185,17 @@ impl IaShared {
         unsafe { device_error::qp_going(self.ctx, qp) };
     }
 
-    /// Sleep until the completion channel or the device's async
-    /// descriptor is readable, the connection manager has finished an
-    /// event, or `timeout_us` passes; and whether the completion channel
-    /// is readable.
+    /// Sleep until the completion channel is readable, the connection
+    /// manager has finished an event, a device error may be this IA's, or
+    /// `timeout_us` passes; and whether the completion channel is
+    /// readable.
     pub fn sleep(&self, timeout_us: Option<u64>) -> (Wake, bool) {
-        if self.errors.waiting(self.ctx, self.port) {
-            return (Wake::Activity, false);
-        }
-        // SAFETY: the channel and the context are open while the IA is.
+        // SAFETY: the channel is open while the IA is.
         let mut fds = unsafe {
             [
                 libc::pollfd { fd: (*self.comp).fd, events: libc::POLLIN, revents: 0 },
                 libc::pollfd { fd: self.cm().ready_fd(), events: libc::POLLIN, revents: 0 },
-                libc::pollfd { fd: (*self.ctx).async_fd, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: self.errors.fd(), events: libc::POLLIN, revents: 0 },
             ]
         };
         // Round up, so a wait never returns before its time.

@@ -16,16 +16,23 @@
 //! (rdma_get_devices(3) hands out the same contexts), so an event one IA
 //! reads may belong to another: every event read goes to one mailbox of
 //! the process, and each IA claims from it what names its own QPs and
-//! CQs, and once each the events of its port and device. An event is read
-//! (and so acknowledged) as soon as any IA looks, and always before its QP
-//! or CQ is destroyed: ibv_destroy_qp(3) and ibv_destroy_cq(3) wait for
-//! every event of the object to be acknowledged.
+//! CQs, and once each the events of its port and device. The connection
+//! manager's thread of each IA (`progress`) reads the context's events as
+//! they come ([`arrived`]) and raises the flag of every IA of the device,
+//! which a wait sleeps on; an event is also read before its QP or CQ is
+//! destroyed: ibv_destroy_qp(3) and ibv_destroy_cq(3) wait for every
+//! event of the object to be acknowledged. The consumer's calls look at
+//! one atomic ([`DeviceErrors::poll`]): a dequeue makes no system call
+//! for device errors, and takes no lock unless one came.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use udat_core::backend::CmEvent;
+use udat_core::DatResult;
+use udat_wake::Flag;
 
 use crate::sys;
 
@@ -50,9 +57,15 @@ struct Unclaimed {
 struct Mailbox {
     events: VecDeque<Unclaimed>,
     next_seq: u64,
+    /// The flag of each open IA, by its device context.
+    flags: Vec<(usize, Arc<Flag>)>,
 }
 
-static MAILBOX: Mutex<Mailbox> = Mutex::new(Mailbox { events: VecDeque::new(), next_seq: 0 });
+static MAILBOX: Mutex<Mailbox> = Mutex::new(Mailbox { events: VecDeque::new(), next_seq: 0, flags: Vec::new() });
+
+/// The mailbox's `next_seq`, to be read without its lock: it moves only
+/// when an event is kept.
+static KEPT_SO_FAR: AtomicU64 = AtomicU64::new(0);
 
 /// Events kept for their IAs: past this, the oldest go (events of objects
 /// already gone, or of a port no IA opened).
@@ -91,21 +104,34 @@ impl Mailbox {
         }
         self.events.push_back(Unclaimed { ctx, seq: self.next_seq, element });
         self.next_seq += 1;
+        KEPT_SO_FAR.store(self.next_seq, Ordering::Release);
     }
 
-    /// Read and acknowledge every event `ctx` has ready.
+    /// Read and acknowledge every event `ctx` has ready; then, if any was
+    /// kept, raise the flag of every IA of `ctx`.
     fn read(&mut self, ctx: *mut sys::ibv_context) {
+        let before = self.next_seq;
         loop {
             // SAFETY: a plain C struct; ibv_get_async_event fills it.
             let mut event: sys::ibv_async_event = unsafe { std::mem::zeroed() };
             // SAFETY: `ctx` is open and its async descriptor non-blocking
             // (`watch`), so this returns at once when nothing is ready.
             if unsafe { sys::ibv_get_async_event(ctx, &mut event) } != 0 {
-                return;
+                break;
             }
             self.post(ctx as usize, &event);
             // SAFETY: the event was just read and is acknowledged once.
             unsafe { sys::ibv_ack_async_event(&mut event) };
+        }
+        if self.next_seq != before {
+            self.wake(ctx as usize);
+        }
+    }
+
+    /// Raise the flag of every IA of the device `ctx`.
+    fn wake(&self, ctx: usize) {
+        for (_, flag) in self.flags.iter().filter(|(c, _)| *c == ctx) {
+            flag.raise();
         }
     }
 
@@ -124,6 +150,15 @@ impl Mailbox {
 pub(crate) unsafe fn watch(ctx: *mut sys::ibv_context) {
     // SAFETY: the caller's guarantee; the descriptor is the context's.
     unsafe { crate::device::nonblocking((*ctx).async_fd) };
+}
+
+/// `ctx`'s async descriptor is readable: read what it has (the
+/// connection manager's thread).
+///
+/// # Safety
+/// `ctx` is open, and [`watch`]ed.
+pub(crate) unsafe fn arrived(ctx: *mut sys::ibv_context) {
+    mailbox().read(ctx);
 }
 
 /// Read what `ctx` has, then forget the events of the QP at `qp`, which
@@ -157,15 +192,37 @@ pub(crate) struct DeviceErrors {
     /// report: those before it were read before the IA opened, or were
     /// reported.
     next_wide: Cell<u64>,
+    /// The mailbox's `next_seq` when the IA last found nothing of its own
+    /// there: while it stands, nothing came since.
+    seen: Cell<u64>,
+    /// The device context.
+    ctx: usize,
+    /// Raised when events of the device came, lowered once the IA found
+    /// none of its own left.
+    flag: Arc<Flag>,
 }
 
 impl DeviceErrors {
-    pub fn new() -> DeviceErrors {
-        DeviceErrors {
+    /// The errors of an IA on the device context `ctx`.
+    pub fn new(ctx: *mut sys::ibv_context) -> DatResult<DeviceErrors> {
+        let flag =
+            Arc::new(Flag::new().map_err(|e| crate::status::dat_error(e.raw_os_error().unwrap_or(libc::ENOMEM)))?);
+        let mut m = mailbox();
+        m.flags.push((ctx as usize, flag.clone()));
+        Ok(DeviceErrors {
             qps: RefCell::new(HashMap::new()),
             cqs: RefCell::new(HashMap::new()),
-            next_wide: Cell::new(mailbox().next_seq),
-        }
+            next_wide: Cell::new(m.next_seq),
+            seen: Cell::new(m.next_seq),
+            ctx: ctx as usize,
+            flag,
+        })
+    }
+
+    /// Readable while a device error may be this IA's: what a wait sleeps
+    /// on.
+    pub fn fd(&self) -> i32 {
+        self.flag.fd()
     }
 
     /// Errors of the QP at `qp` carry `tag`.
@@ -188,22 +245,19 @@ impl DeviceErrors {
         self.cqs.borrow_mut().remove(&(cq as usize));
     }
 
-    /// The next device error of this IA, on port `port` of `ctx`, after
-    /// reading what the device has.
-    ///
-    /// # Safety
-    /// `ctx` is open, and [`watch`]ed.
-    pub unsafe fn poll<R>(&self, ctx: *mut sys::ibv_context, port: u8) -> Option<CmEvent<R>> {
+    /// The next device error of this IA, on port `port`: none, with one
+    /// atomic load, while no event came since the IA last looked.
+    pub fn poll<R>(&self, port: u8) -> Option<CmEvent<R>> {
+        if KEPT_SO_FAR.load(Ordering::Acquire) == self.seen.get() {
+            return None;
+        }
         let mut m = mailbox();
-        m.read(ctx);
-        self.claim(&mut m, ctx as usize, port)
-    }
-
-    /// Whether an event of this IA waits in the mailbox: another IA of the
-    /// device may have read it from the descriptor a wait sleeps on, which
-    /// is then no longer readable for it.
-    pub fn waiting(&self, ctx: *mut sys::ibv_context, port: u8) -> bool {
-        self.first(&mailbox(), ctx as usize, port).is_some()
+        let event = self.claim(&mut m, self.ctx, port);
+        if event.is_none() {
+            self.seen.set(m.next_seq);
+            self.flag.clear();
+        }
+        event
     }
 
     /// Where the first event of `m` that is this IA's is.
@@ -248,6 +302,13 @@ impl DeviceErrors {
     }
 }
 
+impl Drop for DeviceErrors {
+    /// The IA is closing: its flag is raised no more.
+    fn drop(&mut self) {
+        mailbox().flags.retain(|(_, flag)| !Arc::ptr_eq(flag, &self.flag));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,11 +331,18 @@ mod tests {
     }
 
     fn errors() -> DeviceErrors {
-        DeviceErrors { qps: RefCell::default(), cqs: RefCell::default(), next_wide: Cell::new(0) }
+        DeviceErrors {
+            qps: RefCell::default(),
+            cqs: RefCell::default(),
+            next_wide: Cell::new(0),
+            seen: Cell::new(0),
+            ctx: 1,
+            flag: Arc::new(Flag::new().expect("an eventfd")),
+        }
     }
 
     fn mailbox() -> Mailbox {
-        Mailbox { events: VecDeque::new(), next_seq: 0 }
+        Mailbox { events: VecDeque::new(), next_seq: 0, flags: Vec::new() }
     }
 
     type Event = Option<CmEvent<()>>;
@@ -363,5 +431,35 @@ mod tests {
         }
         assert_eq!(m.events.len(), KEPT);
         assert_eq!(m.events.front().map(|u| u.element), Some(Element::Qp(0x1000 + 10)));
+    }
+
+    fn readable(fd: i32) -> bool {
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one pollfd, ours.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    }
+
+    #[test]
+    fn an_ia_looks_with_no_lock_until_an_event_of_its_device_came_and_its_flag_says_so() {
+        use sys::ibv_event_type as t;
+        // Contexts no real device has, in the process's one mailbox.
+        let (ctx, other) = (0x5a00 as *mut sys::ibv_context, 0x5b00 as *mut sys::ibv_context);
+        let (a, b) = (DeviceErrors::new(ctx).unwrap(), DeviceErrors::new(other).unwrap());
+        a.name_qp(0x1000 as *mut _, 7);
+        assert!(a.poll::<()>(1).is_none() && !readable(a.fd()));
+        {
+            let mut m = super::mailbox();
+            m.post(ctx as usize, &event(t::IBV_EVENT_QP_FATAL, qp(0x1000)));
+            m.wake(ctx as usize);
+        }
+        assert!(readable(a.fd()), "a wait of the IA wakes");
+        assert!(!readable(b.fd()), "an IA of another device sleeps on");
+        assert!(same(a.poll(1), Some(CmEvent::QpError { tag: 7 })));
+        assert!(readable(a.fd()), "lowered only once nothing of the IA's is left");
+        assert!(a.poll::<()>(1).is_none());
+        assert!(!readable(a.fd()));
+        assert_eq!(a.seen.get(), KEPT_SO_FAR.load(Ordering::Acquire));
+        drop(a);
+        assert!(!super::mailbox().flags.iter().any(|(c, _)| *c == ctx as usize), "a closed IA's flag is gone");
     }
 }

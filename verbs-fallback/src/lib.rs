@@ -129,13 +129,14 @@ pub struct Ia(Rc<IaShared>);
 impl Ia {
     /// The completion channel's descriptor, the connection manager's
     /// eventfd (readable while it holds finished connection events) and
-    /// the device's async descriptor: what [`Backend::block`] sleeps on. A
+    /// the IA's device-error flag (readable while a device error may be
+    /// its own): what [`Backend::block`] sleeps on. A
     /// caller that must not hold its own lock while it sleeps, or an event
     /// loop, polls these itself, after a `block` with a zero timeout has
     /// armed the CQs.
     pub fn wait_fds(&self) -> WaitFds {
-        // SAFETY: the channel and the context are open while the IA is.
-        unsafe { WaitFds([(*self.0.comp).fd, self.0.cm().ready_fd(), (*self.0.ctx).async_fd, -1]) }
+        // SAFETY: the channel is open while the IA is.
+        unsafe { WaitFds([(*self.0.comp).fd, self.0.cm().ready_fd(), self.0.errors.fd(), -1]) }
     }
 }
 

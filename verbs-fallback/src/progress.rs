@@ -10,7 +10,10 @@
 //! the request, moves the QPs through RTR and RTS, answers a DREQ, moves
 //! a disconnected QP to the error state (its DTOs flush whatever the
 //! consumer waits on) and gives up on connects whose time ran out
-//! (`cm`). What it finishes, the events the core is to see, it queues;
+//! (`cm`). It also reads the device context's asynchronous events as
+//! they come (`device_error`), so that neither a dequeue nor a post ever
+//! asks the device for them. What it finishes, the events the core is to
+//! see, it queues;
 //! [`CmShared::pending`] and the `ready` eventfd say that the queue holds
 //! something, and the core takes it through `poll_cm` in the consumer's
 //! next DAT call, or wakes from a wait on the eventfd.
@@ -36,6 +39,7 @@ use udat_wake::{Deadline, Flag};
 
 use crate::cm::{self, Conn, Owner, Ready};
 use crate::device::nonblocking;
+use crate::device_error;
 use crate::status::{dat_error, errno};
 use crate::sys;
 use crate::tunables::Tunables;
@@ -76,12 +80,16 @@ pub(crate) struct CmShared {
     stop: Flag,
     /// Set to the earliest connect deadline.
     timer: Deadline,
+    /// The device context whose asynchronous events the thread reads.
+    ctx: *mut sys::ibv_context,
 }
 
 // SAFETY: `channel` is an rdma_cm event channel, which librdmacm lets any
 // thread use; the thread reads it only under the mutex, and it is
 // destroyed when the last owner of `CmShared` drops it, after the thread
-// ended. Everything else is Sync already.
+// ended. `ctx` is a device context, whose asynchronous events libibverbs
+// lets any thread read; the IA closes it only after the thread ended.
+// Everything else is Sync already.
 unsafe impl Send for CmShared {}
 // SAFETY: as above.
 unsafe impl Sync for CmShared {}
@@ -185,8 +193,10 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    /// A new event channel, and its thread, started.
-    pub fn start() -> DatResult<Progress> {
+    /// A new event channel, and its thread, started; the thread reads the
+    /// asynchronous events of `ctx`, whose descriptor does not block
+    /// (`device_error::watch`).
+    pub fn start(ctx: *mut sys::ibv_context) -> DatResult<Progress> {
         let descriptor = |e: std::io::Error| dat_error(e.raw_os_error().unwrap_or(libc::ENOMEM));
         let (ready, stop, timer) =
             (Flag::new().map_err(descriptor)?, Flag::new().map_err(descriptor)?, Deadline::new().map_err(descriptor)?);
@@ -211,6 +221,7 @@ impl Progress {
             pending: AtomicBool::new(false),
             stop,
             timer,
+            ctx,
         });
         let thread = spawn(shared.clone())?;
         Ok(Progress { shared, thread: Some(thread) })
@@ -258,13 +269,13 @@ fn spawn(shared: Arc<CmShared>) -> DatResult<JoinHandle<()>> {
     thread.map_err(|_| DatError::of(ErrorType::InsufficientResources))
 }
 
-/// The thread: sleep until the channel has events, the timer fires or
-/// the stop flag is raised; take what came, under the lock.
+/// The thread: sleep until the channel or the device context has events,
+/// the timer fires or the stop flag is raised; take what came, the
+/// channel's under the lock.
 fn run(shared: &CmShared) {
-    // SAFETY: the channel is open until `shared` is dropped, after this
-    // thread ends.
-    let channel_fd = unsafe { (*shared.channel).fd };
-    let mut fds = [channel_fd, shared.timer.fd(), shared.stop.fd()].map(|fd| libc::pollfd {
+    // SAFETY: the channel and the context are open until the thread ends.
+    let (channel_fd, async_fd) = unsafe { ((*shared.channel).fd, (*shared.ctx).async_fd) };
+    let mut fds = [channel_fd, shared.timer.fd(), shared.stop.fd(), async_fd].map(|fd| libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
@@ -285,10 +296,14 @@ fn run(shared: &CmShared) {
         // A descriptor in error would wake the thread at once, forever:
         // it is left out from then on (poll skips a negative one), after
         // whatever it still had is taken below.
-        for f in &mut fds[..2] {
-            if f.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
-                f.fd = -1;
+        for i in [0, 1, 3] {
+            if fds[i].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+                fds[i].fd = -1;
             }
+        }
+        if fds[3].revents != 0 {
+            // SAFETY: the context is open and watched (`Progress::start`).
+            unsafe { device_error::arrived(shared.ctx) };
         }
         let mut cm = shared.lock();
         if fds[1].revents != 0 {

@@ -240,3 +240,102 @@ fn close_with_connects_in_flight(rig: &mut Rig<Rxe>, cycle: u64) {
 fn threads() -> usize {
     std::fs::read_dir("/proc/self/task").expect("/proc/self/task").count()
 }
+
+/// The connection manager's thread also reads the device's errors, and a
+/// consumer asleep in `dat_evd_wait` with no timeout on its async EVD
+/// hears of them: the receive EVD (qlen 1) of an EP with many receives
+/// posted overruns when a peer, on a thread of its own, sends into them
+/// after the consumer fell asleep. The wait returns
+/// DAT_ASYNC_ERROR_EVD_OVERFLOW naming that EVD, whichever woke it first:
+/// the CQ's notification (every CQ of the IA is armed for a wait), after
+/// which the overrun may not yet have been read, or the IA's device-error
+/// flag, which alone can wake it then. A wait that never returns fails
+/// the test loudly, from a watchdog, after three PATIENCEs.
+#[test]
+fn a_wait_with_no_timeout_on_the_async_evd_wakes_when_a_cq_overruns() {
+    const RECEIVES: u64 = 32;
+    /// How long the peer waits after it is told the consumer is about to
+    /// sleep before it sends.
+    const LATER: Duration = Duration::from_millis(500);
+    let qual = PORT + 65;
+    let (address_tx, address_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (finish, finish_rx) = mpsc::channel::<()>();
+    let peer = std::thread::spawn(move || {
+        let mut rig = Rig::<Rxe>::new();
+        let server = rig.side();
+        let src = rig.buf(64, MemPriv::ALL);
+        let psp = rig.p.psp_create(rig.ia, qual, rig.cr_evd, PspFlags::Consumer).unwrap();
+        address_tx.send(rig.address()).unwrap();
+        let cr = match rig.expect(rig.cr_evd, EventNumber::ConnectionRequest).data {
+            EventData::CrArrival { cr, .. } => cr,
+            other => panic!("{other:?}"),
+        };
+        rig.p.cr_accept(cr, server.ep, b"").unwrap();
+        rig.expect(server.conn, EventNumber::ConnectionEstablished);
+        go_rx.recv_timeout(PATIENCE).expect("the consumer never said it sleeps");
+        std::thread::sleep(LATER);
+        // The consumer's EP breaks as its CQ overruns: the sends that find
+        // it broken fail, which is no concern of this test.
+        for cookie in 0..RECEIVES {
+            if rig.p.ep_post_send(server.ep, &[src.seg(0, 64)], cookie, CompletionFlags::DEFAULT).is_err() {
+                break;
+            }
+        }
+        let _ = finish_rx.recv_timeout(PATIENCE * 3);
+        rig.p.ep_disconnect(server.ep, CloseFlags::Abrupt).ok();
+        rig.p.psp_free(psp).unwrap();
+    });
+    let address = address_rx.recv_timeout(PATIENCE).expect("the peer never listened");
+
+    let mut rig = Rig::<Rxe>::new();
+    let dst = rig.buf(64 * RECEIVES as usize, MemPriv::ALL);
+    let recv_evd = rig.p.evd_create(rig.ia, 1, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let request_evd = rig.p.evd_create(rig.ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    let conn = rig.p.evd_create(rig.ia, 8, CnoHandle::NULL, EvdFlags::CONNECTION).unwrap();
+    let attr = EpAttr { max_recv_dtos: RECEIVES as u32, ..EpAttr::provider_default(&rig.attr) };
+    let ep = rig.p.ep_create(rig.ia, rig.pz, recv_evd, request_evd, conn, Some(&attr)).unwrap();
+    let mut posted = 0;
+    for cookie in 0..RECEIVES {
+        let seg = dst.seg(64 * cookie as usize, 64);
+        if rig.p.ep_post_recv(ep, &[seg], cookie, CompletionFlags::DEFAULT).is_ok() {
+            posted += 1;
+        }
+    }
+    assert!(posted > 1, "{posted} receives posted to an EP whose receive EVD holds 1");
+    rig.p.ep_connect(ep, &address, qual, 10_000_000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
+    rig.expect(conn, EventNumber::ConnectionEstablished);
+    let async_evd = match rig.p.ia_query(rig.ia).unwrap().0 {
+        AsyncEvdRef::Handle(evd) => evd,
+        other => panic!("{other:?}"),
+    };
+
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(PATIENCE * 3).is_err() {
+            eprintln!(
+                "a_wait_with_no_timeout_on_the_async_evd_wakes_when_a_cq_overruns: dat_evd_wait \
+                 still asleep after {:?}: the overrun did not wake it",
+                PATIENCE * 3
+            );
+            std::process::exit(1);
+        }
+    });
+    go_tx.send(()).unwrap();
+    let start = Instant::now();
+    let waited = rig.p.evd_wait(async_evd, TIMEOUT_INFINITE, 1);
+    done_tx.send(()).unwrap();
+    watchdog.join().unwrap();
+    let (e, _) = waited.expect("dat_evd_wait on the async EVD");
+    assert!(start.elapsed() >= LATER, "woken after {:?}, before the peer sent", start.elapsed());
+    assert_eq!(e.number, EventNumber::AsyncEvdOverflow, "{e:?}");
+    assert!(matches!(e.data, EventData::AsyncError { handle: Some(h), .. } if h == recv_evd.into()), "{e:?}");
+    rig.expect(conn, EventNumber::ConnectionBroken);
+
+    let _ = finish.send(());
+    peer.join().expect("the peer");
+    rig.p.ep_free(ep).unwrap();
+    for evd in [recv_evd, request_evd, conn] {
+        rig.p.evd_free(evd).unwrap();
+    }
+}

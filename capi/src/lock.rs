@@ -158,33 +158,36 @@ impl<T> Locked<T> {
     /// provider: `None` once a call panicked in it (the word is
     /// `POISONED`, and stays so). Of any other provider, as
     /// [`Locked::lock`]: its caller asks about panics elsewhere.
+    ///
+    /// A guard it returns never carries a poison, so that where it is let
+    /// go the word is stored free with no test.
     #[inline(always)]
     pub fn enter(&self) -> Option<Exclusive<'_, T>> {
         if !self.alone {
-            return Some(self.lock());
+            self.lock_shards();
+        } else {
+            let prev = self.word.swap(HELD, Ordering::Acquire);
+            if prev != FREE && !self.enter_slow(prev) {
+                return None;
+            }
         }
-        match self.word.swap(HELD, Ordering::Acquire) {
-            FREE => Some(Exclusive { locked: self, poison: false }),
-            prev => self.enter_slow(prev),
-        }
+        Some(Exclusive { locked: self, poison: false })
     }
 
-    /// [`Locked::enter`] where the word was not free: poisoned (put back),
-    /// or held by a thread the consumer let in against its contract
-    /// (waited for).
+    /// [`Locked::enter`] where the word was not free: poisoned (put back,
+    /// and `false`), or held by a thread the consumer let in against its
+    /// contract (waited for, and `true` once this thread holds it).
     #[cold]
     #[inline(never)]
-    fn enter_slow(&self, prev: u32) -> Option<Exclusive<'_, T>> {
-        let guard = match prev {
-            POISONED => Exclusive { locked: self, poison: true },
-            _ => self.lock(),
+    fn enter_slow(&self, prev: u32) -> bool {
+        let poisoned = match prev {
+            POISONED => true,
+            _ => self.take_word(),
         };
-        if guard.poison {
-            // Dropped, it stores the poison back.
-            drop(guard);
-            return None;
+        if poisoned {
+            self.word.store(POISONED, Ordering::Release);
         }
-        Some(guard)
+        !poisoned
     }
 
     /// Take the word of a [`Threads::One`] provider, waiting out a thread
@@ -214,6 +217,14 @@ impl<T> Locked<T> {
             let poison = self.take_word();
             return Exclusive { locked: self, poison };
         }
+        self.lock_shards();
+        Exclusive { locked: self, poison: false }
+    }
+
+    /// Every shard, for writing, in order, of a provider that is not
+    /// [`Threads::One`].
+    #[inline(always)]
+    fn lock_shards(&self) {
         match &*self.shards {
             [only] => only.0.lock_exclusive(),
             shards => {
@@ -224,7 +235,6 @@ impl<T> Locked<T> {
                 self.turns.since.store(self.turns.now(), Ordering::Relaxed);
             }
         }
-        Exclusive { locked: self, poison: false }
     }
 
     /// Let the sharing calls have the turn the last [`Exclusive`] owes

@@ -28,7 +28,8 @@ enum Answer {
 /// A provider on a thread of its own, listening on `qual`. It sends its
 /// IA's address once it listens; then, unless it ignores requests, the
 /// private data of the request it took and answered, and (on accept) once
-/// it saw the connection established. It lives until `finish` says so.
+/// it saw the connection established; then it does what its test asked of
+/// it on an accepted connection. It lives until `finish` says so.
 struct Peer {
     address: IaAddress,
     heard: mpsc::Receiver<Vec<u8>>,
@@ -38,6 +39,12 @@ struct Peer {
 
 impl Peer {
     fn start(qual: u64, answer: Answer) -> Peer {
+        Peer::start_then(qual, answer, |_, _| {})
+    }
+
+    /// A peer that, once it answered, runs `then` on its provider and its
+    /// side of the connection.
+    fn start_then(qual: u64, answer: Answer, then: impl FnOnce(&mut Rig<Rxe>, EpHandle) + Send + 'static) -> Peer {
         let (address_tx, address_rx) = mpsc::channel();
         let (heard_tx, heard) = mpsc::channel();
         let (finish, finish_rx) = mpsc::channel::<()>();
@@ -60,7 +67,8 @@ impl Peer {
                 }
                 heard_tx.send(data).unwrap();
             }
-            let _ = finish_rx.recv_timeout(PATIENCE * 2);
+            then(&mut rig, server.ep);
+            let _ = finish_rx.recv_timeout(PATIENCE * 3);
             rig.p.ep_disconnect(server.ep, CloseFlags::Abrupt).ok();
             rig.p.psp_free(psp).unwrap();
         });
@@ -258,35 +266,19 @@ fn a_wait_with_no_timeout_on_the_async_evd_wakes_when_a_cq_overruns() {
     /// sleep before it sends.
     const LATER: Duration = Duration::from_millis(500);
     let qual = PORT + 65;
-    let (address_tx, address_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
-    let (finish, finish_rx) = mpsc::channel::<()>();
-    let peer = std::thread::spawn(move || {
-        let mut rig = Rig::<Rxe>::new();
-        let server = rig.side();
+    let peer = Peer::start_then(qual, Answer::Accept, move |rig, ep| {
         let src = rig.buf(64, MemPriv::ALL);
-        let psp = rig.p.psp_create(rig.ia, qual, rig.cr_evd, PspFlags::Consumer).unwrap();
-        address_tx.send(rig.address()).unwrap();
-        let cr = match rig.expect(rig.cr_evd, EventNumber::ConnectionRequest).data {
-            EventData::CrArrival { cr, .. } => cr,
-            other => panic!("{other:?}"),
-        };
-        rig.p.cr_accept(cr, server.ep, b"").unwrap();
-        rig.expect(server.conn, EventNumber::ConnectionEstablished);
         go_rx.recv_timeout(PATIENCE).expect("the consumer never said it sleeps");
         std::thread::sleep(LATER);
         // The consumer's EP breaks as its CQ overruns: the sends that find
         // it broken fail, which is no concern of this test.
         for cookie in 0..RECEIVES {
-            if rig.p.ep_post_send(server.ep, &[src.seg(0, 64)], cookie, CompletionFlags::DEFAULT).is_err() {
+            if rig.p.ep_post_send(ep, &[src.seg(0, 64)], cookie, CompletionFlags::DEFAULT).is_err() {
                 break;
             }
         }
-        let _ = finish_rx.recv_timeout(PATIENCE * 3);
-        rig.p.ep_disconnect(server.ep, CloseFlags::Abrupt).ok();
-        rig.p.psp_free(psp).unwrap();
     });
-    let address = address_rx.recv_timeout(PATIENCE).expect("the peer never listened");
 
     let mut rig = Rig::<Rxe>::new();
     let dst = rig.buf(64 * RECEIVES as usize, MemPriv::ALL);
@@ -303,7 +295,7 @@ fn a_wait_with_no_timeout_on_the_async_evd_wakes_when_a_cq_overruns() {
         }
     }
     assert!(posted > 1, "{posted} receives posted to an EP whose receive EVD holds 1");
-    rig.p.ep_connect(ep, &address, qual, 10_000_000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
+    rig.p.ep_connect(ep, &peer.address, qual, 10_000_000, b"", Qos::BEST_EFFORT, ConnectFlags::DEFAULT).unwrap();
     rig.expect(conn, EventNumber::ConnectionEstablished);
     let async_evd = match rig.p.ia_query(rig.ia).unwrap().0 {
         AsyncEvdRef::Handle(evd) => evd,
@@ -332,8 +324,7 @@ fn a_wait_with_no_timeout_on_the_async_evd_wakes_when_a_cq_overruns() {
     assert!(matches!(e.data, EventData::AsyncError { handle: Some(h), .. } if h == recv_evd.into()), "{e:?}");
     rig.expect(conn, EventNumber::ConnectionBroken);
 
-    let _ = finish.send(());
-    peer.join().expect("the peer");
+    peer.end();
     rig.p.ep_free(ep).unwrap();
     for evd in [recv_evd, request_evd, conn] {
         rig.p.evd_free(evd).unwrap();

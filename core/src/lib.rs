@@ -92,6 +92,7 @@ mod rsp;
 pub mod slab;
 mod srq;
 pub mod storage;
+pub mod store;
 pub mod types;
 mod ud;
 

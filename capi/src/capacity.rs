@@ -21,7 +21,7 @@
 use udat_core::event::EventSlot;
 use udat_core::handle::Kind;
 use udat_core::slab::Slot;
-use udat_core::storage::{Store, Vacant};
+use udat_core::store::{Store, Vacant};
 use udat_core::Storage;
 
 /// Objects of each kind and events one provider holds.

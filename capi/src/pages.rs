@@ -1,5 +1,5 @@
 //! Memory reserved at once and written a little at a time: the handle
-//! space ([`crate::handles`]), the slots of the heap storage
+//! space ([`crate::handle_space`]), the slots of the heap storage
 //! ([`crate::capacity`]) and the per-slot locks ([`crate::lock`]). Each
 //! is kept out of transparent huge pages, so that what is resident is
 //! what was written (docs/c-abi.md, "Resident memory under churn").

@@ -22,7 +22,7 @@ use crate::handle::{AnyHandle, EpHandle, EvdHandle, IaHandle, Kind, RawHandle};
 use crate::provider::Provider;
 use crate::slab::{Slab, Slot};
 use crate::storage::Storage;
-use crate::storage::Store;
+use crate::store::Store;
 use crate::types::{DtoOp, DtoStatus};
 
 /// One kind's counters in the header's order: a `Counter` enum whose

@@ -7,7 +7,7 @@
 //! later. Each queue is a FIFO threaded through the pool.
 
 use crate::handle::{AhHandle, AnyHandle, CrHandle, EpHandle, EvdHandle, PspHandle, RmrHandle};
-use crate::storage::{Store, Vacant};
+use crate::store::{Store, Vacant};
 use crate::types::{DtoOp, DtoStatus};
 
 /// `DAT_EVENT_NUMBER`.

@@ -57,11 +57,16 @@
 //! events reach the EVDs when the consumer dequeues, waits or posts; no
 //! thread runs behind its back.
 //!
-//! The one `unsafe` block is in [`slab`]: an object reached through a
-//! shared provider by the thread that holds its lock ([`shared`]).
-//! Registering memory is an `unsafe fn` ([`Provider::lmr_create`]): the
-//! transport will read and write what it names, so its caller vouches for
-//! that memory, and every other call stays safe.
+//! `unsafe` is denied here except where one contract needs it, each
+//! place allowing it by name: the cell of a [`place`], through which the
+//! thread holding an object's lock changes it in a shared provider, and
+//! the calls that reach objects that way (the [`shared`] posts, the
+//! shared dequeue, the shared tallies, the backend's shared methods),
+//! whose caller vouches for that lock, and a provider built field by
+//! field where it is to live ([`Provider::init_in`]). Registering memory
+//! is an `unsafe fn` ([`Provider::lmr_create`]): the transport will read
+//! and write what it names, so its caller vouches for that memory, and
+//! every other call stays safe.
 #![no_std]
 #![deny(unsafe_code)]
 #![warn(missing_debug_implementations, rust_2018_idioms)]
@@ -92,6 +97,7 @@ mod rsp;
 pub mod slab;
 mod srq;
 pub mod storage;
+pub mod store;
 pub mod types;
 mod ud;
 

@@ -10,7 +10,7 @@
 
 use core::cell::UnsafeCell;
 
-use crate::storage::Vacant;
+use crate::store::Vacant;
 
 /// A value or none, changed through a shared reference only by the one
 /// thread its owner's lock admits.

@@ -12,7 +12,7 @@ use core::marker::PhantomData;
 
 use crate::handle::RawHandle;
 use crate::place::Place;
-use crate::storage::{Store, Vacant};
+use crate::store::{Store, Vacant};
 
 /// One slot of a [`Slab`]: its generation, and the object while it lives.
 ///

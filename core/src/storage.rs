@@ -13,51 +13,7 @@
 use crate::event::EventSlot;
 use crate::handle::Kind;
 use crate::slab::Slot;
-
-/// A value a store's new places start as.
-pub trait Vacant {
-    /// An empty place.
-    const VACANT: Self;
-}
-
-impl<T> Vacant for Option<T> {
-    const VACANT: Option<T> = None;
-}
-
-/// A run of `X`s that may grow at its end, up to [`Store::limit`], and
-/// never moves the ones it has.
-pub trait Store<X> {
-    /// The places so far.
-    fn items(&self) -> &[X];
-    /// The places so far, mutably.
-    fn items_mut(&mut self) -> &mut [X];
-    /// Add one vacant place at the end: `false` when the store is at its
-    /// limit.
-    fn grow(&mut self) -> bool;
-    /// The most places the store holds.
-    fn limit(&self) -> usize;
-}
-
-impl<X, const N: usize> Store<X> for [X; N] {
-    #[inline(always)]
-    fn items(&self) -> &[X] {
-        self
-    }
-
-    #[inline(always)]
-    fn items_mut(&mut self) -> &mut [X] {
-        self
-    }
-
-    /// An array has all its places from the start.
-    fn grow(&mut self) -> bool {
-        false
-    }
-
-    fn limit(&self) -> usize {
-        N
-    }
-}
+use crate::store::Store;
 
 /// A source of stores for a [`Provider`](crate::Provider).
 pub trait Storage {

@@ -7,7 +7,7 @@
 //! sizes it from the provider's capacities).
 
 use udat_core::place::Place;
-use udat_core::storage::{Store, Vacant};
+use udat_core::store::{Store, Vacant};
 
 /// Which table a [`Storage`] is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

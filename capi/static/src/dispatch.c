@@ -18,7 +18,7 @@
 #include <dat2/dat_registry.h>
 #include <dat2/dat_ib_extensions.h>
 
-/* capi/src/handles.rs, `Spaces`: where the handle spaces of this process
+/* capi/src/handle_space.rs, `Spaces`: where the handle spaces of this process
  * start, and how many bytes of them are readable. */
 struct udat_spaces {
 	uintptr_t base;
@@ -29,7 +29,7 @@ extern const struct udat_spaces *const udat_handle_spaces;
 
 /* Whether a provider of this process handed out `handle`: an aligned word
  * of a readable handle space that holds a provider word. Inline, so that
- * a dispatch stays a jump into the provider (handles.rs: issued). */
+ * a dispatch stays a jump into the provider (handle_space.rs: issued). */
 static inline int udat_handle_issued(DAT_HANDLE handle)
 {
 	uintptr_t extent = __atomic_load_n(&udat_handle_spaces->extent, __ATOMIC_ACQUIRE);

@@ -9,7 +9,7 @@ use crate::counters::ia;
 use crate::handle::{IaHandle, RawHandle};
 use crate::object::ia::Ia;
 use crate::slab::{Members, Slab, Slot};
-use crate::storage::Store;
+use crate::store::Store;
 
 /// The objects of one IA, one list per kind.
 #[derive(Debug, Default, Clone, Copy)]

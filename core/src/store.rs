@@ -1,0 +1,49 @@
+//! A run of places that may grow without moving the ones it has, and the
+//! value its new places start as: what the slabs, the event pool and the
+//! transports' queue tables are built on. A [`Storage`](crate::Storage)
+//! hands the provider its stores.
+
+/// A value a store's new places start as.
+pub trait Vacant {
+    /// An empty place.
+    const VACANT: Self;
+}
+
+impl<T> Vacant for Option<T> {
+    const VACANT: Option<T> = None;
+}
+
+/// A run of `X`s that may grow at its end, up to [`Store::limit`], and
+/// never moves the ones it has.
+pub trait Store<X> {
+    /// The places so far.
+    fn items(&self) -> &[X];
+    /// The places so far, mutably.
+    fn items_mut(&mut self) -> &mut [X];
+    /// Add one vacant place at the end: `false` when the store is at its
+    /// limit.
+    fn grow(&mut self) -> bool;
+    /// The most places the store holds.
+    fn limit(&self) -> usize;
+}
+
+impl<X, const N: usize> Store<X> for [X; N] {
+    #[inline(always)]
+    fn items(&self) -> &[X] {
+        self
+    }
+
+    #[inline(always)]
+    fn items_mut(&mut self) -> &mut [X] {
+        self
+    }
+
+    /// An array has all its places from the start.
+    fn grow(&mut self) -> bool {
+        false
+    }
+
+    fn limit(&self) -> usize {
+        N
+    }
+}

@@ -44,14 +44,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 CrHandle(raw)
             }
             Err(cr) => {
-                if self.eps.get(local_ep.0).is_some_and(|e| e.provider_owned) {
+                if self.eps.get(local_ep.0).is_some_and(|e| e.connection().provider_owned()) {
                     self.ep_destroy(local_ep);
                 }
                 return Err(cr.request);
             }
         };
         if let Some(e) = self.eps.get_mut(local_ep.0) {
-            e.cr = h;
+            e.connection_moves(|c| c.cr = h);
         }
         self.deliver(evd, number, EventData::CrArrival { psp, conn_qual, cr: h }, true);
         Ok(())
@@ -112,11 +112,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let qp = e.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
         let c = crs.get_mut(cr_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleCr))?;
         backend.cm().accept(&mut c.request, B::cm_qp(qp), private_data)?;
-        e.set_state(EpState::CompletionPending);
-        e.provider_owned = false;
-        e.cr = CrHandle::NULL;
-        e.remote = remote;
-        e.remote_port = remote_port;
+        e.connection_moves(|c| c.accept(remote, remote_port));
         crate::object::owned::remove(&mut self.ias, &mut self.crs, cr_h.0);
         self.count_ia(ia, counters::ia::Counter::SP_CR_ACCEPTED);
         Ok(())
@@ -149,11 +145,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     fn cr_release_ep(&mut self, ep: EpHandle) {
         match self.eps.get_mut(ep.0) {
-            Some(e) if e.provider_owned => self.ep_destroy(ep),
-            Some(e) => {
-                e.set_state(EpState::Unconnected);
-                e.cr = CrHandle::NULL;
-            }
+            Some(e) if e.connection().provider_owned() => self.ep_destroy(ep),
+            Some(e) => e.connection_moves(|c| c.release()),
             None => {}
         }
     }
@@ -165,7 +158,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn cr_handoff(&mut self, cr_h: CrHandle, conn_qual: u64) -> DatResult<()> {
         let cr = self.cr(cr_h)?;
         let ia = cr.ia;
-        let bound = self.eps.get(cr.local_ep.0).is_some_and(|e| !e.provider_owned);
+        let bound = self.eps.get(cr.local_ep.0).is_some_and(|e| !e.connection().provider_owned());
         let target = self.psps.members(&self.owned(ia).psps).find(|(_, p)| p.conn_qual == conn_qual);
         let Some((psp_raw, psp)) = target.filter(|_| !bound) else {
             return Err(DatError::invalid_arg(2));

@@ -339,8 +339,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             ia: e.ia,
             state: e.state(),
             local_ia_address: local,
-            remote_ia_address: e.remote,
-            remote_port_qual: e.remote_port,
+            remote_ia_address: e.connection().remote,
+            remote_port_qual: e.connection().remote_port,
             pz: e.pz,
             recv_evd: e.recv_evd,
             request_evd: e.request_evd,
@@ -361,7 +361,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// The private data the peer sent with the connection this EP
     /// established (active side), as the ESTABLISHED event promised.
     pub fn ep_private_data(&self, ep: EpHandle) -> DatResult<&[u8]> {
-        Ok(&self.ep(ep)?.private_data)
+        Ok(&self.ep(ep)?.connection().private_data)
     }
 
     /// dat_ep_modify(3DAT).
@@ -473,10 +473,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
         backend.cm().connect(B::cm_qp(qp), remote, conn_qual, private_data, timeout)?;
-        ep.set_state(EpState::ActiveConnectionPending);
-        ep.remote = *remote;
-        ep.remote_conn_qual = conn_qual;
-        ep.remote_port = conn_qual;
+        ep.connection_moves(|c| c.connect(*remote, conn_qual));
         self.count_ep(h.0, counters::ep::Counter::CONNECT);
         Ok(())
     }
@@ -496,7 +493,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if d.state() != EpState::Connected {
             return Err(DatError::invalid_state(d.state_subtype()));
         }
-        let (remote, qual) = (d.remote, d.remote_conn_qual);
+        let (remote, qual) = (d.connection().remote, d.connection().remote_conn_qual);
         self.ep_connect(h, &remote, qual, timeout_us, private_data, qos, ConnectFlags::DEFAULT)
     }
 
@@ -516,7 +513,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             (EpState::Connected, CloseFlags::Graceful) => {
                 let Provider { eps, backend, .. } = self;
                 let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-                ep.set_state(EpState::DisconnectPending);
+                ep.connection_moves(|c| c.disconnect());
                 if let Some(qp) = ep.qp_mut() {
                     backend.cm().disconnect(B::cm_qp(qp), true);
                 }
@@ -553,10 +550,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 if let Some(qp) = ep.qp_mut() {
                     backend.qp_reset(qp)?;
                 }
-                ep.set_state(EpState::Unconnected);
-                ep.private_data.clear();
-                ep.remote = IaAddress::default();
-                ep.remote_port = 0;
+                ep.connection_moves(|c| c.reset());
                 ep.request_outstanding = 0;
                 ep.recv_outstanding = 0;
                 Ok(())

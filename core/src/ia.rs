@@ -141,7 +141,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// counted.
     fn ia_objects(&self, ia: IaHandle, except: EvdHandle) -> usize {
         let owned = self.owned(ia);
-        let providers = self.eps.members(&owned.eps).filter(|(_, e)| e.provider_owned).count();
+        let providers = self.eps.members(&owned.eps).filter(|(_, e)| e.connection().provider_owned()).count();
         let except = self.evds.get(except.0).is_some_and(|e| e.ia == ia);
         owned.len() - providers - usize::from(except)
     }

@@ -17,7 +17,7 @@ use crate::handle::*;
 use crate::object::ah::Ah;
 use crate::object::cno::Cno;
 use crate::object::cr::Cr;
-use crate::object::ep::Ep;
+use crate::object::ep::{Ep, Reached};
 use crate::object::evd::Evd;
 use crate::object::ia::Ia;
 use crate::object::lmr::Lmr;
@@ -436,12 +436,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub(crate) fn ep_lost(&mut self, ep_h: EpHandle, number: EventNumber) {
         let Provider { eps, backend, .. } = self;
         let Some(ep) = eps.get_mut(ep_h.0) else { return };
-        ep.set_state(EpState::Disconnected);
+        ep.connection_moves(|c| c.lose());
         if let Some(qp) = ep.qp_mut() {
             backend.cm().disconnect(B::cm_qp(qp), false);
         }
         let (evd, ia, on_srq) = (ep.connect_evd, ep.ia, !ep.srq.is_null());
-        let size = if number == EventNumber::ConnectionPeerRejected { ep.private_data.len() as u32 } else { 0 };
+        let size =
+            if number == EventNumber::ConnectionPeerRejected { ep.connection().private_data.len() as u32 } else { 0 };
         self.deliver(evd, number, EventData::Connection { ep: ep_h, private_data_size: size }, true);
         // An EP on an SRQ takes no more of its buffers once flushed: the
         // transport's "last WQE reached" event, which DAT providers report
@@ -471,46 +472,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if ep.ud {
             return self.on_ud_failed(ep_h, outcome, private_data);
         }
-        let state = ep.state();
-        let number = match (outcome, state) {
-            (ConnOutcome::Established, EpState::ActiveConnectionPending) => {
-                // dat_evd_wait(3DAT): for the active side the event carries
-                // the peer's private data, valid until the EP is freed or
-                // reset.
-                ep.set_state(EpState::Connected);
-                ep.private_data = private_data;
-                let size = ep.private_data.len() as u32;
+        match ep.connection_moves(|c| c.take(outcome, private_data)) {
+            Some(Reached::Established { private_data_size }) => {
                 let evd = ep.connect_evd;
-                let data = EventData::Connection { ep: ep_h, private_data_size: size };
+                let data = EventData::Connection { ep: ep_h, private_data_size };
                 self.deliver(evd, EventNumber::ConnectionEstablished, data, true);
-                return;
             }
-            (ConnOutcome::Established, EpState::CompletionPending) => {
-                ep.set_state(EpState::Connected);
-                let evd = ep.connect_evd;
-                let data = EventData::Connection { ep: ep_h, private_data_size: 0 };
-                self.deliver(evd, EventNumber::ConnectionEstablished, data, true);
-                return;
-            }
-            (ConnOutcome::PeerRejected, EpState::ActiveConnectionPending) => {
-                // DAT 2.0 dat_cr_reject: the rejecting peer's private data
-                // reaches the active side, as the accepting peer's does.
-                ep.private_data = private_data;
-                EventNumber::ConnectionPeerRejected
-            }
-            (ConnOutcome::NonPeerRejected, EpState::ActiveConnectionPending) => EventNumber::ConnectionNonPeerRejected,
-            (ConnOutcome::Unreachable, EpState::ActiveConnectionPending) => EventNumber::ConnectionUnreachable,
-            (ConnOutcome::TimedOut, EpState::ActiveConnectionPending) => EventNumber::ConnectionTimedOut,
-            (ConnOutcome::AcceptError, EpState::CompletionPending) => EventNumber::ConnectionAcceptCompletionError,
-            (ConnOutcome::Disconnected, EpState::Connected | EpState::DisconnectPending) => {
-                EventNumber::ConnectionDisconnected
-            }
-            (ConnOutcome::Broken, EpState::Connected | EpState::DisconnectPending) => EventNumber::ConnectionBroken,
-            // Anything else is stale: the EP has moved on (an abrupt local
-            // disconnect already reported DISCONNECTED, say).
-            _ => return,
-        };
-        self.ep_lost(ep_h, number);
+            Some(Reached::Lost(number)) => self.ep_lost(ep_h, number),
+            None => {}
+        }
     }
 
     fn on_request(

@@ -8,7 +8,7 @@
 
 use crate::backend::{Backend, ConnReq, ConnectionManager, PrivateData};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
-use crate::handle::{CrHandle, EpHandle, EvdHandle, IaHandle, PspHandle, RspHandle};
+use crate::handle::{EpHandle, EvdHandle, IaHandle, PspHandle, RspHandle};
 use crate::object::cr::Cr;
 use crate::object::rsp::Rsp;
 use crate::provider::{rsp_tag, Provider};
@@ -81,8 +81,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             }
         }
         if let Some(e) = self.eps.get_mut(ep.0) {
-            e.set_state(EpState::Reserved);
-            e.rsp = h;
+            e.connection_moves(|c| c.reserve(h));
         }
         self.sp_feeds(evd, true);
         Ok(h)
@@ -92,11 +91,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// the provider's away.
     fn ep_release_reserved(&mut self, ep: EpHandle) {
         match self.eps.get_mut(ep.0) {
-            Some(e) if e.provider_owned => self.ep_destroy(ep),
-            Some(e) => {
-                e.set_state(EpState::Unconnected);
-                e.rsp = RspHandle::NULL;
-            }
+            Some(e) if e.connection().provider_owned() => self.ep_destroy(ep),
+            Some(e) => e.connection_moves(|c| c.release()),
             None => {}
         }
     }
@@ -115,7 +111,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.backend.cm().unlisten(l);
         }
         self.sp_feeds(r.evd, false);
-        if self.eps.get(r.ep.0).is_some_and(|e| e.rsp == rsp && e.state() == EpState::Reserved) {
+        if self.eps.get(r.ep.0).is_some_and(|e| e.connection().rsp() == rsp && e.state() == EpState::Reserved) {
             self.ep_release_reserved(r.ep);
         }
     }
@@ -164,9 +160,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.backend.cm().unlisten(l);
         }
         if let Some(e) = self.eps.get_mut(ep.0) {
-            e.set_state(EpState::PassiveConnectionPending);
-            e.rsp = RspHandle::NULL;
-            e.cr = CrHandle::NULL;
+            e.connection_moves(|c| c.request_arrived());
         }
         let delivered = self.cr_deliver(cr, evd);
         self.sp_feeds(evd, false);

@@ -120,9 +120,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 return self.ud_event(ep_h, EventNumber::UdConnectionError, AhHandle::NULL, 0, passive);
             }
         };
-        if ep.state() == EpState::Unconnected {
-            ep.set_state(EpState::Connected);
-        }
+        ep.connection_moves(|c| c.resolve_peer());
         let data =
             EventData::UdConnection { ep: ep_h, ah: ah_h, remote_qpn: peer.qpn, private_data_size: size, passive };
         self.deliver(evd, EventNumber::UdConnectionEstablished, data, true);
@@ -137,7 +135,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 // DAT 2.0 dat_cr_reject: the rejecting peer's private data
                 // reaches the requester; it stays with the EP.
                 if let Some(ep) = self.eps.get_mut(ep_h.0) {
-                    ep.private_data = private_data;
+                    ep.connection_moves(|c| c.private_data = private_data);
                 }
                 EventNumber::UdConnectionReject
             }
@@ -166,7 +164,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     fn ud_event(&mut self, ep_h: EpHandle, number: EventNumber, ah: AhHandle, remote_qpn: u32, passive: bool) {
         let Some(ep) = self.eps.get(ep_h.0) else { return };
-        let size = if number == EventNumber::UdConnectionReject { ep.private_data.len() as u32 } else { 0 };
+        let size =
+            if number == EventNumber::UdConnectionReject { ep.connection().private_data.len() as u32 } else { 0 };
         let evd = ep.connect_evd;
         let data = EventData::UdConnection { ep: ep_h, ah, remote_qpn, private_data_size: size, passive };
         self.deliver(evd, number, data, true);
@@ -177,7 +176,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// rejection and no address.
     pub fn ud_connection(&self, ep: EpHandle, ah: AhHandle) -> DatResult<(&[u8], IaAddress)> {
         if ah.is_null() {
-            return Ok((&self.ep(ep)?.private_data, IaAddress::default()));
+            return Ok((&self.ep(ep)?.connection().private_data, IaAddress::default()));
         }
         let a = self.ahs.get(ah.0).filter(|a| a.ep == ep).ok_or(DatError::invalid_arg(3))?;
         Ok((&a.private_data, a.remote))

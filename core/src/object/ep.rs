@@ -1,12 +1,16 @@
 //! The state of an Endpoint and its own rules; the DAT calls on it are in
 //! `crate::ep`.
 
-use crate::backend::{Backend, PrivateData};
+mod connection;
+
+pub(crate) use connection::{Connection, Reached};
+
+use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
-use crate::handle::{CrHandle, EvdHandle, IaHandle, PzHandle, RspHandle, SrqHandle};
+use crate::handle::{EvdHandle, IaHandle, PzHandle, SrqHandle};
 use crate::object::evd::NotifyMode;
 use crate::slab::Members;
-use crate::types::{CompletionFlags, EpAttr, EpState, IaAddress, IaAttr, Qos};
+use crate::types::{CompletionFlags, EpAttr, EpState, IaAttr, Qos};
 
 pub(crate) struct Ep<B: Backend> {
     pub(crate) ia: IaHandle,
@@ -15,25 +19,14 @@ pub(crate) struct Ep<B: Backend> {
     pub(crate) request_evd: EvdHandle,
     pub(crate) connect_evd: EvdHandle,
     pub(crate) srq: SrqHandle,
-    /// The attributes, the state and the QP are read by every post and
-    /// written only through [`Ep::settle`] and [`Ep::set_state`], which
-    /// keep `hot` theirs.
+    /// The attributes, the connection (with the state) and the QP are
+    /// read by every post and written only through [`Ep::settle`] and
+    /// [`Ep::connection_moves`], which keep `hot` theirs.
     attr: EpAttr,
-    state: EpState,
+    connection: Connection,
     qp: Option<B::Qp>,
     /// What the lanes read of them.
     pub(crate) hot: Hot,
-    /// Created by a PSP with `DAT_PSP_PROVIDER` and not yet accepted on.
-    pub(crate) provider_owned: bool,
-    /// The Connection Request pending on this EP (passive states).
-    pub(crate) cr: CrHandle,
-    /// The RSP holding this EP (Reserved).
-    pub(crate) rsp: RspHandle,
-    pub(crate) remote: IaAddress,
-    pub(crate) remote_port: u64,
-    pub(crate) remote_conn_qual: u64,
-    /// The peer's private data of the established connection (active side).
-    pub(crate) private_data: PrivateData,
     pub(crate) request_outstanding: u32,
     pub(crate) recv_outstanding: u32,
     pub(crate) context: u64,
@@ -112,7 +105,7 @@ impl Hot {
         // A UD EP takes neither (its sends name a peer), and its receives
         // have a rule of their own (room for the GRH): the ordinary paths
         // decide them.
-        let posts = matches!(ep.state, EpState::Connected | EpState::Disconnected)
+        let posts = matches!(ep.state(), EpState::Connected | EpState::Disconnected)
             && ep.qp.is_some()
             && ep.attr.max_request_iov != 0
             && !ep.ud
@@ -148,16 +141,9 @@ impl<B: Backend> Ep<B> {
             connect_evd,
             srq,
             attr,
-            state,
+            connection: Connection::new(state, provider_owned),
             qp: None,
             hot: Hot { send: !0, rdma: !0, recv: !0 },
-            provider_owned,
-            cr: CrHandle::NULL,
-            rsp: RspHandle::NULL,
-            remote: IaAddress::default(),
-            remote_port: 0,
-            remote_conn_qual: 0,
-            private_data: PrivateData::new(),
             request_outstanding: 0,
             recv_outstanding: 0,
             context: 0,
@@ -200,7 +186,13 @@ impl<B: Backend> Ep<B> {
     /// The EP's state.
     #[inline(always)]
     pub(crate) fn state(&self) -> EpState {
-        self.state
+        self.connection.state()
+    }
+
+    /// The EP's connection: its state, who holds it, the peer.
+    #[inline(always)]
+    pub(crate) fn connection(&self) -> &Connection {
+        &self.connection
     }
 
     /// The EP's attributes.
@@ -227,11 +219,13 @@ impl<B: Backend> Ep<B> {
         self.qp.as_mut()
     }
 
-    /// Move the EP to `state`.
+    /// Move the connection through `step`, one of [`Connection`]'s
+    /// transitions; the hot facts follow.
     #[inline]
-    pub(crate) fn set_state(&mut self, state: EpState) {
-        self.state = state;
+    pub(crate) fn connection_moves<R>(&mut self, step: impl FnOnce(&mut Connection) -> R) -> R {
+        let r = step(&mut self.connection);
         self.hot = Hot::of(self);
+        r
     }
 
     /// Change the attributes or the QP through `change`; the hot facts
@@ -260,7 +254,7 @@ impl<B: Backend> Ep<B> {
 
     /// The `DAT_INVALID_STATE_EP_*` subtype of the current state.
     pub(crate) fn state_subtype(&self) -> Subtype {
-        match self.state {
+        match self.state() {
             EpState::Unconnected => Subtype::InvalidStateEpUnconnected,
             EpState::Reserved => Subtype::InvalidStateEpReserved,
             EpState::PassiveConnectionPending => Subtype::InvalidStateEpPassconnpending,

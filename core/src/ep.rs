@@ -25,7 +25,7 @@
 //! CONNECTED, each connection resolving one more peer (`crate::ud`).
 
 use crate::backend::{Backend, ConnectionManager, QpConfig, QpType};
-use crate::counters;
+use crate::counts;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::EventNumber;
 use crate::handle::{EpHandle, EvdHandle, IaHandle, PzHandle, SrqHandle};
@@ -477,7 +477,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         ep.remote = *remote;
         ep.remote_conn_qual = conn_qual;
         ep.remote_port = conn_qual;
-        self.count_ep(h.0, counters::ep::Counter::CONNECT);
+        self.count_ep(h.0, counts::ep::Counter::CONNECT);
         Ok(())
     }
 
@@ -503,7 +503,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_disconnect(3DAT).
     pub fn ep_disconnect(&mut self, h: EpHandle, flags: CloseFlags) -> DatResult<()> {
         self.disconnect(h, flags)?;
-        self.count_ep(h.0, counters::ep::Counter::DISCONNECT);
+        self.count_ep(h.0, counts::ep::Counter::DISCONNECT);
         Ok(())
     }
 

@@ -78,7 +78,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             context: 0,
             cm_look_us: 0,
             owned: crate::object::owned::Owned::default(),
-            counts: crate::counters::Counts::new(),
+            counts: crate::counts::Counts::new(),
             counting: false,
         };
         let ia_h = match self.ias.insert(ia) {

@@ -2,7 +2,7 @@
 //! `crate::ia`.
 
 use crate::backend::Backend;
-use crate::counters::{self, Counts};
+use crate::counts::Counts;
 use crate::handle::EvdHandle;
 use crate::types::IaAttr;
 
@@ -23,6 +23,6 @@ pub(crate) struct Ia<B: Backend> {
     /// The objects created on it.
     pub(crate) owned: crate::object::owned::Owned,
     /// `DAT_IA_COUNTERS`, and whether the IA and its EPs and EVDs count.
-    pub(crate) counts: Counts<{ counters::ia::COUNT }>,
+    pub(crate) counts: Counts<{ crate::counts::ia::COUNT }>,
     pub(crate) counting: bool,
 }

@@ -5,7 +5,7 @@
 //! checks its qualifier, a CNO finds its EVDs.
 
 use crate::backend::Backend;
-use crate::counters::ia;
+use crate::counts::ia;
 use crate::handle::{IaHandle, RawHandle};
 use crate::object::ia::Ia;
 use crate::slab::{Members, Slab, Slot};

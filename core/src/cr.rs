@@ -6,7 +6,7 @@
 //! destroyed Connection Request in any consequent operation fails").
 
 use crate::backend::{Backend, ConnReq, ConnectionManager};
-use crate::counters;
+use crate::counts;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{EventData, EventNumber};
 use crate::handle::{CrHandle, EpHandle, EvdHandle, PspHandle};
@@ -40,7 +40,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let number = if cr.ud { EventNumber::UdConnectionRequest } else { EventNumber::ConnectionRequest };
         let h = match crate::object::owned::insert(&mut self.ias, &mut self.crs, None, cr) {
             Ok(raw) => {
-                self.count_ia(ia, counters::ia::Counter::SP_CR);
+                self.count_ia(ia, counts::ia::Counter::SP_CR);
                 CrHandle(raw)
             }
             Err(cr) => {
@@ -114,7 +114,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         backend.cm().accept(&mut c.request, B::cm_qp(qp), private_data)?;
         e.connection_moves(|c| c.accept(remote, remote_port));
         crate::object::owned::remove(&mut self.ias, &mut self.crs, cr_h.0);
-        self.count_ia(ia, counters::ia::Counter::SP_CR_ACCEPTED);
+        self.count_ia(ia, counts::ia::Counter::SP_CR_ACCEPTED);
         Ok(())
     }
 
@@ -129,7 +129,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::invalid_arg(2));
         }
         self.cr_refuse(cr, private_data);
-        self.count_ia(ia, counters::ia::Counter::SP_CR_REJECTED);
+        self.count_ia(ia, counts::ia::Counter::SP_CR_REJECTED);
         Ok(())
     }
 

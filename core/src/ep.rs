@@ -25,7 +25,7 @@
 //! CONNECTED, each connection resolving one more peer (`crate::ud`).
 
 use crate::backend::{Backend, ConnectionManager, QpConfig, QpType};
-use crate::counters;
+use crate::counts;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::EventNumber;
 use crate::handle::{EpHandle, EvdHandle, IaHandle, PzHandle, SrqHandle};
@@ -474,7 +474,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpPz))?;
         backend.cm().connect(B::cm_qp(qp), remote, conn_qual, private_data, timeout)?;
         ep.connection_moves(|c| c.connect(*remote, conn_qual));
-        self.count_ep(h.0, counters::ep::Counter::CONNECT);
+        self.count_ep(h.0, counts::ep::Counter::CONNECT);
         Ok(())
     }
 
@@ -500,7 +500,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_disconnect(3DAT).
     pub fn ep_disconnect(&mut self, h: EpHandle, flags: CloseFlags) -> DatResult<()> {
         self.disconnect(h, flags)?;
-        self.count_ep(h.0, counters::ep::Counter::DISCONNECT);
+        self.count_ep(h.0, counts::ep::Counter::DISCONNECT);
         Ok(())
     }
 

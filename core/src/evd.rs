@@ -11,7 +11,7 @@
 mod dequeue;
 
 use crate::backend::{Backend, Completion, Wake};
-use crate::counters;
+use crate::counts;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
@@ -359,13 +359,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let r = self.dequeue(evd, false);
         if let Some(counts) = self.evd_tallies.of(evd.0) {
             let found = r.is_ok();
-            let mut bump = |c: counters::evd::Counter| counts.bump(c as usize);
-            bump(counters::evd::Counter::DEQUEUE);
-            bump(if found { counters::evd::Counter::DEQUEUE_FOUND } else { counters::evd::Counter::DEQUEUE_NOT_FOUND });
+            let mut bump = |c: counts::evd::Counter| counts.bump(c as usize);
+            bump(counts::evd::Counter::DEQUEUE);
+            bump(if found { counts::evd::Counter::DEQUEUE_FOUND } else { counts::evd::Counter::DEQUEUE_NOT_FOUND });
             if polls {
-                bump(counters::evd::Counter::DEQUEUE_POLL);
+                bump(counts::evd::Counter::DEQUEUE_POLL);
                 if found {
-                    bump(counters::evd::Counter::DEQUEUE_POLL_FOUND);
+                    bump(counts::evd::Counter::DEQUEUE_POLL_FOUND);
                 }
             }
         }
@@ -422,7 +422,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if let Ok(e) = self.evd_mut(evd) {
             e.set_waiter(true);
         }
-        self.count_evd(evd, counters::evd::Counter::WAIT);
+        self.count_evd(evd, counts::evd::Counter::WAIT);
         Ok(EvdWait { evd, threshold, deadline_us })
     }
 
@@ -482,13 +482,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                         return Err(DatError::of(ErrorType::Abort));
                     };
                     let woke = backend.block(dev, timeout_us);
-                    self.count_evd(evd, counters::evd::Counter::WAIT_BLOCKED);
+                    self.count_evd(evd, counts::evd::Counter::WAIT_BLOCKED);
                     match woke {
                         Wake::Interrupted => {
                             self.evd_wait_end(&wait);
                             return Err(DatError::of(ErrorType::InterruptedCall));
                         }
-                        Wake::Activity => self.count_evd(evd, counters::evd::Counter::WAIT_NOTIFY),
+                        Wake::Activity => self.count_evd(evd, counts::evd::Counter::WAIT_NOTIFY),
                         Wake::Timeout => {}
                     }
                 }

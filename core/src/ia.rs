@@ -5,7 +5,7 @@ use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EvdHandle, IaHandle};
 use crate::object::ia::Ia;
-use crate::object::owned::Owned;
+use crate::object::ia::Owned;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{CloseFlags, EvdFlags, IaAttr};
@@ -77,8 +77,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             name: stored,
             context: 0,
             cm_look_us: 0,
-            owned: crate::object::owned::Owned::default(),
-            counts: crate::counters::Counts::new(),
+            owned: Owned::default(),
+            counts: crate::counts::Counts::new(),
             counting: false,
         };
         let ia_h = match self.ias.insert(ia) {

@@ -61,7 +61,7 @@
 //! place allowing it by name: the cell of a [`place`], through which the
 //! thread holding an object's lock changes it in a shared provider, and
 //! the calls that reach objects that way (the [`shared`] posts, the
-//! shared dequeue, the shared tallies, the backend's shared methods),
+//! shared dequeue, the shared counts, the backend's shared methods),
 //! whose caller vouches for that lock, and a provider built field by
 //! field where it is to live ([`Provider::init_in`]). Registering memory
 //! is an `unsafe fn` ([`Provider::lmr_create`]): the transport will read
@@ -76,6 +76,7 @@ pub mod backend;
 mod cno;
 mod context;
 pub mod counters;
+mod counts;
 mod cr;
 mod csp;
 pub mod device_error;

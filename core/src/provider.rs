@@ -10,7 +10,7 @@ use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;
 
 use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnReq, ConnectionManager, PrivateData};
-use crate::counters::{self, Tallies, Tally};
+use crate::counts::{self, CountTable, SlotCounts};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber, EventPool};
 use crate::handle::*;
@@ -50,8 +50,8 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) ahs: Slab<Ah<B>, S::Slots<Ah<B>>>,
     pub(crate) events: EventPool<S::Events>,
     /// The EPs' and the EVDs' counters, beside their slabs.
-    pub(crate) ep_tallies: Tallies<{ counters::ep::COUNT }, S::Slots<Tally<{ counters::ep::COUNT }>>>,
-    pub(crate) evd_tallies: Tallies<{ counters::evd::COUNT }, S::Slots<Tally<{ counters::evd::COUNT }>>>,
+    pub(crate) ep_tallies: CountTable<{ counts::ep::COUNT }, S::Slots<SlotCounts<{ counts::ep::COUNT }>>>,
+    pub(crate) evd_tallies: CountTable<{ counts::evd::COUNT }, S::Slots<SlotCounts<{ counts::evd::COUNT }>>>,
     /// Where a CQ poll puts its completions: kept, so that no poll clears
     /// a buffer first.
     pub(crate) polled: [Completion; POLL_BATCH],
@@ -165,8 +165,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             // as Endpoints, one a peer of a UD EP.
             addr_of_mut!((*p).ahs).write(Slab::new(storage.slots(Kind::Ep)).listed());
             addr_of_mut!((*p).events).write(EventPool::new(storage.events()));
-            addr_of_mut!((*p).ep_tallies).write(Tallies::new(storage.slots(Kind::Ep)));
-            addr_of_mut!((*p).evd_tallies).write(Tallies::new(storage.slots(Kind::Evd)));
+            addr_of_mut!((*p).ep_tallies).write(CountTable::new(storage.slots(Kind::Ep)));
+            addr_of_mut!((*p).evd_tallies).write(CountTable::new(storage.slots(Kind::Evd)));
             addr_of_mut!((*p).polled).write([Completion::EMPTY; POLL_BATCH]);
             addr_of_mut!((*p).lmr_sequence).write(0);
             addr_of_mut!((*p).lmr_epoch).write(0);
@@ -263,7 +263,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub(crate) fn deliver(&mut self, evd: EvdHandle, number: EventNumber, data: EventData, notify: bool) {
         let Some(e) = self.evds.get_mut(evd.0) else { return };
         if e.counting && matches!(data, EventData::Connection { .. } | EventData::CrArrival { .. }) {
-            self.evd_tallies.bump(evd.0, counters::evd::Counter::CONN_CALLBACK as usize);
+            self.evd_tallies.bump(evd.0, counts::evd::Counter::CONN_CALLBACK as usize);
         }
         let event = Event { number, evd, data };
         if self.events.push(&mut e.queue, event).is_err() {
@@ -289,10 +289,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some(i) = self.ias.get_mut(ia.0) else { return };
         if i.counting {
             // OFA counts the QP's and the CQ's errors apart from the rest.
-            i.counts.bump(counters::ia::Counter::ASYNC_ERROR as usize);
+            i.counts.bump(counts::ia::Counter::ASYNC_ERROR as usize);
             match handle.map(|h| h.kind) {
-                Some(Kind::Ep) => i.counts.bump(counters::ia::Counter::ASYNC_QP_ERROR as usize),
-                Some(Kind::Evd) => i.counts.bump(counters::ia::Counter::ASYNC_CQ_ERROR as usize),
+                Some(Kind::Ep) => i.counts.bump(counts::ia::Counter::ASYNC_QP_ERROR as usize),
+                Some(Kind::Evd) => i.counts.bump(counts::ia::Counter::ASYNC_CQ_ERROR as usize),
                 _ => {}
             }
         }

@@ -2,7 +2,7 @@
 //! dat_psp_create_any(3DAT), dat_psp_free(3DAT), dat_psp_query(3DAT).
 
 use crate::backend::{Backend, ConnReq, ConnectionManager, PrivateData};
-use crate::counters;
+use crate::counts;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, EvdHandle, IaHandle, PspHandle};
 use crate::object::cr::Cr;
@@ -90,7 +90,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         for qual in ANY_CONN_QUAL {
             match self.psp_create(ia, qual, evd, flags) {
                 Ok(h) => {
-                    self.count_ia(ia, counters::ia::Counter::PSP_CREATE_ANY);
+                    self.count_ia(ia, counts::ia::Counter::PSP_CREATE_ANY);
                     return Ok((h, qual));
                 }
                 Err(e) if e.error_type() == ErrorType::ConnQualInUse => continue,

@@ -2,8 +2,9 @@
 //! `crate::ia`.
 
 use crate::backend::Backend;
-use crate::counters::{self, Counts};
+use crate::counts::Counts;
 use crate::handle::EvdHandle;
+use crate::slab::Members;
 use crate::types::IaAttr;
 
 /// Longest IA name kept (`DAT_NAME_MAX_LENGTH` is 256 with the NUL).
@@ -21,8 +22,33 @@ pub(crate) struct Ia<B: Backend> {
     /// events (backend clock, µs).
     pub(crate) cm_look_us: u64,
     /// The objects created on it.
-    pub(crate) owned: crate::object::owned::Owned,
+    pub(crate) owned: Owned,
     /// `DAT_IA_COUNTERS`, and whether the IA and its EPs and EVDs count.
-    pub(crate) counts: Counts<{ counters::ia::COUNT }>,
+    pub(crate) counts: Counts<{ crate::counts::ia::COUNT }>,
     pub(crate) counting: bool,
+}
+
+/// The objects of one IA, one list per kind.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Owned {
+    pub(crate) pzs: Members,
+    pub(crate) lmrs: Members,
+    pub(crate) rmrs: Members,
+    pub(crate) evds: Members,
+    pub(crate) cnos: Members,
+    pub(crate) eps: Members,
+    pub(crate) psps: Members,
+    pub(crate) rsps: Members,
+    pub(crate) crs: Members,
+    pub(crate) srqs: Members,
+}
+
+impl Owned {
+    /// Objects of every kind.
+    pub(crate) fn len(&self) -> usize {
+        [self.pzs, self.lmrs, self.rmrs, self.evds, self.cnos, self.eps, self.psps, self.rsps, self.crs, self.srqs]
+            .iter()
+            .map(Members::len)
+            .sum()
+    }
 }

@@ -1,40 +1,16 @@
-//! What each IA owns, listed kind by kind through the slabs' slots, so
-//! that the calls that must find an IA's objects visit its own and never
-//! walk a slab: dat_ia_close(3DAT) counts them (graceful) or frees them
-//! (abrupt), a connection request finds its PSP, a new service point
-//! checks its qualifier, a CNO finds its EVDs.
+//! How an object joins and leaves the lists of the IA that owns it
+//! ([`Owned`]), kind by kind through the slabs' slots, so that the calls
+//! that must find an IA's objects visit its own and never walk a slab:
+//! dat_ia_close(3DAT) counts them (graceful) or frees them (abrupt), a
+//! connection request finds its PSP, a new service point checks its
+//! qualifier, a CNO finds its EVDs.
 
 use crate::backend::Backend;
-use crate::counters::ia;
+use crate::counts::ia;
 use crate::handle::{IaHandle, RawHandle};
-use crate::object::ia::Ia;
+use crate::object::ia::{Ia, Owned};
 use crate::slab::{Members, Slab, Slot};
 use crate::store::Store;
-
-/// The objects of one IA, one list per kind.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Owned {
-    pub(crate) pzs: Members,
-    pub(crate) lmrs: Members,
-    pub(crate) rmrs: Members,
-    pub(crate) evds: Members,
-    pub(crate) cnos: Members,
-    pub(crate) eps: Members,
-    pub(crate) psps: Members,
-    pub(crate) rsps: Members,
-    pub(crate) crs: Members,
-    pub(crate) srqs: Members,
-}
-
-impl Owned {
-    /// Objects of every kind.
-    pub(crate) fn len(&self) -> usize {
-        [self.pzs, self.lmrs, self.rmrs, self.evds, self.cnos, self.eps, self.psps, self.rsps, self.crs, self.srqs]
-            .iter()
-            .map(Members::len)
-            .sum()
-    }
-}
 
 /// An object that belongs to one IA for its whole life.
 pub(crate) trait OfIa {

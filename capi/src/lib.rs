@@ -31,3 +31,17 @@ pub mod transport;
 
 pub use instance::{IaOut, Instance, Registration};
 pub use transport::Transport;
+
+use std::ffi::CStr;
+
+use udat_core::DatResult;
+
+/// Register `name` for the transport and device `params` names
+/// ([`registry`]); the table to hand to libdat2 (or to dispatch through).
+/// A device the transport cannot open registers nothing. The IB
+/// extension's `dat_ib_open_query`, which finds a provider by name, is
+/// ready before the first provider is.
+pub fn register(name: &CStr, params: &str, reg: Registration) -> DatResult<*const sys::DAT_PROVIDER> {
+    entry::query::install();
+    registry::add(name, params, reg)
+}

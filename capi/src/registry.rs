@@ -77,11 +77,9 @@ fn insert<B: Transport>(
     Ok(table as *const DAT_PROVIDER)
 }
 
-/// Register `name` for the transport and device `params` names; the
-/// table to hand to libdat2 (or to dispatch through). A device the
-/// transport cannot open registers nothing.
-pub fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT_PROVIDER> {
-    crate::entry::query::install();
+/// Register `name` for the transport and device `params` names
+/// ([`crate::register`]).
+pub(crate) fn add(name: &CStr, params: &str, reg: Registration) -> DatResult<*const DAT_PROVIDER> {
     if ENTRIES.lock().iter().any(|e| e.listed && e.name.as_c_str() == name) {
         return Err(DatError::of(ErrorType::ProviderAlreadyRegistered));
     }

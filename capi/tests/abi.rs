@@ -158,7 +158,7 @@ fn an_unknown_device_registers_nothing() {
     let unknown =
         ["softhca mlx5_soft", "softhca mlx5_soft12", "softhca nic0", "verbs no_such_device0", "mlx5 mlx5_soft0"];
     for params in unknown.into_iter().chain(["auto no_such_device0"]) {
-        let err = udat_capi::registry::add(c"abi-unknown", params, reg).unwrap_err();
+        let err = udat_capi::register(c"abi-unknown", params, reg).unwrap_err();
         assert_eq!(err.error_type(), udat_core::ErrorType::ProviderNotFound, "{params}");
     }
     assert!(!udat_capi::registry::names().iter().any(|n| n.as_c_str() == c"abi-unknown"));

@@ -51,7 +51,7 @@ fn ia_params_set_the_counts_and_the_next_object_is_insufficient_resources() {
 
 #[test]
 fn a_bad_count_in_ia_params_registers_nothing() {
-    assert!(registry::add(c"capacity-bad", "softhca mlx5_soft0 eps=lots", REGISTRATION).is_err());
+    assert!(udat_capi::register(c"capacity-bad", "softhca mlx5_soft0 eps=lots", REGISTRATION).is_err());
     assert!(registry::table(c"capacity-bad").is_none());
 }
 

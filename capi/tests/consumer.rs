@@ -183,7 +183,7 @@ fn registered(t: &DAT_PROVIDER, r: &Rank, buf: &mut [u8]) -> (DAT_LMR_HANDLE, DA
 fn mvapich2_udapl_channel_from_init_to_finalize() {
     let name = c"consumer-mvapich2";
     let params = std::env::var("UDAT_CONSUMER_IA").unwrap_or_else(|_| SOFTHCA.to_string());
-    let table = registry::add(name, &params, REGISTRATION).expect("register the provider");
+    let table = udat_capi::register(name, &params, REGISTRATION).expect("register the provider");
     // SAFETY: registered until the end of the test.
     let t = unsafe { &*table };
     let qual = 1024 + u64::from(std::process::id());

@@ -69,7 +69,7 @@ pub unsafe extern "C" fn dat_provider_init(info: *const DAT_PROVIDER_INFO, param
             thread_safe: info.is_thread_safe == DAT_TRUE,
             ia_out: consumer_ia,
         };
-        let table = match registry::add(name, params, reg) {
+        let table = match udat_capi::register(name, params, reg) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("udat: cannot register {}: ia_params {params:?}: {e:?}", name.to_string_lossy());

@@ -41,7 +41,7 @@ fn provider(name: &CStr, version: (u32, u32), thread_safe: bool) -> Result<*cons
         return Err(DatError::of(ErrorType::ProviderNotFound));
     };
     let reg = Registration { dapl_version: version, thread_safe, ia_out: same };
-    match registry::add(name, &params, reg) {
+    match udat_capi::register(name, &params, reg) {
         Ok(t) => Ok(t),
         // Another thread registered it meanwhile.
         Err(e) if e.error_type() == ErrorType::ProviderAlreadyRegistered => registry::table(name).ok_or(e),

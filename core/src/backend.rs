@@ -38,7 +38,7 @@ use crate::types::{CompletionFlags, DtoOp, DtoStatus, IaAddress, IaAttr, MemPriv
 pub const MAX_PRIVATE_DATA: usize = 196;
 
 /// Connection private data.
-pub type PrivateData = crate::FixedVec<u8, MAX_PRIVATE_DATA>;
+pub type PrivateData = crate::store::FixedVec<u8, MAX_PRIVATE_DATA>;
 
 /// Most scatter/gather entries one work request may have.
 pub const MAX_SGE: usize = 16;

@@ -2,7 +2,7 @@
 //! header's order (`DAT_IA_COUNTERS`, `DAT_EP_COUNTERS`,
 //! `DAT_EVD_COUNTERS`), one object's [`Counts`], and the table that keeps
 //! the counts of the EPs or EVDs of a provider beside their slab. The
-//! calls that start, stop and read them are in `crate::counters`.
+//! calls that start, stop and read them are in `crate::call::counters`.
 
 use crate::backend::{RequestOp, SendWr};
 use crate::error::{DatError, DatResult};

@@ -380,7 +380,7 @@ mod tests {
     }
 
     /// A store that grows one place at a time, as the C ABI's does.
-    struct Growing(crate::FixedVec<EventSlot, 8>);
+    struct Growing(crate::store::FixedVec<EventSlot, 8>);
 
     impl Store<EventSlot> for Growing {
         fn items(&self) -> &[EventSlot] {
@@ -399,7 +399,7 @@ mod tests {
 
     #[test]
     fn the_pool_reuses_freed_slots_before_growing_its_store() {
-        let mut pool = EventPool::new(Growing(crate::FixedVec::new()));
+        let mut pool = EventPool::new(Growing(crate::store::FixedVec::new()));
         let mut q = pool.open(8).unwrap();
         for round in 0..10 {
             pool.push(&mut q, sw(round)).unwrap();

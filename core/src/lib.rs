@@ -36,15 +36,14 @@
 //!   is refused with `DAT_INVALID_HANDLE`, never aliased.
 //! - [`storage`]: the memory the slots and events live in, given by the
 //!   provider's owner (arrays, or memory allocated once by the C ABI).
-//! - one module per object (`ia`, `pz`, `lmr`, `rmr`, `evd`, `cno`, `ep`,
-//!   `psp`, `rsp`, `cr`, `srq`, and `csp`, whose objects live among the
-//!   PSPs) with its DAT calls, each citing the man pages (or, for DAT 2.0,
-//!   the header) it implements; beneath them `object`, each object's
-//!   state and own rules, which reaches neither the calls nor the
-//!   provider; `post` holds every post, with its doors (exclusive, lane,
-//!   [`shared`], [`poster`]), and `evd` the dequeue's hot half.
-//! - `ud`: the IB extension's UD EPs, their connections and address
-//!   handles (`<dat2/dat_ib_extensions.h>`); their send is `post::ud`.
+//! - `call`: the DAT calls, one module per object, each citing the man
+//!   pages (or, for DAT 2.0, the header) it implements, with the IB
+//!   extension's UD Endpoints and [`counters`]; `call::evd` holds the
+//!   dequeue's hot half. `post` holds every post, with its doors
+//!   (exclusive, lane, [`shared`], [`poster`]). Beneath them the
+//!   `provider` and its progress engine, and beneath that `object`, each
+//!   object's state and own rules, which reaches neither the calls nor
+//!   the provider.
 //! - [`event`]: `DAT_EVENT` and the pool every EVD queue reserves from.
 //! - [`backend`]: what a transport must do, and promise.
 //! - [`device_error`]: a transport's own errors (a QP or CQ in error, a
@@ -73,56 +72,45 @@
 #![warn(missing_docs)]
 
 pub mod backend;
-mod cno;
-mod context;
-pub mod counters;
+mod call;
 mod counts;
-mod cr;
-mod csp;
-pub mod device_error;
-mod ep;
 pub mod error;
-mod evd;
 pub mod event;
 pub mod handle;
-mod ia;
-mod lmr;
 mod object;
 pub mod place;
 mod post;
 mod provider;
-mod psp;
-mod pz;
-mod rmr;
-mod rsp;
 pub mod slab;
-mod srq;
 pub mod storage;
 pub mod store;
 pub mod types;
-mod ud;
 
 #[cfg(test)]
 extern crate std;
 
-/// A vector of at most `N` items stored inline: the core's only growable
-/// container, and it never allocates.
-pub use heapless::Vec as FixedVec;
+pub use store::FixedVec;
 
 pub use backend::{Backend, ConnectionManager};
-pub use cno::{CnoParam, CnoStep, CnoWait, CNO_FIELD_ALL};
-pub use cr::{CrParam, CR_FIELD_ALL};
-pub use csp::{CspParam, CSP_FIELD_ALL};
-pub use ep::{EpChanges, EpParam, VALUE_UNKNOWN};
+pub use call::cno::{CnoParam, CnoStep, CnoWait, CNO_FIELD_ALL};
+pub use call::cr::{CrParam, CR_FIELD_ALL};
+pub use call::csp::{CspParam, CSP_FIELD_ALL};
+pub use call::ep::{EpChanges, EpParam, VALUE_UNKNOWN};
+pub use call::evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL};
+pub use call::ia::{AsyncEvd, AsyncEvdRef};
+pub use call::lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
+pub use call::psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
+pub use call::pz::{PzParam, PZ_FIELD_ALL};
+pub use call::rmr::{RmrParam, RMR_FIELD_ALL};
+pub use call::rsp::{RspParam, RSP_FIELD_ALL};
+pub use call::srq::{SrqParam, SRQ_FIELD_ALL};
+pub use call::{counters, device_error};
 pub use error::{DatError, DatResult, ErrorType, Subtype};
-pub use evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL};
 pub use event::{Event, EventData, EventNumber};
 pub use handle::{
     AhHandle, AnyHandle, CnoHandle, CrHandle, CspHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle,
     PzHandle, RawHandle, RmrHandle, RspHandle, SrqHandle,
 };
-pub use ia::{AsyncEvd, AsyncEvdRef};
-pub use lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
 pub use object::cno::{ProxyAgent, Signal};
 pub use object::csp::Comm;
 pub use object::evd::TIMEOUT_INFINITE;
@@ -131,9 +119,4 @@ pub use object::rmr::RmrScope;
 pub use object::rmr::BINDS_IN_FLIGHT;
 pub use post::{poster, shared};
 pub use provider::Provider;
-pub use psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
-pub use pz::{PzParam, PZ_FIELD_ALL};
-pub use rmr::{RmrParam, RMR_FIELD_ALL};
-pub use rsp::{RspParam, RSP_FIELD_ALL};
-pub use srq::{SrqParam, SRQ_FIELD_ALL};
 pub use storage::{Inline, Storage};

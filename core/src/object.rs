@@ -1,7 +1,7 @@
 //! The objects' state and each object's own rules, one module per DAT
 //! object, beneath the provider that holds them and the DAT calls on
 //! them: nothing here reaches the provider, so the calls
-//! (`crate::ep`, `crate::lmr`, ...) and the request paths (`crate::post`)
+//! (`crate::call::ep`, `crate::call::lmr`, ...) and the request paths (`crate::post`)
 //! build on these modules and never the other way round.
 
 pub(crate) mod ah;

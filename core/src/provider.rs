@@ -8,6 +8,7 @@
 
 use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnReq, ConnectionManager, PrivateData};
 use crate::counts::{self, CountTable, SlotCounts};
@@ -29,6 +30,10 @@ use crate::object::srq::Srq;
 use crate::slab::Slab;
 use crate::storage::{Inline, Storage};
 use crate::types::{DtoOp, DtoStatus, EpState};
+
+/// Gives each provider its own number, so that segments a poster checked
+/// for one are never taken as checked by another.
+static PROVIDERS: AtomicU32 = AtomicU32::new(1);
 
 /// All DAT objects of one provider instance over backend `B`, in storage
 /// `S`: by default 64 objects of each kind and 1,024 queued events in all,
@@ -170,7 +175,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             addr_of_mut!((*p).polled).write([Completion::EMPTY; POLL_BATCH]);
             addr_of_mut!((*p).lmr_sequence).write(0);
             addr_of_mut!((*p).lmr_epoch).write(0);
-            addr_of_mut!((*p).number).write(crate::poster::provider_number());
+            addr_of_mut!((*p).number).write(PROVIDERS.fetch_add(1, Ordering::Relaxed));
         }
         // SAFETY: every field was written above.
         let provider = unsafe { slot.assume_init_mut() };

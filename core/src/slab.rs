@@ -591,7 +591,7 @@ mod tests {
     }
 
     /// A store that grows one place at a time, as the C ABI's does.
-    struct Growing(crate::FixedVec<Slot<u32>, 4>);
+    struct Growing(crate::store::FixedVec<Slot<u32>, 4>);
 
     impl Store<Slot<u32>> for Growing {
         fn items(&self) -> &[Slot<u32>] {
@@ -610,7 +610,7 @@ mod tests {
 
     #[test]
     fn a_growing_store_grows_only_for_a_slot_never_used() {
-        let mut slab = Slab::new(Growing(crate::FixedVec::new()));
+        let mut slab = Slab::new(Growing(crate::store::FixedVec::new()));
         assert_eq!((slab.capacity(), slab.slots.0.len()), (4, 0));
         let a = slab.insert(1).unwrap();
         let b = slab.insert(2).unwrap();
@@ -636,7 +636,7 @@ mod tests {
     /// comes back (the resident memory docs/c-abi.md states).
     #[test]
     fn a_create_free_loop_touches_every_slot_once_then_no_more() {
-        let mut slab = Slab::new(Growing(crate::FixedVec::new()));
+        let mut slab = Slab::new(Growing(crate::store::FixedVec::new()));
         let mut indices = [0u32; 12];
         for (turn, index) in indices.iter_mut().enumerate() {
             let h = slab.insert(turn as u32).unwrap();
@@ -649,7 +649,7 @@ mod tests {
 
     #[test]
     fn a_keyed_slab_fills_the_slots_its_owner_picks() {
-        let mut slab = Slab::keyed(Growing(crate::FixedVec::new()));
+        let mut slab = Slab::keyed(Growing(crate::store::FixedVec::new()));
         assert_eq!(slab.insert(1), Err(1));
         let a = slab.insert_at(2, 10).unwrap();
         assert_eq!((a.index, slab.slots.0.len()), (2, 3));

@@ -3,6 +3,10 @@
 //! transports' queue tables are built on. A [`Storage`](crate::Storage)
 //! hands the provider its stores.
 
+/// A vector of at most `N` items stored inline: the core's only growable
+/// container, and it never allocates.
+pub use heapless::Vec as FixedVec;
+
 /// A value a store's new places start as.
 pub trait Vacant {
     /// An empty place.

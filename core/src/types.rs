@@ -344,7 +344,7 @@ pub enum MemType {
         length: u64,
     },
     /// `DAT_MEM_TYPE_LMR`: the memory of an existing LMR.
-    Lmr(crate::LmrHandle),
+    Lmr(crate::handle::LmrHandle),
     /// `DAT_MEM_TYPE_SHARED_VIRTUAL`: a shared range named by a 40-byte cookie.
     SharedVirtual {
         /// Names the shared memory; every LMR of one cookie shares it.

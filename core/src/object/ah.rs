@@ -1,5 +1,5 @@
 //! The state of a UD address handle of the IB extension
-//! (`<dat2/dat_ib_extensions.h>`); the calls on it are in `crate::ud`.
+//! (`<dat2/dat_ib_extensions.h>`); the calls on it are in `crate::call::ud`.
 
 use crate::backend::{Backend, PrivateData};
 use crate::handle::EpHandle;

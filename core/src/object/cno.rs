@@ -1,5 +1,5 @@
 //! The state of a Consumer Notification Object and its own rules; the DAT calls on it are in
-//! `crate::cno`.
+//! `crate::call::cno`.
 
 use crate::handle::{EvdHandle, IaHandle};
 

@@ -1,5 +1,5 @@
 //! The state of a Connection Request and its own rules; the DAT calls on it are in
-//! `crate::cr`.
+//! `crate::call::cr`.
 
 use crate::backend::{Backend, ConnReq, PrivateData};
 use crate::handle::{EpHandle, IaHandle, PspHandle};

@@ -1,5 +1,5 @@
 //! The state of a Common Service Point: its communicator and address; the
-//! DAT calls on it are in `crate::csp`, and it lives among the PSPs.
+//! DAT calls on it are in `crate::call::csp`, and it lives among the PSPs.
 
 use crate::types::IaAddress;
 

@@ -1,5 +1,5 @@
 //! The state of an Endpoint and its own rules; the DAT calls on it are in
-//! `crate::ep`.
+//! `crate::call::ep`.
 
 mod connection;
 
@@ -43,7 +43,7 @@ pub(crate) struct Ep<B: Backend> {
     /// so no receive of it can invalidate one (which changes an RMR), and
     /// it is not UD.
     pub(crate) recv_direct: bool,
-    /// Whether its counters count (`crate::counters`). While they do, the
+    /// Whether its counters count (`crate::call::counters`). While they do, the
     /// hot masks refuse every post, so that the ordinary posts, which
     /// count, take them.
     pub(crate) counting: bool,

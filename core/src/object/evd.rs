@@ -1,5 +1,5 @@
 //! The state of an Event Dispatcher and its own rules; the DAT calls on it are in
-//! `crate::evd`.
+//! `crate::call::evd`.
 
 use crate::backend::Backend;
 use crate::event::EventQueue;
@@ -146,7 +146,7 @@ pub(crate) struct Evd<B: Backend> {
     /// CQ error for every completion it loses).
     pub(crate) cq_failed: bool,
     pub(crate) context: u64,
-    /// Whether its counters count (`crate::counters`). While they do,
+    /// Whether its counters count (`crate::call::counters`). While they do,
     /// `direct` is false, so that the ordinary dequeue, which counts,
     /// serves the EVD.
     pub(crate) counting: bool,

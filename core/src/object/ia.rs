@@ -1,5 +1,5 @@
 //! The state of an Interface Adapter and its own rules; the DAT calls on it are in
-//! `crate::ia`.
+//! `crate::call::ia`.
 
 use crate::backend::Backend;
 use crate::counts::Counts;
@@ -16,7 +16,7 @@ pub(crate) struct Ia<B: Backend> {
     pub(crate) async_evd: EvdHandle,
     pub(crate) owns_async_evd: bool,
     pub(crate) out_of_scope: bool,
-    pub(crate) name: crate::FixedVec<u8, MAX_IA_NAME>,
+    pub(crate) name: crate::store::FixedVec<u8, MAX_IA_NAME>,
     pub(crate) context: u64,
     /// When a dequeue that finds nothing next looks at the connection
     /// events (backend clock, µs).

@@ -1,5 +1,5 @@
 //! The state of a Local Memory Region and its own rules; the DAT calls on it are in
-//! `crate::lmr`.
+//! `crate::call::lmr`.
 
 use crate::backend::{Backend, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult};
@@ -46,7 +46,7 @@ pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
     pz: PzHandle,
     iov: &[LmrTriplet],
     need: MemPriv,
-    sges: &mut crate::FixedVec<Sge, MAX_SGE>,
+    sges: &mut crate::store::FixedVec<Sge, MAX_SGE>,
 ) -> DatResult<u64> {
     let mut total = 0u64;
     for seg in iov.iter().filter(|s| s.segment_length != 0) {

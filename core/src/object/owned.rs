@@ -22,7 +22,7 @@ pub(crate) trait OfIa {
     /// (`DCNT_IA_*_CREATE`, `DCNT_IA_*_FREE`).
     const COUNTED: Option<(ia::Counter, ia::Counter)> = None;
     /// Count with its IA, or not: an EP's and an EVD's counters follow
-    /// the IA's ([`crate::counters`]).
+    /// the IA's ([`crate::call::counters`]).
     fn follow(&mut self, _counting: bool) {}
 }
 

@@ -1,5 +1,5 @@
 //! The state of a Public Service Point and its own rules; the DAT calls on it are in
-//! `crate::psp`.
+//! `crate::call::psp`.
 
 use crate::backend::{Backend, Listener};
 use crate::handle::{EvdHandle, IaHandle};

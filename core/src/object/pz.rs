@@ -1,5 +1,5 @@
 //! The state of a Protection Zone and its own rules; the DAT calls on it are in
-//! `crate::pz`.
+//! `crate::call::pz`.
 
 use crate::backend::Backend;
 use crate::handle::IaHandle;

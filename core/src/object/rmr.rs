@@ -1,5 +1,5 @@
 //! The state of a Remote Memory Region and its own rules; the DAT calls on it are in
-//! `crate::rmr`.
+//! `crate::call::rmr`.
 
 use crate::backend::Backend;
 use crate::handle::{EpHandle, IaHandle, LmrHandle, PzHandle};

@@ -1,5 +1,5 @@
 //! The state of a Reserved Service Point and its own rules; the DAT calls on it are in
-//! `crate::rsp`.
+//! `crate::call::rsp`.
 
 use crate::backend::{Backend, Listener};
 use crate::handle::{EpHandle, EvdHandle, IaHandle};

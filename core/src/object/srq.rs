@@ -1,5 +1,5 @@
 //! The state of a Shared Receive Queue and its own rules; the DAT calls on it are in
-//! `crate::srq`.
+//! `crate::call::srq`.
 
 use crate::backend::Backend;
 use crate::handle::{IaHandle, PzHandle};

@@ -16,8 +16,6 @@
 //!   the borrow lasts the provider makes no progress (that takes `&mut`),
 //!   so no connection event can move the EP's state.
 
-use core::sync::atomic::{AtomicU32, Ordering};
-
 use super::rule::{admitted, commit, commit_one, fits, hand_off, kind, room, Checked, Refusal, Sges};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, Subtype};
@@ -26,15 +24,6 @@ use crate::object::lmr::gather;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
-
-/// Gives each provider its own number, so that segments checked by one
-/// are never taken as checked by another.
-static PROVIDERS: AtomicU32 = AtomicU32::new(1);
-
-/// The next provider's number.
-pub(crate) fn provider_number() -> u32 {
-    PROVIDERS.fetch_add(1, Ordering::Relaxed)
-}
 
 /// What the segments are for: read by the HCA (a send, or an RDMA
 /// write's source) or written by it (an RDMA read's destination).

@@ -16,6 +16,7 @@
 //! first two bytes, in host order, the port in the next two, in network
 //! order.
 
+use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{CspHandle, EpHandle, EvdHandle, IaHandle, PspHandle};
 use crate::object::csp::{Comm, Common};
@@ -23,7 +24,6 @@ use crate::object::psp::Psp;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{ConnectFlags, IaAddress, PspFlags, Qos};
-use crate::Backend;
 
 /// `DAT_CSP_FIELD_ALL`.
 pub const CSP_FIELD_ALL: u32 = 0x0f;

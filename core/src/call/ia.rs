@@ -37,7 +37,7 @@ pub enum AsyncEvdRef {
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ia_open(3DAT): open the IA `name`.
     pub fn ia_open(&mut self, name: &[u8], async_evd: AsyncEvd) -> DatResult<(IaHandle, EvdHandle)> {
-        let stored = crate::FixedVec::from_slice(name).map_err(|_| DatError::invalid_arg(1))?;
+        let stored = crate::store::FixedVec::from_slice(name).map_err(|_| DatError::invalid_arg(1))?;
         if name.is_empty() {
             return Err(DatError::invalid_arg(1));
         }
@@ -90,7 +90,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         };
         let (evd, owns) = match async_evd {
             AsyncEvd::Create { min_qlen } => {
-                match self.evd_create(ia_h, min_qlen, crate::CnoHandle::NULL, EvdFlags::ASYNC) {
+                match self.evd_create(ia_h, min_qlen, crate::handle::CnoHandle::NULL, EvdFlags::ASYNC) {
                     Ok(evd) => (evd, true),
                     Err(e) => {
                         if let Some(ia) = self.ias.remove(ia_h.0) {

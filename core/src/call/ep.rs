@@ -22,7 +22,7 @@
 //! ```
 //!
 //! A UD EP of the IB extension connects and accepts in UNCONNECTED and
-//! CONNECTED, each connection resolving one more peer (`crate::ud`).
+//! CONNECTED, each connection resolving one more peer (`crate::call::ud`).
 
 use crate::backend::{Backend, ConnectionManager, QpConfig, QpType};
 use crate::counts;

@@ -92,7 +92,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             max_recv_dtos: s.attr.max_recv_dtos,
             max_recv_iov: s.attr.max_recv_iov,
             low_watermark: s.attr.low_watermark,
-            available_dto_count: crate::ep::VALUE_UNKNOWN,
+            available_dto_count: super::ep::VALUE_UNKNOWN,
             outstanding_dto_count: s.outstanding,
         })
     }

@@ -68,13 +68,23 @@ impl Rate {
 mod tests {
     use super::*;
 
+    /// A reading pair preempted between its two reads is off by the
+    /// preemption: one try in three within 10 % is the conversion's
+    /// proof, on a host that may be busy.
     #[test]
     fn ticks_turn_into_the_nanoseconds_the_monotonic_clock_saw() {
-        let rate = Rate::start();
-        let (t, clock) = (Tick::now(), Instant::now());
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let (ticks, ns) = (t.elapsed(), clock.elapsed().as_nanos() as f64);
-        let measured = ticks as f64 * rate.ns_per_tick();
-        assert!((measured - ns).abs() < ns * 0.1, "{measured} ns by the counter, {ns} by the clock");
+        let mut tries = Vec::new();
+        for _ in 0..3 {
+            let rate = Rate::start();
+            let (t, clock) = (Tick::now(), Instant::now());
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let (ticks, ns) = (t.elapsed(), clock.elapsed().as_nanos() as f64);
+            let measured = ticks as f64 * rate.ns_per_tick();
+            if (measured - ns).abs() < ns * 0.1 {
+                return;
+            }
+            tries.push((measured, ns));
+        }
+        panic!("(ns by the counter, ns by the clock), each try off by 10 % or more: {tries:?}");
     }
 }

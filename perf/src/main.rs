@@ -11,6 +11,7 @@ mod rounds;
 mod run;
 mod rust_api;
 mod stats;
+mod ticks;
 
 use std::sync::mpsc;
 

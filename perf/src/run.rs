@@ -8,6 +8,7 @@ use crate::args::{Options, Test};
 use crate::link::{peek, poke, Done, Link, OUT};
 use crate::rust_api::RECV_COOKIE;
 use crate::stats::Summary;
+use crate::ticks::{Rate, Tick};
 
 /// One size's figures.
 #[derive(Clone, Debug)]
@@ -28,18 +29,22 @@ pub struct Measured {
     pub mops: f64,
 }
 
-/// Post and poll time.
-#[derive(Default)]
+/// Post and poll time, in ticks of [`Tick`].
 struct Overhead {
+    rate: Rate,
     posts: u64,
-    post: Duration,
+    post: u64,
     polls: u64,
-    poll: Duration,
+    poll: u64,
 }
 
 impl Overhead {
+    fn new() -> Overhead {
+        Overhead { rate: Rate::start(), posts: 0, post: 0, polls: 0, poll: 0 }
+    }
+
     fn post<T>(&mut self, f: impl FnOnce() -> T) -> T {
-        let t = Instant::now();
+        let t = Tick::now();
         let r = f();
         self.post += t.elapsed();
         self.posts += 1;
@@ -47,7 +52,7 @@ impl Overhead {
     }
 
     fn poll(&mut self, link: &mut dyn Link) -> Result<Option<Done>, String> {
-        let t = Instant::now();
+        let t = Tick::now();
         let r = link.poll()?;
         if r.is_some() {
             self.poll += t.elapsed();
@@ -56,8 +61,10 @@ impl Overhead {
         Ok(r)
     }
 
+    /// Mean ns a post and a poll that returned a completion.
     fn means(&self) -> (f64, f64) {
-        let mean = |d: Duration, n: u64| if n == 0 { 0.0 } else { d.as_nanos() as f64 / n as f64 };
+        let ns = self.rate.ns_per_tick();
+        let mean = |ticks: u64, n: u64| if n == 0 { 0.0 } else { ticks as f64 * ns / n as f64 };
         (mean(self.post, self.posts), mean(self.poll, self.polls))
     }
 }
@@ -179,7 +186,7 @@ fn latency(
     tick: &mut dyn FnMut() -> Result<(), String>,
 ) -> Result<Measured, String> {
     let buf = link.buf();
-    let mut cost = Overhead::default();
+    let mut cost = Overhead::new();
     let mut samples = Vec::new();
     let start = Instant::now();
     let mut shown = Progress::new(size);
@@ -191,7 +198,7 @@ fn latency(
             failed(&d)?;
         }
         let (s, k) = (seq(first + i), first + i);
-        let t0 = Instant::now();
+        let t0 = Tick::now();
         match test {
             Test::WriteLat => {
                 // SAFETY: OUT + size - 1 and size - 1 are inside the buffer.
@@ -222,11 +229,15 @@ fn latency(
             }
             _ => return Err(format!("{} is not a latency test", test.name())),
         }
-        let ns = t0.elapsed().as_nanos() as u64;
-        samples.push(if test == Test::WriteLat || test.is_ping_pong() { ns / 2 } else { ns });
+        let ticks = t0.elapsed();
+        samples.push(if test == Test::WriteLat || test.is_ping_pong() { ticks / 2 } else { ticks });
         i += 1;
     }
     let seconds = start.elapsed().as_secs_f64();
+    let ns = cost.rate.ns_per_tick();
+    for s in &mut samples {
+        *s = (*s as f64 * ns) as u64;
+    }
     let latency = Summary::of(&mut samples);
     let (post_ns, poll_ns) = cost.means();
     let bytes = f64::from(size) * i as f64;
@@ -254,7 +265,7 @@ fn bandwidth(
     let depth = u64::from(o.tx_depth);
     let (mut posted, mut done) = (vec![0u64; eps], vec![0u64; eps]);
     let mut signalled = vec![true; eps];
-    let mut cost = Overhead::default();
+    let mut cost = Overhead::new();
     let start = Instant::now();
     let (mut total, mut next) = (0u64, 0usize);
     let post = |link: &mut dyn Link, cost: &mut Overhead, e: usize, k: u64, signal: bool| -> Result<(), String> {

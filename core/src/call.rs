@@ -3,8 +3,8 @@
 //! among the PSPs), each a block of [`Provider`](crate::Provider) methods
 //! citing the man pages (or, for DAT 2.0, the header) it implements; the
 //! IB extension's UD Endpoints (`ud`) and counters (`counters`); the
-//! consumer contexts (`context`); and how a transport's own errors become
-//! asynchronous events (`device_error`). The posts are in `crate::post`.
+//! consumer contexts (`context`); how a transport's own errors become
+//! asynchronous events (`device_error`); and every post (`post`).
 //!
 //! Everything here stands on the provider and the objects beneath it, and
 //! nothing beneath reaches up here.
@@ -19,6 +19,7 @@ pub(crate) mod ep;
 pub(crate) mod evd;
 pub(crate) mod ia;
 pub(crate) mod lmr;
+pub(crate) mod post;
 pub(crate) mod psp;
 pub(crate) mod pz;
 pub(crate) mod rmr;

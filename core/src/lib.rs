@@ -39,7 +39,7 @@
 //! - `call`: the DAT calls, one module per object, each citing the man
 //!   pages (or, for DAT 2.0, the header) it implements, with the IB
 //!   extension's UD Endpoints and [`counters`]; `call::evd` holds the
-//!   dequeue's hot half. `post` holds every post, with its doors
+//!   dequeue's hot half, and `call::post` every post, with its doors
 //!   (exclusive, lane, [`shared`], [`poster`]). Beneath them the
 //!   `provider` and its progress engine, and beneath that `object`, each
 //!   object's state and own rules, which reaches neither the calls nor
@@ -79,7 +79,6 @@ pub mod event;
 pub mod handle;
 mod object;
 pub mod place;
-mod post;
 mod provider;
 pub mod slab;
 pub mod storage;
@@ -99,6 +98,7 @@ pub use call::ep::{EpChanges, EpParam, VALUE_UNKNOWN};
 pub use call::evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL};
 pub use call::ia::{AsyncEvd, AsyncEvdRef};
 pub use call::lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
+pub use call::post::{poster, shared};
 pub use call::psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
 pub use call::pz::{PzParam, PZ_FIELD_ALL};
 pub use call::rmr::{RmrParam, RMR_FIELD_ALL};
@@ -117,6 +117,5 @@ pub use object::evd::TIMEOUT_INFINITE;
 pub use object::ia::MAX_IA_NAME;
 pub use object::rmr::RmrScope;
 pub use object::rmr::BINDS_IN_FLIGHT;
-pub use post::{poster, shared};
 pub use provider::Provider;
 pub use storage::{Inline, Storage};

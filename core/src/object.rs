@@ -1,8 +1,9 @@
 //! The objects' state and each object's own rules, one module per DAT
 //! object, beneath the provider that holds them and the DAT calls on
 //! them: nothing here reaches the provider, so the calls
-//! (`crate::call::ep`, `crate::call::lmr`, ...) and the request paths (`crate::post`)
-//! build on these modules and never the other way round.
+//! (`crate::call::ep`, `crate::call::lmr`, ..., and the posts of
+//! `crate::call::post`) build on these modules and never the other way
+//! round.
 
 pub(crate) mod ah;
 pub(crate) mod cno;

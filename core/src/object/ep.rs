@@ -12,6 +12,13 @@ use crate::object::evd::NotifyMode;
 use crate::slab::Members;
 use crate::types::{CompletionFlags, EpAttr, EpState, IaAttr, Qos};
 
+/// The completion flags of dat_ep_post_rdma_write(3DAT) and
+/// dat_ep_post_rdma_read(3DAT).
+pub(crate) const REQUEST_FLAGS: u32 =
+    CompletionFlags::SUPPRESS.0 | CompletionFlags::UNSIGNALLED.0 | CompletionFlags::BARRIER_FENCE.0;
+/// dat_ep_post_send(3DAT) admits the solicited-wait flag too.
+pub(crate) const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
+
 pub(crate) struct Ep<B: Backend> {
     pub(crate) ia: IaHandle,
     pub(crate) pz: PzHandle,
@@ -114,8 +121,8 @@ impl Hot {
         // on an EP with a QP of its own receives (no SRQ).
         let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0 && !ep.ud && !ep.counting;
         Hot {
-            send: reject(crate::post::SEND_FLAGS & !request, posts),
-            rdma: reject(crate::post::REQUEST_FLAGS & !request, posts),
+            send: reject(SEND_FLAGS & !request, posts),
+            rdma: reject(REQUEST_FLAGS & !request, posts),
             recv: reject(CompletionFlags::UNSIGNALLED.0 & !unsignalled(ep.attr.recv_completion_flags), receives),
         }
     }

@@ -1,12 +1,10 @@
 //! The state of a Local Memory Region and its own rules; the DAT calls on it are in
 //! `crate::call::lmr`.
 
-use crate::backend::{Backend, Sge, MAX_SGE};
-use crate::error::{DatError, DatResult};
+use crate::backend::Backend;
 use crate::handle::{IaHandle, LmrHandle, PzHandle};
-use crate::post::rule::translated;
 use crate::slab::{Slab, SlotsOf};
-use crate::types::{LmrTriplet, MemPriv, MemType};
+use crate::types::{MemPriv, MemType};
 
 pub(crate) struct Lmr<B: Backend> {
     pub(crate) ia: IaHandle,
@@ -32,28 +30,6 @@ pub(crate) fn by_context<B: Backend, L: SlotsOf<Lmr<B>>>(
 ) -> Option<(LmrHandle, &Lmr<B>)> {
     let (raw, lmr) = lmrs.live_at(lmrs.key_slot(lmr_context))?;
     (lmr.lmr_context == lmr_context).then_some((LmrHandle(raw), lmr))
-}
-
-/// Translate `iov` into `sges` by the rules of a post's segments
-/// (`post::rule::translated`), skipping zero-length segments ("When 0 is
-/// specified for segment_length then the other two elements of the
-/// dat_lmr_triplet are irrelevant"). Returns the total length. The
-/// segments go into a vector on the caller's stack, which no post clears
-/// first.
-#[inline(always)]
-pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
-    lmrs: &Slab<Lmr<B>, L>,
-    pz: PzHandle,
-    iov: &[LmrTriplet],
-    need: MemPriv,
-    sges: &mut crate::store::FixedVec<Sge, MAX_SGE>,
-) -> DatResult<u64> {
-    let mut total = 0u64;
-    for seg in iov.iter().filter(|s| s.segment_length != 0) {
-        sges.push(translated(lmrs, pz, seg, need)?).map_err(|_| DatError::invalid_arg(2))?;
-        total += u64::from(seg.segment_length);
-    }
-    Ok(total)
 }
 
 impl<B: Backend> Lmr<B> {

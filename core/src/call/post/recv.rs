@@ -1,18 +1,18 @@
 //! The exclusive door of a receive: dat_ep_post_recv(3DAT) and
 //! dat_srq_post_recv(3DAT).
 
-use super::rule::{admitted, RECV};
+use super::rule::{admitted, gather, RECV};
 use crate::backend::{Backend, Sge, GRH_BYTES};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, SrqHandle};
 use crate::object::ep::Ep;
-use crate::object::lmr::{gather, Lmr};
+use crate::object::lmr::Lmr;
 use crate::object::srq::Srq;
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
+use crate::store::FixedVec;
 use crate::types::{CompletionFlags, LmrTriplet, MemPriv};
-use crate::FixedVec;
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_post_recv(3DAT): "The operation is valid for all states of the

@@ -30,8 +30,6 @@ pub(crate) mod rule;
 pub mod shared;
 mod ud;
 
-pub(crate) use rule::{REQUEST_FLAGS, SEND_FLAGS};
-
 /// A request post as the consumer made it; its kind ([`rule::kind`]) is
 /// its operation's.
 #[derive(Clone, Copy)]

@@ -8,15 +8,15 @@
 //! as `dat_extension_op` does: the EP is 1, the operation 2, the segment
 //! count 3, the segments 4, the address handle 5, the flags 7.
 
-use super::SEND_FLAGS;
+use super::rule::gather;
 use crate::backend::{Backend, SendWr, UdDest};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{AhHandle, EpHandle};
-use crate::object::lmr::gather;
+use crate::object::ep::SEND_FLAGS;
 use crate::provider::Provider;
 use crate::storage::Storage;
+use crate::store::FixedVec;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
-use crate::FixedVec;
 
 /// The bits of a QP number: the 24 of the Base Transport Header's DestQP
 /// field (IBTA Vol. 1, §9.2 "Base Transport Header").

@@ -16,11 +16,11 @@
 //!   the borrow lasts the provider makes no progress (that takes `&mut`),
 //!   so no connection event can move the EP's state.
 
+use super::rule::gather;
 use super::rule::{admitted, commit, commit_one, fits, hand_off, kind, room, Checked, Refusal, Sges};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
-use crate::object::lmr::gather;
 use crate::provider::Provider;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
@@ -48,8 +48,8 @@ impl Access {
 /// needs; see [`Provider::segments`].
 #[derive(Clone, Debug)]
 pub struct Segments {
-    iov: crate::FixedVec<LmrTriplet, MAX_SGE>,
-    checked: Checked<crate::FixedVec<Sge, MAX_SGE>>,
+    iov: crate::store::FixedVec<LmrTriplet, MAX_SGE>,
+    checked: Checked<crate::store::FixedVec<Sge, MAX_SGE>>,
     access: Access,
     pz: PzHandle,
     /// The provider that checked them, and its LMR epoch then.
@@ -78,8 +78,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `DAT_PRIVILEGES_VIOLATION`; more segments than a request may have
     /// `DAT_INVALID_PARAMETER` for the count.
     pub fn segments(&self, pz: PzHandle, iov: &[LmrTriplet], access: Access) -> DatResult<Segments> {
-        let kept = crate::FixedVec::from_slice(iov).map_err(|_| DatError::invalid_arg(2))?;
-        let mut sges = crate::FixedVec::new();
+        let kept = crate::store::FixedVec::from_slice(iov).map_err(|_| DatError::invalid_arg(2))?;
+        let mut sges = crate::store::FixedVec::new();
         let total = gather(&self.lmrs, pz, iov, access.privilege(), &mut sges)?;
         let checked = Checked { sges, total };
         Ok(Segments { iov: kept, checked, access, pz, provider: self.number, epoch: self.lmr_epoch })

@@ -13,23 +13,17 @@
 //! nothing is looked up again to explain it.
 
 use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
-use crate::error::{DatError, ErrorType, Subtype};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::PzHandle;
 use crate::object::ep::{Ep, Hot};
+use crate::object::ep::{REQUEST_FLAGS, SEND_FLAGS};
 use crate::object::ia::Ia;
 use crate::object::lmr::{by_context, Lmr};
 use crate::slab::{Slab, SlotsOf};
+use crate::store::FixedVec;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
-use crate::FixedVec;
 
 use super::Request;
-
-/// The completion flags of dat_ep_post_rdma_write(3DAT) and
-/// dat_ep_post_rdma_read(3DAT).
-pub(crate) const REQUEST_FLAGS: u32 =
-    CompletionFlags::SUPPRESS.0 | CompletionFlags::UNSIGNALLED.0 | CompletionFlags::BARRIER_FENCE.0;
-/// dat_ep_post_send(3DAT) admits the solicited-wait flag too.
-pub(crate) const SEND_FLAGS: u32 = REQUEST_FLAGS | CompletionFlags::SOLICITED_WAIT.0;
 
 /// The operand of an atomic.
 const ATOMIC_BYTES: u64 = 8;
@@ -396,6 +390,28 @@ pub(crate) fn translated<B: Backend, L: SlotsOf<Lmr<B>>>(
         return Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey });
     }
     Err(lmr_refusal(same_pz, inside))
+}
+
+/// Translate `iov` into `sges` by the rules of a post's segments
+/// ([`translated`]), skipping zero-length segments ("When 0 is
+/// specified for segment_length then the other two elements of the
+/// dat_lmr_triplet are irrelevant"). Returns the total length. The
+/// segments go into a vector on the caller's stack, which no post clears
+/// first.
+#[inline(always)]
+pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
+    lmrs: &Slab<Lmr<B>, L>,
+    pz: PzHandle,
+    iov: &[LmrTriplet],
+    need: MemPriv,
+    sges: &mut FixedVec<Sge, MAX_SGE>,
+) -> DatResult<u64> {
+    let mut total = 0u64;
+    for seg in iov.iter().filter(|s| s.segment_length != 0) {
+        sges.push(translated(lmrs, pz, seg, need)?).map_err(|_| DatError::invalid_arg(2))?;
+        total += u64::from(seg.segment_length);
+    }
+    Ok(total)
 }
 
 /// Which of [`translated`]'s rules refused, in their order.

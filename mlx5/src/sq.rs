@@ -258,6 +258,8 @@ pub struct SendQueue<R, S> {
     bf: R,
     slots: S,
     qpn: u32,
+    /// `qpn << 8`: the control segment's second field, less its `ds`.
+    qpn_ds: u32,
     ring_mask: usize,
     wqe_mask: u16,
     wqe_cnt: u16,
@@ -275,6 +277,11 @@ pub struct SendQueue<R, S> {
     pending: u16,
     /// Fence bits the next WQE carries: the small fence after a UMR.
     fence_next: u8,
+    /// What the lanes (`try_send_one`, `try_send_inline_one`) check in
+    /// one compare: `wqe_cnt` while nothing waits for a doorbell, no fence
+    /// is owed and the queue has BlueFlame, else 0 (no lane). Kept by
+    /// [`reopen`](Self::reopen) wherever one of those changes.
+    lane_room: u16,
     last: Last,
 }
 
@@ -304,6 +311,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             bf,
             slots,
             qpn,
+            qpn_ds: qpn << 8,
             ring_mask: wqe_cnt as usize * WQEBB_BYTES - 1,
             wqe_mask: (wqe_cnt - 1) as u16,
             wqe_cnt: wqe_cnt as u16,
@@ -314,6 +322,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             ci: 0,
             pending: 0,
             fence_next: 0,
+            lane_room: 0,
             last: Last { pi: 0, word: 0, bbs: 0 },
         };
         sq.reset();
@@ -329,6 +338,16 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.fence_next = 0;
         self.bf_offset = 0;
         self.dbrec.write_be32(SND_DBR * 4, 0);
+        self.reopen();
+    }
+
+    /// Open the lanes if nothing waits for a doorbell, no fence is owed
+    /// and the queue has BlueFlame (`bf_size` is then 256: `new` checked
+    /// it is 0 or 256); close them otherwise.
+    #[inline(always)]
+    fn reopen(&mut self) {
+        let open = self.pending == 0 && self.fence_next == 0 && self.bf_size != 0;
+        self.lane_room = if open { self.wqe_cnt } else { 0 };
     }
 
     /// The QP number.
@@ -465,6 +484,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         }
         self.finish(start, &header, ds, flags, slot);
         self.fence_next = wqe::fm_ce_se::INITIATOR_SMALL_FENCE;
+        self.lane_room = 0;
         Ok(())
     }
 
@@ -501,6 +521,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         let bbs = wqe::bbs(ds) as u16;
         self.last = Last { pi: self.pi, word: ctrl[0], bbs };
         self.pending += 1;
+        // A doorbell is owed: no lane until `ring`.
+        self.lane_room = 0;
         self.keep(slot, bbs);
     }
 
@@ -509,11 +531,11 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     #[inline(always)]
     fn keep(&mut self, mut slot: SendSlot, bbs: u16) {
         slot.bbs = bbs;
-        let index = usize::from(self.pi & self.wqe_mask);
-        if let Some(s) = self.slots.as_mut().get_mut(index) {
+        let pi = self.pi;
+        self.pi = pi.wrapping_add(bbs);
+        if let Some(s) = self.slots.as_mut().get_mut(usize::from(pi & self.wqe_mask)) {
             *s = slot;
         }
-        self.pi = self.pi.wrapping_add(bbs);
     }
 
     /// Post a WQE that gathers `sges` and ring the doorbell for it. With
@@ -555,6 +577,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.bf.write_block(self.bf_offset, &block);
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
+        // The fence it carried is paid.
+        self.reopen();
         Ok(())
     }
 
@@ -567,7 +591,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     /// re-checked per post that [`new`](Self::new) checked once.
     #[inline(always)]
     pub fn try_send_one(&mut self, opcode: u8, remote: Option<Remote>, sge: Sge, flags: u8, slot: SendSlot) -> bool {
-        if self.pending != 0 || self.bf_size == 0 || self.pi.wrapping_sub(self.ci) >= self.wqe_cnt {
+        // No doorbell owed, no fence owed, BlueFlame, and a free WQEBB.
+        if self.pi.wrapping_sub(self.ci) >= self.lane_room {
             return false;
         }
         let data = wqe::data_words(sge.length, sge.lkey, sge.addr);
@@ -575,8 +600,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             Some(r) => (3, wqe::raddr_words(r.addr, r.rkey), data),
             None => (2, data, [0; 2]),
         };
-        let flags = flags | core::mem::take(&mut self.fence_next);
-        let ctrl = wqe::ctrl_words(self.pi, opcode, 0, self.qpn, ds, flags, 0);
+        let ctrl = [wqe::ctrl_head(self.pi, opcode, self.qpn_ds | ds), wqe::ctrl_tail(flags, 0)];
         let block = [ctrl[0], ctrl[1], first[0], first[1], second[0], second[1], 0, 0];
         // SAFETY: `block_offset` is 64-aligned and inside the ring.
         unsafe { self.buf.store_block(self.block_offset(self.pi), &block) };
@@ -586,7 +610,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         // both halves lie in the register.
         unsafe { self.bf.store_block(self.bf_offset, &block) };
         self.bf.flush();
-        self.bf_offset ^= self.bf_size;
+        // An open lane has BlueFlame, of halves of `BF_BYTES` (`reopen`).
+        self.bf_offset ^= BF_BYTES;
         true
     }
 
@@ -615,17 +640,17 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         let ds = head + wqe::inline_ds(len as usize);
         let bbs = wqe::bbs(ds);
         let first = usize::from(self.pi & self.wqe_mask);
-        if self.pending != 0
-            || len == 0
-            || ds * SEG_BYTES > self.bf_size
-            || bbs > usize::from(self.free_bbs())
+        // An open lane (no doorbell or fence owed, BlueFlame of halves of
+        // `BF_BYTES`) with room for all `bbs`.
+        if len == 0
+            || ds * SEG_BYTES > BF_BYTES
+            || usize::from(self.pi.wrapping_sub(self.ci)) + bbs > usize::from(self.lane_room)
             || first + bbs > usize::from(self.wqe_cnt)
         {
             return false;
         }
         let start = first * WQEBB_BYTES;
-        let flags = flags | core::mem::take(&mut self.fence_next);
-        let ctrl = wqe::ctrl_words(self.pi, opcode, 0, self.qpn, ds as u8, flags, 0);
+        let ctrl = [wqe::ctrl_head(self.pi, opcode, self.qpn_ds | ds as u32), wqe::ctrl_tail(flags, 0)];
         // SAFETY: the WQE's `bbs` WQEBBs from `start` are inside the ring
         // (`first + bbs <= wqe_cnt`, and `new` checked the ring holds
         // `wqe_cnt` WQEBBs), and every segment stored below lies in them:
@@ -653,7 +678,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             unsafe { self.bf.store_block(self.bf_offset + i * WQEBB_BYTES, &block) };
         }
         self.bf.flush();
-        self.bf_offset ^= self.bf_size;
+        self.bf_offset ^= BF_BYTES;
         true
     }
 
@@ -743,6 +768,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.bf.write_blocks(self.bf_offset, blocks);
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
+        self.reopen();
     }
 
     /// Ring the doorbell for the WQEs written since the last one: the
@@ -770,6 +796,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
         self.pending = 0;
+        self.reopen();
     }
 
     /// What the outstanding WQE whose first WQEBB is `wqe_counter` (a

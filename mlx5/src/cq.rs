@@ -199,6 +199,14 @@ impl<R: Register> CompletionQueue<R> {
         Cqe::from_words(middle, head.0)
     }
 
+    /// The QP slot of the last CQE's route, if it is QP `qpn`'s: what a
+    /// run of CQEs of one QP needs, with no look-up
+    /// ([`route`](Self::route) otherwise).
+    #[inline(always)]
+    pub fn last_slot(&self, qpn: u32) -> Option<u16> {
+        (self.last.qpn == qpn).then_some(self.last.slot)
+    }
+
     /// Where the QP `qpn` of a CQE leads: the last CQE's route if it is
     /// that QP's, or else what `find` says, kept for the next CQE.
     #[inline(always)]

@@ -813,18 +813,19 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     /// `wqe_counter` (a CQE's): a completion that [`retire`](Self::retire)
     /// would retire alone. Nothing is retired.
     #[inline(always)]
-    pub fn oldest(&self, wqe_counter: u16) -> Option<SendSlot> {
+    pub fn oldest(&self, wqe_counter: u16) -> Option<&SendSlot> {
         if wqe_counter != self.ci || self.pi == self.ci {
             return None;
         }
-        self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask)).copied()
+        self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask))
     }
 
-    /// Retire `oldest`, the oldest outstanding WQE's slot, which
-    /// [`oldest`](Self::oldest) showed.
+    /// Retire the oldest outstanding WQE, of `bbs` WQEBBs: the `bbs` of
+    /// the slot [`oldest`](Self::oldest) showed, at least 1 as every slot
+    /// of an outstanding WQE holds (`keep` writes it).
     #[inline(always)]
-    pub fn retire_oldest(&mut self, oldest: &SendSlot) {
-        self.ci = self.ci.wrapping_add(oldest.bbs.max(1));
+    pub fn retire_oldest(&mut self, bbs: u16) {
+        self.ci = self.ci.wrapping_add(bbs);
     }
 
     /// Retire the oldest outstanding WQE, whose CQE will never come (its
@@ -987,9 +988,9 @@ mod tests {
             posted.sq.ring();
             assert_eq!(rung(&lane, gathered, 0), rung(&posted, gathered, 0), "round {round}, gathered");
             for q in [&mut lane, &mut posted] {
-                let oldest = q.sq.oldest(gathered).expect("the WQE just posted is the oldest");
-                assert_eq!(oldest.cookie, cookie);
-                q.sq.retire_oldest(&oldest);
+                let oldest = *q.sq.oldest(gathered).expect("the WQE just posted is the oldest");
+                assert_eq!((oldest.cookie, oldest.bbs), (cookie, 1));
+                q.sq.retire_oldest(oldest.bbs);
             }
             if matches!(op, Op::Read(_)) {
                 continue;
@@ -1012,7 +1013,8 @@ mod tests {
         while lane.sq.pi() % CNT as u16 != CNT as u16 - 1 {
             let pi = lane.sq.pi();
             assert!(lane.sq.try_send_one(opcode::SEND, None, sge, fm_ce_se::CQ_UPDATE, slot(9)));
-            lane.sq.retire_oldest(&lane.sq.oldest(pi).expect("just posted"));
+            let bbs = lane.sq.oldest(pi).expect("just posted").bbs;
+            lane.sq.retire_oldest(bbs);
         }
         let before = (lane.ring.read(0, CNT as usize * WQEBB_BYTES), lane.sq.register().writes.len(), lane.sq.pi());
         // SAFETY: as above.

@@ -527,15 +527,19 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     }
 
     /// Keep what the WQE at the producer index reports on completion, and
-    /// move the producer index past its `bbs` WQEBBs.
+    /// move the producer index past its `bbs` WQEBBs: the new index, in a
+    /// register (the slot store may alias `self` as far as the compiler
+    /// knows, so it would load the field again).
     #[inline(always)]
-    fn keep(&mut self, mut slot: SendSlot, bbs: u16) {
+    fn keep(&mut self, mut slot: SendSlot, bbs: u16) -> u16 {
         slot.bbs = bbs;
         let pi = self.pi;
-        self.pi = pi.wrapping_add(bbs);
+        let next = pi.wrapping_add(bbs);
+        self.pi = next;
         if let Some(s) = self.slots.as_mut().get_mut(usize::from(pi & self.wqe_mask)) {
             *s = slot;
         }
+        next
     }
 
     /// Post a WQE that gathers `sges` and ring the doorbell for it. With
@@ -604,8 +608,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         let block = [ctrl[0], ctrl[1], first[0], first[1], second[0], second[1], 0, 0];
         // SAFETY: `block_offset` is 64-aligned and inside the ring.
         unsafe { self.buf.store_block(self.block_offset(self.pi), &block) };
-        self.keep(slot, 1);
-        self.doorbell();
+        let pi = self.keep(slot, 1);
+        self.doorbell(pi);
         // SAFETY: `bf_offset` is 0 or `bf_size`, and `new` checked that
         // both halves lie in the register.
         unsafe { self.bf.store_block(self.bf_offset, &block) };
@@ -668,8 +672,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             let src = core::ptr::with_exposed_provenance::<u8>(addr as usize);
             self.buf.copy_in_unchecked(at + 4, src, len as usize);
         }
-        self.keep(slot, bbs as u16);
-        self.doorbell();
+        let pi = self.keep(slot, bbs as u16);
+        self.doorbell(pi);
         for i in 0..bbs {
             // SAFETY: as above, the WQEBB is inside the ring and 64-aligned.
             let block = unsafe { self.buf.load_block(start + i * WQEBB_BYTES) };
@@ -682,13 +686,14 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         true
     }
 
-    /// The doorbell record of what was just written, ordered after the WQE
-    /// and before the BlueFlame copy (PRM "Send Doorbell").
+    /// The doorbell record of what was just written, up to the producer
+    /// index `pi`, ordered after the WQE and before the BlueFlame copy
+    /// (PRM "Send Doorbell").
     #[inline(always)]
-    fn doorbell(&mut self) {
+    fn doorbell(&mut self, pi: u16) {
         barrier::to_device_barrier();
         // SAFETY: `new` checked that the record holds both counters.
-        unsafe { self.dbrec.store_be32(SND_DBR * 4, u32::from(self.pi)) };
+        unsafe { self.dbrec.store_be32(SND_DBR * 4, u32::from(pi)) };
         barrier::wc_start();
     }
 

@@ -103,10 +103,12 @@ pub struct SoftRegister {
     /// at the flush: each register belongs to one thread at a time, so
     /// they need no lock of the device's.
     pending: Vec<(usize, Vec<u8>)>,
-    /// The BlueFlame blocks a lane stored (`store_block`) since the last
-    /// flush, bit `i` for the block at `64 * i`: the flush hands them over
-    /// from the page, so the lane's store calls nothing.
-    stored: u32,
+    /// Where the BlueFlame blocks a lane stored (`store_block`) since the
+    /// last flush end, 0 for none: a lane stores one WQE's blocks in a row
+    /// from the start of a BlueFlame half, so the flush hands over the
+    /// half's blocks up to here from the page, and the lane's store calls
+    /// nothing.
+    stored_end: usize,
 }
 
 /// 64-bit words of a stand-in register page: both BlueFlame halves and
@@ -119,7 +121,7 @@ impl SoftRegister {
         // SAFETY: the page is 8-aligned, `PAGE_WORDS * 8` bytes long, and
         // lives until this register drops; only the `Uar` writes it.
         let mirror = unsafe { Uar::new(page.cast(), PAGE_WORDS * 8) };
-        SoftRegister { hca, uar, deferred, page, mirror, pending: Vec::new(), stored: 0 }
+        SoftRegister { hca, uar, deferred, page, mirror, pending: Vec::new(), stored_end: 0 }
     }
 }
 
@@ -176,10 +178,12 @@ impl SoftRegister {
     /// and executes what it publishes.
     #[inline(never)]
     fn hca_flush(&mut self) {
-        let mut stored = core::mem::take(&mut self.stored);
-        while stored != 0 {
-            self.take_block(stored.trailing_zeros() as usize * 64);
-            stored &= stored - 1;
+        let end = core::mem::take(&mut self.stored_end);
+        if end != 0 {
+            let half = (end - 1) / BF_SIZE * BF_SIZE;
+            for offset in (half..end).step_by(64) {
+                self.take_block(offset);
+            }
         }
         read(&self.hca).register_flush(self.uar, &self.pending);
         self.pending.clear();
@@ -217,15 +221,14 @@ impl Register for SoftRegister {
         self.mirror.span()
     }
 
-    /// The block is marked for the flush to hand over: the lanes store
-    /// only whole doorbells of blocks, with no other write between their
-    /// blocks and the flush.
+    /// The block is left for the flush to hand over (`stored_end`): the
+    /// lanes store only whole doorbells of blocks, with no other write
+    /// between their blocks and the flush.
     #[inline(always)]
     unsafe fn store_block(&mut self, offset: usize, block: &[u64; 8]) {
         // SAFETY: the caller's contract, and the mirror spans the register.
         unsafe { self.mirror.store_block(offset, block) };
-        // The contract keeps `offset / 64` below the page's 16 blocks.
-        self.stored |= 1 << (offset / 64 % 32);
+        self.stored_end = offset + 64;
     }
 
     #[inline(always)]
@@ -235,7 +238,7 @@ impl Register for SoftRegister {
             self.hca_flush();
         } else {
             // Deferred: the device takes no write of this doorbell.
-            self.stored = 0;
+            self.stored_end = 0;
         }
     }
 }

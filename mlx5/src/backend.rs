@@ -296,14 +296,15 @@ fn complete_on<D: Device>(
 
 /// What [`look`] found a CQE to complete, for [`take`] to retire.
 enum Taking {
-    /// The oldest request of the send queue, alone.
-    Request(SendSlot),
+    /// The oldest request of the send queue, alone: its WQEBBs.
+    Request(u16),
     /// The oldest receive of the QP's own receive queue.
     Receive,
 }
 
-/// The completion the successful CQE `head`, the next of `ring`, makes
-/// of a QP of `queues`, if a dequeue may settle it alone: it completes
+/// The completion the CQE `head`, the next of `ring`, makes of a QP of
+/// `queues`, if a dequeue may settle it alone: a success (an error breaks
+/// the connection, an exclusive poll's business) that completes
 /// the oldest request of the send queue alone (not a window bind's, which
 /// changes its window), or fills the oldest receive of the QP's own queue
 /// (not an SRQ's, which QPs of other EPs share, nor a UD QP's, whose
@@ -315,11 +316,14 @@ fn look<D: Device>(
     head: Head,
     queues: &QpQueues<D>,
 ) -> Option<(Completion, Taking)> {
-    if head.is_requester() {
-        let sent = queues.sq.oldest(head.wqe_counter()).filter(|sent| sent.op != DtoOp::BindMw)?;
-        return Some((requested(queues.tag, sent, 1), Taking::Request(sent)));
+    if head.is_request_done() {
+        let sent = queues.sq.oldest(head.wqe_counter())?;
+        if sent.op == DtoOp::BindMw {
+            return None;
+        }
+        return Some((requested(queues.tag, *sent, 1), Taking::Request(sent.bbs)));
     }
-    if queues.srq.is_some() || queues.ud {
+    if !head.is_receive_done() || queues.srq.is_some() || queues.ud {
         return None;
     }
     let cookie = queues.rq.as_ref()?.oldest()?;
@@ -334,7 +338,7 @@ fn look<D: Device>(
 fn take<D: Device>(ring: &mut CompletionQueue<D::Register>, queues: &mut QpQueues<D>, taking: &Taking) {
     ring.advance();
     match taking {
-        Taking::Request(sent) => queues.sq.retire_oldest(sent),
+        Taking::Request(bbs) => queues.sq.retire_oldest(*bbs),
         Taking::Receive => {
             if let Some(rq) = queues.rq.as_mut() {
                 rq.complete();
@@ -564,7 +568,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             // rest (an error, an SRQ's or a UD receive, a window bind, a
             // request with unsignalled ones before it) as `complete_on`
             // says.
-            let looked = if head.is_error() { None } else { look(ring, head, queues) };
+            let looked = look(ring, head, queues);
             let completion = match looked {
                 Some((completion, taking)) => {
                     take(ring, queues, &taking);
@@ -795,10 +799,12 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         let Mlx5 { qps, by_qpn, cqs, .. } = self;
         let ring = cqs.get_mut(cq.slot)?;
         let head = ring.peek_head()?;
-        if head.is_error() {
-            return None;
-        }
-        let queues = qps.get_mut(ring.route(head.qpn(), |qpn| by_qpn.route(qpn))?.slot)?;
+        let qpn = head.qpn();
+        let slot = match ring.last_slot(qpn) {
+            Some(slot) => slot,
+            None => ring.route(qpn, |qpn| by_qpn.route(qpn))?.slot,
+        };
+        let queues = qps.get_mut(slot)?;
         let (completion, taking) = look(ring, head, queues)?;
         let accepted = accept(&completion)?;
         take(ring, queues, &taking);

@@ -123,6 +123,12 @@ impl<R: Register> CompletionQueue<R> {
         // SAFETY: `at` is an entry's CQE (see `entry`): 8-aligned, its 64
         // bytes inside the ring, whose length `new` checked.
         let [last] = unsafe { self.buf.load_words::<1>(at + cqe::LAST_WORD) };
+        self.owns(last, index)
+    }
+
+    /// Whether a CQE `index` whose last word reads `last` is software's.
+    #[inline(always)]
+    fn owns(&self, last: u64, index: u32) -> bool {
         let op_own = last.to_ne_bytes()[field::OP_OWN - cqe::LAST_WORD];
         op_own >> 4 != u8::from(CqeOpcode::Invalid) && (op_own & 1 != 0) == (index & self.cqe_cnt != 0)
     }
@@ -176,14 +182,16 @@ impl<R: Register> CompletionQueue<R> {
     /// reads the whole CQE.
     #[inline(always)]
     pub fn peek_head(&self) -> Option<Head> {
-        let at = self.entry(self.ci);
-        if !self.owned(at, self.ci) {
+        // SAFETY: as in `owned`; the ring lives as long as `self`, past
+        // both reads.
+        let word = unsafe { self.buf.word(self.entry(self.ci) + cqe::LAST_WORD) };
+        // SAFETY: the ring is alive (above).
+        if !self.owns(unsafe { word.read() }, self.ci) {
             return None;
         }
         barrier::from_device_barrier();
-        // SAFETY: as in `owned`.
-        let [last] = unsafe { self.buf.load_words::<1>(at + cqe::LAST_WORD) };
-        Some(Head(last))
+        // SAFETY: as above; read again, after the barrier.
+        Some(Head(unsafe { word.read() }))
     }
 
     /// The next CQE, whose last word [`peek_head`](Self::peek_head) read
@@ -197,6 +205,14 @@ impl<R: Register> CompletionQueue<R> {
             [0; 3]
         };
         Cqe::from_words(middle, head.0)
+    }
+
+    /// The QP slot of the last CQE's route, if it is QP `qpn`'s: what a
+    /// run of CQEs of one QP needs, with no look-up
+    /// ([`route`](Self::route) otherwise).
+    #[inline(always)]
+    pub fn last_slot(&self, qpn: u32) -> Option<u16> {
+        (self.last.qpn == qpn).then_some(self.last.slot)
     }
 
     /// Where the QP `qpn` of a CQE leads: the last CQE's route if it is

@@ -251,6 +251,19 @@ impl Head {
         let op = self.opcode();
         op == u8::from(CqeOpcode::Req) || op == u8::from(CqeOpcode::ReqErr)
     }
+
+    /// Whether the CQE reports a send-queue WQE done, without error.
+    #[inline(always)]
+    pub fn is_request_done(self) -> bool {
+        self.opcode() == u8::from(CqeOpcode::Req)
+    }
+
+    /// Whether the CQE reports a receive filled, without error: one of the
+    /// responder opcodes, `RESP_WR_IMM` to `RESP_SEND_INV`.
+    #[inline(always)]
+    pub fn is_receive_done(self) -> bool {
+        (u8::from(CqeOpcode::RespWriteImm)..=u8::from(CqeOpcode::RespSendInv)).contains(&self.opcode())
+    }
 }
 
 impl Cqe {

@@ -151,6 +151,20 @@ impl DmaBuf {
         core::array::from_fn(|i| unsafe { self.ptr.as_ptr().add(offset + 8 * i).cast::<u64>().read_volatile() })
     }
 
+    /// The 8-aligned word at `offset`, for a field the device writes that
+    /// is read more than once (a CQE's last word, before and after the
+    /// barrier): the address is made once, and each read of it is a
+    /// volatile 8-byte load.
+    ///
+    /// # Safety
+    /// As [`load_words`](Self::load_words) of one word.
+    #[inline(always)]
+    pub unsafe fn word(&self, offset: usize) -> DeviceWord {
+        debug_assert!(offset % 8 == 0 && self.holds(offset, 8));
+        // SAFETY: inside the buffer (the caller's contract).
+        DeviceWord(unsafe { self.ptr.as_ptr().add(offset).cast::<u64>() })
+    }
+
     /// A volatile read of the big-endian 32-bit field at `offset`.
     #[inline(always)]
     pub fn read_be32(&self, offset: usize) -> u32 {
@@ -189,5 +203,23 @@ impl DmaBuf {
             // 64-aligned); a single aligned 32-bit volatile store.
             unsafe { self.ptr.as_ptr().add(offset).cast::<u32>().write_volatile(value.to_be()) }
         }
+    }
+}
+
+/// One 8-aligned word of a [`DmaBuf`] that the device writes
+/// ([`DmaBuf::word`]).
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceWord(*const u64);
+
+impl DeviceWord {
+    /// A volatile load of the word, its bytes in memory order.
+    ///
+    /// # Safety
+    /// The buffer the word was taken from is still alive.
+    #[inline(always)]
+    pub unsafe fn read(self) -> u64 {
+        // SAFETY: 8-aligned and inside a live buffer (`DmaBuf::word`'s
+        // contract and the caller's); volatile because the device writes it.
+        unsafe { self.0.read_volatile() }
     }
 }

@@ -258,6 +258,8 @@ pub struct SendQueue<R, S> {
     bf: R,
     slots: S,
     qpn: u32,
+    /// `qpn << 8`: the control segment's second field, less its `ds`.
+    qpn_ds: u32,
     ring_mask: usize,
     wqe_mask: u16,
     wqe_cnt: u16,
@@ -275,6 +277,11 @@ pub struct SendQueue<R, S> {
     pending: u16,
     /// Fence bits the next WQE carries: the small fence after a UMR.
     fence_next: u8,
+    /// What the lanes (`try_send_one`, `try_send_inline_one`) check in
+    /// one compare: `wqe_cnt` while nothing waits for a doorbell, no fence
+    /// is owed and the queue has BlueFlame, else 0 (no lane). Kept by
+    /// [`reopen`](Self::reopen) wherever one of those changes.
+    lane_room: u16,
     last: Last,
 }
 
@@ -304,6 +311,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             bf,
             slots,
             qpn,
+            qpn_ds: qpn << 8,
             ring_mask: wqe_cnt as usize * WQEBB_BYTES - 1,
             wqe_mask: (wqe_cnt - 1) as u16,
             wqe_cnt: wqe_cnt as u16,
@@ -314,6 +322,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             ci: 0,
             pending: 0,
             fence_next: 0,
+            lane_room: 0,
             last: Last { pi: 0, word: 0, bbs: 0 },
         };
         sq.reset();
@@ -329,6 +338,16 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.fence_next = 0;
         self.bf_offset = 0;
         self.dbrec.write_be32(SND_DBR * 4, 0);
+        self.reopen();
+    }
+
+    /// Open the lanes if nothing waits for a doorbell, no fence is owed
+    /// and the queue has BlueFlame (`bf_size` is then 256: `new` checked
+    /// it is 0 or 256); close them otherwise.
+    #[inline(always)]
+    fn reopen(&mut self) {
+        let open = self.pending == 0 && self.fence_next == 0 && self.bf_size != 0;
+        self.lane_room = if open { self.wqe_cnt } else { 0 };
     }
 
     /// The QP number.
@@ -465,6 +484,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         }
         self.finish(start, &header, ds, flags, slot);
         self.fence_next = wqe::fm_ce_se::INITIATOR_SMALL_FENCE;
+        self.lane_room = 0;
         Ok(())
     }
 
@@ -501,19 +521,25 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         let bbs = wqe::bbs(ds) as u16;
         self.last = Last { pi: self.pi, word: ctrl[0], bbs };
         self.pending += 1;
+        // A doorbell is owed: no lane until `ring`.
+        self.lane_room = 0;
         self.keep(slot, bbs);
     }
 
     /// Keep what the WQE at the producer index reports on completion, and
-    /// move the producer index past its `bbs` WQEBBs.
+    /// move the producer index past its `bbs` WQEBBs: the new index, in a
+    /// register (the slot store may alias `self` as far as the compiler
+    /// knows, so it would load the field again).
     #[inline(always)]
-    fn keep(&mut self, mut slot: SendSlot, bbs: u16) {
+    fn keep(&mut self, mut slot: SendSlot, bbs: u16) -> u16 {
         slot.bbs = bbs;
-        let index = usize::from(self.pi & self.wqe_mask);
-        if let Some(s) = self.slots.as_mut().get_mut(index) {
+        let pi = self.pi;
+        let next = pi.wrapping_add(bbs);
+        self.pi = next;
+        if let Some(s) = self.slots.as_mut().get_mut(usize::from(pi & self.wqe_mask)) {
             *s = slot;
         }
-        self.pi = self.pi.wrapping_add(bbs);
+        next
     }
 
     /// Post a WQE that gathers `sges` and ring the doorbell for it. With
@@ -555,6 +581,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.bf.write_block(self.bf_offset, &block);
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
+        // The fence it carried is paid.
+        self.reopen();
         Ok(())
     }
 
@@ -567,7 +595,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     /// re-checked per post that [`new`](Self::new) checked once.
     #[inline(always)]
     pub fn try_send_one(&mut self, opcode: u8, remote: Option<Remote>, sge: Sge, flags: u8, slot: SendSlot) -> bool {
-        if self.pending != 0 || self.bf_size == 0 || self.pi.wrapping_sub(self.ci) >= self.wqe_cnt {
+        // No doorbell owed, no fence owed, BlueFlame, and a free WQEBB.
+        if self.pi.wrapping_sub(self.ci) >= self.lane_room {
             return false;
         }
         let data = wqe::data_words(sge.length, sge.lkey, sge.addr);
@@ -575,18 +604,18 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             Some(r) => (3, wqe::raddr_words(r.addr, r.rkey), data),
             None => (2, data, [0; 2]),
         };
-        let flags = flags | core::mem::take(&mut self.fence_next);
-        let ctrl = wqe::ctrl_words(self.pi, opcode, 0, self.qpn, ds, flags, 0);
+        let ctrl = [wqe::ctrl_head(self.pi, opcode, self.qpn_ds | ds), wqe::ctrl_tail(flags, 0)];
         let block = [ctrl[0], ctrl[1], first[0], first[1], second[0], second[1], 0, 0];
         // SAFETY: `block_offset` is 64-aligned and inside the ring.
         unsafe { self.buf.store_block(self.block_offset(self.pi), &block) };
-        self.keep(slot, 1);
-        self.doorbell();
+        let pi = self.keep(slot, 1);
+        self.doorbell(pi);
         // SAFETY: `bf_offset` is 0 or `bf_size`, and `new` checked that
         // both halves lie in the register.
         unsafe { self.bf.store_block(self.bf_offset, &block) };
         self.bf.flush();
-        self.bf_offset ^= self.bf_size;
+        // An open lane has BlueFlame, of halves of `BF_BYTES` (`reopen`).
+        self.bf_offset ^= BF_BYTES;
         true
     }
 
@@ -615,17 +644,17 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         let ds = head + wqe::inline_ds(len as usize);
         let bbs = wqe::bbs(ds);
         let first = usize::from(self.pi & self.wqe_mask);
-        if self.pending != 0
-            || len == 0
-            || ds * SEG_BYTES > self.bf_size
-            || bbs > usize::from(self.free_bbs())
+        // An open lane (no doorbell or fence owed, BlueFlame of halves of
+        // `BF_BYTES`) with room for all `bbs`.
+        if len == 0
+            || ds * SEG_BYTES > BF_BYTES
+            || usize::from(self.pi.wrapping_sub(self.ci)) + bbs > usize::from(self.lane_room)
             || first + bbs > usize::from(self.wqe_cnt)
         {
             return false;
         }
         let start = first * WQEBB_BYTES;
-        let flags = flags | core::mem::take(&mut self.fence_next);
-        let ctrl = wqe::ctrl_words(self.pi, opcode, 0, self.qpn, ds as u8, flags, 0);
+        let ctrl = [wqe::ctrl_head(self.pi, opcode, self.qpn_ds | ds as u32), wqe::ctrl_tail(flags, 0)];
         // SAFETY: the WQE's `bbs` WQEBBs from `start` are inside the ring
         // (`first + bbs <= wqe_cnt`, and `new` checked the ring holds
         // `wqe_cnt` WQEBBs), and every segment stored below lies in them:
@@ -643,8 +672,8 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             let src = core::ptr::with_exposed_provenance::<u8>(addr as usize);
             self.buf.copy_in_unchecked(at + 4, src, len as usize);
         }
-        self.keep(slot, bbs as u16);
-        self.doorbell();
+        let pi = self.keep(slot, bbs as u16);
+        self.doorbell(pi);
         for i in 0..bbs {
             // SAFETY: as above, the WQEBB is inside the ring and 64-aligned.
             let block = unsafe { self.buf.load_block(start + i * WQEBB_BYTES) };
@@ -653,17 +682,18 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             unsafe { self.bf.store_block(self.bf_offset + i * WQEBB_BYTES, &block) };
         }
         self.bf.flush();
-        self.bf_offset ^= self.bf_size;
+        self.bf_offset ^= BF_BYTES;
         true
     }
 
-    /// The doorbell record of what was just written, ordered after the WQE
-    /// and before the BlueFlame copy (PRM "Send Doorbell").
+    /// The doorbell record of what was just written, up to the producer
+    /// index `pi`, ordered after the WQE and before the BlueFlame copy
+    /// (PRM "Send Doorbell").
     #[inline(always)]
-    fn doorbell(&mut self) {
+    fn doorbell(&mut self, pi: u16) {
         barrier::to_device_barrier();
         // SAFETY: `new` checked that the record holds both counters.
-        unsafe { self.dbrec.store_be32(SND_DBR * 4, u32::from(self.pi)) };
+        unsafe { self.dbrec.store_be32(SND_DBR * 4, u32::from(pi)) };
         barrier::wc_start();
     }
 
@@ -743,6 +773,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.bf.write_blocks(self.bf_offset, blocks);
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
+        self.reopen();
     }
 
     /// Ring the doorbell for the WQEs written since the last one: the
@@ -770,6 +801,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
         self.pending = 0;
+        self.reopen();
     }
 
     /// What the outstanding WQE whose first WQEBB is `wqe_counter` (a
@@ -786,18 +818,19 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     /// `wqe_counter` (a CQE's): a completion that [`retire`](Self::retire)
     /// would retire alone. Nothing is retired.
     #[inline(always)]
-    pub fn oldest(&self, wqe_counter: u16) -> Option<SendSlot> {
+    pub fn oldest(&self, wqe_counter: u16) -> Option<&SendSlot> {
         if wqe_counter != self.ci || self.pi == self.ci {
             return None;
         }
-        self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask)).copied()
+        self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask))
     }
 
-    /// Retire `oldest`, the oldest outstanding WQE's slot, which
-    /// [`oldest`](Self::oldest) showed.
+    /// Retire the oldest outstanding WQE, of `bbs` WQEBBs: the `bbs` of
+    /// the slot [`oldest`](Self::oldest) showed, at least 1 as every slot
+    /// of an outstanding WQE holds (`keep` writes it).
     #[inline(always)]
-    pub fn retire_oldest(&mut self, oldest: &SendSlot) {
-        self.ci = self.ci.wrapping_add(oldest.bbs.max(1));
+    pub fn retire_oldest(&mut self, bbs: u16) {
+        self.ci = self.ci.wrapping_add(bbs);
     }
 
     /// Retire the oldest outstanding WQE, whose CQE will never come (its
@@ -960,9 +993,9 @@ mod tests {
             posted.sq.ring();
             assert_eq!(rung(&lane, gathered, 0), rung(&posted, gathered, 0), "round {round}, gathered");
             for q in [&mut lane, &mut posted] {
-                let oldest = q.sq.oldest(gathered).expect("the WQE just posted is the oldest");
-                assert_eq!(oldest.cookie, cookie);
-                q.sq.retire_oldest(&oldest);
+                let oldest = *q.sq.oldest(gathered).expect("the WQE just posted is the oldest");
+                assert_eq!((oldest.cookie, oldest.bbs), (cookie, 1));
+                q.sq.retire_oldest(oldest.bbs);
             }
             if matches!(op, Op::Read(_)) {
                 continue;
@@ -985,7 +1018,8 @@ mod tests {
         while lane.sq.pi() % CNT as u16 != CNT as u16 - 1 {
             let pi = lane.sq.pi();
             assert!(lane.sq.try_send_one(opcode::SEND, None, sge, fm_ce_se::CQ_UPDATE, slot(9)));
-            lane.sq.retire_oldest(&lane.sq.oldest(pi).expect("just posted"));
+            let bbs = lane.sq.oldest(pi).expect("just posted").bbs;
+            lane.sq.retire_oldest(bbs);
         }
         let before = (lane.ring.read(0, CNT as usize * WQEBB_BYTES), lane.sq.register().writes.len(), lane.sq.pi());
         // SAFETY: as above.

@@ -173,6 +173,21 @@ pub const fn ctrl_words(pi: u16, opcode: u8, opmod: u8, qpn: u32, ds: u8, flags:
     [be32_pair(opmod_idx_opcode, (qpn << 8) | ds as u32), be32_pair(flags as u32, imm)]
 }
 
+/// The control segment's first word, of a WQE with no opmod, whose
+/// second field, `qpn << 8 | ds`, the caller keeps made: as
+/// [`ctrl_words`] makes it.
+#[inline(always)]
+pub const fn ctrl_head(pi: u16, opcode: u8, qpn_ds: u32) -> u64 {
+    be64(((pi as u64) << 40) | ((opcode as u64) << 32) | qpn_ds as u64)
+}
+
+/// The control segment's second word: no signature or stream id, then
+/// `fm_ce_se` and the immediate (host order), as [`ctrl_words`] makes it.
+#[inline(always)]
+pub const fn ctrl_tail(flags: u8, imm: u32) -> u64 {
+    be32_pair(flags as u32, imm)
+}
+
 /// The control segment's bytes (see [`ctrl_words`]).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -365,4 +380,21 @@ pub fn datagram_seg(v: &AddressVector) -> [u8; DATAGRAM_BYTES] {
 #[inline(always)]
 pub const fn bbs(ds: usize) -> usize {
     (ds * SEG_BYTES).div_ceil(WQEBB_BYTES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The control words a lane makes from its kept `qpn << 8` are the
+    /// ones `ctrl_words` makes from the QP number.
+    #[test]
+    fn a_control_segment_from_kept_fields_is_the_whole_one() {
+        for (pi, opcode, qpn, ds, flags) in
+            [(0, opcode::RDMA_WRITE, 0x1234, 3, fm_ce_se::CQ_UPDATE), (0xfffe, opcode::SEND, 0xab_cdef, 2, 0)]
+        {
+            let whole = ctrl_words(pi, opcode, 0, qpn, ds, flags, 0);
+            assert_eq!([ctrl_head(pi, opcode, qpn << 8 | u32::from(ds)), ctrl_tail(flags, 0)], whole);
+        }
+    }
 }

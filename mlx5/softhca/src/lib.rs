@@ -103,6 +103,12 @@ pub struct SoftRegister {
     /// at the flush: each register belongs to one thread at a time, so
     /// they need no lock of the device's.
     pending: Vec<(usize, Vec<u8>)>,
+    /// Where the BlueFlame blocks a lane stored (`store_block`) since the
+    /// last flush end, 0 for none: a lane stores one WQE's blocks in a row
+    /// from the start of a BlueFlame half, so the flush hands over the
+    /// half's blocks up to here from the page, and the lane's store calls
+    /// nothing.
+    stored_end: usize,
 }
 
 /// 64-bit words of a stand-in register page: both BlueFlame halves and
@@ -115,7 +121,7 @@ impl SoftRegister {
         // SAFETY: the page is 8-aligned, `PAGE_WORDS * 8` bytes long, and
         // lives until this register drops; only the `Uar` writes it.
         let mirror = unsafe { Uar::new(page.cast(), PAGE_WORDS * 8) };
-        SoftRegister { hca, uar, deferred, page, mirror, pending: Vec::new() }
+        SoftRegister { hca, uar, deferred, page, mirror, pending: Vec::new(), stored_end: 0 }
     }
 }
 
@@ -151,19 +157,34 @@ impl SoftRegister {
     /// its own, as a ConnectX's doorbell does).
     #[inline(never)]
     fn hca_write_block(&mut self, offset: usize) {
+        self.take_block(offset);
+    }
+
+    /// The BlueFlame block at `offset`, as the page holds it, joins the
+    /// doorbell's writes. Not an `hca_*` function, nor through one: a
+    /// count toggles collection at each `hca_*` entry, so they must not
+    /// nest.
+    fn take_block(&mut self, offset: usize) {
         // SAFETY: the page lives while the register does and only the
         // mirror `Uar` writes it, through `&mut self`, which this call has.
         let page = unsafe { self.page.as_ref() };
         let Some(words) = page.get(offset / 8..offset / 8 + 8) else { return };
-        // Not through `hca_write`: a count toggles collection at each
-        // `hca_*` entry, so they must not nest.
         let bytes: [u8; 64] = core::array::from_fn(|i| words[i / 8].to_ne_bytes()[i % 8]);
         self.pending.push((offset, bytes.to_vec()));
     }
 
-    /// The software HCA takes the doorbell and executes what it publishes.
+    /// The software HCA takes the doorbell, the blocks the lanes stored
+    /// first (in address order, the order a WQE's blocks are stored in),
+    /// and executes what it publishes.
     #[inline(never)]
     fn hca_flush(&mut self) {
+        let end = core::mem::take(&mut self.stored_end);
+        if end != 0 {
+            let half = (end - 1) / BF_SIZE * BF_SIZE;
+            for offset in (half..end).step_by(64) {
+                self.take_block(offset);
+            }
+        }
         read(&self.hca).register_flush(self.uar, &self.pending);
         self.pending.clear();
     }
@@ -200,13 +221,14 @@ impl Register for SoftRegister {
         self.mirror.span()
     }
 
+    /// The block is left for the flush to hand over (`stored_end`): the
+    /// lanes store only whole doorbells of blocks, with no other write
+    /// between their blocks and the flush.
     #[inline(always)]
     unsafe fn store_block(&mut self, offset: usize, block: &[u64; 8]) {
         // SAFETY: the caller's contract, and the mirror spans the register.
         unsafe { self.mirror.store_block(offset, block) };
-        if !self.deferred.load(Ordering::Relaxed) {
-            self.hca_write_block(offset);
-        }
+        self.stored_end = offset + 64;
     }
 
     #[inline(always)]
@@ -214,6 +236,9 @@ impl Register for SoftRegister {
         self.mirror.flush();
         if !self.deferred.load(Ordering::Relaxed) {
             self.hca_flush();
+        } else {
+            // Deferred: the device takes no write of this doorbell.
+            self.stored_end = 0;
         }
     }
 }

@@ -270,7 +270,7 @@ pub enum Shared<T> {
     Empty,
     /// The call needs the provider to itself: make it again through
     /// `&mut`. Nothing was changed.
-    Exclusive,
+    NeedsExclusive,
 }
 
 /// What the next CQE of a CQ is for, as [`Backend::cq_take_shared`]
@@ -627,7 +627,7 @@ pub trait Backend {
     /// taken; it takes the lock of that QP's EP and hands back what the
     /// caller keeps while it settles the completion, or refuses.
     /// [`Shared::Done`] with `None` when the CQE completed nothing (its
-    /// request was already gone): look again. [`Shared::Exclusive`], with
+    /// request was already gone): look again. [`Shared::NeedsExclusive`], with
     /// the CQE left where it is, for anything else, or when `admit`
     /// refused.
     ///
@@ -642,7 +642,7 @@ pub trait Backend {
         _cq: &mut Self::Cq,
         _admit: impl FnOnce(CqHead) -> Option<G>,
     ) -> Shared<Option<(Completion, G)>> {
-        Shared::Exclusive
+        Shared::NeedsExclusive
     }
     /// Post a receive into `sges` on `qp`; its completion carries `cookie`
     /// (dat_ep_post_recv(3DAT)).

@@ -775,18 +775,18 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         admit: impl FnOnce(CqHead) -> Option<G>,
     ) -> Shared<Option<(Completion, G)>> {
         // SAFETY: the caller holds the lock of the CQ's EVD.
-        let Some(ring) = (unsafe { self.cqs.get_shared(cq.slot) }) else { return Shared::Exclusive };
+        let Some(ring) = (unsafe { self.cqs.get_shared(cq.slot) }) else { return Shared::NeedsExclusive };
         let Some(head) = ring.peek_head() else { return Shared::Empty };
         let recv = !head.is_requester();
-        let Some(route) = ring.route(head.qpn(), |qpn| self.by_qpn.route(qpn)) else { return Shared::Exclusive };
+        let Some(route) = ring.route(head.qpn(), |qpn| self.by_qpn.route(qpn)) else { return Shared::NeedsExclusive };
         // An error breaks the connection: an exclusive poll's business.
         if head.is_error() || (recv && route.srq) {
-            return Shared::Exclusive;
+            return Shared::NeedsExclusive;
         }
-        let Some(admitted) = admit(CqHead { tag: route.tag, recv }) else { return Shared::Exclusive };
+        let Some(admitted) = admit(CqHead { tag: route.tag, recv }) else { return Shared::NeedsExclusive };
         // SAFETY: `admit` took the lock of the EP whose QP the CQE names.
-        let Some(queues) = (unsafe { self.qps.get_shared(route.slot) }) else { return Shared::Exclusive };
-        let Some((completion, taking)) = look(ring, head, queues) else { return Shared::Exclusive };
+        let Some(queues) = (unsafe { self.qps.get_shared(route.slot) }) else { return Shared::NeedsExclusive };
+        let Some((completion, taking)) = look(ring, head, queues) else { return Shared::NeedsExclusive };
         take(ring, queues, &taking);
         ring.update_ci();
         Shared::Done(Some((completion, admitted)))

@@ -292,7 +292,7 @@ impl CqShared {
     /// the QP's rings are this thread's while it translates.
     pub fn take_shared<G>(&self, admit: impl FnOnce(CqHead) -> Option<G>) -> Shared<Option<(Completion, G)>> {
         if self.has_early() {
-            return Shared::Exclusive;
+            return Shared::NeedsExclusive;
         }
         let mut wc = MaybeUninit::uninit();
         let Some(w) = self.poll_one(&mut wc) else { return Shared::Empty };
@@ -301,7 +301,7 @@ impl CqShared {
         let recv = w.wr_id & RECV != 0;
         let hold = |w: &sys::ibv_wc| {
             self.early(|e| e.held.push_back(*w));
-            Shared::Exclusive
+            Shared::NeedsExclusive
         };
         // A failure breaks the connection, and an SRQ's receives are shared
         // with other EPs' QPs: both are for an exclusive poll.

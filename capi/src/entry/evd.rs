@@ -214,7 +214,7 @@ fn dequeue_shared<B: Transport>(
         // Nothing came: pull connection events now, on the exclusive
         // path, if a look at this EVD's IA is due.
         Shared::Empty => empty_unless_due(inst, &st, h),
-        Shared::Exclusive => None,
+        Shared::NeedsExclusive => None,
     }
 }
 

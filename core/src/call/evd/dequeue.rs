@@ -119,14 +119,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Shared<R> {
         // SAFETY: the caller holds the EVD's lock.
-        let Some((generation, e)) = (unsafe { self.evds.live_shared(evd) }) else { return Shared::Exclusive };
+        let Some((generation, e)) = (unsafe { self.evds.live_shared(evd) }) else { return Shared::NeedsExclusive };
         debug_assert_eq!(e.direct, e.lane_direct());
         debug_assert_eq!(e.lane, e.lane_opens());
         if !selects(generation) || !e.lane {
-            return Shared::Exclusive;
+            return Shared::NeedsExclusive;
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
-        let Some(cq) = e.cq.as_mut() else { return Shared::Exclusive };
+        let Some(cq) = e.cq.as_mut() else { return Shared::NeedsExclusive };
         loop {
             // SAFETY: the CQ is the locked EVD's; the closure locks the EP of
             // the QP the CQE names before anything is taken, and reads the
@@ -153,7 +153,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 Shared::Done(Some(taken)) => taken,
                 Shared::Done(None) => continue,
                 Shared::Empty => return Shared::Empty,
-                Shared::Exclusive => return Shared::Exclusive,
+                Shared::NeedsExclusive => return Shared::NeedsExclusive,
             };
             if recv {
                 ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);

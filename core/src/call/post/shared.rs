@@ -17,7 +17,7 @@
 //! would hand straight to its caller, a successful DTO completion of an
 //! EVD with nothing queued, no CNO and no waiter, for an Endpoint that
 //! completes to it. Anything else it leaves untouched and answers
-//! [`Shared::Exclusive`](crate::backend::Shared::Exclusive), and the
+//! [`Shared::NeedsExclusive`](crate::backend::Shared::NeedsExclusive), and the
 //! caller makes the call again with the provider to itself. Connection
 //! events are not pulled here: an empty shared dequeue answers
 //! [`Shared::Empty`](crate::backend::Shared::Empty), and the caller makes

@@ -346,8 +346,19 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     /// it is 0 or 256); close them otherwise.
     #[inline(always)]
     fn reopen(&mut self) {
+        self.lane_room = self.room_for_lanes();
+    }
+
+    /// What `lane_room` must hold: the one place it is derived, which the
+    /// lanes check the cached word against in debug builds.
+    #[inline(always)]
+    fn room_for_lanes(&self) -> u16 {
         let open = self.pending == 0 && self.fence_next == 0 && self.bf_size != 0;
-        self.lane_room = if open { self.wqe_cnt } else { 0 };
+        if open {
+            self.wqe_cnt
+        } else {
+            0
+        }
     }
 
     /// The QP number.
@@ -596,6 +607,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
     #[inline(always)]
     pub fn try_send_one(&mut self, opcode: u8, remote: Option<Remote>, sge: Sge, flags: u8, slot: SendSlot) -> bool {
         // No doorbell owed, no fence owed, BlueFlame, and a free WQEBB.
+        debug_assert_eq!(self.lane_room, self.room_for_lanes());
         if self.pi.wrapping_sub(self.ci) >= self.lane_room {
             return false;
         }
@@ -644,6 +656,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         let ds = head + wqe::inline_ds(len as usize);
         let bbs = wqe::bbs(ds);
         let first = usize::from(self.pi & self.wqe_mask);
+        debug_assert_eq!(self.lane_room, self.room_for_lanes());
         // An open lane (no doorbell or fence owed, BlueFlame of halves of
         // `BF_BYTES`) with room for all `bbs`.
         if len == 0

@@ -16,7 +16,7 @@ use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAttr, MemPriv, RmrTr
 use udat_core::{DatError, DatResult, ErrorType};
 
 use crate::cq::CompletionQueue;
-use crate::cqe::{Cqe, CqeOpcode, Head};
+use crate::cqe::{Cqe, CqeOpcode, Done, Head};
 use crate::device::{Device, QpSpec};
 use crate::mw;
 use crate::rq::{RecvQueue, SharedRecvQueue};
@@ -303,8 +303,9 @@ enum Taking {
 }
 
 /// The completion the CQE `head`, the next of `ring`, makes of a QP of
-/// `queues`, if a dequeue may settle it alone: a success (an error breaks
-/// the connection, an exclusive poll's business) that completes
+/// `queues`, if a dequeue may settle it alone: a success (`done`, from
+/// [`Head::done`]; an error breaks the connection, an exclusive poll's
+/// business) that completes
 /// the oldest request of the send queue alone (not a window bind's, which
 /// changes its window), or fills the oldest receive of the QP's own queue
 /// (not an SRQ's, which QPs of other EPs share, nor a UD QP's, whose
@@ -314,16 +315,17 @@ enum Taking {
 fn look<D: Device>(
     ring: &CompletionQueue<D::Register>,
     head: Head,
+    done: Done,
     queues: &QpQueues<D>,
 ) -> Option<(Completion, Taking)> {
-    if head.is_request_done() {
+    if done == Done::Request {
         let sent = queues.sq.oldest(head.wqe_counter())?;
         if sent.op == DtoOp::BindMw {
             return None;
         }
         return Some((requested(queues.tag, *sent, 1), Taking::Request(sent.bbs)));
     }
-    if !head.is_receive_done() || queues.srq.is_some() || queues.ud {
+    if queues.srq.is_some() || queues.ud {
         return None;
     }
     let cookie = queues.rq.as_ref()?.oldest()?;
@@ -568,7 +570,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             // rest (an error, an SRQ's or a UD receive, a window bind, a
             // request with unsignalled ones before it) as `complete_on`
             // says.
-            let looked = look(ring, head, queues);
+            let looked = head.done().and_then(|done| look(ring, head, done, queues));
             let completion = match looked {
                 Some((completion, taking)) => {
                     take(ring, queues, &taking);
@@ -777,16 +779,17 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         // SAFETY: the caller holds the lock of the CQ's EVD.
         let Some(ring) = (unsafe { self.cqs.get_shared(cq.slot) }) else { return Shared::NeedsExclusive };
         let Some(head) = ring.peek_head() else { return Shared::Empty };
-        let recv = !head.is_requester();
-        let Some(route) = ring.route(head.qpn(), |qpn| self.by_qpn.route(qpn)) else { return Shared::NeedsExclusive };
         // An error breaks the connection: an exclusive poll's business.
-        if head.is_error() || (recv && route.srq) {
+        let Some(done) = head.done() else { return Shared::NeedsExclusive };
+        let recv = done == Done::Receive;
+        let Some(route) = ring.route(head.qpn(), |qpn| self.by_qpn.route(qpn)) else { return Shared::NeedsExclusive };
+        if recv && route.srq {
             return Shared::NeedsExclusive;
         }
         let Some(admitted) = admit(CqHead { tag: route.tag, recv }) else { return Shared::NeedsExclusive };
         // SAFETY: `admit` took the lock of the EP whose QP the CQE names.
         let Some(queues) = (unsafe { self.qps.get_shared(route.slot) }) else { return Shared::NeedsExclusive };
-        let Some((completion, taking)) = look(ring, head, queues) else { return Shared::NeedsExclusive };
+        let Some((completion, taking)) = look(ring, head, done, queues) else { return Shared::NeedsExclusive };
         take(ring, queues, &taking);
         ring.update_ci();
         Shared::Done(Some((completion, admitted)))
@@ -799,13 +802,14 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         let Mlx5 { qps, by_qpn, cqs, .. } = self;
         let ring = cqs.get_mut(cq.slot)?;
         let head = ring.peek_head()?;
+        let done = head.done()?;
         let qpn = head.qpn();
         let slot = match ring.last_slot(qpn) {
             Some(slot) => slot,
             None => ring.route(qpn, |qpn| by_qpn.route(qpn))?.slot,
         };
         let queues = qps.get_mut(slot)?;
-        let (completion, taking) = look(ring, head, queues)?;
+        let (completion, taking) = look(ring, head, done, queues)?;
         let accepted = accept(&completion)?;
         take(ring, queues, &taking);
         ring.update_ci();

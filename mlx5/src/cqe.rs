@@ -238,32 +238,29 @@ impl Head {
         u16::from_be_bytes([self.byte(field::WQE_COUNTER.start), self.byte(field::WQE_COUNTER.start + 1)])
     }
 
-    /// Whether the CQE reports an error.
+    /// What a CQE without error reports done: a send-queue WQE
+    /// (`MLX5_CQE_REQ`), or a receive filled (one of the responder
+    /// opcodes, `RESP_WR_IMM` to `RESP_SEND_INV`); `None` for an error, a
+    /// resize or an opcode the device never writes.
     #[inline(always)]
-    pub fn is_error(self) -> bool {
-        let op = self.opcode();
-        op == u8::from(CqeOpcode::ReqErr) || op == u8::from(CqeOpcode::RespErr)
+    pub fn done(self) -> Option<Done> {
+        match self.opcode() {
+            op if op == u8::from(CqeOpcode::Req) => Some(Done::Request),
+            op if (u8::from(CqeOpcode::RespWriteImm)..=u8::from(CqeOpcode::RespSendInv)).contains(&op) => {
+                Some(Done::Receive)
+            }
+            _ => None,
+        }
     }
+}
 
-    /// Whether the CQE completes a send-queue WQE.
-    #[inline(always)]
-    pub fn is_requester(self) -> bool {
-        let op = self.opcode();
-        op == u8::from(CqeOpcode::Req) || op == u8::from(CqeOpcode::ReqErr)
-    }
-
-    /// Whether the CQE reports a send-queue WQE done, without error.
-    #[inline(always)]
-    pub fn is_request_done(self) -> bool {
-        self.opcode() == u8::from(CqeOpcode::Req)
-    }
-
-    /// Whether the CQE reports a receive filled, without error: one of the
-    /// responder opcodes, `RESP_WR_IMM` to `RESP_SEND_INV`.
-    #[inline(always)]
-    pub fn is_receive_done(self) -> bool {
-        (u8::from(CqeOpcode::RespWriteImm)..=u8::from(CqeOpcode::RespSendInv)).contains(&self.opcode())
-    }
+/// What a successful CQE completes ([`Head::done`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Done {
+    /// A send-queue WQE.
+    Request,
+    /// A receive.
+    Receive,
 }
 
 impl Cqe {

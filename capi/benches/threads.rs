@@ -141,8 +141,8 @@ struct Hca {
 impl Hca {
     fn of(ia: DAT_IA_HANDLE) -> Hca {
         // SAFETY: `ia` is a live IA handle of a software-HCA provider.
-        let inst = unsafe { Instance::<SoftHca>::of(ia) };
-        let hca = inst.state.lock().core.backend_mut().device().clone();
+        let instance = unsafe { Instance::<SoftHca>::of(ia) };
+        let hca = instance.state.lock().core.backend_mut().device().clone();
         let released = hca.clone();
         Hca { defer: Box::new(move |on| hca.set_deferred(on)), release: Box::new(move || released.release()) }
     }

@@ -189,7 +189,7 @@ impl HandleSpace {
     /// The handle `h` names as a handle of `kind`: `generation_of` gives
     /// the generation of the object living in a slot. Refused unless `h`
     /// is a word of `kind`'s region whose slot lives at a generation that
-    /// selects that very word. Reads nothing through `h`.
+    /// names that very word. Reads nothing through `h`.
     #[inline(always)]
     pub fn resolve(
         &self,
@@ -199,7 +199,7 @@ impl HandleSpace {
     ) -> Option<RawHandle> {
         let (index, word) = self.slot_of(h, kind)?;
         let generation = generation_of(index)?;
-        self.selects(kind, word, generation)
+        self.matches_generation(kind, word, generation)
             .then(|| RawHandle::from_bits(u64::from(generation) << 32 | u64::from(index)))
     }
 
@@ -220,7 +220,7 @@ impl HandleSpace {
     /// slot of `word` (from [`slot_of`](Self::slot_of)) is the one that
     /// word names.
     #[inline(always)]
-    pub fn selects(&self, kind: Kind, word: usize, generation: u32) -> bool {
+    pub fn matches_generation(&self, kind: Kind, word: usize, generation: u32) -> bool {
         let bits = self.slot_bits[kind as usize];
         let generations = (REGION_WORDS - 1) & !((1 << bits) - 1);
         (((generation as usize) << bits) ^ word) & generations == 0
@@ -270,8 +270,8 @@ mod tests {
         // The two halves a lane uses judge the same.
         let (index, word) = s.slot_of(h, Kind::Pz).unwrap();
         assert_eq!(index, 42);
-        assert!(s.selects(Kind::Pz, word, 7));
-        assert!(!s.selects(Kind::Pz, word, 8));
+        assert!(s.matches_generation(Kind::Pz, word, 7));
+        assert!(!s.matches_generation(Kind::Pz, word, 8));
         assert_eq!(s.slot_of(h, Kind::Ep), None);
         assert_eq!(s.slot_of(h.wrapping_byte_add(4), Kind::Pz), None);
         assert!(!issued(h.wrapping_byte_add(4)));

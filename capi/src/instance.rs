@@ -174,7 +174,7 @@ impl<B: Transport> Instance<B> {
             (true, false) => Threads::Many,
             (true, true) => Threads::Sharing,
         };
-        let mut inst = Box::new(Instance {
+        let mut instance = Box::new(Instance {
             table: entries.table,
             post: entries.post,
             counters: entries.counters,
@@ -193,10 +193,10 @@ impl<B: Transport> Instance<B> {
             srq_locks: ObjLocks::new(capacity.srqs as usize),
             cm_look_us: (0..capacity.ias).map(|_| AtomicU64::new(0)).collect(),
         });
-        inst.table.device_name = inst.name.as_ptr();
-        let word = ptr::addr_of!(inst.table) as usize;
-        inst.state.lock().handles.set_word(word);
-        Ok(inst)
+        instance.table.device_name = instance.name.as_ptr();
+        let word = ptr::addr_of!(instance.table) as usize;
+        instance.state.lock().handles.set_word(word);
+        Ok(instance)
     }
 
     /// Microseconds on `CLOCK_MONOTONIC_COARSE`, which may lag a scheduler
@@ -257,7 +257,7 @@ pub fn invalid(kind: Kind) -> DatError {
 impl<B: Transport> State<B> {
     /// The core handle a C handle of `kind` names, checked: it must be a
     /// handle word of this very provider, of this kind, whose slot holds a
-    /// live object of the generation that selects this word. Nothing is
+    /// live object of the generation that names this word. Nothing is
     /// read through `h`.
     #[inline(always)]
     pub fn raw(&self, h: DAT_HANDLE, kind: Kind) -> DatResult<RawHandle> {

@@ -63,9 +63,9 @@ fn insert<B: Transport>(
         return Ok(e.table as *const DAT_PROVIDER);
     }
     let device = CString::new(params.device).map_err(|_| DatError::invalid_arg(1))?;
-    let inst = Instance::<B>::new(name.to_owned(), device, params.capacity, &reg, provider_table::entries::<B>())?;
+    let instance = Instance::<B>::new(name.to_owned(), device, params.capacity, &reg, provider_table::entries::<B>())?;
     // Never freed: see the module documentation.
-    let table = Box::into_raw(inst) as usize;
+    let table = Box::into_raw(instance) as usize;
     entries.push(Entry {
         name: name.to_owned(),
         ty: TypeId::of::<B>(),

@@ -168,17 +168,17 @@ fn a_panic_is_internal_error_and_the_last_call_the_provider_serves() {
     let reg = Registration { thread_safe: false, ..common::REGISTRATION };
     let name = CString::from(c"poison");
     let device = CString::from(c"mlx5_soft0");
-    let inst: &'static Instance<Panicky> = Box::leak(
+    let instance: &'static Instance<Panicky> = Box::leak(
         Instance::new(name, device, Capacity::default(), &reg, provider_table::entries::<Panicky>())
             .expect("an instance"),
     );
     let (ia, evd) = {
-        let mut st = inst.state.lock();
-        let (ia, _) = st.core.ia_open(b"mlx5_soft0", AsyncEvd::Create { min_qlen: 8 }).unwrap();
-        let evd = st.core.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
-        (st.ptr(ia), st.ptr(evd))
+        let mut state = instance.state.lock();
+        let (ia, _) = state.core.ia_open(b"mlx5_soft0", AsyncEvd::Create { min_qlen: 8 }).unwrap();
+        let evd = state.core.evd_create(ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+        (state.ptr(ia), state.ptr(evd))
     };
-    let t = &inst.table;
+    let t = &instance.table;
     let mut event = DAT_EVENT::default();
     let mut pz = ptr::null_mut();
     // SAFETY: handles of this instance; valid out-pointers.

@@ -277,7 +277,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.async_event(ia, EventNumber::AsyncEvdOverflow, Some(evd.into()), 0);
             return;
         }
-        e.settle_lane();
+        e.refresh_lane();
         // dat_evd_wait(3DAT): "The CNO associated with the evd_handle() is
         // not triggered upon event arrival if there is a Consumer blocked
         // on dat_evd_wait() on this Event Dispatcher."
@@ -308,7 +308,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             e.overflowed = true;
             return;
         }
-        e.settle_lane();
+        e.refresh_lane();
         if e.enabled && !e.waiter {
             if let Some(cno) = self.cnos.get_mut(e.cno.0) {
                 cno.trigger(async_evd);

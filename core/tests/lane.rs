@@ -311,7 +311,7 @@ fn the_dequeue_lane_hands_over_exactly_what_the_ordinary_dequeue_does() {
 /// What the lanes of `ep` answer now, each checked against the ordinary
 /// call's rules for the EP's state: a write of `seg` (and a receive into
 /// it) is taken exactly when the ordinary call would take it. Every lane
-/// also asserts, in this debug build, that the EP's hot facts are its
+/// also asserts, in this debug build, that the EP's post masks are its
 /// current ones, so a change that left them stale fails here.
 fn probe(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, flags: CompletionFlags, step: &str) {
     let raw = ep.raw();

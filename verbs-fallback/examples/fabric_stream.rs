@@ -305,11 +305,11 @@ fn settle(s: &mut Side, ep: EpHandle, mut a: Account, faulted: Instant) -> Resul
     if received != (0..RECEIVES).collect::<Vec<_>>() {
         return Err(format!("receives completed as {received:?}").into());
     }
-    let ok = |st: &DtoStatus| matches!(st, DtoStatus::Success | DtoStatus::Flushed | DtoStatus::Transport);
+    let ok = |status: &DtoStatus| matches!(status, DtoStatus::Success | DtoStatus::Flushed | DtoStatus::Transport);
     if let Some(bad) = a.requests.iter().chain(&a.receives).find(|r| !ok(&r.1)) {
         return Err(format!("a completion with {:?}", bad.1).into());
     }
-    let count = |v: &[(u64, DtoStatus)], st: DtoStatus| v.iter().filter(|r| r.1 == st).count();
+    let count = |v: &[(u64, DtoStatus)], status: DtoStatus| v.iter().filter(|r| r.1 == status).count();
     println!(
         "client: {gone:?} {:.2} s after the fault; every completion {:.2} s after it",
         event_at.as_secs_f64(),

@@ -205,26 +205,26 @@ pub(crate) fn register(ia: &IaShared, qp: &QpShared) {
 /// forget it. The thread never reaches it again.
 pub(crate) fn forget(ia: &IaShared, qp: *mut sys::ibv_qp) {
     let mut cm = ia.cm().lock();
-    let st = &mut *cm;
-    if let Some(conn) = st.conns.get(&key(qp)) {
+    let state = &mut *cm;
+    if let Some(conn) = state.conns.get(&key(qp)) {
         let tag = conn.tag;
-        release(st, key(qp));
-        purge(st, tag);
+        release(state, key(qp));
+        purge(state, tag);
     }
-    st.conns.remove(&key(qp));
+    state.conns.remove(&key(qp));
 }
 
 /// Forget the connection of `qp`, of `ia`, and the events it left
 /// unread: its next connection starts from nothing.
 pub(crate) fn reset(ia: &IaShared, qp: *mut sys::ibv_qp) {
     let mut cm = ia.cm().lock();
-    let st = &mut *cm;
-    let Some(conn) = st.conns.get_mut(&key(qp)) else { return };
+    let state = &mut *cm;
+    let Some(conn) = state.conns.get_mut(&key(qp)) else { return };
     conn.phase = Phase::Idle;
     conn.deadline = None;
     let tag = conn.tag;
-    release(st, key(qp));
-    purge(st, tag);
+    release(state, key(qp));
+    purge(state, tag);
 }
 
 pub(crate) fn listen(ia: &Rc<IaShared>, conn_qual: u64, tag: u64) -> DatResult<Listener> {
@@ -242,7 +242,7 @@ pub(crate) fn listen(ia: &Rc<IaShared>, conn_qual: u64, tag: u64) -> DatResult<L
 /// An id of `ps` listening on the port of `conn_qual`.
 fn listen_on(
     ia: &IaShared,
-    st: &mut CmState,
+    state: &mut CmState,
     conn_qual: u64,
     ps: sys::rdma_port_space::Type,
 ) -> DatResult<*mut sys::rdma_cm_id> {
@@ -255,7 +255,7 @@ fn listen_on(
         rc = unsafe { sys::rdma_listen(id, 128) };
     }
     if let Err(e) = check_errno(rc) {
-        destroy_id(st, id);
+        destroy_id(state, id);
         return Err(e);
     }
     Ok(id)
@@ -291,8 +291,8 @@ fn create_id(ia: &IaShared, ps: sys::rdma_port_space::Type) -> DatResult<*mut sy
 
 /// Forget and destroy `id`. Every event read on it was acknowledged
 /// under the lock the caller holds, so the destruction waits for none.
-fn destroy_id(st: &mut CmState, id: *mut sys::rdma_cm_id) {
-    st.ids.remove(&(id as usize));
+fn destroy_id(state: &mut CmState, id: *mut sys::rdma_cm_id) {
+    state.ids.remove(&(id as usize));
     // SAFETY: `id` is live and every event read on it was acknowledged;
     // the kernel drops events not yet read.
     unsafe { sys::rdma_destroy_id(id) };
@@ -300,25 +300,25 @@ fn destroy_id(st: &mut CmState, id: *mut sys::rdma_cm_id) {
 
 /// Destroy the QP's current rdma_cm id, if it has one, and a UD QP's ids
 /// of its peers and of its connects under way.
-fn release(st: &mut CmState, key: usize) {
-    let Some(conn) = st.conns.get_mut(&key) else { return };
+fn release(state: &mut CmState, key: usize) {
+    let Some(conn) = state.conns.get_mut(&key) else { return };
     let id = std::mem::replace(&mut conn.id, std::ptr::null_mut());
     let ud_ids = std::mem::take(&mut conn.ud_ids);
     let ud = conn.ud;
     if !id.is_null() {
-        destroy_id(st, id);
+        destroy_id(state, id);
     }
     for id in ud_ids {
-        destroy_id(st, id);
+        destroy_id(state, id);
     }
     if ud {
-        let connecting: Vec<usize> = st
+        let connecting: Vec<usize> = state
             .ids
             .iter()
             .filter_map(|(&id, o)| matches!(o, Owner::UdConnect(c) if c.key == key).then_some(id))
             .collect();
         for id in connecting {
-            destroy_id(st, id as *mut sys::rdma_cm_id);
+            destroy_id(state, id as *mut sys::rdma_cm_id);
         }
     }
 }
@@ -326,8 +326,8 @@ fn release(st: &mut CmState, key: usize) {
 /// Drop the queued events of the QP with `tag`: as the kernel drops the
 /// unread events of an id destroyed, so the events a connection finished
 /// but the core did not take go with it.
-fn purge(st: &mut CmState, tag: u64) {
-    st.events.retain(|e| e.tag() != Some(tag));
+fn purge(state: &mut CmState, tag: u64) {
+    state.events.retain(|e| e.tag() != Some(tag));
 }
 
 fn conn_param(conn: &Conn, private_data: &[u8], t: &Tunables) -> sys::rdma_conn_param {
@@ -397,10 +397,10 @@ fn break_off(conn: &Conn) {
     unsafe { sys::ibv_modify_qp(conn.qp, &mut attr, sys::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32) };
 }
 
-/// The conn of `qp` in `st`, or `DAT_INTERNAL_ERROR` for a QP whose
+/// The conn of `qp` in `state`, or `DAT_INTERNAL_ERROR` for a QP whose
 /// creation never registered it.
-fn conn_of(st: &mut CmState, qp: *mut sys::ibv_qp) -> DatResult<&mut Conn> {
-    st.conns.get_mut(&key(qp)).ok_or(DatError::of(ErrorType::InternalError))
+fn conn_of(state: &mut CmState, qp: *mut sys::ibv_qp) -> DatResult<&mut Conn> {
+    state.conns.get_mut(&key(qp)).ok_or(DatError::of(ErrorType::InternalError))
 }
 
 pub(crate) fn connect(
@@ -415,30 +415,30 @@ pub(crate) fn connect(
     let mut dst = addr::to_storage(remote, port(conn_qual)).ok_or(DatError::of(ErrorType::InvalidAddress))?;
     let mut src = addr::to_storage(&ia.address, 0).ok_or(DatError::of(ErrorType::InvalidAddress))?;
     let mut cm = ia.cm().lock();
-    let st = &mut *cm;
-    let conn = conn_of(st, qp)?;
+    let state = &mut *cm;
+    let conn = conn_of(state, qp)?;
     if conn.ud {
         let tag = conn.tag;
-        return ud_connect(ia, st, (qp, tag), (&mut src, &mut dst), *remote, private_data, deadline);
+        return ud_connect(ia, state, (qp, tag), (&mut src, &mut dst), *remote, private_data, deadline);
     }
     let tag = conn.tag;
-    release(st, key(qp));
-    purge(st, tag);
+    release(state, key(qp));
+    purge(state, tag);
     let id = create_id(ia, sys::rdma_port_space::RDMA_PS_TCP)?;
-    st.ids.insert(id as usize, Owner::Qp(key(qp)));
-    let conn = conn_of(st, qp)?;
+    state.ids.insert(id as usize, Owner::Qp(key(qp)));
+    let conn = conn_of(state, qp)?;
     conn.id = id;
     // SAFETY: `id` is live; both addresses are valid sockaddrs.
     let rc = unsafe { sys::rdma_resolve_addr(id, (&raw mut src).cast(), (&raw mut dst).cast(), RESOLVE_MS) };
     if rc != 0 {
         let e = errno();
-        release(st, key(qp));
+        release(state, key(qp));
         return Err(dat_error(e));
     }
     conn.phase = Phase::Connecting;
     conn.deadline = deadline;
     conn.private_data = private_data.to_vec();
-    st.rearm |= deadline.is_some();
+    state.rearm |= deadline.is_some();
     Ok(())
 }
 
@@ -447,7 +447,7 @@ pub(crate) fn connect(
 /// §12.11).
 fn ud_connect(
     ia: &IaShared,
-    st: &mut CmState,
+    state: &mut CmState,
     (qp, tag): (*mut sys::ibv_qp, u64),
     (src, dst): (&mut sys::sockaddr_storage, &mut sys::sockaddr_storage),
     remote: IaAddress,
@@ -463,7 +463,7 @@ fn ud_connect(
     data.extend_from_slice(private_data);
     let id = create_id(ia, sys::rdma_port_space::RDMA_PS_UDP)?;
     let connect = UdConnect { key: key(qp), qp_num, tag, deadline, private_data: data, remote };
-    st.ids.insert(id as usize, Owner::UdConnect(connect));
+    state.ids.insert(id as usize, Owner::UdConnect(connect));
     // SAFETY: `id` is live; both addresses are valid sockaddrs.
     let rc = unsafe {
         sys::rdma_resolve_addr(
@@ -475,10 +475,10 @@ fn ud_connect(
     };
     if rc != 0 {
         let e = errno();
-        destroy_id(st, id);
+        destroy_id(state, id);
         return Err(dat_error(e));
     }
-    st.rearm |= deadline.is_some();
+    state.rearm |= deadline.is_some();
     Ok(())
 }
 
@@ -500,15 +500,15 @@ pub(crate) fn accept(request: &mut ConnReq, ia: &IaShared, qp: *mut sys::ibv_qp,
         return Err(DatError::of(ErrorType::InvalidState));
     }
     let mut cm = ia.cm().lock();
-    let st = &mut *cm;
-    let tunables = st.tunables;
-    let conn = conn_of(st, qp)?;
+    let state = &mut *cm;
+    let tunables = state.tunables;
+    let conn = conn_of(state, qp)?;
     if let Some((peer_qpn, peer_data)) = request.ud.take() {
         if !conn.ud {
             request.ud = Some((peer_qpn, peer_data));
             return Err(DatError::invalid_arg(2));
         }
-        return ud_accept(request, ia, st, qp, (peer_qpn, peer_data), private_data);
+        return ud_accept(request, ia, state, qp, (peer_qpn, peer_data), private_data);
     }
     if conn.ud {
         return Err(DatError::invalid_arg(2));
@@ -519,12 +519,12 @@ pub(crate) fn accept(request: &mut ConnReq, ia: &IaShared, qp: *mut sys::ibv_qp,
     // SAFETY: `id` is a live request; `param` and the data outlive the call.
     check_errno(unsafe { sys::rdma_accept(id, &mut param) })?;
     let tag = conn.tag;
-    release(st, key(qp));
-    purge(st, tag);
-    let conn = conn_of(st, qp)?;
+    release(state, key(qp));
+    purge(state, tag);
+    let conn = conn_of(state, qp)?;
     conn.id = id;
     conn.phase = Phase::Accepting;
-    st.ids.insert(id as usize, Owner::Qp(key(qp)));
+    state.ids.insert(id as usize, Owner::Qp(key(qp)));
     request.id = std::ptr::null_mut();
     Ok(())
 }
@@ -535,7 +535,7 @@ pub(crate) fn accept(request: &mut ConnReq, ia: &IaShared, qp: *mut sys::ibv_qp,
 fn ud_accept(
     request: &mut ConnReq,
     ia: &IaShared,
-    st: &mut CmState,
+    state: &mut CmState,
     qp: *mut sys::ibv_qp,
     (peer_qpn, peer_data): (u32, PrivateData),
     private_data: &[u8],
@@ -573,12 +573,12 @@ fn ud_accept(
         grh: Some(grh),
     };
     let peer = UdPeer { ah, qpn: peer_qpn, qkey: sys::RDMA_UDP_QKEY };
-    st.ids.remove(&(id as usize));
-    let conn = conn_of(st, qp)?;
+    state.ids.remove(&(id as usize));
+    let conn = conn_of(state, qp)?;
     conn.ud_ids.push(id);
     let tag = conn.tag;
     request.id = std::ptr::null_mut();
-    st.events.push_back(Ready::UdEstablished { tag, peer, remote, passive: true, private_data: peer_data });
+    state.events.push_back(Ready::UdEstablished { tag, peer, remote, passive: true, private_data: peer_data });
     Ok(())
 }
 
@@ -598,8 +598,8 @@ pub(crate) fn reject(request: ConnReq, private_data: &[u8]) {
 pub(crate) fn disconnect(ia: &IaShared, qp: &QpShared, graceful: bool) {
     {
         let mut cm = ia.cm().lock();
-        let st = &mut *cm;
-        let Some(conn) = st.conns.get_mut(&key(qp.qp)) else { return };
+        let state = &mut *cm;
+        let Some(conn) = state.conns.get_mut(&key(qp.qp)) else { return };
         if !conn.id.is_null() && matches!(conn.phase, Phase::Connecting | Phase::Accepting | Phase::Established) {
             // SAFETY: `id` is live. Disconnecting an id that never
             // connected fails harmlessly.
@@ -609,17 +609,17 @@ pub(crate) fn disconnect(ia: &IaShared, qp: &QpShared, graceful: bool) {
         conn.deadline = None;
         if !graceful {
             let tag = conn.tag;
-            release(st, key(qp.qp));
-            purge(st, tag);
+            release(state, key(qp.qp));
+            purge(state, tag);
         }
     }
     qp.break_off();
 }
 
 /// The earliest connect deadline of the IA.
-pub(crate) fn next_deadline(st: &CmState) -> Option<Instant> {
-    let connects = st.conns.values().filter(|c| c.phase == Phase::Connecting).filter_map(|c| c.deadline);
-    let ud = st.ids.values().filter_map(|o| match o {
+pub(crate) fn next_deadline(state: &CmState) -> Option<Instant> {
+    let connects = state.conns.values().filter(|c| c.phase == Phase::Connecting).filter_map(|c| c.deadline);
+    let ud = state.ids.values().filter_map(|o| match o {
         Owner::UdConnect(c) => c.deadline,
         _ => None,
     });
@@ -654,7 +654,7 @@ pub(crate) fn poll(ia: &Rc<IaShared>) -> Option<CmEvent<ConnReq>> {
 
 /// The thread's work when the channel is readable: read every event,
 /// acknowledge it, and take the step it calls for.
-pub(crate) fn drain(st: &mut CmState, channel: *mut sys::rdma_event_channel) {
+pub(crate) fn drain(state: &mut CmState, channel: *mut sys::rdma_event_channel) {
     loop {
         let mut event = std::ptr::null_mut();
         // SAFETY: the channel is open and non-blocking.
@@ -670,16 +670,16 @@ pub(crate) fn drain(st: &mut CmState, channel: *mut sys::rdma_event_channel) {
         let (private_data, ud) = unsafe { (copy_private_data(&e.param.conn), e.param.ud) };
         // SAFETY: the event is not used after this.
         unsafe { sys::rdma_ack_cm_event(event) };
-        let connect = match st.ids.get(&(id as usize)) {
+        let connect = match state.ids.get(&(id as usize)) {
             Some(Owner::UdConnect(c)) => Some(c.clone()),
             _ => None,
         };
         let out = match connect {
-            Some(c) => ud_dispatch(st, &c, kind, id, status, &ud, private_data),
-            None => dispatch(st, kind, id, listen_id, status, private_data),
+            Some(c) => ud_dispatch(state, &c, kind, id, status, &ud, private_data),
+            None => dispatch(state, kind, id, listen_id, status, private_data),
         };
         if let Some(out) = out {
-            st.events.push_back(out);
+            state.events.push_back(out);
         }
     }
 }
@@ -698,7 +698,7 @@ unsafe fn copy_private_data(conn: &sys::rdma_conn_param) -> PrivateData {
 
 /// An event on the id of the UD connect `c`.
 fn ud_dispatch(
-    st: &mut CmState,
+    state: &mut CmState,
     c: &UdConnect,
     kind: ev::Type,
     id: *mut sys::rdma_cm_id,
@@ -708,7 +708,7 @@ fn ud_dispatch(
 ) -> Option<Ready> {
     let tag = c.tag;
     let mut failed = |outcome, private_data| {
-        destroy_id(st, id);
+        destroy_id(state, id);
         Some(Ready::Conn { tag, outcome, private_data })
     };
     match kind {
@@ -743,8 +743,8 @@ fn ud_dispatch(
             });
             let ah = AhAttr { dlid: a.dlid, sl: a.sl, port_num: a.port_num, grh };
             let peer = UdPeer { ah, qpn: ud.qp_num, qkey: ud.qkey };
-            st.ids.remove(&(id as usize));
-            match st.conns.get_mut(&c.key) {
+            state.ids.remove(&(id as usize));
+            match state.conns.get_mut(&c.key) {
                 Some(conn) => conn.ud_ids.push(id),
                 // SAFETY: the id left the state; its event was acknowledged.
                 None => unsafe {
@@ -780,8 +780,8 @@ fn unframed(framed: &[u8], header: usize) -> PrivateData {
 
 /// The thread's work when the timer fires: every connect whose deadline
 /// passed gives up, its id destroyed, and times out.
-pub(crate) fn expire(st: &mut CmState, now: Instant) {
-    let ud: Vec<(usize, u64)> = st
+pub(crate) fn expire(state: &mut CmState, now: Instant) {
+    let ud: Vec<(usize, u64)> = state
         .ids
         .iter()
         .filter_map(|(&id, o)| match o {
@@ -790,22 +790,22 @@ pub(crate) fn expire(st: &mut CmState, now: Instant) {
         })
         .collect();
     for (id, tag) in ud {
-        destroy_id(st, id as *mut sys::rdma_cm_id);
-        st.events.push_back(timed_out(tag));
+        destroy_id(state, id as *mut sys::rdma_cm_id);
+        state.events.push_back(timed_out(tag));
     }
-    let rc: Vec<usize> = st
+    let rc: Vec<usize> = state
         .conns
         .iter()
         .filter(|(_, c)| c.phase == Phase::Connecting && c.deadline.is_some_and(|d| now >= d))
         .map(|(&key, _)| key)
         .collect();
     for key in rc {
-        let Some(conn) = st.conns.get_mut(&key) else { continue };
+        let Some(conn) = state.conns.get_mut(&key) else { continue };
         conn.phase = Phase::Closed;
         conn.deadline = None;
         let tag = conn.tag;
-        release(st, key);
-        st.events.push_back(timed_out(tag));
+        release(state, key);
+        state.events.push_back(timed_out(tag));
     }
 }
 
@@ -815,7 +815,7 @@ fn timed_out(tag: u64) -> Ready {
 
 /// An event on an id that is not a UD connect's.
 fn dispatch(
-    st: &mut CmState,
+    state: &mut CmState,
     kind: ev::Type,
     id: *mut sys::rdma_cm_id,
     listen_id: *mut sys::rdma_cm_id,
@@ -826,15 +826,15 @@ fn dispatch(
         return Some(Ready::Catastrophic);
     }
     if kind == ev::RDMA_CM_EVENT_CONNECT_REQUEST {
-        return request(st, id, listen_id, private_data);
+        return request(state, id, listen_id, private_data);
     }
-    let key = match st.ids.get(&(id as usize)) {
+    let key = match state.ids.get(&(id as usize)) {
         Some(Owner::Qp(key)) => *key,
         // Events of a request nobody accepted yet, or of a listener.
         _ => return None,
     };
-    let tunables = st.tunables;
-    let conn = st.conns.get_mut(&key)?;
+    let tunables = state.tunables;
+    let conn = state.conns.get_mut(&key)?;
     let tag = conn.tag;
     let event = |outcome, private_data| Some(Ready::Conn { tag, outcome, private_data });
     let failed = |conn: &mut Conn| {
@@ -919,12 +919,12 @@ fn dispatch(
 
 /// A connection request on the listener `listen_id`, whose own id is `id`.
 fn request(
-    st: &mut CmState,
+    state: &mut CmState,
     id: *mut sys::rdma_cm_id,
     listen_id: *mut sys::rdma_cm_id,
     private_data: PrivateData,
 ) -> Option<Ready> {
-    let Some(&Owner::Listener(listener)) = st.ids.get(&(listen_id as usize)) else {
+    let Some(&Owner::Listener(listener)) = state.ids.get(&(listen_id as usize)) else {
         // The listener is gone: nobody takes the request.
         // SAFETY: the request's id is ours alone; its event was acknowledged.
         unsafe { sys::rdma_destroy_id(id) };
@@ -941,7 +941,7 @@ fn request(
     } else {
         (None, private_data)
     };
-    st.ids.insert(id as usize, Owner::Request);
+    state.ids.insert(id as usize, Owner::Request);
     // SAFETY: a request's id knows its peer's address.
     let remote = unsafe { addr::from_sockaddr(&raw const (*id).route.addr.__bindgen_anon_2.dst_addr) };
     let remote_port = u64::from(addr::port(&remote));

@@ -92,7 +92,7 @@ pub(crate) struct QpShared {
     pub rdma_read_in: u8,
     pub rdma_read_out: u8,
     /// Whether the QP was moved to ERROR since it last went to INIT: a
-    /// post then makes the device flush it at once (`Qp::settle_post`).
+    /// post then makes the device flush it at once (`Qp::finish_post`).
     errored: Cell<bool>,
     /// A UD QP: ready to send and receive from creation on, each peer
     /// resolved by an rdma_cm id of its own, its receives complete as
@@ -447,7 +447,7 @@ impl Qp {
         // and the segments it points at outlive the call, which only reads
         // them and may write `bad`.
         let rc = unsafe { (self.entries.post_send)(self.raw, p, bad.as_mut_ptr()) };
-        self.settle_post(rc, |r| r.sends.commit())
+        self.finish_post(rc, |r| r.sends.commit())
     }
 
     /// A send of the UD QP to `dest` through `ah` (`wr.ud`); it completes
@@ -488,7 +488,7 @@ impl Qp {
         // SAFETY: the QP and the AH are live; `swr` and the segments it
         // points at outlive the call, which only reads them.
         let rc = unsafe { (self.entries.post_send)(self.raw, &mut swr, &mut bad) };
-        self.settle_post(rc, |r| r.sends.commit())
+        self.finish_post(rc, |r| r.sends.commit())
     }
 
     /// Post a receive into `sges` (`ibv_post_recv`).
@@ -515,7 +515,7 @@ impl Qp {
         // `rwr` and the segments it points at outlive the call, which
         // only reads them.
         let rc = unsafe { (self.entries.post_recv)(self.raw, &mut rwr, &mut bad) };
-        self.settle_post(rc, |r| r.recvs.commit())
+        self.finish_post(rc, |r| r.recvs.commit())
     }
 
     /// Stage a send slot for a bind of `cookie`: its sequence number, and
@@ -547,7 +547,7 @@ impl Qp {
         };
         // SAFETY: the QP, MW and MR are live.
         let rc = unsafe { sys::bind_mw(self.raw, mw, &mut bind) };
-        self.settle_post(rc, |r| r.sends.commit())?;
+        self.finish_post(rc, |r| r.sends.commit())?;
         // SAFETY: the provider wrote the window's new key.
         Ok(unsafe { (*mw).rkey })
     }
@@ -596,7 +596,7 @@ impl Qp {
         // SAFETY: the QP, MW and MR are live; `swr` outlives the call,
         // which only reads it.
         let rc = unsafe { (self.entries.post_send)(self.raw, &mut swr, &mut bad) };
-        self.settle_post(rc, |r| r.sends.commit())?;
+        self.finish_post(rc, |r| r.sends.commit())?;
         Ok(next)
     }
 
@@ -619,7 +619,7 @@ impl Qp {
     /// shared posts end here too). An SRQ belongs to no QP: its receives
     /// wait for the QPs still on it, as they should.
     #[inline(always)]
-    fn settle_post(&mut self, rc: i32, commit: impl FnOnce(&mut Rings)) -> DatResult<()> {
+    fn finish_post(&mut self, rc: i32, commit: impl FnOnce(&mut Rings)) -> DatResult<()> {
         if rc != 0 {
             return Err(refused(rc));
         }

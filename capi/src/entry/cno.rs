@@ -36,8 +36,8 @@ pub(crate) unsafe fn cno_create<B: Transport>(
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let slot = cno_out.out()?;
-            let cno = cx.st.core.cno_create(IaHandle::from_raw(raw), agent(&proxy.0))?;
-            *slot = cx.st.ptr(cno);
+            let cno = cx.state.core.cno_create(IaHandle::from_raw(raw), agent(&proxy.0))?;
+            *slot = cx.state.ptr(cno);
             Ok(())
         })
     }
@@ -50,7 +50,7 @@ pub(crate) unsafe fn cno_modify_agent<B: Transport>(
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `cno`'s provider word.
     unsafe {
-        with::<B>(cno, Kind::Cno, |cx, raw| cx.st.core.cno_modify_agent(CnoHandle::from_raw(raw), agent(&proxy.0)))
+        with::<B>(cno, Kind::Cno, |cx, raw| cx.state.core.cno_modify_agent(CnoHandle::from_raw(raw), agent(&proxy.0)))
     }
 }
 
@@ -64,8 +64,8 @@ pub(crate) unsafe fn cno_query<B: Transport>(
     unsafe {
         with::<B>(cno, Kind::Cno, |cx, raw| {
             let slot = param.out()?;
-            let p = cx.st.core.cno_query(CnoHandle::from_raw(raw), m.0)?;
-            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            let p = cx.state.core.cno_query(CnoHandle::from_raw(raw), m.0)?;
+            slot.ia_handle = (cx.instance.ia_out)(cx.state.ptr(p.ia));
             slot.proxy_type = DAT_PROXY_TYPE_AGENT;
             slot.proxy.agent = agent_out(p.agent);
             Ok(())
@@ -79,8 +79,8 @@ pub(crate) unsafe fn cno_free<B: Transport>(cno: Arg<1, DAT_CNO_HANDLE>) -> DAT_
     // SAFETY: dispatched on `cno`'s provider word.
     unsafe {
         with::<B>(cno, Kind::Cno, |cx, raw| {
-            cx.st.core.cno_free(CnoHandle::from_raw(raw))?;
-            cx.st.forget_cnos();
+            cx.state.core.cno_free(CnoHandle::from_raw(raw))?;
+            cx.state.forget_cnos();
             Ok(())
         })
     }
@@ -102,21 +102,21 @@ pub(crate) unsafe fn cno_fd_create<B: Transport>(
             let fd_slot = fd_out.out()?;
             let cno_slot = cno_out.out()?;
             let ia = IaHandle::from_raw(raw);
-            let transport = cx.st.core.wait_fds(ia)?;
+            let transport = cx.state.core.wait_fds(ia)?;
             if transport.is_empty() {
                 return Err(DatError::of(ErrorType::NotImplemented));
             }
             let notifier = Notifier::new(transport).map_err(|_| DatError::of(ErrorType::InsufficientResources))?;
-            let cno = cx.st.core.cno_create(ia, None)?;
+            let cno = cx.state.core.cno_create(ia, None)?;
             let at = cno.raw().index() as usize;
-            if at >= cx.st.cno_fds.len() {
-                let _ = cx.st.core.cno_free(cno);
+            if at >= cx.state.cno_fds.len() {
+                let _ = cx.state.core.cno_free(cno);
                 return Err(DatError::of(ErrorType::InsufficientResources));
             }
-            cx.st.core.cno_signal(cno, Some(notifier.signal()))?;
+            cx.state.core.cno_signal(cno, Some(notifier.signal()))?;
             *fd_slot = notifier.fd();
-            cx.st.cno_fds[at] = Some((cno, notifier));
-            *cno_slot = cx.st.ptr(cno);
+            cx.state.cno_fds[at] = Some((cno, notifier));
+            *cno_slot = cx.state.ptr(cno);
             Ok(())
         })
     }
@@ -132,8 +132,8 @@ pub(crate) unsafe fn cno_trigger<B: Transport>(
     unsafe {
         with::<B>(cno, Kind::Cno, |cx, raw| {
             let slot = evd_out.out()?;
-            let evd = cx.st.core.cno_trigger(CnoHandle::from_raw(raw))?;
-            *slot = cx.st.ptr(evd);
+            let evd = cx.state.core.cno_trigger(CnoHandle::from_raw(raw))?;
+            *slot = cx.state.ptr(evd);
             Ok(())
         })
     }
@@ -150,17 +150,17 @@ pub(crate) unsafe fn cno_wait<B: Transport>(
         with::<B>(cno, Kind::Cno, |cx, raw| -> DatResult<()> {
             let slot = evd_out.out()?;
             let h = CnoHandle::from_raw(raw);
-            let ia = cx.st.core.cno_query(h, udat_core::CNO_FIELD_ALL)?.ia;
-            let wait = cx.st.core.cno_wait_begin(h, timeout.0)?;
+            let ia = cx.state.core.cno_query(h, udat_core::CNO_FIELD_ALL)?.ia;
+            let wait = cx.state.core.cno_wait_begin(h, timeout.0)?;
             loop {
-                match cx.st.core.cno_wait_poll(&wait)? {
+                match cx.state.core.cno_wait_poll(&wait)? {
                     CnoStep::Woken(evd) => {
-                        *slot = cx.st.ptr(evd);
+                        *slot = cx.state.ptr(evd);
                         return Ok(());
                     }
-                    CnoStep::Pending { timeout_us } => match sleep(&mut cx.st, ia, timeout_us) {
+                    CnoStep::Pending { timeout_us } => match sleep(&mut cx.state, ia, timeout_us) {
                         Ok(Wake::Interrupted) => {
-                            cx.st.core.cno_wait_end(&wait);
+                            cx.state.core.cno_wait_end(&wait);
                             return Err(DatError::of(ErrorType::InterruptedCall));
                         }
                         Ok(_) => {}

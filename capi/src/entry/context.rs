@@ -14,16 +14,16 @@ use crate::transport::Transport;
 /// As [`super::with`].
 pub(crate) unsafe fn with_any<B: Transport>(
     h: DAT_HANDLE,
-    f: impl FnOnce(&mut super::Cx<B>, AnyHandle) -> udat_core::DatResult<()>,
+    f: impl FnOnce(&mut super::Entered<B>, AnyHandle) -> udat_core::DatResult<()>,
 ) -> DAT_RETURN {
     if h.is_null() {
         return DatError::invalid_handle(udat_core::Subtype::NoSubtype).to_raw();
     }
     // SAFETY: `h` is non-null and dispatched to this transport.
-    let inst = unsafe { Instance::<B>::of(h) };
-    locked_on(inst, |cx| {
+    let instance = unsafe { Instance::<B>::of(h) };
+    locked_on(instance, |cx| {
         // The region `h` points into tells its kind.
-        let kind = cx.st.handles.kind_of(h).ok_or(invalid(Kind::Ia))?;
+        let kind = cx.state.handles.kind_of(h).ok_or(invalid(Kind::Ia))?;
         let raw: RawHandle = cx.raw(h, kind)?;
         f(cx, AnyHandle { kind, raw })
     })
@@ -35,7 +35,7 @@ pub(crate) unsafe fn set_consumer_context<B: Transport>(
     context: Arg<2, DAT_CONTEXT>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `h`'s provider word; a context is 64 bits.
-    unsafe { with_any::<B>(h.0, |cx, any| cx.st.core.set_consumer_context(any, context.0.as_64)) }
+    unsafe { with_any::<B>(h.0, |cx, any| cx.state.core.set_consumer_context(any, context.0.as_64)) }
 }
 
 /// dat_get_consumer_context(3DAT).
@@ -47,7 +47,7 @@ pub(crate) unsafe fn get_consumer_context<B: Transport>(
     unsafe {
         with_any::<B>(h.0, |cx, any| {
             let slot = context.out()?;
-            slot.as_64 = cx.st.core.get_consumer_context(any)?;
+            slot.as_64 = cx.state.core.get_consumer_context(any)?;
             Ok(())
         })
     }
@@ -62,7 +62,7 @@ pub(crate) unsafe fn get_handle_type<B: Transport>(
     unsafe {
         with_any::<B>(h.0, |cx, any| {
             let slot = kind.out()?;
-            *slot = cx.st.core.get_handle_type(any)? as DAT_HANDLE_TYPE;
+            *slot = cx.state.core.get_handle_type(any)? as DAT_HANDLE_TYPE;
             Ok(())
         })
     }

@@ -64,9 +64,9 @@ pub unsafe extern "C" fn counters<B: Transport>(h: DAT_HANDLE, c: *const udat_ex
     // contract, which `query` states).
     unsafe {
         with_any::<B>(h, |cx, any| match c.op {
-            DAT_IB_QUERY_COUNTERS_OP => query(&mut cx.st.core, any, c),
-            DAT_IB_PRINT_COUNTERS_OP => print(&mut cx.st.core, any, c),
-            _ => switch(&mut cx.st.core, any, c),
+            DAT_IB_QUERY_COUNTERS_OP => query(&mut cx.state.core, any, c),
+            DAT_IB_PRINT_COUNTERS_OP => print(&mut cx.state.core, any, c),
+            _ => switch(&mut cx.state.core, any, c),
         })
     }
 }

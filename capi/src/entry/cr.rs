@@ -23,15 +23,15 @@ pub(crate) unsafe fn cr_query<B: Transport>(
         with::<B>(cr, Kind::Cr, |cx, raw| {
             let slot = param.out()?;
             let h = CrHandle::from_raw(raw);
-            let p = cx.st.core.cr_query(h, m.0)?;
-            let data = cx.st.core.cr_private_data(h)?;
+            let p = cx.state.core.cr_query(h, m.0)?;
+            let data = cx.state.core.cr_private_data(h)?;
             slot.private_data = if data.is_empty() { ptr::null_mut() } else { data.as_ptr() as DAT_PVOID };
-            let addr = &mut cx.st.cr_addr[raw.index() as usize];
+            let addr = &mut cx.state.cr_addr[raw.index() as usize];
             *addr = Addr(p.remote_ia_address);
             slot.remote_ia_address_ptr = ptr::addr_of_mut!(*addr).cast();
             slot.remote_port_qual = p.remote_port_qual;
             slot.private_data_size = p.private_data_size as DAT_COUNT;
-            slot.local_ep_handle = cx.st.ptr(p.local_ep);
+            slot.local_ep_handle = cx.state.ptr(p.local_ep);
             Ok(())
         })
     }
@@ -49,7 +49,7 @@ pub(crate) unsafe fn cr_accept<B: Transport>(
         with::<B>(cr, Kind::Cr, |cx, raw| {
             let ep = EpHandle::from_raw(cx.raw_or_null(ep, Kind::Ep)?);
             let data = private_data(pd_size, pd)?;
-            cx.st.core.cr_accept(CrHandle::from_raw(raw), ep, data)
+            cx.state.core.cr_accept(CrHandle::from_raw(raw), ep, data)
         })
     }
 }
@@ -64,7 +64,7 @@ pub(crate) unsafe fn cr_reject<B: Transport>(
     unsafe {
         with::<B>(cr, Kind::Cr, |cx, raw| {
             let data = private_data(pd_size, pd)?;
-            cx.st.core.cr_reject(CrHandle::from_raw(raw), data)
+            cx.state.core.cr_reject(CrHandle::from_raw(raw), data)
         })
     }
 }
@@ -75,5 +75,5 @@ pub(crate) unsafe fn cr_handoff<B: Transport>(
     conn_qual: Arg<2, DAT_CONN_QUAL>,
 ) -> DAT_RETURN {
     // SAFETY: dispatched on `cr`'s provider word.
-    unsafe { with::<B>(cr, Kind::Cr, |cx, raw| cx.st.core.cr_handoff(CrHandle::from_raw(raw), conn_qual.0)) }
+    unsafe { with::<B>(cr, Kind::Cr, |cx, raw| cx.state.core.cr_handoff(CrHandle::from_raw(raw), conn_qual.0)) }
 }

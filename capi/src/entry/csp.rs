@@ -40,8 +40,8 @@ pub(crate) unsafe fn csp_create<B: Transport>(
             let evd = EvdHandle::from_raw(cx.raw(evd, Kind::Evd)?);
             let slot = csp_out.out()?;
             let comm = Comm { domain: c.domain, socket_type: c.type_, protocol: c.protocol };
-            let csp = cx.st.core.csp_create(IaHandle::from_raw(raw), &comm, &address, evd)?;
-            *slot = cx.st.ptr(csp);
+            let csp = cx.state.core.csp_create(IaHandle::from_raw(raw), &comm, &address, evd)?;
+            *slot = cx.state.ptr(csp);
             Ok(())
         })
     }
@@ -59,15 +59,16 @@ pub(crate) unsafe fn csp_query<B: Transport>(
     as_csp(unsafe {
         with::<B>(csp, Kind::Psp, |cx, raw| {
             let slot = param.out()?;
-            let p = cx.st.core.csp_query(CspHandle::from_raw(raw), m.0)?;
-            let kept = cx.st.csp_param.get_mut(raw.index() as usize).ok_or(DatError::of(ErrorType::InternalError))?;
+            let p = cx.state.core.csp_query(CspHandle::from_raw(raw), m.0)?;
+            let kept =
+                cx.state.csp_param.get_mut(raw.index() as usize).ok_or(DatError::of(ErrorType::InternalError))?;
             let comm = DAT_COMM { domain: p.comm.domain, type_: p.comm.socket_type, protocol: p.comm.protocol };
             *kept = (Addr(p.address), comm);
             let (address, comm) = (ptr::addr_of_mut!(kept.0).cast(), ptr::addr_of_mut!(kept.1));
-            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            slot.ia_handle = (cx.instance.ia_out)(cx.state.ptr(p.ia));
             slot.comm = comm;
             slot.address_ptr = address;
-            slot.evd_handle = cx.st.ptr(p.evd);
+            slot.evd_handle = cx.state.ptr(p.evd);
             Ok(())
         })
     })
@@ -76,5 +77,5 @@ pub(crate) unsafe fn csp_query<B: Transport>(
 /// dat_csp_free of `<dat2/dat.h>` (DAT 2.0).
 pub(crate) unsafe fn csp_free<B: Transport>(csp: Arg<1, DAT_CSP_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `csp`'s provider word.
-    as_csp(unsafe { with::<B>(csp, Kind::Psp, |cx, raw| cx.st.core.csp_free(CspHandle::from_raw(raw))) })
+    as_csp(unsafe { with::<B>(csp, Kind::Psp, |cx, raw| cx.state.core.csp_free(CspHandle::from_raw(raw))) })
 }

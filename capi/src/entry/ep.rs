@@ -9,7 +9,7 @@ use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddr
 use udat_core::{DatError, DatResult, EpChanges, ErrorType};
 
 use super::arg::{iov, lane_segment, private_data};
-use super::{lane_or, shared_lane_or, shared_not_taken, with, Arg, Cx, Named};
+use super::{lane_or, shared_lane_or, shared_not_taken, with, Arg, Entered, LaneHandle};
 use crate::instance::{invalid, Addr, Core, Instance};
 use crate::sys::*;
 use crate::transport::Transport;
@@ -124,7 +124,7 @@ struct EvdArgs {
 }
 
 fn evds<B: Transport>(
-    cx: &Cx<B>,
+    cx: &Entered<B>,
     recv: Arg<3, DAT_EVD_HANDLE>,
     request: Arg<4, DAT_EVD_HANDLE>,
     connect: Arg<5, DAT_EVD_HANDLE>,
@@ -159,7 +159,7 @@ pub(crate) unsafe fn ep_create<B: Transport>(
                 None => (None, QpType::Rc),
             };
             let slot = ep_out.out()?;
-            let (ia, core) = (IaHandle::from_raw(raw), &mut cx.st.core);
+            let (ia, core) = (IaHandle::from_raw(raw), &mut cx.state.core);
             let ep = match service {
                 QpType::Rc => core.ep_create(ia, pz, e.recv, e.request, e.connect, attr.as_ref())?,
                 QpType::Ud => core.ep_create_ud(ia, pz, (e.recv, e.request, e.connect), attr.as_ref())?,
@@ -190,8 +190,15 @@ pub(crate) unsafe fn ep_create_with_srq<B: Transport>(
             let srq = SrqHandle::from_raw(cx.raw(srq, Kind::Srq)?);
             let attr = attr_in(&attr.input()?, QpType::Rc, attr.invalid())?;
             let slot = ep_out.out()?;
-            let ep =
-                cx.st.core.ep_create_with_srq(IaHandle::from_raw(raw), pz, e.recv, e.request, e.connect, srq, &attr)?;
+            let ep = cx.state.core.ep_create_with_srq(
+                IaHandle::from_raw(raw),
+                pz,
+                e.recv,
+                e.request,
+                e.connect,
+                srq,
+                &attr,
+            )?;
             *slot = named(cx, ep)?;
             Ok(())
         })
@@ -200,9 +207,9 @@ pub(crate) unsafe fn ep_create_with_srq<B: Transport>(
 
 /// The C handle of the new EP `ep`, which the EP keeps for the events
 /// of its completions (`udat_core::Provider::ep_name`).
-fn named<B: Transport>(cx: &mut Cx<B>, ep: EpHandle) -> DatResult<DAT_EP_HANDLE> {
-    let h = cx.st.ptr(ep);
-    cx.st.core.ep_name(ep, h as usize as u64)?;
+fn named<B: Transport>(cx: &mut Entered<B>, ep: EpHandle) -> DatResult<DAT_EP_HANDLE> {
+    let h = cx.state.ptr(ep);
+    cx.state.core.ep_name(ep, h as usize as u64)?;
     Ok(h)
 }
 
@@ -217,23 +224,23 @@ pub(crate) unsafe fn ep_query<B: Transport>(
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let slot = param.out()?;
-            let p = cx.st.core.ep_query(EpHandle::from_raw(raw))?;
-            let addrs = &mut cx.st.ep_addr[raw.index() as usize];
+            let p = cx.state.core.ep_query(EpHandle::from_raw(raw))?;
+            let addrs = &mut cx.state.ep_addr[raw.index() as usize];
             *addrs = (Addr(p.local_ia_address), Addr(p.remote_ia_address));
             let (local, remote) = (ptr::addr_of_mut!(addrs.0).cast(), ptr::addr_of_mut!(addrs.1).cast());
-            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            slot.ia_handle = (cx.instance.ia_out)(cx.state.ptr(p.ia));
             slot.ep_state = p.state as DAT_EP_STATE;
             slot.comm = std::mem::zeroed();
             slot.local_ia_address_ptr = local;
             slot.local_port_qual = 0;
             slot.remote_ia_address_ptr = remote;
             slot.remote_port_qual = p.remote_port_qual;
-            slot.pz_handle = cx.st.ptr(p.pz);
-            slot.recv_evd_handle = cx.st.ptr(p.recv_evd);
-            slot.request_evd_handle = cx.st.ptr(p.request_evd);
-            slot.connect_evd_handle = cx.st.ptr(p.connect_evd);
-            slot.srq_handle = cx.st.ptr(p.srq);
-            let ud = cx.st.core.ep_is_ud(EpHandle::from_raw(raw))?;
+            slot.pz_handle = cx.state.ptr(p.pz);
+            slot.recv_evd_handle = cx.state.ptr(p.recv_evd);
+            slot.request_evd_handle = cx.state.ptr(p.request_evd);
+            slot.connect_evd_handle = cx.state.ptr(p.connect_evd);
+            slot.srq_handle = cx.state.ptr(p.srq);
+            let ud = cx.state.core.ep_is_ud(EpHandle::from_raw(raw))?;
             slot.ep_attr = attr_out(&p.attr, if ud { QpType::Ud } else { QpType::Rc });
             Ok(())
         })
@@ -251,8 +258,8 @@ pub(crate) unsafe fn ep_modify<B: Transport>(
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let p = &param.input()?;
             let mask = mask.0;
-            let service = if cx.st.core.ep_is_ud(EpHandle::from_raw(raw))? { QpType::Ud } else { QpType::Rc };
-            let evd = |cx: &Cx<B>, set: bool, h| -> DatResult<Option<EvdHandle>> {
+            let service = if cx.state.core.ep_is_ud(EpHandle::from_raw(raw))? { QpType::Ud } else { QpType::Rc };
+            let evd = |cx: &Entered<B>, set: bool, h| -> DatResult<Option<EvdHandle>> {
                 Ok(if set { Some(EvdHandle::from_raw(cx.raw_or_null(h, Kind::Evd)?)) } else { None })
             };
             let changes = EpChanges {
@@ -266,7 +273,7 @@ pub(crate) unsafe fn ep_modify<B: Transport>(
                     None
                 },
             };
-            cx.st.core.ep_modify(EpHandle::from_raw(raw), &changes)
+            cx.state.core.ep_modify(EpHandle::from_raw(raw), &changes)
         })
     }
 }
@@ -288,7 +295,7 @@ pub(crate) unsafe fn ep_connect<B: Transport>(
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let addr = address_in(remote_addr)?;
             let data = private_data(pd_size, pd)?;
-            cx.st.core.ep_connect(
+            cx.state.core.ep_connect(
                 EpHandle::from_raw(raw),
                 &addr,
                 conn_qual.0,
@@ -315,7 +322,7 @@ pub(crate) unsafe fn ep_dup_connect<B: Transport>(
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let dup = EpHandle::from_raw(cx.raw(dup, Kind::Ep)?);
             let data = private_data(pd_size, pd)?;
-            cx.st.core.ep_dup_connect(EpHandle::from_raw(raw), dup, timeout.0, data, Qos(qos.0))
+            cx.state.core.ep_dup_connect(EpHandle::from_raw(raw), dup, timeout.0, data, Qos(qos.0))
         })
     }
 }
@@ -329,7 +336,7 @@ pub(crate) unsafe fn ep_disconnect<B: Transport>(
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let flags = CloseFlags::from_raw(flags.0).ok_or(flags.invalid())?;
-            cx.st.core.ep_disconnect(EpHandle::from_raw(raw), flags)
+            cx.state.core.ep_disconnect(EpHandle::from_raw(raw), flags)
         })
     }
 }
@@ -350,9 +357,9 @@ unsafe fn post<B: Transport>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
-    lane: impl FnOnce(&mut Core<B>, Named<'_>, LmrTriplet) -> bool,
+    lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>, LmrTriplet) -> bool,
     exclusive: impl FnOnce(&mut Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
-    shared_lane: Option<impl FnOnce(&Core<B>, Named<'_>, LmrTriplet) -> bool>,
+    shared_lane: Option<impl FnOnce(&Core<B>, LaneHandle<'_>, LmrTriplet) -> bool>,
     shared: impl FnOnce(&Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
 ) -> DAT_RETURN {
     let h = ep.0;
@@ -360,8 +367,8 @@ unsafe fn post<B: Transport>(
         return invalid(Kind::Ep).to_raw();
     }
     // SAFETY: a non-null handle dispatched to this transport.
-    let inst = unsafe { Instance::<B>::of(h) };
-    if inst.shares {
+    let instance = unsafe { Instance::<B>::of(h) };
+    if instance.shares {
         // SAFETY: `shared_lane` and `shared` are `udat_core::shared`'s
         // posts, which change only the EP they are given; `segs` is null or
         // holds `n` triplets (the call's contract).
@@ -369,14 +376,14 @@ unsafe fn post<B: Transport>(
             let ordinary = move |core: &Core<B>, raw| shared(core, EpHandle::from_raw(raw), iov(n, segs)?);
             // A call with no shared lane takes the EP's lock once.
             let Some(shared_lane) = shared_lane else {
-                return shared_not_taken(inst, h, Kind::Ep, &inst.ep_locks, ordinary);
+                return shared_not_taken(instance, h, Kind::Ep, &instance.ep_locks, ordinary);
             };
             let seg = lane_segment(n, segs);
             shared_lane_or(
-                inst,
+                instance,
                 h,
                 Kind::Ep,
-                &inst.ep_locks,
+                &instance.ep_locks,
                 move |core, ep| seg.is_some_and(|seg| shared_lane(core, ep, seg)),
                 ordinary,
             )
@@ -385,13 +392,13 @@ unsafe fn post<B: Transport>(
     // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
     let seg = unsafe { lane_segment(n, segs) };
     lane_or(
-        inst,
+        instance,
         h,
         Kind::Ep,
         move |core, ep| seg.is_some_and(|seg| lane(core, ep, seg)),
         move |cx, raw| {
             // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
-            exclusive(&mut cx.st.core, EpHandle::from_raw(raw), unsafe { iov(n, segs) }?)
+            exclusive(&mut cx.state.core, EpHandle::from_raw(raw), unsafe { iov(n, segs) }?)
         },
     )
 }
@@ -424,10 +431,12 @@ pub(crate) unsafe fn ep_post_send<B: Transport>(
             ep,
             n,
             segs,
-            move |core, ep, seg| core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags),
+            move |core, ep, seg| {
+                core.lane_request(ep.index, |g| ep.matches_generation(g), &seg, cookie, RequestOp::Send, flags)
+            },
             move |core, ep, iov| core.ep_post_request(ep, iov, cookie, RequestOp::Send, flags),
-            Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
-                core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, RequestOp::Send, flags)
+            Some(move |core: &Core<B>, ep: LaneHandle<'_>, seg: LmrTriplet| {
+                core.lane_request_shared(ep.index, |g| ep.matches_generation(g), &seg, cookie, RequestOp::Send, flags)
             }),
             move |core, ep, iov| core.ep_post_request_shared(ep, iov, cookie, RequestOp::Send, flags),
         )
@@ -451,9 +460,9 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
             ep,
             n,
             segs,
-            move |core, ep, seg| core.lane_recv(ep.index, |g| ep.selects(g), &seg, cookie, flags),
+            move |core, ep, seg| core.lane_recv(ep.index, |g| ep.matches_generation(g), &seg, cookie, flags),
             move |core, ep, iov| core.ep_post_recv_ordinary(ep, iov, cookie, flags),
-            None::<fn(&Core<B>, Named<'_>, LmrTriplet) -> bool>,
+            None::<fn(&Core<B>, LaneHandle<'_>, LmrTriplet) -> bool>,
             move |core, ep, iov| core.ep_post_recv_shared(ep, iov, cookie, flags),
         )
     }
@@ -480,17 +489,17 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
             move |core, ep, seg| {
                 lane_remote(rmr).is_some_and(|remote| {
                     let op = RequestOp::RdmaRead { remote };
-                    core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
+                    core.lane_request(ep.index, |g| ep.matches_generation(g), &seg, cookie, op, flags)
                 })
             },
             move |core, ep, iov| {
                 let op = RequestOp::RdmaRead { remote: remote(rmr)? };
                 core.ep_post_request(ep, iov, cookie, op, flags)
             },
-            Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
+            Some(move |core: &Core<B>, ep: LaneHandle<'_>, seg: LmrTriplet| {
                 lane_remote(rmr).is_some_and(|remote| {
                     let op = RequestOp::RdmaRead { remote };
-                    core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
+                    core.lane_request_shared(ep.index, |g| ep.matches_generation(g), &seg, cookie, op, flags)
                 })
             }),
             move |core, ep, iov| {
@@ -522,17 +531,17 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
             move |core, ep, seg| {
                 lane_remote(rmr).is_some_and(|remote| {
                     let op = RequestOp::RdmaWrite { remote };
-                    core.lane_request(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
+                    core.lane_request(ep.index, |g| ep.matches_generation(g), &seg, cookie, op, flags)
                 })
             },
             move |core, ep, iov| {
                 let op = RequestOp::RdmaWrite { remote: remote(rmr)? };
                 core.ep_post_request(ep, iov, cookie, op, flags)
             },
-            Some(move |core: &Core<B>, ep: Named<'_>, seg: LmrTriplet| {
+            Some(move |core: &Core<B>, ep: LaneHandle<'_>, seg: LmrTriplet| {
                 lane_remote(rmr).is_some_and(|remote| {
                     let op = RequestOp::RdmaWrite { remote };
-                    core.lane_request_shared(ep.index, |g| ep.selects(g), &seg, cookie, op, flags)
+                    core.lane_request_shared(ep.index, |g| ep.matches_generation(g), &seg, cookie, op, flags)
                 })
             }),
             move |core, ep, iov| {
@@ -553,7 +562,7 @@ pub(crate) unsafe fn ep_get_status<B: Transport>(
     // SAFETY: dispatched on `ep`'s provider word; out-pointers may be null.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
-            let (s, recv, request) = cx.st.core.ep_get_status(EpHandle::from_raw(raw))?;
+            let (s, recv, request) = cx.state.core.ep_get_status(EpHandle::from_raw(raw))?;
             let b = |v: bool| if v { DAT_TRUE } else { DAT_FALSE };
             // Any of the three may be null: the page lists no error but the
             // handle's, and OFA's dtestx asks for the idle flags alone.
@@ -576,7 +585,7 @@ macro_rules! ep_call {
         $(#[$doc])*
         pub(crate) unsafe fn $name<B: Transport>(ep: Arg<1, DAT_EP_HANDLE>) -> DAT_RETURN {
             // SAFETY: dispatched on `ep`'s provider word.
-            unsafe { with::<B>(ep, Kind::Ep, |cx, raw| cx.st.core.$method(EpHandle::from_raw(raw))) }
+            unsafe { with::<B>(ep, Kind::Ep, |cx, raw| cx.state.core.$method(EpHandle::from_raw(raw))) }
         }
     };
 }
@@ -596,12 +605,12 @@ pub(crate) unsafe fn ep_reset<B: Transport>(ep: Arg<1, DAT_EP_HANDLE>) -> DAT_RE
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let ep = EpHandle::from_raw(raw);
             let start = std::time::Instant::now();
-            while cx.st.core.ep_reset_would_wait(ep)? && start.elapsed() < FLUSH_WAIT {
-                crate::lock::Exclusive::unlocked(&mut cx.st, || {
+            while cx.state.core.ep_reset_would_wait(ep)? && start.elapsed() < FLUSH_WAIT {
+                crate::lock::Exclusive::unlocked(&mut cx.state, || {
                     std::thread::sleep(std::time::Duration::from_millis(1))
                 });
             }
-            cx.st.core.ep_reset(ep)
+            cx.state.core.ep_reset(ep)
         })
     }
 }
@@ -615,7 +624,7 @@ pub(crate) unsafe fn ep_recv_query<B: Transport>(
     // SAFETY: dispatched on `ep`'s provider word; out-pointers may be null.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
-            let (n, s) = cx.st.core.ep_recv_query(EpHandle::from_raw(raw))?;
+            let (n, s) = cx.state.core.ep_recv_query(EpHandle::from_raw(raw))?;
             if let Some(p) = nbufs.out_or_null()? {
                 *p = int(n);
             }
@@ -636,7 +645,7 @@ pub(crate) unsafe fn ep_set_watermark<B: Transport>(
     // SAFETY: dispatched on `ep`'s provider word.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| {
-            cx.st.core.ep_set_watermark(EpHandle::from_raw(raw), soft.count()?, hard.count()?)
+            cx.state.core.ep_set_watermark(EpHandle::from_raw(raw), soft.count()?, hard.count()?)
         })
     }
 }
@@ -666,7 +675,7 @@ pub(crate) unsafe fn ep_post_send_with_invalidate<B: Transport>(
             };
             let local = iov(n, segs)?;
             let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-            cx.st.core.ep_post_send_with_invalidate(
+            cx.state.core.ep_post_send_with_invalidate(
                 EpHandle::from_raw(raw),
                 local,
                 cookie,
@@ -693,7 +702,7 @@ pub(crate) unsafe fn ep_post_rdma_read_to_rmr<B: Transport>(
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let (local, remote) = (remote(local)?, remote(rmr)?);
             let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-            cx.st.core.ep_post_rdma_read_to_rmr(EpHandle::from_raw(raw), &local, cookie, &remote, flags)
+            cx.state.core.ep_post_rdma_read_to_rmr(EpHandle::from_raw(raw), &local, cookie, &remote, flags)
         })
     }
 }
@@ -714,7 +723,7 @@ pub(crate) unsafe fn ep_common_connect<B: Transport>(
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let addr = address_in(remote_addr)?;
             let data = private_data(pd_size, pd)?;
-            cx.st.core.ep_common_connect(EpHandle::from_raw(raw), &addr, timeout.0, data)
+            cx.state.core.ep_common_connect(EpHandle::from_raw(raw), &addr, timeout.0, data)
         })
     }
 }

@@ -9,7 +9,7 @@ use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind, RawHandl
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, EvdWait, Event, EventData, EventNumber, WaitStep};
 
-use super::{guarded_on, lane_or, with, Arg, Cx, Named};
+use super::{guarded_on, lane_or, with, Arg, Entered, LaneHandle};
 use crate::debug;
 use crate::handle_space::HandleSpace;
 use crate::instance::{invalid, Instance, State};
@@ -37,8 +37,8 @@ pub(crate) unsafe fn evd_create<B: Transport>(
             let qlen = qlen.count()?;
             let cno = CnoHandle::from_raw(cx.raw_or_null(cno, Kind::Cno)?);
             let slot = evd_out.out()?;
-            let evd = cx.st.core.evd_create(IaHandle::from_raw(raw), qlen, cno, EvdFlags(flags.0))?;
-            *slot = cx.st.ptr(evd);
+            let evd = cx.state.core.evd_create(IaHandle::from_raw(raw), qlen, cno, EvdFlags(flags.0))?;
+            *slot = cx.state.ptr(evd);
             Ok(())
         })
     }
@@ -49,7 +49,7 @@ macro_rules! evd_call {
         $(#[$doc])*
         pub(crate) unsafe fn $name<B: Transport>(evd: Arg<1, DAT_EVD_HANDLE>) -> DAT_RETURN {
             // SAFETY: dispatched on `evd`'s provider word.
-            unsafe { with::<B>(evd, Kind::Evd, |cx, raw| cx.st.core.$method(EvdHandle::from_raw(raw))) }
+            unsafe { with::<B>(evd, Kind::Evd, |cx, raw| cx.state.core.$method(EvdHandle::from_raw(raw))) }
         }
     };
 }
@@ -75,11 +75,11 @@ pub(crate) unsafe fn evd_query<B: Transport>(
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
             let slot = param.out()?;
-            let p = cx.st.core.evd_query(EvdHandle::from_raw(raw), m.0)?;
-            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            let p = cx.state.core.evd_query(EvdHandle::from_raw(raw), m.0)?;
+            slot.ia_handle = (cx.instance.ia_out)(cx.state.ptr(p.ia));
             slot.evd_qlen = p.evd_qlen.min(i32::MAX as u32) as DAT_COUNT;
             slot.evd_state = p.evd_state.0;
-            slot.cno_handle = cx.st.ptr(p.cno);
+            slot.cno_handle = cx.state.ptr(p.cno);
             slot.evd_flags = p.evd_flags.0;
             Ok(())
         })
@@ -95,7 +95,7 @@ pub(crate) unsafe fn evd_modify_cno<B: Transport>(
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
             let cno = CnoHandle::from_raw(cx.raw_or_null(cno, Kind::Cno)?);
-            cx.st.core.evd_modify_cno(EvdHandle::from_raw(raw), cno)
+            cx.state.core.evd_modify_cno(EvdHandle::from_raw(raw), cno)
         })
     }
 }
@@ -106,7 +106,7 @@ pub(crate) unsafe fn evd_resize<B: Transport>(evd: Arg<1, DAT_EVD_HANDLE>, qlen:
     unsafe {
         with::<B>(evd, Kind::Evd, |cx, raw| {
             let qlen = qlen.count()?;
-            cx.st.core.evd_resize(EvdHandle::from_raw(raw), qlen)
+            cx.state.core.evd_resize(EvdHandle::from_raw(raw), qlen)
         })
     }
 }
@@ -125,7 +125,7 @@ pub(crate) unsafe fn evd_post_se<B: Transport>(
                 return Err(event.invalid());
             }
             let pointer = se.event_data.software_event_data.pointer as u64;
-            cx.st.core.evd_post_se(EvdHandle::from_raw(raw), pointer)
+            cx.state.core.evd_post_se(EvdHandle::from_raw(raw), pointer)
         })
     }
 }
@@ -144,14 +144,14 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
         return invalid(Kind::Evd).to_raw();
     }
     // SAFETY: a non-null handle dispatched to this transport.
-    let inst = unsafe { Instance::<B>::of(h) };
-    if inst.shares {
-        if let Some(ret) = dequeue_shared(inst, h, event) {
+    let instance = unsafe { Instance::<B>::of(h) };
+    if instance.shares {
+        if let Some(ret) = dequeue_shared(instance, h, event) {
             return ret;
         }
     }
     lane_or(
-        inst,
+        instance,
         h,
         Kind::Evd,
         move |core, evd| {
@@ -159,7 +159,7 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
             let handles = evd.handles();
             core.lane_dequeue_with(
                 evd.index,
-                |g| evd.selects(g),
+                |g| evd.matches_generation(g),
                 #[inline(always)]
                 |_, c, name| write_lane_event(handles, h, c, name, slot),
             )
@@ -167,7 +167,7 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
         },
         move |cx, raw| {
             let slot = event.out()?;
-            let e = cx.st.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
+            let e = cx.state.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
             write_event(cx, h, &e, slot);
             Ok(())
         },
@@ -181,39 +181,39 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
 /// it. Like every lane it runs outside `catch_unwind` ([`lane_or`]).
 #[inline(never)]
 fn dequeue_shared<B: Transport>(
-    inst: &'static Instance<B>,
+    instance: &'static Instance<B>,
     h: DAT_EVD_HANDLE,
     event: Arg<2, *mut DAT_EVENT>,
 ) -> Option<DAT_RETURN> {
-    if inst.poisoned.load(Ordering::Relaxed) {
+    if instance.poisoned.load(Ordering::Relaxed) {
         return None;
     }
     let slot = event.out().ok()?;
     // SAFETY: the dequeue changes only the EVD and the EPs whose locks it
     // takes below (`udat_core::shared`).
-    let st = unsafe { inst.state.share() };
-    let (index, word) = st.handles.slot_of(h, Kind::Evd)?;
-    let _evd_lock = inst.evd_locks.lock_lane(index, &inst.poisoned)?;
-    let named = Named::new(index, &st.handles, Kind::Evd, word);
+    let state = unsafe { instance.state.share() };
+    let (index, word) = state.handles.slot_of(h, Kind::Evd)?;
+    let _evd_lock = instance.evd_locks.lock_lane(index, &instance.poisoned)?;
+    let named = LaneHandle::new(index, &state.handles, Kind::Evd, word);
     // SAFETY: the state is shared, never held exclusively meanwhile; the
     // EVD's lock is held, and `lock_ep` takes EP locks, after it (the
     // order every shared call keeps).
     let taken = unsafe {
-        st.core.evd_dequeue_shared(
+        state.core.evd_dequeue_shared(
             index,
             #[inline(always)]
-            |g| named.selects(g),
+            |g| named.matches_generation(g),
             #[inline(always)]
-            |i| inst.ep_locks.lock_lane(i, &inst.poisoned),
+            |i| instance.ep_locks.lock_lane(i, &instance.poisoned),
             #[inline(always)]
-            |_, c, name| write_lane_event(&st.handles, h, c, name, slot),
+            |_, c, name| write_lane_event(&state.handles, h, c, name, slot),
         )
     };
     match taken {
         Shared::Done(()) => Some(DAT_SUCCESS),
         // Nothing came: pull connection events now, on the exclusive
         // path, if a look at this EVD's IA is due.
-        Shared::Empty => empty_unless_due(inst, &st, h),
+        Shared::Empty => empty_unless_due(instance, &state, h),
         Shared::NeedsExclusive => None,
     }
 }
@@ -221,10 +221,10 @@ fn dequeue_shared<B: Transport>(
 /// An empty shared dequeue: `DAT_QUEUE_EMPTY`, or `None` when a look at
 /// the connection events of the EVD's IA is due.
 #[cold]
-fn empty_unless_due<B: Transport>(inst: &Instance<B>, st: &State<B>, h: DAT_EVD_HANDLE) -> Option<DAT_RETURN> {
-    let evd = EvdHandle::from_raw(st.raw(h, Kind::Evd).ok()?);
-    let ia = st.core.evd_query(evd, udat_core::EVD_FIELD_ALL).ok()?.ia;
-    (!inst.cm_look_due(ia.raw().index())).then(|| DatError::of(ErrorType::QueueEmpty).to_raw())
+fn empty_unless_due<B: Transport>(instance: &Instance<B>, state: &State<B>, h: DAT_EVD_HANDLE) -> Option<DAT_RETURN> {
+    let evd = EvdHandle::from_raw(state.raw(h, Kind::Evd).ok()?);
+    let ia = state.core.evd_query(evd, udat_core::EVD_FIELD_ALL).ok()?.ia;
+    (!instance.cm_look_due(ia.raw().index())).then(|| DatError::of(ErrorType::QueueEmpty).to_raw())
 }
 
 // `c/wait.c` keeps a wait's `EvdWait` in its record between steps.
@@ -260,23 +260,23 @@ pub(crate) unsafe extern "C" fn evd_wait_step<B: Transport>(
         // asserted above).
         let begun = unsafe { state.read() };
         // SAFETY: non-null (the first step checked it) and of this transport.
-        let inst = unsafe { Instance::<B>::of(evd.0) };
+        let instance = unsafe { Instance::<B>::of(evd.0) };
         // The EVD may be gone since the last step: `evd_wait_poll` says
         // DAT_ABORT then, so the handle is not judged again.
-        return guarded_on(inst, || {
-            let mut cx = Cx { inst, st: inst.state.lock() };
+        return guarded_on(instance, || {
+            let mut cx = Entered { instance, state: instance.state.lock() };
             let (slot, nmore) = (event.out()?, nmore.out()?);
             let h = begun.evd();
-            cx.st.core.count_evd(h, evd_counter::WAIT_BLOCKED);
+            cx.state.core.count_evd(h, evd_counter::WAIT_BLOCKED);
             match u32::try_from(w.woke).unwrap_or(UDAT_WOKE_TIMEOUT) {
                 UDAT_WOKE_INTERRUPTED => {
-                    cx.st.core.evd_wait_end(&begun);
+                    cx.state.core.evd_wait_end(&begun);
                     return Err(DatError::of(ErrorType::InterruptedCall));
                 }
                 // A transport with no descriptor is looked at again after
                 // each slice, as if it had something.
-                UDAT_WOKE_ACTIVITY => cx.st.core.count_evd(h, evd_counter::WAIT_NOTIFY),
-                _ if w.nfds == 0 => cx.st.core.count_evd(h, evd_counter::WAIT_NOTIFY),
+                UDAT_WOKE_ACTIVITY => cx.state.core.count_evd(h, evd_counter::WAIT_NOTIFY),
+                _ if w.nfds == 0 => cx.state.core.count_evd(h, evd_counter::WAIT_NOTIFY),
                 _ => {}
             }
             wait_steps(&mut cx, evd.0, &begun, slot, nmore, w)
@@ -287,7 +287,7 @@ pub(crate) unsafe extern "C" fn evd_wait_step<B: Transport>(
         with::<B>(evd, Kind::Evd, |cx, raw| {
             let (slot, nmore) = (event.out()?, nmore.out()?);
             let threshold = threshold.count()?;
-            let begun = cx.st.core.evd_wait_begin(EvdHandle::from_raw(raw), timeout.0, threshold)?;
+            let begun = cx.state.core.evd_wait_begin(EvdHandle::from_raw(raw), timeout.0, threshold)?;
             // SAFETY: room and alignment for it (asserted above).
             state.write(begun);
             w.begun = 1;
@@ -299,7 +299,7 @@ pub(crate) unsafe extern "C" fn evd_wait_step<B: Transport>(
 /// Poll the wait until it ends or the thread must sleep: then `w` says on
 /// what, and for how long.
 fn wait_steps<B: Transport>(
-    cx: &mut Cx<B>,
+    cx: &mut Entered<B>,
     evd: DAT_EVD_HANDLE,
     wait: &EvdWait,
     slot: &mut DAT_EVENT,
@@ -307,7 +307,7 @@ fn wait_steps<B: Transport>(
     w: &mut udat_wait,
 ) -> DatResult<()> {
     loop {
-        match cx.st.core.evd_wait_poll(wait)? {
+        match cx.state.core.evd_wait_poll(wait)? {
             WaitStep::Ready { event, nmore: more } => {
                 write_event(cx, evd, &event, slot);
                 *nmore = more.min(i32::MAX as u32) as DAT_COUNT;
@@ -318,15 +318,15 @@ fn wait_steps<B: Transport>(
                 return Err(DatError::of(ErrorType::TimeoutExpired));
             }
             WaitStep::Pending { timeout_us } => {
-                let ia = cx.st.core.evd_query(wait.evd(), udat_core::EVD_FIELD_ALL)?.ia;
+                let ia = cx.state.core.evd_query(wait.evd(), udat_core::EVD_FIELD_ALL)?.ia;
                 // The CQs are armed under the lock: look once more before
                 // sleeping.
-                if cx.st.core.block(ia, Some(0)).map_err(|_| DatError::of(ErrorType::Abort))? == Wake::Activity {
-                    cx.st.core.count_evd(wait.evd(), evd_counter::WAIT_BLOCKED);
-                    cx.st.core.count_evd(wait.evd(), evd_counter::WAIT_NOTIFY);
+                if cx.state.core.block(ia, Some(0)).map_err(|_| DatError::of(ErrorType::Abort))? == Wake::Activity {
+                    cx.state.core.count_evd(wait.evd(), evd_counter::WAIT_BLOCKED);
+                    cx.state.core.count_evd(wait.evd(), evd_counter::WAIT_NOTIFY);
                     continue;
                 }
-                let fds = cx.st.core.wait_fds(ia).map_err(|_| DatError::of(ErrorType::Abort))?;
+                let fds = cx.state.core.wait_fds(ia).map_err(|_| DatError::of(ErrorType::Abort))?;
                 let slice = if fds.is_empty() { BLIND_SLICE_US } else { SLICE_US };
                 let us = timeout_us.map_or(slice, |t| t.min(slice));
                 w.nfds = 0;
@@ -356,9 +356,9 @@ pub(crate) unsafe extern "C" fn evd_wait_abandon<B: Transport>(evd: DAT_EVD_HAND
     // SAFETY: the first step wrote the wait there.
     let begun = unsafe { w.state.as_ptr().cast::<EvdWait>().read() };
     // SAFETY: non-null and of this transport, as for the steps.
-    let inst = unsafe { Instance::<B>::of(evd) };
-    guarded_on(inst, || {
-        inst.state.lock().core.evd_wait_end(&begun);
+    let instance = unsafe { Instance::<B>::of(evd) };
+    guarded_on(instance, || {
+        instance.state.lock().core.evd_wait_end(&begun);
         Ok(())
     });
 }
@@ -370,19 +370,19 @@ pub(crate) unsafe extern "C" fn evd_wait_abandon<B: Transport>(evd: DAT_EVD_HAND
 /// transport without descriptors is looked at again after a slice of
 /// [`BLIND_SLICE_US`].
 pub(crate) fn sleep<B: Transport>(
-    st: &mut Exclusive<'static, State<B>>,
+    state: &mut Exclusive<'static, State<B>>,
     ia: IaHandle,
     timeout_us: Option<u64>,
 ) -> DatResult<Wake> {
-    if st.core.block(ia, Some(0)).map_err(|_| DatError::of(ErrorType::Abort))? == Wake::Activity {
+    if state.core.block(ia, Some(0)).map_err(|_| DatError::of(ErrorType::Abort))? == Wake::Activity {
         return Ok(Wake::Activity);
     }
-    let fds = st.core.wait_fds(ia).map_err(|_| DatError::of(ErrorType::Abort))?;
+    let fds = state.core.wait_fds(ia).map_err(|_| DatError::of(ErrorType::Abort))?;
     let blind = fds.is_empty();
     let slice = if blind { BLIND_SLICE_US } else { SLICE_US };
     let us = timeout_us.map_or(slice, |t| t.min(slice));
     let mut pfds = fds.0.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
-    let rc = Exclusive::unlocked(st, || {
+    let rc = Exclusive::unlocked(state, || {
         // SAFETY: `pfds` is an array of pollfd entries of its length; poll
         // ignores the entries whose descriptor is negative.
         unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, us.div_ceil(1000) as libc::c_int) }
@@ -487,7 +487,7 @@ fn ib_ext_type(op: DtoOp) -> DAT_IB_EXT_TYPE {
 /// is `evd`. Pointers in it (private data, addresses) point into the
 /// provider and stay valid as the spec says.
 #[inline(always)]
-pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: &Event, out: &mut DAT_EVENT) {
+pub(crate) fn write_event<B: Transport>(cx: &mut Entered<B>, evd: DAT_EVD_HANDLE, e: &Event, out: &mut DAT_EVENT) {
     out.event_number = e.number as DAT_EVENT_NUMBER;
     out.evd_handle = evd;
     out.event_extension_data = [0; 8];
@@ -496,7 +496,7 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
             if status != DtoStatus::Success {
                 debug::say(format_args!("{op:?} of EP {ep:?} (cookie {cookie:#x}) completed: {status:?}"));
             }
-            write_dto(cx.st.ptr(ep), cookie, status, transferred_length, op, imm, out);
+            write_dto(cx.state.ptr(ep), cookie, status, transferred_length, op, imm, out);
             // The context the peer invalidated (its completion carries it
             // where an immediate goes). Only this door sees such a
             // receive: the lanes and the shared dequeue leave it here.
@@ -506,19 +506,19 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
         }
         EventData::RmrBind { rmr, cookie, status } => {
             out.event_data.rmr_completion_event_data = DAT_RMR_BIND_COMPLETION_EVENT_DATA {
-                rmr_handle: cx.st.ptr(rmr),
+                rmr_handle: cx.state.ptr(rmr),
                 user_cookie: DAT_CONTEXT { as_64: cookie },
                 status: status as DAT_DTO_COMPLETION_STATUS,
             };
         }
         EventData::CrArrival { psp, conn_qual, cr } => {
-            let ia = cx.st.core.evd_query(e.evd, udat_core::EVD_FIELD_ALL).map(|p| p.ia).unwrap_or_default();
-            let addr = ptr::addr_of_mut!(cx.st.ia_addr[ia.raw().index() as usize]).cast();
+            let ia = cx.state.core.evd_query(e.evd, udat_core::EVD_FIELD_ALL).map(|p| p.ia).unwrap_or_default();
+            let addr = ptr::addr_of_mut!(cx.state.ia_addr[ia.raw().index() as usize]).cast();
             out.event_data.cr_arrival_event_data = DAT_CR_ARRIVAL_EVENT_DATA {
-                sp_handle: DAT_SP_HANDLE { psp_handle: cx.st.ptr(psp) },
+                sp_handle: DAT_SP_HANDLE { psp_handle: cx.state.ptr(psp) },
                 local_ia_address_ptr: addr,
                 conn_qual,
-                cr_handle: cx.st.ptr(cr),
+                cr_handle: cx.state.ptr(cr),
                 truncate_flag: DAT_FALSE,
             };
         }
@@ -526,12 +526,12 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
             if e.number != EventNumber::ConnectionEstablished {
                 debug::say(format_args!("connection of EP {ep:?}: {:?}", e.number));
             }
-            let data = match cx.st.core.ep_private_data(ep) {
+            let data = match cx.state.core.ep_private_data(ep) {
                 Ok(d) if private_data_size > 0 => d.as_ptr() as DAT_PVOID,
                 _ => ptr::null_mut(),
             };
             out.event_data.connect_event_data = DAT_CONNECTION_EVENT_DATA {
-                ep_handle: cx.st.ptr(ep),
+                ep_handle: cx.state.ptr(ep),
                 private_data_size: private_data_size as DAT_COUNT,
                 private_data: data,
             };
@@ -539,8 +539,8 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Cx<B>, evd: DAT_EVD_HANDLE, e: 
         EventData::UdConnection { .. } => super::ud::write_connection(cx, e, out),
         EventData::AsyncError { handle, reason } => {
             let h = match handle {
-                Some(h) if h.kind == Kind::Ia => (cx.inst.ia_out)(cx.st.ptr(h)),
-                Some(h) => cx.st.ptr(h),
+                Some(h) if h.kind == Kind::Ia => (cx.instance.ia_out)(cx.state.ptr(h)),
+                Some(h) => cx.state.ptr(h),
                 None => ptr::null_mut(),
             };
             out.event_data.asynch_error_event_data =

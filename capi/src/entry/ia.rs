@@ -6,7 +6,7 @@ use udat_core::handle::{EvdHandle, IaHandle, Kind};
 use udat_core::types::{CloseFlags, IaAttr};
 use udat_core::{AsyncEvd, AsyncEvdRef, DatError, ErrorType};
 
-use super::{locked_on, with, Arg, Cx};
+use super::{locked_on, with, Arg, Entered};
 use crate::instance::Addr;
 use crate::sys::*;
 use crate::transport::Transport;
@@ -82,12 +82,12 @@ pub(crate) unsafe fn ia_open<B: Transport>(
         Ok(name) => name,
         Err(e) => return e.to_raw(),
     };
-    let Some(inst) = registry::find::<B>(&name) else {
+    let Some(instance) = registry::find::<B>(&name) else {
         let e = DatError::of(ErrorType::ProviderNotFound);
         debug::say(format_args!("dat_ia_open: {e}: no provider {name:?} of this transport"));
         return e.to_raw();
     };
-    let ret = locked_on(inst, |cx| {
+    let ret = locked_on(instance, |cx| {
         let evd_slot = async_evd.out()?;
         let ia_slot = ia_out.out()?;
         let how = if evd_slot.is_null() {
@@ -97,20 +97,20 @@ pub(crate) unsafe fn ia_open<B: Transport>(
         } else {
             AsyncEvd::Use(EvdHandle::from_raw(cx.raw(*evd_slot, Kind::Evd)?))
         };
-        let (ia, evd) = cx.st.core.ia_open(inst.device.as_bytes(), how)?;
+        let (ia, evd) = cx.state.core.ia_open(instance.device.as_bytes(), how)?;
         if super::counters::started_at_open() {
-            cx.st.core.counters_start(ia)?;
+            cx.state.core.counters_start(ia)?;
         }
-        let (_, attr) = cx.st.core.ia_query(ia)?;
-        cx.st.ia_addr[ia.raw().index() as usize] = Addr(attr.ia_address);
+        let (_, attr) = cx.state.core.ia_query(ia)?;
+        cx.state.ia_addr[ia.raw().index() as usize] = Addr(attr.ia_address);
         if matches!(how, AsyncEvd::Create { .. }) {
-            *evd_slot = cx.st.ptr(evd);
+            *evd_slot = cx.state.ptr(evd);
         }
-        *ia_slot = cx.st.ptr(ia);
+        *ia_slot = cx.state.ptr(ia);
         Ok(())
     });
     if let Some(Err(e)) = DatError::from_raw(ret) {
-        debug::say(format_args!("dat_ia_open of {:?} ({:?}): {e}", inst.name, inst.device));
+        debug::say(format_args!("dat_ia_open of {:?} ({:?}): {e}", instance.name, instance.device));
     }
     ret
 }
@@ -121,8 +121,8 @@ pub(crate) unsafe fn ia_close<B: Transport>(ia: Arg<1, DAT_IA_HANDLE>, flags: Ar
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let flags = CloseFlags::from_raw(flags.0).ok_or(flags.invalid())?;
-            cx.st.core.ia_close(IaHandle::from_raw(raw), flags)?;
-            cx.st.forget_cnos();
+            cx.state.core.ia_close(IaHandle::from_raw(raw), flags)?;
+            cx.state.forget_cnos();
             Ok(())
         })
     }
@@ -151,15 +151,15 @@ pub(crate) unsafe fn ia_query<B: Transport>(
                 return Err(provider_attr.invalid());
             }
             let ia = IaHandle::from_raw(raw);
-            let (evd, attr) = cx.st.core.ia_query(ia)?;
+            let (evd, attr) = cx.state.core.ia_query(ia)?;
             if let Some(slot) = async_evd.out_or_null()? {
                 *slot = match evd {
-                    AsyncEvdRef::Handle(h) => cx.st.ptr(h),
+                    AsyncEvdRef::Handle(h) => cx.state.ptr(h),
                     AsyncEvdRef::OutOfScope => ASYNC_EXISTS as DAT_EVD_HANDLE,
                 };
             }
             if let Some(a) = ia_attr.out_or_null()? {
-                let addr = ptr::addr_of_mut!(cx.st.ia_addr[raw.index() as usize]).cast();
+                let addr = ptr::addr_of_mut!(cx.state.ia_addr[raw.index() as usize]).cast();
                 fill_ia_attr(a, &attr, addr);
             }
             if let Some(p) = provider_attr.out_or_null()? {
@@ -228,15 +228,15 @@ fn fill_ia_attr(a: &mut DAT_IA_ATTR, attr: &IaAttr, addr: DAT_IA_ADDRESS_PTR) {
     a.vendor_attr = ptr::null_mut();
 }
 
-fn fill_provider_attr<B: Transport>(cx: &Cx<B>, p: &mut DAT_PROVIDER_ATTR, attr: &IaAttr) {
+fn fill_provider_attr<B: Transport>(cx: &Entered<B>, p: &mut DAT_PROVIDER_ATTR, attr: &IaAttr) {
     // dat_ia_close in libdat2 rebuilds the registration key from the name
     // and these three fields; they echo the registration.
-    set_name(&mut p.provider_name, cx.inst.name.as_bytes());
+    set_name(&mut p.provider_name, cx.instance.name.as_bytes());
     p.provider_version_major = 0;
     p.provider_version_minor = 1;
-    p.dapl_version_major = cx.inst.dapl_version.0;
-    p.dapl_version_minor = cx.inst.dapl_version.1;
-    p.is_thread_safe = if cx.inst.thread_safe { DAT_TRUE } else { DAT_FALSE };
+    p.dapl_version_major = cx.instance.dapl_version.0;
+    p.dapl_version_minor = cx.instance.dapl_version.1;
+    p.is_thread_safe = if cx.instance.thread_safe { DAT_TRUE } else { DAT_FALSE };
     p.lmr_mem_types_supported = DAT_MEM_TYPE_VIRTUAL | DAT_MEM_TYPE_LMR;
     p.iov_ownership_on_return = DAT_IOV_CONSUMER;
     p.dat_qos_supported = attr.qos_supported.0;

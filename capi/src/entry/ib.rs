@@ -61,11 +61,11 @@ pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_po
     }
     // SAFETY: a cookie is 64 bits, whichever member the consumer set; `h`
     // is non-null and dispatched to this transport.
-    let (cookie, inst) = unsafe { (p.cookie.as_64, Instance::<B>::of(h)) };
+    let (cookie, instance) = unsafe { (p.cookie.as_64, Instance::<B>::of(h)) };
     let flags = CompletionFlags(p.flags);
-    if !inst.shares {
-        return exclusive_on(inst, h, Kind::Ep, |cx, raw| {
-            let (core, ep) = (&mut cx.st.core, EpHandle::from_raw(raw));
+    if !instance.shares {
+        return exclusive_on(instance, h, Kind::Ep, |cx, raw| {
+            let (core, ep) = (&mut cx.state.core, EpHandle::from_raw(raw));
             // SAFETY: the consumer's triplets (the call's contract).
             let (local, op) = unsafe { decode(p) }?;
             core.ep_post_request(ep, local, cookie, op, flags)
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_po
     // SAFETY: the post changes only the EP it is given
     // (`udat_core::shared`); the triplets are the consumer's.
     unsafe {
-        shared_on(inst, h, Kind::Ep, &inst.ep_locks, |core, raw| {
+        shared_on(instance, h, Kind::Ep, &instance.ep_locks, |core, raw| {
             let (local, op) = decode(p)?;
             core.ep_post_request_shared(EpHandle::from_raw(raw), local, cookie, op, flags)
         })

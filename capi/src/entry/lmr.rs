@@ -72,8 +72,8 @@ pub(crate) unsafe fn lmr_create<B: Transport>(
             // with it not being there"; and the DTOs' pages add "A Consumer
             // must not modify the local_iov or its content until the DTO is
             // completed" (dat_ep_post_recv(3DAT)).
-            let made = cx.st.core.lmr_create(IaHandle::from_raw(raw), mem, pz, MemPriv(privileges.0))?;
-            *slot = cx.st.ptr(made.lmr);
+            let made = cx.state.core.lmr_create(IaHandle::from_raw(raw), mem, pz, MemPriv(privileges.0))?;
+            *slot = cx.state.ptr(made.lmr);
             if let Some(p) = lmr_context {
                 *p = made.lmr_context;
             }
@@ -94,7 +94,7 @@ pub(crate) unsafe fn lmr_create<B: Transport>(
 /// dat_lmr_free(3DAT).
 pub(crate) unsafe fn lmr_free<B: Transport>(lmr: Arg<1, DAT_LMR_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `lmr`'s provider word.
-    unsafe { with::<B>(lmr, Kind::Lmr, |cx, raw| cx.st.core.lmr_free(LmrHandle::from_raw(raw))) }
+    unsafe { with::<B>(lmr, Kind::Lmr, |cx, raw| cx.state.core.lmr_free(LmrHandle::from_raw(raw))) }
 }
 
 /// dat_lmr_query(3DAT).
@@ -107,8 +107,8 @@ pub(crate) unsafe fn lmr_query<B: Transport>(
     unsafe {
         with::<B>(lmr, Kind::Lmr, |cx, raw| {
             let slot = param.out()?;
-            let p = cx.st.core.lmr_query(LmrHandle::from_raw(raw), m.0)?;
-            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            let p = cx.state.core.lmr_query(LmrHandle::from_raw(raw), m.0)?;
+            slot.ia_handle = (cx.instance.ia_out)(cx.state.ptr(p.ia));
             match p.mem_type {
                 MemType::Virtual { address, length } => {
                     slot.mem_type = DAT_MEM_TYPE_VIRTUAL;
@@ -117,7 +117,7 @@ pub(crate) unsafe fn lmr_query<B: Transport>(
                 }
                 MemType::Lmr(h) => {
                     slot.mem_type = DAT_MEM_TYPE_LMR;
-                    slot.region_desc.for_lmr_handle = cx.st.ptr(h);
+                    slot.region_desc.for_lmr_handle = cx.state.ptr(h);
                     slot.length = p.registered_size;
                 }
                 MemType::SharedVirtual { address, length, .. } => {
@@ -129,7 +129,7 @@ pub(crate) unsafe fn lmr_query<B: Transport>(
                     slot.length = length;
                 }
             }
-            slot.pz_handle = cx.st.ptr(p.pz);
+            slot.pz_handle = cx.state.ptr(p.pz);
             slot.mem_priv = p.mem_privileges.0;
             slot.va_type = DAT_VA_TYPE_VA;
             slot.lmr_context = p.lmr_context;
@@ -159,9 +159,9 @@ unsafe fn sync<B: Transport>(
             let segs = triplets(segs, len as usize)?;
             let ia = IaHandle::from_raw(raw);
             if read {
-                cx.st.core.lmr_sync_rdma_read(ia, segs)
+                cx.state.core.lmr_sync_rdma_read(ia, segs)
             } else {
-                cx.st.core.lmr_sync_rdma_write(ia, segs)
+                cx.state.core.lmr_sync_rdma_write(ia, segs)
             }
         })
     }

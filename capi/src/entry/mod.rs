@@ -62,58 +62,58 @@ pub fn guarded(f: impl FnOnce() -> DAT_RETURN) -> DAT_RETURN {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| DatError::of(ErrorType::InternalError).to_raw())
 }
 
-/// Run `f` on `inst` without letting a panic cross into C. A panic may
+/// Run `f` on `instance` without letting a panic cross into C. A panic may
 /// have left the instance's objects half-updated, so it is the last call
 /// the instance serves: every later one is `DAT_INTERNAL_ERROR`.
 #[inline(always)]
-pub(crate) fn guarded_on<B: Transport>(inst: &Instance<B>, f: impl FnOnce() -> DatResult<()>) -> DAT_RETURN {
-    if inst.poisoned.load(Ordering::Relaxed) {
+pub(crate) fn guarded_on<B: Transport>(instance: &Instance<B>, f: impl FnOnce() -> DatResult<()>) -> DAT_RETURN {
+    if instance.poisoned.load(Ordering::Relaxed) {
         return DatError::of(ErrorType::InternalError).to_raw();
     }
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => ret(r),
         Err(_) => {
-            inst.poisoned.store(true, Ordering::Relaxed);
+            instance.poisoned.store(true, Ordering::Relaxed);
             DatError::of(ErrorType::InternalError).to_raw()
         }
     }
 }
 
-/// The state of `inst`, to this call alone; `None` once a call panicked
+/// The state of `instance`, to this call alone; `None` once a call panicked
 /// in it (`DAT_INTERNAL_ERROR`). A provider of one thread learns that from
 /// the word it takes ([`crate::lock::Threads::One`]); any other from its
 /// `poisoned` flag.
 #[inline(always)]
-pub(crate) fn enter<B: Transport>(inst: &'static Instance<B>) -> Option<Exclusive<'static, State<B>>> {
-    if !inst.state.alone() && inst.poisoned.load(Ordering::Relaxed) {
+pub(crate) fn enter<B: Transport>(instance: &'static Instance<B>) -> Option<Exclusive<'static, State<B>>> {
+    if !instance.state.alone() && instance.poisoned.load(Ordering::Relaxed) {
         return None;
     }
-    inst.state.enter()
+    instance.state.enter()
 }
 
 /// A call panicked holding `cx`: the instance serves no further call.
 #[cold]
-fn poison<B: Transport>(cx: &mut Cx<B>) {
-    cx.inst.poisoned.store(true, Ordering::Relaxed);
-    Exclusive::poison(&mut cx.st);
+fn poison<B: Transport>(cx: &mut Entered<B>) {
+    cx.instance.poisoned.store(true, Ordering::Relaxed);
+    Exclusive::poison(&mut cx.state);
 }
 
-/// Run `f` on `inst` under its lock without letting a panic cross into C,
+/// Run `f` on `instance` under its lock without letting a panic cross into C,
 /// as [`guarded_on`]: a panic poisons the instance.
 #[inline(always)]
 pub(crate) fn locked_on<B: Transport>(
-    inst: &'static Instance<B>,
-    f: impl FnOnce(&mut Cx<B>) -> DatResult<()>,
+    instance: &'static Instance<B>,
+    f: impl FnOnce(&mut Entered<B>) -> DatResult<()>,
 ) -> DAT_RETURN {
-    let Some(st) = enter(inst) else { return DatError::of(ErrorType::InternalError).to_raw() };
-    let mut cx = Cx { inst, st };
+    let Some(state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
+    let mut cx = Entered { instance, state };
     guarded_in(&mut cx, f)
 }
 
 /// Run `f` in `cx` without letting a panic cross into C: a panic poisons
 /// the instance, whose lock `cx` holds.
 #[inline(always)]
-fn guarded_in<B: Transport>(cx: &mut Cx<B>, f: impl FnOnce(&mut Cx<B>) -> DatResult<()>) -> DAT_RETURN {
+fn guarded_in<B: Transport>(cx: &mut Entered<B>, f: impl FnOnce(&mut Entered<B>) -> DatResult<()>) -> DAT_RETURN {
     match catch_unwind(AssertUnwindSafe(|| f(cx))) {
         Ok(r) => ret(r),
         Err(_) => {
@@ -126,8 +126,8 @@ fn guarded_in<B: Transport>(cx: &mut Cx<B>, f: impl FnOnce(&mut Cx<B>) -> DatRes
 /// Why an object's lock was not had: the provider was poisoned meanwhile
 /// (`DAT_INTERNAL_ERROR`, as every later call), or the handle's slot has no
 /// lock, so no object (`DAT_INVALID_HANDLE`).
-pub(crate) fn refused<B: Transport>(inst: &Instance<B>, kind: Kind) -> DatError {
-    if inst.poisoned.load(Ordering::Acquire) {
+pub(crate) fn refused<B: Transport>(instance: &Instance<B>, kind: Kind) -> DatError {
+    if instance.poisoned.load(Ordering::Acquire) {
         DatError::of(ErrorType::InternalError)
     } else {
         invalid(kind)
@@ -135,22 +135,22 @@ pub(crate) fn refused<B: Transport>(inst: &Instance<B>, kind: Kind) -> DatError 
 }
 
 /// The context an entry point works in: its instance and the locked state.
-pub(crate) struct Cx<B: Transport> {
-    pub(crate) inst: &'static Instance<B>,
-    pub(crate) st: Exclusive<'static, State<B>>,
+pub(crate) struct Entered<B: Transport> {
+    pub(crate) instance: &'static Instance<B>,
+    pub(crate) state: Exclusive<'static, State<B>>,
 }
 
-impl<B: Transport> Cx<B> {
+impl<B: Transport> Entered<B> {
     /// A further handle argument of `kind`, which must belong to the same
     /// provider.
     #[inline(always)]
     pub(crate) fn raw(&self, h: impl AsHandle, kind: Kind) -> DatResult<RawHandle> {
-        self.st.raw(h.handle(), kind)
+        self.state.raw(h.handle(), kind)
     }
 
     /// A further handle argument that may be `DAT_HANDLE_NULL`.
     pub(crate) fn raw_or_null(&self, h: impl AsHandle, kind: Kind) -> DatResult<RawHandle> {
-        self.st.raw_or_null(h.handle(), kind)
+        self.state.raw_or_null(h.handle(), kind)
     }
 }
 
@@ -163,26 +163,26 @@ impl<B: Transport> Cx<B> {
 pub(crate) unsafe fn with<B: Transport>(
     h: Arg<1, DAT_HANDLE>,
     kind: Kind,
-    f: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
+    f: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
     let h = h.0;
     if h.is_null() {
         return invalid(kind).to_raw();
     }
     // SAFETY: `h` is non-null and dispatched to this transport.
-    let inst = unsafe { Instance::<B>::of(h) };
-    exclusive_on(inst, h, kind, f)
+    let instance = unsafe { Instance::<B>::of(h) };
+    exclusive_on(instance, h, kind, f)
 }
 
-/// [`with`] for a non-null handle `h` of `inst`.
+/// [`with`] for a non-null handle `h` of `instance`.
 #[inline(always)]
 pub(crate) fn exclusive_on<B: Transport>(
-    inst: &'static Instance<B>,
+    instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
-    f: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
+    f: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    locked_on(inst, |cx| {
+    locked_on(instance, |cx| {
         let raw = cx.raw(h, kind)?;
         f(cx, raw)
     })
@@ -197,21 +197,21 @@ pub(crate) fn exclusive_on<B: Transport>(
 /// `udat_core::shared`'s calls).
 #[inline(always)]
 pub(crate) unsafe fn shared_on<B: Transport>(
-    inst: &'static Instance<B>,
+    instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
     locks: &ObjLocks,
     f: impl FnOnce(&Core<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    guarded_on(inst, || {
+    guarded_on(instance, || {
         // SAFETY: `f` changes only the object whose lock it is given, which
         // is taken below.
-        let st = unsafe { inst.state.share() };
-        let raw = st.raw(h, kind)?;
-        let Some(_lock) = locks.lock(raw.index(), &inst.poisoned) else {
-            return Err(refused(inst, kind));
+        let state = unsafe { instance.state.share() };
+        let raw = state.raw(h, kind)?;
+        let Some(_lock) = locks.lock(raw.index(), &instance.poisoned) else {
+            return Err(refused(instance, kind));
         };
-        f(&st.core, raw)
+        f(&state.core, raw)
     })
 }
 
@@ -219,25 +219,25 @@ pub(crate) unsafe fn shared_on<B: Transport>(
 /// how to judge the generation of the object living there (see
 /// [`udat_core`]'s lanes).
 #[derive(Clone, Copy)]
-pub(crate) struct Named<'a> {
+pub(crate) struct LaneHandle<'a> {
     pub(crate) index: u32,
     handles: &'a HandleSpace,
     kind: Kind,
     word: usize,
 }
 
-impl<'a> Named<'a> {
+impl<'a> LaneHandle<'a> {
     /// The handle of `kind` whose slot is `index` and whose word is `word`
     /// in `handle_space` ([`HandleSpace::slot_of`]).
     #[inline(always)]
     pub(crate) fn new(index: u32, handles: &'a HandleSpace, kind: Kind, word: usize) -> Self {
-        Named { index, handles, kind, word }
+        LaneHandle { index, handles, kind, word }
     }
 
     /// Whether the handle names the object living at `generation`.
     #[inline(always)]
-    pub(crate) fn selects(self, generation: u32) -> bool {
-        self.handles.selects(self.kind, self.word, generation)
+    pub(crate) fn matches_generation(self, generation: u32) -> bool {
+        self.handles.matches_generation(self.kind, self.word, generation)
     }
 
     /// The C handles of the provider, for what the lane hands back.
@@ -247,7 +247,7 @@ impl<'a> Named<'a> {
     }
 }
 
-/// Run a hot call on `h`, a non-null handle of `kind` of `inst`, a
+/// Run a hot call on `h`, a non-null handle of `kind` of `instance`, a
 /// provider that does not share, under the provider's lock: its lane
 /// first; if the lane did not take the call, the ordinary call, out of
 /// line, which decides the exact `DAT_RETURN`.
@@ -258,17 +258,17 @@ impl<'a> Named<'a> {
 /// The ordinary call is guarded as [`guarded_on`] guards every call.
 #[inline(always)]
 pub(crate) fn lane_or<B: Transport>(
-    inst: &'static Instance<B>,
+    instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
-    lane: impl FnOnce(&mut Core<B>, Named<'_>) -> bool,
-    ordinary: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
+    lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> bool,
+    ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    let Some(st) = enter(inst) else { return DatError::of(ErrorType::InternalError).to_raw() };
-    let mut cx = Cx { inst, st };
-    let State { core, handles, .. } = &mut *cx.st;
+    let Some(state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
+    let mut cx = Entered { instance, state };
+    let State { core, handles, .. } = &mut *cx.state;
     if let Some((index, word)) = handles.slot_of(h, kind) {
-        if lane(core, Named { index, handles, kind, word }) {
+        if lane(core, LaneHandle { index, handles, kind, word }) {
             return DAT_SUCCESS;
         }
     }
@@ -280,10 +280,10 @@ pub(crate) fn lane_or<B: Transport>(
 #[cold]
 #[inline(never)]
 fn not_taken<B: Transport>(
-    cx: &mut Cx<B>,
+    cx: &mut Entered<B>,
     h: DAT_HANDLE,
     kind: Kind,
-    ordinary: impl FnOnce(&mut Cx<B>, RawHandle) -> DatResult<()>,
+    ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
     guarded_in(cx, |cx| {
         let raw = cx.raw(h, kind)?;
@@ -296,35 +296,35 @@ fn not_taken<B: Transport>(
 /// ordinary shared call ([`shared_on`]), out of line.
 ///
 /// # Safety
-/// `h` is a non-null handle of `inst`; `lane` and `ordinary` change only
+/// `h` is a non-null handle of `instance`; `lane` and `ordinary` change only
 /// the object whose lock they are given (the contract of
 /// `udat_core::shared`'s calls).
 #[inline(always)]
 pub(crate) unsafe fn shared_lane_or<B: Transport>(
-    inst: &'static Instance<B>,
+    instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
     locks: &'static ObjLocks,
-    lane: impl FnOnce(&Core<B>, Named<'_>) -> bool,
+    lane: impl FnOnce(&Core<B>, LaneHandle<'_>) -> bool,
     ordinary: impl FnOnce(&Core<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    if inst.poisoned.load(Ordering::Relaxed) {
+    if instance.poisoned.load(Ordering::Relaxed) {
         return DatError::of(ErrorType::InternalError).to_raw();
     }
     {
         // SAFETY: the lane changes only the object whose lock it is given,
         // which is taken below.
-        let st = unsafe { inst.state.share() };
-        if let Some((index, word)) = st.handles.slot_of(h, kind) {
-            if let Some(_lock) = locks.lock_lane(index, &inst.poisoned) {
-                if lane(&st.core, Named { index, handles: &st.handles, kind, word }) {
+        let state = unsafe { instance.state.share() };
+        if let Some((index, word)) = state.handles.slot_of(h, kind) {
+            if let Some(_lock) = locks.lock_lane(index, &instance.poisoned) {
+                if lane(&state.core, LaneHandle { index, handles: &state.handles, kind, word }) {
                     return DAT_SUCCESS;
                 }
             }
         }
     }
     // SAFETY: forwarded contract.
-    unsafe { shared_not_taken(inst, h, kind, locks, ordinary) }
+    unsafe { shared_not_taken(instance, h, kind, locks, ordinary) }
 }
 
 /// The ordinary shared call, where its lane did not take it, or the call
@@ -335,14 +335,14 @@ pub(crate) unsafe fn shared_lane_or<B: Transport>(
 #[cold]
 #[inline(never)]
 pub(crate) unsafe fn shared_not_taken<B: Transport>(
-    inst: &'static Instance<B>,
+    instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
     locks: &ObjLocks,
     ordinary: impl FnOnce(&Core<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
     // SAFETY: forwarded contract.
-    unsafe { shared_on(inst, h, kind, locks, ordinary) }
+    unsafe { shared_on(instance, h, kind, locks, ordinary) }
 }
 
 /// What a slot udat does not offer answers.

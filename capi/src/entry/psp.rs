@@ -22,8 +22,8 @@ pub(crate) unsafe fn psp_create<B: Transport>(
             let evd = EvdHandle::from_raw(cx.raw(evd, Kind::Evd)?);
             let flags = PspFlags::from_raw(flags.0).ok_or(flags.invalid())?;
             let slot = psp_out.out()?;
-            let psp = cx.st.core.psp_create(IaHandle::from_raw(raw), conn_qual.0, evd, flags)?;
-            *slot = cx.st.ptr(psp);
+            let psp = cx.state.core.psp_create(IaHandle::from_raw(raw), conn_qual.0, evd, flags)?;
+            *slot = cx.state.ptr(psp);
             Ok(())
         })
     }
@@ -44,9 +44,9 @@ pub(crate) unsafe fn psp_create_any<B: Transport>(
             let evd = EvdHandle::from_raw(cx.raw(evd, Kind::Evd)?);
             let flags = PspFlags::from_raw(flags.0).ok_or(flags.invalid())?;
             let slot = psp_out.out()?;
-            let (psp, q) = cx.st.core.psp_create_any(IaHandle::from_raw(raw), evd, flags)?;
+            let (psp, q) = cx.state.core.psp_create_any(IaHandle::from_raw(raw), evd, flags)?;
             *qual = q;
-            *slot = cx.st.ptr(psp);
+            *slot = cx.state.ptr(psp);
             Ok(())
         })
     }
@@ -55,7 +55,7 @@ pub(crate) unsafe fn psp_create_any<B: Transport>(
 /// dat_psp_free(3DAT).
 pub(crate) unsafe fn psp_free<B: Transport>(psp: Arg<1, DAT_PSP_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `psp`'s provider word.
-    unsafe { with::<B>(psp, Kind::Psp, |cx, raw| cx.st.core.psp_free(PspHandle::from_raw(raw))) }
+    unsafe { with::<B>(psp, Kind::Psp, |cx, raw| cx.state.core.psp_free(PspHandle::from_raw(raw))) }
 }
 
 /// dat_psp_query(3DAT).
@@ -68,10 +68,10 @@ pub(crate) unsafe fn psp_query<B: Transport>(
     unsafe {
         with::<B>(psp, Kind::Psp, |cx, raw| {
             let slot = param.out()?;
-            let p = cx.st.core.psp_query(PspHandle::from_raw(raw), m.0)?;
-            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            let p = cx.state.core.psp_query(PspHandle::from_raw(raw), m.0)?;
+            slot.ia_handle = (cx.instance.ia_out)(cx.state.ptr(p.ia));
             slot.conn_qual = p.conn_qual;
-            slot.evd_handle = cx.st.ptr(p.evd);
+            slot.evd_handle = cx.state.ptr(p.evd);
             slot.psp_flags = p.flags as DAT_PSP_FLAGS;
             Ok(())
         })

@@ -16,8 +16,8 @@ pub(crate) unsafe fn pz_create<B: Transport>(
     unsafe {
         with::<B>(ia, Kind::Ia, |cx, raw| {
             let slot = pz_out.out()?;
-            let pz = cx.st.core.pz_create(IaHandle::from_raw(raw))?;
-            *slot = cx.st.ptr(pz);
+            let pz = cx.state.core.pz_create(IaHandle::from_raw(raw))?;
+            *slot = cx.state.ptr(pz);
             Ok(())
         })
     }
@@ -26,7 +26,7 @@ pub(crate) unsafe fn pz_create<B: Transport>(
 /// dat_pz_free(3DAT).
 pub(crate) unsafe fn pz_free<B: Transport>(pz: Arg<1, DAT_PZ_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `pz`'s provider word.
-    unsafe { with::<B>(pz, Kind::Pz, |cx, raw| cx.st.core.pz_free(PzHandle::from_raw(raw))) }
+    unsafe { with::<B>(pz, Kind::Pz, |cx, raw| cx.state.core.pz_free(PzHandle::from_raw(raw))) }
 }
 
 /// dat_pz_query(3DAT).
@@ -39,8 +39,8 @@ pub(crate) unsafe fn pz_query<B: Transport>(
     unsafe {
         with::<B>(pz, Kind::Pz, |cx, raw| {
             let slot = param.out()?;
-            let p = cx.st.core.pz_query(PzHandle::from_raw(raw), m.0)?;
-            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            let p = cx.state.core.pz_query(PzHandle::from_raw(raw), m.0)?;
+            slot.ia_handle = (cx.instance.ia_out)(cx.state.ptr(p.ia));
             Ok(())
         })
     }

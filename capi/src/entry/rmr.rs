@@ -44,8 +44,8 @@ unsafe fn create<B: Transport>(
     unsafe {
         with::<B>(pz, Kind::Pz, |cx, raw| {
             let slot = rmr_out.out()?;
-            let rmr = make(&mut cx.st.core, PzHandle::from_raw(raw))?;
-            *slot = cx.st.ptr(rmr);
+            let rmr = make(&mut cx.state.core, PzHandle::from_raw(raw))?;
+            *slot = cx.state.ptr(rmr);
             Ok(())
         })
     }
@@ -54,7 +54,7 @@ unsafe fn create<B: Transport>(
 /// dat_rmr_free(3DAT).
 pub(crate) unsafe fn rmr_free<B: Transport>(rmr: Arg<1, DAT_RMR_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `rmr`'s provider word.
-    unsafe { with::<B>(rmr, Kind::Rmr, |cx, raw| cx.st.core.rmr_free(RmrHandle::from_raw(raw))) }
+    unsafe { with::<B>(rmr, Kind::Rmr, |cx, raw| cx.state.core.rmr_free(RmrHandle::from_raw(raw))) }
 }
 
 /// dat_rmr_query(3DAT).
@@ -67,10 +67,10 @@ pub(crate) unsafe fn rmr_query<B: Transport>(
     unsafe {
         with::<B>(rmr, Kind::Rmr, |cx, raw| {
             let slot = param.out()?;
-            let p = cx.st.core.rmr_query(RmrHandle::from_raw(raw), m.0)?;
+            let p = cx.state.core.rmr_query(RmrHandle::from_raw(raw), m.0)?;
             let t = p.lmr_triplet.unwrap_or_default();
-            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
-            slot.pz_handle = cx.st.ptr(p.pz);
+            slot.ia_handle = (cx.instance.ia_out)(cx.state.ptr(p.ia));
+            slot.pz_handle = cx.state.ptr(p.pz);
             slot.lmr_triplet = DAT_LMR_TRIPLET {
                 virtual_address: t.virtual_address,
                 segment_length: t.segment_length,
@@ -116,7 +116,7 @@ pub(crate) unsafe fn rmr_bind<B: Transport>(
             };
             let ep = EpHandle::from_raw(cx.raw_or_null(ep, Kind::Ep)?);
             let lmr = LmrHandle::from_raw(cx.raw_or_null(lmr, Kind::Lmr)?);
-            let ctx = cx.st.core.rmr_bind(
+            let ctx = cx.state.core.rmr_bind(
                 RmrHandle::from_raw(raw),
                 lmr,
                 &t,

@@ -21,8 +21,8 @@ pub(crate) unsafe fn rsp_create<B: Transport>(
             let ep = EpHandle::from_raw(cx.raw(ep, Kind::Ep)?);
             let evd = EvdHandle::from_raw(cx.raw(evd, Kind::Evd)?);
             let slot = rsp_out.out()?;
-            let rsp = cx.st.core.rsp_create(IaHandle::from_raw(raw), conn_qual.0, ep, evd)?;
-            *slot = cx.st.ptr(rsp);
+            let rsp = cx.state.core.rsp_create(IaHandle::from_raw(raw), conn_qual.0, ep, evd)?;
+            *slot = cx.state.ptr(rsp);
             Ok(())
         })
     }
@@ -31,7 +31,7 @@ pub(crate) unsafe fn rsp_create<B: Transport>(
 /// dat_rsp_free(3DAT).
 pub(crate) unsafe fn rsp_free<B: Transport>(rsp: Arg<1, DAT_RSP_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `rsp`'s provider word.
-    unsafe { with::<B>(rsp, Kind::Rsp, |cx, raw| cx.st.core.rsp_free(RspHandle::from_raw(raw))) }
+    unsafe { with::<B>(rsp, Kind::Rsp, |cx, raw| cx.state.core.rsp_free(RspHandle::from_raw(raw))) }
 }
 
 /// dat_rsp_query(3DAT).
@@ -44,11 +44,11 @@ pub(crate) unsafe fn rsp_query<B: Transport>(
     unsafe {
         with::<B>(rsp, Kind::Rsp, |cx, raw| {
             let slot = param.out()?;
-            let p = cx.st.core.rsp_query(RspHandle::from_raw(raw), m.0)?;
-            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            let p = cx.state.core.rsp_query(RspHandle::from_raw(raw), m.0)?;
+            slot.ia_handle = (cx.instance.ia_out)(cx.state.ptr(p.ia));
             slot.conn_qual = p.conn_qual;
-            slot.evd_handle = cx.st.ptr(p.evd);
-            slot.ep_handle = cx.st.ptr(p.ep);
+            slot.evd_handle = cx.state.ptr(p.evd);
+            slot.ep_handle = cx.state.ptr(p.ep);
             Ok(())
         })
     }

@@ -27,8 +27,8 @@ pub(crate) unsafe fn srq_create<B: Transport>(
                 low_watermark: attr.field_count(a.low_watermark)?,
             };
             let slot = srq_out.out()?;
-            let srq = cx.st.core.srq_create(IaHandle::from_raw(raw), pz, &wanted)?;
-            *slot = cx.st.ptr(srq);
+            let srq = cx.state.core.srq_create(IaHandle::from_raw(raw), pz, &wanted)?;
+            *slot = cx.state.ptr(srq);
             Ok(())
         })
     }
@@ -37,7 +37,7 @@ pub(crate) unsafe fn srq_create<B: Transport>(
 /// dat_srq_free(3DAT).
 pub(crate) unsafe fn srq_free<B: Transport>(srq: Arg<1, DAT_SRQ_HANDLE>) -> DAT_RETURN {
     // SAFETY: dispatched on `srq`'s provider word.
-    unsafe { with::<B>(srq, Kind::Srq, |cx, raw| cx.st.core.srq_free(SrqHandle::from_raw(raw))) }
+    unsafe { with::<B>(srq, Kind::Srq, |cx, raw| cx.state.core.srq_free(SrqHandle::from_raw(raw))) }
 }
 
 /// dat_srq_post_recv(3DAT). A post of one segment tries its lane first
@@ -58,25 +58,27 @@ pub(crate) unsafe fn srq_post_recv<B: Transport>(
     }
     // SAFETY: a non-null handle dispatched to this transport; a cookie is
     // 64 bits.
-    let (inst, cookie) = unsafe { (Instance::<B>::of(h), cookie.0.as_64) };
-    if !inst.shares {
+    let (instance, cookie) = unsafe { (Instance::<B>::of(h), cookie.0.as_64) };
+    if !instance.shares {
         // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
         let seg = unsafe { lane_segment(n, segs) };
         return lane_or(
-            inst,
+            instance,
             h,
             Kind::Srq,
-            move |core, srq| seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.selects(g), &seg, cookie)),
+            move |core, srq| {
+                seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.matches_generation(g), &seg, cookie))
+            },
             move |cx, raw| {
                 // SAFETY: as above.
-                cx.st.core.srq_post_recv_ordinary(SrqHandle::from_raw(raw), unsafe { iov(n, segs) }?, cookie)
+                cx.state.core.srq_post_recv_ordinary(SrqHandle::from_raw(raw), unsafe { iov(n, segs) }?, cookie)
             },
         );
     }
     // SAFETY: the post changes only the SRQ it is given
     // (`udat_core::shared`); `segs` is null or holds `n` triplets.
     unsafe {
-        shared_on(inst, h, Kind::Srq, &inst.srq_locks, |core, raw| {
+        shared_on(instance, h, Kind::Srq, &instance.srq_locks, |core, raw| {
             core.srq_post_recv_shared(SrqHandle::from_raw(raw), iov(n, segs)?, cookie)
         })
     }
@@ -92,11 +94,11 @@ pub(crate) unsafe fn srq_query<B: Transport>(
     unsafe {
         with::<B>(srq, Kind::Srq, |cx, raw| {
             let slot = param.out()?;
-            let p = cx.st.core.srq_query(SrqHandle::from_raw(raw), m.0)?;
+            let p = cx.state.core.srq_query(SrqHandle::from_raw(raw), m.0)?;
             let int = |v: u32| v.min(i32::MAX as u32) as DAT_COUNT;
-            slot.ia_handle = (cx.inst.ia_out)(cx.st.ptr(p.ia));
+            slot.ia_handle = (cx.instance.ia_out)(cx.state.ptr(p.ia));
             slot.srq_state = DAT_SRQ_STATE_OPERATIONAL;
-            slot.pz_handle = cx.st.ptr(p.pz);
+            slot.pz_handle = cx.state.ptr(p.pz);
             slot.max_recv_dtos = int(p.max_recv_dtos);
             slot.max_recv_iov = int(p.max_recv_iov);
             slot.low_watermark = int(p.low_watermark);
@@ -110,11 +112,11 @@ pub(crate) unsafe fn srq_query<B: Transport>(
 /// dat_srq_resize(3DAT).
 pub(crate) unsafe fn srq_resize<B: Transport>(srq: Arg<1, DAT_SRQ_HANDLE>, max: Arg<2, DAT_COUNT>) -> DAT_RETURN {
     // SAFETY: dispatched on `srq`'s provider word.
-    unsafe { with::<B>(srq, Kind::Srq, |cx, raw| cx.st.core.srq_resize(SrqHandle::from_raw(raw), max.count()?)) }
+    unsafe { with::<B>(srq, Kind::Srq, |cx, raw| cx.state.core.srq_resize(SrqHandle::from_raw(raw), max.count()?)) }
 }
 
 /// dat_srq_set_lw(3DAT).
 pub(crate) unsafe fn srq_set_lw<B: Transport>(srq: Arg<1, DAT_SRQ_HANDLE>, lw: Arg<2, DAT_COUNT>) -> DAT_RETURN {
     // SAFETY: dispatched on `srq`'s provider word.
-    unsafe { with::<B>(srq, Kind::Srq, |cx, raw| cx.st.core.srq_set_lw(SrqHandle::from_raw(raw), lw.count()?)) }
+    unsafe { with::<B>(srq, Kind::Srq, |cx, raw| cx.state.core.srq_set_lw(SrqHandle::from_raw(raw), lw.count()?)) }
 }

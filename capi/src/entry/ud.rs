@@ -18,7 +18,7 @@ use udat_core::types::{CompletionFlags, DtoStatus};
 use udat_core::{DatError, DatResult, ErrorType, Event, EventData, EventNumber};
 
 use super::arg::iov;
-use super::{exclusive_on, Arg, Cx};
+use super::{exclusive_on, Arg, Entered};
 use crate::instance::{invalid, Instance};
 use crate::sys::*;
 use crate::transport::Transport;
@@ -52,9 +52,9 @@ pub(crate) unsafe fn post<B: Transport>(h: DAT_HANDLE, p: &udat_ext_post) -> DAT
     }
     // SAFETY: `h` is non-null and dispatched to this transport; a cookie
     // and a CM context are 64 bits, whichever member the consumer set.
-    let (inst, cookie, cm) = unsafe { (Instance::<B>::of(h), p.cookie.as_64, p.cm.as_64) };
-    exclusive_on(inst, h, Kind::Ep, |cx, raw| {
-        let (core, ep) = (&mut cx.st.core, EpHandle::from_raw(raw));
+    let (instance, cookie, cm) = unsafe { (Instance::<B>::of(h), p.cookie.as_64, p.cm.as_64) };
+    exclusive_on(instance, h, Kind::Ep, |cx, raw| {
+        let (core, ep) = (&mut cx.state.core, EpHandle::from_raw(raw));
         // SAFETY: the consumer's triplets and address handle (the call's
         // contract).
         unsafe {
@@ -100,10 +100,10 @@ fn connection_record(number: EventNumber, ah: AhHandle, remote_qpn: u32, passive
 /// Fill `out` from a UD connection event of the core: the connection
 /// event data, with the private data the connection carried, and the
 /// extension record.
-pub(crate) fn write_connection<B: Transport>(cx: &mut Cx<B>, e: &Event, out: &mut DAT_EVENT) {
+pub(crate) fn write_connection<B: Transport>(cx: &mut Entered<B>, e: &Event, out: &mut DAT_EVENT) {
     let EventData::UdConnection { ep, ah, remote_qpn, private_data_size, passive } = e.data else { return };
     let mut record = connection_record(e.number, ah, remote_qpn, passive);
-    let (data, remote) = match cx.st.core.ud_connection(ep, ah) {
+    let (data, remote) = match cx.state.core.ud_connection(ep, ah) {
         Ok((d, remote)) if private_data_size > 0 => (d.as_ptr() as DAT_PVOID, remote),
         Ok((_, remote)) => (ptr::null_mut(), remote),
         Err(_) => (ptr::null_mut(), Default::default()),
@@ -116,7 +116,7 @@ pub(crate) fn write_connection<B: Transport>(cx: &mut Cx<B>, e: &Event, out: &mu
         ptr::copy_nonoverlapping(remote.bytes.as_ptr(), to, remote.bytes.len().min(size_of::<DAT_SOCK_ADDR6>()));
     }
     out.event_data.connect_event_data = DAT_CONNECTION_EVENT_DATA {
-        ep_handle: cx.st.ptr(ep),
+        ep_handle: cx.state.ptr(ep),
         private_data_size: private_data_size as DAT_COUNT,
         private_data: data,
     };

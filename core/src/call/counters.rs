@@ -7,7 +7,7 @@
 //! Counting is an IA's, and its EPs' and EVDs' with it: off until
 //! [`Provider::counters_start`], and off again after
 //! [`Provider::counters_stop`]. An EP or EVD that counts is kept off its
-//! lanes (its hot masks refuse every post, its dequeue is not direct), so
+//! lanes (its post masks refuse every post, its dequeue is not direct), so
 //! the ordinary calls, which count, serve it; one that does not count
 //! runs its lanes as if counters did not exist. The counters of objects
 //! that are not counting hold still, and a query reads them all the same.

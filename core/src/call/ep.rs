@@ -202,7 +202,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             qp_type: if ep.ud { QpType::Ud } else { QpType::Rc },
         };
         let qp = backend.qp_create(&config, h.0.to_bits())?;
-        ep.settle(|_, slot| *slot = Some(qp));
+        ep.reconfigure(|_, slot| *slot = Some(qp));
         Ok(())
     }
 
@@ -256,7 +256,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 e.streams += 1;
                 e.dto.add(mode);
                 e.lane_holds += holds;
-                e.settle_lane();
+                e.refresh_lane();
             }
         }
         if let Some(e) = self.evds.get_mut(s.connect.0) {
@@ -276,7 +276,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 e.streams = e.streams.saturating_sub(1);
                 e.dto.remove(mode);
                 e.lane_holds = e.lane_holds.saturating_sub(holds);
-                e.settle_lane();
+                e.refresh_lane();
             }
         }
         if let Some(e) = self.evds.get_mut(s.connect.0) {
@@ -411,12 +411,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(e);
         }
         let Some(ep) = self.eps.get_mut(h.0) else { return Err(DatError::of(ErrorType::InternalError)) };
-        let old_qp = if rebuild { ep.settle(|_, qp| qp.take()) } else { None };
+        let old_qp = if rebuild { ep.reconfigure(|_, qp| qp.take()) } else { None };
         ep.pz = pz;
         ep.recv_evd = recv_evd;
         ep.request_evd = request_evd;
         ep.connect_evd = connect_evd;
-        ep.settle(|a, _| *a = attr);
+        ep.reconfigure(|a, _| *a = attr);
         if let Some(qp) = old_qp {
             self.backend.qp_destroy(qp);
         }

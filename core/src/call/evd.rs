@@ -376,7 +376,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { evds, events, .. } = self;
         let e = evds.get_mut(evd.0)?;
         let event = events.pop(&mut e.queue);
-        e.settle_lane();
+        e.refresh_lane();
         event
     }
 

@@ -27,13 +27,13 @@ pub(crate) struct Ep<B: Backend> {
     pub(crate) connect_evd: EvdHandle,
     pub(crate) srq: SrqHandle,
     /// The attributes, the connection (with the state) and the QP are
-    /// read by every post and written only through [`Ep::settle`] and
-    /// [`Ep::connection_moves`], which keep `hot` theirs.
+    /// read by every post and written only through [`Ep::reconfigure`] and
+    /// [`Ep::connection_moves`], which keep `post_masks` theirs.
     attr: EpAttr,
     connection: Connection,
     qp: Option<B::Qp>,
     /// What the lanes read of them.
-    pub(crate) hot: Hot,
+    pub(crate) post_masks: PostMasks,
     pub(crate) request_outstanding: u32,
     pub(crate) recv_outstanding: u32,
     pub(crate) context: u64,
@@ -51,7 +51,7 @@ pub(crate) struct Ep<B: Backend> {
     /// it is not UD.
     pub(crate) recv_direct: bool,
     /// Whether its counters count (`crate::call::counters`). While they do, the
-    /// hot masks refuse every post, so that the ordinary posts, which
+    /// post masks refuse every post, so that the ordinary posts, which
     /// count, take them.
     pub(crate) counting: bool,
     /// Of the IB extension's `DAT_IB_SERVICE_TYPE_UD`: datagrams to the
@@ -74,11 +74,11 @@ pub(crate) struct LaneHolds {
 
 /// The facts a post's lane reads of its EP, derived from the EP's state,
 /// attributes, QP and SRQ, as three masks: the bits a post's completion
-/// flags (widened to 64 bits, with [`Hot::READY`] set) may not have. A
-/// mask has [`Hot::READY`] itself when the EP takes no post of the kind at
+/// flags (widened to 64 bits, with [`PostMasks::READY`] set) may not have. A
+/// mask has [`PostMasks::READY`] itself when the EP takes no post of the kind at
 /// all, so one `and` answers both questions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Hot {
+pub(crate) struct PostMasks {
     /// dat_ep_post_send(3DAT).
     pub(crate) send: u64,
     /// dat_ep_post_rdma_write(3DAT) and dat_ep_post_rdma_read(3DAT).
@@ -87,13 +87,13 @@ pub(crate) struct Hot {
     pub(crate) recv: u64,
 }
 
-impl Hot {
+impl PostMasks {
     /// The bit a lane sets in the flags it checks: no flag of DAT's.
     pub(crate) const READY: u64 = 1 << 32;
 
-    fn of<B: Backend>(ep: &Ep<B>) -> Hot {
+    fn of<B: Backend>(ep: &Ep<B>) -> PostMasks {
         let reject = |admitted: u32, ready: bool| {
-            let admit = u64::from(admitted) | if ready { Hot::READY } else { 0 };
+            let admit = u64::from(admitted) | if ready { PostMasks::READY } else { 0 };
             !admit
         };
         let unsignalled = |stream: CompletionFlags| {
@@ -120,7 +120,7 @@ impl Hot {
         // dat_ep_post_recv(3DAT): "valid for all states of the Endpoint",
         // on an EP with a QP of its own receives (no SRQ).
         let receives = ep.qp.is_some() && ep.srq.is_null() && ep.attr.max_recv_iov != 0 && !ep.ud && !ep.counting;
-        Hot {
+        PostMasks {
             send: reject(SEND_FLAGS & !request, posts),
             rdma: reject(REQUEST_FLAGS & !request, posts),
             recv: reject(CompletionFlags::UNSIGNALLED.0 & !unsignalled(ep.attr.recv_completion_flags), receives),
@@ -150,7 +150,7 @@ impl<B: Backend> Ep<B> {
             attr,
             connection: Connection::new(state, provider_owned),
             qp: None,
-            hot: Hot { send: !0, rdma: !0, recv: !0 },
+            post_masks: PostMasks { send: !0, rdma: !0, recv: !0 },
             request_outstanding: 0,
             recv_outstanding: 0,
             context: 0,
@@ -162,7 +162,7 @@ impl<B: Backend> Ep<B> {
             ahs: Members::EMPTY,
             lane_holds: LaneHolds::default(),
         };
-        ep.hot = Hot::of(&ep);
+        ep.post_masks = PostMasks::of(&ep);
         ep
     }
 
@@ -173,7 +173,7 @@ impl<B: Backend> Ep<B> {
         self.ud = true;
         self.attr = self.attr.for_datagrams();
         self.recv_direct = false;
-        self.hot = Hot::of(&self);
+        self.post_masks = PostMasks::of(&self);
         self
     }
 
@@ -184,10 +184,10 @@ impl<B: Backend> Ep<B> {
         self.recv_direct = self.srq.is_null() && self.windows == 0 && !self.ud;
     }
 
-    /// Start or stop counting; the hot masks follow.
+    /// Start or stop counting; the post masks follow.
     pub(crate) fn set_counting(&mut self, on: bool) {
         self.counting = on;
-        self.hot = Hot::of(self);
+        self.post_masks = PostMasks::of(self);
     }
 
     /// The EP's state.
@@ -219,37 +219,37 @@ impl<B: Backend> Ep<B> {
         self.qp
     }
 
-    /// The EP's QP, to post on or change in place (its presence is a hot
-    /// fact; its contents are not).
+    /// The EP's QP, to post on or change in place (its presence is one of
+    /// the post masks' facts; its contents are not).
     #[inline(always)]
     pub(crate) fn qp_mut(&mut self) -> Option<&mut B::Qp> {
         self.qp.as_mut()
     }
 
     /// Move the connection through `step`, one of [`Connection`]'s
-    /// transitions; the hot facts follow.
+    /// transitions; the post masks follow.
     #[inline]
     pub(crate) fn connection_moves<R>(&mut self, step: impl FnOnce(&mut Connection) -> R) -> R {
         let r = step(&mut self.connection);
-        self.hot = Hot::of(self);
+        self.post_masks = PostMasks::of(self);
         r
     }
 
-    /// Change the attributes or the QP through `change`; the hot facts
+    /// Change the attributes or the QP through `change`; the post masks
     /// follow.
     #[inline]
-    pub(crate) fn settle<R>(&mut self, change: impl FnOnce(&mut EpAttr, &mut Option<B::Qp>) -> R) -> R {
+    pub(crate) fn reconfigure<R>(&mut self, change: impl FnOnce(&mut EpAttr, &mut Option<B::Qp>) -> R) -> R {
         let r = change(&mut self.attr, &mut self.qp);
-        self.hot = Hot::of(self);
+        self.post_masks = PostMasks::of(self);
         r
     }
 
-    /// Whether the hot facts are the EP's own: what every lane asserts in
+    /// Whether the post masks are the EP's own: what every lane asserts in
     /// a build with debug assertions, so that a change that forgot to
-    /// settle shows in the first test that posts after it.
+    /// refresh them shows in the first test that posts after it.
     #[inline(always)]
-    pub(crate) fn hot_is_current(&self) -> bool {
-        self.hot == Hot::of(self)
+    pub(crate) fn post_masks_current(&self) -> bool {
+        self.post_masks == PostMasks::of(self)
     }
 
     /// `DAT_COMPLETION_UNSIGNALLED_FLAG` on a post "is only valid if the

@@ -119,7 +119,7 @@ pub(crate) struct Evd<B: Backend> {
     pub(crate) direct: bool,
     /// [`Evd::lane_opens`], kept so that the dequeue's lane reads one byte:
     /// every change of `direct`, `waiter` or the queue's emptiness is
-    /// followed by [`Evd::settle_lane`].
+    /// followed by [`Evd::refresh_lane`].
     pub(crate) lane: bool,
     /// Holds the EPs it takes DTO completions of have on its lane
     /// ([`Provider::ep_hold_lane`](crate::Provider::ep_hold_lane)).
@@ -177,21 +177,21 @@ impl<B: Backend> Evd<B> {
 
     /// Bring `lane` up to date after a change of what it depends on.
     #[inline(always)]
-    pub(crate) fn settle_lane(&mut self) {
+    pub(crate) fn refresh_lane(&mut self) {
         self.lane = self.lane_opens();
     }
 
     /// Take (`true`) or give up the waiter place.
     pub(crate) fn set_waiter(&mut self, waiter: bool) {
         self.waiter = waiter;
-        self.settle_lane();
+        self.refresh_lane();
     }
 
     /// Tie the EVD to `cno` (or to none); the CNO it was tied to.
     pub(crate) fn tie(&mut self, cno: CnoHandle) -> CnoHandle {
         let old = core::mem::replace(&mut self.cno, cno);
         self.direct = self.lane_direct();
-        self.settle_lane();
+        self.refresh_lane();
         old
     }
 
@@ -199,6 +199,6 @@ impl<B: Backend> Evd<B> {
     pub(crate) fn set_counting(&mut self, on: bool) {
         self.counting = on;
         self.direct = self.lane_direct();
-        self.settle_lane();
+        self.refresh_lane();
     }
 }

@@ -782,7 +782,7 @@ impl Hca {
     /// wrote the CQE may still be run by the caller, which flushes what it
     /// holds next. Called with no QP's lock held, before an entry that
     /// may have written a CQE leaves the device.
-    pub fn settle(&self) {
+    pub fn break_overrun_qps(&self) {
         if !self.overran.load(Ordering::Relaxed) {
             return;
         }
@@ -847,7 +847,7 @@ impl Hca {
                 }
             }
         }
-        self.settle();
+        self.break_overrun_qps();
     }
 
     /// Run the QP held as far as it goes; it stays busy while it has work
@@ -1045,7 +1045,7 @@ impl Hca {
     pub fn fail_qp(&self, qpn: u32) {
         let Some(qp) = self.qps.get(&qpn) else { return };
         self.fail(&mut Held::new(qpn, qp));
-        self.settle();
+        self.break_overrun_qps();
     }
 
     /// The QP held goes to ERROR: everything it holds is flushed, in order.

@@ -22,14 +22,14 @@ use crate::types::{DtoOp, DtoStatus};
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// The lane of dat_evd_dequeue(3DAT) on the EVD living in slot `evd`
-    /// if `selects` accepts its generation: the successful DTO completion
+    /// if `matches_generation` accepts its generation: the successful DTO completion
     /// its CQ holds next, when nothing is queued on the EVD before it and
     /// the ordinary dequeue would hand it straight to the caller (no
     /// waiter, nothing but DTO completions feed the EVD, no CNO). `None`:
     /// nothing changed, and the ordinary dequeue decides.
     #[inline(always)]
-    pub fn lane_dequeue(&mut self, evd: u32, selects: impl FnOnce(u32) -> bool) -> Option<Event> {
-        self.lane_dequeue_with(evd, selects, |evd, c, _| Event {
+    pub fn lane_dequeue(&mut self, evd: u32, matches_generation: impl FnOnce(u32) -> bool) -> Option<Event> {
+        self.lane_dequeue_with(evd, matches_generation, |evd, c, _| Event {
             number: EventNumber::DtoCompletion,
             evd,
             data: EventData::Dto {
@@ -52,14 +52,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn lane_dequeue_with<R>(
         &mut self,
         evd: u32,
-        selects: impl FnOnce(u32) -> bool,
+        matches_generation: impl FnOnce(u32) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Option<R> {
         let Provider { evds, eps, backend, .. } = self;
         let (generation, e) = evds.live_mut(evd)?;
         debug_assert_eq!(e.direct, e.lane_direct());
         debug_assert_eq!(e.lane, e.lane_opens());
-        if !selects(generation) || !e.lane {
+        if !matches_generation(generation) || !e.lane {
             return None;
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
@@ -99,7 +99,7 @@ fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, recv: bool, evd: EvdHandl
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// [`Provider::evd_dequeue`] through a shared provider, for what it can
     /// settle alone (see the module and [`crate::shared`]), on the EVD
-    /// living in slot `evd` if `selects` accepts its generation (as
+    /// living in slot `evd` if `matches_generation` accepts its generation (as
     /// [`Provider::lane_dequeue`]); `lock_ep` takes the lock of the
     /// Endpoint with the given slot index and hands back its guard, or
     /// `None` when it cannot (the call is then for the exclusive path).
@@ -114,7 +114,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub unsafe fn evd_dequeue_shared<G, R>(
         &self,
         evd: u32,
-        selects: impl FnOnce(u32) -> bool,
+        matches_generation: impl FnOnce(u32) -> bool,
         mut lock_ep: impl FnMut(u32) -> Option<G>,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Shared<R> {
@@ -122,7 +122,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some((generation, e)) = (unsafe { self.evds.live_shared(evd) }) else { return Shared::NeedsExclusive };
         debug_assert_eq!(e.direct, e.lane_direct());
         debug_assert_eq!(e.lane, e.lane_opens());
-        if !selects(generation) || !e.lane {
+        if !matches_generation(generation) || !e.lane {
             return Shared::NeedsExclusive;
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
@@ -184,7 +184,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         };
         if let Some(e) = self.evds.get_mut(evd.0) {
             e.lane_holds += 1;
-            e.settle_lane();
+            e.refresh_lane();
         }
         Ok(())
     }
@@ -200,7 +200,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         *held -= 1;
         if let Some(e) = self.evds.get_mut(evd.0) {
             e.lane_holds = e.lane_holds.saturating_sub(1);
-            e.settle_lane();
+            e.refresh_lane();
         }
     }
 }

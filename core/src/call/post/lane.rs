@@ -12,15 +12,15 @@
 //! ordinary call refuses.
 //!
 //! A lane looks each object up once: the caller gives the EP's slot and
-//! judges the generation it finds there (`selects`), so a C handle, whose
+//! judges the generation it finds there (`matches_generation`), so a C handle, whose
 //! value encodes its generation, is checked against the slot without a
-//! second look-up. `selects` must accept only the generation the caller's
+//! second look-up. `matches_generation` must accept only the generation the caller's
 //! handle names: it is the lane's handle check.
 
 use super::rule::{check, commit_one, translated, RECV};
 use super::Request;
 use crate::backend::{Backend, RequestOp, Sge};
-use crate::object::ep::{Ep, Hot};
+use crate::object::ep::{Ep, PostMasks};
 use crate::object::ia::Ia;
 use crate::object::lmr::Lmr;
 use crate::provider::Provider;
@@ -31,7 +31,7 @@ use crate::types::{CompletionFlags, LmrTriplet};
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// The lane of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT)
     /// and dat_ep_post_rdma_read(3DAT) (`op` says which) of one segment
-    /// that is not empty, on the EP living in slot `ep` if `selects`
+    /// that is not empty, on the EP living in slot `ep` if `matches_generation`
     /// accepts its generation. `true`: posted, exactly as the ordinary
     /// call would have; `false`: nothing changed, and the ordinary call
     /// decides.
@@ -39,7 +39,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn lane_request(
         &mut self,
         ep: u32,
-        selects: impl FnOnce(u32) -> bool,
+        matches_generation: impl FnOnce(u32) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
         op: RequestOp,
@@ -47,7 +47,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> bool {
         let Provider { eps, lmrs, ias, backend, .. } = self;
         let Some((generation, ep)) = eps.live_mut(ep) else { return false };
-        selects(generation)
+        matches_generation(generation)
             && request_lane(
                 ep,
                 lmrs,
@@ -61,7 +61,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// The lane of dat_ep_post_recv(3DAT) of one segment that is not
-    /// empty, on the EP living in slot `ep` if `selects` accepts its
+    /// empty, on the EP living in slot `ep` if `matches_generation` accepts its
     /// generation; as [`Provider::lane_request`]. "The operation is valid
     /// for all states of the Endpoint": a receive of a Disconnected EP is
     /// posted, and the transport flushes it, as the ordinary call does.
@@ -69,19 +69,19 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn lane_recv(
         &mut self,
         ep: u32,
-        selects: impl FnOnce(u32) -> bool,
+        matches_generation: impl FnOnce(u32) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
         flags: CompletionFlags,
     ) -> bool {
         let Provider { eps, lmrs, backend, .. } = self;
         let Some((generation, ep)) = eps.live_mut(ep) else { return false };
-        debug_assert!(ep.hot_is_current());
+        debug_assert!(ep.post_masks_current());
         // `recv::recv_checked`'s rules: the flags, one segment within the
-        // limit, no SRQ, a QP (all in `hot.recv`), the segment through its
+        // limit, no SRQ, a QP (all in `post_masks.recv`), the segment through its
         // LMR, room.
-        let ready = admits(ep.hot.recv, flags) && ep.recv_outstanding < ep.attr().max_recv_dtos;
-        if !selects(generation) || !ready {
+        let ready = admits(ep.post_masks.recv, flags) && ep.recv_outstanding < ep.attr().max_recv_dtos;
+        if !matches_generation(generation) || !ready {
             return false;
         }
         let Ok(sge) = translated(lmrs, ep.pz, seg, RECV.need) else { return false };
@@ -101,7 +101,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// The lane of dat_srq_post_recv(3DAT) of one segment that is not
-    /// empty, on the SRQ living in slot `srq` if `selects` accepts its
+    /// empty, on the SRQ living in slot `srq` if `matches_generation` accepts its
     /// generation; as [`Provider::lane_request`]. The call "is valid in
     /// every SRQ state", so the rules are `recv::srq_recv_checked`'s: one
     /// segment within the limit, the segment through its LMR of the SRQ's
@@ -110,13 +110,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn lane_srq_recv(
         &mut self,
         srq: u32,
-        selects: impl FnOnce(u32) -> bool,
+        matches_generation: impl FnOnce(u32) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
     ) -> bool {
         let Provider { srqs, lmrs, backend, .. } = self;
         let Some((generation, s)) = srqs.live_mut(srq) else { return false };
-        if !selects(generation) || s.attr.max_recv_iov == 0 || s.outstanding >= s.attr.max_recv_dtos {
+        if !matches_generation(generation) || s.attr.max_recv_iov == 0 || s.outstanding >= s.attr.max_recv_dtos {
             return false;
         }
         let Ok(sge) = translated(lmrs, s.pz, seg, RECV.need) else { return false };
@@ -148,9 +148,9 @@ pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     commit_one(ep, sge, post)
 }
 
-/// Whether an EP whose hot mask for the call is `reject` takes a post
-/// with `flags` ([`Hot`]).
+/// Whether an EP whose post mask for the call is `reject` takes a post
+/// with `flags` ([`PostMasks`]).
 #[inline(always)]
 fn admits(reject: u64, flags: CompletionFlags) -> bool {
-    (u64::from(flags.0) | Hot::READY) & reject == 0
+    (u64::from(flags.0) | PostMasks::READY) & reject == 0
 }

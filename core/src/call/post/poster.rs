@@ -168,7 +168,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         }
         let kind = kind(&op);
         if !admitted(ep, kind, flags, segs.iov.len())? {
-            // The EP's rules hold, but its hot mask does not take the post
+            // The EP's rules hold, but its post mask does not take the post
             // (it counts, or has no QP): out of the lane's way.
             return self.commit(segs, op, cookie, flags);
         }

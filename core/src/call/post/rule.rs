@@ -2,7 +2,7 @@
 //!
 //! Each kind of request is one row of [`kind`]: the completion flags its
 //! call admits, where they stand among the call's arguments, the
-//! privilege its local segments need, its length rule and the EP's hot
+//! privilege its local segments need, its length rule and the EP's post
 //! mask it reads. [`check`] judges a request by its row in the pages'
 //! order, and every door of a post (exclusive, shared, lane, the Rust
 //! API's poster) runs it: the rules are not restated anywhere else.
@@ -15,7 +15,7 @@
 use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::PzHandle;
-use crate::object::ep::{Ep, Hot};
+use crate::object::ep::{Ep, PostMasks};
 use crate::object::ep::{REQUEST_FLAGS, SEND_FLAGS};
 use crate::object::ia::Ia;
 use crate::object::lmr::{by_context, Lmr};
@@ -49,7 +49,7 @@ pub(crate) enum Length {
     Receive,
 }
 
-/// Which of the EP's hot masks ([`Hot`]) holds a kind's EP rules.
+/// Which of the EP's post masks ([`PostMasks`]) holds a kind's EP rules.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mask {
     Send,
@@ -199,7 +199,7 @@ pub(crate) trait Sges {
 /// post of one segment a register's worth.
 pub(crate) trait Gathered: Sges + Default {
     /// Whether it is a lane's ([`super::lane::request_lane`]): then the
-    /// check admits only a post the EP's hot mask admits, which a refusal
+    /// check admits only a post the EP's post mask admits, which a refusal
     /// leaves to the ordinary call to explain.
     const LANE: bool;
     /// Add one; `false` if it holds no more.
@@ -276,7 +276,7 @@ pub(crate) fn check<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>, G: Gather
     let Request { iov, op, flags, .. } = *request;
     let kind = kind(&op);
     if !admitted(ep, kind, flags, iov.len())? {
-        // A lane takes only what the EP's hot mask admits: its
+        // A lane takes only what the EP's post mask admits: its
         // transport's lane neither counts nor explains a missing QP.
         if G::LANE {
             return Err(Refusal::NotReady);
@@ -307,7 +307,7 @@ pub(crate) fn check<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>, G: Gather
 
 /// The rules of `kind` that read only the EP and the flags: the flags the
 /// call and the EP admit, `segments` within the EP's limit, a state that
-/// takes the kind, the transport. One `and` with the EP's hot mask
+/// takes the kind, the transport. One `and` with the EP's post mask
 /// answers them all when they hold, and then the EP neither counts nor
 /// lacks a QP: the answer is `true`. Otherwise they are judged one by
 /// one, out of line, in the pages' order, and the answer, if they hold,
@@ -320,17 +320,17 @@ pub(crate) fn admitted<B: Backend>(
     flags: CompletionFlags,
     segments: usize,
 ) -> Result<bool, Refusal> {
-    debug_assert!(ep.hot_is_current());
+    debug_assert!(ep.post_masks_current());
     let mask = match kind.mask {
-        Mask::Send => ep.hot.send,
-        Mask::Rdma => ep.hot.rdma,
-        Mask::Recv => ep.hot.recv,
+        Mask::Send => ep.post_masks.send,
+        Mask::Rdma => ep.post_masks.rdma,
+        Mask::Recv => ep.post_masks.recv,
         Mask::None => !0,
     };
     let limit = if kind.mask == Mask::Recv { ep.attr().max_recv_iov } else { ep.attr().max_request_iov };
     // A mask that admits holds a limit of at least one segment.
     let within = segments <= 1 || segments <= limit as usize;
-    if (u64::from(flags.0) | Hot::READY) & mask == 0 && within {
+    if (u64::from(flags.0) | PostMasks::READY) & mask == 0 && within {
         return Ok(true);
     }
     one_by_one(ep, kind, flags, segments, limit).map(|()| false)
@@ -504,7 +504,7 @@ pub(crate) fn hand_off<B: Backend>(
 
 /// Hand one segment that [`check`] admitted to the transport's lane
 /// through `post`, on an EP that does not count (the caller knows: the
-/// EP's hot mask admitted the post, [`admitted`]; an EP that counts hands
+/// EP's post mask admitted the post, [`admitted`]; an EP that counts hands
 /// its posts to the counters as work requests, through [`commit`]):
 /// `true` once taken and counted outstanding; `false` with nothing
 /// changed when the EP has no QP (which [`commit`] explains) or the

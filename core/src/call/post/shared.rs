@@ -120,7 +120,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub unsafe fn lane_request_shared(
         &self,
         ep: u32,
-        selects: impl FnOnce(u32) -> bool,
+        matches_generation: impl FnOnce(u32) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
         op: RequestOp,
@@ -130,7 +130,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // to it takes, and no `&mut` to the provider exists.
         let Some((generation, ep)) = (unsafe { self.eps.live_shared(ep) }) else { return false };
         let backend = &self.backend;
-        selects(generation)
+        matches_generation(generation)
             && request_lane(
                 ep,
                 &self.lmrs,

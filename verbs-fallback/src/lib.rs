@@ -45,6 +45,7 @@ pub mod control;
 mod cq;
 mod device;
 mod device_error;
+mod fd;
 mod progress;
 mod qp;
 mod ring;

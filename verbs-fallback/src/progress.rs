@@ -38,8 +38,8 @@ use udat_core::{DatError, DatResult, ErrorType};
 use udat_wake::{Deadline, Flag};
 
 use crate::cm::{self, Conn, Owner, Ready};
-use crate::device::nonblocking;
 use crate::device_error;
+use crate::fd::nonblocking;
 use crate::status::{dat_error, errno};
 use crate::sys;
 use crate::tunables::Tunables;

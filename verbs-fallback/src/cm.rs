@@ -28,7 +28,7 @@ use udat_core::{
 use crate::addr;
 use crate::device::IaShared;
 use crate::progress::CmState;
-use crate::qp::QpShared;
+use crate::qp_shared::QpShared;
 use crate::status::{check_errno, dat_error, errno};
 use crate::sys;
 use crate::sys::rdma_cm_event_type as ev;
@@ -363,7 +363,7 @@ fn to_cm_state(conn: &Conn, id: *mut sys::rdma_cm_id, state: sys::ibv_qp_state::
         s::IBV_QPS_INIT => {
             // rdma_cm grants remote access from the resources negotiated
             // so far, which at INIT may be none; the LMRs and RMRs decide.
-            attr.qp_access_flags = crate::qp::QP_ACCESS;
+            attr.qp_access_flags = crate::qp_shared::QP_ACCESS;
             mask |= m::IBV_QP_ACCESS_FLAGS.0 as i32;
         }
         s::IBV_QPS_RTR => {

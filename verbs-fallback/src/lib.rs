@@ -48,6 +48,7 @@ mod device_error;
 mod fd;
 mod progress;
 mod qp;
+mod qp_shared;
 mod ring;
 mod srq;
 mod status;

@@ -41,6 +41,7 @@
 
 mod addr;
 mod cm;
+mod conn;
 pub mod control;
 mod cq;
 mod device;

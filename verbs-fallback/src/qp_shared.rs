@@ -65,7 +65,7 @@ impl Rings {
 }
 
 /// The part of a QP that CQs reach. Its connection's half is the IA's
-/// connection manager's (`cm::Conn`).
+/// connection manager's (`conn::Conn`).
 pub(crate) struct QpShared {
     pub qp: *mut sys::ibv_qp,
     pub tag: u64,

@@ -55,7 +55,7 @@ fn shared_of(
 
 /// A QP as the core holds it.
 pub struct Qp {
-    conn: QpConn,
+    pub(crate) conn: QpConn,
     send_cq: Rc<CqShared>,
     recv_cq: Rc<CqShared>,
     /// The QP, as a post hands it to the provider.
@@ -463,12 +463,6 @@ impl Drop for Qp {
     }
 }
 
-impl CmQp for Qp {
-    fn conn(&self) -> &QpConn {
-        &self.conn
-    }
-}
-
 /// An address handle: where a UD send goes (`ibv_create_ah`).
 pub struct Ah(pub(crate) *mut sys::ibv_ah);
 
@@ -581,12 +575,6 @@ fn full() -> DatError {
 #[cold]
 fn refused(rc: i32) -> DatError {
     dat_error(rc)
-}
-
-/// A QP whose connection [`RdmaCm`](crate::control::RdmaCm) drives.
-pub trait CmQp {
-    /// The QP's states and rdma_cm id.
-    fn conn(&self) -> &QpConn;
 }
 
 /// An RC QP's states and rdma_cm id, and the QP itself: dropping it

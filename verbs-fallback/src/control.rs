@@ -15,7 +15,8 @@ use udat_core::{DatError, DatResult};
 
 use crate::cm::{self, ConnReq, Listener};
 use crate::device::IaShared;
-pub use crate::qp::{CmQp, QpConn};
+use crate::qp::Qp;
+pub use crate::qp::QpConn;
 use crate::srq::SrqShared;
 use crate::status::{dat_error, errno};
 use crate::{sys, Clock, Ia, Pd, Srq, Window};
@@ -51,6 +52,18 @@ impl<Q> RdmaCm<Q> {
 impl<Q> Default for RdmaCm<Q> {
     fn default() -> RdmaCm<Q> {
         RdmaCm::new()
+    }
+}
+
+/// A QP whose connection [`RdmaCm`] drives.
+pub trait CmQp {
+    /// The QP's states and rdma_cm id.
+    fn conn(&self) -> &QpConn;
+}
+
+impl CmQp for Qp {
+    fn conn(&self) -> &QpConn {
+        &self.conn
     }
 }
 

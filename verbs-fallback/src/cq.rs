@@ -24,7 +24,7 @@ use udat_core::{
     DatError, DatResult,
 };
 
-use crate::qp::QpShared;
+use crate::qp_shared::QpShared;
 use crate::status::{dat_error, dto_status, errno};
 use crate::sys;
 use crate::wr::RECV;
@@ -85,7 +85,7 @@ impl QpTable {
         self.map.borrow_mut().insert(num, qp);
     }
 
-    /// QP `num` reports here no more. Only [`crate::qp::Qp`]'s drop calls
+    /// QP `num` reports here no more. Only `qp::Qp`'s drop calls
     /// this, which needs the QP's owner, never while a poll of the CQ
     /// holds a QP [`QpTable::find`] gave it.
     pub fn remove(&self, num: u32) {
@@ -226,8 +226,23 @@ impl CqShared {
         self.pull();
         self.qps.each(|qp| {
             qp.break_off();
-            qp.flush_into(self);
+            self.flush(qp);
         });
+    }
+
+    /// Complete as flushed, here, every request outstanding in `qp`'s
+    /// queues that report here (a receive from an SRQ stays with the
+    /// SRQ).
+    pub fn flush(&self, qp: &QpShared) {
+        // SAFETY: the QP is live while `qp` is; its CQ pointers are fixed
+        // at creation.
+        let (sends, recvs) = unsafe { ((*qp.qp).send_cq == self.cq, (*qp.qp).recv_cq == self.cq) };
+        if sends {
+            qp.flush_sends(|c| self.stash(c));
+        }
+        if recvs {
+            qp.flush_recvs(|c| self.stash(c));
+        }
     }
 
     /// Queue `completion` after those already stashed.

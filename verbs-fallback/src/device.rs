@@ -15,6 +15,7 @@ use udat_core::{
 use crate::addr;
 use crate::cq::CqShared;
 use crate::device_error::{self, DeviceErrors};
+use crate::fd::nonblocking;
 use crate::progress::{CmShared, Progress};
 use crate::status::{check, errno};
 use crate::sys;
@@ -265,14 +266,4 @@ fn ipv4_gid(ctx: *mut sys::ibv_context, port: u8, gids: i32) -> Option<(IaAddres
         let index = u8::try_from(index).ok()?;
         mapped.then(|| (addr::ipv4([raw[12], raw[13], raw[14], raw[15]], 0), index))
     })
-}
-
-/// # Safety
-/// `fd` is an open descriptor.
-pub(crate) unsafe fn nonblocking(fd: i32) {
-    // SAFETY: F_GETFL/F_SETFL on an open descriptor.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-    }
 }

@@ -149,7 +149,7 @@ impl Mailbox {
 /// `ctx` is an open device context.
 pub(crate) unsafe fn watch(ctx: *mut sys::ibv_context) {
     // SAFETY: the caller's guarantee; the descriptor is the context's.
-    unsafe { crate::device::nonblocking((*ctx).async_fd) };
+    unsafe { crate::fd::nonblocking((*ctx).async_fd) };
 }
 
 /// `ctx`'s async descriptor is readable: read what it has (the

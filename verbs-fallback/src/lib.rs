@@ -41,12 +41,15 @@
 
 mod addr;
 mod cm;
+mod conn;
 pub mod control;
 mod cq;
 mod device;
 mod device_error;
+mod fd;
 mod progress;
 mod qp;
+mod qp_shared;
 mod ring;
 mod srq;
 mod status;

@@ -10,7 +10,7 @@
 //! the request, moves the QPs through RTR and RTS, answers a DREQ, moves
 //! a disconnected QP to the error state (its DTOs flush whatever the
 //! consumer waits on) and gives up on connects whose time ran out
-//! (`cm`). It also reads the device context's asynchronous events as
+//! (`conn`). It also reads the device context's asynchronous events as
 //! they come (`device_error`), so that neither a dequeue nor a post ever
 //! asks the device for them. What it finishes, the events the core is to
 //! see, it queues;
@@ -37,9 +37,9 @@ use std::time::Instant;
 use udat_core::{DatError, DatResult, ErrorType};
 use udat_wake::{Deadline, Flag};
 
-use crate::cm::{self, Conn, Owner, Ready};
-use crate::device::nonblocking;
+use crate::conn::{self, CmState};
 use crate::device_error;
+use crate::fd::nonblocking;
 use crate::status::{dat_error, errno};
 use crate::sys;
 use crate::tunables::Tunables;
@@ -47,25 +47,6 @@ use crate::tunables::Tunables;
 /// The thread's stack: it runs rdma_cm's and verbs' calls and the state
 /// machine, never the consumer's code.
 const STACK: usize = 256 * 1024;
-
-/// What the consumer's calls and the thread share.
-pub(crate) struct CmState {
-    /// The IA's rdma_cm ids, by address.
-    pub ids: HashMap<usize, Owner>,
-    /// The connection half of each QP of the IA, by the QP's address.
-    pub conns: HashMap<usize, Conn>,
-    /// Finished events, for the core.
-    pub events: VecDeque<Ready>,
-    /// A deadline was set since the timer was last armed.
-    pub rearm: bool,
-    /// What RC QPs are given (read at IA open).
-    pub tunables: Tunables,
-}
-
-// SAFETY: the raw pointers are rdma_cm ids and verbs QPs, which
-// librdmacm and libibverbs let any thread use. They are used only under
-// the mutex, and leave the state (under it) before they are destroyed.
-unsafe impl Send for CmState {}
 
 /// The connection manager of one IA: the channel, the state, and the
 /// descriptors the thread and the consumer wait on.
@@ -166,7 +147,7 @@ impl Drop for Cm<'_> {
         let shared = self.shared;
         if std::mem::take(&mut self.state.rearm) {
             let now = Instant::now();
-            let wait = cm::next_deadline(&self.state).map(|d| {
+            let wait = conn::next_deadline(&self.state).map(|d| {
                 // Round up: the timer never fires before the deadline.
                 let ns = d.saturating_duration_since(now).as_nanos();
                 ns.div_ceil(1000).min(u128::from(u64::MAX)) as u64
@@ -308,10 +289,10 @@ fn run(shared: &CmShared) {
         let mut cm = shared.lock();
         if fds[1].revents != 0 {
             cm.rearm = true;
-            cm::expire(&mut cm, Instant::now());
+            conn::expire(&mut cm, Instant::now());
         }
         if fds[0].revents != 0 {
-            cm::drain(&mut cm, shared.channel);
+            conn::drain(&mut cm, shared.channel);
         }
     }
 }

@@ -1,5 +1,8 @@
-//! Queue pairs: creation, state transitions, posting, and the rings that
-//! turn work-request ids back into DAT cookies.
+//! Queue pairs as the core holds them: creation, posting, address
+//! handles, and the QP's connection half that rdma_cm drives
+//! ([`QpConn`]). The rings that turn work-request ids back into DAT
+//! cookies, and the state transitions, are the part the QP shares with
+//! its CQs (`qp_shared`).
 //!
 //! A send's `wr_id` is its sequence number on the QP, whose low bits are
 //! its slot in the send ring ([`Ring`]). Send completions of an RC QP
@@ -14,21 +17,21 @@
 //! provider took it does the slot become outstanding, so a refused post
 //! leaves no trace.
 
-use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::rc::Rc;
 
 use udat_core::{
-    backend::{AhAttr, Completion, QpType, RequestOp, SendWr, Sge, UdDest},
-    types::{CompletionFlags, DtoOp, DtoStatus, RmrTriplet},
+    backend::{AhAttr, QpType, RequestOp, SendWr, Sge, UdDest},
+    types::{CompletionFlags, DtoOp, RmrTriplet},
     DatError, DatResult, ErrorType,
 };
 
 use crate::cq::CqShared;
 use crate::device::IaShared;
+use crate::qp_shared::{QpShared, Rings, SendSlot};
 use crate::ring::Ring;
 use crate::srq::SrqShared;
-use crate::status::{check, dat_error, errno};
+use crate::status::{dat_error, errno};
 use crate::sys;
 use crate::wr::{ibv_sges, RECV};
 use crate::{cm, Ia, Srq};
@@ -36,241 +39,23 @@ use crate::{cm, Ia, Srq};
 /// The inline data a QP asks for; sends that fit go inline.
 const INLINE: u32 = 64;
 
-/// The QP admits every remote operation; each LMR's and RMR's own
-/// privileges decide what a peer may do.
-pub(crate) const QP_ACCESS: u32 = sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
-    | sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
-    | sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0
-    | sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0;
-
-/// A posted send-queue request: what its completion reports.
-#[derive(Clone, Copy)]
-pub(crate) struct SendSlot {
-    pub cookie: u64,
-    pub length: u32,
-    pub op: DtoOp,
-    pub notify: bool,
-    signalled: bool,
-}
-
-impl SendSlot {
-    /// What a slot of the ring holds until a request takes it.
-    const EMPTY: SendSlot = SendSlot { cookie: 0, length: 0, op: DtoOp::Send, notify: false, signalled: false };
-}
-
-/// The requests and receives a QP has outstanding. A receive's slot is
-/// emptied when it completes out of post order, and leaves the ring when
-/// those before it have.
-#[derive(Default)]
-pub(crate) struct Rings {
-    sends: Ring<SendSlot>,
-    recvs: Ring<Option<u64>>,
-}
-
-impl Rings {
-    /// The cookie of the outstanding receive `seq`, which completed.
-    #[inline(always)]
-    fn take_recv(&mut self, seq: u64) -> Option<u64> {
-        let cookie = self.recvs.get_mut(seq)?.take()?;
-        // Receives complete in post order: the oldest leaves, and with it
-        // any that completed before it.
-        while let Some(None) = self.recvs.front() {
-            self.recvs.pop_front();
-        }
-        Some(cookie)
-    }
-}
-
-/// The part of a QP that CQs reach. Its connection's half is the IA's
-/// connection manager's (`cm::Conn`).
-pub(crate) struct QpShared {
-    pub qp: *mut sys::ibv_qp,
-    pub tag: u64,
-    /// Used by one thread at a time, in [`QpShared::rings`] alone.
-    rings: UnsafeCell<Rings>,
-    pub srq: Option<Rc<SrqShared>>,
-    pub rdma_read_in: u8,
-    pub rdma_read_out: u8,
-    /// Whether the QP was moved to ERROR since it last went to INIT: a
-    /// post then makes the device flush it at once (`Qp::finish_post`).
-    errored: Cell<bool>,
-    /// A UD QP: ready to send and receive from creation on, each peer
-    /// resolved by an rdma_cm id of its own, its receives complete as
-    /// `DtoOp::ReceiveUd`.
-    pub ud: bool,
-}
-
-impl QpShared {
-    /// The shared part of `qp`, a QP of `ia` that takes its receives from
-    /// `srq` if one is given, with the RDMA reads it asked for in each
-    /// direction, clamped to the device's limits.
-    pub fn new(
-        qp: *mut sys::ibv_qp,
-        ia: &IaShared,
-        rings: Rings,
-        srq: Option<Rc<SrqShared>>,
-        (rdma_read_in, rdma_read_out): (u32, u32),
-        tag: u64,
-    ) -> QpShared {
-        let clamp = |v: u32, limit: i32| v.min(limit.max(0) as u32).min(u32::from(u8::MAX)) as u8;
-        ia.errors.name_qp(qp, tag);
-        QpShared {
-            qp,
-            tag,
-            rings: UnsafeCell::new(rings),
-            srq,
-            rdma_read_in: clamp(rdma_read_in, ia.device.max_qp_rd_atom),
-            rdma_read_out: clamp(rdma_read_out, ia.device.max_qp_init_rd_atom),
-            errored: Cell::new(false),
-            ud: false,
-        }
-    }
-
-    /// What a receive of this QP completes as.
-    pub fn recv_op(&self) -> DtoOp {
-        if self.ud {
-            DtoOp::ReceiveUd
-        } else {
-            DtoOp::Receive
-        }
-    }
-
-    /// The QP's rings, for the length of `f`.
-    #[inline(always)]
-    fn rings<R>(&self, f: impl FnOnce(&mut Rings) -> R) -> R {
-        // SAFETY: one thread at a time uses a QP: the provider's, or in a
-        // provider shared among threads the one holding the lock of the
-        // QP's EP (`Backend::SHARED_QUEUES`; `QpShared` is not `Sync`).
-        // This is the only place that reaches `rings`, and none of the
-        // closures given to it (all in this module) calls it again, so no
-        // other reference to the rings exists while `f` runs.
-        f(unsafe { &mut *self.rings.get() })
-    }
-
-    /// Retire the send with sequence `seq`: its slot, and how many
-    /// requests this completion retires.
-    #[inline(always)]
-    pub fn take_send(&self, seq: u64) -> Option<(SendSlot, u32)> {
-        self.rings(|r| r.sends.take_through(seq))
-    }
-
-    /// The operation of the outstanding send with sequence `seq`, left
-    /// outstanding.
-    pub fn send_op(&self, seq: u64) -> Option<DtoOp> {
-        self.rings(|r| r.sends.get(seq).map(|s| s.op))
-    }
-
-    /// The cookie of the receive `id` (a sequence number, or an SRQ slot).
-    #[inline(always)]
-    pub fn take_recv(&self, id: u64) -> Option<u64> {
-        if let Some(srq) = &self.srq {
-            return srq.take(id);
-        }
-        self.rings(|r| r.take_recv(id))
-    }
-
-    /// Complete as flushed, on `cq`, every request outstanding in this
-    /// QP's queues that report to it (a receive from an SRQ stays with the
-    /// SRQ).
-    pub fn flush_into(&self, cq: &CqShared) {
-        // SAFETY: the QP is live while `self` is; its CQ pointers are
-        // fixed at creation.
-        let (sends, recvs) = unsafe { ((*self.qp).send_cq == cq.cq, (*self.qp).recv_cq == cq.cq) };
-        if sends {
-            self.flush_sends(|c| cq.stash(c));
-        }
-        if recvs {
-            self.flush_recvs(|c| cq.stash(c));
-        }
-    }
-
-    /// Every outstanding request, as flushed, to `to`, in post order.
-    fn flush_sends(&self, mut to: impl FnMut(Completion)) {
-        while let Some(slot) = self.rings(|r| r.sends.pop_front()) {
-            to(flushed(self.tag, slot.cookie, slot.op, slot.notify));
-        }
-    }
-
-    /// Every outstanding receive of the QP's own queue, as flushed, to
-    /// `to`, in post order.
-    fn flush_recvs(&self, mut to: impl FnMut(Completion)) {
-        if self.srq.is_some() {
-            return;
-        }
-        while let Some(cookie) = self.rings(|r| r.recvs.pop_front()) {
-            if let Some(cookie) = cookie {
-                to(flushed(self.tag, cookie, self.recv_op(), true));
-            }
-        }
-    }
-
-    /// Requests that will still produce a completion.
-    fn awaited(&self) -> usize {
-        self.rings(|r| r.sends.iter().filter(|s| s.signalled).count() + r.recvs.iter().filter(|c| c.is_some()).count())
-    }
-
-    pub fn modify(&self, attr: &mut sys::ibv_qp_attr, mask: i32) -> DatResult<()> {
-        // SAFETY: the QP is live while `self` is.
-        check(unsafe { sys::ibv_modify_qp(self.qp, attr, mask) })
-    }
-
-    /// Move to ERROR: the device flushes what is outstanding, in post
-    /// order, and the flushes reach their CQs like any completion.
-    pub fn break_off(&self) -> bool {
-        let broken = self.to_state(sys::ibv_qp_state::IBV_QPS_ERR).is_ok();
-        self.errored.set(self.errored.get() || broken);
-        broken
-    }
-
-    /// RESET to INIT on `port`, admitting every remote operation.
-    pub fn init(&self, port: u8) -> DatResult<()> {
-        use sys::ibv_qp_attr_mask as m;
-        // SAFETY: plain C data.
-        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
-        attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
-        attr.port_num = port;
-        attr.pkey_index = 0;
-        attr.qp_access_flags = QP_ACCESS;
-        let mask = m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_ACCESS_FLAGS;
-        self.modify(&mut attr, mask.0 as i32)?;
-        self.errored.set(false);
-        Ok(())
-    }
-
-    /// RESET through INIT and RTR to RTS on `port`, as a UD QP: it takes
-    /// datagrams of the Q_Key rdma_cm gives every UD id
-    /// (`RDMA_UDP_QKEY`, which a SIDR reply announces whatever the accept
-    /// says), and sends to any peer an address handle names.
-    pub fn ready_ud(&self, port: u8) -> DatResult<()> {
-        use sys::ibv_qp_attr_mask as m;
-        // SAFETY: plain C data.
-        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
-        attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
-        attr.port_num = port;
-        attr.pkey_index = 0;
-        attr.qkey = sys::RDMA_UDP_QKEY;
-        let mask = m::IBV_QP_STATE | m::IBV_QP_PKEY_INDEX | m::IBV_QP_PORT | m::IBV_QP_QKEY;
-        self.modify(&mut attr, mask.0 as i32)?;
-        self.to_state(sys::ibv_qp_state::IBV_QPS_RTR)?;
-        attr.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
-        attr.sq_psn = 0;
-        self.modify(&mut attr, (m::IBV_QP_STATE | m::IBV_QP_SQ_PSN).0 as i32)?;
-        self.errored.set(false);
-        Ok(())
-    }
-
-    /// Move to `state`.
-    pub fn to_state(&self, state: sys::ibv_qp_state::Type) -> DatResult<()> {
-        // SAFETY: plain C data.
-        let mut attr: sys::ibv_qp_attr = unsafe { std::mem::zeroed() };
-        attr.qp_state = state;
-        self.modify(&mut attr, sys::ibv_qp_attr_mask::IBV_QP_STATE.0 as i32)
-    }
+/// The shared part of `qp`, a QP of `ia` (see [`QpShared::new`]),
+/// whose device errors `ia` reports with `tag` from here on.
+fn shared_of(
+    qp: *mut sys::ibv_qp,
+    ia: &IaShared,
+    rings: Rings,
+    srq: Option<Rc<SrqShared>>,
+    reads: (u32, u32),
+    tag: u64,
+) -> QpShared {
+    ia.errors.name_qp(qp, tag);
+    QpShared::new(qp, &ia.device, rings, srq, reads, tag)
 }
 
 /// A QP as the core holds it.
 pub struct Qp {
-    conn: QpConn,
+    pub(crate) conn: QpConn,
     send_cq: Rc<CqShared>,
     recv_cq: Rc<CqShared>,
     /// The QP, as a post hands it to the provider.
@@ -334,22 +119,21 @@ impl Qp {
         if qp.is_null() {
             return Err(dat_error(errno()));
         }
-        let shared = Rc::new(QpShared {
-            ud: spec.qp_type == QpType::Ud,
-            ..QpShared::new(
-                qp,
-                ia,
-                Rings {
-                    // Room for every request the QP takes, so a post never
-                    // grows them.
-                    sends: Ring::new(cap.max_send_wr as usize, SendSlot::EMPTY),
-                    recvs: Ring::new(if srq_ptr.is_null() { cap.max_recv_wr as usize } else { 0 }, None),
-                },
-                spec.srq,
-                (spec.rdma_read_in, spec.rdma_read_out),
-                spec.tag,
-            )
-        });
+        let mut shared = shared_of(
+            qp,
+            ia,
+            Rings {
+                // Room for every request the QP takes, so a post never
+                // grows them.
+                sends: Ring::new(cap.max_send_wr as usize, SendSlot::EMPTY),
+                recvs: Ring::new(if srq_ptr.is_null() { cap.max_recv_wr as usize } else { 0 }, None),
+            },
+            spec.srq,
+            (spec.rdma_read_in, spec.rdma_read_out),
+            spec.tag,
+        );
+        shared.ud = spec.qp_type == QpType::Ud;
+        let shared = Rc::new(shared);
         // SAFETY: `qp` was just created.
         let num = unsafe { (*qp).qp_num };
         send_cq.qps.insert(num, shared.clone());
@@ -679,12 +463,6 @@ impl Drop for Qp {
     }
 }
 
-impl CmQp for Qp {
-    fn conn(&self) -> &QpConn {
-        &self.conn
-    }
-}
-
 /// An address handle: where a UD send goes (`ibv_create_ah`).
 pub struct Ah(pub(crate) *mut sys::ibv_ah);
 
@@ -719,11 +497,6 @@ impl Drop for Ah {
         // (`Backend::ah_destroy`'s contract).
         unsafe { sys::ibv_destroy_ah(self.0) };
     }
-}
-
-/// The completion of a request the device flushed, or would have.
-fn flushed(tag: u64, cookie: u64, op: DtoOp, notify: bool) -> Completion {
-    Completion { tag, cookie, status: DtoStatus::Flushed, op, transferred_length: 0, imm: 0, retired: 1, notify }
 }
 
 /// A request's remote operands for an opcode that has none: zeros, as
@@ -804,12 +577,6 @@ fn refused(rc: i32) -> DatError {
     dat_error(rc)
 }
 
-/// A QP whose connection [`RdmaCm`](crate::control::RdmaCm) drives.
-pub trait CmQp {
-    /// The QP's states and rdma_cm id.
-    fn conn(&self) -> &QpConn;
-}
-
 /// An RC QP's states and rdma_cm id, and the QP itself: dropping it
 /// forgets the id and destroys the QP.
 pub struct QpConn {
@@ -827,7 +594,7 @@ impl QpConn {
     /// `qp` is a live RC QP of `ia`'s context that nothing else destroys.
     pub unsafe fn new(qp: *mut sys::ibv_qp, ia: &Ia, srq: Option<&Srq>, reads: (u32, u32), tag: u64) -> QpConn {
         let srq = srq.map(|s| s.0.clone());
-        QpConn::of(Rc::new(QpShared::new(qp, &ia.0, Rings::default(), srq, reads, tag)), ia.0.clone())
+        QpConn::of(Rc::new(shared_of(qp, &ia.0, Rings::default(), srq, reads, tag)), ia.0.clone())
     }
 
     /// The QP of `shared`, whose connection the IA's connection manager
@@ -873,7 +640,7 @@ impl Drop for QpConn {
 
 #[cfg(test)]
 mod tests {
-    use super::{send_flags, Ring, Rings};
+    use super::send_flags;
     use crate::sys::ibv_send_flags as f;
     use udat_core::types::CompletionFlags as C;
 
@@ -886,24 +653,5 @@ mod tests {
         assert_eq!(send_flags(C(C::SOLICITED_WAIT.0 | C::BARRIER_FENCE.0), true), signaled | solicited | fence);
         assert_eq!(send_flags(C::SOLICITED_WAIT, false), signaled, "only a send solicits");
         assert_eq!(send_flags(C(C::SUPPRESS.0 | C::EVD_THRESHOLD.0), true), 0, "an EP attribute, not a post's");
-    }
-
-    #[test]
-    fn a_receive_leaves_once_those_before_it_have_and_each_completes_once() {
-        let mut r = Rings { recvs: Ring::new(4, None), ..Rings::default() };
-        for cookie in [100, 101, 102] {
-            let seq = r.recvs.stage(Some(cookie)).expect("room");
-            assert_eq!(seq, cookie - 100);
-            r.recvs.commit();
-        }
-        assert_eq!(r.take_recv(1), Some(101), "out of post order");
-        assert_eq!(r.take_recv(1), None, "once");
-        assert_eq!(r.recvs.front(), Some(&Some(100)), "the oldest still waits");
-        assert_eq!(r.take_recv(0), Some(100));
-        assert_eq!(r.recvs.front(), Some(&Some(102)), "both left");
-        assert_eq!(r.take_recv(2), Some(102));
-        assert_eq!(r.recvs.front(), None, "empty");
-        assert_eq!((r.take_recv(3), r.take_recv(0)), (None, None), "never posted; stale");
-        assert_eq!(r.recvs.stage(Some(103)), Some(3), "numbers go on rising");
     }
 }

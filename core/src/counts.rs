@@ -7,6 +7,7 @@
 use crate::backend::{RequestOp, SendWr};
 use crate::error::{DatError, DatResult};
 use crate::handle::RawHandle;
+use crate::signature::signature;
 use crate::slab::{Slab, Slot};
 use crate::store::Store;
 use crate::types::DtoOp;
@@ -68,6 +69,12 @@ pub mod evd {
     }
 }
 
+signature! {
+    /// `dat_ib_query_counters`'s parameters, as `dat_extension_op` numbers
+    /// them (`<dat2/dat_ib_extensions.h>`).
+    pub(crate) enum QueryCounters { DatHandle, Operation, Counter, CountersOut, Reset }
+}
+
 /// The counters of one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Counts<const N: usize> {
@@ -99,9 +106,9 @@ impl<const N: usize> Counts<N> {
         let (src, dst) = match which {
             w if w == N => (self.values.get_mut(..), out.get_mut(..N)),
             w if w < N => (self.values.get_mut(w..=w), out.get_mut(..1)),
-            _ => return Err(DatError::invalid_arg(3)),
+            _ => return Err(DatError::invalid(QueryCounters::Counter)),
         };
-        let (Some(src), Some(dst)) = (src, dst) else { return Err(DatError::invalid_arg(4)) };
+        let (Some(src), Some(dst)) = (src, dst) else { return Err(DatError::invalid(QueryCounters::CountersOut)) };
         dst.copy_from_slice(src);
         if reset {
             src.fill(0);

@@ -6,6 +6,8 @@
 
 use core::fmt;
 
+use crate::signature::{signature, Parameter};
+
 /// `DAT_CLASS_ERROR`: set on every error return.
 pub const CLASS_ERROR: u32 = 0x8000_0000;
 /// `DAT_TYPE_MASK`.
@@ -731,6 +733,7 @@ impl DatError {
     }
 
     /// `DAT_INVALID_PARAMETER`, `DAT_INVALID_ARGn` for the 1-based argument `n`.
+    /// The core names its argument instead, [`DatError::invalid`].
     pub const fn invalid_arg(n: u8) -> DatError {
         let subtype = match n {
             1 => Subtype::InvalidArg1,
@@ -746,6 +749,12 @@ impl DatError {
             _ => Subtype::NoSubtype,
         };
         DatError::new(ErrorType::InvalidParameter, subtype)
+    }
+
+    /// `DAT_INVALID_PARAMETER` for the argument `p` of its call, at the
+    /// position its page's synopsis gives it.
+    pub(crate) fn invalid(p: impl Parameter) -> DatError {
+        DatError::invalid_arg(p.position())
     }
 
     /// `DAT_INVALID_STATE` with a subtype.
@@ -795,6 +804,11 @@ impl fmt::Display for DatError {
 
 impl core::error::Error for DatError {}
 
+signature! {
+    /// dat_strerror(3DAT)'s parameters.
+    pub(crate) enum Strerror { Return, MajorMessage, MinorMessage }
+}
+
 /// `dat_strerror(3DAT)`: the major and minor message of a return code.
 ///
 /// "If an undefined DAT_RETURN value was passed as the return parameter, the
@@ -804,7 +818,7 @@ pub fn strerror(raw: u32) -> DatResult<(&'static str, &'static str)> {
     match DatError::from_raw(raw) {
         Some(Ok(())) => Ok(("DAT_SUCCESS", Subtype::NoSubtype.name())),
         Some(Err(e)) => Ok((e.ty.name(), e.subtype.name())),
-        None => Err(DatError::invalid_arg(1)),
+        None => Err(DatError::invalid(Strerror::Return)),
     }
 }
 
@@ -824,8 +838,10 @@ mod tests {
 
     #[test]
     fn dat_strerror_refuses_undefined_values() {
-        assert_eq!(strerror(0x0018_0000), Err(DatError::invalid_arg(1)));
-        assert_eq!(strerror(0x0007_ffff), Err(DatError::invalid_arg(1)));
+        // The return code is the first argument: DAT_INVALID_ARG1.
+        let refused = Err(DatError::new(ErrorType::InvalidParameter, Subtype::InvalidArg1));
+        assert_eq!(strerror(0x0018_0000), refused);
+        assert_eq!(strerror(0x0007_ffff), refused);
         assert_eq!(strerror(SUCCESS), Ok(("DAT_SUCCESS", "DAT_NO_SUBTYPE")));
         let e = DatError::invalid_state(Subtype::InvalidStateEvdInUse);
         assert_eq!(strerror(e.to_raw()), Ok(("DAT_INVALID_STATE", "DAT_INVALID_STATE_EVD_IN_USE")));

@@ -49,6 +49,8 @@
 //! - [`device_error`]: a transport's own errors (a QP or CQ in error, a
 //!   port down, a failed device) as DAT asynchronous events.
 //! - [`error`]: `DAT_RETURN`, bit for bit as `<dat2/dat_error.h>` has it.
+//! - `signature`: each DAT call's parameters in its page's order, which
+//!   give `DAT_INVALID_ARGn` its `n`; every call declares its own.
 //!
 //! The crate never panics on consumer input: every bad handle, length, flag
 //! or state is an `Err` with the code the man page gives, and leaves every
@@ -80,6 +82,7 @@ pub mod handle;
 mod object;
 pub mod place;
 mod provider;
+mod signature;
 pub mod slab;
 pub mod storage;
 pub mod store;

@@ -24,6 +24,7 @@ use crate::handle::{CnoHandle, EvdHandle, IaHandle};
 use crate::object::cno::{Cno, ProxyAgent, Signal};
 use crate::object::evd::TIMEOUT_INFINITE;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 
 /// Rounds of arming and pulling one `dat_cno_trigger` makes at most: a
@@ -61,6 +62,11 @@ pub enum CnoStep {
         /// Microseconds left; `None`: no limit.
         timeout_us: Option<u64>,
     },
+}
+
+signature! {
+    /// dat_cno_query(3DAT)'s parameters.
+    pub(crate) enum CnoQuery { CnoHandle, CnoParamMask, CnoParam }
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -115,7 +121,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn cno_query(&self, cno: CnoHandle, mask: u32) -> DatResult<CnoParam> {
         let c = self.cno(cno)?;
         if mask & !0x7 != 0 {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(CnoQuery::CnoParamMask));
         }
         Ok(CnoParam { ia: c.ia, agent: c.agent })
     }

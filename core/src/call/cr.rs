@@ -12,6 +12,7 @@ use crate::event::{EventData, EventNumber};
 use crate::handle::{CrHandle, EpHandle, EvdHandle, PspHandle};
 use crate::object::cr::Cr;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::types::{EpState, IaAddress, PspFlags};
 
@@ -30,6 +31,21 @@ pub struct CrParam {
     /// The EP the provider made or reserved for the request (a PSP with
     /// `DAT_PSP_PROVIDER_FLAG`, an RSP); null otherwise.
     pub local_ep: EpHandle,
+}
+
+signature! {
+    /// dat_cr_query(3DAT)'s parameters.
+    pub(crate) enum CrQuery { CrHandle, CrParamMask, CrParam }
+
+    /// dat_cr_accept(3DAT)'s parameters.
+    pub(crate) enum CrAccept { CrHandle, EpHandle, PrivateDataSize, PrivateData }
+
+    /// dat_cr_reject's parameters in DAT 2.0 (`<dat2/dat.h>`), which gives
+    /// the rejection private data; dat_cr_reject(3DAT) has only `cr_handle`.
+    pub(crate) enum CrReject { CrHandle, PrivateDataSize, PrivateData }
+
+    /// dat_cr_handoff(3DAT)'s parameters.
+    pub(crate) enum CrHandoff { CrHandle, Handoff }
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -61,7 +77,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn cr_query(&self, cr: CrHandle, mask: u32) -> DatResult<CrParam> {
         let c = self.cr(cr)?;
         if mask & !CR_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(CrQuery::CrParamMask));
         }
         Ok(CrParam {
             remote_ia_address: c.remote,
@@ -84,7 +100,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let cr = self.cr(cr_h)?;
         let max = self.ia(cr.ia)?.attr.max_private_data_size as usize;
         if private_data.len() > max {
-            return Err(DatError::invalid_arg(3));
+            return Err(DatError::invalid(CrAccept::PrivateDataSize));
         }
         let target = if cr.local_ep.is_null() {
             let e = self.ep(ep)?;
@@ -103,7 +119,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         } else {
             // "If the local Endpoint is specified by the Connection Request,
             // the ep_handle shall be DAT_HANDLE_NULL."
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(CrAccept::EpHandle));
         };
         let (remote, remote_port, ia) = (cr.remote, cr.remote_port, cr.ia);
         let Provider { crs, eps, backend, .. } = self;
@@ -126,7 +142,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let ia = self.cr(cr)?.ia;
         let max = self.ia(ia)?.attr.max_private_data_size as usize;
         if private_data.len() > max {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(CrReject::PrivateDataSize));
         }
         self.cr_refuse(cr, private_data);
         self.count_ia(ia, counts::ia::Counter::SP_CR_REJECTED);
@@ -161,7 +177,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let bound = self.eps.get(cr.local_ep.0).is_some_and(|e| !e.connection().provider_owned());
         let target = self.psps.members(&self.owned(ia).psps).find(|(_, p)| p.conn_qual == conn_qual);
         let Some((psp_raw, psp)) = target.filter(|_| !bound) else {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(CrHandoff::Handoff));
         };
         let (psp_h, evd, flags) = (PspHandle(psp_raw), psp.evd, psp.flags);
         let Some(mut c) = crate::object::owned::remove(&mut self.ias, &mut self.crs, cr_h.0) else {

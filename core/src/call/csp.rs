@@ -16,12 +16,14 @@
 //! first two bytes, in host order, the port in the next two, in network
 //! order.
 
+use super::ep::EpConnect;
 use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{CspHandle, EpHandle, EvdHandle, IaHandle, PspHandle};
 use crate::object::csp::{Comm, Common};
 use crate::object::psp::Psp;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::types::{ConnectFlags, IaAddress, PspFlags, Qos};
 
@@ -72,6 +74,17 @@ impl IaAddress {
     }
 }
 
+signature! {
+    /// dat_csp_create's parameters (`<dat2/dat.h>`, DAT 2.0).
+    pub(crate) enum CspCreate { IaHandle, Communicator, Address, EvdHandle, CspHandle }
+
+    /// dat_csp_query's parameters (`<dat2/dat.h>`, DAT 2.0).
+    pub(crate) enum CspQuery { CspHandle, CspParamMask, CspParam }
+
+    /// dat_ep_common_connect's parameters (`<dat2/dat.h>`, DAT 2.0).
+    pub(crate) enum EpCommonConnect { EpHandle, RemoteIaAddress, Timeout, PrivateDataSize, PrivateData }
+}
+
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_csp_create: listen on `address` of `ia`, its port included, for
     /// sockets of `comm`; requests arrive on `evd` (which takes connection
@@ -94,7 +107,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<CspHandle> {
         let own = self.ia(ia)?.attr.ia_address;
         if !matches!(comm.domain, AF_INET | AF_INET6) || address.family().is_some_and(|f| f != comm.domain) {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(CspCreate::Communicator));
         }
         if comm.socket_type != SOCK_STREAM || !matches!(comm.protocol, 0 | IPPROTO_TCP) {
             return Err(DatError::of(ErrorType::ModelNotSupported));
@@ -115,7 +128,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn csp_query(&self, csp: CspHandle, mask: u32) -> DatResult<CspParam> {
         let (p, common) = self.csp(csp)?;
         if mask & !CSP_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(CspQuery::CspParamMask));
         }
         Ok(CspParam { ia: p.ia, comm: common.comm, address: common.address, evd: p.evd })
     }
@@ -159,9 +172,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             Qos::BEST_EFFORT,
             ConnectFlags::DEFAULT,
         );
+        // dat_ep_connect(3DAT)'s refusals of the arguments this call
+        // passes on, renumbered as this call has them.
+        const TIMEOUT: Subtype = DatError::invalid_arg(EpConnect::Timeout.position()).subtype();
+        const PRIVATE_DATA_SIZE: Subtype = DatError::invalid_arg(EpConnect::PrivateDataSize.position()).subtype();
         connected.map_err(|e| match e.subtype() {
-            Subtype::InvalidArg4 => DatError::invalid_arg(3),
-            Subtype::InvalidArg5 => DatError::invalid_arg(4),
+            TIMEOUT => DatError::invalid(EpCommonConnect::Timeout),
+            PRIVATE_DATA_SIZE => DatError::invalid(EpCommonConnect::PrivateDataSize),
             _ => e,
         })
     }

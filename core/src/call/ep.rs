@@ -32,6 +32,7 @@ use crate::handle::{EpHandle, EvdHandle, IaHandle, PzHandle, SrqHandle};
 use crate::object::ep::{Ep, Streams};
 use crate::object::evd::NotifyMode;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::types::{CloseFlags, ConnectFlags, EpAttr, EpState, EvdFlags, IaAddress, Qos};
 
@@ -81,6 +82,26 @@ pub struct EpChanges {
     pub attr: Option<EpAttr>,
 }
 
+signature! {
+    /// dat_ep_create(3DAT)'s parameters.
+    pub(crate) enum EpCreate {
+        IaHandle, PzHandle, RecvEvdHandle, RequestEvdHandle, ConnectEvdHandle, EpAttributes, EpHandle,
+    }
+
+    /// dat_ep_create_with_srq(3DAT)'s parameters.
+    pub(crate) enum EpCreateWithSrq {
+        IaHandle, PzHandle, RecvEvdHandle, RequestEvdHandle, ConnectEvdHandle, SrqHandle, EpAttributes, EpHandle,
+    }
+
+    /// dat_ep_modify(3DAT)'s parameters.
+    pub(crate) enum EpModify { EpHandle, EpParamMask, EpParam }
+
+    /// dat_ep_connect(3DAT)'s parameters.
+    pub(crate) enum EpConnect {
+        EpHandle, RemoteIaAddress, RemoteConnQual, Timeout, PrivateDataSize, PrivateData, Qos, ConnectFlags,
+    }
+}
+
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_create(3DAT): an Endpoint in `DAT_EP_STATE_UNCONNECTED`. With
     /// no `attr` the provider picks [`EpAttr::provider_default`].
@@ -117,7 +138,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // DAT_INVALID_PARAMETER where the provider needs them equal.
         let differ_ok = self.ia(ia)?.attr.srq_ep_pz_difference_supported;
         if s.pz != pz && !differ_ok {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(EpCreateWithSrq::PzHandle));
         }
         let ep = self.ep_new(ia, pz, (recv_evd, request_evd, connect_evd), srq, Some(attr), QpType::Rc)?;
         if let Ok(s) = self.srq_mut(srq) {
@@ -138,7 +159,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let ia = self.ia(ia_h)?;
         let attr = match attr {
             Some(a) => {
-                a.check(&ia.attr, 6)?;
+                // dat_ep_create(3DAT)'s position, whichever call creates.
+                a.check(&ia.attr, EpCreate::EpAttributes)?;
                 a.resolved(&ia.attr)
             }
             None => EpAttr::provider_default(&ia.attr),
@@ -224,6 +246,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// and a connection EVD is a queue of the provider's, so it may be of
     /// any IA of this provider (dapltest's limit test shares one among
     /// the IAs it opens).
+    ///
+    /// A refusal names dat_ep_create(3DAT)'s `ep_attributes`, whichever
+    /// call asks.
     fn check_streams(&self, s: &Streams) -> DatResult<()> {
         let (recv, recv_mode) = s.recv;
         let (request, request_mode) = s.request;
@@ -245,7 +270,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let shared_ok = recv.is_null() || recv != request || recv_mode.shares_with(request_mode);
         let connect_ok = self.evds.get(s.connect.0).is_none_or(|e| !e.dto.solicited());
         if !fits(recv, recv_mode) || !fits(request, request_mode) || !shared_ok || !connect_ok {
-            return Err(DatError::invalid_arg(6));
+            return Err(DatError::invalid(EpCreate::EpAttributes));
         }
         Ok(())
     }
@@ -384,7 +409,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::invalid_state(ep.state_subtype()));
         }
         if let Some(attr) = changes.attr {
-            attr.check(&ia.attr, 3)?;
+            attr.check(&ia.attr, EpModify::EpParam)?;
             if attr.recv_completion_flags != ep.attr().recv_completion_flags && ep.recv_outstanding != 0 {
                 return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
             }
@@ -444,16 +469,16 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let ep = self.ep(h)?;
         let ia = &self.ia(ep.ia)?.attr;
         if timeout_us == 0 {
-            return Err(DatError::invalid_arg(4));
+            return Err(DatError::invalid(EpConnect::Timeout));
         }
         if private_data.len() > ia.max_private_data_size as usize {
-            return Err(DatError::invalid_arg(5));
+            return Err(DatError::invalid(EpConnect::PrivateDataSize));
         }
         if !flags.is_valid() {
-            return Err(DatError::invalid_arg(8));
+            return Err(DatError::invalid(EpConnect::ConnectFlags));
         }
         if !qos.is_valid() {
-            return Err(DatError::invalid_arg(7));
+            return Err(DatError::invalid(EpConnect::Qos));
         }
         // "If the local Provider or Transport does not support the requested
         // qos, the operation fails and DAT_MODEL_NOT_SUPPORTED is returned

@@ -17,6 +17,7 @@ use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
 use crate::object::evd::{DtoStreams, Evd, NotifyMode, TIMEOUT_INFINITE};
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::types::EvdFlags;
 
@@ -108,6 +109,24 @@ pub enum WaitStep {
     },
 }
 
+signature! {
+    /// dat_evd_create's parameters (`<dat2/udat.h>`; the pages have none).
+    pub(crate) enum EvdCreate { IaHandle, EvdMinQlen, CnoHandle, EvdFlags, EvdHandle }
+
+    /// dat_evd_query(3DAT)'s parameters.
+    pub(crate) enum EvdQuery { EvdHandle, EvdParamMask, EvdParam }
+
+    /// dat_evd_resize(3DAT)'s parameters.
+    pub(crate) enum EvdResize { EvdHandle, EvdMinQlen }
+
+    /// dat_evd_post_se(3DAT)'s parameters.
+    pub(crate) enum EvdPostSe { EvdHandle, Event }
+
+    /// dat_evd_wait(3DAT)'s parameters, named for the C call
+    /// ([`EvdWait`] is a wait under way).
+    pub(crate) enum DatEvdWait { EvdHandle, Timeout, Threshold, Event, Nmore }
+}
+
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_evd_create: an EVD of `min_qlen` events fed by the streams in
     /// `flags`, tied to `cno` (or none).
@@ -120,10 +139,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<EvdHandle> {
         let ia = self.ia(ia_h)?;
         if min_qlen == 0 || min_qlen > ia.attr.max_evd_qlen {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(EvdCreate::EvdMinQlen));
         }
         if flags.0 == 0 || !flags.is_valid() {
-            return Err(DatError::invalid_arg(4));
+            return Err(DatError::invalid(EvdCreate::EvdFlags));
         }
         if !cno.is_null() && self.cno(cno)?.ia != ia_h {
             return Err(DatError::invalid_handle(Subtype::InvalidHandleCno));
@@ -206,7 +225,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn evd_query(&self, evd: EvdHandle, mask: u32) -> DatResult<EvdParam> {
         let e = self.evd(evd)?;
         if mask & !EVD_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(EvdQuery::EvdParamMask));
         }
         let mut state = if e.enabled { EvdState::ENABLED } else { EvdState::DISABLED };
         state |= if e.waitable { EvdState::WAITABLE } else { EvdState::UNWAITABLE };
@@ -236,7 +255,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let e = self.evd(evd)?;
         let max = self.ia(e.ia).map(|ia| ia.attr.max_evd_qlen).unwrap_or(0);
         if min_qlen == 0 || min_qlen > max {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(EvdResize::EvdMinQlen));
         }
         if min_qlen < e.queue.len() {
             return Err(DatError::invalid_state(Subtype::NoSubtype));
@@ -264,7 +283,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn evd_post_se(&mut self, evd: EvdHandle, pointer: u64) -> DatResult<()> {
         let e = self.evd(evd)?;
         if !e.flags.contains(EvdFlags::SOFTWARE) {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(EvdPostSe::Event));
         }
         if e.queue.room() == 0 {
             return Err(DatError::of(ErrorType::QueueFull));
@@ -408,7 +427,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // queue length ... If a non-positive value is specified ...
         // DAT_INVALID_PARAMETER."
         if threshold == 0 || threshold > e.queue.capacity() {
-            return Err(DatError::invalid_arg(3));
+            return Err(DatError::invalid(DatEvdWait::Threshold));
         }
         // "... configured for a Consumer-controlled event Notification ...
         // the threshold value must be 1 ... DAT_INVALID_STATE."

@@ -7,6 +7,7 @@ use crate::handle::{EvdHandle, IaHandle};
 use crate::object::ia::Ia;
 use crate::object::ia::Owned;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::types::{CloseFlags, EvdFlags, IaAttr};
 
@@ -34,15 +35,20 @@ pub enum AsyncEvdRef {
     OutOfScope,
 }
 
+signature! {
+    /// dat_ia_open(3DAT)'s parameters.
+    pub(crate) enum IaOpen { IaNamePtr, AsyncEvdMinQlen, AsyncEvdHandle, IaHandle }
+}
+
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ia_open(3DAT): open the IA `name`.
     pub fn ia_open(&mut self, name: &[u8], async_evd: AsyncEvd) -> DatResult<(IaHandle, EvdHandle)> {
-        let stored = crate::store::FixedVec::from_slice(name).map_err(|_| DatError::invalid_arg(1))?;
+        let stored = crate::store::FixedVec::from_slice(name).map_err(|_| DatError::invalid(IaOpen::IaNamePtr))?;
         if name.is_empty() {
-            return Err(DatError::invalid_arg(1));
+            return Err(DatError::invalid(IaOpen::IaNamePtr));
         }
         if let AsyncEvd::Create { min_qlen: 0 } = async_evd {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(IaOpen::AsyncEvdMinQlen));
         }
         if let AsyncEvd::Use(h) = async_evd {
             // "If the Provider determines that the Consumer-provided

@@ -14,6 +14,7 @@ use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, LmrHandle, PzHandle};
 use crate::object::lmr::{by_context, Lmr};
 use crate::provider::Provider;
+use crate::signature::{signature, Parameter};
 use crate::storage::Storage;
 use crate::types::{LmrTriplet, MemPriv, MemType};
 
@@ -59,6 +60,23 @@ pub struct LmrParam {
     pub registered_address: u64,
 }
 
+signature! {
+    /// dat_lmr_create(3DAT)'s parameters.
+    pub(crate) enum LmrCreate {
+        IaHandle, MemType, RegionDescription, Length, PzHandle, MemPrivileges, LmrHandle, LmrContext, RmrContext,
+        RegisteredSize, RegisteredAddress,
+    }
+
+    /// dat_lmr_query(3DAT)'s parameters.
+    pub(crate) enum LmrQuery { LmrHandle, LmrParamMask, LmrParam }
+
+    /// dat_lmr_sync_rdma_read(3DAT)'s parameters.
+    pub(crate) enum LmrSyncRdmaRead { IaHandle, LocalSegments, NumSegments }
+
+    /// dat_lmr_sync_rdma_write(3DAT)'s parameters.
+    pub(crate) enum LmrSyncRdmaWrite { IaHandle, LocalSegments, NumSegments }
+}
+
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_lmr_create(3DAT): register memory in `pz`.
     ///
@@ -91,7 +109,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let max_block = ia.attr.max_lmr_block_size;
         let max_va = ia.attr.max_lmr_virtual_address;
         if !privileges.is_valid() {
-            return Err(DatError::invalid_arg(6));
+            return Err(DatError::invalid(LmrCreate::MemPrivileges));
         }
         // A transport that reads every region locally grants the privilege
         // whether asked or not, and the LMR reports what it has.
@@ -106,9 +124,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 (base.address, base.length)
             }
         };
-        let end = address.checked_add(length).ok_or(DatError::invalid_arg(3))?;
+        let end = address.checked_add(length).ok_or(DatError::invalid(LmrCreate::RegionDescription))?;
         if length == 0 || length > max_block || end - 1 > max_va {
-            return Err(DatError::invalid_arg(4));
+            return Err(DatError::invalid(LmrCreate::Length));
         }
         if let MemType::SharedVirtual { cookie, .. } = mem_type {
             self.shared_region_fits(ia_h, &cookie, length)?;
@@ -180,7 +198,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             |l: &Lmr<B>| l.ia == ia && matches!(&l.mem_type, MemType::SharedVirtual { cookie: c, .. } if c == cookie);
         match self.lmrs.find_from(0, shares).and_then(|h| self.lmrs.get(h)) {
             Some(Lmr { mem_type: MemType::SharedVirtual { length: region, .. }, .. }) if *region != length => {
-                Err(DatError::invalid_arg(4))
+                Err(DatError::invalid(LmrCreate::Length))
             }
             _ => Ok(()),
         }
@@ -225,7 +243,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn lmr_query(&self, lmr: LmrHandle, mask: u32) -> DatResult<LmrParam> {
         let l = self.lmr(lmr)?;
         if mask & !LMR_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(LmrQuery::LmrParamMask));
         }
         Ok(LmrParam {
             ia: l.ia,
@@ -248,23 +266,24 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// with the adapter, so nothing needs flushing; the segments are still
     /// checked as the page requires.
     pub fn lmr_sync_rdma_read(&self, ia: IaHandle, segments: &[LmrTriplet]) -> DatResult<()> {
-        self.lmr_sync(ia, segments)
+        self.lmr_sync(ia, segments, LmrSyncRdmaRead::LocalSegments)
     }
 
     /// dat_lmr_sync_rdma_write(3DAT); see [`Provider::lmr_sync_rdma_read`].
     pub fn lmr_sync_rdma_write(&self, ia: IaHandle, segments: &[LmrTriplet]) -> DatResult<()> {
-        self.lmr_sync(ia, segments)
+        self.lmr_sync(ia, segments, LmrSyncRdmaWrite::LocalSegments)
     }
 
-    fn lmr_sync(&self, ia: IaHandle, segments: &[LmrTriplet]) -> DatResult<()> {
+    /// The rules of both syncs; `local_segments` is the call's.
+    fn lmr_sync(&self, ia: IaHandle, segments: &[LmrTriplet], local_segments: impl Parameter) -> DatResult<()> {
         self.ia(ia)?;
         // "the address range for a local segment fell outside the boundaries
         // of the corresponding Local Memory Region or the LMR handle was
         // invalid": DAT_INVALID_PARAMETER.
         for seg in segments {
-            let (_, lmr) = self.lmr_by_context(seg.lmr_context).ok_or(DatError::invalid_arg(2))?;
+            let (_, lmr) = self.lmr_by_context(seg.lmr_context).ok_or(DatError::invalid(local_segments))?;
             if lmr.ia != ia || !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
-                return Err(DatError::invalid_arg(2));
+                return Err(DatError::invalid(local_segments));
             }
         }
         Ok(())

@@ -9,6 +9,7 @@ use crate::object::cr::Cr;
 use crate::object::csp::Common;
 use crate::object::psp::Psp;
 use crate::provider::{psp_tag, Provider};
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::types::{EvdFlags, IaAddress, PspFlags};
 
@@ -30,6 +31,11 @@ pub struct PspParam {
     pub evd: EvdHandle,
     /// Who creates the EP for an arriving request.
     pub flags: PspFlags,
+}
+
+signature! {
+    /// dat_psp_query(3DAT)'s parameters.
+    pub(crate) enum PspQuery { PspHandle, PspParamMask, PspParam }
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -147,7 +153,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn psp_query(&self, psp: PspHandle, mask: u32) -> DatResult<PspParam> {
         let p = self.psp(psp)?;
         if mask & !PSP_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(PspQuery::PspParamMask));
         }
         Ok(PspParam { ia: p.ia, conn_qual: p.conn_qual, evd: p.evd, flags: p.flags })
     }

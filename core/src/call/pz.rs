@@ -6,6 +6,7 @@ use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, PzHandle};
 use crate::object::pz::Pz;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 
 /// `DAT_PZ_FIELD_ALL`.
@@ -16,6 +17,11 @@ pub const PZ_FIELD_ALL: u32 = 0x01;
 pub struct PzParam {
     /// The IA the PZ belongs to.
     pub ia: IaHandle,
+}
+
+signature! {
+    /// dat_pz_query(3DAT)'s parameters.
+    pub(crate) enum PzQuery { PzHandle, PzParamMask, PzParam }
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -54,7 +60,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn pz_query(&self, pz: PzHandle, mask: u32) -> DatResult<PzParam> {
         let pz = self.pz(pz)?;
         if mask & !PZ_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(PzQuery::PzParamMask));
         }
         Ok(PzParam { ia: pz.ia })
     }

@@ -16,6 +16,7 @@ use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, IaHandle, LmrHandle, PzHandle, RmrHandle};
 use crate::object::rmr::{Binding, InFlight, Rmr, RmrScope};
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
 
@@ -38,6 +39,14 @@ pub struct RmrParam {
     pub rmr_context: Option<u32>,
     /// What the binding is tied to.
     pub scope: RmrScope,
+}
+
+signature! {
+    /// dat_rmr_bind(3DAT)'s parameters.
+    pub(crate) enum RmrBind { RmrHandle, LmrTriplet, MemPrivileges, EpHandle, UserCookie, CompletionFlags, RmrContext }
+
+    /// dat_rmr_query(3DAT)'s parameters.
+    pub(crate) enum RmrQuery { RmrHandle, RmrParamMask, RmrParam }
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -110,11 +119,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let ep = self.ep(ep_h)?;
         if privileges.0 & !MemPriv::REMOTE.0 != 0 {
-            return Err(DatError::invalid_arg(3));
+            return Err(DatError::invalid(RmrBind::MemPrivileges));
         }
         let allowed = CompletionFlags::SUPPRESS | CompletionFlags::UNSIGNALLED | CompletionFlags::BARRIER_FENCE;
         if flags.0 & !allowed.0 != 0 || !ep.unsignalled_allowed(flags, false) {
-            return Err(DatError::invalid_arg(6));
+            return Err(DatError::invalid(RmrBind::CompletionFlags));
         }
         // "The operation is valid for the Endpoint in the
         // DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states."
@@ -130,13 +139,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if scope == RmrScope::Ep {
             // A window of one Endpoint binds only from the free state (IBA
             // o10-36.2.2), and only the Endpoint it is bound to invalidates
-            // it: another is a bad `ep_handle`, dat_rmr_bind(3DAT)'s
-            // fourth argument, as the other arguments here are numbered.
+            // it: another is a bad `ep_handle`, an invalid argument as
+            // the others here are.
             match (binds, bound) {
                 (true, Some(_)) | (false, None) => {
                     return Err(DatError::of(ErrorType::InvalidState));
                 }
-                (false, Some(b)) if b.ep != ep_h => return Err(DatError::invalid_arg(4)),
+                (false, Some(b)) if b.ep != ep_h => return Err(DatError::invalid(RmrBind::EpHandle)),
                 _ => {}
             }
         }
@@ -146,13 +155,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             let (named, lmr) =
                 self.lmr_by_context(triplet.lmr_context).ok_or(DatError::of(ErrorType::ProtectionViolation))?;
             if named != lmr_h {
-                return Err(DatError::invalid_arg(2));
+                return Err(DatError::invalid(RmrBind::LmrTriplet));
             }
             if lmr.pz != rmr_pz {
                 return Err(DatError::of(ErrorType::ProtectionViolation));
             }
             if !lmr.contains(triplet.virtual_address, u64::from(triplet.segment_length)) {
-                return Err(DatError::invalid_arg(2));
+                return Err(DatError::invalid(RmrBind::LmrTriplet));
             }
             // Remote read needs local read on the LMR, remote write local
             // write ("or the operation fails and returns
@@ -246,7 +255,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn rmr_query(&self, rmr: RmrHandle, mask: u32) -> DatResult<RmrParam> {
         let r = self.rmr(rmr)?;
         if mask & !RMR_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(RmrQuery::RmrParamMask));
         }
         Ok(RmrParam {
             ia: r.ia,

@@ -12,6 +12,7 @@ use crate::handle::{EpHandle, EvdHandle, IaHandle, PspHandle, RspHandle};
 use crate::object::cr::Cr;
 use crate::object::rsp::Rsp;
 use crate::provider::{rsp_tag, Provider};
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::types::{EpState, EvdFlags, IaAddress};
 
@@ -29,6 +30,11 @@ pub struct RspParam {
     pub evd: EvdHandle,
     /// The EP reserved for that request.
     pub ep: EpHandle,
+}
+
+signature! {
+    /// dat_rsp_query(3DAT)'s parameters.
+    pub(crate) enum RspQuery { RspHandle, RspParamMask, RspParam }
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -120,7 +126,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn rsp_query(&self, rsp: RspHandle, mask: u32) -> DatResult<RspParam> {
         let r = self.rsp(rsp)?;
         if mask & !RSP_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(RspQuery::RspParamMask));
         }
         Ok(RspParam { ia: r.ia, conn_qual: r.conn_qual, evd: r.evd, ep: r.ep })
     }

@@ -7,6 +7,7 @@ use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, PzHandle, SrqHandle};
 use crate::object::srq::Srq;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::types::SrqAttr;
 
@@ -33,6 +34,20 @@ pub struct SrqParam {
     pub outstanding_dto_count: u32,
 }
 
+signature! {
+    /// dat_srq_create(3DAT)'s parameters.
+    pub(crate) enum SrqCreate { IaHandle, PzHandle, SrqAttr, SrqHandle }
+
+    /// dat_srq_query(3DAT)'s parameters.
+    pub(crate) enum SrqQuery { SrqHandle, SrqParamMask, SrqParam }
+
+    /// dat_srq_resize(3DAT)'s parameters.
+    pub(crate) enum SrqResize { SrqHandle, SrqMaxRecvDto }
+
+    /// dat_srq_set_lw(3DAT)'s parameters.
+    pub(crate) enum SrqSetLw { SrqHandle, LowWatermark }
+}
+
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_srq_create(3DAT). "The Consumer must set low_watermark to
     /// DAT_SRQ_LW_DEFAULT" (0).
@@ -45,7 +60,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             || attr.max_recv_iov > limits.max_iov_segments_per_dto
             || attr.low_watermark != 0
         {
-            return Err(DatError::invalid_arg(3));
+            return Err(DatError::invalid(SrqCreate::SrqAttr));
         }
         let Provider { pzs, backend, .. } = self;
         let pd = &pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?.pd;
@@ -84,7 +99,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn srq_query(&self, h: SrqHandle, mask: u32) -> DatResult<SrqParam> {
         let s = self.srq(h)?;
         if mask & !SRQ_FIELD_ALL != 0 {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(SrqQuery::SrqParamMask));
         }
         Ok(SrqParam {
             ia: s.ia,
@@ -103,7 +118,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let s = self.srq(h)?;
         let limit = self.ia(s.ia)?.attr.max_recv_per_srq;
         if max_recv_dtos == 0 || max_recv_dtos > limit {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(SrqResize::SrqMaxRecvDto));
         }
         if max_recv_dtos < s.outstanding || max_recv_dtos < s.attr.low_watermark {
             return Err(DatError::invalid_state(Subtype::NoSubtype));
@@ -121,7 +136,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn srq_set_lw(&mut self, h: SrqHandle, low_watermark: u32) -> DatResult<()> {
         let s = self.srq(h)?;
         if low_watermark > s.attr.max_recv_dtos {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(SrqSetLw::LowWatermark));
         }
         Err(DatError::of(ErrorType::ModelNotSupported))
     }

@@ -17,14 +17,26 @@
 //!
 //! Requests arrive at a PSP as `DAT_IB_UD_CONNECTION_REQUEST_EVENT`.
 
+use super::cr::CrAccept;
 use crate::backend::{Backend, ConnOutcome, ConnectionManager, PrivateData, QpType, UdPeer};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{EventData, EventNumber};
 use crate::handle::{AhHandle, CrHandle, EpHandle, EvdHandle, IaHandle, PzHandle, SrqHandle};
 use crate::object::ah::Ah;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::types::{EpAttr, EpState, IaAddress};
+
+signature! {
+    /// `dat_ib_ud_cm_free`'s parameters, as `dat_extension_op` numbers
+    /// them (`<dat2/dat_ib_extensions.h>`): the operation second.
+    pub(crate) enum UdCmFree { EpHandle, Operation, Cm }
+
+    /// `dat_ib_ud_ah_free`'s parameters, as `dat_extension_op` numbers
+    /// them: the operation second.
+    pub(crate) enum UdAhFree { EpHandle, Operation, Ah }
+}
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_create(3DAT) of `DAT_IB_SERVICE_TYPE_UD`: a UD Endpoint in
@@ -79,7 +91,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // An RC request on a UD EP, or a UD request on an RC EP: the EP
         // cannot take this connection.
         if e.ud != c.ud {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(CrAccept::EpHandle));
         }
         if !matches!(e.state(), EpState::Unconnected | EpState::Connected) {
             return Err(DatError::invalid_state(e.state_subtype()));
@@ -173,12 +185,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// The private data and the peer's address of the UD connection event
     /// that gave `ah`; with `ah` null, the private data of `ep`'s last
-    /// rejection and no address.
+    /// rejection and no address. An `ah` not of `ep` is refused as
+    /// `dat_ib_ud_ah_free` refuses it.
     pub fn ud_connection(&self, ep: EpHandle, ah: AhHandle) -> DatResult<(&[u8], IaAddress)> {
         if ah.is_null() {
             return Ok((&self.ep(ep)?.connection().private_data, IaAddress::default()));
         }
-        let a = self.ahs.get(ah.0).filter(|a| a.ep == ep).ok_or(DatError::invalid_arg(3))?;
+        let a = self.ahs.get(ah.0).filter(|a| a.ep == ep).ok_or(DatError::invalid(UdAhFree::Ah))?;
         Ok((&a.private_data, a.remote))
     }
 
@@ -190,9 +203,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { eps, ahs, backend, .. } = self;
         let e = eps.get_mut(ep.0).filter(|e| e.ud).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         if ahs.get(ah.0).is_none_or(|a| a.ep != ep) {
-            return Err(DatError::invalid_arg(3));
+            return Err(DatError::invalid(UdAhFree::Ah));
         }
-        let a = ahs.remove_member(&mut e.ahs, ah.0).ok_or(DatError::invalid_arg(3))?;
+        let a = ahs.remove_member(&mut e.ahs, ah.0).ok_or(DatError::invalid(UdAhFree::Ah))?;
         backend.ah_destroy(a.ah);
         Ok(())
     }
@@ -207,7 +220,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn ud_cm_free(&mut self, ep: EpHandle, cm: AhHandle) -> DatResult<()> {
         let Provider { eps, ahs, .. } = self;
         eps.get(ep.0).filter(|e| e.ud).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
-        let a = ahs.get_mut(cm.0).filter(|a| a.ep == ep && a.cm_held).ok_or(DatError::invalid_arg(3))?;
+        let a = ahs.get_mut(cm.0).filter(|a| a.ep == ep && a.cm_held).ok_or(DatError::invalid(UdCmFree::Cm))?;
         a.cm_held = false;
         Ok(())
     }

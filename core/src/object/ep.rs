@@ -9,6 +9,7 @@ use crate::backend::Backend;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EvdHandle, IaHandle, PzHandle, SrqHandle};
 use crate::object::evd::NotifyMode;
+use crate::signature::Parameter;
 use crate::slab::Members;
 use crate::types::{CompletionFlags, EpAttr, EpState, IaAttr, Qos};
 
@@ -358,7 +359,8 @@ impl EpAttr {
 
     /// Whether the device can give these attributes: `DAT_INVALID_PARAMETER`
     /// for values out of range, `DAT_MODEL_NOT_SUPPORTED` for a QoS it lacks.
-    pub(crate) fn check(&self, ia: &IaAttr, arg: u8) -> DatResult<()> {
+    /// `attributes` is the call's parameter that holds them.
+    pub(crate) fn check(&self, ia: &IaAttr, attributes: impl Parameter) -> DatResult<()> {
         let recv_ok = [
             CompletionFlags::DEFAULT,
             CompletionFlags::UNSIGNALLED,
@@ -377,7 +379,7 @@ impl EpAttr {
             && self.max_rdma_read_in <= ia.max_rdma_read_per_ep_in
             && self.max_rdma_read_out <= ia.max_rdma_read_per_ep_out;
         if !recv_ok || !request_ok || !in_range || !self.qos.is_valid() {
-            return Err(DatError::invalid_arg(arg));
+            return Err(DatError::invalid(attributes));
         }
         if self.qos.0 & !ia.qos_supported.0 != 0 {
             return Err(DatError::of(ErrorType::ModelNotSupported));

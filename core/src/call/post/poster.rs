@@ -17,7 +17,7 @@
 //!   so no connection event can move the EP's state.
 
 use super::rule::gather;
-use super::rule::{admitted, commit, commit_one, fits, hand_off, kind, room, Checked, Refusal, Sges};
+use super::rule::{admitted, commit, commit_one, fits, hand_off, kind, room, Checked, PostSend, Refusal, Sges};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
@@ -78,7 +78,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `DAT_PRIVILEGES_VIOLATION`; more segments than a request may have
     /// `DAT_INVALID_PARAMETER` for the count.
     pub fn segments(&self, pz: PzHandle, iov: &[LmrTriplet], access: Access) -> DatResult<Segments> {
-        let kept = crate::store::FixedVec::from_slice(iov).map_err(|_| DatError::invalid_arg(2))?;
+        let kept = crate::store::FixedVec::from_slice(iov).map_err(|_| DatError::invalid(PostSend::NumSegments))?;
         let mut sges = crate::store::FixedVec::new();
         let total = gather(&self.lmrs, pz, iov, access.privilege(), &mut sges)?;
         let checked = Checked { sges, total };

@@ -9,10 +9,16 @@ use crate::object::ep::Ep;
 use crate::object::lmr::Lmr;
 use crate::object::srq::Srq;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 use crate::store::FixedVec;
 use crate::types::{CompletionFlags, LmrTriplet, MemPriv};
+
+signature! {
+    /// dat_srq_post_recv(3DAT)'s parameters.
+    pub(crate) enum SrqPostRecv { SrqHandle, NumSegments, LocalIov, UserCookie }
+}
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_post_recv(3DAT): "The operation is valid for all states of the
@@ -130,7 +136,7 @@ pub(crate) fn srq_recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     post: impl FnOnce(&mut B::Srq, &[Sge]) -> DatResult<()>,
 ) -> DatResult<()> {
     if iov.len() > s.attr.max_recv_iov as usize {
-        return Err(DatError::invalid_arg(2));
+        return Err(DatError::invalid(SrqPostRecv::NumSegments));
     }
     let mut sges = FixedVec::new();
     gather(lmrs, s.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;

@@ -25,10 +25,16 @@ use crate::object::lmr::Lmr;
 use crate::object::rmr::Rmr;
 use crate::object::rmr::RmrScope;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 #[cfg(doc)]
 use crate::types::DtoOp;
 use crate::types::{CompletionFlags, LmrTriplet, MemPriv, RmrTriplet};
+
+signature! {
+    /// dat_ep_post_rdma_read_to_rmr's parameters (`<dat2/dat.h>`, DAT 2.0).
+    pub(crate) enum PostRdmaReadToRmr { EpHandle, LocalIov, UserCookie, RemoteIov, CompletionFlags }
+}
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_post_send(3DAT). Every request post is judged by
@@ -141,7 +147,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             let offset = local.virtual_address.wrapping_sub(b.triplet.virtual_address);
             let window = u64::from(b.triplet.segment_length);
             if offset > window || len > window - offset {
-                return Err(DatError::invalid_arg(2));
+                return Err(DatError::invalid(PostRdmaReadToRmr::LocalIov));
             }
             return Ok(segment(b.triplet.lmr_context));
         }
@@ -152,7 +158,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::of(ErrorType::PrivilegesViolation));
         }
         if !lmr.contains(local.virtual_address, len) {
-            return Err(DatError::invalid_arg(2));
+            return Err(DatError::invalid(PostRdmaReadToRmr::LocalIov));
         }
         Ok(segment(lmr.lmr_context))
     }

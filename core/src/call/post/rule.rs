@@ -19,6 +19,7 @@ use crate::object::ep::{Ep, PostMasks};
 use crate::object::ep::{REQUEST_FLAGS, SEND_FLAGS};
 use crate::object::ia::Ia;
 use crate::object::lmr::{by_context, Lmr};
+use crate::signature::signature;
 use crate::slab::{Slab, SlotsOf};
 use crate::store::FixedVec;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
@@ -27,6 +28,39 @@ use super::Request;
 
 /// The operand of an atomic.
 const ATOMIC_BYTES: u64 = 8;
+
+signature! {
+    /// dat_ep_post_send(3DAT)'s parameters.
+    pub(crate) enum PostSend { EpHandle, NumSegments, LocalIov, UserCookie, CompletionFlags }
+
+    /// dat_ep_post_send_with_invalidate's parameters (`<dat2/dat.h>`, DAT 2.0).
+    pub(crate) enum PostSendWithInvalidate {
+        EpHandle, NumSegments, LocalIov, UserCookie, CompletionFlags, InvalidateFlag, RmrContext,
+    }
+
+    /// dat_ep_post_rdma_write(3DAT)'s parameters.
+    pub(crate) enum PostRdmaWrite { EpHandle, NumSegments, LocalIov, UserCookie, RemoteBuffer, CompletionFlags }
+
+    /// dat_ep_post_rdma_read(3DAT)'s parameters.
+    pub(crate) enum PostRdmaRead { EpHandle, NumSegments, LocalIov, UserCookie, RemoteBuffer, CompletionFlags }
+
+    /// dat_ep_post_recv(3DAT)'s parameters.
+    pub(crate) enum PostRecv { EpHandle, NumSegments, LocalIov, UserCookie, CompletionFlags }
+
+    /// `dat_ib_post_rdma_write_immed`'s parameters, as the macro of
+    /// `<dat2/dat_ib_extensions.h>` lists them.
+    pub(crate) enum PostRdmaWriteImmed {
+        EpHandle, Size, LocalIov, UserCookie, RemoteIov, ImmediateData, CompletionFlags,
+    }
+
+    /// `dat_ib_post_cmp_and_swap`'s parameters, as the macro lists them.
+    pub(crate) enum PostCmpAndSwap {
+        EpHandle, CompareValue, SwapValue, LocalIov, UserCookie, RemoteIov, CompletionFlags,
+    }
+
+    /// `dat_ib_post_fetch_and_add`'s parameters, as the macro lists them.
+    pub(crate) enum PostFetchAndAdd { EpHandle, AddValue, LocalIov, UserCookie, RemoteIov, CompletionFlags }
+}
 
 /// How a kind's length is judged against the EP and the remote buffer.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,7 +98,8 @@ pub(crate) enum Mask {
 pub(crate) struct Kind {
     /// The completion flags the call admits.
     pub(crate) flags: u32,
-    /// The flags' argument number, for `DAT_INVALID_PARAMETER`.
+    /// The flags' position among the call's parameters, for
+    /// `DAT_INVALID_PARAMETER`.
     pub(crate) flags_arg: u8,
     /// What the local segments need of their LMRs.
     pub(crate) need: MemPriv,
@@ -73,34 +108,39 @@ pub(crate) struct Kind {
 }
 
 macro_rules! kinds {
-    ($($(#[$doc:meta])* $name:ident: $flags:expr, arg $arg:literal, $need:ident, $length:ident, $mask:ident;)*) => {
-        $($(#[$doc])* pub(crate) const $name: Kind =
-            Kind { flags: $flags, flags_arg: $arg, need: MemPriv::$need, length: Length::$length, mask: Mask::$mask };)*
+    ($($(#[$doc:meta])* $name:ident: $flags:expr, $arg:path, $need:ident, $length:ident, $mask:ident;)*) => {
+        $($(#[$doc])* pub(crate) const $name: Kind = Kind {
+            flags: $flags,
+            flags_arg: $arg.position(),
+            need: MemPriv::$need,
+            length: Length::$length,
+            mask: Mask::$mask,
+        };)*
     };
 }
 
-// The arguments count as the calls' own do: dat_ep_post_send(3DAT) has no
-// remote buffer, the extension's immediate write and compare-and-swap
-// have one operand more. An atomic's result lands in local memory, so its
-// segment needs local write as a read's does.
+// The flags stand where each call's signature has them:
+// dat_ep_post_send(3DAT) has no remote buffer, the extension's immediate
+// write and compare-and-swap have one operand more. An atomic's result lands in
+// local memory, so its segment needs local write as a read's does.
 kinds! {
     /// dat_ep_post_send(3DAT).
-    SEND: SEND_FLAGS, arg 5, LOCAL_READ, Message, Send;
+    SEND: SEND_FLAGS, PostSend::CompletionFlags, LOCAL_READ, Message, Send;
     /// dat_ep_post_send_with_invalidate of `<dat2/dat.h>`: a send's rules;
     /// no lane takes it.
-    SEND_INVALIDATE: SEND_FLAGS, arg 5, LOCAL_READ, Message, None;
+    SEND_INVALIDATE: SEND_FLAGS, PostSendWithInvalidate::CompletionFlags, LOCAL_READ, Message, None;
     /// dat_ep_post_rdma_write(3DAT).
-    RDMA_WRITE: REQUEST_FLAGS, arg 6, LOCAL_READ, IntoRemote, Rdma;
+    RDMA_WRITE: REQUEST_FLAGS, PostRdmaWrite::CompletionFlags, LOCAL_READ, IntoRemote, Rdma;
     /// `dat_ib_post_rdma_write_immed`: the write's rules.
-    RDMA_WRITE_IMM: REQUEST_FLAGS, arg 7, LOCAL_READ, IntoRemote, Rdma;
+    RDMA_WRITE_IMM: REQUEST_FLAGS, PostRdmaWriteImmed::CompletionFlags, LOCAL_READ, IntoRemote, Rdma;
     /// dat_ep_post_rdma_read(3DAT).
-    RDMA_READ: REQUEST_FLAGS, arg 6, LOCAL_WRITE, FromRemote, Rdma;
+    RDMA_READ: REQUEST_FLAGS, PostRdmaRead::CompletionFlags, LOCAL_WRITE, FromRemote, Rdma;
     /// `dat_ib_post_cmp_and_swap`.
-    COMPARE_SWAP: REQUEST_FLAGS, arg 7, LOCAL_WRITE, Atomic, None;
+    COMPARE_SWAP: REQUEST_FLAGS, PostCmpAndSwap::CompletionFlags, LOCAL_WRITE, Atomic, None;
     /// `dat_ib_post_fetch_and_add`.
-    FETCH_ADD: REQUEST_FLAGS, arg 6, LOCAL_WRITE, Atomic, None;
+    FETCH_ADD: REQUEST_FLAGS, PostFetchAndAdd::CompletionFlags, LOCAL_WRITE, Atomic, None;
     /// dat_ep_post_recv(3DAT).
-    RECV: CompletionFlags::UNSIGNALLED.0, arg 5, LOCAL_WRITE, Receive, Recv;
+    RECV: CompletionFlags::UNSIGNALLED.0, PostRecv::CompletionFlags, LOCAL_WRITE, Receive, Recv;
 }
 
 /// The row of a request: a constant's address, which a refusal's
@@ -123,7 +163,7 @@ pub(crate) const fn kind(op: &RequestOp) -> &'static Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
     /// A completion flag the call or the EP does not admit; the flags'
-    /// argument number.
+    /// position ([`Kind::flags_arg`]).
     Flags(u8),
     /// More segments than the EP takes.
     Segments,
@@ -157,19 +197,21 @@ pub(crate) enum Refusal {
 const _: () = assert!(core::mem::size_of::<Refusal>() <= 4);
 
 impl Refusal {
-    /// The `DAT_RETURN` of the broken rule.
+    /// The `DAT_RETURN` of the broken rule. The segment count and the
+    /// local segments stand where dat_ep_post_send(3DAT) has them,
+    /// whichever kind refuses.
     #[cold]
     #[inline(never)]
     pub(crate) fn error(self) -> DatError {
         match self {
             Refusal::Flags(arg) => DatError::invalid_arg(arg),
-            Refusal::Segments => DatError::invalid_arg(2),
+            Refusal::Segments => DatError::invalid(PostSend::NumSegments),
             Refusal::State(subtype) => DatError::invalid_state(subtype),
             Refusal::Datagram => DatError::of(ErrorType::ModelNotSupported),
             Refusal::Protection => DatError::of(ErrorType::ProtectionViolation),
             Refusal::Range => DatError::of(ErrorType::InvalidParameter),
             Refusal::Privileges => DatError::of(ErrorType::PrivilegesViolation),
-            Refusal::TooLong => DatError::invalid_arg(3),
+            Refusal::TooLong => DatError::invalid(PostSend::LocalIov),
             Refusal::Length => DatError::of(ErrorType::LengthError),
             Refusal::NoIa => DatError::invalid_handle(Subtype::InvalidHandleIa),
             Refusal::NoAtomics => DatError::of(ErrorType::NotImplemented),
@@ -397,7 +439,8 @@ pub(crate) fn translated<B: Backend, L: SlotsOf<Lmr<B>>>(
 /// specified for segment_length then the other two elements of the
 /// dat_lmr_triplet are irrelevant"). Returns the total length. The
 /// segments go into a vector on the caller's stack, which no post clears
-/// first.
+/// first; more than it holds is `DAT_INVALID_PARAMETER` for the segment
+/// count, where dat_ep_post_send(3DAT) has it.
 #[inline(always)]
 pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
     lmrs: &Slab<Lmr<B>, L>,
@@ -408,7 +451,7 @@ pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
 ) -> DatResult<u64> {
     let mut total = 0u64;
     for seg in iov.iter().filter(|s| s.segment_length != 0) {
-        sges.push(translated(lmrs, pz, seg, need)?).map_err(|_| DatError::invalid_arg(2))?;
+        sges.push(translated(lmrs, pz, seg, need)?).map_err(|_| DatError::invalid(PostSend::NumSegments))?;
         total += u64::from(seg.segment_length);
     }
     Ok(total)

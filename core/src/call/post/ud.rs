@@ -5,8 +5,8 @@
 //! Its rules are dat_ep_post_send(3DAT)'s (flags, segments, lengths, the
 //! outstanding limit, the states that take a post), plus the peer: an
 //! address handle of this EP, not freed. Argument numbers in errors count
-//! as `dat_extension_op` does: the EP is 1, the operation 2, the segment
-//! count 3, the segments 4, the address handle 5, the flags 7.
+//! as `dat_extension_op` does (`PostSendUd`): the EP is 1, the
+//! operation 2.
 
 use super::rule::gather;
 use crate::backend::{Backend, SendWr, UdDest};
@@ -14,6 +14,7 @@ use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{AhHandle, EpHandle};
 use crate::object::ep::SEND_FLAGS;
 use crate::provider::Provider;
+use crate::signature::signature;
 use crate::storage::Storage;
 use crate::store::FixedVec;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
@@ -21,6 +22,12 @@ use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
 /// The bits of a QP number: the 24 of the Base Transport Header's DestQP
 /// field (IBTA Vol. 1, §9.2 "Base Transport Header").
 const QPN_MASK: u32 = 0x00ff_ffff;
+
+signature! {
+    /// `dat_ib_post_send_ud`'s parameters, as `dat_extension_op` numbers
+    /// them (`<dat2/dat_ib_extensions.h>`).
+    pub(crate) enum PostSendUd { EpHandle, Operation, Segments, LocalIov, AddrHandle, UserCookie, CompletionFlags }
+}
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// `dat_ib_post_send_ud`: `iov` as one datagram to the QP `remote_qpn`
@@ -43,10 +50,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::invalid_handle(Subtype::InvalidHandleEp));
         }
         if flags.0 & !SEND_FLAGS != 0 || !ep.unsignalled_allowed(flags, false) {
-            return Err(DatError::invalid_arg(7));
+            return Err(DatError::invalid(PostSendUd::CompletionFlags));
         }
         if iov.len() > ep.attr().max_request_iov as usize {
-            return Err(DatError::invalid_arg(3));
+            return Err(DatError::invalid(PostSendUd::Segments));
         }
         // dat_ep_post_send(3DAT): "The operation is valid for the Endpoint
         // in the DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED
@@ -54,14 +61,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !matches!(ep.state(), EpState::Connected | EpState::Disconnected) {
             return Err(DatError::invalid_state(ep.state_subtype()));
         }
-        let ah = ahs.get(ah_h.0).filter(|a| a.ep == h).ok_or(DatError::invalid_arg(5))?;
+        let ah = ahs.get(ah_h.0).filter(|a| a.ep == h).ok_or(DatError::invalid(PostSendUd::AddrHandle))?;
         if remote_qpn & !QPN_MASK != 0 {
-            return Err(DatError::invalid_arg(5));
+            return Err(DatError::invalid(PostSendUd::AddrHandle));
         }
         let mut sges = FixedVec::new();
         let total = gather(lmrs, ep.pz, iov, MemPriv::LOCAL_READ, &mut sges)?;
         if total > u64::from(ep.attr().max_message_size) {
-            return Err(DatError::invalid_arg(4));
+            return Err(DatError::invalid(PostSendUd::LocalIov));
         }
         if ep.request_outstanding >= ep.attr().max_request_dtos {
             return Err(DatError::of(ErrorType::InsufficientResources));

@@ -802,14 +802,13 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         let Mlx5 { qps, by_qpn, cqs, .. } = self;
         let ring = cqs.get_mut(cq.slot)?;
         let head = ring.peek_head()?;
-        let done = head.done()?;
         let qpn = head.qpn();
         let slot = match ring.last_slot(qpn) {
             Some(slot) => slot,
             None => ring.route(qpn, |qpn| by_qpn.route(qpn))?.slot,
         };
         let queues = qps.get_mut(slot)?;
-        let (completion, taking) = look(ring, head, done, queues)?;
+        let (completion, taking) = look(ring, head, head.done()?, queues)?;
         let accepted = accept(&completion)?;
         take(ring, queues, &taking);
         ring.update_ci();

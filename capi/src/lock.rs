@@ -435,6 +435,30 @@ struct ObjLock {
     held: AtomicBool,
 }
 
+impl ObjLock {
+    /// Take the lock another thread holds: spin briefly, then yield
+    /// between tries, reading until it looks free so that the waiters do
+    /// not take the line from the holder.
+    #[cold]
+    #[inline(never)]
+    fn contend(&self) {
+        let mut spins = 0u32;
+        loop {
+            while self.held.load(Ordering::Relaxed) {
+                spins += 1;
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            if !self.held.swap(true, Ordering::Acquire) {
+                return;
+            }
+        }
+    }
+}
+
 impl ObjLocks {
     /// `n` unlocked locks, in zeroed memory: pages are touched only as
     /// objects use their locks.
@@ -468,17 +492,13 @@ impl ObjLocks {
     }
 
     /// The lock of slot `index`, taken; `None` for a slot past the end.
+    /// One exchange when the lock is free, as it is unless two threads
+    /// work on one object.
     #[inline(always)]
     fn acquire(&self, index: u32) -> Option<&ObjLock> {
         let lock = self.locks.get(index as usize)?;
-        let mut spins = 0u32;
-        while lock.held.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+        if lock.held.swap(true, Ordering::Acquire) {
+            lock.contend();
         }
         Some(lock)
     }

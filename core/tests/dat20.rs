@@ -173,6 +173,10 @@ fn dat_ep_post_rdma_read_to_rmr_reads_into_what_the_context_names() {
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg2));
     let short = RmrTriplet { segment_length: 32, ..of_lmr };
     assert_eq!(ty(post(&mut fx, ep, short)), ErrorType::LengthError, "the remote buffer is larger");
+    // The read's own refusals name this call's arguments: the flags are
+    // its fifth (dat_ep_post_rdma_read's sixth).
+    let e = fx.p.ep_post_rdma_read_to_rmr(ep, &of_lmr, 1, &remote, CompletionFlags::SOLICITED_WAIT).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg5));
     let readable =
         fx.p.mock_lmr_create(
             fx.ia,

@@ -168,7 +168,26 @@ fn dat_ep_create_solicited_wait_recv_evd_takes_no_other_streams() {
     attr.recv_completion_flags = CompletionFlags::SOLICITED_WAIT;
     let r = fx.p.ep_create(fx.ia, fx.pz, shared, EvdHandle::NULL, shared, Some(&attr));
     assert_eq!(ty(r), ErrorType::InvalidParameter);
+    // `ep_attributes` is dat_ep_create's sixth argument.
+    assert_eq!(r.unwrap_err().subtype(), Subtype::InvalidArg6);
     fx.p.ep_create(fx.ia, fx.pz, shared, EvdHandle::NULL, EvdHandle::NULL, Some(&attr)).unwrap();
+}
+
+#[test]
+fn dat_ep_create_with_srq_refuses_ep_attributes_as_its_seventh_argument() {
+    let mut fx = Fx::new();
+    let srq = fx.p.srq_create(fx.ia, fx.pz, &SrqAttr { max_recv_dtos: 4, max_recv_iov: 1, low_watermark: 0 }).unwrap();
+    let mut bad = fx.attr();
+    bad.max_request_iov = 999;
+    let r = fx.p.ep_create_with_srq(fx.ia, fx.pz, fx.dto_evd, fx.dto_evd, fx.conn_evd, srq, &bad);
+    assert_eq!(ty(r), ErrorType::InvalidParameter);
+    assert_eq!(r.unwrap_err().subtype(), Subtype::InvalidArg7);
+    // So is a conflict of its completion flags with the EVDs'.
+    let shared = fx.p.evd_create(fx.ia, 8, CnoHandle::NULL, EvdFlags::DTO | EvdFlags::CONNECTION).unwrap();
+    let mut solicited = fx.attr();
+    solicited.recv_completion_flags = CompletionFlags::SOLICITED_WAIT;
+    let r = fx.p.ep_create_with_srq(fx.ia, fx.pz, shared, EvdHandle::NULL, shared, srq, &solicited);
+    assert_eq!(r.unwrap_err().subtype(), Subtype::InvalidArg7);
 }
 
 #[test]
@@ -332,6 +351,8 @@ fn dat_ep_modify_moves_each_stream_with_its_own_completion_flags() {
     attr.recv_completion_flags = CompletionFlags::SOLICITED_WAIT;
     let r = fx.p.ep_modify(ep, &EpChanges { attr: Some(attr), ..EpChanges::default() });
     assert_eq!(ty(r), ErrorType::InvalidParameter);
+    // dat_ep_modify has three arguments; `ep_param` is the third.
+    assert_eq!(r.unwrap_err().subtype(), Subtype::InvalidArg3);
     let w = fx.p.evd_wait_begin(fx.dto_evd, 10, 2).unwrap();
     fx.p.evd_wait_end(&w);
     assert_eq!(fx.p.ep_query(ep).unwrap().attr.recv_completion_flags, CompletionFlags::DEFAULT);

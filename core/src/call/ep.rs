@@ -32,7 +32,7 @@ use crate::handle::{EpHandle, EvdHandle, IaHandle, PzHandle, SrqHandle};
 use crate::object::ep::{Ep, Streams};
 use crate::object::evd::NotifyMode;
 use crate::provider::Provider;
-use crate::signature::signature;
+use crate::signature::{signature, Parameter};
 use crate::storage::Storage;
 use crate::types::{CloseFlags, ConnectFlags, EpAttr, EpState, EvdFlags, IaAddress, Qos};
 
@@ -114,7 +114,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         connect_evd: EvdHandle,
         attr: Option<&EpAttr>,
     ) -> DatResult<EpHandle> {
-        self.ep_new(ia, pz, (recv_evd, request_evd, connect_evd), SrqHandle::NULL, attr, QpType::Rc)
+        let evds = (recv_evd, request_evd, connect_evd);
+        self.ep_new(ia, pz, evds, SrqHandle::NULL, attr, EpCreate::EpAttributes, QpType::Rc)
     }
 
     /// dat_ep_create_with_srq(3DAT): as [`Provider::ep_create`], receiving
@@ -140,13 +141,18 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if s.pz != pz && !differ_ok {
             return Err(DatError::invalid(EpCreateWithSrq::PzHandle));
         }
-        let ep = self.ep_new(ia, pz, (recv_evd, request_evd, connect_evd), srq, Some(attr), QpType::Rc)?;
+        let evds = (recv_evd, request_evd, connect_evd);
+        let ep = self.ep_new(ia, pz, evds, srq, Some(attr), EpCreateWithSrq::EpAttributes, QpType::Rc)?;
         if let Ok(s) = self.srq_mut(srq) {
             s.ep_refs += 1;
         }
         Ok(ep)
     }
 
+    /// An Endpoint of `qp_type` with `attr`, which the creating call
+    /// passes as its parameter `attributes`: where a refusal of them, or of
+    /// the EVDs' completion flags they conflict with, points.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn ep_new(
         &mut self,
         ia_h: IaHandle,
@@ -154,13 +160,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         evds: (EvdHandle, EvdHandle, EvdHandle),
         srq: SrqHandle,
         attr: Option<&EpAttr>,
+        attributes: impl Parameter,
         qp_type: QpType,
     ) -> DatResult<EpHandle> {
         let ia = self.ia(ia_h)?;
         let attr = match attr {
             Some(a) => {
-                // dat_ep_create(3DAT)'s position, whichever call creates.
-                a.check(&ia.attr, EpCreate::EpAttributes)?;
+                a.check(&ia.attr, attributes)?;
                 a.resolved(&ia.attr)
             }
             None => EpAttr::provider_default(&ia.attr),
@@ -169,7 +175,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let ep = Ep::new(ia_h, pz, evds, srq, attr, EpState::Unconnected, false);
         let ep = if qp_type == QpType::Ud { ep.datagram() } else { ep };
         let streams = ep.streams();
-        self.check_streams(&streams)?;
+        self.check_streams(&streams, attributes)?;
         let h = EpHandle(
             crate::object::owned::insert(&mut self.ias, &mut self.eps, None, ep)
                 .map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
@@ -247,9 +253,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// any IA of this provider (dapltest's limit test shares one among
     /// the IAs it opens).
     ///
-    /// A refusal names dat_ep_create(3DAT)'s `ep_attributes`, whichever
-    /// call asks.
-    fn check_streams(&self, s: &Streams) -> DatResult<()> {
+    /// A refusal names the calling DAT call's parameter `attributes`, the
+    /// attributes whose completion flags conflict.
+    fn check_streams(&self, s: &Streams, attributes: impl Parameter) -> DatResult<()> {
         let (recv, recv_mode) = s.recv;
         let (request, request_mode) = s.request;
         if !recv.is_null() {
@@ -270,7 +276,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let shared_ok = recv.is_null() || recv != request || recv_mode.shares_with(request_mode);
         let connect_ok = self.evds.get(s.connect.0).is_none_or(|e| !e.dto.solicited());
         if !fits(recv, recv_mode) || !fits(request, request_mode) || !shared_ok || !connect_ok {
-            return Err(DatError::invalid(EpCreate::EpAttributes));
+            return Err(DatError::invalid(attributes));
         }
         Ok(())
     }
@@ -431,7 +437,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let new_streams = Streams::new(ep.ia, recv_evd, request_evd, connect_evd, &attr, ep.srq).holding(ep.lane_holds);
         let old_pz = ep.pz;
         self.detach(&old_streams);
-        if let Err(e) = self.check_streams(&new_streams) {
+        if let Err(e) = self.check_streams(&new_streams, EpModify::EpParam) {
             self.attach(&old_streams);
             return Err(e);
         }

@@ -18,6 +18,7 @@
 //! Requests arrive at a PSP as `DAT_IB_UD_CONNECTION_REQUEST_EVENT`.
 
 use super::cr::CrAccept;
+use super::ep::EpCreate;
 use crate::backend::{Backend, ConnOutcome, ConnectionManager, PrivateData, QpType, UdPeer};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{EventData, EventNumber};
@@ -52,7 +53,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !self.ia(ia)?.attr.ud {
             return Err(DatError::of(ErrorType::ModelNotSupported));
         }
-        self.ep_new(ia, pz, evds, SrqHandle::NULL, attr, QpType::Ud)
+        self.ep_new(ia, pz, evds, SrqHandle::NULL, attr, EpCreate::EpAttributes, QpType::Ud)
     }
 
     /// Whether `ep` is of `DAT_IB_SERVICE_TYPE_UD` (dat_ep_query(3DAT)'s

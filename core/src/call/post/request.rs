@@ -16,10 +16,10 @@
 //! the event.
 
 use super::lane::request_lane;
-use super::rule::{checked_post, hand_off, Refusal};
+use super::rule::{checked_post, hand_off, PostRdmaRead, Refusal};
 use super::Request;
 use crate::backend::{Backend, RequestOp};
-use crate::error::{DatError, DatResult, ErrorType};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::EpHandle;
 use crate::object::lmr::Lmr;
 use crate::object::rmr::Rmr;
@@ -105,7 +105,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// that names none of these is `DAT_PROTECTION_VIOLATION` (as a freed
     /// LMR's is, dat_lmr_free(3DAT)); memory it does not let a peer write
     /// is `DAT_PRIVILEGES_VIOLATION`; a range outside it is
-    /// `DAT_INVALID_PARAMETER`.
+    /// `DAT_INVALID_PARAMETER`. dat_ep_post_rdma_read(3DAT)'s refusals of
+    /// an argument are numbered as this call has them (its one local
+    /// segment second, the remote one fourth, the flags fifth).
     pub fn ep_post_rdma_read_to_rmr(
         &mut self,
         ep: EpHandle,
@@ -116,7 +118,17 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<()> {
         let target = self.rmr_target(ep, local)?;
         let op = RequestOp::RdmaRead { remote: *remote };
-        self.post_request(ep, core::slice::from_ref(&target), cookie, op, flags)
+        let posted = self.post_request(ep, core::slice::from_ref(&target), cookie, op, flags);
+        const NUM_SEGMENTS: Subtype = DatError::invalid_arg(PostRdmaRead::NumSegments.position()).subtype();
+        const LOCAL_IOV: Subtype = DatError::invalid_arg(PostRdmaRead::LocalIov.position()).subtype();
+        const REMOTE_BUFFER: Subtype = DatError::invalid_arg(PostRdmaRead::RemoteBuffer.position()).subtype();
+        const FLAGS: Subtype = DatError::invalid_arg(PostRdmaRead::CompletionFlags.position()).subtype();
+        posted.map_err(|e| match e.subtype() {
+            NUM_SEGMENTS | LOCAL_IOV => DatError::invalid(PostRdmaReadToRmr::LocalIov),
+            REMOTE_BUFFER => DatError::invalid(PostRdmaReadToRmr::RemoteIov),
+            FLAGS => DatError::invalid(PostRdmaReadToRmr::CompletionFlags),
+            _ => e,
+        })
     }
 
     /// The LMR segment under `local`, an RMR triplet of `ep`'s IA.

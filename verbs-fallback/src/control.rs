@@ -8,6 +8,7 @@
 
 use std::marker::PhantomData;
 use std::rc::Rc;
+use std::time::Instant;
 
 use udat_core::backend::{CmEvent, ConnectionManager, Wake};
 use udat_core::types::{IaAddress, IaAttr, SrqAttr};
@@ -19,7 +20,7 @@ use crate::qp::Qp;
 pub use crate::qp::QpConn;
 use crate::srq::SrqShared;
 use crate::status::{dat_error, errno};
-use crate::{sys, Clock, Ia, Pd, Srq, Window};
+use crate::{sys, Ia, Pd, Srq, Window};
 
 /// rdma_cm as the core's connection manager, for QPs of type `Q`. Each
 /// IA's connections progress on a thread of the IA's own (see the
@@ -46,6 +47,19 @@ impl<Q> RdmaCm<Q> {
     /// and whether a CQ event woke it.
     pub fn sleep(&self, ia: &Ia, timeout_us: Option<u64>) -> (Wake, bool) {
         ia.0.sleep(timeout_us)
+    }
+}
+
+/// Microseconds since the backend was made: the core's clock.
+struct Clock(Instant);
+
+impl Clock {
+    fn new() -> Clock {
+        Clock(Instant::now())
+    }
+
+    fn now_us(&self) -> u64 {
+        self.0.elapsed().as_micros() as u64
     }
 }
 

@@ -58,7 +58,6 @@ mod tunables;
 mod wr;
 
 use std::rc::Rc;
-use std::time::Instant;
 
 use udat_core::{
     backend::{
@@ -103,19 +102,6 @@ pub fn coarse_now_us() -> u64 {
     // Linux has had since 2.6.32, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
     t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
-}
-
-/// Microseconds since the backend was made: the core's clock.
-pub(crate) struct Clock(Instant);
-
-impl Clock {
-    pub(crate) fn new() -> Clock {
-        Clock(Instant::now())
-    }
-
-    pub(crate) fn now_us(&self) -> u64 {
-        self.0.elapsed().as_micros() as u64
-    }
 }
 
 impl Default for Verbs {

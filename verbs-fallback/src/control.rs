@@ -15,12 +15,12 @@ use udat_core::types::{IaAddress, IaAttr, SrqAttr};
 use udat_core::{DatError, DatResult};
 
 use crate::cm::{self, ConnReq, Listener};
-use crate::device::IaShared;
+use crate::device::{Ia, IaShared};
 use crate::qp::Qp;
 pub use crate::qp::QpConn;
 use crate::srq::SrqShared;
 use crate::status::{dat_error, errno};
-use crate::{sys, Ia, Pd, Srq, Window};
+use crate::{sys, Pd, Srq, Window};
 
 /// rdma_cm as the core's connection manager, for QPs of type `Q`. Each
 /// IA's connections progress on a thread of the IA's own (see the

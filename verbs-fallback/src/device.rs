@@ -7,7 +7,7 @@ use std::ffi::CStr;
 use std::rc::Rc;
 
 use udat_core::{
-    backend::Wake,
+    backend::{WaitFds, Wake},
     types::{IaAddress, IaAttr, Qos},
     DatError, DatResult, ErrorType,
 };
@@ -20,6 +20,25 @@ use crate::progress::{CmShared, Progress};
 use crate::status::{check, errno};
 use crate::sys;
 use crate::tunables::Tunables;
+
+/// An open device. A clone is another handle on the same device, which
+/// closes when the last handle goes.
+#[derive(Clone)]
+pub struct Ia(pub(crate) Rc<IaShared>);
+
+impl Ia {
+    /// The completion channel's descriptor, the connection manager's
+    /// eventfd (readable while it holds finished connection events) and
+    /// the IA's device-error flag (readable while a device error may be
+    /// its own): what [`Backend::block`](udat_core::Backend::block) sleeps on. A
+    /// caller that must not hold its own lock while it sleeps, or an event
+    /// loop, polls these itself, after a `block` with a zero timeout has
+    /// armed the CQs.
+    pub fn wait_fds(&self) -> WaitFds {
+        // SAFETY: the channel is open while the IA is.
+        unsafe { WaitFds([(*self.0.comp).fd, self.0.cm().ready_fd(), self.0.errors.fd(), -1]) }
+    }
+}
 
 pub(crate) struct IaShared {
     /// The connection manager and its thread, stopped first when the IA

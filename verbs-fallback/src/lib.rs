@@ -70,6 +70,7 @@ use udat_core::{
 
 pub use addr::ipv4;
 pub use cm::{ConnReq, Listener};
+pub use device::Ia;
 pub use qp::Qp;
 
 use control::RdmaCm;
@@ -107,25 +108,6 @@ pub fn coarse_now_us() -> u64 {
 impl Default for Verbs {
     fn default() -> Verbs {
         Verbs::new()
-    }
-}
-
-/// An open device. A clone is another handle on the same device, which
-/// closes when the last handle goes.
-#[derive(Clone)]
-pub struct Ia(Rc<IaShared>);
-
-impl Ia {
-    /// The completion channel's descriptor, the connection manager's
-    /// eventfd (readable while it holds finished connection events) and
-    /// the IA's device-error flag (readable while a device error may be
-    /// its own): what [`Backend::block`] sleeps on. A
-    /// caller that must not hold its own lock while it sleeps, or an event
-    /// loop, polls these itself, after a `block` with a zero timeout has
-    /// armed the CQs.
-    pub fn wait_fds(&self) -> WaitFds {
-        // SAFETY: the channel is open while the IA is.
-        unsafe { WaitFds([(*self.0.comp).fd, self.0.cm().ready_fd(), self.0.errors.fd(), -1]) }
     }
 }
 

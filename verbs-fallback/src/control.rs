@@ -18,9 +18,9 @@ use crate::cm::{self, ConnReq, Listener};
 use crate::device::{Ia, IaShared};
 use crate::qp::Qp;
 pub use crate::qp::QpConn;
-use crate::srq::SrqShared;
+use crate::srq::{Srq, SrqShared};
 use crate::status::{dat_error, errno};
-use crate::{sys, Pd, Srq, Window};
+use crate::{sys, Pd, Window};
 
 /// rdma_cm as the core's connection manager, for QPs of type `Q`. Each
 /// IA's connections progress on a thread of the IA's own (see the

@@ -72,6 +72,7 @@ pub use addr::ipv4;
 pub use cm::{ConnReq, Listener};
 pub use device::Ia;
 pub use qp::Qp;
+pub use srq::Srq;
 
 use control::RdmaCm;
 
@@ -217,9 +218,6 @@ impl Drop for Cq {
         self.ia.errors.unname_cq(self.shared.cq);
     }
 }
-
-/// A shared receive queue.
-pub struct Srq(Rc<SrqShared>);
 
 /// `DAT_MEM_PRIV_FLAGS` as verbs access flags. Verbs requires local write
 /// for remote write; remote access is granted only when asked for.

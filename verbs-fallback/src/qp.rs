@@ -26,15 +26,15 @@ use udat_core::{
     DatError, DatResult, ErrorType,
 };
 
+use crate::cm;
 use crate::cq::CqShared;
 use crate::device::{Ia, IaShared};
 use crate::qp_shared::{QpShared, Rings, SendSlot};
 use crate::ring::Ring;
-use crate::srq::SrqShared;
+use crate::srq::{Srq, SrqShared};
 use crate::status::{dat_error, errno};
 use crate::sys;
 use crate::wr::{ibv_sges, RECV};
-use crate::{cm, Srq};
 
 /// The inline data a QP asks for; sends that fit go inline.
 const INLINE: u32 = 64;

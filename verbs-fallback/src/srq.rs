@@ -4,12 +4,16 @@
 //! receives, made when it is made or resized, so a post never allocates.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
 use udat_core::{backend::Sge, types::SrqAttr, DatError, DatResult, ErrorType};
 
 use crate::status::{check, dat_error, errno};
 use crate::sys;
 use crate::wr::{ibv_sges, RECV};
+
+/// A shared receive queue.
+pub struct Srq(pub(crate) Rc<SrqShared>);
 
 pub(crate) struct SrqShared {
     pub srq: *mut sys::ibv_srq,

@@ -16,11 +16,12 @@ use udat_core::{DatError, DatResult};
 
 use crate::cm::{self, ConnReq, Listener};
 use crate::device::{Ia, IaShared};
+use crate::memory::{Pd, Window};
 use crate::qp::Qp;
 pub use crate::qp::QpConn;
 use crate::srq::{Srq, SrqShared};
 use crate::status::{dat_error, errno};
-use crate::{sys, Pd, Window};
+use crate::sys;
 
 /// rdma_cm as the core's connection manager, for QPs of type `Q`. Each
 /// IA's connections progress on a thread of the IA's own (see the

@@ -47,6 +47,7 @@ mod cq;
 mod device;
 mod device_error;
 mod fd;
+mod memory;
 mod progress;
 mod qp;
 mod qp_shared;
@@ -71,6 +72,7 @@ use udat_core::{
 pub use addr::ipv4;
 pub use cm::{ConnReq, Listener};
 pub use device::Ia;
+pub use memory::{Mr, Pd, Window};
 pub use qp::Qp;
 pub use srq::Srq;
 
@@ -78,8 +80,8 @@ use control::RdmaCm;
 
 use cq::CqShared;
 use device::IaShared;
+use memory::access;
 use srq::SrqShared;
-use status::{dat_error, errno};
 
 /// The verbs backend.
 pub struct Verbs {
@@ -112,66 +114,6 @@ impl Default for Verbs {
     }
 }
 
-/// A protection domain.
-pub struct Pd {
-    pd: *mut sys::ibv_pd,
-    ia: Rc<IaShared>,
-}
-
-impl Pd {
-    /// Register `length` bytes at `address` in this PD.
-    pub fn register(&self, address: u64, length: u64, privileges: MemPriv) -> DatResult<Registration<Mr>> {
-        let len = usize::try_from(length).map_err(|_| DatError::of(ErrorType::LengthError))?;
-        let flags = access(privileges, self.ia.has_memory_windows());
-        // SAFETY: the PD is live. The kernel pins and checks the range; a
-        // range the process does not map fails with EFAULT.
-        let mr = unsafe { sys::ibv_reg_mr(self.pd, address as *mut _, len, flags) };
-        if mr.is_null() {
-            let errno = errno();
-            return Err(status::memlock_exceeded(errno, length).unwrap_or_else(|| dat_error(errno)));
-        }
-        // SAFETY: `mr` was just registered.
-        let (lkey, rkey) = unsafe { ((*mr).lkey, (*mr).rkey) };
-        Ok(Registration { mr: Mr(mr), lkey, rkey, address, length })
-    }
-
-    fn on(ia: &Rc<IaShared>) -> DatResult<Pd> {
-        // SAFETY: the context is open.
-        let pd = unsafe { sys::ibv_alloc_pd(ia.ctx) };
-        if pd.is_null() {
-            return Err(dat_error(errno()));
-        }
-        Ok(Pd { pd, ia: ia.clone() })
-    }
-
-    /// A memory window of this PD of `kind`, unbound.
-    pub fn window(&self, kind: sys::ibv_mw_type::Type) -> DatResult<Window> {
-        // SAFETY: the PD is live.
-        let mw = unsafe { sys::alloc_mw(self.pd, kind) };
-        if mw.is_null() {
-            return Err(DatError::of(ErrorType::ModelNotSupported));
-        }
-        Ok(Window(mw))
-    }
-}
-
-impl Drop for Pd {
-    fn drop(&mut self) {
-        // SAFETY: the core frees a PD only when nothing uses it.
-        unsafe { sys::ibv_dealloc_pd(self.pd) };
-    }
-}
-
-/// A memory registration.
-pub struct Mr(*mut sys::ibv_mr);
-
-impl Drop for Mr {
-    fn drop(&mut self) {
-        // SAFETY: the core frees an LMR only when no RMR is bound to it.
-        unsafe { sys::ibv_dereg_mr(self.0) };
-    }
-}
-
 /// A memory window. A type 1 window keeps the registration its unbinds
 /// name: providers read the MR of every bind, even one of no bytes (rxe
 /// checks its PD, mlx4 and bnxt_re copy its lkey), so an unbind names
@@ -196,16 +138,6 @@ enum WindowKind {
     },
 }
 
-/// A memory window (`ibv_alloc_mw`).
-pub struct Window(*mut sys::ibv_mw);
-
-impl Drop for Window {
-    fn drop(&mut self) {
-        // SAFETY: the window is live until here.
-        unsafe { sys::dealloc_mw(self.0) };
-    }
-}
-
 /// A completion queue.
 pub struct Cq {
     shared: Rc<CqShared>,
@@ -217,30 +149,6 @@ impl Drop for Cq {
         self.ia.cqs.borrow_mut().retain(|c| !Rc::ptr_eq(c, &self.shared));
         self.ia.errors.unname_cq(self.shared.cq);
     }
-}
-
-/// `DAT_MEM_PRIV_FLAGS` as verbs access flags. Verbs requires local write
-/// for remote write; remote access is granted only when asked for.
-fn access(privileges: MemPriv, mw_bind: bool) -> i32 {
-    use sys::ibv_access_flags as a;
-    let mut flags = a(0);
-    if privileges.contains(MemPriv::LOCAL_WRITE) || privileges.contains(MemPriv::REMOTE_WRITE) {
-        flags |= a::IBV_ACCESS_LOCAL_WRITE;
-    }
-    if privileges.contains(MemPriv::REMOTE_WRITE) {
-        flags |= a::IBV_ACCESS_REMOTE_WRITE;
-    }
-    if privileges.contains(MemPriv::REMOTE_READ) {
-        flags |= a::IBV_ACCESS_REMOTE_READ;
-    }
-    if privileges.contains(MemPriv::REMOTE_ATOMIC) {
-        // Verbs requires local write for remote atomics too.
-        flags |= a::IBV_ACCESS_REMOTE_ATOMIC | a::IBV_ACCESS_LOCAL_WRITE;
-    }
-    if mw_bind {
-        flags |= a::IBV_ACCESS_MW_BIND;
-    }
-    flags.0 as i32
 }
 
 impl Backend for Verbs {

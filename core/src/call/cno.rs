@@ -195,11 +195,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// on it trigger the CNO (see the module documentation).
     pub(crate) fn cno_catch_up(&mut self, evd: EvdHandle) {
         let Some(e) = self.evds.get(evd.0) else { return };
-        if e.enabled && !e.waiter && !e.queue.is_empty() {
-            let cno = e.cno;
-            if let Some(c) = self.cnos.get_mut(cno.0) {
-                c.trigger(evd);
-            }
+        let cno = e.catch_up();
+        self.cno_triggered(cno, evd);
+    }
+
+    /// An event's arrival on `evd` triggers `cno`, if there is one.
+    pub(crate) fn cno_triggered(&mut self, cno: Option<CnoHandle>, evd: EvdHandle) {
+        if let Some(c) = cno.and_then(|cno| self.cnos.get_mut(cno.0)) {
+            c.trigger(evd);
         }
     }
 
@@ -221,7 +224,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let mut next = self.evds.first_member(&self.owned(ia).evds);
         while let Some(evd) = next {
             next = self.evds.next_member(evd);
-            if self.evds.get(evd).is_some_and(|e| e.cno == wait.cno) {
+            if self.evds.get(evd).is_some_and(|e| e.cno() == wait.cno) {
                 self.progress(ia, Some(EvdHandle(evd)));
             }
         }

@@ -440,3 +440,146 @@ impl<C> Evd<C> {
         self.refresh_lane();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{EventData, EventNumber};
+    use crate::handle::{EvdHandle, RawHandle};
+
+    const CNO: CnoHandle = CnoHandle::from_raw(RawHandle::from_bits(1 << 32 | 3));
+
+    fn sw(pointer: u64) -> Event {
+        Event { number: EventNumber::Software, evd: EvdHandle::NULL, data: EventData::Software { pointer } }
+    }
+
+    fn pool() -> EventPool<[EventSlot; 8]> {
+        EventPool::new([EventSlot::VACANT; 8])
+    }
+
+    /// An EVD of `flags` with room for `qlen` events, tied to `cno`.
+    fn evd(pool: &mut EventPool<[EventSlot; 8]>, flags: EvdFlags, qlen: u32, cno: CnoHandle) -> Evd<()> {
+        Evd::new(IaHandle::NULL, flags, pool.open(qlen).unwrap(), cno)
+    }
+
+    #[test]
+    fn an_arrival_triggers_the_cno_only_while_enabled_and_no_one_waits() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::SOFTWARE, 8, CNO);
+        assert_eq!(e.arrive(&mut pool, sw(1), true), Arrival::Queued(Some(CNO)));
+        // A completion its poster asked not to be notified of.
+        assert_eq!(e.arrive(&mut pool, sw(2), false), Arrival::Queued(None));
+        e.disable();
+        assert_eq!(e.arrive(&mut pool, sw(3), true), Arrival::Queued(None));
+        e.enable();
+        e.set_waiter(true);
+        assert_eq!(e.arrive(&mut pool, sw(4), true), Arrival::Queued(None));
+        e.set_waiter(false);
+        assert_eq!(e.arrive(&mut pool, sw(5), true), Arrival::Queued(Some(CNO)));
+        assert_eq!(e.queue().len(), 5);
+        // Untied, nothing is triggered.
+        assert_eq!(e.tie(CnoHandle::NULL), CNO);
+        assert_eq!(e.arrive(&mut pool, sw(6), true), Arrival::Queued(None));
+        for pointer in 1..=6 {
+            assert_eq!(e.take(&mut pool), Some(sw(pointer)));
+        }
+        assert_eq!(e.take(&mut pool), None);
+    }
+
+    #[test]
+    fn queued_events_trigger_the_cno_once_the_evd_is_enabled_again() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::SOFTWARE, 4, CNO);
+        assert_eq!(e.catch_up(), None);
+        e.disable();
+        assert_eq!(e.arrive(&mut pool, sw(1), true), Arrival::Queued(None));
+        assert_eq!(e.catch_up(), None);
+        e.enable();
+        assert_eq!(e.catch_up(), Some(CNO));
+        e.set_waiter(true);
+        assert_eq!(e.catch_up(), None);
+    }
+
+    #[test]
+    fn a_full_queue_overflows_and_loses_the_event() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::SOFTWARE, 2, CNO);
+        assert_eq!(e.arrive(&mut pool, sw(1), true), Arrival::Queued(Some(CNO)));
+        assert_eq!(e.arrive(&mut pool, sw(2), true), Arrival::Queued(Some(CNO)));
+        assert_eq!(e.arrive(&mut pool, sw(3), true), Arrival::Overflowed);
+        assert_eq!(e.queue().len(), 2);
+        assert_eq!(e.take(&mut pool), Some(sw(1)));
+        assert_eq!(e.arrive(&mut pool, sw(4), true), Arrival::Queued(Some(CNO)));
+        assert_eq!(e.take(&mut pool), Some(sw(2)));
+        assert_eq!(e.take(&mut pool), Some(sw(4)));
+        assert_eq!(e.take(&mut pool), None);
+    }
+
+    #[test]
+    fn a_waiter_a_lane_hold_or_a_queued_event_closes_the_lane_until_it_ends() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::DTO, 4, CnoHandle::NULL);
+        assert!(e.direct() && e.lane());
+        e.set_waiter(true);
+        assert!(!e.lane());
+        e.set_waiter(false);
+        assert!(e.lane());
+        e.hold_lane(2);
+        assert!(!e.lane());
+        e.release_lane(1);
+        assert!(!e.lane());
+        e.release_lane(1);
+        assert!(e.lane());
+        // A stream brings its EP's holds, and takes them away with it.
+        e.attach_dto(NotifyMode::Threshold, 1);
+        assert!(e.fed() && !e.lane());
+        e.detach_dto(NotifyMode::Threshold, 1);
+        assert!(!e.fed() && e.lane());
+        // An event queued comes before the CQ's next completion.
+        assert_eq!(e.arrive(&mut pool, sw(1), true), Arrival::Queued(None));
+        assert!(!e.lane());
+        assert_eq!(e.take(&mut pool), Some(sw(1)));
+        assert!(e.lane());
+    }
+
+    #[test]
+    fn counting_or_a_cno_closes_direct_and_the_lane() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::DTO, 4, CnoHandle::NULL);
+        e.set_counting(true);
+        assert!(!e.direct() && !e.lane());
+        // The EVD's own rule still holds: the counted dequeue asks it.
+        assert!(e.takes_direct());
+        e.set_counting(false);
+        assert!(e.direct() && e.lane());
+        assert_eq!(e.tie(CNO), CnoHandle::NULL);
+        assert!(!e.takes_direct() && !e.direct() && !e.lane());
+        assert_eq!(e.tie(CnoHandle::NULL), CNO);
+        assert!(e.direct() && e.lane());
+        // An EVD that connection events feed never takes the direct path.
+        let c = evd(&mut pool, EvdFlags::CONNECTION, 2, CnoHandle::NULL);
+        assert!(!c.direct() && !c.lane());
+    }
+
+    #[test]
+    fn a_foreign_connection_stream_is_counted_until_it_detaches() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::CONNECTION, 2, CnoHandle::NULL);
+        e.attach_cm(false);
+        assert!(e.fed() && e.fed_by_cm() && !e.fed_from_afar());
+        e.attach_cm(true);
+        assert!(e.fed_from_afar());
+        e.detach_cm(true);
+        assert!(!e.fed_from_afar() && e.fed_by_cm());
+        e.detach_cm(false);
+        assert!(!e.fed() && !e.fed_by_cm());
+    }
+
+    #[test]
+    fn a_cq_fails_once() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::DTO, 2, CnoHandle::NULL);
+        assert!(e.cq_fails());
+        assert!(!e.cq_fails());
+    }
+}

@@ -176,7 +176,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             }
         }
         if let Some(c) = self.cnos.get_mut(cno.0) {
-            c.evd_refs += 1;
+            c.tie();
         }
         Ok(EvdHandle(raw))
     }
@@ -558,7 +558,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let old = self.evd_mut(evd)?.tie(cno);
         if let Ok(c) = self.cno_mut(cno) {
-            c.evd_refs += 1;
+            c.tie();
         }
         self.cno_untie(old);
         self.cno_catch_up(evd);

@@ -292,9 +292,9 @@ impl<C> Evd<C> {
     fn cno_to_trigger(&self) -> Option<CnoHandle> {
         // dat_evd_wait(3DAT): "The CNO associated with the evd_handle() is
         // not triggered upon event arrival if there is a Consumer blocked
-        // on dat_evd_wait() on this Event Dispatcher." dat_evd_enable(3DAT):
-        // the EVD is enabled "so that the arrival of an event can trigger
-        // the associated CNO".
+        // on dat_evd_wait() on this Event Dispatcher." dat_cno_wait(3DAT):
+        // "An Event Dispatcher that is disabled or in the "Waited" state
+        // does not deliver notifications."
         (self.enabled && !self.waiter && !self.cno.is_null()).then_some(self.cno)
     }
 

@@ -19,7 +19,7 @@ use crate::object::ah::Ah;
 use crate::object::cno::Cno;
 use crate::object::cr::Cr;
 use crate::object::ep::{Ep, Reached};
-use crate::object::evd::Evd;
+use crate::object::evd::{Arrival, Evd};
 use crate::object::ia::Ia;
 use crate::object::lmr::Lmr;
 use crate::object::psp::Psp;
@@ -35,6 +35,9 @@ use crate::types::{DtoOp, DtoStatus, EpState};
 /// for one are never taken as checked by another.
 static PROVIDERS: AtomicU32 = AtomicU32::new(1);
 
+/// The EVD of a provider over `B`: its CQ is the backend's.
+type EvdOf<B> = Evd<<B as Backend>::Cq>;
+
 /// All DAT objects of one provider instance over backend `B`, in storage
 /// `S`: by default 64 objects of each kind and 1,024 queued events in all,
 /// inline.
@@ -44,7 +47,7 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) pzs: Slab<Pz<B>, S::Slots<Pz<B>>>,
     pub(crate) lmrs: Slab<Lmr<B>, S::Slots<Lmr<B>>>,
     pub(crate) rmrs: Slab<Rmr<B>, S::Slots<Rmr<B>>>,
-    pub(crate) evds: Slab<Evd<B>, S::Slots<Evd<B>>>,
+    pub(crate) evds: Slab<EvdOf<B>, S::Slots<EvdOf<B>>>,
     pub(crate) cnos: Slab<Cno, S::Slots<Cno>>,
     pub(crate) eps: Slab<Ep<B>, S::Slots<Ep<B>>>,
     pub(crate) psps: Slab<Psp<B>, S::Slots<Psp<B>>>,
@@ -255,7 +258,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     lookup!(pz, pzs, PzHandle, Pz<B>, InvalidHandlePz);
     lookup!(lmr, lmrs, LmrHandle, Lmr<B>, InvalidHandleLmr);
     lookup!(rmr, rmrs, RmrHandle, Rmr<B>, InvalidHandleRmr);
-    lookup!(evd, evd_mut, evds, EvdHandle, Evd<B>, NoSubtype);
+    lookup!(evd, evd_mut, evds, EvdHandle, EvdOf<B>, NoSubtype);
     lookup!(cno, cno_mut, cnos, CnoHandle, Cno, InvalidHandleCno);
     lookup!(ep, eps, EpHandle, Ep<B>, InvalidHandleEp);
     lookup!(rsp, rsps, RspHandle, Rsp<B>, InvalidHandleRsp);
@@ -267,23 +270,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `DAT_ASYNC_ERROR_EVD_OVERFLOW`.
     pub(crate) fn deliver(&mut self, evd: EvdHandle, number: EventNumber, data: EventData, notify: bool) {
         let Some(e) = self.evds.get_mut(evd.0) else { return };
-        if e.counting && matches!(data, EventData::Connection { .. } | EventData::CrArrival { .. }) {
+        if e.counting() && matches!(data, EventData::Connection { .. } | EventData::CrArrival { .. }) {
             self.evd_tallies.bump(evd.0, counts::evd::Counter::CONN_CALLBACK as usize);
         }
         let event = Event { number, evd, data };
-        if self.events.push(&mut e.queue, event).is_err() {
-            e.overflowed = true;
-            let ia = e.ia;
-            self.async_event(ia, EventNumber::AsyncEvdOverflow, Some(evd.into()), 0);
-            return;
-        }
-        e.refresh_lane();
-        // dat_evd_wait(3DAT): "The CNO associated with the evd_handle() is
-        // not triggered upon event arrival if there is a Consumer blocked
-        // on dat_evd_wait() on this Event Dispatcher."
-        if notify && e.enabled && !e.waiter {
-            if let Some(cno) = self.cnos.get_mut(e.cno.0) {
-                cno.trigger(evd);
+        match e.arrive(&mut self.events, event, notify) {
+            Arrival::Queued(cno) => self.cno_triggered(cno, evd),
+            Arrival::Overflowed => {
+                let ia = e.ia;
+                self.async_event(ia, EventNumber::AsyncEvdOverflow, Some(evd.into()), 0);
             }
         }
     }
@@ -304,15 +299,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let async_evd = i.async_evd;
         let Some(e) = self.evds.get_mut(async_evd.0) else { return };
         let event = Event { number, evd: async_evd, data: EventData::AsyncError { handle, reason } };
-        if self.events.push(&mut e.queue, event).is_err() {
-            e.overflowed = true;
-            return;
-        }
-        e.refresh_lane();
-        if e.enabled && !e.waiter {
-            if let Some(cno) = self.cnos.get_mut(e.cno.0) {
-                cno.trigger(async_evd);
-            }
+        if let Arrival::Queued(cno) = e.arrive(&mut self.events, event, true) {
+            self.cno_triggered(cno, async_evd);
         }
     }
 
@@ -329,7 +317,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         loop {
             let Provider { evds, backend, polled, .. } = self;
             let Some(e) = evds.get_mut(evd.0) else { return };
-            let want = (e.queue.room() as usize).min(POLL_BATCH);
+            let want = (e.queue().room() as usize).min(POLL_BATCH);
             let Some(cq) = e.cq.as_mut() else { return };
             if want == 0 {
                 return;

@@ -73,19 +73,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_cno_create(3DAT).
     pub fn cno_create(&mut self, ia: IaHandle, agent: Option<ProxyAgent>) -> DatResult<CnoHandle> {
         self.ia(ia)?;
-        let cno = Cno {
-            ia,
-            agent,
-            agent_call: None,
-            evd_refs: 0,
-            waiters: 0,
-            triggered: EvdHandle::NULL,
-            orphaned: false,
-            context: 0,
-            signal: None,
-            raised: false,
-        };
-        crate::object::owned::insert(&mut self.ias, &mut self.cnos, None, cno)
+        crate::object::owned::insert(&mut self.ias, &mut self.cnos, None, Cno::new(ia, agent))
             .map(CnoHandle)
             .map_err(|_| DatError::of(ErrorType::InsufficientResources))
     }
@@ -93,8 +81,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_cno_free(3DAT): "A CNO cannot be deleted while it is referenced
     /// by an Event Dispatcher or while a thread is blocked on it."
     pub fn cno_free(&mut self, cno: CnoHandle) -> DatResult<()> {
-        let c = self.cno(cno)?;
-        if c.evd_refs != 0 || c.waiters != 0 {
+        if self.cno(cno)?.in_use() {
             return Err(DatError::invalid_state(Subtype::InvalidStateCnoInUse));
         }
         self.cno_destroy(cno);
@@ -108,12 +95,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// One EVD less is tied to `cno`.
     pub(crate) fn cno_untie(&mut self, cno: CnoHandle) {
         if let Some(c) = self.cnos.get_mut(cno.0) {
-            c.evd_refs = c.evd_refs.saturating_sub(1);
-            // dat_cno_wait(3DAT): waiters "are unblocked with the NULL handle
-            // ... when all EVDs the CNO is associated with are freed".
-            if c.evd_refs == 0 && c.waiters != 0 {
-                c.orphaned = true;
-            }
+            c.untie();
         }
     }
 
@@ -123,32 +105,24 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if mask & !0x7 != 0 {
             return Err(DatError::invalid(CnoQuery::CnoParamMask));
         }
-        Ok(CnoParam { ia: c.ia, agent: c.agent })
+        Ok(CnoParam { ia: c.ia, agent: c.agent() })
     }
 
     /// dat_cno_modify_agent(3DAT): replace the proxy agent, or remove it.
     pub fn cno_modify_agent(&mut self, cno: CnoHandle, agent: Option<ProxyAgent>) -> DatResult<()> {
-        self.cno_mut(cno)?.agent = agent;
+        self.cno_mut(cno)?.set_agent(agent);
         Ok(())
     }
 
     /// The proxy-agent call a trigger owes, once (the C ABI makes it).
     pub fn cno_take_agent_call(&mut self, cno: CnoHandle) -> DatResult<Option<(ProxyAgent, EvdHandle)>> {
-        Ok(self.cno_mut(cno)?.agent_call.take())
+        Ok(self.cno_mut(cno)?.take_agent_call())
     }
 
     /// Give `cno` a [`Signal`] (or take it away): the core half of
     /// `dat_cno_fd_create`. A trigger already pending raises it at once.
     pub fn cno_signal(&mut self, cno: CnoHandle, signal: Option<Signal>) -> DatResult<()> {
-        let c = self.cno_mut(cno)?;
-        if let Some(old) = c.signal.filter(|_| c.raised) {
-            (old.clear)(old.arg);
-        }
-        c.signal = signal;
-        c.raised = false;
-        if !c.triggered.is_null() {
-            c.raise();
-        }
+        self.cno_mut(cno)?.set_signal(signal);
         Ok(())
     }
 
@@ -180,26 +154,21 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 break;
             }
         }
-        let c = self.cno_mut(cno)?;
-        if let Some(s) = c.signal.filter(|_| c.raised) {
-            c.raised = false;
-            (s.clear)(s.arg);
-        }
-        if c.triggered.is_null() {
-            return Err(DatError::of(ErrorType::QueueEmpty));
-        }
-        Ok(core::mem::replace(&mut c.triggered, EvdHandle::NULL))
+        self.cno_mut(cno)?.take_trigger().ok_or(DatError::of(ErrorType::QueueEmpty))
     }
 
     /// An EVD just tied to `cno`, or just enabled: events already queued
     /// on it trigger the CNO (see the module documentation).
     pub(crate) fn cno_catch_up(&mut self, evd: EvdHandle) {
         let Some(e) = self.evds.get(evd.0) else { return };
-        if e.enabled && !e.waiter && !e.queue.is_empty() {
-            let cno = e.cno;
-            if let Some(c) = self.cnos.get_mut(cno.0) {
-                c.trigger(evd);
-            }
+        let cno = e.catch_up();
+        self.cno_triggered(cno, evd);
+    }
+
+    /// An event's arrival on `evd` triggers `cno`, if there is one.
+    pub(crate) fn cno_triggered(&mut self, cno: Option<CnoHandle>, evd: EvdHandle) {
+        if let Some(c) = cno.and_then(|cno| self.cnos.get_mut(cno.0)) {
+            c.trigger(evd);
         }
     }
 
@@ -208,7 +177,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         self.cno(cno)?;
         let deadline_us =
             (timeout_us != TIMEOUT_INFINITE).then(|| self.backend.now_us().saturating_add(u64::from(timeout_us)));
-        self.cno_mut(cno)?.waiters += 1;
+        self.cno_mut(cno)?.begin_wait();
         Ok(CnoWait { cno, deadline_us })
     }
 
@@ -221,25 +190,20 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let mut next = self.evds.first_member(&self.owned(ia).evds);
         while let Some(evd) = next {
             next = self.evds.next_member(evd);
-            if self.evds.get(evd).is_some_and(|e| e.cno == wait.cno) {
+            if self.evds.get(evd).is_some_and(|e| e.cno() == wait.cno) {
                 self.progress(ia, Some(EvdHandle(evd)));
             }
         }
         let now = self.backend.now_us();
         let c = self.cno_mut(wait.cno)?;
-        if c.orphaned || !c.triggered.is_null() {
-            let evd = core::mem::replace(&mut c.triggered, EvdHandle::NULL);
-            c.waiters -= 1;
-            if c.waiters == 0 {
-                c.orphaned = false;
-            }
+        if let Some(evd) = c.wake() {
             return Ok(CnoStep::Woken(evd));
         }
         match wait.deadline_us {
             // "DAT_QUEUE_EMPTY: The operation timed out without a
             // notification."
             Some(deadline) if now >= deadline => {
-                c.waiters -= 1;
+                c.time_out();
                 Err(DatError::of(ErrorType::QueueEmpty))
             }
             deadline => Ok(CnoStep::Pending { timeout_us: deadline.map(|d| d - now) }),
@@ -249,7 +213,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// Give up a wait's place (a signal interrupted it, say).
     pub fn cno_wait_end(&mut self, wait: &CnoWait) {
         if let Ok(c) = self.cno_mut(wait.cno) {
-            c.waiters = c.waiters.saturating_sub(1);
+            c.end_wait();
         }
     }
 

@@ -91,7 +91,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// One more event of counter `c` of `evd`, if it counts: what the
     /// wait of a caller that blocks outside the provider reports.
     pub fn count_evd(&mut self, evd: EvdHandle, c: evd::Counter) {
-        if self.evds.get(evd.0).is_some_and(|e| e.counting) {
+        if self.evds.get(evd.0).is_some_and(|e| e.counting()) {
             self.evd_tallies.bump(evd.0, c as usize);
         }
     }

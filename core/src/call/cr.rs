@@ -187,7 +187,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         c.psp = psp_h;
         c.conn_qual = conn_qual;
         c.local_ep = EpHandle::NULL;
-        let room = self.evds.get(evd.0).is_some_and(|e| e.queue.room() != 0);
+        let room = self.evds.get(evd.0).is_some_and(|e| e.queue().room() != 0);
         if flags == PspFlags::Provider && room {
             match self.ep_for_provider(ia) {
                 Some(ep) => c.local_ep = ep,

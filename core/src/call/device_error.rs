@@ -86,8 +86,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// completes them through the failed CQ).
     fn on_cq_error(&mut self, ia: IaHandle, evd_h: EvdHandle) {
         let Provider { evds, backend, .. } = self;
-        let Some(evd) = evds.get_mut(evd_h.0).filter(|e| e.ia == ia && !e.cq_failed) else { return };
-        evd.cq_failed = true;
+        let Some(evd) = evds.get_mut(evd_h.0).filter(|e| e.ia == ia) else { return };
+        if !evd.cq_fails() {
+            return;
+        }
         if let Some(cq) = evd.cq.as_mut() {
             backend.cq_failed(cq);
         }

@@ -270,11 +270,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let fits = |evd: EvdHandle, mode: NotifyMode| {
             let Some(e) = self.evds.get(evd.0) else { return true };
-            let alone = mode != NotifyMode::Solicited || (e.other_streams == 0 && evd != s.connect);
-            e.dto.admit(mode) && alone
+            let alone = mode != NotifyMode::Solicited || (!e.fed_by_cm() && evd != s.connect);
+            e.dto().admit(mode) && alone
         };
         let shared_ok = recv.is_null() || recv != request || recv_mode.shares_with(request_mode);
-        let connect_ok = self.evds.get(s.connect.0).is_none_or(|e| !e.dto.solicited());
+        let connect_ok = self.evds.get(s.connect.0).is_none_or(|e| !e.dto().solicited());
         if !fits(recv, recv_mode) || !fits(request, request_mode) || !shared_ok || !connect_ok {
             return Err(DatError::invalid(attributes));
         }
@@ -284,38 +284,24 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     fn attach(&mut self, s: &Streams) {
         for ((evd, mode), holds) in [(s.recv, s.holds.recv), (s.request, s.holds.request)] {
             if let Some(e) = self.evds.get_mut(evd.0) {
-                e.streams += 1;
-                e.dto.add(mode);
-                e.lane_holds += holds;
-                e.refresh_lane();
+                e.attach_dto(mode, holds);
             }
         }
         if let Some(e) = self.evds.get_mut(s.connect.0) {
-            e.streams += 1;
-            e.other_streams += 1;
-            // Only a connection EVD takes a foreign stream, and a connection
-            // EVD never takes the direct path: `direct` stays as it is.
-            if e.ia != s.ia {
-                e.foreign_streams += 1;
-            }
+            let foreign = e.ia != s.ia;
+            e.attach_cm(foreign);
         }
     }
 
     fn detach(&mut self, s: &Streams) {
         for ((evd, mode), holds) in [(s.recv, s.holds.recv), (s.request, s.holds.request)] {
             if let Some(e) = self.evds.get_mut(evd.0) {
-                e.streams = e.streams.saturating_sub(1);
-                e.dto.remove(mode);
-                e.lane_holds = e.lane_holds.saturating_sub(holds);
-                e.refresh_lane();
+                e.detach_dto(mode, holds);
             }
         }
         if let Some(e) = self.evds.get_mut(s.connect.0) {
-            e.streams = e.streams.saturating_sub(1);
-            e.other_streams = e.other_streams.saturating_sub(1);
-            if e.ia != s.ia {
-                e.foreign_streams = e.foreign_streams.saturating_sub(1);
-            }
+            let foreign = e.ia != s.ia;
+            e.detach_cm(foreign);
         }
     }
 

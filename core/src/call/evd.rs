@@ -15,7 +15,7 @@ use crate::counts;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
-use crate::object::evd::{DtoStreams, Evd, NotifyMode, TIMEOUT_INFINITE};
+use crate::object::evd::{Evd, NotifyMode, TIMEOUT_INFINITE};
 use crate::provider::Provider;
 use crate::signature::signature;
 use crate::storage::Storage;
@@ -148,33 +148,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::invalid_handle(Subtype::InvalidHandleCno));
         }
         let queue = self.events.open(min_qlen).ok_or(DatError::of(ErrorType::InsufficientResources))?;
-        let mut evd = Evd {
-            ia: ia_h,
-            flags,
-            queue,
-            cq: None,
-            cno,
-            direct: false,
-            lane: false,
-            lane_holds: 0,
-            enabled: true,
-            waitable: true,
-            waiter: false,
-            streams: 0,
-            dto: DtoStreams::default(),
-            other_streams: 0,
-            foreign_streams: 0,
-            overflowed: false,
-            cq_failed: false,
-            context: 0,
-            counting: false,
-        };
-        evd.tie(cno);
+        let evd = Evd::new(ia_h, flags, queue, cno);
         // The slot comes first: the CQ's errors name the EVD by its handle.
         let raw = match crate::object::owned::insert(&mut self.ias, &mut self.evds, None, evd) {
             Ok(raw) => raw,
             Err(mut evd) => {
-                self.events.close(&mut evd.queue);
+                evd.close(&mut self.events);
                 return Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTevd));
             }
         };
@@ -190,14 +169,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 (Ok(cq), None) => backend.cq_destroy(cq),
                 (Err(err), _) => {
                     if let Some(mut e) = crate::object::owned::remove(ias, evds, raw) {
-                        events.close(&mut e.queue);
+                        e.close(events);
                     }
                     return Err(err);
                 }
             }
         }
         if let Some(c) = self.cnos.get_mut(cno.0) {
-            c.evd_refs += 1;
+            c.tie();
         }
         Ok(EvdHandle(raw))
     }
@@ -205,7 +184,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_evd_free(3DAT): refused while event streams feed the EVD. A
     /// thread waiting on it gets `DAT_ABORT`.
     pub fn evd_free(&mut self, evd: EvdHandle) -> DatResult<()> {
-        if self.evd(evd)?.streams != 0 {
+        if self.evd(evd)?.fed() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdInUse));
         }
         self.evd_destroy(evd);
@@ -214,11 +193,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     pub(crate) fn evd_destroy(&mut self, evd: EvdHandle) {
         let Some(mut e) = crate::object::owned::remove(&mut self.ias, &mut self.evds, evd.0) else { return };
-        self.events.close(&mut e.queue);
+        e.close(&mut self.events);
+        let cno = e.cno();
         if let Some(cq) = e.cq {
             self.backend.cq_destroy(cq);
         }
-        self.cno_untie(e.cno);
+        self.cno_untie(cno);
     }
 
     /// dat_evd_query(3DAT).
@@ -227,25 +207,25 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if mask & !EVD_FIELD_ALL != 0 {
             return Err(DatError::invalid(EvdQuery::EvdParamMask));
         }
-        let mut state = if e.enabled { EvdState::ENABLED } else { EvdState::DISABLED };
-        state |= if e.waitable { EvdState::WAITABLE } else { EvdState::UNWAITABLE };
-        state |= match e.dto.config() {
+        let mut state = if e.enabled() { EvdState::ENABLED } else { EvdState::DISABLED };
+        state |= if e.waitable() { EvdState::WAITABLE } else { EvdState::UNWAITABLE };
+        state |= match e.dto().config() {
             NotifyMode::Threshold => EvdState::CONFIG_THRESHOLD,
             NotifyMode::Unsignalled => EvdState::CONFIG_NOTIFY,
             NotifyMode::Solicited => EvdState::CONFIG_SOLICITED,
         };
         Ok(EvdParam {
             ia: e.ia,
-            evd_qlen: e.queue.capacity(),
+            evd_qlen: e.queue().capacity(),
             evd_state: EvdState(state),
-            cno: e.cno,
+            cno: e.cno(),
             evd_flags: e.flags,
         })
     }
 
     /// Events queued on `evd` now (what `nmore` snapshots).
     pub fn evd_count(&self, evd: EvdHandle) -> DatResult<u32> {
-        Ok(self.evd(evd)?.queue.len())
+        Ok(self.evd(evd)?.queue().len())
     }
 
     /// dat_evd_resize(3DAT): "If the number of entries on the event queue
@@ -257,23 +237,22 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if min_qlen == 0 || min_qlen > max {
             return Err(DatError::invalid(EvdResize::EvdMinQlen));
         }
-        if min_qlen < e.queue.len() {
+        if min_qlen < e.queue().len() {
             return Err(DatError::invalid_state(Subtype::NoSubtype));
         }
         let Provider { evds, events, backend, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
-        let mut grown = e.queue;
-        if !events.resize(&mut grown, min_qlen) {
+        let capacity = e.queue().capacity();
+        if !e.resize(events, min_qlen) {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
         if let Some(cq) = e.cq.as_mut() {
             if let Err(err) = backend.cq_resize(cq, min_qlen) {
-                let restored = events.resize(&mut grown, e.queue.capacity());
+                let restored = e.resize(events, capacity);
                 debug_assert!(restored);
                 return Err(err);
             }
         }
-        e.queue = grown;
         Ok(())
     }
 
@@ -285,7 +264,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !e.flags.contains(EvdFlags::SOFTWARE) {
             return Err(DatError::invalid(EvdPostSe::Event));
         }
-        if e.queue.room() == 0 {
+        if e.queue().room() == 0 {
             return Err(DatError::of(ErrorType::QueueFull));
         }
         self.deliver(evd, EventNumber::Software, EventData::Software { pointer }, true);
@@ -327,7 +306,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { evds, backend, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
         // "There is already a waiter on the EVD": DAT_INVALID_STATE.
-        if e.waiter {
+        if e.waiter() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdWaiter));
         }
         let ia = e.ia;
@@ -337,8 +316,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // `direct` byte says so, except that an EVD that counts has it
         // clear: its dequeue comes back here through `dequeue_counted`
         // (`count` false), which asks the EVD's rule itself.
-        let direct = if count { e.direct } else { e.takes_direct() };
-        if e.queue.is_empty() && direct {
+        let direct = if count { e.direct() } else { e.takes_direct() };
+        if e.queue().is_empty() && direct {
             let Some(cq) = e.cq.as_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
             // On the stack, not in the provider: the completion then stays
             // in registers on its way to the event.
@@ -353,7 +332,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     return Ok(event);
                 }
             }
-        } else if count && e.counting {
+        } else if count && e.counting() {
             return self.dequeue_counted(evd);
         }
         self.fill(ia, evd, 1, false);
@@ -374,7 +353,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     #[cold]
     #[inline(never)]
     fn dequeue_counted(&mut self, evd: EvdHandle) -> DatResult<Event> {
-        let polls = self.evds.get(evd.0).is_some_and(|e| e.queue.is_empty() && e.cq.is_some());
+        let polls = self.evds.get(evd.0).is_some_and(|e| e.queue().is_empty() && e.cq.is_some());
         let r = self.dequeue(evd, false);
         if let Some(counts) = self.evd_tallies.of(evd.0) {
             let found = r.is_ok();
@@ -394,9 +373,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     fn pop(&mut self, evd: EvdHandle) -> Option<Event> {
         let Provider { evds, events, .. } = self;
         let e = evds.get_mut(evd.0)?;
-        let event = events.pop(&mut e.queue);
-        e.refresh_lane();
-        event
+        e.take(events)
     }
 
     /// Whether a dequeue that found nothing is to look at `ia`'s connection
@@ -417,23 +394,23 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// provider.
     pub fn evd_wait_begin(&mut self, evd: EvdHandle, timeout_us: u32, threshold: u32) -> DatResult<EvdWait> {
         let e = self.evd(evd)?;
-        if !e.waitable {
+        if !e.waitable() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdUnwaitable));
         }
-        if e.waiter {
+        if e.waiter() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdWaiter));
         }
         // "If the value of the threshold is larger than the Event Dispatcher
         // queue length ... If a non-positive value is specified ...
         // DAT_INVALID_PARAMETER."
-        if threshold == 0 || threshold > e.queue.capacity() {
+        if threshold == 0 || threshold > e.queue().capacity() {
             return Err(DatError::invalid(DatEvdWait::Threshold));
         }
         // "... configured for a Consumer-controlled event Notification ...
         // the threshold value must be 1 ... DAT_INVALID_STATE."
         // Each stream answers for itself: one unsignalled or solicited-wait
         // stream among threshold ones is enough.
-        if threshold != 1 && e.dto.consumer_controlled() {
+        if threshold != 1 && e.dto().consumer_controlled() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdConfigThreshold));
         }
         let deadline_us =
@@ -451,7 +428,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // "DAT_ABORT: The operation was aborted because IA was closed or EVD
         // was destroyed."
         let e = self.evd(wait.evd).map_err(|_| DatError::of(ErrorType::Abort))?;
-        if !e.waitable {
+        if !e.waitable() {
             self.evd_wait_end(wait);
             return Err(DatError::invalid_state(Subtype::InvalidStateEvdUnwaitable));
         }
@@ -460,15 +437,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let now = self.backend.now_us();
         let Provider { evds, events, .. } = self;
         let e = evds.get_mut(wait.evd.0).ok_or(DatError::of(ErrorType::Abort))?;
-        if e.queue.len() >= wait.threshold {
-            let event = events.pop(&mut e.queue).ok_or(DatError::of(ErrorType::InternalError))?;
+        if e.queue().len() >= wait.threshold {
+            let event = e.take(events).ok_or(DatError::of(ErrorType::InternalError))?;
             e.set_waiter(false);
-            return Ok(WaitStep::Ready { event, nmore: e.queue.len() });
+            return Ok(WaitStep::Ready { event, nmore: e.queue().len() });
         }
         match wait.deadline_us {
             Some(deadline) if now >= deadline => {
                 e.set_waiter(false);
-                Ok(WaitStep::TimedOut { nmore: e.queue.len() })
+                Ok(WaitStep::TimedOut { nmore: e.queue().len() })
             }
             deadline => Ok(WaitStep::Pending { timeout_us: deadline.map(|d| d - now) }),
         }
@@ -493,7 +470,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 WaitStep::Pending { mut timeout_us } => {
                     let e = self.evd(evd)?;
                     let ia = e.ia;
-                    if e.foreign_streams != 0 {
+                    if e.fed_from_afar() {
                         timeout_us = Some(timeout_us.map_or(FOREIGN_SLICE_US, |t| t.min(FOREIGN_SLICE_US)));
                     }
                     let Provider { ias, backend, .. } = self;
@@ -527,11 +504,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// cost a system call, which a completion found in the CQ never should.
     fn fill(&mut self, ia: IaHandle, evd: EvdHandle, want: u32, waiting: bool) {
         let Some(e) = self.evds.get(evd.0) else { return };
-        if e.queue.len() >= want {
+        if e.queue().len() >= want {
             return;
         }
         let cm_fed = e.flags.intersects(EvdFlags::CONNECTION | EvdFlags::CR | EvdFlags::ASYNC);
-        if e.foreign_streams != 0 {
+        if e.fed_from_afar() {
             let mut at = 0;
             while let Some(other) = self.ias.find_from(at, |_| true) {
                 at = other.index() + 1;
@@ -541,7 +518,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.pump_cm(ia);
         }
         self.pump_cq(evd);
-        if !cm_fed && waiting && self.evds.get(evd.0).is_some_and(|e| e.queue.len() < want) {
+        if !cm_fed && waiting && self.evds.get(evd.0).is_some_and(|e| e.queue().len() < want) {
             self.pump_cm(ia);
             self.pump_cq(evd);
         }
@@ -549,27 +526,27 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// dat_evd_enable(3DAT).
     pub fn evd_enable(&mut self, evd: EvdHandle) -> DatResult<()> {
-        self.evd_mut(evd)?.enabled = true;
+        self.evd_mut(evd)?.enable();
         self.cno_catch_up(evd);
         Ok(())
     }
 
     /// dat_evd_disable(3DAT): arrivals no longer trigger the CNO.
     pub fn evd_disable(&mut self, evd: EvdHandle) -> DatResult<()> {
-        self.evd_mut(evd)?.enabled = false;
+        self.evd_mut(evd)?.disable();
         Ok(())
     }
 
     /// dat_evd_set_unwaitable(3DAT): waits fail with `DAT_INVALID_STATE`,
     /// including one already blocked.
     pub fn evd_set_unwaitable(&mut self, evd: EvdHandle) -> DatResult<()> {
-        self.evd_mut(evd)?.waitable = false;
+        self.evd_mut(evd)?.set_waitable(false);
         Ok(())
     }
 
     /// dat_evd_clear_unwaitable(3DAT).
     pub fn evd_clear_unwaitable(&mut self, evd: EvdHandle) -> DatResult<()> {
-        self.evd_mut(evd)?.waitable = true;
+        self.evd_mut(evd)?.set_waitable(true);
         Ok(())
     }
 
@@ -581,7 +558,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let old = self.evd_mut(evd)?.tie(cno);
         if let Ok(c) = self.cno_mut(cno) {
-            c.evd_refs += 1;
+            c.tie();
         }
         self.cno_untie(old);
         self.cno_catch_up(evd);

@@ -110,7 +110,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             AsyncEvd::Use(h) => (h, false),
         };
         if let Some(e) = self.evds.get_mut(evd.0) {
-            e.streams += 1;
+            e.attach_async();
         }
         if let Some(ia) = self.ias.get_mut(ia_h.0) {
             ia.async_evd = evd;
@@ -136,7 +136,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some(ia) = self.ias.remove(ia_h.0) else { return Ok(()) };
         if !ia.owns_async_evd {
             if let Some(e) = self.evds.get_mut(ia.async_evd.0) {
-                e.streams = e.streams.saturating_sub(1);
+                e.detach_async();
             }
         }
         self.backend.ia_close(ia.dev);

@@ -123,11 +123,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub(crate) fn sp_feeds(&mut self, evd: EvdHandle, starts: bool) {
         if let Some(e) = self.evds.get_mut(evd.0) {
             if starts {
-                e.streams += 1;
-                e.other_streams += 1;
+                e.attach_cm(false);
             } else {
-                e.streams = e.streams.saturating_sub(1);
-                e.other_streams = e.other_streams.saturating_sub(1);
+                e.detach_cm(false);
             }
         }
     }
@@ -177,7 +175,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if ud && flags == PspFlags::Provider {
             return Err(request);
         }
-        if self.evds.get(evd.0).is_none_or(|e| e.queue.room() == 0) {
+        if self.evds.get(evd.0).is_none_or(|e| e.queue().room() == 0) {
             return Err(request);
         }
         let local_ep = match flags {

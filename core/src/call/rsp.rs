@@ -144,7 +144,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> Result<(), ConnReq<B>> {
         let Some(rsp) = self.rsps.get(rsp_h.0).filter(|r| r.ia == ia) else { return Err(request) };
         let (evd, ep, conn_qual) = (rsp.evd, rsp.ep, rsp.conn_qual);
-        if self.evds.get(evd.0).is_none_or(|e| e.queue.room() == 0) {
+        if self.evds.get(evd.0).is_none_or(|e| e.queue().room() == 0) {
             return Err(request);
         }
         let cr = Cr {

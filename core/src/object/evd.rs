@@ -1,9 +1,16 @@
 //! The state of an Event Dispatcher and its own rules; the DAT calls on it are in
 //! `crate::call::evd`.
+//!
+//! Every change of the EVD's state is a method here, named for what
+//! happened: an event arrives or is taken, a stream attaches, a lane hold
+//! is taken, a waiter comes. Each keeps what the dequeue's lane reads
+//! (`direct`, `lane`) current itself. The provider says what happened and
+//! acts on the answer (the CNO to trigger, the overflow to report); it
+//! never writes the EVD's state.
 
-use crate::backend::Backend;
-use crate::event::EventQueue;
+use crate::event::{Event, EventPool, EventQueue, EventSlot};
 use crate::handle::{CnoHandle, IaHandle};
+use crate::store::Store;
 use crate::types::{CompletionFlags, EvdFlags};
 
 /// `DAT_TIMEOUT_INFINITE`.
@@ -107,52 +114,152 @@ impl DtoStreams {
     }
 }
 
-pub(crate) struct Evd<B: Backend> {
+/// What became of an event that arrived on an EVD ([`Evd::arrive`]).
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// Queued; the CNO its arrival triggers, if any.
+    Queued(Option<CnoHandle>),
+    /// The queue was full: the event is lost.
+    Overflowed,
+}
+
+/// An Event Dispatcher; `C` is its CQ (the backend's), if DTO or bind
+/// completions feed it.
+pub(crate) struct Evd<C> {
     pub(crate) ia: IaHandle,
     pub(crate) flags: EvdFlags,
-    pub(crate) queue: EventQueue,
-    pub(crate) cq: Option<B::Cq>,
-    /// Written only through [`Evd::tie`], which keeps `direct` current.
-    pub(crate) cno: CnoHandle,
+    queue: EventQueue,
+    pub(crate) cq: Option<C>,
+    /// Changed only through [`Evd::tie`], which keeps `direct` current.
+    cno: CnoHandle,
     /// [`Evd::takes_direct`], kept for the dequeue's lane: its flags never
     /// change, and its CNO only through [`Evd::tie`].
-    pub(crate) direct: bool,
+    direct: bool,
     /// [`Evd::lane_opens`], kept so that the dequeue's lane reads one byte:
-    /// every change of `direct`, `waiter` or the queue's emptiness is
-    /// followed by [`Evd::refresh_lane`].
-    pub(crate) lane: bool,
+    /// every method that changes `direct`, `waiter`, `lane_holds` or the
+    /// queue's emptiness ends with [`Evd::refresh_lane`].
+    lane: bool,
     /// Holds the EPs it takes DTO completions of have on its lane
     /// ([`Provider::ep_hold_lane`](crate::Provider::ep_hold_lane)).
-    pub(crate) lane_holds: u32,
-    pub(crate) enabled: bool,
-    pub(crate) waitable: bool,
-    /// A `dat_evd_wait` holds the EVD's one waiter place; written only
-    /// through [`Evd::set_waiter`].
-    pub(crate) waiter: bool,
+    lane_holds: u32,
+    enabled: bool,
+    waitable: bool,
+    /// A `dat_evd_wait` holds the EVD's one waiter place.
+    waiter: bool,
     /// Event streams feeding this EVD (EP streams, service points, an IA's
     /// async stream): `dat_evd_free` is refused while any remains.
-    pub(crate) streams: u32,
+    streams: u32,
     /// DTO streams feeding it, by notification mode.
-    pub(crate) dto: DtoStreams,
+    dto: DtoStreams,
     /// Connection-request and connection streams feeding it.
-    pub(crate) other_streams: u32,
+    other_streams: u32,
     /// Connection streams of EPs on other IAs: while any remains, a fill
     /// pulls connection events from every IA, and a wait blocks in slices
     /// because it sleeps on its own IA's transport only.
-    pub(crate) foreign_streams: u32,
-    pub(crate) overflowed: bool,
+    foreign_streams: u32,
     /// The transport reported the CQ in error (`device_error`): reported
     /// once, however often the transport repeats it (soft-RoCE raises a
     /// CQ error for every completion it loses).
-    pub(crate) cq_failed: bool,
+    cq_failed: bool,
     pub(crate) context: u64,
     /// Whether its counters count (`crate::call::counters`). While they do,
     /// `direct` is false, so that the ordinary dequeue, which counts,
     /// serves the EVD.
-    pub(crate) counting: bool,
+    counting: bool,
 }
 
-impl<B: Backend> Evd<B> {
+impl<C> Evd<C> {
+    /// A new EVD of `ia` with the event queue `queue`, enabled and
+    /// waitable, tied to `cno` (or to none), with no CQ yet and nothing
+    /// feeding it.
+    pub(crate) fn new(ia: IaHandle, flags: EvdFlags, queue: EventQueue, cno: CnoHandle) -> Evd<C> {
+        let mut evd = Evd {
+            ia,
+            flags,
+            queue,
+            cq: None,
+            cno,
+            direct: false,
+            lane: false,
+            lane_holds: 0,
+            enabled: true,
+            waitable: true,
+            waiter: false,
+            streams: 0,
+            dto: DtoStreams::default(),
+            other_streams: 0,
+            foreign_streams: 0,
+            cq_failed: false,
+            context: 0,
+            counting: false,
+        };
+        evd.tie(cno);
+        evd
+    }
+
+    /// Its event queue, to read.
+    pub(crate) fn queue(&self) -> &EventQueue {
+        &self.queue
+    }
+
+    /// The CNO it is tied to (null: none).
+    pub(crate) fn cno(&self) -> CnoHandle {
+        self.cno
+    }
+
+    /// Whether the dequeue's lane is open ([`Evd::lane_opens`]).
+    #[inline(always)]
+    pub(crate) fn lane(&self) -> bool {
+        debug_assert_eq!(self.direct, self.lane_direct());
+        debug_assert_eq!(self.lane, self.lane_opens());
+        self.lane
+    }
+
+    /// Whether the ordinary dequeue may take its CQ's next completion
+    /// straight to the caller: [`Evd::takes_direct`], unless the EVD counts.
+    #[inline(always)]
+    pub(crate) fn direct(&self) -> bool {
+        self.direct
+    }
+
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    pub(crate) fn waitable(&self) -> bool {
+        self.waitable
+    }
+
+    /// Whether a `dat_evd_wait` holds the waiter place.
+    pub(crate) fn waiter(&self) -> bool {
+        self.waiter
+    }
+
+    pub(crate) fn counting(&self) -> bool {
+        self.counting
+    }
+
+    /// Whether any event stream feeds it.
+    pub(crate) fn fed(&self) -> bool {
+        self.streams != 0
+    }
+
+    /// The DTO streams feeding it.
+    pub(crate) fn dto(&self) -> DtoStreams {
+        self.dto
+    }
+
+    /// Whether a connection-request or connection stream feeds it.
+    pub(crate) fn fed_by_cm(&self) -> bool {
+        self.other_streams != 0
+    }
+
+    /// Whether a connection stream of an EP of another IA feeds it.
+    pub(crate) fn fed_from_afar(&self) -> bool {
+        self.foreign_streams != 0
+    }
+
     /// Whether a dequeue may hand the next completion of its CQ straight to
     /// the caller: nothing but DTO and bind completions feed it, and no CNO
     /// waits to hear of an event's arrival. (Connection streams, a foreign
@@ -164,27 +271,158 @@ impl<B: Backend> Evd<B> {
 
     /// What `direct` is kept at: [`Evd::takes_direct`], unless the EVD
     /// counts.
-    pub(crate) fn lane_direct(&self) -> bool {
+    fn lane_direct(&self) -> bool {
         self.takes_direct() && !self.counting
     }
 
     /// Whether a dequeue may take its lane: the EVD [takes DTO completions
     /// direct](Evd::takes_direct), no waiter and no EP holds it, and no
     /// event is queued before its CQ's next completion.
-    pub(crate) fn lane_opens(&self) -> bool {
+    fn lane_opens(&self) -> bool {
         self.direct && !self.waiter && self.lane_holds == 0 && self.queue.is_empty()
     }
 
     /// Bring `lane` up to date after a change of what it depends on.
     #[inline(always)]
-    pub(crate) fn refresh_lane(&mut self) {
+    fn refresh_lane(&mut self) {
         self.lane = self.lane_opens();
+    }
+
+    /// The CNO an event queued now triggers, if any.
+    fn cno_to_trigger(&self) -> Option<CnoHandle> {
+        // dat_evd_wait(3DAT): "The CNO associated with the evd_handle() is
+        // not triggered upon event arrival if there is a Consumer blocked
+        // on dat_evd_wait() on this Event Dispatcher." dat_cno_wait(3DAT):
+        // "An Event Dispatcher that is disabled or in the "Waited" state
+        // does not deliver notifications."
+        (self.enabled && !self.waiter && !self.cno.is_null()).then_some(self.cno)
+    }
+
+    /// `event` arrives: queued at the tail, unless the queue is full.
+    /// `notifies` is false for an event whose arrival must not wake anyone
+    /// (a completion its poster asked not to be notified of).
+    pub(crate) fn arrive<S: Store<EventSlot>>(
+        &mut self,
+        pool: &mut EventPool<S>,
+        event: Event,
+        notifies: bool,
+    ) -> Arrival {
+        if pool.push(&mut self.queue, event).is_err() {
+            return Arrival::Overflowed;
+        }
+        self.refresh_lane();
+        Arrival::Queued(self.cno_to_trigger().filter(|_| notifies))
+    }
+
+    /// The oldest queued event is taken, if there is one.
+    pub(crate) fn take<S: Store<EventSlot>>(&mut self, pool: &mut EventPool<S>) -> Option<Event> {
+        let event = pool.pop(&mut self.queue);
+        self.refresh_lane();
+        event
+    }
+
+    /// The EVD goes away: its queued events are dropped and its queue's
+    /// reservation given back.
+    pub(crate) fn close<S: Store<EventSlot>>(&mut self, pool: &mut EventPool<S>) {
+        pool.close(&mut self.queue);
+        self.refresh_lane();
+    }
+
+    /// The queue's reservation becomes `capacity` events, not below those
+    /// queued; `false` (nothing changed) when the pool cannot.
+    pub(crate) fn resize<S: Store<EventSlot>>(&mut self, pool: &mut EventPool<S>, capacity: u32) -> bool {
+        pool.resize(&mut self.queue, capacity)
+    }
+
+    /// The CNO its queued events trigger now that it was tied to its CNO or
+    /// enabled, if any (see `crate::call::cno`).
+    pub(crate) fn catch_up(&self) -> Option<CnoHandle> {
+        self.cno_to_trigger().filter(|_| !self.queue.is_empty())
+    }
+
+    /// dat_evd_enable(3DAT): arrivals may trigger the CNO again. "If the
+    /// Event Dispatcher is already enabled, this operation is no-op."
+    pub(crate) fn enable(&mut self) {
+        self.enabled = true;
+    }
+
+    /// dat_evd_disable(3DAT): arrivals no longer trigger the CNO.
+    pub(crate) fn disable(&mut self) {
+        self.enabled = false;
+    }
+
+    /// dat_evd_clear_unwaitable(3DAT) (`true`) or
+    /// dat_evd_set_unwaitable(3DAT) (`false`).
+    pub(crate) fn set_waitable(&mut self, waitable: bool) {
+        self.waitable = waitable;
     }
 
     /// Take (`true`) or give up the waiter place.
     pub(crate) fn set_waiter(&mut self, waiter: bool) {
         self.waiter = waiter;
         self.refresh_lane();
+    }
+
+    /// `n` more holds of EPs shut its lane.
+    pub(crate) fn hold_lane(&mut self, n: u32) {
+        self.lane_holds += n;
+        self.refresh_lane();
+    }
+
+    /// `n` holds of EPs end.
+    pub(crate) fn release_lane(&mut self, n: u32) {
+        self.lane_holds = self.lane_holds.saturating_sub(n);
+        self.refresh_lane();
+    }
+
+    /// A DTO stream of `mode` starts feeding it, with the `holds` its EP
+    /// has on the lane of the stream's EVD.
+    pub(crate) fn attach_dto(&mut self, mode: NotifyMode, holds: u32) {
+        self.streams += 1;
+        self.dto.add(mode);
+        self.hold_lane(holds);
+    }
+
+    /// A DTO stream of `mode` stops feeding it, and its `holds` go.
+    pub(crate) fn detach_dto(&mut self, mode: NotifyMode, holds: u32) {
+        self.streams = self.streams.saturating_sub(1);
+        self.dto.remove(mode);
+        self.release_lane(holds);
+    }
+
+    /// A connection-request or connection stream starts feeding it, of an
+    /// EP of another IA if `foreign`. Only a connection or CR EVD takes
+    /// such a stream, and it never takes the direct path: `direct` stays.
+    pub(crate) fn attach_cm(&mut self, foreign: bool) {
+        self.streams += 1;
+        self.other_streams += 1;
+        if foreign {
+            self.foreign_streams += 1;
+        }
+    }
+
+    /// A stream of [`Evd::attach_cm`] stops feeding it.
+    pub(crate) fn detach_cm(&mut self, foreign: bool) {
+        self.streams = self.streams.saturating_sub(1);
+        self.other_streams = self.other_streams.saturating_sub(1);
+        if foreign {
+            self.foreign_streams = self.foreign_streams.saturating_sub(1);
+        }
+    }
+
+    /// An IA's async stream starts feeding it.
+    pub(crate) fn attach_async(&mut self) {
+        self.streams += 1;
+    }
+
+    /// An IA's async stream stops feeding it.
+    pub(crate) fn detach_async(&mut self) {
+        self.streams = self.streams.saturating_sub(1);
+    }
+
+    /// The transport reported its CQ in error: `true` the first time only.
+    pub(crate) fn cq_fails(&mut self) -> bool {
+        !core::mem::replace(&mut self.cq_failed, true)
     }
 
     /// Tie the EVD to `cno` (or to none); the CNO it was tied to.
@@ -200,5 +438,148 @@ impl<B: Backend> Evd<B> {
         self.counting = on;
         self.direct = self.lane_direct();
         self.refresh_lane();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{EventData, EventNumber};
+    use crate::handle::{EvdHandle, RawHandle};
+
+    const CNO: CnoHandle = CnoHandle::from_raw(RawHandle::from_bits(1 << 32 | 3));
+
+    fn sw(pointer: u64) -> Event {
+        Event { number: EventNumber::Software, evd: EvdHandle::NULL, data: EventData::Software { pointer } }
+    }
+
+    fn pool() -> EventPool<[EventSlot; 8]> {
+        EventPool::new([EventSlot::VACANT; 8])
+    }
+
+    /// An EVD of `flags` with room for `qlen` events, tied to `cno`.
+    fn evd(pool: &mut EventPool<[EventSlot; 8]>, flags: EvdFlags, qlen: u32, cno: CnoHandle) -> Evd<()> {
+        Evd::new(IaHandle::NULL, flags, pool.open(qlen).unwrap(), cno)
+    }
+
+    #[test]
+    fn an_arrival_triggers_the_cno_only_while_enabled_and_no_one_waits() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::SOFTWARE, 8, CNO);
+        assert_eq!(e.arrive(&mut pool, sw(1), true), Arrival::Queued(Some(CNO)));
+        // A completion its poster asked not to be notified of.
+        assert_eq!(e.arrive(&mut pool, sw(2), false), Arrival::Queued(None));
+        e.disable();
+        assert_eq!(e.arrive(&mut pool, sw(3), true), Arrival::Queued(None));
+        e.enable();
+        e.set_waiter(true);
+        assert_eq!(e.arrive(&mut pool, sw(4), true), Arrival::Queued(None));
+        e.set_waiter(false);
+        assert_eq!(e.arrive(&mut pool, sw(5), true), Arrival::Queued(Some(CNO)));
+        assert_eq!(e.queue().len(), 5);
+        // Untied, nothing is triggered.
+        assert_eq!(e.tie(CnoHandle::NULL), CNO);
+        assert_eq!(e.arrive(&mut pool, sw(6), true), Arrival::Queued(None));
+        for pointer in 1..=6 {
+            assert_eq!(e.take(&mut pool), Some(sw(pointer)));
+        }
+        assert_eq!(e.take(&mut pool), None);
+    }
+
+    #[test]
+    fn queued_events_trigger_the_cno_once_the_evd_is_enabled_again() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::SOFTWARE, 4, CNO);
+        assert_eq!(e.catch_up(), None);
+        e.disable();
+        assert_eq!(e.arrive(&mut pool, sw(1), true), Arrival::Queued(None));
+        assert_eq!(e.catch_up(), None);
+        e.enable();
+        assert_eq!(e.catch_up(), Some(CNO));
+        e.set_waiter(true);
+        assert_eq!(e.catch_up(), None);
+    }
+
+    #[test]
+    fn a_full_queue_overflows_and_loses_the_event() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::SOFTWARE, 2, CNO);
+        assert_eq!(e.arrive(&mut pool, sw(1), true), Arrival::Queued(Some(CNO)));
+        assert_eq!(e.arrive(&mut pool, sw(2), true), Arrival::Queued(Some(CNO)));
+        assert_eq!(e.arrive(&mut pool, sw(3), true), Arrival::Overflowed);
+        assert_eq!(e.queue().len(), 2);
+        assert_eq!(e.take(&mut pool), Some(sw(1)));
+        assert_eq!(e.arrive(&mut pool, sw(4), true), Arrival::Queued(Some(CNO)));
+        assert_eq!(e.take(&mut pool), Some(sw(2)));
+        assert_eq!(e.take(&mut pool), Some(sw(4)));
+        assert_eq!(e.take(&mut pool), None);
+    }
+
+    #[test]
+    fn a_waiter_a_lane_hold_or_a_queued_event_closes_the_lane_until_it_ends() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::DTO, 4, CnoHandle::NULL);
+        assert!(e.direct() && e.lane());
+        e.set_waiter(true);
+        assert!(!e.lane());
+        e.set_waiter(false);
+        assert!(e.lane());
+        e.hold_lane(2);
+        assert!(!e.lane());
+        e.release_lane(1);
+        assert!(!e.lane());
+        e.release_lane(1);
+        assert!(e.lane());
+        // A stream brings its EP's holds, and takes them away with it.
+        e.attach_dto(NotifyMode::Threshold, 1);
+        assert!(e.fed() && !e.lane());
+        e.detach_dto(NotifyMode::Threshold, 1);
+        assert!(!e.fed() && e.lane());
+        // An event queued comes before the CQ's next completion.
+        assert_eq!(e.arrive(&mut pool, sw(1), true), Arrival::Queued(None));
+        assert!(!e.lane());
+        assert_eq!(e.take(&mut pool), Some(sw(1)));
+        assert!(e.lane());
+    }
+
+    #[test]
+    fn counting_or_a_cno_closes_direct_and_the_lane() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::DTO, 4, CnoHandle::NULL);
+        e.set_counting(true);
+        assert!(!e.direct() && !e.lane());
+        // The EVD's own rule still holds: the counted dequeue asks it.
+        assert!(e.takes_direct());
+        e.set_counting(false);
+        assert!(e.direct() && e.lane());
+        assert_eq!(e.tie(CNO), CnoHandle::NULL);
+        assert!(!e.takes_direct() && !e.direct() && !e.lane());
+        assert_eq!(e.tie(CnoHandle::NULL), CNO);
+        assert!(e.direct() && e.lane());
+        // An EVD that connection events feed never takes the direct path.
+        let c = evd(&mut pool, EvdFlags::CONNECTION, 2, CnoHandle::NULL);
+        assert!(!c.direct() && !c.lane());
+    }
+
+    #[test]
+    fn a_foreign_connection_stream_is_counted_until_it_detaches() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::CONNECTION, 2, CnoHandle::NULL);
+        e.attach_cm(false);
+        assert!(e.fed() && e.fed_by_cm() && !e.fed_from_afar());
+        e.attach_cm(true);
+        assert!(e.fed_from_afar());
+        e.detach_cm(true);
+        assert!(!e.fed_from_afar() && e.fed_by_cm());
+        e.detach_cm(false);
+        assert!(!e.fed() && !e.fed_by_cm());
+    }
+
+    #[test]
+    fn a_cq_fails_once() {
+        let mut pool = pool();
+        let mut e = evd(&mut pool, EvdFlags::DTO, 2, CnoHandle::NULL);
+        assert!(e.cq_fails());
+        assert!(!e.cq_fails());
     }
 }

@@ -97,7 +97,7 @@ of_ia! {
     srq::Srq => srqs, SRQ_CREATE / SRQ_FREE;
 }
 
-impl<B: Backend> OfIa for crate::object::evd::Evd<B> {
+impl<C> OfIa for crate::object::evd::Evd<C> {
     fn ia(&self) -> IaHandle {
         self.ia
     }

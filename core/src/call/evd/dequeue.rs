@@ -57,9 +57,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> Option<R> {
         let Provider { evds, eps, backend, .. } = self;
         let (generation, e) = evds.live_mut(evd)?;
-        debug_assert_eq!(e.direct, e.lane_direct());
-        debug_assert_eq!(e.lane, e.lane_opens());
-        if !matches_generation(generation) || !e.lane {
+        if !matches_generation(generation) || !e.lane() {
             return None;
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
@@ -120,9 +118,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> Shared<R> {
         // SAFETY: the caller holds the EVD's lock.
         let Some((generation, e)) = (unsafe { self.evds.live_shared(evd) }) else { return Shared::NeedsExclusive };
-        debug_assert_eq!(e.direct, e.lane_direct());
-        debug_assert_eq!(e.lane, e.lane_opens());
-        if !matches_generation(generation) || !e.lane {
+        if !matches_generation(generation) || !e.lane() {
             return Shared::NeedsExclusive;
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
@@ -183,8 +179,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             e.request_evd
         };
         if let Some(e) = self.evds.get_mut(evd.0) {
-            e.lane_holds += 1;
-            e.refresh_lane();
+            e.hold_lane(1);
         }
         Ok(())
     }
@@ -199,8 +194,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         *held -= 1;
         if let Some(e) = self.evds.get_mut(evd.0) {
-            e.lane_holds = e.lane_holds.saturating_sub(1);
-            e.refresh_lane();
+            e.release_lane(1);
         }
     }
 }

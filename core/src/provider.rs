@@ -58,8 +58,8 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) ahs: Slab<Ah<B>, S::Slots<Ah<B>>>,
     pub(crate) events: EventPool<S::Events>,
     /// The EPs' and the EVDs' counters, beside their slabs.
-    pub(crate) ep_tallies: CountTable<{ counts::ep::COUNT }, S::Slots<SlotCounts<{ counts::ep::COUNT }>>>,
-    pub(crate) evd_tallies: CountTable<{ counts::evd::COUNT }, S::Slots<SlotCounts<{ counts::evd::COUNT }>>>,
+    pub(crate) ep_counts: CountTable<{ counts::ep::COUNT }, S::Slots<SlotCounts<{ counts::ep::COUNT }>>>,
+    pub(crate) evd_counts: CountTable<{ counts::evd::COUNT }, S::Slots<SlotCounts<{ counts::evd::COUNT }>>>,
     /// Where a CQ poll puts its completions: kept, so that no poll clears
     /// a buffer first.
     pub(crate) polled: [Completion; POLL_BATCH],
@@ -173,8 +173,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             // as Endpoints, one a peer of a UD EP.
             addr_of_mut!((*p).ahs).write(Slab::new(storage.slots(Kind::Ep)).listed());
             addr_of_mut!((*p).events).write(EventPool::new(storage.events()));
-            addr_of_mut!((*p).ep_tallies).write(CountTable::new(storage.slots(Kind::Ep)));
-            addr_of_mut!((*p).evd_tallies).write(CountTable::new(storage.slots(Kind::Evd)));
+            addr_of_mut!((*p).ep_counts).write(CountTable::new(storage.slots(Kind::Ep)));
+            addr_of_mut!((*p).evd_counts).write(CountTable::new(storage.slots(Kind::Evd)));
             addr_of_mut!((*p).polled).write([Completion::EMPTY; POLL_BATCH]);
             addr_of_mut!((*p).lmr_sequence).write(0);
             addr_of_mut!((*p).lmr_epoch).write(0);
@@ -199,8 +199,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             srqs: _,
             ahs: _,
             events: _,
-            ep_tallies: _,
-            evd_tallies: _,
+            ep_counts: _,
+            evd_counts: _,
             polled: _,
             lmr_sequence: _,
             lmr_epoch: _,
@@ -271,7 +271,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub(crate) fn deliver(&mut self, evd: EvdHandle, number: EventNumber, data: EventData, notify: bool) {
         let Some(e) = self.evds.get_mut(evd.0) else { return };
         if e.counting() && matches!(data, EventData::Connection { .. } | EventData::CrArrival { .. }) {
-            self.evd_tallies.bump(evd.0, counts::evd::Counter::CONN_CALLBACK as usize);
+            self.evd_counts.bump(evd.0, counts::evd::Counter::CONN_CALLBACK as usize);
         }
         let event = Event { number, evd, data };
         match e.arrive(&mut self.events, event, notify) {

@@ -39,7 +39,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     fn counters_switch(&mut self, ia_h: IaHandle, on: bool) -> DatResult<()> {
-        let Provider { ias, eps, evds, ep_tallies, .. } = self;
+        let Provider { ias, eps, evds, ep_counts, .. } = self;
         let ia = ias.get_mut(ia_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
         ia.counting = on;
         let mut at = 0;
@@ -49,7 +49,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 ep.set_counting(on);
                 // A shared post counts only into counters made already.
                 if on {
-                    ep_tallies.of(h);
+                    ep_counts.of(h);
                 }
             }
         }
@@ -67,7 +67,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// post finds them.
     pub(crate) fn tally_new_ep(&mut self, h: RawHandle) {
         if self.eps.get(h).is_some_and(|e| e.counting) {
-            self.ep_tallies.of(h);
+            self.ep_counts.of(h);
         }
     }
 
@@ -81,8 +81,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn counters_query(&mut self, h: AnyHandle, which: usize, out: &mut [u64], reset: bool) -> DatResult<()> {
         match h.kind {
             Kind::Ia => self.ias.get_mut(h.raw).map(|i| i.counts.read(which, out, reset)),
-            Kind::Ep if self.eps.contains(h.raw) => self.ep_tallies.of(h.raw).map(|c| c.read(which, out, reset)),
-            Kind::Evd if self.evds.contains(h.raw) => self.evd_tallies.of(h.raw).map(|c| c.read(which, out, reset)),
+            Kind::Ep if self.eps.contains(h.raw) => self.ep_counts.of(h.raw).map(|c| c.read(which, out, reset)),
+            Kind::Evd if self.evds.contains(h.raw) => self.evd_counts.of(h.raw).map(|c| c.read(which, out, reset)),
             _ => None,
         }
         .ok_or(DatError::invalid_handle(Subtype::NoSubtype))?
@@ -92,14 +92,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// wait of a caller that blocks outside the provider reports.
     pub fn count_evd(&mut self, evd: EvdHandle, c: evd::Counter) {
         if self.evds.get(evd.0).is_some_and(|e| e.counting()) {
-            self.evd_tallies.bump(evd.0, c as usize);
+            self.evd_counts.bump(evd.0, c as usize);
         }
     }
 
     /// One more event of counter `c` of the EP `h`, if it counts.
     pub(crate) fn count_ep(&mut self, h: RawHandle, c: ep::Counter) {
         if self.eps.get(h).is_some_and(|e| e.counting) {
-            self.ep_tallies.bump(h, c as usize);
+            self.ep_counts.bump(h, c as usize);
         }
     }
 
@@ -110,7 +110,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     #[inline(never)]
     pub(crate) fn count_completion(&mut self, ep: EpHandle, evd: EvdHandle, op: DtoOp, c: &Completion) {
         if op.is_recv() && c.status == DtoStatus::Success {
-            if let Some(counts) = self.ep_tallies.of(ep.0) {
+            if let Some(counts) = self.ep_counts.of(ep.0) {
                 counts.received(op, c.transferred_length);
             }
         }

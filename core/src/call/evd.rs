@@ -355,7 +355,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     fn dequeue_counted(&mut self, evd: EvdHandle) -> DatResult<Event> {
         let polls = self.evds.get(evd.0).is_some_and(|e| e.queue().is_empty() && e.cq.is_some());
         let r = self.dequeue(evd, false);
-        if let Some(counts) = self.evd_tallies.of(evd.0) {
+        if let Some(counts) = self.evd_counts.of(evd.0) {
             let found = r.is_ok();
             let mut bump = |c: counts::evd::Counter| counts.bump(c as usize);
             bump(counts::evd::Counter::DEQUEUE);

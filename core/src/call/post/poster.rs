@@ -195,7 +195,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     #[cold]
     #[inline(never)]
     fn commit(&mut self, segs: &Segments, op: RequestOp, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
-        let Provider { eps, ias, backend, ep_tallies, .. } = &mut *self.p;
+        let Provider { eps, ias, backend, ep_counts, .. } = &mut *self.p;
         let h = self.ep;
         let Some(ep) = eps.get_mut(h.0) else { return Err(Refusal::NoEp.error()) };
         fits(ep, ias, &op, kind(&op).length, segs.checked.total)?;
@@ -208,7 +208,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
             hand_off(backend, (cookie, op, flags)),
             #[cold]
             #[inline(never)]
-            move |wr| ep_tallies.posted(h.0, wr),
+            move |wr| ep_counts.posted(h.0, wr),
         )
     }
 }

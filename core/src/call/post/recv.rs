@@ -52,7 +52,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let Provider { eps, lmrs, backend, ep_tallies, .. } = self;
+        let Provider { eps, lmrs, backend, ep_counts, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         let post = |qp: &mut B::Qp, sges: &[Sge]| backend.post_recv(qp, sges, cookie);
         recv_checked(
@@ -63,7 +63,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             post,
             #[cold]
             #[inline(never)]
-            |bytes| ep_tallies.posted_recv(h.0, bytes),
+            |bytes| ep_counts.posted_recv(h.0, bytes),
         )
     }
 

@@ -210,7 +210,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<()> {
         // One look-up of the EP; the LMRs, the IA and the backend are other
         // fields of the provider.
-        let Provider { eps, lmrs, ias, backend, ep_tallies, .. } = self;
+        let Provider { eps, lmrs, ias, backend, ep_counts, .. } = self;
         let Some(ep) = eps.get_mut(h.0) else { return Err(Refusal::NoEp.error()) };
         // The lane judges the segment as values, read once; one it declines
         // goes out of line as a copy. A pointer into the caller's memory
@@ -246,7 +246,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             hand_off(backend, (cookie, op, flags)),
             #[cold]
             #[inline(never)]
-            move |wr| ep_tallies.posted(h.0, wr),
+            move |wr| ep_counts.posted(h.0, wr),
         )
     }
 

@@ -89,7 +89,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             #[inline(never)]
             // SAFETY: the caller holds the EP's lock, which its counters'
             // every other use takes too.
-            |bytes| unsafe { self.ep_tallies.posted_recv_shared(h.0, bytes) },
+            |bytes| unsafe { self.ep_counts.posted_recv_shared(h.0, bytes) },
         )
     }
 
@@ -174,7 +174,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             #[inline(never)]
             // SAFETY: the caller holds the EP's lock, which its counters'
             // every other use takes too.
-            |wr| unsafe { self.ep_tallies.posted_shared(h.0, wr) },
+            |wr| unsafe { self.ep_counts.posted_shared(h.0, wr) },
         )
     }
 }

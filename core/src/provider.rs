@@ -283,6 +283,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
     }
 
+    /// An event's arrival on `evd` triggers `cno`, if there is one.
+    pub(crate) fn cno_triggered(&mut self, cno: Option<CnoHandle>, evd: EvdHandle) {
+        if let Some(c) = cno.and_then(|cno| self.cnos.get_mut(cno.0)) {
+            c.trigger(evd);
+        }
+    }
+
     /// Queue an asynchronous event on `ia`'s async EVD. An async EVD that is
     /// itself full loses the event.
     pub(crate) fn async_event(&mut self, ia: IaHandle, number: EventNumber, handle: Option<AnyHandle>, reason: u32) {

@@ -165,13 +165,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         self.cno_triggered(cno, evd);
     }
 
-    /// An event's arrival on `evd` triggers `cno`, if there is one.
-    pub(crate) fn cno_triggered(&mut self, cno: Option<CnoHandle>, evd: EvdHandle) {
-        if let Some(c) = cno.and_then(|cno| self.cnos.get_mut(cno.0)) {
-            c.trigger(evd);
-        }
-    }
-
     /// Start a `dat_cno_wait`.
     pub fn cno_wait_begin(&mut self, cno: CnoHandle, timeout_us: u32) -> DatResult<CnoWait> {
         self.cno(cno)?;

@@ -311,7 +311,7 @@ impl<C> Evd<C> {
             return Arrival::Overflowed;
         }
         self.refresh_lane();
-        Arrival::Queued(self.cno_to_trigger().filter(|_| notifies))
+        Arrival::Queued(if notifies { self.cno_to_trigger() } else { None })
     }
 
     /// The oldest queued event is taken, if there is one.

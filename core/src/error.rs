@@ -733,7 +733,8 @@ impl DatError {
     }
 
     /// `DAT_INVALID_PARAMETER`, `DAT_INVALID_ARGn` for the 1-based argument `n`.
-    /// The core names its argument instead, [`DatError::invalid`].
+    /// The core itself names the argument of a call's signature instead
+    /// (`DatError::invalid`, with the positions of `crate::signature`).
     pub const fn invalid_arg(n: u8) -> DatError {
         let subtype = match n {
             1 => Subtype::InvalidArg1,

@@ -177,6 +177,14 @@ fn dat_ep_post_rdma_read_to_rmr_reads_into_what_the_context_names() {
     // its fifth (dat_ep_post_rdma_read's sixth).
     let e = fx.p.ep_post_rdma_read_to_rmr(ep, &of_lmr, 1, &remote, CompletionFlags::SOLICITED_WAIT).unwrap_err();
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg5));
+    // A segment past the EP's largest RDMA: its `local_iov`, the second
+    // argument (dat_ep_post_rdma_read's third).
+    let mut small = fx.attr();
+    small.max_rdma_size = 32;
+    let narrow = fx.ep_with(Some(&small));
+    fx.establish(narrow);
+    let e = fx.p.ep_post_rdma_read_to_rmr(narrow, &of_lmr, 1, &remote, CompletionFlags::DEFAULT).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg2));
     let readable =
         fx.p.mock_lmr_create(
             fx.ia,

@@ -159,7 +159,7 @@ impl Cno {
             return None;
         }
         let evd = core::mem::replace(&mut self.triggered, EvdHandle::NULL);
-        self.waiters -= 1;
+        self.waiters = self.waiters.saturating_sub(1);
         if self.waiters == 0 {
             self.orphaned = false;
         }
@@ -168,7 +168,7 @@ impl Cno {
 
     /// A waiter's timeout passed without a notification.
     pub(crate) fn time_out(&mut self) {
-        self.waiters -= 1;
+        self.waiters = self.waiters.saturating_sub(1);
     }
 
     /// A waiter gives up its place (a signal interrupted it, say).

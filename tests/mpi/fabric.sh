@@ -57,11 +57,13 @@ sync_peer listening
 for p in $MPI_PROVIDERS; do
 	for t in $MPI_OSU; do
 		out="$LOG/$p.$t"
+		before=$(retries)
 		MV2_DAPL_PROVIDER=$p timeout -k 5 "$MPI_TIMEOUT" "$MPI_PREFIX/bin/mpiexec" -launcher ssh \
 			-launcher-exec "$LOG/rsh" -hosts "$UDAT_RDMA_ADDR,$UDAT_PEER_ADDR" -n 2 \
 			-genv MV2_DAPL_PROVIDER "$p" "$MPI_PREFIX/libexec/osu-micro-benchmarks/$t" > "$out" 2>&1
 		rc=$?
 		report "$p" "$t" "$out" $rc "$MPI_TIMEOUT"
+		retried "$p" "$t" "$before"
 	done
 done
 echo "mpi done"

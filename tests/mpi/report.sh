@@ -1,4 +1,22 @@
 # Sourced by run.sh and fabric.sh: the result lines of one OSU benchmark.
+
+# retries: the transport retransmissions this host's RDMA device has made
+# so far (rxe's completer_retry_err, over its ports); nothing where the
+# device keeps no such counter. Under TCG rxe loses packets now and then,
+# and each loss costs an ACK timeout, so a figure means little without
+# the retries beside it.
+retries() {
+	cat /sys/class/infiniband/"$UDAT_RDMA_DEVICE"/ports/*/hw_counters/completer_retry_err 2>/dev/null |
+		awk '{ s += $1 } END { if (NR) print s }'
+}
+
+# retried PROVIDER TEST BEFORE: the retries since BEFORE, one result line
+#   mpi retries PROVIDER TEST COUNT
+retried() {
+	[ -n "$3" ] && echo "mpi retries $1 $2 $(( $(retries) - $3 ))"
+	true
+}
+
 # report PROVIDER TEST OUTPUT STATUS LIMIT: OUTPUT is the benchmark's
 # output, STATUS the exit status of `timeout LIMIT mpiexec ...`.
 report() {

@@ -20,6 +20,7 @@
 # Every result is one line on stdout, for the xtask's table:
 #   mpi osu PROVIDER TEST SIZE VALUE
 #   mpi case PROVIDER SUITE TEST NP ok|fail|hang DETAIL
+#   mpi retries PROVIDER TEST COUNT   (the device's transport retries)
 # A hang is a run that outlived its time limit and was killed.
 
 : "${MPI_PREFIX:?}" "${MPI_TESTS:?}" "${MPI_LISTS:?}" "${MPI_PLUGIN:?}" "${UDAT_RDMA_DEVICE:?}" "${UDAT_RDMA_ADDR:?}"
@@ -56,10 +57,12 @@ chmod +x "$LOG/mpiexec"
 # osu PROVIDER TEST: one benchmark, two ranks.
 osu() {
 	out="$LOG/$1.$2"
+	before=$(retries)
 	timeout -k 5 "$MPI_TIMEOUT" "$MPI_PREFIX/bin/mpiexec" -launcher fork -n 2 \
 		"$MPI_PREFIX/libexec/osu-micro-benchmarks/$2" > "$out" 2>&1
 	rc=$?
 	report "$1" "$2" "$out" $rc "$MPI_TIMEOUT"
+	retried "$1" "$2" "$before"
 }
 
 # suite PROVIDER DIR NP: one test/mpi directory through runtests, at NP
@@ -94,11 +97,16 @@ if [ -n "$MPI_FLAGPOLL" ]; then
 	timeout -k 5 300 "$MPI_FLAGPOLL" "$UDAT_RDMA_ADDR" 500 252 300 1020 4000 || echo "flagpoll: failed ($?)"
 fi
 
-for p in $MPI_PROVIDERS; do
-	export MV2_DAPL_PROVIDER=$p
-	for t in $MPI_OSU; do
+# Each OSU benchmark runs over every provider before the next begins, so
+# that a host whose load changes during the run weighs on both alike.
+for t in $MPI_OSU; do
+	for p in $MPI_PROVIDERS; do
+		export MV2_DAPL_PROVIDER=$p
 		osu "$p" "$t"
 	done
+done
+for p in $MPI_PROVIDERS; do
+	export MV2_DAPL_PROVIDER=$p
 	for d in $MPI_SUITES; do
 		for n in $MPI_RANKS; do
 			suite "$p" "$d" "$n"

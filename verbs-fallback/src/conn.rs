@@ -238,7 +238,7 @@ pub(crate) fn conn_param(conn: &Conn, private_data: &[u8], t: &Tunables) -> sys:
 
 /// Move `conn`'s QP through `state` with the attributes rdma_cm computes
 /// for the connection of `id`, and the IA's tunables: the RNR timer and
-/// the MTU at RTR, the ACK timer and the retry counts at RTS.
+/// the MTU at RTR, the retry counts and (if set) the ACK timer at RTS.
 pub(crate) fn to_cm_state(
     conn: &Conn,
     id: *mut sys::rdma_cm_id,
@@ -270,7 +270,9 @@ pub(crate) fn to_cm_state(
         }
         s::IBV_QPS_RTS => {
             attr.max_rd_atomic = attr.max_rd_atomic.max(conn.reads.1.max(1));
-            attr.timeout = t.ack_timer;
+            if let Some(timeout) = t.ack_timer {
+                attr.timeout = timeout;
+            }
             attr.retry_cnt = t.ack_retry;
             attr.rnr_retry = t.rnr_retry;
             mask |= (m::IBV_QP_TIMEOUT | m::IBV_QP_RETRY_CNT | m::IBV_QP_RNR_RETRY).0 as i32;

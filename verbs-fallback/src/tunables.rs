@@ -6,11 +6,17 @@
 //! OFA's defaults. udat moves its QPs through RTR and RTS itself
 //! (`cm`), so each value goes where OFA puts it: the RNR timer and the
 //! MTU at RTR, the ACK timer and both retry counts at RTS.
+//!
+//! The ACK timer is the one value whose default is rdma_cm's. Like OFA's
+//! `cma` provider, which hands its QPs to `rdma_connect` and
+//! `rdma_accept` and so never applies `DAPL_ACK_TIMER`, udat leaves the
+//! local ACK timeout to what `rdma_init_qp_attr` computes from the
+//! route's packet life time (19 on rxe, about 2.1 s a try) unless the
+//! variable is set. OFA's `scm` and `ucm` default of 20 waits twice as
+//! long before each retransmission on the same device.
 
 use crate::sys;
 
-/// OFA's local ACK timeout: 4.096 µs × 2^20, about 4.3 s a try.
-const ACK_TIMER: u8 = 20;
 /// OFA's transport retry count.
 const ACK_RETRY: u8 = 7;
 /// OFA's RNR NAK timer: code 12 of IBTA's table (Vol. 1 Table 45), 0.64 ms.
@@ -34,8 +40,8 @@ const RXE_ACK_RETRY: u8 = 6;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Tunables {
     /// The local ACK timeout at RTS, IBTA's exponent: 4.096 µs × 2^v a
-    /// try (0: no timeout).
-    pub ack_timer: u8,
+    /// try (0: no timeout); `None` keeps rdma_cm's.
+    pub ack_timer: Option<u8>,
     /// Transport retries after an ACK timeout, at RTS (and in the
     /// connection request, for the peer).
     pub ack_retry: u8,
@@ -51,7 +57,7 @@ pub(crate) struct Tunables {
 impl Tunables {
     /// OFA's defaults, with no variable set and no device known.
     pub const DEFAULT: Tunables =
-        Tunables { ack_timer: ACK_TIMER, ack_retry: ACK_RETRY, rnr_timer: RNR_TIMER, rnr_retry: RNR_RETRY, mtu: None };
+        Tunables { ack_timer: None, ack_retry: ACK_RETRY, rnr_timer: RNR_TIMER, rnr_retry: RNR_RETRY, mtu: None };
 
     /// OFA's defaults, each overridden by its variable, for a device whose
     /// own ACK delay is `ack_delay` (`local_ca_ack_delay`), which is rxe
@@ -66,7 +72,9 @@ impl Tunables {
         };
         // OFA never waits less for an ACK than the device says it takes
         // to send one.
-        let ack_timer = value("DAPL_ACK_TIMER", ACK_TIMER, FIVE_BITS).max(ack_delay.min(FIVE_BITS as u8));
+        let ack_timer = var("DAPL_ACK_TIMER")
+            .and_then(|v| number(&v))
+            .map(|v| (v.min(FIVE_BITS) as u8).max(ack_delay.min(FIVE_BITS as u8)));
         let mut ack_retry = value("DAPL_ACK_RETRY", ACK_RETRY, THREE_BITS);
         if rxe && ack_retry == 7 {
             ack_retry = RXE_ACK_RETRY;
@@ -123,7 +131,7 @@ mod tests {
     #[test]
     fn unset_variables_give_ofa_defaults() {
         let t = with(&[], 0, false);
-        assert_eq!(t, Tunables { ack_timer: 20, ack_retry: 7, rnr_timer: 12, rnr_retry: 7, mtu: None });
+        assert_eq!(t, Tunables { ack_timer: None, ack_retry: 7, rnr_timer: 12, rnr_retry: 7, mtu: None });
         assert_eq!(t, Tunables::DEFAULT);
         assert_eq!(t.path_mtu(m::IBV_MTU_1024), m::IBV_MTU_1024);
     }
@@ -140,7 +148,7 @@ mod tests {
         let t = with(&vars, 0, false);
         assert_eq!(
             t,
-            Tunables { ack_timer: 21, ack_retry: 3, rnr_timer: 28, rnr_retry: 5, mtu: Some(m::IBV_MTU_1024) }
+            Tunables { ack_timer: Some(21), ack_retry: 3, rnr_timer: 28, rnr_retry: 5, mtu: Some(m::IBV_MTU_1024) }
         );
         assert_eq!(t.path_mtu(m::IBV_MTU_4096), m::IBV_MTU_1024);
         assert_eq!(t.path_mtu(m::IBV_MTU_512), m::IBV_MTU_512);
@@ -151,14 +159,20 @@ mod tests {
         let vars =
             [("DAPL_ACK_TIMER", "99"), ("DAPL_ACK_RETRY", "12"), ("DAPL_RNR_TIMER", "ten"), ("DAPL_IB_MTU", "9000")];
         let t = with(&vars, 0, false);
-        assert_eq!((t.ack_timer, t.ack_retry, t.rnr_timer), (31, 7, 12));
+        assert_eq!((t.ack_timer, t.ack_retry, t.rnr_timer), (Some(31), 7, 12));
         assert_eq!(t.mtu, Some(m::IBV_MTU_4096));
     }
 
     #[test]
     fn the_ack_timer_is_never_below_the_devices_ack_delay() {
-        assert_eq!(with(&[("DAPL_ACK_TIMER", "10")], 15, false).ack_timer, 15);
-        assert_eq!(with(&[("DAPL_ACK_TIMER", "18")], 15, false).ack_timer, 18);
+        assert_eq!(with(&[("DAPL_ACK_TIMER", "10")], 15, false).ack_timer, Some(15));
+        assert_eq!(with(&[("DAPL_ACK_TIMER", "18")], 15, false).ack_timer, Some(18));
+    }
+
+    #[test]
+    fn an_unset_or_unreadable_ack_timer_keeps_rdma_cms() {
+        assert_eq!(with(&[], 15, false).ack_timer, None);
+        assert_eq!(with(&[("DAPL_ACK_TIMER", "soon")], 15, true).ack_timer, None);
     }
 
     #[test]

@@ -388,6 +388,9 @@ struct Results {
     osu: BTreeMap<(String, u64), BTreeMap<String, String>>,
     /// (suite, test, np) → provider → outcome.
     cases: BTreeMap<(String, String, u32), BTreeMap<String, Outcome>>,
+    /// OSU test → provider → the transport retries the device made during
+    /// its run (rxe's `completer_retry_err`).
+    retries: BTreeMap<String, BTreeMap<String, u64>>,
     /// Other lines worth showing under the table (flagpoll's).
     notes: Vec<String>,
 }
@@ -412,6 +415,15 @@ impl Results {
                     if let Ok(size) = size.parse() {
                         let test = format!("{test}{where_}");
                         self.osu.entry((test, size)).or_default().insert(provider.into(), value.into());
+                    }
+                }
+            }
+            (Some("mpi"), Some("retries")) => {
+                let w: Vec<&str> = words.collect();
+                if let [provider, test, count] = w[..] {
+                    if let Ok(count) = count.parse() {
+                        let test = format!("{test}{where_}");
+                        self.retries.entry(test).or_default().insert(provider.into(), count);
                     }
                 }
             }
@@ -565,6 +577,19 @@ fn table(results: &Results, providers: &[String]) -> String {
         }
         out.push_str(row.trim_end());
         out.push('\n');
+    }
+    if !results.retries.is_empty() {
+        out.push('\n');
+        out.push_str(&header("transport retries during the run", ""));
+        out.push('\n');
+        for (test, by) in &results.retries {
+            let mut row = format!("{test:<34} {:>8}", "");
+            for p in providers {
+                row.push_str(&format!("  {:<24}", by.get(p).map_or("-".to_string(), u64::to_string)));
+            }
+            out.push_str(row.trim_end());
+            out.push('\n');
+        }
     }
     out.push('\n');
     out.push_str(&header("program", "ranks"));
@@ -801,6 +826,9 @@ mod tests {
         r.take("mpi case ofa pt2pt sendrecv1 2 fail exit 1 before any size: DAT_INVALID_PARAMETER", "");
         r.take("mpi case udat osu osu_bw 2 hang no exit within 300 s, after 4194304 B", "");
         r.take("mpi case udat osu osu_bw 2", "");
+        r.take("mpi retries udat osu_latency 81", "");
+        r.take("mpi retries ofa osu_latency 149", "");
+        r.take("mpi retries ofa osu_latency many", "");
         r.take("something else", "");
         assert_eq!(r.counts("udat"), Counts { passed: 1, failed: 0, hung: 1 });
         assert_eq!(r.counts("ofa"), Counts { passed: 0, failed: 1, hung: 0 });
@@ -809,6 +837,8 @@ mod tests {
         assert!(t.contains("ofa: FAILED: exit 1 before any size: DAT_INVALID_PARAMETER"), "{t}");
         assert!(t.contains("udat: HANG: no exit within 300 s, after 4194304 B"), "{t}");
         assert!(t.contains("osu/osu_bw") && t.contains("not reported"), "{t}");
+        let retried = t.lines().skip_while(|l| !l.starts_with("transport retries")).nth(1).unwrap_or_default();
+        assert!(retried.starts_with("osu_latency") && retried.contains(" 81 ") && retried.ends_with(" 149"), "{t}");
     }
 
     #[test]

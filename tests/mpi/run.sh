@@ -9,6 +9,7 @@
 #   MPI_PLUGIN      udat's libdat2 plug-in (libudat_dapl.so)
 #   MPI_PROVIDERS   which providers: udat, ofa (OFA dapl's cma)
 #   MPI_OSU         the OSU benchmarks to run, 2 ranks each
+#   MPI_ROUNDS      how many times each runs over each provider (1)
 #   MPI_SUITES      test/mpi directories, each through runtests/testlist
 #   MPI_RANKS       the rank counts runtests runs each suite at
 #   MPI_TIMEOUT     seconds an OSU benchmark may take
@@ -97,13 +98,18 @@ if [ -n "$MPI_FLAGPOLL" ]; then
 	timeout -k 5 300 "$MPI_FLAGPOLL" "$UDAT_RDMA_ADDR" 500 252 300 1020 4000 || echo "flagpoll: failed ($?)"
 fi
 
-# Each OSU benchmark runs over every provider before the next begins, so
-# that a host whose load changes during the run weighs on both alike.
-for t in $MPI_OSU; do
-	for p in $MPI_PROVIDERS; do
-		export MV2_DAPL_PROVIDER=$p
-		osu "$p" "$t"
+# Each OSU benchmark runs over every provider before the next begins, and
+# again for each of MPI_ROUNDS rounds, so that a host whose load changes
+# during the run weighs on both alike.
+round=0
+while [ "$round" -lt "${MPI_ROUNDS:-1}" ]; do
+	for t in $MPI_OSU; do
+		for p in $MPI_PROVIDERS; do
+			export MV2_DAPL_PROVIDER=$p
+			osu "$p" "$t"
+		done
 	done
+	round=$((round + 1))
 done
 for p in $MPI_PROVIDERS; do
 	export MV2_DAPL_PROVIDER=$p

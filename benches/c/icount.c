@@ -31,6 +31,10 @@
  *   recv             dat_ep_post_recv of the 4 KiB receive send_4k consumes
  *   dequeue_one      dat_evd_dequeue of one completion, the only one waiting
  *   dequeue_batch16  dat_evd_dequeue, 16 completions waiting (K a multiple of 16)
+ *   dequeue_empty    dat_evd_dequeue of a DTO EVD with nothing waiting, as a
+ *                    consumer that polls for its next completion calls it
+ *                    (DAT_QUEUE_EMPTY); the provider's own looks at connection
+ *                    events, if it takes any, are counted with it
  *   write_4k_eps     write_4k on N Endpoints (N/2 connected pairs, N LMRs),
  *                    each post on the next Endpoint, round robin
  *
@@ -350,10 +354,26 @@ static void dequeue(struct rig *r, long k, int batch)
 	}
 }
 
+/* `k` dequeues of an empty DTO EVD, each of which must find it empty. */
+static void dequeue_empty(struct rig *r, long k)
+{
+	DAT_EVD_HANDLE evd = r->evds[r->eps[0].evd];
+	DAT_EVENT event;
+
+	for (long n = 0; n < k; n++) {
+		DAT_RETURN ret = dat_evd_dequeue(evd, &event);
+
+		if (DAT_GET_TYPE(ret) != DAT_QUEUE_EMPTY) {
+			fprintf(stderr, "icount: dat_evd_dequeue of an empty EVD: 0x%x\n", ret);
+			exit(1);
+		}
+	}
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: icount [-P IA] [-t] [-w] write_4k|write_64_inline|read_4k|send_64_inline|send_4k|recv|"
-			"dequeue_one|dequeue_batch16 K\n"
+			"dequeue_one|dequeue_batch16|dequeue_empty K\n"
 			"       icount [-P IA] [-t] [-w] write_4k_eps K N\n");
 	return 2;
 }
@@ -365,6 +385,8 @@ static int run(struct rig *r, const char *op, long k, int neps)
 		dequeue(r, k, 1);
 	else if (!strcmp(op, "dequeue_batch16") && k % 16 == 0)
 		dequeue(r, k, 16);
+	else if (!strcmp(op, "dequeue_empty"))
+		dequeue_empty(r, k);
 	else if (!strcmp(op, "write_4k_eps"))
 		for (long n = 0; n < k; n++)
 			post_write(r, n % neps, SIZE, n);

@@ -304,7 +304,7 @@ struct CapiOp {
     thread_safe: bool,
 }
 
-const CAPI_OPS: [CapiOp; 10] = [
+const CAPI_OPS: [CapiOp; 11] = [
     CapiOp {
         key: "capi.mlx5.post.write_4k",
         op: "write_4k",
@@ -362,6 +362,14 @@ const CAPI_OPS: [CapiOp; 10] = [
         thread_safe: false,
     },
     CapiOp {
+        key: "capi.mlx5.dequeue.empty",
+        op: "dequeue_empty",
+        call: "dat_evd_dequeue",
+        what:
+            "C ABI, mlx5: `dat_evd_dequeue` of an empty DTO EVD (`DAT_QUEUE_EMPTY`), the software HCA's clock included",
+        thread_safe: false,
+    },
+    CapiOp {
         key: "capi.mlx5.post.write_4k.threadsafe",
         op: "write_4k",
         call: "dat_ep_post_rdma_write",
@@ -402,8 +410,14 @@ fn capi_mlx5(eps: u32) -> Result<Vec<Figure>, String> {
 /// Operations in the shorter of the two runs of a C ABI figure.
 const CAPI_K: u64 = 3200;
 
+/// The operations the software HCA's own code runs in without executing
+/// anything: a dequeue of an empty EVD reads the device's clock, to know
+/// whether a look at connection events is due, and takes the look (the
+/// software HCA is its own connection manager) when it is.
+const DEVICE_CLOCKED: [&str; 1] = ["dequeue_empty"];
+
 /// The profiles of the runs at K and 2K of `op`, in which the software HCA's
-/// execution must not grow with K.
+/// execution must not grow with K (but for [`DEVICE_CLOCKED`] operations).
 fn capi_pair(bin: &str, op: &CapiOp) -> Result<(Profile, Profile), String> {
     let flags: &[&str] = if op.thread_safe { &["-t"] } else { &[] };
     let mut runs = [CAPI_K, 2 * CAPI_K].into_iter().map(|k| match capi_run(bin, op.op, op.call, k, flags, &[])? {
@@ -411,7 +425,7 @@ fn capi_pair(bin: &str, op: &CapiOp) -> Result<(Profile, Profile), String> {
         Outcome::OutOfObjects(why) => Err(format!("{}: {why}", op.key)),
     });
     let (at_k, at_2k) = (runs.next().expect("two runs")?, runs.next().expect("two runs")?);
-    if at_2k.softhca_own() != at_k.softhca_own() {
+    if at_2k.softhca_own() != at_k.softhca_own() && !DEVICE_CLOCKED.contains(&op.op) {
         return Err(format!("{}: the software HCA's execution is counted in `{}`", op.key, op.call));
     }
     Ok((at_k, at_2k))

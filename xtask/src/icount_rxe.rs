@@ -75,7 +75,7 @@ struct Op {
     what: &'static str,
 }
 
-const OPS: [Op; 5] = [
+const OPS: [Op; 6] = [
     Op {
         key: "post.write_4k",
         op: "write_4k",
@@ -110,6 +110,13 @@ const OPS: [Op; 5] = [
         call: "dat_evd_dequeue",
         flag: "-w",
         what: "`dat_evd_dequeue`, the only completion waiting",
+    },
+    Op {
+        key: "dequeue.empty",
+        op: "dequeue_empty",
+        call: "dat_evd_dequeue",
+        flag: "-w",
+        what: "`dat_evd_dequeue` of an empty DTO EVD (`DAT_QUEUE_EMPTY`)",
     },
 ];
 

@@ -469,9 +469,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     }
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(D::Ia, IaAttr)> {
-        let (ia, mut attr) = self.device.ia_open(name)?;
-        attr.max_iov_segments_per_dto = attr.max_iov_segments_per_dto.min(MAX_SGE as u32);
-        Ok((ia, attr))
+        self.device.ia_open(name)
     }
 
     fn ia_close(&mut self, ia: D::Ia) {

@@ -449,9 +449,8 @@ pub trait Backend {
     type Srq;
     /// An address handle: where a UD send goes.
     type Ah;
-    /// The connection manager: itself for a transport that manages its
-    /// own connections, its device's for one that drives a device's
-    /// control path (the mlx5 data path's `Device`).
+    /// The connection manager: rdma_cm's for udat-verbs, itself for a
+    /// test backend, its device's for the mlx5 data path.
     type Cm: ConnectionManager<Ia = Self::Ia>;
     /// The control calls: itself for a test backend, rdma-core's for
     /// udat-verbs, its device's for the mlx5 data path.
@@ -766,9 +765,9 @@ pub type ConnReq<B> = <<B as Backend>::Cm as ConnectionManager>::ConnReq;
 
 /// Listening on connection qualifiers, connecting and accepting QPs, and
 /// the events that follow: the calls of a transport's connection manager.
-/// Each transport implements them once: udat-verbs on itself, the mlx5
-/// data path's devices (the ConnectX control path, the software HCA) on
-/// the device, which [`Backend::cm`] hands to the core.
+/// Each transport implements them once: udat-verbs on rdma_cm (`RdmaCm`),
+/// for itself and for the ConnectX control path, the software HCA on
+/// itself; [`Backend::cm`] hands them to the core.
 pub trait ConnectionManager {
     /// An open device.
     type Ia;

@@ -13,7 +13,7 @@ use udat_capi::transport::SoftHca;
 use udat_capi::{provider_table, Instance, Registration, Transport};
 use udat_core::backend::{Backend, Completion, ConnectionManager, QpConfig, SendWr, Sge, Wake};
 use udat_core::handle::CnoHandle;
-use udat_core::types::{CompletionFlags, EvdFlags, IaAttr, MemPriv, SrqAttr};
+use udat_core::types::{CompletionFlags, EvdFlags, MemPriv, SrqAttr};
 use udat_core::{AsyncEvd, DatResult};
 
 mod common;
@@ -35,6 +35,7 @@ impl Backend for Panicky {
     type Srq = <M as Backend>::Srq;
     type Ah = <M as Backend>::Ah;
     type Cm = <M as Backend>::Cm;
+    type Control = <M as Backend>::Control;
 
     fn cm(&mut self) -> &mut Self::Cm {
         self.0.cm()
@@ -42,31 +43,10 @@ impl Backend for Panicky {
     fn cm_qp(qp: &mut Self::Qp) -> &mut <Self::Cm as ConnectionManager>::Qp {
         M::cm_qp(qp)
     }
+    fn control(&mut self) -> &mut Self::Control {
+        self.0.control()
+    }
 
-    fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)> {
-        self.0.ia_open(name)
-    }
-    fn ia_close(&mut self, ia: Self::Ia) {
-        self.0.ia_close(ia)
-    }
-    fn pd_alloc(&mut self, ia: &mut Self::Ia) -> DatResult<Self::Pd> {
-        self.0.pd_alloc(ia)
-    }
-    fn pd_free(&mut self, pd: Self::Pd) {
-        self.0.pd_free(pd)
-    }
-    fn mr_register(
-        &mut self,
-        pd: &Self::Pd,
-        a: u64,
-        l: u64,
-        p: MemPriv,
-    ) -> DatResult<udat_core::backend::Registration<Self::Mr>> {
-        self.0.mr_register(pd, a, l, p)
-    }
-    fn mr_deregister(&mut self, mr: Self::Mr) {
-        self.0.mr_deregister(mr)
-    }
     fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<Self::Mw> {
         self.0.mw_alloc(pd)
     }

@@ -449,36 +449,19 @@ pub trait Backend {
     type Srq;
     /// An address handle: where a UD send goes.
     type Ah;
-    /// The connection manager: itself for a transport that manages its
-    /// own connections, its device's for one that drives a device's
-    /// control path (the mlx5 data path's `Device`).
+    /// The connection manager: rdma_cm's for udat-verbs, itself for a
+    /// test backend, its device's for the mlx5 data path.
     type Cm: ConnectionManager<Ia = Self::Ia>;
+    /// The control calls: itself for a test backend, rdma-core's for
+    /// udat-verbs, its device's for the mlx5 data path.
+    type Control: Control<Ia = Self::Ia, Pd = Self::Pd, Mr = Self::Mr>;
 
     /// The connection manager.
     fn cm(&mut self) -> &mut Self::Cm;
     /// The connection manager's half of `qp`.
     fn cm_qp(qp: &mut Self::Qp) -> &mut <Self::Cm as ConnectionManager>::Qp;
-
-    /// Open the device `name`; report its limits.
-    fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)>;
-    /// Close a device [`Backend::ia_open`] opened.
-    fn ia_close(&mut self, ia: Self::Ia);
-
-    /// A new protection domain on `ia` (dat_pz_create(3DAT)).
-    fn pd_alloc(&mut self, ia: &mut Self::Ia) -> DatResult<Self::Pd>;
-    /// Release a protection domain (dat_pz_free(3DAT)).
-    fn pd_free(&mut self, pd: Self::Pd);
-
-    /// Register `[address, address + length)` with `privileges`.
-    fn mr_register(
-        &mut self,
-        pd: &Self::Pd,
-        address: u64,
-        length: u64,
-        privileges: MemPriv,
-    ) -> DatResult<Registration<Self::Mr>>;
-    /// Release a registration (dat_lmr_free(3DAT)).
-    fn mr_deregister(&mut self, mr: Self::Mr);
+    /// The control calls: devices, protection domains and registrations.
+    fn control(&mut self) -> &mut Self::Control;
 
     /// A new, unbound memory window in `pd` (dat_rmr_create(3DAT)).
     fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<Self::Mw>;
@@ -734,6 +717,47 @@ pub trait Backend {
     }
 }
 
+/// Opening a device, its protection domains and memory registrations:
+/// the control calls of a transport. Each transport implements them
+/// once: udat-verbs on rdma-core (`RdmaCore`), for itself and for the
+/// ConnectX control path, the software HCA on itself; [`Backend::control`]
+/// hands them to the core.
+///
+/// Memory windows, address handles and SRQs are not among them: making
+/// one hands the data path parts of its own (an mlx5 device returns a
+/// window with its key, an address vector, an SRQ's rings; udat-verbs's
+/// type 1 window keeps a registration its unbinds name), so no one body
+/// serves both transports, and each stays a [`Backend`] call.
+pub trait Control {
+    /// An open device.
+    type Ia;
+    /// A protection domain: a PZ's transport half.
+    type Pd;
+    /// A memory registration: an LMR's transport half.
+    type Mr;
+
+    /// Open the device `name`; report its limits.
+    fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)>;
+    /// Close a device [`Control::ia_open`] opened.
+    fn ia_close(&mut self, ia: Self::Ia);
+
+    /// A new protection domain on `ia` (dat_pz_create(3DAT)).
+    fn pd_alloc(&mut self, ia: &mut Self::Ia) -> DatResult<Self::Pd>;
+    /// Release a protection domain (dat_pz_free(3DAT)).
+    fn pd_free(&mut self, pd: Self::Pd);
+
+    /// Register `[address, address + length)` with `privileges`.
+    fn mr_register(
+        &mut self,
+        pd: &Self::Pd,
+        address: u64,
+        length: u64,
+        privileges: MemPriv,
+    ) -> DatResult<Registration<Self::Mr>>;
+    /// Release a registration (dat_lmr_free(3DAT)).
+    fn mr_deregister(&mut self, mr: Self::Mr);
+}
+
 /// A listener of `B`'s connection manager: a PSP's or an RSP's.
 pub type Listener<B> = <<B as Backend>::Cm as ConnectionManager>::Listener;
 /// An incoming connection request of `B`'s connection manager.
@@ -741,9 +765,9 @@ pub type ConnReq<B> = <<B as Backend>::Cm as ConnectionManager>::ConnReq;
 
 /// Listening on connection qualifiers, connecting and accepting QPs, and
 /// the events that follow: the calls of a transport's connection manager.
-/// Each transport implements them once: udat-verbs on itself, the mlx5
-/// data path's devices (the ConnectX control path, the software HCA) on
-/// the device, which [`Backend::cm`] hands to the core.
+/// Each transport implements them once: udat-verbs on rdma_cm (`RdmaCm`),
+/// for itself and for the ConnectX control path, the software HCA on
+/// itself; [`Backend::cm`] hands them to the core.
 pub trait ConnectionManager {
     /// An open device.
     type Ia;

@@ -93,7 +93,7 @@ extern crate std;
 
 pub use store::FixedVec;
 
-pub use backend::{Backend, ConnectionManager};
+pub use backend::{Backend, ConnectionManager, Control};
 pub use call::cno::{CnoParam, CnoStep, CnoWait, CNO_FIELD_ALL};
 pub use call::cr::{CrParam, CR_FIELD_ALL};
 pub use call::csp::{CspParam, CSP_FIELD_ALL};

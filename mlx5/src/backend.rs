@@ -9,10 +9,10 @@
 //! still returns its WQE to the SRQ.
 
 use udat_core::backend::{
-    AhAttr, Backend, Completion, ConnectionManager, CqHead, QpConfig, QpType, Registration, RequestOp, SendWr, Sge,
-    Shared, UdDest, WaitFds, Wake, MAX_SGE,
+    AhAttr, Backend, Completion, ConnectionManager, CqHead, QpConfig, QpType, RequestOp, SendWr, Sge, Shared, UdDest,
+    WaitFds, Wake, MAX_SGE,
 };
-use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAttr, MemPriv, RmrTriplet, SrqAttr};
+use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
 
 use crate::cq::CompletionQueue;
@@ -457,6 +457,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     type Srq = Srq<D>;
     type Ah = Ah<D>;
     type Cm = D::Cm;
+    type Control = D::Control;
 
     #[inline]
     fn cm(&mut self) -> &mut D::Cm {
@@ -468,36 +469,8 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         D::cm_qp(&mut qp.ctl)
     }
 
-    fn ia_open(&mut self, name: &[u8]) -> DatResult<(D::Ia, IaAttr)> {
-        let (ia, mut attr) = self.device.ia_open(name)?;
-        attr.max_iov_segments_per_dto = attr.max_iov_segments_per_dto.min(MAX_SGE as u32);
-        Ok((ia, attr))
-    }
-
-    fn ia_close(&mut self, ia: D::Ia) {
-        self.device.ia_close(ia);
-    }
-
-    fn pd_alloc(&mut self, ia: &mut D::Ia) -> DatResult<D::Pd> {
-        self.device.pd_alloc(ia)
-    }
-
-    fn pd_free(&mut self, pd: D::Pd) {
-        self.device.pd_free(pd);
-    }
-
-    fn mr_register(
-        &mut self,
-        pd: &D::Pd,
-        address: u64,
-        length: u64,
-        privileges: MemPriv,
-    ) -> DatResult<Registration<D::Mr>> {
-        self.device.mr_register(pd, address, length, privileges)
-    }
-
-    fn mr_deregister(&mut self, mr: D::Mr) {
-        self.device.mr_deregister(mr);
+    fn control(&mut self) -> &mut D::Control {
+        self.device.control()
     }
 
     fn mw_alloc(&mut self, pd: &D::Pd) -> DatResult<Mw<D>> {

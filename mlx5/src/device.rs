@@ -7,8 +7,8 @@
 //! (libibverbs, mlx5dv, rdma_cm); for tests, examples and benches it is
 //! the software HCA of `udat-softhca`.
 
-use udat_core::backend::{AhAttr, ConnectionManager, Registration, WaitFds, Wake};
-use udat_core::types::{IaAttr, MemPriv, SrqAttr};
+use udat_core::backend::{AhAttr, ConnectionManager, Control, WaitFds, Wake};
+use udat_core::types::SrqAttr;
 use udat_core::DatResult;
 
 use crate::cq::CqGeometry;
@@ -92,6 +92,11 @@ pub trait Device {
     /// ([`udat_core::Backend::cm`]): the device itself, or one it is made
     /// with (udat-verbs's rdma_cm for the ConnectX control path).
     type Cm: ConnectionManager<Ia = Self::Ia>;
+    /// The control calls, which the backend hands to the core
+    /// ([`udat_core::Backend::control`]): the device itself, or ones it
+    /// is made with (udat-verbs's rdma-core control for the ConnectX
+    /// control path).
+    type Control: Control<Ia = Self::Ia, Pd = Self::Pd, Mr = Self::Mr>;
     /// A protection domain.
     type Pd;
     /// A memory registration.
@@ -123,25 +128,9 @@ pub trait Device {
     fn cm(&mut self) -> &mut Self::Cm;
     /// The connection manager's half of `qp`.
     fn cm_qp(qp: &mut Self::Qp) -> &mut <Self::Cm as ConnectionManager>::Qp;
+    /// The control calls.
+    fn control(&mut self) -> &mut Self::Control;
 
-    /// As [`Backend::ia_open`](udat_core::Backend::ia_open).
-    fn ia_open(&mut self, name: &[u8]) -> DatResult<(Self::Ia, IaAttr)>;
-    /// As [`Backend::ia_close`](udat_core::Backend::ia_close).
-    fn ia_close(&mut self, ia: Self::Ia);
-    /// As [`Backend::pd_alloc`](udat_core::Backend::pd_alloc).
-    fn pd_alloc(&mut self, ia: &mut Self::Ia) -> DatResult<Self::Pd>;
-    /// As [`Backend::pd_free`](udat_core::Backend::pd_free).
-    fn pd_free(&mut self, pd: Self::Pd);
-    /// As [`Backend::mr_register`](udat_core::Backend::mr_register).
-    fn mr_register(
-        &mut self,
-        pd: &Self::Pd,
-        address: u64,
-        length: u64,
-        privileges: MemPriv,
-    ) -> DatResult<Registration<Self::Mr>>;
-    /// As [`Backend::mr_deregister`](udat_core::Backend::mr_deregister).
-    fn mr_deregister(&mut self, mr: Self::Mr);
     /// A type 1 memory window of `pd`, unbound, and its key
     /// (`ibv_alloc_mw`); the data path binds it ([`crate::mw`]).
     fn mw_alloc(&mut self, pd: &Self::Pd) -> DatResult<(Self::Mw, u32)>;

@@ -16,8 +16,8 @@ use heapless::Deque;
 use udat_core::FixedVec;
 
 use udat_core::backend::{
-    AhAttr, Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, PrivateData, QpConfig, QpType, Registration,
-    RequestOp, SendWr, Sge, UdDest, UdPeer, Wake,
+    AhAttr, Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, PrivateData, QpConfig, QpType,
+    Registration, RequestOp, SendWr, Sge, UdDest, UdPeer, Wake,
 };
 use udat_core::error::{DatError, DatResult, ErrorType};
 use udat_core::handle::{EpHandle, EvdHandle};
@@ -564,24 +564,10 @@ impl ConnectionManager for MockBackend {
     }
 }
 
-impl Backend for MockBackend {
+impl Control for MockBackend {
     type Ia = u32;
     type Pd = u32;
     type Mr = u32;
-    type Mw = u32;
-    type Cq = u32;
-    type Qp = u32;
-    type Srq = u32;
-    type Ah = u32;
-    type Cm = Self;
-
-    fn cm(&mut self) -> &mut Self {
-        self
-    }
-
-    fn cm_qp(qp: &mut u32) -> &mut u32 {
-        qp
-    }
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(u32, IaAttr)> {
         if name != MOCK_IA_NAME {
@@ -612,6 +598,31 @@ impl Backend for MockBackend {
 
     fn mr_deregister(&mut self, _mr: u32) {
         self.live_mrs -= 1;
+    }
+}
+
+impl Backend for MockBackend {
+    type Ia = u32;
+    type Pd = u32;
+    type Mr = u32;
+    type Mw = u32;
+    type Cq = u32;
+    type Qp = u32;
+    type Srq = u32;
+    type Ah = u32;
+    type Cm = Self;
+    type Control = Self;
+
+    fn cm(&mut self) -> &mut Self {
+        self
+    }
+
+    fn cm_qp(qp: &mut u32) -> &mut u32 {
+        qp
+    }
+
+    fn control(&mut self) -> &mut Self {
+        self
     }
 
     fn mw_alloc(&mut self, _pd: &u32) -> DatResult<u32> {

@@ -36,24 +36,10 @@ impl ConnectionManager for NullBackend {
     }
 }
 
-impl Backend for NullBackend {
+impl Control for NullBackend {
     type Ia = ();
     type Pd = ();
     type Mr = ();
-    type Mw = ();
-    type Cq = ();
-    type Qp = ();
-    type Srq = ();
-    type Ah = ();
-    type Cm = Self;
-
-    fn cm(&mut self) -> &mut Self {
-        self
-    }
-
-    fn cm_qp(qp: &mut ()) -> &mut () {
-        qp
-    }
 
     fn ia_open(&mut self, _name: &[u8]) -> DatResult<((), IaAttr)> {
         Ok((
@@ -101,6 +87,32 @@ impl Backend for NullBackend {
         Ok(Registration { mr: (), lkey: 1, rkey: 2, address, length })
     }
     fn mr_deregister(&mut self, _mr: ()) {}
+}
+
+impl Backend for NullBackend {
+    type Ia = ();
+    type Pd = ();
+    type Mr = ();
+    type Mw = ();
+    type Cq = ();
+    type Qp = ();
+    type Srq = ();
+    type Ah = ();
+    type Cm = Self;
+    type Control = Self;
+
+    fn cm(&mut self) -> &mut Self {
+        self
+    }
+
+    fn cm_qp(qp: &mut ()) -> &mut () {
+        qp
+    }
+
+    fn control(&mut self) -> &mut Self {
+        self
+    }
+
     fn mw_alloc(&mut self, _pd: &()) -> DatResult<()> {
         Ok(())
     }

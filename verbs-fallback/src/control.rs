@@ -1,27 +1,92 @@
 //! What a control path under another data path reuses of udat-verbs:
-//! opening a device, protection domains, registrations, windows and
-//! SRQs, an RC QP's states, and the rdma_cm connection manager,
-//! [`RdmaCm`], which connects any QP that lends it its [`QpConn`]
-//! ([`CmQp`]). udat-verbs's own backend is made of the same parts, and so
-//! is udat-connectx, the ConnectX control path under udat's mlx5 data
-//! path.
+//! the core's control calls over rdma-core, [`RdmaCore`] (opening a
+//! device, protection domains, registrations), windows and SRQs, an RC
+//! QP's states, and the rdma_cm connection manager, [`RdmaCm`], which
+//! connects any QP that lends it its [`QpConn`] ([`CmQp`]). udat-verbs's
+//! own backend is made of the same parts, and so is udat-connectx, the
+//! ConnectX control path under udat's mlx5 data path.
 
 use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Instant;
 
-use udat_core::backend::{CmEvent, ConnectionManager, Wake};
-use udat_core::types::{IaAddress, IaAttr, SrqAttr};
-use udat_core::{DatError, DatResult};
+use udat_core::backend::{CmEvent, ConnectionManager, Registration, Wake};
+use udat_core::types::{IaAddress, IaAttr, MemPriv, SrqAttr};
+use udat_core::{Control, DatError, DatResult, ErrorType};
 
 use crate::cm::{self, ConnReq, Listener};
 use crate::device::{Ia, IaShared};
-use crate::memory::{Pd, Window};
+use crate::memory::{Mr, Pd, Window};
 use crate::qp::Qp;
 pub use crate::qp::QpConn;
 use crate::srq::{Srq, SrqShared};
 use crate::status::{dat_error, errno};
 use crate::sys;
+
+/// rdma-core's devices, protection domains and registrations as the
+/// core's control calls, for udat-verbs and for a control path that
+/// drives only some devices (udat-connectx: those of rdma-core's mlx5
+/// provider).
+pub struct RdmaCore {
+    /// Whether a device just opened is one the control path drives.
+    accepts: fn(&Ia) -> bool,
+}
+
+impl RdmaCore {
+    /// Control calls that open any device.
+    pub fn new() -> RdmaCore {
+        RdmaCore::only(|_| true)
+    }
+
+    /// Control calls that open only a device `accepts`: any other is
+    /// closed again and refused with `DAT_PROVIDER_NOT_FOUND`, as a
+    /// device that is not there.
+    pub fn only(accepts: fn(&Ia) -> bool) -> RdmaCore {
+        RdmaCore { accepts }
+    }
+}
+
+impl Default for RdmaCore {
+    fn default() -> RdmaCore {
+        RdmaCore::new()
+    }
+}
+
+impl Control for RdmaCore {
+    type Ia = Ia;
+    type Pd = Pd;
+    type Mr = Mr;
+
+    /// Open `name` (`mlx5_0`, `rxe0`, `mlx5_0:2` for a port), if the
+    /// control path drives its device.
+    fn ia_open(&mut self, name: &[u8]) -> DatResult<(Ia, IaAttr)> {
+        let (ia, attr) = Ia::open(name)?;
+        if !(self.accepts)(&ia) {
+            return Err(DatError::of(ErrorType::ProviderNotFound));
+        }
+        Ok((ia, attr))
+    }
+
+    fn ia_close(&mut self, ia: Ia) {
+        drop(ia);
+    }
+
+    fn pd_alloc(&mut self, ia: &mut Ia) -> DatResult<Pd> {
+        Pd::alloc(ia)
+    }
+
+    fn pd_free(&mut self, pd: Pd) {
+        drop(pd);
+    }
+
+    fn mr_register(&mut self, pd: &Pd, address: u64, length: u64, privileges: MemPriv) -> DatResult<Registration<Mr>> {
+        pd.register(address, length, privileges)
+    }
+
+    fn mr_deregister(&mut self, mr: Mr) {
+        drop(mr);
+    }
+}
 
 /// rdma_cm as the core's connection manager, for QPs of type `Q`. Each
 /// IA's connections progress on a thread of the IA's own (see the

@@ -30,9 +30,10 @@
 //!   and takes no lock of the connection manager.
 //!
 //! - [`control`]: the parts another control path reuses (udat-connectx,
-//!   the ConnectX control path under udat's mlx5 data path): devices,
-//!   PDs, registrations, windows, SRQs, an RC QP's states, and
-//!   [`control::RdmaCm`], the connection manager of both.
+//!   the ConnectX control path under udat's mlx5 data path):
+//!   [`control::RdmaCore`], the devices, PDs and registrations of both,
+//!   windows, SRQs, an RC QP's states, and [`control::RdmaCm`], the
+//!   connection manager of both.
 //!
 //! An IA is named by its device, `rxe0` or `mlx5_0`, optionally with a
 //! port (`mlx5_0:2`); its address is the port's first IPv4 GID, the
@@ -61,11 +62,8 @@ mod wr;
 use std::rc::Rc;
 
 use udat_core::{
-    backend::{
-        AhAttr, Backend, Completion, CqHead, QpConfig, Registration, RequestOp, SendWr, Sge, Shared, UdDest, WaitFds,
-        Wake,
-    },
-    types::{CompletionFlags, IaAttr, MemPriv, SrqAttr},
+    backend::{AhAttr, Backend, Completion, CqHead, QpConfig, RequestOp, SendWr, Sge, Shared, UdDest, WaitFds, Wake},
+    types::{CompletionFlags, MemPriv, SrqAttr},
     DatError, DatResult, ErrorType,
 };
 
@@ -76,7 +74,7 @@ pub use memory::{Mr, Pd, Window};
 pub use qp::Qp;
 pub use srq::Srq;
 
-use control::RdmaCm;
+use control::{RdmaCm, RdmaCore};
 
 use cq::CqShared;
 use device::IaShared;
@@ -86,12 +84,13 @@ use srq::SrqShared;
 /// The verbs backend.
 pub struct Verbs {
     cm: RdmaCm<Qp>,
+    control: RdmaCore,
 }
 
 impl Verbs {
     /// A backend that has opened no device yet: each `ia_open` opens one.
     pub fn new() -> Verbs {
-        Verbs { cm: RdmaCm::new() }
+        Verbs { cm: RdmaCm::new(), control: RdmaCore::new() }
     }
 }
 
@@ -161,6 +160,7 @@ impl Backend for Verbs {
     type Srq = Srq;
     type Ah = qp::Ah;
     type Cm = RdmaCm<Qp>;
+    type Control = RdmaCore;
 
     fn cm(&mut self) -> &mut RdmaCm<Qp> {
         &mut self.cm
@@ -170,29 +170,8 @@ impl Backend for Verbs {
         qp
     }
 
-    fn ia_open(&mut self, name: &[u8]) -> DatResult<(Ia, IaAttr)> {
-        let (ia, attr) = IaShared::open(name)?;
-        Ok((Ia(Rc::new(ia)), attr))
-    }
-
-    fn ia_close(&mut self, ia: Ia) {
-        drop(ia);
-    }
-
-    fn pd_alloc(&mut self, ia: &mut Ia) -> DatResult<Pd> {
-        Pd::alloc(ia)
-    }
-
-    fn pd_free(&mut self, pd: Pd) {
-        drop(pd);
-    }
-
-    fn mr_register(&mut self, pd: &Pd, address: u64, length: u64, privileges: MemPriv) -> DatResult<Registration<Mr>> {
-        pd.register(address, length, privileges)
-    }
-
-    fn mr_deregister(&mut self, mr: Mr) {
-        drop(mr);
+    fn control(&mut self) -> &mut RdmaCore {
+        &mut self.control
     }
 
     fn mw_alloc(&mut self, pd: &Pd) -> DatResult<Mw> {

@@ -1,7 +1,7 @@
 //! Interface Adapter (IA): dat_ia_open(3DAT), dat_ia_close(3DAT),
 //! dat_ia_query(3DAT).
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Control};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EvdHandle, IaHandle};
 use crate::object::ia::Ia;
@@ -59,7 +59,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 return Err(DatError::invalid_handle(Subtype::InvalidHandleEvdAsync));
             }
         }
-        let (dev, mut attr) = self.backend.ia_open(name)?;
+        let (dev, mut attr) = self.backend.control().ia_open(name)?;
         // The core's capacities bound what the device can offer.
         for (limit, cap) in [
             (&mut attr.max_eps, self.eps.capacity()),
@@ -90,7 +90,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let ia_h = match self.ias.insert(ia) {
             Ok(raw) => IaHandle(raw),
             Err(ia) => {
-                self.backend.ia_close(ia.dev);
+                self.backend.control().ia_close(ia.dev);
                 return Err(DatError::of(ErrorType::InsufficientResources));
             }
         };
@@ -100,7 +100,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     Ok(evd) => (evd, true),
                     Err(e) => {
                         if let Some(ia) = self.ias.remove(ia_h.0) {
-                            self.backend.ia_close(ia.dev);
+                            self.backend.control().ia_close(ia.dev);
                         }
                         return Err(e);
                     }
@@ -139,7 +139,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 e.detach_async();
             }
         }
-        self.backend.ia_close(ia.dev);
+        self.backend.control().ia_close(ia.dev);
         Ok(())
     }
 

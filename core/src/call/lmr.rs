@@ -9,7 +9,7 @@
 //! LMR's context is refused until the sequence has gone round, 2^32
 //! registrations later, however many slots there are.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Control};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, LmrHandle, PzHandle};
 use crate::object::lmr::{by_context, Lmr};
@@ -133,10 +133,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let Provider { pzs, backend, .. } = self;
         let pz = pzs.get(pz_h.0).filter(|p| p.ia == ia_h).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
-        let reg = backend.mr_register(&pz.pd, address, length, privileges)?;
+        let reg = backend.control().mr_register(&pz.pd, address, length, privileges)?;
         // `Lmr::contains` relies on the registered range not wrapping.
         if reg.address.checked_add(reg.length).is_none() {
-            backend.mr_deregister(reg.mr);
+            backend.control().mr_deregister(reg.mr);
             return Err(DatError::of(ErrorType::InternalError));
         }
         let remote = privileges.intersects(MemPriv(MemPriv::REMOTE.0 | MemPriv::REMOTE_ATOMIC.0));
@@ -169,7 +169,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let raw = match placed {
             Ok(raw) => raw,
             Err(lmr) => {
-                self.backend.mr_deregister(lmr.mr);
+                self.backend.control().mr_deregister(lmr.mr);
                 return Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceMemoryRegion));
             }
         };
@@ -234,7 +234,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub(crate) fn lmr_destroy(&mut self, lmr: LmrHandle) {
         if let Some(lmr) = crate::object::owned::remove(&mut self.ias, &mut self.lmrs, lmr.0) {
             self.lmr_epoch += 1;
-            self.backend.mr_deregister(lmr.mr);
+            self.backend.control().mr_deregister(lmr.mr);
             self.pz_release(lmr.pz);
         }
     }

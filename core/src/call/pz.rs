@@ -1,7 +1,7 @@
 //! Protection Zone (PZ): dat_pz_create(3DAT), dat_pz_free(3DAT),
 //! dat_pz_query(3DAT).
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Control};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{IaHandle, PzHandle};
 use crate::object::pz::Pz;
@@ -29,12 +29,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn pz_create(&mut self, ia_h: IaHandle) -> DatResult<PzHandle> {
         let Provider { ias, backend, .. } = self;
         let ia = ias.get_mut(ia_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
-        let pd = backend.pd_alloc(&mut ia.dev)?;
+        let pd = backend.control().pd_alloc(&mut ia.dev)?;
         match crate::object::owned::insert(&mut self.ias, &mut self.pzs, None, Pz { ia: ia_h, pd, refs: 0, context: 0 })
         {
             Ok(raw) => Ok(PzHandle(raw)),
             Err(pz) => {
-                self.backend.pd_free(pz.pd);
+                self.backend.control().pd_free(pz.pd);
                 Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceProtectionDomain))
             }
         }
@@ -52,7 +52,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     pub(crate) fn pz_destroy(&mut self, pz: PzHandle) {
         if let Some(pz) = crate::object::owned::remove(&mut self.ias, &mut self.pzs, pz.0) {
-            self.backend.pd_free(pz.pd);
+            self.backend.control().pd_free(pz.pd);
         }
     }
 

@@ -34,8 +34,8 @@
 use std::ptr::NonNull;
 use std::rc::Rc;
 
-use udat_core::backend::{Registration, WaitFds, Wake};
-use udat_core::types::{IaAttr, MemPriv, SrqAttr};
+use udat_core::backend::{WaitFds, Wake};
+use udat_core::types::SrqAttr;
 use udat_core::{DatError, DatResult, ErrorType};
 use udat_mlx5::cq::{CompletionQueue, CqGeometry};
 use udat_mlx5::device::{CqParts, Device, QpParts, QpSpec, SrqParts};
@@ -44,7 +44,7 @@ use udat_mlx5::dv::{self, DvCq, DvQp, DvSrq};
 use udat_mlx5::rq::RecvSlot;
 use udat_mlx5::sq::SendSlot;
 
-use udat_verbs::control::{self, CmQp, QpConn, RdmaCm};
+use udat_verbs::control::{self, CmQp, QpConn, RdmaCm, RdmaCore};
 use udat_verbs::sys;
 use udat_verbs::{Ia, Mr, Pd, Srq, Window};
 
@@ -59,14 +59,22 @@ mod mlx5dv {
 /// udat's mlx5 data path's control path on a ConnectX.
 pub struct ConnectX {
     cm: RdmaCm<Qp>,
+    control: RdmaCore,
 }
 
 impl ConnectX {
     /// A control path that has opened no device yet: each `ia_open`
-    /// opens one.
+    /// opens one, if rdma-core's mlx5 provider drives it.
     pub fn new() -> ConnectX {
-        ConnectX { cm: RdmaCm::new() }
+        ConnectX { cm: RdmaCm::new(), control: RdmaCore::only(mlx5) }
     }
+}
+
+/// Whether `ia`'s device is one whose user-space provider is rdma-core's
+/// mlx5: the data path drives no other.
+fn mlx5(ia: &Ia) -> bool {
+    // SAFETY: the context is open, and its device with it.
+    unsafe { mlx5dv::mlx5dv_is_supported((*ia.context()).device) }
 }
 
 impl Default for ConnectX {
@@ -227,6 +235,7 @@ impl Device for ConnectX {
     type Ia = Ia;
     type Qp = Qp;
     type Cm = RdmaCm<Qp>;
+    type Control = RdmaCore;
     type Pd = Pd;
     type Mr = Mr;
     type Mw = Window;
@@ -246,35 +255,8 @@ impl Device for ConnectX {
         qp
     }
 
-    /// Open `name` (`mlx5_0`, or `mlx5_0:2` for a port), a device whose
-    /// user-space provider is rdma-core's mlx5.
-    fn ia_open(&mut self, name: &[u8]) -> DatResult<(Ia, IaAttr)> {
-        let (ia, attr) = Ia::open(name)?;
-        // SAFETY: the context is open, and its device with it.
-        if !unsafe { mlx5dv::mlx5dv_is_supported((*ia.context()).device) } {
-            return Err(DatError::of(ErrorType::ProviderNotFound));
-        }
-        Ok((ia, attr))
-    }
-
-    fn ia_close(&mut self, ia: Ia) {
-        drop(ia);
-    }
-
-    fn pd_alloc(&mut self, ia: &mut Ia) -> DatResult<Pd> {
-        Pd::alloc(ia)
-    }
-
-    fn pd_free(&mut self, pd: Pd) {
-        drop(pd);
-    }
-
-    fn mr_register(&mut self, pd: &Pd, address: u64, length: u64, privileges: MemPriv) -> DatResult<Registration<Mr>> {
-        pd.register(address, length, privileges)
-    }
-
-    fn mr_deregister(&mut self, mr: Mr) {
-        drop(mr);
+    fn control(&mut self) -> &mut RdmaCore {
+        &mut self.control
     }
 
     fn mw_alloc(&mut self, pd: &Pd) -> DatResult<(Window, u32)> {

@@ -4,7 +4,7 @@
 
 use udat_connectx::ConnectX;
 use udat_core::backend::Backend;
-use udat_core::ErrorType;
+use udat_core::{Control, ErrorType};
 use udat_mlx5::Device;
 use udat_verbs::Verbs;
 
@@ -20,8 +20,8 @@ fn device() -> String {
 #[test]
 fn the_connectx_control_path_refuses_a_device_mlx5dv_does_not_drive() {
     let mut cx = ConnectX::new();
-    let opened = cx.ia_open(device().as_bytes()).map(|_| ());
+    let opened = cx.control().ia_open(device().as_bytes()).map(|_| ());
     assert_eq!(opened.map_err(|e| e.error_type()), Err(ErrorType::ProviderNotFound));
     let mut verbs = Verbs::new();
-    assert!(verbs.ia_open(device().as_bytes()).is_ok(), "the same device opens on udat-verbs");
+    assert!(verbs.control().ia_open(device().as_bytes()).is_ok(), "the same device opens on udat-verbs");
 }

@@ -35,7 +35,7 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use udat_core::backend::{
-    AhAttr, CmEvent, ConnOutcome, ConnectionManager, Grh, PrivateData, Registration, UdPeer, WaitFds, Wake,
+    AhAttr, CmEvent, ConnOutcome, ConnectionManager, Control, Grh, PrivateData, Registration, UdPeer, WaitFds, Wake,
     MAX_PRIVATE_DATA, UD_QKEY,
 };
 use udat_core::types::{IaAddress, IaAttr, MemPriv, Qos, SrqAttr};
@@ -598,34 +598,10 @@ impl ConnectionManager for SoftHca {
     }
 }
 
-impl Device for SoftHca {
+impl Control for SoftHca {
     type Ia = SoftIa;
-    type Qp = SoftQp;
-    type Cm = Self;
     type Pd = SoftPd;
     type Mr = u32;
-    /// The window's mkey index.
-    type Mw = u32;
-    type Cq = SoftCq;
-    type Srq = SoftSrq;
-    /// The software HCA keeps nothing of an address handle: the vector
-    /// is all a send needs.
-    type Ah = ();
-    type Register = SoftRegister;
-    type SendSlots = Box<[SendSlot]>;
-    type RecvSlots = Box<[RecvSlot]>;
-
-    fn cm(&mut self) -> &mut SoftHca {
-        self
-    }
-
-    fn cm_qp(qp: &mut SoftQp) -> &mut SoftQp {
-        qp
-    }
-
-    /// Each QP rings a register of its own, and the device is behind its
-    /// locks.
-    const SHARED_QUEUES: bool = true;
 
     fn ia_open(&mut self, name: &[u8]) -> DatResult<(SoftIa, IaAttr)> {
         let digit = match name.strip_prefix(IA_NAME_PREFIX) {
@@ -694,17 +670,6 @@ impl Device for SoftHca {
         Ok(SoftPd { id, ia: ia.0 })
     }
 
-    /// The vector of a RoCE address: it must have a GRH (a UD send
-    /// without one is dropped on Ethernet), from GID index 0, the one GID
-    /// of the software HCA's port.
-    fn ah_create(&mut self, pd: &SoftPd, attr: &AhAttr) -> DatResult<((), AddressVector)> {
-        let live = read(&self.hca).pds.contains(&pd.id);
-        match attr.grh {
-            Some(g) if live && g.sgid_index == 0 => Ok(((), AddressVector::of(attr))),
-            _ => Err(error(ErrorType::InvalidParameter)),
-        }
-    }
-
     fn pd_free(&mut self, pd: SoftPd) {
         write(&self.hca).pds.remove(&pd.id);
     }
@@ -727,6 +692,52 @@ impl Device for SoftHca {
 
     fn mr_deregister(&mut self, mr: u32) {
         write(&self.hca).mrs.remove(&mr);
+    }
+}
+
+impl Device for SoftHca {
+    type Ia = SoftIa;
+    type Qp = SoftQp;
+    type Cm = Self;
+    type Control = Self;
+    type Pd = SoftPd;
+    type Mr = u32;
+    /// The window's mkey index.
+    type Mw = u32;
+    type Cq = SoftCq;
+    type Srq = SoftSrq;
+    /// The software HCA keeps nothing of an address handle: the vector
+    /// is all a send needs.
+    type Ah = ();
+    type Register = SoftRegister;
+    type SendSlots = Box<[SendSlot]>;
+    type RecvSlots = Box<[RecvSlot]>;
+
+    fn cm(&mut self) -> &mut SoftHca {
+        self
+    }
+
+    fn cm_qp(qp: &mut SoftQp) -> &mut SoftQp {
+        qp
+    }
+
+    fn control(&mut self) -> &mut SoftHca {
+        self
+    }
+
+    /// Each QP rings a register of its own, and the device is behind its
+    /// locks.
+    const SHARED_QUEUES: bool = true;
+
+    /// The vector of a RoCE address: it must have a GRH (a UD send
+    /// without one is dropped on Ethernet), from GID index 0, the one GID
+    /// of the software HCA's port.
+    fn ah_create(&mut self, pd: &SoftPd, attr: &AhAttr) -> DatResult<((), AddressVector)> {
+        let live = read(&self.hca).pds.contains(&pd.id);
+        match attr.grh {
+            Some(g) if live && g.sgid_index == 0 => Ok(((), AddressVector::of(attr))),
+            _ => Err(error(ErrorType::InvalidParameter)),
+        }
     }
 
     fn mw_alloc(&mut self, pd: &SoftPd) -> DatResult<(u32, u32)> {

@@ -10,7 +10,8 @@ use std::ptr::NonNull;
 
 use proptest::prelude::*;
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Grh, QpConfig, QpType, RequestOp, SendWr, Sge, UdDest,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, Grh, QpConfig, QpType, RequestOp, SendWr,
+    Sge, UdDest,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
 use udat_mlx5::testing::Recorder;
@@ -640,11 +641,11 @@ fn wqe_blocks(ds: usize) -> usize {
 #[test]
 fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     let mut b: Mlx5<SoftHca> = Mlx5::new(SoftHca::new());
-    let (mut ia, attr) = b.ia_open(b"mlx5_soft0").unwrap();
-    let pd = b.pd_alloc(&mut ia).unwrap();
+    let (mut ia, attr) = b.control().ia_open(b"mlx5_soft0").unwrap();
+    let pd = b.control().pd_alloc(&mut ia).unwrap();
     let mut cq = b.cq_create(&mut ia, 64, 0).unwrap();
     let mem = vec![0u8; 4096];
-    let reg = b.mr_register(&pd, mem.as_ptr() as u64, 4096, MemPriv::ALL).unwrap();
+    let reg = b.control().mr_register(&pd, mem.as_ptr() as u64, 4096, MemPriv::ALL).unwrap();
     let config = QpConfig::<Mlx5<SoftHca>> {
         pd: &pd,
         send_cq: Some(&cq),
@@ -712,11 +713,11 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
 fn a_ud_datagram_carries_its_grh_and_reaches_only_its_q_key_and_gid() {
     type B = Mlx5<SoftHca>;
     let mut b: B = Mlx5::new(SoftHca::new());
-    let (mut ia, attr) = b.ia_open(b"mlx5_soft0").unwrap();
-    let pd = b.pd_alloc(&mut ia).unwrap();
+    let (mut ia, attr) = b.control().ia_open(b"mlx5_soft0").unwrap();
+    let pd = b.control().pd_alloc(&mut ia).unwrap();
     let mut cq = b.cq_create(&mut ia, 64, 0).unwrap();
     let mut mem = vec![0u8; 4096];
-    let reg = b.mr_register(&pd, mem.as_ptr() as u64, 4096, MemPriv::ALL).unwrap();
+    let reg = b.control().mr_register(&pd, mem.as_ptr() as u64, 4096, MemPriv::ALL).unwrap();
     let config = QpConfig::<B> {
         pd: &pd,
         send_cq: Some(&cq),

@@ -662,6 +662,12 @@ fn median(values: &[f64]) -> Option<f64> {
     }
 }
 
+/// Whether the OSU benchmark `test` prints a bandwidth (more is better)
+/// rather than a latency (`osu_bw`, `osu_bibw`, `osu_put_bw`, `osu_get_bw`).
+fn is_bandwidth(test: &str) -> bool {
+    test.contains("bw")
+}
+
 impl Results {
     /// For each OSU benchmark, at how many of the sizes both reached
     /// provider `a`'s median is at least as good as `b`'s (a latency at or
@@ -672,10 +678,10 @@ impl Results {
             let (Some(x), Some(y)) = (by.get(a).and_then(|v| median(v)), by.get(b).and_then(|v| median(v))) else {
                 continue;
             };
-            let bandwidth = test.contains("bw");
             let (good, both, worse) = tests.entry(test).or_default();
             *both += 1;
-            if if bandwidth { x >= y } else { x <= y } {
+            let as_good = if is_bandwidth(test) { x >= y } else { x <= y };
+            if as_good {
                 *good += 1;
             } else {
                 worse.push(*size);
@@ -684,7 +690,7 @@ impl Results {
         tests
             .into_iter()
             .map(|(test, (good, both, worse))| {
-                let side = if test.contains("bw") { "at or above" } else { "at or below" };
+                let side = if is_bandwidth(test) { "at or above" } else { "at or below" };
                 let mut line = format!("{test}: {a} {side} {b} at {good} of {both} sizes");
                 if !worse.is_empty() {
                     let sizes: Vec<String> = worse.iter().map(u64::to_string).collect();

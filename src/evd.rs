@@ -104,10 +104,15 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         self.evd_dequeue_ordinary(evd)
     }
 
-    /// [`Ia::evd_dequeue`] past the lane: a completion of a DTO that
+    /// [`Ia::evd_dequeue`] past the lane: an empty EVD answered without
+    /// the ordinary dequeue when it may be; a completion of a DTO that
     /// wrote local memory gives its cookie and segment back.
     #[inline(never)]
     fn evd_dequeue_ordinary(&mut self, evd: &Evd<'id>) -> DatResult<Event> {
+        let raw = evd.handle().raw();
+        if self.provider.lane_dequeue_is_empty(raw.index(), |g| g == raw.generation()) {
+            return Err(DatError::of(ErrorType::QueueEmpty));
+        }
         let mut event = self.provider.evd_dequeue_ordinary(evd.handle())?;
         self.complete(&mut event);
         Ok(event)

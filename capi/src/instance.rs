@@ -203,7 +203,7 @@ impl<B: Transport> Instance<B> {
     /// tick and costs no system call: an empty shared dequeue reads it on
     /// every call (see [`udat_core::Backend::coarse_now_us`]).
     pub fn now_us() -> u64 {
-        udat_verbs::coarse_now_us()
+        udat_wake::coarse_now_us()
     }
 
     /// Whether an empty shared dequeue of an EVD of the IA in slot `ia` is

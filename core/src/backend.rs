@@ -658,6 +658,15 @@ pub trait Backend {
     ) -> Option<(Completion, G)> {
         None
     }
+
+    /// Whether [`Backend::cq_poll`] of `cq` would now find nothing and
+    /// change nothing. A dequeue's lane that took nothing asks, to answer
+    /// `DAT_QUEUE_EMPTY` itself. `false` when the transport cannot tell
+    /// cheaply: the ordinary dequeue then polls.
+    #[inline(always)]
+    fn cq_is_empty(&mut self, _cq: &mut Self::Cq) -> bool {
+        false
+    }
     /// Bind `mw` to `sge` of `mr` through `qp`'s send queue and return the
     /// new remote key; with no `mr`, unbind it. The completion carries
     /// `cookie` and op `BindMw`.

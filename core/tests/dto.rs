@@ -227,6 +227,34 @@ fn a_peer_disconnect_flushes_the_dtos_of_a_consumer_that_only_dequeues() {
 }
 
 #[test]
+fn an_empty_evd_is_answered_past_the_lane_only_while_no_look_at_connection_events_is_due() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let raw = fx.dto_evd.raw();
+    let empty = |fx: &mut Fx| fx.p.lane_dequeue_is_empty(raw.index(), |g| g == raw.generation());
+    // The ordinary dequeue of an empty EVD takes a look if one is due;
+    // until the next is due, the EVD is answered as empty without it.
+    assert_eq!(ty(fx.p.evd_dequeue_ordinary(fx.dto_evd)), ErrorType::QueueEmpty);
+    assert!(empty(&mut fx));
+    assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
+    // A look due: the ordinary dequeue decides, and takes it.
+    fx.p.backend_mut().advance(CM_LOOK_US);
+    assert!(!empty(&mut fx));
+    assert_eq!(ty(fx.p.evd_dequeue_ordinary(fx.dto_evd)), ErrorType::QueueEmpty);
+    assert!(empty(&mut fx));
+    // A stale handle is never answered.
+    assert!(!fx.p.lane_dequeue_is_empty(raw.index(), |g| g == raw.generation().wrapping_add(1)));
+    // A completion waiting is never answered as empty; taken, the EVD is
+    // empty again.
+    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 9, CompletionFlags::DEFAULT).unwrap();
+    fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    assert!(!empty(&mut fx));
+    let event = fx.p.evd_dequeue(fx.dto_evd).unwrap();
+    assert!(matches!(event.data, EventData::Dto { cookie: 9, status: DtoStatus::Success, .. }), "{event:?}");
+    assert!(empty(&mut fx));
+}
+
+#[test]
 fn dat_ep_post_bad_flags_name_the_flags_argument() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();

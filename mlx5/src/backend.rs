@@ -788,6 +788,13 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         Some((completion, accepted))
     }
 
+    /// Empty: no CQE owned by software, and no flushes to make of a
+    /// failed CQ's QPs (`cq_poll`).
+    #[inline(always)]
+    fn cq_is_empty(&mut self, cq: &mut Cq<D>) -> bool {
+        !cq.failed && self.cqs.get_mut(cq.slot).is_none_or(|ring| ring.peek_head().is_none())
+    }
+
     /// A receive queue refuses a post before it writes anything.
     #[inline(always)]
     fn post_recv_one(&mut self, qp: &mut Qp<D>, sge: Sge, cookie: u64) -> bool {

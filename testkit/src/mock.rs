@@ -769,6 +769,11 @@ impl Backend for MockBackend {
         Some((c, accepted))
     }
 
+    fn cq_is_empty(&mut self, cq: &mut u32) -> bool {
+        self.run_due();
+        self.cqs.get(*cq as usize).is_none_or(|c| c.entries.is_empty())
+    }
+
     fn post_recv(&mut self, qp: &mut u32, sges: &[Sge], cookie: u64) -> DatResult<()> {
         let i = *qp as usize;
         let q = self.qps.get_mut(i).ok_or(DatError::of(ErrorType::InternalError))?;

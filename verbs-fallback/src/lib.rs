@@ -94,19 +94,6 @@ impl Verbs {
     }
 }
 
-/// Microseconds on `CLOCK_MONOTONIC_COARSE`, which the vDSO reads from
-/// the kernel's last tick with no system call, whatever the clock source:
-/// [`Backend::coarse_now_us`] of the verbs transport and of the ConnectX
-/// control path. In a guest whose clock source is HPET the fine clock is
-/// a system call and an emulated register read on every empty poll.
-pub fn coarse_now_us() -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `t` is a valid, writable timespec; the clock id is one
-    // Linux has had since 2.6.32, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
-    t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
-}
-
 impl Default for Verbs {
     fn default() -> Verbs {
         Verbs::new()
@@ -395,7 +382,7 @@ impl Backend for Verbs {
     }
 
     fn coarse_now_us(&mut self) -> u64 {
-        coarse_now_us()
+        udat_wake::coarse_now_us()
     }
 
     fn wait_fds(&self, ia: &Ia) -> WaitFds {

@@ -11,6 +11,8 @@
 //! - [`notify::Notifier`], an epoll instance: a CNO as a descriptor
 //!   (`dat_cno_fd_create`), readable when the core triggered the CNO or
 //!   the transport has something to pull.
+//! - [`coarse_now_us`], the clock by which a dequeue that finds nothing
+//!   decides whether to look for connection events.
 //!
 //! All are non-blocking and close on exec. Where a descriptor must be
 //! named by number (a signal the core calls with a `u64`, or a table that
@@ -83,6 +85,19 @@ pub unsafe fn clear_fd(fd: RawFd) {
     // SAFETY: reads 8 bytes into `count` from the eventfd the caller
     // names; non-blocking, so a lowered flag fails at once.
     unsafe { libc::read(fd, (&raw mut count).cast(), 8) };
+}
+
+/// Microseconds on `CLOCK_MONOTONIC_COARSE`, which the vDSO reads from
+/// the kernel's last tick with no system call, whatever the clock source:
+/// `Backend::coarse_now_us` of every transport. In a guest whose clock
+/// source is HPET the fine clock is a system call and an emulated
+/// register read on every empty poll.
+pub fn coarse_now_us() -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid, writable timespec; the clock id is one
+    // Linux has had since 2.6.32, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut t) };
+    t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
 }
 
 /// A timerfd on the monotonic clock: readable once the time it was set to

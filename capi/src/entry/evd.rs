@@ -167,7 +167,11 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
         },
         move |cx, raw| {
             let slot = event.out()?;
-            let e = cx.state.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
+            let core = &mut cx.state.core;
+            if core.lane_dequeue_is_empty(raw.index(), |g| g == raw.generation()) {
+                return Err(DatError::of(ErrorType::QueueEmpty));
+            }
+            let e = core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
             write_event(cx, h, &e, slot);
             Ok(())
         },

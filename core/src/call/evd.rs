@@ -288,6 +288,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if let Some(event) = self.lane_dequeue(raw.index(), |g| g == raw.generation()) {
             return Ok(event);
         }
+        if self.lane_dequeue_is_empty(raw.index(), |g| g == raw.generation()) {
+            return Err(DatError::of(ErrorType::QueueEmpty));
+        }
         self.evd_dequeue_ordinary(evd)
     }
 
@@ -381,7 +384,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     fn cm_look_due(&mut self, ia: IaHandle) -> bool {
         let now = self.backend.coarse_now_us();
         let Some(i) = self.ias.get_mut(ia.0) else { return false };
-        if now < i.cm_look_us {
+        if !i.cm_look_is_due(now) {
             return false;
         }
         i.cm_look_us = now.saturating_add(CM_LOOK_US);

@@ -28,6 +28,15 @@ pub(crate) struct Ia<B: Backend> {
     pub(crate) counting: bool,
 }
 
+impl<B: Backend> Ia<B> {
+    /// Whether, at `now` (the backend's clock, µs), a dequeue that finds
+    /// nothing is to look at the IA's connection events.
+    #[inline(always)]
+    pub(crate) fn cm_look_is_due(&self, now: u64) -> bool {
+        now >= self.cm_look_us
+    }
+}
+
 /// The objects of one IA, one list per kind.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Owned {

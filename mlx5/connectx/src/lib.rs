@@ -444,7 +444,7 @@ impl Device for ConnectX {
     }
 
     fn coarse_now_us(&mut self) -> u64 {
-        udat_verbs::coarse_now_us()
+        udat_wake::coarse_now_us()
     }
 
     /// The data path has armed its CQs; their events are read by

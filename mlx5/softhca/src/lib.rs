@@ -949,6 +949,12 @@ impl Device for SoftHca {
         read(&self.hca).now_us()
     }
 
+    /// The clock ConnectX's control path reads: what an empty poll pays
+    /// for it is what it pays on hardware.
+    fn coarse_now_us(&mut self) -> u64 {
+        udat_wake::coarse_now_us()
+    }
+
     fn block(&mut self, ia: &mut SoftIa, timeout_us: Option<u64>) -> Wake {
         let ready = |hca: &Hca| {
             hca.progress();

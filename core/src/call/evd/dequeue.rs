@@ -82,6 +82,32 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 }
 
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// Whether the ordinary dat_evd_dequeue(3DAT) of the EVD living in
+    /// slot `evd`, if `matches_generation` accepts its generation, would
+    /// now return `DAT_QUEUE_EMPTY` and change nothing: its lane is open
+    /// (nothing queued, no waiter), its CQ holds nothing
+    /// ([`Backend::cq_is_empty`]), and no look at its IA's connection
+    /// events is due (the ordinary dequeue of an empty EVD takes one once
+    /// in a while). A caller whose lane took nothing asks before it goes
+    /// the ordinary way.
+    #[inline(never)]
+    pub fn lane_dequeue_is_empty(&mut self, evd: u32, matches_generation: impl FnOnce(u32) -> bool) -> bool {
+        let Provider { evds, ias, backend, .. } = self;
+        let Some((generation, e)) = evds.live_mut(evd) else { return false };
+        if !matches_generation(generation) || !e.lane() {
+            return false;
+        }
+        let ia = e.ia;
+        let Some(cq) = e.cq.as_mut() else { return false };
+        if !backend.cq_is_empty(cq) {
+            return false;
+        }
+        let now = backend.coarse_now_us();
+        ias.get(ia.0).is_some_and(|i| !i.cm_look_is_due(now))
+    }
+}
+
 /// Whether `Provider::complete_to` would hand `c`, a completion of `ep`
 /// (of a receive if `recv`), to a dequeue of `evd` as a DTO event, and
 /// change nothing else: a success, not a window bind's, of the stream

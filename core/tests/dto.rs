@@ -252,6 +252,12 @@ fn an_empty_evd_is_answered_past_the_lane_only_while_no_look_at_connection_event
     let event = fx.p.evd_dequeue(fx.dto_evd).unwrap();
     assert!(matches!(event.data, EventData::Dto { cookie: 9, status: DtoStatus::Success, .. }), "{event:?}");
     assert!(empty(&mut fx));
+    // An EVD that counts has its lane closed: its dequeues are counted by
+    // the ordinary call, never answered past it.
+    fx.p.counters_start(fx.ia).unwrap();
+    assert!(!empty(&mut fx));
+    fx.p.counters_stop(fx.ia).unwrap();
+    assert!(empty(&mut fx));
 }
 
 #[test]

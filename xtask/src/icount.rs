@@ -366,7 +366,7 @@ const CAPI_OPS: [CapiOp; 11] = [
         op: "dequeue_empty",
         call: "dat_evd_dequeue",
         what:
-            "C ABI, mlx5: `dat_evd_dequeue` of an empty DTO EVD (`DAT_QUEUE_EMPTY`), the software HCA's clock included",
+            "C ABI, mlx5: `dat_evd_dequeue` of an empty DTO EVD (`DAT_QUEUE_EMPTY`), the coarse clock's read included",
         thread_safe: false,
     },
     CapiOp {

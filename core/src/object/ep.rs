@@ -254,7 +254,7 @@ impl<B: Backend> Ep<B> {
     }
 
     /// `DAT_COMPLETION_UNSIGNALLED_FLAG` on a post "is only valid if the
-    /// Endpoint ... Completion Flags [are] DAT_COMPLETION_UNSIGNALLED_FLAG".
+    /// Endpoint ... Completion Flags \[are\] DAT_COMPLETION_UNSIGNALLED_FLAG".
     pub(crate) fn unsignalled_allowed(&self, flags: CompletionFlags, recv: bool) -> bool {
         let stream = if recv { self.attr.recv_completion_flags } else { self.attr.request_completion_flags };
         !flags.contains(CompletionFlags::UNSIGNALLED) || stream.contains(CompletionFlags::UNSIGNALLED)

@@ -35,7 +35,7 @@
 //! that overruns breaks every QP that reports to it, which a thread
 //! holding a QP's lock may not lock; so the CQ goes on the overrun list,
 //! and the entry breaks its QPs once it holds no QP's lock
-//! ([`Hca::settle`]), before it leaves the device. A QP run meanwhile
+//! ([`Hca::break_overrun_qps`]), before it leaves the device. A QP run meanwhile
 //! finds its CQ on the list and breaks itself.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -762,7 +762,7 @@ impl Hca {
     /// A CQE found no room in CQ `cqn`, as on a ConnectX whose consumer
     /// fell behind (PRM "Completion Queue Error"): the CQE is lost, the CQ
     /// goes to error and takes no more, its IA hears a CQ error event, and
-    /// every QP reporting to it goes to ERROR ([`Hca::settle`]). Nothing
+    /// every QP reporting to it goes to ERROR ([`Hca::break_overrun_qps`]). Nothing
     /// else changes: other CQs and QPs carry on.
     fn overrun(&self, cqn: u32, cq: &Cq, ring: &mut CqRing) {
         ring.error = true;

@@ -13,9 +13,9 @@
 //!   then print the `dat.conf` line for the plug-in (see [`install`]).
 //! - `cargo xtask test`: everything CI runs — formatting, the libraries
 //!   on the minimum Rust version ([`msrv`]), clippy with warnings as
-//!   errors, the documentation with warnings as errors, the workspace
-//!   tests, the bare-metal build of udat-core with its no-allocator
-//!   check, Miri over udat-core, and udat-verbs's tests on soft-RoCE
+//!   errors, the documentation (private items too) with warnings as
+//!   errors, the workspace tests, the bare-metal build of udat-core with
+//!   its no-allocator check, Miri over udat-core, and udat-verbs's tests on soft-RoCE
 //!   (through `softroce`), the C ABI's artifacts and C examples
 //!   ([`capi`]), a minute of each fuzz target
 //!   (`fuzz/`, from the corpus there), the fully static C example on
@@ -174,11 +174,13 @@ fn test() -> Result<(), String> {
     Ok(())
 }
 
-/// The documentation of every package builds without a warning: no
-/// broken intra-doc link, no bare URL, no unclosed HTML tag. (udat-static,
-/// whose library is named `udat` for `libudat.a`, has `doc = false`.)
+/// The documentation of every package, private items included, builds
+/// without a warning: no broken intra-doc link (a comment naming a
+/// function that was renamed or removed), no bare URL, no unclosed HTML
+/// tag. (udat-static, whose library is named `udat` for `libudat.a`, has
+/// `doc = false`.)
 fn docs() -> Result<(), String> {
-    let args = ["doc", "--workspace", "--no-deps"];
+    let args = ["doc", "--workspace", "--no-deps", "--document-private-items"];
     eprintln!("xtask: RUSTDOCFLAGS=\"-D warnings\" cargo {}", args.join(" "));
     let status = Command::new("cargo")
         .args(args)

@@ -9,10 +9,10 @@ use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind, RawHandl
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, EvdWait, Event, EventData, EventNumber, WaitStep};
 
-use super::{guarded_on, lane_or, with, Arg, Entered, LaneHandle};
+use super::{guarded_on, lane_answer_or, with, Arg, Entered, LaneHandle};
 use crate::debug;
 use crate::handle_space::HandleSpace;
-use crate::instance::{invalid, Instance, State};
+use crate::instance::{invalid, Core, Instance, State};
 use crate::lock::Exclusive;
 use crate::sys::*;
 use crate::transport::Transport;
@@ -150,7 +150,7 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
             return ret;
         }
     }
-    lane_or(
+    lane_answer_or(
         instance,
         h,
         Kind::Evd,
@@ -165,17 +165,24 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
             )
             .is_some()
         },
+        empty,
         move |cx, raw| {
             let slot = event.out()?;
-            let core = &mut cx.state.core;
-            if core.lane_dequeue_is_empty(raw.index(), |g| g == raw.generation()) {
-                return Err(DatError::of(ErrorType::QueueEmpty));
-            }
-            let e = core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
+            let e = cx.state.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
             write_event(cx, h, &e, slot);
             Ok(())
         },
     )
+}
+
+/// A dequeue whose lane took nothing: `DAT_QUEUE_EMPTY` if the ordinary
+/// dequeue would return it and change nothing
+/// ([`udat_core::Provider::lane_dequeue_is_empty`]); `None` leaves it to
+/// the ordinary dequeue.
+#[inline(always)]
+fn empty<B: Transport>(core: &mut Core<B>, evd: LaneHandle<'_>) -> Option<DAT_RETURN> {
+    core.lane_dequeue_is_empty(evd.index, |g| evd.matches_generation(g))
+        .then(|| DatError::of(ErrorType::QueueEmpty).to_raw())
 }
 
 /// The dequeue of a provider that shares its state, a lane with the state

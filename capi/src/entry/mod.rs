@@ -264,6 +264,25 @@ pub(crate) fn lane_or<B: Transport>(
     lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> bool,
     ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
+    lane_answer_or(instance, h, kind, lane, |_, _| None, ordinary)
+}
+
+/// [`lane_or`] with `answer` between the lane and the ordinary call: where
+/// the lane did not take the call, `answer` may settle it with a
+/// `DAT_RETURN` of its own (an empty EVD's `DAT_QUEUE_EMPTY`) without the
+/// ordinary call's look-ups and its `catch_unwind`; `None` leaves it to
+/// the ordinary call. Both run out of line ([`not_taken_answered`]), so a
+/// lane that takes pays nothing for the answer. Like the lane, `answer`
+/// cannot panic.
+#[inline(always)]
+pub(crate) fn lane_answer_or<B: Transport>(
+    instance: &'static Instance<B>,
+    h: DAT_HANDLE,
+    kind: Kind,
+    lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> bool,
+    answer: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> Option<DAT_RETURN>,
+    ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
+) -> DAT_RETURN {
     let Some(state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
     let mut cx = Entered { instance, state };
     let State { core, handles, .. } = &mut *cx.state;
@@ -272,7 +291,28 @@ pub(crate) fn lane_or<B: Transport>(
             return DAT_SUCCESS;
         }
     }
-    not_taken(&mut cx, h, kind, ordinary)
+    not_taken_answered(&mut cx, h, kind, answer, ordinary)
+}
+
+/// Where a lane did not take its call: `answer`, with the handle's slot
+/// found again rather than kept across the lane, then, unless it settled
+/// the call, [`not_taken`] ([`lane_answer_or`]).
+#[cold]
+#[inline(never)]
+fn not_taken_answered<B: Transport>(
+    cx: &mut Entered<B>,
+    h: DAT_HANDLE,
+    kind: Kind,
+    answer: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> Option<DAT_RETURN>,
+    ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
+) -> DAT_RETURN {
+    let State { core, handles, .. } = &mut *cx.state;
+    if let Some((index, word)) = handles.slot_of(h, kind) {
+        if let Some(ret) = answer(core, LaneHandle { index, handles, kind, word }) {
+            return ret;
+        }
+    }
+    not_taken(cx, h, kind, ordinary)
 }
 
 /// The ordinary call, where its lane did not take it, guarded as

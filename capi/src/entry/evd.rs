@@ -189,7 +189,7 @@ fn empty<B: Transport>(core: &mut Core<B>, evd: LaneHandle<'_>) -> Option<DAT_RE
 /// shared and only this EVD locked; `None` when it is for the exclusive
 /// path, which then decides (a bad handle or pointer among it). A function
 /// of its own, so that a provider that does not share pays for none of
-/// it. Like every lane it runs outside `catch_unwind` ([`lane_or`]).
+/// it. Like every lane it runs outside `catch_unwind` ([`lane_or`](super::lane_or)).
 #[inline(never)]
 fn dequeue_shared<B: Transport>(
     instance: &'static Instance<B>,

@@ -201,6 +201,15 @@ fn an_argument_error_names_the_argument_by_its_place_in_the_call() {
         let create = t.ep_create_func.unwrap();
         assert_eq!(create(rig.ia, pz, evd, evd, ptr::null_mut(), ptr::null(), &mut ep), DAT_SUCCESS);
 
+        // A null event pointer is argument 2 of a dequeue, even of an EVD
+        // the lane would answer as empty (the first dequeue takes the look
+        // at connection events, so the next finds none due).
+        let dequeue = t.evd_dequeue_func.unwrap();
+        let mut event = DAT_EVENT::default();
+        assert_eq!(ty(dequeue(evd, &mut event)), DAT_QUEUE_EMPTY);
+        assert_eq!(dequeue(evd, ptr::null_mut()), invalid(DAT_INVALID_ARG2));
+        assert_eq!(ty(dequeue(evd, &mut event)), DAT_QUEUE_EMPTY);
+
         // A null remote triplet is argument 5 of an RDMA write, before
         // anything else is looked at.
         let write = t.ep_post_rdma_write_func.unwrap();

@@ -165,7 +165,8 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
             )
             .is_some()
         },
-        empty,
+        // A NULL or misaligned `event` is the ordinary call's to refuse.
+        move |core, evd| event.out().ok().and_then(|_| empty(core, evd)),
         move |cx, raw| {
             let slot = event.out()?;
             let e = cx.state.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;

@@ -429,6 +429,67 @@ pub fn suppressed_completions_retire_with_the_next_signalled_one<F: Fabric>() {
     assert!(recv_idle && request_idle, "suppressed writes still outstanding");
 }
 
+/// A consumer polls its EVD in a loop, as MVAPICH2 does: a dequeue that
+/// found the EVD empty (which a transport may answer past its lane) leaves
+/// nothing behind that hides what completes after it, whether the lane
+/// takes that completion or leaves it to the ordinary dequeue (a send that
+/// retires a suppressed write before it, every other round). Each
+/// completion is found by polling alone, once, and the EVD is empty again
+/// after it.
+pub fn polling_an_empty_evd_misses_no_completion_after_it<F: Fabric>() {
+    let mut rig = Rig::<F>::new();
+    let (client, server) = (rig.side(), rig.side());
+    rig.connect(client, server, PORT + 14, b"", b"");
+    let src = rig.buf(4096, MemPriv::ALL);
+    let dst = rig.buf(4096, MemPriv::ALL);
+    let empty = |r: DatResult<Event>| r.is_err_and(|e| e.error_type() == ErrorType::QueueEmpty);
+    for round in 0..8u64 {
+        for _ in 0..4 {
+            assert!(empty(rig.p.evd_dequeue(client.dto)), "round {round}: a completion before any post");
+        }
+        rig.p.ep_post_recv(server.ep, &[dst.seg(0, 64)], 100 + round, CompletionFlags::DEFAULT).unwrap();
+        let write = (src.seg(0, 256), dst.remote(1024, 256));
+        let suppressed = round % 2 == 1;
+        let flags = if suppressed { CompletionFlags::SUPPRESS } else { CompletionFlags::DEFAULT };
+        rig.p.ep_post_rdma_write(client.ep, &[write.0], 2 * round, &write.1, flags).unwrap();
+        rig.p.ep_post_send(client.ep, &[src.seg(512, 64)], 2 * round + 1, CompletionFlags::DEFAULT).unwrap();
+        let mut expected = vec![(2 * round, DtoStatus::Success), (2 * round + 1, DtoStatus::Success)];
+        if suppressed {
+            expected.remove(0);
+        }
+        let (mut found, mut empties) = (Vec::new(), 0u64);
+        let start = Instant::now();
+        while found.len() < expected.len() {
+            match rig.p.evd_dequeue(client.dto) {
+                Ok(Event { data: EventData::Dto { cookie, status, .. }, .. }) => found.push((cookie, status)),
+                Ok(other) => panic!("round {round}: {other:?}"),
+                Err(e) if e.error_type() == ErrorType::QueueEmpty => empties += 1,
+                Err(e) => panic!("round {round}: dat_evd_dequeue: {e:?}"),
+            }
+            assert!(start.elapsed() < PATIENCE, "round {round}: polling found {found:?} after {empties} empty answers");
+        }
+        assert_eq!(found, expected, "round {round}");
+        assert_eq!(rig.dto(server.dto), (100 + round, DtoStatus::Success, 64, DtoOp::Receive));
+        assert!(empty(rig.p.evd_dequeue(client.dto)), "round {round}: a completion twice");
+    }
+    // A failed write, which no lane takes: the ordinary dequeue finds it.
+    let freed = rig.buf(4096, MemPriv::ALL);
+    let remote = freed.remote(0, 64);
+    rig.p.lmr_free(freed.lmr.lmr).unwrap();
+    rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 99, &remote, CompletionFlags::DEFAULT).unwrap();
+    let start = Instant::now();
+    let status = loop {
+        match rig.p.evd_dequeue(client.dto) {
+            Ok(Event { data: EventData::Dto { cookie: 99, status, .. }, .. }) => break status,
+            Ok(other) => panic!("{other:?}"),
+            Err(e) if e.error_type() == ErrorType::QueueEmpty => {}
+            Err(e) => panic!("dat_evd_dequeue: {e:?}"),
+        }
+        assert!(start.elapsed() < PATIENCE, "polling never found the failed write");
+    };
+    assert_eq!(status, DtoStatus::RemoteAccess);
+}
+
 /// MVAPICH2's Endpoints: one EVD for both streams, receives signalled and
 /// requests unsignalled. Each stream keeps its own flags on the device:
 /// the receive and the signalled requests complete there, the suppressed
@@ -1337,6 +1398,10 @@ macro_rules! transport_suite {
         #[test]
         fn suppressed_completions_retire_with_the_next_signalled_one() {
             $crate::suite::suppressed_completions_retire_with_the_next_signalled_one::<$fabric>();
+        }
+        #[test]
+        fn polling_an_empty_evd_misses_no_completion_after_it() {
+            $crate::suite::polling_an_empty_evd_misses_no_completion_after_it::<$fabric>();
         }
         #[test]
         fn one_evd_takes_signalled_receives_and_unsignalled_requests() {

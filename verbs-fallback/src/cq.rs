@@ -151,6 +151,9 @@ pub(crate) struct CqShared {
     pub qps: QpTable,
     /// Whether a notification is requested and not yet delivered.
     pub armed: Cell<bool>,
+    /// The lane's last poll of the device found its CQ empty, and no one
+    /// has asked since ([`CqShared::drained`]).
+    lane_found_empty: Cell<bool>,
 }
 
 impl CqShared {
@@ -169,6 +172,7 @@ impl CqShared {
             early: UnsafeCell::new(Early::default()),
             qps: QpTable::default(),
             armed: Cell::new(false),
+            lane_found_empty: Cell::new(false),
         })
     }
 
@@ -344,7 +348,9 @@ impl CqShared {
             return None;
         }
         let mut wc = MaybeUninit::uninit();
-        let w = self.poll_one(&mut wc)?;
+        let w = self.poll_one(&mut wc);
+        self.lane_found_empty.set(w.is_none());
+        let w = w?;
         let c = translate(self.qps.find(w.qp_num)?, w)?;
         match accept(&c) {
             Some(accepted) => Some((c, accepted)),
@@ -353,6 +359,17 @@ impl CqShared {
                 None
             }
         }
+    }
+
+    /// Whether the lane's poll just before this found the CQ empty, with
+    /// nothing stashed or held ([`CqShared::take_lane`]): then an ordinary
+    /// poll would find nothing either, short of a completion the device
+    /// writes meanwhile, which the next poll finds as it would have after
+    /// this one. The answer is the lane's to give once: asking clears it,
+    /// so a later call whose lane polls nothing never reads a stale one.
+    #[inline(always)]
+    pub fn drained(&self) -> bool {
+        self.lane_found_empty.replace(false) && !self.has_early()
     }
 
     /// One `ibv_poll_cq` of at most `out.len()` (and [`BATCH`]) entries,

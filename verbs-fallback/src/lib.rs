@@ -325,6 +325,13 @@ impl Backend for Verbs {
         cq.shared.take_lane(accept)
     }
 
+    /// Known without another `ibv_poll_cq` only where the lane just
+    /// polled the CQ and found nothing ([`cq::CqShared::drained`]).
+    #[inline(always)]
+    fn cq_is_empty(&mut self, cq: &mut Cq) -> bool {
+        cq.shared.drained()
+    }
+
     /// As `post_one`: a refused post leaves no trace.
     #[inline(always)]
     fn post_recv_one(&mut self, qp: &mut Qp, sge: Sge, cookie: u64) -> bool {

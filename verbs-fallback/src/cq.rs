@@ -68,19 +68,28 @@ type QpMap = HashMap<u32, Rc<QpShared>, BuildHasherDefault<QpnHasher>>;
 pub(crate) struct QpTable {
     map: RefCell<QpMap>,
     /// The number of the last QP found, and that QP as `map` holds it;
-    /// null when none.
+    /// [`NO_QP`] and null when none.
     last: Cell<(u32, *const QpShared)>,
 }
 
+/// The bits of a QP number: 24 (the BTH's DestQP field, InfiniBand
+/// Architecture Specification vol. 1, 9.2).
+const QPN: u32 = 0x00ff_ffff;
+
+/// A number no QP has, outside [`QPN`]: a look-up then compares the
+/// number alone.
+const NO_QP: u32 = u32::MAX;
+
 impl Default for QpTable {
     fn default() -> QpTable {
-        QpTable { map: RefCell::default(), last: Cell::new((0, std::ptr::null())) }
+        QpTable { map: RefCell::default(), last: Cell::new((NO_QP, std::ptr::null())) }
     }
 }
 
 impl QpTable {
     /// `qp` reports here as `num`.
     pub fn insert(&self, num: u32, qp: Rc<QpShared>) {
+        let num = num & QPN;
         self.forget_last(num);
         self.map.borrow_mut().insert(num, qp);
     }
@@ -89,23 +98,26 @@ impl QpTable {
     /// this, which needs the QP's owner, never while a poll of the CQ
     /// holds a QP [`QpTable::find`] gave it.
     pub fn remove(&self, num: u32) {
+        let num = num & QPN;
         self.forget_last(num);
         self.map.borrow_mut().remove(&num);
     }
 
     fn forget_last(&self, num: u32) {
         if self.last.get().0 == num {
-            self.last.set((0, std::ptr::null()));
+            self.last.set((NO_QP, std::ptr::null()));
         }
     }
 
     /// The QP numbered `num`, if it reports here.
     #[inline(always)]
     pub fn find(&self, num: u32) -> Option<&QpShared> {
+        let num = num & QPN;
         let (last, qp) = self.last.get();
-        if last == num && !qp.is_null() {
-            // SAFETY: `last` is a QP the map holds (`remove` and `insert`
-            // forget it with its entry), so it lives at least as long as
+        if last == num {
+            // SAFETY: `num` is not `NO_QP`, and any other number is kept
+            // only with the QP the map holds for it (`remove` and `insert`
+            // forget it with its entry), which lives at least as long as
             // `self` is borrowed (`remove`).
             return Some(unsafe { &*qp });
         }

@@ -118,6 +118,10 @@ pub struct HandleSpace {
     word: usize,
     /// Per kind (by `DAT_HANDLE_TYPE`): bits of the slot index.
     slot_bits: [u32; KINDS.len()],
+    /// Per kind: the bits of a region's word that hold the slot index
+    /// (`2^slot_bits - 1`), and those that hold the generation, as masks
+    /// kept rather than made from `slot_bits` on every look-up.
+    masks: [(usize, usize); KINDS.len()],
 }
 
 impl HandleSpace {
@@ -144,7 +148,11 @@ impl HandleSpace {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
         SPACES.extent.store((at + 1) * SPACE_BYTES, Ordering::Release);
-        Ok(HandleSpace { base, word: 0, slot_bits })
+        let masks = slot_bits.map(|bits| {
+            let slots = (1usize << bits) - 1;
+            (slots, (REGION_WORDS - 1) & !slots)
+        });
+        Ok(HandleSpace { base, word: 0, slot_bits, masks })
     }
 
     /// Set the provider word, before any handle is handed out.
@@ -213,7 +221,7 @@ impl HandleSpace {
             return None;
         }
         let word = off / WORD;
-        Some(((word & ((1 << self.slot_bits[kind as usize]) - 1)) as u32, word))
+        Some(((word & self.masks[kind as usize].0) as u32, word))
     }
 
     /// The other half: whether the object living at `generation` in the
@@ -221,9 +229,8 @@ impl HandleSpace {
     /// word names.
     #[inline(always)]
     pub fn matches_generation(&self, kind: Kind, word: usize, generation: u32) -> bool {
-        let bits = self.slot_bits[kind as usize];
-        let generations = (REGION_WORDS - 1) & !((1 << bits) - 1);
-        (((generation as usize) << bits) ^ word) & generations == 0
+        let generations = self.masks[kind as usize].1;
+        (((generation as usize) << self.slot_bits[kind as usize]) ^ word) & generations == 0
     }
 }
 

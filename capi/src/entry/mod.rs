@@ -283,15 +283,16 @@ pub(crate) fn lane_answer_or<B: Transport>(
     answer: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> Option<DAT_RETURN>,
     ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    let Some(state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
-    let mut cx = Entered { instance, state };
-    let State { core, handles, .. } = &mut *cx.state;
+    let Some(mut state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
+    let State { core, handles, .. } = &mut *state;
     if let Some((index, word)) = handles.slot_of(h, kind) {
         if lane(core, LaneHandle { index, handles, kind, word }) {
             return DAT_SUCCESS;
         }
     }
-    not_taken_answered(&mut cx, h, kind, answer, ordinary)
+    // The context is made only where the lane did not take the call: made
+    // before the lane, it would live in memory, stored on every call.
+    not_taken_answered(Entered { instance, state }, h, kind, answer, ordinary)
 }
 
 /// Where a lane did not take its call: `answer`, with the handle's slot
@@ -300,7 +301,7 @@ pub(crate) fn lane_answer_or<B: Transport>(
 #[cold]
 #[inline(never)]
 fn not_taken_answered<B: Transport>(
-    cx: &mut Entered<B>,
+    mut cx: Entered<B>,
     h: DAT_HANDLE,
     kind: Kind,
     answer: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> Option<DAT_RETURN>,
@@ -312,7 +313,7 @@ fn not_taken_answered<B: Transport>(
             return ret;
         }
     }
-    not_taken(cx, h, kind, ordinary)
+    not_taken(&mut cx, h, kind, ordinary)
 }
 
 /// The ordinary call, where its lane did not take it, guarded as

@@ -60,12 +60,12 @@ impl<const N: u8> Arg<N, DAT_COUNT> {
 impl<const N: u8, T> Arg<N, *mut T> {
     /// An out-pointer: null or misaligned is `DAT_INVALID_PARAMETER`.
     pub fn out<'a>(self) -> DatResult<&'a mut T> {
-        if !self.0.is_aligned() {
+        if !non_null_aligned(self.0) {
             return Err(self.invalid());
         }
         // SAFETY: a non-null, aligned out-pointer from the consumer points
         // at a writable `T` (the DAT call's contract).
-        unsafe { self.0.as_mut() }.ok_or(self.invalid())
+        Ok(unsafe { &mut *self.0 })
     }
 
     /// An out-pointer the call may be given as null.
@@ -204,9 +204,22 @@ const _: () = {
 #[inline(always)]
 pub(crate) unsafe fn lane_segment(n: Arg<2, DAT_COUNT>, segs: Arg<3, *mut DAT_LMR_TRIPLET>) -> Option<LmrTriplet> {
     let p = segs.0.cast_const().cast::<LmrTriplet>();
+    if n.0 != 1 || !non_null_aligned(p) {
+        return None;
+    }
     // SAFETY: non-null and aligned, and one triplet by the contract; the
     // two triplet types have one layout.
-    (n.0 == 1 && !p.is_null() && p.is_aligned()).then(|| unsafe { p.read() })
+    Some(unsafe { p.read() })
+}
+
+/// Whether `p` is neither null nor misaligned, asked as one compare: a
+/// pointer rotated right by its alignment's bits is at least 1 and below
+/// the rotated span of the address space exactly when its low bits are
+/// clear and it is not zero.
+#[inline(always)]
+fn non_null_aligned<T>(p: *const T) -> bool {
+    let bits = align_of::<T>().trailing_zeros();
+    (p as usize).rotate_right(bits).wrapping_sub(1) < (usize::MAX >> bits)
 }
 
 /// The local segments of a work request: `count` triplets at `p`, as the
@@ -251,4 +264,29 @@ pub(crate) unsafe fn triplets<'a, const N: u8>(
     // SAFETY: by the contract, and the two triplet types have one layout
     // (asserted above).
     Ok(unsafe { std::slice::from_raw_parts(p.cast::<LmrTriplet>(), len) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::non_null_aligned;
+
+    #[test]
+    fn only_a_non_null_aligned_pointer_passes() {
+        let words = [0u64; 4];
+        let p = words.as_ptr();
+        assert!(non_null_aligned(p));
+        assert!(non_null_aligned(p.wrapping_add(3)));
+        assert!(!non_null_aligned(std::ptr::null::<u64>()));
+        for off in 1..8 {
+            assert!(!non_null_aligned(p.cast::<u8>().wrapping_add(off).cast::<u64>()), "{off}");
+        }
+        // The ends of the address space: the highest aligned address, and
+        // the lowest, 8.
+        assert!(non_null_aligned(std::ptr::without_provenance::<u64>(usize::MAX & !7)));
+        assert!(non_null_aligned(std::ptr::dangling::<u64>()));
+        assert!(!non_null_aligned(std::ptr::without_provenance::<u64>(usize::MAX)));
+        // A byte's pointer need only be non-null.
+        assert!(non_null_aligned(std::ptr::dangling::<u8>()));
+        assert!(!non_null_aligned(std::ptr::null::<u8>()));
+    }
 }

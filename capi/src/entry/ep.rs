@@ -378,24 +378,24 @@ unsafe fn post<B: Transport>(
             let Some(shared_lane) = shared_lane else {
                 return shared_not_taken(instance, h, Kind::Ep, &instance.ep_locks, ordinary);
             };
-            let seg = lane_segment(n, segs);
             shared_lane_or(
                 instance,
                 h,
                 Kind::Ep,
                 &instance.ep_locks,
-                move |core, ep| seg.is_some_and(|seg| shared_lane(core, ep, seg)),
+                move |core, ep| lane_segment(n, segs).is_some_and(|seg| shared_lane(core, ep, seg)),
                 ordinary,
             )
         };
     }
-    // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
-    let seg = unsafe { lane_segment(n, segs) };
     lane_or(
         instance,
         h,
         Kind::Ep,
-        move |core, ep| seg.is_some_and(|seg| lane(core, ep, seg)),
+        // The segment is read where the lane needs it, not kept across
+        // the lock and the handle's look-up.
+        // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
+        move |core, ep| unsafe { lane_segment(n, segs) }.is_some_and(|seg| lane(core, ep, seg)),
         move |cx, raw| {
             // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
             exclusive(&mut cx.state.core, EpHandle::from_raw(raw), unsafe { iov(n, segs) }?)

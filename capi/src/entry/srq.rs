@@ -60,13 +60,14 @@ pub(crate) unsafe fn srq_post_recv<B: Transport>(
     // 64 bits.
     let (instance, cookie) = unsafe { (Instance::<B>::of(h), cookie.0.as_64) };
     if !instance.shares {
-        // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
-        let seg = unsafe { lane_segment(n, segs) };
         return lane_or(
             instance,
             h,
             Kind::Srq,
             move |core, srq| {
+                // SAFETY: `segs` is null or holds `n` triplets (the call's
+                // contract).
+                let seg = unsafe { lane_segment(n, segs) };
                 seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.matches_generation(g), &seg, cookie))
             },
             move |cx, raw| {

@@ -660,9 +660,11 @@ pub trait Backend {
     }
 
     /// Whether [`Backend::cq_poll`] of `cq` would now find nothing and
-    /// change nothing. A dequeue's lane that took nothing asks, to answer
-    /// `DAT_QUEUE_EMPTY` itself. `false` when the transport cannot tell
-    /// cheaply: the ordinary dequeue then polls.
+    /// change nothing. Asked only straight after a [`Backend::cq_lane`] of
+    /// `cq` that took nothing, to answer `DAT_QUEUE_EMPTY` without the
+    /// ordinary dequeue, so a transport may answer from what that lane
+    /// saw. `false` when the transport cannot tell cheaply: the ordinary
+    /// dequeue then polls.
     #[inline(always)]
     fn cq_is_empty(&mut self, _cq: &mut Self::Cq) -> bool {
         false

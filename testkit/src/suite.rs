@@ -432,10 +432,10 @@ pub fn suppressed_completions_retire_with_the_next_signalled_one<F: Fabric>() {
 /// A consumer polls its EVD in a loop, as MVAPICH2 does: a dequeue that
 /// found the EVD empty (which a transport may answer past its lane) leaves
 /// nothing behind that hides what completes after it, whether the lane
-/// takes that completion or leaves it to the ordinary dequeue (a send that
-/// retires a suppressed write before it, every other round). Each
-/// completion is found by polling alone, once, and the EVD is empty again
-/// after it.
+/// takes that completion (a write, a send, a send that retires a
+/// suppressed write before it) or leaves it to the ordinary dequeue (a
+/// failed write, last). Each completion is found by polling alone, once,
+/// and the EVD is empty again after it.
 pub fn polling_an_empty_evd_misses_no_completion_after_it<F: Fabric>() {
     let mut rig = Rig::<F>::new();
     let (client, server) = (rig.side(), rig.side());

@@ -353,7 +353,8 @@ impl CqShared {
     /// to the stash, where the next poll finds it first, as it would have
     /// found it on the device; one of a QP no longer here, or that
     /// completes nothing, is dropped, as `poll` drops it. `None` as well
-    /// while earlier completions wait in the stash.
+    /// while earlier completions wait in the stash. Whether the device's
+    /// CQ was empty is kept for [`CqShared::drained`].
     #[inline(always)]
     pub fn take_lane<G>(&self, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
         if self.has_early() {

@@ -212,14 +212,14 @@ pub(crate) unsafe fn lane_segment(n: Arg<2, DAT_COUNT>, segs: Arg<3, *mut DAT_LM
     Some(unsafe { p.read() })
 }
 
-/// Whether `p` is neither null nor misaligned, asked as one compare: a
-/// pointer rotated right by its alignment's bits is at least 1 and below
-/// the rotated span of the address space exactly when its low bits are
-/// clear and it is not zero.
+/// Whether `p` is neither null nor misaligned, asked as one compare: the
+/// address rotated right by the bits of `T`'s alignment, `r`, is within
+/// `1 ..= usize::MAX >> bits` exactly when those low bits are clear (set,
+/// they land at the top) and the address is not zero.
 #[inline(always)]
 fn non_null_aligned<T>(p: *const T) -> bool {
     let bits = align_of::<T>().trailing_zeros();
-    (p as usize).rotate_right(bits).wrapping_sub(1) < (usize::MAX >> bits)
+    p.addr().rotate_right(bits).wrapping_sub(1) < (usize::MAX >> bits)
 }
 
 /// The local segments of a work request: `count` triplets at `p`, as the
@@ -288,5 +288,12 @@ mod tests {
         // A byte's pointer need only be non-null.
         assert!(non_null_aligned(std::ptr::dangling::<u8>()));
         assert!(!non_null_aligned(std::ptr::null::<u8>()));
+        // Alignments of 4 and 16.
+        let base = words.as_ptr().cast::<u8>();
+        for off in 0..16 {
+            let at = base.wrapping_add(off);
+            assert_eq!(non_null_aligned(at.cast::<u32>()), at.addr() % 4 == 0, "{off}");
+            assert_eq!(non_null_aligned(at.cast::<u128>()), at.addr() % 16 == 0, "{off}");
+        }
     }
 }

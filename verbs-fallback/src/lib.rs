@@ -326,7 +326,7 @@ impl Backend for Verbs {
     }
 
     /// Known without another `ibv_poll_cq` only where the lane just
-    /// polled the CQ and found nothing ([`cq::CqShared::drained`]).
+    /// polled the CQ and found nothing (`CqShared::drained`).
     #[inline(always)]
     fn cq_is_empty(&mut self, cq: &mut Cq) -> bool {
         cq.shared.drained()

@@ -20,6 +20,14 @@ fn readable(fd: i32, ms: i32) -> bool {
     unsafe { libc::poll(&mut p, 1, ms) == 1 }
 }
 
+/// These tests look at descriptor numbers, which the kernel hands out
+/// again as soon as one is closed: they run one at a time, so that no
+/// other test's new descriptor takes a number one of them expects closed.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Run `test` on an IA of the software HCA.
 fn on_softhca<R>(test: impl for<'id> FnOnce(Ia<'id, Mlx5<SoftHca>>) -> DatResult<R>) -> R {
     Ia::open(Mlx5::new(SoftHca::new()), b"mlx5_soft0", 8, test).unwrap()
@@ -27,6 +35,7 @@ fn on_softhca<R>(test: impl for<'id> FnOnce(Ia<'id, Mlx5<SoftHca>>) -> DatResult
 
 #[test]
 fn a_connect_timeout_wakes_the_descriptor_with_no_call_in_between() {
+    let _one = one_at_a_time();
     on_softhca(|mut ia| {
         let (cno, fd) = ia.cno_fd_create()?;
         let pz = ia.pz_create()?;
@@ -53,6 +62,7 @@ fn a_connect_timeout_wakes_the_descriptor_with_no_call_in_between() {
 
 #[test]
 fn dropping_an_open_ia_releases_everything() {
+    let _one = one_at_a_time();
     let fd = on_softhca(|mut ia| {
         let (_cno, fd) = ia.cno_fd_create()?;
         let pz = ia.pz_create()?;
@@ -79,6 +89,7 @@ mod with_tokio {
 
     #[test]
     fn an_async_cno_needs_a_runtime() {
+        let _one = one_at_a_time();
         on_softhca(|mut ia| {
             assert_eq!(ia.cno_async().unwrap_err().error_type(), ErrorType::InsufficientResources);
             Ok(())
@@ -87,6 +98,7 @@ mod with_tokio {
 
     #[test]
     fn an_awaited_event_arrives_once_and_an_untied_evd_is_refused() {
+        let _one = one_at_a_time();
         on_softhca(|mut ia| {
             runtime().block_on(async {
                 let cno = ia.cno_async()?;

@@ -135,6 +135,16 @@ impl DmaBuf {
         unsafe { self.ptr.as_ptr().add(offset).cast::<[u64; 8]>().read() }
     }
 
+    /// The address of the WQEBB at `offset`, for a BlueFlame copy that
+    /// reads a WQE written in place straight from the ring
+    /// ([`Register::store_blocks_from`](crate::doorbell::Register::store_blocks_from)).
+    /// Reads nothing.
+    #[inline(always)]
+    pub fn block_ptr(&self, offset: usize) -> *const u64 {
+        debug_assert!(offset % 64 == 0 && self.holds(offset, 64));
+        self.ptr.as_ptr().wrapping_add(offset).cast::<u64>()
+    }
+
     /// `N` words from the 8-aligned `offset`, each one volatile 8-byte
     /// load (fields of a CQE the device wrote), in memory order.
     ///

@@ -179,9 +179,23 @@ fn inline_data_ds(len: u32) -> usize {
 /// Most bytes one BlueFlame copy carries: half the BlueFlame buffer.
 const BF_BYTES: usize = 256;
 
+/// A lane's BlueFlame copy of a WQE written in place
+/// ([`Register::store_blocks_from`]), out of line: inlined, its loop
+/// would cost registers in the lanes of one WQEBB, which build theirs in
+/// registers and share the caller's code.
+///
+/// # Safety
+/// As `store_blocks_from`.
+#[inline(never)]
+unsafe fn copy_out<R: Register>(bf: &mut R, offset: usize, src: *const u64, n: usize) {
+    // SAFETY: the caller's contract.
+    unsafe { bf.store_blocks_from(offset, src, n) }
+}
+
 /// A WQE of at most `K` WQEBBs built on the stack in words: every word
 /// of its WQEBBs is written (unused ones zero), so the ring and the
 /// BlueFlame copy get the same whole blocks.
+#[repr(align(16))]
 struct Staged<const K: usize> {
     blocks: [[u64; 8]; K],
 }
@@ -687,13 +701,11 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         }
         let pi = self.keep(slot, bbs as u16);
         self.doorbell(pi);
-        for i in 0..bbs {
-            // SAFETY: as above, the WQEBB is inside the ring and 64-aligned.
-            let block = unsafe { self.buf.load_block(start + i * WQEBB_BYTES) };
-            // SAFETY: `bf_offset` is 0 or `bf_size`, both halves lie in the
-            // register (`new` checked), and the WQE fits one half.
-            unsafe { self.bf.store_block(self.bf_offset + i * WQEBB_BYTES, &block) };
-        }
+        // SAFETY: `bf_offset` is 0 or `bf_size`, both halves lie in the
+        // register (`new` checked), and the WQE fits one half; its `bbs`
+        // WQEBBs lie in the ring from the 64-aligned `start` (as above),
+        // written above and read by nothing else meanwhile.
+        unsafe { copy_out(&mut self.bf, self.bf_offset, self.buf.block_ptr(start), bbs) };
         self.bf.flush();
         self.bf_offset ^= BF_BYTES;
         true
@@ -783,7 +795,11 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         barrier::to_device_barrier();
         self.dbrec.write_be32(SND_DBR * 4, u32::from(self.pi));
         barrier::wc_start();
-        self.bf.write_blocks(self.bf_offset, blocks);
+        // SAFETY: a staged WQE has BlueFlame, of halves of `bf_size`
+        // (`staged_segs`), and fits one (`Staged`'s `K`); `bf_offset` is 0
+        // or `bf_size`, and `new` checked that both halves lie in the
+        // register. The blocks are this call's own.
+        unsafe { self.bf.store_blocks_from(self.bf_offset, blocks.as_ptr().cast::<u64>(), blocks.len()) };
         self.bf.flush();
         self.bf_offset ^= self.bf_size;
         self.reopen();

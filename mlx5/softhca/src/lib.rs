@@ -97,7 +97,7 @@ pub struct SoftRegister {
     uar: u32,
     deferred: Arc<AtomicBool>,
     /// The stand-in register page, owned here (freed on drop).
-    page: NonNull<[u64; PAGE_WORDS]>,
+    page: NonNull<Page>,
     mirror: Uar,
     /// The writes of the doorbell under way, which the device takes whole
     /// at the flush: each register belongs to one thread at a time, so
@@ -115,10 +115,15 @@ pub struct SoftRegister {
 /// the CQ doorbell fit.
 const PAGE_WORDS: usize = 128;
 
+/// A stand-in register page, aligned as a mapped UAR's BlueFlame
+/// register is (to more than its 64-byte blocks).
+#[repr(C, align(64))]
+struct Page([u64; PAGE_WORDS]);
+
 impl SoftRegister {
     fn new(hca: Arc<RwLock<Hca>>, uar: u32, deferred: Arc<AtomicBool>) -> SoftRegister {
-        let page = NonNull::from(Box::leak(Box::new([0u64; PAGE_WORDS])));
-        // SAFETY: the page is 8-aligned, `PAGE_WORDS * 8` bytes long, and
+        let page = NonNull::from(Box::leak(Box::new(Page([0; PAGE_WORDS]))));
+        // SAFETY: the page is 64-aligned, `PAGE_WORDS * 8` bytes long, and
         // lives until this register drops; only the `Uar` writes it.
         let mirror = unsafe { Uar::new(page.cast(), PAGE_WORDS * 8) };
         SoftRegister { hca, uar, deferred, page, mirror, pending: Vec::new(), stored_end: 0 }
@@ -168,7 +173,7 @@ impl SoftRegister {
         // SAFETY: the page lives while the register does and only the
         // mirror `Uar` writes it, through `&mut self`, which this call has.
         let page = unsafe { self.page.as_ref() };
-        let Some(words) = page.get(offset / 8..offset / 8 + 8) else { return };
+        let Some(words) = page.0.get(offset / 8..offset / 8 + 8) else { return };
         let bytes: [u8; 64] = core::array::from_fn(|i| words[i / 8].to_ne_bytes()[i % 8]);
         self.pending.push((offset, bytes.to_vec()));
     }
@@ -229,6 +234,14 @@ impl Register for SoftRegister {
         // SAFETY: the caller's contract, and the mirror spans the register.
         unsafe { self.mirror.store_block(offset, block) };
         self.stored_end = offset + 64;
+    }
+
+    /// As [`store_block`](Register::store_block), for the `n` blocks.
+    #[inline(always)]
+    unsafe fn store_blocks_from(&mut self, offset: usize, src: *const u64, n: usize) {
+        // SAFETY: the caller's contract, and the mirror spans the register.
+        unsafe { self.mirror.store_blocks_from(offset, src, n) };
+        self.stored_end = offset + 64 * n;
     }
 
     #[inline(always)]

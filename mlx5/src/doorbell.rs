@@ -55,8 +55,8 @@ pub trait Register {
         self.write_block(offset, block);
     }
     /// [`store_block`](Self::store_block) of the `n` blocks that follow
-    /// one another from `src`: a WQE of `n` WQEBBs copied straight from
-    /// the ring.
+    /// one another from `src`: a WQE of `n` WQEBBs copied from memory (the
+    /// ring, or words staged for it).
     ///
     /// # Safety
     /// `offset` is a multiple of 64 and `offset + 64 * n <= self.span()`;
@@ -80,6 +80,7 @@ pub struct Uar {
     /// Whether the mapping is 16-aligned, so that a block at a multiple
     /// of 64 from it takes 16-byte stores
     /// ([`store_blocks_from`](Register::store_blocks_from)).
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     wide: bool,
 }
 
@@ -88,7 +89,12 @@ impl Uar {
     /// `base` is a device register mapping of `len` bytes, 8-aligned, that
     /// stays mapped while the value lives.
     pub unsafe fn new(base: NonNull<u8>, len: usize) -> Uar {
-        Uar { base, len, wide: base.as_ptr() as usize % 16 == 0 }
+        Uar {
+            base,
+            len,
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            wide: base.as_ptr() as usize % 16 == 0,
+        }
     }
 
     #[inline(always)]
@@ -169,18 +175,18 @@ impl Register for Uar {
         }
     }
 
-    /// On x86-64, where the register and the ring are both 16-aligned (a
-    /// BlueFlame half is, in a page-aligned UAR), each block goes as four
-    /// 16-byte loads and volatile stores, in address order, rather than
-    /// eight of 8 bytes: the block is still whole in the write-combining
-    /// buffer before [`flush`](Register::flush) pushes it out (SSE2 is part
-    /// of x86-64's base instruction set).
+    /// With SSE2, where the mapping is 16-aligned (a BlueFlame half is, in
+    /// a page-aligned UAR), each block goes as four 16-byte loads and
+    /// volatile stores, in address order, rather than eight of 8 bytes, as
+    /// UCX's `uct_ib_mlx5_bf_copy_bb` copies a WQEBB in `__m128i` words: the
+    /// block is still whole in the write-combining buffer before
+    /// [`flush`](Register::flush) pushes it out.
     #[inline(always)]
     unsafe fn store_blocks_from(&mut self, offset: usize, src: *const u64, n: usize) {
         // SAFETY: the caller's contract puts the `64 * n` bytes from
         // `offset` inside the mapping.
         let reg = unsafe { self.base.as_ptr().add(offset) };
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         if self.wide {
             use core::arch::x86_64::__m128i;
             let (to, from) = (reg.cast::<__m128i>(), src.cast::<__m128i>());
@@ -281,6 +287,7 @@ mod copies {
                 // SAFETY: the 192 bytes from `base` lie in `page`, which
                 // outlives the Uar and is read only after the writes.
                 let mut uar = unsafe { Uar::new(base, 192) };
+                #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
                 assert_eq!(uar.wide, skip == 0);
                 // SAFETY: 128 + 64 bytes fit the span; `src` is 64-aligned
                 // and holds the 16 words read.

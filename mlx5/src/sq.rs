@@ -195,7 +195,7 @@ unsafe fn copy_out<R: Register>(bf: &mut R, offset: usize, src: *const u64, n: u
 /// A WQE of at most `K` WQEBBs built on the stack in words: every word
 /// of its WQEBBs is written (unused ones zero), so the ring and the
 /// BlueFlame copy get the same whole blocks.
-#[repr(align(16))]
+#[repr(C, align(16))]
 struct Staged<const K: usize> {
     blocks: [[u64; 8]; K],
 }
@@ -768,14 +768,20 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
                 at += sge.length as usize;
             }
         }
-        self.ring_staged(&mut wqe, &header, ds, flags, slot);
+        // SAFETY: `ds <= staged_segs[1]`, which is 0 unless the queue has
+        // BlueFlame of halves of `BF_BYTES`.
+        unsafe { self.ring_staged(&mut wqe, &header, ds, flags, slot) };
         Ok(())
     }
 
     /// Store a staged WQE of `ds` segments into the ring, then ring its
     /// doorbell: the record, and the same words by BlueFlame.
+    ///
+    /// # Safety
+    /// The queue has BlueFlame (`bf_size` is 256, which `new` checked
+    /// lies twice in the register).
     #[inline(always)]
-    fn ring_staged<const K: usize>(
+    unsafe fn ring_staged<const K: usize>(
         &mut self,
         wqe: &mut Staged<K>,
         header: &Header,
@@ -783,6 +789,7 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         flags: u8,
         slot: SendSlot,
     ) {
+        const { assert!(K * WQEBB_BYTES <= BF_BYTES, "a staged WQE fits one BlueFlame half") };
         let flags = flags | core::mem::take(&mut self.fence_next);
         wqe.put(0, wqe::ctrl_words(self.pi, header.opcode, 0, self.qpn, ds as u8, flags, header.imm));
         let blocks = wqe.first(wqe::bbs(ds));
@@ -795,10 +802,10 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         barrier::to_device_barrier();
         self.dbrec.write_be32(SND_DBR * 4, u32::from(self.pi));
         barrier::wc_start();
-        // SAFETY: a staged WQE has BlueFlame, of halves of `bf_size`
-        // (`staged_segs`), and fits one (`Staged`'s `K`); `bf_offset` is 0
-        // or `bf_size`, and `new` checked that both halves lie in the
-        // register. The blocks are this call's own.
+        // SAFETY: the WQE's at most `K` blocks fit one BlueFlame half (the
+        // assertion above), `bf_offset` is 0 or `bf_size` and both halves
+        // lie in the register (the contract); the blocks are this call's
+        // own, 16-aligned (`Staged` is, and they are its first field).
         unsafe { self.bf.store_blocks_from(self.bf_offset, blocks.as_ptr().cast::<u64>(), blocks.len()) };
         self.bf.flush();
         self.bf_offset ^= self.bf_size;

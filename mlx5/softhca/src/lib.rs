@@ -103,11 +103,11 @@ pub struct SoftRegister {
     /// at the flush: each register belongs to one thread at a time, so
     /// they need no lock of the device's.
     pending: Vec<(usize, Vec<u8>)>,
-    /// Where the BlueFlame blocks a lane stored (`store_block`) since the
-    /// last flush end, 0 for none: a lane stores one WQE's blocks in a row
-    /// from the start of a BlueFlame half, so the flush hands over the
-    /// half's blocks up to here from the page, and the lane's store calls
-    /// nothing.
+    /// Where the BlueFlame blocks stored unchecked (`store_block`,
+    /// `store_blocks_from`) since the last flush end, 0 for none: a lane,
+    /// or a staged WQE, stores one WQE's blocks in a row from the start of
+    /// a BlueFlame half, so the flush hands over the half's blocks up to
+    /// here from the page, and the store calls nothing.
     stored_end: usize,
 }
 
@@ -115,8 +115,8 @@ pub struct SoftRegister {
 /// the CQ doorbell fit.
 const PAGE_WORDS: usize = 128;
 
-/// A stand-in register page, aligned as a mapped UAR's BlueFlame
-/// register is (to more than its 64-byte blocks).
+/// A stand-in register page, 64-aligned as a mapped UAR's BlueFlame
+/// halves are (a UAR is page-aligned).
 #[repr(C, align(64))]
 struct Page([u64; PAGE_WORDS]);
 
@@ -178,7 +178,7 @@ impl SoftRegister {
         self.pending.push((offset, bytes.to_vec()));
     }
 
-    /// The software HCA takes the doorbell, the blocks the lanes stored
+    /// The software HCA takes the doorbell, the blocks stored unchecked
     /// first (in address order, the order a WQE's blocks are stored in),
     /// and executes what it publishes.
     #[inline(never)]
@@ -227,8 +227,8 @@ impl Register for SoftRegister {
     }
 
     /// The block is left for the flush to hand over (`stored_end`): the
-    /// lanes store only whole doorbells of blocks, with no other write
-    /// between their blocks and the flush.
+    /// unchecked stores are only of whole doorbells of blocks, with no
+    /// other write between their blocks and the flush.
     #[inline(always)]
     unsafe fn store_block(&mut self, offset: usize, block: &[u64; 8]) {
         // SAFETY: the caller's contract, and the mirror spans the register.

@@ -30,14 +30,6 @@ pub trait Register {
     /// One 64-byte BlueFlame block at `offset`: eight words, each holding
     /// its eight bytes in memory order.
     fn write_block(&mut self, offset: usize, block: &[u64; 8]);
-    /// BlueFlame blocks one after another from `offset`: a WQE of several
-    /// WQEBBs.
-    #[inline(always)]
-    fn write_blocks(&mut self, offset: usize, blocks: &[[u64; 8]]) {
-        for (i, block) in blocks.iter().enumerate() {
-            self.write_block(offset + i * 64, block);
-        }
-    }
     /// The doorbell is complete: push the writes to the device
     /// (`mmio_flush_writes`).
     fn flush(&mut self);
@@ -133,26 +125,6 @@ impl Register for Uar {
         }
     }
 
-    /// One bounds check for the span, then its stores in order; a span
-    /// that does not fit the mapping is dropped whole.
-    #[inline(always)]
-    fn write_blocks(&mut self, offset: usize, blocks: &[[u64; 8]]) {
-        let fits = blocks.len().checked_mul(64).is_some_and(|n| offset <= self.len && n <= self.len - offset);
-        if offset % 8 != 0 || !fits {
-            return;
-        }
-        // SAFETY: `offset` is 8-aligned and the span from it is inside the
-        // mapping (checked above), which `new`'s contract keeps valid; MMIO
-        // is written only through volatile stores.
-        let reg = unsafe { self.base.as_ptr().add(offset).cast::<u64>() };
-        for (b, block) in blocks.iter().enumerate() {
-            for (i, &word) in block.iter().enumerate() {
-                // SAFETY: as above; `b * 8 + i` counts the span's words.
-                unsafe { reg.add(b * 8 + i).write_volatile(word) };
-            }
-        }
-    }
-
     #[inline(always)]
     fn flush(&mut self) {
         barrier::wc_flush();
@@ -231,8 +203,6 @@ mod tests {
             // Misaligned, and past the end: dropped.
             uar.write_block(4, &[u64::MAX; 8]);
             uar.write_block(136, &[u64::MAX; 8]);
-            // Two blocks where only one fits: dropped whole.
-            uar.write_blocks(128, &[[u64::MAX; 8]; 2]);
             uar.write64(0, [9; 8]);
             uar.flush();
         }
@@ -241,27 +211,6 @@ mod tests {
         assert_eq!(&bytes[64..128], &expected[..]);
         assert_eq!(&bytes[..8], &[9; 8]);
         assert!(bytes[8..64].iter().chain(&bytes[128..]).all(|&b| b == 0));
-    }
-}
-
-#[cfg(test)]
-mod spans {
-    use super::*;
-
-    #[test]
-    fn blocks_in_a_row_land_after_one_another() {
-        let mut words = [0u64; 24];
-        let blocks: [[u64; 8]; 2] = core::array::from_fn(|b| core::array::from_fn(|i| (b * 8 + i) as u64 + 1));
-        {
-            let base = NonNull::from(&mut words).cast::<u8>();
-            // SAFETY: the array outlives the Uar, is 8-aligned and 192
-            // bytes long, and is read only after the writes.
-            let mut uar = unsafe { Uar::new(base, 192) };
-            uar.write_blocks(64, &blocks);
-        }
-        let expected: [u64; 16] = core::array::from_fn(|i| i as u64 + 1);
-        assert_eq!(&words[8..], &expected[..]);
-        assert!(words[..8].iter().all(|&w| w == 0));
     }
 }
 

@@ -212,16 +212,6 @@ impl Register for SoftRegister {
         }
     }
 
-    #[inline(always)]
-    fn write_blocks(&mut self, offset: usize, blocks: &[[u64; 8]]) {
-        self.mirror.write_blocks(offset, blocks);
-        if !self.deferred.load(Ordering::Relaxed) {
-            for i in 0..blocks.len() {
-                self.hca_write_block(offset + i * 64);
-            }
-        }
-    }
-
     fn span(&self) -> usize {
         self.mirror.span()
     }

@@ -17,11 +17,16 @@
 //!   so no connection event can move the EP's state.
 
 use super::rule::gather;
-use super::rule::{admitted, commit, commit_one, fits, hand_off, kind, room, Checked, PostSend, Refusal, Sges};
+use super::rule::{admitted, checked_post, commit, commit_one, fits, hand_off, kind, room, Checked, PostSend, Sges};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
+use crate::counts::{self, CountTable, SlotCounts};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
+use crate::object::ep::Ep;
+use crate::object::ia::Ia;
+use crate::object::lmr::Lmr;
 use crate::provider::Provider;
+use crate::slab::Slab;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
 
@@ -87,24 +92,42 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// Borrow `ep` for a run of posts: its handle and state are checked
     /// here, once ("The operation is valid for the Endpoint in the
-    /// DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states").
+    /// DAT_EP_STATE_CONNECTED and DAT_EP_STATE_DISCONNECTED states"). The
+    /// poster holds the EP itself, and the other parts of the provider a
+    /// post reads, so a post looks nothing up again.
     pub fn poster(&mut self, ep: EpHandle) -> DatResult<Poster<'_, B, S>> {
-        let e = self.eps.get(ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
+        let Provider { eps, lmrs, ias, backend, ep_counts, number, lmr_epoch, .. } = self;
+        let e = eps.get_mut(ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         if !matches!(e.state(), EpState::Connected | EpState::Disconnected) {
             return Err(DatError::invalid_state(e.state_subtype()));
         }
         if e.qp().is_none() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
-        Ok(Poster { p: self, ep })
+        Ok(Poster { h: ep, ep: e, lmrs, ias, backend, ep_counts, provider: *number, epoch: *lmr_epoch })
     }
 }
 
-/// An EP borrowed for posting; see [`Provider::poster`].
-#[derive(Debug)]
+/// An EP borrowed for posting; see [`Provider::poster`]. While it lives
+/// nothing else reaches the provider, so the EP stays where it is and in
+/// its state, and no LMR is freed: the LMR epoch it keeps stays current.
 pub struct Poster<'p, B: Backend, S: Storage> {
-    p: &'p mut Provider<B, S>,
-    ep: EpHandle,
+    h: EpHandle,
+    ep: &'p mut Ep<B>,
+    lmrs: &'p Slab<Lmr<B>, S::Slots<Lmr<B>>>,
+    ias: &'p Slab<Ia<B>, S::Slots<Ia<B>>>,
+    backend: &'p mut B,
+    ep_counts: &'p mut CountTable<{ counts::ep::COUNT }, S::Slots<SlotCounts<{ counts::ep::COUNT }>>>,
+    /// The provider's number and its LMR epoch: [`Segments`] checked by
+    /// another provider, or before an LMR was freed, are checked again.
+    provider: u32,
+    epoch: u64,
+}
+
+impl<B: Backend, S: Storage> core::fmt::Debug for Poster<'_, B, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Poster").field("ep", &self.h).finish_non_exhaustive()
+    }
 }
 
 impl<B: Backend, S: Storage> Poster<'_, B, S> {
@@ -144,7 +167,18 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// path's way.
     #[inline(never)]
     fn post_afresh(&mut self, iov: &[LmrTriplet], cookie: u64, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
-        self.p.post_request(self.ep, iov, cookie, op, flags)
+        let Poster { h, ep, lmrs, ias, backend, ep_counts, .. } = self;
+        checked_post(
+            ep,
+            lmrs,
+            ias,
+            iov,
+            (cookie, op, flags),
+            hand_off(&mut **backend, (cookie, op, flags)),
+            #[cold]
+            #[inline(never)]
+            move |wr| ep_counts.posted(h.0, wr),
+        )
     }
 
     /// The rules of `rule::check` that [`Provider::segments`] did not
@@ -158,14 +192,16 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let Provider { eps, ias, backend, number, lmr_epoch, .. } = &mut *self.p;
-        let Some(ep) = eps.get_mut(self.ep.0) else { return Err(Refusal::NoEp.error()) };
-        let fresh = segs.provider == *number && segs.epoch == *lmr_epoch && segs.access == access && segs.pz == ep.pz;
+        let fresh = segs.provider == self.provider
+            && segs.epoch == self.epoch
+            && segs.access == access
+            && segs.pz == self.ep.pz;
         if !fresh {
             // Something changed since the check: the full post, which
             // checks everything and says what is wrong.
             return self.post_afresh(&segs.iov, cookie, op, flags);
         }
+        let Poster { ep, ias, backend, .. } = self;
         let kind = kind(&op);
         if !admitted(ep, kind, flags, segs.iov.len())? {
             // The EP's rules hold, but its post mask does not take the post
@@ -195,9 +231,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     #[cold]
     #[inline(never)]
     fn commit(&mut self, segs: &Segments, op: RequestOp, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
-        let Provider { eps, ias, backend, ep_counts, .. } = &mut *self.p;
-        let h = self.ep;
-        let Some(ep) = eps.get_mut(h.0) else { return Err(Refusal::NoEp.error()) };
+        let Poster { h, ep, ias, backend, ep_counts, .. } = self;
         fits(ep, ias, &op, kind(&op).length, segs.checked.total)?;
         room(ep)?;
         commit(
@@ -205,7 +239,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
             &segs.checked.sges,
             segs.checked.total,
             (cookie, op, flags),
-            hand_off(backend, (cookie, op, flags)),
+            hand_off(&mut **backend, (cookie, op, flags)),
             #[cold]
             #[inline(never)]
             move |wr| ep_counts.posted(h.0, wr),

@@ -121,20 +121,6 @@ impl DmaBuf {
         unsafe { self.ptr.as_ptr().add(offset).copy_from(src, len) }
     }
 
-    /// Load the WQEBB at `offset` back as eight words (for a BlueFlame
-    /// copy of a WQE written in place).
-    ///
-    /// # Safety
-    /// As [`store_block`](Self::store_block).
-    #[inline(always)]
-    pub unsafe fn load_block(&self, offset: usize) -> [u64; 8] {
-        debug_assert!(offset % 64 == 0 && self.holds(offset, 64));
-        // SAFETY: inside the buffer and 64-aligned (the caller's
-        // contract); the data path wrote these bytes and the device only
-        // reads send WQEs.
-        unsafe { self.ptr.as_ptr().add(offset).cast::<[u64; 8]>().read() }
-    }
-
     /// The address of the WQEBB at `offset`, for a BlueFlame copy that
     /// reads a WQE written in place straight from the ring
     /// ([`Register::store_blocks_from`](crate::doorbell::Register::store_blocks_from)).

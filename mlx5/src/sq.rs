@@ -826,10 +826,23 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         let Last { pi, word, bbs } = self.last;
         let bytes = usize::from(bbs) * WQEBB_BYTES;
         if self.pending == 1 && bytes <= self.bf_size {
-            for i in 0..usize::from(bbs) {
-                // SAFETY: `block_offset` is 64-aligned and inside the ring.
-                let block = unsafe { self.buf.load_block(self.block_offset(pi.wrapping_add(i as u16))) };
-                self.bf.write_block(self.bf_offset + i * WQEBB_BYTES, &block);
+            // The WQE's WQEBBs up to the ring's end, then those that wrapped
+            // round to its start.
+            let (first, bbs) = (usize::from(pi & self.wqe_mask), usize::from(bbs));
+            let ahead = bbs.min(usize::from(self.wqe_cnt) - first);
+            // SAFETY: `bf_offset` is 0 or `bf_size`, both halves lie in the
+            // register (`new` checked), and the WQE's `bbs` WQEBBs fit one
+            // (`bytes <= bf_size`). The `ahead` WQEBBs from `first` and the
+            // `bbs - ahead` from 0 lie in the ring (`new` checked that it
+            // holds `wqe_cnt`), each 64-aligned in a 64-aligned buffer
+            // (`DmaBuf::new`'s contract), written by `post` and read by
+            // nothing else meanwhile.
+            unsafe {
+                self.bf.store_blocks_from(self.bf_offset, self.buf.block_ptr(first * WQEBB_BYTES), ahead);
+                if ahead < bbs {
+                    let rest = self.bf_offset + ahead * WQEBB_BYTES;
+                    self.bf.store_blocks_from(rest, self.buf.block_ptr(0), bbs - ahead);
+                }
             }
         } else {
             self.bf.write64(self.bf_offset, word.to_ne_bytes());

@@ -155,13 +155,13 @@ impl Register for Uar {
     /// [`flush`](Register::flush) pushes it out.
     #[inline(always)]
     unsafe fn store_blocks_from(&mut self, offset: usize, src: *const u64, n: usize) {
+        // SAFETY: the caller's contract puts the `64 * n` bytes from
+        // `offset` inside the mapping.
+        let reg = unsafe { self.base.as_ptr().add(offset) };
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         if self.wide {
             use core::arch::x86_64::__m128i;
-            // SAFETY: the caller's contract puts the `64 * n` bytes from
-            // `offset` inside the mapping.
-            let to = unsafe { self.base.as_ptr().add(offset) }.cast::<__m128i>();
-            let from = src.cast::<__m128i>();
+            let (to, from) = (reg.cast::<__m128i>(), src.cast::<__m128i>());
             for i in 0..n * 4 {
                 // SAFETY: both 16-aligned (`wide` and a multiple of 64;
                 // the caller's contract); `i < 4 * n` keeps the load
@@ -172,10 +172,15 @@ impl Register for Uar {
             }
             return;
         }
-        for i in 0..n {
-            // SAFETY: the caller's contract covers block `i < n` of the
-            // source and of the register.
-            unsafe { self.store_block(offset + i * 64, &src.add(i * 8).cast::<[u64; 8]>().read()) };
+        // Word by word from memory rather than a block at a time through
+        // `store_block`: a block's eight words held in registers make the
+        // whole copy save six registers, 12 instructions on every inline
+        // post (measured).
+        let reg = reg.cast::<u64>();
+        for i in 0..n * 8 {
+            // SAFETY: as above, with both 8-aligned (the contract) and
+            // `i < 8 * n`.
+            unsafe { reg.add(i).write_volatile(src.add(i).read()) };
         }
     }
 }

@@ -838,10 +838,10 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             // (`DmaBuf::new`'s contract), written by `post` and read by
             // nothing else meanwhile.
             unsafe {
-                self.bf.store_blocks_from(self.bf_offset, self.buf.block_ptr(first * WQEBB_BYTES), ahead);
+                copy_out(&mut self.bf, self.bf_offset, self.buf.block_ptr(first * WQEBB_BYTES), ahead);
                 if ahead < bbs {
                     let rest = self.bf_offset + ahead * WQEBB_BYTES;
-                    self.bf.store_blocks_from(rest, self.buf.block_ptr(0), bbs - ahead);
+                    copy_out(&mut self.bf, rest, self.buf.block_ptr(0), bbs - ahead);
                 }
             }
         } else {

@@ -16,17 +16,13 @@
 //!   the borrow lasts the provider makes no progress (that takes `&mut`),
 //!   so no connection event can move the EP's state.
 
+use super::request::Found;
 use super::rule::gather;
-use super::rule::{admitted, checked_post, commit, commit_one, fits, hand_off, kind, room, Checked, PostSend, Sges};
+use super::rule::{admitted, commit_one, fits, kind, room, Checked, PostSend, Sges};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
-use crate::counts::{self, CountTable, SlotCounts};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
-use crate::object::ep::Ep;
-use crate::object::ia::Ia;
-use crate::object::lmr::Lmr;
 use crate::provider::Provider;
-use crate::slab::Slab;
 use crate::storage::Storage;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
 
@@ -104,7 +100,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if e.qp().is_none() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
-        Ok(Poster { h: ep, ep: e, lmrs, ias, backend, ep_counts, provider: *number, epoch: *lmr_epoch })
+        let found = Found { h: ep, ep: e, lmrs, ias, backend, ep_counts };
+        Ok(Poster { found, provider: *number, epoch: *lmr_epoch })
     }
 }
 
@@ -112,12 +109,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 /// nothing else reaches the provider, so the EP stays where it is and in
 /// its state, and no LMR is freed: the LMR epoch it keeps stays current.
 pub struct Poster<'p, B: Backend, S: Storage> {
-    h: EpHandle,
-    ep: &'p mut Ep<B>,
-    lmrs: &'p Slab<Lmr<B>, S::Slots<Lmr<B>>>,
-    ias: &'p Slab<Ia<B>, S::Slots<Ia<B>>>,
-    backend: &'p mut B,
-    ep_counts: &'p mut CountTable<{ counts::ep::COUNT }, S::Slots<SlotCounts<{ counts::ep::COUNT }>>>,
+    found: Found<'p, B, S>,
     /// The provider's number and its LMR epoch: [`Segments`] checked by
     /// another provider, or before an LMR was freed, are checked again.
     provider: u32,
@@ -126,7 +118,7 @@ pub struct Poster<'p, B: Backend, S: Storage> {
 
 impl<B: Backend, S: Storage> core::fmt::Debug for Poster<'_, B, S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Poster").field("ep", &self.h).finish_non_exhaustive()
+        f.debug_struct("Poster").field("ep", &self.found.h).finish_non_exhaustive()
     }
 }
 
@@ -167,18 +159,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// path's way.
     #[inline(never)]
     fn post_afresh(&mut self, iov: &[LmrTriplet], cookie: u64, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
-        let Poster { h, ep, lmrs, ias, backend, ep_counts, .. } = self;
-        checked_post(
-            ep,
-            lmrs,
-            ias,
-            iov,
-            (cookie, op, flags),
-            hand_off(&mut **backend, (cookie, op, flags)),
-            #[cold]
-            #[inline(never)]
-            move |wr| ep_counts.posted(h.0, wr),
-        )
+        self.found.checked_post(iov, (cookie, op, flags))
     }
 
     /// The rules of `rule::check` that [`Provider::segments`] did not
@@ -195,13 +176,13 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         let fresh = segs.provider == self.provider
             && segs.epoch == self.epoch
             && segs.access == access
-            && segs.pz == self.ep.pz;
+            && segs.pz == self.found.ep.pz;
         if !fresh {
             // Something changed since the check: the full post, which
             // checks everything and says what is wrong.
             return self.post_afresh(&segs.iov, cookie, op, flags);
         }
-        let Poster { ep, ias, backend, .. } = self;
+        let Found { ep, ias, backend, .. } = &mut self.found;
         let kind = kind(&op);
         if !admitted(ep, kind, flags, segs.iov.len())? {
             // The EP's rules hold, but its post mask does not take the post
@@ -227,22 +208,13 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// counts or has no QP, or one the transport's lane declined. Judged
     /// by the rules that follow the EP's own (the lengths, the room, in
     /// `rule::check`'s order) and handed over as a work request
-    /// ([`commit`]), out of the lane's way.
+    /// (`Found::commit`), out of the lane's way.
     #[cold]
     #[inline(never)]
     fn commit(&mut self, segs: &Segments, op: RequestOp, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
-        let Poster { h, ep, ias, backend, ep_counts, .. } = self;
+        let Found { ep, ias, .. } = &mut self.found;
         fits(ep, ias, &op, kind(&op).length, segs.checked.total)?;
         room(ep)?;
-        commit(
-            ep,
-            &segs.checked.sges,
-            segs.checked.total,
-            (cookie, op, flags),
-            hand_off(&mut **backend, (cookie, op, flags)),
-            #[cold]
-            #[inline(never)]
-            move |wr| ep_counts.posted(h.0, wr),
-        )
+        self.found.commit(&segs.checked.sges, segs.checked.total, (cookie, op, flags))
     }
 }

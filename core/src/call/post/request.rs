@@ -16,17 +16,22 @@
 //! the event.
 
 use super::lane::request_lane;
-use super::rule::{checked_post, hand_off, PostRdmaRead, Refusal};
+use super::rule::{check, commit, hand_off, PostRdmaRead, Refusal, Sges};
 use super::Request;
-use crate::backend::{Backend, RequestOp};
+use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
+use crate::counts::{self, CountTable, SlotCounts};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::EpHandle;
+use crate::object::ep::Ep;
+use crate::object::ia::Ia;
 use crate::object::lmr::Lmr;
 use crate::object::rmr::Rmr;
 use crate::object::rmr::RmrScope;
 use crate::provider::Provider;
 use crate::signature::signature;
+use crate::slab::Slab;
 use crate::storage::Storage;
+use crate::store::FixedVec;
 #[cfg(doc)]
 use crate::types::DtoOp;
 use crate::types::{CompletionFlags, LmrTriplet, MemPriv, RmrTriplet};
@@ -34,6 +39,59 @@ use crate::types::{CompletionFlags, LmrTriplet, MemPriv, RmrTriplet};
 signature! {
     /// dat_ep_post_rdma_read_to_rmr's parameters (`<dat2/dat.h>`, DAT 2.0).
     pub(crate) enum PostRdmaReadToRmr { EpHandle, LocalIov, UserCookie, RemoteIov, CompletionFlags }
+}
+
+/// An EP its door has found, with the parts of its provider that a
+/// request post on it reads: what the exclusive doors hold once the EP is
+/// looked up (the request post for one call, the Rust API's poster for a
+/// run of them).
+pub(crate) struct Found<'p, B: Backend, S: Storage> {
+    pub(crate) h: EpHandle,
+    pub(crate) ep: &'p mut Ep<B>,
+    pub(crate) lmrs: &'p Slab<Lmr<B>, S::Slots<Lmr<B>>>,
+    pub(crate) ias: &'p Slab<Ia<B>, S::Slots<Ia<B>>>,
+    pub(crate) backend: &'p mut B,
+    pub(crate) ep_counts: &'p mut CountTable<{ counts::ep::COUNT }, S::Slots<SlotCounts<{ counts::ep::COUNT }>>>,
+}
+
+impl<B: Backend, S: Storage> Found<'_, B, S> {
+    /// The request `iov` with `cookie`, `op` and `flags`, judged by every
+    /// rule (`rule::check`, each refusal its `DAT_RETURN`) and handed to
+    /// the backend. Out of line: the hot doors try the request's lane
+    /// first, and come here when it declines.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn checked_post(
+        &mut self,
+        iov: &[LmrTriplet],
+        (cookie, op, flags): (u64, RequestOp, CompletionFlags),
+    ) -> DatResult<()> {
+        let request = Request { iov, cookie, op, flags };
+        let checked = check::<_, _, _, FixedVec<Sge, MAX_SGE>>(self.ep, self.lmrs, self.ias, &request)?;
+        self.commit(&checked.sges, checked.total, (cookie, op, flags))
+    }
+
+    /// A request whose rules hold, of `total` bytes gathered from `sges`,
+    /// handed to the backend (`rule::commit`).
+    #[inline(always)]
+    pub(crate) fn commit<G: Sges>(
+        &mut self,
+        sges: &G,
+        total: u64,
+        (cookie, op, flags): (u64, RequestOp, CompletionFlags),
+    ) -> DatResult<()> {
+        let Found { h, ep, backend, ep_counts, .. } = self;
+        commit(
+            ep,
+            sges,
+            total,
+            (cookie, op, flags),
+            hand_off(&mut **backend, (cookie, op, flags)),
+            #[cold]
+            #[inline(never)]
+            move |wr| ep_counts.posted(h.0, wr),
+        )
+    }
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -197,7 +255,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// stack. A post of one segment runs its lane first
     /// ([`super::lane::request_lane`]: the one check, and the transport's
     /// lane, in registers); any other post, and a refusal's explanation,
-    /// are `rule::checked_post`'s, out of line.
+    /// are `Found::checked_post`'s, out of line.
     #[inline(always)]
     pub(crate) fn post_request(
         &mut self,
@@ -236,17 +294,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             }
             _ => iov,
         };
-        checked_post(
-            ep,
-            lmrs,
-            ias,
-            iov,
-            (cookie, op, flags),
-            hand_off(backend, (cookie, op, flags)),
-            #[cold]
-            #[inline(never)]
-            move |wr| ep_counts.posted(h.0, wr),
-        )
+        Found::<B, S> { h, ep, lmrs, ias, backend, ep_counts }.checked_post(iov, (cookie, op, flags))
     }
 
     /// `dat_ib_post_rdma_write_immed`: `iov` into `remote`, then `imm` to

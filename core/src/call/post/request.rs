@@ -16,9 +16,9 @@
 //! the event.
 
 use super::lane::request_lane;
-use super::rule::{check, commit, hand_off, PostRdmaRead, Refusal, Sges};
+use super::rule::{checked_post, commit, hand_off, PostRdmaRead, Refusal, Sges};
 use super::Request;
-use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
+use crate::backend::{Backend, RequestOp};
 use crate::counts::{self, CountTable, SlotCounts};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::EpHandle;
@@ -31,7 +31,6 @@ use crate::provider::Provider;
 use crate::signature::signature;
 use crate::slab::Slab;
 use crate::storage::Storage;
-use crate::store::FixedVec;
 #[cfg(doc)]
 use crate::types::DtoOp;
 use crate::types::{CompletionFlags, LmrTriplet, MemPriv, RmrTriplet};
@@ -57,8 +56,9 @@ pub(crate) struct Found<'p, B: Backend, S: Storage> {
 impl<B: Backend, S: Storage> Found<'_, B, S> {
     /// The request `iov` with `cookie`, `op` and `flags`, judged by every
     /// rule (`rule::check`, each refusal its `DAT_RETURN`) and handed to
-    /// the backend. Out of line: the hot doors try the request's lane
-    /// first, and come here when it declines.
+    /// the backend: `rule::checked_post` on what the door found. Out of
+    /// line: the hot doors try the request's lane first, and come here
+    /// when it declines.
     #[cold]
     #[inline(never)]
     pub(crate) fn checked_post(
@@ -66,9 +66,18 @@ impl<B: Backend, S: Storage> Found<'_, B, S> {
         iov: &[LmrTriplet],
         (cookie, op, flags): (u64, RequestOp, CompletionFlags),
     ) -> DatResult<()> {
-        let request = Request { iov, cookie, op, flags };
-        let checked = check::<_, _, _, FixedVec<Sge, MAX_SGE>>(self.ep, self.lmrs, self.ias, &request)?;
-        self.commit(&checked.sges, checked.total, (cookie, op, flags))
+        let Found { h, ep, lmrs, ias, backend, ep_counts } = self;
+        checked_post(
+            ep,
+            lmrs,
+            ias,
+            iov,
+            (cookie, op, flags),
+            hand_off(&mut **backend, (cookie, op, flags)),
+            #[cold]
+            #[inline(never)]
+            move |wr| ep_counts.posted(h.0, wr),
+        )
     }
 
     /// A request whose rules hold, of `total` bytes gathered from `sges`,

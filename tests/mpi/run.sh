@@ -100,11 +100,18 @@ fi
 
 # Each OSU benchmark runs over every provider before the next begins, and
 # again for each of MPI_ROUNDS rounds, so that a host whose load changes
-# during the run weighs on both alike.
+# during the run weighs on both alike; every other round takes the
+# providers in the opposite order, so that none always runs first.
+reversed=
+for p in $MPI_PROVIDERS; do
+	reversed="$p $reversed"
+done
 round=0
 while [ "$round" -lt "${MPI_ROUNDS:-1}" ]; do
+	order=$MPI_PROVIDERS
+	[ $((round % 2)) -eq 1 ] && order=$reversed
 	for t in $MPI_OSU; do
-		for p in $MPI_PROVIDERS; do
+		for p in $order; do
 			export MV2_DAPL_PROVIDER=$p
 			osu "$p" "$t"
 		done

@@ -142,7 +142,8 @@ struct Plan {
     fast_path: bool,
     fabric: bool,
     /// How many times each OSU benchmark runs over each provider, the
-    /// providers in turn; the table gives each size's median.
+    /// providers in turn, in the opposite order every other round; the
+    /// table gives each size's median.
     rounds: u32,
     /// test/mpi programs not run (`SUITE/NAME`), and why.
     left_out: Vec<(String, &'static str)>,

@@ -149,15 +149,33 @@ const _: () = assert!(
 );
 
 impl<B: Transport> Instance<B> {
-    /// A new instance, at its final address: handles point into it.
-    /// `entries` are `B`'s (`crate::provider_table::entries::<B>()`).
-    pub fn new(
-        name: CString,
-        device: CString,
-        capacity: Capacity,
-        reg: &Registration,
-        entries: Entries,
-    ) -> DatResult<Box<Self>> {
+    /// A call panicked in the instance: it serves no further call
+    /// (`poisoned`), and no thread shares its state again
+    /// ([`Locked::poison_shares`]).
+    pub fn poison(&self) {
+        self.poisoned.store(true, Ordering::Release);
+        self.state.poison_shares();
+    }
+
+    /// The locks a post or a dequeue of a provider that shares takes for
+    /// an object of `kind`, an EP, an EVD or an SRQ (the only kinds the
+    /// shared calls lock).
+    #[inline(always)]
+    pub fn locks(&self, kind: Kind) -> &ObjLocks {
+        match kind {
+            Kind::Evd => &self.evd_locks,
+            Kind::Srq => &self.srq_locks,
+            _ => {
+                debug_assert_eq!(kind, Kind::Ep, "no other kind is locked on its own");
+                &self.ep_locks
+            }
+        }
+    }
+
+    /// A new instance, at its final address: handles point into it. Its
+    /// table is `B`'s for a provider that shares or not, as it does
+    /// (`crate::provider_table::entries`).
+    pub fn new(name: CString, device: CString, capacity: Capacity, reg: &Registration) -> DatResult<Box<Self>> {
         let core = Box::new(Provider::with_storage(B::create(&capacity)?, Heap(capacity)));
         let state = State {
             core,
@@ -169,6 +187,7 @@ impl<B: Transport> Instance<B> {
             cno_fds: std::iter::repeat_with(|| None).take(capacity.cnos as usize).collect(),
         };
         let shares = reg.thread_safe && B::SHARED_QUEUES;
+        let entries = crate::provider_table::entries::<B>(shares);
         let threads = match (reg.thread_safe, shares) {
             (false, _) => Threads::One,
             (true, false) => Threads::Many,

@@ -1,7 +1,7 @@
 //! How the threads of a provider take turns.
 //!
 //! A provider's state is behind a reader-writer lock split into shards,
-//! one cache line each. Every call that may change more than one object —
+//! one cache line and one word each. Every call that may change more than one object —
 //! the control path, waits, frees, and whatever the data path cannot
 //! finish alone — takes every shard for writing ([`Locked::lock`]): it has
 //! the provider to itself. A post or a dequeue of a thread-safe provider
@@ -23,11 +23,8 @@
 use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-use parking_lot::lock_api::RawRwLock as _;
-use parking_lot::RawRwLock;
 
 /// Shards of a thread-safe provider: enough that threads seldom share one
 /// on the machines udat runs on, few enough that taking them all for the
@@ -95,9 +92,80 @@ const HELD: u32 = 1;
 /// half-updated.
 const POISONED: u32 = 2;
 
-/// One shard, alone on its cache line.
+/// One shard, alone on its cache line: one word, the number of calls
+/// sharing the value through it, [`WRITER`] while an [`Exclusive`] holds
+/// it, and [`POISON`] once a call panicked. A sharer takes it with one
+/// atomic add and lets it go with one atomic subtract, and the add's
+/// answer says both whether a holder is in and whether the provider is
+/// poisoned. The word is the only one either touches, so every change of
+/// it is ordered with every other (one atomic's modification order), and
+/// a sharer and an exclusive holder never both think they have it.
 #[repr(align(64))]
-struct Shard(RawRwLock);
+struct Shard(AtomicU32);
+
+/// The bit of a [`Shard`]'s word that an [`Exclusive`] holds.
+const WRITER: u32 = 1 << 31;
+/// The bit of every shard's word once a call panicked
+/// ([`Locked::poison_shares`]): no sharer is let in again.
+const POISON: u32 = 1 << 30;
+/// The bits of a [`Shard`]'s word that count the sharers, far fewer than
+/// 2^30 threads.
+const SHARERS: u32 = !(WRITER | POISON);
+
+impl Shard {
+    /// Count this thread in, unless an [`Exclusive`] holds the shard or
+    /// waits for it to drain, or the provider is poisoned: then undone,
+    /// and `false`.
+    #[inline(always)]
+    fn try_share(&self) -> bool {
+        if self.0.fetch_add(1, Ordering::Acquire) & !SHARERS == 0 {
+            return true;
+        }
+        self.0.fetch_sub(1, Ordering::Relaxed);
+        false
+    }
+
+    /// Count this thread out.
+    ///
+    /// # Safety
+    /// The thread counted itself in ([`Shard::try_share`] said `true`).
+    #[inline(always)]
+    unsafe fn unshare(&self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Take the shard for an [`Exclusive`]: the bit, once no other holds
+    /// it, which turns every new sharer away; then wait for the sharers
+    /// already in to leave (a post or a dequeue each).
+    fn lock_exclusive(&self) {
+        while self.0.fetch_or(WRITER, Ordering::Acquire) & WRITER != 0 {
+            backoff_while(|| self.0.load(Ordering::Relaxed) & WRITER != 0);
+        }
+        backoff_while(|| self.0.load(Ordering::Acquire) & SHARERS != 0);
+    }
+
+    /// Let the shard go.
+    ///
+    /// # Safety
+    /// The caller holds it ([`Shard::lock_exclusive`]).
+    unsafe fn unlock_exclusive(&self) {
+        self.0.fetch_and(!WRITER, Ordering::Release);
+    }
+}
+
+/// Wait while `busy`: spin a while, then yield between looks.
+#[inline(never)]
+fn backoff_while(busy: impl Fn() -> bool) {
+    let mut spins = 0u32;
+    while busy() {
+        if spins < SPINS {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
 
 /// A value behind the sharded lock.
 pub struct Locked<T> {
@@ -131,7 +199,7 @@ impl<T> Locked<T> {
     /// sharded.
     pub fn new(value: T, threads: Threads) -> Self {
         let n = if threads == Threads::Sharing { SHARDS } else { 1 };
-        let shards = (0..n).map(|_| Shard(RawRwLock::INIT)).collect();
+        let shards = (0..n).map(|_| Shard(AtomicU32::new(0))).collect();
         let turns = Turns {
             waiting: AtomicU32::new(0),
             since: AtomicU64::new(0),
@@ -226,11 +294,11 @@ impl<T> Locked<T> {
     #[inline(always)]
     fn lock_shards(&self) {
         match &*self.shards {
-            [only] => only.0.lock_exclusive(),
+            [only] => only.lock_exclusive(),
             shards => {
                 self.wait_turn();
                 for shard in shards {
-                    shard.0.lock_exclusive();
+                    shard.lock_exclusive();
                 }
                 self.turns.since.store(self.turns.now(), Ordering::Relaxed);
             }
@@ -271,7 +339,7 @@ impl<T> Locked<T> {
         }
         match &*self.shards {
             // SAFETY: the caller holds the shard for writing.
-            [only] => unsafe { only.0.unlock_exclusive() },
+            [only] => unsafe { only.unlock_exclusive() },
             shards => {
                 if self.turns.waiting.load(Ordering::Relaxed) != 0 {
                     let now = self.turns.now();
@@ -281,45 +349,62 @@ impl<T> Locked<T> {
                 }
                 for shard in shards.iter().rev() {
                     // SAFETY: the caller holds every shard for writing.
-                    unsafe { shard.0.unlock_exclusive() };
+                    unsafe { shard.unlock_exclusive() };
                 }
             }
         }
     }
 
     /// The value, shared with other threads that share it: this thread's
-    /// shard, for reading.
+    /// shard, for reading; `None` once a call panicked in it
+    /// ([`Locked::poison_shares`]).
     ///
     /// # Safety
-    /// What the threads sharing the value do to it through `&T` is only
-    /// what `udat_core::shared` allows: each changes only what sits behind
-    /// a cell of an object whose lock it holds.
+    /// The lock is [`Threads::Sharing`]'s. What the threads sharing the
+    /// value do to it through `&T` is only what `udat_core::shared`
+    /// allows: each changes only what sits behind a cell of an object
+    /// whose lock it holds.
     #[inline(always)]
-    pub unsafe fn share(&self) -> Sharing<'_, T> {
-        // The number of shards is a power of two (one, or `SHARDS`).
-        let shard = &self.shards[thread_index() & (self.shards.len() - 1)];
-        if !shard.0.try_lock_shared() {
-            self.wait_shared(shard);
+    pub unsafe fn share(&self) -> Option<Sharing<'_, T>> {
+        debug_assert_eq!(self.shards.len(), SHARDS, "a sharded lock");
+        // SAFETY: the lock of `Threads::Sharing` has `SHARDS` shards (the
+        // caller's contract), and the index is below it.
+        let shard = unsafe { self.shards.get_unchecked(thread_index() & (SHARDS - 1)) };
+        if !shard.try_share() && !self.wait_shared(shard) {
+            return None;
         }
-        Sharing { locked: self, shard }
+        Some(Sharing { locked: self, shard })
+    }
+
+    /// A call panicked: no sharer is let in from now on ([`Locked::share`]
+    /// answers `None`). A sharer already in finishes its call; it holds
+    /// the lock of the one object it changes, which a panic under it
+    /// poisons ([`ObjLocks`]).
+    pub fn poison_shares(&self) {
+        for shard in &*self.shards {
+            shard.0.fetch_or(POISON, Ordering::Release);
+        }
     }
 
     /// Take `shard` for reading behind an [`Exclusive`]: counted as
-    /// waiting, spinning a while, then asleep.
+    /// waiting, spinning a while, then yielding between tries, looking
+    /// until the holder has let go so that the waiters do not take its
+    /// line; `false`, not taken, once the provider is poisoned.
     #[cold]
     #[inline(never)]
-    fn wait_shared(&self, shard: &Shard) {
+    fn wait_shared(&self, shard: &Shard) -> bool {
         self.turns.waiting.fetch_add(1, Ordering::Relaxed);
-        let mut spins = 0u32;
-        while !shard.0.try_lock_shared() {
-            if spins == SPINS {
-                shard.0.lock_shared();
-                break;
+        let taken = loop {
+            backoff_while(|| shard.0.load(Ordering::Relaxed) & !SHARERS == WRITER);
+            if shard.0.load(Ordering::Relaxed) & POISON != 0 {
+                break false;
             }
-            std::hint::spin_loop();
-            spins += 1;
-        }
+            if shard.try_share() {
+                break true;
+            }
+        };
         self.turns.waiting.fetch_sub(1, Ordering::Relaxed);
+        taken
     }
 }
 
@@ -418,7 +503,7 @@ impl<T> Drop for Sharing<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: this guard holds the shard for reading.
-        unsafe { self.shard.0.unlock_shared() };
+        unsafe { self.shard.unshare() };
     }
 }
 
@@ -430,21 +515,44 @@ pub struct ObjLocks {
     locks: Box<[ObjLock]>,
 }
 
+/// An object's lock: [`FREE`], [`HELD`], or, once a call panicked holding
+/// it, [`POISONED`] for good, so that the object it may have left
+/// half-changed is refused by the same exchange that takes the lock.
 #[repr(C, align(64))]
 struct ObjLock {
-    held: AtomicBool,
+    state: AtomicU8,
 }
 
+const OBJ_FREE: u8 = 0;
+const OBJ_HELD: u8 = 1;
+const OBJ_POISONED: u8 = 2;
+
 impl ObjLock {
-    /// Take the lock another thread holds: spin briefly, then yield
-    /// between tries, reading until it looks free so that the waiters do
-    /// not take the line from the holder.
+    /// Take the lock: one exchange when it is free, as it is unless two
+    /// threads work on one object; `false` if it is poisoned.
+    #[inline(always)]
+    fn take(&self) -> bool {
+        match self.state.swap(OBJ_HELD, Ordering::Acquire) {
+            OBJ_FREE => true,
+            prev => self.contend(prev),
+        }
+    }
+
+    /// [`ObjLock::take`] where the exchange found `prev`: poisoned (put
+    /// back, and `false`), or held by another thread, waited for by
+    /// spinning briefly, then yielding between tries, reading until it
+    /// looks free so that the waiters do not take the line from the
+    /// holder.
     #[cold]
     #[inline(never)]
-    fn contend(&self) {
+    fn contend(&self, mut prev: u8) -> bool {
         let mut spins = 0u32;
         loop {
-            while self.held.load(Ordering::Relaxed) {
+            if prev == OBJ_POISONED {
+                self.state.store(OBJ_POISONED, Ordering::Relaxed);
+                return false;
+            }
+            while self.state.load(Ordering::Relaxed) == OBJ_HELD {
                 spins += 1;
                 if spins < 64 {
                     std::hint::spin_loop();
@@ -452,8 +560,9 @@ impl ObjLock {
                     std::thread::yield_now();
                 }
             }
-            if !self.held.swap(true, Ordering::Acquire) {
-                return;
+            prev = self.state.swap(OBJ_HELD, Ordering::Acquire);
+            if prev == OBJ_FREE {
+                return true;
             }
         }
     }
@@ -474,33 +583,32 @@ impl ObjLocks {
         crate::pages::small_pages(p as usize, layout.size());
         // SAFETY: `p` holds `n` zeroed `ObjLock`s, allocated with the
         // global allocator in the layout of `[ObjLock; n]`; all-zero bytes
-        // are an unlocked `ObjLock` (an `AtomicBool` is laid out as a
-        // `bool`, and 0 is `false`).
+        // are an unlocked `ObjLock` (an `AtomicU8` is laid out as a `u8`,
+        // and 0 is `OBJ_FREE`).
         let locks = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) };
         ObjLocks { locks }
     }
 
-    /// Take the lock of slot `index`, for a call on a provider whose
-    /// `poisoned` flag says whether a call panicked. `None` for a slot past
-    /// the end (the object it names cannot exist), and once the provider
-    /// is poisoned: a call that panicked holding a lock may have left its
-    /// object half-changed, and sets the flag before it lets the lock go.
+    /// Take the lock of slot `index`, for a call that may panic holding
+    /// it: `None` for a slot past the end (the object it names cannot
+    /// exist), and for a lock a call panicked holding, whose object it may
+    /// have left half-changed. A panic under the guard poisons the lock.
     #[inline(always)]
-    pub fn lock<'a>(&'a self, index: u32, poisoned: &'a AtomicBool) -> Option<ObjGuard<'a>> {
-        let guard = ObjGuard { lock: self.acquire(index)?, poisoned };
-        (!poisoned.load(Ordering::Acquire)).then_some(guard)
+    pub fn lock(&self, index: u32) -> Option<ObjGuard<'_>> {
+        self.acquire(index).map(|lock| ObjGuard { lock })
     }
 
-    /// The lock of slot `index`, taken; `None` for a slot past the end.
-    /// One exchange when the lock is free, as it is unless two threads
-    /// work on one object.
+    /// Whether slot `index` has a lock.
+    pub fn has(&self, index: u32) -> bool {
+        (index as usize) < self.locks.len()
+    }
+
+    /// The lock of slot `index`, taken; `None` for a slot past the end or
+    /// a poisoned lock.
     #[inline(always)]
     fn acquire(&self, index: u32) -> Option<&ObjLock> {
         let lock = self.locks.get(index as usize)?;
-        if lock.held.swap(true, Ordering::Acquire) {
-            lock.contend();
-        }
-        Some(lock)
+        lock.take().then_some(lock)
     }
 
     /// [`ObjLocks::lock`] for a lane, which runs outside `catch_unwind` and
@@ -508,16 +616,14 @@ impl ObjLocks {
     /// process), so its guard need not ask whether the thread is
     /// panicking when it lets the lock go.
     #[inline(always)]
-    pub fn lock_lane<'a>(&'a self, index: u32, poisoned: &'a AtomicBool) -> Option<LaneGuard<'a>> {
-        let guard = LaneGuard { lock: self.acquire(index)? };
-        (!poisoned.load(Ordering::Acquire)).then_some(guard)
+    pub fn lock_lane(&self, index: u32) -> Option<LaneGuard<'_>> {
+        self.acquire(index).map(|lock| LaneGuard { lock })
     }
 }
 
 /// A held object lock.
 pub struct ObjGuard<'a> {
     lock: &'a ObjLock,
-    poisoned: &'a AtomicBool,
 }
 
 /// A held object lock of a lane ([`ObjLocks::lock_lane`]).
@@ -528,17 +634,15 @@ pub struct LaneGuard<'a> {
 impl Drop for LaneGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        self.lock.held.store(false, Ordering::Release);
+        self.lock.state.store(OBJ_FREE, Ordering::Release);
     }
 }
 
 impl Drop for ObjGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.poisoned.store(true, Ordering::Release);
-        }
-        self.lock.held.store(false, Ordering::Release);
+        let state = if std::thread::panicking() { OBJ_POISONED } else { OBJ_FREE };
+        self.lock.state.store(state, Ordering::Release);
     }
 }
 
@@ -550,14 +654,14 @@ mod tests {
     fn sharers_exclude_an_exclusive_holder_and_not_each_other() {
         let locked = Locked::new(0u64, Threads::Sharing);
         // SAFETY: the test only reads through the shared value.
-        let (a, b) = unsafe { (locked.share(), locked.share()) };
+        let (a, b) = unsafe { (locked.share().unwrap(), locked.share().unwrap()) };
         assert_eq!((*a, *b), (0, 0));
         drop((a, b));
         *locked.lock() += 1;
         let held = locked.lock();
         std::thread::scope(|s| {
             // SAFETY: as above.
-            let t = s.spawn(|| *unsafe { locked.share() });
+            let t = s.spawn(|| *unsafe { locked.share() }.unwrap());
             std::thread::sleep(std::time::Duration::from_millis(20));
             assert!(!t.is_finished(), "a sharer waits for the exclusive holder");
             drop(held);
@@ -577,7 +681,7 @@ mod tests {
         let held = locked.lock();
         let released = std::thread::scope(|s| {
             // SAFETY: the test only reads through the shared value.
-            let sharer = s.spawn(|| *unsafe { locked.share() });
+            let sharer = s.spawn(|| *unsafe { locked.share() }.unwrap());
             while locked.turns.waiting.load(Ordering::Relaxed) == 0 {
                 std::thread::yield_now();
             }
@@ -647,13 +751,12 @@ mod tests {
     #[test]
     fn an_object_lock_is_held_by_one_thread_at_a_time() {
         let locks = ObjLocks::new(4);
-        let poisoned = AtomicBool::new(false);
         let counter = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..10_000 {
-                        let _g = locks.lock(2, &poisoned).unwrap();
+                        let _g = locks.lock(2).unwrap();
                         // A read and a write that would lose updates if two
                         // threads held the lock at once.
                         let v = counter.load(Ordering::Relaxed);
@@ -663,19 +766,60 @@ mod tests {
             }
         });
         assert_eq!(counter.load(Ordering::Relaxed), 40_000);
-        assert!(locks.lock(4, &poisoned).is_none());
+        assert!(locks.lock(4).is_none());
     }
 
     #[test]
-    fn a_panic_under_an_object_lock_poisons_and_the_next_holder_gets_none() {
-        let locks = ObjLocks::new(1);
-        let poisoned = AtomicBool::new(false);
+    fn a_panic_under_an_object_lock_poisons_it_and_the_next_holder_gets_none() {
+        let locks = ObjLocks::new(2);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _g = locks.lock(0, &poisoned).unwrap();
+            let _g = locks.lock(0).unwrap();
             panic!("half-way through a post");
         }));
         assert!(r.is_err());
-        assert!(poisoned.load(Ordering::Relaxed));
-        assert!(locks.lock(0, &poisoned).is_none(), "the lock is let go, the object refused");
+        assert!(locks.lock(0).is_none(), "the object is refused");
+        assert!(locks.lock_lane(0).is_none(), "by a lane too");
+        assert!(locks.lock(0).is_none(), "and stays refused");
+        assert!(locks.lock(1).is_some(), "another object's lock is not");
+    }
+
+    #[test]
+    fn a_poisoned_object_lock_refuses_a_thread_that_waited_for_it() {
+        let locks = ObjLocks::new(1);
+        let held = locks.lock(0).unwrap();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| locks.lock_lane(0).is_none());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                let _held = held;
+                panic!("half-way through a post");
+            }));
+            assert!(r.is_err());
+            assert!(waiter.join().unwrap(), "the waiter is refused once the holder panicked");
+        });
+    }
+
+    #[test]
+    fn a_poisoned_sharded_lock_lets_no_sharer_in_and_still_lets_the_control_path() {
+        let locked = Locked::new(0u64, Threads::Sharing);
+        // SAFETY: the test only reads through the shared value.
+        let inside = unsafe { locked.share() }.unwrap();
+        locked.poison_shares();
+        // SAFETY: as above.
+        assert!(unsafe { locked.share() }.is_none(), "no new sharer");
+        assert_eq!(*inside, 0, "one already in finishes");
+        drop(inside);
+        *locked.lock() += 1;
+        assert_eq!(*locked.lock(), 1, "the control path drains and takes every shard");
+        // SAFETY: as above.
+        assert!(unsafe { locked.share() }.is_none(), "and the poison outlives it");
+        let held = locked.lock();
+        std::thread::scope(|s| {
+            // SAFETY: as above.
+            let waiter = s.spawn(|| unsafe { locked.share() }.is_none());
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(held);
+            assert!(waiter.join().unwrap(), "a sharer is refused while the holder is in, too");
+        });
     }
 }

@@ -16,11 +16,12 @@ use crate::transport::Transport;
 
 include!("../generated/slots.rs");
 
-/// `B`'s entry points: its table, the IB extension's post and counters,
-/// and the steps of `dat_evd_wait`.
-pub fn entries<B: Transport>() -> Entries {
+/// `B`'s entry points for a provider that shares its state among
+/// threads if `shares` ([`crate::instance::Instance::shares`]): its table,
+/// the IB extension's post and counters, and the steps of `dat_evd_wait`.
+pub fn entries<B: Transport>(shares: bool) -> Entries {
     Entries {
-        table: table::<B>(),
+        table: if shares { table::<B, true>() } else { table::<B, false>() },
         post: Some(ib::post::<B>),
         counters: Some(counters::counters::<B>),
         evd_wait: Some(evd::evd_wait_step::<B>),

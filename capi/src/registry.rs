@@ -19,7 +19,6 @@ use udat_core::{DatError, DatResult, ErrorType};
 use udat_verbs::Verbs;
 
 use crate::instance::{Instance, Registration};
-use crate::provider_table;
 use crate::sys::DAT_PROVIDER;
 use crate::transport::Transport;
 use crate::transport::{self, Params};
@@ -63,7 +62,7 @@ fn insert<B: Transport>(
         return Ok(e.table as *const DAT_PROVIDER);
     }
     let device = CString::new(params.device).map_err(|_| DatError::invalid_arg(1))?;
-    let instance = Instance::<B>::new(name.to_owned(), device, params.capacity, &reg, provider_table::entries::<B>())?;
+    let instance = Instance::<B>::new(name.to_owned(), device, params.capacity, &reg)?;
     // Never freed: see the module documentation.
     let table = Box::into_raw(instance) as usize;
     entries.push(Entry {

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use udat_capi::capacity::Capacity;
 use udat_capi::sys::*;
 use udat_capi::transport::SoftHca;
-use udat_capi::{provider_table, Instance, Registration, Transport};
+use udat_capi::{Instance, Registration, Transport};
 use udat_core::backend::{Backend, Completion, ConnectionManager, QpConfig, SendWr, Sge, Wake};
 use udat_core::handle::CnoHandle;
 use udat_core::types::{CompletionFlags, EvdFlags, MemPriv, SrqAttr};
@@ -145,13 +145,18 @@ impl Transport for Panicky {
 
 #[test]
 fn a_panic_is_internal_error_and_the_last_call_the_provider_serves() {
-    let reg = Registration { thread_safe: false, ..common::REGISTRATION };
+    // The word of one thread's provider, and the shard of a thread-safe
+    // one, each carry the poison.
+    for thread_safe in [false, true] {
+        panic_poisons(Registration { thread_safe, ..common::REGISTRATION });
+    }
+}
+
+fn panic_poisons(reg: Registration) {
     let name = CString::from(c"poison");
     let device = CString::from(c"mlx5_soft0");
-    let instance: &'static Instance<Panicky> = Box::leak(
-        Instance::new(name, device, Capacity::default(), &reg, provider_table::entries::<Panicky>())
-            .expect("an instance"),
-    );
+    let instance: &'static Instance<Panicky> =
+        Box::leak(Instance::new(name, device, Capacity::default(), &reg).expect("an instance"));
     let (ia, evd) = {
         let mut state = instance.state.lock();
         let (ia, _) = state.core.ia_open(b"mlx5_soft0", AsyncEvd::Create { min_qlen: 8 }).unwrap();

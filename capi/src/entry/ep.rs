@@ -344,16 +344,17 @@ pub(crate) unsafe fn ep_disconnect<B: Transport>(
 /// The posts of an Endpoint share their first arguments; `f` is the core
 /// call.
 ///
-/// A provider that shares its state among threads posts with the state
-/// shared and only the EP locked ([`udat_core::shared`]): `shared` gets
-/// the core then, `exclusive` otherwise. The checks and their errors are
-/// the same either way.
+/// A provider that shares its state among threads (`SHARES`, which its
+/// own table's slot carries) posts with the state shared and only the EP
+/// locked ([`udat_core::shared`]): `shared` gets the core then,
+/// `exclusive` otherwise. The checks and their errors are the same either
+/// way; each kind of provider's function holds only its own path.
 ///
 /// Either tries the call's lane first (`lane`, or `shared_lane`, given
 /// the one segment of a post of one), and runs the ordinary call only if
 /// the lane did not take the post.
 #[inline(always)]
-unsafe fn post<B: Transport>(
+unsafe fn post<B: Transport, const SHARES: bool>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
@@ -368,7 +369,8 @@ unsafe fn post<B: Transport>(
     }
     // SAFETY: a non-null handle dispatched to this transport.
     let instance = unsafe { Instance::<B>::of(h) };
-    if instance.shares {
+    debug_assert_eq!(instance.shares, SHARES, "the slot of the instance's own table");
+    if SHARES {
         // SAFETY: `shared_lane` and `shared` are `udat_core::shared`'s
         // posts, which change only the EP they are given; `segs` is null or
         // holds `n` triplets (the call's contract).
@@ -376,13 +378,12 @@ unsafe fn post<B: Transport>(
             let ordinary = move |core: &Core<B>, raw| shared(core, EpHandle::from_raw(raw), iov(n, segs)?);
             // A call with no shared lane takes the EP's lock once.
             let Some(shared_lane) = shared_lane else {
-                return shared_not_taken(instance, h, Kind::Ep, &instance.ep_locks, ordinary);
+                return shared_not_taken(instance, h, Kind::Ep, ordinary);
             };
             shared_lane_or(
                 instance,
                 h,
                 Kind::Ep,
-                &instance.ep_locks,
                 move |core, ep| lane_segment(n, segs).is_some_and(|seg| shared_lane(core, ep, seg)),
                 ordinary,
             )
@@ -416,7 +417,7 @@ unsafe fn lane_remote<const N: u8>(r: Arg<N, *const DAT_RMR_TRIPLET>) -> Option<
 
 /// dat_ep_post_send(3DAT).
 #[inline(always)]
-pub(crate) unsafe fn ep_post_send<B: Transport>(
+pub(crate) unsafe fn ep_post_send<B: Transport, const SHARES: bool>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
@@ -427,7 +428,7 @@ pub(crate) unsafe fn ep_post_send<B: Transport>(
     // shared post runs with the state shared and the EP locked.
     unsafe {
         let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-        post::<B>(
+        post::<B, SHARES>(
             ep,
             n,
             segs,
@@ -445,7 +446,7 @@ pub(crate) unsafe fn ep_post_send<B: Transport>(
 
 /// dat_ep_post_recv(3DAT).
 #[inline(always)]
-pub(crate) unsafe fn ep_post_recv<B: Transport>(
+pub(crate) unsafe fn ep_post_recv<B: Transport, const SHARES: bool>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
@@ -456,7 +457,7 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
     // shared post runs with the state shared and the EP locked.
     unsafe {
         let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-        post::<B>(
+        post::<B, SHARES>(
             ep,
             n,
             segs,
@@ -470,7 +471,7 @@ pub(crate) unsafe fn ep_post_recv<B: Transport>(
 
 /// dat_ep_post_rdma_read(3DAT).
 #[inline(always)]
-pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
+pub(crate) unsafe fn ep_post_rdma_read<B: Transport, const SHARES: bool>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
@@ -482,7 +483,7 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
     // shared post runs with the state shared and the EP locked.
     unsafe {
         let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-        post::<B>(
+        post::<B, SHARES>(
             ep,
             n,
             segs,
@@ -512,7 +513,7 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport>(
 
 /// dat_ep_post_rdma_write(3DAT).
 #[inline(always)]
-pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
+pub(crate) unsafe fn ep_post_rdma_write<B: Transport, const SHARES: bool>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
@@ -524,7 +525,7 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport>(
     // shared post runs with the state shared and the EP locked.
     unsafe {
         let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-        post::<B>(
+        post::<B, SHARES>(
             ep,
             n,
             segs,

@@ -1,7 +1,6 @@
 //! The EVD calls, the DAT_EVENT layout, and the blocking wait.
 
 use std::ptr;
-use std::sync::atomic::Ordering;
 
 use udat_core::backend::{Completion, Shared, Wake};
 use udat_core::counters::evd::Counter as evd_counter;
@@ -131,11 +130,11 @@ pub(crate) unsafe fn evd_post_se<B: Transport>(
 }
 
 /// dat_evd_dequeue(3DAT). A provider that shares its state among threads
-/// first tries the dequeue with the state shared and only this EVD locked
+/// (`SHARES`, which its own table's slot carries) first tries the dequeue with the state shared and only this EVD locked
 /// ([`udat_core::shared`]); what that cannot settle alone, and an empty
 /// EVD when a look at connection events is due, takes the exclusive path.
 #[inline(always)]
-pub(crate) unsafe fn evd_dequeue<B: Transport>(
+pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
     evd: Arg<1, DAT_EVD_HANDLE>,
     event: Arg<2, *mut DAT_EVENT>,
 ) -> DAT_RETURN {
@@ -145,7 +144,8 @@ pub(crate) unsafe fn evd_dequeue<B: Transport>(
     }
     // SAFETY: a non-null handle dispatched to this transport.
     let instance = unsafe { Instance::<B>::of(h) };
-    if instance.shares {
+    debug_assert_eq!(instance.shares, SHARES, "the slot of the instance's own table");
+    if SHARES {
         if let Some(ret) = dequeue_shared(instance, h, event) {
             return ret;
         }
@@ -197,15 +197,13 @@ fn dequeue_shared<B: Transport>(
     h: DAT_EVD_HANDLE,
     event: Arg<2, *mut DAT_EVENT>,
 ) -> Option<DAT_RETURN> {
-    if instance.poisoned.load(Ordering::Relaxed) {
-        return None;
-    }
     let slot = event.out().ok()?;
     // SAFETY: the dequeue changes only the EVD and the EPs whose locks it
-    // takes below (`udat_core::shared`).
-    let state = unsafe { instance.state.share() };
+    // takes below (`udat_core::shared`). A poisoned provider lets no
+    // sharer in, and a poisoned object lock no holder.
+    let state = unsafe { instance.state.share() }?;
     let (index, word) = state.handles.slot_of(h, Kind::Evd)?;
-    let _evd_lock = instance.evd_locks.lock_lane(index, &instance.poisoned)?;
+    let _evd_lock = instance.evd_locks.lock_lane(index)?;
     let named = LaneHandle::new(index, &state.handles, Kind::Evd, word);
     // SAFETY: the state is shared, never held exclusively meanwhile; the
     // EVD's lock is held, and `lock_ep` takes EP locks, after it (the
@@ -216,7 +214,7 @@ fn dequeue_shared<B: Transport>(
             #[inline(always)]
             |g| named.matches_generation(g),
             #[inline(always)]
-            |i| instance.ep_locks.lock_lane(i, &instance.poisoned),
+            |i| instance.ep_locks.lock_lane(i),
             #[inline(always)]
             |_, c, name| write_lane_event(&state.handles, h, c, name, slot),
         )

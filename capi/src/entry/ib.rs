@@ -74,7 +74,7 @@ pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_po
     // SAFETY: the post changes only the EP it is given
     // (`udat_core::shared`); the triplets are the consumer's.
     unsafe {
-        shared_on(instance, h, Kind::Ep, &instance.ep_locks, |core, raw| {
+        shared_on(instance, h, Kind::Ep, |core, raw| {
             let (local, op) = decode(p)?;
             core.ep_post_request_shared(EpHandle::from_raw(raw), local, cookie, op, flags)
         })

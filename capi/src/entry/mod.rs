@@ -73,7 +73,7 @@ pub(crate) fn guarded_on<B: Transport>(instance: &Instance<B>, f: impl FnOnce() 
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => ret(r),
         Err(_) => {
-            instance.poisoned.store(true, Ordering::Relaxed);
+            instance.poison();
             DatError::of(ErrorType::InternalError).to_raw()
         }
     }
@@ -94,7 +94,7 @@ pub(crate) fn enter<B: Transport>(instance: &'static Instance<B>) -> Option<Excl
 /// A call panicked holding `cx`: the instance serves no further call.
 #[cold]
 fn poison<B: Transport>(cx: &mut Entered<B>) {
-    cx.instance.poisoned.store(true, Ordering::Relaxed);
+    cx.instance.poison();
     Exclusive::poison(&mut cx.state);
 }
 
@@ -123,11 +123,11 @@ fn guarded_in<B: Transport>(cx: &mut Entered<B>, f: impl FnOnce(&mut Entered<B>)
     }
 }
 
-/// Why an object's lock was not had: the provider was poisoned meanwhile
-/// (`DAT_INTERNAL_ERROR`, as every later call), or the handle's slot has no
-/// lock, so no object (`DAT_INVALID_HANDLE`).
-pub(crate) fn refused<B: Transport>(instance: &Instance<B>, kind: Kind) -> DatError {
-    if instance.poisoned.load(Ordering::Acquire) {
+/// Why the lock of slot `index` in `locks` was not had: a call panicked
+/// holding it (`DAT_INTERNAL_ERROR`, as every later call), or the slot has
+/// no lock, so no object (`DAT_INVALID_HANDLE`).
+pub(crate) fn refused(locks: &ObjLocks, index: u32, kind: Kind) -> DatError {
+    if locks.has(index) {
         DatError::of(ErrorType::InternalError)
     } else {
         invalid(kind)
@@ -189,8 +189,9 @@ pub(crate) fn exclusive_on<B: Transport>(
 }
 
 /// Run `f` on the instance that owns `h` (a non-null handle of `kind`)
-/// with its state shared and `h`'s object locked in `locks`: a post of a
-/// provider that shares ([`udat_core::shared`]).
+/// with its state shared and `h`'s object locked
+/// ([`Instance::locks`]): a post of a provider that shares
+/// ([`udat_core::shared`]).
 ///
 /// # Safety
 /// `f` changes only the object whose lock it is given (the contract of
@@ -200,16 +201,18 @@ pub(crate) unsafe fn shared_on<B: Transport>(
     instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
-    locks: &ObjLocks,
     f: impl FnOnce(&Core<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
+    let locks = instance.locks(kind);
     guarded_on(instance, || {
         // SAFETY: `f` changes only the object whose lock it is given, which
         // is taken below.
-        let state = unsafe { instance.state.share() };
+        let Some(state) = (unsafe { instance.state.share() }) else {
+            return Err(DatError::of(ErrorType::InternalError));
+        };
         let raw = state.raw(h, kind)?;
-        let Some(_lock) = locks.lock(raw.index(), &instance.poisoned) else {
-            return Err(refused(instance, kind));
+        let Some(_lock) = locks.lock(raw.index()) else {
+            return Err(refused(locks, raw.index(), kind));
         };
         f(&state.core, raw)
     })
@@ -333,8 +336,8 @@ fn not_taken<B: Transport>(
 }
 
 /// [`lane_or`] for a provider that shares: the lane with the state shared
-/// and `h`'s object locked in `locks`; if it did not take the call, the
-/// ordinary shared call ([`shared_on`]), out of line.
+/// and `h`'s object locked ([`Instance::locks`]); if it did not take the
+/// call, the ordinary shared call ([`shared_on`]), out of line.
 ///
 /// # Safety
 /// `h` is a non-null handle of `instance`; `lane` and `ordinary` change only
@@ -345,19 +348,16 @@ pub(crate) unsafe fn shared_lane_or<B: Transport>(
     instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
-    locks: &'static ObjLocks,
     lane: impl FnOnce(&Core<B>, LaneHandle<'_>) -> bool,
     ordinary: impl FnOnce(&Core<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    if instance.poisoned.load(Ordering::Relaxed) {
-        return DatError::of(ErrorType::InternalError).to_raw();
-    }
-    {
-        // SAFETY: the lane changes only the object whose lock it is given,
-        // which is taken below.
-        let state = unsafe { instance.state.share() };
+    // A poisoned provider lets no sharer in, and a poisoned object lock no
+    // holder (`crate::lock`): the ordinary call then refuses.
+    // SAFETY: the lane changes only the object whose lock it is given,
+    // which is taken below.
+    if let Some(state) = unsafe { instance.state.share() } {
         if let Some((index, word)) = state.handles.slot_of(h, kind) {
-            if let Some(_lock) = locks.lock_lane(index, &instance.poisoned) {
+            if let Some(_lock) = instance.locks(kind).lock_lane(index) {
                 if lane(&state.core, LaneHandle { index, handles: &state.handles, kind, word }) {
                     return DAT_SUCCESS;
                 }
@@ -365,7 +365,7 @@ pub(crate) unsafe fn shared_lane_or<B: Transport>(
         }
     }
     // SAFETY: forwarded contract.
-    unsafe { shared_not_taken(instance, h, kind, locks, ordinary) }
+    unsafe { shared_not_taken(instance, h, kind, ordinary) }
 }
 
 /// The ordinary shared call, where its lane did not take it, or the call
@@ -379,11 +379,10 @@ pub(crate) unsafe fn shared_not_taken<B: Transport>(
     instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
-    locks: &ObjLocks,
     ordinary: impl FnOnce(&Core<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
     // SAFETY: forwarded contract.
-    unsafe { shared_on(instance, h, kind, locks, ordinary) }
+    unsafe { shared_on(instance, h, kind, ordinary) }
 }
 
 /// What a slot udat does not offer answers.

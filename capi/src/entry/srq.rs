@@ -46,7 +46,7 @@ pub(crate) unsafe fn srq_free<B: Transport>(srq: Arg<1, DAT_SRQ_HANDLE>) -> DAT_
 /// ([`udat_core::shared`]); the checks and their errors are the same
 /// either way.
 #[inline(always)]
-pub(crate) unsafe fn srq_post_recv<B: Transport>(
+pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
     srq: Arg<1, DAT_SRQ_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
@@ -59,7 +59,8 @@ pub(crate) unsafe fn srq_post_recv<B: Transport>(
     // SAFETY: a non-null handle dispatched to this transport; a cookie is
     // 64 bits.
     let (instance, cookie) = unsafe { (Instance::<B>::of(h), cookie.0.as_64) };
-    if !instance.shares {
+    debug_assert_eq!(instance.shares, SHARES, "the slot of the instance's own table");
+    if !SHARES {
         return lane_or(
             instance,
             h,
@@ -79,7 +80,7 @@ pub(crate) unsafe fn srq_post_recv<B: Transport>(
     // SAFETY: the post changes only the SRQ it is given
     // (`udat_core::shared`); `segs` is null or holds `n` triplets.
     unsafe {
-        shared_on(instance, h, Kind::Srq, &instance.srq_locks, |core, raw| {
+        shared_on(instance, h, Kind::Srq, |core, raw| {
             core.srq_post_recv_shared(SrqHandle::from_raw(raw), iov(n, segs)?, cookie)
         })
     }

@@ -188,10 +188,10 @@ fn empty<B: Transport>(core: &mut Core<B>, evd: LaneHandle<'_>) -> Option<DAT_RE
 
 /// The dequeue of a provider that shares its state, a lane with the state
 /// shared and only this EVD locked; `None` when it is for the exclusive
-/// path, which then decides (a bad handle or pointer among it). A function
-/// of its own, so that a provider that does not share pays for none of
-/// it. Like every lane it runs outside `catch_unwind` ([`lane_or`](super::lane_or)).
-#[inline(never)]
+/// path, which then decides (a bad handle or pointer among it). Only the
+/// dequeue of a provider that shares holds it (`SHARES`). Like every lane
+/// it runs outside `catch_unwind` ([`lane_or`](super::lane_or)).
+#[inline(always)]
 fn dequeue_shared<B: Transport>(
     instance: &'static Instance<B>,
     h: DAT_EVD_HANDLE,

@@ -1,7 +1,8 @@
 //! How the threads of a provider take turns.
 //!
 //! A provider's state is behind a reader-writer lock split into shards,
-//! one cache line and one word each. Every call that may change more than one object —
+//! one cache line and one word each. Every call that may change more than
+//! one object —
 //! the control path, waits, frees, and whatever the data path cannot
 //! finish alone — takes every shard for writing ([`Locked::lock`]): it has
 //! the provider to itself. A post or a dequeue of a thread-safe provider
@@ -23,7 +24,7 @@
 use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Shards of a thread-safe provider: enough that threads seldom share one
@@ -222,17 +223,22 @@ impl<T> Locked<T> {
         self.alone
     }
 
-    /// The value, to this thread alone, for a call of a [`Threads::One`]
-    /// provider: `None` once a call panicked in it (the word is
-    /// `POISONED`, and stays so). Of any other provider, as
-    /// [`Locked::lock`]: its caller asks about panics elsewhere.
+    /// The value, to this thread alone: `None` once a call panicked in it.
+    /// A [`Threads::One`] provider's word says so (it is `POISONED`, and
+    /// stays so); of any other, `poisoned`, read once every shard is held,
+    /// so that a call that panicked before it let go of its shard is seen.
     ///
     /// A guard it returns never carries a poison, so that where it is let
     /// go the word is stored free with no test.
     #[inline(always)]
-    pub fn enter(&self) -> Option<Exclusive<'_, T>> {
+    pub fn enter(&self, poisoned: &AtomicBool) -> Option<Exclusive<'_, T>> {
         if !self.alone {
             self.lock_shards();
+            if poisoned.load(Ordering::Acquire) {
+                // SAFETY: every shard was taken just above.
+                unsafe { self.unlock_all(false) };
+                return None;
+            }
         } else {
             let prev = self.word.swap(HELD, Ordering::Acquire);
             if prev != FREE && !self.enter_slow(prev) {
@@ -515,9 +521,9 @@ pub struct ObjLocks {
     locks: Box<[ObjLock]>,
 }
 
-/// An object's lock: [`FREE`], [`HELD`], or, once a call panicked holding
-/// it, [`POISONED`] for good, so that the object it may have left
-/// half-changed is refused by the same exchange that takes the lock.
+/// An object's lock: [`OBJ_FREE`], [`OBJ_HELD`], or, once a call panicked
+/// holding it, [`OBJ_POISONED`] for good, so that the object it may have
+/// left half-changed is refused by the same exchange that takes the lock.
 #[repr(C, align(64))]
 struct ObjLock {
     state: AtomicU8,
@@ -590,12 +596,15 @@ impl ObjLocks {
     }
 
     /// Take the lock of slot `index`, for a call that may panic holding
-    /// it: `None` for a slot past the end (the object it names cannot
-    /// exist), and for a lock a call panicked holding, whose object it may
-    /// have left half-changed. A panic under the guard poisons the lock.
+    /// it, on a provider whose `poisoned` flag says whether a call
+    /// panicked: `None` for a slot past the end (the object it names
+    /// cannot exist), and for a lock a call panicked holding, whose object
+    /// it may have left half-changed. A panic under the guard sets the
+    /// flag, then poisons the lock as it lets it go, so that a thread that
+    /// is refused the lock, or takes the provider next, finds the flag set.
     #[inline(always)]
-    pub fn lock(&self, index: u32) -> Option<ObjGuard<'_>> {
-        self.acquire(index).map(|lock| ObjGuard { lock })
+    pub fn lock<'a>(&'a self, index: u32, poisoned: &'a AtomicBool) -> Option<ObjGuard<'a>> {
+        self.acquire(index).map(|lock| ObjGuard { lock, poisoned })
     }
 
     /// Whether slot `index` has a lock.
@@ -624,6 +633,7 @@ impl ObjLocks {
 /// A held object lock.
 pub struct ObjGuard<'a> {
     lock: &'a ObjLock,
+    poisoned: &'a AtomicBool,
 }
 
 /// A held object lock of a lane ([`ObjLocks::lock_lane`]).
@@ -641,7 +651,12 @@ impl Drop for LaneGuard<'_> {
 impl Drop for ObjGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        let state = if std::thread::panicking() { OBJ_POISONED } else { OBJ_FREE };
+        let state = if std::thread::panicking() {
+            self.poisoned.store(true, Ordering::Release);
+            OBJ_POISONED
+        } else {
+            OBJ_FREE
+        };
         self.lock.state.store(state, Ordering::Release);
     }
 }
@@ -700,43 +715,43 @@ mod tests {
     #[test]
     fn a_provider_of_one_thread_is_entered_once_at_a_time() {
         let locked = Locked::new(0u64, Threads::One);
-        let held = locked.enter().unwrap();
+        let held = locked.enter(&AtomicBool::new(false)).unwrap();
         std::thread::scope(|s| {
-            let t = s.spawn(|| *locked.enter().unwrap());
+            let t = s.spawn(|| *locked.enter(&AtomicBool::new(false)).unwrap());
             std::thread::sleep(std::time::Duration::from_millis(20));
             assert!(!t.is_finished(), "a second thread waits for the first");
             drop(held);
             assert_eq!(t.join().unwrap(), 0);
         });
-        *locked.enter().unwrap() += 1;
+        *locked.enter(&AtomicBool::new(false)).unwrap() += 1;
         assert_eq!(*locked.lock(), 1);
     }
 
     #[test]
     fn a_poisoned_word_refuses_every_later_entry_and_stays_poisoned() {
         let locked = Locked::new(0u64, Threads::One);
-        let mut g = locked.enter().unwrap();
+        let mut g = locked.enter(&AtomicBool::new(false)).unwrap();
         Exclusive::poison(&mut g);
         drop(g);
-        assert!(locked.enter().is_none());
-        assert!(locked.enter().is_none(), "the refusal keeps the poison");
+        assert!(locked.enter(&AtomicBool::new(false)).is_none());
+        assert!(locked.enter(&AtomicBool::new(false)).is_none(), "the refusal keeps the poison");
         // The control path may still take it, and lets it go poisoned.
         let mut g = locked.lock();
         *g += 1;
         drop(g);
-        assert!(locked.enter().is_none());
+        assert!(locked.enter(&AtomicBool::new(false)).is_none());
     }
 
     #[test]
     fn a_poison_survives_a_sleep_without_the_word() {
         let locked = Locked::new(0u64, Threads::One);
-        let mut g = locked.enter().unwrap();
+        let mut g = locked.enter(&AtomicBool::new(false)).unwrap();
         Exclusive::unlocked(&mut g, || {
-            let mut other = locked.enter().unwrap();
+            let mut other = locked.enter(&AtomicBool::new(false)).unwrap();
             Exclusive::poison(&mut other);
         });
         drop(g);
-        assert!(locked.enter().is_none());
+        assert!(locked.enter(&AtomicBool::new(false)).is_none());
     }
 
     #[test]
@@ -751,12 +766,13 @@ mod tests {
     #[test]
     fn an_object_lock_is_held_by_one_thread_at_a_time() {
         let locks = ObjLocks::new(4);
+        let poisoned = AtomicBool::new(false);
         let counter = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..10_000 {
-                        let _g = locks.lock(2).unwrap();
+                        let _g = locks.lock(2, &poisoned).unwrap();
                         // A read and a write that would lose updates if two
                         // threads held the lock at once.
                         let v = counter.load(Ordering::Relaxed);
@@ -766,36 +782,39 @@ mod tests {
             }
         });
         assert_eq!(counter.load(Ordering::Relaxed), 40_000);
-        assert!(locks.lock(4).is_none());
+        assert!(locks.lock(4, &poisoned).is_none());
     }
 
     #[test]
     fn a_panic_under_an_object_lock_poisons_it_and_the_next_holder_gets_none() {
         let locks = ObjLocks::new(2);
+        let poisoned = AtomicBool::new(false);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _g = locks.lock(0).unwrap();
+            let _g = locks.lock(0, &poisoned).unwrap();
             panic!("half-way through a post");
         }));
         assert!(r.is_err());
-        assert!(locks.lock(0).is_none(), "the object is refused");
+        assert!(poisoned.load(Ordering::Relaxed), "the provider's flag is set");
+        assert!(locks.lock(0, &poisoned).is_none(), "the object is refused");
         assert!(locks.lock_lane(0).is_none(), "by a lane too");
-        assert!(locks.lock(0).is_none(), "and stays refused");
-        assert!(locks.lock(1).is_some(), "another object's lock is not");
+        assert!(locks.lock(0, &poisoned).is_none(), "and stays refused");
+        assert!(locks.lock(1, &poisoned).is_some(), "another object's lock is not");
     }
 
     #[test]
     fn a_poisoned_object_lock_refuses_a_thread_that_waited_for_it() {
         let locks = ObjLocks::new(1);
-        let held = locks.lock(0).unwrap();
+        let poisoned = AtomicBool::new(false);
+        let held = locks.lock(0, &poisoned).unwrap();
         std::thread::scope(|s| {
-            let waiter = s.spawn(|| locks.lock_lane(0).is_none());
+            let waiter = s.spawn(|| locks.lock_lane(0).is_none() && poisoned.load(Ordering::Acquire));
             std::thread::sleep(std::time::Duration::from_millis(20));
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
                 let _held = held;
                 panic!("half-way through a post");
             }));
             assert!(r.is_err());
-            assert!(waiter.join().unwrap(), "the waiter is refused once the holder panicked");
+            assert!(waiter.join().unwrap(), "the waiter is refused once the holder panicked, and finds the flag set");
         });
     }
 

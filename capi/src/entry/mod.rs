@@ -82,13 +82,10 @@ pub(crate) fn guarded_on<B: Transport>(instance: &Instance<B>, f: impl FnOnce() 
 /// The state of `instance`, to this call alone; `None` once a call panicked
 /// in it (`DAT_INTERNAL_ERROR`). A provider of one thread learns that from
 /// the word it takes ([`crate::lock::Threads::One`]); any other from its
-/// `poisoned` flag.
+/// `poisoned` flag ([`crate::lock::Locked::enter`]).
 #[inline(always)]
 pub(crate) fn enter<B: Transport>(instance: &'static Instance<B>) -> Option<Exclusive<'static, State<B>>> {
-    if !instance.state.alone() && instance.poisoned.load(Ordering::Relaxed) {
-        return None;
-    }
-    instance.state.enter()
+    instance.state.enter(&instance.poisoned)
 }
 
 /// A call panicked holding `cx`: the instance serves no further call.
@@ -211,7 +208,7 @@ pub(crate) unsafe fn shared_on<B: Transport>(
             return Err(DatError::of(ErrorType::InternalError));
         };
         let raw = state.raw(h, kind)?;
-        let Some(_lock) = locks.lock(raw.index()) else {
+        let Some(_lock) = locks.lock(raw.index(), &instance.poisoned) else {
             return Err(refused(locks, raw.index(), kind));
         };
         f(&state.core, raw)

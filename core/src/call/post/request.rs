@@ -16,9 +16,9 @@
 //! the event.
 
 use super::lane::request_lane;
-use super::rule::{checked_post, commit, hand_off, PostRdmaRead, Refusal, Sges};
+use super::rule::{checked_post, commit, hand_off, PostRdmaRead, Refusal, Sges, Work};
 use super::Request;
-use crate::backend::{Backend, RequestOp};
+use crate::backend::{Backend, RequestOp, SendWr};
 use crate::counts::{self, CountTable, SlotCounts};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::EpHandle;
@@ -67,17 +67,8 @@ impl<B: Backend, S: Storage> Found<'_, B, S> {
         (cookie, op, flags): (u64, RequestOp, CompletionFlags),
     ) -> DatResult<()> {
         let Found { h, ep, lmrs, ias, backend, ep_counts } = self;
-        checked_post(
-            ep,
-            lmrs,
-            ias,
-            iov,
-            (cookie, op, flags),
-            hand_off(&mut **backend, (cookie, op, flags)),
-            #[cold]
-            #[inline(never)]
-            move |wr| ep_counts.posted(h.0, wr),
-        )
+        let (send, counted) = hand_over::<B, S>(backend, ep_counts, *h, (cookie, op, flags));
+        checked_post(ep, lmrs, ias, iov, (cookie, op, flags), send, counted)
     }
 
     /// A request whose rules hold, of `total` bytes gathered from `sges`,
@@ -90,17 +81,28 @@ impl<B: Backend, S: Storage> Found<'_, B, S> {
         (cookie, op, flags): (u64, RequestOp, CompletionFlags),
     ) -> DatResult<()> {
         let Found { h, ep, backend, ep_counts, .. } = self;
-        commit(
-            ep,
-            sges,
-            total,
-            (cookie, op, flags),
-            hand_off(&mut **backend, (cookie, op, flags)),
-            #[cold]
-            #[inline(never)]
-            move |wr| ep_counts.posted(h.0, wr),
-        )
+        let (send, counted) = hand_over::<B, S>(backend, ep_counts, *h, (cookie, op, flags));
+        commit(ep, sges, total, (cookie, op, flags), send, counted)
     }
+}
+
+/// How a request of `cookie`, `op` and `flags` on the EP `h` reaches the
+/// backend (`rule::hand_off`), and how it is counted on the EP, out of
+/// line, since most EPs do not count.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn hand_over<'a, B: Backend, S: Storage>(
+    backend: &'a mut B,
+    ep_counts: &'a mut CountTable<{ counts::ep::COUNT }, S::Slots<SlotCounts<{ counts::ep::COUNT }>>>,
+    h: EpHandle,
+    (cookie, op, flags): (u64, RequestOp, CompletionFlags),
+) -> (impl FnMut(&mut B::Qp, Work<'_>) -> Result<bool, DatError> + 'a, impl FnOnce(&SendWr<'_>) + 'a) {
+    (
+        hand_off(backend, (cookie, op, flags)),
+        #[cold]
+        #[inline(never)]
+        move |wr: &SendWr<'_>| ep_counts.posted(h.0, wr),
+    )
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {

@@ -2,14 +2,13 @@
 //!
 //! A provider's state is behind a reader-writer lock split into shards,
 //! one cache line and one word each. Every call that may change more than
-//! one object —
-//! the control path, waits, frees, and whatever the data path cannot
-//! finish alone — takes every shard for writing ([`Locked::lock`]): it has
-//! the provider to itself. A post or a dequeue of a thread-safe provider
-//! takes only its thread's shard for reading ([`Locked::share`]), so posts
-//! and dequeues of different threads never write a line another thread
-//! reads, and then the lock of its own Endpoint, SRQ or EVD ([`ObjLocks`]): the
-//! rules of `udat_core::shared`. A thread-safe provider over a transport
+//! one object — the control path, waits, frees, and whatever the data path
+//! cannot finish alone — takes every shard for writing ([`Locked::lock`]):
+//! it has the provider to itself. A post or a dequeue of a thread-safe
+//! provider takes only its thread's shard for reading ([`Locked::share`]),
+//! so posts and dequeues of different threads never write a line another
+//! thread reads, and then the lock of its own Endpoint, SRQ or EVD
+//! ([`ObjLocks`]): the rules of `udat_core::shared`. A thread-safe provider over a transport
 //! whose queues are not to be shared has one shard: one lock around every
 //! call, as a mutex would be.
 //!

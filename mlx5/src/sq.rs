@@ -406,11 +406,17 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         (start + byte) & self.ring_mask
     }
 
+    /// The ring position of WQEBB `index`: below `wqe_cnt`.
+    #[inline(always)]
+    fn block_index(&self, index: u16) -> usize {
+        usize::from(index & self.wqe_mask)
+    }
+
     /// The ring offset of WQEBB `index`: inside the ring, which `new`
     /// checked holds `wqe_cnt` WQEBBs, and 64-aligned.
     #[inline(always)]
     fn block_offset(&self, index: u16) -> usize {
-        usize::from(index & self.wqe_mask) * WQEBB_BYTES
+        self.block_index(index) * WQEBB_BYTES
     }
 
     /// Write a WQE that gathers `sges`. It reaches the device at the next
@@ -828,20 +834,21 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         if self.pending == 1 && bytes <= self.bf_size {
             // The WQE's WQEBBs up to the ring's end, then those that wrapped
             // round to its start.
-            let (first, bbs) = (self.block_offset(pi), usize::from(bbs));
-            let ahead = bbs.min(usize::from(self.wqe_cnt) - first / WQEBB_BYTES);
+            let (first, bbs) = (self.block_index(pi), usize::from(bbs));
+            let ahead = bbs.min(usize::from(self.wqe_cnt) - first);
+            let (start, wrapped) = (self.buf.block_ptr(self.block_offset(pi)), self.buf.block_ptr(0));
             // SAFETY: `bf_offset` is 0 or `bf_size`, both halves lie in the
             // register (`new` checked), and the WQE's `bbs` WQEBBs fit one
-            // (`bytes <= bf_size`). The `ahead` WQEBBs at `first` and the
+            // (`bytes <= bf_size`). The `ahead` WQEBBs from `first` and the
             // `bbs - ahead` from 0 lie in the ring (`new` checked that it
             // holds `wqe_cnt`), each 64-aligned in a 64-aligned buffer
             // (`DmaBuf::new`'s contract), written by `post` and read by
             // nothing else meanwhile.
             unsafe {
-                copy_out(&mut self.bf, self.bf_offset, self.buf.block_ptr(first), ahead);
+                copy_out(&mut self.bf, self.bf_offset, start, ahead);
                 if ahead < bbs {
                     let rest = self.bf_offset + ahead * WQEBB_BYTES;
-                    copy_out(&mut self.bf, rest, self.buf.block_ptr(0), bbs - ahead);
+                    copy_out(&mut self.bf, rest, wrapped, bbs - ahead);
                 }
             }
         } else {

@@ -371,9 +371,10 @@ unsafe fn post<B: Transport, const SHARES: bool>(
     let instance = unsafe { Instance::<B>::of(h) };
     debug_assert_eq!(instance.shares, SHARES, "the slot of the instance's own table");
     if SHARES {
-        // SAFETY: `shared_lane` and `shared` are `udat_core::shared`'s
-        // posts, which change only the EP they are given; `segs` is null or
-        // holds `n` triplets (the call's contract).
+        // SAFETY: the provider shares (`SHARES`); `shared_lane` and
+        // `shared` are `udat_core::shared`'s posts, which change only the EP
+        // they are given; `segs` is null or holds `n` triplets (the call's
+        // contract).
         return unsafe {
             let ordinary = move |core: &Core<B>, raw| shared(core, EpHandle::from_raw(raw), iov(n, segs)?);
             // A call with no shared lane takes the EP's lock once.

@@ -130,7 +130,8 @@ pub(crate) unsafe fn evd_post_se<B: Transport>(
 }
 
 /// dat_evd_dequeue(3DAT). A provider that shares its state among threads
-/// (`SHARES`, which its own table's slot carries) first tries the dequeue with the state shared and only this EVD locked
+/// (`SHARES`, which its own table's slot carries) first tries the dequeue
+/// with the state shared and only this EVD locked
 /// ([`udat_core::shared`]); what that cannot settle alone, and an empty
 /// EVD when a look at connection events is due, takes the exclusive path.
 #[inline(always)]
@@ -198,9 +199,10 @@ fn dequeue_shared<B: Transport>(
     event: Arg<2, *mut DAT_EVENT>,
 ) -> Option<DAT_RETURN> {
     let slot = event.out().ok()?;
-    // SAFETY: the dequeue changes only the EVD and the EPs whose locks it
-    // takes below (`udat_core::shared`). A poisoned provider lets no
-    // sharer in, and a poisoned object lock no holder.
+    // SAFETY: the provider shares (only its slot calls this), so its lock
+    // is `Threads::Sharing`'s; the dequeue changes only the EVD and the
+    // EPs whose locks it takes below (`udat_core::shared`). A poisoned
+    // provider lets no sharer in, and a poisoned object lock no holder.
     let state = unsafe { instance.state.share() }?;
     let (index, word) = state.handles.slot_of(h, Kind::Evd)?;
     let _evd_lock = instance.evd_locks.lock_lane(index)?;

@@ -71,7 +71,8 @@ pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_po
             core.ep_post_request(ep, local, cookie, op, flags)
         });
     }
-    // SAFETY: the post changes only the EP it is given
+    // SAFETY: the provider shares (tested above); the post changes only
+    // the EP it is given
     // (`udat_core::shared`); the triplets are the consumer's.
     unsafe {
         shared_on(instance, h, Kind::Ep, |core, raw| {

@@ -191,8 +191,9 @@ pub(crate) fn exclusive_on<B: Transport>(
 /// ([`udat_core::shared`]).
 ///
 /// # Safety
-/// `f` changes only the object whose lock it is given (the contract of
-/// `udat_core::shared`'s calls).
+/// `instance` shares its state (`Instance::shares`); `f` changes only the
+/// object whose lock it is given (the contract of `udat_core::shared`'s
+/// calls).
 #[inline(always)]
 pub(crate) unsafe fn shared_on<B: Transport>(
     instance: &'static Instance<B>,
@@ -202,8 +203,9 @@ pub(crate) unsafe fn shared_on<B: Transport>(
 ) -> DAT_RETURN {
     let locks = instance.locks(kind);
     guarded_on(instance, || {
-        // SAFETY: `f` changes only the object whose lock it is given, which
-        // is taken below.
+        // SAFETY: the provider shares (the caller's contract), so its lock
+        // is `Threads::Sharing`'s; `f` changes only the object whose lock
+        // it is given, which is taken below.
         let Some(state) = (unsafe { instance.state.share() }) else {
             return Err(DatError::of(ErrorType::InternalError));
         };
@@ -337,9 +339,9 @@ fn not_taken<B: Transport>(
 /// call, the ordinary shared call ([`shared_on`]), out of line.
 ///
 /// # Safety
-/// `h` is a non-null handle of `instance`; `lane` and `ordinary` change only
-/// the object whose lock they are given (the contract of
-/// `udat_core::shared`'s calls).
+/// `instance` shares its state (`Instance::shares`) and `h` is a non-null
+/// handle of it; `lane` and `ordinary` change only the object whose lock
+/// they are given (the contract of `udat_core::shared`'s calls).
 #[inline(always)]
 pub(crate) unsafe fn shared_lane_or<B: Transport>(
     instance: &'static Instance<B>,
@@ -350,8 +352,9 @@ pub(crate) unsafe fn shared_lane_or<B: Transport>(
 ) -> DAT_RETURN {
     // A poisoned provider lets no sharer in, and a poisoned object lock no
     // holder (`crate::lock`): the ordinary call then refuses.
-    // SAFETY: the lane changes only the object whose lock it is given,
-    // which is taken below.
+    // SAFETY: the provider shares (the caller's contract), so its lock is
+    // `Threads::Sharing`'s; the lane changes only the object whose lock it
+    // is given, which is taken below.
     if let Some(state) = unsafe { instance.state.share() } {
         if let Some((index, word)) = state.handles.slot_of(h, kind) {
             if let Some(_lock) = instance.locks(kind).lock_lane(index) {

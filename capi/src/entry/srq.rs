@@ -77,7 +77,8 @@ pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
             },
         );
     }
-    // SAFETY: the post changes only the SRQ it is given
+    // SAFETY: the provider shares (`SHARES`); the post changes only the
+    // SRQ it is given
     // (`udat_core::shared`); `segs` is null or holds `n` triplets.
     unsafe {
         shared_on(instance, h, Kind::Srq, |core, raw| {

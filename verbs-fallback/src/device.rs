@@ -137,7 +137,7 @@ impl IaShared {
         // SAFETY: the channel is open; its fd is its own.
         unsafe { nonblocking((*ia.comp).fd) };
         // Read once, before any connection: OFA's `DAPL_*` variables.
-        let rxe = ia.device.vendor_id == RXE_VENDOR_ID;
+        let rxe = ia.rxe();
         ia.cm.cm().lock().tunables = Tunables::from_env(ia.device.local_ca_ack_delay, rxe);
         let attr = ia.attr(&port_attr, device);
         Ok((ia, attr))
@@ -244,7 +244,13 @@ impl IaShared {
     /// transport suite on rxe): DAT's rules do not hold, so udat refuses
     /// both calls there with `DAT_MODEL_NOT_SUPPORTED`.
     pub fn remote_invalidation(&self) -> bool {
-        self.device.vendor_id != RXE_VENDOR_ID
+        !self.rxe()
+    }
+
+    /// Whether the device is soft-RoCE's (vendor `0xffffff`), whose queues
+    /// a post may write in place (`rxe`).
+    pub(crate) fn rxe(&self) -> bool {
+        self.device.vendor_id == RXE_VENDOR_ID
     }
 }
 

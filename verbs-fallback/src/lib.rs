@@ -53,6 +53,7 @@ mod progress;
 mod qp;
 mod qp_shared;
 mod ring;
+mod rxe;
 mod srq;
 mod status;
 pub mod sys;
@@ -72,6 +73,7 @@ pub use cm::{ConnReq, Listener};
 pub use device::Ia;
 pub use memory::{Mr, Pd, Window};
 pub use qp::Qp;
+pub use rxe::queues_found as rxe_queues_found;
 pub use srq::Srq;
 
 use control::{RdmaCm, RdmaCore};

@@ -11,11 +11,12 @@
 //! one would have produced its own completion first). A receive's `wr_id`
 //! has bit 63 set: its sequence number on the QP, or its slot in the SRQ.
 //!
-//! A post builds its `ibv_send_wr` or `ibv_recv_wr` on the stack from the
-//! checked request, writes the request's slot, and calls the provider
-//! through the entry point kept when the QP was made; only once the
-//! provider took it does the slot become outstanding, so a refused post
-//! leaves no trace.
+//! A post writes the request's slot, then on soft-RoCE writes the entry
+//! into the queue rdma_rxe maps (`rxe`), and elsewhere builds its
+//! `ibv_send_wr` or `ibv_recv_wr` on the stack from the checked request
+//! and calls the provider through the entry point kept when the QP was
+//! made; only once the queue or the provider took it does the slot become
+//! outstanding, so a refused post leaves no trace.
 
 use std::mem::MaybeUninit;
 use std::rc::Rc;
@@ -31,6 +32,7 @@ use crate::cq::CqShared;
 use crate::device::{Ia, IaShared};
 use crate::qp_shared::{QpShared, Rings, SendSlot};
 use crate::ring::Ring;
+use crate::rxe;
 use crate::srq::{Srq, SrqShared};
 use crate::status::{dat_error, errno};
 use crate::sys;
@@ -62,6 +64,9 @@ pub struct Qp {
     raw: *mut sys::ibv_qp,
     /// The provider's post entry points, read once.
     entries: sys::PostEntries,
+    /// On soft-RoCE, the QP's queues as rdma_rxe maps them, which a post
+    /// writes in place of librxe's entry points (`rxe`).
+    direct: Option<rxe::Queues>,
     max_inline: u32,
 }
 
@@ -140,12 +145,19 @@ impl Qp {
         recv_cq.qps.insert(num, shared.clone());
         // SAFETY: `qp` is live.
         let entries = unsafe { sys::PostEntries::of(qp) };
+        let direct = if ia.rxe() && spec.qp_type == QpType::Rc {
+            // SAFETY: `qp` is a live QP of rdma_rxe, made just above.
+            unsafe { rxe::Queues::find(qp, &cap, !srq_ptr.is_null()) }
+        } else {
+            None
+        };
         let qp = Qp {
             conn: QpConn::of(shared, ia.clone()),
             send_cq,
             recv_cq,
             raw: qp,
             entries,
+            direct,
             max_inline: cap.max_inline_data,
         };
         qp.conn.init()?;
@@ -181,23 +193,24 @@ impl Qp {
     ) -> DatResult<()> {
         use sys::ibv_send_flags as f;
         use sys::ibv_wr_opcode as o;
-        let (opcode, dto, imm, wr) = match op {
-            RequestOp::Send => (o::IBV_WR_SEND, DtoOp::Send, 0, no_remote()),
+        // The remote buffer (none for a send) and an atomic's operands:
+        // compare and swap, or the addend alone.
+        let (opcode, dto, imm, remote, atomic) = match op {
+            RequestOp::Send => (o::IBV_WR_SEND, DtoOp::Send, 0, None, None),
             RequestOp::SendInvalidate { rkey } if self.conn.ia.remote_invalidation() => {
-                (o::IBV_WR_SEND_WITH_INV, DtoOp::Send, rkey, no_remote())
+                (o::IBV_WR_SEND_WITH_INV, DtoOp::Send, rkey, None, None)
             }
             RequestOp::SendInvalidate { .. } => return Err(DatError::of(ErrorType::ModelNotSupported)),
-            RequestOp::RdmaWrite { remote } => (o::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, 0, rdma(remote)),
-            RequestOp::RdmaRead { remote } => (o::IBV_WR_RDMA_READ, DtoOp::RdmaRead, 0, rdma(remote)),
+            RequestOp::RdmaWrite { remote } => (o::IBV_WR_RDMA_WRITE, DtoOp::RdmaWrite, 0, Some(remote), None),
+            RequestOp::RdmaRead { remote } => (o::IBV_WR_RDMA_READ, DtoOp::RdmaRead, 0, Some(remote), None),
             RequestOp::RdmaWriteImm { remote, imm } => {
-                (o::IBV_WR_RDMA_WRITE_WITH_IMM, DtoOp::RdmaWriteImm, imm.to_be(), rdma(remote))
+                (o::IBV_WR_RDMA_WRITE_WITH_IMM, DtoOp::RdmaWriteImm, imm.to_be(), Some(remote), None)
             }
-            // An atomic's operands: compare and swap, or the addend alone.
             RequestOp::CompareSwap { remote, compare, swap } => {
-                (o::IBV_WR_ATOMIC_CMP_AND_SWP, DtoOp::CompareSwap, 0, atomic(remote, compare, swap))
+                (o::IBV_WR_ATOMIC_CMP_AND_SWP, DtoOp::CompareSwap, 0, Some(remote), Some((compare, swap)))
             }
             RequestOp::FetchAdd { remote, add } => {
-                (o::IBV_WR_ATOMIC_FETCH_AND_ADD, DtoOp::FetchAdd, 0, atomic(remote, add, 0))
+                (o::IBV_WR_ATOMIC_FETCH_AND_ADD, DtoOp::FetchAdd, 0, Some(remote), Some((add, 0)))
             }
         };
         let mut send_flags = send_flags(flags, dto == DtoOp::Send);
@@ -209,6 +222,34 @@ impl Qp {
         let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
         let slot = SendSlot { cookie, length, op: dto, notify, signalled };
         let Some(seq) = self.conn.shared.rings(|r| r.sends.stage(slot)) else { return Err(full()) };
+        let rc = match (&self.direct, atomic) {
+            // SAFETY: `sg_list` holds `num_sge` segments (a caller's
+            // `ibv_sges`, or one `Sge`) of registered, readable memory; the
+            // core posts to a QP from one thread at a time.
+            (Some(queues), None) => unsafe {
+                let sges = std::slice::from_raw_parts(sg_list, num_sge as usize);
+                let remote = remote.map_or((0, 0), |r| (r.virtual_address, r.rmr_context));
+                queues.post_send(seq, opcode, send_flags, imm, remote, sges, length)
+            },
+            // An atomic's operands are more than an address and a key:
+            // librxe writes it.
+            _ => self.post_wr(seq, opcode, send_flags, imm, operands(remote, atomic), (sg_list, num_sge)),
+        };
+        self.finish_post(rc, |r| r.sends.commit())
+    }
+
+    /// Hand the request numbered `seq` to the provider's `post_send`, as
+    /// an `ibv_send_wr` built on the stack; its errno, or 0.
+    #[inline(always)]
+    fn post_wr(
+        &self,
+        seq: u64,
+        opcode: sys::ibv_wr_opcode::Type,
+        send_flags: u32,
+        imm: u32,
+        wr: sys::ibv_send_wr__bindgen_ty_2,
+        (sg_list, num_sge): (*mut sys::ibv_sge, i32),
+    ) -> i32 {
         let mut swr = MaybeUninit::<sys::ibv_send_wr>::uninit();
         let p = swr.as_mut_ptr();
         // SAFETY: each field written is in `swr`. Left unwritten are the
@@ -230,8 +271,7 @@ impl Qp {
         // `swr`, whose fields the opcode has the provider read are written,
         // and the segments it points at outlive the call, which only reads
         // them and may write `bad`.
-        let rc = unsafe { (self.entries.post_send)(self.raw, p, bad.as_mut_ptr()) };
-        self.finish_post(rc, |r| r.sends.commit())
+        unsafe { (self.entries.post_send)(self.raw, p, bad.as_mut_ptr()) }
     }
 
     /// A send of the UD QP to `dest` through `ah` (`wr.ud`); it completes
@@ -293,12 +333,22 @@ impl Qp {
     #[inline(always)]
     fn recv(&mut self, (sg_list, num_sge): (*mut sys::ibv_sge, i32), cookie: u64) -> DatResult<()> {
         let Some(seq) = self.conn.shared.rings(|r| r.recvs.stage(Some(cookie))) else { return Err(full()) };
-        let mut rwr = sys::ibv_recv_wr { wr_id: seq | RECV, next: std::ptr::null_mut(), sg_list, num_sge };
-        let mut bad = std::ptr::null_mut();
-        // SAFETY: the QP is live and the entry point is its provider's;
-        // `rwr` and the segments it points at outlive the call, which
-        // only reads them.
-        let rc = unsafe { (self.entries.post_recv)(self.raw, &mut rwr, &mut bad) };
+        let rc = match &self.direct {
+            Some(queues) => {
+                // SAFETY: `sg_list` holds `num_sge` segments (a caller's
+                // `ibv_sges`, or one `Sge`).
+                let sges = unsafe { std::slice::from_raw_parts(sg_list, num_sge as usize) };
+                queues.post_recv(seq | RECV, sges)
+            }
+            None => {
+                let mut rwr = sys::ibv_recv_wr { wr_id: seq | RECV, next: std::ptr::null_mut(), sg_list, num_sge };
+                let mut bad = std::ptr::null_mut();
+                // SAFETY: the QP is live and the entry point is its
+                // provider's; `rwr` and the segments it points at outlive
+                // the call, which only reads them.
+                unsafe { (self.entries.post_recv)(self.raw, &mut rwr, &mut bad) }
+            }
+        };
         self.finish_post(rc, |r| r.recvs.commit())
     }
 
@@ -449,7 +499,14 @@ impl Qp {
         self.recv_cq.pull();
         self.conn.shared.flush_sends(|c| self.send_cq.stash(c));
         self.conn.shared.flush_recvs(|c| self.recv_cq.stash(c));
-        self.conn.reset()
+        let reset = self.conn.reset();
+        if reset.is_err() {
+            // The QP may be left in RESET, whose receives librxe refuses
+            // (IBTA C10-97.2.1); it leaves RESET nowhere else, so a QP
+            // writing its queues in place never posts in that state.
+            self.direct = None;
+        }
+        reset
     }
 }
 
@@ -499,16 +556,6 @@ impl Drop for Ah {
     }
 }
 
-/// A request's remote operands for an opcode that has none: zeros, as
-/// providers read the first words of `wr` whatever the opcode (rxe reads
-/// `wr.rdma.remote_addr` for a send).
-#[inline(always)]
-fn no_remote() -> sys::ibv_send_wr__bindgen_ty_2 {
-    sys::ibv_send_wr__bindgen_ty_2 {
-        ud: sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 { ah: std::ptr::null_mut(), remote_qpn: 0, remote_qkey: 0 },
-    }
-}
-
 /// The `ibv_send_flags` of a post with the DAT `flags` (of which only
 /// `SUPPRESS`, `SOLICITED_WAIT` and `BARRIER_FENCE` reach the device;
 /// `SOLICITED_WAIT` only for a send, `solicits`).
@@ -536,27 +583,33 @@ fn send_flags(flags: CompletionFlags, solicits: bool) -> u32 {
     TABLE[(flags.0 & 0xf) as usize] & solicited
 }
 
-/// An RDMA request's remote operands.
+/// A request's remote operands (`ibv_send_wr.wr`): the remote buffer of
+/// an RDMA request, with an atomic's compare-or-add and swap operands;
+/// zeros for a send, as providers read the first words of `wr` whatever
+/// the opcode (rxe reads `wr.rdma.remote_addr` for a send).
 #[inline(always)]
-fn rdma(remote: RmrTriplet) -> sys::ibv_send_wr__bindgen_ty_2 {
-    sys::ibv_send_wr__bindgen_ty_2 {
-        rdma: sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
-            remote_addr: remote.virtual_address,
-            rkey: remote.rmr_context,
+fn operands(remote: Option<RmrTriplet>, atomic: Option<(u64, u64)>) -> sys::ibv_send_wr__bindgen_ty_2 {
+    match (remote, atomic) {
+        (Some(remote), Some((compare_add, swap))) => sys::ibv_send_wr__bindgen_ty_2 {
+            atomic: sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
+                remote_addr: remote.virtual_address,
+                compare_add,
+                swap,
+                rkey: remote.rmr_context,
+            },
         },
-    }
-}
-
-/// An atomic's remote operands: the 8 bytes at `remote`, the compare or
-/// add operand, and the swap operand.
-#[inline(always)]
-fn atomic(remote: RmrTriplet, compare_add: u64, swap: u64) -> sys::ibv_send_wr__bindgen_ty_2 {
-    sys::ibv_send_wr__bindgen_ty_2 {
-        atomic: sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_2 {
-            remote_addr: remote.virtual_address,
-            compare_add,
-            swap,
-            rkey: remote.rmr_context,
+        (Some(remote), None) => sys::ibv_send_wr__bindgen_ty_2 {
+            rdma: sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_1 {
+                remote_addr: remote.virtual_address,
+                rkey: remote.rmr_context,
+            },
+        },
+        (None, _) => sys::ibv_send_wr__bindgen_ty_2 {
+            ud: sys::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
+                ah: std::ptr::null_mut(),
+                remote_qpn: 0,
+                remote_qkey: 0,
+            },
         },
     }
 }

@@ -202,6 +202,49 @@ fn a_reset_straight_after_a_disconnect_loses_no_dto_and_the_ep_connects_again() 
     assert!(rig.p.evd_dequeue(client.dto).is_err(), "an old completion reached the new connection");
 }
 
+/// On soft-RoCE an RC QP's posts write the queues rdma_rxe maps, found
+/// in librxe's QP (`rxe.rs`): a librxe that keeps them elsewhere fails
+/// here, rather than quietly posting through librxe. Requests of each
+/// kind, inline and gathered, and receives complete as DAT says.
+#[test]
+fn on_soft_roce_posts_write_the_queues_in_place() {
+    assert!(device().starts_with("rxe"), "this test is for soft-RoCE; UDAT_RDMA_DEVICE names {}", device());
+    let mut rig = Rig::<Rxe>::new();
+    let mut attr = EpAttr::provider_default(&rig.attr);
+    attr.max_recv_iov = 2;
+    attr.max_request_iov = 2;
+    let (client, server) = (rig.side_with(Some(&attr)), rig.side_with(Some(&attr)));
+    rig.connect(client, server, PORT + 13, b"", b"");
+    let (found, missed) = udat_verbs::rxe_queues_found();
+    assert!(found >= 2 && missed == 0, "QPs posting in place: {found}, through librxe: {missed}");
+    let mut src = rig.buf(8192, MemPriv::ALL);
+    let dst = rig.buf(8192, MemPriv::ALL);
+    let back = rig.buf(4096, MemPriv::ALL);
+    for (i, b) in src.mem.iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+    rig.p.ep_post_recv(server.ep, &[dst.seg(0, 32), dst.seg(4096, 4064)], 1, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_recv(server.ep, &[dst.seg(0, 64)], 2, CompletionFlags::DEFAULT).unwrap();
+    // A send gathered from two segments, then one inline.
+    rig.p.ep_post_send(client.ep, &[src.seg(0, 32), src.seg(32, 4064)], 10, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (10, DtoStatus::Success, 4096, DtoOp::Send));
+    assert_eq!(rig.dto(server.dto), (1, DtoStatus::Success, 4096, DtoOp::Receive));
+    assert!(dst.mem[..32] == src.mem[..32] && dst.mem[4096..8160] == src.mem[32..4096], "the send's bytes scattered");
+    rig.p.ep_post_send(client.ep, &[src.seg(100, 40)], 11, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (11, DtoStatus::Success, 40, DtoOp::Send));
+    assert_eq!(rig.dto(server.dto), (2, DtoStatus::Success, 40, DtoOp::Receive));
+    assert_eq!(dst.mem[..40], src.mem[100..140], "the inline send's bytes");
+    // An RDMA write, inline, and 4 KiB read back.
+    rig.p.ep_post_rdma_write(client.ep, &[src.seg(200, 48)], 12, &dst.remote(0, 48), CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(client.dto), (12, DtoStatus::Success, 48, DtoOp::RdmaWrite));
+    assert_eq!(dst.mem[..48], src.mem[200..248], "the inline write's bytes");
+    rig.p
+        .ep_post_rdma_read(client.ep, &[back.seg(0, 4096)], 13, &dst.remote(4096, 4096), CompletionFlags::DEFAULT)
+        .unwrap();
+    assert_eq!(rig.dto(client.dto), (13, DtoStatus::Success, 4096, DtoOp::RdmaRead));
+    assert_eq!(back.mem[..], dst.mem[4096..], "the read's bytes");
+}
+
 /// Set in the child that [`a_registration_past_rlimit_memlock_is_insufficient_resources`]
 /// starts: the half of the test that runs under the lowered limit.
 const MEMLOCK_CHILD: &str = "UDAT_TEST_MEMLOCK_CHILD";

@@ -25,6 +25,7 @@ use udat_core::{
 };
 
 use crate::qp_shared::QpShared;
+use crate::rxe;
 use crate::status::{dat_error, dto_status, errno};
 use crate::sys;
 use crate::wr::RECV;
@@ -157,6 +158,10 @@ pub(crate) struct CqShared {
     ctx: *mut sys::ibv_context,
     /// The provider's `poll_cq`, read once (`sys::PostEntries`).
     poll_cq: sys::PollCq,
+    /// On soft-RoCE, the CQ's queue as rdma_rxe maps it, which a poll
+    /// reads in place of `poll_cq` (`rxe`); found again after a resize,
+    /// which maps a new one.
+    ring: Cell<Option<rxe::CqRing>>,
     /// Used by one thread at a time, in [`CqShared::early`] alone.
     early: UnsafeCell<Early>,
     /// The QPs reporting here, by QP number.
@@ -169,7 +174,14 @@ pub(crate) struct CqShared {
 }
 
 impl CqShared {
-    pub fn create(ctx: *mut sys::ibv_context, channel: *mut sys::ibv_comp_channel, entries: u32) -> DatResult<Self> {
+    /// A CQ of at least `entries` on `ctx`, whose device is soft-RoCE's if
+    /// `rxe`, notifying `channel` (possibly null).
+    pub fn create(
+        ctx: *mut sys::ibv_context,
+        channel: *mut sys::ibv_comp_channel,
+        entries: u32,
+        rxe: bool,
+    ) -> DatResult<Self> {
         let entries = i32::try_from(entries.max(1)).map_err(|_| DatError::invalid_arg(2))?;
         // SAFETY: `ctx` is open and `channel` (possibly null) belongs to it.
         let cq = unsafe { sys::ibv_create_cq(ctx, entries, std::ptr::null_mut(), channel, 0) };
@@ -181,6 +193,8 @@ impl CqShared {
             ctx,
             // SAFETY: the CQ was just created.
             poll_cq: unsafe { sys::poll_cq_entry(cq) },
+            // SAFETY: the CQ was just created, on rdma_rxe if `rxe`.
+            ring: Cell::new(if rxe { unsafe { rxe::CqRing::find(cq) } } else { None }),
             early: UnsafeCell::new(Early::default()),
             qps: QpTable::default(),
             armed: Cell::new(false),
@@ -303,9 +317,7 @@ impl CqShared {
     /// where the provider wrote it.
     #[inline(always)]
     fn poll_one<'w>(&self, wc: &'w mut MaybeUninit<sys::ibv_wc>) -> Option<&'w sys::ibv_wc> {
-        // SAFETY: the CQ is live while `self` is, the entry point is its
-        // provider's, and `wc` has room for one.
-        if unsafe { (self.poll_cq)(self.cq, 1, wc.as_mut_ptr()) } <= 0 {
+        if self.poll_into(std::slice::from_mut(wc)) == 0 {
             return None;
         }
         // SAFETY: the provider wrote the one entry.
@@ -391,10 +403,7 @@ impl CqShared {
         // Left uninitialised: an empty poll, the common case, should not
         // pay for clearing 16 work completions.
         let mut wc = [const { MaybeUninit::<sys::ibv_wc>::uninit() }; BATCH];
-        let want = out.len().min(BATCH) as i32;
-        // SAFETY: the CQ is live while `self` is, the entry point is its
-        // provider's, and `wc` has room for `want`.
-        let got = unsafe { (self.poll_cq)(self.cq, want, wc.as_mut_ptr().cast()) }.clamp(0, want) as usize;
+        let got = self.poll_into(&mut wc[..out.len().min(BATCH)]);
         // SAFETY: the provider wrote the first `got` entries.
         let wc = unsafe { std::slice::from_raw_parts(wc.as_ptr().cast::<sys::ibv_wc>(), got) };
         let mut n = 0;
@@ -408,10 +417,32 @@ impl CqShared {
         n
     }
 
+    /// Up to `wc.len()` work completions from the device into `wc`: read
+    /// from rdma_rxe's queue, or through the provider's `poll_cq`; how
+    /// many.
+    #[inline(always)]
+    fn poll_into(&self, wc: &mut [MaybeUninit<sys::ibv_wc>]) -> usize {
+        if let Some(ring) = self.ring.get() {
+            return ring.poll(wc);
+        }
+        let want = wc.len() as i32;
+        // SAFETY: the CQ is live while `self` is, the entry point is its
+        // provider's, and `wc` has room for `want`.
+        unsafe { (self.poll_cq)(self.cq, want, wc.as_mut_ptr().cast()) }.clamp(0, want) as usize
+    }
+
     pub fn resize(&self, entries: u32) -> DatResult<()> {
         let entries = i32::try_from(entries.max(1)).map_err(|_| DatError::invalid_arg(2))?;
         // SAFETY: the CQ is live.
-        crate::status::check(unsafe { sys::ibv_resize_cq(self.cq, entries) })
+        let resized = crate::status::check(unsafe { sys::ibv_resize_cq(self.cq, entries) });
+        if self.ring.get().is_some() {
+            // librxe mapped a new queue (or, failing, none), and unmapped
+            // the one kept.
+            // SAFETY: the CQ is live, on rdma_rxe, and no poll runs: the
+            // caller holds the CQ as a poll does.
+            self.ring.set(unsafe { rxe::CqRing::find(self.cq) });
+        }
+        resized
     }
 }
 

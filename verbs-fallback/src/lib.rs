@@ -187,7 +187,7 @@ impl Backend for Verbs {
     }
 
     fn cq_create(&mut self, ia: &mut Ia, min_entries: u32, tag: u64) -> DatResult<Cq> {
-        let shared = Rc::new(CqShared::create(ia.0.ctx, ia.0.comp, min_entries)?);
+        let shared = Rc::new(CqShared::create(ia.0.ctx, ia.0.comp, min_entries, ia.0.rxe())?);
         ia.0.cqs.borrow_mut().push(shared.clone());
         ia.0.errors.name_cq(shared.cq, tag);
         Ok(Cq { shared, ia: ia.0.clone() })

@@ -93,7 +93,7 @@ impl Qp {
         // whose completions nobody hears.
         let own_cq = |given: Option<Rc<CqShared>>, entries: u32| match given {
             Some(cq) => Ok(cq),
-            None => CqShared::create(ia.ctx, std::ptr::null_mut(), entries.max(1)).map(Rc::new),
+            None => CqShared::create(ia.ctx, std::ptr::null_mut(), entries.max(1), ia.rxe()).map(Rc::new),
         };
         let send_cq = own_cq(spec.send_cq, spec.cap.max_send_wr)?;
         let recv_cq = own_cq(spec.recv_cq, spec.cap.max_recv_wr)?;

@@ -28,14 +28,15 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::sys;
 
-/// Soft-RoCE RC QPs of this process whose queues [`Queues::find`] found,
-/// and those it did not.
+/// Soft-RoCE RC QPs and CQs of this process whose queues
+/// [`Queues::find`] and [`CqRing::find`] found, and those they did not.
 static FOUND: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 
-/// How many of this process's RC QPs on soft-RoCE post in place, and how
-/// many through librxe because their queues were not found: a test on
-/// rxe asserts the second is zero, so that a librxe whose layout differs
-/// shows up as a failure rather than as a slower post.
+/// How many of this process's RC QPs and CQs on soft-RoCE reach their
+/// queues in place, and how many through librxe because their queues were
+/// not found: a test on rxe asserts the second is zero, so that a librxe
+/// whose layout differs shows up as a failure rather than as a slower
+/// post or poll.
 pub fn queues_found() -> (u64, u64) {
     (FOUND[0].load(Ordering::Relaxed), FOUND[1].load(Ordering::Relaxed))
 }
@@ -77,8 +78,13 @@ mod recv_wqe {
 /// `struct rxe_sge` is `struct ibv_sge`: address, length, key.
 const SGE_BYTES: usize = 16;
 
+/// A CQ's entry, `struct ib_uverbs_wc`, is `struct ibv_wc`, which
+/// librxe's `poll_cq` copies it into.
+const WC_BYTES: usize = std::mem::size_of::<sys::ibv_wc>();
+const _: () = assert!(WC_BYTES == 48);
+
 /// One mapped queue: its header and ring.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Queue {
     base: *mut u8,
     /// `index_mask`: slots less one.
@@ -175,9 +181,7 @@ impl Queues {
     /// `qp` is a live QP of rdma_rxe, made through libibverbs.
     pub(crate) unsafe fn find(qp: *mut sys::ibv_qp, cap: &sys::ibv_qp_cap, srq: bool) -> Option<Queues> {
         // SAFETY: the caller's contract.
-        let found = unsafe { Queues::look(qp, cap, srq) };
-        FOUND[usize::from(found.is_none())].fetch_add(1, Ordering::Relaxed);
-        found
+        counted(unsafe { Queues::look(qp, cap, srq) })
     }
 
     /// [`Queues::find`]'s search.
@@ -355,6 +359,88 @@ impl Queues {
             crate::status::errno()
         }
     }
+}
+
+/// A CQ's queue as rdma_rxe maps it, which a poll reads in place of
+/// librxe's `poll_cq`: librxe's `rxe_cq` keeps the queue's `mminfo` and
+/// then the queue right after its `verbs_cq`, found and checked as a
+/// QP's queues are.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CqRing(Queue);
+
+impl CqRing {
+    /// The queue of `cq`, or `None` unless found and checked.
+    ///
+    /// # Safety
+    /// `cq` is a live CQ of rdma_rxe, made through libibverbs, and no
+    /// poll of it runs meanwhile.
+    pub(crate) unsafe fn find(cq: *mut sys::ibv_cq) -> Option<CqRing> {
+        // SAFETY: the caller's contract.
+        counted(unsafe { CqRing::look(cq) })
+    }
+
+    /// [`CqRing::find`]'s search.
+    ///
+    /// # Safety
+    /// As [`CqRing::find`].
+    unsafe fn look(cq: *mut sys::ibv_cq) -> Option<CqRing> {
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        // SAFETY: `cq` is the start of librxe's `calloc`ed `rxe_cq`.
+        let bytes = unsafe { libc::malloc_usable_size(cq.cast()) };
+        // SAFETY: `cq` is live.
+        let entries = u32::try_from(unsafe { (*cq).cqe }).ok()?;
+        let mut at = std::mem::size_of::<sys::ibv_cq>();
+        while at + 24 <= bytes {
+            // SAFETY: the 24 bytes at `at` lie in the allocation.
+            let (offset, size, queue) = unsafe {
+                let p = cq.cast::<u8>().add(at);
+                (
+                    p.cast::<u64>().read_unaligned(),
+                    p.add(8).cast::<u32>().read_unaligned(),
+                    p.add(16).cast::<u64>().read_unaligned(),
+                )
+            };
+            let mi = MmInfo { offset, size };
+            if mapped(&maps, queue, mi) {
+                // SAFETY: a live mapping of `size` bytes (`mapped`).
+                return unsafe { Queue::at(queue as *mut u8, size as usize, entries, WC_BYTES) }.map(CqRing);
+            }
+            at += 8;
+        }
+        None
+    }
+
+    /// Take up to `out.len()` work completions, oldest first, as
+    /// librxe's `poll_cq` takes them; how many.
+    #[inline(always)]
+    pub(crate) fn poll(&self, out: &mut [std::mem::MaybeUninit<sys::ibv_wc>]) -> usize {
+        let q = &self.0;
+        let mut consumer = q.index(CONSUMER).load(Ordering::Relaxed);
+        let producer = q.index(PRODUCER).load(Ordering::Acquire);
+        let mut n = 0;
+        while n < out.len() && consumer != producer {
+            // SAFETY: `consumer & mask` is a slot of the ring, which lies
+            // in the mapping and holds a whole work completion
+            // (`Queue::at`); the kernel wrote it before it moved the
+            // producer index this thread read with acquire ordering.
+            unsafe {
+                let entry = q.base.add(HEADER + (((consumer & q.mask) as usize) << q.log2));
+                std::ptr::copy_nonoverlapping(entry, out[n].as_mut_ptr().cast::<u8>(), WC_BYTES);
+            }
+            consumer = consumer.wrapping_add(1) & q.mask;
+            n += 1;
+        }
+        if n > 0 {
+            q.index(CONSUMER).store(consumer, Ordering::Release);
+        }
+        n
+    }
+}
+
+/// `found`, counted in [`FOUND`].
+fn counted<T>(found: Option<T>) -> Option<T> {
+    FOUND[usize::from(found.is_none())].fetch_add(1, Ordering::Relaxed);
+    found
 }
 
 /// `IB_USER_VERBS_CMD_POST_SEND` of `<rdma/ib_user_verbs.h>`.
@@ -545,6 +631,31 @@ mod tests {
         // SAFETY: as above.
         let too_long = unsafe { qs.post_send(7, 0, flags, 0, (0, 0), &sges, 65) };
         assert_eq!(too_long, libc::EINVAL, "more inline data than the QP takes");
+    }
+
+    #[test]
+    fn completions_are_taken_oldest_first_and_the_consumer_index_follows() {
+        let mut mem = ring(4, 6);
+        let base = mem.as_mut_ptr().cast::<u8>();
+        // SAFETY: `base` holds the ring.
+        let cq = CqRing(unsafe { Queue::at(base, mem.len() * 8, 3, WC_BYTES) }.unwrap());
+        let mut out = [const { std::mem::MaybeUninit::<sys::ibv_wc>::uninit() }; 4];
+        assert_eq!(cq.poll(&mut out), 0, "nothing produced");
+        for (slot, wr_id) in [(3u32, 30u64), (0, 40), (1, 50)] {
+            // SAFETY: the slot's first word, inside the ring.
+            unsafe { base.add(HEADER + ((slot as usize) << 6)).cast::<u64>().write(wr_id) };
+        }
+        // The kernel produced three, starting at slot 3: the ring wraps.
+        cq.0.index(CONSUMER).store(3, Ordering::Relaxed);
+        cq.0.index(PRODUCER).store(2, Ordering::Release);
+        assert_eq!(cq.poll(&mut out[..2]), 2);
+        // SAFETY: `poll` wrote the first two.
+        assert_eq!(unsafe { (out[0].assume_init_ref().wr_id, out[1].assume_init_ref().wr_id) }, (30, 40));
+        assert_eq!(cq.0.index(CONSUMER).load(Ordering::Relaxed), 1);
+        assert_eq!(cq.poll(&mut out), 1);
+        // SAFETY: as above.
+        assert_eq!(unsafe { out[0].assume_init_ref().wr_id }, 50);
+        assert_eq!(cq.poll(&mut out), 0, "consumer met producer");
     }
 
     impl Queues {

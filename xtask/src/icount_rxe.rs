@@ -15,10 +15,10 @@
 //! (count at 2K − count at K) / K, so that what the setup collects
 //! cancels. A post's covers libdat2's dispatcher, the provider's post, and
 //! librxe's post_send or post_recv (`ibv_post_send` and `ibv_post_recv`
-//! are inline) with the libc it calls, or, for udat, whose posts write
-//! rxe's queues in place, the libc udat calls: for a request, the `write`
-//! that rings the kernel, not the kernel's side of it. Reaping
-//! completions is outside the counted post.
+//! are inline) with the libc it calls, or, for udat, whose posts and
+//! polls reach rxe's queues in place, the libc udat calls: for a request,
+//! the system call that rings the kernel, not the kernel's side of it.
+//! Reaping completions is outside the counted post.
 //!
 //! rxe completes a request after its post returns, so the dequeue runs
 //! the bench with `-w`: each counted `dat_evd_dequeue` is made after the
@@ -56,25 +56,15 @@ struct Provider {
     /// The start of its library's file name.
     library: &'static str,
     what: &'static str,
-    /// Whether its posts write rxe's queues in place rather than through
-    /// librxe (udat's, docs/design.md): librxe must then not run in a
-    /// post, so a post that fell back to librxe fails the run.
-    posts_in_place: bool,
+    /// Whether its posts and polls reach rxe's queues in place rather
+    /// than through librxe (udat's, docs/design.md): librxe must then not
+    /// run in its calls, so a call that fell back to librxe fails the run.
+    in_place: bool,
 }
 
 const PROVIDERS: [Provider; 2] = [
-    Provider {
-        ia: "ofa",
-        library: "libdaplofa.so",
-        what: "OFA dapl 2.1 cma (libdaplofa) on rxe",
-        posts_in_place: false,
-    },
-    Provider {
-        ia: "udat",
-        library: "libudat_dapl.so",
-        what: "udat's plug-in (libudat_dapl) on rxe",
-        posts_in_place: true,
-    },
+    Provider { ia: "ofa", library: "libdaplofa.so", what: "OFA dapl 2.1 cma (libdaplofa) on rxe", in_place: false },
+    Provider { ia: "udat", library: "libudat_dapl.so", what: "udat's plug-in (libudat_dapl) on rxe", in_place: true },
 ];
 
 /// An operation of the C bench, measured with each provider.
@@ -292,7 +282,7 @@ const TOP: usize = 5;
 impl Call {
     /// The figures from the provider's runs of `op` at K and 2K, which
     /// must include the provider's own part, and librxe's unless the
-    /// provider posts in place.
+    /// provider reaches rxe's queues in place.
     fn of(provider: &'static Provider, op: &'static Op, runs: &BTreeMap<RunKey, Run>) -> Result<Call, String> {
         let run = |k: u64| {
             runs.get(&(provider.ia.to_string(), op.op.to_string(), k))
@@ -311,9 +301,8 @@ impl Call {
             other: part(Part::Other),
             top: top_inclusive(at_k, at_2k, op.call),
         };
-        let in_place = provider.posts_in_place && op.call.starts_with("dat_ep_post");
-        if call.libdat2 <= 0.0 || call.library <= 0.0 || (call.librxe <= 0.0) != in_place {
-            let librxe = if in_place { "not librxe" } else { "librxe" };
+        if call.libdat2 <= 0.0 || call.library <= 0.0 || (call.librxe <= 0.0) != provider.in_place {
+            let librxe = if provider.in_place { "not librxe" } else { "librxe" };
             return Err(format!(
                 "{}: libdat2 and {}, and {librxe}, must run in `{}` (per call: {:.1}, {:.1}, {:.1})",
                 provider.ia, provider.library, op.call, call.libdat2, call.library, call.librxe

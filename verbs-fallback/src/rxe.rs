@@ -1,28 +1,33 @@
-//! Soft-RoCE's work queues, written in place.
+//! Soft-RoCE's queues, written and read in place.
 //!
-//! rdma_rxe shares each QP's send and receive queue with user space: a
-//! header of producer and consumer indices, then a power-of-two ring of
-//! work queue entries (`<rdma/rdma_user_rxe.h>`: `rxe_queue_buf`,
-//! `rxe_send_wqe`, `rxe_recv_wqe`). librxe's `post_send` writes the next
-//! entry, moves the producer index with release ordering and rings the
-//! kernel with an empty `IB_USER_VERBS_CMD_POST_SEND` (`write(2)` on the
+//! rdma_rxe shares each QP's send and receive queue, and each CQ's queue,
+//! with user space: a header of producer and consumer indices, then a
+//! power-of-two ring of entries (`<rdma/rdma_user_rxe.h>`:
+//! `rxe_queue_buf`, `rxe_send_wqe`, `rxe_recv_wqe`; a CQ's entries are
+//! `struct ib_uverbs_wc`). librxe's `post_send` writes the next entry,
+//! moves the producer index with release ordering and rings the kernel
+//! with an empty `IB_USER_VERBS_CMD_POST_SEND` (`write(2)` on the
 //! context's command file); its `post_recv` writes and moves the index
-//! alone. Those formats are the kernel's ABI. Where librxe keeps the two
-//! mapped queues is not: they are the `rxe_wq`s of its private `rxe_qp`,
-//! behind the `ibv_qp`. So [`Queues::find`] looks for them there by what
-//! it knows of them: each mapping's information (`mminfo`) and queue
-//! pointer, and the limits the QP was created with, where librxe's
-//! `map_queue_pair` puts them; then it checks that each pointer is
-//! exactly a shared mapping of the device's command file at that
-//! information's offset (`/proc/self/maps`), and that each header's ring
-//! holds the QP's work requests. Anything amiss, and the QP posts
-//! through librxe's entry points, as any other provider's QP does.
+//! alone; its `poll_cq` copies entries up to the kernel's producer index
+//! and moves the consumer index. Those formats are the kernel's ABI.
+//! Where librxe keeps the mapped queues is not: they are in its private
+//! `rxe_qp` and `rxe_cq`, behind the `ibv_qp` and `ibv_cq`. So
+//! [`Queues::find`] and [`CqRing::find`] look for them there by what they
+//! know of them: each mapping's information (`mminfo`) and queue pointer,
+//! and for a QP the limits it was created with, where librxe's
+//! `map_queue_pair` and `rxe_create_cq` put them; then they check that
+//! each pointer is exactly a shared mapping of the device's command file
+//! at that information's offset (`/proc/self/maps`), and that each
+//! header's ring holds the QP's work requests or the CQ's entries.
+//! Anything amiss, and the QP or CQ goes through librxe's entry points, as
+//! any other provider's does.
 //!
 //! A post here writes what librxe's `init_send_wqe` and
 //! `rxe_post_one_recv` write, from the request's scalars, with no
 //! `ibv_send_wr` in between, and makes the doorbell's system call itself.
-//! Posts to one QP are never concurrent (the core holds the EP, alone or
-//! under its lock), as librxe's spin lock ensures for its own.
+//! Posts to one QP, and polls of one CQ, are never concurrent (the core
+//! holds the EP or the EVD, alone or under its lock), as librxe's spin
+//! locks ensure for its own.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -116,8 +121,8 @@ impl Queue {
     /// The index word at `offset` of the header.
     #[inline(always)]
     fn index(&self, offset: usize) -> &AtomicU32 {
-        // SAFETY: the header is mapped as long as the QP lives, and its
-        // index words are 4-aligned (the mapping is page-aligned); the
+        // SAFETY: the header is mapped as long as its QP or CQ lives, and
+        // its index words are 4-aligned (the mapping is page-aligned); the
         // kernel reads and writes them as atomics too.
         unsafe { AtomicU32::from_ptr(self.base.add(offset).cast()) }
     }

@@ -320,7 +320,7 @@ impl CqShared {
         if self.poll_into(std::slice::from_mut(wc)) == 0 {
             return None;
         }
-        // SAFETY: the provider wrote the one entry.
+        // SAFETY: `poll_into` wrote the one entry.
         Some(unsafe { wc.assume_init_ref() })
     }
 
@@ -404,7 +404,7 @@ impl CqShared {
         // pay for clearing 16 work completions.
         let mut wc = [const { MaybeUninit::<sys::ibv_wc>::uninit() }; BATCH];
         let got = self.poll_into(&mut wc[..out.len().min(BATCH)]);
-        // SAFETY: the provider wrote the first `got` entries.
+        // SAFETY: `poll_into` wrote the first `got` entries.
         let wc = unsafe { std::slice::from_raw_parts(wc.as_ptr().cast::<sys::ibv_wc>(), got) };
         let mut n = 0;
         for w in wc {

@@ -248,7 +248,7 @@ impl IaShared {
     }
 
     /// Whether the device is soft-RoCE's (vendor `0xffffff`), whose queues
-    /// a post may write in place (`rxe`).
+    /// posts and polls may reach in place (`rxe`).
     pub(crate) fn rxe(&self) -> bool {
         self.device.vendor_id == RXE_VENDOR_ID
     }

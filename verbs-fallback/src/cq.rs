@@ -314,7 +314,7 @@ impl CqShared {
     }
 
     /// One work completion from the device into `wc`, if it has one; read
-    /// where the provider wrote it.
+    /// where [`CqShared::poll_into`] wrote it.
     #[inline(always)]
     fn poll_one<'w>(&self, wc: &'w mut MaybeUninit<sys::ibv_wc>) -> Option<&'w sys::ibv_wc> {
         if self.poll_into(std::slice::from_mut(wc)) == 0 {

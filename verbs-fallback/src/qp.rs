@@ -229,7 +229,7 @@ impl Qp {
             (Some(queues), None) => unsafe {
                 let sges = std::slice::from_raw_parts(sg_list, num_sge as usize);
                 let remote = remote.map_or((0, 0), |r| (r.virtual_address, r.rmr_context));
-                queues.post_send(seq, opcode, send_flags, imm, remote, sges, length)
+                queues.post_send(seq, opcode, send_flags, imm, remote, sges)
             },
             // An atomic's operands are more than an address and a key:
             // librxe writes it.

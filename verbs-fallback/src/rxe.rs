@@ -258,14 +258,15 @@ impl Queues {
     /// Post a request as librxe's `post_send` would: `opcode` and
     /// `send_flags` are `ibv_send_wr`'s, `ex` its immediate data or key
     /// to invalidate, `remote` the remote address and key (zeros for a
-    /// send); the data inline if `send_flags` says so. Returns what
+    /// send); the data inline if `send_flags` says so. Its length is the
+    /// segments', summed here as librxe sums them, so that the inline
+    /// bound holds for what is copied. Returns what
     /// `post_send` would: 0, or an errno.
     ///
     /// # Safety
     /// Each segment of `sges` is readable for its length where the flags
     /// ask for inline data; nothing else posts to the QP meanwhile.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn post_send(
         &self,
         wr_id: u64,
@@ -274,9 +275,9 @@ impl Queues {
         ex: u32,
         (remote_addr, rkey): (u64, u32),
         sges: &[sys::ibv_sge],
-        length: u32,
     ) -> i32 {
         let inline = send_flags & sys::ibv_send_flags::IBV_SEND_INLINE.0 != 0;
+        let length = sges.iter().fold(0u32, |n, s| n.saturating_add(s.length));
         if sges.len() > self.max_send_sge as usize || (inline && length > self.max_inline) {
             return libc::EINVAL;
         }
@@ -617,7 +618,7 @@ mod tests {
         let sges = [sys::ibv_sge { addr: data.as_ptr() as u64, length: data.len() as u32, lkey: 3 }];
         let flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0 | sys::ibv_send_flags::IBV_SEND_INLINE.0;
         // SAFETY: the segment's data is readable; no other poster.
-        let rc = unsafe { qs.post_send(6, sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE, flags, 0, (0xabc0, 77), &sges, 11) };
+        let rc = unsafe { qs.post_send(6, sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE, flags, 0, (0xabc0, 77), &sges) };
         assert_eq!(rc, libc::EBADF, "the doorbell is a write to the command file, here none");
         let entry = |at: usize, n: usize| {
             // SAFETY: inside the first entry.
@@ -633,8 +634,10 @@ mod tests {
         assert_eq!([word(184), word(188), word(192), word(196), word(200)], [11, 11, 0, 1, 0]);
         assert_eq!(entry(send_wqe::SGE, 11), data, "the data inline");
         assert_eq!(qs.send.index(PRODUCER).load(Ordering::Relaxed), 1, "published before the doorbell");
+        let long = [0u8; 65];
+        let sges = [sys::ibv_sge { addr: long.as_ptr() as u64, length: 65, lkey: 3 }];
         // SAFETY: as above.
-        let too_long = unsafe { qs.post_send(7, 0, flags, 0, (0, 0), &sges, 65) };
+        let too_long = unsafe { qs.post_send(7, 0, flags, 0, (0, 0), &sges) };
         assert_eq!(too_long, libc::EINVAL, "more inline data than the QP takes");
     }
 

@@ -11,8 +11,8 @@ use std::os::fd::RawFd;
 
 use udat_core::types::EvdFlags;
 use udat_core::{
-    CnoHandle, CnoParam, DatError, DatResult, ErrorType, EvdHandle, EvdParam, Event, EventData, Storage, CNO_FIELD_ALL,
-    EVD_FIELD_ALL,
+    CnoHandle, CnoParam, DatError, DatResult, ErrorType, EvdHandle, EvdParam, Event, EventData, Passed, Storage,
+    CNO_FIELD_ALL, EVD_FIELD_ALL,
 };
 
 use crate::memory::Seg;
@@ -98,19 +98,19 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         // no local memory: each lent one holds the lane of its EVD
         // (`Ia::lent_post`). Its events are the core's as they are.
         let raw = evd.handle().raw();
-        if let Some(event) = self.provider.lane_dequeue(raw.index(), |g| g == raw.generation()) {
-            return Ok(event);
+        match self.provider.lane_dequeue(raw.index(), |g| g == raw.generation()) {
+            Ok(event) => Ok(event),
+            Err(passed) => self.evd_dequeue_ordinary(evd, passed),
         }
-        self.evd_dequeue_ordinary(evd)
     }
 
-    /// [`Ia::evd_dequeue`] past the lane: an empty EVD answered without
-    /// the ordinary dequeue when it may be; a completion of a DTO that
-    /// wrote local memory gives its cookie and segment back.
+    /// [`Ia::evd_dequeue`] past the lane: an empty EVD answered as the
+    /// lane found it ([`Passed::Empty`]), without the ordinary dequeue; a
+    /// completion of a DTO that wrote local memory gives its cookie and
+    /// segment back.
     #[inline(never)]
-    fn evd_dequeue_ordinary(&mut self, evd: &Evd<'id>) -> DatResult<Event> {
-        let raw = evd.handle().raw();
-        if self.provider.lane_dequeue_is_empty(raw.index(), |g| g == raw.generation()) {
+    fn evd_dequeue_ordinary(&mut self, evd: &Evd<'id>, passed: Passed) -> DatResult<Event> {
+        if passed == Passed::Empty {
             return Err(DatError::of(ErrorType::QueueEmpty));
         }
         let mut event = self.provider.evd_dequeue_ordinary(evd.handle())?;

@@ -273,6 +273,17 @@ pub enum Shared<T> {
     NeedsExclusive,
 }
 
+/// Why a dequeue's lane took nothing from a CQ ([`Backend::cq_lane`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Untaken {
+    /// The CQ holds nothing: [`Backend::cq_poll`] would now find nothing
+    /// and change nothing.
+    Empty,
+    /// An entry the lane leaves to [`Backend::cq_poll`], or one `accept`
+    /// refused; or a transport with no lane. The ordinary dequeue decides.
+    Declined,
+}
+
 /// What the next CQE of a CQ is for, as [`Backend::cq_take_shared`]
 /// shows it before it takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -643,31 +654,22 @@ pub trait Backend {
     /// next entry of `cq` makes, shown to `accept` before anything is
     /// consumed. If `accept` takes it, the entry is consumed exactly as
     /// [`Backend::cq_poll`] would have consumed it, and the completion
-    /// comes back with what `accept` returned. `None` when the CQ is
-    /// empty, `accept` refused, or the entry is one the transport leaves
-    /// to `cq_poll` (an error, an SRQ's receive, a request that retires
-    /// others with it): nothing a caller can see has changed (the entry is
-    /// where `cq_poll` takes it first), and the ordinary dequeue decides.
-    /// Like [`Backend::post_one`], it must not panic, and a transport may
-    /// offer no lane at all.
+    /// comes back with what `accept` returned. Otherwise nothing a caller
+    /// can see has changed (the entry is where `cq_poll` takes it first),
+    /// and [`Untaken`] says why: [`Untaken::Empty`] only where `cq_poll`
+    /// would find nothing either (a transport that cannot tell cheaply
+    /// says [`Untaken::Declined`], and the ordinary dequeue polls), and
+    /// [`Untaken::Declined`] where `accept` refused or the entry is one
+    /// the transport leaves to `cq_poll` (an error, an SRQ's receive, a
+    /// request that retires others with it). Like [`Backend::post_one`],
+    /// it must not panic, and a transport may offer no lane at all.
     #[inline(always)]
     fn cq_lane<G>(
         &mut self,
         _cq: &mut Self::Cq,
         _accept: impl FnOnce(&Completion) -> Option<G>,
-    ) -> Option<(Completion, G)> {
-        None
-    }
-
-    /// Whether [`Backend::cq_poll`] of `cq` would now find nothing and
-    /// change nothing. Asked only straight after a [`Backend::cq_lane`] of
-    /// `cq` that took nothing, to answer `DAT_QUEUE_EMPTY` without the
-    /// ordinary dequeue, so a transport may answer from what that lane
-    /// saw. `false` when the transport cannot tell cheaply: the ordinary
-    /// dequeue then polls.
-    #[inline(always)]
-    fn cq_is_empty(&mut self, _cq: &mut Self::Cq) -> bool {
-        false
+    ) -> Result<(Completion, G), Untaken> {
+        Err(Untaken::Declined)
     }
     /// Bind `mw` to `sge` of `mr` through `qp`'s send queue and return the
     /// new remote key; with no `mr`, unbind it. The completion carries

@@ -98,7 +98,7 @@ pub use call::cno::{CnoParam, CnoStep, CnoWait, CNO_FIELD_ALL};
 pub use call::cr::{CrParam, CR_FIELD_ALL};
 pub use call::csp::{CspParam, CSP_FIELD_ALL};
 pub use call::ep::{EpChanges, EpParam, VALUE_UNKNOWN};
-pub use call::evd::{EvdParam, EvdState, EvdWait, WaitStep, CM_LOOK_US, EVD_FIELD_ALL};
+pub use call::evd::{EvdParam, EvdState, EvdWait, Passed, WaitStep, CM_LOOK_US, EVD_FIELD_ALL};
 pub use call::ia::{AsyncEvd, AsyncEvdRef};
 pub use call::lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
 pub use call::post::{poster, shared};

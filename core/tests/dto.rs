@@ -227,11 +227,11 @@ fn a_peer_disconnect_flushes_the_dtos_of_a_consumer_that_only_dequeues() {
 }
 
 #[test]
-fn an_empty_evd_is_answered_past_the_lane_only_while_no_look_at_connection_events_is_due() {
+fn an_empty_evd_is_answered_by_the_lane_only_while_no_look_at_connection_events_is_due() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let raw = fx.dto_evd.raw();
-    let empty = |fx: &mut Fx| fx.p.lane_dequeue_is_empty(raw.index(), |g| g == raw.generation());
+    let empty = |fx: &mut Fx| fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()) == Err(Passed::Empty);
     // The ordinary dequeue of an empty EVD takes a look if one is due;
     // until the next is due, the EVD is answered as empty without it.
     assert_eq!(ty(fx.p.evd_dequeue_ordinary(fx.dto_evd)), ErrorType::QueueEmpty);
@@ -243,13 +243,13 @@ fn an_empty_evd_is_answered_past_the_lane_only_while_no_look_at_connection_event
     assert_eq!(ty(fx.p.evd_dequeue_ordinary(fx.dto_evd)), ErrorType::QueueEmpty);
     assert!(empty(&mut fx));
     // A stale handle is never answered.
-    assert!(!fx.p.lane_dequeue_is_empty(raw.index(), |g| g == raw.generation().wrapping_add(1)));
-    // A completion waiting is never answered as empty; taken, the EVD is
-    // empty again.
+    let stale = fx.p.lane_dequeue(raw.index(), |g| g == raw.generation().wrapping_add(1));
+    assert_eq!(stale, Err(Passed::Ordinary));
+    // A completion waiting is never answered as empty: the lane takes it,
+    // and then the EVD is empty again.
     fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 9, CompletionFlags::DEFAULT).unwrap();
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
-    assert!(!empty(&mut fx));
-    let event = fx.p.evd_dequeue(fx.dto_evd).unwrap();
+    let event = fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()).unwrap();
     assert!(matches!(event.data, EventData::Dto { cookie: 9, status: DtoStatus::Success, .. }), "{event:?}");
     assert!(empty(&mut fx));
     // An EVD that counts has its lane closed: its dequeues are counted by

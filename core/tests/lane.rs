@@ -263,7 +263,7 @@ fn a_lane_refuses_a_handle_of_another_generation() {
     let raw = ep.raw();
     let stale = raw.generation().wrapping_add(1);
     assert!(!fx.p.lane_request(raw.index(), |g| g == stale, &seg, 1, RequestOp::Send, CompletionFlags::DEFAULT));
-    assert!(fx.p.lane_dequeue(fx.dto_evd.raw().index(), |g| g == stale).is_none());
+    assert!(fx.p.lane_dequeue(fx.dto_evd.raw().index(), |g| g == stale).is_err());
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
 }
 
@@ -291,11 +291,12 @@ fn the_dequeue_lane_hands_over_exactly_what_the_ordinary_dequeue_does() {
         let case = (recv, fail);
         let succeeded = |e: &Event| matches!(e.data, EventData::Dto { status: DtoStatus::Success, .. });
         match lane {
-            Some(e) => {
+            Ok(e) => {
                 assert!(succeeded(&e), "the lane took a failure: {case:?} {e:?}");
                 assert_eq!(Ok(e), alone, "{case:?}");
             }
-            None => {
+            Err(passed) => {
+                assert_eq!(passed, Passed::Ordinary, "a completion waits: {case:?}");
                 assert!(fail, "the lane refused a plain success: {case:?}");
                 assert_eq!(a.p.evd_dequeue_ordinary(a.dto_evd), alone, "{case:?}");
             }
@@ -454,7 +455,7 @@ fn lane_takes_a_receive(fx: &mut Fx, ep: EpHandle, evd: EvdHandle) -> bool {
     fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], 3, CompletionFlags::DEFAULT).unwrap();
     assert!(fx.p.backend_mut().complete_recv(ep, 64));
     let raw = evd.raw();
-    if fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()).is_some() {
+    if fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()).is_ok() {
         return true;
     }
     let event = fx.p.evd_dequeue_ordinary(evd).unwrap();

@@ -10,7 +10,7 @@
 
 use udat_core::backend::{
     AhAttr, Backend, Completion, ConnectionManager, CqHead, QpConfig, QpType, RequestOp, SendWr, Sge, Shared, UdDest,
-    WaitFds, Wake, MAX_SGE,
+    Untaken, WaitFds, Wake, MAX_SGE,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
@@ -770,29 +770,31 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
 
     /// Taken: a success, of a live QP, that completes the oldest request
     /// of its send queue alone, or fills a receive of the QP's own queue.
-    #[inline(always)]
-    fn cq_lane<G>(&mut self, cq: &mut Cq<D>, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
-        let Mlx5 { qps, by_qpn, cqs, .. } = self;
-        let ring = cqs.get_mut(cq.slot)?;
-        let head = ring.peek_head()?;
-        let qpn = head.qpn();
-        let slot = match ring.last_slot(qpn) {
-            Some(slot) => slot,
-            None => ring.route(qpn, |qpn| by_qpn.route(qpn))?.slot,
-        };
-        let queues = qps.get_mut(slot)?;
-        let (completion, taking) = look(ring, head, head.done()?, queues)?;
-        let accepted = accept(&completion)?;
-        take(ring, queues, &taking);
-        ring.update_ci();
-        Some((completion, accepted))
-    }
-
     /// Empty: no CQE owned by software, and no flushes to make of a
     /// failed CQ's QPs (`cq_poll`).
     #[inline(always)]
-    fn cq_is_empty(&mut self, cq: &mut Cq<D>) -> bool {
-        !cq.failed && self.cqs.get_mut(cq.slot).is_none_or(|ring| ring.peek_head().is_none())
+    fn cq_lane<G>(
+        &mut self,
+        cq: &mut Cq<D>,
+        accept: impl FnOnce(&Completion) -> Option<G>,
+    ) -> Result<(Completion, G), Untaken> {
+        let Mlx5 { qps, by_qpn, cqs, .. } = self;
+        let ring = cqs.get_mut(cq.slot).ok_or(Untaken::Declined)?;
+        let Some(head) = ring.peek_head() else {
+            return Err(if cq.failed { Untaken::Declined } else { Untaken::Empty });
+        };
+        let qpn = head.qpn();
+        let slot = match ring.last_slot(qpn) {
+            Some(slot) => slot,
+            None => ring.route(qpn, |qpn| by_qpn.route(qpn)).ok_or(Untaken::Declined)?.slot,
+        };
+        let queues = qps.get_mut(slot).ok_or(Untaken::Declined)?;
+        let done = head.done().ok_or(Untaken::Declined)?;
+        let (completion, taking) = look(ring, head, done, queues).ok_or(Untaken::Declined)?;
+        let accepted = accept(&completion).ok_or(Untaken::Declined)?;
+        take(ring, queues, &taking);
+        ring.update_ci();
+        Ok((completion, accepted))
     }
 
     /// A receive queue refuses a post before it writes anything.

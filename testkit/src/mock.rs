@@ -17,7 +17,7 @@ use udat_core::FixedVec;
 
 use udat_core::backend::{
     AhAttr, Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, PrivateData, QpConfig, QpType,
-    Registration, RequestOp, SendWr, Sge, UdDest, UdPeer, Wake,
+    Registration, RequestOp, SendWr, Sge, UdDest, UdPeer, Untaken, Wake,
 };
 use udat_core::error::{DatError, DatResult, ErrorType};
 use udat_core::handle::{EpHandle, EvdHandle};
@@ -760,18 +760,17 @@ impl Backend for MockBackend {
     }
 
     /// The next completion, taken only if `accept` takes it.
-    fn cq_lane<G>(&mut self, cq: &mut u32, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
+    fn cq_lane<G>(
+        &mut self,
+        cq: &mut u32,
+        accept: impl FnOnce(&Completion) -> Option<G>,
+    ) -> Result<(Completion, G), Untaken> {
         self.run_due();
-        let cq = self.cqs.get_mut(*cq as usize)?;
-        let c = *cq.entries.front()?;
-        let accepted = accept(&c)?;
+        let cq = self.cqs.get_mut(*cq as usize).ok_or(Untaken::Declined)?;
+        let c = *cq.entries.front().ok_or(Untaken::Empty)?;
+        let accepted = accept(&c).ok_or(Untaken::Declined)?;
         cq.entries.pop_front();
-        Some((c, accepted))
-    }
-
-    fn cq_is_empty(&mut self, cq: &mut u32) -> bool {
-        self.run_due();
-        self.cqs.get(*cq as usize).is_none_or(|c| c.entries.is_empty())
+        Ok((c, accepted))
     }
 
     fn post_recv(&mut self, qp: &mut u32, sges: &[Sge], cookie: u64) -> DatResult<()> {

@@ -148,14 +148,18 @@ impl Backend for NullBackend {
         self.pending += 1;
         true
     }
-    fn cq_lane<G>(&mut self, _cq: &mut (), accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
+    fn cq_lane<G>(
+        &mut self,
+        _cq: &mut (),
+        accept: impl FnOnce(&Completion) -> Option<G>,
+    ) -> Result<(Completion, G), Untaken> {
         if self.pending == 0 {
-            return None;
+            return Err(Untaken::Empty);
         }
         let c = Completion { tag: self.tag, ..Completion::EMPTY };
-        let accepted = accept(&c)?;
+        let accepted = accept(&c).ok_or(Untaken::Declined)?;
         self.pending -= 1;
-        Some((c, accepted))
+        Ok((c, accepted))
     }
     fn post_recv(&mut self, _qp: &mut (), _s: &[Sge], _c: u64) -> DatResult<()> {
         Ok(())

@@ -19,7 +19,7 @@ use std::mem::MaybeUninit;
 use std::rc::Rc;
 
 use udat_core::{
-    backend::{Completion, CqHead, Shared},
+    backend::{Completion, CqHead, Shared, Untaken},
     types::{DtoOp, DtoStatus},
     DatError, DatResult,
 };
@@ -168,9 +168,6 @@ pub(crate) struct CqShared {
     pub qps: QpTable,
     /// Whether a notification is requested and not yet delivered.
     pub armed: Cell<bool>,
-    /// The lane's last poll of the device found its CQ empty, and no one
-    /// has asked since ([`CqShared::drained`]).
-    lane_found_empty: Cell<bool>,
 }
 
 impl CqShared {
@@ -198,7 +195,6 @@ impl CqShared {
             early: UnsafeCell::new(Early::default()),
             qps: QpTable::default(),
             armed: Cell::new(false),
-            lane_found_empty: Cell::new(false),
         })
     }
 
@@ -364,37 +360,27 @@ impl CqShared {
     /// translated, handed over if `accept` takes it. One it refuses goes
     /// to the stash, where the next poll finds it first, as it would have
     /// found it on the device; one of a QP no longer here, or that
-    /// completes nothing, is dropped, as `poll` drops it. `None` as well
-    /// while earlier completions wait in the stash. Whether the device's
-    /// CQ was empty is kept for [`CqShared::drained`].
+    /// completes nothing, is dropped, as `poll` drops it. Nothing is
+    /// taken while earlier completions wait in the stash; the device's CQ
+    /// found empty, with nothing stashed or held, is [`Untaken::Empty`]:
+    /// an ordinary poll would find nothing either, short of a completion
+    /// the device writes meanwhile, which the next poll finds as it would
+    /// have after this one.
     #[inline(always)]
-    pub fn take_lane<G>(&self, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
+    pub fn take_lane<G>(&self, accept: impl FnOnce(&Completion) -> Option<G>) -> Result<(Completion, G), Untaken> {
         if self.has_early() {
-            return None;
+            return Err(Untaken::Declined);
         }
         let mut wc = MaybeUninit::uninit();
-        let w = self.poll_one(&mut wc);
-        self.lane_found_empty.set(w.is_none());
-        let w = w?;
-        let c = translate(self.qps.find(w.qp_num)?, w)?;
+        let w = self.poll_one(&mut wc).ok_or(Untaken::Empty)?;
+        let c = self.qps.find(w.qp_num).and_then(|qp| translate(qp, w)).ok_or(Untaken::Declined)?;
         match accept(&c) {
-            Some(accepted) => Some((c, accepted)),
+            Some(accepted) => Ok((c, accepted)),
             None => {
                 self.stash(c);
-                None
+                Err(Untaken::Declined)
             }
         }
-    }
-
-    /// Whether the lane's poll just before this found the CQ empty, with
-    /// nothing stashed or held ([`CqShared::take_lane`]): then an ordinary
-    /// poll would find nothing either, short of a completion the device
-    /// writes meanwhile, which the next poll finds as it would have after
-    /// this one. The answer is the lane's to give once: asking clears it,
-    /// so a later call whose lane polls nothing never reads a stale one.
-    #[inline(always)]
-    pub fn drained(&self) -> bool {
-        self.lane_found_empty.replace(false) && !self.has_early()
     }
 
     /// One `ibv_poll_cq` of at most `out.len()` (and [`BATCH`]) entries,

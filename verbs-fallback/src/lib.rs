@@ -63,7 +63,9 @@ mod wr;
 use std::rc::Rc;
 
 use udat_core::{
-    backend::{AhAttr, Backend, Completion, CqHead, QpConfig, RequestOp, SendWr, Sge, Shared, UdDest, WaitFds, Wake},
+    backend::{
+        AhAttr, Backend, Completion, CqHead, QpConfig, RequestOp, SendWr, Sge, Shared, UdDest, Untaken, WaitFds, Wake,
+    },
     types::{CompletionFlags, MemPriv, SrqAttr},
     DatError, DatResult, ErrorType,
 };
@@ -323,15 +325,12 @@ impl Backend for Verbs {
     /// A completion the lane refuses waits in the CQ's stash, where the
     /// ordinary poll takes it first: nothing a caller can see changed.
     #[inline(always)]
-    fn cq_lane<G>(&mut self, cq: &mut Cq, accept: impl FnOnce(&Completion) -> Option<G>) -> Option<(Completion, G)> {
+    fn cq_lane<G>(
+        &mut self,
+        cq: &mut Cq,
+        accept: impl FnOnce(&Completion) -> Option<G>,
+    ) -> Result<(Completion, G), Untaken> {
         cq.shared.take_lane(accept)
-    }
-
-    /// Known without another `ibv_poll_cq` only where the lane just
-    /// polled the CQ and found nothing (`CqShared::drained`).
-    #[inline(always)]
-    fn cq_is_empty(&mut self, cq: &mut Cq) -> bool {
-        cq.shared.drained()
     }
 
     /// As `post_one`: a refused post leaves no trace.

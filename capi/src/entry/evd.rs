@@ -6,12 +6,12 @@ use udat_core::backend::{Completion, Shared, Wake};
 use udat_core::counters::evd::Counter as evd_counter;
 use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind, RawHandle};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
-use udat_core::{DatError, DatResult, ErrorType, EvdWait, Event, EventData, EventNumber, WaitStep};
+use udat_core::{DatError, DatResult, ErrorType, EvdWait, Event, EventData, EventNumber, Passed, WaitStep};
 
-use super::{guarded_on, lane_answer_or, with, Arg, Entered, LaneHandle};
+use super::{dequeue_lane_or, guarded_on, with, Arg, Entered, LaneHandle};
 use crate::debug;
 use crate::handle_space::HandleSpace;
-use crate::instance::{invalid, Core, Instance, State};
+use crate::instance::{invalid, Instance, State};
 use crate::lock::Exclusive;
 use crate::sys::*;
 use crate::transport::Transport;
@@ -151,12 +151,13 @@ pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
             return ret;
         }
     }
-    lane_answer_or(
+    dequeue_lane_or(
         instance,
         h,
         Kind::Evd,
         move |core, evd| {
-            let Ok(slot) = event.out() else { return false };
+            // A NULL or misaligned `event` is the ordinary call's to refuse.
+            let Ok(slot) = event.out() else { return Err(Passed::Ordinary) };
             let handles = evd.handles();
             core.lane_dequeue_with(
                 evd.index,
@@ -164,10 +165,7 @@ pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
                 #[inline(always)]
                 |_, c, name| write_lane_event(handles, h, c, name, slot),
             )
-            .is_some()
         },
-        // A NULL or misaligned `event` is the ordinary call's to refuse.
-        move |core, evd| event.out().ok().and_then(|_| empty(core, evd)),
         move |cx, raw| {
             let slot = event.out()?;
             let e = cx.state.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
@@ -175,16 +173,6 @@ pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
             Ok(())
         },
     )
-}
-
-/// A dequeue whose lane took nothing: `DAT_QUEUE_EMPTY` if the ordinary
-/// dequeue would return it and change nothing
-/// ([`udat_core::Provider::lane_dequeue_is_empty`]); `None` leaves it to
-/// the ordinary dequeue.
-#[inline(always)]
-fn empty<B: Transport>(core: &mut Core<B>, evd: LaneHandle<'_>) -> Option<DAT_RETURN> {
-    core.lane_dequeue_is_empty(evd.index, |g| evd.matches_generation(g))
-        .then(|| DatError::of(ErrorType::QueueEmpty).to_raw())
 }
 
 /// The dequeue of a provider that shares its state, a lane with the state

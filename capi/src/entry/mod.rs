@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 use crate::lock::{Exclusive, ObjLocks};
 
 use udat_core::handle::{Kind, RawHandle};
-use udat_core::{DatError, DatResult, ErrorType};
+use udat_core::{DatError, DatResult, ErrorType, Passed};
 
 use crate::handle_space::HandleSpace;
 use crate::instance::{invalid, Core, Instance, State};
@@ -266,25 +266,6 @@ pub(crate) fn lane_or<B: Transport>(
     lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> bool,
     ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    lane_answer_or(instance, h, kind, lane, |_, _| None, ordinary)
-}
-
-/// [`lane_or`] with `answer` between the lane and the ordinary call: where
-/// the lane did not take the call, `answer` may settle it with a
-/// `DAT_RETURN` of its own (an empty EVD's `DAT_QUEUE_EMPTY`) without the
-/// ordinary call's look-ups and its `catch_unwind`; `None` leaves it to
-/// the ordinary call. Both run out of line ([`not_taken_answered`]), so a
-/// lane that takes pays nothing for the answer. Like the lane, `answer`
-/// cannot panic.
-#[inline(always)]
-pub(crate) fn lane_answer_or<B: Transport>(
-    instance: &'static Instance<B>,
-    h: DAT_HANDLE,
-    kind: Kind,
-    lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> bool,
-    answer: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> Option<DAT_RETURN>,
-    ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
-) -> DAT_RETURN {
     let Some(mut state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
     let State { core, handles, .. } = &mut *state;
     if let Some((index, word)) = handles.slot_of(h, kind) {
@@ -294,28 +275,40 @@ pub(crate) fn lane_answer_or<B: Transport>(
     }
     // The context is made only where the lane did not take the call: made
     // before the lane, it would live in memory, stored on every call.
-    not_taken_answered(Entered { instance, state }, h, kind, answer, ordinary)
+    not_taken(Entered { instance, state }, h, kind, ordinary)
 }
 
-/// Where a lane did not take its call: `answer`, with the handle's slot
-/// found again rather than kept across the lane, then, unless it settled
-/// the call, [`not_taken`] ([`lane_answer_or`]).
-#[cold]
-#[inline(never)]
-fn not_taken_answered<B: Transport>(
-    mut cx: Entered<B>,
+/// [`lane_or`] for a dequeue, whose lane may also find its EVD empty
+/// ([`Passed::Empty`]): then the call is answered `DAT_QUEUE_EMPTY`
+/// without the ordinary call's look-ups and its `catch_unwind`, out of
+/// line ([`queue_empty`]), so that a lane that takes a completion returns
+/// its constant alone.
+#[inline(always)]
+pub(crate) fn dequeue_lane_or<B: Transport>(
+    instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
-    answer: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> Option<DAT_RETURN>,
+    lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> Result<(), Passed>,
     ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    let State { core, handles, .. } = &mut *cx.state;
+    let Some(mut state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
+    let State { core, handles, .. } = &mut *state;
     if let Some((index, word)) = handles.slot_of(h, kind) {
-        if let Some(ret) = answer(core, LaneHandle { index, handles, kind, word }) {
-            return ret;
+        match lane(core, LaneHandle { index, handles, kind, word }) {
+            Ok(()) => return DAT_SUCCESS,
+            Err(Passed::Empty) => return queue_empty(Entered { instance, state }),
+            Err(Passed::Ordinary) => {}
         }
     }
-    not_taken(&mut cx, h, kind, ordinary)
+    not_taken(Entered { instance, state }, h, kind, ordinary)
+}
+
+/// `DAT_QUEUE_EMPTY`, the provider let go ([`dequeue_lane_or`]).
+#[cold]
+#[inline(never)]
+fn queue_empty<B: Transport>(cx: Entered<B>) -> DAT_RETURN {
+    drop(cx);
+    DatError::of(ErrorType::QueueEmpty).to_raw()
 }
 
 /// The ordinary call, where its lane did not take it, guarded as
@@ -323,12 +316,12 @@ fn not_taken_answered<B: Transport>(
 #[cold]
 #[inline(never)]
 fn not_taken<B: Transport>(
-    cx: &mut Entered<B>,
+    mut cx: Entered<B>,
     h: DAT_HANDLE,
     kind: Kind,
     ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    guarded_in(cx, |cx| {
+    guarded_in(&mut cx, |cx| {
         let raw = cx.raw(h, kind)?;
         ordinary(cx, raw)
     })

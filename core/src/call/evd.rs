@@ -10,6 +10,8 @@
 
 mod dequeue;
 
+pub use dequeue::Passed;
+
 use crate::backend::{Backend, Completion, Wake};
 use crate::counts;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
@@ -285,13 +287,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     #[inline]
     pub fn evd_dequeue(&mut self, evd: EvdHandle) -> DatResult<Event> {
         let raw = evd.raw();
-        if let Some(event) = self.lane_dequeue(raw.index(), |g| g == raw.generation()) {
-            return Ok(event);
+        match self.lane_dequeue(raw.index(), |g| g == raw.generation()) {
+            Ok(event) => Ok(event),
+            Err(Passed::Empty) => Err(DatError::of(ErrorType::QueueEmpty)),
+            Err(Passed::Ordinary) => self.evd_dequeue_ordinary(evd),
         }
-        if self.lane_dequeue_is_empty(raw.index(), |g| g == raw.generation()) {
-            return Err(DatError::of(ErrorType::QueueEmpty));
-        }
-        self.evd_dequeue_ordinary(evd)
     }
 
     /// dat_evd_dequeue(3DAT) without its lane: every rule of the page, and

@@ -11,24 +11,41 @@
 //! ([`Provider::evd_dequeue`]) decides.
 #![allow(unsafe_code)]
 
-use crate::backend::{Backend, Completion, CqHead, Shared};
+use crate::backend::{Backend, Completion, CqHead, Shared, Untaken};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{EpHandle, EvdHandle, RawHandle};
 use crate::object::ep::Ep;
+use crate::object::evd::Evd;
+use crate::object::ia::Ia;
 use crate::provider::Provider;
+use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 use crate::types::{DtoOp, DtoStatus};
+
+/// Why a dequeue's lane took nothing ([`Provider::lane_dequeue_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Passed {
+    /// The ordinary dequeue would return `DAT_QUEUE_EMPTY` and change
+    /// nothing: the lane is open (nothing queued, no waiter), the CQ
+    /// holds nothing ([`Untaken::Empty`]), and no look at the IA's
+    /// connection events is due (the ordinary dequeue of an empty EVD
+    /// takes one once in a while).
+    Empty,
+    /// The ordinary dequeue decides.
+    Ordinary,
+}
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// The lane of dat_evd_dequeue(3DAT) on the EVD living in slot `evd`
     /// if `matches_generation` accepts its generation: the successful DTO completion
     /// its CQ holds next, when nothing is queued on the EVD before it and
     /// the ordinary dequeue would hand it straight to the caller (no
-    /// waiter, nothing but DTO completions feed the EVD, no CNO). `None`:
-    /// nothing changed, and the ordinary dequeue decides.
+    /// waiter, nothing but DTO completions feed the EVD, no CNO). Where it
+    /// takes nothing, nothing changed, and [`Passed`] says whether the
+    /// EVD is empty or the ordinary dequeue decides.
     #[inline(always)]
-    pub fn lane_dequeue(&mut self, evd: u32, matches_generation: impl FnOnce(u32) -> bool) -> Option<Event> {
+    pub fn lane_dequeue(&mut self, evd: u32, matches_generation: impl FnOnce(u32) -> bool) -> Result<Event, Passed> {
         self.lane_dequeue_with(evd, matches_generation, |evd, c, _| Event {
             number: EventNumber::DtoCompletion,
             evd,
@@ -54,23 +71,29 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         evd: u32,
         matches_generation: impl FnOnce(u32) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
-    ) -> Option<R> {
-        let Provider { evds, eps, backend, .. } = self;
-        let (generation, e) = evds.live_mut(evd)?;
+    ) -> Result<R, Passed> {
+        let Provider { evds, eps, ias, backend, .. } = self;
+        let Some((generation, e)) = evds.live_mut(evd) else { return Err(Passed::Ordinary) };
         if !matches_generation(generation) || !e.lane() {
-            return None;
+            return Err(Passed::Ordinary);
         }
+        let slot = evd;
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
-        let (c, ep) = backend.cq_lane(
-            e.cq.as_mut()?,
+        let Some(cq) = e.cq.as_mut() else { return Err(Passed::Ordinary) };
+        let taken = backend.cq_lane(
+            cq,
             #[inline(always)]
             |c| {
                 let ep = eps.get_mut(RawHandle::from_bits(c.tag))?;
                 let recv = c.op.is_recv();
                 routes_here(ep, c, recv, evd).then_some((ep, recv))
             },
-        )?;
-        let (ep, recv) = ep;
+        );
+        let (c, (ep, recv)) = match taken {
+            Ok(taken) => taken,
+            Err(Untaken::Empty) => return Err(empty(backend, evds, ias, slot)),
+            Err(Untaken::Declined) => return Err(Passed::Ordinary),
+        };
         // What `Provider::complete_to` counts for a completion it hands
         // to the dequeue.
         if recv {
@@ -78,33 +101,29 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         } else {
             ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
         }
-        Some(event(evd, &c, ep.name))
+        Ok(event(evd, &c, ep.name))
     }
 }
 
-impl<B: Backend, S: Storage> Provider<B, S> {
-    /// Whether the ordinary dat_evd_dequeue(3DAT) of the EVD living in
-    /// slot `evd`, if `matches_generation` accepts its generation, would
-    /// now return `DAT_QUEUE_EMPTY` and change nothing: its lane is open
-    /// (nothing queued, no waiter), its CQ holds nothing
-    /// ([`Backend::cq_is_empty`]), and no look at its IA's connection
-    /// events is due (the ordinary dequeue of an empty EVD takes one once
-    /// in a while). A caller whose lane took nothing asks before it goes
-    /// the ordinary way.
-    #[inline(never)]
-    pub fn lane_dequeue_is_empty(&mut self, evd: u32, matches_generation: impl FnOnce(u32) -> bool) -> bool {
-        let Provider { evds, ias, backend, .. } = self;
-        let Some((generation, e)) = evds.live_mut(evd) else { return false };
-        if !matches_generation(generation) || !e.lane() {
-            return false;
-        }
-        let ia = e.ia;
-        let Some(cq) = e.cq.as_mut() else { return false };
-        if !backend.cq_is_empty(cq) {
-            return false;
-        }
-        let now = backend.coarse_now_us();
-        ias.get(ia.0).is_some_and(|i| !i.cm_look_is_due(now))
+/// What a dequeue's lane answers for the EVD in slot `evd`, whose CQ it
+/// found empty: [`Passed::Empty`] unless a look at its IA's connection
+/// events is due, which the ordinary dequeue takes. Out of line, and
+/// given the slot rather than the EVD: a dequeue that takes a completion
+/// neither asks nor keeps anything across its CQ's lane for the asking.
+#[cold]
+#[inline(never)]
+fn empty<B: Backend, E: SlotsOf<Evd<B::Cq>>, I: SlotsOf<Ia<B>>>(
+    backend: &mut B,
+    evds: &Slab<Evd<B::Cq>, E>,
+    ias: &Slab<Ia<B>, I>,
+    evd: u32,
+) -> Passed {
+    let Some((_, e)) = evds.live_at(evd) else { return Passed::Ordinary };
+    let ia = e.ia;
+    let now = backend.coarse_now_us();
+    match ias.get(ia.0) {
+        Some(i) if !i.cm_look_is_due(now) => Passed::Empty,
+        _ => Passed::Ordinary,
     }
 }
 

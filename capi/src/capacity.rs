@@ -18,11 +18,17 @@
 //! (`eps=100000,lmrs=65536`, commas or spaces). Running out of any kind is
 //! `DAT_INSUFFICIENT_RESOURCES`.
 
+use std::alloc::{handle_alloc_error, Layout};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
 use udat_core::event::EventSlot;
 use udat_core::handle::Kind;
 use udat_core::slab::Slot;
 use udat_core::store::{Store, Vacant};
 use udat_core::Storage;
+
+use crate::pages::Zeroed;
 
 /// Objects of each kind and events one provider holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,10 +69,10 @@ impl Default for Capacity {
     }
 }
 
-/// Most of any one kind. The slots are written once when the provider is
-/// built, and a failed allocation ends the process, so a count is kept to
+/// Most of any one kind. The slots are reserved once when the provider is
+/// built, and a failed reservation ends the process, so a count is kept to
 /// what a machine can hold: a provider with every kind at this count
-/// takes about 2 GB.
+/// reserves about 2 GB.
 const MOST: u32 = 1 << 20;
 
 impl Capacity {
@@ -121,60 +127,93 @@ impl Capacity {
     }
 }
 
-/// Heap memory reserved once for `limit` values and filled as they are
+/// Memory reserved once for `limit` values and filled as they are
 /// needed: it never moves (a C handle is a slot's address), and a
 /// provider's resident memory grows with the slots written so far, not
 /// with the reservation.
-#[derive(Debug)]
 pub struct Reserved<X> {
-    items: Vec<X>,
+    /// A zeroed mapping of `limit` values' bytes; `None` when those are 0
+    /// bytes (no values, or values of no size).
+    memory: Option<Zeroed>,
+    /// The first value's place: the start of `memory`, aligned to the
+    /// page and so to any `X` (`Zeroed::new` refuses an alignment above
+    /// the page size), or a dangling, aligned pointer without it. Kept
+    /// apart from `memory` so that a look-up, on every post and dequeue,
+    /// need not ask which.
+    base: NonNull<X>,
+    /// Values made so far, the first of the reservation; never more than
+    /// `limit`.
+    len: usize,
     limit: usize,
+    /// The reservation owns `X`s (it drops them).
+    _x: PhantomData<X>,
 }
 
 impl<X> Reserved<X> {
-    /// The reservation is zeroed memory: pages the operating system maps
-    /// only when written, yet never uninitialised, so a garbage C handle
-    /// that points past the slots made so far reads zeros (no provider
-    /// word) and is refused.
+    /// The reservation is a mapping of its own ([`Zeroed`]): pages the
+    /// operating system makes resident only when written, yet never
+    /// uninitialised, so a garbage C handle that points past the slots
+    /// made so far reads zeros (no provider word) and is refused.
     fn new(limit: u32) -> Self {
         let limit = limit as usize;
-        let items = match std::alloc::Layout::array::<X>(limit) {
-            Ok(layout) if layout.size() != 0 => {
-                // SAFETY: a layout of nonzero size.
-                let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<X>();
-                if ptr.is_null() {
-                    std::alloc::handle_alloc_error(layout);
-                }
-                // Written a slot at a time (`crate::pages`).
-                crate::pages::small_pages(ptr as usize, layout.size());
-                // SAFETY: allocated by the global allocator with the layout
-                // of `limit` values of `X`; no value is initialised yet.
-                unsafe { Vec::from_raw_parts(ptr, 0, limit) }
-            }
-            _ => Vec::with_capacity(limit),
+        let layout = Layout::array::<X>(limit).unwrap_or_else(|_| handle_alloc_error(Layout::new::<X>()));
+        let memory = match layout.size() {
+            0 => None,
+            _ => Some(Zeroed::new(layout).unwrap_or_else(|| handle_alloc_error(layout))),
         };
-        Reserved { items, limit }
+        let base = memory.as_ref().map_or(NonNull::dangling(), |m| m.as_non_null().cast::<X>());
+        Reserved { memory, base, len: 0, limit, _x: PhantomData }
+    }
+}
+
+// SAFETY: a `Reserved` owns its values and the memory that holds them, as
+// a `Vec` does, and `base` points into that memory alone (or at no bytes):
+// it moves between threads as a `Vec<X>` would, with its values.
+unsafe impl<X: Send> Send for Reserved<X> {}
+// SAFETY: as above; `&Reserved` hands out only `&X`s (`items`).
+unsafe impl<X: Sync> Sync for Reserved<X> {}
+
+impl<X> std::fmt::Debug for Reserved<X> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reserved").field("len", &self.len).field("limit", &self.limit).finish()
+    }
+}
+
+impl<X> Drop for Reserved<X> {
+    /// The values made drop in place; then the mapping goes.
+    fn drop(&mut self) {
+        let values = std::ptr::slice_from_raw_parts_mut(self.base.as_ptr(), self.len);
+        // SAFETY: the first `len` places hold values `grow` wrote, each
+        // dropped only here, once; nothing refers to them any more.
+        unsafe { std::ptr::drop_in_place(values) };
+        drop(self.memory.take());
     }
 }
 
 impl<X: Vacant> Store<X> for Reserved<X> {
     #[inline(always)]
     fn items(&self) -> &[X] {
-        &self.items
+        // SAFETY: the first `len` places of the reservation hold values
+        // (`grow`), aligned (`base`), borrowed as `self` is.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr(), self.len) }
     }
 
     #[inline(always)]
     fn items_mut(&mut self) -> &mut [X] {
-        &mut self.items
+        // SAFETY: as for `items`; `&mut self` makes this the only borrow.
+        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr(), self.len) }
     }
 
-    /// Within the reservation (`limit` at most its capacity), so the
-    /// values already there stay where they are.
+    /// Within the reservation, so the values already there stay where
+    /// they are.
     fn grow(&mut self) -> bool {
-        if self.items.len() >= self.limit {
+        if self.len >= self.limit {
             return false;
         }
-        self.items.push(X::VACANT);
+        // SAFETY: place `len` is below `limit`, inside the reservation
+        // (or of no size), aligned, and holds no value yet.
+        unsafe { self.base.as_ptr().add(self.len).write(X::VACANT) };
+        self.len += 1;
         true
     }
 
@@ -263,5 +302,56 @@ mod tests {
         for at in [start + 4096, start + bytes / 2] {
             assert!(crate::pages::in_small_pages(at), "{at:#x}");
         }
+    }
+
+    /// Cache-aligned, as the slots and queue entries are: the global
+    /// allocator would write zeros over all of a zeroed block of these.
+    #[repr(align(64))]
+    struct Wide([u8; 64]);
+
+    impl Vacant for Wide {
+        const VACANT: Wide = Wide([0; 64]);
+    }
+
+    #[test]
+    fn a_reservation_is_resident_only_where_written() {
+        let mut store = Reserved::<Wide>::new(1 << 16);
+        let memory = store.memory.as_ref().expect("4 MiB of values");
+        let (start, len) = (memory.as_ptr() as usize, memory.len());
+        assert_eq!(crate::pages::resident_pages(start, len), 0, "a fresh reservation");
+        assert!(store.grow() && store.grow());
+        assert!(store.items().iter().all(|w| w.0 == [0; 64]));
+        assert_eq!(crate::pages::resident_pages(start, len), 1, "the page of the two values");
+    }
+
+    #[test]
+    fn values_of_no_size_need_no_mapping() {
+        struct Nothing;
+        impl Vacant for Nothing {
+            const VACANT: Nothing = Nothing;
+        }
+        let mut store = Reserved::<Nothing>::new(3);
+        assert!(store.memory.is_none());
+        assert!((0..3).all(|_| store.grow()));
+        assert!(!store.grow());
+        assert_eq!(store.items().len(), 3);
+    }
+
+    #[test]
+    fn the_values_made_are_dropped_with_the_reservation() {
+        use std::rc::Rc;
+        struct Counted(Option<Rc<()>>);
+        impl Vacant for Counted {
+            const VACANT: Counted = Counted(None);
+        }
+        let rc = Rc::new(());
+        let mut store = Reserved::<Counted>::new(4);
+        assert!(store.grow() && store.grow());
+        for c in store.items_mut() {
+            c.0 = Some(Rc::clone(&rc));
+        }
+        assert_eq!(Rc::strong_count(&rc), 3);
+        drop(store);
+        assert_eq!(Rc::strong_count(&rc), 1);
     }
 }

@@ -20,11 +20,13 @@
 //! go with a plain store. The same word says whether a call panicked, so
 //! the call that takes it learns both at once.
 
-use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
+use std::alloc::{handle_alloc_error, Layout};
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::pages::Zeroed;
 
 /// Shards of a thread-safe provider: enough that threads seldom share one
 /// on the machines udat runs on, few enough that taking them all for the
@@ -517,7 +519,9 @@ impl<T> Drop for Sharing<'_, T> {
 /// section is a post or the settling of one completion, so a waiter spins
 /// briefly, then yields.
 pub struct ObjLocks {
-    locks: Box<[ObjLock]>,
+    /// `n` locks, in a mapping of their own.
+    memory: Zeroed,
+    n: usize,
 }
 
 /// An object's lock: [`OBJ_FREE`], [`OBJ_HELD`], or, once a call panicked
@@ -574,24 +578,26 @@ impl ObjLock {
 }
 
 impl ObjLocks {
-    /// `n` unlocked locks, in zeroed memory: pages are touched only as
-    /// objects use their locks.
+    /// `n` unlocked locks, in a zeroed mapping of their own: a page of it
+    /// is resident only once an object has taken a lock on it, 64 locks
+    /// to a 4 KiB page.
     pub fn new(n: usize) -> ObjLocks {
         let n = n.max(1);
         let layout = Layout::array::<ObjLock>(n).unwrap_or_else(|_| handle_alloc_error(Layout::new::<ObjLock>()));
-        // SAFETY: the layout has a nonzero size (n >= 1).
-        let p = unsafe { alloc_zeroed(layout) }.cast::<ObjLock>();
-        if p.is_null() {
-            handle_alloc_error(layout);
-        }
-        // Written a slot's lock at a time (`crate::pages`).
-        crate::pages::small_pages(p as usize, layout.size());
-        // SAFETY: `p` holds `n` zeroed `ObjLock`s, allocated with the
-        // global allocator in the layout of `[ObjLock; n]`; all-zero bytes
-        // are an unlocked `ObjLock` (an `AtomicU8` is laid out as a `u8`,
-        // and 0 is `OBJ_FREE`).
-        let locks = unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) };
-        ObjLocks { locks }
+        let memory = Zeroed::new(layout).unwrap_or_else(|| handle_alloc_error(layout));
+        ObjLocks { memory, n }
+    }
+
+    /// Every slot's lock.
+    #[inline(always)]
+    fn locks(&self) -> &[ObjLock] {
+        // SAFETY: the mapping holds at least the `n` locks' bytes, aligned
+        // to the page and so to an `ObjLock`, for as long as `self`; it is
+        // reached only through shared references to its atomics. It
+        // started zeroed, and all-zero bytes are an unlocked `ObjLock`: its
+        // one field is an `AtomicU8`, laid out as a `u8`, the rest is
+        // padding, and 0 is `OBJ_FREE`.
+        unsafe { std::slice::from_raw_parts(self.memory.as_ptr().cast::<ObjLock>(), self.n) }
     }
 
     /// Take the lock of slot `index`, for a call that may panic holding
@@ -608,14 +614,14 @@ impl ObjLocks {
 
     /// Whether slot `index` has a lock.
     pub fn has(&self, index: u32) -> bool {
-        (index as usize) < self.locks.len()
+        (index as usize) < self.n
     }
 
     /// The lock of slot `index`, taken; `None` for a slot past the end or
     /// a poisoned lock.
     #[inline(always)]
     fn acquire(&self, index: u32) -> Option<&ObjLock> {
-        let lock = self.locks.get(index as usize)?;
+        let lock = self.locks().get(index as usize)?;
         lock.take().then_some(lock)
     }
 
@@ -756,10 +762,20 @@ mod tests {
     #[test]
     fn the_locks_of_the_slots_are_kept_in_small_pages() {
         let locks = ObjLocks::new(16_384);
-        let start = locks.locks.as_ptr() as usize;
-        for at in [start + 4096, start + std::mem::size_of_val(&*locks.locks) / 2] {
+        let start = locks.locks().as_ptr() as usize;
+        for at in [start + 4096, start + std::mem::size_of_val(locks.locks()) / 2] {
             assert!(crate::pages::in_small_pages(at), "{at:#x}");
         }
+    }
+
+    #[test]
+    fn the_locks_are_resident_only_where_taken() {
+        let locks = ObjLocks::new(16_384);
+        let (start, len) = (locks.memory.as_ptr() as usize, locks.memory.len());
+        assert_eq!(crate::pages::resident_pages(start, len), 0, "a fresh table");
+        let poisoned = AtomicBool::new(false);
+        drop(locks.lock(5_000, &poisoned).unwrap());
+        assert_eq!(crate::pages::resident_pages(start, len), 1, "the page of the lock taken");
     }
 
     #[test]

@@ -368,7 +368,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let connected = matches!(ep.state(), EpState::Connected | EpState::DisconnectPending);
         let routed = match c.op {
             DtoOp::BindMw => {
-                ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
+                ep.settle_dto(false, c.retired);
                 let evd = ep.request_evd;
                 let rmr_h = RmrHandle(RawHandle::from_bits(c.cookie));
                 match self
@@ -387,16 +387,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 }
             }
             op => {
-                let evd = if op.is_recv() {
-                    match self.srqs.get_mut(ep.srq.0) {
-                        Some(srq) => srq.outstanding = srq.outstanding.saturating_sub(1),
-                        None => ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1),
-                    }
-                    ep.recv_evd
-                } else {
-                    ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
-                    ep.request_evd
-                };
+                let recv = op.is_recv();
+                // A receive of an SRQ counts on the SRQ.
+                match if recv { self.srqs.get_mut(ep.srq.0) } else { None } {
+                    Some(srq) => srq.outstanding = srq.outstanding.saturating_sub(1),
+                    None => ep.settle_dto(recv, c.retired),
+                }
+                let (evd, _) = ep.dto_stream(recv);
                 let data = EventData::Dto {
                     ep: ep_h,
                     cookie: c.cookie,

@@ -5,10 +5,10 @@
 //! the operation with its remote buffer ([`RequestOp`]), and the
 //! completion flags. One function holds the rules of a request
 //! (`rule::check`, with one row per kind of request), one those of a
-//! receive (`recv::recv_checked`) and one those of an SRQ's receive
-//! (`recv::srq_recv_checked`). Each is reached through four doors, which
-//! differ only in how they hold the Endpoint and hand the work to the
-//! transport:
+//! receive (`rule::check_recv`) and one those of an SRQ's receive
+//! (`rule::check_srq_recv`). Each is reached through four doors, which
+//! run the same function and differ only in how they hold the Endpoint
+//! and hand the work to the transport:
 //! - exclusive ([`request`], [`recv`]): the calls of the man pages on a
 //!   provider the caller holds as `&mut`;
 //! - lane ([`lane`]): one segment, every rule checked as a yes/no and

@@ -227,6 +227,33 @@ impl<B: Backend> Ep<B> {
         self.qp.as_mut()
     }
 
+    /// The DTO completion rule, which every dequeue keeps: the EVD a
+    /// completion of this EP goes to (of a receive if `recv`), and whether
+    /// settling it changes this EP's accounts alone ([`Ep::settle_dto`]),
+    /// as a dequeue's lane and a shared dequeue need: not for a receive
+    /// that counts on an SRQ, nor one that may invalidate a window
+    /// ([`Ep::recv_direct`]).
+    #[inline(always)]
+    pub(crate) fn dto_stream(&self, recv: bool) -> (EvdHandle, bool) {
+        if recv {
+            (self.recv_evd, self.recv_direct)
+        } else {
+            (self.request_evd, true)
+        }
+    }
+
+    /// Count a DTO completion out of this EP's outstanding work: a receive
+    /// of its own queue, or the `retired` requests a request's completion
+    /// retires (unsignalled ones before it complete with it).
+    #[inline(always)]
+    pub(crate) fn settle_dto(&mut self, recv: bool, retired: u32) {
+        if recv {
+            self.recv_outstanding = self.recv_outstanding.saturating_sub(1);
+        } else {
+            self.request_outstanding = self.request_outstanding.saturating_sub(retired);
+        }
+    }
+
     /// Move the connection through `step`, one of [`Connection`]'s
     /// transitions; the post masks follow.
     #[inline]

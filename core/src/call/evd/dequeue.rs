@@ -96,11 +96,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         };
         // What `Provider::complete_to` counts for a completion it hands
         // to the dequeue.
-        if recv {
-            ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);
-        } else {
-            ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
-        }
+        ep.settle_dto(recv, c.retired);
         Ok(event(evd, &c, ep.name))
     }
 }
@@ -135,8 +131,8 @@ fn empty<B: Backend, E: SlotsOf<Evd<B::Cq>>, I: SlotsOf<Ia<B>>>(
 /// that may have invalidated a window).
 #[inline(always)]
 fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, recv: bool, evd: EvdHandle) -> bool {
-    let stream = if recv { ep.recv_evd } else { ep.request_evd };
-    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && (!recv || ep.recv_direct)
+    let (stream, alone) = ep.dto_stream(recv);
+    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && alone
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -184,9 +180,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                         // SRQ's receives are counted on the SRQ, and a
                         // receive may invalidate a window of the EP: all
                         // exclusive work (`Ep::recv_direct`).
-                        let (to, own_queue) =
-                            if head.recv { (ep.recv_evd, ep.recv_direct) } else { (ep.request_evd, true) };
-                        (to == evd && own_queue).then_some((lock, ep, head.recv))
+                        let (to, alone) = ep.dto_stream(head.recv);
+                        (to == evd && alone).then_some((lock, ep, head.recv))
                     },
                 )
             };
@@ -196,11 +191,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 Shared::Empty => return Shared::Empty,
                 Shared::NeedsExclusive => return Shared::NeedsExclusive,
             };
-            if recv {
-                ep.recv_outstanding = ep.recv_outstanding.saturating_sub(1);
-            } else {
-                ep.request_outstanding = ep.request_outstanding.saturating_sub(c.retired);
-            }
+            ep.settle_dto(recv, c.retired);
             return Shared::Done(event(evd, &c, ep.name));
         }
     }

@@ -1,15 +1,15 @@
 //! Lanes: the hot calls checked all at once, then committed.
 //!
-//! A lane evaluates every rule of its ordinary call as a yes/no (a
-//! request's lane runs the request's own check, `rule::check`), and
-//! changes nothing until all of them hold and the transport has taken the
-//! work. When any rule fails, or the transport cannot take the work the
-//! quick way, the lane answers `false` and its caller runs the ordinary
-//! call, which checks again in its own order and returns the exact
-//! `DAT_RETURN`. So a lane needs no error values, and every error stays
-//! the ordinary call's. A lane may be narrower than its call (one segment,
-//! a segment that is not empty), never wider: it never takes what the
-//! ordinary call refuses.
+//! A lane evaluates every rule of its ordinary call as a yes/no (it runs
+//! the call's own check: `rule::check`, `rule::check_recv` or
+//! `rule::check_srq_recv`), and changes nothing until all of them hold
+//! and the transport has taken the work. When any rule fails, or the
+//! transport cannot take the work the quick way, the lane answers `false`
+//! and its caller runs the ordinary call, which checks again in its own
+//! order and returns the exact `DAT_RETURN`. So a lane needs no error
+//! values, and every error stays the ordinary call's. A lane may be
+//! narrower than its call (one segment, a segment that is not empty),
+//! never wider: it never takes what the ordinary call refuses.
 //!
 //! A lane looks each object up once: the caller gives the EP's slot and
 //! judges the generation it finds there (`matches_generation`), so a C handle, whose
@@ -17,10 +17,12 @@
 //! second look-up. `matches_generation` must accept only the generation the caller's
 //! handle names: it is the lane's handle check.
 
-use super::rule::{check, commit_one, translated, RECV};
+use core::slice;
+
+use super::rule::{check, check_recv, check_srq_recv, commit_one, Checked};
 use super::Request;
 use crate::backend::{Backend, RequestOp, Sge};
-use crate::object::ep::{Ep, PostMasks};
+use crate::object::ep::Ep;
 use crate::object::ia::Ia;
 use crate::object::lmr::Lmr;
 use crate::provider::Provider;
@@ -52,7 +54,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 ep,
                 lmrs,
                 ias,
-                &Request { iov: core::slice::from_ref(seg), cookie, op, flags },
+                &Request { iov: slice::from_ref(seg), cookie, op, flags },
                 #[inline(always)]
                 |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
             )
@@ -76,20 +78,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> bool {
         let Provider { eps, lmrs, backend, .. } = self;
         let Some((generation, ep)) = eps.live_mut(ep) else { return false };
-        debug_assert!(ep.post_masks_current());
-        // `recv::recv_checked`'s rules: the flags, one segment within the
-        // limit, no SRQ, a QP (all in `post_masks.recv`), the segment through its
-        // LMR, room.
-        let ready = admits(ep.post_masks.recv, flags) && ep.recv_outstanding < ep.attr().max_recv_dtos;
-        if !matches_generation(generation) || !ready {
+        if !matches_generation(generation) {
             return false;
         }
-        let Ok(sge) = translated(lmrs, ep.pz, seg, RECV.need) else { return false };
-        // An empty segment is the ordinary call's; asked here, after the
-        // LMR's rules, it shares their branch.
-        if sge.length == 0 {
+        let Ok(Checked { sges: Some(sge), .. }) =
+            check_recv::<_, _, Option<Sge>>(ep, lmrs, slice::from_ref(seg), flags)
+        else {
             return false;
-        }
+        };
         let Some(qp) = ep.qp_mut() else { return false };
         if !backend.post_recv_one(qp, sge, cookie) {
             return false;
@@ -103,7 +99,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// The lane of dat_srq_post_recv(3DAT) of one segment that is not
     /// empty, on the SRQ living in slot `srq` if `matches_generation` accepts its
     /// generation; as [`Provider::lane_request`]. The call "is valid in
-    /// every SRQ state", so the rules are `recv::srq_recv_checked`'s: one
+    /// every SRQ state", so the rules are [`check_srq_recv`]'s: one
     /// segment within the limit, the segment through its LMR of the SRQ's
     /// PZ with local write, room.
     #[inline(always)]
@@ -116,13 +112,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> bool {
         let Provider { srqs, lmrs, backend, .. } = self;
         let Some((generation, s)) = srqs.live_mut(srq) else { return false };
-        if !matches_generation(generation) || s.attr.max_recv_iov == 0 || s.outstanding >= s.attr.max_recv_dtos {
+        if !matches_generation(generation) {
             return false;
         }
-        let Ok(sge) = translated(lmrs, s.pz, seg, RECV.need) else { return false };
-        if sge.length == 0 {
+        let Ok(Checked { sges: Some(sge), .. }) = check_srq_recv::<_, _, Option<Sge>>(s, lmrs, slice::from_ref(seg))
+        else {
             return false;
-        }
+        };
         if !backend.srq_post_recv_one(&mut s.srq, sge, cookie) {
             return false;
         }
@@ -146,11 +142,4 @@ pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     let Ok(checked) = check::<_, _, _, Option<Sge>>(ep, lmrs, ias, request) else { return false };
     let Some(sge) = checked.sges else { return false };
     commit_one(ep, sge, post)
-}
-
-/// Whether an EP whose post mask for the call is `reject` takes a post
-/// with `flags` ([`PostMasks`]).
-#[inline(always)]
-fn admits(reject: u64, flags: CompletionFlags) -> bool {
-    (u64::from(flags.0) | PostMasks::READY) & reject == 0
 }

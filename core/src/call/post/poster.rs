@@ -17,13 +17,14 @@
 //!   so no connection event can move the EP's state.
 
 use super::request::Found;
-use super::rule::gather;
+use super::rule::segments;
 use super::rule::{admitted, commit_one, fits, kind, room, Checked, PostSend, Sges};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
 use crate::provider::Provider;
 use crate::storage::Storage;
+use crate::store::FixedVec;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
 
 /// What the segments are for: read by the HCA (a send, or an RDMA
@@ -49,8 +50,8 @@ impl Access {
 /// needs; see [`Provider::segments`].
 #[derive(Clone, Debug)]
 pub struct Segments {
-    iov: crate::store::FixedVec<LmrTriplet, MAX_SGE>,
-    checked: Checked<crate::store::FixedVec<Sge, MAX_SGE>>,
+    iov: FixedVec<LmrTriplet, MAX_SGE>,
+    checked: Checked<FixedVec<Sge, MAX_SGE>>,
     access: Access,
     pz: PzHandle,
     /// The provider that checked them, and its LMR epoch then.
@@ -79,9 +80,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `DAT_PRIVILEGES_VIOLATION`; more segments than a request may have
     /// `DAT_INVALID_PARAMETER` for the count.
     pub fn segments(&self, pz: PzHandle, iov: &[LmrTriplet], access: Access) -> DatResult<Segments> {
-        let kept = crate::store::FixedVec::from_slice(iov).map_err(|_| DatError::invalid(PostSend::NumSegments))?;
-        let mut sges = crate::store::FixedVec::new();
-        let total = gather(&self.lmrs, pz, iov, access.privilege(), &mut sges)?;
+        let kept = FixedVec::from_slice(iov).map_err(|_| DatError::invalid(PostSend::NumSegments))?;
+        let (sges, total) = segments::<B, _, FixedVec<Sge, MAX_SGE>>(&self.lmrs, pz, iov, access.privilege())?;
         let checked = Checked { sges, total };
         Ok(Segments { iov: kept, checked, access, pz, provider: self.number, epoch: self.lmr_epoch })
     }

@@ -1,24 +1,18 @@
 //! The exclusive door of a receive: dat_ep_post_recv(3DAT) and
 //! dat_srq_post_recv(3DAT).
 
-use super::rule::{admitted, gather, RECV};
-use crate::backend::{Backend, Sge, GRH_BYTES};
-use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use super::rule::{check_recv, check_srq_recv, Checked, Refusal};
+use crate::backend::{Backend, Sge, MAX_SGE};
+use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, SrqHandle};
 use crate::object::ep::Ep;
 use crate::object::lmr::Lmr;
 use crate::object::srq::Srq;
 use crate::provider::Provider;
-use crate::signature::signature;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 use crate::store::FixedVec;
-use crate::types::{CompletionFlags, LmrTriplet, MemPriv};
-
-signature! {
-    /// dat_srq_post_recv(3DAT)'s parameters.
-    pub(crate) enum SrqPostRecv { SrqHandle, NumSegments, LocalIov, UserCookie }
-}
+use crate::types::{CompletionFlags, LmrTriplet};
 
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_ep_post_recv(3DAT): "The operation is valid for all states of the
@@ -89,11 +83,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 }
 
-/// The rules of dat_ep_post_recv(3DAT) for a receive on `ep`, its segments
-/// translated through `lmrs`; then `post` hands it to the transport, and
-/// an EP that counts hands `counted` its bytes. The
-/// same code checks a receive through an exclusive provider and through a
-/// shared one.
+/// A receive on `ep` judged by [`check_recv`] (each refusal its
+/// `DAT_RETURN`), its segments translated through `lmrs`; then `post`
+/// hands it to the transport, and an EP that counts hands `counted` its
+/// bytes. The same code posts a receive through an exclusive provider and
+/// through a shared one.
 #[inline(always)]
 pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     ep: &mut Ep<B>,
@@ -103,19 +97,8 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     post: impl FnOnce(&mut B::Qp, &[Sge]) -> DatResult<()>,
     counted: impl FnOnce(u64),
 ) -> DatResult<()> {
-    // The flags, the segment count and the SRQ, by the receive's row.
-    admitted(ep, &RECV, flags, iov.len())?;
-    let mut sges = FixedVec::new();
-    let total = gather(lmrs, ep.pz, iov, RECV.need, &mut sges)?;
-    // A datagram lands after the 40 bytes of its GRH (ibv_post_recv(3)):
-    // a UD receive with less room could take none.
-    if ep.ud && total < u64::from(GRH_BYTES) {
-        return Err(DatError::of(ErrorType::LengthError));
-    }
-    if ep.recv_outstanding >= ep.attr().max_recv_dtos {
-        return Err(DatError::of(ErrorType::InsufficientResources));
-    }
-    let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
+    let Checked { sges, total } = check_recv::<_, _, FixedVec<Sge, MAX_SGE>>(ep, lmrs, iov, flags)?;
+    let qp = ep.qp_mut().ok_or(Refusal::NotReady)?;
     post(qp, &sges)?;
     ep.recv_outstanding += 1;
     if ep.counting {
@@ -124,9 +107,9 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     Ok(())
 }
 
-/// The rules of dat_srq_post_recv(3DAT) for a receive on `s`, its segments
+/// A receive on the SRQ `s` judged by [`check_srq_recv`], its segments
 /// translated through `lmrs`; then `post` hands it to the transport. The
-/// same code checks a receive through an exclusive provider and through a
+/// same code posts a receive through an exclusive provider and through a
 /// shared one.
 #[inline(always)]
 pub(crate) fn srq_recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
@@ -135,14 +118,7 @@ pub(crate) fn srq_recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     iov: &[LmrTriplet],
     post: impl FnOnce(&mut B::Srq, &[Sge]) -> DatResult<()>,
 ) -> DatResult<()> {
-    if iov.len() > s.attr.max_recv_iov as usize {
-        return Err(DatError::invalid(SrqPostRecv::NumSegments));
-    }
-    let mut sges = FixedVec::new();
-    gather(lmrs, s.pz, iov, MemPriv::LOCAL_WRITE, &mut sges)?;
-    if s.outstanding >= s.attr.max_recv_dtos {
-        return Err(DatError::of(ErrorType::InsufficientResources));
-    }
+    let Checked { sges, .. } = check_srq_recv::<_, _, FixedVec<Sge, MAX_SGE>>(s, lmrs, iov)?;
     post(&mut s.srq, &sges)?;
     s.outstanding += 1;
     Ok(())

@@ -1,4 +1,5 @@
-//! The rules of a request post, written once.
+//! The rules of a post, written once: a request's ([`check`]), a
+//! receive's ([`check_recv`]) and an SRQ receive's ([`check_srq_recv`]).
 //!
 //! Each kind of request is one row of [`kind`]: the completion flags its
 //! call admits, where they stand among the call's arguments, the
@@ -12,13 +13,14 @@
 //! ([`Refusal::error`], out of line), from what the check found, so
 //! nothing is looked up again to explain it.
 
-use crate::backend::{Backend, RequestOp, SendWr, Sge, MAX_SGE};
-use crate::error::{DatError, DatResult, ErrorType, Subtype};
+use crate::backend::{Backend, RequestOp, SendWr, Sge, GRH_BYTES, MAX_SGE};
+use crate::error::{DatError, ErrorType, Subtype};
 use crate::handle::PzHandle;
 use crate::object::ep::{Ep, PostMasks};
 use crate::object::ep::{REQUEST_FLAGS, SEND_FLAGS};
 use crate::object::ia::Ia;
 use crate::object::lmr::{by_context, Lmr};
+use crate::object::srq::Srq;
 use crate::signature::signature;
 use crate::slab::{Slab, SlotsOf};
 use crate::store::FixedVec;
@@ -79,7 +81,7 @@ pub(crate) enum Length {
     /// ones, on an IA that has atomics (`<dat2/dat_ib_extensions.h>`).
     Atomic,
     /// A receive's: a UD EP's needs room for the GRH, which
-    /// `recv::recv_checked` judges.
+    /// [`check_recv`] judges.
     Receive,
 }
 
@@ -324,10 +326,77 @@ pub(crate) fn check<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>, G: Gather
             return Err(Refusal::NotReady);
         }
     }
+    let (sges, total) = segments::<B, L, G>(lmrs, ep.pz, iov, kind.need)?;
+    fits(ep, ias, &op, kind.length, total)?;
+    room(ep)?;
+    Ok(Checked { sges, total })
+}
+
+/// Judge a receive of `iov` with `flags` on `ep`, its segments translated
+/// through `lmrs`, in the pages' order: the flags, the segment count and
+/// the SRQ (the receive's row, [`admitted`]), each segment's LMR, a UD
+/// EP's room for the GRH, the outstanding receives. Changes nothing; the
+/// QP is judged where it is taken. "The operation is valid for all
+/// states of the Endpoint" (dat_ep_post_recv(3DAT)).
+#[inline(always)]
+pub(crate) fn check_recv<B: Backend, L: SlotsOf<Lmr<B>>, G: Gathered>(
+    ep: &Ep<B>,
+    lmrs: &Slab<Lmr<B>, L>,
+    iov: &[LmrTriplet],
+    flags: CompletionFlags,
+) -> Result<Checked<G>, Refusal> {
+    if !admitted(ep, &RECV, flags, iov.len())? && G::LANE {
+        return Err(Refusal::NotReady);
+    }
+    let (sges, total) = segments::<B, L, G>(lmrs, ep.pz, iov, RECV.need)?;
+    // A datagram lands after the 40 bytes of its GRH (ibv_post_recv(3)): a
+    // UD receive with less room could take none.
+    if ep.ud && total < u64::from(GRH_BYTES) {
+        return Err(Refusal::Length);
+    }
+    if ep.recv_outstanding >= ep.attr().max_recv_dtos {
+        return Err(Refusal::Full);
+    }
+    Ok(Checked { sges, total })
+}
+
+/// Judge a receive of `iov` on the SRQ `s`, its segments translated
+/// through `lmrs`: the segment count, each segment's LMR (of the SRQ's PZ,
+/// with local write), the outstanding receives. The call "is valid in
+/// every SRQ state" (dat_srq_post_recv(3DAT)). Changes nothing.
+#[inline(always)]
+pub(crate) fn check_srq_recv<B: Backend, L: SlotsOf<Lmr<B>>, G: Gathered>(
+    s: &Srq<B>,
+    lmrs: &Slab<Lmr<B>, L>,
+    iov: &[LmrTriplet],
+) -> Result<Checked<G>, Refusal> {
+    // dat_srq_post_recv(3DAT) has its segment count second, as
+    // dat_ep_post_send(3DAT) does.
+    if iov.len() > s.attr.max_recv_iov as usize {
+        return Err(Refusal::Segments);
+    }
+    let (sges, total) = segments::<B, L, G>(lmrs, s.pz, iov, MemPriv::LOCAL_WRITE)?;
+    if s.outstanding >= s.attr.max_recv_dtos {
+        return Err(Refusal::Full);
+    }
+    Ok(Checked { sges, total })
+}
+
+/// The segments of `iov` translated through `lmrs` for a post on an EP or
+/// SRQ of `pz` that needs `need` of them ([`translated`]), and their
+/// bytes. "When 0 is specified for segment_length then the other two
+/// elements of the dat_lmr_triplet are irrelevant"
+/// (dat_ep_post_send(3DAT)): an empty segment is skipped. More than `G`
+/// holds is [`Refusal::Segments`].
+#[inline(always)]
+pub(crate) fn segments<B: Backend, L: SlotsOf<Lmr<B>>, G: Gathered>(
+    lmrs: &Slab<Lmr<B>, L>,
+    pz: PzHandle,
+    iov: &[LmrTriplet],
+    need: MemPriv,
+) -> Result<(G, u64), Refusal> {
     let mut sges = G::default();
     let mut total = 0u64;
-    // "When 0 is specified for segment_length then the other two elements
-    // of the dat_lmr_triplet are irrelevant" (dat_ep_post_send(3DAT)).
     for seg in iov {
         if seg.segment_length == 0 {
             // A lane takes a segment that is not empty, so that its
@@ -337,14 +406,12 @@ pub(crate) fn check<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>, G: Gather
             }
             continue;
         }
-        if !sges.push(translated(lmrs, ep.pz, seg, kind.need)?) {
+        if !sges.push(translated(lmrs, pz, seg, need)?) {
             return Err(Refusal::Segments);
         }
         total += u64::from(seg.segment_length);
     }
-    fits(ep, ias, &op, kind.length, total)?;
-    room(ep)?;
-    Ok(Checked { sges, total })
+    Ok((sges, total))
 }
 
 /// The rules of `kind` that read only the EP and the flags: the flags the
@@ -432,29 +499,6 @@ pub(crate) fn translated<B: Backend, L: SlotsOf<Lmr<B>>>(
         return Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey });
     }
     Err(lmr_refusal(same_pz, inside))
-}
-
-/// Translate `iov` into `sges` by the rules of a post's segments
-/// ([`translated`]), skipping zero-length segments ("When 0 is
-/// specified for segment_length then the other two elements of the
-/// dat_lmr_triplet are irrelevant"). Returns the total length. The
-/// segments go into a vector on the caller's stack, which no post clears
-/// first; more than it holds is `DAT_INVALID_PARAMETER` for the segment
-/// count, where dat_ep_post_send(3DAT) has it.
-#[inline(always)]
-pub(crate) fn gather<B: Backend, L: SlotsOf<Lmr<B>>>(
-    lmrs: &Slab<Lmr<B>, L>,
-    pz: PzHandle,
-    iov: &[LmrTriplet],
-    need: MemPriv,
-    sges: &mut FixedVec<Sge, MAX_SGE>,
-) -> DatResult<u64> {
-    let mut total = 0u64;
-    for seg in iov.iter().filter(|s| s.segment_length != 0) {
-        sges.push(translated(lmrs, pz, seg, need)?).map_err(|_| DatError::invalid(PostSend::NumSegments))?;
-        total += u64::from(seg.segment_length);
-    }
-    Ok(total)
 }
 
 /// Which of [`translated`]'s rules refused, in their order.

@@ -8,8 +8,8 @@
 //! as `dat_extension_op` does (`PostSendUd`): the EP is 1, the
 //! operation 2.
 
-use super::rule::gather;
-use crate::backend::{Backend, SendWr, UdDest};
+use super::rule::segments;
+use crate::backend::{Backend, SendWr, Sge, UdDest, MAX_SGE};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{AhHandle, EpHandle};
 use crate::object::ep::SEND_FLAGS;
@@ -65,8 +65,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if remote_qpn & !QPN_MASK != 0 {
             return Err(DatError::invalid(PostSendUd::AddrHandle));
         }
-        let mut sges = FixedVec::new();
-        let total = gather(lmrs, ep.pz, iov, MemPriv::LOCAL_READ, &mut sges)?;
+        let (sges, total) = segments::<B, _, FixedVec<Sge, MAX_SGE>>(lmrs, ep.pz, iov, MemPriv::LOCAL_READ)?;
         if total > u64::from(ep.attr().max_message_size) {
             return Err(DatError::invalid(PostSendUd::LocalIov));
         }

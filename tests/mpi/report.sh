@@ -2,9 +2,10 @@
 
 # retries: the transport retransmissions this host's RDMA device has made
 # so far (rxe's completer_retry_err, over its ports); nothing where the
-# device keeps no such counter. Under TCG rxe retransmits now and then,
-# after a sequence-error NAK at once or after an ACK timeout (both count
-# here), so a figure means little without the retries beside it.
+# device keeps no such counter. rxe's retransmission timer runs out
+# about once an ACK timeout under steady traffic, with no packet lost,
+# and the message then in flight is sent again (docs/mpi.md), so a figure
+# of one size means little without the retries beside it.
 retries() {
 	cat /sys/class/infiniband/"$UDAT_RDMA_DEVICE"/ports/*/hw_counters/completer_retry_err 2>/dev/null |
 		awk '{ s += $1 } END { if (NR) print s }'

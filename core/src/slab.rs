@@ -232,6 +232,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     }
 
     /// [`Slab::insert_at`], listed or not.
+    #[inline]
     fn insert_at_any(&mut self, index: u32, value: T) -> Result<RawHandle, T> {
         if !self.keyed || index >= self.capacity {
             return Err(value);
@@ -334,6 +335,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     }
 
     /// [`Slab::remove`], listed or not (a member is unlinked first).
+    #[inline]
     fn remove_any(&mut self, h: RawHandle) -> Option<T> {
         let slots = self.slots.items_mut();
         let slot = slots.get_mut(h.index as usize)?;
@@ -365,6 +367,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     /// Store `value`, listed among `members`: [`Slab::insert`] for a
     /// listed slab.
+    #[inline]
     pub fn insert_member(&mut self, members: &mut Members, value: T) -> Result<RawHandle, T> {
         let h = self.insert_any(value)?;
         self.link(members, h.index);
@@ -373,6 +376,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     /// Store `value` in slot `index`, listed among `members`:
     /// [`Slab::insert_at`] for a listed slab.
+    #[inline]
     pub fn insert_member_at(&mut self, members: &mut Members, index: u32, value: T) -> Result<RawHandle, T> {
         let h = self.insert_at_any(index, value)?;
         self.link(members, h.index);
@@ -381,6 +385,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     /// Take the object `h` names out of the slab and out of `members`, the
     /// list it was inserted into: [`Slab::remove`] for a listed slab.
+    #[inline]
     pub fn remove_member(&mut self, members: &mut Members, h: RawHandle) -> Option<T> {
         let slot = self.slots.items().get(h.index as usize)?;
         if !self.listed || !slot.live || slot.generation != h.generation {

@@ -29,6 +29,7 @@ pub(crate) trait OfIa {
 /// Store `value` in `slab`, listed among the objects of its IA: in slot
 /// `at` of a keyed slab, else where the slab puts it. `Err` gives it back
 /// when the IA is not open or there is no room.
+#[inline]
 pub(crate) fn insert<B: Backend, T: OfIa, SI, S>(
     ias: &mut Slab<Ia<B>, SI>,
     slab: &mut Slab<T, S>,
@@ -55,6 +56,7 @@ where
 
 /// Take the object `h` names out of `slab` and out of its IA's list.
 /// (An object never outlives its IA: dat_ia_close frees them first.)
+#[inline]
 pub(crate) fn remove<B: Backend, T: OfIa, SI, S>(
     ias: &mut Slab<Ia<B>, SI>,
     slab: &mut Slab<T, S>,

@@ -99,7 +99,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// The lane of dat_srq_post_recv(3DAT) of one segment that is not
     /// empty, on the SRQ living in slot `srq` if `matches_generation` accepts its
     /// generation; as [`Provider::lane_request`]. The call "is valid in
-    /// every SRQ state", so the rules are [`check_srq_recv`]'s: one
+    /// every SRQ state", so the rules are `rule::check_srq_recv`'s: one
     /// segment within the limit, the segment through its LMR of the SRQ's
     /// PZ with local write, room.
     #[inline(always)]

@@ -15,7 +15,7 @@
 //! the program's again.
 
 use udat_core::types::{CompletionFlags, DtoOp, RmrTriplet};
-use udat_core::{DatError, DatResult, EpHandle, EventData, Provider, Storage};
+use udat_core::{DatError, DatResult, Door, EpHandle, EventData, Provider, Storage};
 
 use crate::memory::{Local, Seg, Target};
 use crate::object::{Ep, Refused, Srq};

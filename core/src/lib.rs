@@ -101,6 +101,7 @@ pub use call::ep::{EpChanges, EpParam, VALUE_UNKNOWN};
 pub use call::evd::{EvdParam, EvdState, EvdWait, Passed, WaitStep, CM_LOOK_US, EVD_FIELD_ALL};
 pub use call::ia::{AsyncEvd, AsyncEvdRef};
 pub use call::lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
+pub use call::post::door::{Door, Locked};
 pub use call::post::{poster, shared};
 pub use call::psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
 pub use call::pz::{PzParam, PZ_FIELD_ALL};

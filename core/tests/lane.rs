@@ -1,8 +1,10 @@
 //! The lanes against their ordinary calls: twin providers built by the
 //! same calls, one posting and dequeuing through the lane first (the
 //! ordinary call only where the lane did not take it), the other through
-//! the ordinary call alone. A lane never takes what the ordinary call
-//! refuses, and the twins answer and hold the same throughout.
+//! the ordinary call alone (its transport declines every lane, so that
+//! the ordinary call's own try of the lane takes nothing). A lane never
+//! takes what the ordinary call refuses, and the twins answer and hold
+//! the same throughout.
 mod common;
 use common::*;
 use udat_core::backend::RequestOp;
@@ -192,7 +194,7 @@ fn the_recv_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does
                         let raw = ep.raw();
                         fx.p.lane_recv(raw.index(), |g| g == raw.generation(), &seg, 9, flags)
                     },
-                    |fx, ep, seg| fx.p.ep_post_recv_ordinary(ep, &[seg], 9, flags),
+                    |fx, ep, seg| fx.p.ep_post_recv(ep, &[seg], 9, flags),
                     |a, b, ep| {
                         a.p.backend().pending_recvs(ep) == b.p.backend().pending_recvs(ep)
                             && a.drain(a.dto_evd) == b.drain(b.dto_evd)
@@ -235,7 +237,9 @@ impl Tally {
         let ((mut a, ep, seg), (mut b, _, _)) = (world(ep_case, seg_case), world(ep_case, seg_case));
         let taken = lane(&mut a, ep, seg);
         let through_lane = if taken { Ok(()) } else { post(&mut a, ep, seg) };
+        b.p.backend_mut().no_lanes = true;
         let alone = post(&mut b, ep, seg);
+        b.p.backend_mut().no_lanes = false;
         assert!(!taken || alone.is_ok(), "the lane took {what:?}, which the post refuses: {alone:?}");
         assert_eq!(through_lane, alone, "{what:?}");
         if ep_case != EpCase::Freed {
@@ -324,7 +328,7 @@ fn probe(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, flags: CompletionFlags, ste
     assert!(!took || posts, "{step}: the lane posted in {status:?}");
     assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary write differ ({ordinary:?})");
     let took = fx.p.lane_recv(raw.index(), |g| g == raw.generation(), &seg, 2, flags);
-    let ordinary = if took { Ok(()) } else { fx.p.ep_post_recv_ordinary(ep, &[seg], 2, flags) };
+    let ordinary = if took { Ok(()) } else { fx.p.ep_post_recv(ep, &[seg], 2, flags) };
     assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary receive differ ({ordinary:?})");
     // Settle what was posted, so that no later step runs out of room.
     if status.is_some() && took {
@@ -432,8 +436,9 @@ fn the_srq_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does(
             let ((mut a, srq, seg), (mut b, _, _)) = (twin(), twin());
             let raw = srq.raw();
             let lane = a.p.lane_srq_recv(raw.index(), |g| g == raw.generation(), &seg, 9);
-            let through_lane = if lane { Ok(()) } else { a.p.srq_post_recv_ordinary(srq, &[seg], 9) };
-            let alone = b.p.srq_post_recv_ordinary(srq, &[seg], 9);
+            let through_lane = if lane { Ok(()) } else { a.p.srq_post_recv(srq, &[seg], 9) };
+            b.p.backend_mut().no_lanes = true;
+            let alone = b.p.srq_post_recv(srq, &[seg], 9);
             let what = (srq_case, seg_case);
             assert!(!lane || alone.is_ok(), "the lane took {what:?}, which the post refuses: {alone:?}");
             assert_eq!(through_lane, alone, "{what:?}");

@@ -111,6 +111,9 @@ pub struct MockBackend {
     /// Type 2 windows alloc'ed: `mw_alloc_for_ep` refuses when false, as a
     /// device without them does.
     pub type2_windows: bool,
+    /// The transport's lanes decline every post, so that each post is the
+    /// core's ordinary one: the twin the lane tests post through alone.
+    pub no_lanes: bool,
     /// Open devices, PDs, MRs, MWs: a leak shows as a count above zero.
     pub live_ias: u32,
     pub live_pds: u32,
@@ -157,6 +160,7 @@ impl MockBackend {
             last_connect: None,
             invalidates: None,
             type2_windows: true,
+            no_lanes: false,
             live_ias: 0,
             live_pds: 0,
             live_mrs: 0,
@@ -750,12 +754,18 @@ impl Backend for MockBackend {
 
     /// The lane is the ordinary post, which leaves no trace when it fails.
     fn post_one(&mut self, qp: &mut u32, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
+        if self.no_lanes {
+            return false;
+        }
         let sges = core::slice::from_ref(&sge);
         self.post_send(qp, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok()
     }
 
     /// The lane is the ordinary post, which leaves no trace when it fails.
     fn post_recv_one(&mut self, qp: &mut u32, sge: Sge, cookie: u64) -> bool {
+        if self.no_lanes {
+            return false;
+        }
         self.post_recv(qp, core::slice::from_ref(&sge), cookie).is_ok()
     }
 
@@ -830,6 +840,9 @@ impl Backend for MockBackend {
 
     /// The lane is the ordinary post, which leaves no trace when it fails.
     fn srq_post_recv_one(&mut self, srq: &mut u32, sge: Sge, cookie: u64) -> bool {
+        if self.no_lanes {
+            return false;
+        }
         self.srq_post_recv(srq, core::slice::from_ref(&sge), cookie).is_ok()
     }
 

@@ -6,10 +6,11 @@ use std::ptr;
 use udat_core::backend::{QpType, RequestOp};
 use udat_core::handle::{EpHandle, EvdHandle, IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddress, LmrTriplet, Qos, RmrTriplet};
-use udat_core::{DatError, DatResult, EpChanges, ErrorType};
+use udat_core::{DatError, DatResult, Door, EpChanges, ErrorType};
 
 use super::arg::{iov, lane_segment, private_data};
 use super::{lane_or, shared_lane_or, shared_not_taken, with, Arg, Entered, LaneHandle};
+use crate::capacity::Heap;
 use crate::instance::{invalid, Addr, Core, Instance};
 use crate::sys::*;
 use crate::transport::Transport;
@@ -341,27 +342,178 @@ pub(crate) unsafe fn ep_disconnect<B: Transport>(
     }
 }
 
-/// The posts of an Endpoint share their first arguments; `f` is the core
-/// call.
+/// What a post of an Endpoint asks besides its handle and its segments:
+/// one value, which the post's lane and its ordinary call both read. Each
+/// call has its own type, so that the value holds only what its call
+/// passed, and nothing of it is tested at run time.
+trait Post: Copy {
+    /// Whether a provider that shares has a lane for it (a receive has
+    /// none of the transport's, so it takes the EP's lock once, for the
+    /// ordinary call).
+    const SHARED_LANE: bool;
+
+    /// The post's lane on the EP `ep` names, of the one segment `seg`,
+    /// through `door`: `true` if it took the post.
+    ///
+    /// # Safety
+    /// A remote pointer the value holds is null or points at a readable
+    /// triplet (the call's contract).
+    unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: LmrTriplet) -> bool;
+
+    /// The ordinary call on `ep` with the segments `iov`, through `door`:
+    /// every rule, and the exact error.
+    ///
+    /// # Safety
+    /// As [`Post::lane`].
+    unsafe fn ordinary<B: Transport>(
+        self,
+        door: &mut impl Door<B, Heap>,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+    ) -> DatResult<()>;
+}
+
+/// A request's operation as the consumer passed it, its remote buffer
+/// still behind its pointer.
+trait Operation: Copy {
+    /// The operation, its remote buffer read, or the pointer's refusal.
+    ///
+    /// # Safety
+    /// A non-null remote pointer points at a readable triplet.
+    unsafe fn read(self) -> DatResult<RequestOp>;
+}
+
+/// dat_ep_post_send(3DAT)'s operation.
+#[derive(Clone, Copy)]
+struct Send;
+
+/// dat_ep_post_rdma_write(3DAT)'s operation, into the remote buffer.
+#[derive(Clone, Copy)]
+struct RdmaWrite(Arg<5, *const DAT_RMR_TRIPLET>);
+
+/// dat_ep_post_rdma_read(3DAT)'s operation, from the remote buffer.
+#[derive(Clone, Copy)]
+struct RdmaRead(Arg<5, *const DAT_RMR_TRIPLET>);
+
+impl Operation for Send {
+    #[inline(always)]
+    unsafe fn read(self) -> DatResult<RequestOp> {
+        Ok(RequestOp::Send)
+    }
+}
+
+impl Operation for RdmaWrite {
+    #[inline(always)]
+    unsafe fn read(self) -> DatResult<RequestOp> {
+        // SAFETY: by the contract.
+        Ok(RequestOp::RdmaWrite { remote: unsafe { remote(self.0) }? })
+    }
+}
+
+impl Operation for RdmaRead {
+    #[inline(always)]
+    unsafe fn read(self) -> DatResult<RequestOp> {
+        // SAFETY: by the contract.
+        Ok(RequestOp::RdmaRead { remote: unsafe { remote(self.0) }? })
+    }
+}
+
+/// A request: dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT) or
+/// dat_ep_post_rdma_read(3DAT), as `op` says.
+#[derive(Clone, Copy)]
+struct Request<O> {
+    cookie: u64,
+    flags: CompletionFlags,
+    op: O,
+}
+
+/// dat_ep_post_recv(3DAT).
+#[derive(Clone, Copy)]
+struct Recv {
+    cookie: u64,
+    flags: CompletionFlags,
+}
+
+impl<O: Operation> Post for Request<O> {
+    const SHARED_LANE: bool = true;
+
+    #[inline(always)]
+    unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: LmrTriplet) -> bool {
+        let Request { cookie, flags, op } = self;
+        // A pointer the ordinary call refuses is the ordinary call's.
+        // SAFETY: by the contract.
+        let Ok(op) = (unsafe { op.read() }) else { return false };
+        door.lane_request(
+            ep.index,
+            #[inline(always)]
+            |g| ep.matches_generation(g),
+            &seg,
+            cookie,
+            op,
+            flags,
+        )
+    }
+
+    #[inline(always)]
+    unsafe fn ordinary<B: Transport>(
+        self,
+        door: &mut impl Door<B, Heap>,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+    ) -> DatResult<()> {
+        let Request { cookie, flags, op } = self;
+        // SAFETY: by the contract.
+        let op = unsafe { op.read() }?;
+        door.ep_post_request(ep, iov, cookie, op, flags)
+    }
+}
+
+impl Post for Recv {
+    const SHARED_LANE: bool = false;
+
+    #[inline(always)]
+    unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: LmrTriplet) -> bool {
+        door.lane_recv(
+            ep.index,
+            #[inline(always)]
+            |g| ep.matches_generation(g),
+            &seg,
+            self.cookie,
+            self.flags,
+        )
+    }
+
+    #[inline(always)]
+    unsafe fn ordinary<B: Transport>(
+        self,
+        door: &mut impl Door<B, Heap>,
+        ep: EpHandle,
+        iov: &[LmrTriplet],
+    ) -> DatResult<()> {
+        door.ep_post_recv(ep, iov, self.cookie, self.flags)
+    }
+}
+
+/// A post of an Endpoint: its lane first, given the one segment of a post
+/// of one, and the ordinary call only if the lane did not take the post.
 ///
 /// A provider that shares its state among threads (`SHARES`, which its
 /// own table's slot carries) posts with the state shared and only the EP
-/// locked ([`udat_core::shared`]): `shared` gets the core then,
-/// `exclusive` otherwise. The checks and their errors are the same either
-/// way; each kind of provider's function holds only its own path.
+/// locked, through [`Provider::locked`](udat_core::Provider::locked)
+/// ([`udat_core::shared`]); any other holds its state to itself. Both
+/// are the same [`Door`], so the checks and their errors are the same
+/// either way.
 ///
-/// Either tries the call's lane first (`lane`, or `shared_lane`, given
-/// the one segment of a post of one), and runs the ordinary call only if
-/// the lane did not take the post.
+/// # Safety
+/// `ep` is null or a handle this transport's table was dispatched for;
+/// `segs` is null or holds `n` triplets, and a remote pointer `post`
+/// holds is null or points at a readable triplet (the call's contract).
 #[inline(always)]
-unsafe fn post<B: Transport, const SHARES: bool>(
+unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
-    lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>, LmrTriplet) -> bool,
-    exclusive: impl FnOnce(&mut Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
-    shared_lane: Option<impl FnOnce(&Core<B>, LaneHandle<'_>, LmrTriplet) -> bool>,
-    shared: impl FnOnce(&Core<B>, EpHandle, &[LmrTriplet]) -> DatResult<()>,
+    post: P,
 ) -> DAT_RETURN {
     let h = ep.0;
     if h.is_null() {
@@ -371,21 +523,22 @@ unsafe fn post<B: Transport, const SHARES: bool>(
     let instance = unsafe { Instance::<B>::of(h) };
     debug_assert_eq!(instance.shares, SHARES, "the slot of the instance's own table");
     if SHARES {
-        // SAFETY: the provider shares (`SHARES`); `shared_lane` and
-        // `shared` are `udat_core::shared`'s posts, which change only the EP
-        // they are given; `segs` is null or holds `n` triplets (the call's
-        // contract).
+        // SAFETY: the provider shares (`SHARES`), and each closure below
+        // runs holding the EP's lock with no `&mut` to the state (the
+        // contracts of `shared_lane_or` and `shared_not_taken`), which is
+        // `Provider::locked`'s; the rest by the call's contract.
         return unsafe {
-            let ordinary = move |core: &Core<B>, raw| shared(core, EpHandle::from_raw(raw), iov(n, segs)?);
-            // A call with no shared lane takes the EP's lock once.
-            let Some(shared_lane) = shared_lane else {
+            let ordinary =
+                move |core: &Core<B>, raw| post.ordinary(&mut core.locked(), EpHandle::from_raw(raw), iov(n, segs)?);
+            if !P::SHARED_LANE {
                 return shared_not_taken(instance, h, Kind::Ep, ordinary);
-            };
+            }
             shared_lane_or(
                 instance,
                 h,
                 Kind::Ep,
-                move |core, ep| lane_segment(n, segs).is_some_and(|seg| shared_lane(core, ep, seg)),
+                #[inline(always)]
+                move |core, ep| lane_segment(n, segs).is_some_and(|seg| post.lane(&mut core.locked(), ep, seg)),
                 ordinary,
             )
         };
@@ -396,24 +549,12 @@ unsafe fn post<B: Transport, const SHARES: bool>(
         Kind::Ep,
         // The segment is read where the lane needs it, not kept across
         // the lock and the handle's look-up.
-        // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
-        move |core, ep| unsafe { lane_segment(n, segs) }.is_some_and(|seg| lane(core, ep, seg)),
-        move |cx, raw| {
-            // SAFETY: `segs` is null or holds `n` triplets (the call's contract).
-            exclusive(&mut cx.state.core, EpHandle::from_raw(raw), unsafe { iov(n, segs) }?)
-        },
+        // SAFETY: the call's contract.
+        #[inline(always)]
+        move |core, ep| unsafe { lane_segment(n, segs) }.is_some_and(|seg| unsafe { post.lane(core, ep, seg) }),
+        // SAFETY: the call's contract.
+        move |cx, raw| unsafe { post.ordinary(&mut *cx.state.core, EpHandle::from_raw(raw), iov(n, segs)?) },
     )
-}
-
-/// The remote buffer of a post, for its lane; `None` where the ordinary
-/// call refuses it.
-///
-/// # Safety
-/// A non-null `r` points at a readable triplet.
-#[inline(always)]
-unsafe fn lane_remote<const N: u8>(r: Arg<N, *const DAT_RMR_TRIPLET>) -> Option<RmrTriplet> {
-    // SAFETY: by the contract.
-    unsafe { remote(r) }.ok()
 }
 
 /// dat_ep_post_send(3DAT).
@@ -425,23 +566,10 @@ pub(crate) unsafe fn ep_post_send<B: Transport, const SHARES: bool>(
     cookie: Arg<4, DAT_DTO_COOKIE>,
     flags: Arg<5, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
-    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits. A
-    // shared post runs with the state shared and the EP locked.
+    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
     unsafe {
         let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-        post::<B, SHARES>(
-            ep,
-            n,
-            segs,
-            move |core, ep, seg| {
-                core.lane_request(ep.index, |g| ep.matches_generation(g), &seg, cookie, RequestOp::Send, flags)
-            },
-            move |core, ep, iov| core.ep_post_request(ep, iov, cookie, RequestOp::Send, flags),
-            Some(move |core: &Core<B>, ep: LaneHandle<'_>, seg: LmrTriplet| {
-                core.lane_request_shared(ep.index, |g| ep.matches_generation(g), &seg, cookie, RequestOp::Send, flags)
-            }),
-            move |core, ep, iov| core.ep_post_request_shared(ep, iov, cookie, RequestOp::Send, flags),
-        )
+        post::<B, SHARES, _>(ep, n, segs, Request { cookie, flags, op: Send })
     }
 }
 
@@ -454,19 +582,10 @@ pub(crate) unsafe fn ep_post_recv<B: Transport, const SHARES: bool>(
     cookie: Arg<4, DAT_DTO_COOKIE>,
     flags: Arg<5, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
-    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits. A
-    // shared post runs with the state shared and the EP locked.
+    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
     unsafe {
         let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-        post::<B, SHARES>(
-            ep,
-            n,
-            segs,
-            move |core, ep, seg| core.lane_recv(ep.index, |g| ep.matches_generation(g), &seg, cookie, flags),
-            move |core, ep, iov| core.ep_post_recv_ordinary(ep, iov, cookie, flags),
-            None::<fn(&Core<B>, LaneHandle<'_>, LmrTriplet) -> bool>,
-            move |core, ep, iov| core.ep_post_recv_shared(ep, iov, cookie, flags),
-        )
+        post::<B, SHARES, _>(ep, n, segs, Recv { cookie, flags })
     }
 }
 
@@ -480,35 +599,10 @@ pub(crate) unsafe fn ep_post_rdma_read<B: Transport, const SHARES: bool>(
     rmr: Arg<5, *const DAT_RMR_TRIPLET>,
     flags: Arg<6, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
-    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits. A
-    // shared post runs with the state shared and the EP locked.
+    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
     unsafe {
         let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-        post::<B, SHARES>(
-            ep,
-            n,
-            segs,
-            move |core, ep, seg| {
-                lane_remote(rmr).is_some_and(|remote| {
-                    let op = RequestOp::RdmaRead { remote };
-                    core.lane_request(ep.index, |g| ep.matches_generation(g), &seg, cookie, op, flags)
-                })
-            },
-            move |core, ep, iov| {
-                let op = RequestOp::RdmaRead { remote: remote(rmr)? };
-                core.ep_post_request(ep, iov, cookie, op, flags)
-            },
-            Some(move |core: &Core<B>, ep: LaneHandle<'_>, seg: LmrTriplet| {
-                lane_remote(rmr).is_some_and(|remote| {
-                    let op = RequestOp::RdmaRead { remote };
-                    core.lane_request_shared(ep.index, |g| ep.matches_generation(g), &seg, cookie, op, flags)
-                })
-            }),
-            move |core, ep, iov| {
-                let op = RequestOp::RdmaRead { remote: remote(rmr)? };
-                core.ep_post_request_shared(ep, iov, cookie, op, flags)
-            },
-        )
+        post::<B, SHARES, _>(ep, n, segs, Request { cookie, flags, op: RdmaRead(rmr) })
     }
 }
 
@@ -522,35 +616,10 @@ pub(crate) unsafe fn ep_post_rdma_write<B: Transport, const SHARES: bool>(
     rmr: Arg<5, *const DAT_RMR_TRIPLET>,
     flags: Arg<6, DAT_COMPLETION_FLAGS>,
 ) -> DAT_RETURN {
-    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits. A
-    // shared post runs with the state shared and the EP locked.
+    // SAFETY: dispatched on `ep`'s provider word; a cookie is 64 bits.
     unsafe {
         let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-        post::<B, SHARES>(
-            ep,
-            n,
-            segs,
-            move |core, ep, seg| {
-                lane_remote(rmr).is_some_and(|remote| {
-                    let op = RequestOp::RdmaWrite { remote };
-                    core.lane_request(ep.index, |g| ep.matches_generation(g), &seg, cookie, op, flags)
-                })
-            },
-            move |core, ep, iov| {
-                let op = RequestOp::RdmaWrite { remote: remote(rmr)? };
-                core.ep_post_request(ep, iov, cookie, op, flags)
-            },
-            Some(move |core: &Core<B>, ep: LaneHandle<'_>, seg: LmrTriplet| {
-                lane_remote(rmr).is_some_and(|remote| {
-                    let op = RequestOp::RdmaWrite { remote };
-                    core.lane_request_shared(ep.index, |g| ep.matches_generation(g), &seg, cookie, op, flags)
-                })
-            }),
-            move |core, ep, iov| {
-                let op = RequestOp::RdmaWrite { remote: remote(rmr)? };
-                core.ep_post_request_shared(ep, iov, cookie, op, flags)
-            },
-        )
+        post::<B, SHARES, _>(ep, n, segs, Request { cookie, flags, op: RdmaWrite(rmr) })
     }
 }
 

@@ -9,7 +9,7 @@
 use udat_core::backend::RequestOp;
 use udat_core::handle::{EpHandle, Kind};
 use udat_core::types::{CompletionFlags, LmrTriplet};
-use udat_core::{DatError, DatResult, ErrorType};
+use udat_core::{DatError, DatResult, Door, ErrorType};
 
 use super::arg::iov;
 use super::ep::remote;
@@ -71,13 +71,14 @@ pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_po
             core.ep_post_request(ep, local, cookie, op, flags)
         });
     }
-    // SAFETY: the provider shares (tested above); the post changes only
-    // the EP it is given
-    // (`udat_core::shared`); the triplets are the consumer's.
+    // SAFETY: the provider shares (tested above), and the closure runs
+    // holding the EP's lock with no `&mut` to the state (`shared_on`'s
+    // contract), which is `Provider::locked`'s; the triplets are the
+    // consumer's.
     unsafe {
         shared_on(instance, h, Kind::Ep, |core, raw| {
             let (local, op) = decode(p)?;
-            core.ep_post_request_shared(EpHandle::from_raw(raw), local, cookie, op, flags)
+            core.locked().ep_post_request(EpHandle::from_raw(raw), local, cookie, op, flags)
         })
     }
 }

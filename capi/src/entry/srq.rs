@@ -2,6 +2,7 @@
 
 use udat_core::handle::{IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::SrqAttr;
+use udat_core::Door;
 
 use super::arg::{iov, lane_segment};
 use super::{lane_or, shared_on, with, Arg};
@@ -41,10 +42,11 @@ pub(crate) unsafe fn srq_free<B: Transport>(srq: Arg<1, DAT_SRQ_HANDLE>) -> DAT_
 }
 
 /// dat_srq_post_recv(3DAT). A post of one segment tries its lane first
-/// (`Provider::lane_srq_recv`). A provider that shares its state among
-/// threads posts with the state shared and only the SRQ locked
-/// ([`udat_core::shared`]); the checks and their errors are the same
-/// either way.
+/// ([`Door::lane_srq_recv`]). A provider that shares its state among
+/// threads posts with the state shared and only the SRQ locked, through
+/// [`Provider::locked`](udat_core::Provider::locked)
+/// ([`udat_core::shared`]), the same [`Door`]: the checks and their
+/// errors are the same either way.
 #[inline(always)]
 pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
     srq: Arg<1, DAT_SRQ_HANDLE>,
@@ -73,16 +75,16 @@ pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
             },
             move |cx, raw| {
                 // SAFETY: as above.
-                cx.state.core.srq_post_recv_ordinary(SrqHandle::from_raw(raw), unsafe { iov(n, segs) }?, cookie)
+                cx.state.core.srq_post_recv(SrqHandle::from_raw(raw), unsafe { iov(n, segs) }?, cookie)
             },
         );
     }
-    // SAFETY: the provider shares (`SHARES`); the post changes only the
-    // SRQ it is given
-    // (`udat_core::shared`); `segs` is null or holds `n` triplets.
+    // SAFETY: the provider shares (`SHARES`), and the closure runs holding
+    // the SRQ's lock with no `&mut` to the state (`shared_on`'s contract),
+    // which is `Provider::locked`'s; `segs` is null or holds `n` triplets.
     unsafe {
         shared_on(instance, h, Kind::Srq, |core, raw| {
-            core.srq_post_recv_shared(SrqHandle::from_raw(raw), iov(n, segs)?, cookie)
+            core.locked().srq_post_recv(SrqHandle::from_raw(raw), iov(n, segs)?, cookie)
         })
     }
 }

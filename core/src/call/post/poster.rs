@@ -16,13 +16,17 @@
 //!   the borrow lasts the provider makes no progress (that takes `&mut`),
 //!   so no connection event can move the EP's state.
 
-use super::request::Found;
+use super::door::{Hand, Owned};
 use super::rule::segments;
-use super::rule::{admitted, commit_one, fits, kind, room, Checked, PostSend, Sges};
+use super::rule::{admitted, checked_post, commit, commit_one, fits, kind, room, Checked, PostSend, Sges};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
+use crate::object::ep::Ep;
+use crate::object::ia::Ia;
+use crate::object::lmr::Lmr;
 use crate::provider::Provider;
+use crate::slab::Slab;
 use crate::storage::Storage;
 use crate::store::FixedVec;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
@@ -100,9 +104,18 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if e.qp().is_none() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
-        let found = Found { h: ep, ep: e, lmrs, ias, backend, ep_counts };
+        let found = Found { h: ep, ep: e, lmrs, ias, hand: Owned::new(backend, ep_counts) };
         Ok(Poster { found, provider: *number, epoch: *lmr_epoch })
     }
+}
+
+/// The EP a poster borrowed, with the parts of its provider a post reads.
+struct Found<'p, B: Backend, S: Storage> {
+    h: EpHandle,
+    ep: &'p mut Ep<B>,
+    lmrs: &'p Slab<Lmr<B>, S::Slots<Lmr<B>>>,
+    ias: &'p Slab<Ia<B>, S::Slots<Ia<B>>>,
+    hand: Owned<'p, B, S>,
 }
 
 /// An EP borrowed for posting; see [`Provider::poster`]. While it lives
@@ -159,7 +172,8 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// path's way.
     #[inline(never)]
     fn post_afresh(&mut self, iov: &[LmrTriplet], cookie: u64, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
-        self.found.checked_post(iov, (cookie, op, flags))
+        let Found { h, ep, lmrs, ias, hand } = &mut self.found;
+        checked_post(ep, h.0, lmrs, ias, iov, (cookie, op, flags), hand)
     }
 
     /// The rules of `rule::check` that [`Provider::segments`] did not
@@ -182,7 +196,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
             // checks everything and says what is wrong.
             return self.post_afresh(&segs.iov, cookie, op, flags);
         }
-        let Found { ep, ias, backend, .. } = &mut self.found;
+        let Found { ep, ias, hand, .. } = &mut self.found;
         let kind = kind(&op);
         if !admitted(ep, kind, flags, segs.iov.len())? {
             // The EP's rules hold, but its post mask does not take the post
@@ -196,7 +210,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
                 ep,
                 sge,
                 #[inline(always)]
-                |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
+                |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
             ) {
                 return Ok(());
             }
@@ -208,13 +222,13 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// counts or has no QP, or one the transport's lane declined. Judged
     /// by the rules that follow the EP's own (the lengths, the room, in
     /// `rule::check`'s order) and handed over as a work request
-    /// (`Found::commit`), out of the lane's way.
+    /// (`rule::commit`), out of the lane's way.
     #[cold]
     #[inline(never)]
     fn commit(&mut self, segs: &Segments, op: RequestOp, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
-        let Found { ep, ias, .. } = &mut self.found;
+        let Found { h, ep, ias, hand, .. } = &mut self.found;
         fits(ep, ias, &op, kind(&op).length, segs.checked.total)?;
         room(ep)?;
-        self.found.commit(&segs.checked.sges, segs.checked.total, (cookie, op, flags))
+        commit(ep, h.0, &segs.checked.sges, segs.checked.total, (cookie, op, flags), hand)
     }
 }

@@ -1,10 +1,11 @@
-//! The exclusive door of a request: dat_ep_post_send(3DAT),
-//! dat_ep_post_rdma_write(3DAT), dat_ep_post_rdma_read(3DAT), and the IB
-//! extension's requests (`<dat2/dat_ib_extensions.h>`): RDMA write with
-//! immediate data, compare-and-swap and fetch-and-add.
-//!
-//! One look-up of the EP, the rules of the request's kind
-//! (`rule::check`), one O(1) LMR look-up per segment, then the backend. No allocation, no division, no dynamic
+//! Each request by its own call, for a provider held to itself:
+//! dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
+//! dat_ep_post_rdma_read(3DAT), and the IB extension's requests
+//! (`<dat2/dat_ib_extensions.h>`): RDMA write with immediate data,
+//! compare-and-swap and fetch-and-add. Each is
+//! [`Door::ep_post_request`] of its [`RequestOp`]: one look-up of the EP,
+//! the rules of the request's kind (`rule::check`), one O(1) LMR look-up
+//! per segment, then the backend. No allocation, no division, no dynamic
 //! dispatch.
 //!
 //! The extension's requests follow the rules of the DTOs they extend
@@ -15,21 +16,16 @@
 //! receives, which completes as [`DtoOp::ReceiveImm`] with the data in
 //! the event.
 
-use super::lane::request_lane;
-use super::rule::{checked_post, commit, hand_off, PostRdmaRead, Refusal, Sges, Work};
-use super::Request;
-use crate::backend::{Backend, RequestOp, SendWr};
-use crate::counts::{self, CountTable, SlotCounts};
+use super::door::Door;
+use super::rule::PostRdmaRead;
+use crate::backend::{Backend, RequestOp};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::EpHandle;
-use crate::object::ep::Ep;
-use crate::object::ia::Ia;
 use crate::object::lmr::Lmr;
 use crate::object::rmr::Rmr;
 use crate::object::rmr::RmrScope;
 use crate::provider::Provider;
 use crate::signature::signature;
-use crate::slab::Slab;
 use crate::storage::Storage;
 #[cfg(doc)]
 use crate::types::DtoOp;
@@ -40,74 +36,9 @@ signature! {
     pub(crate) enum PostRdmaReadToRmr { EpHandle, LocalIov, UserCookie, RemoteIov, CompletionFlags }
 }
 
-/// An EP its door has found, with the parts of its provider that a
-/// request post on it reads: what the exclusive doors hold once the EP is
-/// looked up (the request post for one call, the Rust API's poster for a
-/// run of them).
-pub(crate) struct Found<'p, B: Backend, S: Storage> {
-    pub(crate) h: EpHandle,
-    pub(crate) ep: &'p mut Ep<B>,
-    pub(crate) lmrs: &'p Slab<Lmr<B>, S::Slots<Lmr<B>>>,
-    pub(crate) ias: &'p Slab<Ia<B>, S::Slots<Ia<B>>>,
-    pub(crate) backend: &'p mut B,
-    pub(crate) ep_counts: &'p mut CountTable<{ counts::ep::COUNT }, S::Slots<SlotCounts<{ counts::ep::COUNT }>>>,
-}
-
-impl<B: Backend, S: Storage> Found<'_, B, S> {
-    /// The request `iov` with `cookie`, `op` and `flags`, judged by every
-    /// rule (`rule::check`, each refusal its `DAT_RETURN`) and handed to
-    /// the backend: `rule::checked_post` on what the door found. Out of
-    /// line: the hot doors try the request's lane first, and come here
-    /// when it declines.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn checked_post(
-        &mut self,
-        iov: &[LmrTriplet],
-        (cookie, op, flags): (u64, RequestOp, CompletionFlags),
-    ) -> DatResult<()> {
-        let Found { h, ep, lmrs, ias, backend, ep_counts } = self;
-        let (send, counted) = hand_over::<B, S>(backend, ep_counts, *h, (cookie, op, flags));
-        checked_post(ep, lmrs, ias, iov, (cookie, op, flags), send, counted)
-    }
-
-    /// A request whose rules hold, of `total` bytes gathered from `sges`,
-    /// handed to the backend (`rule::commit`).
-    #[inline(always)]
-    pub(crate) fn commit<G: Sges>(
-        &mut self,
-        sges: &G,
-        total: u64,
-        (cookie, op, flags): (u64, RequestOp, CompletionFlags),
-    ) -> DatResult<()> {
-        let Found { h, ep, backend, ep_counts, .. } = self;
-        let (send, counted) = hand_over::<B, S>(backend, ep_counts, *h, (cookie, op, flags));
-        commit(ep, sges, total, (cookie, op, flags), send, counted)
-    }
-}
-
-/// How a request of `cookie`, `op` and `flags` on the EP `h` reaches the
-/// backend (`rule::hand_off`), and how it is counted on the EP, out of
-/// line, since most EPs do not count.
-#[inline(always)]
-#[allow(clippy::type_complexity)]
-fn hand_over<'a, B: Backend, S: Storage>(
-    backend: &'a mut B,
-    ep_counts: &'a mut CountTable<{ counts::ep::COUNT }, S::Slots<SlotCounts<{ counts::ep::COUNT }>>>,
-    h: EpHandle,
-    (cookie, op, flags): (u64, RequestOp, CompletionFlags),
-) -> (impl FnMut(&mut B::Qp, Work<'_>) -> Result<bool, DatError> + 'a, impl FnOnce(&SendWr<'_>) + 'a) {
-    (
-        hand_off(backend, (cookie, op, flags)),
-        #[cold]
-        #[inline(never)]
-        move |wr: &SendWr<'_>| ep_counts.posted(h.0, wr),
-    )
-}
-
 impl<B: Backend, S: Storage> Provider<B, S> {
-    /// dat_ep_post_send(3DAT). Every request post is judged by
-    /// `rule::check` and handed over by `post_request`.
+    /// dat_ep_post_send(3DAT). Every request post is
+    /// [`Door::ep_post_request`], judged by `rule::check`.
     pub fn ep_post_send(
         &mut self,
         ep: EpHandle,
@@ -115,7 +46,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, iov, cookie, RequestOp::Send, flags)
+        Door::ep_post_request(self, ep, iov, cookie, RequestOp::Send, flags)
     }
 
     /// dat_ep_post_send_with_invalidate of `<dat2/dat.h>` (DAT 2.0): a
@@ -137,7 +68,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !invalidate {
             return self.ep_post_send(ep, iov, cookie, flags);
         }
-        self.post_request(ep, iov, cookie, RequestOp::SendInvalidate { rkey: rmr_context }, flags)
+        Door::ep_post_request(self, ep, iov, cookie, RequestOp::SendInvalidate { rkey: rmr_context }, flags)
     }
 
     /// dat_ep_post_rdma_write(3DAT): `iov` into `remote`.
@@ -149,7 +80,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, iov, cookie, RequestOp::RdmaWrite { remote: *remote }, flags)
+        Door::ep_post_request(self, ep, iov, cookie, RequestOp::RdmaWrite { remote: *remote }, flags)
     }
 
     /// dat_ep_post_rdma_read(3DAT): `remote` into `iov`.
@@ -161,7 +92,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags)
+        Door::ep_post_request(self, ep, iov, cookie, RequestOp::RdmaRead { remote: *remote }, flags)
     }
 
     /// dat_ep_post_rdma_read_to_rmr of `<dat2/dat.h>` (DAT 2.0): `remote`
@@ -187,7 +118,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> DatResult<()> {
         let target = self.rmr_target(ep, local)?;
         let op = RequestOp::RdmaRead { remote: *remote };
-        let posted = self.post_request(ep, core::slice::from_ref(&target), cookie, op, flags);
+        let posted = Door::ep_post_request(self, ep, core::slice::from_ref(&target), cookie, op, flags);
         // The read refuses its segment (too long: `local_iov`) and its
         // flags by argument; its segment count is second in both calls.
         const LOCAL_IOV: Subtype = DatError::invalid_arg(PostRdmaRead::LocalIov.position()).subtype();
@@ -243,71 +174,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         Ok(segment(lmr.lmr_context))
     }
 
-    /// dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
-    /// dat_ep_post_rdma_read(3DAT) or one of the IB extension's requests,
-    /// as `op` says: for a caller that holds the request as one value, or
-    /// has just tried the lane itself ([`Provider::lane_request`]). Every
-    /// rule of the page, and the exact error.
-    #[inline(always)]
-    pub fn ep_post_request(
-        &mut self,
-        h: EpHandle,
-        iov: &[LmrTriplet],
-        cookie: u64,
-        op: RequestOp,
-        flags: CompletionFlags,
-    ) -> DatResult<()> {
-        self.post_request(h, iov, cookie, op, flags)
-    }
-
-    /// Inlined into each entry point: the request's kind is then a
-    /// constant, so the rules of the other kinds fold away, and the
-    /// request, the segments and the flags need not be passed through the
-    /// stack. A post of one segment runs its lane first
-    /// ([`super::lane::request_lane`]: the one check, and the transport's
-    /// lane, in registers); any other post, and a refusal's explanation,
-    /// are `Found::checked_post`'s, out of line.
-    #[inline(always)]
-    pub(crate) fn post_request(
-        &mut self,
-        h: EpHandle,
-        iov: &[LmrTriplet],
-        cookie: u64,
-        op: RequestOp,
-        flags: CompletionFlags,
-    ) -> DatResult<()> {
-        // One look-up of the EP; the LMRs, the IA and the backend are other
-        // fields of the provider.
-        let Provider { eps, lmrs, ias, backend, ep_counts, .. } = self;
-        let Some(ep) = eps.get_mut(h.0) else { return Err(Refusal::NoEp.error()) };
-        // The lane judges the segment as values, read once; one it declines
-        // goes out of line as a copy. A pointer into the caller's memory
-        // handed to a function the compiler cannot see into would make it
-        // assume that memory changed, and reload what it held in registers
-        // across a run of posts.
-        let declined;
-        let iov = match iov {
-            [seg] => {
-                let seg = *seg;
-                let one = Request { iov: core::slice::from_ref(&seg), cookie, op, flags };
-                if request_lane(
-                    ep,
-                    lmrs,
-                    ias,
-                    &one,
-                    #[inline(always)]
-                    |qp, sge| backend.post_one(qp, op, sge, cookie, flags),
-                ) {
-                    return Ok(());
-                }
-                declined = seg;
-                core::slice::from_ref(&declined)
-            }
-            _ => iov,
-        };
-        Found::<B, S> { h, ep, lmrs, ias, backend, ep_counts }.checked_post(iov, (cookie, op, flags))
-    }
-
     /// `dat_ib_post_rdma_write_immed`: `iov` into `remote`, then `imm` to
     /// the peer with the receive it consumes, by the write's rules.
     pub fn ep_post_rdma_write_imm(
@@ -319,7 +185,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         imm: u32,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.post_request(ep, iov, cookie, RequestOp::RdmaWriteImm { remote: *remote, imm }, flags)
+        Door::ep_post_request(self, ep, iov, cookie, RequestOp::RdmaWriteImm { remote: *remote, imm }, flags)
     }
 
     /// `dat_ib_post_cmp_and_swap`: if the 8 bytes at `remote` equal
@@ -337,7 +203,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         let op = RequestOp::CompareSwap { remote: *remote, compare, swap };
-        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags)
+        Door::ep_post_request(self, ep, core::slice::from_ref(local), cookie, op, flags)
     }
 
     /// `dat_ib_post_fetch_and_add`: the 8 bytes at `remote` grow by `add`;
@@ -352,6 +218,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         let op = RequestOp::FetchAdd { remote: *remote, add };
-        self.post_request(ep, core::slice::from_ref(local), cookie, op, flags)
+        Door::ep_post_request(self, ep, core::slice::from_ref(local), cookie, op, flags)
     }
 }

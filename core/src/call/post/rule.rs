@@ -15,7 +15,7 @@
 
 use crate::backend::{Backend, RequestOp, SendWr, Sge, GRH_BYTES, MAX_SGE};
 use crate::error::{DatError, ErrorType, Subtype};
-use crate::handle::PzHandle;
+use crate::handle::{PzHandle, RawHandle};
 use crate::object::ep::{Ep, PostMasks};
 use crate::object::ep::{REQUEST_FLAGS, SEND_FLAGS};
 use crate::object::ia::Ia;
@@ -26,6 +26,7 @@ use crate::slab::{Slab, SlotsOf};
 use crate::store::FixedVec;
 use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
 
+use super::door::Hand;
 use super::Request;
 
 /// The operand of an atomic.
@@ -564,31 +565,6 @@ pub(crate) fn room<B: Backend>(ep: &Ep<B>) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// What a door hands its transport: one segment, as scalars, for its
-/// lane, or a work request.
-pub(crate) enum Work<'w> {
-    /// `Ok(true)` if the lane took it; `Ok(false)` and nothing done if
-    /// not.
-    One(Sge),
-    /// `Ok(true)` once posted.
-    Wr(&'w SendWr<'w>),
-}
-
-/// How an exclusive door hands [`Work`] to `backend`: one segment to the
-/// transport's lane, anything else as its work request. The request post
-/// and the poster both hand over through it.
-#[inline(always)]
-pub(crate) fn hand_off<B: Backend>(
-    backend: &mut B,
-    (cookie, op, flags): (u64, RequestOp, CompletionFlags),
-) -> impl FnMut(&mut B::Qp, Work<'_>) -> Result<bool, DatError> + '_ {
-    #[inline(always)]
-    move |qp, work| match work {
-        Work::One(sge) => Ok(backend.post_one(qp, op, sge, cookie, flags)),
-        Work::Wr(wr) => backend.post_send(qp, wr).map(|()| true),
-    }
-}
-
 /// Hand one segment that [`check`] admitted to the transport's lane
 /// through `post`, on an EP that does not count (the caller knows: the
 /// EP's post mask admitted the post, [`admitted`]; an EP that counts hands
@@ -607,21 +583,21 @@ pub(crate) fn commit_one<B: Backend>(ep: &mut Ep<B>, sge: Sge, post: impl FnOnce
     true
 }
 
-/// Hand a request whose segments `sges` of `total` bytes [`check`]
-/// admitted to the transport through `send`, once the last rule holds: a
-/// QP to post on. One segment goes as [`Work::One`] ([`commit_one`]);
-/// any other number, or a segment the lane does not take, as a work
-/// request, which an EP that counts hands `counted`. Out of line: the
-/// hot paths try [`commit_one`] first.
+/// Hand a request on the EP `h` whose segments `sges` of `total` bytes
+/// [`check`] admitted to the transport through `hand`, once the last rule
+/// holds: a QP to post on. One segment goes to the transport's lane
+/// ([`commit_one`]); any other number, or a segment the lane does not
+/// take, as a work request, which an EP that counts hands its counters.
+/// Out of line: the hot paths try [`commit_one`] first.
 #[cold]
 #[inline(never)]
 pub(crate) fn commit<B: Backend, G: Sges>(
     ep: &mut Ep<B>,
+    h: RawHandle,
     sges: &G,
     total: u64,
     (cookie, op, flags): (u64, RequestOp, CompletionFlags),
-    mut send: impl FnMut(&mut B::Qp, Work<'_>) -> Result<bool, DatError>,
-    counted: impl FnOnce(&SendWr<'_>),
+    hand: &mut impl Hand<B>,
 ) -> Result<(), DatError> {
     if ep.qp().is_none() {
         return Err(Refusal::NotReady.error());
@@ -631,7 +607,7 @@ pub(crate) fn commit<B: Backend, G: Sges>(
             ep,
             sge,
             #[inline(always)]
-            |qp, sge| matches!(send(qp, Work::One(sge)), Ok(true)),
+            |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
         ) {
             return Ok(());
         }
@@ -639,32 +615,35 @@ pub(crate) fn commit<B: Backend, G: Sges>(
     let counting = ep.counting;
     let Some(qp) = ep.qp_mut() else { return Err(Refusal::NotReady.error()) };
     let wr = SendWr { op, sges: sges.sges(), length: total as u32, cookie, flags };
-    send(qp, Work::Wr(&wr))?;
+    hand.post_send(qp, &wr)?;
     ep.request_outstanding += 1;
     if counting {
-        counted(&wr);
+        hand.posted(h, &wr);
     }
     Ok(())
 }
 
-/// A request on `ep`: [`check`], then [`commit`], every refusal its
-/// `DAT_RETURN`. Out of line: the hot doors try the request's lane
+/// A request on the EP `h`: [`check`], then [`commit`], every refusal its
+/// `DAT_RETURN`. `hand` comes by value, so that a door that declined its
+/// lane hands its pointers over in registers rather than keeping them in
+/// memory for this call on every post. Out of line: the hot doors try the request's lane
 /// ([`super::lane::request_lane`]) first, and come here when it declines,
 /// so that the refusal is explained, and any other post made, here.
 #[cold]
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn checked_post<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     ep: &mut Ep<B>,
+    h: RawHandle,
     lmrs: &Slab<Lmr<B>, L>,
     ias: &Slab<Ia<B>, I>,
     iov: &[LmrTriplet],
     (cookie, op, flags): (u64, RequestOp, CompletionFlags),
-    send: impl FnMut(&mut B::Qp, Work<'_>) -> Result<bool, DatError>,
-    counted: impl FnOnce(&SendWr<'_>),
+    mut hand: impl Hand<B>,
 ) -> Result<(), DatError> {
-    let request = Request { iov, cookie, op, flags };
+    let request = Request { iov, op, flags };
     let checked = check::<_, _, _, FixedVec<Sge, MAX_SGE>>(ep, lmrs, ias, &request)?;
-    commit(ep, &checked.sges, checked.total, (cookie, op, flags), send, counted)
+    commit(ep, h, &checked.sges, checked.total, (cookie, op, flags), &mut hand)
 }
 
 #[cfg(test)]

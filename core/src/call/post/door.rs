@@ -1,0 +1,544 @@
+//! One door for every post: the posts are written once, over a type
+//! parameter that says how the caller holds the provider.
+//!
+//! [`Door`] is implemented twice:
+//! - by [`Provider`] itself, which a caller holds to itself (`&mut`);
+//! - by [`Locked`], a provider shared among threads, where each post
+//!   holds the lock of the Endpoint (or SRQ) it names ([`crate::shared`]).
+//!
+//! The two differ only in how an object is reached and how work is
+//! handed to the transport and its counters (a [`Hand`]); the rules
+//! (`rule::check`, `rule::check_recv`, `rule::check_srq_recv`), the
+//! lanes and the ordinary posts are the trait's own methods, written
+//! once for both.
+//!
+//! Each hot call has a lane and an ordinary post. The lane
+//! ([`Door::lane_request`], [`Door::lane_recv`], [`Door::lane_srq_recv`])
+//! takes the object's slot and judges its generation through the
+//! caller's `matches_generation`, so that a C handle, whose value
+//! encodes its generation, is checked against the slot without a second
+//! look-up. It answers yes or no and changes nothing unless every rule
+//! holds and the transport took the work (see the `lane` module). The
+//! ordinary post ([`Door::ep_post_request`], [`Door::ep_post_recv`],
+//! [`Door::srq_post_recv`]) runs the lane first for one segment, and
+//! otherwise, or where the lane declined, checks every rule in the
+//! pages' order and returns the exact `DAT_RETURN`.
+#![allow(unsafe_code)]
+
+use core::slice;
+
+use super::lane::{recv_lane, request_lane, srq_recv_lane};
+use super::recv::{recv_checked, srq_recv_checked};
+use super::rule::{checked_post, Refusal};
+use super::Request;
+use crate::backend::{Backend, RequestOp, SendWr, Sge};
+use crate::counts::{self, CountTable, SlotCounts};
+use crate::error::{DatError, DatResult, Subtype};
+use crate::handle::{EpHandle, RawHandle, SrqHandle};
+use crate::object::ep::Ep;
+use crate::object::ia::Ia;
+use crate::object::lmr::Lmr;
+use crate::object::srq::Srq;
+use crate::provider::Provider;
+use crate::slab::Slab;
+use crate::storage::Storage;
+use crate::types::{CompletionFlags, LmrTriplet};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The EP counters of a provider in storage `S`.
+type EpCounts<S> = CountTable<{ counts::ep::COUNT }, <S as Storage>::Slots<SlotCounts<{ counts::ep::COUNT }>>>;
+
+/// An EP a door reached, with its generation, the parts of its provider
+/// a post reads and the way its work reaches the transport.
+#[doc(hidden)]
+pub struct At<'p, B: Backend, S: Storage, H> {
+    pub(crate) generation: u32,
+    pub(crate) object: &'p mut Ep<B>,
+    pub(crate) lmrs: &'p Slab<Lmr<B>, S::Slots<Lmr<B>>>,
+    pub(crate) ias: &'p Slab<Ia<B>, S::Slots<Ia<B>>>,
+    pub(crate) hand: H,
+}
+
+/// [`At`] for an SRQ.
+#[doc(hidden)]
+pub struct SrqAt<'p, B: Backend, S: Storage, H> {
+    pub(crate) generation: u32,
+    pub(crate) object: &'p mut Srq<B>,
+    pub(crate) lmrs: &'p Slab<Lmr<B>, S::Slots<Lmr<B>>>,
+    pub(crate) hand: H,
+}
+
+impl<B: Backend, S: Storage, H> core::fmt::Debug for At<'_, B, S, H> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("At").field("generation", &self.generation).finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend, S: Storage, H> core::fmt::Debug for SrqAt<'_, B, S, H> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SrqAt").field("generation", &self.generation).finish_non_exhaustive()
+    }
+}
+
+/// How a door hands work to the transport, and a counting EP's posts to
+/// its counters.
+#[doc(hidden)]
+pub trait Hand<B: Backend> {
+    /// [`Backend::post_one`].
+    fn post_one(&mut self, qp: &mut B::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool;
+    /// [`Backend::post_send`].
+    fn post_send(&mut self, qp: &mut B::Qp, wr: &SendWr<'_>) -> DatResult<()>;
+    /// [`Backend::post_recv_one`].
+    fn post_recv_one(&mut self, qp: &mut B::Qp, sge: Sge, cookie: u64) -> bool;
+    /// [`Backend::post_recv`].
+    fn post_recv(&mut self, qp: &mut B::Qp, sges: &[Sge], cookie: u64) -> DatResult<()>;
+    /// [`Backend::srq_post_recv_one`].
+    fn srq_post_recv_one(&mut self, srq: &mut B::Srq, sge: Sge, cookie: u64) -> bool;
+    /// [`Backend::srq_post_recv`].
+    fn srq_post_recv(&mut self, srq: &mut B::Srq, sges: &[Sge], cookie: u64) -> DatResult<()>;
+    /// The request `wr` posted on the counting EP `ep`.
+    fn posted(&mut self, ep: RawHandle, wr: &SendWr<'_>);
+    /// A receive of `bytes` posted on the counting EP `ep`.
+    fn posted_recv(&mut self, ep: RawHandle, bytes: u64);
+}
+
+impl<B: Backend, H: Hand<B>> Hand<B> for &mut H {
+    #[inline(always)]
+    fn post_one(&mut self, qp: &mut B::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
+        (**self).post_one(qp, op, sge, cookie, flags)
+    }
+
+    #[inline(always)]
+    fn post_send(&mut self, qp: &mut B::Qp, wr: &SendWr<'_>) -> DatResult<()> {
+        (**self).post_send(qp, wr)
+    }
+
+    #[inline(always)]
+    fn post_recv_one(&mut self, qp: &mut B::Qp, sge: Sge, cookie: u64) -> bool {
+        (**self).post_recv_one(qp, sge, cookie)
+    }
+
+    #[inline(always)]
+    fn post_recv(&mut self, qp: &mut B::Qp, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        (**self).post_recv(qp, sges, cookie)
+    }
+
+    #[inline(always)]
+    fn srq_post_recv_one(&mut self, srq: &mut B::Srq, sge: Sge, cookie: u64) -> bool {
+        (**self).srq_post_recv_one(srq, sge, cookie)
+    }
+
+    #[inline(always)]
+    fn srq_post_recv(&mut self, srq: &mut B::Srq, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        (**self).srq_post_recv(srq, sges, cookie)
+    }
+
+    #[inline(always)]
+    fn posted(&mut self, ep: RawHandle, wr: &SendWr<'_>) {
+        (**self).posted(ep, wr);
+    }
+
+    #[inline(always)]
+    fn posted_recv(&mut self, ep: RawHandle, bytes: u64) {
+        (**self).posted_recv(ep, bytes);
+    }
+}
+
+/// How a post holds its provider: the one type parameter of every post
+/// ([`Provider`] to itself, or [`Locked`]). Sealed: the core implements
+/// it, for those two.
+pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
+    #[doc(hidden)]
+    type Hand<'h>: Hand<B>
+    where
+        Self: 'h;
+
+    /// The EP living in slot `slot`, and the rest of what a post reads.
+    #[doc(hidden)]
+    fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, Self::Hand<'_>>>;
+
+    /// The SRQ living in slot `slot`, and the rest of what a post reads.
+    #[doc(hidden)]
+    fn srq_at(&mut self, slot: u32) -> Option<SrqAt<'_, B, S, Self::Hand<'_>>>;
+
+    /// The lane of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
+    /// dat_ep_post_rdma_read(3DAT) and the IB extension's requests (`op`
+    /// says which) of one segment that is not empty, on the EP living in
+    /// slot `ep` if `matches_generation` accepts its generation. `true`:
+    /// posted, exactly as the ordinary call would have; `false`: nothing
+    /// changed, and the ordinary call decides.
+    #[inline(always)]
+    fn lane_request(
+        &mut self,
+        ep: u32,
+        matches_generation: impl FnOnce(u32) -> bool,
+        seg: &LmrTriplet,
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+    ) -> bool {
+        let Some(At { generation, object: ep, lmrs, ias, mut hand }) = self.ep_at(ep) else { return false };
+        matches_generation(generation)
+            && request_lane(
+                ep,
+                lmrs,
+                ias,
+                &Request { iov: slice::from_ref(seg), op, flags },
+                #[inline(always)]
+                |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
+            )
+    }
+
+    /// dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
+    /// dat_ep_post_rdma_read(3DAT) or one of the IB extension's requests,
+    /// as `op` says: every rule of the page, and the exact error. A post
+    /// of one segment runs its lane first ([`Door::lane_request`]: the one
+    /// check, and the transport's lane, in registers); any other post, and
+    /// a refusal's explanation, are `rule::checked_post`'s, out of line.
+    #[inline(always)]
+    fn ep_post_request(
+        &mut self,
+        h: EpHandle,
+        iov: &[LmrTriplet],
+        cookie: u64,
+        op: RequestOp,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        let raw = h.raw();
+        let Some(At { generation, object: ep, lmrs, ias, mut hand }) = self.ep_at(raw.index()) else {
+            return Err(Refusal::NoEp.error());
+        };
+        if generation != raw.generation() {
+            return Err(Refusal::NoEp.error());
+        }
+        // The lane judges the segment as values, read once; one it declines
+        // goes out of line as a copy. A pointer into the caller's memory
+        // handed to a function the compiler cannot see into would make it
+        // assume that memory changed, and reload what it held in registers
+        // across a run of posts.
+        let declined;
+        let iov = match iov {
+            [seg] => {
+                let seg = *seg;
+                let one = Request { iov: slice::from_ref(&seg), op, flags };
+                if request_lane(
+                    ep,
+                    lmrs,
+                    ias,
+                    &one,
+                    #[inline(always)]
+                    |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
+                ) {
+                    return Ok(());
+                }
+                declined = seg;
+                slice::from_ref(&declined)
+            }
+            _ => iov,
+        };
+        checked_post(ep, h.0, lmrs, ias, iov, (cookie, op, flags), hand)
+    }
+
+    /// The lane of dat_ep_post_recv(3DAT) of one segment that is not
+    /// empty, on the EP living in slot `ep` if `matches_generation`
+    /// accepts its generation; as [`Door::lane_request`]. "The operation
+    /// is valid for all states of the Endpoint": a receive of a
+    /// Disconnected EP is posted, and the transport flushes it, as the
+    /// ordinary call does.
+    #[inline(always)]
+    fn lane_recv(
+        &mut self,
+        ep: u32,
+        matches_generation: impl FnOnce(u32) -> bool,
+        seg: &LmrTriplet,
+        cookie: u64,
+        flags: CompletionFlags,
+    ) -> bool {
+        let Some(At { generation, object: ep, lmrs, mut hand, .. }) = self.ep_at(ep) else { return false };
+        matches_generation(generation)
+            && recv_lane(
+                ep,
+                lmrs,
+                seg,
+                flags,
+                #[inline(always)]
+                |qp, sge| hand.post_recv_one(qp, sge, cookie),
+            )
+    }
+
+    /// dat_ep_post_recv(3DAT): "The operation is valid for all states of
+    /// the Endpoint"; in Disconnected the receive is flushed at once. A
+    /// receive of one segment tries its lane first ([`Door::lane_recv`]).
+    /// An EP that receives from an SRQ takes no receives of its own
+    /// (dat_ep_create_with_srq(3DAT)).
+    #[inline(always)]
+    fn ep_post_recv(&mut self, h: EpHandle, iov: &[LmrTriplet], cookie: u64, flags: CompletionFlags) -> DatResult<()> {
+        let raw = h.raw();
+        let Some(At { generation, object: ep, lmrs, mut hand, .. }) = self.ep_at(raw.index()) else {
+            return Err(DatError::invalid_handle(Subtype::InvalidHandleEp));
+        };
+        if generation != raw.generation() {
+            return Err(DatError::invalid_handle(Subtype::InvalidHandleEp));
+        }
+        if let [seg] = iov {
+            if recv_lane(ep, lmrs, seg, flags, |qp, sge| hand.post_recv_one(qp, sge, cookie)) {
+                return Ok(());
+            }
+        }
+        recv_checked(ep, h.0, lmrs, iov, flags, cookie, hand)
+    }
+
+    /// The lane of dat_srq_post_recv(3DAT) of one segment that is not
+    /// empty, on the SRQ living in slot `srq` if `matches_generation`
+    /// accepts its generation; as [`Door::lane_request`]. The call "is
+    /// valid in every SRQ state", so the rules are
+    /// `rule::check_srq_recv`'s: one segment within the limit, the segment
+    /// through its LMR of the SRQ's PZ with local write, room.
+    #[inline(always)]
+    fn lane_srq_recv(
+        &mut self,
+        srq: u32,
+        matches_generation: impl FnOnce(u32) -> bool,
+        seg: &LmrTriplet,
+        cookie: u64,
+    ) -> bool {
+        let Some(SrqAt { generation, object: s, lmrs, mut hand }) = self.srq_at(srq) else { return false };
+        matches_generation(generation)
+            && srq_recv_lane(
+                s,
+                lmrs,
+                seg,
+                #[inline(always)]
+                |srq, sge| hand.srq_post_recv_one(srq, sge, cookie),
+            )
+    }
+
+    /// dat_srq_post_recv(3DAT): valid in every SRQ state. A receive of one
+    /// segment tries its lane first ([`Door::lane_srq_recv`]).
+    #[inline(always)]
+    fn srq_post_recv(&mut self, h: SrqHandle, iov: &[LmrTriplet], cookie: u64) -> DatResult<()> {
+        let raw = h.raw();
+        let Some(SrqAt { generation, object: s, lmrs, mut hand }) = self.srq_at(raw.index()) else {
+            return Err(DatError::invalid_handle(Subtype::InvalidHandleSrq));
+        };
+        if generation != raw.generation() {
+            return Err(DatError::invalid_handle(Subtype::InvalidHandleSrq));
+        }
+        if let [seg] = iov {
+            if srq_recv_lane(s, lmrs, seg, |srq, sge| hand.srq_post_recv_one(srq, sge, cookie)) {
+                return Ok(());
+            }
+        }
+        srq_recv_checked(s, lmrs, iov, cookie, hand)
+    }
+}
+
+/// The hand of a provider held to itself.
+#[doc(hidden)]
+pub struct Owned<'p, B: Backend, S: Storage> {
+    backend: &'p mut B,
+    ep_counts: &'p mut EpCounts<S>,
+}
+
+impl<B: Backend, S: Storage> core::fmt::Debug for Owned<'_, B, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Owned").finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend, S: Storage> Owned<'_, B, S> {
+    /// The hand of `backend` and `ep_counts`, the Rust API's poster's.
+    pub(crate) fn new<'p>(backend: &'p mut B, ep_counts: &'p mut EpCounts<S>) -> Owned<'p, B, S> {
+        Owned { backend, ep_counts }
+    }
+}
+
+impl<B: Backend, S: Storage> Hand<B> for Owned<'_, B, S> {
+    #[inline(always)]
+    fn post_one(&mut self, qp: &mut B::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
+        self.backend.post_one(qp, op, sge, cookie, flags)
+    }
+
+    #[inline(always)]
+    fn post_send(&mut self, qp: &mut B::Qp, wr: &SendWr<'_>) -> DatResult<()> {
+        self.backend.post_send(qp, wr)
+    }
+
+    #[inline(always)]
+    fn post_recv_one(&mut self, qp: &mut B::Qp, sge: Sge, cookie: u64) -> bool {
+        self.backend.post_recv_one(qp, sge, cookie)
+    }
+
+    #[inline(always)]
+    fn post_recv(&mut self, qp: &mut B::Qp, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        self.backend.post_recv(qp, sges, cookie)
+    }
+
+    #[inline(always)]
+    fn srq_post_recv_one(&mut self, srq: &mut B::Srq, sge: Sge, cookie: u64) -> bool {
+        self.backend.srq_post_recv_one(srq, sge, cookie)
+    }
+
+    #[inline(always)]
+    fn srq_post_recv(&mut self, srq: &mut B::Srq, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        self.backend.srq_post_recv(srq, sges, cookie)
+    }
+
+    #[inline(always)]
+    fn posted(&mut self, ep: RawHandle, wr: &SendWr<'_>) {
+        self.ep_counts.posted(ep, wr);
+    }
+
+    #[inline(always)]
+    fn posted_recv(&mut self, ep: RawHandle, bytes: u64) {
+        self.ep_counts.posted_recv(ep, bytes);
+    }
+}
+
+impl<B: Backend, S: Storage> sealed::Sealed for Provider<B, S> {}
+
+impl<B: Backend, S: Storage> Door<B, S> for Provider<B, S> {
+    type Hand<'h>
+        = Owned<'h, B, S>
+    where
+        Self: 'h;
+
+    #[inline(always)]
+    fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, Owned<'_, B, S>>> {
+        let Provider { eps, lmrs, ias, backend, ep_counts, .. } = self;
+        let (generation, object) = eps.live_mut(slot)?;
+        Some(At { generation, object, lmrs, ias, hand: Owned { backend, ep_counts } })
+    }
+
+    #[inline(always)]
+    fn srq_at(&mut self, slot: u32) -> Option<SrqAt<'_, B, S, Owned<'_, B, S>>> {
+        let Provider { srqs, lmrs, backend, ep_counts, .. } = self;
+        let (generation, object) = srqs.live_mut(slot)?;
+        Some(SrqAt { generation, object, lmrs, hand: Owned { backend, ep_counts } })
+    }
+}
+
+/// A provider shared among threads, for posts on different Endpoints
+/// and SRQs at once ([`crate::shared`]); made by [`Provider::locked`].
+pub struct Locked<'p, B: Backend, S: Storage> {
+    provider: &'p Provider<B, S>,
+}
+
+impl<B: Backend, S: Storage> core::fmt::Debug for Locked<'_, B, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Locked").finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend, S: Storage> Provider<B, S> {
+    /// This provider as a [`Door`] for posts from several threads at once.
+    ///
+    /// # Safety
+    /// While the door lives, no `&mut` to the provider exists, and each
+    /// post made through it holds the lock of the Endpoint (of the SRQ,
+    /// for dat_srq_post_recv) whose slot it names, a lock that every other
+    /// access to that object takes ([`crate::shared`]).
+    #[inline(always)]
+    pub unsafe fn locked(&self) -> Locked<'_, B, S> {
+        Locked { provider: self }
+    }
+}
+
+/// The hand of a provider shared among threads.
+#[doc(hidden)]
+pub struct LockedHand<'p, B: Backend, S: Storage> {
+    backend: &'p B,
+    ep_counts: &'p EpCounts<S>,
+}
+
+impl<B: Backend, S: Storage> core::fmt::Debug for LockedHand<'_, B, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LockedHand").finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend, S: Storage> Hand<B> for LockedHand<'_, B, S> {
+    #[inline(always)]
+    fn post_one(&mut self, qp: &mut B::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
+        // SAFETY: `qp` is the locked EP's; no `&mut` to the backend exists
+        // (the contract of `Provider::locked`).
+        unsafe { self.backend.post_one_shared(qp, op, sge, cookie, flags) }
+    }
+
+    #[inline(always)]
+    fn post_send(&mut self, qp: &mut B::Qp, wr: &SendWr<'_>) -> DatResult<()> {
+        // SAFETY: as in `post_one`.
+        unsafe { self.backend.post_send_shared(qp, wr) }
+    }
+
+    /// A shared receive has no lane of the transport's: the ordinary
+    /// receive posts it.
+    #[inline(always)]
+    fn post_recv_one(&mut self, _qp: &mut B::Qp, _sge: Sge, _cookie: u64) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    fn post_recv(&mut self, qp: &mut B::Qp, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        // SAFETY: as in `post_one`.
+        unsafe { self.backend.post_recv_shared(qp, sges, cookie) }
+    }
+
+    /// As `post_recv_one`.
+    #[inline(always)]
+    fn srq_post_recv_one(&mut self, _srq: &mut B::Srq, _sge: Sge, _cookie: u64) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    fn srq_post_recv(&mut self, srq: &mut B::Srq, sges: &[Sge], cookie: u64) -> DatResult<()> {
+        // SAFETY: `srq` is the locked SRQ's; no `&mut` to the backend
+        // exists (the contract of `Provider::locked`).
+        unsafe { self.backend.srq_post_recv_shared(srq, sges, cookie) }
+    }
+
+    #[inline(always)]
+    fn posted(&mut self, ep: RawHandle, wr: &SendWr<'_>) {
+        // SAFETY: the EP's lock is held, which its counters' every other
+        // use takes too.
+        unsafe { self.ep_counts.posted_shared(ep, wr) }
+    }
+
+    #[inline(always)]
+    fn posted_recv(&mut self, ep: RawHandle, bytes: u64) {
+        // SAFETY: as in `posted`.
+        unsafe { self.ep_counts.posted_recv_shared(ep, bytes) }
+    }
+}
+
+impl<B: Backend, S: Storage> sealed::Sealed for Locked<'_, B, S> {}
+
+impl<'p, B: Backend, S: Storage> Door<B, S> for Locked<'p, B, S> {
+    type Hand<'h>
+        = LockedHand<'h, B, S>
+    where
+        Self: 'h;
+
+    #[inline(always)]
+    fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, LockedHand<'_, B, S>>> {
+        let p = self.provider;
+        // SAFETY: the caller holds the lock of the EP in `slot`, which every
+        // other access to it takes, and no `&mut` to the provider exists
+        // (the contract of `Provider::locked`).
+        let (generation, object) = unsafe { p.eps.live_shared(slot) }?;
+        let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts };
+        Some(At { generation, object, lmrs: &p.lmrs, ias: &p.ias, hand })
+    }
+
+    #[inline(always)]
+    fn srq_at(&mut self, slot: u32) -> Option<SrqAt<'_, B, S, LockedHand<'_, B, S>>> {
+        let p = self.provider;
+        // SAFETY: as in `ep_at`, for the SRQ's lock.
+        let (generation, object) = unsafe { p.srqs.live_shared(slot) }?;
+        let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts };
+        Some(SrqAt { generation, object, lmrs: &p.lmrs, hand })
+    }
+}

@@ -410,3 +410,53 @@ fn dat_ep_post_stale_ep_is_invalid_handle() {
     let e = fx.p.ep_post_send(ep, &[], 1, CompletionFlags::DEFAULT).unwrap_err();
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidHandle, Subtype::InvalidHandleEp));
 }
+
+/// The shared receive posts (the C ABI's, for a thread-safe provider)
+/// refuse every receive as the exclusive posts do, and their lanes, which
+/// the shared transport does not offer, decline without a trace. The
+/// mock has no shared queues, so a receive every rule admits reaches its
+/// shared transport, which refuses it as internal.
+#[test]
+fn the_shared_receive_posts_answer_as_the_exclusive_ones() {
+    const SRQ: SrqAttr = SrqAttr { max_recv_dtos: 4, max_recv_iov: 2, low_watermark: 0 };
+    let world = || {
+        let mut fx = Fx::new();
+        let ep = fx.ep_connected();
+        let srq = fx.p.srq_create(fx.ia, fx.pz, &SRQ).unwrap();
+        (fx, ep, srq)
+    };
+    let cases = |fx: &Fx| {
+        let stranger = LmrTriplet { lmr_context: fx.seg(0, 8).lmr_context ^ 0x5a5a, ..fx.seg(0, 8) };
+        let past = LmrTriplet { virtual_address: BUF + BUF_LEN - 4, ..fx.seg(0, 8) };
+        [
+            (vec![fx.seg(0, 8)], CompletionFlags::DEFAULT),
+            (vec![fx.seg(0, 8), fx.seg(8, 8)], CompletionFlags::DEFAULT),
+            (vec![fx.seg(0, 8)], CompletionFlags(1 << 20)),
+            (vec![stranger], CompletionFlags::DEFAULT),
+            (vec![past], CompletionFlags::DEFAULT),
+            (vec![fx.seg(0, 8); 64], CompletionFlags::DEFAULT),
+        ]
+    };
+    let transport = Err(DatError::of(ErrorType::InternalError));
+    let ((mut exclusive, a, sa), (shared, b, sb)) = (world(), world());
+    let (mut refused, mut posted) = (0, 0);
+    for ((iov, f), (iov2, f2)) in cases(&exclusive).into_iter().zip(cases(&shared)) {
+        let want = exclusive.p.ep_post_recv(a, &iov, 1, f);
+        (refused, posted) = if want.is_ok() { (refused, posted + 1) } else { (refused + 1, posted) };
+        // SAFETY: one thread: no `&mut` to the provider exists while the
+        // door lives, and nothing else uses the EP or the SRQ.
+        let mut door = unsafe { shared.p.locked() };
+        assert!(!door.lane_recv(b.raw().index(), |_| true, &iov2[0], 1, f2), "{iov2:?} {f2:?}");
+        let got = door.ep_post_recv(b, &iov2, 1, f2);
+        assert_eq!(got, if want.is_ok() { transport } else { want }, "{iov:?} {f:?}");
+        let want = exclusive.p.srq_post_recv(sa, &iov, 2);
+        // SAFETY: as above.
+        let mut door = unsafe { shared.p.locked() };
+        assert!(!door.lane_srq_recv(sb.raw().index(), |_| true, &iov2[0], 2));
+        let got = door.srq_post_recv(sb, &iov2, 2);
+        assert_eq!(got, if want.is_ok() { transport } else { want }, "srq {iov:?}");
+        (refused, posted) = if want.is_ok() { (refused, posted + 1) } else { (refused + 1, posted) };
+    }
+    assert!(refused >= 6 && posted >= 3, "the cases cover both answers: {refused} refused, {posted} posted");
+    assert_eq!(shared.p.backend().pending_recvs(b), 0);
+}

@@ -87,6 +87,10 @@ impl<B: Backend, S: Storage, H> core::fmt::Debug for SrqAt<'_, B, S, H> {
 /// its counters.
 #[doc(hidden)]
 pub trait Hand<B: Backend> {
+    /// Whether the `*_one` receives can take work: `false` where the
+    /// transport has no lane for them, so that a door does not judge a
+    /// receive twice, once for a lane that cannot take it.
+    const RECV_LANES: bool = true;
     /// [`Backend::post_one`].
     fn post_one(&mut self, qp: &mut B::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool;
     /// [`Backend::post_send`].
@@ -105,46 +109,10 @@ pub trait Hand<B: Backend> {
     fn posted_recv(&mut self, ep: RawHandle, bytes: u64);
 }
 
-impl<B: Backend, H: Hand<B>> Hand<B> for &mut H {
-    #[inline(always)]
-    fn post_one(&mut self, qp: &mut B::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
-        (**self).post_one(qp, op, sge, cookie, flags)
-    }
-
-    #[inline(always)]
-    fn post_send(&mut self, qp: &mut B::Qp, wr: &SendWr<'_>) -> DatResult<()> {
-        (**self).post_send(qp, wr)
-    }
-
-    #[inline(always)]
-    fn post_recv_one(&mut self, qp: &mut B::Qp, sge: Sge, cookie: u64) -> bool {
-        (**self).post_recv_one(qp, sge, cookie)
-    }
-
-    #[inline(always)]
-    fn post_recv(&mut self, qp: &mut B::Qp, sges: &[Sge], cookie: u64) -> DatResult<()> {
-        (**self).post_recv(qp, sges, cookie)
-    }
-
-    #[inline(always)]
-    fn srq_post_recv_one(&mut self, srq: &mut B::Srq, sge: Sge, cookie: u64) -> bool {
-        (**self).srq_post_recv_one(srq, sge, cookie)
-    }
-
-    #[inline(always)]
-    fn srq_post_recv(&mut self, srq: &mut B::Srq, sges: &[Sge], cookie: u64) -> DatResult<()> {
-        (**self).srq_post_recv(srq, sges, cookie)
-    }
-
-    #[inline(always)]
-    fn posted(&mut self, ep: RawHandle, wr: &SendWr<'_>) {
-        (**self).posted(ep, wr);
-    }
-
-    #[inline(always)]
-    fn posted_recv(&mut self, ep: RawHandle, bytes: u64) {
-        (**self).posted_recv(ep, bytes);
-    }
+/// [`Hand::RECV_LANES`] of `hand`'s type.
+#[inline(always)]
+fn recv_lanes<B: Backend, H: Hand<B>>(_: &H) -> bool {
+    H::RECV_LANES
 }
 
 /// How a post holds its provider: the one type parameter of every post
@@ -258,7 +226,8 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
         flags: CompletionFlags,
     ) -> bool {
         let Some(At { generation, object: ep, lmrs, mut hand, .. }) = self.ep_at(ep) else { return false };
-        matches_generation(generation)
+        recv_lanes(&hand)
+            && matches_generation(generation)
             && recv_lane(
                 ep,
                 lmrs,
@@ -278,12 +247,12 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     fn ep_post_recv(&mut self, h: EpHandle, iov: &[LmrTriplet], cookie: u64, flags: CompletionFlags) -> DatResult<()> {
         let raw = h.raw();
         let Some(At { generation, object: ep, lmrs, mut hand, .. }) = self.ep_at(raw.index()) else {
-            return Err(DatError::invalid_handle(Subtype::InvalidHandleEp));
+            return Err(Refusal::NoEp.error());
         };
         if generation != raw.generation() {
-            return Err(DatError::invalid_handle(Subtype::InvalidHandleEp));
+            return Err(Refusal::NoEp.error());
         }
-        if let [seg] = iov {
+        if let ([seg], true) = (iov, recv_lanes(&hand)) {
             if recv_lane(ep, lmrs, seg, flags, |qp, sge| hand.post_recv_one(qp, sge, cookie)) {
                 return Ok(());
             }
@@ -306,7 +275,8 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
         cookie: u64,
     ) -> bool {
         let Some(SrqAt { generation, object: s, lmrs, mut hand }) = self.srq_at(srq) else { return false };
-        matches_generation(generation)
+        recv_lanes(&hand)
+            && matches_generation(generation)
             && srq_recv_lane(
                 s,
                 lmrs,
@@ -327,7 +297,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
         if generation != raw.generation() {
             return Err(DatError::invalid_handle(Subtype::InvalidHandleSrq));
         }
-        if let [seg] = iov {
+        if let ([seg], true) = (iov, recv_lanes(&hand)) {
             if srq_recv_lane(s, lmrs, seg, |srq, sge| hand.srq_post_recv_one(srq, sge, cookie)) {
                 return Ok(());
             }
@@ -353,6 +323,12 @@ impl<B: Backend, S: Storage> Owned<'_, B, S> {
     /// The hand of `backend` and `ep_counts`, the Rust API's poster's.
     pub(crate) fn new<'p>(backend: &'p mut B, ep_counts: &'p mut EpCounts<S>) -> Owned<'p, B, S> {
         Owned { backend, ep_counts }
+    }
+
+    /// This hand again, for one call that takes a hand by value.
+    #[inline(always)]
+    pub(crate) fn reborrow(&mut self) -> Owned<'_, B, S> {
+        Owned { backend: self.backend, ep_counts: self.ep_counts }
     }
 }
 
@@ -476,6 +452,8 @@ impl<B: Backend, S: Storage> Hand<B> for LockedHand<'_, B, S> {
 
     /// A shared receive has no lane of the transport's: the ordinary
     /// receive posts it.
+    const RECV_LANES: bool = false;
+
     #[inline(always)]
     fn post_recv_one(&mut self, _qp: &mut B::Qp, _sge: Sge, _cookie: u64) -> bool {
         false
@@ -487,7 +465,6 @@ impl<B: Backend, S: Storage> Hand<B> for LockedHand<'_, B, S> {
         unsafe { self.backend.post_recv_shared(qp, sges, cookie) }
     }
 
-    /// As `post_recv_one`.
     #[inline(always)]
     fn srq_post_recv_one(&mut self, _srq: &mut B::Srq, _sge: Sge, _cookie: u64) -> bool {
         false

@@ -173,7 +173,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     #[inline(never)]
     fn post_afresh(&mut self, iov: &[LmrTriplet], cookie: u64, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
         let Found { h, ep, lmrs, ias, hand } = &mut self.found;
-        checked_post(ep, h.0, lmrs, ias, iov, (cookie, op, flags), hand)
+        checked_post(ep, h.0, lmrs, ias, iov, (cookie, op, flags), hand.reborrow())
     }
 
     /// The rules of `rule::check` that [`Provider::segments`] did not

@@ -614,6 +614,28 @@ pub trait Backend {
         Err(crate::error::DatError::of(crate::error::ErrorType::InternalError))
     }
 
+    /// [`Backend::post_recv_one`] through a shared backend. A transport
+    /// may offer no lane at all.
+    ///
+    /// # Safety
+    /// As [`Backend::post_send_shared`].
+    #[allow(unsafe_code)]
+    #[inline(always)]
+    unsafe fn post_recv_one_shared(&self, _qp: &mut Self::Qp, _sge: Sge, _cookie: u64) -> bool {
+        false
+    }
+
+    /// [`Backend::srq_post_recv_one`] through a shared backend. A
+    /// transport may offer no lane at all.
+    ///
+    /// # Safety
+    /// As [`Backend::srq_post_recv_shared`].
+    #[allow(unsafe_code)]
+    #[inline(always)]
+    unsafe fn srq_post_recv_one_shared(&self, _srq: &mut Self::Srq, _sge: Sge, _cookie: u64) -> bool {
+        false
+    }
+
     /// Take the next completion of `cq` through a shared backend, if a
     /// shared dequeue can settle it alone: a success, of a QP that is
     /// still there and receives from no SRQ, of a work request that is no

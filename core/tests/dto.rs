@@ -413,8 +413,8 @@ fn dat_ep_post_stale_ep_is_invalid_handle() {
 
 /// The shared receive posts (the C ABI's, for a thread-safe provider)
 /// refuse every receive as the exclusive posts do, and their lanes, which
-/// the shared transport does not offer, decline without a trace. The
-/// mock has no shared queues, so a receive every rule admits reaches its
+/// the mock's shared transport does not offer, decline without a trace.
+/// The mock has no shared queues, so a receive every rule admits reaches its
 /// shared transport, which refuses it as internal.
 #[test]
 fn the_shared_receive_posts_answer_as_the_exclusive_ones() {

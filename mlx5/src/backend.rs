@@ -730,6 +730,22 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     }
 
     #[allow(unsafe_code)]
+    #[inline(always)]
+    unsafe fn post_recv_one_shared(&self, qp: &mut Qp<D>, sge: Sge, cookie: u64) -> bool {
+        // SAFETY: as in `post_recv_shared`.
+        let rq = unsafe { self.qps.get_shared(qp.slot) }.and_then(|q| q.rq.as_mut());
+        rq.is_some_and(|rq| rq.post_one(sge, cookie))
+    }
+
+    #[allow(unsafe_code)]
+    #[inline(always)]
+    unsafe fn srq_post_recv_one_shared(&self, srq: &mut Srq<D>, sge: Sge, cookie: u64) -> bool {
+        // SAFETY: as in `srq_post_recv_shared`.
+        let ring = unsafe { self.srqs.get_shared(srq.slot) };
+        ring.is_some_and(|r| r.ring.post(core::slice::from_ref(&sge), cookie).is_ok())
+    }
+
+    #[allow(unsafe_code)]
     unsafe fn srq_post_recv_shared(&self, srq: &mut Srq<D>, sges: &[Sge], cookie: u64) -> DatResult<()> {
         // SAFETY: the caller holds the lock of the SRQ, which every other
         // use of its ring takes, and no `&mut` to the backend exists.

@@ -234,6 +234,20 @@ impl Backend for Verbs {
         srq.0.post_recv(sges, cookie)
     }
 
+    /// As `post_recv_one`, through a shared backend (as `post_recv_shared`).
+    #[allow(unsafe_code)]
+    #[inline(always)]
+    unsafe fn post_recv_one_shared(&self, qp: &mut Qp, sge: Sge, cookie: u64) -> bool {
+        qp.post_recv_one(sge, cookie)
+    }
+
+    /// As `srq_post_recv_one`, through a shared backend.
+    #[allow(unsafe_code)]
+    #[inline(always)]
+    unsafe fn srq_post_recv_one_shared(&self, srq: &mut Srq, sge: Sge, cookie: u64) -> bool {
+        srq.0.post_recv(core::slice::from_ref(&sge), cookie).is_ok()
+    }
+
     #[allow(unsafe_code)]
     unsafe fn cq_take_shared<G>(
         &self,

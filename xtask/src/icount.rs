@@ -304,7 +304,7 @@ struct CapiOp {
     thread_safe: bool,
 }
 
-const CAPI_OPS: [CapiOp; 11] = [
+const CAPI_OPS: [CapiOp; 12] = [
     CapiOp {
         key: "capi.mlx5.post.write_4k",
         op: "write_4k",
@@ -374,6 +374,13 @@ const CAPI_OPS: [CapiOp; 11] = [
         op: "write_4k",
         call: "dat_ep_post_rdma_write",
         what: "C ABI, mlx5, thread-safe IA: `dat_ep_post_rdma_write`, 4 KiB, the provider shared",
+        thread_safe: true,
+    },
+    CapiOp {
+        key: "capi.mlx5.post.recv.threadsafe",
+        op: "recv",
+        call: "dat_ep_post_recv",
+        what: "C ABI, mlx5, thread-safe IA: `dat_ep_post_recv`, 4 KiB, the provider shared",
         thread_safe: true,
     },
     CapiOp {

@@ -9,7 +9,7 @@ use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddr
 use udat_core::{DatError, DatResult, Door, EpChanges, ErrorType};
 
 use super::arg::{iov, lane_segment, private_data};
-use super::{lane_or, shared_lane_or, shared_not_taken, with, Arg, Entered, LaneHandle};
+use super::{lane_or, shared_lane_or, with, Arg, Entered, LaneHandle};
 use crate::capacity::Heap;
 use crate::instance::{invalid, Addr, Core, Instance};
 use crate::sys::*;
@@ -347,11 +347,6 @@ pub(crate) unsafe fn ep_disconnect<B: Transport>(
 /// call has its own type, so that the value holds only what its call
 /// passed, and nothing of it is tested at run time.
 trait Post: Copy {
-    /// Whether a provider that shares has a lane for it (a receive has
-    /// none of the transport's, so it takes the EP's lock once, for the
-    /// ordinary call).
-    const SHARED_LANE: bool;
-
     /// The post's lane on the EP `ep` names, of the one segment `seg`,
     /// through `door`: `true` if it took the post.
     ///
@@ -435,8 +430,6 @@ struct Recv {
 }
 
 impl<O: Operation> Post for Request<O> {
-    const SHARED_LANE: bool = true;
-
     #[inline(always)]
     unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: LmrTriplet) -> bool {
         let Request { cookie, flags, op } = self;
@@ -469,8 +462,6 @@ impl<O: Operation> Post for Request<O> {
 }
 
 impl Post for Recv {
-    const SHARED_LANE: bool = false;
-
     #[inline(always)]
     unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: LmrTriplet) -> bool {
         door.lane_recv(
@@ -525,14 +516,11 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
     if SHARES {
         // SAFETY: the provider shares (`SHARES`), and each closure below
         // runs holding the EP's lock with no `&mut` to the state (the
-        // contracts of `shared_lane_or` and `shared_not_taken`), which is
+        // contract of `shared_lane_or`), which is
         // `Provider::locked`'s; the rest by the call's contract.
         return unsafe {
             let ordinary =
                 move |core: &Core<B>, raw| post.ordinary(&mut core.locked(), EpHandle::from_raw(raw), iov(n, segs)?);
-            if !P::SHARED_LANE {
-                return shared_not_taken(instance, h, Kind::Ep, ordinary);
-            }
             shared_lane_or(
                 instance,
                 h,

@@ -5,7 +5,7 @@ use udat_core::types::SrqAttr;
 use udat_core::Door;
 
 use super::arg::{iov, lane_segment};
-use super::{lane_or, shared_on, with, Arg};
+use super::{lane_or, shared_lane_or, with, Arg};
 use crate::instance::{invalid, Instance};
 use crate::sys::*;
 use crate::transport::Transport;
@@ -79,13 +79,24 @@ pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
             },
         );
     }
-    // SAFETY: the provider shares (`SHARES`), and the closure runs holding
-    // the SRQ's lock with no `&mut` to the state (`shared_on`'s contract),
-    // which is `Provider::locked`'s; `segs` is null or holds `n` triplets.
+    // SAFETY: the provider shares (`SHARES`), and each closure runs holding
+    // the SRQ's lock with no `&mut` to the state (`shared_lane_or`'s
+    // contract), which is `Provider::locked`'s; `segs` is null or holds
+    // `n` triplets.
     unsafe {
-        shared_on(instance, h, Kind::Srq, |core, raw| {
-            core.locked().srq_post_recv(SrqHandle::from_raw(raw), iov(n, segs)?, cookie)
-        })
+        shared_lane_or(
+            instance,
+            h,
+            Kind::Srq,
+            #[inline(always)]
+            move |core, srq| {
+                let seg = lane_segment(n, segs);
+                seg.is_some_and(|seg| {
+                    core.locked().lane_srq_recv(srq.index, |g| srq.matches_generation(g), &seg, cookie)
+                })
+            },
+            |core, raw| core.locked().srq_post_recv(SrqHandle::from_raw(raw), iov(n, segs)?, cookie),
+        )
     }
 }
 

@@ -87,10 +87,6 @@ impl<B: Backend, S: Storage, H> core::fmt::Debug for SrqAt<'_, B, S, H> {
 /// its counters.
 #[doc(hidden)]
 pub trait Hand<B: Backend> {
-    /// Whether the `*_one` receives can take work: `false` where the
-    /// transport has no lane for them, so that a door does not judge a
-    /// receive twice, once for a lane that cannot take it.
-    const RECV_LANES: bool = true;
     /// [`Backend::post_one`].
     fn post_one(&mut self, qp: &mut B::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool;
     /// [`Backend::post_send`].
@@ -107,12 +103,6 @@ pub trait Hand<B: Backend> {
     fn posted(&mut self, ep: RawHandle, wr: &SendWr<'_>);
     /// A receive of `bytes` posted on the counting EP `ep`.
     fn posted_recv(&mut self, ep: RawHandle, bytes: u64);
-}
-
-/// [`Hand::RECV_LANES`] of `hand`'s type.
-#[inline(always)]
-fn recv_lanes<B: Backend, H: Hand<B>>(_: &H) -> bool {
-    H::RECV_LANES
 }
 
 /// How a post holds its provider: the one type parameter of every post
@@ -226,8 +216,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
         flags: CompletionFlags,
     ) -> bool {
         let Some(At { generation, object: ep, lmrs, mut hand, .. }) = self.ep_at(ep) else { return false };
-        recv_lanes(&hand)
-            && matches_generation(generation)
+        matches_generation(generation)
             && recv_lane(
                 ep,
                 lmrs,
@@ -252,7 +241,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
         if generation != raw.generation() {
             return Err(Refusal::NoEp.error());
         }
-        if let ([seg], true) = (iov, recv_lanes(&hand)) {
+        if let [seg] = iov {
             if recv_lane(ep, lmrs, seg, flags, |qp, sge| hand.post_recv_one(qp, sge, cookie)) {
                 return Ok(());
             }
@@ -275,8 +264,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
         cookie: u64,
     ) -> bool {
         let Some(SrqAt { generation, object: s, lmrs, mut hand }) = self.srq_at(srq) else { return false };
-        recv_lanes(&hand)
-            && matches_generation(generation)
+        matches_generation(generation)
             && srq_recv_lane(
                 s,
                 lmrs,
@@ -297,7 +285,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
         if generation != raw.generation() {
             return Err(DatError::invalid_handle(Subtype::InvalidHandleSrq));
         }
-        if let ([seg], true) = (iov, recv_lanes(&hand)) {
+        if let [seg] = iov {
             if srq_recv_lane(s, lmrs, seg, |srq, sge| hand.srq_post_recv_one(srq, sge, cookie)) {
                 return Ok(());
             }
@@ -450,13 +438,10 @@ impl<B: Backend, S: Storage> Hand<B> for LockedHand<'_, B, S> {
         unsafe { self.backend.post_send_shared(qp, wr) }
     }
 
-    /// A shared receive has no lane of the transport's: the ordinary
-    /// receive posts it.
-    const RECV_LANES: bool = false;
-
     #[inline(always)]
-    fn post_recv_one(&mut self, _qp: &mut B::Qp, _sge: Sge, _cookie: u64) -> bool {
-        false
+    fn post_recv_one(&mut self, qp: &mut B::Qp, sge: Sge, cookie: u64) -> bool {
+        // SAFETY: as in `post_one`.
+        unsafe { self.backend.post_recv_one_shared(qp, sge, cookie) }
     }
 
     #[inline(always)]
@@ -466,8 +451,10 @@ impl<B: Backend, S: Storage> Hand<B> for LockedHand<'_, B, S> {
     }
 
     #[inline(always)]
-    fn srq_post_recv_one(&mut self, _srq: &mut B::Srq, _sge: Sge, _cookie: u64) -> bool {
-        false
+    fn srq_post_recv_one(&mut self, srq: &mut B::Srq, sge: Sge, cookie: u64) -> bool {
+        // SAFETY: `srq` is the locked SRQ's; no `&mut` to the backend
+        // exists (the contract of `Provider::locked`).
+        unsafe { self.backend.srq_post_recv_one_shared(srq, sge, cookie) }
     }
 
     #[inline(always)]

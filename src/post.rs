@@ -15,7 +15,7 @@
 //! the program's again.
 
 use udat_core::types::{CompletionFlags, DtoOp, RmrTriplet};
-use udat_core::{DatError, DatResult, Door, EpHandle, EventData, Provider, Storage};
+use udat_core::{DatError, DatResult, Door, EpHandle, EventData, Provider, RequestOp, Storage};
 
 use crate::memory::{Local, Seg, Target};
 use crate::object::{Ep, Refused, Srq};
@@ -108,7 +108,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.provider.ep_post_send(ep.handle(), Local::triplets(iov), cookie, flags)
+        self.provider.ep_post_request(ep.handle(), Local::triplets(iov), cookie, RequestOp::Send, flags)
     }
 
     /// dat_ep_post_rdma_write(3DAT): `iov` into the peer's `remote`.
@@ -121,7 +121,13 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.provider.ep_post_rdma_write(ep.handle(), Local::triplets(iov), cookie, remote, flags)
+        self.provider.ep_post_request(
+            ep.handle(),
+            Local::triplets(iov),
+            cookie,
+            RequestOp::RdmaWrite { remote: *remote },
+            flags,
+        )
     }
 
     /// `dat_ib_post_rdma_write_immed`: `iov` into the peer's `remote`, and
@@ -136,7 +142,13 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         imm: u32,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.provider.ep_post_rdma_write_imm(ep.handle(), Local::triplets(iov), cookie, remote, imm, flags)
+        self.provider.ep_post_request(
+            ep.handle(),
+            Local::triplets(iov),
+            cookie,
+            RequestOp::RdmaWriteImm { remote: *remote, imm },
+            flags,
+        )
     }
 
     /// dat_ep_post_recv(3DAT) into `iov`, memory given up to the IA.
@@ -194,7 +206,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     ) -> DatResult<()> {
         let (iov, flags) = (Target::triplets(iov), completing(flags, 6)?);
         self.lent_post(cookie, Some((ep.handle(), false)), |p, key| {
-            p.ep_post_rdma_read(ep.handle(), iov, key, remote, flags)
+            p.ep_post_request(ep.handle(), iov, key, RequestOp::RdmaRead { remote: *remote }, flags)
         })
         .map(drop)
     }
@@ -216,7 +228,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         };
         let iov = [seg.triplet()];
         self.seg_post(cookie, Some((ep.handle(), false)), seg, |p, key| {
-            p.ep_post_rdma_read(ep.handle(), &iov, key, remote, flags)
+            p.ep_post_request(ep.handle(), &iov, key, RequestOp::RdmaRead { remote: *remote }, flags)
         })
     }
 
@@ -233,7 +245,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     ) -> DatResult<()> {
         let (local, flags) = (local.triplet(), completing(flags, 6)?);
         self.lent_post(cookie, Some((ep.handle(), false)), |p, key| {
-            p.ep_post_fetch_add(ep.handle(), add, &local, key, remote, flags)
+            p.ep_post_request(ep.handle(), &[local], key, RequestOp::FetchAdd { remote: *remote, add }, flags)
         })
         .map(drop)
     }
@@ -253,7 +265,13 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     ) -> DatResult<()> {
         let (local, flags) = (local.triplet(), completing(flags, 7)?);
         self.lent_post(cookie, Some((ep.handle(), false)), |p, key| {
-            p.ep_post_compare_swap(ep.handle(), compare, swap, &local, key, remote, flags)
+            p.ep_post_request(
+                ep.handle(),
+                &[local],
+                key,
+                RequestOp::CompareSwap { remote: *remote, compare, swap },
+                flags,
+            )
         })
         .map(drop)
     }

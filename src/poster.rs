@@ -27,7 +27,7 @@ use std::marker::PhantomData;
 
 use udat_core::poster::{self as core_poster, Access};
 use udat_core::types::{CompletionFlags, RmrTriplet};
-use udat_core::{DatResult, Storage};
+use udat_core::{DatResult, RequestOp, Storage};
 
 use crate::memory::Local;
 use crate::object::{Brand, Ep, Pz};
@@ -85,7 +85,7 @@ impl<'id, B: Backend, S: Storage> Poster<'_, 'id, B, S> {
     /// dat_ep_post_send(3DAT) of `segs`.
     #[inline]
     pub fn send(&mut self, segs: &Segments<'id>, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
-        self.ep.send(&segs.checked, cookie, flags)
+        self.ep.post(&segs.checked, cookie, RequestOp::Send, flags)
     }
 
     /// dat_ep_post_rdma_write(3DAT): `segs` into the peer's `remote`.
@@ -97,6 +97,6 @@ impl<'id, B: Backend, S: Storage> Poster<'_, 'id, B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.ep.rdma_write(&segs.checked, cookie, remote, flags)
+        self.ep.post(&segs.checked, cookie, RequestOp::RdmaWrite { remote: *remote }, flags)
     }
 }

@@ -9,7 +9,7 @@
 //! Receives go through [`Ia::ep_post_recv`] as on any EP.
 
 use udat_core::types::{CompletionFlags, EpAttr, IaAddress};
-use udat_core::{AhHandle, DatResult, Event, EventData, Storage};
+use udat_core::{AhHandle, DatResult, Door, Event, EventData, PostOp, Storage};
 
 use crate::memory::Local;
 use crate::object::{Brand, Ep, Evd, Pz, Refused};
@@ -78,7 +78,13 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.provider.ep_post_send_ud(ep.handle(), Local::triplets(iov), peer.ah, peer.qpn, cookie, flags)
+        self.provider.ep_post_request(
+            ep.handle(),
+            Local::triplets(iov),
+            cookie,
+            PostOp::SendUd { ah: peer.ah, remote_qpn: peer.qpn },
+            flags,
+        )
     }
 
     /// `dat_ib_ud_cm_free`: the connection that resolved `peer` is done

@@ -594,6 +594,21 @@ pub trait Backend {
         Err(crate::error::DatError::of(crate::error::ErrorType::InternalError))
     }
 
+    /// [`Backend::post_send_ud`] through a shared backend.
+    ///
+    /// # Safety
+    /// As [`Backend::post_send_shared`].
+    #[allow(unsafe_code)]
+    unsafe fn post_send_ud_shared(
+        &self,
+        _qp: &mut Self::Qp,
+        _ah: &Self::Ah,
+        _dest: UdDest,
+        _wr: &SendWr<'_>,
+    ) -> DatResult<()> {
+        Err(crate::error::DatError::of(crate::error::ErrorType::ModelNotSupported))
+    }
+
     /// [`Backend::post_recv`] through a shared backend.
     ///
     /// # Safety

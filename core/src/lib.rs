@@ -93,7 +93,7 @@ extern crate std;
 
 pub use store::FixedVec;
 
-pub use backend::{Backend, ConnectionManager, Control};
+pub use backend::{Backend, ConnectionManager, Control, RequestOp};
 pub use call::cno::{CnoParam, CnoStep, CnoWait, CNO_FIELD_ALL};
 pub use call::cr::{CrParam, CR_FIELD_ALL};
 pub use call::csp::{CspParam, CSP_FIELD_ALL};
@@ -102,7 +102,7 @@ pub use call::evd::{EvdParam, EvdState, EvdWait, Passed, WaitStep, CM_LOOK_US, E
 pub use call::ia::{AsyncEvd, AsyncEvdRef};
 pub use call::lmr::{LmrCreated, LmrParam, LMR_FIELD_ALL};
 pub use call::post::door::{Door, Locked};
-pub use call::post::{poster, shared};
+pub use call::post::{poster, shared, PostOp};
 pub use call::psp::{PspParam, ANY_CONN_QUAL, PSP_FIELD_ALL};
 pub use call::pz::{PzParam, PZ_FIELD_ALL};
 pub use call::rmr::{RmrParam, RMR_FIELD_ALL};

@@ -27,7 +27,8 @@ fn window_of(fx: &mut Fx, ep: EpHandle, privileges: MemPriv) -> (RmrHandle, u32)
 fn dat_ep_post_send_with_invalidate_is_a_send_that_names_the_key() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    fx.p.ep_post_send_with_invalidate(ep, &[fx.seg(0, 16)], 1, CompletionFlags::DEFAULT, true, 0x4242).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 16)], 1, RequestOp::SendInvalidate { rkey: 0x4242 }, CompletionFlags::DEFAULT)
+        .unwrap();
     assert_eq!(fx.p.backend_mut().invalidates, Some(0x4242));
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     let ev = fx.p.evd_dequeue(fx.dto_evd).unwrap();
@@ -36,27 +37,35 @@ fn dat_ep_post_send_with_invalidate_is_a_send_that_names_the_key() {
         EventData::Dto { ep, cookie: 1, status: DtoStatus::Success, transferred_length: 16, op: DtoOp::Send, imm: 0 }
     );
     fx.p.backend_mut().invalidates = None;
-    fx.p.ep_post_send_with_invalidate(ep, &[fx.seg(0, 16)], 2, CompletionFlags::DEFAULT, false, 0x4343).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 16)], 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(fx.p.backend_mut().invalidates, None, "no invalidation without the flag");
     assert_eq!(fx.p.backend_mut().pending_sends(ep), 1);
 
     let bad_flags = CompletionFlags(0x40);
-    let e = fx.p.ep_post_send_with_invalidate(ep, &[fx.seg(0, 16)], 3, bad_flags, true, 1).unwrap_err();
+    let e =
+        fx.p.ep_post_request(ep, &[fx.seg(0, 16)], 3, RequestOp::SendInvalidate { rkey: 1 }, bad_flags).unwrap_err();
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg5));
-    let e = fx.p.ep_post_send_with_invalidate(ep, &[fx.seg(0, 16)], 3, CompletionFlags::DEFAULT, true, 1).map(|_| ());
+    let e =
+        fx.p.ep_post_request(ep, &[fx.seg(0, 16)], 3, RequestOp::SendInvalidate { rkey: 1 }, CompletionFlags::DEFAULT)
+            .map(|_| ());
     assert_eq!(e, Ok(()), "the solicited-wait flag and the rest of a send's are admitted");
     let unconnected = fx.ep();
-    let refused =
-        fx.p.ep_post_send_with_invalidate(unconnected, &[fx.seg(0, 16)], 4, CompletionFlags::DEFAULT, true, 1);
+    let refused = fx.p.ep_post_request(
+        unconnected,
+        &[fx.seg(0, 16)],
+        4,
+        RequestOp::SendInvalidate { rkey: 1 },
+        CompletionFlags::DEFAULT,
+    );
     assert_eq!(ty(refused), ErrorType::InvalidState);
     let outside = fx.seg(BUF_LEN - 8, 16);
     assert_eq!(
-        ty(fx.p.ep_post_send_with_invalidate(ep, &[outside], 5, CompletionFlags::DEFAULT, true, 1)),
+        ty(fx.p.ep_post_request(ep, &[outside], 5, RequestOp::SendInvalidate { rkey: 1 }, CompletionFlags::DEFAULT)),
         ErrorType::InvalidParameter
     );
     fx.p.ep_free(unconnected).unwrap();
     assert_eq!(
-        ty(fx.p.ep_post_send_with_invalidate(unconnected, &[], 6, CompletionFlags::DEFAULT, true, 1)),
+        ty(fx.p.ep_post_request(unconnected, &[], 6, RequestOp::SendInvalidate { rkey: 1 }, CompletionFlags::DEFAULT)),
         ErrorType::InvalidHandle
     );
     assert_eq!(fx.p.backend_mut().pending_sends(ep), 2, "refused posts left nothing behind");
@@ -156,7 +165,7 @@ fn dat_ep_post_rdma_read_to_rmr_reads_into_what_the_context_names() {
     let (ep, other) = (fx.ep_connected(), fx.ep_connected());
     let remote = fx.remote(64);
     let post = |fx: &mut Fx, through, local: RmrTriplet| {
-        fx.p.ep_post_rdma_read_to_rmr(through, &local, 1, &remote, CompletionFlags::DEFAULT)
+        fx.p.ep_post_request(through, &[], 1, PostOp::RdmaReadToRmr { local, remote }, CompletionFlags::DEFAULT)
     };
     let lmr_context = fx.lmr.rmr_context.unwrap();
     let of_lmr = RmrTriplet { virtual_address: BUF + 128, segment_length: 64, rmr_context: lmr_context };
@@ -175,7 +184,10 @@ fn dat_ep_post_rdma_read_to_rmr_reads_into_what_the_context_names() {
     assert_eq!(ty(post(&mut fx, ep, short)), ErrorType::LengthError, "the remote buffer is larger");
     // The read's own refusals name this call's arguments: the flags are
     // its fifth (dat_ep_post_rdma_read's sixth).
-    let e = fx.p.ep_post_rdma_read_to_rmr(ep, &of_lmr, 1, &remote, CompletionFlags::SOLICITED_WAIT).unwrap_err();
+    let e = fx
+        .p
+        .ep_post_request(ep, &[], 1, PostOp::RdmaReadToRmr { local: of_lmr, remote }, CompletionFlags::SOLICITED_WAIT)
+        .unwrap_err();
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg5));
     // A segment past the EP's largest RDMA: its `local_iov`, the second
     // argument (dat_ep_post_rdma_read's third).
@@ -183,7 +195,9 @@ fn dat_ep_post_rdma_read_to_rmr_reads_into_what_the_context_names() {
     small.max_rdma_size = 32;
     let narrow = fx.ep_with(Some(&small));
     fx.establish(narrow);
-    let e = fx.p.ep_post_rdma_read_to_rmr(narrow, &of_lmr, 1, &remote, CompletionFlags::DEFAULT).unwrap_err();
+    let e =
+        fx.p.ep_post_request(narrow, &[], 1, PostOp::RdmaReadToRmr { local: of_lmr, remote }, CompletionFlags::DEFAULT)
+            .unwrap_err();
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg2));
     let readable =
         fx.p.mock_lmr_create(

@@ -23,7 +23,7 @@ fn a_qp_error_breaks_the_connection_flushes_its_dtos_and_names_the_ep_on_the_asy
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let bystander = fx.ep_connected();
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     fx.p.backend_mut().qp_error(ep);
     // dat.h: DAT_EP_TRANSFER_TO_ERROR, the EP's transport went to error.
     assert_eq!(async_error(&mut fx), (EventNumber::AsyncEpBroken, Some(ep.into()), 0));
@@ -63,8 +63,8 @@ fn a_cq_error_is_evd_overflow_and_breaks_each_ep_that_feeds_the_evd_once() {
     let other_dto = fx.p.evd_create(fx.ia, 8, CnoHandle::NULL, EvdFlags::DTO).unwrap();
     let other = fx.p.ep_create(fx.ia, fx.pz, other_dto, other_dto, fx.conn_evd, None).unwrap();
     fx.establish(other);
-    fx.p.ep_post_send(a, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
-    fx.p.ep_post_send(b, &[fx.seg(0, 8)], 2, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(a, &[fx.seg(0, 8)], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(b, &[fx.seg(0, 8)], 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert!(fx.p.backend_mut().cq_error(fx.dto_evd));
     // Soft-RoCE repeats it for every completion it loses.
     assert!(fx.p.backend_mut().cq_error(fx.dto_evd));
@@ -81,7 +81,7 @@ fn a_cq_error_is_evd_overflow_and_breaks_each_ep_that_feeds_the_evd_once() {
     let mut flushed = dtos(&fx.drain(fx.dto_evd));
     flushed.sort_by_key(|(cookie, _)| *cookie);
     assert_eq!(flushed, [(1, DtoStatus::Flushed), (2, DtoStatus::Flushed)]);
-    fx.p.ep_post_send(other, &[fx.seg(0, 8)], 3, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(other, &[fx.seg(0, 8)], 3, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert!(fx.p.backend_mut().complete_send(other, DtoStatus::Success));
     assert_eq!(dtos(&fx.drain(other_dto)), [(3, DtoStatus::Success)]);
 }

@@ -11,7 +11,7 @@ use udat_core::*;
 fn dat_ep_post_send_completes_on_the_request_evd() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    fx.p.ep_post_send(ep, &[fx.seg(0, 10), fx.seg(100, 20)], 42, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 10), fx.seg(100, 20)], 42, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     let ev = fx.p.evd_dequeue(fx.dto_evd).unwrap();
     assert_eq!(ev.number, EventNumber::DtoCompletion);
@@ -25,10 +25,10 @@ fn dat_ep_post_send_completes_on_the_request_evd() {
 fn dat_ep_post_send_zero_segments_is_a_zero_byte_message() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    fx.p.ep_post_send(ep, &[], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     // A zero-length segment's other fields are irrelevant.
     let junk = LmrTriplet { virtual_address: 0, segment_length: 0, lmr_context: 0xdead };
-    fx.p.ep_post_send(ep, &[junk], 2, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[junk], 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(fx.p.backend().pending_sends(ep), 2);
 }
 
@@ -37,16 +37,31 @@ fn dat_ep_post_send_valid_only_in_connected_or_disconnected() {
     let mut fx = Fx::new();
     let seg = fx.seg(0, 8);
     let idle = fx.ep();
-    let e = fx.p.ep_post_send(idle, &[seg], 1, CompletionFlags::DEFAULT).unwrap_err();
+    let e = fx.p.ep_post_request(idle, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap_err();
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateEpUnconnected));
     let pending = fx.ep_connecting();
-    assert_eq!(ty(fx.p.ep_post_send(pending, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidState);
     assert_eq!(
-        ty(fx.p.ep_post_rdma_write(pending, &[seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)),
+        ty(fx.p.ep_post_request(pending, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
         ErrorType::InvalidState
     );
     assert_eq!(
-        ty(fx.p.ep_post_rdma_read(pending, &[seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)),
+        ty(fx.p.ep_post_request(
+            pending,
+            &[seg],
+            1,
+            RequestOp::RdmaWrite { remote: fx.remote(8) },
+            CompletionFlags::DEFAULT
+        )),
+        ErrorType::InvalidState
+    );
+    assert_eq!(
+        ty(fx.p.ep_post_request(
+            pending,
+            &[seg],
+            1,
+            RequestOp::RdmaRead { remote: fx.remote(8) },
+            CompletionFlags::DEFAULT
+        )),
         ErrorType::InvalidState
     );
     assert_eq!(fx.p.backend().pending_sends(pending), 0);
@@ -56,9 +71,23 @@ fn dat_ep_post_send_valid_only_in_connected_or_disconnected() {
 fn dat_ep_post_send_in_disconnected_is_flushed_at_once() {
     let mut fx = Fx::new();
     let ep = fx.ep_disconnected();
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 7, CompletionFlags::DEFAULT).unwrap();
-    fx.p.ep_post_rdma_write(ep, &[fx.seg(0, 8)], 8, &fx.remote(8), CompletionFlags::DEFAULT).unwrap();
-    fx.p.ep_post_rdma_read(ep, &[fx.seg(0, 8)], 9, &fx.remote(8), CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 7, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(
+        ep,
+        &[fx.seg(0, 8)],
+        8,
+        RequestOp::RdmaWrite { remote: fx.remote(8) },
+        CompletionFlags::DEFAULT,
+    )
+    .unwrap();
+    fx.p.ep_post_request(
+        ep,
+        &[fx.seg(0, 8)],
+        9,
+        RequestOp::RdmaRead { remote: fx.remote(8) },
+        CompletionFlags::DEFAULT,
+    )
+    .unwrap();
     assert_eq!(
         dtos(&fx.drain(fx.dto_evd)),
         [(7, DtoStatus::Flushed), (8, DtoStatus::Flushed), (9, DtoStatus::Flushed)]
@@ -104,18 +133,44 @@ fn dat_ep_post_recv_completes_with_length_or_length_error() {
 fn dat_ep_post_rdma_write_larger_than_remote_is_length_error() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    let r = fx.p.ep_post_rdma_write(ep, &[fx.seg(0, 64)], 1, &fx.remote(63), CompletionFlags::DEFAULT);
+    let r = fx.p.ep_post_request(
+        ep,
+        &[fx.seg(0, 64)],
+        1,
+        RequestOp::RdmaWrite { remote: fx.remote(63) },
+        CompletionFlags::DEFAULT,
+    );
     assert_eq!(ty(r), ErrorType::LengthError);
-    fx.p.ep_post_rdma_write(ep, &[fx.seg(0, 64)], 1, &fx.remote(64), CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(
+        ep,
+        &[fx.seg(0, 64)],
+        1,
+        RequestOp::RdmaWrite { remote: fx.remote(64) },
+        CompletionFlags::DEFAULT,
+    )
+    .unwrap();
 }
 
 #[test]
 fn dat_ep_post_rdma_read_remote_larger_than_local_is_length_error() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    let r = fx.p.ep_post_rdma_read(ep, &[fx.seg(0, 32)], 1, &fx.remote(33), CompletionFlags::DEFAULT);
+    let r = fx.p.ep_post_request(
+        ep,
+        &[fx.seg(0, 32)],
+        1,
+        RequestOp::RdmaRead { remote: fx.remote(33) },
+        CompletionFlags::DEFAULT,
+    );
     assert_eq!(ty(r), ErrorType::LengthError);
-    fx.p.ep_post_rdma_read(ep, &[fx.seg(0, 32)], 1, &fx.remote(32), CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(
+        ep,
+        &[fx.seg(0, 32)],
+        1,
+        RequestOp::RdmaRead { remote: fx.remote(32) },
+        CompletionFlags::DEFAULT,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -123,7 +178,10 @@ fn dat_ep_post_segment_outside_its_lmr_is_invalid_parameter() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let over = fx.seg(BUF_LEN - 8, 9);
-    assert_eq!(ty(fx.p.ep_post_send(ep, &[over], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidParameter);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &[over], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::InvalidParameter
+    );
     let below = LmrTriplet { virtual_address: BUF - 1, ..fx.seg(0, 4) };
     assert_eq!(ty(fx.p.ep_post_recv(ep, &[below], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidParameter);
     assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Connected, true, true)));
@@ -137,9 +195,15 @@ fn dat_ep_post_lmr_of_another_pz_is_protection_violation() {
     let other =
         fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::ALL).unwrap();
     let seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: other.lmr_context };
-    assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::ProtectionViolation
+    );
     let bogus = LmrTriplet { lmr_context: 0x1234_5678, ..fx.seg(0, 8) };
-    assert_eq!(ty(fx.p.ep_post_send(ep, &[bogus], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &[bogus], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::ProtectionViolation
+    );
 }
 
 #[test]
@@ -155,17 +219,32 @@ fn dat_ep_post_missing_local_privilege_is_privileges_violation() {
     let ro_seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
     let wo_seg = LmrTriplet { virtual_address: 0x9000, segment_length: 8, lmr_context: wo.lmr_context };
     // Send and RDMA write read local memory; receive and RDMA read write it.
-    assert_eq!(ty(fx.p.ep_post_send(ep, &[wo_seg], 1, CompletionFlags::DEFAULT)), ErrorType::PrivilegesViolation);
     assert_eq!(
-        ty(fx.p.ep_post_rdma_write(ep, &[wo_seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)),
+        ty(fx.p.ep_post_request(ep, &[wo_seg], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::PrivilegesViolation
+    );
+    assert_eq!(
+        ty(fx.p.ep_post_request(
+            ep,
+            &[wo_seg],
+            1,
+            RequestOp::RdmaWrite { remote: fx.remote(8) },
+            CompletionFlags::DEFAULT
+        )),
         ErrorType::PrivilegesViolation
     );
     assert_eq!(ty(fx.p.ep_post_recv(ep, &[ro_seg], 1, CompletionFlags::DEFAULT)), ErrorType::PrivilegesViolation);
     assert_eq!(
-        ty(fx.p.ep_post_rdma_read(ep, &[ro_seg], 1, &fx.remote(8), CompletionFlags::DEFAULT)),
+        ty(fx.p.ep_post_request(
+            ep,
+            &[ro_seg],
+            1,
+            RequestOp::RdmaRead { remote: fx.remote(8) },
+            CompletionFlags::DEFAULT
+        )),
         ErrorType::PrivilegesViolation
     );
-    fx.p.ep_post_send(ep, &[ro_seg], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[ro_seg], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     fx.p.ep_post_recv(ep, &[wo_seg], 1, CompletionFlags::DEFAULT).unwrap();
 }
 
@@ -175,8 +254,11 @@ fn dat_ep_post_too_many_segments_is_invalid_parameter() {
     let ep = fx.ep_connected();
     let max = fx.attr().max_request_iov as usize;
     let iov = vec![fx.seg(0, 1); max + 1];
-    assert_eq!(ty(fx.p.ep_post_send(ep, &iov, 1, CompletionFlags::DEFAULT)), ErrorType::InvalidParameter);
-    fx.p.ep_post_send(ep, &iov[..max], 1, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &iov, 1, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::InvalidParameter
+    );
+    fx.p.ep_post_request(ep, &iov[..max], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
 }
 
 #[test]
@@ -186,14 +268,33 @@ fn dat_ep_post_flag_checks() {
     let seg = [fx.seg(0, 8)];
     // "The value of DAT_COMPLETION_UNSIGNALLED_FLAG is only valid if the
     // Endpoint Request Completion Flags DAT_COMPLETION_UNSIGNALLED_FLAG."
-    assert_eq!(ty(fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::UNSIGNALLED)), ErrorType::InvalidParameter);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &seg, 1, RequestOp::Send, CompletionFlags::UNSIGNALLED)),
+        ErrorType::InvalidParameter
+    );
     assert_eq!(ty(fx.p.ep_post_recv(ep, &seg, 1, CompletionFlags::UNSIGNALLED)), ErrorType::InvalidParameter);
     // Solicited wait is for sends only; threshold is an EP attribute only.
-    let r = fx.p.ep_post_rdma_write(ep, &seg, 1, &fx.remote(8), CompletionFlags::SOLICITED_WAIT);
+    let r = fx.p.ep_post_request(
+        ep,
+        &seg,
+        1,
+        RequestOp::RdmaWrite { remote: fx.remote(8) },
+        CompletionFlags::SOLICITED_WAIT,
+    );
     assert_eq!(ty(r), ErrorType::InvalidParameter);
-    assert_eq!(ty(fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::EVD_THRESHOLD)), ErrorType::InvalidParameter);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &seg, 1, RequestOp::Send, CompletionFlags::EVD_THRESHOLD)),
+        ErrorType::InvalidParameter
+    );
     assert_eq!(ty(fx.p.ep_post_recv(ep, &seg, 1, CompletionFlags::SUPPRESS)), ErrorType::InvalidParameter);
-    fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::SOLICITED_WAIT | CompletionFlags::BARRIER_FENCE).unwrap();
+    fx.p.ep_post_request(
+        ep,
+        &seg,
+        1,
+        RequestOp::Send,
+        CompletionFlags::SOLICITED_WAIT | CompletionFlags::BARRIER_FENCE,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -203,7 +304,7 @@ fn a_peer_disconnect_flushes_the_dtos_of_a_consumer_that_only_dequeues() {
     for cookie in 1..=3 {
         fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], cookie, CompletionFlags::DEFAULT).unwrap();
     }
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 4, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 4, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
     // The peer goes away. The consumer's data thread dequeues its DTO EVD
     // only, never the connect EVD.
@@ -247,7 +348,7 @@ fn an_empty_evd_is_answered_by_the_lane_only_while_no_look_at_connection_events_
     assert_eq!(stale, Err(Passed::Ordinary));
     // A completion waiting is never answered as empty: the lane takes it,
     // and then the EVD is empty again.
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 9, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 9, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     let event = fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()).unwrap();
     assert!(matches!(event.data, EventData::Dto { cookie: 9, status: DtoStatus::Success, .. }), "{event:?}");
@@ -269,11 +370,11 @@ fn dat_ep_post_bad_flags_name_the_flags_argument() {
     // dat_ep_post_send(ep, num_segments, local_iov, user_cookie,
     // completion_flags): the flags are argument 5; the RDMA posts take the
     // remote buffer before them, so theirs is argument 6.
-    let e = fx.p.ep_post_send(ep, &seg, 1, bad).unwrap_err();
+    let e = fx.p.ep_post_request(ep, &seg, 1, RequestOp::Send, bad).unwrap_err();
     assert_eq!(e.subtype(), Subtype::InvalidArg5);
-    let e = fx.p.ep_post_rdma_write(ep, &seg, 1, &fx.remote(8), bad).unwrap_err();
+    let e = fx.p.ep_post_request(ep, &seg, 1, RequestOp::RdmaWrite { remote: fx.remote(8) }, bad).unwrap_err();
     assert_eq!(e.subtype(), Subtype::InvalidArg6);
-    let e = fx.p.ep_post_rdma_read(ep, &seg, 1, &fx.remote(8), bad).unwrap_err();
+    let e = fx.p.ep_post_request(ep, &seg, 1, RequestOp::RdmaRead { remote: fx.remote(8) }, bad).unwrap_err();
     assert_eq!(e.subtype(), Subtype::InvalidArg6);
     let e = fx.p.ep_post_recv(ep, &seg, 1, bad).unwrap_err();
     assert_eq!(e.subtype(), Subtype::InvalidArg5);
@@ -288,14 +389,17 @@ fn dat_ep_post_beyond_max_dtos_is_insufficient_resources() {
     let ep = fx.ep_with(Some(&attr));
     fx.establish(ep);
     let seg = [fx.seg(0, 8)];
-    fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::DEFAULT).unwrap();
-    fx.p.ep_post_send(ep, &seg, 2, CompletionFlags::DEFAULT).unwrap();
-    assert_eq!(ty(fx.p.ep_post_send(ep, &seg, 3, CompletionFlags::DEFAULT)), ErrorType::InsufficientResources);
+    fx.p.ep_post_request(ep, &seg, 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &seg, 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &seg, 3, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::InsufficientResources
+    );
     fx.p.ep_post_recv(ep, &seg, 4, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(ty(fx.p.ep_post_recv(ep, &seg, 5, CompletionFlags::DEFAULT)), ErrorType::InsufficientResources);
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     fx.drain(fx.dto_evd);
-    fx.p.ep_post_send(ep, &seg, 3, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &seg, 3, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
 }
 
 #[test]
@@ -303,9 +407,9 @@ fn suppressed_successes_produce_no_event_but_free_their_slot() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let seg = [fx.seg(0, 8)];
-    fx.p.ep_post_send(ep, &seg, 1, CompletionFlags::SUPPRESS).unwrap();
-    fx.p.ep_post_send(ep, &seg, 2, CompletionFlags::SUPPRESS).unwrap();
-    fx.p.ep_post_send(ep, &seg, 3, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &seg, 1, RequestOp::Send, CompletionFlags::SUPPRESS).unwrap();
+    fx.p.ep_post_request(ep, &seg, 2, RequestOp::Send, CompletionFlags::SUPPRESS).unwrap();
+    fx.p.ep_post_request(ep, &seg, 3, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     for _ in 0..3 {
         fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     }
@@ -317,7 +421,7 @@ fn suppressed_successes_produce_no_event_but_free_their_slot() {
 fn suppressed_failure_is_still_reported() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::SUPPRESS).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 1, RequestOp::Send, CompletionFlags::SUPPRESS).unwrap();
     fx.p.backend_mut().complete_send(ep, DtoStatus::Transport);
     assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(1, DtoStatus::Transport)]);
 }
@@ -327,7 +431,14 @@ fn failed_dto_breaks_the_connection_and_flushes_the_rest_in_order() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     for c in 1..=4 {
-        fx.p.ep_post_rdma_write(ep, &[fx.seg(0, 8)], c, &fx.remote(8), CompletionFlags::DEFAULT).unwrap();
+        fx.p.ep_post_request(
+            ep,
+            &[fx.seg(0, 8)],
+            c,
+            RequestOp::RdmaWrite { remote: fx.remote(8) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     }
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     // dat_lmr_free(3DAT): the remote LMR is gone: "DAT_DTO_ERR_REMOTE_ACCESS
@@ -349,9 +460,12 @@ fn every_posted_dto_completes_exactly_once() {
     for c in 0..12u64 {
         let seg = [fx.seg(0, 8)];
         match c % 3 {
-            0 => fx.p.ep_post_send(ep, &seg, c, CompletionFlags::DEFAULT).unwrap(),
+            0 => fx.p.ep_post_request(ep, &seg, c, RequestOp::Send, CompletionFlags::DEFAULT).unwrap(),
             1 => fx.p.ep_post_recv(ep, &seg, c, CompletionFlags::DEFAULT).unwrap(),
-            _ => fx.p.ep_post_rdma_read(ep, &seg, c, &fx.remote(8), CompletionFlags::DEFAULT).unwrap(),
+            _ => fx
+                .p
+                .ep_post_request(ep, &seg, c, RequestOp::RdmaRead { remote: fx.remote(8) }, CompletionFlags::DEFAULT)
+                .unwrap(),
         }
         posted.push(c);
     }
@@ -374,11 +488,11 @@ fn unsignalled_completions_queue_but_do_not_notify_the_cno() {
     let evd = fx.p.evd_create(fx.ia, 8, cno, EvdFlags::DTO).unwrap();
     let ep = fx.p.ep_create(fx.ia, fx.pz, evd, evd, fx.conn_evd, Some(&attr)).unwrap();
     fx.establish(ep);
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::UNSIGNALLED).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 1, RequestOp::Send, CompletionFlags::UNSIGNALLED).unwrap();
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     assert_eq!(ty(fx.p.cno_wait(cno, 10)), ErrorType::QueueEmpty);
     assert_eq!(dtos(&fx.drain(evd)), [(1, DtoStatus::Success)]);
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 2, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     assert_eq!(fx.p.cno_wait(cno, 10), Ok(evd));
 }
@@ -390,7 +504,7 @@ fn stale_completions_of_a_freed_ep_are_dropped() {
     let ep = fx.p.ep_create(fx.ia, fx.pz, one, one, fx.conn_evd, None).unwrap();
     fx.establish(ep);
     for c in 1..=2 {
-        fx.p.ep_post_send(ep, &[fx.seg(0, 8)], c, CompletionFlags::DEFAULT).unwrap();
+        fx.p.ep_post_request(ep, &[fx.seg(0, 8)], c, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
         fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     }
     // Freeing pulls what fits; the second completion stays in the CQ,
@@ -407,7 +521,7 @@ fn dat_ep_post_stale_ep_is_invalid_handle() {
     let mut fx = Fx::new();
     let ep = fx.ep();
     fx.p.ep_free(ep).unwrap();
-    let e = fx.p.ep_post_send(ep, &[], 1, CompletionFlags::DEFAULT).unwrap_err();
+    let e = fx.p.ep_post_request(ep, &[], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap_err();
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidHandle, Subtype::InvalidHandleEp));
 }
 

@@ -104,9 +104,9 @@ fn dat_ep_create_threshold_and_unsignalled_streams_share_an_evd_each_by_its_flag
     let seg = [fx.seg(0, 8)];
     assert_eq!(ty(fx.p.ep_post_recv(ep, &seg, 1, CompletionFlags::UNSIGNALLED)), ErrorType::InvalidParameter);
     fx.p.ep_post_recv(ep, &seg, 2, CompletionFlags::DEFAULT).unwrap();
-    fx.p.ep_post_send(ep, &seg, 3, CompletionFlags::UNSIGNALLED).unwrap();
-    fx.p.ep_post_rdma_write(ep, &seg, 4, &fx.remote(8), CompletionFlags::DEFAULT).unwrap();
-    fx.p.ep_post_send(ep, &seg, 5, CompletionFlags::SUPPRESS).unwrap();
+    fx.p.ep_post_request(ep, &seg, 3, RequestOp::Send, CompletionFlags::UNSIGNALLED).unwrap();
+    fx.p.ep_post_request(ep, &seg, 4, RequestOp::RdmaWrite { remote: fx.remote(8) }, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &seg, 5, RequestOp::Send, CompletionFlags::SUPPRESS).unwrap();
     for _ in 0..3 {
         fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     }
@@ -362,7 +362,7 @@ fn dat_ep_modify_moves_each_stream_with_its_own_completion_flags() {
 fn dat_ep_get_status_reports_idle_sides() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Connected, true, false)));
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     fx.drain(fx.dto_evd);
@@ -483,14 +483,14 @@ fn dat_ep_modify_after_connect_is_invalid_state() {
 fn dat_ep_disconnect_graceful_goes_through_disconnect_pending() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     // The mock queues the DISCONNECTED event; it is not pulled yet.
     fx.p.ep_disconnect(ep, CloseFlags::Graceful).unwrap();
     assert_eq!(fx.state(ep), EpState::DisconnectPending);
     // "No new Send, RDMA Read, and RDMA Write DTOs, or RMR Binds can be
     // posted to the Endpoint when the local Endpoint is in the
     // DAT_EP_STATE_DISCONNECT_PENDING state."
-    let e = fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 2, CompletionFlags::DEFAULT).unwrap_err();
+    let e = fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap_err();
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidState, Subtype::InvalidStateEpDiscpending));
     // Graceful again has no effect.
     fx.p.ep_disconnect(ep, CloseFlags::Graceful).unwrap();
@@ -516,7 +516,7 @@ fn dat_ep_disconnect_abrupt_flushes_in_post_order() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     for c in 1..=3 {
-        fx.p.ep_post_send(ep, &[fx.seg(0, 8)], c, CompletionFlags::DEFAULT).unwrap();
+        fx.p.ep_post_request(ep, &[fx.seg(0, 8)], c, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
         fx.p.ep_post_recv(ep, &[fx.seg(0, 8)], 10 + c, CompletionFlags::DEFAULT).unwrap();
     }
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
@@ -576,7 +576,7 @@ fn dat_ep_dup_connect_reuses_the_remote_end() {
 fn dat_ep_free_in_connected_flushes_and_frees() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     fx.p.ep_free(ep).unwrap();
     assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(1, DtoStatus::Flushed)]);
     assert_eq!(fx.p.backend().live_qps(), 0);

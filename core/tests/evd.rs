@@ -153,7 +153,7 @@ fn dat_evd_wait_returns_at_threshold_with_nmore() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     for cookie in 1..=3 {
-        fx.p.ep_post_send(ep, &[fx.seg(0, 8)], cookie, CompletionFlags::DEFAULT).unwrap();
+        fx.p.ep_post_request(ep, &[fx.seg(0, 8)], cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     }
     for at in [100, 200, 300] {
         fx.p.backend_mut().schedule(at, Scheduled::Send(ep, DtoStatus::Success));
@@ -309,7 +309,7 @@ fn dat_evd_wait_waiter_preempts_the_cno() {
     let cno = fx.p.cno_create(fx.ia, None).unwrap();
     let ep = fx.ep_connected();
     fx.p.evd_modify_cno(fx.dto_evd, cno).unwrap();
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     fx.p.backend_mut().schedule(50, Scheduled::Send(ep, DtoStatus::Success));
     fx.p.evd_wait(fx.dto_evd, TIMEOUT_INFINITE, 1).unwrap();
     assert_eq!(ty(fx.p.cno_wait(cno, 10)), ErrorType::QueueEmpty);
@@ -445,7 +445,7 @@ fn dat_evd_dequeue_gives_completions_in_order_with_or_without_a_cno() {
         }
         let ep = fx.ep_connected();
         for cookie in 1..=4 {
-            fx.p.ep_post_send(ep, &[fx.seg(0, 8)], cookie, CompletionFlags::DEFAULT).unwrap();
+            fx.p.ep_post_request(ep, &[fx.seg(0, 8)], cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
         }
         assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
         assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
@@ -515,7 +515,7 @@ fn a_completion_reaches_a_signalled_cno_through_cno_trigger() {
     let cno = signalled_cno(&mut fx);
     let ep = fx.ep_connected();
     fx.p.evd_modify_cno(fx.dto_evd, cno).unwrap();
-    fx.p.ep_post_send(ep, &[fx.seg(0, 8)], 7, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 7, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
     // Nothing pulled the CQ yet: the trigger does.
     assert_eq!(signals(), (0, 0));

@@ -16,7 +16,14 @@ fn rdma_write_with_immediate_completes_both_sides_with_the_data() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], 7, flags()).unwrap();
-    fx.p.ep_post_rdma_write_imm(ep, &[fx.seg(64, 32)], 8, &fx.remote(32), 0x1111, flags()).unwrap();
+    fx.p.ep_post_request(
+        ep,
+        &[fx.seg(64, 32)],
+        8,
+        RequestOp::RdmaWriteImm { remote: fx.remote(32), imm: 0x1111 },
+        flags(),
+    )
+    .unwrap();
     assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
     // The peer's write consumes the receive: 32 bytes, its immediate data.
     assert!(fx.p.backend_mut().complete_recv_imm(ep, 32, 0x7777));
@@ -41,10 +48,21 @@ fn rdma_write_with_immediate_completes_both_sides_with_the_data() {
 fn rdma_write_with_immediate_follows_the_rdma_write_rules() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    let e = fx.p.ep_post_rdma_write_imm(ep, &[fx.seg(0, 64)], 1, &fx.remote(32), 1, flags()).unwrap_err();
+    let e = fx
+        .p
+        .ep_post_request(ep, &[fx.seg(0, 64)], 1, RequestOp::RdmaWriteImm { remote: fx.remote(32), imm: 1 }, flags())
+        .unwrap_err();
     assert_eq!(e.error_type(), ErrorType::LengthError);
     let unconnected = fx.ep();
-    let e = fx.p.ep_post_rdma_write_imm(unconnected, &[fx.seg(0, 8)], 1, &fx.remote(8), 1, flags()).unwrap_err();
+    let e =
+        fx.p.ep_post_request(
+            unconnected,
+            &[fx.seg(0, 8)],
+            1,
+            RequestOp::RdmaWriteImm { remote: fx.remote(8), imm: 1 },
+            flags(),
+        )
+        .unwrap_err();
     assert_eq!(e.error_type(), ErrorType::InvalidState);
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
 }
@@ -53,8 +71,16 @@ fn rdma_write_with_immediate_follows_the_rdma_write_rules() {
 fn atomics_complete_with_their_own_operation() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    fx.p.ep_post_compare_swap(ep, 1, 2, &fx.seg(0, 8), 3, &fx.remote(8), flags()).unwrap();
-    fx.p.ep_post_fetch_add(ep, 5, &fx.seg(8, 8), 4, &fx.remote(8), flags()).unwrap();
+    fx.p.ep_post_request(
+        ep,
+        &[fx.seg(0, 8)],
+        3,
+        RequestOp::CompareSwap { remote: fx.remote(8), compare: 1, swap: 2 },
+        flags(),
+    )
+    .unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(8, 8)], 4, RequestOp::FetchAdd { remote: fx.remote(8), add: 5 }, flags())
+        .unwrap();
     assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
     assert!(fx.p.backend_mut().complete_send(ep, DtoStatus::Success));
     let ops: Vec<_> = fx
@@ -74,21 +100,32 @@ fn an_atomic_needs_eight_aligned_bytes_and_a_writable_result() {
     let ep = fx.ep_connected();
     let remote = fx.remote(8);
     // The old value takes exactly 8 local bytes.
-    let e = fx.p.ep_post_fetch_add(ep, 1, &fx.seg(0, 4), 1, &remote, flags()).unwrap_err();
+    let e = fx.p.ep_post_request(ep, &[fx.seg(0, 4)], 1, RequestOp::FetchAdd { remote, add: 1 }, flags()).unwrap_err();
     assert_eq!(e.error_type(), ErrorType::LengthError);
-    let e = fx.p.ep_post_compare_swap(ep, 1, 2, &fx.seg(0, 16), 1, &remote, flags()).unwrap_err();
+    let e =
+        fx.p.ep_post_request(ep, &[fx.seg(0, 16)], 1, RequestOp::CompareSwap { remote, compare: 1, swap: 2 }, flags())
+            .unwrap_err();
     assert_eq!(e.error_type(), ErrorType::LengthError);
     // The target is 8 bytes, naturally aligned.
     let short = RmrTriplet { segment_length: 4, ..remote };
-    assert_eq!(ty(fx.p.ep_post_fetch_add(ep, 1, &fx.seg(0, 8), 1, &short, flags())), ErrorType::LengthError);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 1, RequestOp::FetchAdd { remote: short, add: 1 }, flags())),
+        ErrorType::LengthError
+    );
     let odd = RmrTriplet { virtual_address: remote.virtual_address + 4, ..remote };
-    assert_eq!(ty(fx.p.ep_post_fetch_add(ep, 1, &fx.seg(0, 8), 1, &odd, flags())), ErrorType::InvalidParameter);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 1, RequestOp::FetchAdd { remote: odd, add: 1 }, flags())),
+        ErrorType::InvalidParameter
+    );
     // The result is written locally: local write, like an RDMA read.
     let ro =
         fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ)
             .unwrap();
     let ro_seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
-    assert_eq!(ty(fx.p.ep_post_compare_swap(ep, 1, 2, &ro_seg, 1, &remote, flags())), ErrorType::PrivilegesViolation);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &[ro_seg], 1, RequestOp::CompareSwap { remote, compare: 1, swap: 2 }, flags())),
+        ErrorType::PrivilegesViolation
+    );
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
 }
 
@@ -109,9 +146,12 @@ fn atomics_on_a_transport_without_them_are_not_implemented() {
     let _ = p.evd_dequeue(evd);
     let local = LmrTriplet { virtual_address: BUF, segment_length: 8, lmr_context: lmr.lmr_context };
     let target = RmrTriplet { virtual_address: 0x9000, segment_length: 8, rmr_context: 1 };
-    assert_eq!(ty(p.ep_post_fetch_add(ep, 1, &local, 1, &target, flags())), ErrorType::NotImplemented);
+    assert_eq!(
+        ty(p.ep_post_request(ep, &[local], 1, RequestOp::FetchAdd { remote: target, add: 1 }, flags())),
+        ErrorType::NotImplemented
+    );
     // Immediate data needs no atomics.
-    p.ep_post_rdma_write_imm(ep, &[local], 2, &target, 9, flags()).unwrap();
+    p.ep_post_request(ep, &[local], 2, RequestOp::RdmaWriteImm { remote: target, imm: 9 }, flags()).unwrap();
 }
 
 #[test]

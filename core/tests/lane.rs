@@ -104,7 +104,7 @@ fn world(ep: EpCase, seg: SegCase) -> (Fx, EpHandle, LmrTriplet) {
             let attr = EpAttr { max_request_dtos: 1, max_recv_dtos: 1, ..fx.attr() };
             let h = fx.ep_with(Some(&attr));
             fx.establish(h);
-            fx.p.ep_post_send(h, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
+            fx.p.ep_post_request(h, &[fx.seg(0, 8)], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
             fx.p.ep_post_recv(h, &[fx.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
             h
         }
@@ -282,7 +282,7 @@ fn the_dequeue_lane_hands_over_exactly_what_the_ordinary_dequeue_does() {
                 fx.p.ep_post_recv(ep, &[seg], 5, CompletionFlags::DEFAULT).unwrap();
                 fx.p.backend_mut().complete_recv(ep, if fail { 4 * seg.segment_length } else { seg.segment_length });
             } else {
-                fx.p.ep_post_send(ep, &[seg], 5, CompletionFlags::DEFAULT).unwrap();
+                fx.p.ep_post_request(ep, &[seg], 5, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
                 let status = if fail { DtoStatus::LocalLength } else { DtoStatus::Success };
                 fx.p.backend_mut().complete_send(ep, status);
             }

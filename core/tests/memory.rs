@@ -131,14 +131,20 @@ fn dat_lmr_free_then_local_use_is_protection_violation() {
     // "Any DTO operation that uses the destroyed LMR after the
     // dat_lmr_free() is completed shall fail and report a protection
     // violation."
-    assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::ProtectionViolation
+    );
     assert_eq!(ty(fx.p.ep_post_recv(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
     assert_eq!(ty(fx.p.lmr_query(fx.lmr.lmr, 0)), ErrorType::InvalidHandle);
     // A new LMR in the same slot does not revive the old context.
     let again =
         fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: BUF, length: BUF_LEN }, fx.pz, MemPriv::ALL).unwrap();
     assert_ne!(again.lmr_context, seg.lmr_context);
-    assert_eq!(ty(fx.p.ep_post_send(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::ProtectionViolation
+    );
 }
 
 /// An `lmr_context` comes from a 32-bit sequence, not from the slot's

@@ -47,15 +47,15 @@ fn same(op: Op, segs: Segs, flags: CompletionFlags, remote_len: u32) {
         let r = if fast {
             let mut poster = fx.p.poster(ep).unwrap();
             match op {
-                Op::Send => poster.send(&checked, 9, flags),
-                Op::Write => poster.rdma_write(&checked, 9, &remote, flags),
-                Op::Read => poster.rdma_read(&checked, 9, &remote, flags),
+                Op::Send => poster.post(&checked, 9, RequestOp::Send, flags),
+                Op::Write => poster.post(&checked, 9, RequestOp::RdmaWrite { remote }, flags),
+                Op::Read => poster.post(&checked, 9, RequestOp::RdmaRead { remote }, flags),
             }
         } else {
             match op {
-                Op::Send => fx.p.ep_post_send(ep, &iov, 9, flags),
-                Op::Write => fx.p.ep_post_rdma_write(ep, &iov, 9, &remote, flags),
-                Op::Read => fx.p.ep_post_rdma_read(ep, &iov, 9, &remote, flags),
+                Op::Send => fx.p.ep_post_request(ep, &iov, 9, RequestOp::Send, flags),
+                Op::Write => fx.p.ep_post_request(ep, &iov, 9, RequestOp::RdmaWrite { remote }, flags),
+                Op::Read => fx.p.ep_post_request(ep, &iov, 9, RequestOp::RdmaRead { remote }, flags),
             }
         };
         results.push((r, fx.p.backend().pending_sends(ep)));
@@ -84,7 +84,7 @@ fn a_fast_post_completes_like_any_other() {
     assert_eq!(segs.len(), 30);
     let mut poster = fx.p.poster(ep).unwrap();
     for cookie in 1..=3 {
-        poster.send(&segs, cookie, CompletionFlags::DEFAULT).unwrap();
+        poster.post(&segs, cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     }
     for cookie in 1..=3 {
         fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
@@ -104,9 +104,9 @@ fn the_outstanding_limit_holds_on_the_fast_path() {
     fx.establish(ep);
     let segs = fx.p.segments(fx.pz, &[fx.seg(0, 8)], Access::Read).unwrap();
     let mut poster = fx.p.poster(ep).unwrap();
-    poster.send(&segs, 1, CompletionFlags::DEFAULT).unwrap();
-    poster.send(&segs, 2, CompletionFlags::DEFAULT).unwrap();
-    assert_eq!(ty(poster.send(&segs, 3, CompletionFlags::DEFAULT)), ErrorType::InsufficientResources);
+    poster.post(&segs, 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    poster.post(&segs, 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(ty(poster.post(&segs, 3, RequestOp::Send, CompletionFlags::DEFAULT)), ErrorType::InsufficientResources);
 }
 
 #[test]
@@ -129,7 +129,7 @@ fn segments_another_provider_checked_are_checked_again() {
     let ep = b.ep_connected();
     b.p.lmr_free(b.lmr.lmr).unwrap();
     let mut poster = b.p.poster(ep).unwrap();
-    assert_eq!(ty(poster.send(&segs, 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(ty(poster.post(&segs, 1, RequestOp::Send, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
 }
 
 #[test]

@@ -152,7 +152,8 @@ fn dat_ib_post_send_ud_sends_through_the_address_handle() {
     let mut fx = Fx::new();
     let ep = ud_ep(&mut fx);
     let ah = resolve(&mut fx, ep);
-    fx.p.ep_post_send_ud(ep, &[fx.seg(0, 64)], ah, 0x1234, 5, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &[fx.seg(0, 64)], 5, PostOp::SendUd { ah, remote_qpn: 0x1234 }, CompletionFlags::DEFAULT)
+        .unwrap();
     let (_, dest) = fx.p.backend().last_ud.unwrap();
     assert_eq!(dest, UdDest { remote_qpn: 0x1234, qkey: UD_QKEY });
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
@@ -177,7 +178,9 @@ fn dat_ib_post_send_ud_refuses_what_it_cannot_send() {
     let ah = resolve(&mut fx, ep);
     let theirs = resolve(&mut fx, other);
     let seg = [fx.seg(0, 64)];
-    let post = |fx: &mut Fx, ep, iov: &[LmrTriplet], ah, qpn, flags| fx.p.ep_post_send_ud(ep, iov, ah, qpn, 1, flags);
+    let post = |fx: &mut Fx, ep, iov: &[LmrTriplet], ah, qpn, flags| {
+        fx.p.ep_post_request(ep, iov, 1, PostOp::SendUd { ah, remote_qpn: qpn }, flags)
+    };
     let d = CompletionFlags::DEFAULT;
     assert_eq!(subtype(post(&mut fx, rc, &seg, ah, 1, d)), (ErrorType::InvalidHandle, Subtype::InvalidHandleEp));
     assert_eq!(subtype(post(&mut fx, ep, &seg, ah, 1, CompletionFlags(0x40))).1, Subtype::InvalidArg7);
@@ -215,10 +218,19 @@ fn connected_operations_on_a_ud_ep_are_model_not_supported() {
     let remote = fx.remote(64);
     let d = CompletionFlags::DEFAULT;
     for iov in [&one[..], &two[..]] {
-        assert_eq!(ty(fx.p.ep_post_send(ep, iov, 1, d)), ErrorType::ModelNotSupported);
-        assert_eq!(ty(fx.p.ep_post_rdma_write(ep, iov, 1, &remote, d)), ErrorType::ModelNotSupported);
-        assert_eq!(ty(fx.p.ep_post_rdma_read(ep, iov, 1, &remote, d)), ErrorType::ModelNotSupported);
-        assert_eq!(ty(fx.p.ep_post_rdma_write_imm(ep, iov, 1, &remote, 9, d)), ErrorType::ModelNotSupported);
+        assert_eq!(ty(fx.p.ep_post_request(ep, iov, 1, RequestOp::Send, d)), ErrorType::ModelNotSupported);
+        assert_eq!(
+            ty(fx.p.ep_post_request(ep, iov, 1, RequestOp::RdmaWrite { remote }, d)),
+            ErrorType::ModelNotSupported
+        );
+        assert_eq!(
+            ty(fx.p.ep_post_request(ep, iov, 1, RequestOp::RdmaRead { remote }, d)),
+            ErrorType::ModelNotSupported
+        );
+        assert_eq!(
+            ty(fx.p.ep_post_request(ep, iov, 1, RequestOp::RdmaWriteImm { remote, imm: 9 }, d)),
+            ErrorType::ModelNotSupported
+        );
     }
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
 }

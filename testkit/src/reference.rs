@@ -257,7 +257,7 @@ impl World {
                     Ok(())
                 };
                 let r = if send {
-                    outcome(self.p.ep_post_send(ep.h, &seg, cookie, CompletionFlags::DEFAULT))
+                    outcome(self.p.ep_post_request(ep.h, &seg, cookie, RequestOp::Send, CompletionFlags::DEFAULT))
                 } else {
                     outcome(self.p.ep_post_recv(ep.h, &seg, cookie, CompletionFlags::DEFAULT))
                 };

@@ -252,7 +252,15 @@ pub fn ud_endpoints_resolve_each_other_and_exchange_datagrams<F: Fabric>() {
     {
         let at = cookie as usize * 1024;
         rig.p.ep_post_recv(to.ep, &[inbox.seg(at, grh + 100)], cookie, CompletionFlags::DEFAULT).unwrap();
-        rig.p.ep_post_send_ud(from.ep, &[out.seg(0, 100)], ah, qpn, cookie + 10, CompletionFlags::DEFAULT).unwrap();
+        rig.p
+            .ep_post_request(
+                from.ep,
+                &[out.seg(0, 100)],
+                cookie + 10,
+                PostOp::SendUd { ah, remote_qpn: qpn },
+                CompletionFlags::DEFAULT,
+            )
+            .unwrap();
         assert_eq!(rig.dto(from.dto), (cookie + 10, DtoStatus::Success, 100, DtoOp::SendUd));
         match rig.next(to.dto).data {
             EventData::Dto { cookie: c, status: DtoStatus::Success, transferred_length, op, imm, .. } => {
@@ -265,8 +273,13 @@ pub fn ud_endpoints_resolve_each_other_and_exchange_datagrams<F: Fabric>() {
         assert_eq!(&inbox.mem[at + grh..at + grh + 100], &pattern(100, 3)[..]);
     }
     rig.p.ud_ah_free(client.ep, to_server).unwrap();
-    let refused =
-        rig.p.ep_post_send_ud(client.ep, &[out.seg(0, 8)], to_server, server_qpn, 9, CompletionFlags::DEFAULT);
+    let refused = rig.p.ep_post_request(
+        client.ep,
+        &[out.seg(0, 8)],
+        9,
+        PostOp::SendUd { ah: to_server, remote_qpn: server_qpn },
+        CompletionFlags::DEFAULT,
+    );
     assert_eq!(refused.unwrap_err().subtype(), Subtype::InvalidArg5);
     rig.p.ud_cm_free(server.ep, to_client).unwrap();
     rig.p.ep_free(client.ep).unwrap();
@@ -334,32 +347,60 @@ pub fn send_receive_write_and_read_move_the_bytes<F: Fabric>() {
 
     // Send into a posted receive.
     rig.p.ep_post_recv(server.ep, &[dst.seg(0, 4096)], 1, CompletionFlags::DEFAULT).unwrap();
-    rig.p.ep_post_send(client.ep, &[src.seg(0, 1000)], 2, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &[src.seg(0, 1000)], 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(rig.dto(client.dto), (2, DtoStatus::Success, 1000, DtoOp::Send));
     assert_eq!(rig.dto(server.dto), (1, DtoStatus::Success, 1000, DtoOp::Receive));
     assert_eq!(&dst.mem[..1000], &src.mem[..1000]);
 
     // RDMA write.
     rig.p
-        .ep_post_rdma_write(client.ep, &[src.seg(1000, 3000)], 3, &dst.remote(1000, 3000), CompletionFlags::DEFAULT)
+        .ep_post_request(
+            client.ep,
+            &[src.seg(1000, 3000)],
+            3,
+            RequestOp::RdmaWrite { remote: dst.remote(1000, 3000) },
+            CompletionFlags::DEFAULT,
+        )
         .unwrap();
     assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 3000, DtoOp::RdmaWrite));
     assert_eq!(&dst.mem[1000..4000], &src.mem[1000..4000]);
 
     // RDMA read back into the zeroed tail of the source.
     src.mem[..96].fill(0);
-    rig.p.ep_post_rdma_read(client.ep, &[src.seg(0, 96)], 4, &dst.remote(4000, 96), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[src.seg(0, 96)],
+            4,
+            RequestOp::RdmaRead { remote: dst.remote(4000, 96) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (4, DtoStatus::Success, 96, DtoOp::RdmaRead));
     assert_eq!(&src.mem[..96], &dst.mem[4000..4096]);
 
     // And the other way: the passive side writes into and reads from the
     // active side's memory.
     rig.p
-        .ep_post_rdma_write(server.ep, &[dst.seg(0, 512)], 5, &src.remote(2048, 512), CompletionFlags::DEFAULT)
+        .ep_post_request(
+            server.ep,
+            &[dst.seg(0, 512)],
+            5,
+            RequestOp::RdmaWrite { remote: src.remote(2048, 512) },
+            CompletionFlags::DEFAULT,
+        )
         .unwrap();
     assert_eq!(rig.dto(server.dto), (5, DtoStatus::Success, 512, DtoOp::RdmaWrite));
     assert_eq!(&src.mem[2048..2560], &dst.mem[..512]);
-    rig.p.ep_post_rdma_read(server.ep, &[dst.seg(0, 64)], 6, &src.remote(3000, 64), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            server.ep,
+            &[dst.seg(0, 64)],
+            6,
+            RequestOp::RdmaRead { remote: src.remote(3000, 64) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(server.dto), (6, DtoStatus::Success, 64, DtoOp::RdmaRead));
     assert_eq!(&dst.mem[..64], &src.mem[3000..3064]);
 }
@@ -373,18 +414,26 @@ pub fn zero_byte_and_multi_segment_posts<F: Fabric>() {
 
     // A 0-byte send consumes a receive and reports 0 bytes.
     rig.p.ep_post_recv(server.ep, &[dst.seg(0, 64)], 10, CompletionFlags::DEFAULT).unwrap();
-    rig.p.ep_post_send(client.ep, &[], 11, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &[], 11, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(rig.dto(client.dto), (11, DtoStatus::Success, 0, DtoOp::Send));
     assert_eq!(rig.dto(server.dto), (10, DtoStatus::Success, 0, DtoOp::Receive));
 
     // A 0-byte RDMA write completes.
-    rig.p.ep_post_rdma_write(client.ep, &[], 12, &dst.remote(0, 0), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[],
+            12,
+            RequestOp::RdmaWrite { remote: dst.remote(0, 0) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (12, DtoStatus::Success, 0, DtoOp::RdmaWrite));
 
     // Three gathered segments land in two scattered ones.
     let gather = [src.seg(0, 100), src.seg(1000, 200), src.seg(3000, 300)];
     rig.p.ep_post_recv(server.ep, &[dst.seg(0, 250), dst.seg(2048, 350)], 13, CompletionFlags::DEFAULT).unwrap();
-    rig.p.ep_post_send(client.ep, &gather, 14, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &gather, 14, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(rig.dto(client.dto), (14, DtoStatus::Success, 600, DtoOp::Send));
     assert_eq!(rig.dto(server.dto), (13, DtoStatus::Success, 600, DtoOp::Receive));
     let sent: Vec<u8> = [&src.mem[0..100], &src.mem[1000..1200], &src.mem[3000..3300]].concat();
@@ -401,13 +450,21 @@ pub fn the_largest_message_the_device_allows<F: Fabric>() {
     let dst = rig.buf(max, MemPriv::ALL);
     src.mem.copy_from_slice(&pattern(max, 9));
 
-    rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, max)], 1, &dst.remote(0, max), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[src.seg(0, max)],
+            1,
+            RequestOp::RdmaWrite { remote: dst.remote(0, max) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (1, DtoStatus::Success, max as u32, DtoOp::RdmaWrite));
     assert!(dst.mem == src.mem, "the RDMA write of {max} bytes differs");
 
     src.mem.reverse();
     rig.p.ep_post_recv(server.ep, &[dst.seg(0, max)], 2, CompletionFlags::DEFAULT).unwrap();
-    rig.p.ep_post_send(client.ep, &[src.seg(0, max)], 3, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &[src.seg(0, max)], 3, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, max as u32, DtoOp::Send));
     assert_eq!(rig.dto(server.dto), (2, DtoStatus::Success, max as u32, DtoOp::Receive));
     assert!(dst.mem == src.mem, "the send of {max} bytes differs");
@@ -420,10 +477,24 @@ pub fn suppressed_completions_retire_with_the_next_signalled_one<F: Fabric>() {
     let dst = rig.buf(4096, MemPriv::ALL);
     for cookie in 0..8 {
         rig.p
-            .ep_post_rdma_write(client.ep, &[src.seg(0, 64)], cookie, &dst.remote(0, 64), CompletionFlags::SUPPRESS)
+            .ep_post_request(
+                client.ep,
+                &[src.seg(0, 64)],
+                cookie,
+                RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
+                CompletionFlags::SUPPRESS,
+            )
             .unwrap();
     }
-    rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 8, &dst.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[src.seg(0, 64)],
+            8,
+            RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (8, DtoStatus::Success, 64, DtoOp::RdmaWrite));
     let (_, recv_idle, request_idle) = rig.p.ep_get_status(client.ep).unwrap();
     assert!(recv_idle && request_idle, "suppressed writes still outstanding");
@@ -451,8 +522,12 @@ pub fn polling_an_empty_evd_misses_no_completion_after_it<F: Fabric>() {
         let write = (src.seg(0, 256), dst.remote(1024, 256));
         let suppressed = round % 2 == 1;
         let flags = if suppressed { CompletionFlags::SUPPRESS } else { CompletionFlags::DEFAULT };
-        rig.p.ep_post_rdma_write(client.ep, &[write.0], 2 * round, &write.1, flags).unwrap();
-        rig.p.ep_post_send(client.ep, &[src.seg(512, 64)], 2 * round + 1, CompletionFlags::DEFAULT).unwrap();
+        rig.p
+            .ep_post_request(client.ep, &[write.0], 2 * round, RequestOp::RdmaWrite { remote: write.1 }, flags)
+            .unwrap();
+        rig.p
+            .ep_post_request(client.ep, &[src.seg(512, 64)], 2 * round + 1, RequestOp::Send, CompletionFlags::DEFAULT)
+            .unwrap();
         let mut expected = vec![(2 * round, DtoStatus::Success), (2 * round + 1, DtoStatus::Success)];
         if suppressed {
             expected.remove(0);
@@ -476,7 +551,9 @@ pub fn polling_an_empty_evd_misses_no_completion_after_it<F: Fabric>() {
     let freed = rig.buf(4096, MemPriv::ALL);
     let remote = freed.remote(0, 64);
     rig.p.lmr_free(freed.lmr.lmr).unwrap();
-    rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 99, &remote, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(client.ep, &[src.seg(0, 64)], 99, RequestOp::RdmaWrite { remote }, CompletionFlags::DEFAULT)
+        .unwrap();
     let start = Instant::now();
     let status = loop {
         match rig.p.evd_dequeue(client.dto) {
@@ -507,12 +584,20 @@ pub fn one_evd_takes_signalled_receives_and_unsignalled_requests<F: Fabric>() {
     rig.p.ep_post_recv(server.ep, &[dst.seg(2048, 64)], 1, CompletionFlags::DEFAULT).unwrap();
     for cookie in 2..6 {
         let (local, remote) = (src.seg(0, 512), dst.remote(0, 512));
-        rig.p.ep_post_rdma_write(client.ep, &[local], cookie, &remote, CompletionFlags::SUPPRESS).unwrap();
+        rig.p
+            .ep_post_request(client.ep, &[local], cookie, RequestOp::RdmaWrite { remote }, CompletionFlags::SUPPRESS)
+            .unwrap();
     }
     rig.p
-        .ep_post_rdma_write(client.ep, &[src.seg(512, 512)], 6, &dst.remote(512, 512), CompletionFlags::UNSIGNALLED)
+        .ep_post_request(
+            client.ep,
+            &[src.seg(512, 512)],
+            6,
+            RequestOp::RdmaWrite { remote: dst.remote(512, 512) },
+            CompletionFlags::UNSIGNALLED,
+        )
         .unwrap();
-    rig.p.ep_post_send(client.ep, &[src.seg(2048, 64)], 7, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &[src.seg(2048, 64)], 7, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(rig.dto(client.dto), (6, DtoStatus::Success, 512, DtoOp::RdmaWrite));
     assert_eq!(rig.dto(client.dto), (7, DtoStatus::Success, 64, DtoOp::Send));
     assert_eq!(rig.dto(server.dto), (1, DtoStatus::Success, 64, DtoOp::Receive));
@@ -547,10 +632,18 @@ pub fn disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order<F: Fa
     }
     for cookie in 0..WRITES {
         let remote = dst.remote(0, 4096);
-        rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, 4096)], cookie, &remote, CompletionFlags::DEFAULT).unwrap();
+        rig.p
+            .ep_post_request(
+                client.ep,
+                &[src.seg(0, 4096)],
+                cookie,
+                RequestOp::RdmaWrite { remote },
+                CompletionFlags::DEFAULT,
+            )
+            .unwrap();
     }
     for cookie in WRITES..WRITES + SENDS {
-        rig.p.ep_post_send(client.ep, &[src.seg(0, 64)], cookie, CompletionFlags::DEFAULT).unwrap();
+        rig.p.ep_post_request(client.ep, &[src.seg(0, 64)], cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     }
     rig.p.ep_disconnect(client.ep, CloseFlags::Abrupt).unwrap();
 
@@ -630,7 +723,7 @@ pub fn dtos_posted_in_disconnected_complete_flushed_at_once<F: Fabric>() {
         rig.p.ep_post_recv(side.ep, &[buf.seg(0, 64)], base, flags).unwrap();
         rig.p.ep_post_recv(side.ep, &[buf.seg(64, 32), buf.seg(96, 32)], base + 1, flags).unwrap();
         rig.p.ep_post_recv(side.ep, &[buf.seg(128, 64)], base + 2, flags).unwrap();
-        rig.p.ep_post_send(side.ep, &[buf.seg(256, 64)], base + 3, flags).unwrap();
+        rig.p.ep_post_request(side.ep, &[buf.seg(256, 64)], base + 3, RequestOp::Send, flags).unwrap();
         let start = Instant::now();
         let mut done = Vec::new();
         while done.len() < 4 {
@@ -668,7 +761,15 @@ pub fn graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused<F: Fabric
     rig.connect(client, server, PORT + 3, b"again", b"");
     let src = rig.buf(64, MemPriv::ALL);
     let dst = rig.buf(64, MemPriv::ALL);
-    rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 1, &dst.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[src.seg(0, 64)],
+            1,
+            RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
 }
 
@@ -683,9 +784,25 @@ pub fn remote_access_to_a_freed_lmr_fails_and_breaks_the_connection<F: Fabric>()
         let remote = target.remote(0, 64);
         rig.p.lmr_free(target.lmr.lmr).unwrap();
         if read {
-            rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 1, &remote, CompletionFlags::DEFAULT).unwrap();
+            rig.p
+                .ep_post_request(
+                    client.ep,
+                    &[local.seg(0, 64)],
+                    1,
+                    RequestOp::RdmaRead { remote },
+                    CompletionFlags::DEFAULT,
+                )
+                .unwrap();
         } else {
-            rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 1, &remote, CompletionFlags::DEFAULT).unwrap();
+            rig.p
+                .ep_post_request(
+                    client.ep,
+                    &[local.seg(0, 64)],
+                    1,
+                    RequestOp::RdmaWrite { remote },
+                    CompletionFlags::DEFAULT,
+                )
+                .unwrap();
         }
         assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess, "read: {read}");
         rig.expect(client.conn, EventNumber::ConnectionBroken);
@@ -705,12 +822,24 @@ pub fn remote_write_without_the_remote_write_privilege_fails<F: Fabric>() {
     let read_only = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE | MemPriv::REMOTE_READ);
     // Reading is allowed.
     rig.p
-        .ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 1, &read_only.remote(0, 64), CompletionFlags::DEFAULT)
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            1,
+            RequestOp::RdmaRead { remote: read_only.remote(0, 64) },
+            CompletionFlags::DEFAULT,
+        )
         .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
     // Writing is not.
     rig.p
-        .ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 2, &read_only.remote(0, 64), CompletionFlags::DEFAULT)
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            2,
+            RequestOp::RdmaWrite { remote: read_only.remote(0, 64) },
+            CompletionFlags::DEFAULT,
+        )
         .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     rig.expect(client.conn, EventNumber::ConnectionBroken);
@@ -777,12 +906,28 @@ pub fn rmr_bind_grants_remote_access_and_rmr_free_revokes_it<F: Fabric>() {
         .unwrap();
     bound(&mut rig, server.dto, 77);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
-    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 1, &window, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            1,
+            RequestOp::RdmaRead { remote: window },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
     assert_eq!(&local.mem[..64], &target.mem[..64]);
 
     rig.p.rmr_free(rmr).unwrap();
-    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 2, &window, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            2,
+            RequestOp::RdmaRead { remote: window },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     // The LMR the window was bound to is free to go.
     rig.p.lmr_free(target.lmr.lmr).unwrap();
@@ -816,7 +961,15 @@ pub fn rmr_rebind_moves_the_window_and_retires_the_old_context<F: Fabric>() {
     bound(&mut rig, server.dto, 1);
     bound(&mut rig, server.dto, 2);
     let (src, dst) = (rig.buf(64, MemPriv::ALL), rig.buf(64, MemPriv::ALL));
-    rig.p.ep_post_rdma_write(server.ep, &[src.seg(0, 64)], 3, &dst.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            server.ep,
+            &[src.seg(0, 64)],
+            3,
+            RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(server.dto), (3, DtoStatus::Success, 64, DtoOp::RdmaWrite));
 
     let window = |target: &Buf, rmr_context| RmrTriplet {
@@ -825,11 +978,27 @@ pub fn rmr_rebind_moves_the_window_and_retires_the_old_context<F: Fabric>() {
         rmr_context,
     };
     let moved = window(&second_target, second);
-    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 4, &moved, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            4,
+            RequestOp::RdmaRead { remote: moved },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
     assert_eq!(&local.mem[..64], &second_target.mem[..64]);
     let old = window(&first_target, first);
-    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 5, &old, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            5,
+            RequestOp::RdmaRead { remote: old },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     rig.p.rmr_free(rmr).unwrap();
 }
@@ -864,12 +1033,22 @@ pub fn a_send_with_invalidate_frees_the_window_bound_to_its_peer<F: Fabric>() {
         .unwrap();
     bound(&mut rig, server.dto, 1);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
-    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 2, &window, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            2,
+            RequestOp::RdmaWrite { remote: window },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (2, DtoStatus::Success, 64, DtoOp::RdmaWrite));
 
     rig.p.ep_post_recv(server.ep, &[inbox.seg(0, 64)], 3, CompletionFlags::DEFAULT).unwrap();
     let send = [local.seg(0, 16)];
-    rig.p.ep_post_send_with_invalidate(client.ep, &send, 4, CompletionFlags::DEFAULT, true, context).unwrap();
+    rig.p
+        .ep_post_request(client.ep, &send, 4, RequestOp::SendInvalidate { rkey: context }, CompletionFlags::DEFAULT)
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (4, DtoStatus::Success, 16, DtoOp::Send));
     match rig.next(server.dto).data {
         EventData::Dto { cookie: 3, status: DtoStatus::Success, transferred_length: 16, op, imm, .. } => {
@@ -878,7 +1057,15 @@ pub fn a_send_with_invalidate_frees_the_window_bound_to_its_peer<F: Fabric>() {
         other => panic!("expected the receive with invalidate, got {other:?}"),
     }
     assert_eq!(rig.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap().rmr_context, None);
-    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 5, &window, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            5,
+            RequestOp::RdmaWrite { remote: window },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     rig.p.lmr_free(target.lmr.lmr).unwrap();
     rig.p.rmr_free(rmr).unwrap();
@@ -897,14 +1084,26 @@ pub fn a_send_with_invalidate_of_a_key_not_bound_to_the_peer_fails<F: Fabric>() 
     if !F::remote_invalidation() {
         let refused = rig
             .p
-            .ep_post_send_with_invalidate(client.ep, &[local.seg(0, 8)], 2, CompletionFlags::DEFAULT, true, lmr_key)
+            .ep_post_request(
+                client.ep,
+                &[local.seg(0, 8)],
+                2,
+                RequestOp::SendInvalidate { rkey: lmr_key },
+                CompletionFlags::DEFAULT,
+            )
             .unwrap_err();
         assert_eq!(refused.error_type(), ErrorType::ModelNotSupported);
         println!("no remote invalidation on this transport: dat_ep_post_send_with_invalidate is refused");
         return;
     }
     rig.p
-        .ep_post_send_with_invalidate(client.ep, &[local.seg(0, 8)], 2, CompletionFlags::DEFAULT, true, lmr_key)
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 8)],
+            2,
+            RequestOp::SendInvalidate { rkey: lmr_key },
+            CompletionFlags::DEFAULT,
+        )
         .unwrap();
     let (cookie, status, _, _) = rig.dto(client.dto);
     assert_eq!(cookie, 2);
@@ -942,10 +1141,26 @@ pub fn a_window_of_an_ep_unbinds_by_invalidation_and_binds_again<F: Fabric>() {
     assert_ne!(first, second, "a bind gives the window a new context");
     let window =
         |rmr_context| RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context };
-    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 4, &window(second), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            4,
+            RequestOp::RdmaRead { remote: window(second) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
     assert_eq!(&local.mem[..64], &target.mem[..64]);
-    rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 64)], 5, &window(first), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            5,
+            RequestOp::RdmaRead { remote: window(first) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     rig.p.rmr_free(rmr).unwrap();
 }
@@ -974,9 +1189,25 @@ pub fn a_window_of_an_ep_is_reached_over_its_connection_only<F: Fabric>() {
         .unwrap();
     bound(&mut rig, server.dto, 1);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
-    rig.p.ep_post_rdma_write(stranger.ep, &[local.seg(0, 64)], 2, &window, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            stranger.ep,
+            &[local.seg(0, 64)],
+            2,
+            RequestOp::RdmaWrite { remote: window },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(stranger.dto).1, DtoStatus::RemoteAccess, "another connection");
-    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 3, &window, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            3,
+            RequestOp::RdmaWrite { remote: window },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 64, DtoOp::RdmaWrite), "its own connection");
     rig.p.rmr_free(rmr).unwrap();
 }
@@ -995,7 +1226,15 @@ pub fn rdma_read_to_rmr_lands_in_the_memory_the_context_names<F: Fabric>() {
         segment_length: 64,
         rmr_context: sink.lmr.rmr_context.unwrap(),
     };
-    rig.p.ep_post_rdma_read_to_rmr(client.ep, &into_lmr, 1, &source.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[],
+            1,
+            PostOp::RdmaReadToRmr { local: into_lmr, remote: source.remote(0, 64) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (1, DtoStatus::Success, 64, DtoOp::RdmaRead));
     assert_eq!(&sink.mem[64..128], &source.mem[..64]);
     if !F::MEMORY_WINDOWS {
@@ -1011,7 +1250,13 @@ pub fn rdma_read_to_rmr_lands_in_the_memory_the_context_names<F: Fabric>() {
     let into_window =
         RmrTriplet { virtual_address: sink.mem.as_ptr() as u64 + 1024, segment_length: 64, rmr_context: context };
     rig.p
-        .ep_post_rdma_read_to_rmr(client.ep, &into_window, 3, &source.remote(64, 64), CompletionFlags::DEFAULT)
+        .ep_post_request(
+            client.ep,
+            &[],
+            3,
+            PostOp::RdmaReadToRmr { local: into_window, remote: source.remote(64, 64) },
+            CompletionFlags::DEFAULT,
+        )
         .unwrap();
     assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 64, DtoOp::RdmaRead));
     assert_eq!(&sink.mem[1024..1088], &source.mem[64..128]);
@@ -1063,14 +1308,30 @@ pub fn a_zero_length_rmr_bind_unbinds_the_window<F: Fabric>() {
         .unwrap();
     bound(&mut rig, server.dto, 1);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
-    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 2, &window, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            2,
+            RequestOp::RdmaWrite { remote: window },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
 
     let nothing = LmrTriplet { lmr_context: 0, virtual_address: 0, segment_length: 0 };
     rig.p.rmr_bind(rmr, LmrHandle::NULL, &nothing, write, server.ep, 3, CompletionFlags::DEFAULT).unwrap();
     bound(&mut rig, server.dto, 3);
     assert_eq!(rig.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap().lmr_triplet, None);
-    rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 64)], 4, &window, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[local.seg(0, 64)],
+            4,
+            RequestOp::RdmaWrite { remote: window },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     rig.p.lmr_free(target.lmr.lmr).unwrap();
     rig.p.rmr_free(rmr).unwrap();
@@ -1094,7 +1355,7 @@ pub fn shared_receive_queue_feeds_two_endpoints<F: Fabric>() {
         let ep = rig.p.ep_create_with_srq(rig.ia, rig.pz, dto, dto, conn, srq, &attr).unwrap();
         let server = Side { ep, dto, conn };
         rig.connect(client, server, qual, b"", b"");
-        rig.p.ep_post_send(client.ep, &[src.seg(0, 32)], 100, CompletionFlags::DEFAULT).unwrap();
+        rig.p.ep_post_request(client.ep, &[src.seg(0, 32)], 100, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
         assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
         servers.push(server);
     }
@@ -1188,8 +1449,8 @@ pub fn evd_wait_blocks_until_the_completion_and_honours_its_timeout<F: Fabric>()
     // Two receives, a threshold of 2: one wait returns both.
     rig.p.ep_post_recv(server.ep, &[dst.seg(0, 32)], 1, CompletionFlags::DEFAULT).unwrap();
     rig.p.ep_post_recv(server.ep, &[dst.seg(32, 32)], 2, CompletionFlags::DEFAULT).unwrap();
-    rig.p.ep_post_send(client.ep, &[src.seg(0, 8)], 3, CompletionFlags::DEFAULT).unwrap();
-    rig.p.ep_post_send(client.ep, &[src.seg(0, 8)], 4, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &[src.seg(0, 8)], 3, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &[src.seg(0, 8)], 4, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     let (first, more) = rig.p.evd_wait(server.dto, 20_000_000, 2).unwrap();
     assert!(matches!(first.data, EventData::Dto { cookie: 1, status: DtoStatus::Success, .. }), "{first:?}");
     assert_eq!(more, 1);
@@ -1206,7 +1467,7 @@ pub fn a_completion_left_for_its_evd_wakes_a_block_once<F: Fabric>() {
     let dst = rig.buf(64, MemPriv::ALL);
     let src = rig.buf(64, MemPriv::ALL);
     rig.p.ep_post_recv(server.ep, &[dst.seg(0, 8)], 1, CompletionFlags::DEFAULT).unwrap();
-    rig.p.ep_post_send(client.ep, &[src.seg(0, 8)], 2, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &[src.seg(0, 8)], 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     // The send completes once the receiver has taken the message.
     assert_eq!(rig.dto(client.dto).0, 2);
     let quiet = (0..20).any(|_| rig.p.block(rig.ia, Some(50_000)).unwrap() == Wake::Timeout);
@@ -1229,7 +1490,15 @@ pub fn immediate_data_and_atomics_reach_the_peer<F: Fabric>() {
     src.mem[..16].copy_from_slice(&data);
     rig.p.ep_post_recv(server.ep, &[target.seg(48, 8)], 1, CompletionFlags::DEFAULT).unwrap();
     let remote = target.remote(0, 16);
-    rig.p.ep_post_rdma_write_imm(client.ep, &[src.seg(0, 16)], 2, &remote, 0xabcd, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[src.seg(0, 16)],
+            2,
+            RequestOp::RdmaWriteImm { remote, imm: 0xabcd },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (2, DtoStatus::Success, 16, DtoOp::RdmaWriteImm));
     match rig.next(server.dto).data {
         EventData::Dto { cookie, status, transferred_length, op, imm, .. } => {
@@ -1249,13 +1518,37 @@ pub fn immediate_data_and_atomics_reach_the_peer<F: Fabric>() {
     let at = target.remote(t, 8);
     let old = |src: &Buf| u64::from_ne_bytes(src.mem[r..r + 8].try_into().unwrap());
     let value = |target: &Buf| u64::from_ne_bytes(target.mem[t..t + 8].try_into().unwrap());
-    rig.p.ep_post_compare_swap(client.ep, 0x1, 0x2, &src.seg(r, 8), 3, &at, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[src.seg(r, 8)],
+            3,
+            RequestOp::CompareSwap { remote: at, compare: 0x1, swap: 0x2 },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 8, DtoOp::CompareSwap));
     assert_eq!((old(&src), value(&target)), (0x12345, 0x12345), "no match, no swap");
-    rig.p.ep_post_compare_swap(client.ep, 0x12345, 0x98765, &src.seg(r, 8), 4, &at, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[src.seg(r, 8)],
+            4,
+            RequestOp::CompareSwap { remote: at, compare: 0x12345, swap: 0x98765 },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (4, DtoStatus::Success, 8, DtoOp::CompareSwap));
     assert_eq!((old(&src), value(&target)), (0x12345, 0x98765));
-    rig.p.ep_post_fetch_add(client.ep, 0x10, &src.seg(r, 8), 5, &at, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[src.seg(r, 8)],
+            5,
+            RequestOp::FetchAdd { remote: at, add: 0x10 },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (5, DtoStatus::Success, 8, DtoOp::FetchAdd));
     assert_eq!((old(&src), value(&target)), (0x98765, 0x98775));
 }
@@ -1292,11 +1585,11 @@ pub fn a_cq_overrun_is_evd_overflow_and_breaks_the_eps_that_feed_it<F: Fabric>()
     for (i, client) in clients.iter().enumerate() {
         for w in 0..WRITES {
             let cookie = (i as u64) << 8 | w;
-            let write = rig.p.ep_post_rdma_write(
+            let write = rig.p.ep_post_request(
                 client.ep,
                 &[src.seg(0, 64)],
                 cookie,
-                &dst.remote(0, 64),
+                RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
                 CompletionFlags::DEFAULT,
             );
             match write {
@@ -1345,7 +1638,15 @@ pub fn a_cq_overrun_is_evd_overflow_and_breaks_the_eps_that_feed_it<F: Fabric>()
     assert!(later.is_empty(), "one async event: then {later:?}");
 
     // The other connection of the IA carries on.
-    rig.p.ep_post_rdma_write(bystander.ep, &[src.seg(0, 64)], 7, &dst.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            bystander.ep,
+            &[src.seg(0, 64)],
+            7,
+            RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(bystander.dto), (7, DtoStatus::Success, 64, DtoOp::RdmaWrite));
     // And so does another IA of the provider.
     let (ia, _) = rig.p.ia_open(F::device().as_bytes(), AsyncEvd::Create { min_qlen: 8 }).unwrap();

@@ -240,9 +240,15 @@ fn stream(
         while a.posted - (a.requests.len() as u64) < OUTSTANDING && a.posted < count {
             let cookie = a.posted;
             if cookie % 10 == 9 {
-                s.p.ep_post_send(ep, &[s.seg(0, 64)], cookie, CompletionFlags::DEFAULT)?;
+                s.p.ep_post_request(ep, &[s.seg(0, 64)], cookie, RequestOp::Send, CompletionFlags::DEFAULT)?;
             } else {
-                s.p.ep_post_rdma_write(ep, &[s.seg(4096, 4096)], cookie, remote, CompletionFlags::DEFAULT)?;
+                s.p.ep_post_request(
+                    ep,
+                    &[s.seg(4096, 4096)],
+                    cookie,
+                    RequestOp::RdmaWrite { remote: *remote },
+                    CompletionFlags::DEFAULT,
+                )?;
             }
             a.posted += 1;
         }
@@ -347,7 +353,7 @@ fn client(address: [u8; 4], port: u64, word: &str) -> Result<(), Fail> {
             return Err(format!("the new connection: {:?}, {} of {AFTER} posts", a.event, a.requests.len()).into());
         }
         s.buf[..4].copy_from_slice(b"done");
-        s.p.ep_post_send(ep, &[s.seg(0, 64)], AFTER, CompletionFlags::DEFAULT)?;
+        s.p.ep_post_request(ep, &[s.seg(0, 64)], AFTER, RequestOp::Send, CompletionFlags::DEFAULT)?;
         match s.p.evd_wait(s.req, 10_000_000, 1)?.0.data {
             EventData::Dto { status: DtoStatus::Success, .. } => {}
             other => return Err(format!("the last send: {other:?}").into()),

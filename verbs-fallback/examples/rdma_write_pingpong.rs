@@ -189,7 +189,13 @@ impl Node {
             lmr_context: self.lmr.lmr_context,
         };
         let target = RmrTriplet { segment_length: size as u32, ..*remote };
-        self.p.ep_post_rdma_write(self.ep, &[seg], u64::from(seq), &target, CompletionFlags::DEFAULT)
+        self.p.ep_post_request(
+            self.ep,
+            &[seg],
+            u64::from(seq),
+            RequestOp::RdmaWrite { remote: target },
+            CompletionFlags::DEFAULT,
+        )
     }
 
     /// Take finished writes off the DTO EVD; a failed one ends the run.

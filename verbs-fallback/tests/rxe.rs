@@ -101,7 +101,13 @@ fn a_peer_killed_mid_transfer_leaves_the_survivor_whole() {
     let gone = loop {
         while posted - (completed.len() as u64) < OUTSTANDING {
             rig.p
-                .ep_post_rdma_write(client.ep, &[local.seg(0, 4096)], posted, &remote, CompletionFlags::DEFAULT)
+                .ep_post_request(
+                    client.ep,
+                    &[local.seg(0, 4096)],
+                    posted,
+                    RequestOp::RdmaWrite { remote },
+                    CompletionFlags::DEFAULT,
+                )
                 .unwrap();
             posted += 1;
         }
@@ -171,7 +177,7 @@ fn a_reset_straight_after_a_disconnect_loses_no_dto_and_the_ep_connects_again() 
     }
     // The server posts no receive: the sends wait for one until flushed.
     for cookie in 0..SENDS {
-        rig.p.ep_post_send(client.ep, &[src.seg(0, 64)], cookie, CompletionFlags::DEFAULT).unwrap();
+        rig.p.ep_post_request(client.ep, &[src.seg(0, 64)], cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     }
     rig.p.ep_disconnect(client.ep, CloseFlags::Abrupt).unwrap();
     rig.p.ep_reset(client.ep).unwrap();
@@ -196,7 +202,7 @@ fn a_reset_straight_after_a_disconnect_loses_no_dto_and_the_ep_connects_again() 
     while rig.p.evd_dequeue(client.conn).is_ok() {}
     rig.connect(client, server, PORT + 12, b"again", b"");
     rig.p.ep_post_recv(server.ep, &[dst.seg(0, 64)], 7, CompletionFlags::DEFAULT).unwrap();
-    rig.p.ep_post_send(client.ep, &[src.seg(0, 64)], 77, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &[src.seg(0, 64)], 77, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(rig.dto(client.dto), (77, DtoStatus::Success, 64, DtoOp::Send));
     assert_eq!(rig.dto(server.dto), (7, DtoStatus::Success, 64, DtoOp::Receive));
     assert!(rig.p.evd_dequeue(client.dto).is_err(), "an old completion reached the new connection");
@@ -227,20 +233,36 @@ fn on_soft_roce_posts_write_the_queues_in_place() {
     rig.p.ep_post_recv(server.ep, &[dst.seg(0, 32), dst.seg(4096, 4064)], 1, CompletionFlags::DEFAULT).unwrap();
     rig.p.ep_post_recv(server.ep, &[dst.seg(0, 64)], 2, CompletionFlags::DEFAULT).unwrap();
     // A send gathered from two segments, then one inline.
-    rig.p.ep_post_send(client.ep, &[src.seg(0, 32), src.seg(32, 4064)], 10, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(client.ep, &[src.seg(0, 32), src.seg(32, 4064)], 10, RequestOp::Send, CompletionFlags::DEFAULT)
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (10, DtoStatus::Success, 4096, DtoOp::Send));
     assert_eq!(rig.dto(server.dto), (1, DtoStatus::Success, 4096, DtoOp::Receive));
     assert!(dst.mem[..32] == src.mem[..32] && dst.mem[4096..8160] == src.mem[32..4096], "the send's bytes scattered");
-    rig.p.ep_post_send(client.ep, &[src.seg(100, 40)], 11, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &[src.seg(100, 40)], 11, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(rig.dto(client.dto), (11, DtoStatus::Success, 40, DtoOp::Send));
     assert_eq!(rig.dto(server.dto), (2, DtoStatus::Success, 40, DtoOp::Receive));
     assert_eq!(dst.mem[..40], src.mem[100..140], "the inline send's bytes");
     // An RDMA write, inline, and 4 KiB read back.
-    rig.p.ep_post_rdma_write(client.ep, &[src.seg(200, 48)], 12, &dst.remote(0, 48), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[src.seg(200, 48)],
+            12,
+            RequestOp::RdmaWrite { remote: dst.remote(0, 48) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto), (12, DtoStatus::Success, 48, DtoOp::RdmaWrite));
     assert_eq!(dst.mem[..48], src.mem[200..248], "the inline write's bytes");
     rig.p
-        .ep_post_rdma_read(client.ep, &[back.seg(0, 4096)], 13, &dst.remote(4096, 4096), CompletionFlags::DEFAULT)
+        .ep_post_request(
+            client.ep,
+            &[back.seg(0, 4096)],
+            13,
+            RequestOp::RdmaRead { remote: dst.remote(4096, 4096) },
+            CompletionFlags::DEFAULT,
+        )
         .unwrap();
     assert_eq!(rig.dto(client.dto), (13, DtoStatus::Success, 4096, DtoOp::RdmaRead));
     assert_eq!(back.mem[..], dst.mem[4096..], "the read's bytes");
@@ -377,7 +399,9 @@ fn close_a_connected_ia_abruptly(rig: &mut Rig<Rxe>) {
         rmr_context: lmr.rmr_context.unwrap(),
     };
     for cookie in 0..4 {
-        rig.p.ep_post_rdma_write(client, &[local], cookie, &remote, CompletionFlags::DEFAULT).unwrap();
+        rig.p
+            .ep_post_request(client, &[local], cookie, RequestOp::RdmaWrite { remote }, CompletionFlags::DEFAULT)
+            .unwrap();
     }
     rig.p.ia_close(ia, CloseFlags::Abrupt).unwrap();
 }

@@ -6,7 +6,7 @@ use std::ptr;
 use udat_core::backend::{QpType, RequestOp};
 use udat_core::handle::{EpHandle, EvdHandle, IaHandle, Kind, PzHandle, SrqHandle};
 use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddress, LmrTriplet, Qos, RmrTriplet};
-use udat_core::{DatError, DatResult, Door, EpChanges, ErrorType};
+use udat_core::{DatError, DatResult, Door, EpChanges, ErrorType, PostOp};
 
 use super::arg::{iov, lane_segment, private_data};
 use super::{lane_or, shared_lane_or, with, Arg, Entered, LaneHandle};
@@ -734,20 +734,19 @@ pub(crate) unsafe fn ep_post_send_with_invalidate<B: Transport>(
             };
             let local = iov(n, segs)?;
             let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-            cx.state.core.ep_post_send_with_invalidate(
+            cx.state.core.ep_post_request(
                 EpHandle::from_raw(raw),
                 local,
                 cookie,
+                if invalidate { RequestOp::SendInvalidate { rkey: rmr_context.0 } } else { RequestOp::Send },
                 flags,
-                invalidate,
-                rmr_context.0,
             )
         })
     }
 }
 
 /// dat_ep_post_rdma_read_to_rmr of `<dat2/dat.h>` (DAT 2.0): the local
-/// target is named by an RMR context (`Provider::ep_post_rdma_read_to_rmr`).
+/// target is named by an RMR context (`udat_core::PostOp::RdmaReadToRmr`).
 pub(crate) unsafe fn ep_post_rdma_read_to_rmr<B: Transport>(
     ep: Arg<1, DAT_EP_HANDLE>,
     local: Arg<2, *const DAT_RMR_TRIPLET>,
@@ -761,7 +760,13 @@ pub(crate) unsafe fn ep_post_rdma_read_to_rmr<B: Transport>(
         with::<B>(ep, Kind::Ep, |cx, raw| {
             let (local, remote) = (remote(local)?, remote(rmr)?);
             let (cookie, flags) = (cookie.0.as_64, CompletionFlags(flags.0));
-            cx.state.core.ep_post_rdma_read_to_rmr(EpHandle::from_raw(raw), &local, cookie, &remote, flags)
+            cx.state.core.ep_post_request(
+                EpHandle::from_raw(raw),
+                &[],
+                cookie,
+                PostOp::RdmaReadToRmr { local, remote },
+                flags,
+            )
         })
     }
 }

@@ -15,7 +15,7 @@ use std::ptr;
 
 use udat_core::handle::{AhHandle, EpHandle, Kind, RawHandle};
 use udat_core::types::{CompletionFlags, DtoStatus};
-use udat_core::{DatError, DatResult, ErrorType, Event, EventData, EventNumber};
+use udat_core::{DatError, DatResult, Door, ErrorType, Event, EventData, EventNumber, PostOp};
 
 use super::arg::iov;
 use super::{exclusive_on, Arg, Entered};
@@ -62,7 +62,13 @@ pub(crate) unsafe fn post<B: Transport>(h: DAT_HANDLE, p: &udat_ext_post) -> DAT
                 DAT_IB_UD_SEND_OP => {
                     let local = iov(Arg::<3, _>(p.segments), Arg::<4, _>(p.local.cast_mut()))?;
                     let (ah, qpn) = ah_in(Arg::<5, _>(p.ah))?;
-                    core.ep_post_send_ud(ep, local, ah, qpn, cookie, CompletionFlags(p.flags))
+                    core.ep_post_request(
+                        ep,
+                        local,
+                        cookie,
+                        PostOp::SendUd { ah, remote_qpn: qpn },
+                        CompletionFlags(p.flags),
+                    )
                 }
                 DAT_IB_UD_CM_FREE_OP => core.ud_cm_free(ep, AhHandle::from_raw(RawHandle::from_bits(cm))),
                 DAT_IB_UD_AH_FREE_OP => core.ud_ah_free(ep, ah_in(Arg::<3, _>(p.ah))?.0),

@@ -16,7 +16,8 @@
 //! an Endpoint for a run of posts.
 
 use crate::backend::RequestOp;
-use crate::types::{CompletionFlags, LmrTriplet};
+use crate::handle::AhHandle;
+use crate::types::{CompletionFlags, LmrTriplet, RmrTriplet};
 
 pub(crate) mod door;
 mod lane;
@@ -26,6 +27,43 @@ mod request;
 pub(crate) mod rule;
 pub mod shared;
 mod ud;
+
+/// A request as [`Door::ep_post_request`](door::Door::ep_post_request)
+/// takes it: one of the connection's, or one whose other side is named
+/// another way. A [`RequestOp`] is the first kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostOp {
+    /// A send, RDMA write or read, or atomic of the connection, its local
+    /// segments the call's `iov`.
+    Connected(RequestOp),
+    /// `dat_ib_post_send_ud`: a datagram of a UD EP, its segments the
+    /// call's `iov`, to the QP `remote_qpn` at the peer `ah` names (an
+    /// address handle a UD connection event of this EP gave). It
+    /// completes on the request EVD as `DAT_IB_DTO_SEND_UD`; the peer's
+    /// receive as `DAT_IB_DTO_RECV_UD`.
+    SendUd {
+        /// The peer.
+        ah: AhHandle,
+        /// Its QP.
+        remote_qpn: u32,
+    },
+    /// dat_ep_post_rdma_read_to_rmr of `<dat2/dat.h>` (DAT 2.0): `remote`
+    /// read into the local memory `local` names by an RMR context rather
+    /// than an LMR triplet; the call's `iov` is empty.
+    RdmaReadToRmr {
+        /// The local memory, by its RMR context.
+        local: RmrTriplet,
+        /// The peer's memory.
+        remote: RmrTriplet,
+    },
+}
+
+impl From<RequestOp> for PostOp {
+    #[inline(always)]
+    fn from(op: RequestOp) -> PostOp {
+        PostOp::Connected(op)
+    }
+}
 
 /// A request post as the consumer made it, less its cookie, which no rule
 /// reads; its kind ([`rule::kind`]) is its operation's.

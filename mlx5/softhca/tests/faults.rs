@@ -24,10 +24,22 @@ fn each_error_syndrome_completes_with_its_dat_status_and_breaks_the_connection()
         let dst = rig.buf(64, MemPriv::ALL);
         assert!(rig.p.backend_mut().device().fail_next(tag(client.ep), raw));
         rig.p
-            .ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 1, &dst.remote(0, 64), CompletionFlags::DEFAULT)
+            .ep_post_request(
+                client.ep,
+                &[src.seg(0, 64)],
+                1,
+                RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
+                CompletionFlags::DEFAULT,
+            )
             .unwrap();
         rig.p
-            .ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 2, &dst.remote(0, 64), CompletionFlags::DEFAULT)
+            .ep_post_request(
+                client.ep,
+                &[src.seg(0, 64)],
+                2,
+                RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
+                CompletionFlags::DEFAULT,
+            )
             .unwrap();
         assert_eq!(rig.dto(client.dto), (1, status, 64, DtoOp::RdmaWrite), "syndrome {raw:#x}");
         rig.expect(client.conn, EventNumber::ConnectionBroken);
@@ -51,15 +63,39 @@ fn a_remote_range_past_2_64_is_a_remote_access_error() {
         let (client, _server) = rig.pair();
         let remote = RmrTriplet { virtual_address: u64::MAX - 2047, ..target.remote(0, 4096) };
         if read {
-            rig.p.ep_post_rdma_read(client.ep, &[local.seg(0, 4096)], 1, &remote, CompletionFlags::DEFAULT).unwrap();
+            rig.p
+                .ep_post_request(
+                    client.ep,
+                    &[local.seg(0, 4096)],
+                    1,
+                    RequestOp::RdmaRead { remote },
+                    CompletionFlags::DEFAULT,
+                )
+                .unwrap();
         } else {
-            rig.p.ep_post_rdma_write(client.ep, &[local.seg(0, 4096)], 1, &remote, CompletionFlags::DEFAULT).unwrap();
+            rig.p
+                .ep_post_request(
+                    client.ep,
+                    &[local.seg(0, 4096)],
+                    1,
+                    RequestOp::RdmaWrite { remote },
+                    CompletionFlags::DEFAULT,
+                )
+                .unwrap();
         }
         assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess, "read: {read}");
         rig.expect(client.conn, EventNumber::ConnectionBroken);
     }
     let remote = target.remote(0, 4096);
-    rig.p.ep_post_rdma_write(bystander.ep, &[local.seg(0, 4096)], 2, &remote, CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            bystander.ep,
+            &[local.seg(0, 4096)],
+            2,
+            RequestOp::RdmaWrite { remote },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(bystander.dto), (2, DtoStatus::Success, 4096, DtoOp::RdmaWrite));
 }
 
@@ -70,7 +106,7 @@ fn a_receive_too_small_for_the_send_fails_both_sides() {
     let src = rig.buf(256, MemPriv::ALL);
     let dst = rig.buf(256, MemPriv::ALL);
     rig.p.ep_post_recv(server.ep, &[dst.seg(0, 16)], 1, CompletionFlags::DEFAULT).unwrap();
-    rig.p.ep_post_send(client.ep, &[src.seg(0, 200)], 2, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(client.ep, &[src.seg(0, 200)], 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(rig.dto(server.dto).1, DtoStatus::LocalLength);
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteResponder);
 }
@@ -103,12 +139,26 @@ fn a_vanished_peer_fails_the_next_request_and_nothing_is_lost() {
     let (client, server) = rig.pair();
     let src = rig.buf(64, MemPriv::ALL);
     let dst = rig.buf(64, MemPriv::ALL);
-    rig.p.ep_post_rdma_write(client.ep, &[src.seg(0, 64)], 1, &dst.remote(0, 64), CompletionFlags::DEFAULT).unwrap();
+    rig.p
+        .ep_post_request(
+            client.ep,
+            &[src.seg(0, 64)],
+            1,
+            RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
+            CompletionFlags::DEFAULT,
+        )
+        .unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
     assert!(rig.p.backend_mut().device().vanish(tag(server.ep)));
     for cookie in 2..6 {
         rig.p
-            .ep_post_rdma_write(client.ep, &[src.seg(0, 64)], cookie, &dst.remote(0, 64), CompletionFlags::DEFAULT)
+            .ep_post_request(
+                client.ep,
+                &[src.seg(0, 64)],
+                cookie,
+                RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
+                CompletionFlags::DEFAULT,
+            )
             .unwrap();
     }
     assert_eq!(rig.dto(client.dto), (2, DtoStatus::Transport, 64, DtoOp::RdmaWrite));

@@ -274,7 +274,8 @@ fn a_wait_with_no_timeout_on_the_async_evd_wakes_when_a_cq_overruns() {
         // The consumer's EP breaks as its CQ overruns: the sends that find
         // it broken fail, which is no concern of this test.
         for cookie in 0..RECEIVES {
-            if rig.p.ep_post_send(ep, &[src.seg(0, 64)], cookie, CompletionFlags::DEFAULT).is_err() {
+            if rig.p.ep_post_request(ep, &[src.seg(0, 64)], cookie, RequestOp::Send, CompletionFlags::DEFAULT).is_err()
+            {
                 break;
             }
         }

@@ -29,15 +29,18 @@ use core::slice;
 
 use super::lane::{recv_lane, request_lane, srq_recv_lane};
 use super::recv::{recv_checked, srq_recv_checked};
+use super::request::post_named;
 use super::rule::{checked_post, Refusal};
-use super::Request;
-use crate::backend::{Backend, RequestOp, SendWr, Sge};
+use super::{PostOp, Request};
+use crate::backend::{Backend, RequestOp, SendWr, Sge, UdDest};
 use crate::counts::{self, CountTable, SlotCounts};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, RawHandle, SrqHandle};
+use crate::object::ah::Ah;
 use crate::object::ep::Ep;
 use crate::object::ia::Ia;
 use crate::object::lmr::Lmr;
+use crate::object::rmr::Rmr;
 use crate::object::srq::Srq;
 use crate::provider::Provider;
 use crate::slab::Slab;
@@ -59,6 +62,10 @@ pub struct At<'p, B: Backend, S: Storage, H> {
     pub(crate) object: &'p mut Ep<B>,
     pub(crate) lmrs: &'p Slab<Lmr<B>, S::Slots<Lmr<B>>>,
     pub(crate) ias: &'p Slab<Ia<B>, S::Slots<Ia<B>>>,
+    /// For a UD send, its peer's address handle.
+    pub(crate) ahs: &'p Slab<Ah<B>, S::Slots<Ah<B>>>,
+    /// For a read into memory named by an RMR context.
+    pub(crate) rmrs: &'p Slab<Rmr<B>, S::Slots<Rmr<B>>>,
     pub(crate) hand: H,
 }
 
@@ -91,6 +98,8 @@ pub trait Hand<B: Backend> {
     fn post_one(&mut self, qp: &mut B::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool;
     /// [`Backend::post_send`].
     fn post_send(&mut self, qp: &mut B::Qp, wr: &SendWr<'_>) -> DatResult<()>;
+    /// [`Backend::post_send_ud`].
+    fn post_send_ud(&mut self, qp: &mut B::Qp, ah: &B::Ah, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()>;
     /// [`Backend::post_recv_one`].
     fn post_recv_one(&mut self, qp: &mut B::Qp, sge: Sge, cookie: u64) -> bool;
     /// [`Backend::post_recv`].
@@ -138,7 +147,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
         op: RequestOp,
         flags: CompletionFlags,
     ) -> bool {
-        let Some(At { generation, object: ep, lmrs, ias, mut hand }) = self.ep_at(ep) else { return false };
+        let Some(At { generation, object: ep, lmrs, ias, mut hand, .. }) = self.ep_at(ep) else { return false };
         matches_generation(generation)
             && request_lane(
                 ep,
@@ -150,23 +159,30 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
             )
     }
 
-    /// dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
-    /// dat_ep_post_rdma_read(3DAT) or one of the IB extension's requests,
-    /// as `op` says: every rule of the page, and the exact error. A post
-    /// of one segment runs its lane first ([`Door::lane_request`]: the one
-    /// check, and the transport's lane, in registers); any other post, and
-    /// a refusal's explanation, are `rule::checked_post`'s, out of line.
+    /// Every request post: dat_ep_post_send(3DAT),
+    /// dat_ep_post_rdma_write(3DAT), dat_ep_post_rdma_read(3DAT), DAT
+    /// 2.0's send with invalidate and read into an RMR, and the IB
+    /// extension's requests, UD's send among them, as `op` says: every
+    /// rule of the page, and the exact error. A post of one segment runs
+    /// its lane first ([`Door::lane_request`]: the one check, and the
+    /// transport's lane, in registers); any other post, and a refusal's
+    /// explanation, are `rule::checked_post`'s, out of line, as are the
+    /// requests whose other side is named another way ([`PostOp`]).
     #[inline(always)]
     fn ep_post_request(
         &mut self,
         h: EpHandle,
         iov: &[LmrTriplet],
         cookie: u64,
-        op: RequestOp,
+        op: impl Into<PostOp>,
         flags: CompletionFlags,
     ) -> DatResult<()> {
+        let op = match op.into() {
+            PostOp::Connected(op) => op,
+            named => return post_named(self, h, iov, cookie, named, flags),
+        };
         let raw = h.raw();
-        let Some(At { generation, object: ep, lmrs, ias, mut hand }) = self.ep_at(raw.index()) else {
+        let Some(At { generation, object: ep, lmrs, ias, mut hand, .. }) = self.ep_at(raw.index()) else {
             return Err(Refusal::NoEp.error());
         };
         if generation != raw.generation() {
@@ -331,6 +347,10 @@ impl<B: Backend, S: Storage> Hand<B> for Owned<'_, B, S> {
         self.backend.post_send(qp, wr)
     }
 
+    fn post_send_ud(&mut self, qp: &mut B::Qp, ah: &B::Ah, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
+        self.backend.post_send_ud(qp, ah, dest, wr)
+    }
+
     #[inline(always)]
     fn post_recv_one(&mut self, qp: &mut B::Qp, sge: Sge, cookie: u64) -> bool {
         self.backend.post_recv_one(qp, sge, cookie)
@@ -372,9 +392,9 @@ impl<B: Backend, S: Storage> Door<B, S> for Provider<B, S> {
 
     #[inline(always)]
     fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, Owned<'_, B, S>>> {
-        let Provider { eps, lmrs, ias, backend, ep_counts, .. } = self;
+        let Provider { eps, lmrs, ias, ahs, rmrs, backend, ep_counts, .. } = self;
         let (generation, object) = eps.live_mut(slot)?;
-        Some(At { generation, object, lmrs, ias, hand: Owned { backend, ep_counts } })
+        Some(At { generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
     }
 
     #[inline(always)]
@@ -438,6 +458,11 @@ impl<B: Backend, S: Storage> Hand<B> for LockedHand<'_, B, S> {
         unsafe { self.backend.post_send_shared(qp, wr) }
     }
 
+    fn post_send_ud(&mut self, qp: &mut B::Qp, ah: &B::Ah, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
+        // SAFETY: as in `post_one`.
+        unsafe { self.backend.post_send_ud_shared(qp, ah, dest, wr) }
+    }
+
     #[inline(always)]
     fn post_recv_one(&mut self, qp: &mut B::Qp, sge: Sge, cookie: u64) -> bool {
         // SAFETY: as in `post_one`.
@@ -494,7 +519,7 @@ impl<'p, B: Backend, S: Storage> Door<B, S> for Locked<'p, B, S> {
         // (the contract of `Provider::locked`).
         let (generation, object) = unsafe { p.eps.live_shared(slot) }?;
         let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts };
-        Some(At { generation, object, lmrs: &p.lmrs, ias: &p.ias, hand })
+        Some(At { generation, object, lmrs: &p.lmrs, ias: &p.ias, ahs: &p.ahs, rmrs: &p.rmrs, hand })
     }
 
     #[inline(always)]

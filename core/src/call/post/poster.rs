@@ -11,7 +11,7 @@
 //!   [`Provider::segments`] builds them; a post uses them as they are only
 //!   while no LMR of the provider has been freed since and the EP's PZ is
 //!   theirs, and otherwise checks them again exactly as
-//!   [`Provider::ep_post_send`] does, so every error is the same;
+//!   [`Door::ep_post_request`](super::door::Door::ep_post_request) does, so every error is the same;
 //! - the EP's handle and state when [`Provider::poster`] borrows it: while
 //!   the borrow lasts the provider makes no progress (that takes `&mut`),
 //!   so no connection event can move the EP's state.
@@ -29,7 +29,7 @@ use crate::provider::Provider;
 use crate::slab::Slab;
 use crate::storage::Storage;
 use crate::store::FixedVec;
-use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv, RmrTriplet};
+use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
 
 /// What the segments are for: read by the HCA (a send, or an RDMA
 /// write's source) or written by it (an RDMA read's destination).
@@ -136,36 +136,15 @@ impl<B: Backend, S: Storage> core::fmt::Debug for Poster<'_, B, S> {
 }
 
 impl<B: Backend, S: Storage> Poster<'_, B, S> {
-    /// dat_ep_post_send(3DAT) of `segs` (checked for [`Access::Read`]).
-    #[inline]
-    pub fn send(&mut self, segs: &Segments, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
-        self.post(segs, Access::Read, RequestOp::Send, cookie, flags)
-    }
-
-    /// dat_ep_post_rdma_write(3DAT): `segs` (checked for [`Access::Read`])
-    /// into `remote`.
-    #[inline]
-    pub fn rdma_write(
-        &mut self,
-        segs: &Segments,
-        cookie: u64,
-        remote: &RmrTriplet,
-        flags: CompletionFlags,
-    ) -> DatResult<()> {
-        self.post(segs, Access::Read, RequestOp::RdmaWrite { remote: *remote }, cookie, flags)
-    }
-
-    /// dat_ep_post_rdma_read(3DAT): `remote` into `segs` (checked for
-    /// [`Access::Write`]).
-    #[inline]
-    pub fn rdma_read(
-        &mut self,
-        segs: &Segments,
-        cookie: u64,
-        remote: &RmrTriplet,
-        flags: CompletionFlags,
-    ) -> DatResult<()> {
-        self.post(segs, Access::Write, RequestOp::RdmaRead { remote: *remote }, cookie, flags)
+    /// A request of `segs`: dat_ep_post_send(3DAT),
+    /// dat_ep_post_rdma_write(3DAT), dat_ep_post_rdma_read(3DAT) or one of
+    /// the IB extension's, as `op` says, with the segments checked for
+    /// what `op` does with them ([`Access::Write`] where the HCA writes
+    /// them: a read's or an atomic's; [`Access::Read`] otherwise).
+    #[inline(always)]
+    pub fn post(&mut self, segs: &Segments, cookie: u64, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
+        let access = if kind(&op).need.contains(MemPriv::LOCAL_WRITE) { Access::Write } else { Access::Read };
+        self.post_as(segs, access, op, cookie, flags)
     }
 
     /// The full post of segments whose check is stale: out of the fast
@@ -179,7 +158,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// The rules of `rule::check` that [`Provider::segments`] did not
     /// judge, in its order, then the transport's lane.
     #[inline(always)]
-    fn post(
+    fn post_as(
         &mut self,
         segs: &Segments,
         access: Access,

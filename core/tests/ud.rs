@@ -206,6 +206,42 @@ fn dat_ib_post_send_ud_refuses_what_it_cannot_send() {
     assert_eq!(fx.p.backend().pending_sends(ep), 0, "refused posts left nothing behind");
 }
 
+/// The shared door (the C ABI's, for a thread-safe provider) judges a UD
+/// send as the exclusive one does, and a send every rule admits reaches
+/// the shared transport, which the mock does not have.
+#[test]
+fn the_shared_door_sends_datagrams_by_the_same_rules() {
+    let world = || {
+        let mut fx = Fx::new();
+        let ep = ud_ep(&mut fx);
+        let ah = resolve(&mut fx, ep);
+        (fx, ep, ah)
+    };
+    let ((mut exclusive, a, ah_a), (shared, b, ah_b)) = (world(), world());
+    let cases = |fx: &Fx, ah: AhHandle| {
+        [
+            (vec![fx.seg(0, 64)], ah, 1, CompletionFlags::DEFAULT),
+            (vec![fx.seg(0, 64)], ah, 1, CompletionFlags(0x40)),
+            (vec![fx.seg(0, 8); 5], ah, 1, CompletionFlags::DEFAULT),
+            (vec![fx.seg(0, 64)], AhHandle::NULL, 1, CompletionFlags::DEFAULT),
+            (vec![fx.seg(0, 64)], ah, 0x0100_0000, CompletionFlags::DEFAULT),
+        ]
+    };
+    let transport = Err(DatError::of(ErrorType::ModelNotSupported));
+    let mut refused = 0;
+    for ((iov, ah, qpn, f), (iov2, ah2, qpn2, f2)) in cases(&exclusive, ah_a).into_iter().zip(cases(&shared, ah_b)) {
+        let want = exclusive.p.ep_post_request(a, &iov, 1, PostOp::SendUd { ah, remote_qpn: qpn }, f);
+        // SAFETY: one thread: no `&mut` to the provider exists while the
+        // door lives, and nothing else uses the EP.
+        let got =
+            unsafe { shared.p.locked() }.ep_post_request(b, &iov2, 1, PostOp::SendUd { ah: ah2, remote_qpn: qpn2 }, f2);
+        assert_eq!(got, if want.is_ok() { transport } else { want }, "{iov:?} {qpn:#x} {f:?}");
+        refused += usize::from(want.is_err());
+    }
+    assert_eq!(refused, 4, "one send admitted, four refused");
+    assert_eq!((exclusive.p.backend().pending_sends(a), shared.p.backend().pending_sends(b)), (1, 0));
+}
+
 /// The connected operations are not of a UD EP's transport: a send, an
 /// RDMA write or read, and the extension's write with immediate data are
 /// DAT_MODEL_NOT_SUPPORTED, of one segment (the lane) or more.

@@ -218,6 +218,18 @@ fn request(op: &RequestOp, cookie: u64, length: u32, flags: CompletionFlags) -> 
     (header, SendSlot { cookie, length, op: dto, notify, bbs: 0 })
 }
 
+/// Send `wr` as a datagram of the UD QP of `queues` to `dest` through
+/// `ah`: a WQE with a datagram segment (PRM, "Datagram Segment").
+fn ud_to<D: Device>(queues: &mut QpQueues<D>, ah: &Ah<D>, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
+    if !queues.ud {
+        return Err(internal());
+    }
+    let av = AddressVector { qkey: dest.qkey, dqpn: dest.remote_qpn, ..ah.av };
+    let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
+    let slot = SendSlot { cookie: wr.cookie, length: wr.length, op: DtoOp::SendUd, notify, bbs: 0 };
+    queues.sq.send_ud(&av, wr.sges, wqe_flags(wr.flags), slot).map_err(|_| resources())
+}
+
 /// Post `wr` on `queues`: the WQE, its slot and its doorbell. Inlined
 /// into each post, where the request's kind is a constant, so a gathered
 /// request of one WQEBB is built straight from the caller's registers;
@@ -675,11 +687,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     /// The vector of the handle with the send's Q_Key and QP, gathered
     /// ([`SendQueue::send_ud`]).
     fn post_send_ud(&mut self, qp: &mut Qp<D>, ah: &Ah<D>, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
-        let Some(queues) = self.qps.get_mut(qp.slot).filter(|q| q.ud) else { return Err(internal()) };
-        let av = AddressVector { qkey: dest.qkey, dqpn: dest.remote_qpn, ..ah.av };
-        let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
-        let slot = SendSlot { cookie: wr.cookie, length: wr.length, op: DtoOp::SendUd, notify, bbs: 0 };
-        queues.sq.send_ud(&av, wr.sges, wqe_flags(wr.flags), slot).map_err(|_| resources())
+        self.qps.get_mut(qp.slot).map_or(Err(internal()), |queues| ud_to(queues, ah, dest, wr))
     }
 
     /// The lane: `lane_to`.
@@ -717,6 +725,12 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         // exists.
         let Some(queues) = (unsafe { self.qps.get_shared(qp.slot) }) else { return Err(internal()) };
         post_to(queues, wr)
+    }
+
+    #[allow(unsafe_code)]
+    unsafe fn post_send_ud_shared(&self, qp: &mut Qp<D>, ah: &Ah<D>, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
+        // SAFETY: as in `post_send_shared`.
+        unsafe { self.qps.get_shared(qp.slot) }.map_or(Err(internal()), |queues| ud_to(queues, ah, dest, wr))
     }
 
     #[inline]

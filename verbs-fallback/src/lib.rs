@@ -234,6 +234,11 @@ impl Backend for Verbs {
         srq.0.post_recv(sges, cookie)
     }
 
+    #[allow(unsafe_code)]
+    unsafe fn post_send_ud_shared(&self, qp: &mut Qp, ah: &qp::Ah, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
+        qp.post_send_ud(ah, dest, wr)
+    }
+
     /// As `post_recv_one`, through a shared backend (as `post_recv_shared`).
     #[allow(unsafe_code)]
     #[inline(always)]

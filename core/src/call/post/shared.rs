@@ -25,8 +25,8 @@
 //! an exclusive one when a look at them is due. Every post is made
 //! through the provider [`Locked`](crate::Locked)
 //! ([`Provider::locked`]), the same [`Door`](crate::Door) as the
-//! provider held to itself: requests, the IB extension's among them, an
-//! EP's receives and an SRQ's. A completion of an SRQ's receive is the
+//! provider held to itself: requests (DAT 2.0's and the IB extension's,
+//! UD's send among them), an EP's receives and an SRQ's. A completion of an SRQ's receive is the
 //! exclusive path's: it counts on the SRQ, which the dequeue has not
 //! locked.
 

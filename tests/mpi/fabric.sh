@@ -41,15 +41,15 @@ if [ "$UDAT_FABRIC_ROLE" = client ]; then
 	exit 0
 fi
 
-# The launcher hydra calls: rsh [-x] HOST COMMAND...
+# The launcher hydra calls: rsh [-x] HOST COMMAND... As ssh does, it
+# hands the words of COMMAND, joined by spaces, to a shell on HOST:
+# hydra quotes the words that need it for that shell.
 cat > "$LOG/rsh" <<'RSH'
 #!/bin/sh
 while [ "${1#-}" != "$1" ]; do shift; done
 host=$1; shift
-if [ "$host" = "$(hostname)" ]; then exec "$@"; fi
-line=
-for a in "$@"; do line="$line '$(printf %s "$a" | sed "s/'/'\\\\''/g")'"; done
-{ echo "cd /tmp; $line; exit"; } | busybox nc "$host" 7001
+if [ "$host" = "$(hostname)" ]; then exec sh -c "$*"; fi
+{ echo "cd /tmp; $*; exit"; } | busybox nc "$host" 7001
 RSH
 chmod +x "$LOG/rsh"
 sync_peer listening

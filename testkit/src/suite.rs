@@ -142,6 +142,18 @@ impl<F: Fabric> Rig<F> {
         e
     }
 
+    /// An RDMA write of the one segment `local` on `ep` into `remote`,
+    /// with the default completion flags.
+    pub fn write(&mut self, ep: EpHandle, local: LmrTriplet, cookie: u64, remote: RmrTriplet) -> DatResult<()> {
+        self.p.ep_post_request(ep, &[local], cookie, RequestOp::RdmaWrite { remote }, CompletionFlags::DEFAULT)
+    }
+
+    /// An RDMA read of `remote` into the one segment `local` on `ep`, with
+    /// the default completion flags.
+    pub fn read(&mut self, ep: EpHandle, local: LmrTriplet, cookie: u64, remote: RmrTriplet) -> DatResult<()> {
+        self.p.ep_post_request(ep, &[local], cookie, RequestOp::RdmaRead { remote }, CompletionFlags::DEFAULT)
+    }
+
     /// A DTO completion: (cookie, status, transferred length, op).
     pub fn dto(&mut self, evd: EvdHandle) -> (u64, DtoStatus, u32, DtoOp) {
         match self.next(evd).data {
@@ -353,54 +365,22 @@ pub fn send_receive_write_and_read_move_the_bytes<F: Fabric>() {
     assert_eq!(&dst.mem[..1000], &src.mem[..1000]);
 
     // RDMA write.
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[src.seg(1000, 3000)],
-            3,
-            RequestOp::RdmaWrite { remote: dst.remote(1000, 3000) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, src.seg(1000, 3000), 3, dst.remote(1000, 3000)).unwrap();
     assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 3000, DtoOp::RdmaWrite));
     assert_eq!(&dst.mem[1000..4000], &src.mem[1000..4000]);
 
     // RDMA read back into the zeroed tail of the source.
     src.mem[..96].fill(0);
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[src.seg(0, 96)],
-            4,
-            RequestOp::RdmaRead { remote: dst.remote(4000, 96) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.read(client.ep, src.seg(0, 96), 4, dst.remote(4000, 96)).unwrap();
     assert_eq!(rig.dto(client.dto), (4, DtoStatus::Success, 96, DtoOp::RdmaRead));
     assert_eq!(&src.mem[..96], &dst.mem[4000..4096]);
 
     // And the other way: the passive side writes into and reads from the
     // active side's memory.
-    rig.p
-        .ep_post_request(
-            server.ep,
-            &[dst.seg(0, 512)],
-            5,
-            RequestOp::RdmaWrite { remote: src.remote(2048, 512) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(server.ep, dst.seg(0, 512), 5, src.remote(2048, 512)).unwrap();
     assert_eq!(rig.dto(server.dto), (5, DtoStatus::Success, 512, DtoOp::RdmaWrite));
     assert_eq!(&src.mem[2048..2560], &dst.mem[..512]);
-    rig.p
-        .ep_post_request(
-            server.ep,
-            &[dst.seg(0, 64)],
-            6,
-            RequestOp::RdmaRead { remote: src.remote(3000, 64) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.read(server.ep, dst.seg(0, 64), 6, src.remote(3000, 64)).unwrap();
     assert_eq!(rig.dto(server.dto), (6, DtoStatus::Success, 64, DtoOp::RdmaRead));
     assert_eq!(&dst.mem[..64], &src.mem[3000..3064]);
 }
@@ -450,15 +430,7 @@ pub fn the_largest_message_the_device_allows<F: Fabric>() {
     let dst = rig.buf(max, MemPriv::ALL);
     src.mem.copy_from_slice(&pattern(max, 9));
 
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[src.seg(0, max)],
-            1,
-            RequestOp::RdmaWrite { remote: dst.remote(0, max) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, src.seg(0, max), 1, dst.remote(0, max)).unwrap();
     assert_eq!(rig.dto(client.dto), (1, DtoStatus::Success, max as u32, DtoOp::RdmaWrite));
     assert!(dst.mem == src.mem, "the RDMA write of {max} bytes differs");
 
@@ -486,15 +458,7 @@ pub fn suppressed_completions_retire_with_the_next_signalled_one<F: Fabric>() {
             )
             .unwrap();
     }
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[src.seg(0, 64)],
-            8,
-            RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, src.seg(0, 64), 8, dst.remote(0, 64)).unwrap();
     assert_eq!(rig.dto(client.dto), (8, DtoStatus::Success, 64, DtoOp::RdmaWrite));
     let (_, recv_idle, request_idle) = rig.p.ep_get_status(client.ep).unwrap();
     assert!(recv_idle && request_idle, "suppressed writes still outstanding");
@@ -551,9 +515,7 @@ pub fn polling_an_empty_evd_misses_no_completion_after_it<F: Fabric>() {
     let freed = rig.buf(4096, MemPriv::ALL);
     let remote = freed.remote(0, 64);
     rig.p.lmr_free(freed.lmr.lmr).unwrap();
-    rig.p
-        .ep_post_request(client.ep, &[src.seg(0, 64)], 99, RequestOp::RdmaWrite { remote }, CompletionFlags::DEFAULT)
-        .unwrap();
+    rig.write(client.ep, src.seg(0, 64), 99, remote).unwrap();
     let start = Instant::now();
     let status = loop {
         match rig.p.evd_dequeue(client.dto) {
@@ -632,15 +594,7 @@ pub fn disconnect_with_dtos_in_flight_completes_each_exactly_once_in_order<F: Fa
     }
     for cookie in 0..WRITES {
         let remote = dst.remote(0, 4096);
-        rig.p
-            .ep_post_request(
-                client.ep,
-                &[src.seg(0, 4096)],
-                cookie,
-                RequestOp::RdmaWrite { remote },
-                CompletionFlags::DEFAULT,
-            )
-            .unwrap();
+        rig.write(client.ep, src.seg(0, 4096), cookie, remote).unwrap();
     }
     for cookie in WRITES..WRITES + SENDS {
         rig.p.ep_post_request(client.ep, &[src.seg(0, 64)], cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
@@ -761,15 +715,7 @@ pub fn graceful_disconnect_reaches_both_sides_and_the_ep_can_be_reused<F: Fabric
     rig.connect(client, server, PORT + 3, b"again", b"");
     let src = rig.buf(64, MemPriv::ALL);
     let dst = rig.buf(64, MemPriv::ALL);
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[src.seg(0, 64)],
-            1,
-            RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, src.seg(0, 64), 1, dst.remote(0, 64)).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
 }
 
@@ -784,25 +730,9 @@ pub fn remote_access_to_a_freed_lmr_fails_and_breaks_the_connection<F: Fabric>()
         let remote = target.remote(0, 64);
         rig.p.lmr_free(target.lmr.lmr).unwrap();
         if read {
-            rig.p
-                .ep_post_request(
-                    client.ep,
-                    &[local.seg(0, 64)],
-                    1,
-                    RequestOp::RdmaRead { remote },
-                    CompletionFlags::DEFAULT,
-                )
-                .unwrap();
+            rig.read(client.ep, local.seg(0, 64), 1, remote).unwrap();
         } else {
-            rig.p
-                .ep_post_request(
-                    client.ep,
-                    &[local.seg(0, 64)],
-                    1,
-                    RequestOp::RdmaWrite { remote },
-                    CompletionFlags::DEFAULT,
-                )
-                .unwrap();
+            rig.write(client.ep, local.seg(0, 64), 1, remote).unwrap();
         }
         assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess, "read: {read}");
         rig.expect(client.conn, EventNumber::ConnectionBroken);
@@ -821,26 +751,10 @@ pub fn remote_write_without_the_remote_write_privilege_fails<F: Fabric>() {
     let local = rig.buf(4096, MemPriv::ALL);
     let read_only = rig.buf(4096, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE | MemPriv::REMOTE_READ);
     // Reading is allowed.
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            1,
-            RequestOp::RdmaRead { remote: read_only.remote(0, 64) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.read(client.ep, local.seg(0, 64), 1, read_only.remote(0, 64)).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
     // Writing is not.
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            2,
-            RequestOp::RdmaWrite { remote: read_only.remote(0, 64) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, local.seg(0, 64), 2, read_only.remote(0, 64)).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     rig.expect(client.conn, EventNumber::ConnectionBroken);
 }
@@ -906,28 +820,12 @@ pub fn rmr_bind_grants_remote_access_and_rmr_free_revokes_it<F: Fabric>() {
         .unwrap();
     bound(&mut rig, server.dto, 77);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            1,
-            RequestOp::RdmaRead { remote: window },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.read(client.ep, local.seg(0, 64), 1, window).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
     assert_eq!(&local.mem[..64], &target.mem[..64]);
 
     rig.p.rmr_free(rmr).unwrap();
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            2,
-            RequestOp::RdmaRead { remote: window },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.read(client.ep, local.seg(0, 64), 2, window).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     // The LMR the window was bound to is free to go.
     rig.p.lmr_free(target.lmr.lmr).unwrap();
@@ -961,15 +859,7 @@ pub fn rmr_rebind_moves_the_window_and_retires_the_old_context<F: Fabric>() {
     bound(&mut rig, server.dto, 1);
     bound(&mut rig, server.dto, 2);
     let (src, dst) = (rig.buf(64, MemPriv::ALL), rig.buf(64, MemPriv::ALL));
-    rig.p
-        .ep_post_request(
-            server.ep,
-            &[src.seg(0, 64)],
-            3,
-            RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(server.ep, src.seg(0, 64), 3, dst.remote(0, 64)).unwrap();
     assert_eq!(rig.dto(server.dto), (3, DtoStatus::Success, 64, DtoOp::RdmaWrite));
 
     let window = |target: &Buf, rmr_context| RmrTriplet {
@@ -978,27 +868,11 @@ pub fn rmr_rebind_moves_the_window_and_retires_the_old_context<F: Fabric>() {
         rmr_context,
     };
     let moved = window(&second_target, second);
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            4,
-            RequestOp::RdmaRead { remote: moved },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.read(client.ep, local.seg(0, 64), 4, moved).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
     assert_eq!(&local.mem[..64], &second_target.mem[..64]);
     let old = window(&first_target, first);
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            5,
-            RequestOp::RdmaRead { remote: old },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.read(client.ep, local.seg(0, 64), 5, old).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     rig.p.rmr_free(rmr).unwrap();
 }
@@ -1033,15 +907,7 @@ pub fn a_send_with_invalidate_frees_the_window_bound_to_its_peer<F: Fabric>() {
         .unwrap();
     bound(&mut rig, server.dto, 1);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            2,
-            RequestOp::RdmaWrite { remote: window },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, local.seg(0, 64), 2, window).unwrap();
     assert_eq!(rig.dto(client.dto), (2, DtoStatus::Success, 64, DtoOp::RdmaWrite));
 
     rig.p.ep_post_recv(server.ep, &[inbox.seg(0, 64)], 3, CompletionFlags::DEFAULT).unwrap();
@@ -1057,15 +923,7 @@ pub fn a_send_with_invalidate_frees_the_window_bound_to_its_peer<F: Fabric>() {
         other => panic!("expected the receive with invalidate, got {other:?}"),
     }
     assert_eq!(rig.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap().rmr_context, None);
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            5,
-            RequestOp::RdmaWrite { remote: window },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, local.seg(0, 64), 5, window).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     rig.p.lmr_free(target.lmr.lmr).unwrap();
     rig.p.rmr_free(rmr).unwrap();
@@ -1141,26 +999,10 @@ pub fn a_window_of_an_ep_unbinds_by_invalidation_and_binds_again<F: Fabric>() {
     assert_ne!(first, second, "a bind gives the window a new context");
     let window =
         |rmr_context| RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context };
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            4,
-            RequestOp::RdmaRead { remote: window(second) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.read(client.ep, local.seg(0, 64), 4, window(second)).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
     assert_eq!(&local.mem[..64], &target.mem[..64]);
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            5,
-            RequestOp::RdmaRead { remote: window(first) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.read(client.ep, local.seg(0, 64), 5, window(first)).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     rig.p.rmr_free(rmr).unwrap();
 }
@@ -1189,25 +1031,9 @@ pub fn a_window_of_an_ep_is_reached_over_its_connection_only<F: Fabric>() {
         .unwrap();
     bound(&mut rig, server.dto, 1);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
-    rig.p
-        .ep_post_request(
-            stranger.ep,
-            &[local.seg(0, 64)],
-            2,
-            RequestOp::RdmaWrite { remote: window },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(stranger.ep, local.seg(0, 64), 2, window).unwrap();
     assert_eq!(rig.dto(stranger.dto).1, DtoStatus::RemoteAccess, "another connection");
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            3,
-            RequestOp::RdmaWrite { remote: window },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, local.seg(0, 64), 3, window).unwrap();
     assert_eq!(rig.dto(client.dto), (3, DtoStatus::Success, 64, DtoOp::RdmaWrite), "its own connection");
     rig.p.rmr_free(rmr).unwrap();
 }
@@ -1308,30 +1134,14 @@ pub fn a_zero_length_rmr_bind_unbinds_the_window<F: Fabric>() {
         .unwrap();
     bound(&mut rig, server.dto, 1);
     let window = RmrTriplet { virtual_address: target.mem.as_ptr() as u64, segment_length: 64, rmr_context: context };
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            2,
-            RequestOp::RdmaWrite { remote: window },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, local.seg(0, 64), 2, window).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
 
     let nothing = LmrTriplet { lmr_context: 0, virtual_address: 0, segment_length: 0 };
     rig.p.rmr_bind(rmr, LmrHandle::NULL, &nothing, write, server.ep, 3, CompletionFlags::DEFAULT).unwrap();
     bound(&mut rig, server.dto, 3);
     assert_eq!(rig.p.rmr_query(rmr, RMR_FIELD_ALL).unwrap().lmr_triplet, None);
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[local.seg(0, 64)],
-            4,
-            RequestOp::RdmaWrite { remote: window },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, local.seg(0, 64), 4, window).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess);
     rig.p.lmr_free(target.lmr.lmr).unwrap();
     rig.p.rmr_free(rmr).unwrap();
@@ -1585,13 +1395,7 @@ pub fn a_cq_overrun_is_evd_overflow_and_breaks_the_eps_that_feed_it<F: Fabric>()
     for (i, client) in clients.iter().enumerate() {
         for w in 0..WRITES {
             let cookie = (i as u64) << 8 | w;
-            let write = rig.p.ep_post_request(
-                client.ep,
-                &[src.seg(0, 64)],
-                cookie,
-                RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
-                CompletionFlags::DEFAULT,
-            );
+            let write = rig.write(client.ep, src.seg(0, 64), cookie, dst.remote(0, 64));
             match write {
                 Ok(()) => posted.push(cookie),
                 Err(e) => assert_ne!(e.error_type(), ErrorType::InternalError, "write {cookie:#x}: {e:?}"),
@@ -1638,15 +1442,7 @@ pub fn a_cq_overrun_is_evd_overflow_and_breaks_the_eps_that_feed_it<F: Fabric>()
     assert!(later.is_empty(), "one async event: then {later:?}");
 
     // The other connection of the IA carries on.
-    rig.p
-        .ep_post_request(
-            bystander.ep,
-            &[src.seg(0, 64)],
-            7,
-            RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(bystander.ep, src.seg(0, 64), 7, dst.remote(0, 64)).unwrap();
     assert_eq!(rig.dto(bystander.dto), (7, DtoStatus::Success, 64, DtoOp::RdmaWrite));
     // And so does another IA of the provider.
     let (ia, _) = rig.p.ia_open(F::device().as_bytes(), AsyncEvd::Create { min_qlen: 8 }).unwrap();

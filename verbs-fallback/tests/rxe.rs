@@ -100,15 +100,7 @@ fn a_peer_killed_mid_transfer_leaves_the_survivor_whole() {
     let (mut posted, mut completed) = (0u64, Vec::new());
     let gone = loop {
         while posted - (completed.len() as u64) < OUTSTANDING {
-            rig.p
-                .ep_post_request(
-                    client.ep,
-                    &[local.seg(0, 4096)],
-                    posted,
-                    RequestOp::RdmaWrite { remote },
-                    CompletionFlags::DEFAULT,
-                )
-                .unwrap();
+            rig.write(client.ep, local.seg(0, 4096), posted, remote).unwrap();
             posted += 1;
         }
         if let Ok(e) = rig.p.evd_dequeue(client.conn) {
@@ -244,26 +236,10 @@ fn on_soft_roce_posts_write_the_queues_in_place() {
     assert_eq!(rig.dto(server.dto), (2, DtoStatus::Success, 40, DtoOp::Receive));
     assert_eq!(dst.mem[..40], src.mem[100..140], "the inline send's bytes");
     // An RDMA write, inline, and 4 KiB read back.
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[src.seg(200, 48)],
-            12,
-            RequestOp::RdmaWrite { remote: dst.remote(0, 48) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, src.seg(200, 48), 12, dst.remote(0, 48)).unwrap();
     assert_eq!(rig.dto(client.dto), (12, DtoStatus::Success, 48, DtoOp::RdmaWrite));
     assert_eq!(dst.mem[..48], src.mem[200..248], "the inline write's bytes");
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[back.seg(0, 4096)],
-            13,
-            RequestOp::RdmaRead { remote: dst.remote(4096, 4096) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.read(client.ep, back.seg(0, 4096), 13, dst.remote(4096, 4096)).unwrap();
     assert_eq!(rig.dto(client.dto), (13, DtoStatus::Success, 4096, DtoOp::RdmaRead));
     assert_eq!(back.mem[..], dst.mem[4096..], "the read's bytes");
 }
@@ -399,9 +375,7 @@ fn close_a_connected_ia_abruptly(rig: &mut Rig<Rxe>) {
         rmr_context: lmr.rmr_context.unwrap(),
     };
     for cookie in 0..4 {
-        rig.p
-            .ep_post_request(client, &[local], cookie, RequestOp::RdmaWrite { remote }, CompletionFlags::DEFAULT)
-            .unwrap();
+        rig.write(client, local, cookie, remote).unwrap();
     }
     rig.p.ia_close(ia, CloseFlags::Abrupt).unwrap();
 }

@@ -23,24 +23,8 @@ fn each_error_syndrome_completes_with_its_dat_status_and_breaks_the_connection()
         let src = rig.buf(64, MemPriv::ALL);
         let dst = rig.buf(64, MemPriv::ALL);
         assert!(rig.p.backend_mut().device().fail_next(tag(client.ep), raw));
-        rig.p
-            .ep_post_request(
-                client.ep,
-                &[src.seg(0, 64)],
-                1,
-                RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
-                CompletionFlags::DEFAULT,
-            )
-            .unwrap();
-        rig.p
-            .ep_post_request(
-                client.ep,
-                &[src.seg(0, 64)],
-                2,
-                RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
-                CompletionFlags::DEFAULT,
-            )
-            .unwrap();
+        rig.write(client.ep, src.seg(0, 64), 1, dst.remote(0, 64)).unwrap();
+        rig.write(client.ep, src.seg(0, 64), 2, dst.remote(0, 64)).unwrap();
         assert_eq!(rig.dto(client.dto), (1, status, 64, DtoOp::RdmaWrite), "syndrome {raw:#x}");
         rig.expect(client.conn, EventNumber::ConnectionBroken);
         assert_eq!(rig.dto(client.dto).1, DtoStatus::Flushed, "the WQE after the error");
@@ -62,40 +46,13 @@ fn a_remote_range_past_2_64_is_a_remote_access_error() {
     for read in [false, true] {
         let (client, _server) = rig.pair();
         let remote = RmrTriplet { virtual_address: u64::MAX - 2047, ..target.remote(0, 4096) };
-        if read {
-            rig.p
-                .ep_post_request(
-                    client.ep,
-                    &[local.seg(0, 4096)],
-                    1,
-                    RequestOp::RdmaRead { remote },
-                    CompletionFlags::DEFAULT,
-                )
-                .unwrap();
-        } else {
-            rig.p
-                .ep_post_request(
-                    client.ep,
-                    &[local.seg(0, 4096)],
-                    1,
-                    RequestOp::RdmaWrite { remote },
-                    CompletionFlags::DEFAULT,
-                )
-                .unwrap();
-        }
+        let op = if read { RequestOp::RdmaRead { remote } } else { RequestOp::RdmaWrite { remote } };
+        rig.p.ep_post_request(client.ep, &[local.seg(0, 4096)], 1, op, CompletionFlags::DEFAULT).unwrap();
         assert_eq!(rig.dto(client.dto).1, DtoStatus::RemoteAccess, "read: {read}");
         rig.expect(client.conn, EventNumber::ConnectionBroken);
     }
     let remote = target.remote(0, 4096);
-    rig.p
-        .ep_post_request(
-            bystander.ep,
-            &[local.seg(0, 4096)],
-            2,
-            RequestOp::RdmaWrite { remote },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(bystander.ep, local.seg(0, 4096), 2, remote).unwrap();
     assert_eq!(rig.dto(bystander.dto), (2, DtoStatus::Success, 4096, DtoOp::RdmaWrite));
 }
 
@@ -139,27 +96,11 @@ fn a_vanished_peer_fails_the_next_request_and_nothing_is_lost() {
     let (client, server) = rig.pair();
     let src = rig.buf(64, MemPriv::ALL);
     let dst = rig.buf(64, MemPriv::ALL);
-    rig.p
-        .ep_post_request(
-            client.ep,
-            &[src.seg(0, 64)],
-            1,
-            RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
-            CompletionFlags::DEFAULT,
-        )
-        .unwrap();
+    rig.write(client.ep, src.seg(0, 64), 1, dst.remote(0, 64)).unwrap();
     assert_eq!(rig.dto(client.dto).1, DtoStatus::Success);
     assert!(rig.p.backend_mut().device().vanish(tag(server.ep)));
     for cookie in 2..6 {
-        rig.p
-            .ep_post_request(
-                client.ep,
-                &[src.seg(0, 64)],
-                cookie,
-                RequestOp::RdmaWrite { remote: dst.remote(0, 64) },
-                CompletionFlags::DEFAULT,
-            )
-            .unwrap();
+        rig.write(client.ep, src.seg(0, 64), cookie, dst.remote(0, 64)).unwrap();
     }
     assert_eq!(rig.dto(client.dto), (2, DtoStatus::Transport, 64, DtoOp::RdmaWrite));
     rig.expect(client.conn, EventNumber::ConnectionBroken);

@@ -11,7 +11,8 @@
 //!   [`Provider::segments`] builds them; a post uses them as they are only
 //!   while no LMR of the provider has been freed since and the EP's PZ is
 //!   theirs, and otherwise checks them again exactly as
-//!   [`Door::ep_post_request`](super::door::Door::ep_post_request) does, so every error is the same;
+//!   [`Door::ep_post_request`](super::door::Door::ep_post_request) does,
+//!   so every error is the same;
 //! - the EP's handle and state when [`Provider::poster`] borrows it: while
 //!   the borrow lasts the provider makes no progress (that takes `&mut`),
 //!   so no connection event can move the EP's state.

@@ -182,6 +182,20 @@ fn dat_ep_post_rdma_read_to_rmr_reads_into_what_the_context_names() {
     assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg2));
     let short = RmrTriplet { segment_length: 32, ..of_lmr };
     assert_eq!(ty(post(&mut fx, ep, short)), ErrorType::LengthError, "the remote buffer is larger");
+    // The local side is the RMR triplet: a segment beside it is an
+    // invalid second argument, and a stale EP an invalid handle, with
+    // nothing posted.
+    let beside = fx.seg(0, 8);
+    let e = fx
+        .p
+        .ep_post_request(ep, &[beside], 1, PostOp::RdmaReadToRmr { local: of_lmr, remote }, CompletionFlags::DEFAULT)
+        .unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidParameter, Subtype::InvalidArg2));
+    let gone = fx.ep();
+    fx.p.ep_free(gone).unwrap();
+    let e = post(&mut fx, gone, of_lmr).unwrap_err();
+    assert_eq!((e.error_type(), e.subtype()), (ErrorType::InvalidHandle, Subtype::InvalidHandleEp));
+    assert_eq!(fx.p.backend_mut().pending_sends(ep), 0, "refused reads left nothing behind");
     // The read's own refusals name this call's arguments: the flags are
     // its fifth (dat_ep_post_rdma_read's sixth).
     let e = fx

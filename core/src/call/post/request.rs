@@ -16,7 +16,7 @@
 //! [`DtoOp::ReceiveImm`] with the data in the event.
 
 use super::door::{At, Door};
-use super::rule::{checked_post, PostRdmaRead, Refusal};
+use super::rule::{checked_post, PostRdmaRead};
 use super::ud::send_ud;
 use super::PostOp;
 use crate::backend::{Backend, RequestOp};
@@ -77,13 +77,7 @@ fn read_to_rmr<B: Backend, S: Storage, D: Door<B, S> + ?Sized>(
     remote: &RmrTriplet,
     flags: CompletionFlags,
 ) -> DatResult<()> {
-    let raw = h.raw();
-    let Some(At { generation, object: ep, lmrs, ias, rmrs, hand, .. }) = door.ep_at(raw.index()) else {
-        return Err(Refusal::NoEp.error());
-    };
-    if generation != raw.generation() {
-        return Err(Refusal::NoEp.error());
-    }
+    let At { object: ep, lmrs, ias, rmrs, hand, .. } = door.ep_named(h)?;
     if !iov.is_empty() {
         return Err(DatError::invalid(PostRdmaReadToRmr::LocalIov));
     }

@@ -43,12 +43,9 @@ pub(crate) fn send_ud<B: Backend, S: Storage, D: Door<B, S> + ?Sized>(
     cookie: u64,
     flags: CompletionFlags,
 ) -> DatResult<()> {
-    let raw = h.raw();
-    let Some(At { generation, object: ep, lmrs, ahs, mut hand, .. }) = door.ep_at(raw.index()) else {
-        return Err(Refusal::NoEp.error());
-    };
+    let At { object: ep, lmrs, ahs, mut hand, .. } = door.ep_named(h)?;
     // Only a UD EP has peers to send datagrams to.
-    if generation != raw.generation() || !ep.ud {
+    if !ep.ud {
         return Err(Refusal::NoEp.error());
     }
     if flags.0 & !SEND_FLAGS != 0 || !ep.unsignalled_allowed(flags, false) {

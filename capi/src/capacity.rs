@@ -252,7 +252,6 @@ impl udat_mlx5::table::Storage for QueueHeap {
     fn slots<T>(&mut self, of: udat_mlx5::table::Of) -> Reserved<udat_mlx5::table::Entry<T>> {
         use udat_mlx5::table::Of;
         let n = match of {
-            Of::Qps => self.0.eps,
             Of::QpnIndex => self.0.eps.saturating_mul(2).next_power_of_two(),
             Of::Cqs => self.0.evds,
             Of::Srqs => self.0.srqs,

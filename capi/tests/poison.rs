@@ -11,7 +11,7 @@ use udat_capi::capacity::Capacity;
 use udat_capi::sys::*;
 use udat_capi::transport::SoftHca;
 use udat_capi::{Instance, Registration, Transport};
-use udat_core::backend::{Backend, Completion, ConnectionManager, QpConfig, SendWr, Sge, Wake};
+use udat_core::backend::{Backend, Completion, ConnectionManager, QpConfig, Qps, SendWr, Sge, Wake};
 use udat_core::handle::CnoHandle;
 use udat_core::types::{CompletionFlags, EvdFlags, MemPriv, SrqAttr};
 use udat_core::{AsyncEvd, DatResult};
@@ -65,9 +65,9 @@ impl Backend for Panicky {
     fn cq_destroy(&mut self, cq: Self::Cq) {
         self.0.cq_destroy(cq)
     }
-    fn cq_poll(&mut self, cq: &mut Self::Cq, out: &mut [Completion]) -> usize {
+    fn cq_poll(&mut self, cq: &mut Self::Cq, qps: &mut impl Qps<Self::Qp>, out: &mut [Completion]) -> usize {
         assert!(!PANIC_IN_POLL.load(Ordering::Relaxed), "a transport bug");
-        self.0.cq_poll(cq, out)
+        self.0.cq_poll(cq, qps, out)
     }
     fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<Self::Qp> {
         let config = QpConfig {

@@ -284,8 +284,8 @@ pub enum Untaken {
     Declined,
 }
 
-/// What the next CQE of a CQ is for, as [`Backend::cq_take_shared`]
-/// shows it before it takes it.
+/// What the next CQE of a CQ is for, as [`Backend::cq_lane`] and
+/// [`Backend::cq_take_shared`] show it before they take it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CqHead {
     /// The QP's tag.
@@ -442,6 +442,25 @@ pub struct QpConfig<'a, B: Backend + ?Sized> {
     pub qp_type: QpType,
 }
 
+/// The QPs a poll of a CQ may complete work of, each reached by the tag
+/// it was made with ([`Backend::qp_create`]). The core holds each QP in
+/// its EP, so a transport that keeps a QP's queues in the QP itself
+/// finds them here, by the tag its CQE's QP number leads to, with no
+/// table of its own.
+pub trait Qps<Q> {
+    /// The QP made with `tag`, if its EP still holds it.
+    fn by_tag(&mut self, tag: u64) -> Option<&mut Q>;
+}
+
+/// What a dequeue's lane ([`Backend::cq_lane`]) or a shared dequeue
+/// ([`Backend::cq_take_shared`]) is handed back for the EP a CQE is for,
+/// while it holds the EP: the EP's QP, whose work the transport then
+/// completes.
+pub trait HoldsQp<Q> {
+    /// The QP.
+    fn qp(&mut self) -> &mut Q;
+}
+
 /// A transport. See the module documentation for its obligations.
 pub trait Backend {
     /// An open device.
@@ -502,7 +521,8 @@ pub trait Backend {
     /// Release a CQ (dat_evd_free(3DAT)).
     fn cq_destroy(&mut self, cq: Self::Cq);
     /// Fill `out` with up to `out.len()` completions; return how many.
-    fn cq_poll(&mut self, cq: &mut Self::Cq, out: &mut [Completion]) -> usize;
+    /// The QPs whose work they complete are `qps`'.
+    fn cq_poll(&mut self, cq: &mut Self::Cq, qps: &mut impl Qps<Self::Qp>, out: &mut [Completion]) -> usize;
 
     /// A new QP of `config`'s shape, for an EP that has a PZ; its
     /// completions and connection events carry `tag`.
@@ -656,7 +676,8 @@ pub trait Backend {
     /// still there and receives from no SRQ, of a work request that is no
     /// window bind. `admit` is shown what the CQE is for before anything is
     /// taken; it takes the lock of that QP's EP and hands back what the
-    /// caller keeps while it settles the completion, or refuses.
+    /// caller keeps while it settles the completion, which holds the EP's
+    /// QP ([`HoldsQp`]), or refuses.
     /// [`Shared::Done`] with `None` when the CQE completed nothing (its
     /// request was already gone): look again. [`Shared::NeedsExclusive`], with
     /// the CQE left where it is, for anything else, or when `admit`
@@ -668,7 +689,7 @@ pub trait Backend {
     /// holds the lock of the EP it was shown. Only called when
     /// [`Backend::SHARED_QUEUES`] holds.
     #[allow(unsafe_code)]
-    unsafe fn cq_take_shared<G>(
+    unsafe fn cq_take_shared<G: HoldsQp<Self::Qp>>(
         &self,
         _cq: &mut Self::Cq,
         _admit: impl FnOnce(CqHead) -> Option<G>,
@@ -687,24 +708,28 @@ pub trait Backend {
         false
     }
 
-    /// The lane of a dequeue (the core's `lane` module): the completion the
-    /// next entry of `cq` makes, shown to `accept` before anything is
-    /// consumed. If `accept` takes it, the entry is consumed exactly as
-    /// [`Backend::cq_poll`] would have consumed it, and the completion
-    /// comes back with what `accept` returned. Otherwise nothing a caller
-    /// can see has changed (the entry is where `cq_poll` takes it first),
-    /// and [`Untaken`] says why: [`Untaken::Empty`] only where `cq_poll`
-    /// would find nothing either (a transport that cannot tell cheaply
-    /// says [`Untaken::Declined`], and the ordinary dequeue polls), and
-    /// [`Untaken::Declined`] where `accept` refused or the entry is one
-    /// the transport leaves to `cq_poll` (an error, an SRQ's receive, a
-    /// request that retires others with it). Like [`Backend::post_one`],
-    /// it must not panic, and a transport may offer no lane at all.
+    /// The lane of a dequeue (the core's `lane` module): the next entry of
+    /// `cq`, if it completes a DTO with success and is not a window bind,
+    /// shown to `accept` ([`CqHead`]) before anything is consumed.
+    /// `accept` refuses it, or hands back what the caller keeps, which
+    /// holds the QP of the tag ([`HoldsQp`]). If the entry then completes
+    /// work of that QP the lane
+    /// can take, it is consumed exactly as [`Backend::cq_poll`] would have
+    /// consumed it, and its completion comes back with what `accept`
+    /// returned. Otherwise nothing a caller can see has changed (the entry
+    /// is where `cq_poll` takes it first), and [`Untaken`] says why:
+    /// [`Untaken::Empty`] only where `cq_poll` would find nothing either
+    /// (a transport that cannot tell cheaply says [`Untaken::Declined`],
+    /// and the ordinary dequeue polls), and [`Untaken::Declined`] where
+    /// `accept` refused or the entry is one the transport leaves to
+    /// `cq_poll` (an error, an SRQ's receive, a request that retires
+    /// others with it). Like [`Backend::post_one`], it must not panic, and
+    /// a transport may offer no lane at all.
     #[inline(always)]
-    fn cq_lane<G>(
+    fn cq_lane<G: HoldsQp<Self::Qp>>(
         &mut self,
         _cq: &mut Self::Cq,
-        _accept: impl FnOnce(&Completion) -> Option<G>,
+        _accept: impl FnOnce(CqHead) -> Option<G>,
     ) -> Result<(Completion, G), Untaken> {
         Err(Untaken::Declined)
     }

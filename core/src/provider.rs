@@ -18,7 +18,7 @@ use crate::handle::*;
 use crate::object::ah::Ah;
 use crate::object::cno::Cno;
 use crate::object::cr::Cr;
-use crate::object::ep::{Ep, Reached};
+use crate::object::ep::{Ep, EpQps, Reached};
 use crate::object::evd::{Arrival, Evd};
 use crate::object::ia::Ia;
 use crate::object::lmr::Lmr;
@@ -322,14 +322,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     pub(crate) fn pump_cq(&mut self, evd: EvdHandle) {
         loop {
-            let Provider { evds, backend, polled, .. } = self;
+            let Provider { evds, eps, backend, polled, .. } = self;
             let Some(e) = evds.get_mut(evd.0) else { return };
             let want = (e.queue().room() as usize).min(POLL_BATCH);
             let Some(cq) = e.cq.as_mut() else { return };
             if want == 0 {
                 return;
             }
-            let got = backend.cq_poll(cq, &mut polled[..want]).min(want);
+            let got = backend.cq_poll(cq, &mut EpQps(eps), &mut polled[..want]).min(want);
             for i in 0..got {
                 let Some(&c) = self.polled.get(i) else { break };
                 self.complete(&c);

@@ -1,16 +1,18 @@
 //! [`Mlx5`]: udat-core's [`Backend`] with the mlx5 data path over a
 //! [`Device`]'s control path.
 //!
-//! The queues live in the backend's own tables, not in the objects the
-//! core holds, because a CQ's poll must reach the QPs whose CQEs it
-//! carries: a CQE names its QP by number, the QP's slot gives the send
-//! slots or the receive queue, and the WQE counter gives the work request.
-//! A CQE whose QP is gone is skipped; a receive it carried from an SRQ
-//! still returns its WQE to the SRQ.
+//! A QP's queues live in the QP, which the core holds in its EP, so a
+//! post reaches them with no look-up. A CQ's poll reaches the QPs whose
+//! CQEs it carries through the core ([`Qps`]): a CQE names its QP by
+//! number, the number leads to the QP's tag (its EP), the tag to its
+//! queues, and the WQE counter to the work request. CQs and SRQs live in
+//! the backend's own tables, which a QP's destruction and a CQ event
+//! reach. A CQE whose QP is gone is skipped; a receive it carried from an
+//! SRQ still returns its WQE to the SRQ.
 
 use udat_core::backend::{
-    AhAttr, Backend, Completion, ConnectionManager, CqHead, QpConfig, QpType, RequestOp, SendWr, Sge, Shared, UdDest,
-    Untaken, WaitFds, Wake, MAX_SGE,
+    AhAttr, Backend, Completion, ConnectionManager, CqHead, HoldsQp, QpConfig, QpType, Qps, RequestOp, SendWr, Sge,
+    Shared, UdDest, Untaken, WaitFds, Wake, MAX_SGE,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
@@ -21,18 +23,24 @@ use crate::device::{Device, QpSpec};
 use crate::mw;
 use crate::rq::{RecvQueue, SharedRecvQueue};
 use crate::sq::{Header, Remote, SendQueue, SendSlot};
-use crate::table::{Inline, Of, QpnIndex, Route, Storage, Table, TableIn};
+use crate::table::{Entry, Inline, Of, QpnIndex, Route, Storage, Table, TableIn};
 use crate::wqe::{self, fm_ce_se, opcode, AddressVector, SEG_BYTES};
+use udat_core::store::Store;
 
 /// Most bytes a send or RDMA write carries inline: a WQE of control,
 /// remote-address and inline segments that fills one BlueFlame half.
 pub const MAX_INLINE: usize = 256 - 2 * SEG_BYTES - 4;
 
-/// A QP: the device's handle and the slot of its queues.
-#[derive(Debug)]
+/// A QP: the device's handle and its queues.
 pub struct Qp<D: Device> {
     ctl: D::Qp,
-    slot: u16,
+    queues: QpQueues<D>,
+}
+
+impl<D: Device> core::fmt::Debug for Qp<D> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Qp").field("qpn", &self.queues.sq.qpn()).finish_non_exhaustive()
+    }
 }
 
 /// A UD address handle: the device's, and the address vector each send
@@ -87,11 +95,10 @@ struct SrqQueue<D: Device> {
     ring: SharedRecvQueue<D::RecvSlots>,
 }
 
-/// The mlx5 backend over the device `D`, its queue tables in storage `S`:
-/// by default 64 QPs, 128 CQs and 128 SRQs inside the backend.
+/// The mlx5 backend over the device `D`, its tables in storage `S`: by
+/// default 64 QPs, 128 CQs and 128 SRQs.
 pub struct Mlx5<D: Device, S: Storage = Inline<128>> {
     device: D,
-    qps: TableIn<QpQueues<D>, S>,
     by_qpn: QpnIndex<S::Slots<Route>>,
     cqs: TableIn<CompletionQueue<D::Register>, S>,
     srqs: TableIn<SrqQueue<D>, S>,
@@ -107,12 +114,9 @@ impl<D: Device, S: Storage + Default> Mlx5<D, S> {
 impl<D: Device, S: Storage> Mlx5<D, S> {
     /// The backend over `device`, with tables in `storage`.
     pub fn with_storage(device: D, mut storage: S) -> Self {
-        let by_qpn = QpnIndex::new(storage.slots(Of::QpnIndex));
-        let qps = Table::new(storage.slots(Of::Qps), by_qpn.capacity());
         Mlx5 {
             device,
-            qps,
-            by_qpn,
+            by_qpn: QpnIndex::new(storage.slots(Of::QpnIndex)),
             cqs: Table::new(storage.slots(Of::Cqs), usize::MAX),
             srqs: Table::new(storage.slots(Of::Srqs), usize::MAX),
         }
@@ -409,13 +413,15 @@ fn received(tag: u64, cookie: u64, cqe: &Cqe) -> Completion {
 /// provider completes a device in its fatal state the same way, from its
 /// own tables. Receives of an SRQ stay with the SRQ.
 #[cold]
-fn flush_failed<D: Device, S: Storage>(
-    qps: &mut TableIn<QpQueues<D>, S>,
+fn flush_failed<D: Device, R: Store<Entry<Route>>>(
+    by_qpn: &QpnIndex<R>,
+    qps: &mut impl Qps<Qp<D>>,
     cq_slot: u16,
     out: &mut [Completion],
 ) -> usize {
     let mut n = 0;
-    for queues in qps.iter_mut() {
+    for route in by_qpn.routes() {
+        let Some(Qp { queues, .. }) = qps.by_tag(route.tag) else { continue };
         let tag = queues.tag;
         if queues.send_cq == Some(cq_slot) {
             while n < out.len() {
@@ -531,8 +537,8 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     }
 
     #[inline]
-    fn cq_poll(&mut self, cq: &mut Cq<D>, out: &mut [Completion]) -> usize {
-        let Mlx5 { qps, by_qpn, cqs, srqs, .. } = self;
+    fn cq_poll(&mut self, cq: &mut Cq<D>, qps: &mut impl Qps<Qp<D>>, out: &mut [Completion]) -> usize {
+        let Mlx5 { by_qpn, cqs, srqs, .. } = self;
         let Some(ring) = cqs.get_mut(cq.slot) else { return 0 };
         let mut n = 0;
         let mut taken = false;
@@ -540,7 +546,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             let Some(head) = ring.peek_head() else { break };
             taken = true;
             let route = ring.route(head.qpn(), |qpn| by_qpn.route(qpn));
-            let Some(queues) = route.and_then(|r| qps.get_mut(r.slot)) else {
+            let Some(Qp { queues, .. }) = route.and_then(|r| qps.by_tag(r.tag)) else {
                 let cqe = ring.peeked(head);
                 ring.advance();
                 // A destroyed QP's CQE: a receive still gives its SRQ WQE back.
@@ -579,7 +585,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             ring.update_ci();
         }
         if n < out.len() && cq.failed {
-            n += flush_failed::<D, S>(qps, cq.slot, out.get_mut(n..).unwrap_or_default());
+            n += flush_failed(by_qpn, qps, cq.slot, out.get_mut(n..).unwrap_or_default());
         }
         n
     }
@@ -619,35 +625,24 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             recv_cq: config.recv_cq.map(|c| c.slot),
             ud: config.qp_type == QpType::Ud,
         };
-        let slot = match self.qps.insert(queues) {
-            Ok(slot) => slot,
-            Err(_) => {
-                self.device.qp_destroy(parts.qp);
-                return Err(resources());
-            }
-        };
-        let route = Route { qpn, slot, srq: config.srq.is_some(), tag };
+        let route = Route { qpn, srq: config.srq.is_some(), tag };
         if !self.by_qpn.insert(route) {
-            self.qps.remove(slot);
+            drop(queues);
             self.device.qp_destroy(parts.qp);
             return Err(resources());
         }
-        Ok(Qp { ctl: parts.qp, slot })
+        Ok(Qp { ctl: parts.qp, queues })
     }
 
     /// The data path lets go of the queue memory before the device frees
     /// it; the CQEs are marked once the device writes no more.
     fn qp_destroy(&mut self, qp: Qp<D>) {
-        let queues = self.qps.remove(qp.slot);
-        let cqs = queues.as_ref().map(|q| {
-            self.by_qpn.remove(q.sq.qpn());
-            (q.sq.qpn(), [q.send_cq, q.recv_cq])
-        });
+        let Qp { ctl, queues } = qp;
+        let (qpn, cqs) = (queues.sq.qpn(), [queues.send_cq, queues.recv_cq]);
+        self.by_qpn.remove(qpn);
         drop(queues);
-        self.device.qp_destroy(qp.ctl);
-        if let Some((qpn, cqs)) = cqs {
-            self.forget_cqes(qpn, cqs);
-        }
+        self.device.qp_destroy(ctl);
+        self.forget_cqes(qpn, cqs);
     }
 
     fn qp_reset(&mut self, qp: &mut Qp<D>) -> DatResult<()> {
@@ -655,7 +650,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         // dat_ep_reset(3DAT): "The operation might cause the loss of any
         // completions of previously posted DTOs ... that were not dequeued
         // yet": the QP keeps its number, so its old CQEs are marked stale.
-        let Some(queues) = self.qps.get_mut(qp.slot) else { return Err(internal()) };
+        let queues = &mut qp.queues;
         let (qpn, cqs) = (queues.sq.qpn(), [queues.send_cq, queues.recv_cq]);
         queues.sq.reset();
         if let Some(rq) = queues.rq.as_mut() {
@@ -671,8 +666,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     #[cfg_attr(not(feature = "measure-dat-layer"), inline(always))]
     #[cfg_attr(feature = "measure-dat-layer", inline(never))]
     fn post_send(&mut self, qp: &mut Qp<D>, wr: &SendWr<'_>) -> DatResult<()> {
-        let Some(queues) = self.qps.get_mut(qp.slot) else { return Err(internal()) };
-        post_to(queues, wr)
+        post_to(&mut qp.queues, wr)
     }
 
     fn ah_create(&mut self, pd: &D::Pd, attr: &AhAttr) -> DatResult<Ah<D>> {
@@ -687,14 +681,14 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     /// The vector of the handle with the send's Q_Key and QP, gathered
     /// ([`SendQueue::send_ud`]).
     fn post_send_ud(&mut self, qp: &mut Qp<D>, ah: &Ah<D>, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
-        self.qps.get_mut(qp.slot).map_or(Err(internal()), |queues| ud_to(queues, ah, dest, wr))
+        ud_to(&mut qp.queues, ah, dest, wr)
     }
 
     /// The lane: `lane_to`.
     #[cfg_attr(not(feature = "measure-dat-layer"), inline(always))]
     #[cfg_attr(feature = "measure-dat-layer", inline(never))]
     fn post_one(&mut self, qp: &mut Qp<D>, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
-        self.qps.get_mut(qp.slot).is_some_and(|queues| lane_to(queues, op, sge, cookie, flags))
+        lane_to(&mut qp.queues, op, sge, cookie, flags)
     }
 
     #[cfg_attr(not(feature = "measure-dat-layer"), inline(always))]
@@ -708,10 +702,9 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> bool {
-        // SAFETY: the caller holds the lock of the QP's EP, which every
-        // other use of its queues takes, and no `&mut` to the backend
-        // exists.
-        unsafe { self.qps.get_shared(qp.slot) }.is_some_and(|queues| lane_to(queues, op, sge, cookie, flags))
+        // The caller holds the lock of the QP's EP, which every other use
+        // of its queues takes.
+        lane_to(&mut qp.queues, op, sge, cookie, flags)
     }
 
     const SHARED_QUEUES: bool = D::SHARED_QUEUES;
@@ -720,35 +713,29 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     #[cfg_attr(feature = "measure-dat-layer", inline(never))]
     #[allow(unsafe_code)]
     unsafe fn post_send_shared(&self, qp: &mut Qp<D>, wr: &SendWr<'_>) -> DatResult<()> {
-        // SAFETY: the caller holds the lock of the QP's EP, which every
-        // other use of its queues takes, and no `&mut` to the backend
-        // exists.
-        let Some(queues) = (unsafe { self.qps.get_shared(qp.slot) }) else { return Err(internal()) };
-        post_to(queues, wr)
+        // The caller holds the lock of the QP's EP, which every other use
+        // of its queues takes.
+        post_to(&mut qp.queues, wr)
     }
 
     #[allow(unsafe_code)]
     unsafe fn post_send_ud_shared(&self, qp: &mut Qp<D>, ah: &Ah<D>, dest: UdDest, wr: &SendWr<'_>) -> DatResult<()> {
-        // SAFETY: as in `post_send_shared`.
-        unsafe { self.qps.get_shared(qp.slot) }.map_or(Err(internal()), |queues| ud_to(queues, ah, dest, wr))
+        // As in `post_send_shared`.
+        ud_to(&mut qp.queues, ah, dest, wr)
     }
 
     #[inline]
     #[allow(unsafe_code)]
     unsafe fn post_recv_shared(&self, qp: &mut Qp<D>, sges: &[Sge], cookie: u64) -> DatResult<()> {
-        // SAFETY: the caller holds the lock of the QP's EP, which every
-        // other use of its queues takes, and no `&mut` to the backend
-        // exists.
-        let queues = unsafe { self.qps.get_shared(qp.slot) }.ok_or_else(internal)?;
-        queues.rq.as_mut().ok_or_else(internal)?.post(sges, cookie).map_err(|_| resources())
+        // As in `post_send_shared`.
+        qp.queues.rq.as_mut().ok_or_else(internal)?.post(sges, cookie).map_err(|_| resources())
     }
 
     #[allow(unsafe_code)]
     #[inline(always)]
     unsafe fn post_recv_one_shared(&self, qp: &mut Qp<D>, sge: Sge, cookie: u64) -> bool {
-        // SAFETY: as in `post_recv_shared`.
-        let rq = unsafe { self.qps.get_shared(qp.slot) }.and_then(|q| q.rq.as_mut());
-        rq.is_some_and(|rq| rq.post_one(sge, cookie))
+        // As in `post_send_shared`.
+        qp.queues.rq.as_mut().is_some_and(|rq| rq.post_one(sge, cookie))
     }
 
     #[allow(unsafe_code)]
@@ -774,7 +761,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     /// share): what [`Backend::cq_lane`] takes.
     #[inline(always)]
     #[allow(unsafe_code)]
-    unsafe fn cq_take_shared<G>(
+    unsafe fn cq_take_shared<G: HoldsQp<Qp<D>>>(
         &self,
         cq: &mut Cq<D>,
         admit: impl FnOnce(CqHead) -> Option<G>,
@@ -789,9 +776,9 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         if recv && route.srq {
             return Shared::NeedsExclusive;
         }
-        let Some(admitted) = admit(CqHead { tag: route.tag, recv }) else { return Shared::NeedsExclusive };
-        // SAFETY: `admit` took the lock of the EP whose QP the CQE names.
-        let Some(queues) = (unsafe { self.qps.get_shared(route.slot) }) else { return Shared::NeedsExclusive };
+        // `admit` took the lock of the EP whose QP the CQE names.
+        let Some(mut admitted) = admit(CqHead { tag: route.tag, recv }) else { return Shared::NeedsExclusive };
+        let queues = &mut admitted.qp().queues;
         let Some((completion, taking)) = look(ring, head, done, queues) else { return Shared::NeedsExclusive };
         take(ring, queues, &taking);
         ring.update_ci();
@@ -803,25 +790,21 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     /// Empty: no CQE owned by software, and no flushes to make of a
     /// failed CQ's QPs (`cq_poll`).
     #[inline(always)]
-    fn cq_lane<G>(
+    fn cq_lane<G: HoldsQp<Qp<D>>>(
         &mut self,
         cq: &mut Cq<D>,
-        accept: impl FnOnce(&Completion) -> Option<G>,
+        accept: impl FnOnce(CqHead) -> Option<G>,
     ) -> Result<(Completion, G), Untaken> {
-        let Mlx5 { qps, by_qpn, cqs, .. } = self;
+        let Mlx5 { by_qpn, cqs, .. } = self;
         let ring = cqs.get_mut(cq.slot).ok_or(Untaken::Declined)?;
         let Some(head) = ring.peek_head() else {
             return Err(if cq.failed { Untaken::Declined } else { Untaken::Empty });
         };
-        let qpn = head.qpn();
-        let slot = match ring.last_slot(qpn) {
-            Some(slot) => slot,
-            None => ring.route(qpn, |qpn| by_qpn.route(qpn)).ok_or(Untaken::Declined)?.slot,
-        };
-        let queues = qps.get_mut(slot).ok_or(Untaken::Declined)?;
         let done = head.done().ok_or(Untaken::Declined)?;
+        let route = ring.route(head.qpn(), |qpn| by_qpn.route(qpn)).ok_or(Untaken::Declined)?;
+        let mut accepted = accept(CqHead { tag: route.tag, recv: done == Done::Receive }).ok_or(Untaken::Declined)?;
+        let queues = &mut accepted.qp().queues;
         let (completion, taking) = look(ring, head, done, queues).ok_or(Untaken::Declined)?;
-        let accepted = accept(&completion).ok_or(Untaken::Declined)?;
         take(ring, queues, &taking);
         ring.update_ci();
         Ok((completion, accepted))
@@ -830,13 +813,12 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     /// A receive queue refuses a post before it writes anything.
     #[inline(always)]
     fn post_recv_one(&mut self, qp: &mut Qp<D>, sge: Sge, cookie: u64) -> bool {
-        let rq = self.qps.get_mut(qp.slot).and_then(|q| q.rq.as_mut());
-        rq.is_some_and(|rq| rq.post_one(sge, cookie))
+        qp.queues.rq.as_mut().is_some_and(|rq| rq.post_one(sge, cookie))
     }
 
     #[inline]
     fn post_recv(&mut self, qp: &mut Qp<D>, sges: &[Sge], cookie: u64) -> DatResult<()> {
-        let rq = self.qps.get_mut(qp.slot).and_then(|q| q.rq.as_mut()).ok_or_else(internal)?;
+        let rq = qp.queues.rq.as_mut().ok_or_else(internal)?;
         rq.post(sges, cookie).map_err(|_| resources())
     }
 
@@ -852,7 +834,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<u32> {
-        let queues = self.qps.get_mut(qp.slot).ok_or_else(internal)?;
+        let queues = &mut qp.queues;
         let rkey = mw::next_rkey(mw.rkey);
         let qpn = mw.for_ep.then(|| queues.sq.qpn());
         let bind = mr.map(|_| mw::Bind { lkey: sge.lkey, addr: sge.addr, len: sge.length, privileges, qpn });

@@ -207,14 +207,6 @@ impl<R: Register> CompletionQueue<R> {
         Cqe::from_words(middle, head.0)
     }
 
-    /// The QP slot of the last CQE's route, if it is QP `qpn`'s: what a
-    /// run of CQEs of one QP needs, with no look-up
-    /// ([`route`](Self::route) otherwise).
-    #[inline(always)]
-    pub fn last_slot(&self, qpn: u32) -> Option<u16> {
-        (self.last.qpn == qpn).then_some(self.last.slot)
-    }
-
     /// Where the QP `qpn` of a CQE leads: the last CQE's route if it is
     /// that QP's, or else what `find` says, kept for the next CQE.
     #[inline(always)]
@@ -362,13 +354,13 @@ mod tests {
     #[test]
     fn the_last_route_serves_its_qp_until_the_qp_is_forgotten() {
         let (_ring, _dbrec, mut cq) = empty_cq();
-        let route = |qpn: u32, slot: u16| Route { qpn, slot, srq: false, tag: u64::from(slot) };
+        let route = |qpn: u32, tag: u64| Route { qpn, srq: false, tag };
         let asked = core::cell::Cell::new(0);
-        let find = |slot: u16| {
+        let find = |tag: u64| {
             let asked = &asked;
             move |qpn: u32| {
                 asked.set(asked.get() + 1);
-                Some(route(qpn, slot))
+                Some(route(qpn, tag))
             }
         };
         assert_eq!(cq.route(0x42, find(1)), Some(route(0x42, 1)));

@@ -1,5 +1,5 @@
 //! The backend's queue tables, in storage its owner gives: slots of queue
-//! state, and the index from a CQE's QP number to the QP's slot.
+//! state, and the index from a CQE's QP number to the QP's route.
 //!
 //! The data path allocates nothing, so the memory comes from outside, as
 //! a [`Store`]: an [`Inline`] array fixed at compile time, or memory the
@@ -12,8 +12,6 @@ use udat_core::store::{Store, Vacant};
 /// Which table a [`Storage`] is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Of {
-    /// Queue pairs.
-    Qps,
     /// The QP-number index: at least twice as many entries as QPs.
     QpnIndex,
     /// Completion queues.
@@ -65,8 +63,8 @@ pub trait Storage {
     fn slots<T>(&mut self, of: Of) -> Self::Slots<T>;
 }
 
-/// `N` slots for each table inside the backend: `N / 2` QPs (their index
-/// takes `N`), `N` CQs and `N` SRQs.
+/// `N` slots for each table inside the backend: a QP-number index for
+/// `N / 2` QPs, `N` CQs and `N` SRQs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Inline<const N: usize>;
 
@@ -168,15 +166,14 @@ impl<T, S: Store<Entry<T>>> Table<T, S> {
     }
 }
 
-/// Where a CQE's QP number leads: the QP's slot, and what a shared poll
+/// Where a CQE's QP number leads: the QP's tag, by which the poller
+/// reaches the QP's queues through their owner, and what a shared poll
 /// reads without reaching the QP (which another thread may be posting on):
-/// its tag, and whether it receives from an SRQ.
+/// whether it receives from an SRQ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
     /// The QP number CQEs carry.
     pub qpn: u32,
-    /// The QP's slot in the backend's QP table.
-    pub slot: u16,
     /// Whether the QP receives from an SRQ.
     pub srq: bool,
     /// The QP's tag, echoed in its completions.
@@ -185,7 +182,7 @@ pub struct Route {
 
 impl Route {
     /// A route no CQE takes: a CQE's QP number has 24 bits.
-    pub const NONE: Route = Route { qpn: u32::MAX, slot: 0, srq: false, tag: 0 };
+    pub const NONE: Route = Route { qpn: u32::MAX, srq: false, tag: 0 };
 }
 
 /// QP number → [`Route`], open addressing with linear probing over a power
@@ -232,6 +229,11 @@ impl<S: Store<Entry<Route>>> QpnIndex<S> {
                 None => return None,
             }
         }
+    }
+
+    /// Every QP's route.
+    pub fn routes(&self) -> impl Iterator<Item = &Route> {
+        self.entries.items().iter().filter_map(Entry::get)
     }
 
     /// Record `route`; `false` when the index is as full as it may be.
@@ -355,27 +357,30 @@ mod tests {
     #[test]
     fn qpn_index_finds_every_number_through_collisions_and_removals() {
         let mut index = QpnIndex::new([const { Entry::VACANT }; 16]);
-        let slot_of = |index: &QpnIndex<_>, qpn: u32| index.route(qpn).map(|r| r.slot);
-        let route = |qpn: u32, slot: u16| Route { qpn, slot, srq: false, tag: u64::from(qpn) << 8 };
+        let tag_of = |index: &QpnIndex<_>, qpn: u32| index.route(qpn).map(|r| r.tag);
+        let route = |qpn: u32, tag: u64| Route { qpn, srq: false, tag };
         assert_eq!(index.capacity(), 8);
         // Numbers that share low bits probe past each other.
         let qpns = [0x100, 0x110, 0x120, 0x101, 0x10f, 0x11f, 0x102, 0x130];
-        for (slot, &qpn) in qpns.iter().enumerate() {
-            assert!(index.insert(route(qpn, slot as u16)));
+        for (tag, &qpn) in qpns.iter().enumerate() {
+            assert!(index.insert(route(qpn, tag as u64)));
         }
         assert!(!index.insert(route(0x999, 9)), "more than half full");
-        for (slot, &qpn) in qpns.iter().enumerate() {
-            assert_eq!(slot_of(&index, qpn), Some(slot as u16));
+        for (tag, &qpn) in qpns.iter().enumerate() {
+            assert_eq!(tag_of(&index, qpn), Some(tag as u64));
         }
         index.remove(0x110);
         index.remove(0x10f);
-        assert_eq!(slot_of(&index, 0x110), None);
-        assert_eq!(slot_of(&index, 0x10f), None);
-        for (slot, &qpn) in qpns.iter().enumerate().filter(|(_, &q)| q != 0x110 && q != 0x10f) {
-            assert_eq!(slot_of(&index, qpn), Some(slot as u16), "{qpn:#x}");
+        assert_eq!(tag_of(&index, 0x110), None);
+        assert_eq!(tag_of(&index, 0x10f), None);
+        for (tag, &qpn) in qpns.iter().enumerate().filter(|(_, &q)| q != 0x110 && q != 0x10f) {
+            assert_eq!(tag_of(&index, qpn), Some(tag as u64), "{qpn:#x}");
         }
         assert!(index.insert(route(0x140, 10)));
         assert_eq!(index.route(0x140), Some(route(0x140, 10)));
-        assert_eq!(slot_of(&index, 0x555), None);
+        assert_eq!(tag_of(&index, 0x555), None);
+        let mut all: heapless::Vec<u64, 8> = index.routes().map(|r| r.tag).collect();
+        all.sort_unstable();
+        assert_eq!(all, [0, 2, 3, 5, 6, 7, 10], "every route left, once");
     }
 }

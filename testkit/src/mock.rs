@@ -16,8 +16,8 @@ use heapless::Deque;
 use udat_core::FixedVec;
 
 use udat_core::backend::{
-    AhAttr, Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, PrivateData, QpConfig, QpType,
-    Registration, RequestOp, SendWr, Sge, UdDest, UdPeer, Untaken, Wake,
+    AhAttr, Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, CqHead, HoldsQp, PrivateData,
+    QpConfig, QpType, Qps, Registration, RequestOp, SendWr, Sge, UdDest, UdPeer, Untaken, Wake,
 };
 use udat_core::error::{DatError, DatResult, ErrorType};
 use udat_core::handle::{EpHandle, EvdHandle};
@@ -663,7 +663,7 @@ impl Backend for MockBackend {
         }
     }
 
-    fn cq_poll(&mut self, cq: &mut u32, out: &mut [Completion]) -> usize {
+    fn cq_poll(&mut self, cq: &mut u32, _qps: &mut impl Qps<u32>, out: &mut [Completion]) -> usize {
         self.run_due();
         let Some(cq) = self.cqs.get_mut(*cq as usize) else { return 0 };
         let mut n = 0;
@@ -770,15 +770,20 @@ impl Backend for MockBackend {
     }
 
     /// The next completion, taken only if `accept` takes it.
-    fn cq_lane<G>(
+    /// Shows `accept` what a transport's lane shows (a DTO's success) and
+    /// leaves the rest to `cq_poll`.
+    fn cq_lane<G: HoldsQp<u32>>(
         &mut self,
         cq: &mut u32,
-        accept: impl FnOnce(&Completion) -> Option<G>,
+        accept: impl FnOnce(CqHead) -> Option<G>,
     ) -> Result<(Completion, G), Untaken> {
         self.run_due();
         let cq = self.cqs.get_mut(*cq as usize).ok_or(Untaken::Declined)?;
         let c = *cq.entries.front().ok_or(Untaken::Empty)?;
-        let accepted = accept(&c).ok_or(Untaken::Declined)?;
+        if c.status != DtoStatus::Success || c.op == DtoOp::BindMw {
+            return Err(Untaken::Declined);
+        }
+        let accepted = accept(CqHead { tag: c.tag, recv: c.op.is_recv() }).ok_or(Untaken::Declined)?;
         cq.entries.pop_front();
         Ok((c, accepted))
     }

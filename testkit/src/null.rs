@@ -124,7 +124,7 @@ impl Backend for NullBackend {
         Ok(())
     }
     fn cq_destroy(&mut self, _cq: ()) {}
-    fn cq_poll(&mut self, _cq: &mut (), out: &mut [Completion]) -> usize {
+    fn cq_poll(&mut self, _cq: &mut (), _qps: &mut impl Qps<()>, out: &mut [Completion]) -> usize {
         let n = (self.pending as usize).min(out.len());
         for c in &mut out[..n] {
             *c = Completion { tag: self.tag, ..Completion::EMPTY };
@@ -148,16 +148,16 @@ impl Backend for NullBackend {
         self.pending += 1;
         true
     }
-    fn cq_lane<G>(
+    fn cq_lane<G: HoldsQp<()>>(
         &mut self,
         _cq: &mut (),
-        accept: impl FnOnce(&Completion) -> Option<G>,
+        accept: impl FnOnce(CqHead) -> Option<G>,
     ) -> Result<(Completion, G), Untaken> {
         if self.pending == 0 {
             return Err(Untaken::Empty);
         }
         let c = Completion { tag: self.tag, ..Completion::EMPTY };
-        let accepted = accept(&c).ok_or(Untaken::Declined)?;
+        let accepted = accept(CqHead { tag: c.tag, recv: c.op.is_recv() }).ok_or(Untaken::Declined)?;
         self.pending -= 1;
         Ok((c, accepted))
     }

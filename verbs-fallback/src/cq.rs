@@ -367,14 +367,16 @@ impl CqShared {
     /// the device writes meanwhile, which the next poll finds as it would
     /// have after this one.
     #[inline(always)]
-    pub fn take_lane<G>(&self, accept: impl FnOnce(&Completion) -> Option<G>) -> Result<(Completion, G), Untaken> {
+    pub fn take_lane<G>(&self, accept: impl FnOnce(CqHead) -> Option<G>) -> Result<(Completion, G), Untaken> {
         if self.has_early() {
             return Err(Untaken::Declined);
         }
         let mut wc = MaybeUninit::uninit();
         let w = self.poll_one(&mut wc).ok_or(Untaken::Empty)?;
         let c = self.qps.find(w.qp_num).and_then(|qp| translate(qp, w)).ok_or(Untaken::Declined)?;
-        match accept(&c) {
+        // What a lane shows (`Backend::cq_lane`): a DTO's success.
+        let shown = c.status == DtoStatus::Success && c.op != DtoOp::BindMw;
+        match shown.then(|| accept(CqHead { tag: c.tag, recv: c.op.is_recv() })).flatten() {
             Some(accepted) => Ok((c, accepted)),
             None => {
                 self.stash(c);

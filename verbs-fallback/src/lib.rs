@@ -64,7 +64,8 @@ use std::rc::Rc;
 
 use udat_core::{
     backend::{
-        AhAttr, Backend, Completion, CqHead, QpConfig, RequestOp, SendWr, Sge, Shared, UdDest, Untaken, WaitFds, Wake,
+        AhAttr, Backend, Completion, CqHead, HoldsQp, QpConfig, Qps, RequestOp, SendWr, Sge, Shared, UdDest, Untaken,
+        WaitFds, Wake,
     },
     types::{CompletionFlags, MemPriv, SrqAttr},
     DatError, DatResult, ErrorType,
@@ -207,7 +208,8 @@ impl Backend for Verbs {
         cq.shared.fail();
     }
 
-    fn cq_poll(&mut self, cq: &mut Cq, out: &mut [Completion]) -> usize {
+    /// A CQ reaches its QPs by number itself (`CqShared`).
+    fn cq_poll(&mut self, cq: &mut Cq, _qps: &mut impl Qps<Qp>, out: &mut [Completion]) -> usize {
         cq.shared.poll(out)
     }
 
@@ -254,7 +256,7 @@ impl Backend for Verbs {
     }
 
     #[allow(unsafe_code)]
-    unsafe fn cq_take_shared<G>(
+    unsafe fn cq_take_shared<G: HoldsQp<Qp>>(
         &self,
         cq: &mut Cq,
         admit: impl FnOnce(CqHead) -> Option<G>,
@@ -344,10 +346,10 @@ impl Backend for Verbs {
     /// A completion the lane refuses waits in the CQ's stash, where the
     /// ordinary poll takes it first: nothing a caller can see changed.
     #[inline(always)]
-    fn cq_lane<G>(
+    fn cq_lane<G: HoldsQp<Qp>>(
         &mut self,
         cq: &mut Cq,
-        accept: impl FnOnce(&Completion) -> Option<G>,
+        accept: impl FnOnce(CqHead) -> Option<G>,
     ) -> Result<(Completion, G), Untaken> {
         cq.shared.take_lane(accept)
     }

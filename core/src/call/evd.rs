@@ -17,6 +17,7 @@ use crate::counts;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
+use crate::object::ep::EpQps;
 use crate::object::evd::{Evd, NotifyMode, TIMEOUT_INFINITE};
 use crate::provider::Provider;
 use crate::signature::signature;
@@ -306,7 +307,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// through [`Provider::dequeue_counted`].
     #[inline(always)]
     fn dequeue(&mut self, evd: EvdHandle, count: bool) -> DatResult<Event> {
-        let Provider { evds, backend, .. } = self;
+        let Provider { evds, eps, backend, .. } = self;
         let e = evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?;
         // "There is already a waiter on the EVD": DAT_INVALID_STATE.
         if e.waiter() {
@@ -325,7 +326,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             // On the stack, not in the provider: the completion then stays
             // in registers on its way to the event.
             let mut c = Completion::EMPTY;
-            if backend.cq_poll(cq, core::slice::from_mut(&mut c)) == 0 {
+            if backend.cq_poll(cq, &mut EpQps(eps), core::slice::from_mut(&mut c)) == 0 {
                 if !self.cm_look_due(ia) {
                     return Err(DatError::of(ErrorType::QueueEmpty));
                 }

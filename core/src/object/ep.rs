@@ -5,12 +5,12 @@ mod connection;
 
 pub(crate) use connection::{Connection, Reached};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Qps};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
-use crate::handle::{EvdHandle, IaHandle, PzHandle, SrqHandle};
+use crate::handle::{EvdHandle, IaHandle, PzHandle, RawHandle, SrqHandle};
 use crate::object::evd::NotifyMode;
 use crate::signature::Parameter;
-use crate::slab::Members;
+use crate::slab::{Members, Slab, SlotsOf};
 use crate::types::{CompletionFlags, EpAttr, EpState, IaAttr, Qos};
 
 /// The completion flags of dat_ep_post_rdma_write(3DAT) and
@@ -242,16 +242,24 @@ impl<B: Backend> Ep<B> {
         }
     }
 
-    /// Count a DTO completion out of this EP's outstanding work: a receive
-    /// of its own queue, or the `retired` requests a request's completion
-    /// retires (unsignalled ones before it complete with it).
+    /// Count a DTO completion out of this EP's outstanding work
+    /// ([`Settle::dto`]).
     #[inline(always)]
     pub(crate) fn settle_dto(&mut self, recv: bool, retired: u32) {
-        if recv {
-            self.recv_outstanding = self.recv_outstanding.saturating_sub(1);
-        } else {
-            self.request_outstanding = self.request_outstanding.saturating_sub(retired);
-        }
+        self.completing().1.dto(recv, retired);
+    }
+
+    /// This EP's QP, for a CQ's poll to complete its work, beside what
+    /// settling the completion changes: the two halves a dequeue's lane
+    /// holds at once.
+    #[inline(always)]
+    pub(crate) fn completing(&mut self) -> (Option<&mut B::Qp>, Settle<'_>) {
+        let settle = Settle {
+            request_outstanding: &mut self.request_outstanding,
+            recv_outstanding: &mut self.recv_outstanding,
+            name: self.name,
+        };
+        (self.qp.as_mut(), settle)
     }
 
     /// Move the connection through `step`, one of [`Connection`]'s
@@ -412,5 +420,39 @@ impl EpAttr {
             return Err(DatError::of(ErrorType::ModelNotSupported));
         }
         Ok(())
+    }
+}
+
+/// The EPs of a slab as the QPs a CQ's poll completes work of
+/// ([`Qps`]): a QP's tag is its EP's handle (`Provider::qp_build`).
+pub(crate) struct EpQps<'a, B: Backend, S: SlotsOf<Ep<B>>>(pub(crate) &'a mut Slab<Ep<B>, S>);
+
+impl<B: Backend, S: SlotsOf<Ep<B>>> Qps<B::Qp> for EpQps<'_, B, S> {
+    #[inline(always)]
+    fn by_tag(&mut self, tag: u64) -> Option<&mut B::Qp> {
+        self.0.get_mut(RawHandle::from_bits(tag))?.qp_mut()
+    }
+}
+
+/// The accounts a DTO completion of an EP settles, apart from its QP
+/// ([`Ep::completing`]), and the name its events carry.
+pub(crate) struct Settle<'e> {
+    request_outstanding: &'e mut u32,
+    recv_outstanding: &'e mut u32,
+    /// [`Ep::name`].
+    pub(crate) name: u64,
+}
+
+impl Settle<'_> {
+    /// Count a DTO completion out of the EP's outstanding work: a receive
+    /// of its own queue, or the `retired` requests a request's completion
+    /// retires (unsignalled ones before it complete with it).
+    #[inline(always)]
+    pub(crate) fn dto(self, recv: bool, retired: u32) {
+        if recv {
+            *self.recv_outstanding = self.recv_outstanding.saturating_sub(1);
+        } else {
+            *self.request_outstanding = self.request_outstanding.saturating_sub(retired);
+        }
     }
 }

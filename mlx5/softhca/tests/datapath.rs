@@ -10,14 +10,15 @@ use std::ptr::NonNull;
 
 use proptest::prelude::*;
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, Grh, QpConfig, QpType, RequestOp, SendWr,
-    Sge, UdDest,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, Grh, QpConfig, QpType, Qps, RequestOp,
+    SendWr, Sge, UdDest,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
 use udat_mlx5::testing::Recorder;
 
 /// Every privilege, the atomic target's included.
 const ALL: MemPriv = MemPriv(MemPriv::ALL.0 | MemPriv::REMOTE_ATOMIC.0);
+use udat_mlx5::backend::Qp;
 use udat_mlx5::cq::CompletionQueue;
 use udat_mlx5::cqe::{Cqe, CqeOpcode, Syndrome};
 use udat_mlx5::device::{Device, QpSpec};
@@ -695,13 +696,27 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     connect(&mut b, &mut a, &mut c, &mut ia);
     b.post_send(&mut a, &write(50)).unwrap();
     let mut out = [Completion::EMPTY; 16];
-    let n = b.cq_poll(&mut cq, &mut out);
+    let n = b.cq_poll(&mut cq, &mut Two(&mut a, &mut c), &mut out);
     let got: Vec<_> = out[..n].iter().map(|c| (c.tag, c.cookie, c.status, c.retired)).collect();
     assert_eq!(got, vec![(1, 50, DtoStatus::Success, 1)]);
     b.cm().unlisten(listener);
     b.qp_destroy(a);
     b.qp_destroy(c);
     b.cq_destroy(cq);
+}
+
+/// The two QPs of a test, by their tags 1 and 2, as a CQ's poll reaches
+/// them through the core's EPs.
+struct Two<'q>(&'q mut Qp<SoftHca>, &'q mut Qp<SoftHca>);
+
+impl Qps<Qp<SoftHca>> for Two<'_> {
+    fn by_tag(&mut self, tag: u64) -> Option<&mut Qp<SoftHca>> {
+        match tag {
+            1 => Some(self.0),
+            2 => Some(self.1),
+            _ => None,
+        }
+    }
 }
 
 /// A UD send through the software HCA: the receive holds the GRH (IP
@@ -750,16 +765,16 @@ fn a_ud_datagram_carries_its_grh_and_reaches_only_its_q_key_and_gid() {
     let send = |cookie| SendWr { op: RequestOp::Send, sges: &[], length: 5, cookie, flags: CompletionFlags::DEFAULT };
     let sge = [Sge { addr: base, length: 5, lkey: reg.lkey }];
     let dest = UdDest { remote_qpn: to_c.qpn, qkey: to_c.qkey };
-    let mut poll = |b: &mut B| {
+    let mut poll = |b: &mut B, a: &mut _, c: &mut _| {
         let mut out = [Completion::EMPTY; 8];
-        let n = b.cq_poll(&mut cq, &mut out);
+        let n = b.cq_poll(&mut cq, &mut Two(a, c), &mut out);
         out[..n].iter().map(|c| (c.tag, c.cookie, c.status, c.op, c.transferred_length, c.imm)).collect::<Vec<_>>()
     };
 
     b.post_recv(&mut c, &[recv(1024)], 70).unwrap();
     b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(1) }).unwrap();
     // The two QPs' completions share the CQ, in no order of DAT's.
-    let mut got = poll(&mut b);
+    let mut got = poll(&mut b, &mut a, &mut c);
     got.sort_by_key(|c| c.0);
     assert_eq!(got[0], (1, 1, DtoStatus::Success, DtoOp::SendUd, 5, 0));
     assert_eq!(got[1], (2, 70, DtoStatus::Success, DtoOp::ReceiveUd, 45, to_a.qpn), "the GRH, then 5 bytes");
@@ -776,16 +791,16 @@ fn a_ud_datagram_carries_its_grh_and_reaches_only_its_q_key_and_gid() {
     other_gid.grh = other_gid.grh.map(|g| Grh { dgid: [0xfe; 16], ..g });
     let elsewhere = b.ah_create(&pd, &other_gid).unwrap();
     b.post_send_ud(&mut a, &elsewhere, dest, &SendWr { sges: &sge, ..send(3) }).unwrap();
-    let sent: Vec<_> = poll(&mut b).iter().map(|c| (c.1, c.2)).collect();
+    let sent: Vec<_> = poll(&mut b, &mut a, &mut c).iter().map(|c| (c.1, c.2)).collect();
     assert_eq!(sent, vec![(2, DtoStatus::Success), (3, DtoStatus::Success)], "lost datagrams still complete");
     b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(4) }).unwrap();
-    let received: Vec<_> = poll(&mut b).iter().filter(|c| c.0 == 2).map(|c| c.1).collect();
+    let received: Vec<_> = poll(&mut b, &mut a, &mut c).iter().filter(|c| c.0 == 2).map(|c| c.1).collect();
     assert_eq!(received, vec![71], "the receive waited for the datagram that fits");
     // dat_ep_reset of a UD EP: its QP takes datagrams again at once.
     b.qp_reset(&mut c).unwrap();
     b.post_recv(&mut c, &[recv(3072)], 72).unwrap();
     b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(5) }).unwrap();
-    let received: Vec<_> = poll(&mut b).iter().filter(|c| c.0 == 2).map(|c| (c.1, c.2)).collect();
+    let received: Vec<_> = poll(&mut b, &mut a, &mut c).iter().filter(|c| c.0 == 2).map(|c| (c.1, c.2)).collect();
     assert_eq!(received, vec![(72, DtoStatus::Success)], "a reset UD QP receives again");
     b.ah_destroy(av);
     b.ah_destroy(elsewhere);

@@ -11,17 +11,16 @@
 //! ([`Provider::evd_dequeue`]) decides.
 #![allow(unsafe_code)]
 
-use crate::backend::{Backend, Completion, CqHead, Shared, Untaken};
+use crate::backend::{Backend, Completion, CqHead, HoldsQp, Shared, Untaken};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{EpHandle, EvdHandle, RawHandle};
-use crate::object::ep::Ep;
+use crate::object::ep::{Ep, Settle};
 use crate::object::evd::Evd;
 use crate::object::ia::Ia;
 use crate::provider::Provider;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
-use crate::types::{DtoOp, DtoStatus};
 
 /// Why a dequeue's lane took nothing ([`Provider::lane_dequeue_with`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,21 +82,51 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let taken = backend.cq_lane(
             cq,
             #[inline(always)]
-            |c| {
-                let ep = eps.get_mut(RawHandle::from_bits(c.tag))?;
-                let recv = c.op.is_recv();
-                routes_here(ep, c, recv, evd).then_some((ep, recv))
+            |head: CqHead| {
+                let ep = eps.get_mut(RawHandle::from_bits(head.tag))?;
+                if !routes_here(ep, head.recv, evd) {
+                    return None;
+                }
+                Completing::of(ep, head.recv, ())
             },
         );
-        let (c, (ep, recv)) = match taken {
+        let (c, Completing { settle, recv, .. }) = match taken {
             Ok(taken) => taken,
             Err(Untaken::Empty) => return Err(empty(backend, evds, ias, slot)),
             Err(Untaken::Declined) => return Err(Passed::Ordinary),
         };
         // What `Provider::complete_to` counts for a completion it hands
         // to the dequeue.
-        ep.settle_dto(recv, c.retired);
-        Ok(event(evd, &c, ep.name))
+        let name = settle.name;
+        settle.dto(recv, c.retired);
+        Ok(event(evd, &c, name))
+    }
+}
+
+/// What a dequeue holds of the EP a CQE is for while the CQ takes it: its
+/// QP, its accounts, whether the CQE completes a receive, and (shared)
+/// the EP's lock.
+struct Completing<'e, B: Backend, L> {
+    qp: &'e mut B::Qp,
+    settle: Settle<'e>,
+    recv: bool,
+    /// Held until the completion is settled and its event written.
+    lock: L,
+}
+
+impl<'e, B: Backend, L> Completing<'e, B, L> {
+    /// `ep`'s halves, if it has a QP.
+    #[inline(always)]
+    fn of(ep: &'e mut Ep<B>, recv: bool, lock: L) -> Option<Self> {
+        let (qp, settle) = ep.completing();
+        Some(Completing { qp: qp?, settle, recv, lock })
+    }
+}
+
+impl<B: Backend, L> HoldsQp<B::Qp> for Completing<'_, B, L> {
+    #[inline(always)]
+    fn qp(&mut self) -> &mut B::Qp {
+        self.qp
     }
 }
 
@@ -123,16 +152,16 @@ fn empty<B: Backend, E: SlotsOf<Evd<B::Cq>>, I: SlotsOf<Ia<B>>>(
     }
 }
 
-/// Whether `Provider::complete_to` would hand `c`, a completion of `ep`
-/// (of a receive if `recv`), to a dequeue of `evd` as a DTO event, and
-/// change nothing else: a success, not a window bind's, of the stream
-/// `evd` takes, and for a receive one the EP settles alone
-/// ([`Ep::recv_direct`]: not an SRQ's, whose count is the SRQ's, nor one
-/// that may have invalidated a window).
+/// Whether `Provider::complete_to` would hand a successful completion of
+/// `ep` that is no window bind's (what a CQ's lane shows, [`CqHead`]; of
+/// a receive if `recv`) to a dequeue of `evd` as a DTO event, and change
+/// nothing else: of the stream `evd` takes, and for a receive one the EP
+/// settles alone ([`Ep::recv_direct`]: not an SRQ's, whose count is the
+/// SRQ's, nor one that may have invalidated a window).
 #[inline(always)]
-fn routes_here<B: Backend>(ep: &Ep<B>, c: &Completion, recv: bool, evd: EvdHandle) -> bool {
+fn routes_here<B: Backend>(ep: &Ep<B>, recv: bool, evd: EvdHandle) -> bool {
     let (stream, alone) = ep.dto_stream(recv);
-    c.status == DtoStatus::Success && c.op != DtoOp::BindMw && stream == evd && alone
+    stream == evd && alone
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
@@ -180,19 +209,22 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                         // SRQ's receives are counted on the SRQ, and a
                         // receive may invalidate a window of the EP: all
                         // exclusive work (`Ep::recv_direct`).
-                        let (to, alone) = ep.dto_stream(head.recv);
-                        (to == evd && alone).then_some((lock, ep, head.recv))
+                        if !routes_here(ep, head.recv, evd) {
+                            return None;
+                        }
+                        Completing::of(ep, head.recv, lock)
                     },
                 )
             };
-            let (c, (_lock, ep, recv)) = match taken {
+            let (c, Completing { settle, recv, lock: _held, .. }) = match taken {
                 Shared::Done(Some(taken)) => taken,
                 Shared::Done(None) => continue,
                 Shared::Empty => return Shared::Empty,
                 Shared::NeedsExclusive => return Shared::NeedsExclusive,
             };
-            ep.settle_dto(recv, c.retired);
-            return Shared::Done(event(evd, &c, ep.name));
+            let name = settle.name;
+            settle.dto(recv, c.retired);
+            return Shared::Done(event(evd, &c, name));
         }
     }
 }

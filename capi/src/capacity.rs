@@ -253,7 +253,6 @@ impl udat_mlx5::table::Storage for QueueHeap {
         use udat_mlx5::table::Of;
         let n = match of {
             Of::QpnIndex => self.0.eps.saturating_mul(2).next_power_of_two(),
-            Of::Cqs => self.0.evds,
             Of::Srqs => self.0.srqs,
         };
         Reserved::new(n)

@@ -11,7 +11,7 @@ use udat_capi::capacity::Capacity;
 use udat_capi::sys::*;
 use udat_capi::transport::SoftHca;
 use udat_capi::{Instance, Registration, Transport};
-use udat_core::backend::{Backend, Completion, ConnectionManager, QpConfig, Qps, SendWr, Sge, Wake};
+use udat_core::backend::{Backend, Completion, ConnectionManager, Cqs, QpConfig, Qps, SendWr, Sge, Wake};
 use udat_core::handle::CnoHandle;
 use udat_core::types::{CompletionFlags, EvdFlags, MemPriv, SrqAttr};
 use udat_core::{AsyncEvd, DatResult};
@@ -85,11 +85,11 @@ impl Backend for Panicky {
         };
         self.0.qp_create(&config, tag)
     }
-    fn qp_destroy(&mut self, qp: Self::Qp) {
-        self.0.qp_destroy(qp)
+    fn qp_destroy(&mut self, qp: Self::Qp, cqs: &mut impl Cqs<Self::Cq>) {
+        self.0.qp_destroy(qp, cqs)
     }
-    fn qp_reset(&mut self, qp: &mut Self::Qp) -> DatResult<()> {
-        self.0.qp_reset(qp)
+    fn qp_reset(&mut self, qp: &mut Self::Qp, cqs: &mut impl Cqs<Self::Cq>) -> DatResult<()> {
+        self.0.qp_reset(qp, cqs)
     }
     fn post_send(&mut self, qp: &mut Self::Qp, wr: &SendWr<'_>) -> DatResult<()> {
         self.0.post_send(qp, wr)
@@ -124,8 +124,8 @@ impl Backend for Panicky {
     fn now_us(&mut self) -> u64 {
         self.0.now_us()
     }
-    fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake {
-        self.0.block(ia, timeout_us)
+    fn block(&mut self, ia: &mut Self::Ia, cqs: &mut impl Cqs<Self::Cq>, timeout_us: Option<u64>) -> Wake {
+        self.0.block(ia, cqs, timeout_us)
     }
     fn wait_fds(&self, ia: &Self::Ia) -> udat_core::backend::WaitFds {
         self.0.wait_fds(ia)

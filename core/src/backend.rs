@@ -452,6 +452,16 @@ pub trait Qps<Q> {
     fn by_tag(&mut self, tag: u64) -> Option<&mut Q>;
 }
 
+/// CQs the core holds in its EVDs, handed to a call that reaches CQs
+/// other than the one it polls: every CQ for [`Backend::block`], a QP's
+/// own for [`Backend::qp_destroy`] and [`Backend::qp_reset`]. A transport
+/// that keeps a CQ's ring in the CQ itself reaches it here, with no table
+/// of its own.
+pub trait Cqs<C> {
+    /// Run `f` on each CQ, once.
+    fn each(&mut self, f: impl FnMut(&mut C));
+}
+
 /// What a dequeue's lane ([`Backend::cq_lane`]) or a shared dequeue
 /// ([`Backend::cq_take_shared`]) is handed back for the EP a CQE is for,
 /// while it holds the EP: the EP's QP, whose work the transport then
@@ -528,10 +538,12 @@ pub trait Backend {
     /// completions and connection events carry `tag`.
     fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<Self::Qp>;
     /// Release a QP (dat_ep_free(3DAT), or dat_ep_modify(3DAT) replacing
-    /// it).
-    fn qp_destroy(&mut self, qp: Self::Qp);
-    /// Make a disconnected QP connectable again (`dat_ep_reset`).
-    fn qp_reset(&mut self, qp: &mut Self::Qp) -> DatResult<()>;
+    /// it). `cqs` are the CQs it was made with that still exist: what it
+    /// left in them must not reach a QP made later.
+    fn qp_destroy(&mut self, qp: Self::Qp, cqs: &mut impl Cqs<Self::Cq>);
+    /// Make a disconnected QP connectable again (`dat_ep_reset`); `cqs`
+    /// as for [`Backend::qp_destroy`].
+    fn qp_reset(&mut self, qp: &mut Self::Qp, cqs: &mut impl Cqs<Self::Cq>) -> DatResult<()>;
     /// Whether a disconnected QP still owes flushes that a reset would
     /// lose, so that a caller can wait for them before
     /// [`Backend::qp_reset`], and not inside it. A transport whose flushes
@@ -780,8 +792,9 @@ pub trait Backend {
         self.now_us()
     }
     /// Block until a completion or connection event may be ready on `ia`,
-    /// or `timeout_us` passes (`None`: no limit).
-    fn block(&mut self, ia: &mut Self::Ia, timeout_us: Option<u64>) -> Wake;
+    /// or `timeout_us` passes (`None`: no limit). `cqs` are every CQ the
+    /// core holds, which a transport may arm before it blocks.
+    fn block(&mut self, ia: &mut Self::Ia, cqs: &mut impl Cqs<Self::Cq>, timeout_us: Option<u64>) -> Wake;
 
     /// Descriptors that become readable when [`Backend::block`] on `ia`
     /// would find activity, once a `block` with a zero timeout armed the

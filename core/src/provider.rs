@@ -19,7 +19,7 @@ use crate::object::ah::Ah;
 use crate::object::cno::Cno;
 use crate::object::cr::Cr;
 use crate::object::ep::{Ep, EpQps, Reached};
-use crate::object::evd::{Arrival, Evd};
+use crate::object::evd::{Arrival, Evd, EvdCqs};
 use crate::object::ia::Ia;
 use crate::object::lmr::Lmr;
 use crate::object::psp::Psp;
@@ -249,9 +249,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `timeout_us` passes: the sleep between the steps of a wait begun with
     /// [`Provider::evd_wait_begin`] or [`Provider::cno_wait_begin`].
     pub fn block(&mut self, ia: IaHandle, timeout_us: Option<u64>) -> DatResult<crate::backend::Wake> {
-        let Provider { ias, backend, .. } = self;
+        let Provider { ias, evds, backend, .. } = self;
         let i = ias.get_mut(ia.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
-        Ok(backend.block(&mut i.dev, timeout_us))
+        Ok(backend.block(&mut i.dev, &mut EvdCqs::all(evds), timeout_us))
     }
 
     lookup!(ia, ias, IaHandle, Ia<B>, InvalidHandleIa);

@@ -1,18 +1,21 @@
 //! [`Mlx5`]: udat-core's [`Backend`] with the mlx5 data path over a
 //! [`Device`]'s control path.
 //!
-//! A QP's queues live in the QP, which the core holds in its EP, so a
-//! post reaches them with no look-up. A CQ's poll reaches the QPs whose
-//! CQEs it carries through the core ([`Qps`]): a CQE names its QP by
-//! number, the number leads to the QP's tag (its EP), the tag to its
-//! queues, and the WQE counter to the work request. CQs and SRQs live in
-//! the backend's own tables, which a QP's destruction and a CQ event
-//! reach. A CQE whose QP is gone is skipped; a receive it carried from an
-//! SRQ still returns its WQE to the SRQ.
+//! A QP's queues live in the QP, which the core holds in its EP, and a
+//! CQ's ring in the CQ, which the core holds in its EVD, so neither a
+//! post nor a dequeue looks its queue up. A CQ's poll reaches the QPs
+//! whose CQEs it carries through the core ([`Qps`]): a CQE names its QP
+//! by number, the number leads to the QP's tag (its EP), the tag to its
+//! queues, and the WQE counter to the work request. What reaches CQs
+//! other than the one polled (a QP's destruction marks its CQEs stale, a
+//! block arms every CQ) is handed them by the core ([`Cqs`]). SRQs live
+//! in a table of the backend's, which a CQE of a destroyed QP reaches by
+//! number: such a CQE is skipped, but a receive it carried from an SRQ
+//! still returns its WQE to the SRQ.
 
 use udat_core::backend::{
-    AhAttr, Backend, Completion, ConnectionManager, CqHead, HoldsQp, QpConfig, QpType, Qps, RequestOp, SendWr, Sge,
-    Shared, UdDest, Untaken, WaitFds, Wake, MAX_SGE,
+    AhAttr, Backend, Completion, ConnectionManager, CqHead, Cqs, HoldsQp, QpConfig, QpType, Qps, RequestOp, SendWr,
+    Sge, Shared, UdDest, Untaken, WaitFds, Wake, MAX_SGE,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
@@ -51,11 +54,11 @@ pub struct Ah<D: Device> {
     av: AddressVector,
 }
 
-/// A CQ: the device's handle and the slot of its ring.
+/// A CQ: the device's handle and its ring.
 #[derive(Debug)]
 pub struct Cq<D: Device> {
     ctl: D::Cq,
-    slot: u16,
+    ring: CompletionQueue<D::Register>,
     /// The device reported the CQ in error ([`Backend::cq_failed`]): it
     /// writes no more CQEs, so a poll that finds none completes what its
     /// QPs still hold as flushed.
@@ -84,8 +87,9 @@ struct QpQueues<D: Device> {
     sq: SendQueue<D::Register, D::SendSlots>,
     rq: Option<RecvQueue<D::RecvSlots>>,
     srq: Option<u16>,
-    send_cq: Option<u16>,
-    recv_cq: Option<u16>,
+    /// The numbers of the CQs it reports to.
+    send_cq: Option<u32>,
+    recv_cq: Option<u32>,
     /// A UD QP: its receives complete as [`DtoOp::ReceiveUd`].
     ud: bool,
 }
@@ -96,11 +100,10 @@ struct SrqQueue<D: Device> {
 }
 
 /// The mlx5 backend over the device `D`, its tables in storage `S`: by
-/// default 64 QPs, 128 CQs and 128 SRQs.
+/// default 64 QPs and 128 SRQs.
 pub struct Mlx5<D: Device, S: Storage = Inline<128>> {
     device: D,
     by_qpn: QpnIndex<S::Slots<Route>>,
-    cqs: TableIn<CompletionQueue<D::Register>, S>,
     srqs: TableIn<SrqQueue<D>, S>,
 }
 
@@ -117,7 +120,6 @@ impl<D: Device, S: Storage> Mlx5<D, S> {
         Mlx5 {
             device,
             by_qpn: QpnIndex::new(storage.slots(Of::QpnIndex)),
-            cqs: Table::new(storage.slots(Of::Cqs), usize::MAX),
             srqs: Table::new(storage.slots(Of::Srqs), usize::MAX),
         }
     }
@@ -126,16 +128,17 @@ impl<D: Device, S: Storage> Mlx5<D, S> {
     pub fn device(&mut self) -> &mut D {
         &mut self.device
     }
+}
 
-    /// Mark the CQEs of QP `qpn` not yet polled in `cqs`, so no QP that
-    /// has (or later gets) the number takes them.
-    fn forget_cqes(&mut self, qpn: u32, cqs: [Option<u16>; 2]) {
-        for cq in cqs.into_iter().flatten() {
-            if let Some(ring) = self.cqs.get_mut(cq) {
-                ring.forget_qp(qpn);
-            }
+/// Mark the CQEs of QP `qpn` not yet polled in those of `cqs` it reports
+/// to (`reports_to`, their numbers), so no QP that has (or later gets)
+/// the number takes them.
+fn forget_cqes<D: Device>(qpn: u32, reports_to: [Option<u32>; 2], cqs: &mut impl Cqs<Cq<D>>) {
+    cqs.each(|cq| {
+        if reports_to.contains(&Some(cq.ring.cqn())) {
+            cq.ring.forget_qp(qpn);
         }
-    }
+    });
 }
 
 fn resources() -> DatError {
@@ -407,7 +410,7 @@ fn received(tag: u64, cookie: u64, cqe: &Cqe) -> Completion {
 }
 
 /// Complete as flushed, into `out`, what the QPs reporting to the failed
-/// CQ in `cq_slot` still hold, oldest first, request by request: the
+/// CQ numbered `cqn` still hold, oldest first, request by request: the
 /// flushes the device would have written there (ibv_poll_cq(3),
 /// `IBV_WC_WR_FLUSH_ERR`), had the CQ not overrun. rdma-core's mlx5
 /// provider completes a device in its fatal state the same way, from its
@@ -416,14 +419,14 @@ fn received(tag: u64, cookie: u64, cqe: &Cqe) -> Completion {
 fn flush_failed<D: Device, R: Store<Entry<Route>>>(
     by_qpn: &QpnIndex<R>,
     qps: &mut impl Qps<Qp<D>>,
-    cq_slot: u16,
+    cqn: u32,
     out: &mut [Completion],
 ) -> usize {
     let mut n = 0;
     for route in by_qpn.routes() {
         let Some(Qp { queues, .. }) = qps.by_tag(route.tag) else { continue };
         let tag = queues.tag;
-        if queues.send_cq == Some(cq_slot) {
+        if queues.send_cq == Some(cqn) {
             while n < out.len() {
                 let Some(sent) = queues.sq.retire_next() else { break };
                 if let Some(place) = out.get_mut(n) {
@@ -432,7 +435,7 @@ fn flush_failed<D: Device, R: Store<Entry<Route>>>(
                 n += 1;
             }
         }
-        if queues.recv_cq == Some(cq_slot) && queues.srq.is_none() {
+        if queues.recv_cq == Some(cqn) && queues.srq.is_none() {
             while n < out.len() {
                 let Some(cookie) = queues.rq.as_mut().and_then(|rq| rq.complete()) else { break };
                 if let Some(place) = out.get_mut(n) {
@@ -507,18 +510,11 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
 
     fn cq_create(&mut self, ia: &mut D::Ia, min_entries: u32, tag: u64) -> DatResult<Cq<D>> {
         let parts = self.device.cq_create(ia, min_entries, tag)?;
-        let ring = match CompletionQueue::new(parts.geometry) {
-            Ok(ring) => ring,
+        match CompletionQueue::new(parts.geometry) {
+            Ok(ring) => Ok(Cq { ctl: parts.cq, ring, failed: false }),
             Err(_) => {
                 self.device.cq_destroy(parts.cq);
-                return Err(internal());
-            }
-        };
-        match self.cqs.insert(ring) {
-            Ok(slot) => Ok(Cq { ctl: parts.cq, slot, failed: false }),
-            Err(_) => {
-                self.device.cq_destroy(parts.cq);
-                Err(resources())
+                Err(internal())
             }
         }
     }
@@ -527,9 +523,11 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         Err(DatError::of(ErrorType::ModelNotSupported))
     }
 
+    /// The data path lets go of the ring before the device frees it.
     fn cq_destroy(&mut self, cq: Cq<D>) {
-        self.cqs.remove(cq.slot);
-        self.device.cq_destroy(cq.ctl);
+        let Cq { ctl, ring, .. } = cq;
+        drop(ring);
+        self.device.cq_destroy(ctl);
     }
 
     fn cq_failed(&mut self, cq: &mut Cq<D>) {
@@ -538,8 +536,8 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
 
     #[inline]
     fn cq_poll(&mut self, cq: &mut Cq<D>, qps: &mut impl Qps<Qp<D>>, out: &mut [Completion]) -> usize {
-        let Mlx5 { by_qpn, cqs, srqs, .. } = self;
-        let Some(ring) = cqs.get_mut(cq.slot) else { return 0 };
+        let Mlx5 { by_qpn, srqs, .. } = self;
+        let ring = &mut cq.ring;
         let mut n = 0;
         let mut taken = false;
         while n < out.len() {
@@ -585,7 +583,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             ring.update_ci();
         }
         if n < out.len() && cq.failed {
-            n += flush_failed(by_qpn, qps, cq.slot, out.get_mut(n..).unwrap_or_default());
+            n += flush_failed(by_qpn, qps, ring.cqn(), out.get_mut(n..).unwrap_or_default());
         }
         n
     }
@@ -621,8 +619,8 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
             sq,
             rq,
             srq: config.srq.map(|s| s.slot),
-            send_cq: config.send_cq.map(|c| c.slot),
-            recv_cq: config.recv_cq.map(|c| c.slot),
+            send_cq: config.send_cq.map(|c| c.ring.cqn()),
+            recv_cq: config.recv_cq.map(|c| c.ring.cqn()),
             ud: config.qp_type == QpType::Ud,
         };
         let route = Route { qpn, srq: config.srq.is_some(), tag };
@@ -636,27 +634,27 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
 
     /// The data path lets go of the queue memory before the device frees
     /// it; the CQEs are marked once the device writes no more.
-    fn qp_destroy(&mut self, qp: Qp<D>) {
+    fn qp_destroy(&mut self, qp: Qp<D>, cqs: &mut impl Cqs<Cq<D>>) {
         let Qp { ctl, queues } = qp;
-        let (qpn, cqs) = (queues.sq.qpn(), [queues.send_cq, queues.recv_cq]);
+        let (qpn, reports_to) = (queues.sq.qpn(), [queues.send_cq, queues.recv_cq]);
         self.by_qpn.remove(qpn);
         drop(queues);
         self.device.qp_destroy(ctl);
-        self.forget_cqes(qpn, cqs);
+        forget_cqes(qpn, reports_to, cqs);
     }
 
-    fn qp_reset(&mut self, qp: &mut Qp<D>) -> DatResult<()> {
+    fn qp_reset(&mut self, qp: &mut Qp<D>, cqs: &mut impl Cqs<Cq<D>>) -> DatResult<()> {
         self.device.qp_reset(&mut qp.ctl)?;
         // dat_ep_reset(3DAT): "The operation might cause the loss of any
         // completions of previously posted DTOs ... that were not dequeued
         // yet": the QP keeps its number, so its old CQEs are marked stale.
         let queues = &mut qp.queues;
-        let (qpn, cqs) = (queues.sq.qpn(), [queues.send_cq, queues.recv_cq]);
+        let (qpn, reports_to) = (queues.sq.qpn(), [queues.send_cq, queues.recv_cq]);
         queues.sq.reset();
         if let Some(rq) = queues.rq.as_mut() {
             rq.reset();
         }
-        self.forget_cqes(qpn, cqs);
+        forget_cqes(qpn, reports_to, cqs);
         Ok(())
     }
 
@@ -766,8 +764,8 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         cq: &mut Cq<D>,
         admit: impl FnOnce(CqHead) -> Option<G>,
     ) -> Shared<Option<(Completion, G)>> {
-        // SAFETY: the caller holds the lock of the CQ's EVD.
-        let Some(ring) = (unsafe { self.cqs.get_shared(cq.slot) }) else { return Shared::NeedsExclusive };
+        // The caller holds the lock of the CQ's EVD.
+        let ring = &mut cq.ring;
         let Some(head) = ring.peek_head() else { return Shared::Empty };
         // An error breaks the connection: an exclusive poll's business.
         let Some(done) = head.done() else { return Shared::NeedsExclusive };
@@ -795,13 +793,12 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         cq: &mut Cq<D>,
         accept: impl FnOnce(CqHead) -> Option<G>,
     ) -> Result<(Completion, G), Untaken> {
-        let Mlx5 { by_qpn, cqs, .. } = self;
-        let ring = cqs.get_mut(cq.slot).ok_or(Untaken::Declined)?;
+        let ring = &mut cq.ring;
         let Some(head) = ring.peek_head() else {
             return Err(if cq.failed { Untaken::Declined } else { Untaken::Empty });
         };
         let done = head.done().ok_or(Untaken::Declined)?;
-        let route = ring.route(head.qpn(), |qpn| by_qpn.route(qpn)).ok_or(Untaken::Declined)?;
+        let route = ring.route(head.qpn(), |qpn| self.by_qpn.route(qpn)).ok_or(Untaken::Declined)?;
         let mut accepted = accept(CqHead { tag: route.tag, recv: done == Done::Receive }).ok_or(Untaken::Declined)?;
         let queues = &mut accepted.qp().queues;
         let (completion, taking) = look(ring, head, done, queues).ok_or(Untaken::Declined)?;
@@ -911,20 +908,22 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     /// the look and the arming is not missed. For the same reason a CQ
     /// already holding CQEs is left unarmed: they wait for their EVD's
     /// poll, and wake a block only the first time they are seen.
-    fn block(&mut self, ia: &mut D::Ia, timeout_us: Option<u64>) -> Wake {
+    fn block(&mut self, ia: &mut D::Ia, cqs: &mut impl Cqs<Cq<D>>, timeout_us: Option<u64>) -> Wake {
         let mut ready = false;
-        for ring in self.cqs.iter_mut() {
+        cqs.each(|Cq { ring, .. }| {
             if ring.has_cqe() {
                 ready |= ring.has_news();
             } else {
                 ring.arm(false);
             }
-        }
+        });
         let wake = if ready { Wake::Activity } else { self.device.block(ia, timeout_us) };
         while let Some(cqn) = self.device.cq_event(ia) {
-            if let Some(ring) = self.cqs.iter_mut().find(|r| r.cqn() == cqn) {
-                ring.event_taken();
-            }
+            cqs.each(|Cq { ring, .. }| {
+                if ring.cqn() == cqn {
+                    ring.event_taken();
+                }
+            });
         }
         wake
     }

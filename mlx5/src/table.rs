@@ -14,8 +14,6 @@ use udat_core::store::{Store, Vacant};
 pub enum Of {
     /// The QP-number index: at least twice as many entries as QPs.
     QpnIndex,
-    /// Completion queues.
-    Cqs,
     /// Shared receive queues.
     Srqs,
 }
@@ -64,7 +62,7 @@ pub trait Storage {
 }
 
 /// `N` slots for each table inside the backend: a QP-number index for
-/// `N / 2` QPs, `N` CQs and `N` SRQs.
+/// `N / 2` QPs, and `N` SRQs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Inline<const N: usize>;
 

@@ -16,7 +16,7 @@ use heapless::Deque;
 use udat_core::FixedVec;
 
 use udat_core::backend::{
-    AhAttr, Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, CqHead, HoldsQp, PrivateData,
+    AhAttr, Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, CqHead, Cqs, HoldsQp, PrivateData,
     QpConfig, QpType, Qps, Registration, RequestOp, SendWr, Sge, UdDest, UdPeer, Untaken, Wake,
 };
 use udat_core::error::{DatError, DatResult, ErrorType};
@@ -714,13 +714,13 @@ impl Backend for MockBackend {
         Ok(())
     }
 
-    fn qp_destroy(&mut self, qp: u32) {
+    fn qp_destroy(&mut self, qp: u32, _: &mut impl Cqs<Self::Cq>) {
         if let Some(q) = self.qps.get_mut(qp as usize) {
             *q = MockQp::default();
         }
     }
 
-    fn qp_reset(&mut self, qp: &mut u32) -> DatResult<()> {
+    fn qp_reset(&mut self, qp: &mut u32, _: &mut impl Cqs<Self::Cq>) -> DatResult<()> {
         let q = self.qps.get_mut(*qp as usize).ok_or(DatError::of(ErrorType::InternalError))?;
         q.error = false;
         q.sends.clear();
@@ -855,7 +855,7 @@ impl Backend for MockBackend {
         self.now_us
     }
 
-    fn block(&mut self, _ia: &mut u32, timeout_us: Option<u64>) -> Wake {
+    fn block(&mut self, _ia: &mut u32, _: &mut impl Cqs<Self::Cq>, timeout_us: Option<u64>) -> Wake {
         let next = self.scheduled.iter().map(|(at, _)| *at).min();
         let limit = timeout_us.map(|t| self.now_us.saturating_add(t));
         match (next, limit) {

@@ -136,8 +136,8 @@ impl Backend for NullBackend {
         self.tag = tag;
         Ok(())
     }
-    fn qp_destroy(&mut self, _qp: ()) {}
-    fn qp_reset(&mut self, _qp: &mut ()) -> DatResult<()> {
+    fn qp_destroy(&mut self, _qp: (), _: &mut impl Cqs<()>) {}
+    fn qp_reset(&mut self, _qp: &mut (), _: &mut impl Cqs<()>) -> DatResult<()> {
         Ok(())
     }
     fn post_send(&mut self, _qp: &mut (), _wr: &SendWr<'_>) -> DatResult<()> {
@@ -189,7 +189,7 @@ impl Backend for NullBackend {
     fn now_us(&mut self) -> u64 {
         0
     }
-    fn block(&mut self, _ia: &mut (), _t: Option<u64>) -> Wake {
+    fn block(&mut self, _ia: &mut (), _: &mut impl Cqs<()>, _t: Option<u64>) -> Wake {
         Wake::Interrupted
     }
 }

@@ -64,8 +64,8 @@ use std::rc::Rc;
 
 use udat_core::{
     backend::{
-        AhAttr, Backend, Completion, CqHead, HoldsQp, QpConfig, Qps, RequestOp, SendWr, Sge, Shared, UdDest, Untaken,
-        WaitFds, Wake,
+        AhAttr, Backend, Completion, CqHead, Cqs, HoldsQp, QpConfig, Qps, RequestOp, SendWr, Sge, Shared, UdDest,
+        Untaken, WaitFds, Wake,
     },
     types::{CompletionFlags, MemPriv, SrqAttr},
     DatError, DatResult, ErrorType,
@@ -286,11 +286,12 @@ impl Backend for Verbs {
         })
     }
 
-    fn qp_destroy(&mut self, qp: Qp) {
+    /// The device drops a destroyed QP's completions itself.
+    fn qp_destroy(&mut self, qp: Qp, _: &mut impl Cqs<Cq>) {
         drop(qp);
     }
 
-    fn qp_reset(&mut self, qp: &mut Qp) -> DatResult<()> {
+    fn qp_reset(&mut self, qp: &mut Qp, _: &mut impl Cqs<Cq>) -> DatResult<()> {
         qp.reset()
     }
 
@@ -418,7 +419,7 @@ impl Backend for Verbs {
         ia.wait_fds()
     }
 
-    fn block(&mut self, ia: &mut Ia, timeout_us: Option<u64>) -> Wake {
+    fn block(&mut self, ia: &mut Ia, _: &mut impl Cqs<Cq>, timeout_us: Option<u64>) -> Wake {
         let shared = &ia.0;
         // Arm every CQ, then look once more: a completion that arrived
         // before the arming raises no notification.

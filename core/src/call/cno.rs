@@ -22,7 +22,7 @@ use crate::backend::{Backend, Wake};
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
 use crate::object::cno::{Cno, ProxyAgent, Signal};
-use crate::object::evd::TIMEOUT_INFINITE;
+use crate::object::evd::{EvdCqs, TIMEOUT_INFINITE};
 use crate::provider::Provider;
 use crate::signature::signature;
 use crate::storage::Storage;
@@ -140,8 +140,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // CNO's: the notifications are the IA's, and one taken here for
         // another CNO's EVD must reach that CNO as its own trigger.
         for _ in 0..ARM_ROUNDS {
-            let Some(i) = self.ias.get_mut(ia.0) else { break };
-            let wake = self.backend.block(&mut i.dev, Some(0));
+            let Provider { ias, evds, backend, .. } = self;
+            let Some(i) = ias.get_mut(ia.0) else { break };
+            let wake = backend.block(&mut i.dev, &mut EvdCqs::all(evds), Some(0));
             self.pump_cm(ia);
             let mut next = self.evds.first_member(&self.owned(ia).evds);
             while let Some(evd) = next {
@@ -218,11 +219,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 CnoStep::Woken(evd) => return Ok(evd),
                 CnoStep::Pending { timeout_us } => {
                     let ia = self.cno(cno)?.ia;
-                    let Provider { ias, backend, .. } = self;
+                    let Provider { ias, evds, backend, .. } = self;
                     let Some(dev) = ias.get_mut(ia.0).map(|i| &mut i.dev) else {
                         return Ok(EvdHandle::NULL);
                     };
-                    if backend.block(dev, timeout_us) == Wake::Interrupted {
+                    if backend.block(dev, &mut EvdCqs::all(evds), timeout_us) == Wake::Interrupted {
                         self.cno_wait_end(&wait);
                         return Err(DatError::of(ErrorType::InterruptedCall));
                     }

@@ -30,7 +30,7 @@ use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::EventNumber;
 use crate::handle::{EpHandle, EvdHandle, IaHandle, PzHandle, SrqHandle};
 use crate::object::ep::{Ep, Streams};
-use crate::object::evd::NotifyMode;
+use crate::object::evd::{EvdCqs, NotifyMode};
 use crate::provider::Provider;
 use crate::signature::{signature, Parameter};
 use crate::storage::Storage;
@@ -341,7 +341,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         self.pz_release(ep.pz);
         let srq = ep.srq;
         if let Some(qp) = ep.into_qp() {
-            self.backend.qp_destroy(qp);
+            self.backend.qp_destroy(qp, &mut EvdCqs::of(&mut self.evds, [recv, request]));
         }
         if let Ok(s) = self.srq_mut(srq) {
             s.ep_refs = s.ep_refs.saturating_sub(1);
@@ -429,13 +429,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let Some(ep) = self.eps.get_mut(h.0) else { return Err(DatError::of(ErrorType::InternalError)) };
         let old_qp = if rebuild { ep.reconfigure(|_, qp| qp.take()) } else { None };
+        let old_evds = [ep.recv_evd, ep.request_evd];
         ep.pz = pz;
         ep.recv_evd = recv_evd;
         ep.request_evd = request_evd;
         ep.connect_evd = connect_evd;
         ep.reconfigure(|a, _| *a = attr);
         if let Some(qp) = old_qp {
-            self.backend.qp_destroy(qp);
+            self.backend.qp_destroy(qp, &mut EvdCqs::of(&mut self.evds, old_evds));
         }
         self.attach(&new_streams);
         if pz != old_pz {
@@ -559,13 +560,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// Unconnected; `DAT_INVALID_STATE` otherwise. Completions not yet
     /// dequeued may be lost, as the page allows.
     pub fn ep_reset(&mut self, h: EpHandle) -> DatResult<()> {
-        let Provider { eps, backend, .. } = self;
+        let Provider { eps, evds, backend, .. } = self;
         let ep = eps.get_mut(h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         match ep.state() {
             EpState::Unconnected => Ok(()),
             EpState::Disconnected => {
+                let streams = [ep.recv_evd, ep.request_evd];
                 if let Some(qp) = ep.qp_mut() {
-                    backend.qp_reset(qp)?;
+                    backend.qp_reset(qp, &mut EvdCqs::of(evds, streams))?;
                 }
                 ep.connection_moves(|c| c.reset());
                 ep.request_outstanding = 0;

@@ -18,7 +18,7 @@ use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle};
 use crate::object::ep::EpQps;
-use crate::object::evd::{Evd, NotifyMode, TIMEOUT_INFINITE};
+use crate::object::evd::{Evd, EvdCqs, NotifyMode, TIMEOUT_INFINITE};
 use crate::provider::Provider;
 use crate::signature::signature;
 use crate::storage::Storage;
@@ -477,11 +477,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     if e.fed_from_afar() {
                         timeout_us = Some(timeout_us.map_or(FOREIGN_SLICE_US, |t| t.min(FOREIGN_SLICE_US)));
                     }
-                    let Provider { ias, backend, .. } = self;
+                    let Provider { ias, evds, backend, .. } = self;
                     let Some(dev) = ias.get_mut(ia.0).map(|i| &mut i.dev) else {
                         return Err(DatError::of(ErrorType::Abort));
                     };
-                    let woke = backend.block(dev, timeout_us);
+                    let woke = backend.block(dev, &mut EvdCqs::all(evds), timeout_us);
                     self.count_evd(evd, counts::evd::Counter::WAIT_BLOCKED);
                     match woke {
                         Wake::Interrupted => {

@@ -8,8 +8,10 @@
 //! acts on the answer (the CNO to trigger, the overflow to report); it
 //! never writes the EVD's state.
 
+use crate::backend::Cqs;
 use crate::event::{Event, EventPool, EventQueue, EventSlot};
-use crate::handle::{CnoHandle, IaHandle};
+use crate::handle::{CnoHandle, EvdHandle, IaHandle, RawHandle};
+use crate::slab::{Slab, SlotsOf};
 use crate::store::Store;
 use crate::types::{CompletionFlags, EvdFlags};
 
@@ -438,6 +440,51 @@ impl<C> Evd<C> {
         self.counting = on;
         self.direct = self.lane_direct();
         self.refresh_lane();
+    }
+}
+
+/// The CQs of a slab's EVDs ([`Cqs`]): every one, or only those of two
+/// EVDs (an EP's streams, which may be one EVD).
+pub(crate) struct EvdCqs<'a, C, S: SlotsOf<Evd<C>>> {
+    evds: &'a mut Slab<Evd<C>, S>,
+    only: Option<[EvdHandle; 2]>,
+}
+
+impl<'a, C, S: SlotsOf<Evd<C>>> EvdCqs<'a, C, S> {
+    /// Every CQ of `evds`.
+    pub(crate) fn all(evds: &'a mut Slab<Evd<C>, S>) -> Self {
+        EvdCqs { evds, only: None }
+    }
+
+    /// The CQs of `of` that are still there.
+    pub(crate) fn of(evds: &'a mut Slab<Evd<C>, S>, of: [EvdHandle; 2]) -> Self {
+        EvdCqs { evds, only: Some(of) }
+    }
+}
+
+impl<C, S: SlotsOf<Evd<C>>> Cqs<C> for EvdCqs<'_, C, S> {
+    fn each(&mut self, mut f: impl FnMut(&mut C)) {
+        let evds = &mut *self.evds;
+        let mut visit = |evds: &mut Slab<Evd<C>, S>, h: RawHandle| {
+            if let Some(cq) = evds.get_mut(h).and_then(|e| e.cq.as_mut()) {
+                f(cq);
+            }
+        };
+        match self.only {
+            Some([a, b]) => {
+                visit(evds, a.0);
+                if b != a {
+                    visit(evds, b.0);
+                }
+            }
+            None => {
+                let mut from = 0;
+                while let Some(h) = evds.find_from(from, |e| e.cq.is_some()) {
+                    from = h.index() + 1;
+                    visit(evds, h);
+                }
+            }
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::ptr::NonNull;
 
 use proptest::prelude::*;
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, Grh, QpConfig, QpType, Qps, RequestOp,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, Cqs, Grh, QpConfig, QpType, Qps, RequestOp,
     SendWr, Sge, UdDest,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
@@ -18,7 +18,7 @@ use udat_mlx5::testing::Recorder;
 
 /// Every privilege, the atomic target's included.
 const ALL: MemPriv = MemPriv(MemPriv::ALL.0 | MemPriv::REMOTE_ATOMIC.0);
-use udat_mlx5::backend::Qp;
+use udat_mlx5::backend::{self, Qp};
 use udat_mlx5::cq::CompletionQueue;
 use udat_mlx5::cqe::{Cqe, CqeOpcode, Syndrome};
 use udat_mlx5::device::{Device, QpSpec};
@@ -691,8 +691,8 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
         b.post_send(&mut a, &write(cookie)).unwrap();
     }
     b.cm().disconnect(B::cm_qp(&mut a), false);
-    b.qp_reset(&mut a).unwrap();
-    b.qp_reset(&mut c).unwrap();
+    b.qp_reset(&mut a, &mut One(&mut cq)).unwrap();
+    b.qp_reset(&mut c, &mut One(&mut cq)).unwrap();
     connect(&mut b, &mut a, &mut c, &mut ia);
     b.post_send(&mut a, &write(50)).unwrap();
     let mut out = [Completion::EMPTY; 16];
@@ -700,8 +700,8 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     let got: Vec<_> = out[..n].iter().map(|c| (c.tag, c.cookie, c.status, c.retired)).collect();
     assert_eq!(got, vec![(1, 50, DtoStatus::Success, 1)]);
     b.cm().unlisten(listener);
-    b.qp_destroy(a);
-    b.qp_destroy(c);
+    b.qp_destroy(a, &mut One(&mut cq));
+    b.qp_destroy(c, &mut One(&mut cq));
     b.cq_destroy(cq);
 }
 
@@ -716,6 +716,15 @@ impl Qps<Qp<SoftHca>> for Two<'_> {
             2 => Some(self.1),
             _ => None,
         }
+    }
+}
+
+/// The one CQ of a test, as the core hands a QP's CQs over.
+struct One<'c>(&'c mut backend::Cq<SoftHca>);
+
+impl Cqs<backend::Cq<SoftHca>> for One<'_> {
+    fn each(&mut self, mut f: impl FnMut(&mut backend::Cq<SoftHca>)) {
+        f(self.0);
     }
 }
 
@@ -765,16 +774,16 @@ fn a_ud_datagram_carries_its_grh_and_reaches_only_its_q_key_and_gid() {
     let send = |cookie| SendWr { op: RequestOp::Send, sges: &[], length: 5, cookie, flags: CompletionFlags::DEFAULT };
     let sge = [Sge { addr: base, length: 5, lkey: reg.lkey }];
     let dest = UdDest { remote_qpn: to_c.qpn, qkey: to_c.qkey };
-    let mut poll = |b: &mut B, a: &mut _, c: &mut _| {
+    let poll = |b: &mut B, cq: &mut _, a: &mut _, c: &mut _| {
         let mut out = [Completion::EMPTY; 8];
-        let n = b.cq_poll(&mut cq, &mut Two(a, c), &mut out);
+        let n = b.cq_poll(cq, &mut Two(a, c), &mut out);
         out[..n].iter().map(|c| (c.tag, c.cookie, c.status, c.op, c.transferred_length, c.imm)).collect::<Vec<_>>()
     };
 
     b.post_recv(&mut c, &[recv(1024)], 70).unwrap();
     b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(1) }).unwrap();
     // The two QPs' completions share the CQ, in no order of DAT's.
-    let mut got = poll(&mut b, &mut a, &mut c);
+    let mut got = poll(&mut b, &mut cq, &mut a, &mut c);
     got.sort_by_key(|c| c.0);
     assert_eq!(got[0], (1, 1, DtoStatus::Success, DtoOp::SendUd, 5, 0));
     assert_eq!(got[1], (2, 70, DtoStatus::Success, DtoOp::ReceiveUd, 45, to_a.qpn), "the GRH, then 5 bytes");
@@ -791,21 +800,22 @@ fn a_ud_datagram_carries_its_grh_and_reaches_only_its_q_key_and_gid() {
     other_gid.grh = other_gid.grh.map(|g| Grh { dgid: [0xfe; 16], ..g });
     let elsewhere = b.ah_create(&pd, &other_gid).unwrap();
     b.post_send_ud(&mut a, &elsewhere, dest, &SendWr { sges: &sge, ..send(3) }).unwrap();
-    let sent: Vec<_> = poll(&mut b, &mut a, &mut c).iter().map(|c| (c.1, c.2)).collect();
+    let sent: Vec<_> = poll(&mut b, &mut cq, &mut a, &mut c).iter().map(|c| (c.1, c.2)).collect();
     assert_eq!(sent, vec![(2, DtoStatus::Success), (3, DtoStatus::Success)], "lost datagrams still complete");
     b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(4) }).unwrap();
-    let received: Vec<_> = poll(&mut b, &mut a, &mut c).iter().filter(|c| c.0 == 2).map(|c| c.1).collect();
+    let received: Vec<_> = poll(&mut b, &mut cq, &mut a, &mut c).iter().filter(|c| c.0 == 2).map(|c| c.1).collect();
     assert_eq!(received, vec![71], "the receive waited for the datagram that fits");
     // dat_ep_reset of a UD EP: its QP takes datagrams again at once.
-    b.qp_reset(&mut c).unwrap();
+    b.qp_reset(&mut c, &mut One(&mut cq)).unwrap();
     b.post_recv(&mut c, &[recv(3072)], 72).unwrap();
     b.post_send_ud(&mut a, &av, dest, &SendWr { sges: &sge, ..send(5) }).unwrap();
-    let received: Vec<_> = poll(&mut b, &mut a, &mut c).iter().filter(|c| c.0 == 2).map(|c| (c.1, c.2)).collect();
+    let received: Vec<_> =
+        poll(&mut b, &mut cq, &mut a, &mut c).iter().filter(|c| c.0 == 2).map(|c| (c.1, c.2)).collect();
     assert_eq!(received, vec![(72, DtoStatus::Success)], "a reset UD QP receives again");
     b.ah_destroy(av);
     b.ah_destroy(elsewhere);
     b.cm().unlisten(listener);
-    b.qp_destroy(a);
-    b.qp_destroy(c);
+    b.qp_destroy(a, &mut One(&mut cq));
+    b.qp_destroy(c, &mut One(&mut cq));
     b.cq_destroy(cq);
 }

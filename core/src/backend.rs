@@ -721,11 +721,11 @@ pub trait Backend {
     }
 
     /// The lane of a dequeue (the core's `lane` module): the next entry of
-    /// `cq`, if it completes a DTO with success and is not a window bind,
-    /// shown to `accept` ([`CqHead`]) before anything is consumed.
-    /// `accept` refuses it, or hands back what the caller keeps, which
-    /// holds the QP of the tag ([`HoldsQp`]). If the entry then completes
-    /// work of that QP the lane
+    /// `cq`, if it is a success, shown to `accept` ([`CqHead`]) before
+    /// anything is consumed. `accept` refuses it, or hands back what the
+    /// caller keeps, which holds the QP of the tag ([`HoldsQp`]); nothing
+    /// it hands back is kept unless the entry is taken. If the entry
+    /// completes a DTO of that QP that is no window bind, and one the lane
     /// can take, it is consumed exactly as [`Backend::cq_poll`] would have
     /// consumed it, and its completion comes back with what `accept`
     /// returned. Otherwise nothing a caller can see has changed (the entry

@@ -153,7 +153,7 @@ fn empty<B: Backend, E: SlotsOf<Evd<B::Cq>>, I: SlotsOf<Ia<B>>>(
 }
 
 /// Whether `Provider::complete_to` would hand a successful completion of
-/// `ep` that is no window bind's (what a CQ's lane shows, [`CqHead`]; of
+/// `ep` that is no window bind's (what a CQ's lane takes, [`CqHead`]; of
 /// a receive if `recv`) to a dequeue of `evd` as a DTO event, and change
 /// nothing else: of the stream `evd` takes, and for a receive one the EP
 /// settles alone ([`Ep::recv_direct`]: not an SRQ's, whose count is the

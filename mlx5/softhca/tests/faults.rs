@@ -1,7 +1,7 @@
 //! Faults injected into the software HCA, seen through the DAT API: each
 //! error syndrome reaches the consumer as its DAT status and breaks the
 //! connection; a QP forced to error and a peer that vanishes leave every
-//! DTO completed exactly once.
+//! DTO completed exactly once; a reset loses the flushes not dequeued.
 
 use udat_core::types::*;
 use udat_core::*;
@@ -125,4 +125,29 @@ fn an_srq_shrinks_within_its_ring_and_refuses_to_grow() {
         rig.p.srq_post_recv(srq, &[buf.seg(cookie as usize * 64, 64)], cookie).unwrap();
     }
     rig.p.srq_free(srq).unwrap();
+}
+
+/// dat_ep_reset(3DAT): "The operation might cause the loss of any
+/// completions of previously posted DTOs ... that were not dequeued yet".
+/// The reset QP keeps its number, so the flushes its disconnect left in
+/// its EVD's CQ are lost, not taken for the next connection's work.
+#[test]
+fn dat_ep_reset_loses_the_flushes_not_dequeued_and_the_next_connection_completes_alone() {
+    let mut rig = Rig::<SoftFabric>::new();
+    let (client, server) = rig.pair();
+    let buf = rig.buf(4096, MemPriv::ALL);
+    for cookie in 0..3 {
+        rig.p.ep_post_recv(client.ep, &[buf.seg(0, 64)], 10 + cookie, CompletionFlags::DEFAULT).unwrap();
+    }
+    rig.p.ep_disconnect(client.ep, CloseFlags::Graceful).unwrap();
+    rig.expect(client.conn, EventNumber::ConnectionDisconnected);
+    rig.expect(server.conn, EventNumber::ConnectionDisconnected);
+    rig.p.ep_reset(client.ep).unwrap();
+    rig.p.ep_reset(server.ep).unwrap();
+    rig.connect(client, server, udat_testkit::suite::PORT + 40, b"again", b"");
+    rig.p.ep_post_recv(client.ep, &[buf.seg(0, 64)], 50, CompletionFlags::DEFAULT).unwrap();
+    rig.p.ep_post_request(server.ep, &[buf.seg(1024, 16)], 60, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(rig.dto(server.dto), (60, DtoStatus::Success, 16, DtoOp::Send));
+    assert_eq!(rig.dto(client.dto), (50, DtoStatus::Success, 16, DtoOp::Receive));
+    assert!(rig.p.evd_dequeue(client.dto).is_err(), "a flush from before the reset");
 }

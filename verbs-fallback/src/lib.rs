@@ -286,7 +286,8 @@ impl Backend for Verbs {
         })
     }
 
-    /// The device drops a destroyed QP's completions itself.
+    /// The QP holds its CQs' shared halves and leaves them itself when it
+    /// drops (`qp::Qp`), so a completion it left behind is skipped.
     fn qp_destroy(&mut self, qp: Qp, _: &mut impl Cqs<Cq>) {
         drop(qp);
     }

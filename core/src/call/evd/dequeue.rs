@@ -84,10 +84,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             #[inline(always)]
             |head: CqHead| {
                 let ep = eps.get_mut(RawHandle::from_bits(head.tag))?;
-                if !routes_here(ep, head.recv, evd) {
-                    return None;
-                }
-                Completing::of(ep, head.recv, ())
+                Completing::of(ep, head, evd, ())
             },
         );
         let (c, Completing { settle, recv, .. }) = match taken {
@@ -115,11 +112,16 @@ struct Completing<'e, B: Backend, L> {
 }
 
 impl<'e, B: Backend, L> Completing<'e, B, L> {
-    /// `ep`'s halves, if it has a QP.
+    /// `ep`'s halves for the CQE `head` shows, if its completion is one
+    /// a dequeue of `evd` settles alone ([`routes_here`]) and `ep` has a
+    /// QP.
     #[inline(always)]
-    fn of(ep: &'e mut Ep<B>, recv: bool, lock: L) -> Option<Self> {
+    fn of(ep: &'e mut Ep<B>, head: CqHead, evd: EvdHandle, lock: L) -> Option<Self> {
+        if !routes_here(ep, head.recv, evd) {
+            return None;
+        }
         let (qp, settle) = ep.completing();
-        Some(Completing { qp: qp?, settle, recv, lock })
+        Some(Completing { qp: qp?, settle, recv: head.recv, lock })
     }
 }
 
@@ -209,10 +211,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                         // SRQ's receives are counted on the SRQ, and a
                         // receive may invalidate a window of the EP: all
                         // exclusive work (`Ep::recv_direct`).
-                        if !routes_here(ep, head.recv, evd) {
-                            return None;
-                        }
-                        Completing::of(ep, head.recv, lock)
+                        Completing::of(ep, head, evd, lock)
                     },
                 )
             };

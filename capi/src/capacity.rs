@@ -315,7 +315,7 @@ mod tests {
     fn a_reservation_is_resident_only_where_written() {
         let mut store = Reserved::<Wide>::new(1 << 16);
         let memory = store.memory.as_ref().expect("4 MiB of values");
-        let (start, len) = (memory.as_ptr() as usize, memory.len());
+        let (start, len) = (memory.as_non_null().as_ptr() as usize, memory.len());
         assert_eq!(crate::pages::resident_pages(start, len), 0, "a fresh reservation");
         assert!(store.grow() && store.grow());
         assert!(store.items().iter().all(|w| w.0 == [0; 64]));

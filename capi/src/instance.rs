@@ -18,7 +18,7 @@ use udat_wake::notify::Notifier;
 
 use crate::capacity::{Capacity, Heap};
 use crate::handle_space::HandleSpace;
-use crate::lock::{Locked, ObjLocks, Threads};
+use crate::lock::{CallLock, Locked, Threads};
 use crate::sys::{
     udat_ext_counters_fn, udat_ext_fn, udat_provider_head, udat_wait_abandon_fn, udat_wait_fn, DAT_COMM, DAT_HANDLE,
     DAT_IA_HANDLE, DAT_PROVIDER,
@@ -123,11 +123,6 @@ pub struct Instance<B: Transport> {
     /// Whether posts and dequeues share the state: a thread-safe
     /// registration over a transport whose queues allow it.
     pub shares: bool,
-    /// Per EP, EVD and SRQ slot: the lock a post or a dequeue of a shared
-    /// provider takes ([`udat_core::shared`]).
-    pub ep_locks: ObjLocks,
-    pub evd_locks: ObjLocks,
-    pub srq_locks: ObjLocks,
     /// Per IA slot: when, on the clock of [`Instance::now_us`], an empty
     /// shared dequeue of an EVD of that IA next makes an exclusive one,
     /// which looks at the IA's connection events (at most every
@@ -149,27 +144,20 @@ const _: () = assert!(
 );
 
 impl<B: Transport> Instance<B> {
+    /// The lock of an EP, SRQ or EVD for a call of a provider that shares
+    /// ([`udat_core::shared`]) that may panic holding it, which then
+    /// poisons the instance; a lane takes [`crate::lock::LaneLock`].
+    #[inline(always)]
+    pub fn call_lock(&'static self) -> CallLock {
+        CallLock { poisoned: &self.poisoned }
+    }
+
     /// A call panicked in the instance: it serves no further call
     /// (`poisoned`), and no thread shares its state again
     /// ([`Locked::poison_shares`]).
     pub fn poison(&self) {
         self.poisoned.store(true, Ordering::Release);
         self.state.poison_shares();
-    }
-
-    /// The locks a post or a dequeue of a provider that shares takes for
-    /// an object of `kind`, an EP, an EVD or an SRQ (the only kinds the
-    /// shared calls lock).
-    #[inline(always)]
-    pub fn locks(&self, kind: Kind) -> &ObjLocks {
-        match kind {
-            Kind::Evd => &self.evd_locks,
-            Kind::Srq => &self.srq_locks,
-            _ => {
-                debug_assert_eq!(kind, Kind::Ep, "no other kind is locked on its own");
-                &self.ep_locks
-            }
-        }
     }
 
     /// A new instance, at its final address: handles point into it. Its
@@ -207,9 +195,6 @@ impl<B: Transport> Instance<B> {
             poisoned: AtomicBool::new(false),
             state: Locked::new(state, threads),
             shares,
-            ep_locks: ObjLocks::new(capacity.eps as usize),
-            evd_locks: ObjLocks::new(capacity.evds as usize),
-            srq_locks: ObjLocks::new(capacity.srqs as usize),
             cm_look_us: (0..capacity.ias).map(|_| AtomicU64::new(0)).collect(),
         });
         instance.table.device_name = instance.name.as_ptr();

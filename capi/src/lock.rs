@@ -8,7 +8,8 @@
 //! provider takes only its thread's shard for reading ([`Locked::share`]),
 //! so posts and dequeues of different threads never write a line another
 //! thread reads, and then the lock of its own Endpoint, SRQ or EVD
-//! ([`ObjLocks`]): the rules of `udat_core::shared`. A thread-safe provider over a transport
+//! ([`LaneLock`], [`CallLock`]), on the word of the object's slot: the
+//! rules of `udat_core::shared`. A thread-safe provider over a transport
 //! whose queues are not to be shared has one shard: one lock around every
 //! call, as a mutex would be.
 //!
@@ -20,13 +21,12 @@
 //! go with a plain store. The same word says whether a call panicked, so
 //! the call that takes it learns both at once.
 
-use std::alloc::{handle_alloc_error, Layout};
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::pages::Zeroed;
+use udat_core::shared::SlotLock;
 
 /// Shards of a thread-safe provider: enough that threads seldom share one
 /// on the machines udat runs on, few enough that taking them all for the
@@ -386,7 +386,7 @@ impl<T> Locked<T> {
     /// A call panicked: no sharer is let in from now on ([`Locked::share`]
     /// answers `None`). A sharer already in finishes its call; it holds
     /// the lock of the one object it changes, which a panic under it
-    /// poisons ([`ObjLocks`]).
+    /// poisons ([`CallLock`]).
     pub fn poison_shares(&self) {
         for shard in &*self.shards {
             shard.0.fetch_or(POISON, Ordering::Release);
@@ -514,142 +514,114 @@ impl<T> Drop for Sharing<'_, T> {
     }
 }
 
-/// One lock per object slot (an Endpoint's, an SRQ's or an EVD's), each alone on
-/// its cache line, for the data path of a shared provider. A critical
-/// section is a post or the settling of one completion, so a waiter spins
-/// briefly, then yields.
-pub struct ObjLocks {
-    /// `n` locks, in a mapping of their own.
-    memory: Zeroed,
-    n: usize,
-}
+/// The lock of an object (an Endpoint's, an SRQ's or an EVD's) for the
+/// data path of a shared provider, on the word the object's slot in the
+/// core keeps for it ([`SlotLock`]): the look-up that finds the object
+/// takes it. A critical section is a post or the settling of one
+/// completion, so a waiter spins briefly, then yields. The word is
+/// [`OBJ_FREE`], [`OBJ_HELD`], or, once a call panicked holding it,
+/// [`OBJ_POISONED`] for good, so that the object it may have left
+/// half-changed is refused by the same exchange that takes the lock.
+///
+/// This one is a lane's, which runs outside `catch_unwind` and cannot
+/// panic (a panic there would unwind into C and abort the process), so
+/// its guard need not ask whether the thread is panicking when it lets
+/// the lock go; [`CallLock`] is every other call's.
+#[derive(Clone, Copy)]
+pub struct LaneLock;
 
-/// An object's lock: [`OBJ_FREE`], [`OBJ_HELD`], or, once a call panicked
-/// holding it, [`OBJ_POISONED`] for good, so that the object it may have
-/// left half-changed is refused by the same exchange that takes the lock.
-#[repr(C, align(64))]
-struct ObjLock {
-    state: AtomicU8,
+/// [`LaneLock`] for a call that may panic holding the lock, on a provider
+/// whose `poisoned` flag says whether a call panicked. A panic under the
+/// guard sets the flag, then poisons the lock as it lets it go, so that a
+/// thread that is refused the lock, or takes the provider next, finds the
+/// flag set.
+#[derive(Clone, Copy)]
+pub struct CallLock {
+    pub poisoned: &'static AtomicBool,
 }
 
 const OBJ_FREE: u8 = 0;
 const OBJ_HELD: u8 = 1;
 const OBJ_POISONED: u8 = 2;
 
-impl ObjLock {
-    /// Take the lock: one exchange when it is free, as it is unless two
-    /// threads work on one object; `false` if it is poisoned.
-    #[inline(always)]
-    fn take(&self) -> bool {
-        match self.state.swap(OBJ_HELD, Ordering::Acquire) {
-            OBJ_FREE => true,
-            prev => self.contend(prev),
-        }
+/// Take the lock on `word`: one exchange when it is free, as it is unless
+/// two threads work on one object; `false` if it is poisoned.
+#[inline(always)]
+fn take(word: &AtomicU8) -> bool {
+    match word.swap(OBJ_HELD, Ordering::Acquire) {
+        OBJ_FREE => true,
+        prev => contend(word, prev),
     }
+}
 
-    /// [`ObjLock::take`] where the exchange found `prev`: poisoned (put
-    /// back, and `false`), or held by another thread, waited for by
-    /// spinning briefly, then yielding between tries, reading until it
-    /// looks free so that the waiters do not take the line from the
-    /// holder.
-    #[cold]
-    #[inline(never)]
-    fn contend(&self, mut prev: u8) -> bool {
-        let mut spins = 0u32;
-        loop {
-            if prev == OBJ_POISONED {
-                self.state.store(OBJ_POISONED, Ordering::Relaxed);
-                return false;
+/// [`take`] where the exchange found `prev`: poisoned (put back, and
+/// `false`), or held by another thread, waited for by spinning briefly,
+/// then yielding between tries, reading until it looks free so that the
+/// waiters do not take the line from the holder.
+#[cold]
+#[inline(never)]
+fn contend(word: &AtomicU8, mut prev: u8) -> bool {
+    let mut spins = 0u32;
+    loop {
+        if prev == OBJ_POISONED {
+            word.store(OBJ_POISONED, Ordering::Relaxed);
+            return false;
+        }
+        while word.load(Ordering::Relaxed) == OBJ_HELD {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
             }
-            while self.state.load(Ordering::Relaxed) == OBJ_HELD {
-                spins += 1;
-                if spins < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
-            }
-            prev = self.state.swap(OBJ_HELD, Ordering::Acquire);
-            if prev == OBJ_FREE {
-                return true;
-            }
+        }
+        prev = word.swap(OBJ_HELD, Ordering::Acquire);
+        if prev == OBJ_FREE {
+            return true;
         }
     }
 }
 
-impl ObjLocks {
-    /// `n` unlocked locks, in a zeroed mapping of their own: a page of it
-    /// is resident only once an object has taken a lock on it, 64 locks
-    /// to a 4 KiB page.
-    pub fn new(n: usize) -> ObjLocks {
-        let n = n.max(1);
-        let layout = Layout::array::<ObjLock>(n).unwrap_or_else(|_| handle_alloc_error(Layout::new::<ObjLock>()));
-        let memory = Zeroed::new(layout).unwrap_or_else(|| handle_alloc_error(layout));
-        ObjLocks { memory, n }
-    }
+// SAFETY: the exchange that takes the word admits one holder until the
+// guard's release store; a poisoned word admits none. Every shared access
+// to an EP, SRQ or EVD of the C ABI takes its lock through `LaneLock` or
+// `CallLock`, which agree on the word.
+unsafe impl SlotLock for LaneLock {
+    type Guard<'w> = LaneGuard<'w>;
 
-    /// Every slot's lock.
     #[inline(always)]
-    fn locks(&self) -> &[ObjLock] {
-        // SAFETY: the mapping holds at least the `n` locks' bytes, aligned
-        // to the page and so to an `ObjLock`, for as long as `self`; it is
-        // reached only through shared references to its atomics. It
-        // started zeroed, and all-zero bytes are an unlocked `ObjLock`: its
-        // one field is an `AtomicU8`, laid out as a `u8`, the rest is
-        // padding, and 0 is `OBJ_FREE`.
-        unsafe { std::slice::from_raw_parts(self.memory.as_ptr().cast::<ObjLock>(), self.n) }
-    }
-
-    /// Take the lock of slot `index`, for a call that may panic holding
-    /// it, on a provider whose `poisoned` flag says whether a call
-    /// panicked: `None` for a slot past the end (the object it names
-    /// cannot exist), and for a lock a call panicked holding, whose object
-    /// it may have left half-changed. A panic under the guard sets the
-    /// flag, then poisons the lock as it lets it go, so that a thread that
-    /// is refused the lock, or takes the provider next, finds the flag set.
-    #[inline(always)]
-    pub fn lock<'a>(&'a self, index: u32, poisoned: &'a AtomicBool) -> Option<ObjGuard<'a>> {
-        self.acquire(index).map(|lock| ObjGuard { lock, poisoned })
-    }
-
-    /// Whether slot `index` has a lock.
-    pub fn has(&self, index: u32) -> bool {
-        (index as usize) < self.n
-    }
-
-    /// The lock of slot `index`, taken; `None` for a slot past the end or
-    /// a poisoned lock.
-    #[inline(always)]
-    fn acquire(&self, index: u32) -> Option<&ObjLock> {
-        let lock = self.locks().get(index as usize)?;
-        lock.take().then_some(lock)
-    }
-
-    /// [`ObjLocks::lock`] for a lane, which runs outside `catch_unwind` and
-    /// cannot panic (a panic there would unwind into C and abort the
-    /// process), so its guard need not ask whether the thread is
-    /// panicking when it lets the lock go.
-    #[inline(always)]
-    pub fn lock_lane(&self, index: u32) -> Option<LaneGuard<'_>> {
-        self.acquire(index).map(|lock| LaneGuard { lock })
+    fn take<'w>(&self, word: &'w AtomicU8) -> Option<LaneGuard<'w>> {
+        // Made only once taken: a guard made and dropped lets the lock go.
+        take(word).then(|| LaneGuard { word })
     }
 }
 
-/// A held object lock.
-pub struct ObjGuard<'a> {
-    lock: &'a ObjLock,
-    poisoned: &'a AtomicBool,
+// SAFETY: as for `LaneLock`, whose word it shares.
+unsafe impl SlotLock for CallLock {
+    type Guard<'w> = ObjGuard<'w>;
+
+    #[inline(always)]
+    fn take<'w>(&self, word: &'w AtomicU8) -> Option<ObjGuard<'w>> {
+        // As in `LaneLock::take`.
+        take(word).then(|| ObjGuard { word, poisoned: self.poisoned })
+    }
 }
 
-/// A held object lock of a lane ([`ObjLocks::lock_lane`]).
-pub struct LaneGuard<'a> {
-    lock: &'a ObjLock,
+/// A held object lock ([`CallLock`]).
+pub struct ObjGuard<'w> {
+    word: &'w AtomicU8,
+    poisoned: &'static AtomicBool,
+}
+
+/// A held object lock of a lane ([`LaneLock`]).
+pub struct LaneGuard<'w> {
+    word: &'w AtomicU8,
 }
 
 impl Drop for LaneGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        self.lock.state.store(OBJ_FREE, Ordering::Release);
+        self.word.store(OBJ_FREE, Ordering::Release);
     }
 }
 
@@ -662,7 +634,7 @@ impl Drop for ObjGuard<'_> {
         } else {
             OBJ_FREE
         };
-        self.lock.state.store(state, Ordering::Release);
+        self.word.store(state, Ordering::Release);
     }
 }
 
@@ -759,35 +731,27 @@ mod tests {
         assert!(locked.enter(&AtomicBool::new(false)).is_none());
     }
 
-    #[test]
-    fn the_locks_of_the_slots_are_kept_in_small_pages() {
-        let locks = ObjLocks::new(16_384);
-        let start = locks.locks().as_ptr() as usize;
-        for at in [start + 4096, start + std::mem::size_of_val(locks.locks()) / 2] {
-            assert!(crate::pages::in_small_pages(at), "{at:#x}");
-        }
-    }
-
-    #[test]
-    fn the_locks_are_resident_only_where_taken() {
-        let locks = ObjLocks::new(16_384);
-        let (start, len) = (locks.memory.as_ptr() as usize, locks.memory.len());
-        assert_eq!(crate::pages::resident_pages(start, len), 0, "a fresh table");
-        let poisoned = AtomicBool::new(false);
-        drop(locks.lock(5_000, &poisoned).unwrap());
-        assert_eq!(crate::pages::resident_pages(start, len), 1, "the page of the lock taken");
+    /// A provider's flag, for a test of its own.
+    fn flag() -> &'static AtomicBool {
+        Box::leak(Box::new(AtomicBool::new(false)))
     }
 
     #[test]
     fn an_object_lock_is_held_by_one_thread_at_a_time() {
-        let locks = ObjLocks::new(4);
-        let poisoned = AtomicBool::new(false);
+        let words: [AtomicU8; 2] = Default::default();
+        let lock = CallLock { poisoned: flag() };
         let counter = AtomicUsize::new(0);
         std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
+            for t in 0..4 {
+                let (words, counter) = (&words, &counter);
+                s.spawn(move || {
                     for _ in 0..10_000 {
-                        let _g = locks.lock(2, &poisoned).unwrap();
+                        // Lanes and calls exclude each other on one word.
+                        let _g: (Option<LaneGuard>, Option<ObjGuard>) = if t % 2 == 0 {
+                            (Some(LaneLock.take(&words[1]).unwrap()), None)
+                        } else {
+                            (None, Some(lock.take(&words[1]).unwrap()))
+                        };
                         // A read and a write that would lose updates if two
                         // threads held the lock at once.
                         let v = counter.load(Ordering::Relaxed);
@@ -797,32 +761,33 @@ mod tests {
             }
         });
         assert_eq!(counter.load(Ordering::Relaxed), 40_000);
-        assert!(locks.lock(4, &poisoned).is_none());
+        assert_eq!(words[0].load(Ordering::Relaxed), OBJ_FREE, "another object's word is untouched");
+        assert_eq!(words[1].load(Ordering::Relaxed), OBJ_FREE, "and this one let go");
     }
 
     #[test]
     fn a_panic_under_an_object_lock_poisons_it_and_the_next_holder_gets_none() {
-        let locks = ObjLocks::new(2);
-        let poisoned = AtomicBool::new(false);
+        let words: [AtomicU8; 2] = Default::default();
+        let lock = CallLock { poisoned: flag() };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _g = locks.lock(0, &poisoned).unwrap();
+            let _g = lock.take(&words[0]).unwrap();
             panic!("half-way through a post");
         }));
         assert!(r.is_err());
-        assert!(poisoned.load(Ordering::Relaxed), "the provider's flag is set");
-        assert!(locks.lock(0, &poisoned).is_none(), "the object is refused");
-        assert!(locks.lock_lane(0).is_none(), "by a lane too");
-        assert!(locks.lock(0, &poisoned).is_none(), "and stays refused");
-        assert!(locks.lock(1, &poisoned).is_some(), "another object's lock is not");
+        assert!(lock.poisoned.load(Ordering::Relaxed), "the provider's flag is set");
+        assert!(lock.take(&words[0]).is_none(), "the object is refused");
+        assert!(LaneLock.take(&words[0]).is_none(), "by a lane too");
+        assert!(lock.take(&words[0]).is_none(), "and stays refused");
+        assert!(lock.take(&words[1]).is_some(), "another object's lock is not");
     }
 
     #[test]
     fn a_poisoned_object_lock_refuses_a_thread_that_waited_for_it() {
-        let locks = ObjLocks::new(1);
-        let poisoned = AtomicBool::new(false);
-        let held = locks.lock(0, &poisoned).unwrap();
+        let word = AtomicU8::new(OBJ_FREE);
+        let lock = CallLock { poisoned: flag() };
+        let held = lock.take(&word).unwrap();
         std::thread::scope(|s| {
-            let waiter = s.spawn(|| locks.lock_lane(0).is_none() && poisoned.load(Ordering::Acquire));
+            let waiter = s.spawn(|| LaneLock.take(&word).is_none() && lock.poisoned.load(Ordering::Acquire));
             std::thread::sleep(std::time::Duration::from_millis(20));
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
                 let _held = held;

@@ -1,14 +1,14 @@
 //! Memory reserved at once and written a little at a time: the handle
-//! space ([`crate::handle_space`]), the slots of the heap storage
-//! ([`crate::capacity`]) and the per-slot locks ([`crate::lock`]). Each
-//! is an anonymous mapping, whose pages the kernel makes resident only as
+//! space ([`crate::handle_space`]) and the slots of the heap storage
+//! ([`crate::capacity`]), which hold the objects' locks too
+//! ([`crate::lock`]). Each is an anonymous mapping, whose pages the kernel makes resident only as
 //! they are first touched, and is kept out of transparent huge pages, so
 //! that what is resident is what was written (docs/c-abi.md, "Resident
 //! memory under churn").
 //!
-//! The slots and the locks are not taken from the global allocator: Rust's
-//! `System` allocator serves `alloc_zeroed` of an alignment above 16 bytes
-//! (a cache-aligned slot or lock is 64) with `posix_memalign` and then
+//! The slots are not taken from the global allocator: Rust's `System`
+//! allocator serves `alloc_zeroed` of an alignment above 16 bytes (a
+//! cache-aligned slot is 64) with `posix_memalign` and then
 //! writes zeros over the whole block itself, which makes every page of it
 //! resident at once. A [`Zeroed`] mapping is zero already (mmap(2)).
 //!
@@ -107,19 +107,13 @@ impl Zeroed {
             unsafe { libc::munmap(p, len) };
             return None;
         };
-        // Written a slot or a lock at a time: in small pages, or one
+        // Written a slot at a time: in small pages, or one
         // written in a fresh 2 MiB stretch could hold all of it resident.
         small_pages(p as usize, len);
         Some(Zeroed { ptr, len })
     }
 
     /// The first byte, aligned to the page.
-    #[inline(always)]
-    pub(crate) fn as_ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-
-    /// [`Zeroed::as_ptr`], never null.
     pub(crate) fn as_non_null(&self) -> NonNull<u8> {
         self.ptr
     }

@@ -9,9 +9,12 @@
 //! owner visits its own and never walks the slab.
 
 use core::marker::PhantomData;
+use core::sync::atomic::AtomicU8;
 
 use crate::handle::RawHandle;
 use crate::place::Place;
+#[cfg(doc)]
+use crate::shared::SlotLock;
 use crate::store::{Store, Vacant};
 
 /// One slot of a [`Slab`]: its generation, and the object while it lives.
@@ -24,11 +27,16 @@ use crate::store::{Store, Vacant};
 /// a caller that shares the provider among threads lets each object be
 /// changed by the one thread holding its lock ([`Slab::get_shared`]),
 /// while other threads read the other objects, and any slot's generation.
+/// That lock is a word the slot keeps for the caller ([`Slab::live_locked`]),
+/// so that the look-up which finds the object also finds its lock.
 pub struct Slot<T> {
     /// The generation a live handle must carry.
     generation: u32,
     /// Whether `value` holds an object.
     live: bool,
+    /// The word of the lock that a caller sharing the slab takes before it
+    /// changes the object ([`SlotLock`]); the slab never reads or writes it.
+    lock: AtomicU8,
     /// While free, the next slot in the FIFO of freed slots; while live
     /// in a listed slab, the next member of its owner's list (`NONE` at
     /// either tail).
@@ -46,7 +54,8 @@ impl<T: core::fmt::Debug> core::fmt::Debug for Slot<T> {
 }
 
 impl<T> Vacant for Slot<T> {
-    const VACANT: Slot<T> = Slot { generation: 1, live: false, next: NONE, prev: NONE, value: Place::VACANT };
+    const VACANT: Slot<T> =
+        Slot { generation: 1, live: false, lock: AtomicU8::new(0), next: NONE, prev: NONE, value: Place::VACANT };
 }
 
 impl<T> Slot<T> {
@@ -484,6 +493,46 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         Some((slot.generation, value))
     }
 
+    /// [`Slab::live_shared`] once `lock` has taken the slot's lock word
+    /// (`None`: not taken, and the object is not read), with what `lock`
+    /// handed back: the look-up that finds the object finds its lock.
+    ///
+    /// # Safety
+    /// As [`Slab::get_shared`], with the lock `lock` takes as the one
+    /// every other access to the object takes.
+    #[inline(always)]
+    #[allow(unsafe_code, clippy::mut_from_ref)]
+    pub unsafe fn live_locked<'s, G>(
+        &'s self,
+        index: u32,
+        lock: impl FnOnce(&'s AtomicU8) -> Option<G>,
+    ) -> Option<(G, u32, &'s mut T)> {
+        let slot = self.slots.items().get(index as usize)?;
+        let held = lock(&slot.lock)?;
+        // SAFETY: the caller's promise is the place's, and its lock is held.
+        let value = unsafe { slot.value.get_shared()? };
+        Some((held, slot.generation, value))
+    }
+
+    /// [`Slab::get_shared`] once `lock` has taken the slot's lock word, as
+    /// [`Slab::live_locked`]; a stale handle takes no lock.
+    ///
+    /// # Safety
+    /// As [`Slab::live_locked`].
+    #[inline(always)]
+    #[allow(unsafe_code, clippy::mut_from_ref)]
+    pub unsafe fn get_locked<'s, G>(
+        &'s self,
+        h: RawHandle,
+        lock: impl FnOnce(&'s AtomicU8) -> Option<G>,
+    ) -> Option<(G, &'s mut T)> {
+        let slot = self.slot(h)?;
+        let held = lock(&slot.lock)?;
+        // SAFETY: as in `live_locked`.
+        let value = unsafe { slot.value.get_shared()? };
+        Some((held, value))
+    }
+
     /// The generation of the object living in slot `index`; `None` for a
     /// free slot or one never handed out.
     #[inline(always)]
@@ -713,6 +762,46 @@ mod tests {
         assert_eq!((slab.get(handles[0]), slab.get(handles[1])), (Some(&1000), Some(&1001)));
         // SAFETY: no other access to the slab is left.
         assert!(unsafe { slab.get_shared(RawHandle { index: 3, generation: 1 }) }.is_none(), "a free slot");
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn threads_on_one_object_take_turns_at_the_word_its_slot_keeps() {
+        use crate::shared::{SlotLock, Spin};
+        let mut slab = Slab::new([const { Slot::<u64>::VACANT }; 4]);
+        let h = slab.insert(0).unwrap();
+        let shared = &AcrossThreads(slab);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(move || {
+                    for _ in 0..1_000 {
+                        // SAFETY: every access to the object takes its word
+                        // through `Spin`, and nothing holds the slab mutably.
+                        let (_held, v) = unsafe { shared.get().get_locked(h, |w| Spin.take(w)) }.unwrap();
+                        // A read and a write that would lose updates if two
+                        // threads held the object at once.
+                        let n = *v;
+                        *v = n + 1;
+                    }
+                });
+            }
+        });
+        let slab = shared.get();
+        assert_eq!(slab.get(h), Some(&4_000));
+        // A lock refused reads nothing, and a stale handle takes no lock.
+        // SAFETY: one thread.
+        unsafe {
+            assert!(slab.live_locked(h.index, |_| None::<()>).is_none());
+            let stale = RawHandle { index: h.index, generation: h.generation + 1 };
+            assert!(slab.get_locked(stale, |_| -> Option<()> { panic!("a stale handle's lock is taken") }).is_none());
+            let (held, generation, v) = slab.live_locked(h.index, |w| Spin.take(w)).unwrap();
+            assert_eq!((generation, *v), (h.generation, 4_000));
+            let word = |w: &AtomicU8| Some(w.load(core::sync::atomic::Ordering::Relaxed));
+            assert_eq!(slab.live_locked(h.index, word).map(|(w, ..)| w), Some(1), "held");
+            drop(held);
+            assert_eq!(slab.live_locked(h.index, word).map(|(w, ..)| w), Some(0), "let go");
+            assert!(slab.live_locked(3, |w| Spin.take(w)).is_none(), "a free slot holds nothing");
+        }
     }
 
     #[test]

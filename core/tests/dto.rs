@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use udat_core::backend::ConnOutcome;
+use udat_core::shared::Spin;
 use udat_core::types::*;
 use udat_core::*;
 
@@ -559,13 +560,13 @@ fn the_shared_receive_posts_answer_as_the_exclusive_ones() {
         (refused, posted) = if want.is_ok() { (refused, posted + 1) } else { (refused + 1, posted) };
         // SAFETY: one thread: no `&mut` to the provider exists while the
         // door lives, and nothing else uses the EP or the SRQ.
-        let mut door = unsafe { shared.p.locked() };
+        let mut door = unsafe { shared.p.locked(Spin) };
         assert!(!door.lane_recv(b.raw().index(), |_| true, &iov2[0], 1, f2), "{iov2:?} {f2:?}");
         let got = door.ep_post_recv(b, &iov2, 1, f2);
         assert_eq!(got, if want.is_ok() { transport } else { want }, "{iov:?} {f:?}");
         let want = exclusive.p.srq_post_recv(sa, &iov, 2);
         // SAFETY: as above.
-        let mut door = unsafe { shared.p.locked() };
+        let mut door = unsafe { shared.p.locked(Spin) };
         assert!(!door.lane_srq_recv(sb.raw().index(), |_| true, &iov2[0], 2));
         let got = door.srq_post_recv(sb, &iov2, 2);
         assert_eq!(got, if want.is_ok() { transport } else { want }, "srq {iov:?}");

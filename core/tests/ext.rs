@@ -3,6 +3,7 @@
 mod common;
 use common::*;
 use udat_core::backend::RequestOp;
+use udat_core::shared::Spin;
 use udat_core::types::*;
 use udat_core::*;
 use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
@@ -193,7 +194,7 @@ fn the_shared_request_post_answers_as_the_exclusive_one() {
         let want = exclusive.p.ep_post_request(a, &iov, 1, op, f);
         // SAFETY: one thread: no `&mut` to the provider exists while this
         // runs, and nothing else uses the EP.
-        let got = unsafe { shared.p.locked() }.ep_post_request(b, &iov2, 1, op2, f2);
+        let got = unsafe { shared.p.locked(Spin) }.ep_post_request(b, &iov2, 1, op2, f2);
         let transport = Err(DatError::of(ErrorType::InternalError));
         assert_eq!(got, if want.is_ok() { transport } else { want }, "{op:?}");
         if want.is_ok() {

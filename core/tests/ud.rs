@@ -5,6 +5,7 @@
 mod common;
 use common::*;
 use udat_core::backend::{AhAttr, ConnOutcome, UdDest, UdPeer, UD_MAX_MESSAGE, UD_QKEY};
+use udat_core::shared::Spin;
 use udat_core::types::*;
 use udat_core::*;
 use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
@@ -233,8 +234,13 @@ fn the_shared_door_sends_datagrams_by_the_same_rules() {
         let want = exclusive.p.ep_post_request(a, &iov, 1, PostOp::SendUd { ah, remote_qpn: qpn }, f);
         // SAFETY: one thread: no `&mut` to the provider exists while the
         // door lives, and nothing else uses the EP.
-        let got =
-            unsafe { shared.p.locked() }.ep_post_request(b, &iov2, 1, PostOp::SendUd { ah: ah2, remote_qpn: qpn2 }, f2);
+        let got = unsafe { shared.p.locked(Spin) }.ep_post_request(
+            b,
+            &iov2,
+            1,
+            PostOp::SendUd { ah: ah2, remote_qpn: qpn2 },
+            f2,
+        );
         assert_eq!(got, if want.is_ok() { transport } else { want }, "{iov:?} {qpn:#x} {f:?}");
         refused += usize::from(want.is_err());
     }

@@ -197,19 +197,25 @@ const _: () = {
 };
 
 /// The one segment of a post of one, for its lane; `None` for any other
-/// count, or a pointer the ordinary call refuses.
+/// count, or a pointer the ordinary call refuses. The lane reads it where
+/// it judges it: a post of a provider that shares, after it has taken
+/// the EP's lock, so that the segment is not held across the lock.
 ///
 /// # Safety
-/// A non-null `segs` points at `n` triplets.
+/// A non-null `segs` points at `n` triplets, which nobody writes while
+/// the call lasts (the call's contract).
 #[inline(always)]
-pub(crate) unsafe fn lane_segment(n: Arg<2, DAT_COUNT>, segs: Arg<3, *mut DAT_LMR_TRIPLET>) -> Option<LmrTriplet> {
+pub(crate) unsafe fn lane_segment<'a>(
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+) -> Option<&'a LmrTriplet> {
     let p = segs.0.cast_const().cast::<LmrTriplet>();
     if n.0 != 1 || !non_null_aligned(p) {
         return None;
     }
     // SAFETY: non-null and aligned, and one triplet by the contract; the
     // two triplet types have one layout.
-    Some(unsafe { p.read() })
+    Some(unsafe { &*p })
 }
 
 /// Whether `p` is neither null nor misaligned, asked as one compare: the

@@ -12,6 +12,7 @@ use super::arg::{iov, lane_segment, private_data};
 use super::{lane_or, shared_lane_or, with, Arg, Entered, LaneHandle};
 use crate::capacity::Heap;
 use crate::instance::{invalid, Addr, Core, Instance};
+use crate::lock::LaneLock;
 use crate::sys::*;
 use crate::transport::Transport;
 
@@ -353,7 +354,7 @@ trait Post: Copy {
     /// # Safety
     /// A remote pointer the value holds is null or points at a readable
     /// triplet (the call's contract).
-    unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: LmrTriplet) -> bool;
+    unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: &LmrTriplet) -> bool;
 
     /// The ordinary call on `ep` with the segments `iov`, through `door`:
     /// every rule, and the exact error.
@@ -431,7 +432,7 @@ struct Recv {
 
 impl<O: Operation> Post for Request<O> {
     #[inline(always)]
-    unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: LmrTriplet) -> bool {
+    unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: &LmrTriplet) -> bool {
         let Request { cookie, flags, op } = self;
         // A pointer the ordinary call refuses is the ordinary call's.
         // SAFETY: by the contract.
@@ -440,7 +441,7 @@ impl<O: Operation> Post for Request<O> {
             ep.index,
             #[inline(always)]
             |g| ep.matches_generation(g),
-            &seg,
+            seg,
             cookie,
             op,
             flags,
@@ -463,12 +464,12 @@ impl<O: Operation> Post for Request<O> {
 
 impl Post for Recv {
     #[inline(always)]
-    unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: LmrTriplet) -> bool {
+    unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: &LmrTriplet) -> bool {
         door.lane_recv(
             ep.index,
             #[inline(always)]
             |g| ep.matches_generation(g),
-            &seg,
+            seg,
             self.cookie,
             self.flags,
         )
@@ -515,18 +516,19 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
     debug_assert_eq!(instance.shares, SHARES, "the slot of the instance's own table");
     if SHARES {
         // SAFETY: the provider shares (`SHARES`), and each closure below
-        // runs holding the EP's lock with no `&mut` to the state (the
-        // contract of `shared_lane_or`), which is
+        // changes only the EP, whose lock the door takes, with no `&mut`
+        // to the state (the contract of `shared_lane_or`), which is
         // `Provider::locked`'s; the rest by the call's contract.
         return unsafe {
-            let ordinary =
-                move |core: &Core<B>, raw| post.ordinary(&mut core.locked(), EpHandle::from_raw(raw), iov(n, segs)?);
+            let ordinary = move |core: &Core<B>, raw| {
+                post.ordinary(&mut core.locked(instance.call_lock()), EpHandle::from_raw(raw), iov(n, segs)?)
+            };
             shared_lane_or(
                 instance,
                 h,
                 Kind::Ep,
                 #[inline(always)]
-                move |core, ep| lane_segment(n, segs).is_some_and(|seg| post.lane(&mut core.locked(), ep, seg)),
+                move |core, ep| lane_segment(n, segs).is_some_and(|seg| post.lane(&mut core.locked(LaneLock), ep, seg)),
                 ordinary,
             )
         };
@@ -535,11 +537,15 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
         instance,
         h,
         Kind::Ep,
-        // The segment is read where the lane needs it, not kept across
-        // the lock and the handle's look-up.
-        // SAFETY: the call's contract.
+        // The segment is read once, as values, after the provider's guard
+        // and the handle's look-up, not kept across them.
         #[inline(always)]
-        move |core, ep| unsafe { lane_segment(n, segs) }.is_some_and(|seg| unsafe { post.lane(core, ep, seg) }),
+        move |core, ep| {
+            // SAFETY: the call's contract.
+            let seg = unsafe { lane_segment(n, segs) }.copied();
+            // SAFETY: the call's contract.
+            seg.is_some_and(|seg| unsafe { post.lane(core, ep, &seg) })
+        },
         // SAFETY: the call's contract.
         move |cx, raw| unsafe { post.ordinary(&mut *cx.state.core, EpHandle::from_raw(raw), iov(n, segs)?) },
     )

@@ -12,7 +12,7 @@ use super::{dequeue_lane_or, guarded_on, with, Arg, Entered, LaneHandle};
 use crate::debug;
 use crate::handle_space::HandleSpace;
 use crate::instance::{invalid, Instance, State};
-use crate::lock::Exclusive;
+use crate::lock::{Exclusive, LaneLock};
 use crate::sys::*;
 use crate::transport::Transport;
 
@@ -176,10 +176,11 @@ pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
 }
 
 /// The dequeue of a provider that shares its state, a lane with the state
-/// shared and only this EVD locked; `None` when it is for the exclusive
-/// path, which then decides (a bad handle or pointer among it). Only the
-/// dequeue of a provider that shares holds it (`SHARES`). Like every lane
-/// it runs outside `catch_unwind` ([`lane_or`](super::lane_or)).
+/// shared that takes the locks of this EVD and of the EP it settles for;
+/// `None` when it is for the exclusive path, which then decides (a bad
+/// handle or pointer among it). Only the dequeue of a provider that shares
+/// holds it (`SHARES`). Like every lane it runs outside `catch_unwind`
+/// ([`lane_or`](super::lane_or)).
 #[inline(always)]
 fn dequeue_shared<B: Transport>(
     instance: &'static Instance<B>,
@@ -193,18 +194,16 @@ fn dequeue_shared<B: Transport>(
     // provider lets no sharer in, and a poisoned object lock no holder.
     let state = unsafe { instance.state.share() }?;
     let (index, word) = state.handles.slot_of(h, Kind::Evd)?;
-    let _evd_lock = instance.evd_locks.lock_lane(index)?;
     let named = LaneHandle::new(index, &state.handles, Kind::Evd, word);
     // SAFETY: the state is shared, never held exclusively meanwhile; the
-    // EVD's lock is held, and `lock_ep` takes EP locks, after it (the
-    // order every shared call keeps).
+    // dequeue takes the EVD's lock, then the EP's, each as it finds the
+    // object, through the lock every shared call of the C ABI takes.
     let taken = unsafe {
         state.core.evd_dequeue_shared(
             index,
             #[inline(always)]
             |g| named.matches_generation(g),
-            #[inline(always)]
-            |i| instance.ep_locks.lock_lane(i),
+            &LaneLock,
             #[inline(always)]
             |_, c, name| write_lane_event(&state.handles, h, c, name, slot),
         )

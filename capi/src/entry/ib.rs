@@ -71,14 +71,14 @@ pub unsafe extern "C" fn post<B: Transport>(h: DAT_HANDLE, p: *const udat_ext_po
             core.ep_post_request(ep, local, cookie, op, flags)
         });
     }
-    // SAFETY: the provider shares (tested above), and the closure runs
-    // holding the EP's lock with no `&mut` to the state (`shared_on`'s
-    // contract), which is `Provider::locked`'s; the triplets are the
-    // consumer's.
+    // SAFETY: the provider shares (tested above), and the closure changes
+    // only the EP, whose lock the door takes, with no `&mut` to the state
+    // (`shared_on`'s contract), which is `Provider::locked`'s; the
+    // triplets are the consumer's.
     unsafe {
         shared_on(instance, h, Kind::Ep, |core, raw| {
             let (local, op) = decode(p)?;
-            core.locked().ep_post_request(EpHandle::from_raw(raw), local, cookie, op, flags)
+            core.locked(instance.call_lock()).ep_post_request(EpHandle::from_raw(raw), local, cookie, op, flags)
         })
     }
 }

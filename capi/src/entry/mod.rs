@@ -16,7 +16,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
-use crate::lock::{Exclusive, ObjLocks};
+use crate::lock::Exclusive;
 
 use udat_core::handle::{Kind, RawHandle};
 use udat_core::{DatError, DatResult, ErrorType, Passed};
@@ -120,17 +120,6 @@ fn guarded_in<B: Transport>(cx: &mut Entered<B>, f: impl FnOnce(&mut Entered<B>)
     }
 }
 
-/// Why the lock of slot `index` in `locks` was not had: a call panicked
-/// holding it (`DAT_INTERNAL_ERROR`, as every later call), or the slot has
-/// no lock, so no object (`DAT_INVALID_HANDLE`).
-pub(crate) fn refused(locks: &ObjLocks, index: u32, kind: Kind) -> DatError {
-    if locks.has(index) {
-        DatError::of(ErrorType::InternalError)
-    } else {
-        invalid(kind)
-    }
-}
-
 /// The context an entry point works in: its instance and the locked state.
 pub(crate) struct Entered<B: Transport> {
     pub(crate) instance: &'static Instance<B>,
@@ -186,13 +175,15 @@ pub(crate) fn exclusive_on<B: Transport>(
 }
 
 /// Run `f` on the instance that owns `h` (a non-null handle of `kind`)
-/// with its state shared and `h`'s object locked
-/// ([`Instance::locks`]): a post of a provider that shares
-/// ([`udat_core::shared`]).
+/// with its state shared: a post of a provider that shares
+/// ([`udat_core::shared`]). `f` takes the lock of the object it changes
+/// as it finds it, through [`Instance::call_lock`]; where that lock was
+/// refused because a call panicked holding it, the answer is
+/// `DAT_INTERNAL_ERROR`, as every later call's.
 ///
 /// # Safety
 /// `instance` shares its state (`Instance::shares`); `f` changes only the
-/// object whose lock it is given (the contract of `udat_core::shared`'s
+/// object whose lock it takes (the contract of `udat_core::shared`'s
 /// calls).
 #[inline(always)]
 pub(crate) unsafe fn shared_on<B: Transport>(
@@ -201,19 +192,21 @@ pub(crate) unsafe fn shared_on<B: Transport>(
     kind: Kind,
     f: impl FnOnce(&Core<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    let locks = instance.locks(kind);
     guarded_on(instance, || {
         // SAFETY: the provider shares (the caller's contract), so its lock
         // is `Threads::Sharing`'s; `f` changes only the object whose lock
-        // it is given, which is taken below.
+        // it takes.
         let Some(state) = (unsafe { instance.state.share() }) else {
             return Err(DatError::of(ErrorType::InternalError));
         };
         let raw = state.raw(h, kind)?;
-        let Some(_lock) = locks.lock(raw.index(), &instance.poisoned) else {
-            return Err(refused(locks, raw.index(), kind));
-        };
-        f(&state.core, raw)
+        f(&state.core, raw).map_err(|e| {
+            if instance.poisoned.load(Ordering::Acquire) {
+                DatError::of(ErrorType::InternalError)
+            } else {
+                e
+            }
+        })
     })
 }
 
@@ -327,14 +320,15 @@ fn not_taken<B: Transport>(
     })
 }
 
-/// [`lane_or`] for a provider that shares: the lane with the state shared
-/// and `h`'s object locked ([`Instance::locks`]); if it did not take the
-/// call, the ordinary shared call ([`shared_on`]), out of line.
+/// [`lane_or`] for a provider that shares: the lane with the state
+/// shared, which takes `h`'s object's lock as it finds the object
+/// ([`crate::lock::LaneLock`]); if it did not take the call, the
+/// ordinary shared call ([`shared_on`]), out of line.
 ///
 /// # Safety
 /// `instance` shares its state (`Instance::shares`) and `h` is a non-null
 /// handle of it; `lane` and `ordinary` change only the object whose lock
-/// they are given (the contract of `udat_core::shared`'s calls).
+/// they take (the contract of `udat_core::shared`'s calls).
 #[inline(always)]
 pub(crate) unsafe fn shared_lane_or<B: Transport>(
     instance: &'static Instance<B>,
@@ -347,13 +341,11 @@ pub(crate) unsafe fn shared_lane_or<B: Transport>(
     // holder (`crate::lock`): the ordinary call then refuses.
     // SAFETY: the provider shares (the caller's contract), so its lock is
     // `Threads::Sharing`'s; the lane changes only the object whose lock it
-    // is given, which is taken below.
+    // takes.
     if let Some(state) = unsafe { instance.state.share() } {
         if let Some((index, word)) = state.handles.slot_of(h, kind) {
-            if let Some(_lock) = instance.locks(kind).lock_lane(index) {
-                if lane(&state.core, LaneHandle { index, handles: &state.handles, kind, word }) {
-                    return DAT_SUCCESS;
-                }
+            if lane(&state.core, LaneHandle { index, handles: &state.handles, kind, word }) {
+                return DAT_SUCCESS;
             }
         }
     }

@@ -7,6 +7,7 @@ use udat_core::Door;
 use super::arg::{iov, lane_segment};
 use super::{lane_or, shared_lane_or, with, Arg};
 use crate::instance::{invalid, Instance};
+use crate::lock::LaneLock;
 use crate::sys::*;
 use crate::transport::Transport;
 
@@ -71,7 +72,7 @@ pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
                 // SAFETY: `segs` is null or holds `n` triplets (the call's
                 // contract).
                 let seg = unsafe { lane_segment(n, segs) };
-                seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.matches_generation(g), &seg, cookie))
+                seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.matches_generation(g), seg, cookie))
             },
             move |cx, raw| {
                 // SAFETY: as above.
@@ -79,10 +80,10 @@ pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
             },
         );
     }
-    // SAFETY: the provider shares (`SHARES`), and each closure runs holding
-    // the SRQ's lock with no `&mut` to the state (`shared_lane_or`'s
-    // contract), which is `Provider::locked`'s; `segs` is null or holds
-    // `n` triplets.
+    // SAFETY: the provider shares (`SHARES`), and each closure changes only
+    // the SRQ, whose lock the door takes, with no `&mut` to the state
+    // (`shared_lane_or`'s contract), which is `Provider::locked`'s; `segs`
+    // is null or holds `n` triplets.
     unsafe {
         shared_lane_or(
             instance,
@@ -92,10 +93,12 @@ pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
             move |core, srq| {
                 let seg = lane_segment(n, segs);
                 seg.is_some_and(|seg| {
-                    core.locked().lane_srq_recv(srq.index, |g| srq.matches_generation(g), &seg, cookie)
+                    core.locked(LaneLock).lane_srq_recv(srq.index, |g| srq.matches_generation(g), seg, cookie)
                 })
             },
-            |core, raw| core.locked().srq_post_recv(SrqHandle::from_raw(raw), iov(n, segs)?, cookie),
+            |core, raw| {
+                core.locked(instance.call_lock()).srq_post_recv(SrqHandle::from_raw(raw), iov(n, segs)?, cookie)
+            },
         )
     }
 }

@@ -19,6 +19,7 @@ use crate::object::ep::{Ep, Settle};
 use crate::object::evd::Evd;
 use crate::object::ia::Ia;
 use crate::provider::Provider;
+use crate::shared::SlotLock;
 use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 
@@ -170,48 +171,50 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// [`Provider::evd_dequeue`] through a shared provider, for what it can
     /// settle alone (see the module and [`crate::shared`]), on the EVD
     /// living in slot `evd` if `matches_generation` accepts its generation (as
-    /// [`Provider::lane_dequeue`]); `lock_ep` takes the lock of the
-    /// Endpoint with the given slot index and hands back its guard, or
-    /// `None` when it cannot (the call is then for the exclusive path).
-    /// What it settled goes to `event`, as [`Provider::lane_dequeue_with`]
-    /// hands it over, while the EP's lock is held.
+    /// [`Provider::lane_dequeue`]). It takes the EVD's lock through `lock`,
+    /// then the lock of the Endpoint whose completion it settles (EVD, then
+    /// Endpoint: a post takes no EVD lock); where `lock` refuses one, the
+    /// call is for the exclusive path. What it settled goes to `event`, as
+    /// [`Provider::lane_dequeue_with`] hands it over, while both locks are
+    /// held.
     ///
     /// # Safety
-    /// No `&mut` to the provider exists while this runs, the caller holds
-    /// the lock of the EVD in slot `evd`, and the guards `lock_ep` returns
-    /// hold the Endpoints' locks (see [`crate::shared`]).
+    /// No `&mut` to the provider exists while this runs, and every other
+    /// access to an EVD or Endpoint takes its lock through a [`SlotLock`]
+    /// that agrees with `lock` (see [`crate::shared`]).
     #[inline(always)]
-    pub unsafe fn evd_dequeue_shared<G, R>(
+    pub unsafe fn evd_dequeue_shared<L: SlotLock, R>(
         &self,
         evd: u32,
         matches_generation: impl FnOnce(u32) -> bool,
-        mut lock_ep: impl FnMut(u32) -> Option<G>,
+        lock: &L,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Shared<R> {
-        // SAFETY: the caller holds the EVD's lock.
-        let Some((generation, e)) = (unsafe { self.evds.live_shared(evd) }) else { return Shared::NeedsExclusive };
+        // SAFETY: the EVD's lock is taken before it is read (the caller's
+        // promise covers the rest).
+        let Some((_evd_held, generation, e)) = (unsafe { self.evds.live_locked(evd, |word| lock.take(word)) }) else {
+            return Shared::NeedsExclusive;
+        };
         if !matches_generation(generation) || !e.lane() {
             return Shared::NeedsExclusive;
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
         let Some(cq) = e.cq.as_mut() else { return Shared::NeedsExclusive };
         loop {
-            // SAFETY: the CQ is the locked EVD's; the closure locks the EP of
-            // the QP the CQE names before anything is taken, and reads the
-            // EP (`get_shared`) only once `lock_ep` has taken its lock.
+            // SAFETY: the CQ is the locked EVD's; the closure takes the
+            // lock of the EP of the QP the CQE names before anything is
+            // taken, and reads the EP only once it holds it.
             let taken = unsafe {
                 self.backend.cq_take_shared(
                     cq,
                     #[inline(always)]
                     |head: CqHead| {
-                        let ep_h = EpHandle(RawHandle::from_bits(head.tag));
-                        let lock = lock_ep(ep_h.0.index)?;
-                        let ep = self.eps.get_shared(ep_h.0)?;
+                        let (held, ep) = self.eps.get_locked(RawHandle::from_bits(head.tag), |word| lock.take(word))?;
                         // A completion for another EVD is queued there, an
                         // SRQ's receives are counted on the SRQ, and a
                         // receive may invalidate a window of the EP: all
                         // exclusive work (`Ep::recv_direct`).
-                        Completing::of(ep, head, evd, lock)
+                        Completing::of(ep, head, evd, held)
                     },
                 )
             };

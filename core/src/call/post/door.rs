@@ -4,7 +4,8 @@
 //! [`Door`] is implemented twice:
 //! - by [`Provider`] itself, which a caller holds to itself (`&mut`);
 //! - by [`Locked`], a provider shared among threads, where each post
-//!   holds the lock of the Endpoint (or SRQ) it names ([`crate::shared`]).
+//!   takes the lock of the Endpoint (or SRQ) it names, on the word of the
+//!   object's slot, as it finds the object ([`crate::shared`]).
 //!
 //! The two differ only in how an object is reached and how work is
 //! handed to the transport and its counters (a [`Hand`]); the rules
@@ -31,6 +32,7 @@ use super::lane::{recv_lane, request_lane, srq_recv_lane};
 use super::recv::{recv_checked, srq_recv_checked};
 use super::request::post_named;
 use super::rule::{checked_post, Refusal};
+use super::shared::SlotLock;
 use super::{PostOp, Request};
 use crate::backend::{Backend, RequestOp, SendWr, Sge, UdDest};
 use crate::counts::{self, CountTable, SlotCounts};
@@ -419,44 +421,50 @@ impl<B: Backend, S: Storage> Door<B, S> for Provider<B, S> {
 
 /// A provider shared among threads, for posts on different Endpoints
 /// and SRQs at once ([`crate::shared`]); made by [`Provider::locked`].
-pub struct Locked<'p, B: Backend, S: Storage> {
+/// Each post takes the lock of the Endpoint (or SRQ) it names through
+/// `L`, on the word of the object's slot, and holds it to the end.
+pub struct Locked<'p, B: Backend, S: Storage, L> {
     provider: &'p Provider<B, S>,
+    lock: L,
 }
 
-impl<B: Backend, S: Storage> core::fmt::Debug for Locked<'_, B, S> {
+impl<B: Backend, S: Storage, L> core::fmt::Debug for Locked<'_, B, S, L> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Locked").finish_non_exhaustive()
     }
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
-    /// This provider as a [`Door`] for posts from several threads at once.
+    /// This provider as a [`Door`] for posts from several threads at once,
+    /// each holding the lock of the Endpoint (of the SRQ, for
+    /// dat_srq_post_recv) whose slot it names, taken through `lock`.
     ///
     /// # Safety
-    /// While the door lives, no `&mut` to the provider exists, and each
-    /// post made through it holds the lock of the Endpoint (of the SRQ,
-    /// for dat_srq_post_recv) whose slot it names, a lock that every other
-    /// access to that object takes ([`crate::shared`]).
+    /// While the door lives, no `&mut` to the provider exists, and every
+    /// other access to an Endpoint or SRQ takes its lock through a
+    /// [`SlotLock`] that agrees with `lock` ([`crate::shared`]).
     #[inline(always)]
-    pub unsafe fn locked(&self) -> Locked<'_, B, S> {
-        Locked { provider: self }
+    pub unsafe fn locked<L: SlotLock>(&self, lock: L) -> Locked<'_, B, S, L> {
+        Locked { provider: self, lock }
     }
 }
 
 /// The hand of a provider shared among threads.
 #[doc(hidden)]
-pub struct LockedHand<'p, B: Backend, S: Storage> {
+pub struct LockedHand<'p, B: Backend, S: Storage, G> {
     backend: &'p B,
     ep_counts: &'p EpCounts<S>,
+    /// The lock of the object posted on, held while the hand lives.
+    _held: G,
 }
 
-impl<B: Backend, S: Storage> core::fmt::Debug for LockedHand<'_, B, S> {
+impl<B: Backend, S: Storage, G> core::fmt::Debug for LockedHand<'_, B, S, G> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("LockedHand").finish_non_exhaustive()
     }
 }
 
-impl<B: Backend, S: Storage> Hand<B> for LockedHand<'_, B, S> {
+impl<B: Backend, S: Storage, G> Hand<B> for LockedHand<'_, B, S, G> {
     #[inline(always)]
     fn post_one(&mut self, qp: &mut B::Qp, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
         // SAFETY: `qp` is the locked EP's; no `&mut` to the backend exists
@@ -515,31 +523,31 @@ impl<B: Backend, S: Storage> Hand<B> for LockedHand<'_, B, S> {
     }
 }
 
-impl<B: Backend, S: Storage> sealed::Sealed for Locked<'_, B, S> {}
+impl<B: Backend, S: Storage, L> sealed::Sealed for Locked<'_, B, S, L> {}
 
-impl<'p, B: Backend, S: Storage> Door<B, S> for Locked<'p, B, S> {
+impl<'p, B: Backend, S: Storage, L: SlotLock> Door<B, S> for Locked<'p, B, S, L> {
     type Hand<'h>
-        = LockedHand<'h, B, S>
+        = LockedHand<'h, B, S, L::Guard<'h>>
     where
         Self: 'h;
 
     #[inline(always)]
-    fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, LockedHand<'_, B, S>>> {
-        let p = self.provider;
-        // SAFETY: the caller holds the lock of the EP in `slot`, which every
-        // other access to it takes, and no `&mut` to the provider exists
-        // (the contract of `Provider::locked`).
-        let (generation, object) = unsafe { p.eps.live_shared(slot) }?;
-        let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts };
+    fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, Self::Hand<'_>>> {
+        let (p, lock) = (self.provider, &self.lock);
+        // SAFETY: the EP's lock is taken on its slot's word before the EP
+        // is read, through the lock every other access to it takes, and no
+        // `&mut` to the provider exists (the contract of `Provider::locked`).
+        let (held, generation, object) = unsafe { p.eps.live_locked(slot, |word| lock.take(word)) }?;
+        let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts, _held: held };
         Some(At { generation, object, lmrs: &p.lmrs, ias: &p.ias, ahs: &p.ahs, rmrs: &p.rmrs, hand })
     }
 
     #[inline(always)]
-    fn srq_at(&mut self, slot: u32) -> Option<SrqAt<'_, B, S, LockedHand<'_, B, S>>> {
-        let p = self.provider;
+    fn srq_at(&mut self, slot: u32) -> Option<SrqAt<'_, B, S, Self::Hand<'_>>> {
+        let (p, lock) = (self.provider, &self.lock);
         // SAFETY: as in `ep_at`, for the SRQ's lock.
-        let (generation, object) = unsafe { p.srqs.live_shared(slot) }?;
-        let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts };
+        let (held, generation, object) = unsafe { p.srqs.live_locked(slot, |word| lock.take(word)) }?;
+        let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts, _held: held };
         Some(SrqAt { generation, object, lmrs: &p.lmrs, hand })
     }
 }

@@ -29,6 +29,63 @@
 //! UD's send among them), an EP's receives and an SRQ's. A completion of an SRQ's receive is the
 //! exclusive path's: it counts on the SRQ, which the dequeue has not
 //! locked.
+#![allow(unsafe_code)]
 
 #[cfg(doc)]
 use crate::provider::Provider;
+
+use core::sync::atomic::{AtomicU8, Ordering};
+
+/// How a caller that shares the provider takes the lock of one object: on
+/// the word the object's slot keeps for it, found by the same look-up that
+/// finds the object ([`Slab::live_locked`](crate::slab::Slab::live_locked)).
+/// [`Provider::locked`] and [`Provider::evd_dequeue_shared`] take each
+/// object's lock through it, and hold the guard until they are done with
+/// the object.
+///
+/// # Safety
+/// While a guard `take` handed back lives, no other `take` on the same
+/// word hands one back; and every access to the objects of a shared
+/// provider that does not hold it to itself takes their locks through an
+/// implementation that agrees on the words.
+pub unsafe trait SlotLock {
+    /// A held lock; dropping it lets the lock go.
+    type Guard<'w>;
+
+    /// Take the lock whose word is `word`, waiting while another holds
+    /// it; `None` where the caller refuses it (a lock its implementation
+    /// marked as never to be taken again, say).
+    fn take<'w>(&self, word: &'w AtomicU8) -> Option<Self::Guard<'w>>;
+}
+
+/// A spin lock on the slot's word: 0 free, 1 held. For a caller with no
+/// scheduler to yield to while another thread holds the object.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Spin;
+
+/// A lock [`Spin`] holds.
+#[derive(Debug)]
+pub struct SpinGuard<'w>(&'w AtomicU8);
+
+// SAFETY: the exchange that takes the word admits one holder until the
+// guard's release store.
+unsafe impl SlotLock for Spin {
+    type Guard<'w> = SpinGuard<'w>;
+
+    #[inline(always)]
+    fn take<'w>(&self, word: &'w AtomicU8) -> Option<SpinGuard<'w>> {
+        while word.swap(1, Ordering::Acquire) != 0 {
+            while word.load(Ordering::Relaxed) != 0 {
+                core::hint::spin_loop();
+            }
+        }
+        Some(SpinGuard(word))
+    }
+}
+
+impl Drop for SpinGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
+}

@@ -71,8 +71,8 @@ pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
             move |core, srq| {
                 // SAFETY: `segs` is null or holds `n` triplets (the call's
                 // contract).
-                let seg = unsafe { lane_segment(n, segs) };
-                seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.matches_generation(g), seg, cookie))
+                let seg = unsafe { lane_segment(n, segs) }.copied();
+                seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.matches_generation(g), &seg, cookie))
             },
             move |cx, raw| {
                 // SAFETY: as above.

@@ -518,10 +518,10 @@ impl<T> Drop for Sharing<'_, T> {
 /// data path of a shared provider, on the word the object's slot in the
 /// core keeps for it ([`SlotLock`]): the look-up that finds the object
 /// takes it. A critical section is a post or the settling of one
-/// completion, so a waiter spins briefly, then yields. The word is
-/// [`OBJ_FREE`], [`OBJ_HELD`], or, once a call panicked holding it,
-/// [`OBJ_POISONED`] for good, so that the object it may have left
-/// half-changed is refused by the same exchange that takes the lock.
+/// completion, so a waiter spins briefly, then yields. The word is free,
+/// held, or, once a call panicked holding it, poisoned for good, so that
+/// the object it may have left half-changed is refused by the same
+/// exchange that takes the lock.
 ///
 /// This one is a lane's, which runs outside `catch_unwind` and cannot
 /// panic (a panic there would unwind into C and abort the process), so

@@ -2,15 +2,18 @@
 //! and dequeues on different EVDs, from different threads at once.
 //!
 //! A caller that shares a provider among threads (the C ABI's thread-safe
-//! providers) keeps three rules, which the calls that share it
+//! providers) keeps two rules, which the calls that share it
 //! ([`Provider::locked`], [`Provider::evd_dequeue_shared`]) state as their
 //! safety contract:
 //! - every other call takes the provider to itself (`&mut`), so no
-//!   object changes here but the ones the caller locked;
-//! - a post holds the lock of its Endpoint (of its SRQ, for
-//!   dat_srq_post_recv), a dequeue the lock of its EVD;
-//! - a dequeue takes the lock of the Endpoint whose completion it settles
-//!   through `lock_ep` (EVD, then Endpoint: a post takes no EVD lock).
+//!   object changes here but the ones whose locks are held;
+//! - every lock is taken through the caller's [`SlotLock`], on the word
+//!   the object's slot keeps, by the same look-up that finds the object.
+//!
+//! Under them a post holds the lock of its Endpoint (of its SRQ, for
+//! dat_srq_post_recv), and a dequeue the lock of its EVD, then that of the
+//! Endpoint whose completion it settles (EVD, then Endpoint: a post takes
+//! no EVD lock).
 //!
 //! The rules of the pages are the exclusive calls' own: a post is the
 //! same code (the core's `post` module), and a dequeue

@@ -211,9 +211,22 @@ impl<R: Register> CompletionQueue<R> {
     /// that QP's, or else what `find` says, kept for the next CQE.
     #[inline(always)]
     pub fn route(&mut self, qpn: u32, find: impl FnOnce(u32) -> Option<Route>) -> Option<Route> {
-        if self.last.qpn != qpn {
-            self.last = find(qpn)?;
+        if self.last.qpn == qpn {
+            // Made of the kept route's fields, not a copy of it whole: a
+            // copy merged with `find_route`'s answer is read back through
+            // the stack, a few bytes at a time.
+            return Some(Route { qpn, srq: self.last.srq, tag: self.last.tag });
         }
+        self.find_route(qpn, find)
+    }
+
+    /// [`CompletionQueue::route`] for a QP other than the last CQE's, kept
+    /// for the next CQE: out of line, as runs of one QP's CQEs make it
+    /// rare.
+    #[cold]
+    #[inline(never)]
+    fn find_route(&mut self, qpn: u32, find: impl FnOnce(u32) -> Option<Route>) -> Option<Route> {
+        self.last = find(qpn)?;
         Some(self.last)
     }
 

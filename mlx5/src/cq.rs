@@ -213,21 +213,13 @@ impl<R: Register> CompletionQueue<R> {
     pub fn route(&mut self, qpn: u32, find: impl FnOnce(u32) -> Option<Route>) -> Option<Route> {
         if self.last.qpn == qpn {
             // Made of the kept route's fields, not a copy of it whole: a
-            // copy merged with `find_route`'s answer is read back through
+            // copy merged with the look-up's answer is read back through
             // the stack, a few bytes at a time.
             return Some(Route { qpn, srq: self.last.srq, tag: self.last.tag });
         }
-        self.find_route(qpn, find)
-    }
-
-    /// [`CompletionQueue::route`] for a QP other than the last CQE's, kept
-    /// for the next CQE: out of line, as runs of one QP's CQEs make it
-    /// rare.
-    #[cold]
-    #[inline(never)]
-    fn find_route(&mut self, qpn: u32, find: impl FnOnce(u32) -> Option<Route>) -> Option<Route> {
-        self.last = find(qpn)?;
-        Some(self.last)
+        let route = find(qpn)?;
+        self.last = route;
+        Some(route)
     }
 
     /// The sender's QP number in the CQE [`poll`](Self::poll) took last,

@@ -598,17 +598,17 @@ unsafe impl SlotLock for LaneLock {
 
 // SAFETY: as for `LaneLock`, whose word it shares.
 unsafe impl SlotLock for CallLock {
-    type Guard<'w> = ObjGuard<'w>;
+    type Guard<'w> = CallGuard<'w>;
 
     #[inline(always)]
-    fn take<'w>(&self, word: &'w AtomicU8) -> Option<ObjGuard<'w>> {
+    fn take<'w>(&self, word: &'w AtomicU8) -> Option<CallGuard<'w>> {
         // As in `LaneLock::take`.
-        take(word).then(|| ObjGuard { word, poisoned: self.poisoned })
+        take(word).then(|| CallGuard { word, poisoned: self.poisoned })
     }
 }
 
 /// A held object lock ([`CallLock`]).
-pub struct ObjGuard<'w> {
+pub struct CallGuard<'w> {
     word: &'w AtomicU8,
     poisoned: &'static AtomicBool,
 }
@@ -625,7 +625,7 @@ impl Drop for LaneGuard<'_> {
     }
 }
 
-impl Drop for ObjGuard<'_> {
+impl Drop for CallGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         let state = if std::thread::panicking() {
@@ -747,7 +747,7 @@ mod tests {
                 s.spawn(move || {
                     for _ in 0..10_000 {
                         // Lanes and calls exclude each other on one word.
-                        let _g: (Option<LaneGuard>, Option<ObjGuard>) = if t % 2 == 0 {
+                        let _g: (Option<LaneGuard>, Option<CallGuard>) = if t % 2 == 0 {
                             (Some(LaneLock.take(&words[1]).unwrap()), None)
                         } else {
                             (None, Some(lock.take(&words[1]).unwrap()))

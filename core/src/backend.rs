@@ -693,7 +693,8 @@ pub trait Backend {
     /// [`Shared::Done`] with `None` when the CQE completed nothing (its
     /// request was already gone): look again. [`Shared::NeedsExclusive`], with
     /// the CQE left where it is, for anything else, or when `admit`
-    /// refused.
+    /// refused. Like [`Backend::cq_lane`], it must not panic: callers run
+    /// it outside any unwinding guard.
     ///
     /// # Safety
     /// No `&mut self` exists while this runs, and no other thread uses

@@ -16,7 +16,7 @@ use udat_capi::sys::*;
 use udat_capi::transport::SoftHca;
 use udat_capi::{Instance, Registration, Transport};
 use udat_core::backend::{
-    Backend, Completion, ConnectionManager, CqHead, Cqs, HoldsQp, QpConfig, Qps, RequestOp, SendWr, Sge, Shared, Wake,
+    Backend, Completion, ConnectionManager, CqHead, Cqs, HoldsQp, QpConfig, Qps, RequestOp, SendWr, Sge, Untaken, Wake,
 };
 use udat_core::handle::CnoHandle;
 use udat_core::types::{CompletionFlags, EvdFlags, MemPriv, SrqAttr};
@@ -185,7 +185,7 @@ impl<const SHARED: bool> Backend for Panicky<SHARED> {
         &self,
         cq: &mut Self::Cq,
         admit: impl FnOnce(CqHead) -> Option<G>,
-    ) -> Shared<Option<(Completion, G)>> {
+    ) -> Result<(Completion, G), Untaken> {
         // SAFETY: as in `post_one_shared`.
         unsafe { self.0.cq_take_shared(cq, admit) }
     }

@@ -689,12 +689,12 @@ pub trait Backend {
     /// window bind. `admit` is shown what the CQE is for before anything is
     /// taken; it takes the lock of that QP's EP and hands back what the
     /// caller keeps while it settles the completion, which holds the EP's
-    /// QP ([`HoldsQp`]), or refuses.
-    /// [`Shared::Done`] with `None` when the CQE completed nothing (its
-    /// request was already gone): look again. [`Shared::NeedsExclusive`], with
-    /// the CQE left where it is, for anything else, or when `admit`
-    /// refused. Like [`Backend::cq_lane`], it must not panic: callers run
-    /// it outside any unwinding guard.
+    /// QP ([`HoldsQp`]), or refuses. It answers as [`Backend::cq_lane`]
+    /// does, which a transport may take it by: [`Untaken::Empty`] where
+    /// the ordinary poll would find nothing, [`Untaken::Declined`], with
+    /// nothing a caller can see changed, for anything else (the dequeue
+    /// is then the exclusive one's). Like `cq_lane`, it must not panic:
+    /// callers run it outside any unwinding guard.
     ///
     /// # Safety
     /// No `&mut self` exists while this runs, and no other thread uses
@@ -706,8 +706,8 @@ pub trait Backend {
         &self,
         _cq: &mut Self::Cq,
         _admit: impl FnOnce(CqHead) -> Option<G>,
-    ) -> Shared<Option<(Completion, G)>> {
-        Shared::NeedsExclusive
+    ) -> Result<(Completion, G), Untaken> {
+        Err(Untaken::Declined)
     }
     /// Post a receive into `sges` on `qp`; its completion carries `cookie`
     /// (dat_ep_post_recv(3DAT)).

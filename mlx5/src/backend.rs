@@ -15,7 +15,7 @@
 
 use udat_core::backend::{
     AhAttr, Backend, Completion, ConnectionManager, CqHead, Cqs, HoldsQp, QpConfig, QpType, Qps, RequestOp, SendWr,
-    Sge, Shared, UdDest, Untaken, WaitFds, Wake, MAX_SGE,
+    Sge, UdDest, Untaken, WaitFds, Wake, MAX_SGE,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet, SrqAttr};
 use udat_core::{DatError, DatResult, ErrorType};
@@ -366,6 +366,34 @@ fn take<D: Device>(ring: &mut CompletionQueue<D::Register>, queues: &mut QpQueue
             }
         }
     }
+}
+
+/// The next CQE of `cq`, for a dequeue's lane and a shared dequeue alike
+/// (`Backend::cq_lane`, `Backend::cq_take_shared`): shown to `admit`
+/// ([`CqHead`]) before anything is consumed, and taken only when `admit`
+/// hands back the holder of the QP it names and the CQE is one [`look`]
+/// settles alone. Otherwise nothing changed: [`Untaken::Empty`] when no
+/// CQE is software's and the CQ has no failed QPs to flush (`cq_poll`),
+/// [`Untaken::Declined`] for the rest, which `cq_poll` takes.
+#[inline(always)]
+fn take_next<D: Device, R: Store<Entry<Route>>, G: HoldsQp<Qp<D>>>(
+    cq: &mut Cq<D>,
+    by_qpn: &QpnIndex<R>,
+    admit: impl FnOnce(CqHead) -> Option<G>,
+) -> Result<(Completion, G), Untaken> {
+    let ring = &mut cq.ring;
+    let Some(head) = ring.peek_head() else {
+        return Err(if cq.failed { Untaken::Declined } else { Untaken::Empty });
+    };
+    // An error breaks the connection: `cq_poll`'s business.
+    let done = head.done().ok_or(Untaken::Declined)?;
+    let route = ring.route(head.qpn(), |qpn| by_qpn.route(qpn)).ok_or(Untaken::Declined)?;
+    let mut admitted = admit(CqHead { tag: route.tag, recv: done == Done::Receive }).ok_or(Untaken::Declined)?;
+    let queues = &mut admitted.qp().queues;
+    let (completion, taking) = look(ring, head, done, queues).ok_or(Untaken::Declined)?;
+    take(ring, queues, &taking);
+    ring.update_ci();
+    Ok((completion, admitted))
 }
 
 /// The completion of `sent`, a request of the QP tagged `tag`, which
@@ -752,35 +780,18 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         ring.ring.post(sges, cookie).map_err(|_| resources())
     }
 
-    /// A CQE another thread may settle alone: a success, of a QP that is
-    /// still there, that completes the oldest request of its send queue
-    /// alone (not a window bind's, which changes its window) or fills a
-    /// receive of the QP's own queue (not an SRQ's, which QPs of other EPs
-    /// share): what [`Backend::cq_lane`] takes.
+    /// A CQE another thread may settle alone: what [`Backend::cq_lane`]
+    /// takes, taken by the same code.
     #[inline(always)]
     #[allow(unsafe_code)]
     unsafe fn cq_take_shared<G: HoldsQp<Qp<D>>>(
         &self,
         cq: &mut Cq<D>,
         admit: impl FnOnce(CqHead) -> Option<G>,
-    ) -> Shared<Option<(Completion, G)>> {
-        // The caller holds the lock of the CQ's EVD.
-        let ring = &mut cq.ring;
-        let Some(head) = ring.peek_head() else { return Shared::Empty };
-        // An error breaks the connection: an exclusive poll's business.
-        let Some(done) = head.done() else { return Shared::NeedsExclusive };
-        let recv = done == Done::Receive;
-        let Some(route) = ring.route(head.qpn(), |qpn| self.by_qpn.route(qpn)) else { return Shared::NeedsExclusive };
-        if recv && route.srq {
-            return Shared::NeedsExclusive;
-        }
-        // `admit` took the lock of the EP whose QP the CQE names.
-        let Some(mut admitted) = admit(CqHead { tag: route.tag, recv }) else { return Shared::NeedsExclusive };
-        let queues = &mut admitted.qp().queues;
-        let Some((completion, taking)) = look(ring, head, done, queues) else { return Shared::NeedsExclusive };
-        take(ring, queues, &taking);
-        ring.update_ci();
-        Shared::Done(Some((completion, admitted)))
+    ) -> Result<(Completion, G), Untaken> {
+        // The caller holds the lock of the CQ's EVD, and what `admit`
+        // returns the lock of the EP whose QP the CQE names.
+        take_next(cq, &self.by_qpn, admit)
     }
 
     /// Taken: a success, of a live QP, that completes the oldest request
@@ -793,18 +804,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         cq: &mut Cq<D>,
         accept: impl FnOnce(CqHead) -> Option<G>,
     ) -> Result<(Completion, G), Untaken> {
-        let ring = &mut cq.ring;
-        let Some(head) = ring.peek_head() else {
-            return Err(if cq.failed { Untaken::Declined } else { Untaken::Empty });
-        };
-        let done = head.done().ok_or(Untaken::Declined)?;
-        let route = ring.route(head.qpn(), |qpn| self.by_qpn.route(qpn)).ok_or(Untaken::Declined)?;
-        let mut accepted = accept(CqHead { tag: route.tag, recv: done == Done::Receive }).ok_or(Untaken::Declined)?;
-        let queues = &mut accepted.qp().queues;
-        let (completion, taking) = look(ring, head, done, queues).ok_or(Untaken::Declined)?;
-        take(ring, queues, &taking);
-        ring.update_ci();
-        Ok((completion, accepted))
+        take_next(cq, &self.by_qpn, accept)
     }
 
     /// A receive queue refuses a post before it writes anything.

@@ -7,10 +7,10 @@
 //! flushes are all in. Either way they wait in the stash, in order, for
 //! the next [`CqShared::poll`].
 //!
-//! A dequeue of a provider shared among threads ([`CqShared::take_shared`])
-//! takes one work completion at a time; one it cannot settle alone waits,
-//! untranslated, in a second queue that every exclusive poll empties
-//! first, after the stash.
+//! A dequeue's lane, and a dequeue of a provider shared among threads,
+//! take one work completion at a time ([`CqShared::take`]); one they
+//! cannot settle alone waits, untranslated, in a second queue that every
+//! ordinary poll empties first, after the stash.
 
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::collections::{HashMap, VecDeque};
@@ -19,7 +19,7 @@ use std::mem::MaybeUninit;
 use std::rc::Rc;
 
 use udat_core::{
-    backend::{Completion, CqHead, Shared, Untaken},
+    backend::{Completion, CqHead, Untaken},
     types::{DtoOp, DtoStatus},
     DatError, DatResult,
 };
@@ -147,8 +147,8 @@ impl QpTable {
 struct Early {
     /// Completions taken early, in order.
     stash: VecDeque<Completion>,
-    /// Work completions a shared dequeue took and left for an exclusive
-    /// one: they come after the stash.
+    /// Work completions a lane or a shared dequeue took and left for the
+    /// ordinary poll: they come after the stash.
     held: VecDeque<sys::ibv_wc>,
 }
 
@@ -293,8 +293,8 @@ impl CqShared {
         }
     }
 
-    /// Move what shared dequeues left into the stash, translated, in the
-    /// order the device gave it; whether there was any.
+    /// Move what lanes and shared dequeues left into the stash,
+    /// translated, in the order the device gave it; whether there was any.
     fn translate_held(&self) -> bool {
         self.early(|e| {
             if e.held.is_empty() {
@@ -320,69 +320,49 @@ impl CqShared {
         Some(unsafe { wc.assume_init_ref() })
     }
 
-    /// The next completion, for a dequeue of a provider shared among
-    /// threads (`Backend::cq_take_shared`): one work completion taken
-    /// from the device, settled here if it is a success of a QP that
-    /// receives from no SRQ and no window bind's, once `admit` has locked
-    /// its EP; otherwise held for the next exclusive poll.
-    ///
-    /// The caller is the only thread using this CQ (it holds its EVD's
-    /// lock), and what `admit` returns holds the lock of the QP's EP, so
-    /// the QP's rings are this thread's while it translates.
-    pub fn take_shared<G>(&self, admit: impl FnOnce(CqHead) -> Option<G>) -> Shared<Option<(Completion, G)>> {
-        if self.has_early() {
-            return Shared::NeedsExclusive;
-        }
-        let mut wc = MaybeUninit::uninit();
-        let Some(w) = self.poll_one(&mut wc) else { return Shared::Empty };
-        // A completion of a QP no longer here is dropped, as `poll` drops it.
-        let Some(qp) = self.qps.find(w.qp_num) else { return Shared::Done(None) };
-        let recv = w.wr_id & RECV != 0;
-        let hold = |w: &sys::ibv_wc| {
-            self.early(|e| e.held.push_back(*w));
-            Shared::NeedsExclusive
-        };
-        // A failure breaks the connection, and an SRQ's receives are shared
-        // with other EPs' QPs: both are for an exclusive poll.
-        if w.status != sys::ibv_wc_status::IBV_WC_SUCCESS || (recv && qp.srq.is_some()) {
-            return hold(w);
-        }
-        let Some(admitted) = admit(CqHead { tag: qp.tag, recv }) else { return hold(w) };
-        // A bind's completion changes its window: an exclusive poll's too.
-        if !recv && qp.send_op(w.wr_id) == Some(DtoOp::BindMw) {
-            return hold(w);
-        }
-        Shared::Done(translate(qp, w).map(|c| (c, admitted)))
-    }
-
-    /// The next completion, for the lane of a dequeue
-    /// (`Backend::cq_lane`): one work completion taken from the device and
-    /// translated, handed over if `accept` takes it. One it refuses goes
-    /// to the stash, where the next poll finds it first, as it would have
-    /// found it on the device; one of a QP no longer here, or that
-    /// completes nothing, is dropped, as `poll` drops it. Nothing is
-    /// taken while earlier completions wait in the stash; the device's CQ
-    /// found empty, with nothing stashed or held, is [`Untaken::Empty`]:
+    /// The next completion, for a dequeue's lane and a shared dequeue
+    /// alike (`Backend::cq_lane`, `Backend::cq_take_shared`): one work
+    /// completion taken from the device and shown to `admit` before it is
+    /// translated, settled here if it is a success of a QP that receives
+    /// from no SRQ and no window bind's, and `admit` hands back its
+    /// holder. Any other is held untranslated for the next poll, which
+    /// takes it first, as it would have found it on the device; one of a
+    /// QP no longer here, or that completes nothing, is dropped, as `poll`
+    /// drops it. Nothing is taken while earlier completions wait; the
+    /// device's CQ found empty with nothing waiting is [`Untaken::Empty`]:
     /// an ordinary poll would find nothing either, short of a completion
     /// the device writes meanwhile, which the next poll finds as it would
     /// have after this one.
+    ///
+    /// The caller is the only thread using this CQ (it holds its EVD's
+    /// lock, or the provider), and what `admit` returns holds the QP's EP
+    /// (its lock, in a shared provider), so the QP's rings are this
+    /// thread's while it translates.
     #[inline(always)]
-    pub fn take_lane<G>(&self, accept: impl FnOnce(CqHead) -> Option<G>) -> Result<(Completion, G), Untaken> {
+    pub fn take<G>(&self, admit: impl FnOnce(CqHead) -> Option<G>) -> Result<(Completion, G), Untaken> {
         if self.has_early() {
             return Err(Untaken::Declined);
         }
         let mut wc = MaybeUninit::uninit();
         let w = self.poll_one(&mut wc).ok_or(Untaken::Empty)?;
-        let c = self.qps.find(w.qp_num).and_then(|qp| translate(qp, w)).ok_or(Untaken::Declined)?;
-        // What a lane shows (`Backend::cq_lane`): a DTO's success.
-        let shown = c.status == DtoStatus::Success && c.op != DtoOp::BindMw;
-        match shown.then(|| accept(CqHead { tag: c.tag, recv: c.op.is_recv() })).flatten() {
-            Some(accepted) => Ok((c, accepted)),
-            None => {
-                self.stash(c);
-                Err(Untaken::Declined)
-            }
+        let qp = self.qps.find(w.qp_num).ok_or(Untaken::Declined)?;
+        let recv = w.wr_id & RECV != 0;
+        let hold = |w: &sys::ibv_wc| {
+            self.early(|e| e.held.push_back(*w));
+            Untaken::Declined
+        };
+        // A failure breaks the connection, and an SRQ's receives are shared
+        // with other EPs' QPs: both are for the ordinary poll.
+        if w.status != sys::ibv_wc_status::IBV_WC_SUCCESS || (recv && qp.srq.is_some()) {
+            return Err(hold(w));
         }
+        let Some(admitted) = admit(CqHead { tag: qp.tag, recv }) else { return Err(hold(w)) };
+        // A bind's completion changes its window: the ordinary poll's too.
+        if !recv && qp.send_op(w.wr_id) == Some(DtoOp::BindMw) {
+            return Err(hold(w));
+        }
+        let c = translate(qp, w).ok_or(Untaken::Declined)?;
+        Ok((c, admitted))
     }
 
     /// One `ibv_poll_cq` of at most `out.len()` (and [`BATCH`]) entries,

@@ -64,8 +64,8 @@ use std::rc::Rc;
 
 use udat_core::{
     backend::{
-        AhAttr, Backend, Completion, CqHead, Cqs, HoldsQp, QpConfig, Qps, RequestOp, SendWr, Sge, Shared, UdDest,
-        Untaken, WaitFds, Wake,
+        AhAttr, Backend, Completion, CqHead, Cqs, HoldsQp, QpConfig, Qps, RequestOp, SendWr, Sge, UdDest, Untaken,
+        WaitFds, Wake,
     },
     types::{CompletionFlags, MemPriv, SrqAttr},
     DatError, DatResult, ErrorType,
@@ -260,8 +260,8 @@ impl Backend for Verbs {
         &self,
         cq: &mut Cq,
         admit: impl FnOnce(CqHead) -> Option<G>,
-    ) -> Shared<Option<(Completion, G)>> {
-        cq.shared.take_shared(admit)
+    ) -> Result<(Completion, G), Untaken> {
+        cq.shared.take(admit)
     }
 
     fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<Qp> {
@@ -345,15 +345,15 @@ impl Backend for Verbs {
         qp.post_recv(sges, cookie)
     }
 
-    /// A completion the lane refuses waits in the CQ's stash, where the
-    /// ordinary poll takes it first: nothing a caller can see changed.
+    /// A completion the lane refuses waits in the CQ, where the ordinary
+    /// poll takes it first: nothing a caller can see changed.
     #[inline(always)]
     fn cq_lane<G: HoldsQp<Qp>>(
         &mut self,
         cq: &mut Cq,
         accept: impl FnOnce(CqHead) -> Option<G>,
     ) -> Result<(Completion, G), Untaken> {
-        cq.shared.take_lane(accept)
+        cq.shared.take(accept)
     }
 
     /// As `post_one`: a refused post leaves no trace.

@@ -200,34 +200,31 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
         let Some(cq) = e.cq.as_mut() else { return Shared::NeedsExclusive };
-        loop {
-            // SAFETY: the CQ is the locked EVD's; the closure takes the
-            // lock of the EP of the QP the CQE names before anything is
-            // taken, and reads the EP only once it holds it.
-            let taken = unsafe {
-                self.backend.cq_take_shared(
-                    cq,
-                    #[inline(always)]
-                    |head: CqHead| {
-                        let (held, ep) = self.eps.get_locked(RawHandle::from_bits(head.tag), |word| lock.take(word))?;
-                        // A completion for another EVD is queued there, an
-                        // SRQ's receives are counted on the SRQ, and a
-                        // receive may invalidate a window of the EP: all
-                        // exclusive work (`Ep::recv_direct`).
-                        Completing::of(ep, head, evd, held)
-                    },
-                )
-            };
-            let (c, Completing { settle, recv, lock: _held, .. }) = match taken {
-                Shared::Done(Some(taken)) => taken,
-                Shared::Done(None) => continue,
-                Shared::Empty => return Shared::Empty,
-                Shared::NeedsExclusive => return Shared::NeedsExclusive,
-            };
-            let name = settle.name;
-            settle.dto(recv, c.retired);
-            return Shared::Done(event(evd, &c, name));
-        }
+        // SAFETY: the CQ is the locked EVD's; the closure takes the lock
+        // of the EP of the QP the CQE names before anything is taken, and
+        // reads the EP only once it holds it.
+        let taken = unsafe {
+            self.backend.cq_take_shared(
+                cq,
+                #[inline(always)]
+                |head: CqHead| {
+                    let (held, ep) = self.eps.get_locked(RawHandle::from_bits(head.tag), |word| lock.take(word))?;
+                    // A completion for another EVD is queued there, an
+                    // SRQ's receives are counted on the SRQ, and a receive
+                    // may invalidate a window of the EP: all exclusive
+                    // work (`Ep::recv_direct`).
+                    Completing::of(ep, head, evd, held)
+                },
+            )
+        };
+        let (c, Completing { settle, recv, lock: _held, .. }) = match taken {
+            Ok(taken) => taken,
+            Err(Untaken::Empty) => return Shared::Empty,
+            Err(Untaken::Declined) => return Shared::NeedsExclusive,
+        };
+        let name = settle.name;
+        settle.dto(recv, c.retired);
+        Shared::Done(event(evd, &c, name))
     }
 }
 

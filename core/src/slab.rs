@@ -526,7 +526,9 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         h: RawHandle,
         lock: impl FnOnce(&'s AtomicU8) -> Option<G>,
     ) -> Option<(G, &'s mut T)> {
-        let slot = self.slot(h)?;
+        // The generation alone, as `get_mut` judges it: a slot holding no
+        // object answers `None` from its place once the lock is held.
+        let slot = self.indexed().get(h.index as usize).filter(|s| s.generation == h.generation)?;
         let held = lock(&slot.lock)?;
         // SAFETY: as in `live_locked`.
         let value = unsafe { slot.value.get_shared()? };

@@ -325,8 +325,9 @@ impl CqShared {
     /// completion taken from the device and shown to `admit` before it is
     /// translated, settled here if it is a success of a QP that receives
     /// from no SRQ and no window bind's, and `admit` hands back its
-    /// holder. Any other is held untranslated for the next poll, which
-    /// takes it first, as it would have found it on the device; one of a
+    /// holder. Any other is held for the next poll, which takes it first,
+    /// as it would have found it on the device (untranslated, or a bind's
+    /// translated, in the stash, since translating it retired it); one of a
     /// QP no longer here, or that completes nothing, is dropped, as `poll`
     /// drops it. Nothing is taken while earlier completions wait; the
     /// device's CQ found empty with nothing waiting is [`Untaken::Empty`]:
@@ -357,11 +358,13 @@ impl CqShared {
             return Err(hold(w));
         }
         let Some(admitted) = admit(CqHead { tag: qp.tag, recv }) else { return Err(hold(w)) };
-        // A bind's completion changes its window: the ordinary poll's too.
-        if !recv && qp.send_op(w.wr_id) == Some(DtoOp::BindMw) {
-            return Err(hold(w));
-        }
         let c = translate(qp, w).ok_or(Untaken::Declined)?;
+        // A bind's completion changes its window: the ordinary poll's too,
+        // which finds it first in the stash (translating it retired it).
+        if c.op == DtoOp::BindMw {
+            self.stash(c);
+            return Err(Untaken::Declined);
+        }
         Ok((c, admitted))
     }
 

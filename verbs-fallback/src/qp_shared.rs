@@ -137,12 +137,6 @@ impl QpShared {
         self.rings(|r| r.sends.take_through(seq))
     }
 
-    /// The operation of the outstanding send with sequence `seq`, left
-    /// outstanding.
-    pub fn send_op(&self, seq: u64) -> Option<DtoOp> {
-        self.rings(|r| r.sends.get(seq).map(|s| s.op))
-    }
-
     /// The cookie of the receive `id` (a sequence number, or an SRQ slot).
     #[inline(always)]
     pub fn take_recv(&self, id: u64) -> Option<u64> {

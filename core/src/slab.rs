@@ -803,6 +803,14 @@ mod tests {
             drop(held);
             assert_eq!(slab.live_locked(h.index, word).map(|(w, ..)| w), Some(0), "let go");
             assert!(slab.live_locked(3, |w| Spin.take(w)).is_none(), "a free slot holds nothing");
+            // A handle whose generation a slot with no object carries (slot
+            // 3 was never handed out) takes that slot's lock only while it
+            // finds nothing, and one past the store takes none.
+            let vacant = RawHandle { index: 3, generation: 1 };
+            assert!(slab.get_locked(vacant, |w| Spin.take(w)).is_none());
+            assert_eq!(slab.slots.items()[3].lock.load(core::sync::atomic::Ordering::Relaxed), 0, "let go");
+            let past = RawHandle { index: 4, generation: 1 };
+            assert!(slab.get_locked(past, |_| -> Option<()> { panic!("a lock past the store") }).is_none());
         }
     }
 

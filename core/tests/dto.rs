@@ -363,6 +363,38 @@ fn an_empty_evd_is_answered_by_the_lane_only_while_no_look_at_connection_events_
 }
 
 #[test]
+fn an_empty_evd_looks_at_connection_events_exactly_when_the_connection_manager_says_one_waits() {
+    let mut fx = Fx::new();
+    fx.p.backend_mut().tells_waiting = true;
+    let ep = fx.ep_connected();
+    let raw = fx.dto_evd.raw();
+    let empty = |fx: &mut Fx| fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()) == Err(Passed::Empty);
+    for cookie in 1..=2 {
+        fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], cookie, CompletionFlags::DEFAULT).unwrap();
+    }
+    // Nothing waits: the lane answers empty whatever the clock says.
+    assert!(empty(&mut fx));
+    fx.p.backend_mut().advance(CM_LOOK_US);
+    assert!(empty(&mut fx));
+    assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
+    // The peer goes away: the very next dequeue looks, with the clock
+    // where it was, and the receives come back flushed in post order.
+    fx.p.backend_mut().conn_event(ep, ConnOutcome::Disconnected, b"");
+    assert!(!empty(&mut fx));
+    let mut flushed = Vec::new();
+    while let Ok(ev) = fx.p.evd_dequeue(fx.dto_evd) {
+        let EventData::Dto { cookie, status, .. } = ev.data else { panic!("{ev:?}") };
+        assert_eq!(status, DtoStatus::Flushed);
+        flushed.push(cookie);
+    }
+    assert_eq!(flushed, [1, 2]);
+    assert_eq!(fx.p.ep_get_status(ep).unwrap().0, EpState::Disconnected);
+    // Taken: nothing waits again.
+    assert!(empty(&mut fx));
+    assert_eq!(fx.p.evd_dequeue(fx.conn_evd).unwrap().number, EventNumber::ConnectionDisconnected);
+}
+
+#[test]
 fn dat_ep_post_bad_flags_name_the_flags_argument() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();

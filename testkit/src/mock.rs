@@ -114,6 +114,10 @@ pub struct MockBackend {
     /// The transport's lanes decline every post, so that each post is the
     /// core's ordinary one: the twin the lane tests post through alone.
     pub no_lanes: bool,
+    /// The connection manager says whether an event waits
+    /// (`ConnectionManager::waiting`), as one with a thread of its own
+    /// does; otherwise it cannot tell, and the core looks by the clock.
+    pub tells_waiting: bool,
     /// Open devices, PDs, MRs, MWs: a leak shows as a count above zero.
     pub live_ias: u32,
     pub live_pds: u32,
@@ -161,6 +165,7 @@ impl MockBackend {
             invalidates: None,
             type2_windows: true,
             no_lanes: false,
+            tells_waiting: false,
             live_ias: 0,
             live_pds: 0,
             live_mrs: 0,
@@ -565,6 +570,12 @@ impl ConnectionManager for MockBackend {
             }
         }
         found
+    }
+
+    fn waiting(&self, ia: &u32) -> Option<bool> {
+        let due = self.scheduled.iter().any(|(at, _)| *at <= self.now_us);
+        let queued = self.cm.iter().any(|(device, _)| *device == ANY_DEVICE || device == ia);
+        self.tells_waiting.then_some(due || queued)
     }
 }
 

@@ -197,6 +197,14 @@ impl IaShared {
         self.errors.poll(self.port)
     }
 
+    /// Whether [`cm::poll`](crate::cm::poll) may have an event to give: the
+    /// connection manager finished one, or a device error came that may
+    /// be this IA's. Two atomic loads.
+    #[inline(always)]
+    pub fn waiting(&self) -> bool {
+        self.cm().pending() || self.errors.came()
+    }
+
     /// The QP at `qp`, of this IA, is about to be destroyed: its events are
     /// read, and forgotten.
     pub fn qp_going(&self, qp: *mut sys::ibv_qp) {

@@ -245,10 +245,17 @@ impl DeviceErrors {
         self.cqs.borrow_mut().remove(&(cq as usize));
     }
 
+    /// Whether an event of the device came since the IA last found none of
+    /// its own: one atomic load.
+    #[inline(always)]
+    pub fn came(&self) -> bool {
+        KEPT_SO_FAR.load(Ordering::Acquire) != self.seen.get()
+    }
+
     /// The next device error of this IA, on port `port`: none, with one
     /// atomic load, while no event came since the IA last looked.
     pub fn poll<R>(&self, port: u8) -> Option<CmEvent<R>> {
-        if KEPT_SO_FAR.load(Ordering::Acquire) == self.seen.get() {
+        if !self.came() {
             return None;
         }
         let mut m = mailbox();

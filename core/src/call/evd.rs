@@ -12,7 +12,7 @@ mod dequeue;
 
 pub use dequeue::Passed;
 
-use crate::backend::{Backend, Completion, Wake};
+use crate::backend::{Backend, Completion, ConnectionManager, Wake};
 use crate::counts;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber};
@@ -28,9 +28,11 @@ use crate::types::EvdFlags;
 pub const EVD_FIELD_ALL: u32 = 0x1f;
 
 /// How often a dequeue that finds nothing looks at its IA's connection
-/// events: the bound on how long a peer's disconnect stays unseen by a
-/// consumer that only dequeues its DTO EVD, on a clock that may lag a
-/// scheduler tick ([`crate::backend::Backend::coarse_now_us`]).
+/// events where the connection manager cannot tell whether one waits
+/// ([`crate::backend::ConnectionManager::waiting`]): the bound on how long
+/// a peer's disconnect stays unseen by a consumer that only dequeues its
+/// DTO EVD, on a clock that may lag a scheduler tick
+/// ([`crate::backend::Backend::coarse_now_us`]).
 pub const CM_LOOK_US: u64 = 1_000;
 
 /// The longest a wait on an EVD fed by other IAs' EPs sleeps between
@@ -276,11 +278,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// dat_evd_dequeue(3DAT): the oldest event, or `DAT_QUEUE_EMPTY`.
     ///
-    /// A dequeue that finds nothing looks at the IA's connection events,
-    /// at most once per [`CM_LOOK_US`]: a peer's disconnect is what
-    /// flushes the EP's posted DTOs, and a consumer whose data thread only
-    /// dequeues its DTO EVD must still see them complete. A dequeue that
-    /// returns an event never looks.
+    /// A dequeue that finds nothing looks at the IA's connection events
+    /// when one waits, where the connection manager can tell
+    /// ([`ConnectionManager::waiting`]), and otherwise at most once per
+    /// [`CM_LOOK_US`]: a peer's disconnect is what flushes the EP's posted
+    /// DTOs, and a consumer whose data thread only dequeues its DTO EVD
+    /// must still see them complete. A dequeue that returns an event
+    /// never looks.
     ///
     /// Inlined into its callers (the C ABI's entry point among them), as
     /// the routing of a completion is into it: the direct path of a DTO
@@ -381,10 +385,16 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     /// Whether a dequeue that found nothing is to look at `ia`'s connection
-    /// events now; if so, the next look is due [`CM_LOOK_US`] later.
+    /// events now: whether one waits, where the connection manager can
+    /// tell ([`ConnectionManager::waiting`]); else whether a look is due,
+    /// and if so, the next is due [`CM_LOOK_US`] later.
     fn cm_look_due(&mut self, ia: IaHandle) -> bool {
-        let now = self.backend.coarse_now_us();
-        let Some(i) = self.ias.get_mut(ia.0) else { return false };
+        let Provider { ias, backend, .. } = self;
+        let Some(i) = ias.get_mut(ia.0) else { return false };
+        if let Some(waiting) = backend.cm().waiting(&i.dev) {
+            return waiting;
+        }
+        let now = backend.coarse_now_us();
         if !i.cm_look_is_due(now) {
             return false;
         }

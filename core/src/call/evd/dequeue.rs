@@ -11,7 +11,7 @@
 //! ([`Provider::evd_dequeue`]) decides.
 #![allow(unsafe_code)]
 
-use crate::backend::{Backend, Completion, CqHead, HoldsQp, Shared, Untaken};
+use crate::backend::{Backend, Completion, ConnectionManager, CqHead, HoldsQp, Shared, Untaken};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{EpHandle, EvdHandle, RawHandle};
@@ -134,10 +134,13 @@ impl<B: Backend, L> HoldsQp<B::Qp> for Completing<'_, B, L> {
 }
 
 /// What a dequeue's lane answers for the EVD in slot `evd`, whose CQ it
-/// found empty: [`Passed::Empty`] unless a look at its IA's connection
-/// events is due, which the ordinary dequeue takes. Out of line, and
-/// given the slot rather than the EVD: a dequeue that takes a completion
-/// neither asks nor keeps anything across its CQ's lane for the asking.
+/// found empty: [`Passed::Empty`] unless its IA's connection events are
+/// to be looked at, which the ordinary dequeue does: when one waits,
+/// where the connection manager can tell
+/// ([`ConnectionManager::waiting`]), or else when a look is due by the
+/// clock. Out of line, and given the slot rather than the EVD: a dequeue
+/// that takes a completion neither asks nor keeps anything across its
+/// CQ's lane for the asking.
 #[cold]
 #[inline(never)]
 fn empty<B: Backend, E: SlotsOf<Evd<B::Cq>>, I: SlotsOf<Ia<B>>>(
@@ -147,11 +150,15 @@ fn empty<B: Backend, E: SlotsOf<Evd<B::Cq>>, I: SlotsOf<Ia<B>>>(
     evd: u32,
 ) -> Passed {
     let Some((_, e)) = evds.live_at(evd) else { return Passed::Ordinary };
-    let ia = e.ia;
-    let now = backend.coarse_now_us();
-    match ias.get(ia.0) {
-        Some(i) if !i.cm_look_is_due(now) => Passed::Empty,
-        _ => Passed::Ordinary,
+    let Some(i) = ias.get(e.ia.0) else { return Passed::Ordinary };
+    let look = match backend.cm().waiting(&i.dev) {
+        Some(waiting) => waiting,
+        None => i.cm_look_is_due(backend.coarse_now_us()),
+    };
+    if look {
+        Passed::Ordinary
+    } else {
+        Passed::Empty
     }
 }
 

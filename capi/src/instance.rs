@@ -126,7 +126,9 @@ pub struct Instance<B: Transport> {
     /// Per IA slot: when, on the clock of [`Instance::now_us`], an empty
     /// shared dequeue of an EVD of that IA next makes an exclusive one,
     /// which looks at the IA's connection events (at most every
-    /// [`udat_core::CM_LOOK_US`], as the exclusive dequeue itself looks).
+    /// [`udat_core::CM_LOOK_US`], as the exclusive dequeue itself looks),
+    /// over a transport that cannot tell whether one waits
+    /// ([`udat_core::Backend::cm_waiting`]).
     pub cm_look_us: Box<[AtomicU64]>,
 }
 
@@ -204,8 +206,9 @@ impl<B: Transport> Instance<B> {
     }
 
     /// Microseconds on `CLOCK_MONOTONIC_COARSE`, which may lag a scheduler
-    /// tick and costs no system call: an empty shared dequeue reads it on
-    /// every call (see [`udat_core::Backend::coarse_now_us`]).
+    /// tick and costs no system call: an empty shared dequeue over a
+    /// transport that cannot tell whether a connection event waits reads it
+    /// on every call (see [`udat_core::Backend::coarse_now_us`]).
     pub fn now_us() -> u64 {
         udat_wake::coarse_now_us()
     }

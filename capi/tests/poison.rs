@@ -150,6 +150,10 @@ impl<const SHARED: bool> Backend for Panicky<SHARED> {
         self.0.wait_fds(ia)
     }
 
+    fn cm_waiting(&self, ia: &Self::Ia) -> Option<bool> {
+        self.0.cm_waiting(ia)
+    }
+
     // The shared data path, the software HCA's but for the panic.
     const SHARED_QUEUES: bool = SHARED && <M as Backend>::SHARED_QUEUES;
 

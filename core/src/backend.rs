@@ -804,6 +804,20 @@ pub trait Backend {
     fn wait_fds(&self, _ia: &Self::Ia) -> WaitFds {
         WaitFds::NONE
     }
+
+    /// Whether an event of `ia` waits for [`ConnectionManager::poll_cm`],
+    /// where the transport can tell with no system call and no lock: one
+    /// whose connections progress on a thread of its own, which says with
+    /// an atomic when it has finished an event. A dequeue that finds
+    /// nothing then looks at the connection events exactly when one waits.
+    /// `None` where it cannot tell, as where `poll_cm` itself moves the
+    /// connections on: a dequeue that finds nothing looks at most once per
+    /// [`crate::CM_LOOK_US`]. It reads and changes nothing, and a shared
+    /// dequeue asks it on several threads at once ([`crate::shared`]).
+    #[inline(always)]
+    fn cm_waiting(&self, _ia: &Self::Ia) -> Option<bool> {
+        None
+    }
 }
 
 /// Opening a device, its protection domains and memory registrations:
@@ -889,16 +903,4 @@ pub trait ConnectionManager {
     fn disconnect(&mut self, qp: &mut Self::Qp, graceful: bool);
     /// The next connection-manager event of `ia`, if one is ready.
     fn poll_cm(&mut self, ia: &mut Self::Ia) -> Option<CmEvent<Self::ConnReq>>;
-    /// Whether an event of `ia` waits for [`ConnectionManager::poll_cm`],
-    /// where the connection manager can tell with no system call and no
-    /// lock: one whose connections progress on a thread of its own, which
-    /// says with an atomic when it has finished an event. A dequeue that
-    /// finds nothing then looks at the connection events exactly when one
-    /// waits. `None` where it cannot tell, as where `poll_cm` itself moves
-    /// the connections on: a dequeue that finds nothing looks at most once
-    /// per [`crate::CM_LOOK_US`]. Reads, and changes nothing.
-    #[inline(always)]
-    fn waiting(&self, _ia: &Self::Ia) -> Option<bool> {
-        None
-    }
 }

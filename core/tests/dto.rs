@@ -3,7 +3,7 @@
 //! completion rules: every DTO completes once, flushes in post order.
 mod common;
 use common::*;
-use udat_core::backend::ConnOutcome;
+use udat_core::backend::{ConnOutcome, Shared};
 use udat_core::shared::Spin;
 use udat_core::types::*;
 use udat_core::*;
@@ -392,6 +392,31 @@ fn an_empty_evd_looks_at_connection_events_exactly_when_the_connection_manager_s
     // Taken: nothing waits again.
     assert!(empty(&mut fx));
     assert_eq!(fx.p.evd_dequeue(fx.conn_evd).unwrap().number, EventNumber::ConnectionDisconnected);
+}
+
+#[test]
+fn a_shared_dequeue_of_an_empty_evd_leaves_it_to_the_exclusive_one_exactly_when_it_is_to_look() {
+    let mut fx = Fx::new();
+    fx.p.backend_mut().tells_waiting = true;
+    let ep = fx.ep_connected();
+    let raw = fx.dto_evd.raw();
+    // `due`: what the caller's clock says of a look at the IA's events.
+    let shared = |fx: &Fx, due: bool| {
+        // SAFETY: one thread; nothing else reaches the provider meanwhile.
+        unsafe { fx.p.evd_dequeue_shared(raw.index(), |g| g == raw.generation(), &Spin, |_, _, _| (), |_| due) }
+    };
+    // The transport tells: nothing waits, whatever the clock says.
+    assert_eq!(shared(&fx, true), Shared::Empty);
+    // An event waits: the exclusive dequeue looks, and takes it.
+    fx.p.backend_mut().conn_event(ep, ConnOutcome::Disconnected, b"");
+    assert_eq!(shared(&fx, false), Shared::NeedsExclusive);
+    assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
+    assert_eq!(fx.p.ep_get_status(ep).unwrap().0, EpState::Disconnected);
+    assert_eq!(shared(&fx, true), Shared::Empty);
+    // A transport that cannot tell: the caller's clock decides.
+    fx.p.backend_mut().tells_waiting = false;
+    assert_eq!(shared(&fx, false), Shared::Empty);
+    assert_eq!(shared(&fx, true), Shared::NeedsExclusive);
 }
 
 #[test]

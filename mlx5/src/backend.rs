@@ -931,6 +931,11 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     fn wait_fds(&self, ia: &D::Ia) -> WaitFds {
         self.device.wait_fds(ia)
     }
+
+    #[inline(always)]
+    fn cm_waiting(&self, ia: &D::Ia) -> Option<bool> {
+        self.device.cm_waiting(ia)
+    }
 }
 
 #[cfg(test)]

@@ -188,4 +188,9 @@ pub trait Device {
     fn wait_fds(&self, _ia: &Self::Ia) -> WaitFds {
         WaitFds::NONE
     }
+    /// What [`Backend::cm_waiting`](udat_core::Backend::cm_waiting) answers.
+    #[inline(always)]
+    fn cm_waiting(&self, _ia: &Self::Ia) -> Option<bool> {
+        None
+    }
 }

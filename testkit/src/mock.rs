@@ -114,9 +114,10 @@ pub struct MockBackend {
     /// The transport's lanes decline every post, so that each post is the
     /// core's ordinary one: the twin the lane tests post through alone.
     pub no_lanes: bool,
-    /// The connection manager says whether an event waits
-    /// (`ConnectionManager::waiting`), as one with a thread of its own
-    /// does; otherwise it cannot tell, and the core looks by the clock.
+    /// The backend says whether a connection event waits
+    /// (`Backend::cm_waiting`), as one whose connections progress on a
+    /// thread of their own does; otherwise it cannot tell, and the core
+    /// looks by the clock.
     pub tells_waiting: bool,
     /// Open devices, PDs, MRs, MWs: a leak shows as a count above zero.
     pub live_ias: u32,
@@ -571,12 +572,6 @@ impl ConnectionManager for MockBackend {
         }
         found
     }
-
-    fn waiting(&self, ia: &u32) -> Option<bool> {
-        let due = self.scheduled.iter().any(|(at, _)| *at <= self.now_us);
-        let queued = self.cm.iter().any(|(device, _)| *device == ANY_DEVICE || device == ia);
-        self.tells_waiting.then_some(due || queued)
-    }
 }
 
 impl Control for MockBackend {
@@ -799,6 +794,22 @@ impl Backend for MockBackend {
         Ok((c, accepted))
     }
 
+    /// Takes nothing: says whether the CQ is empty, with nothing due to
+    /// complete into it, and leaves every completion to the exclusive
+    /// dequeue.
+    #[allow(unsafe_code)]
+    unsafe fn cq_take_shared<G: HoldsQp<u32>>(
+        &self,
+        cq: &mut u32,
+        _admit: impl FnOnce(CqHead) -> Option<G>,
+    ) -> Result<(Completion, G), Untaken> {
+        let due = self.scheduled.iter().any(|(at, _)| *at <= self.now_us);
+        match self.cqs.get(*cq as usize) {
+            Some(cq) if cq.entries.is_empty() && !due => Err(Untaken::Empty),
+            _ => Err(Untaken::Declined),
+        }
+    }
+
     fn post_recv(&mut self, qp: &mut u32, sges: &[Sge], cookie: u64) -> DatResult<()> {
         let i = *qp as usize;
         let q = self.qps.get_mut(i).ok_or(DatError::of(ErrorType::InternalError))?;
@@ -864,6 +875,12 @@ impl Backend for MockBackend {
 
     fn now_us(&mut self) -> u64 {
         self.now_us
+    }
+
+    fn cm_waiting(&self, ia: &u32) -> Option<bool> {
+        let due = self.scheduled.iter().any(|(at, _)| *at <= self.now_us);
+        let queued = self.cm.iter().any(|(device, _)| *device == ANY_DEVICE || device == ia);
+        self.tells_waiting.then_some(due || queued)
     }
 
     fn block(&mut self, _ia: &mut u32, _: &mut impl Cqs<Self::Cq>, timeout_us: Option<u64>) -> Wake {

@@ -190,13 +190,6 @@ impl<Q: CmQp> ConnectionManager for RdmaCm<Q> {
     fn poll_cm(&mut self, ia: &mut Ia) -> Option<CmEvent<ConnReq>> {
         cm::poll(&ia.0)
     }
-
-    /// The IA's thread finishes the connections' events and reads the
-    /// device's (`progress`), and says so with atomics.
-    #[inline(always)]
-    fn waiting(&self, ia: &Ia) -> Option<bool> {
-        Some(ia.0.waiting())
-    }
 }
 
 impl Ia {

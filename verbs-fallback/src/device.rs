@@ -38,6 +38,15 @@ impl Ia {
         // SAFETY: the channel is open while the IA is.
         unsafe { WaitFds([(*self.0.comp).fd, self.0.cm().ready_fd(), self.0.errors.fd(), -1]) }
     }
+
+    /// Whether the IA's thread has finished a connection event, or a
+    /// device error came that may be the IA's, which the core has not
+    /// taken: what [`Backend::cm_waiting`](udat_core::Backend::cm_waiting)
+    /// answers. Two atomic loads, and nothing changes.
+    #[inline(always)]
+    pub fn cm_waiting(&self) -> bool {
+        self.0.waiting()
+    }
 }
 
 pub(crate) struct IaShared {

@@ -420,6 +420,13 @@ impl Backend for Verbs {
         ia.wait_fds()
     }
 
+    /// The IA's thread finishes the connections' events and reads the
+    /// device's (`progress`), and says so with atomics.
+    #[inline(always)]
+    fn cm_waiting(&self, ia: &Ia) -> Option<bool> {
+        Some(ia.cm_waiting())
+    }
+
     fn block(&mut self, ia: &mut Ia, _: &mut impl Cqs<Cq>, timeout_us: Option<u64>) -> Wake {
         let shared = &ia.0;
         // Arm every CQ, then look once more: a completion that arrived

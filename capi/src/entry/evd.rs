@@ -206,24 +206,17 @@ fn dequeue_shared<B: Transport>(
             &LaneLock,
             #[inline(always)]
             |_, c, name| write_lane_event(&state.handles, h, c, name, slot),
+            // Where the transport cannot tell whether a connection event
+            // waits, the exclusive path looks once a millisecond.
+            |ia| instance.cm_look_due(ia),
         )
     };
     match taken {
         Shared::Done(()) => Some(DAT_SUCCESS),
-        // Nothing came: pull connection events now, on the exclusive
-        // path, if a look at this EVD's IA is due.
-        Shared::Empty => empty_unless_due(instance, &state, h),
+        Shared::Empty => Some(DatError::of(ErrorType::QueueEmpty).to_raw()),
+        // Or a connection event to pull, which the exclusive path does.
         Shared::NeedsExclusive => None,
     }
-}
-
-/// An empty shared dequeue: `DAT_QUEUE_EMPTY`, or `None` when a look at
-/// the connection events of the EVD's IA is due.
-#[cold]
-fn empty_unless_due<B: Transport>(instance: &Instance<B>, state: &State<B>, h: DAT_EVD_HANDLE) -> Option<DAT_RETURN> {
-    let evd = EvdHandle::from_raw(state.raw(h, Kind::Evd).ok()?);
-    let ia = state.core.evd_query(evd, udat_core::EVD_FIELD_ALL).ok()?.ia;
-    (!instance.cm_look_due(ia.raw().index())).then(|| DatError::of(ErrorType::QueueEmpty).to_raw())
 }
 
 // `c/wait.c` keeps a wait's `EvdWait` in its record between steps.

@@ -12,7 +12,7 @@ mod dequeue;
 
 pub use dequeue::Passed;
 
-use crate::backend::{Backend, Completion, ConnectionManager, Wake};
+use crate::backend::{Backend, Completion, Wake};
 use crate::counts;
 use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::event::{Event, EventData, EventNumber};
@@ -28,8 +28,8 @@ use crate::types::EvdFlags;
 pub const EVD_FIELD_ALL: u32 = 0x1f;
 
 /// How often a dequeue that finds nothing looks at its IA's connection
-/// events where the connection manager cannot tell whether one waits
-/// ([`crate::backend::ConnectionManager::waiting`]): the bound on how long
+/// events where the transport cannot tell whether one waits
+/// ([`crate::backend::Backend::cm_waiting`]): the bound on how long
 /// a peer's disconnect stays unseen by a consumer that only dequeues its
 /// DTO EVD, on a clock that may lag a scheduler tick
 /// ([`crate::backend::Backend::coarse_now_us`]).
@@ -279,8 +279,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_evd_dequeue(3DAT): the oldest event, or `DAT_QUEUE_EMPTY`.
     ///
     /// A dequeue that finds nothing looks at the IA's connection events
-    /// when one waits, where the connection manager can tell
-    /// ([`ConnectionManager::waiting`]), and otherwise at most once per
+    /// when one waits, where the transport can tell
+    /// ([`Backend::cm_waiting`]), and otherwise at most once per
     /// [`CM_LOOK_US`]: a peer's disconnect is what flushes the EP's posted
     /// DTOs, and a consumer whose data thread only dequeues its DTO EVD
     /// must still see them complete. A dequeue that returns an event
@@ -385,13 +385,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     /// Whether a dequeue that found nothing is to look at `ia`'s connection
-    /// events now: whether one waits, where the connection manager can
-    /// tell ([`ConnectionManager::waiting`]); else whether a look is due,
-    /// and if so, the next is due [`CM_LOOK_US`] later.
+    /// events now: whether one waits, where the transport can tell
+    /// ([`Backend::cm_waiting`]); else whether a look is due, and if so,
+    /// the next is due [`CM_LOOK_US`] later.
     fn cm_look_due(&mut self, ia: IaHandle) -> bool {
         let Provider { ias, backend, .. } = self;
         let Some(i) = ias.get_mut(ia.0) else { return false };
-        if let Some(waiting) = backend.cm().waiting(&i.dev) {
+        if let Some(waiting) = backend.cm_waiting(&i.dev) {
             return waiting;
         }
         let now = backend.coarse_now_us();

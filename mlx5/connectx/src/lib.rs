@@ -456,4 +456,9 @@ impl Device for ConnectX {
     fn wait_fds(&self, ia: &Ia) -> WaitFds {
         ia.wait_fds()
     }
+
+    #[inline(always)]
+    fn cm_waiting(&self, ia: &Ia) -> Option<bool> {
+        Some(ia.cm_waiting())
+    }
 }

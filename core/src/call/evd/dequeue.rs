@@ -11,10 +11,10 @@
 //! ([`Provider::evd_dequeue`]) decides.
 #![allow(unsafe_code)]
 
-use crate::backend::{Backend, Completion, ConnectionManager, CqHead, HoldsQp, Shared, Untaken};
+use crate::backend::{Backend, Completion, CqHead, HoldsQp, Shared, Untaken};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
-use crate::handle::{EpHandle, EvdHandle, RawHandle};
+use crate::handle::{EpHandle, EvdHandle, IaHandle, RawHandle};
 use crate::object::ep::{Ep, Settle};
 use crate::object::evd::Evd;
 use crate::object::ia::Ia;
@@ -136,9 +136,8 @@ impl<B: Backend, L> HoldsQp<B::Qp> for Completing<'_, B, L> {
 /// What a dequeue's lane answers for the EVD in slot `evd`, whose CQ it
 /// found empty: [`Passed::Empty`] unless its IA's connection events are
 /// to be looked at, which the ordinary dequeue does: when one waits,
-/// where the connection manager can tell
-/// ([`ConnectionManager::waiting`]), or else when a look is due by the
-/// clock. Out of line, and given the slot rather than the EVD: a dequeue
+/// where the transport can tell ([`Backend::cm_waiting`]), or else when
+/// a look is due by the clock. Out of line, and given the slot rather than the EVD: a dequeue
 /// that takes a completion neither asks nor keeps anything across its
 /// CQ's lane for the asking.
 #[cold]
@@ -151,7 +150,7 @@ fn empty<B: Backend, E: SlotsOf<Evd<B::Cq>>, I: SlotsOf<Ia<B>>>(
 ) -> Passed {
     let Some((_, e)) = evds.live_at(evd) else { return Passed::Ordinary };
     let Some(i) = ias.get(e.ia.0) else { return Passed::Ordinary };
-    let look = match backend.cm().waiting(&i.dev) {
+    let look = match backend.cm_waiting(&i.dev) {
         Some(waiting) => waiting,
         None => i.cm_look_is_due(backend.coarse_now_us()),
     };
@@ -183,7 +182,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// Endpoint: a post takes no EVD lock); where `lock` refuses one, the
     /// call is for the exclusive path. What it settled goes to `event`, as
     /// [`Provider::lane_dequeue_with`] hands it over, while both locks are
-    /// held.
+    /// held. An EVD whose CQ holds nothing is [`Shared::Empty`] unless its
+    /// IA's connection events are to be looked at, which the exclusive
+    /// dequeue does: when one waits, where the transport can tell
+    /// ([`Backend::cm_waiting`]), or else when `look_due`, given the IA's
+    /// slot, says a look is due by the caller's clock.
     ///
     /// # Safety
     /// No `&mut` to the provider exists while this runs, and every other
@@ -196,6 +199,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         matches_generation: impl FnOnce(u32) -> bool,
         lock: &L,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
+        look_due: impl FnOnce(u32) -> bool,
     ) -> Shared<R> {
         // SAFETY: the EVD's lock is taken before it is read (the caller's
         // promise covers the rest).
@@ -226,12 +230,30 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         };
         let (c, Completing { settle, recv, lock: _held, .. }) = match taken {
             Ok(taken) => taken,
-            Err(Untaken::Empty) => return Shared::Empty,
+            Err(Untaken::Empty) => return self.empty_shared(e.ia, look_due),
             Err(Untaken::Declined) => return Shared::NeedsExclusive,
         };
         let name = settle.name;
         settle.dto(recv, c.retired);
         Shared::Done(event(evd, &c, name))
+    }
+
+    /// What a shared dequeue answers for an EVD of `ia` whose CQ it found
+    /// empty (see [`Provider::evd_dequeue_shared`]). The IA is read, never
+    /// changed: only an exclusive call changes it.
+    #[cold]
+    #[inline(never)]
+    fn empty_shared<R>(&self, ia: IaHandle, look_due: impl FnOnce(u32) -> bool) -> Shared<R> {
+        let Some(i) = self.ias.get(ia.0) else { return Shared::NeedsExclusive };
+        let look = match self.backend.cm_waiting(&i.dev) {
+            Some(waiting) => waiting,
+            None => look_due(ia.0.index()),
+        };
+        if look {
+            Shared::NeedsExclusive
+        } else {
+            Shared::Empty
+        }
     }
 }
 

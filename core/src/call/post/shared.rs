@@ -24,8 +24,10 @@
 //! [`Shared::NeedsExclusive`](crate::backend::Shared::NeedsExclusive), and the
 //! caller makes the call again with the provider to itself. Connection
 //! events are not pulled here: an empty shared dequeue answers
-//! [`Shared::Empty`](crate::backend::Shared::Empty), and the caller makes
-//! an exclusive one when a look at them is due. Every post is made
+//! [`Shared::Empty`](crate::backend::Shared::Empty) unless one waits
+//! ([`Backend::cm_waiting`](crate::backend::Backend::cm_waiting)), or,
+//! where the transport cannot tell, a look at them is due by the caller's
+//! clock; then the caller makes an exclusive one, which looks. Every post is made
 //! through the provider [`Locked`](crate::Locked)
 //! ([`Provider::locked`]), the same [`Door`](crate::Door) as the
 //! provider held to itself: requests (DAT 2.0's and the IB extension's,

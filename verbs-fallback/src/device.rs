@@ -45,7 +45,7 @@ impl Ia {
     /// answers. Two atomic loads, and nothing changes.
     #[inline(always)]
     pub fn cm_waiting(&self) -> bool {
-        self.0.waiting()
+        self.0.cm().pending() || self.0.errors.came()
     }
 }
 
@@ -204,14 +204,6 @@ impl IaShared {
     /// The next device error of the IA's objects, port or device.
     pub fn device_error<R>(&self) -> Option<udat_core::backend::CmEvent<R>> {
         self.errors.poll(self.port)
-    }
-
-    /// Whether [`cm::poll`](crate::cm::poll) may have an event to give: the
-    /// connection manager finished one, or a device error came that may
-    /// be this IA's. Two atomic loads.
-    #[inline(always)]
-    pub fn waiting(&self) -> bool {
-        self.cm().pending() || self.errors.came()
     }
 
     /// The QP at `qp`, of this IA, is about to be destroyed: its events are

@@ -90,6 +90,7 @@ impl CmShared {
     }
 
     /// Whether finished events wait for the core: no lock, no system call.
+    #[inline(always)]
     pub fn pending(&self) -> bool {
         self.pending.load(Ordering::Acquire)
     }

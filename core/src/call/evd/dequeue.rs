@@ -137,9 +137,9 @@ impl<B: Backend, L> HoldsQp<B::Qp> for Completing<'_, B, L> {
 /// found empty: [`Passed::Empty`] unless its IA's connection events are
 /// to be looked at, which the ordinary dequeue does: when one waits,
 /// where the transport can tell ([`Backend::cm_waiting`]), or else when
-/// a look is due by the clock. Out of line, and given the slot rather than the EVD: a dequeue
-/// that takes a completion neither asks nor keeps anything across its
-/// CQ's lane for the asking.
+/// a look is due by the clock. Out of line, and given the slot rather
+/// than the EVD: a dequeue that takes a completion neither asks nor keeps
+/// anything across its CQ's lane for the asking.
 #[cold]
 #[inline(never)]
 fn empty<B: Backend, E: SlotsOf<Evd<B::Cq>>, I: SlotsOf<Ia<B>>>(

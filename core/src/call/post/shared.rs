@@ -27,8 +27,8 @@
 //! [`Shared::Empty`](crate::backend::Shared::Empty) unless one waits
 //! ([`Backend::cm_waiting`](crate::backend::Backend::cm_waiting)), or,
 //! where the transport cannot tell, a look at them is due by the caller's
-//! clock; then the caller makes an exclusive one, which looks. Every post is made
-//! through the provider [`Locked`](crate::Locked)
+//! clock; then the caller makes an exclusive one, which looks. Every post
+//! is made through the provider [`Locked`](crate::Locked)
 //! ([`Provider::locked`]), the same [`Door`](crate::Door) as the
 //! provider held to itself: requests (DAT 2.0's and the IB extension's,
 //! UD's send among them), an EP's receives and an SRQ's. A completion of an SRQ's receive is the

@@ -363,7 +363,7 @@ fn an_empty_evd_is_answered_by_the_lane_only_while_no_look_at_connection_events_
 }
 
 #[test]
-fn an_empty_evd_looks_at_connection_events_exactly_when_the_connection_manager_says_one_waits() {
+fn an_empty_evd_looks_at_connection_events_exactly_when_the_transport_says_one_waits() {
     let mut fx = Fx::new();
     fx.p.backend_mut().tells_waiting = true;
     let ep = fx.ep_connected();

@@ -115,6 +115,30 @@ impl<D: Device, S: Storage + Default> Mlx5<D, S> {
 }
 
 impl<D: Device, S: Storage> Mlx5<D, S> {
+    /// The next CQE of `cq` that a dequeue's lane or a shared dequeue
+    /// (`Backend::cq_lane`, `Backend::cq_take_shared`) settles alone,
+    /// taken through [`next`] without the SRQs. Otherwise nothing
+    /// changed: [`Untaken::Empty`] when no CQE is software's and the CQ
+    /// has no failed QPs to flush (`cq_poll`), [`Untaken::Declined`] for
+    /// the rest, which `cq_poll` takes.
+    #[inline(always)]
+    fn take_next<G: HoldsQp<Qp<D>>>(
+        &self,
+        cq: &mut Cq<D>,
+        admit: impl FnOnce(CqHead) -> Option<G>,
+    ) -> Result<(Completion, G), Untaken> {
+        match next(&mut cq.ring, &self.by_qpn, admit, None::<&mut TableIn<SrqQueue<D>, S>>) {
+            Ok(Next::Taken(completion, admitted)) => {
+                cq.ring.update_ci();
+                Ok((completion, admitted))
+            }
+            // Without the SRQs, `next` settles nothing.
+            Ok(Next::Settled(_)) => Err(Untaken::Declined),
+            Err(Untaken::Empty) if cq.failed => Err(Untaken::Declined),
+            Err(untaken) => Err(untaken),
+        }
+    }
+
     /// The backend over `device`, with tables in `storage`.
     pub fn with_storage(device: D, mut storage: S) -> Self {
         Mlx5 {
@@ -368,32 +392,74 @@ fn take<D: Device>(ring: &mut CompletionQueue<D::Register>, queues: &mut QpQueue
     }
 }
 
-/// The next CQE of `cq`, for a dequeue's lane and a shared dequeue alike
-/// (`Backend::cq_lane`, `Backend::cq_take_shared`): shown to `admit`
-/// ([`CqHead`]) before anything is consumed, and taken only when `admit`
-/// hands back the holder of the QP it names and the CQE is one [`look`]
-/// settles alone. Otherwise nothing changed: [`Untaken::Empty`] when no
-/// CQE is software's and the CQ has no failed QPs to flush (`cq_poll`),
-/// [`Untaken::Declined`] for the rest, which `cq_poll` takes.
+/// What [`next`] did with the CQE at the head of a CQ.
+enum Next<G> {
+    /// Settled alone ([`look`], [`take`]): the completion, and the holder
+    /// of its QP that `admit` handed back.
+    Taken(Completion, G),
+    /// Consumed by the ordinary poll's rules ([`complete_on`]): what it
+    /// completes, if anything (a CQE of a destroyed QP completes
+    /// nothing).
+    Settled(Option<Completion>),
+}
+
+/// Consume the next CQE of `ring`: the one place a CQE is taken, for a
+/// dequeue's lane, a shared dequeue and a poll alike. It is shown to
+/// `admit` ([`CqHead`]) before anything is consumed; one [`look`] settles
+/// alone, of a QP whose holder `admit` hands back, is [`Next::Taken`].
+/// The rest (an error, which breaks the connection; a window bind; an
+/// SRQ's or a UD receive; a request with unsignalled ones before it; a
+/// CQE of a destroyed QP) only a poll consumes, given the SRQs
+/// (`ordinary`): [`Next::Settled`]. Without them, nothing changes and the
+/// answer is [`Untaken::Declined`]; [`Untaken::Empty`] when no CQE is
+/// software's. The consumer index reaches the device at the caller's
+/// [`CompletionQueue::update_ci`].
 #[inline(always)]
-fn take_next<D: Device, R: Store<Entry<Route>>, G: HoldsQp<Qp<D>>>(
-    cq: &mut Cq<D>,
+fn next<D: Device, R: Store<Entry<Route>>, Q: Store<Entry<SrqQueue<D>>>, G: HoldsQp<Qp<D>>>(
+    ring: &mut CompletionQueue<D::Register>,
     by_qpn: &QpnIndex<R>,
     admit: impl FnOnce(CqHead) -> Option<G>,
-) -> Result<(Completion, G), Untaken> {
-    let ring = &mut cq.ring;
-    let Some(head) = ring.peek_head() else {
-        return Err(if cq.failed { Untaken::Declined } else { Untaken::Empty });
+    ordinary: Option<&mut Table<SrqQueue<D>, Q>>,
+) -> Result<Next<G>, Untaken> {
+    let head = ring.peek_head().ok_or(Untaken::Empty)?;
+    let done = head.done();
+    if done.is_none() && ordinary.is_none() {
+        return Err(Untaken::Declined);
+    }
+    let route = ring.route(head.qpn(), |qpn| by_qpn.route(qpn));
+    let admitted = route.and_then(|r| admit(CqHead { tag: r.tag, recv: done == Some(Done::Receive) }));
+    let Some(mut admitted) = admitted else {
+        let srqs = ordinary.ok_or(Untaken::Declined)?;
+        let cqe = ring.peeked(head);
+        ring.advance();
+        // A destroyed QP's CQE: a receive still gives its SRQ WQE back.
+        if !cqe.is_requester() {
+            if let Some(s) = srqs.iter_mut().find(|s| s.srqn == cqe.srqn) {
+                s.ring.complete(cqe.wqe_counter);
+            }
+        }
+        return Ok(Next::Settled(None));
     };
-    // An error breaks the connection: `cq_poll`'s business.
-    let done = head.done().ok_or(Untaken::Declined)?;
-    let route = ring.route(head.qpn(), |qpn| by_qpn.route(qpn)).ok_or(Untaken::Declined)?;
-    let mut admitted = admit(CqHead { tag: route.tag, recv: done == Done::Receive }).ok_or(Untaken::Declined)?;
     let queues = &mut admitted.qp().queues;
-    let (completion, taking) = look(ring, head, done, queues).ok_or(Untaken::Declined)?;
-    take(ring, queues, &taking);
-    ring.update_ci();
-    Ok((completion, admitted))
+    if let Some((completion, taking)) = done.and_then(|done| look(ring, head, done, queues)) {
+        take(ring, queues, &taking);
+        return Ok(Next::Taken(completion, admitted));
+    }
+    let srqs = ordinary.ok_or(Untaken::Declined)?;
+    let cqe = ring.peeked(head);
+    ring.advance();
+    let srq_complete = |s: u16| srqs.get_mut(s).and_then(|s| s.ring.complete(cqe.wqe_counter));
+    let source_qpn = || ring.last_source_qpn();
+    Ok(Next::Settled(complete_on(queues, &cqe, srq_complete, source_qpn)))
+}
+
+/// A poll's holder of a QP: the QP itself, which the poll reaches
+/// through the core's [`Qps`].
+impl<D: Device> HoldsQp<Qp<D>> for &mut Qp<D> {
+    #[inline(always)]
+    fn qp(&mut self) -> &mut Qp<D> {
+        self
+    }
 }
 
 /// The completion of `sent`, a request of the QP tagged `tag`, which
@@ -569,39 +635,14 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         let mut n = 0;
         let mut taken = false;
         while n < out.len() {
-            let Some(head) = ring.peek_head() else { break };
+            let completion = match next(ring, by_qpn, |head| qps.by_tag(head.tag), Some(&mut *srqs)) {
+                Ok(Next::Taken(completion, _)) => Some(completion),
+                Ok(Next::Settled(completion)) => completion,
+                // A poll, given the SRQs, consumes every CQE it finds.
+                Err(_) => break,
+            };
             taken = true;
-            let route = ring.route(head.qpn(), |qpn| by_qpn.route(qpn));
-            let Some(Qp { queues, .. }) = route.and_then(|r| qps.by_tag(r.tag)) else {
-                let cqe = ring.peeked(head);
-                ring.advance();
-                // A destroyed QP's CQE: a receive still gives its SRQ WQE back.
-                if !cqe.is_requester() {
-                    if let Some(s) = srqs.iter_mut().find(|s| s.srqn == cqe.srqn) {
-                        s.ring.complete(cqe.wqe_counter);
-                    }
-                }
-                continue;
-            };
-            // What a dequeue's lane would take, taken as it takes it; the
-            // rest (an error, an SRQ's or a UD receive, a window bind, a
-            // request with unsignalled ones before it) as `complete_on`
-            // says.
-            let looked = head.done().and_then(|done| look(ring, head, done, queues));
-            let completion = match looked {
-                Some((completion, taking)) => {
-                    take(ring, queues, &taking);
-                    completion
-                }
-                None => {
-                    let cqe = ring.peeked(head);
-                    ring.advance();
-                    let srq_complete = |s: u16| srqs.get_mut(s).and_then(|s| s.ring.complete(cqe.wqe_counter));
-                    let source_qpn = || ring.last_source_qpn();
-                    let Some(completion) = complete_on(queues, &cqe, srq_complete, source_qpn) else { continue };
-                    completion
-                }
-            };
+            let Some(completion) = completion else { continue };
             if let Some(place) = out.get_mut(n) {
                 *place = completion;
             }
@@ -791,7 +832,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     ) -> Result<(Completion, G), Untaken> {
         // The caller holds the lock of the CQ's EVD, and what `admit`
         // returns the lock of the EP whose QP the CQE names.
-        take_next(cq, &self.by_qpn, admit)
+        self.take_next(cq, admit)
     }
 
     /// Taken: a success, of a live QP, that completes the oldest request
@@ -804,7 +845,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         cq: &mut Cq<D>,
         accept: impl FnOnce(CqHead) -> Option<G>,
     ) -> Result<(Completion, G), Untaken> {
-        take_next(cq, &self.by_qpn, accept)
+        self.take_next(cq, accept)
     }
 
     /// A receive queue refuses a post before it writes anything.

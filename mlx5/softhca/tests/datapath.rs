@@ -13,7 +13,7 @@ use udat_core::backend::{
     Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, Cqs, Grh, QpConfig, QpType, Qps, RequestOp,
     SendWr, Sge, UdDest,
 };
-use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet};
+use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet, SrqAttr};
 use udat_mlx5::testing::Recorder;
 
 /// Every privilege, the atomic target's included.
@@ -703,6 +703,70 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     b.qp_destroy(a, &mut One(&mut cq));
     b.qp_destroy(c, &mut One(&mut cq));
     b.cq_destroy(cq);
+}
+
+/// A receive an SRQ filled for a QP destroyed before its CQE was polled
+/// completes nothing, yet the poll that skips the CQE gives the SRQ its
+/// WQE back: the SRQ, full until then, takes one more receive.
+#[test]
+fn a_destroyed_qps_srq_receive_gives_its_wqe_back_when_its_cqe_is_skipped() {
+    type B = Mlx5<SoftHca>;
+    let mut b: B = Mlx5::new(SoftHca::new());
+    let (mut ia, attr) = b.control().ia_open(b"mlx5_soft0").unwrap();
+    let pd = b.control().pd_alloc(&mut ia).unwrap();
+    let mut cq = b.cq_create(&mut ia, 64, 0).unwrap();
+    let mem = vec![0u8; 4096];
+    let reg = b.control().mr_register(&pd, mem.as_ptr() as u64, 4096, MemPriv::ALL).unwrap();
+    let mut srq = b.srq_create(&pd, &SrqAttr { max_recv_dtos: 4, max_recv_iov: 1, low_watermark: 0 }).unwrap();
+    let config = |srq| QpConfig::<B> {
+        pd: &pd,
+        send_cq: Some(&cq),
+        recv_cq: Some(&cq),
+        srq,
+        max_send_wr: 16,
+        max_recv_wr: 16,
+        max_send_sge: 2,
+        max_recv_sge: 2,
+        max_rdma_read_in: 4,
+        max_rdma_read_out: 4,
+        qp_type: QpType::Rc,
+    };
+    let mut a = b.qp_create(&config(None), 1).unwrap();
+    let mut c = b.qp_create(&config(Some(&srq)), 2).unwrap();
+    let listener = b.cm().listen(&mut ia, 9, 7).unwrap();
+    b.cm().connect(B::cm_qp(&mut a), &attr.ia_address, 9, b"", None).unwrap();
+    let Some(CmEvent::Request { mut request, .. }) = b.cm().poll_cm(&mut ia) else { panic!("no request") };
+    b.cm().accept(&mut request, B::cm_qp(&mut c), b"").unwrap();
+    while b.cm().poll_cm(&mut ia).is_some() {}
+    let sge = |offset: u64| Sge { addr: mem.as_ptr() as u64 + offset, length: 64, lkey: reg.lkey };
+    let mut posted = 0;
+    while b.srq_post_recv(&mut srq, &[sge(1024 + 64 * posted)], posted).is_ok() {
+        posted += 1;
+    }
+    assert!(posted >= 4, "the SRQ took {posted} receives");
+    let send =
+        SendWr { op: RequestOp::Send, sges: &[sge(0)], length: 64, cookie: 100, flags: CompletionFlags::DEFAULT };
+    b.post_send(&mut a, &send).unwrap();
+    assert!(b.srq_post_recv(&mut srq, &[sge(0)], 99).is_err(), "the SRQ's WQE is the CQE's until it is polled");
+    b.qp_destroy(c, &mut One(&mut cq));
+    let mut out = [Completion::EMPTY; 16];
+    let n = b.cq_poll(&mut cq, &mut Only(&mut a), &mut out);
+    let got: Vec<_> = out[..n].iter().map(|c| (c.tag, c.cookie, c.status)).collect();
+    assert_eq!(got, vec![(1, 100, DtoStatus::Success)]);
+    b.srq_post_recv(&mut srq, &[sge(0)], 99).expect("the skipped CQE gave its WQE back");
+    b.cm().unlisten(listener);
+    b.qp_destroy(a, &mut One(&mut cq));
+    b.srq_destroy(srq);
+    b.cq_destroy(cq);
+}
+
+/// The one QP of a test, by its tag 1.
+struct Only<'q>(&'q mut Qp<SoftHca>);
+
+impl Qps<Qp<SoftHca>> for Only<'_> {
+    fn by_tag(&mut self, tag: u64) -> Option<&mut Qp<SoftHca>> {
+        (tag == 1).then_some(&mut *self.0)
+    }
 }
 
 /// The two QPs of a test, by their tags 1 and 2, as a CQ's poll reaches

@@ -10,10 +10,10 @@ use std::ptr::NonNull;
 
 use proptest::prelude::*;
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, Cqs, Grh, QpConfig, QpType, Qps, RequestOp,
-    SendWr, Sge, UdDest,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, Cqs, Grh, QpConfig, QpType, Qps,
+    Registration, RequestOp, SendWr, Sge, UdDest,
 };
-use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, MemPriv, RmrTriplet, SrqAttr};
+use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAttr, MemPriv, RmrTriplet, SrqAttr};
 use udat_mlx5::testing::Recorder;
 
 /// Every privilege, the atomic target's included.
@@ -636,22 +636,42 @@ fn wqe_blocks(ds: usize) -> usize {
     (ds * 16).div_ceil(64)
 }
 
-/// dat_ep_reset(3DAT) may lose completions not yet dequeued, but never
-/// hands them to the reset QP: after a reset the flushed CQEs of the old
-/// connection are skipped, and the first new WQE completes as itself.
-#[test]
-fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
-    let mut b: Mlx5<SoftHca> = Mlx5::new(SoftHca::new());
+type B = Mlx5<SoftHca>;
+
+/// A software HCA opened for a test of the backend: its IA, a PD, a CQ
+/// of 64 entries, and 4 KiB registered with every privilege.
+struct Opened {
+    b: B,
+    ia: <B as Backend>::Ia,
+    attr: IaAttr,
+    pd: <B as Backend>::Pd,
+    cq: backend::Cq<SoftHca>,
+    mem: Vec<u8>,
+    reg: Registration<<B as Backend>::Mr>,
+}
+
+fn opened() -> Opened {
+    let mut b: B = Mlx5::new(SoftHca::new());
     let (mut ia, attr) = b.control().ia_open(b"mlx5_soft0").unwrap();
     let pd = b.control().pd_alloc(&mut ia).unwrap();
-    let mut cq = b.cq_create(&mut ia, 64, 0).unwrap();
+    let cq = b.cq_create(&mut ia, 64, 0).unwrap();
     let mem = vec![0u8; 4096];
     let reg = b.control().mr_register(&pd, mem.as_ptr() as u64, 4096, MemPriv::ALL).unwrap();
-    let config = QpConfig::<Mlx5<SoftHca>> {
-        pd: &pd,
-        send_cq: Some(&cq),
-        recv_cq: Some(&cq),
-        srq: None,
+    Opened { b, ia, attr, pd, cq, mem, reg }
+}
+
+/// An RC QP's configuration on `pd` and `cq`, receiving from `srq` if
+/// given.
+fn rc<'a>(
+    pd: &'a <B as Backend>::Pd,
+    cq: &'a backend::Cq<SoftHca>,
+    srq: Option<&'a backend::Srq<SoftHca>>,
+) -> QpConfig<'a, B> {
+    QpConfig {
+        pd,
+        send_cq: Some(cq),
+        recv_cq: Some(cq),
+        srq,
         max_send_wr: 16,
         max_recv_wr: 16,
         max_send_sge: 2,
@@ -659,10 +679,18 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
         max_rdma_read_in: 4,
         max_rdma_read_out: 4,
         qp_type: QpType::Rc,
-    };
+    }
+}
+
+/// dat_ep_reset(3DAT) may lose completions not yet dequeued, but never
+/// hands them to the reset QP: after a reset the flushed CQEs of the old
+/// connection are skipped, and the first new WQE completes as itself.
+#[test]
+fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
+    let Opened { mut b, mut ia, attr, pd, mut cq, mem, reg } = opened();
+    let config = rc(&pd, &cq, None);
     let (mut a, mut c) = (b.qp_create(&config, 1).unwrap(), b.qp_create(&config, 2).unwrap());
     let listener = b.cm().listen(&mut ia, 9, 7).unwrap();
-    type B = Mlx5<SoftHca>;
     let connect = |b: &mut B, a: &mut _, c: &mut _, ia: &mut _| {
         while b.cm().poll_cm(ia).is_some() {}
         b.cm().connect(B::cm_qp(a), &attr.ia_address, 9, b"", None).unwrap();
@@ -710,29 +738,10 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
 /// WQE back: the SRQ, full until then, takes one more receive.
 #[test]
 fn a_destroyed_qps_srq_receive_gives_its_wqe_back_when_its_cqe_is_skipped() {
-    type B = Mlx5<SoftHca>;
-    let mut b: B = Mlx5::new(SoftHca::new());
-    let (mut ia, attr) = b.control().ia_open(b"mlx5_soft0").unwrap();
-    let pd = b.control().pd_alloc(&mut ia).unwrap();
-    let mut cq = b.cq_create(&mut ia, 64, 0).unwrap();
-    let mem = vec![0u8; 4096];
-    let reg = b.control().mr_register(&pd, mem.as_ptr() as u64, 4096, MemPriv::ALL).unwrap();
+    let Opened { mut b, mut ia, attr, pd, mut cq, mem, reg } = opened();
     let mut srq = b.srq_create(&pd, &SrqAttr { max_recv_dtos: 4, max_recv_iov: 1, low_watermark: 0 }).unwrap();
-    let config = |srq| QpConfig::<B> {
-        pd: &pd,
-        send_cq: Some(&cq),
-        recv_cq: Some(&cq),
-        srq,
-        max_send_wr: 16,
-        max_recv_wr: 16,
-        max_send_sge: 2,
-        max_recv_sge: 2,
-        max_rdma_read_in: 4,
-        max_rdma_read_out: 4,
-        qp_type: QpType::Rc,
-    };
-    let mut a = b.qp_create(&config(None), 1).unwrap();
-    let mut c = b.qp_create(&config(Some(&srq)), 2).unwrap();
+    let mut a = b.qp_create(&rc(&pd, &cq, None), 1).unwrap();
+    let mut c = b.qp_create(&rc(&pd, &cq, Some(&srq)), 2).unwrap();
     let listener = b.cm().listen(&mut ia, 9, 7).unwrap();
     b.cm().connect(B::cm_qp(&mut a), &attr.ia_address, 9, b"", None).unwrap();
     let Some(CmEvent::Request { mut request, .. }) = b.cm().poll_cm(&mut ia) else { panic!("no request") };
@@ -799,13 +808,7 @@ impl Cqs<backend::Cq<SoftHca>> for One<'_> {
 /// completes: the receive stays posted for the next one that fits.
 #[test]
 fn a_ud_datagram_carries_its_grh_and_reaches_only_its_q_key_and_gid() {
-    type B = Mlx5<SoftHca>;
-    let mut b: B = Mlx5::new(SoftHca::new());
-    let (mut ia, attr) = b.control().ia_open(b"mlx5_soft0").unwrap();
-    let pd = b.control().pd_alloc(&mut ia).unwrap();
-    let mut cq = b.cq_create(&mut ia, 64, 0).unwrap();
-    let mut mem = vec![0u8; 4096];
-    let reg = b.control().mr_register(&pd, mem.as_ptr() as u64, 4096, MemPriv::ALL).unwrap();
+    let Opened { mut b, mut ia, attr, pd, mut cq, mut mem, reg } = opened();
     let config = QpConfig::<B> {
         pd: &pd,
         send_cq: Some(&cq),

@@ -682,6 +682,17 @@ fn rc<'a>(
     }
 }
 
+/// Connect `a` to `c` through the listener on qualifier 9 of `ia`: the
+/// events left from before are read, `c` accepts the request, and the
+/// events that follow are read.
+fn connect(b: &mut B, ia: &mut <B as Backend>::Ia, attr: &IaAttr, a: &mut Qp<SoftHca>, c: &mut Qp<SoftHca>) {
+    while b.cm().poll_cm(ia).is_some() {}
+    b.cm().connect(B::cm_qp(a), &attr.ia_address, 9, b"", None).unwrap();
+    let Some(CmEvent::Request { mut request, .. }) = b.cm().poll_cm(ia) else { panic!("no request") };
+    b.cm().accept(&mut request, B::cm_qp(c), b"").unwrap();
+    while b.cm().poll_cm(ia).is_some() {}
+}
+
 /// dat_ep_reset(3DAT) may lose completions not yet dequeued, but never
 /// hands them to the reset QP: after a reset the flushed CQEs of the old
 /// connection are skipped, and the first new WQE completes as itself.
@@ -691,14 +702,7 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     let config = rc(&pd, &cq, None);
     let (mut a, mut c) = (b.qp_create(&config, 1).unwrap(), b.qp_create(&config, 2).unwrap());
     let listener = b.cm().listen(&mut ia, 9, 7).unwrap();
-    let connect = |b: &mut B, a: &mut _, c: &mut _, ia: &mut _| {
-        while b.cm().poll_cm(ia).is_some() {}
-        b.cm().connect(B::cm_qp(a), &attr.ia_address, 9, b"", None).unwrap();
-        let Some(CmEvent::Request { mut request, .. }) = b.cm().poll_cm(ia) else { panic!("no request") };
-        b.cm().accept(&mut request, B::cm_qp(c), b"").unwrap();
-        while b.cm().poll_cm(ia).is_some() {}
-    };
-    connect(&mut b, &mut a, &mut c, &mut ia);
+    connect(&mut b, &mut ia, &attr, &mut a, &mut c);
     let sge = Sge { addr: mem.as_ptr() as u64, length: 64, lkey: reg.lkey };
     let remote = RmrTriplet { virtual_address: mem.as_ptr() as u64 + 1024, segment_length: 64, rmr_context: reg.rkey };
     let write = |cookie| SendWr {
@@ -721,7 +725,7 @@ fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
     b.cm().disconnect(B::cm_qp(&mut a), false);
     b.qp_reset(&mut a, &mut One(&mut cq)).unwrap();
     b.qp_reset(&mut c, &mut One(&mut cq)).unwrap();
-    connect(&mut b, &mut a, &mut c, &mut ia);
+    connect(&mut b, &mut ia, &attr, &mut a, &mut c);
     b.post_send(&mut a, &write(50)).unwrap();
     let mut out = [Completion::EMPTY; 16];
     let n = b.cq_poll(&mut cq, &mut Two(&mut a, &mut c), &mut out);
@@ -743,10 +747,7 @@ fn a_destroyed_qps_srq_receive_gives_its_wqe_back_when_its_cqe_is_skipped() {
     let mut a = b.qp_create(&rc(&pd, &cq, None), 1).unwrap();
     let mut c = b.qp_create(&rc(&pd, &cq, Some(&srq)), 2).unwrap();
     let listener = b.cm().listen(&mut ia, 9, 7).unwrap();
-    b.cm().connect(B::cm_qp(&mut a), &attr.ia_address, 9, b"", None).unwrap();
-    let Some(CmEvent::Request { mut request, .. }) = b.cm().poll_cm(&mut ia) else { panic!("no request") };
-    b.cm().accept(&mut request, B::cm_qp(&mut c), b"").unwrap();
-    while b.cm().poll_cm(&mut ia).is_some() {}
+    connect(&mut b, &mut ia, &attr, &mut a, &mut c);
     let sge = |offset: u64| Sge { addr: mem.as_ptr() as u64 + offset, length: 64, lkey: reg.lkey };
     let mut posted = 0;
     while b.srq_post_recv(&mut srq, &[sge(1024 + 64 * posted)], posted).is_ok() {

@@ -37,6 +37,10 @@
  *                    events, if it takes any, are counted with it
  *   write_4k_eps     write_4k on N Endpoints (N/2 connected pairs, N LMRs),
  *                    each post on the next Endpoint, round robin
+ *   lmr_create       dat_lmr_create of 4 KiB, DAT_MEM_PRIV_ALL_FLAG, each
+ *                    LMR freed at once (uncounted), as a consumer that
+ *                    registers each message's buffer does
+ *   lmr_free         the same pairs, dat_lmr_free counted
  *
  * Completions are reaped between posts (uncounted) so that no EVD and no
  * Endpoint holds more than REAP. Exit status 3: the provider could not
@@ -370,10 +374,28 @@ static void dequeue_empty(struct rig *r, long k)
 	}
 }
 
+/* `k` registrations of the rig's first 4 KiB, each released at once. */
+static void register_4k(struct rig *r, long k)
+{
+	DAT_REGION_DESCRIPTION region = { .for_va = r->buf };
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lmr_context;
+	DAT_RMR_CONTEXT rmr_context;
+	DAT_VLEN len;
+	DAT_VADDR addr;
+
+	for (long n = 0; n < k; n++) {
+		check(dat_lmr_create(r->ia, DAT_MEM_TYPE_VIRTUAL, region, SIZE, r->pz, DAT_MEM_PRIV_ALL_FLAG,
+				     DAT_VA_TYPE_VA, &lmr, &lmr_context, &rmr_context, &len, &addr),
+		      "dat_lmr_create");
+		check(dat_lmr_free(lmr), "dat_lmr_free");
+	}
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: icount [-P IA] [-t] [-w] write_4k|write_64_inline|read_4k|send_64_inline|send_4k|recv|"
-			"dequeue_one|dequeue_batch16|dequeue_empty K\n"
+			"dequeue_one|dequeue_batch16|dequeue_empty|lmr_create|lmr_free K\n"
 			"       icount [-P IA] [-t] [-w] write_4k_eps K N\n");
 	return 2;
 }
@@ -405,6 +427,8 @@ static int run(struct rig *r, const char *op, long k, int neps)
 	else if (!strcmp(op, "send_4k") || !strcmp(op, "recv"))
 		for (long n = 0; n < k; n++)
 			post_send(r, 0, SIZE, n);
+	else if (!strcmp(op, "lmr_create") || !strcmp(op, "lmr_free"))
+		register_4k(r, k);
 	else
 		return -1;
 	return 0;

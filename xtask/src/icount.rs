@@ -43,6 +43,17 @@ const SOFTHCA_EXECUTION: &str = "udat_softhca::SoftRegister::hca_*";
 /// software HCA. (They are inlined into the post, as a ConnectX's `Uar` is.)
 const SOFTHCA_REGISTER: &str = "<udat_softhca::SoftRegister as udat_mlx5::doorbell::Register>";
 
+/// The software HCA's registration and its release, which a ConnectX's
+/// control path leaves to the kernel (`ibv_reg_mr`, `ibv_dereg_mr`): the
+/// figure of the DAT call that makes one leaves it out, as a post's
+/// leaves out [`SOFTHCA_EXECUTION`]. Each is a toggle only for its own
+/// call: the bench frees each LMR it registers, and a toggle in the call
+/// not collected would turn collection on.
+const SOFTHCA_REGISTRATION: [(&str, &str); 2] = [
+    ("dat_lmr_create", "<udat_softhca::SoftHca as udat_core::backend::Control>::mr_register"),
+    ("dat_lmr_free", "<udat_softhca::SoftHca as udat_core::backend::Control>::mr_deregister"),
+];
+
 /// The mlx5 transport's entries for a request post, as callgrind names
 /// them: the lane's (`post_one`), a thread-safe provider's and the
 /// exclusive one; the last two have the same code, so that the linker may
@@ -304,7 +315,7 @@ struct CapiOp {
     thread_safe: bool,
 }
 
-const CAPI_OPS: [CapiOp; 12] = [
+const CAPI_OPS: [CapiOp; 14] = [
     CapiOp {
         key: "capi.mlx5.post.write_4k",
         op: "write_4k",
@@ -367,6 +378,20 @@ const CAPI_OPS: [CapiOp; 12] = [
         call: "dat_evd_dequeue",
         what:
             "C ABI, mlx5: `dat_evd_dequeue` of an empty DTO EVD (`DAT_QUEUE_EMPTY`), the coarse clock's read included",
+        thread_safe: false,
+    },
+    CapiOp {
+        key: "capi.mlx5.lmr.create_4k",
+        op: "lmr_create",
+        call: "dat_lmr_create",
+        what: "C ABI, mlx5: `dat_lmr_create` of 4 KiB, all privileges, each freed before the next, less the software HCA's registration",
+        thread_safe: false,
+    },
+    CapiOp {
+        key: "capi.mlx5.lmr.free_4k",
+        op: "lmr_free",
+        call: "dat_lmr_free",
+        what: "C ABI, mlx5: `dat_lmr_free` of a 4 KiB LMR, less the software HCA's release",
         thread_safe: false,
     },
     CapiOp {
@@ -589,12 +614,14 @@ fn capi_eps(bin: &str, eps: u32) -> Result<Figure, String> {
 /// not in the software HCA's execution inside it. Only a request post rings the
 /// doorbell the software HCA executes in; a toggle is a toggle, so for any other
 /// call the software HCA's would turn collection on in the uncounted posts that
-/// ring it (`recv`'s sends).
+/// ring it (`recv`'s sends). A registration or its release leaves out the
+/// software HCA's ([`SOFTHCA_REGISTRATION`]).
 fn capi_toggles(call: &str) -> Vec<&str> {
     let mut toggles = vec![call];
     if call.starts_with("dat_ep_post_") && call != "dat_ep_post_recv" {
         toggles.push(SOFTHCA_EXECUTION);
     }
+    toggles.extend(SOFTHCA_REGISTRATION.iter().filter(|(c, _)| *c == call).map(|(_, hca)| *hca));
     toggles
 }
 

@@ -3,7 +3,9 @@
 //! dapl's cma provider, in one run, counted by callgrind in user space:
 //! the posts of one 4 KiB segment (`dat_ep_post_rdma_write` and
 //! `dat_ep_post_rdma_read`, signalled; `dat_ep_post_send`, its receive
-//! posted; `dat_ep_post_recv`) and `dat_evd_dequeue` of one completion.
+//! posted; `dat_ep_post_recv`), `dat_evd_dequeue` of one completion and
+//! of none, and a registration of 4 KiB and its release
+//! (`dat_lmr_create`, `dat_lmr_free`).
 //!
 //! `benches/c/icount.c`, linked with `-ldat2` (`target/release/icount-dat2`),
 //! connects two Endpoints of one IA to each other through a PSP and does
@@ -78,15 +80,20 @@ struct Op {
     /// The bench's flag for it, if any.
     flag: &'static str,
     what: &'static str,
+    /// A call of the data path, which udat's plug-in makes without librxe
+    /// ([`Provider::in_place`]); a registration goes through librxe
+    /// (`ibv_reg_mr`) with every provider.
+    data_path: bool,
 }
 
-const OPS: [Op; 6] = [
+const OPS: [Op; 8] = [
     Op {
         key: "post.write_4k",
         op: "write_4k",
         call: "dat_ep_post_rdma_write",
         flag: "",
         what: "`dat_ep_post_rdma_write`, 4 KiB, 1 segment, signalled",
+        data_path: true,
     },
     Op {
         key: "post.read_4k",
@@ -94,6 +101,7 @@ const OPS: [Op; 6] = [
         call: "dat_ep_post_rdma_read",
         flag: "",
         what: "`dat_ep_post_rdma_read`, 4 KiB, 1 segment, signalled",
+        data_path: true,
     },
     Op {
         key: "post.send_4k",
@@ -101,6 +109,7 @@ const OPS: [Op; 6] = [
         call: "dat_ep_post_send",
         flag: "",
         what: "`dat_ep_post_send`, 4 KiB, 1 segment, receive posted",
+        data_path: true,
     },
     Op {
         key: "post.recv",
@@ -108,6 +117,7 @@ const OPS: [Op; 6] = [
         call: "dat_ep_post_recv",
         flag: "",
         what: "`dat_ep_post_recv`, 4 KiB, 1 segment",
+        data_path: true,
     },
     Op {
         key: "dequeue.one",
@@ -115,6 +125,7 @@ const OPS: [Op; 6] = [
         call: "dat_evd_dequeue",
         flag: "-w",
         what: "`dat_evd_dequeue`, the only completion waiting",
+        data_path: true,
     },
     Op {
         key: "dequeue.empty",
@@ -122,6 +133,23 @@ const OPS: [Op; 6] = [
         call: "dat_evd_dequeue",
         flag: "-w",
         what: "`dat_evd_dequeue` of an empty DTO EVD (`DAT_QUEUE_EMPTY`)",
+        data_path: true,
+    },
+    Op {
+        key: "lmr.create_4k",
+        op: "lmr_create",
+        call: "dat_lmr_create",
+        flag: "",
+        what: "`dat_lmr_create` of 4 KiB, all privileges, each LMR freed before the next",
+        data_path: false,
+    },
+    Op {
+        key: "lmr.free_4k",
+        op: "lmr_free",
+        call: "dat_lmr_free",
+        flag: "",
+        what: "`dat_lmr_free` of a 4 KiB LMR",
+        data_path: false,
     },
 ];
 
@@ -281,8 +309,8 @@ const TOP: usize = 5;
 
 impl Call {
     /// The figures from the provider's runs of `op` at K and 2K, which
-    /// must include the provider's own part, and librxe's unless the
-    /// provider reaches rxe's queues in place.
+    /// must include the provider's own part, and on the data path
+    /// librxe's unless the provider reaches rxe's queues in place.
     fn of(provider: &'static Provider, op: &'static Op, runs: &BTreeMap<RunKey, Run>) -> Result<Call, String> {
         let run = |k: u64| {
             runs.get(&(provider.ia.to_string(), op.op.to_string(), k))
@@ -301,7 +329,8 @@ impl Call {
             other: part(Part::Other),
             top: top_inclusive(at_k, at_2k, op.call),
         };
-        if call.libdat2 <= 0.0 || call.library <= 0.0 || (call.librxe <= 0.0) != provider.in_place {
+        let librxe_wrong = op.data_path && (call.librxe <= 0.0) != provider.in_place;
+        if call.libdat2 <= 0.0 || call.library <= 0.0 || librxe_wrong {
             let librxe = if provider.in_place { "not librxe" } else { "librxe" };
             return Err(format!(
                 "{}: libdat2 and {}, and {librxe}, must run in `{}` (per call: {:.1}, {:.1}, {:.1})",

@@ -4,11 +4,20 @@
 //! trigger without blocking, and `dat_cno_free` closes the descriptor.
 
 use std::ptr;
+use std::sync::{Mutex, MutexGuard};
 
 use udat_capi::sys::*;
 
 mod common;
 use common::{ty, Rig, SOFTHCA};
+
+/// The tests of this file one at a time: each asks whether a descriptor
+/// number it saw closed is still open, and a descriptor the other opens
+/// meanwhile may take that number.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Whether `fd` is readable within `ms` milliseconds.
 fn readable(fd: i32, ms: i32) -> bool {
@@ -27,6 +36,7 @@ fn post_se(t: &DAT_PROVIDER, evd: DAT_EVD_HANDLE, pointer: usize) {
 
 #[test]
 fn a_cno_descriptor_is_readable_exactly_while_a_trigger_waits() {
+    let _one = one_at_a_time();
     let rig = Rig::new(c"cno-fd", SOFTHCA);
     let t = rig.t();
     let (mut fd, mut cno, mut evd) = (-1, ptr::null_mut(), ptr::null_mut());
@@ -83,6 +93,7 @@ fn a_cno_descriptor_is_readable_exactly_while_a_trigger_waits() {
 
 #[test]
 fn closing_the_ia_closes_its_cno_descriptors() {
+    let _one = one_at_a_time();
     let rig = Rig::new(c"cno-fd-close", SOFTHCA);
     let (mut fd, mut cno) = (-1, ptr::null_mut());
     // SAFETY: a live IA and valid out-pointers.

@@ -212,7 +212,7 @@ impl<X: Vacant> Store<X> for Reserved<X> {
         }
         // SAFETY: place `len` is below `limit`, inside the reservation
         // (or of no size), aligned, and holds no value yet.
-        unsafe { self.base.as_ptr().add(self.len).write(X::VACANT) };
+        unsafe { self.base.as_ptr().add(self.len).write(X::vacant()) };
         self.len += 1;
         true
     }

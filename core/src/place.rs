@@ -18,6 +18,11 @@ pub struct Place<T>(UnsafeCell<Option<T>>);
 
 impl<T> Vacant for Place<T> {
     const VACANT: Place<T> = Place(UnsafeCell::new(None));
+
+    #[inline(always)]
+    fn vacant() -> Place<T> {
+        Place(UnsafeCell::new(None))
+    }
 }
 
 impl<T> Place<T> {

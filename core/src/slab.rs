@@ -56,6 +56,11 @@ impl<T: core::fmt::Debug> core::fmt::Debug for Slot<T> {
 impl<T> Vacant for Slot<T> {
     const VACANT: Slot<T> =
         Slot { generation: 1, live: false, lock: AtomicU8::new(0), next: NONE, prev: NONE, value: Place::VACANT };
+
+    #[inline(always)]
+    fn vacant() -> Slot<T> {
+        Slot { generation: 1, live: false, lock: AtomicU8::new(0), next: NONE, prev: NONE, value: Place::vacant() }
+    }
 }
 
 impl<T> Slot<T> {
@@ -73,8 +78,8 @@ impl<T> Slot<T> {
 }
 
 impl<T> Slot<T> {
-    /// A slot as a store gives it: the slab writes it on first use. Each
-    /// use of the constant is a slot of its own, as intended.
+    /// A slot as a store gives it, and as the slab takes it on first use.
+    /// Each use of the constant is a slot of its own, as intended.
     #[allow(clippy::declare_interior_mutable_const)]
     pub const VACANT: Slot<T> = <Slot<T> as Vacant>::VACANT;
 }
@@ -237,32 +242,37 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         if self.listed {
             return Err(value);
         }
-        self.insert_at_any(index, value)
+        self.insert_at_any(index, value, |value| value)
     }
 
-    /// [`Slab::insert_at`], listed or not.
-    #[inline]
-    fn insert_at_any(&mut self, index: u32, value: T) -> Result<RawHandle, T> {
+    /// [`Slab::insert_at`], listed or not, the object made by `make` from
+    /// `part` once slot `index` is known to be free: it is built where it
+    /// is stored, not moved there whole. `Err(part)` when the slot is
+    /// taken or past the capacity.
+    #[inline(always)]
+    fn insert_at_any<A>(&mut self, index: u32, part: A, make: impl FnOnce(A) -> T) -> Result<RawHandle, A> {
         if !self.keyed || index >= self.capacity {
-            return Err(value);
+            return Err(part);
         }
         while self.fresh <= index {
             if self.take_fresh().is_none() {
-                return Err(value);
+                return Err(part);
             }
         }
-        let Some(slot) = self.slots.items_mut().get_mut(index as usize) else { return Err(value) };
+        let Some(slot) = self.slots.items_mut().get_mut(index as usize) else { return Err(part) };
         if slot.live {
-            return Err(value);
+            return Err(part);
         }
-        *slot.value_mut() = Some(value);
+        *slot.value_mut() = Some(make(part));
         slot.live = true;
         self.len += 1;
         Ok(RawHandle { index, generation: slot.generation })
     }
 
-    /// A slot never used before, written, if the store has
-    /// room for one.
+    /// A slot never used before, if the store has room for one. It is as
+    /// the store made it, [`Slot::VACANT`] (no other slot can be made
+    /// outside this module), so it is not written again here.
+    #[inline]
     fn take_fresh(&mut self) -> Option<u32> {
         if self.fresh >= self.capacity {
             return None;
@@ -271,8 +281,6 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         if self.slots.items().len() <= index as usize && !self.slots.grow() {
             return None;
         }
-        let slot = self.slots.items_mut().get_mut(index as usize)?;
-        *slot = Slot::VACANT;
         self.fresh += 1;
         Some(index)
     }
@@ -344,7 +352,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     }
 
     /// [`Slab::remove`], listed or not (a member is unlinked first).
-    #[inline]
+    #[inline(always)]
     fn remove_any(&mut self, h: RawHandle) -> Option<T> {
         let slots = self.slots.items_mut();
         let slot = slots.get_mut(h.index as usize)?;
@@ -383,11 +391,19 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         Ok(h)
     }
 
-    /// Store `value` in slot `index`, listed among `members`:
-    /// [`Slab::insert_at`] for a listed slab.
-    #[inline]
-    pub fn insert_member_at(&mut self, members: &mut Members, index: u32, value: T) -> Result<RawHandle, T> {
-        let h = self.insert_at_any(index, value)?;
+    /// Store the object `make` makes from `part` in slot `index`, listed
+    /// among `members`: [`Slab::insert_at`] for a listed slab, the object
+    /// built in its slot. `Err(part)` when the slot is taken or past the
+    /// capacity.
+    #[inline(always)]
+    pub fn insert_member_at<A>(
+        &mut self,
+        members: &mut Members,
+        index: u32,
+        part: A,
+        make: impl FnOnce(A) -> T,
+    ) -> Result<RawHandle, A> {
+        let h = self.insert_at_any(index, part, make)?;
         self.link(members, h.index);
         Ok(h)
     }

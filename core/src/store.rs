@@ -8,13 +8,28 @@
 pub use heapless::Vec as FixedVec;
 
 /// A value a store's new places start as.
-pub trait Vacant {
+pub trait Vacant: Sized {
     /// An empty place.
     const VACANT: Self;
+
+    /// [`Vacant::VACANT`], made where it is written. A large constant is
+    /// copied whole from where the program keeps it; a kind whose empty
+    /// value leaves most of its bytes unset (an `Option`'s payload) builds
+    /// it here from its parts, so that a store growing by one place
+    /// writes only those.
+    #[inline(always)]
+    fn vacant() -> Self {
+        Self::VACANT
+    }
 }
 
 impl<T> Vacant for Option<T> {
     const VACANT: Option<T> = None;
+
+    #[inline(always)]
+    fn vacant() -> Option<T> {
+        None
+    }
 }
 
 /// A run of `X`s that may grow at its end, up to [`Store::limit`], and

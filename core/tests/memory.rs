@@ -92,6 +92,31 @@ fn dat_lmr_create_bad_privileges_or_length_is_invalid_parameter() {
     assert_eq!(fx.p.backend().live_mrs, 1);
 }
 
+/// With every LMR slot taken, dat_lmr_create is refused with
+/// `DAT_INSUFFICIENT_RESOURCES` (`DAT_RESOURCE_MEMORY_REGION`) before the
+/// region is registered; a free makes room again.
+#[test]
+fn dat_lmr_create_with_every_slot_taken_registers_nothing() {
+    let mut fx = Fx::new();
+    let region = MemType::Virtual { address: 0x5000, length: 64 };
+    let mut made = Vec::new();
+    let full = loop {
+        match fx.p.mock_lmr_create(fx.ia, region, fx.pz, MemPriv::ALL) {
+            Ok(lmr) => made.push(lmr),
+            Err(e) => break e,
+        }
+        assert!(made.len() < 1024, "the LMR table never fills");
+    };
+    assert_eq!((full.error_type(), full.subtype()), (ErrorType::InsufficientResources, Subtype::ResourceMemoryRegion));
+    let registrations = fx.p.backend().registrations;
+    let again = fx.p.mock_lmr_create(fx.ia, region, fx.pz, MemPriv::ALL).unwrap_err();
+    assert_eq!(again.error_type(), ErrorType::InsufficientResources);
+    assert_eq!(fx.p.backend().registrations, registrations);
+    assert_eq!(fx.p.backend().live_mrs, made.len() as u32 + 1);
+    fx.p.lmr_free(made[0].lmr).unwrap();
+    fx.p.mock_lmr_create(fx.ia, region, fx.pz, MemPriv::ALL).unwrap();
+}
+
 #[test]
 fn dat_lmr_create_pz_of_another_ia_is_invalid_handle() {
     let mut fx = Fx::new();

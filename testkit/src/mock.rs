@@ -124,6 +124,8 @@ pub struct MockBackend {
     pub live_pds: u32,
     pub live_mrs: u32,
     pub live_mws: u32,
+    /// Registrations made, released or not.
+    pub registrations: u32,
     /// Device attributes `ia_open` reports.
     pub attr: IaAttr,
     /// Address handles made and not destroyed: a leak shows as a count
@@ -170,6 +172,7 @@ impl MockBackend {
             live_ias: 0,
             live_pds: 0,
             live_mrs: 0,
+            registrations: 0,
             live_mws: 0,
             attr: IaAttr {
                 adapter_name: name,
@@ -602,6 +605,7 @@ impl Control for MockBackend {
 
     fn mr_register(&mut self, _pd: &u32, address: u64, length: u64, _p: MemPriv) -> DatResult<Registration<u32>> {
         self.live_mrs += 1;
+        self.registrations += 1;
         let key = self.key();
         Ok(Registration { mr: key, lkey: key, rkey: key | 0x8000_0000, address, length })
     }

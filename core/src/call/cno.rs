@@ -73,7 +73,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// dat_cno_create(3DAT).
     pub fn cno_create(&mut self, ia: IaHandle, agent: Option<ProxyAgent>) -> DatResult<CnoHandle> {
         self.ia(ia)?;
-        crate::object::owned::insert(&mut self.ias, &mut self.cnos, None, Cno::new(ia, agent))
+        crate::object::owned::insert(&mut self.ias, &mut self.cnos, Cno::new(ia, agent))
             .map(CnoHandle)
             .map_err(|_| DatError::of(ErrorType::InsufficientResources))
     }

@@ -54,7 +54,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub(crate) fn cr_deliver(&mut self, cr: Cr<B>, evd: EvdHandle) -> Result<(), ConnReq<B>> {
         let (psp, conn_qual, local_ep, ia) = (cr.psp, cr.conn_qual, cr.local_ep, cr.ia);
         let number = if cr.ud { EventNumber::UdConnectionRequest } else { EventNumber::ConnectionRequest };
-        let h = match crate::object::owned::insert(&mut self.ias, &mut self.crs, None, cr) {
+        let h = match crate::object::owned::insert(&mut self.ias, &mut self.crs, cr) {
             Ok(raw) => {
                 self.count_ia(ia, counts::ia::Counter::SP_CR);
                 CrHandle(raw)

@@ -177,7 +177,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let streams = ep.streams();
         self.check_streams(&streams, attributes)?;
         let h = EpHandle(
-            crate::object::owned::insert(&mut self.ias, &mut self.eps, None, ep)
+            crate::object::owned::insert(&mut self.ias, &mut self.eps, ep)
                 .map_err(|_| DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTep))?,
         );
         if let Err(e) = self.qp_build(h) {
@@ -203,7 +203,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             EpState::TentativeConnectionPending,
             true,
         );
-        let h = crate::object::owned::insert(&mut self.ias, &mut self.eps, None, ep).ok()?;
+        let h = crate::object::owned::insert(&mut self.ias, &mut self.eps, ep).ok()?;
         self.tally_new_ep(h);
         Some(EpHandle(h))
     }

@@ -155,7 +155,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let queue = self.events.open(min_qlen).ok_or(DatError::of(ErrorType::InsufficientResources))?;
         let evd = Evd::new(ia_h, flags, queue, cno);
         // The slot comes first: the CQ's errors name the EVD by its handle.
-        let raw = match crate::object::owned::insert(&mut self.ias, &mut self.evds, None, evd) {
+        let raw = match crate::object::owned::insert(&mut self.ias, &mut self.evds, evd) {
             Ok(raw) => raw,
             Err(mut evd) => {
                 evd.close(&mut self.events);

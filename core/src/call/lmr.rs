@@ -15,6 +15,7 @@ use crate::handle::{IaHandle, LmrHandle, PzHandle};
 use crate::object::lmr::{by_context, Lmr};
 use crate::provider::Provider;
 use crate::signature::{signature, Parameter};
+use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 use crate::types::{LmrTriplet, MemPriv, MemType};
 
@@ -131,8 +132,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if let MemType::SharedVirtual { cookie, .. } = mem_type {
             self.shared_region_fits(ia_h, &cookie, length)?;
         }
-        let Provider { pzs, backend, .. } = self;
-        let pz = pzs.get(pz_h.0).filter(|p| p.ia == ia_h).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
+        let Provider { ias, pzs, lmrs, lmr_sequence, backend, .. } = self;
+        let pz =
+            pzs.get_mut(pz_h.0).filter(|p| p.ia == ia_h).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?;
+        // The context, and so the slot, is chosen before the registration:
+        // a full table registers nothing, and the record is built once, in
+        // its slot.
+        let Some(lmr_context) = next_lmr_context(lmrs, lmr_sequence) else {
+            return Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceMemoryRegion));
+        };
         let reg = backend.control().mr_register(&pz.pd, address, length, privileges)?;
         // `Lmr::contains` relies on the registered range not wrapping.
         if reg.address.checked_add(reg.length).is_none() {
@@ -140,48 +148,33 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::of(ErrorType::InternalError));
         }
         let remote = privileges.intersects(MemPriv(MemPriv::REMOTE.0 | MemPriv::REMOTE_ATOMIC.0));
-        let lmr = Lmr {
+        let rmr_context = remote.then_some(reg.rkey);
+        let (registered_address, registered_size) = (reg.address, reg.length);
+        let slot = lmrs.key_slot(lmr_context);
+        let made = crate::object::owned::insert_at(ias, lmrs, ia_h, slot, reg.mr, |mr| Lmr {
             ia: ia_h,
             pz: pz_h,
             mem_type,
             privileges,
             address: reg.address,
             length: reg.length,
-            mr: reg.mr,
+            mr,
             lkey: reg.lkey,
-            lmr_context: 0,
-            rmr_context: remote.then_some(reg.rkey),
+            lmr_context,
+            rmr_context,
             rmr_refs: 0,
             context: 0,
-        };
-        let placed = match self.next_lmr_context() {
-            Some(context) => {
-                let slot = self.lmrs.key_slot(context);
-                crate::object::owned::insert(
-                    &mut self.ias,
-                    &mut self.lmrs,
-                    Some(slot),
-                    Lmr { lmr_context: context, ..lmr },
-                )
+        });
+        match made {
+            Ok(raw) => {
+                pz.refs += 1;
+                Ok(LmrCreated { lmr: LmrHandle(raw), lmr_context, rmr_context, registered_size, registered_address })
             }
-            None => Err(lmr),
-        };
-        let raw = match placed {
-            Ok(raw) => raw,
-            Err(lmr) => {
-                self.backend.control().mr_deregister(lmr.mr);
-                return Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceMemoryRegion));
+            Err(mr) => {
+                backend.control().mr_deregister(mr);
+                Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceMemoryRegion))
             }
-        };
-        self.pz_hold(pz_h);
-        let lmr = self.lmrs.get(raw).ok_or(DatError::of(ErrorType::InternalError))?;
-        Ok(LmrCreated {
-            lmr: LmrHandle(raw),
-            lmr_context: lmr.lmr_context,
-            rmr_context: lmr.rmr_context,
-            registered_size: lmr.length,
-            registered_address: lmr.address,
-        })
+        }
     }
 
     /// dat_lmr_create(3DAT), `DAT_MEM_TYPE_SHARED_VIRTUAL`: "All DAT
@@ -201,23 +194,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 Err(DatError::invalid(LmrCreate::Length))
             }
             _ => Ok(()),
-        }
-    }
-
-    /// The next value of the context sequence whose slot is free; `None`
-    /// when every slot is taken. Zero is never a context.
-    fn next_lmr_context(&mut self) -> Option<u32> {
-        let capacity = self.lmrs.capacity();
-        if self.lmrs.len() >= capacity as usize {
-            return None;
-        }
-        loop {
-            self.lmr_sequence = self.lmr_sequence.wrapping_add(1);
-            let context = self.lmr_sequence;
-            let slot = self.lmrs.key_slot(context);
-            if context != 0 && slot < capacity && self.lmrs.generation(slot).is_none() {
-                return Some(context);
-            }
         }
     }
 
@@ -287,5 +263,23 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             }
         }
         Ok(())
+    }
+}
+
+/// The next value of the context `sequence` whose slot of `lmrs` is free;
+/// `None` when every slot is taken. Zero is never a context.
+#[inline]
+fn next_lmr_context<B: Backend, L: SlotsOf<Lmr<B>>>(lmrs: &Slab<Lmr<B>, L>, sequence: &mut u32) -> Option<u32> {
+    let capacity = lmrs.capacity();
+    if lmrs.len() >= capacity as usize {
+        return None;
+    }
+    loop {
+        *sequence = sequence.wrapping_add(1);
+        let context = *sequence;
+        let slot = lmrs.key_slot(context);
+        if context != 0 && slot < capacity && lmrs.generation(slot).is_none() {
+            return Some(context);
+        }
     }
 }

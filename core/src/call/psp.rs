@@ -67,7 +67,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         let psp = Psp { ia, conn_qual, evd, flags, common, listener: None, context: 0 };
         let h = PspHandle(
-            crate::object::owned::insert(&mut self.ias, &mut self.psps, None, psp)
+            crate::object::owned::insert(&mut self.ias, &mut self.psps, psp)
                 .map_err(|_| DatError::of(ErrorType::InsufficientResources))?,
         );
         let Provider { ias, psps, backend, .. } = self;

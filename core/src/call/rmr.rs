@@ -73,7 +73,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         match crate::object::owned::insert(
             &mut self.ias,
             &mut self.rmrs,
-            None,
             Rmr { ia, pz: pz_h, scope, mw, binding: None, in_flight: InFlight::default(), context: 0 },
         ) {
             Ok(raw) => {

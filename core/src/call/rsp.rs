@@ -62,7 +62,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             ep
         };
         let rsp = Rsp { ia, conn_qual, evd, ep, listener: None, context: 0 };
-        let h = match crate::object::owned::insert(&mut self.ias, &mut self.rsps, None, rsp) {
+        let h = match crate::object::owned::insert(&mut self.ias, &mut self.rsps, rsp) {
             Ok(raw) => RspHandle(raw),
             Err(rsp) => {
                 self.ep_release_reserved(rsp.ep);

@@ -66,7 +66,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let pd = &pzs.get(pz_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandlePz))?.pd;
         let srq = backend.srq_create(pd, attr)?;
         let obj = Srq { ia: ia_h, pz: pz_h, srq, attr: *attr, ep_refs: 0, outstanding: 0, context: 0 };
-        match crate::object::owned::insert(&mut self.ias, &mut self.srqs, None, obj) {
+        match crate::object::owned::insert(&mut self.ias, &mut self.srqs, obj) {
             Ok(raw) => {
                 self.pz_hold(pz_h);
                 Ok(SrqHandle(raw))

@@ -26,14 +26,13 @@ pub(crate) trait OfIa {
     fn follow(&mut self, _counting: bool) {}
 }
 
-/// Store `value` in `slab`, listed among the objects of its IA: in slot
-/// `at` of a keyed slab, else where the slab puts it. `Err` gives it back
-/// when the IA is not open or there is no room.
+/// Store `value` in `slab`, listed among the objects of its IA, where
+/// the slab puts it. `Err` gives it back when the IA is not open or there
+/// is no room.
 #[inline]
 pub(crate) fn insert<B: Backend, T: OfIa, SI, S>(
     ias: &mut Slab<Ia<B>, SI>,
     slab: &mut Slab<T, S>,
-    at: Option<u32>,
     value: T,
 ) -> Result<RawHandle, T>
 where
@@ -43,15 +42,49 @@ where
     let Some(ia) = ias.get_mut(value.ia().0) else { return Err(value) };
     let mut value = value;
     value.follow(ia.counting);
-    let list = T::list(&mut ia.owned);
-    let inserted = match at {
-        Some(index) => slab.insert_member_at(list, index, value),
-        None => slab.insert_member(list, value),
-    };
-    if let (Ok(_), true, Some((created, _))) = (&inserted, ia.counting, T::COUNTED) {
-        ia.counts.bump(created as usize);
+    let inserted = slab.insert_member(T::list(&mut ia.owned), value);
+    if inserted.is_ok() {
+        count_created::<B, T>(ia);
     }
     inserted
+}
+
+/// Store the object `make` makes from `part` in slot `index` of keyed
+/// `slab`, listed among the objects of IA `ia`, which the object names:
+/// it is built in its slot, not moved there whole. `Err(part)` when the
+/// IA is not open or the slot is not free.
+#[inline(always)]
+pub(crate) fn insert_at<B: Backend, T: OfIa, SI, S, A>(
+    ias: &mut Slab<Ia<B>, SI>,
+    slab: &mut Slab<T, S>,
+    ia: IaHandle,
+    index: u32,
+    part: A,
+    make: impl FnOnce(A) -> T,
+) -> Result<RawHandle, A>
+where
+    SI: Store<Slot<Ia<B>>>,
+    S: Store<Slot<T>>,
+{
+    let Some(ia) = ias.get_mut(ia.0) else { return Err(part) };
+    let counting = ia.counting;
+    let inserted = slab.insert_member_at(T::list(&mut ia.owned), index, part, |part| {
+        let mut value = make(part);
+        value.follow(counting);
+        value
+    });
+    if inserted.is_ok() {
+        count_created::<B, T>(ia);
+    }
+    inserted
+}
+
+/// An object of `T` made in `ia`: its counter, if the IA counts.
+#[inline(always)]
+fn count_created<B: Backend, T: OfIa>(ia: &mut Ia<B>) {
+    if let (true, Some((created, _))) = (ia.counting, T::COUNTED) {
+        ia.counts.bump(created as usize);
+    }
 }
 
 /// Take the object `h` names out of `slab` and out of its IA's list.

@@ -29,8 +29,8 @@
 //! - `cargo xtask capi`: the C ABI's checks alone ([`capi`]).
 //! - `cargo xtask icount [--json PATH]`: instructions per DAT operation
 //!   through the Rust API and the C ABI, from callgrind (see [`icount`]).
-//! - `cargo xtask icount-rxe [--json PATH]`: instructions per
-//!   `dat_ep_post_rdma_write` on soft-RoCE, udat's plug-in beside OFA
+//! - `cargo xtask icount-rxe [--json PATH]`: instructions per post,
+//!   dequeue and registration on soft-RoCE, udat's plug-in beside OFA
 //!   dapl's cma provider, from callgrind (see [`icount_rxe`]).
 //! - `cargo xtask softroce [--timeout SECS] -- COMMAND...`: run a command
 //!   where a soft-RoCE device exists (see [`softroce`]).

@@ -9,17 +9,18 @@
 //! so posts and dequeues of different threads never write a line another
 //! thread reads, and then the lock of its own Endpoint, SRQ or EVD
 //! ([`LaneLock`], [`CallLock`]), on the word of the object's slot: the
-//! rules of `udat_core::shared`. A thread-safe provider over a transport
-//! whose queues are not to be shared has one shard: one lock around every
-//! call, as a mutex would be.
+//! rules of `udat_core::shared`.
 //!
-//! A provider registered `nonthreadsafe` is entered by one thread at a
-//! time by its consumer's contract (dat_ia_query(3DAT): "The Provider
-//! Library is not required to be thread safe"). It keeps only
-//! a guard against a consumer who breaks that contract, one word
-//! ([`Threads::One`]): a call takes it with one atomic exchange and lets it
-//! go with a plain store. The same word says whether a call panicked, so
-//! the call that takes it learns both at once.
+//! A provider that does not share is behind one word instead: a call
+//! takes it with one atomic exchange and lets it go with a plain store,
+//! and the same word says whether a call panicked, so the call that takes
+//! it learns both at once. A provider registered `nonthreadsafe` is
+//! entered by one thread at a time by its consumer's contract
+//! (dat_ia_query(3DAT): "The Provider Library is not required to be
+//! thread safe"), so for it ([`Threads::One`]) the word is only a guard
+//! against a consumer who breaks that contract; a thread-safe provider
+//! over a transport whose queues are not to be shared ([`Threads::Many`])
+//! waits on it for its turn, one call at a time, as on a mutex.
 
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
@@ -79,14 +80,14 @@ pub enum Threads {
     /// One thread at a time, by the consumer's contract (a provider
     /// registered `nonthreadsafe`): the state is behind one word.
     One,
-    /// Any thread, one call at a time: one shard.
+    /// Any thread, one call at a time: the word, waited for.
     Many,
     /// Any thread; posts and dequeues of different objects at once: the
     /// sharded lock.
     Sharing,
 }
 
-/// The word of a [`Threads::One`] provider: nobody in it.
+/// The word of a provider that does not share: nobody in it.
 const FREE: u32 = 0;
 /// A call is in it.
 const HELD: u32 = 1;
@@ -171,9 +172,11 @@ fn backoff_while(busy: impl Fn() -> bool) {
 
 /// A value behind the sharded lock.
 pub struct Locked<T> {
-    /// Of a [`Threads::One`] provider: [`FREE`], [`HELD`] or [`POISONED`].
+    /// Of a provider that does not share: [`FREE`], [`HELD`] or
+    /// [`POISONED`].
     word: AtomicU32,
-    alone: bool,
+    /// Of [`Threads::Sharing`]: the lock is its shards, not the word.
+    sharded: bool,
     shards: Box<[Shard]>,
     turns: Box<Turns>,
     value: UnsafeCell<T>,
@@ -197,10 +200,10 @@ unsafe impl<T> Sync for Locked<T> {}
 unsafe impl<T> Send for Locked<T> {}
 
 impl<T> Locked<T> {
-    /// `value` behind the lock for `threads`: one word, one shard, or
-    /// sharded.
+    /// `value` behind the lock for `threads`: one word, or sharded.
     pub fn new(value: T, threads: Threads) -> Self {
-        let n = if threads == Threads::Sharing { SHARDS } else { 1 };
+        let sharded = threads == Threads::Sharing;
+        let n = if sharded { SHARDS } else { 0 };
         let shards = (0..n).map(|_| Shard(AtomicU32::new(0))).collect();
         let turns = Turns {
             waiting: AtomicU32::new(0),
@@ -208,43 +211,43 @@ impl<T> Locked<T> {
             owed_until: AtomicU64::new(0),
             epoch: Instant::now(),
         };
-        Locked {
-            word: AtomicU32::new(FREE),
-            alone: threads == Threads::One,
-            shards,
-            turns: Box::new(turns),
-            value: UnsafeCell::new(value),
-        }
-    }
-
-    /// Whether the value is behind one word ([`Threads::One`]), whose
-    /// guard says whether a call panicked ([`Locked::enter`]).
-    #[inline(always)]
-    pub fn alone(&self) -> bool {
-        self.alone
+        Locked { word: AtomicU32::new(FREE), sharded, shards, turns: Box::new(turns), value: UnsafeCell::new(value) }
     }
 
     /// The value, to this thread alone: `None` once a call panicked in it.
-    /// A [`Threads::One`] provider's word says so (it is `POISONED`, and
-    /// stays so); of any other, `poisoned`, read once every shard is held,
-    /// so that a call that panicked before it let go of its shard is seen.
+    /// The word says so (it is `POISONED`, and stays so); of a sharded
+    /// lock, `poisoned`, read once every shard is held, so that a call that
+    /// panicked before it let go of its shard is seen.
     ///
     /// A guard it returns never carries a poison, so that where it is let
     /// go the word is stored free with no test.
     #[inline(always)]
     pub fn enter(&self, poisoned: &AtomicBool) -> Option<Exclusive<'_, T>> {
-        if !self.alone {
+        if self.sharded {
             self.lock_shards();
             if poisoned.load(Ordering::Acquire) {
                 // SAFETY: every shard was taken just above.
                 unsafe { self.unlock_all(false) };
                 return None;
             }
-        } else {
-            let prev = self.word.swap(HELD, Ordering::Acquire);
-            if prev != FREE && !self.enter_slow(prev) {
-                return None;
-            }
+            return Some(Exclusive { locked: self, poison: false });
+        }
+        // SAFETY: the lock is not sharded.
+        unsafe { self.enter_word() }
+    }
+
+    /// [`Locked::enter`] of a lock known to be its word, with no test of
+    /// which it is: the hot calls of a provider that does not share.
+    ///
+    /// # Safety
+    /// The lock is not [`Threads::Sharing`]'s (whose sharers the word
+    /// would not exclude).
+    #[inline(always)]
+    pub unsafe fn enter_word(&self) -> Option<Exclusive<'_, T>> {
+        debug_assert!(!self.sharded, "a lock of one word");
+        let prev = self.word.swap(HELD, Ordering::Acquire);
+        if prev != FREE && !self.enter_slow(prev) {
+            return None;
         }
         Some(Exclusive { locked: self, poison: false })
     }
@@ -265,8 +268,8 @@ impl<T> Locked<T> {
         !poisoned
     }
 
-    /// Take the word of a [`Threads::One`] provider, waiting out a thread
-    /// in it; whether a call had panicked in it.
+    /// Take the word, waiting out a thread in it; whether a call had
+    /// panicked in it.
     fn take_word(&self) -> bool {
         let mut spins = 0u32;
         loop {
@@ -288,7 +291,7 @@ impl<T> Locked<T> {
     /// poisoned provider's too: its guard keeps the poison.
     #[inline(always)]
     pub fn lock(&self) -> Exclusive<'_, T> {
-        if self.alone {
+        if !self.sharded {
             let poison = self.take_word();
             return Exclusive { locked: self, poison };
         }
@@ -296,20 +299,14 @@ impl<T> Locked<T> {
         Exclusive { locked: self, poison: false }
     }
 
-    /// Every shard, for writing, in order, of a provider that is not
-    /// [`Threads::One`].
+    /// Every shard, for writing, in order, of a sharded lock.
     #[inline(always)]
     fn lock_shards(&self) {
-        match &*self.shards {
-            [only] => only.lock_exclusive(),
-            shards => {
-                self.wait_turn();
-                for shard in shards {
-                    shard.lock_exclusive();
-                }
-                self.turns.since.store(self.turns.now(), Ordering::Relaxed);
-            }
+        self.wait_turn();
+        for shard in &*self.shards {
+            shard.lock_exclusive();
         }
+        self.turns.since.store(self.turns.now(), Ordering::Relaxed);
     }
 
     /// Let the sharing calls have the turn the last [`Exclusive`] owes
@@ -340,25 +337,19 @@ impl<T> Locked<T> {
     /// The caller holds every shard for writing, or the word.
     #[inline(always)]
     unsafe fn unlock_all(&self, poison: bool) {
-        if self.alone {
+        if !self.sharded {
             self.word.store(if poison { POISONED } else { FREE }, Ordering::Release);
             return;
         }
-        match &*self.shards {
-            // SAFETY: the caller holds the shard for writing.
-            [only] => unsafe { only.unlock_exclusive() },
-            shards => {
-                if self.turns.waiting.load(Ordering::Relaxed) != 0 {
-                    let now = self.turns.now();
-                    let held = now.saturating_sub(self.turns.since.load(Ordering::Relaxed));
-                    let turn = (TURN_PER_HOLD * held).min(MAX_TURN.as_nanos() as u64);
-                    self.turns.owed_until.store(now + turn, Ordering::Relaxed);
-                }
-                for shard in shards.iter().rev() {
-                    // SAFETY: the caller holds every shard for writing.
-                    unsafe { shard.unlock_exclusive() };
-                }
-            }
+        if self.turns.waiting.load(Ordering::Relaxed) != 0 {
+            let now = self.turns.now();
+            let held = now.saturating_sub(self.turns.since.load(Ordering::Relaxed));
+            let turn = (TURN_PER_HOLD * held).min(MAX_TURN.as_nanos() as u64);
+            self.turns.owed_until.store(now + turn, Ordering::Relaxed);
+        }
+        for shard in self.shards.iter().rev() {
+            // SAFETY: the caller holds every shard for writing.
+            unsafe { shard.unlock_exclusive() };
         }
     }
 
@@ -434,8 +425,8 @@ fn thread_index() -> usize {
 /// The value, held by one thread alone.
 pub struct Exclusive<'a, T> {
     locked: &'a Locked<T>,
-    /// Of a [`Threads::One`] provider: a call panicked holding it, so the
-    /// word is let go poisoned.
+    /// Of a lock of one word: a call panicked holding it, so the word is
+    /// let go poisoned.
     poison: bool,
 }
 
@@ -460,10 +451,21 @@ impl<T> Exclusive<'_, T> {
         f()
     }
 
-    /// A call panicked holding the guard: a provider of [`Threads::One`]
-    /// refuses every later call ([`Locked::enter`]).
+    /// A call panicked holding the guard: a lock of one word refuses
+    /// every later call ([`Locked::enter`]).
     pub fn poison(guard: &mut Self) {
         guard.poison = true;
+    }
+
+    /// Let go of a guard of [`Locked::enter_word`], which holds the word,
+    /// with no test of which lock it is. (Of a sharded lock, it would
+    /// leave the shards held: every later call would wait.)
+    #[inline(always)]
+    pub fn leave_word(guard: Self) {
+        debug_assert!(!guard.locked.sharded, "a lock of one word");
+        let (locked, poison) = (guard.locked, guard.poison);
+        std::mem::forget(guard);
+        locked.word.store(if poison { POISONED } else { FREE }, Ordering::Release);
     }
 }
 
@@ -702,6 +704,39 @@ mod tests {
         });
         *locked.enter(&AtomicBool::new(false)).unwrap() += 1;
         assert_eq!(*locked.lock(), 1);
+    }
+
+    #[test]
+    fn a_thread_safe_provider_that_does_not_share_lets_in_one_call_at_a_time() {
+        let locked = Locked::new(0u64, Threads::Many);
+        let poisoned = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        // SAFETY: the lock of `Threads::Many` is its word.
+                        let mut g = unsafe { locked.enter_word() }.unwrap();
+                        // A read, a yield and a write: another thread in
+                        // between would lose an increment.
+                        let v = *g;
+                        std::thread::yield_now();
+                        *g = v + 1;
+                        Exclusive::leave_word(g);
+                    }
+                });
+            }
+            s.spawn(|| {
+                for _ in 0..1000 {
+                    *locked.enter(&poisoned).unwrap() += 1;
+                }
+            });
+        });
+        assert_eq!(*locked.lock(), 5000);
+        let mut g = locked.enter(&poisoned).unwrap();
+        Exclusive::poison(&mut g);
+        drop(g);
+        // SAFETY: as above.
+        assert!(unsafe { locked.enter_word() }.is_none(), "the word keeps the poison");
     }
 
     #[test]

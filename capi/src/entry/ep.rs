@@ -533,22 +533,20 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
             )
         };
     }
-    lane_or(
-        instance,
-        h,
-        Kind::Ep,
-        // The segment is read once, as values, after the provider's guard
-        // and the handle's look-up, not kept across them.
-        #[inline(always)]
-        move |core, ep| {
-            // SAFETY: the call's contract.
-            let seg = unsafe { lane_segment(n, segs) }.copied();
-            // SAFETY: the call's contract.
-            seg.is_some_and(|seg| unsafe { post.lane(core, ep, &seg) })
-        },
+    // The segment is read once, as values, after the provider's guard and
+    // the handle's look-up, not kept across them.
+    let lane = move |core: &mut Core<B>, ep: LaneHandle<'_>| {
         // SAFETY: the call's contract.
-        move |cx, raw| unsafe { post.ordinary(&mut *cx.state.core, EpHandle::from_raw(raw), iov(n, segs)?) },
-    )
+        let seg = unsafe { lane_segment(n, segs) }.copied();
+        // SAFETY: the call's contract.
+        seg.is_some_and(|seg| unsafe { post.lane(core, ep, &seg) })
+    };
+    // SAFETY: the call's contract.
+    let ordinary = move |cx: &mut Entered<B>, raw| unsafe {
+        post.ordinary(&mut *cx.state.core, EpHandle::from_raw(raw), iov(n, segs)?)
+    };
+    // SAFETY: the provider does not share (`SHARES`, its own table's).
+    unsafe { lane_or(instance, h, Kind::Ep, lane, ordinary) }
 }
 
 /// dat_ep_post_send(3DAT).

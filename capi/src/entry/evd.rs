@@ -151,28 +151,31 @@ pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
             return ret;
         }
     }
-    dequeue_lane_or(
-        instance,
-        h,
-        Kind::Evd,
-        move |core, evd| {
-            // A NULL or misaligned `event` is the ordinary call's to refuse.
-            let Ok(slot) = event.out() else { return Err(Passed::Ordinary) };
-            let handles = evd.handles();
-            core.lane_dequeue_with(
-                evd.index,
-                |g| evd.matches_generation(g),
-                #[inline(always)]
-                |_, c, name| write_lane_event(handles, h, c, name, slot),
-            )
-        },
-        move |cx, raw| {
-            let slot = event.out()?;
-            let e = cx.state.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
-            write_event(cx, h, &e, slot);
-            Ok(())
-        },
-    )
+    // SAFETY: `SHARES` is the provider's (its own table's).
+    unsafe {
+        dequeue_lane_or::<B, SHARES>(
+            instance,
+            h,
+            Kind::Evd,
+            move |core, evd| {
+                // A NULL or misaligned `event` is the ordinary call's to refuse.
+                let Ok(slot) = event.out() else { return Err(Passed::Ordinary) };
+                let handles = evd.handles();
+                core.lane_dequeue_with(
+                    evd.index,
+                    |g| evd.matches_generation(g),
+                    #[inline(always)]
+                    |_, c, name| write_lane_event(handles, h, c, name, slot),
+                )
+            },
+            move |cx, raw| {
+                let slot = event.out()?;
+                let e = cx.state.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
+                write_event(cx, h, &e, slot);
+                Ok(())
+            },
+        )
+    }
 }
 
 /// The dequeue of a provider that shares its state, a lane with the state

@@ -251,18 +251,26 @@ impl<'a> LaneHandle<'a> {
 /// argument in memory: a lane cannot panic (it indexes nothing unchecked
 /// that is not masked, and branches to "not taken" instead of failing).
 /// The ordinary call is guarded as [`guarded_on`] guards every call.
+///
+/// # Safety
+/// `instance` does not share its state (`Instance::shares`), so its lock
+/// is its word.
 #[inline(always)]
-pub(crate) fn lane_or<B: Transport>(
+pub(crate) unsafe fn lane_or<B: Transport>(
     instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
     lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> bool,
     ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    let Some(mut state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
+    // SAFETY: the caller's contract.
+    let Some(mut state) = (unsafe { enter_door::<B, false>(instance) }) else {
+        return DatError::of(ErrorType::InternalError).to_raw();
+    };
     let State { core, handles, .. } = &mut *state;
     if let Some((index, word)) = handles.slot_of(h, kind) {
         if lane(core, LaneHandle { index, handles, kind, word }) {
+            leave_door::<B, false>(state);
             return DAT_SUCCESS;
         }
     }
@@ -275,25 +283,63 @@ pub(crate) fn lane_or<B: Transport>(
 /// ([`Passed::Empty`]): then the call is answered `DAT_QUEUE_EMPTY`
 /// without the ordinary call's look-ups and its `catch_unwind`, out of
 /// line ([`queue_empty`]), so that a lane that takes a completion returns
-/// its constant alone.
+/// its constant alone. A provider that shares (`SHARES`) comes here for
+/// what its shared dequeue could not settle.
+///
+/// # Safety
+/// `SHARES` is whether `instance` shares its state (`Instance::shares`).
 #[inline(always)]
-pub(crate) fn dequeue_lane_or<B: Transport>(
+pub(crate) unsafe fn dequeue_lane_or<B: Transport, const SHARES: bool>(
     instance: &'static Instance<B>,
     h: DAT_HANDLE,
     kind: Kind,
     lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> Result<(), Passed>,
     ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
-    let Some(mut state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
+    // SAFETY: the caller's contract.
+    let Some(mut state) = (unsafe { enter_door::<B, SHARES>(instance) }) else {
+        return DatError::of(ErrorType::InternalError).to_raw();
+    };
     let State { core, handles, .. } = &mut *state;
     if let Some((index, word)) = handles.slot_of(h, kind) {
         match lane(core, LaneHandle { index, handles, kind, word }) {
-            Ok(()) => return DAT_SUCCESS,
+            Ok(()) => {
+                leave_door::<B, SHARES>(state);
+                return DAT_SUCCESS;
+            }
             Err(Passed::Empty) => return queue_empty(Entered { instance, state }),
             Err(Passed::Ordinary) => {}
         }
     }
     not_taken(Entered { instance, state }, h, kind, ordinary)
+}
+
+/// The state of `instance` for a hot call of its door: of a provider that
+/// does not share (`!SHARES`), its word, with no test of which lock it is.
+///
+/// # Safety
+/// `SHARES` is whether `instance` shares its state (`Instance::shares`).
+#[inline(always)]
+unsafe fn enter_door<B: Transport, const SHARES: bool>(
+    instance: &'static Instance<B>,
+) -> Option<Exclusive<'static, State<B>>> {
+    if SHARES {
+        return enter(instance);
+    }
+    debug_assert!(!instance.shares, "the door of a provider that does not share");
+    // SAFETY: a provider that does not share has the lock of one word
+    // (`Instance::new`: only one that shares is `Threads::Sharing`).
+    unsafe { instance.state.enter_word() }
+}
+
+/// Let go of what [`enter_door`] returned.
+#[inline(always)]
+fn leave_door<B: Transport, const SHARES: bool>(state: Exclusive<'static, State<B>>) {
+    if SHARES {
+        drop(state);
+    } else {
+        Exclusive::leave_word(state);
+    }
 }
 
 /// `DAT_QUEUE_EMPTY`, the provider let go ([`dequeue_lane_or`]).

@@ -5,8 +5,8 @@ use udat_core::types::SrqAttr;
 use udat_core::Door;
 
 use super::arg::{iov, lane_segment};
-use super::{lane_or, shared_lane_or, with, Arg};
-use crate::instance::{invalid, Instance};
+use super::{lane_or, shared_lane_or, with, Arg, Entered, LaneHandle};
+use crate::instance::{invalid, Core, Instance};
 use crate::lock::LaneLock;
 use crate::sys::*;
 use crate::transport::Transport;
@@ -64,21 +64,18 @@ pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
     let (instance, cookie) = unsafe { (Instance::<B>::of(h), cookie.0.as_64) };
     debug_assert_eq!(instance.shares, SHARES, "the slot of the instance's own table");
     if !SHARES {
-        return lane_or(
-            instance,
-            h,
-            Kind::Srq,
-            move |core, srq| {
-                // SAFETY: `segs` is null or holds `n` triplets (the call's
-                // contract).
-                let seg = unsafe { lane_segment(n, segs) }.copied();
-                seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.matches_generation(g), &seg, cookie))
-            },
-            move |cx, raw| {
-                // SAFETY: as above.
-                cx.state.core.srq_post_recv(SrqHandle::from_raw(raw), unsafe { iov(n, segs) }?, cookie)
-            },
-        );
+        let lane = move |core: &mut Core<B>, srq: LaneHandle<'_>| {
+            // SAFETY: `segs` is null or holds `n` triplets (the call's
+            // contract).
+            let seg = unsafe { lane_segment(n, segs) }.copied();
+            seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.matches_generation(g), &seg, cookie))
+        };
+        let ordinary = move |cx: &mut Entered<B>, raw| {
+            // SAFETY: as above.
+            cx.state.core.srq_post_recv(SrqHandle::from_raw(raw), unsafe { iov(n, segs) }?, cookie)
+        };
+        // SAFETY: the provider does not share (`SHARES`, its own table's).
+        return unsafe { lane_or(instance, h, Kind::Srq, lane, ordinary) };
     }
     // SAFETY: the provider shares (`SHARES`), and each closure changes only
     // the SRQ, whose lock the door takes, with no `&mut` to the state

@@ -23,15 +23,6 @@ pub trait Vacant: Sized {
     }
 }
 
-impl<T> Vacant for Option<T> {
-    const VACANT: Option<T> = None;
-
-    #[inline(always)]
-    fn vacant() -> Option<T> {
-        None
-    }
-}
-
 /// A run of `X`s that may grow at its end, up to [`Store::limit`], and
 /// never moves the ones it has.
 pub trait Store<X> {

@@ -159,9 +159,10 @@ pub(crate) struct Queues {
     max_send_sge: u32,
     max_recv_sge: u32,
     max_inline: u32,
-    /// The context's command file and the QP's handle in it.
+    /// The context's command file, and the doorbell's command for the
+    /// QP, made once.
     cmd_fd: i32,
-    handle: u32,
+    doorbell: PostSend,
 }
 
 /// `struct mminfo`: a queue's mapping offset in the command file, and
@@ -247,7 +248,7 @@ impl Queues {
                     max_recv_sge: cap.max_recv_sge,
                     max_inline: cap.max_inline_data,
                     cmd_fd,
-                    handle,
+                    doorbell: PostSend::doorbell(handle),
                 });
             }
             at += 8;
@@ -340,24 +341,18 @@ impl Queues {
     /// work requests, which has the kernel look at the send queue.
     #[inline(always)]
     fn doorbell(&self) -> i32 {
-        let mut response = 0u32;
-        let cmd = PostSend {
-            command: IB_USER_VERBS_CMD_POST_SEND,
-            in_words: (std::mem::size_of::<PostSend>() / 4) as u16,
-            out_words: 1,
-            response: std::ptr::from_mut(&mut response) as u64,
-            qp_handle: self.handle,
-            wr_count: 0,
-            sge_count: 0,
-            wqe_size: std::mem::size_of::<sys::ibv_send_wr>() as u32,
-        };
         // The system call itself, not libc's `write`: that is a
         // cancellation point, and a thread cancelled there would leave
         // its post half made and the provider's lock held.
-        // SAFETY: `cmd` is a whole command of the uverbs write ABI, and
-        // `response` outlives the call, which writes at most its 4 bytes.
+        // SAFETY: `doorbell` is a whole command of the uverbs write ABI,
+        // whose response goes to `RESPONSE`, which lives for ever.
         let n = unsafe {
-            libc::syscall(libc::SYS_write, self.cmd_fd, std::ptr::from_ref(&cmd), std::mem::size_of::<PostSend>())
+            libc::syscall(
+                libc::SYS_write,
+                self.cmd_fd,
+                std::ptr::from_ref(&self.doorbell),
+                std::mem::size_of::<PostSend>(),
+            )
         };
         if n == std::mem::size_of::<PostSend>() as i64 {
             0
@@ -454,6 +449,7 @@ const IB_USER_VERBS_CMD_POST_SEND: u32 = 28;
 
 /// `struct ib_uverbs_cmd_hdr` and `struct ib_uverbs_post_send` with no
 /// work requests (`<rdma/ib_user_verbs.h>`).
+#[derive(Clone, Copy, Debug)]
 #[repr(C)]
 struct PostSend {
     command: u32,
@@ -467,6 +463,28 @@ struct PostSend {
 }
 
 const _: () = assert!(std::mem::size_of::<PostSend>() == 32);
+
+/// Where the kernel writes a doorbell's response: its `bad_wr`, which a
+/// command of no work requests leaves 0 and which nothing reads. One for
+/// every QP, so that a QP's command is made once rather than on each
+/// post; the kernel's writes are the only accesses.
+static RESPONSE: AtomicU32 = AtomicU32::new(0);
+
+impl PostSend {
+    /// librxe's `post_send_db` for the QP of `qp_handle`.
+    fn doorbell(qp_handle: u32) -> PostSend {
+        PostSend {
+            command: IB_USER_VERBS_CMD_POST_SEND,
+            in_words: (std::mem::size_of::<PostSend>() / 4) as u16,
+            out_words: 1,
+            response: RESPONSE.as_ptr() as u64,
+            qp_handle,
+            wr_count: 0,
+            sge_count: 0,
+            wqe_size: std::mem::size_of::<sys::ibv_send_wr>() as u32,
+        }
+    }
+}
 
 /// Write `value` at `offset` of the entry `wqe`.
 ///
@@ -585,8 +603,15 @@ mod tests {
         let recv = unsafe { Queue::at(base, mem.len() * 8, 3, recv_wqe::SGE + 2 * SGE_BYTES) }.unwrap();
         // SAFETY: as above; a send queue this test leaves alone.
         let send = unsafe { Queue::at(base, mem.len() * 8, 0, 0) }.unwrap();
-        let qs =
-            Queues { send, recv: Some(recv), max_send_sge: 1, max_recv_sge: 2, max_inline: 0, cmd_fd: -1, handle: 0 };
+        let qs = Queues {
+            send,
+            recv: Some(recv),
+            max_send_sge: 1,
+            max_recv_sge: 2,
+            max_inline: 0,
+            cmd_fd: -1,
+            doorbell: PostSend::doorbell(0),
+        };
         let sges =
             [sys::ibv_sge { addr: 0x1000, length: 100, lkey: 7 }, sys::ibv_sge { addr: 0x2000, length: 28, lkey: 8 }];
         assert_eq!(qs.post_recv(0x8000_0000_0000_0005, &sges), 0);
@@ -613,7 +638,15 @@ mod tests {
         let send = unsafe { Queue::at(base, mem.len() * 8, 3, send_wqe::SGE + 64) }.unwrap();
         // SAFETY: the first entry's bytes.
         unsafe { base.add(HEADER).write_bytes(0xee, 512) };
-        let qs = Queues { send, recv: None, max_send_sge: 2, max_recv_sge: 0, max_inline: 64, cmd_fd: -1, handle: 9 };
+        let qs = Queues {
+            send,
+            recv: None,
+            max_send_sge: 2,
+            max_recv_sge: 0,
+            max_inline: 64,
+            cmd_fd: -1,
+            doorbell: PostSend::doorbell(9),
+        };
         let data = *b"inline data";
         let sges = [sys::ibv_sge { addr: data.as_ptr() as u64, length: data.len() as u32, lkey: 3 }];
         let flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0 | sys::ibv_send_flags::IBV_SEND_INLINE.0;
@@ -639,6 +672,15 @@ mod tests {
         // SAFETY: as above.
         let too_long = unsafe { qs.post_send(7, 0, flags, 0, (0, 0), &sges) };
         assert_eq!(too_long, libc::EINVAL, "more inline data than the QP takes");
+    }
+
+    #[test]
+    fn a_doorbell_is_librxe_s_post_send_of_no_requests() {
+        let d = PostSend::doorbell(9);
+        assert_eq!((d.command, d.in_words, d.out_words), (IB_USER_VERBS_CMD_POST_SEND, 8, 1));
+        assert_eq!((d.qp_handle, d.wr_count, d.sge_count), (9, 0, 0));
+        assert_eq!(d.wqe_size as usize, std::mem::size_of::<sys::ibv_send_wr>());
+        assert_eq!(d.response, RESPONSE.as_ptr() as u64, "a response the kernel may write");
     }
 
     #[test]

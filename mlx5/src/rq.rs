@@ -51,6 +51,8 @@ struct Ring<S> {
     mask: u16,
     cnt: u16,
     stride: usize,
+    /// Bytes before a WQE's scatter list: an SRQ's next segment.
+    header: usize,
     /// Data segments a WQE holds.
     max_sge: usize,
 }
@@ -58,7 +60,7 @@ struct Ring<S> {
 impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> Ring<S> {
     fn new(geometry: RqGeometry, slots: S, header: usize) -> Result<Ring<S>, Geometry> {
         let RqGeometry { buf, wqe_cnt, stride, dbrec } = geometry;
-        if !stride.is_power_of_two() || (stride as usize) < SEG_BYTES + header {
+        if !stride.is_power_of_two() || (stride as usize) < SEG_BYTES + header || header % SEG_BYTES != 0 {
             return Err(Geometry::Stride);
         }
         if !wqe_cnt.is_power_of_two()
@@ -77,23 +79,34 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> Ring<S> {
             mask: (wqe_cnt - 1) as u16,
             cnt: wqe_cnt as u16,
             stride: stride as usize,
+            header,
             max_sge,
         })
     }
 
-    /// The scatter list of WQE `index`, after `header` bytes.
+    /// The scatter list of WQE `index`, after its header: stored as words
+    /// into the geometry `new` checked, with no test of each segment's
+    /// bounds.
+    #[allow(unsafe_code)]
     #[inline(always)]
-    fn scatter(&self, index: u16, header: usize, sges: &[Sge]) -> Result<(), Full> {
+    fn scatter(&self, index: u16, sges: &[Sge]) -> Result<(), Full> {
         if sges.len() > self.max_sge {
             return Err(Full);
         }
-        let mut at = usize::from(index & self.mask) * self.stride + header;
+        let mut at = usize::from(index & self.mask) * self.stride + self.header;
         for sge in sges {
-            self.buf.write(at, &wqe::data_seg(sge.length, sge.lkey, sge.addr));
+            // SAFETY: `new` checked that the buffer is `cnt` WQEs of
+            // `stride` bytes, a power of two, each a header of whole
+            // segments and room for `max_sge` segments after it; the index
+            // is masked and at most `max_sge` segments are written, so the
+            // segment lies inside the buffer, 8-aligned.
+            unsafe { self.buf.store_words(at, &wqe::data_words(sge.length, sge.lkey, sge.addr)) };
             at += SEG_BYTES;
         }
         if sges.len() < self.max_sge {
-            self.buf.write(at, &wqe::data_seg(0, wqe::INVALID_LKEY, 0));
+            // SAFETY: as above, the segment after the last, still one of
+            // the WQE's `max_sge`.
+            unsafe { self.buf.store_words(at, &wqe::data_words(0, wqe::INVALID_LKEY, 0)) };
         }
         Ok(())
     }
@@ -150,7 +163,7 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> RecvQueue<S> {
         if self.head.wrapping_sub(self.tail) == self.ring.cnt {
             return Err(Full);
         }
-        self.ring.scatter(self.head, 0, sges)?;
+        self.ring.scatter(self.head, sges)?;
         if let Some(slot) = self.ring.slot(self.head) {
             slot.cookie = cookie;
         }
@@ -223,7 +236,7 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> SharedRecvQueue<S> {
             return Err(Full);
         }
         let index = self.head;
-        self.ring.scatter(index, SEG_BYTES, sges)?;
+        self.ring.scatter(index, sges)?;
         let Some(slot) = self.ring.slot(index) else { return Err(Full) };
         slot.cookie = cookie;
         self.head = slot.next;
@@ -254,5 +267,48 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> SharedRecvQueue<S> {
     /// Receives the SRQ can hold.
     pub fn capacity(&self) -> u32 {
         u32::from(self.ring.cnt) - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::vec;
+
+    use super::*;
+    use crate::testing::Memory;
+
+    fn seg(bytes: &[u8]) -> (u32, u32, u64) {
+        let word = |r: core::ops::Range<usize>| bytes[r].iter().fold(0u64, |n, &b| n << 8 | u64::from(b));
+        (word(0..4) as u32, word(4..8) as u32, word(8..16))
+    }
+
+    #[test]
+    fn a_receive_fills_its_segments_and_ends_a_short_list_with_the_invalid_key() {
+        // Four segments a WQE, four WQEs.
+        let (ring, record) = (Memory::new(4 * 64), Memory::new(64));
+        let geometry = RqGeometry { buf: ring.share(), wqe_cnt: 4, stride: 64, dbrec: record.share() };
+        let mut rq = RecvQueue::new(geometry, vec![RecvSlot::default(); 4]).unwrap();
+        let sge = |addr, length, lkey| Sge { addr, length, lkey };
+        rq.post(&[sge(0x1000, 100, 7), sge(0x2000, 28, 8)], 1).unwrap();
+        assert_eq!(seg(&ring.read(0, 16)), (100, 7, 0x1000));
+        assert_eq!(seg(&ring.read(16, 16)), (28, 8, 0x2000));
+        assert_eq!(seg(&ring.read(32, 16)), (0, wqe::INVALID_LKEY, 0), "the list ends");
+        assert!(rq.post_one(sge(0x3000, 4, 9), 2));
+        assert_eq!(seg(&ring.read(64, 16)), (4, 9, 0x3000), "the next WQE");
+        assert_eq!(seg(&ring.read(80, 16)), (0, wqe::INVALID_LKEY, 0));
+        assert_eq!(rq.post(&[sge(0, 1, 1); 5], 3), Err(Full), "more segments than a WQE holds");
+        assert_eq!(&record.read(RCV_DBR * 4, 4), &2u32.to_be_bytes(), "two published");
+    }
+
+    #[test]
+    fn an_srq_scatters_after_its_next_segment_and_a_ring_without_room_for_one_is_refused() {
+        let (ring, record) = (Memory::new(4 * 32), Memory::new(64));
+        let geometry = RqGeometry { buf: ring.share(), wqe_cnt: 4, stride: 32, dbrec: record.share() };
+        let mut srq = SharedRecvQueue::new(geometry, vec![RecvSlot::default(); 4]).unwrap();
+        srq.post(&[Sge { addr: 0x1000, length: 64, lkey: 5 }], 1).unwrap();
+        assert_eq!(seg(&ring.read(SEG_BYTES, 16)), (64, 5, 0x1000), "after the next segment");
+        let (ring, record) = (Memory::new(4 * 16), Memory::new(64));
+        let geometry = RqGeometry { buf: ring.share(), wqe_cnt: 4, stride: 16, dbrec: record.share() };
+        assert!(matches!(SharedRecvQueue::new(geometry, vec![RecvSlot::default(); 4]), Err(Geometry::Stride)));
     }
 }

@@ -366,8 +366,8 @@ impl<T> Locked<T> {
     pub unsafe fn share(&self) -> Option<Sharing<'_, T>> {
         debug_assert_eq!(self.shards.len(), SHARDS, "a sharded lock");
         // SAFETY: the lock of `Threads::Sharing` has `SHARDS` shards (the
-        // caller's contract), and the index is below it.
-        let shard = unsafe { self.shards.get_unchecked(thread_index() & (SHARDS - 1)) };
+        // caller's contract), and the offset is one of theirs.
+        let shard = unsafe { &*self.shards.as_ptr().byte_add(shard_offset()) };
         if !shard.try_share() && !self.wait_shared(shard) {
             return None;
         }
@@ -406,19 +406,21 @@ impl<T> Locked<T> {
     }
 }
 
-/// A number for each thread, handed out in the order threads first share
-/// a provider, so that threads fall on different shards.
+/// This thread's shard, as its byte offset among a sharded lock's
+/// [`SHARDS`] shards (so that taking it is one add): handed out in the
+/// order threads first share a provider, so that threads fall on
+/// different shards.
 #[inline(always)]
-fn thread_index() -> usize {
+fn shard_offset() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
-        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+        static OFFSET: Cell<usize> = const { Cell::new(usize::MAX) };
     }
-    INDEX.with(|i| {
-        if i.get() == usize::MAX {
-            i.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+    OFFSET.with(|o| {
+        if o.get() == usize::MAX {
+            o.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS * std::mem::size_of::<Shard>());
         }
-        i.get()
+        o.get()
     })
 }
 

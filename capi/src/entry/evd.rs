@@ -11,7 +11,7 @@ use udat_core::{DatError, DatResult, ErrorType, EvdWait, Event, EventData, Event
 use super::{dequeue_lane_or, guarded_on, with, Arg, Entered, LaneHandle};
 use crate::debug;
 use crate::handle_space::HandleSpace;
-use crate::instance::{invalid, Instance, State};
+use crate::instance::{invalid, Core, Instance, State};
 use crate::lock::{Exclusive, LaneLock};
 use crate::sys::*;
 use crate::transport::Transport;
@@ -151,31 +151,25 @@ pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
             return ret;
         }
     }
-    // SAFETY: `SHARES` is the provider's (its own table's).
-    unsafe {
-        dequeue_lane_or::<B, SHARES>(
-            instance,
-            h,
-            Kind::Evd,
-            move |core, evd| {
-                // A NULL or misaligned `event` is the ordinary call's to refuse.
-                let Ok(slot) = event.out() else { return Err(Passed::Ordinary) };
-                let handles = evd.handles();
-                core.lane_dequeue_with(
-                    evd.index,
-                    |g| evd.matches_generation(g),
-                    #[inline(always)]
-                    |_, c, name| write_lane_event(handles, h, c, name, slot),
-                )
-            },
-            move |cx, raw| {
-                let slot = event.out()?;
-                let e = cx.state.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
-                write_event(cx, h, &e, slot);
-                Ok(())
-            },
+    let lane = move |core: &mut Core<B>, evd: LaneHandle<'_>| {
+        // A NULL or misaligned `event` is the ordinary call's to refuse.
+        let Ok(slot) = event.out() else { return Err(Passed::Ordinary) };
+        let handles = evd.handles();
+        core.lane_dequeue_with(
+            evd.index,
+            |g| evd.matches_generation(g),
+            #[inline(always)]
+            |_, c, name| write_lane_event(handles, h, c, name, slot),
         )
-    }
+    };
+    let ordinary = move |cx: &mut Entered<B>, raw| {
+        let slot = event.out()?;
+        let e = cx.state.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
+        write_event(cx, h, &e, slot);
+        Ok(())
+    };
+    // SAFETY: `SHARES` is the provider's (its own table's).
+    unsafe { dequeue_lane_or::<B, SHARES>(instance, h, Kind::Evd, lane, ordinary) }
 }
 
 /// The dequeue of a provider that shares its state, a lane with the state

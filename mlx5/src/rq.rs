@@ -51,16 +51,20 @@ struct Ring<S> {
     mask: u16,
     cnt: u16,
     stride: usize,
-    /// Bytes before a WQE's scatter list: an SRQ's next segment.
+    /// Bytes before a WQE's scatter list, whole segments: an SRQ's next
+    /// segment.
     header: usize,
     /// Data segments a WQE holds.
     max_sge: usize,
 }
 
 impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> Ring<S> {
-    fn new(geometry: RqGeometry, slots: S, header: usize) -> Result<Ring<S>, Geometry> {
+    /// A ring of WQEs that each begin with `header_segs` segments of their
+    /// own before the scatter list.
+    fn new(geometry: RqGeometry, slots: S, header_segs: usize) -> Result<Ring<S>, Geometry> {
         let RqGeometry { buf, wqe_cnt, stride, dbrec } = geometry;
-        if !stride.is_power_of_two() || (stride as usize) < SEG_BYTES + header || header % SEG_BYTES != 0 {
+        let header = header_segs * SEG_BYTES;
+        if !stride.is_power_of_two() || (stride as usize) < SEG_BYTES + header {
             return Err(Geometry::Stride);
         }
         if !wqe_cnt.is_power_of_two()
@@ -97,7 +101,8 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> Ring<S> {
         for sge in sges {
             // SAFETY: `new` checked that the buffer is `cnt` WQEs of
             // `stride` bytes, a power of two, each a header of whole
-            // segments and room for `max_sge` segments after it; the index
+            // segments (made of them) and room for `max_sge` segments
+            // after it; the index
             // is masked and at most `max_sge` segments are written, so the
             // segment lies inside the buffer, 8-aligned.
             unsafe { self.buf.store_words(at, &wqe::data_words(sge.length, sge.lkey, sge.addr)) };
@@ -215,7 +220,7 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> SharedRecvQueue<S> {
     /// Take over an SRQ and link every WQE into the free list. One WQE
     /// always stays on the list, so the SRQ holds `wqe_cnt - 1` receives.
     pub fn new(geometry: RqGeometry, slots: S) -> Result<Self, Geometry> {
-        let ring = Ring::new(geometry, slots, SEG_BYTES)?;
+        let ring = Ring::new(geometry, slots, 1)?;
         let mut srq = SharedRecvQueue { ring, head: 0, tail: 0, counter: 0 };
         for i in 0..srq.ring.cnt {
             let next = (i + 1) & srq.ring.mask;

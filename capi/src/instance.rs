@@ -178,11 +178,7 @@ impl<B: Transport> Instance<B> {
         };
         let shares = reg.thread_safe && B::SHARED_QUEUES;
         let entries = crate::provider_table::entries::<B>(shares);
-        let threads = match (reg.thread_safe, shares) {
-            (false, _) => Threads::One,
-            (true, false) => Threads::Many,
-            (true, true) => Threads::Sharing,
-        };
+        let threads = if shares { Threads::Sharing } else { Threads::One };
         let mut instance = Box::new(Instance {
             table: entries.table,
             post: entries.post,

@@ -11,16 +11,16 @@
 //! ([`LaneLock`], [`CallLock`]), on the word of the object's slot: the
 //! rules of `udat_core::shared`.
 //!
-//! A provider that does not share is behind one word instead: a call
-//! takes it with one atomic exchange and lets it go with a plain store,
-//! and the same word says whether a call panicked, so the call that takes
-//! it learns both at once. A provider registered `nonthreadsafe` is
-//! entered by one thread at a time by its consumer's contract
-//! (dat_ia_query(3DAT): "The Provider Library is not required to be
-//! thread safe"), so for it ([`Threads::One`]) the word is only a guard
-//! against a consumer who breaks that contract; a thread-safe provider
-//! over a transport whose queues are not to be shared ([`Threads::Many`])
-//! waits on it for its turn, one call at a time, as on a mutex.
+//! A provider that does not share ([`Threads::One`]) is behind one word
+//! instead: a call takes it with one atomic exchange and lets it go with a
+//! plain store, and the same word says whether a call panicked, so the
+//! call that takes it learns both at once. A provider registered
+//! `nonthreadsafe` is entered by one thread at a time by its consumer's
+//! contract (dat_ia_query(3DAT): "The Provider Library is not required to
+//! be thread safe"), so for it the word is only a guard against a
+//! consumer who breaks that contract; a thread-safe provider over a
+//! transport whose queues are not to be shared waits on it for its turn,
+//! one call at a time, as on a mutex.
 
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
@@ -77,11 +77,11 @@ impl Turns {
 /// Who may enter a provider at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Threads {
-    /// One thread at a time, by the consumer's contract (a provider
-    /// registered `nonthreadsafe`): the state is behind one word.
+    /// One call at a time: the state is behind one word, which a thread
+    /// waits for. A provider registered `nonthreadsafe` (one thread at a
+    /// time by its consumer's contract) and a thread-safe one over a
+    /// transport whose queues are not to be shared.
     One,
-    /// Any thread, one call at a time: the word, waited for.
-    Many,
     /// Any thread; posts and dequeues of different objects at once: the
     /// sharded lock.
     Sharing,
@@ -460,10 +460,13 @@ impl<T> Exclusive<'_, T> {
     }
 
     /// Let go of a guard of [`Locked::enter_word`], which holds the word,
-    /// with no test of which lock it is. (Of a sharded lock, it would
-    /// leave the shards held: every later call would wait.)
+    /// with no test of which lock it is.
+    ///
+    /// # Safety
+    /// The guard's lock is not [`Threads::Sharing`]'s: of a sharded lock
+    /// it would leave the shards held, and every later call would wait.
     #[inline(always)]
-    pub fn leave_word(guard: Self) {
+    pub unsafe fn leave_word(guard: Self) {
         debug_assert!(!guard.locked.sharded, "a lock of one word");
         let (locked, poison) = (guard.locked, guard.poison);
         std::mem::forget(guard);
@@ -710,20 +713,21 @@ mod tests {
 
     #[test]
     fn a_thread_safe_provider_that_does_not_share_lets_in_one_call_at_a_time() {
-        let locked = Locked::new(0u64, Threads::Many);
+        let locked = Locked::new(0u64, Threads::One);
         let poisoned = AtomicBool::new(false);
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..1000 {
-                        // SAFETY: the lock of `Threads::Many` is its word.
+                        // SAFETY: the lock of `Threads::One` is its word.
                         let mut g = unsafe { locked.enter_word() }.unwrap();
                         // A read, a yield and a write: another thread in
                         // between would lose an increment.
                         let v = *g;
                         std::thread::yield_now();
                         *g = v + 1;
-                        Exclusive::leave_word(g);
+                        // SAFETY: as above.
+                        unsafe { Exclusive::leave_word(g) };
                     }
                 });
             }

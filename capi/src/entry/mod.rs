@@ -270,7 +270,8 @@ pub(crate) unsafe fn lane_or<B: Transport>(
     let State { core, handles, .. } = &mut *state;
     if let Some((index, word)) = handles.slot_of(h, kind) {
         if lane(core, LaneHandle { index, handles, kind, word }) {
-            leave_door::<B, false>(state);
+            // SAFETY: the caller's contract.
+            unsafe { leave_door::<B, false>(state) };
             return DAT_SUCCESS;
         }
     }
@@ -304,7 +305,8 @@ pub(crate) unsafe fn dequeue_lane_or<B: Transport, const SHARES: bool>(
     if let Some((index, word)) = handles.slot_of(h, kind) {
         match lane(core, LaneHandle { index, handles, kind, word }) {
             Ok(()) => {
-                leave_door::<B, SHARES>(state);
+                // SAFETY: the caller's contract.
+                unsafe { leave_door::<B, SHARES>(state) };
                 return DAT_SUCCESS;
             }
             Err(Passed::Empty) => return queue_empty(Entered { instance, state }),
@@ -333,12 +335,17 @@ unsafe fn enter_door<B: Transport, const SHARES: bool>(
 }
 
 /// Let go of what [`enter_door`] returned.
+///
+/// # Safety
+/// As for [`enter_door`].
 #[inline(always)]
-fn leave_door<B: Transport, const SHARES: bool>(state: Exclusive<'static, State<B>>) {
+unsafe fn leave_door<B: Transport, const SHARES: bool>(state: Exclusive<'static, State<B>>) {
     if SHARES {
         drop(state);
     } else {
-        Exclusive::leave_word(state);
+        // SAFETY: the caller's contract: a provider that does not share
+        // has the lock of one word.
+        unsafe { Exclusive::leave_word(state) };
     }
 }
 

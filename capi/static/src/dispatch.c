@@ -19,24 +19,28 @@
 #include <dat2/dat_ib_extensions.h>
 
 /* capi/src/handle_space.rs, `Spaces`: where the handle spaces of this process
- * start, and how many bytes of them are readable. */
+ * start, and how many bytes of them are readable. Its address is hidden:
+ * libudat.a defines it, in whatever program or library links it, so this
+ * file reaches it at a fixed offset from its code, not through the GOT. */
 struct udat_spaces {
 	uintptr_t base;
 	uintptr_t extent;
 };
 
-extern const struct udat_spaces *const udat_handle_spaces;
+extern const struct udat_spaces *const udat_handle_spaces __attribute__((visibility("hidden")));
 
-/* Whether a provider of this process handed out `handle`: an aligned word
- * of a readable handle space that holds a provider word. Inline, so that
- * a dispatch stays a jump into the provider (handle_space.rs: issued). */
-static inline int udat_handle_issued(DAT_HANDLE handle)
+/* The provider table of `handle` if a provider of this process handed it
+ * out, an aligned word of a readable handle space that holds a provider
+ * word; NULL if not. Inline, so that a dispatch stays a jump into the
+ * provider (handle_space.rs: issued), and the word is read once. */
+static inline const DAT_PROVIDER *udat_handle_provider(DAT_HANDLE handle)
 {
 	uintptr_t extent = __atomic_load_n(&udat_handle_spaces->extent, __ATOMIC_ACQUIRE);
 	uintptr_t off = (uintptr_t)handle - __atomic_load_n(&udat_handle_spaces->base, __ATOMIC_RELAXED);
 
-	return off < extent && (off & (sizeof(uintptr_t) - 1)) == 0 &&
-	       __atomic_load_n((const uintptr_t *)handle, __ATOMIC_RELAXED) != 0;
+	if (off >= extent || (off & (sizeof(uintptr_t) - 1)) != 0)
+		return NULL;
+	return (const DAT_PROVIDER *)__atomic_load_n((const uintptr_t *)handle, __ATOMIC_RELAXED);
 }
 
 #include "consumer_calls.inc"
@@ -54,24 +58,25 @@ extern const DAT_PROVIDER *udat_static_provider(const char *name);
  */
 DAT_RETURN DAT_API dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP op, ...)
 {
+	const DAT_PROVIDER *provider;
 	DAT_RETURN ret;
 	va_list args;
 
 	va_start(args, op);
 	if (op == (DAT_EXTENDED_OP)DAT_IB_OPEN_QUERY_OP) {
 		const char *name = va_arg(args, const char *);
-		const DAT_PROVIDER *provider = name ? udat_static_provider(name) : NULL;
 
+		provider = name ? udat_static_provider(name) : NULL;
 		if (name == NULL)
 			ret = DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
 		else if (provider == NULL)
 			ret = DAT_PROVIDER_NOT_FOUND;
 		else
 			ret = provider->handle_extendedop_func((DAT_HANDLE)name, op, args);
-	} else if (!udat_handle_issued(handle)) {
+	} else if ((provider = udat_handle_provider(handle)) == NULL) {
 		ret = DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_NO_SUBTYPE;
 	} else {
-		ret = DAT_HANDLE_TO_PROVIDER(handle)->handle_extendedop_func(handle, op, args);
+		ret = provider->handle_extendedop_func(handle, op, args);
 	}
 	va_end(args);
 	return ret;

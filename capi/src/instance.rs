@@ -41,7 +41,7 @@ pub struct Addr(pub IaAddress);
 
 /// What the lock guards.
 pub struct State<B: Transport> {
-    pub core: Box<Core<B>>,
+    pub core: Core<B>,
     /// Where the C handles of the core's objects are.
     pub handles: HandleSpace,
     /// Per IA slot: the IA's own address.
@@ -166,7 +166,7 @@ impl<B: Transport> Instance<B> {
     /// table is `B`'s for a provider that shares or not, as it does
     /// (`crate::provider_table::entries`).
     pub fn new(name: CString, device: CString, capacity: Capacity, reg: &Registration) -> DatResult<Box<Self>> {
-        let core = Box::new(Provider::with_storage(B::create(&capacity)?, Heap(capacity)));
+        let core = Provider::with_storage(B::create(&capacity)?, Heap(capacity));
         let state = State {
             core,
             handles: HandleSpace::new(&capacity)?,

@@ -543,7 +543,7 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
     };
     // SAFETY: the call's contract.
     let ordinary = move |cx: &mut Entered<B>, raw| unsafe {
-        post.ordinary(&mut *cx.state.core, EpHandle::from_raw(raw), iov(n, segs)?)
+        post.ordinary(&mut cx.state.core, EpHandle::from_raw(raw), iov(n, segs)?)
     };
     // SAFETY: the provider does not share (`SHARES`, its own table's).
     unsafe { lane_or(instance, h, Kind::Ep, lane, ordinary) }

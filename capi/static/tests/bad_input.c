@@ -89,6 +89,7 @@ static int first_argument_garbage(void)
 	ok &= invalid(dat_pz_free(filled), "pz_free(0x41 memory)");
 	ok &= invalid(dat_pz_free((char *)pz + 1), "pz_free(misaligned)");
 	ok &= invalid(dat_pz_free((char *)pz + 4), "pz_free(middle of a handle)");
+	ok &= invalid(dat_pz_free((char *)pz + sizeof(void *)), "pz_free(a handle word never handed out)");
 	ok &= invalid(dat_evd_dequeue(filled, &event), "evd_dequeue(0x41 memory)");
 	ok &= invalid(dat_ia_close(unmapped(), DAT_CLOSE_ABRUPT_FLAG), "ia_close(unmapped)");
 	ok &= invalid(dat_ep_free(pz), "ep_free(a PZ)");

@@ -101,8 +101,7 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> Ring<S> {
         for sge in sges {
             // SAFETY: `new` checked that the buffer is `cnt` WQEs of
             // `stride` bytes, a power of two, each a header of whole
-            // segments (made of them) and room for `max_sge` segments
-            // after it; the index
+            // segments and room for `max_sge` segments after it; the index
             // is masked and at most `max_sge` segments are written, so the
             // segment lies inside the buffer, 8-aligned.
             unsafe { self.buf.store_words(at, &wqe::data_words(sge.length, sge.lkey, sge.addr)) };

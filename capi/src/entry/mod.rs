@@ -80,9 +80,9 @@ pub(crate) fn guarded_on<B: Transport>(instance: &Instance<B>, f: impl FnOnce() 
 }
 
 /// The state of `instance`, to this call alone; `None` once a call panicked
-/// in it (`DAT_INTERNAL_ERROR`). A provider of one thread learns that from
-/// the word it takes ([`crate::lock::Threads::One`]); any other from its
-/// `poisoned` flag ([`crate::lock::Locked::enter`]).
+/// in it (`DAT_INTERNAL_ERROR`). A provider that does not share learns
+/// that from the word it takes ([`crate::lock::Threads::One`]); one that
+/// shares from its `poisoned` flag ([`crate::lock::Locked::enter`]).
 #[inline(always)]
 pub(crate) fn enter<B: Transport>(instance: &'static Instance<B>) -> Option<Exclusive<'static, State<B>>> {
     instance.state.enter(&instance.poisoned)

@@ -54,10 +54,27 @@ pub enum Kind {
 
 /// Slot index and generation. Generation 0 is never live, so the all-zero
 /// value is the null handle (`DAT_HANDLE_NULL`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, Eq, PartialOrd, Ord)]
 pub struct RawHandle {
     pub(crate) index: u32,
     pub(crate) generation: u32,
+}
+
+/// Equal when both fields are: compared as the one word of
+/// [`RawHandle::to_bits`], which the compiler loads and compares once
+/// rather than field by field (a post and a dequeue each compare one).
+impl PartialEq for RawHandle {
+    #[inline(always)]
+    fn eq(&self, other: &RawHandle) -> bool {
+        self.to_bits() == other.to_bits()
+    }
+}
+
+/// Hashes the word [`PartialEq`] compares, so equal handles hash alike.
+impl core::hash::Hash for RawHandle {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.to_bits().hash(state);
+    }
 }
 
 impl RawHandle {

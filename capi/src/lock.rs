@@ -252,6 +252,34 @@ impl<T> Locked<T> {
         Some(Exclusive { locked: self, poison: false })
     }
 
+    /// [`Locked::enter_word`] in two halves, for a hot call that leaves by
+    /// a jump wherever it does not go straight through: the word taken if
+    /// it was free, or else what was found, which only
+    /// [`Locked::enter_word_found`] reads.
+    ///
+    /// # Safety
+    /// As for [`Locked::enter_word`].
+    #[inline(always)]
+    pub unsafe fn try_enter_word(&self) -> Result<Exclusive<'_, T>, Found> {
+        debug_assert!(!self.sharded, "a lock of one word");
+        match self.word.swap(HELD, Ordering::Acquire) {
+            FREE => Ok(Exclusive { locked: self, poison: false }),
+            prev => Err(Found(prev)),
+        }
+    }
+
+    /// The other half of [`Locked::try_enter_word`], out of line: the
+    /// word that was not free, entered as [`Locked::enter_word`] enters it.
+    ///
+    /// # Safety
+    /// As for [`Locked::enter_word`]; `found` is what this lock's
+    /// [`Locked::try_enter_word`] returned.
+    #[cold]
+    #[inline(never)]
+    pub unsafe fn enter_word_found(&self, found: Found) -> Option<Exclusive<'_, T>> {
+        self.enter_slow(found.0).then_some(Exclusive { locked: self, poison: false })
+    }
+
     /// [`Locked::enter`] where the word was not free: poisoned (put back,
     /// and `false`), or held by a thread the consumer let in against its
     /// contract (waited for, and `true` once this thread holds it).
@@ -424,7 +452,16 @@ fn shard_offset() -> usize {
     })
 }
 
-/// The value, held by one thread alone.
+/// What [`Locked::try_enter_word`] found in a word that was not free.
+/// `repr(transparent)` as [`Exclusive`] is `repr(C)`.
+#[repr(transparent)]
+pub struct Found(u32);
+
+/// The value, held by one thread alone. `repr(C)`: a hot call hands it to
+/// the code out of line that takes over from its lane through an
+/// `extern "C"` function, which is known not to unwind, so the call can be
+/// a jump.
+#[repr(C)]
 pub struct Exclusive<'a, T> {
     locked: &'a Locked<T>,
     /// Of a lock of one word: a call panicked holding it, so the word is

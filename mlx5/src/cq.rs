@@ -50,6 +50,9 @@ pub struct CqGeometry<R> {
 /// A completion queue over device memory.
 #[derive(Debug)]
 pub struct CompletionQueue<R> {
+    /// The ring from the 64-byte CQE of its first entry on: an entry of
+    /// 128 bytes keeps its CQE in its second half, so each CQE starts a
+    /// whole number of entries into this span.
     buf: DmaBuf,
     dbrec: DmaBuf,
     uar: R,
@@ -57,8 +60,6 @@ pub struct CompletionQueue<R> {
     cqe_cnt: u32,
     mask: u32,
     shift: u32,
-    /// Where the 64-byte CQE starts inside an entry.
-    inner: usize,
     ci: u32,
     arm_sn: u32,
     /// The consumer index at which a waiting CQE was last reported by
@@ -83,6 +84,9 @@ impl<R: Register> CompletionQueue<R> {
         if dbrec.len() < 8 {
             return Err(Geometry::Ring);
         }
+        // The CQE's offset inside an entry folded into the span read, so
+        // finding a CQE takes no add: the last entry's CQE ends the span.
+        let buf = buf.skip(cqe_size as usize - CQE_BYTES).ok_or(Geometry::Ring)?;
         dbrec.write_be32(SET_CI * 4, 0);
         dbrec.write_be32(ARM_DB * 4, 0);
         Ok(CompletionQueue {
@@ -93,7 +97,6 @@ impl<R: Register> CompletionQueue<R> {
             cqe_cnt,
             mask: cqe_cnt - 1,
             shift: cqe_size.trailing_zeros(),
-            inner: cqe_size as usize - CQE_BYTES,
             ci: 0,
             arm_sn: 0,
             reported: None,
@@ -114,7 +117,7 @@ impl<R: Register> CompletionQueue<R> {
     /// Where CQE `index` starts: masked into the ring, so inside it.
     #[inline(always)]
     fn entry(&self, index: u32) -> usize {
-        (((index & self.mask) << self.shift) as usize) + self.inner
+        ((index & self.mask) << self.shift) as usize
     }
 
     /// Whether CQE `index` is software's.

@@ -26,6 +26,18 @@ impl DmaBuf {
         DmaBuf { ptr, len }
     }
 
+    /// The buffer from byte `n` on, if `n` is a multiple of 64 inside it
+    /// (so the rest keeps the alignment [`new`](Self::new) promises).
+    pub fn skip(self, n: usize) -> Option<DmaBuf> {
+        if n % 64 != 0 || n > self.len {
+            return None;
+        }
+        // SAFETY: `n` is inside the buffer (checked above), so the pointer
+        // stays in the same allocation, non-null.
+        let ptr = unsafe { self.ptr.add(n) };
+        Some(DmaBuf { ptr, len: self.len - n })
+    }
+
     /// Bytes in the buffer.
     pub fn len(&self) -> usize {
         self.len

@@ -218,14 +218,12 @@ pub(crate) unsafe fn lane_segment<'a>(
     Some(unsafe { &*p })
 }
 
-/// Whether `p` is neither null nor misaligned, asked as one compare: the
-/// address rotated right by the bits of `T`'s alignment, `r`, is within
-/// `1 ..= usize::MAX >> bits` exactly when those low bits are clear (set,
-/// they land at the top) and the address is not zero.
+/// Whether `p` is neither null nor misaligned: two tests of the address
+/// itself, which need no register but the one that holds it (one compare
+/// of the address rotated by the alignment's bits needs two more).
 #[inline(always)]
 fn non_null_aligned<T>(p: *const T) -> bool {
-    let bits = align_of::<T>().trailing_zeros();
-    p.addr().rotate_right(bits).wrapping_sub(1) < (usize::MAX >> bits)
+    p.addr() & (align_of::<T>() - 1) == 0 && !p.is_null()
 }
 
 /// The local segments of a work request: `count` triplets at `p`, as the

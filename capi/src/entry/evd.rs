@@ -2,17 +2,17 @@
 
 use std::ptr;
 
-use udat_core::backend::{Completion, Shared, Wake};
+use udat_core::backend::{Completion, Shared, Untaken, Wake};
 use udat_core::counters::evd::Counter as evd_counter;
 use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind, RawHandle};
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, EvdWait, Event, EventData, EventNumber, Passed, WaitStep};
 
-use super::{dequeue_lane_or, guarded_on, with, Arg, Entered, LaneHandle};
+use super::{enter, guarded_on, leave_door, not_taken, with, Arg, Entered, LaneHandle};
 use crate::debug;
 use crate::handle_space::HandleSpace;
-use crate::instance::{invalid, Core, Instance, State};
-use crate::lock::{Exclusive, LaneLock};
+use crate::instance::{invalid, Instance, State};
+use crate::lock::{Exclusive, Found, LaneLock};
 use crate::sys::*;
 use crate::transport::Transport;
 
@@ -134,6 +134,14 @@ pub(crate) unsafe fn evd_post_se<B: Transport>(
 /// with the state shared and only this EVD locked
 /// ([`udat_core::shared`]); what that cannot settle alone, and an empty
 /// EVD when a look at connection events is due, takes the exclusive path.
+///
+/// The exclusive path of a provider that does not share calls nothing
+/// where its lane takes a completion: every other way out is a jump to
+/// code out of line that takes over the held lock (the lane's own calls
+/// would make it save and restore registers on every dequeue). That code
+/// is `extern "C"`, never called from C: a call from this `extern "C"`
+/// function to one that may unwind must keep a frame to abort in, and is
+/// no jump.
 #[inline(always)]
 pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
     evd: Arg<1, DAT_EVD_HANDLE>,
@@ -150,26 +158,134 @@ pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
         if let Some(ret) = dequeue_shared(instance, h, event) {
             return ret;
         }
+        return dequeue_shared_exclusive(instance, h, event);
     }
-    let lane = move |core: &mut Core<B>, evd: LaneHandle<'_>| {
-        // A NULL or misaligned `event` is the ordinary call's to refuse.
-        let Ok(slot) = event.out() else { return Err(Passed::Ordinary) };
-        let handles = evd.handles();
-        core.lane_dequeue_with(
-            evd.index,
-            |g| evd.matches_generation(g),
-            #[inline(always)]
-            |_, c, name| write_lane_event(handles, h, c, name, slot),
-        )
+    // SAFETY: a provider that does not share has the lock of one word
+    // (`Instance::new`: only one that shares is `Threads::Sharing`).
+    match unsafe { instance.state.try_enter_word() } {
+        // SAFETY: as above.
+        Ok(state) => unsafe { dequeue_entered::<B, false>(instance, state, h, event) },
+        // SAFETY: as above; `found` is the word's.
+        Err(found) => unsafe { dequeue_contended(instance, found, h, event) },
+    }
+}
+
+/// The exclusive dequeue on `h`, a non-null EVD handle of `instance`,
+/// whose state `state` holds: the lane, and where it takes nothing, the
+/// ordinary dequeue ([`dequeue_ordinary`]) or the answer for an empty EVD
+/// ([`dequeue_empty`]), out of line.
+///
+/// # Safety
+/// `SHARES` is whether `instance` shares its state (`Instance::shares`).
+#[inline(always)]
+unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
+    instance: &'static Instance<B>,
+    mut state: Exclusive<'static, State<B>>,
+    h: DAT_EVD_HANDLE,
+    event: Arg<2, *mut DAT_EVENT>,
+) -> DAT_RETURN {
+    let State { core, handles, .. } = &mut *state;
+    let Some((index, word)) = handles.slot_of(h, Kind::Evd) else {
+        return dequeue_ordinary(instance, state, h, event);
     };
+    // A NULL or misaligned `event` is the ordinary call's to refuse.
+    let Ok(slot) = event.out() else { return dequeue_ordinary(instance, state, h, event) };
+    let evd = LaneHandle::new(index, handles, Kind::Evd, word);
+    let taken = core.lane_dequeue_cq(
+        index,
+        |g| evd.matches_generation(g),
+        #[inline(always)]
+        |_, c, name| write_lane_event(handles, h, c, name, slot),
+    );
+    match taken {
+        Ok(extension) => {
+            // SAFETY: the caller's contract.
+            unsafe { leave_door::<B, SHARES>(state) };
+            match extension {
+                None => DAT_SUCCESS,
+                Some(extension) => extension_written(extension, slot),
+            }
+        }
+        Err(Untaken::Empty) => dequeue_empty(instance, state, h, event, index),
+        Err(Untaken::Declined) => dequeue_ordinary(instance, state, h, event),
+    }
+}
+
+/// The exclusive dequeue of a provider that shares, where its shared
+/// dequeue settled nothing.
+#[cold]
+#[inline(never)]
+extern "C" fn dequeue_shared_exclusive<B: Transport>(
+    instance: &'static Instance<B>,
+    h: DAT_EVD_HANDLE,
+    event: Arg<2, *mut DAT_EVENT>,
+) -> DAT_RETURN {
+    let Some(state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
+    // SAFETY: only the dequeue of a provider that shares comes here.
+    unsafe { dequeue_entered::<B, true>(instance, state, h, event) }
+}
+
+/// The dequeue of a provider that does not share, whose word another
+/// thread held (against the consumer's contract) or a panic poisoned
+/// (`found`): entered as every call enters it, then the ordinary dequeue.
+///
+/// # Safety
+/// `instance` does not share its state, and `found` is what its word's
+/// [`Locked::try_enter_word`](crate::lock::Locked::try_enter_word) returned.
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn dequeue_contended<B: Transport>(
+    instance: &'static Instance<B>,
+    found: Found,
+    h: DAT_EVD_HANDLE,
+    event: Arg<2, *mut DAT_EVENT>,
+) -> DAT_RETURN {
+    // SAFETY: the caller's contract.
+    let Some(state) = (unsafe { instance.state.enter_word_found(found) }) else {
+        return DatError::of(ErrorType::InternalError).to_raw();
+    };
+    dequeue_ordinary(instance, state, h, event)
+}
+
+/// A dequeue whose lane found the CQ of the EVD in slot `evd` empty:
+/// `DAT_QUEUE_EMPTY`, without the ordinary dequeue's look-ups and its
+/// `catch_unwind`, unless a look at connection events is due
+/// ([`udat_core::Provider::lane_dequeue_empty`]).
+#[cold]
+#[inline(never)]
+extern "C" fn dequeue_empty<B: Transport>(
+    instance: &'static Instance<B>,
+    mut state: Exclusive<'static, State<B>>,
+    h: DAT_EVD_HANDLE,
+    event: Arg<2, *mut DAT_EVENT>,
+    evd: u32,
+) -> DAT_RETURN {
+    match state.core.lane_dequeue_empty(evd) {
+        Passed::Empty => {
+            drop(state);
+            DatError::of(ErrorType::QueueEmpty).to_raw()
+        }
+        Passed::Ordinary => dequeue_ordinary(instance, state, h, event),
+    }
+}
+
+/// The ordinary dequeue, where the lane did not take the call: the judge
+/// of every error.
+#[cold]
+#[inline(never)]
+extern "C" fn dequeue_ordinary<B: Transport>(
+    instance: &'static Instance<B>,
+    state: Exclusive<'static, State<B>>,
+    h: DAT_EVD_HANDLE,
+    event: Arg<2, *mut DAT_EVENT>,
+) -> DAT_RETURN {
     let ordinary = move |cx: &mut Entered<B>, raw| {
         let slot = event.out()?;
         let e = cx.state.core.evd_dequeue_ordinary(EvdHandle::from_raw(raw))?;
         write_event(cx, h, &e, slot);
         Ok(())
     };
-    // SAFETY: `SHARES` is the provider's (its own table's).
-    unsafe { dequeue_lane_or::<B, SHARES>(instance, h, Kind::Evd, lane, ordinary) }
+    not_taken(Entered { instance, state }, h, Kind::Evd, ordinary)
 }
 
 /// The dequeue of a provider that shares its state, a lane with the state
@@ -209,7 +325,8 @@ fn dequeue_shared<B: Transport>(
         )
     };
     match taken {
-        Shared::Done(()) => Some(DAT_SUCCESS),
+        Shared::Done(None) => Some(DAT_SUCCESS),
+        Shared::Done(Some(extension)) => Some(extension_written(extension, slot)),
         Shared::Empty => Some(DatError::of(ErrorType::QueueEmpty).to_raw()),
         // Or a connection event to pull, which the exclusive path does.
         Shared::NeedsExclusive => None,
@@ -386,16 +503,45 @@ pub(crate) fn sleep<B: Transport>(
 
 /// Fill a `DAT_EVENT` with the DTO completion `c` that the lane, or a
 /// shared dequeue, of the EVD whose C handle is `evd` settled, of the EP named `name` (its C
-/// handle, [`udat_core::Provider::ep_name`]; 0 when it has none).
+/// handle, [`udat_core::Provider::ep_name`]; 0 when it has none). An
+/// operation of the IB extension still needs its record
+/// ([`extension_written`]), written once the provider is let go: the
+/// [`Extension`] returned.
 #[inline(always)]
-fn write_lane_event(handles: &HandleSpace, evd: DAT_EVD_HANDLE, c: &Completion, name: u64, out: &mut DAT_EVENT) {
+fn write_lane_event(
+    handles: &HandleSpace,
+    evd: DAT_EVD_HANDLE,
+    c: &Completion,
+    name: u64,
+    out: &mut DAT_EVENT,
+) -> Option<Extension> {
     let ep = match name {
         0 => ep_handle(handles, EpHandle::from_raw(RawHandle::from_bits(c.tag))),
         name => name as usize as DAT_EP_HANDLE,
     };
     out.event_number = EventNumber::DtoCompletion as DAT_EVENT_NUMBER;
     out.evd_handle = evd;
-    write_dto(ep, c.cookie, c.status, c.transferred_length, c.op, c.imm, out);
+    write_dto(ep, c.cookie, c.status, c.transferred_length, c.op, out);
+    c.op.is_extension().then_some(Extension { status: c.status, op: c.op, imm: c.imm })
+}
+
+/// What the IB extension's record of a DTO event is made of
+/// ([`write_extension`]). `repr(C)`: [`extension_written`] is `extern "C"`.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Extension {
+    status: DtoStatus,
+    op: DtoOp,
+    imm: u32,
+}
+
+/// `DAT_SUCCESS`, once the record of `extension` is written to the event
+/// `out` a lane filled ([`write_lane_event`]).
+#[cold]
+#[inline(never)]
+extern "C" fn extension_written(extension: Extension, out: &mut DAT_EVENT) -> DAT_RETURN {
+    write_extension(extension.status, extension.op, extension.imm, out);
+    DAT_SUCCESS
 }
 
 /// The C handle of an EP that has no name kept: one the provider made
@@ -408,11 +554,11 @@ fn ep_handle(handles: &HandleSpace, ep: EpHandle) -> DAT_EP_HANDLE {
 }
 
 /// The event data of a DTO completion of the EP whose C handle is `ep`:
-/// the fields `DAT_DTO_COMPLETION_EVENT_DATA` defines, and for an
-/// operation of the IB extension its record in the extension data, which
-/// is zeroed first. A DTO event of DAT itself leaves the extension data
-/// alone: dat_evd_dequeue(3DAT) defines none for it, and OFA dapl does
-/// not write it either.
+/// the fields `DAT_DTO_COMPLETION_EVENT_DATA` defines. An operation of
+/// the IB extension also has its record in the extension data
+/// ([`write_extension`]), which its callers write. A DTO event of DAT
+/// itself leaves the extension data alone: dat_evd_dequeue(3DAT) defines
+/// none for it, and OFA dapl does not write it either.
 #[inline(always)]
 fn write_dto(
     ep: DAT_EP_HANDLE,
@@ -420,7 +566,6 @@ fn write_dto(
     status: DtoStatus,
     transferred_length: u32,
     op: DtoOp,
-    imm: u32,
     out: &mut DAT_EVENT,
 ) {
     out.event_data.dto_completion_event_data = DAT_DTO_COMPLETION_EVENT_DATA {
@@ -431,9 +576,6 @@ fn write_dto(
         operation: op as DAT_DTOS,
         rmr_context: 0,
     };
-    if op.is_extension() {
-        write_extension(status, op, imm, out);
-    }
 }
 
 /// The IB extension reports its operations as DAT_IB_DTO_EVENT, the kind
@@ -485,7 +627,10 @@ pub(crate) fn write_event<B: Transport>(cx: &mut Entered<B>, evd: DAT_EVD_HANDLE
             if status != DtoStatus::Success {
                 debug::say(format_args!("{op:?} of EP {ep:?} (cookie {cookie:#x}) completed: {status:?}"));
             }
-            write_dto(cx.state.ptr(ep), cookie, status, transferred_length, op, imm, out);
+            write_dto(cx.state.ptr(ep), cookie, status, transferred_length, op, out);
+            if op.is_extension() {
+                write_extension(status, op, imm, out);
+            }
             // The context the peer invalidated (its completion carries it
             // where an immediate goes). Only this door sees such a
             // receive: the lanes and the shared dequeue leave it here.

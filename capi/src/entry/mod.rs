@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 use crate::lock::Exclusive;
 
 use udat_core::handle::{Kind, RawHandle};
-use udat_core::{DatError, DatResult, ErrorType, Passed};
+use udat_core::{DatError, DatResult, ErrorType};
 
 use crate::handle_space::HandleSpace;
 use crate::instance::{invalid, Core, Instance, State};
@@ -234,12 +234,6 @@ impl<'a> LaneHandle<'a> {
     pub(crate) fn matches_generation(self, generation: u32) -> bool {
         self.handles.matches_generation(self.kind, self.word, generation)
     }
-
-    /// The C handles of the provider, for what the lane hands back.
-    #[inline(always)]
-    pub(crate) fn handles(self) -> &'a HandleSpace {
-        self.handles
-    }
 }
 
 /// Run a hot call on `h`, a non-null handle of `kind` of `instance`, a
@@ -264,7 +258,7 @@ pub(crate) unsafe fn lane_or<B: Transport>(
     ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
 ) -> DAT_RETURN {
     // SAFETY: the caller's contract.
-    let Some(mut state) = (unsafe { enter_door::<B, false>(instance) }) else {
+    let Some(mut state) = (unsafe { enter_door(instance) }) else {
         return DatError::of(ErrorType::InternalError).to_raw();
     };
     let State { core, handles, .. } = &mut *state;
@@ -280,64 +274,24 @@ pub(crate) unsafe fn lane_or<B: Transport>(
     not_taken(Entered { instance, state }, h, kind, ordinary)
 }
 
-/// [`lane_or`] for a dequeue, whose lane may also find its EVD empty
-/// ([`Passed::Empty`]): then the call is answered `DAT_QUEUE_EMPTY`
-/// without the ordinary call's look-ups and its `catch_unwind`, out of
-/// line ([`queue_empty`]), so that a lane that takes a completion returns
-/// its constant alone. A provider that shares (`SHARES`) comes here for
-/// what its shared dequeue could not settle.
+/// The state of `instance`, a provider that does not share, for a hot
+/// call of its door: its word, with no test of which lock it is.
 ///
 /// # Safety
-/// `SHARES` is whether `instance` shares its state (`Instance::shares`).
+/// `instance` does not share its state (`Instance::shares`).
 #[inline(always)]
-pub(crate) unsafe fn dequeue_lane_or<B: Transport, const SHARES: bool>(
-    instance: &'static Instance<B>,
-    h: DAT_HANDLE,
-    kind: Kind,
-    lane: impl FnOnce(&mut Core<B>, LaneHandle<'_>) -> Result<(), Passed>,
-    ordinary: impl FnOnce(&mut Entered<B>, RawHandle) -> DatResult<()>,
-) -> DAT_RETURN {
-    // SAFETY: the caller's contract.
-    let Some(mut state) = (unsafe { enter_door::<B, SHARES>(instance) }) else {
-        return DatError::of(ErrorType::InternalError).to_raw();
-    };
-    let State { core, handles, .. } = &mut *state;
-    if let Some((index, word)) = handles.slot_of(h, kind) {
-        match lane(core, LaneHandle { index, handles, kind, word }) {
-            Ok(()) => {
-                // SAFETY: the caller's contract.
-                unsafe { leave_door::<B, SHARES>(state) };
-                return DAT_SUCCESS;
-            }
-            Err(Passed::Empty) => return queue_empty(Entered { instance, state }),
-            Err(Passed::Ordinary) => {}
-        }
-    }
-    not_taken(Entered { instance, state }, h, kind, ordinary)
-}
-
-/// The state of `instance` for a hot call of its door: of a provider that
-/// does not share (`!SHARES`), its word, with no test of which lock it is.
-///
-/// # Safety
-/// `SHARES` is whether `instance` shares its state (`Instance::shares`).
-#[inline(always)]
-unsafe fn enter_door<B: Transport, const SHARES: bool>(
-    instance: &'static Instance<B>,
-) -> Option<Exclusive<'static, State<B>>> {
-    if SHARES {
-        return enter(instance);
-    }
+unsafe fn enter_door<B: Transport>(instance: &'static Instance<B>) -> Option<Exclusive<'static, State<B>>> {
     debug_assert!(!instance.shares, "the door of a provider that does not share");
     // SAFETY: a provider that does not share has the lock of one word
     // (`Instance::new`: only one that shares is `Threads::Sharing`).
     unsafe { instance.state.enter_word() }
 }
 
-/// Let go of what [`enter_door`] returned.
+/// Let go of what [`enter_door`], or of a provider that shares (`SHARES`)
+/// [`enter`], returned.
 ///
 /// # Safety
-/// As for [`enter_door`].
+/// `SHARES` is whether the provider shares its state (`Instance::shares`).
 #[inline(always)]
 unsafe fn leave_door<B: Transport, const SHARES: bool>(state: Exclusive<'static, State<B>>) {
     if SHARES {
@@ -347,14 +301,6 @@ unsafe fn leave_door<B: Transport, const SHARES: bool>(state: Exclusive<'static,
         // has the lock of one word.
         unsafe { Exclusive::leave_word(state) };
     }
-}
-
-/// `DAT_QUEUE_EMPTY`, the provider let go ([`dequeue_lane_or`]).
-#[cold]
-#[inline(never)]
-fn queue_empty<B: Transport>(cx: Entered<B>) -> DAT_RETURN {
-    drop(cx);
-    DatError::of(ErrorType::QueueEmpty).to_raw()
 }
 
 /// The ordinary call, where its lane did not take it, guarded as

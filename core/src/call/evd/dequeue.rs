@@ -16,11 +16,8 @@ use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
 use crate::handle::{EpHandle, EvdHandle, IaHandle, RawHandle};
 use crate::object::ep::{Ep, Settle};
-use crate::object::evd::Evd;
-use crate::object::ia::Ia;
 use crate::provider::Provider;
 use crate::shared::SlotLock;
-use crate::slab::{Slab, SlotsOf};
 use crate::storage::Storage;
 
 /// Why a dequeue's lane took nothing ([`Provider::lane_dequeue_with`]).
@@ -72,32 +69,67 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         matches_generation: impl FnOnce(u32) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Passed> {
-        let Provider { evds, eps, ias, backend, .. } = self;
-        let Some((generation, e)) = evds.live_mut(evd) else { return Err(Passed::Ordinary) };
-        if !matches_generation(generation) || !e.lane() {
-            return Err(Passed::Ordinary);
+        match self.lane_dequeue_cq(evd, matches_generation, event) {
+            Ok(taken) => Ok(taken),
+            Err(Untaken::Empty) => Err(self.lane_dequeue_empty(evd)),
+            Err(Untaken::Declined) => Err(Passed::Ordinary),
         }
-        let slot = evd;
+    }
+
+    /// [`Provider::lane_dequeue_with`] up to the CQ: where the CQ holds
+    /// nothing it answers [`Untaken::Empty`] and leaves the look at the
+    /// IA's connection events to [`Provider::lane_dequeue_empty`], out of
+    /// line. So a caller can make every way but a taken completion a jump
+    /// to code of its own, and the lane needs no frame of its own (it
+    /// calls nothing). [`Untaken::Declined`] is [`Passed::Ordinary`].
+    #[inline(always)]
+    pub fn lane_dequeue_cq<R>(
+        &mut self,
+        evd: u32,
+        matches_generation: impl FnOnce(u32) -> bool,
+        event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
+    ) -> Result<R, Untaken> {
+        let Provider { evds, eps, backend, .. } = self;
+        let Some((generation, e)) = evds.live_mut(evd) else { return Err(Untaken::Declined) };
+        if !matches_generation(generation) || !e.lane() {
+            return Err(Untaken::Declined);
+        }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
-        let Some(cq) = e.cq.as_mut() else { return Err(Passed::Ordinary) };
-        let taken = backend.cq_lane(
+        let Some(cq) = e.cq.as_mut() else { return Err(Untaken::Declined) };
+        let (c, Completing { settle, recv, .. }) = backend.cq_lane(
             cq,
             #[inline(always)]
             |head: CqHead| {
                 let ep = eps.get_mut(RawHandle::from_bits(head.tag))?;
                 Completing::of(ep, head, evd, ())
             },
-        );
-        let (c, Completing { settle, recv, .. }) = match taken {
-            Ok(taken) => taken,
-            Err(Untaken::Empty) => return Err(empty(backend, evds, ias, slot)),
-            Err(Untaken::Declined) => return Err(Passed::Ordinary),
-        };
+        )?;
         // What `Provider::complete_to` counts for a completion it hands
         // to the dequeue.
         let name = settle.name;
         settle.dto(recv, c.retired);
         Ok(event(evd, &c, name))
+    }
+
+    /// What a dequeue's lane answers for the EVD in slot `evd`, whose CQ
+    /// [`Provider::lane_dequeue_cq`] found empty: [`Passed::Empty`]
+    /// unless its IA's connection events are to be looked at, which the
+    /// ordinary dequeue does: when one waits, where the transport can tell
+    /// ([`Backend::cm_waiting`]), or else when a look is due by the clock.
+    #[cold]
+    #[inline(never)]
+    pub fn lane_dequeue_empty(&mut self, evd: u32) -> Passed {
+        let Some((_, e)) = self.evds.live_at(evd) else { return Passed::Ordinary };
+        let Some(i) = self.ias.get(e.ia.0) else { return Passed::Ordinary };
+        let look = match self.backend.cm_waiting(&i.dev) {
+            Some(waiting) => waiting,
+            None => i.cm_look_is_due(self.backend.coarse_now_us()),
+        };
+        if look {
+            Passed::Ordinary
+        } else {
+            Passed::Empty
+        }
     }
 }
 
@@ -130,34 +162,6 @@ impl<B: Backend, L> HoldsQp<B::Qp> for Completing<'_, B, L> {
     #[inline(always)]
     fn qp(&mut self) -> &mut B::Qp {
         self.qp
-    }
-}
-
-/// What a dequeue's lane answers for the EVD in slot `evd`, whose CQ it
-/// found empty: [`Passed::Empty`] unless its IA's connection events are
-/// to be looked at, which the ordinary dequeue does: when one waits,
-/// where the transport can tell ([`Backend::cm_waiting`]), or else when
-/// a look is due by the clock. Out of line, and given the slot rather
-/// than the EVD: a dequeue that takes a completion neither asks nor keeps
-/// anything across its CQ's lane for the asking.
-#[cold]
-#[inline(never)]
-fn empty<B: Backend, E: SlotsOf<Evd<B::Cq>>, I: SlotsOf<Ia<B>>>(
-    backend: &mut B,
-    evds: &Slab<Evd<B::Cq>, E>,
-    ias: &Slab<Ia<B>, I>,
-    evd: u32,
-) -> Passed {
-    let Some((_, e)) = evds.live_at(evd) else { return Passed::Ordinary };
-    let Some(i) = ias.get(e.ia.0) else { return Passed::Ordinary };
-    let look = match backend.cm_waiting(&i.dev) {
-        Some(waiting) => waiting,
-        None => i.cm_look_is_due(backend.coarse_now_us()),
-    };
-    if look {
-        Passed::Ordinary
-    } else {
-        Passed::Empty
     }
 }
 

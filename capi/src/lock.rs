@@ -277,7 +277,12 @@ impl<T> Locked<T> {
     #[cold]
     #[inline(never)]
     pub unsafe fn enter_word_found(&self, found: Found) -> Option<Exclusive<'_, T>> {
-        self.enter_slow(found.0).then_some(Exclusive { locked: self, poison: false })
+        // Made only once held: a guard dropped lets the word go.
+        if self.enter_slow(found.0) {
+            Some(Exclusive { locked: self, poison: false })
+        } else {
+            None
+        }
     }
 
     /// [`Locked::enter`] where the word was not free: poisoned (put back,

@@ -403,7 +403,7 @@ fn a_shared_dequeue_of_an_empty_evd_leaves_it_to_the_exclusive_one_exactly_when_
     // `due`: what the caller's clock says of a look at the IA's events.
     let shared = |fx: &Fx, due: bool| {
         // SAFETY: one thread; nothing else reaches the provider meanwhile.
-        unsafe { fx.p.evd_dequeue_shared(raw.index(), |g| g == raw.generation(), &Spin, |_, _, _| (), |_| due) }
+        unsafe { fx.p.evd_dequeue_shared(raw.index(), |g, _| g == raw.generation(), &Spin, |_, _, _| (), |_| due) }
     };
     // The transport tells: nothing waits, whatever the clock says.
     assert_eq!(shared(&fx, true), Shared::Empty);

@@ -330,7 +330,7 @@ fn complete_on<D: Device>(
         (None, Some(rq)) => rq.complete(),
         (None, None) => None,
     }?;
-    let completion = received(queues.tag, cookie, cqe);
+    let completion = received(queues.tag, cookie, cqe, cqe.status());
     if queues.ud && completion.op == DtoOp::Receive {
         return Some(Completion { op: DtoOp::ReceiveUd, imm: source_qpn(), ..completion });
     }
@@ -372,7 +372,8 @@ fn look<D: Device>(
         return None;
     }
     let cookie = queues.rq.as_ref()?.oldest()?;
-    Some((received(queues.tag, cookie, &ring.peeked(head)), Taking::Receive))
+    // `done` names only a successful CQE, whose syndrome is not read.
+    Some((received(queues.tag, cookie, &ring.peeked(head), DtoStatus::Success), Taking::Receive))
 }
 
 /// Consume the CQE [`look`] looked at, and retire what it completes: the
@@ -485,11 +486,10 @@ fn requested(tag: u64, sent: SendSlot, retired: u32) -> Completion {
     }
 }
 
-/// The completion `cqe` makes of the receive posted with `cookie` on the
-/// QP tagged `tag`.
+/// The completion `cqe`, of `status` ([`Cqe::status`]), makes of the
+/// receive posted with `cookie` on the QP tagged `tag`.
 #[inline(always)]
-fn received(tag: u64, cookie: u64, cqe: &Cqe) -> Completion {
-    let status = cqe.status();
+fn received(tag: u64, cookie: u64, cqe: &Cqe, status: DtoStatus) -> Completion {
     let (op, imm) = match cqe.opcode {
         CqeOpcode::RespWriteImm => (DtoOp::ReceiveImm, cqe.imm),
         CqeOpcode::RespSendImm => (DtoOp::ReceiveMsgImm, cqe.imm),

@@ -37,7 +37,9 @@ pub(crate) unsafe fn evd_create<B: Transport>(
             let cno = CnoHandle::from_raw(cx.raw_or_null(cno, Kind::Cno)?);
             let slot = evd_out.out()?;
             let evd = cx.state.core.evd_create(IaHandle::from_raw(raw), qlen, cno, EvdFlags(flags.0))?;
-            *slot = cx.state.ptr(evd);
+            let h = cx.state.ptr(evd);
+            cx.state.core.evd_name(evd, h as usize as u64)?;
+            *slot = h;
             Ok(())
         })
     }
@@ -193,7 +195,9 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
     let evd = LaneHandle::new(index, handles, Kind::Evd, word);
     let taken = core.lane_dequeue_cq(
         index,
-        |g| evd.matches_generation(g),
+        // The EVD's own handle is `h` itself; one it was not named by (the
+        // IA's async EVD) is judged by its generation.
+        |g, name| name == h as usize as u64 || evd.matches_generation(g),
         #[inline(always)]
         |_, c, name| write_lane_event(handles, h, c, name, slot),
     );
@@ -315,7 +319,7 @@ fn dequeue_shared<B: Transport>(
         state.core.evd_dequeue_shared(
             index,
             #[inline(always)]
-            |g| named.matches_generation(g),
+            |g, name| name == h as usize as u64 || named.matches_generation(g),
             &LaneLock,
             #[inline(always)]
             |_, c, name| write_lane_event(&state.handles, h, c, name, slot),

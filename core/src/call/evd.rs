@@ -186,6 +186,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         Ok(EvdHandle(raw))
     }
 
+    /// Name `evd` by `name`, what the layer above calls it (the C ABI: its
+    /// handle), so that a dequeue's lane knows the EVD it is handed by
+    /// one compare ([`Provider::lane_dequeue_cq`]).
+    pub fn evd_name(&mut self, evd: EvdHandle, name: u64) -> DatResult<()> {
+        self.evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?.name = name;
+        Ok(())
+    }
+
     /// dat_evd_free(3DAT): refused while event streams feed the EVD. A
     /// thread waiting on it gets `DAT_ABORT`.
     pub fn evd_free(&mut self, evd: EvdHandle) -> DatResult<()> {

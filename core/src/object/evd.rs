@@ -169,6 +169,11 @@ pub(crate) struct Evd<C> {
     /// `direct` is false, so that the ordinary dequeue, which counts,
     /// serves the EVD.
     counting: bool,
+    /// What the layer above calls this EVD (the C ABI: its handle), kept
+    /// so that a dequeue's lane knows the EVD it is handed by one compare
+    /// ([`Provider::evd_name`](crate::Provider::evd_name)); 0 when none
+    /// was given.
+    pub(crate) name: u64,
 }
 
 impl<C> Evd<C> {
@@ -195,6 +200,7 @@ impl<C> Evd<C> {
             cq_failed: false,
             context: 0,
             counting: false,
+            name: 0,
         };
         evd.tie(cno);
         evd

@@ -69,7 +69,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         matches_generation: impl FnOnce(u32) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Passed> {
-        match self.lane_dequeue_cq(evd, matches_generation, event) {
+        match self.lane_dequeue_cq(evd, |generation, _| matches_generation(generation), event) {
             Ok(taken) => Ok(taken),
             Err(Untaken::Empty) => Err(self.lane_dequeue_empty(evd)),
             Err(Untaken::Declined) => Err(Passed::Ordinary),
@@ -82,16 +82,18 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// line. So a caller can make every way but a taken completion a jump
     /// to code of its own, and the lane needs no frame of its own (it
     /// calls nothing). [`Untaken::Declined`] is [`Passed::Ordinary`].
+    /// `accept` judges the EVD living in slot `evd` by its generation and
+    /// its name ([`Provider::evd_name`]).
     #[inline(always)]
     pub fn lane_dequeue_cq<R>(
         &mut self,
         evd: u32,
-        matches_generation: impl FnOnce(u32) -> bool,
+        accept: impl FnOnce(u32, u64) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Untaken> {
         let Provider { evds, eps, backend, .. } = self;
         let Some((generation, e)) = evds.live_mut(evd) else { return Err(Untaken::Declined) };
-        if !matches_generation(generation) || !e.lane() {
+        if !accept(generation, e.name) || !e.lane() {
             return Err(Untaken::Declined);
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
@@ -180,8 +182,8 @@ fn routes_here<B: Backend>(ep: &Ep<B>, recv: bool, evd: EvdHandle) -> bool {
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// [`Provider::evd_dequeue`] through a shared provider, for what it can
     /// settle alone (see the module and [`crate::shared`]), on the EVD
-    /// living in slot `evd` if `matches_generation` accepts its generation (as
-    /// [`Provider::lane_dequeue`]). It takes the EVD's lock through `lock`,
+    /// living in slot `evd` if `accept` accepts its generation and name (as
+    /// [`Provider::lane_dequeue_cq`]). It takes the EVD's lock through `lock`,
     /// then the lock of the Endpoint whose completion it settles (EVD, then
     /// Endpoint: a post takes no EVD lock); where `lock` refuses one, the
     /// call is for the exclusive path. What it settled goes to `event`, as
@@ -200,7 +202,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub unsafe fn evd_dequeue_shared<L: SlotLock, R>(
         &self,
         evd: u32,
-        matches_generation: impl FnOnce(u32) -> bool,
+        accept: impl FnOnce(u32, u64) -> bool,
         lock: &L,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
         look_due: impl FnOnce(u32) -> bool,
@@ -210,7 +212,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some((_evd_held, generation, e)) = (unsafe { self.evds.live_locked(evd, |word| lock.take(word)) }) else {
             return Shared::NeedsExclusive;
         };
-        if !matches_generation(generation) || !e.lane() {
+        if !accept(generation, e.name) || !e.lane() {
             return Shared::NeedsExclusive;
         }
         let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));

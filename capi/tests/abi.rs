@@ -360,3 +360,30 @@ fn dat_rmr_bind_refuses_an_lmr_handle_that_is_not_its_triplets() {
     // With its own LMR the bind gets as far as the EP, which is missing.
     assert_eq!(of(bind(live)), (DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
 }
+
+/// A dequeue's lane knows its EVD by the handle the EVD was made with: a
+/// stale handle whose slot a live DTO EVD took again is refused as an
+/// unknown one is, and the live EVD's own handle still dequeues.
+#[test]
+fn a_stale_evd_handle_is_refused_by_the_dequeue_of_the_evd_in_its_slot() {
+    // Room for the async EVD and one more: every EVD made takes the slot
+    // of the one freed before it.
+    let rig = Rig::new(c"abi-stale-evd", "softhca mlx5_soft0 evds=2");
+    let t = rig.t();
+    let stale = rig.evd(8, DAT_EVD_DTO_FLAG);
+    let mut event = DAT_EVENT::default();
+    // SAFETY: handles from this provider, live or freed; a valid
+    // out-pointer.
+    unsafe {
+        let unknown = t.evd_dequeue_func.unwrap()(ptr::null_mut(), &mut event);
+        assert_eq!(ty(unknown), DAT_INVALID_HANDLE);
+        assert_eq!(t.evd_free_func.unwrap()(stale), DAT_SUCCESS);
+        for cycle in 0..1000 {
+            let evd = rig.evd(8, DAT_EVD_DTO_FLAG);
+            assert_ne!(evd, stale);
+            assert_eq!(t.evd_dequeue_func.unwrap()(stale, &mut event), unknown, "cycle {cycle}");
+            assert_eq!(ty(t.evd_dequeue_func.unwrap()(evd, &mut event)), DAT_QUEUE_EMPTY, "cycle {cycle}");
+            assert_eq!(t.evd_free_func.unwrap()(evd), DAT_SUCCESS);
+        }
+    }
+}

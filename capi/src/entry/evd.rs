@@ -210,7 +210,8 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
                 Some(extension) => extension_written(extension, slot),
             }
         }
-        Err(Untaken::Empty) => dequeue_empty(instance, state, h, event, index),
+        // SAFETY: the caller's contract.
+        Err(Untaken::Empty) => unsafe { dequeue_empty::<B, SHARES>(instance, state, h, event, index) },
         Err(Untaken::Declined) => dequeue_ordinary(instance, state, h, event),
     }
 }
@@ -255,9 +256,12 @@ unsafe extern "C" fn dequeue_contended<B: Transport>(
 /// `DAT_QUEUE_EMPTY`, without the ordinary dequeue's look-ups and its
 /// `catch_unwind`, unless a look at connection events is due
 /// ([`udat_core::Provider::lane_dequeue_empty`]).
+///
+/// # Safety
+/// `SHARES` is whether `instance` shares its state (`Instance::shares`).
 #[cold]
 #[inline(never)]
-extern "C" fn dequeue_empty<B: Transport>(
+unsafe extern "C" fn dequeue_empty<B: Transport, const SHARES: bool>(
     instance: &'static Instance<B>,
     mut state: Exclusive<'static, State<B>>,
     h: DAT_EVD_HANDLE,
@@ -266,7 +270,8 @@ extern "C" fn dequeue_empty<B: Transport>(
 ) -> DAT_RETURN {
     match state.core.lane_dequeue_empty(evd) {
         Passed::Empty => {
-            drop(state);
+            // SAFETY: the caller's contract.
+            unsafe { leave_door::<B, SHARES>(state) };
             DatError::of(ErrorType::QueueEmpty).to_raw()
         }
         Passed::Ordinary => dequeue_ordinary(instance, state, h, event),

@@ -427,8 +427,9 @@ fn next<D: Device, R: Store<Entry<Route>>, Q: Store<Entry<SrqQueue<D>>>, G: Hold
     if done.is_none() && ordinary.is_none() {
         return Err(Untaken::Declined);
     }
-    // Inlined, a look-up leaves no call in a dequeue's lane, so that the
-    // lane needs no frame (its result would come back through memory).
+    // Inlined: called, the look-up would hand its route back through the
+    // stack of a dequeue's lane, and a stack slot whose address escapes
+    // keeps the lane's ways out from being jumps.
     let route = ring.route(
         head.qpn(),
         #[inline(always)]

@@ -139,11 +139,11 @@ pub(crate) unsafe fn evd_post_se<B: Transport>(
 ///
 /// The exclusive path of a provider that does not share calls nothing
 /// where its lane takes a completion: every other way out is a jump to
-/// code out of line that takes over the held lock (the lane's own calls
-/// would make it save and restore registers on every dequeue). That code
-/// is `extern "C"`, never called from C: a call from this `extern "C"`
-/// function to one that may unwind must keep a frame to abort in, and is
-/// no jump.
+/// code out of line that takes over the held lock, so no value of the
+/// lane lives across a call (which would cost saved registers and moves
+/// on every dequeue). That code is `extern "C"`, never called from C: a
+/// call from this `extern "C"` function to one that may unwind keeps a
+/// landing pad to abort in, and is no jump.
 #[inline(always)]
 pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
     evd: Arg<1, DAT_EVD_HANDLE>,
@@ -195,8 +195,8 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
     let evd = LaneHandle::new(index, handles, Kind::Evd, word);
     let taken = core.lane_dequeue_cq(
         index,
-        // The EVD's own handle is `h` itself; one it was not named by (the
-        // IA's async EVD) is judged by its generation.
+        // The EVD's own handle is `h` itself; one `evd_create` did not name
+        // (the async EVD dat_ia_open made) is judged by its generation.
         |g, name| name == h as usize as u64 || evd.matches_generation(g),
         #[inline(always)]
         |_, c, name| write_lane_event(handles, h, c, name, slot),

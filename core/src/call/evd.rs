@@ -190,7 +190,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// handle), so that a dequeue's lane knows the EVD it is handed by
     /// one compare ([`Provider::lane_dequeue_cq`]).
     pub fn evd_name(&mut self, evd: EvdHandle, name: u64) -> DatResult<()> {
-        self.evds.get_mut(evd.0).ok_or(DatError::invalid_handle(Subtype::NoSubtype))?.name = name;
+        self.evd_mut(evd)?.name = name;
         Ok(())
     }
 

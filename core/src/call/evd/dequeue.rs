@@ -80,8 +80,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// nothing it answers [`Untaken::Empty`] and leaves the look at the
     /// IA's connection events to [`Provider::lane_dequeue_empty`], out of
     /// line. So a caller can make every way but a taken completion a jump
-    /// to code of its own, and the lane needs no frame of its own (it
-    /// calls nothing). [`Untaken::Declined`] is [`Passed::Ordinary`].
+    /// to code of its own, and the lane calls nothing.
+    /// [`Untaken::Declined`] is [`Passed::Ordinary`].
     /// `accept` judges the EVD living in slot `evd` by its generation and
     /// its name ([`Provider::evd_name`]).
     #[inline(always)]

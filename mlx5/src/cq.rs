@@ -300,7 +300,23 @@ mod tests {
     /// A CQE as the device writes it, owner bit last.
     #[allow(clippy::too_many_arguments)]
     fn write_cqe(mem: &Memory, index: u32, op: CqeOpcode, send_opcode: u8, qpn: u32, counter: u16, byte_cnt: u32) {
-        let at = (index % CNT) as usize * CQE_BYTES;
+        write_cqe_sized(mem, CQE_BYTES, index, op, send_opcode, qpn, counter, byte_cnt);
+    }
+
+    /// [`write_cqe`] into a ring of `size`-byte entries, whose CQE is an
+    /// entry's last 64 bytes.
+    #[allow(clippy::too_many_arguments)]
+    fn write_cqe_sized(
+        mem: &Memory,
+        size: usize,
+        index: u32,
+        op: CqeOpcode,
+        send_opcode: u8,
+        qpn: u32,
+        counter: u16,
+        byte_cnt: u32,
+    ) {
+        let at = (index % CNT) as usize * size + size - CQE_BYTES;
         mem.write(at + field::SRQN.start, &0x77u32.to_be_bytes());
         mem.write(at + field::IMM.start, &0x1234_5678u32.to_be_bytes());
         mem.write(at + field::BYTE_CNT.start, &byte_cnt.to_be_bytes());
@@ -313,15 +329,20 @@ mod tests {
     /// A CQ of `CNT` CQEs, every one still the device's, with its ring
     /// and doorbell record.
     fn empty_cq() -> (Memory, Memory, CompletionQueue<Recorder>) {
-        let (ring, dbrec) = (Memory::new(CNT as usize * CQE_BYTES), Memory::new(64));
+        empty_cq_sized(CQE_BYTES)
+    }
+
+    /// [`empty_cq`] of `size`-byte entries.
+    fn empty_cq_sized(size: usize) -> (Memory, Memory, CompletionQueue<Recorder>) {
+        let (ring, dbrec) = (Memory::new(CNT as usize * size), Memory::new(64));
         for i in 0..CNT as usize {
-            ring.write(i * CQE_BYTES + field::OP_OWN, &[u8::from(CqeOpcode::Invalid) << 4]);
+            ring.write(i * size + size - CQE_BYTES + field::OP_OWN, &[u8::from(CqeOpcode::Invalid) << 4]);
         }
         let geometry = CqGeometry {
             cqn: 5,
             buf: ring.share(),
             cqe_cnt: CNT,
-            cqe_size: 64,
+            cqe_size: size as u32,
             dbrec: dbrec.share(),
             uar: Recorder::default(),
         };
@@ -355,6 +376,25 @@ mod tests {
         }
         cq.update_ci();
         assert_eq!(dbrec.read(SET_CI * 4, 4), (CNT + 2).to_be_bytes());
+    }
+
+    /// In a ring of 128-byte entries the CQE is each entry's second half
+    /// (PRM, "Completion Queue Entry Format": a 128-byte CQE keeps its 64 bytes
+    /// last), read there on every lap up to the ring's last entry; the
+    /// first half is never taken for a CQE.
+    #[test]
+    fn a_128_byte_entry_keeps_its_cqe_in_its_second_half() {
+        let (ring, _dbrec, mut cq) = empty_cq_sized(128);
+        // A first half that looks like a software-owned CQE of another QP.
+        for i in 0..CNT as usize {
+            ring.write(i * 128 + field::OP_OWN, &[u8::from(CqeOpcode::Req) << 4]);
+        }
+        for index in 0..2 * CNT {
+            assert!(cq.poll().is_none(), "CQE {index} is still the device's");
+            write_cqe_sized(&ring, 128, index, CqeOpcode::Req, opcode::SEND, 0x42, index as u16, 0);
+            let cqe = cq.poll().expect("the CQE the device wrote");
+            assert_eq!((cqe.opcode, cqe.qpn, cqe.wqe_counter), (CqeOpcode::Req, 0x42, index as u16), "CQE {index}");
+        }
     }
 
     /// The route of the last CQE's QP is kept for the next CQE of that QP

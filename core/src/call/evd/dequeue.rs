@@ -71,7 +71,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> Result<R, Passed> {
         match self.lane_dequeue_cq(evd, |generation, _| matches_generation(generation), event) {
             Ok(taken) => Ok(taken),
-            Err(Untaken::Empty) => Err(self.lane_dequeue_empty(evd)),
+            Err(Untaken::Empty) => Err(self.lane_dequeue_empty_out_of_line(evd)),
             Err(Untaken::Declined) => Err(Passed::Ordinary),
         }
     }
@@ -118,8 +118,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// unless its IA's connection events are to be looked at, which the
     /// ordinary dequeue does: when one waits, where the transport can tell
     /// ([`Backend::cm_waiting`]), or else when a look is due by the clock.
-    #[cold]
-    #[inline(never)]
+    /// Inlined: its callers are out of line already (the C ABI's
+    /// `dequeue_empty`, and [`Provider::lane_dequeue_with`]'s own).
+    #[inline(always)]
     pub fn lane_dequeue_empty(&mut self, evd: u32) -> Passed {
         let Some((_, e)) = self.evds.live_at(evd) else { return Passed::Ordinary };
         let Some(i) = self.ias.get(e.ia.0) else { return Passed::Ordinary };
@@ -132,6 +133,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         } else {
             Passed::Empty
         }
+    }
+
+    /// [`Provider::lane_dequeue_empty`] out of line, so that a lane that
+    /// takes a completion keeps nothing for the asking.
+    #[cold]
+    #[inline(never)]
+    fn lane_dequeue_empty_out_of_line(&mut self, evd: u32) -> Passed {
+        self.lane_dequeue_empty(evd)
     }
 }
 

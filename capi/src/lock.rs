@@ -285,6 +285,21 @@ impl<T> Locked<T> {
         }
     }
 
+    /// [`Locked::enter_word`] of a word that is free, in one
+    /// compare-and-swap; `None`, the word untouched, if it is not, for the
+    /// caller to enter as every call enters. A hot call whose every way out
+    /// but the success is a jump with its C arguments alone takes it so:
+    /// what was found is nothing it need pass on.
+    ///
+    /// # Safety
+    /// As for [`Locked::enter_word`].
+    #[inline(always)]
+    pub unsafe fn try_take_word(&self) -> Option<Exclusive<'_, T>> {
+        debug_assert!(!self.sharded, "a lock of one word");
+        self.word.compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed).ok()?;
+        Some(Exclusive { locked: self, poison: false })
+    }
+
     /// [`Locked::enter`] where the word was not free: poisoned (put back,
     /// and `false`), or held by a thread the consumer let in against its
     /// contract (waited for, and `true` once this thread holds it).

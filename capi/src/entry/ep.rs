@@ -1,6 +1,7 @@
 //! The Endpoint calls: create, query, modify, connect, disconnect, post,
 //! free.
 
+use std::mem::ManuallyDrop;
 use std::ptr;
 
 use udat_core::backend::{QpType, RequestOp};
@@ -9,10 +10,10 @@ use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddr
 use udat_core::{DatError, DatResult, Door, EpChanges, ErrorType, PostOp};
 
 use super::arg::{iov, lane_segment, private_data};
-use super::{lane_or, shared_lane_or, with, Arg, Entered, LaneHandle};
+use super::{shared_lane_or, with, Arg, Entered, LaneHandle};
 use crate::capacity::Heap;
-use crate::instance::{invalid, Addr, Core, Instance};
-use crate::lock::LaneLock;
+use crate::instance::{invalid, Addr, Core, Instance, State};
+use crate::lock::{Exclusive, LaneLock};
 use crate::sys::*;
 use crate::transport::Transport;
 
@@ -367,6 +368,20 @@ trait Post: Copy {
         ep: EpHandle,
         iov: &[LmrTriplet],
     ) -> DatResult<()>;
+
+    /// The ordinary call of a provider that does not share, where the
+    /// lane did not take the post, out of line and entered anew
+    /// ([`ordinary_post`]): a jump with the C arguments of the call, which
+    /// the post's registers still hold.
+    ///
+    /// # Safety
+    /// As for [`post`].
+    unsafe fn not_taken<B: Transport>(
+        self,
+        ep: Arg<1, DAT_EP_HANDLE>,
+        n: Arg<2, DAT_COUNT>,
+        segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    ) -> DAT_RETURN;
 }
 
 /// A request's operation as the consumer passed it, its remote buffer
@@ -385,10 +400,12 @@ struct Send;
 
 /// dat_ep_post_rdma_write(3DAT)'s operation, into the remote buffer.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 struct RdmaWrite(Arg<5, *const DAT_RMR_TRIPLET>);
 
 /// dat_ep_post_rdma_read(3DAT)'s operation, from the remote buffer.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 struct RdmaRead(Arg<5, *const DAT_RMR_TRIPLET>);
 
 impl Operation for Send {
@@ -460,6 +477,38 @@ impl<O: Operation> Post for Request<O> {
         let op = unsafe { op.read() }?;
         door.ep_post_request(ep, iov, cookie, op, flags)
     }
+
+    #[inline(always)]
+    unsafe fn not_taken<B: Transport>(
+        self,
+        ep: Arg<1, DAT_EP_HANDLE>,
+        n: Arg<2, DAT_COUNT>,
+        segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    ) -> DAT_RETURN {
+        // SAFETY: forwarded contract.
+        unsafe { request_not_taken::<B, O>(ep, n, segs, self.cookie, self.op, self.flags.0) }
+    }
+}
+
+/// [`Post::not_taken`] of a request, its value in the registers of the
+/// C call's arguments, in their order (a send's operation has none): the
+/// jump moves little. `extern "C"`, never called from C, as it must be
+/// known not to unwind for a call from the C entry point to be a jump.
+///
+/// # Safety
+/// As for [`post`].
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn request_not_taken<B: Transport, O: Operation>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    cookie: u64,
+    op: O,
+    flags: DAT_COMPLETION_FLAGS,
+) -> DAT_RETURN {
+    // SAFETY: forwarded contract.
+    unsafe { ordinary_post::<B, _>(ep, n, segs, Request { cookie, flags: CompletionFlags(flags), op }) }
 }
 
 impl Post for Recv {
@@ -483,6 +532,52 @@ impl Post for Recv {
         iov: &[LmrTriplet],
     ) -> DatResult<()> {
         door.ep_post_recv(ep, iov, self.cookie, self.flags)
+    }
+
+    #[inline(always)]
+    unsafe fn not_taken<B: Transport>(
+        self,
+        ep: Arg<1, DAT_EP_HANDLE>,
+        n: Arg<2, DAT_COUNT>,
+        segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    ) -> DAT_RETURN {
+        // SAFETY: forwarded contract.
+        unsafe { recv_not_taken::<B>(ep, n, segs, self.cookie, self.flags.0) }
+    }
+}
+
+/// [`Post::not_taken`] of a receive, as [`request_not_taken`].
+///
+/// # Safety
+/// As for [`post`].
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn recv_not_taken<B: Transport>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    cookie: u64,
+    flags: DAT_COMPLETION_FLAGS,
+) -> DAT_RETURN {
+    // SAFETY: forwarded contract.
+    unsafe { ordinary_post::<B, _>(ep, n, segs, Recv { cookie, flags: CompletionFlags(flags) }) }
+}
+
+/// The ordinary post of a provider that does not share, entered as every
+/// call enters it: the judge of every error.
+///
+/// # Safety
+/// As for [`post`].
+#[inline(always)]
+unsafe fn ordinary_post<B: Transport, P: Post>(
+    ep: Arg<1, DAT_EP_HANDLE>,
+    n: Arg<2, DAT_COUNT>,
+    segs: Arg<3, *mut DAT_LMR_TRIPLET>,
+    post: P,
+) -> DAT_RETURN {
+    // SAFETY: the contract.
+    unsafe {
+        with::<B>(ep, Kind::Ep, |cx, raw| post.ordinary(&mut cx.state.core, EpHandle::from_raw(raw), iov(n, segs)?))
     }
 }
 
@@ -533,20 +628,44 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
             )
         };
     }
+    // The lane calls nothing where it does not take the post: every other
+    // way out is a jump to the ordinary call with the C arguments
+    // ([`Post::not_taken`]), which enters anew. Nothing is kept for it
+    // (an ordinary call made here would keep the arguments in memory,
+    // stored on every post), and the lane, which writes nothing unless it
+    // takes the post, leaves the word as it found it. A post of other
+    // than one good segment goes before the word is taken, so that past
+    // it the count is known and need not be kept.
+    // SAFETY: the call's contract.
+    let Some(seg) = (unsafe { lane_segment(n, segs) }) else {
+        // SAFETY: the call's contract.
+        return unsafe { post.not_taken::<B>(ep, n, segs) };
+    };
+    // SAFETY: a provider that does not share (`SHARES`, its own table's)
+    // has the lock of one word (`Instance::new`).
+    let Some(state) = (unsafe { instance.state.try_take_word() }) else {
+        // SAFETY: the call's contract.
+        return unsafe { post.not_taken::<B>(ep, n, segs) };
+    };
+    // Not dropped if the lane panics: it has no panic, and one could not
+    // unwind out of this `extern "C"` call but would abort the process.
+    // A guard to drop would cost its address stored on every post.
+    let mut state = ManuallyDrop::new(state);
+    let State { core, handles, .. } = &mut **state;
     // The segment is read once, as values, after the provider's guard and
     // the handle's look-up, not kept across them.
-    let lane = move |core: &mut Core<B>, ep: LaneHandle<'_>| {
+    let taken = handles.slot_of(h, Kind::Ep).is_some_and(|(index, word)| {
+        let ep = LaneHandle::new(index, handles, Kind::Ep, word);
         // SAFETY: the call's contract.
-        let seg = unsafe { lane_segment(n, segs) }.copied();
-        // SAFETY: the call's contract.
-        seg.is_some_and(|seg| unsafe { post.lane(core, ep, &seg) })
-    };
+        unsafe { post.lane(core, ep, seg) }
+    });
+    // SAFETY: as above.
+    unsafe { Exclusive::leave_word(ManuallyDrop::into_inner(state)) };
+    if taken {
+        return DAT_SUCCESS;
+    }
     // SAFETY: the call's contract.
-    let ordinary = move |cx: &mut Entered<B>, raw| unsafe {
-        post.ordinary(&mut cx.state.core, EpHandle::from_raw(raw), iov(n, segs)?)
-    };
-    // SAFETY: the provider does not share (`SHARES`, its own table's).
-    unsafe { lane_or(instance, h, Kind::Ep, lane, ordinary) }
+    unsafe { post.not_taken::<B>(ep, n, segs) }
 }
 
 /// dat_ep_post_send(3DAT).
@@ -669,9 +788,7 @@ pub(crate) unsafe fn ep_reset<B: Transport>(ep: Arg<1, DAT_EP_HANDLE>) -> DAT_RE
             let ep = EpHandle::from_raw(raw);
             let start = std::time::Instant::now();
             while cx.state.core.ep_reset_would_wait(ep)? && start.elapsed() < FLUSH_WAIT {
-                crate::lock::Exclusive::unlocked(&mut cx.state, || {
-                    std::thread::sleep(std::time::Duration::from_millis(1))
-                });
+                Exclusive::unlocked(&mut cx.state, || std::thread::sleep(std::time::Duration::from_millis(1)));
             }
             cx.state.core.ep_reset(ep)
         })

@@ -252,44 +252,12 @@ impl<T> Locked<T> {
         Some(Exclusive { locked: self, poison: false })
     }
 
-    /// [`Locked::enter_word`] in two halves, for a hot call that leaves by
-    /// a jump wherever it does not go straight through: the word taken if
-    /// it was free, or else what was found, which only
-    /// [`Locked::enter_word_found`] reads.
-    ///
-    /// # Safety
-    /// As for [`Locked::enter_word`].
-    #[inline(always)]
-    pub unsafe fn try_enter_word(&self) -> Result<Exclusive<'_, T>, Found> {
-        debug_assert!(!self.sharded, "a lock of one word");
-        match self.word.swap(HELD, Ordering::Acquire) {
-            FREE => Ok(Exclusive { locked: self, poison: false }),
-            prev => Err(Found(prev)),
-        }
-    }
-
-    /// The other half of [`Locked::try_enter_word`], out of line: the
-    /// word that was not free, entered as [`Locked::enter_word`] enters it.
-    ///
-    /// # Safety
-    /// As for [`Locked::enter_word`]; `found` is what this lock's
-    /// [`Locked::try_enter_word`] returned.
-    #[cold]
-    #[inline(never)]
-    pub unsafe fn enter_word_found(&self, found: Found) -> Option<Exclusive<'_, T>> {
-        // Made only once held: a guard dropped lets the word go.
-        if self.enter_slow(found.0) {
-            Some(Exclusive { locked: self, poison: false })
-        } else {
-            None
-        }
-    }
-
     /// [`Locked::enter_word`] of a word that is free, in one
     /// compare-and-swap; `None`, the word untouched, if it is not, for the
-    /// caller to enter as every call enters. A hot call whose every way out
-    /// but the success is a jump with its C arguments alone takes it so:
-    /// what was found is nothing it need pass on.
+    /// caller to enter as every call enters, out of line. A hot call whose
+    /// every way out but the success is a jump takes it so: the jump
+    /// passes on nothing of what was found (a post jumps with its C
+    /// arguments alone).
     ///
     /// # Safety
     /// As for [`Locked::enter_word`].
@@ -471,11 +439,6 @@ fn shard_offset() -> usize {
         o.get()
     })
 }
-
-/// What [`Locked::try_enter_word`] found in a word that was not free.
-/// `repr(transparent)` as [`Exclusive`] is `repr(C)`.
-#[repr(transparent)]
-pub struct Found(u32);
 
 /// The value, held by one thread alone. `repr(C)`: a hot call hands it to
 /// the code out of line that takes over from its lane through an

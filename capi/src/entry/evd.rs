@@ -12,7 +12,7 @@ use super::{enter, guarded_on, leave_door, not_taken, with, Arg, Entered, LaneHa
 use crate::debug;
 use crate::handle_space::HandleSpace;
 use crate::instance::{invalid, Instance, State};
-use crate::lock::{Exclusive, Found, LaneLock};
+use crate::lock::{Exclusive, LaneLock};
 use crate::sys::*;
 use crate::transport::Transport;
 
@@ -164,11 +164,10 @@ pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
     }
     // SAFETY: a provider that does not share has the lock of one word
     // (`Instance::new`: only one that shares is `Threads::Sharing`).
-    match unsafe { instance.state.try_enter_word() } {
+    match unsafe { instance.state.try_take_word() } {
         // SAFETY: as above.
-        Ok(state) => unsafe { dequeue_entered::<B, false>(instance, state, h, event) },
-        // SAFETY: as above; `found` is the word's.
-        Err(found) => unsafe { dequeue_contended(instance, found, h, event) },
+        Some(state) => unsafe { dequeue_entered::<B, false>(instance, state, h, event) },
+        None => dequeue_contended(instance, h, event),
     }
 }
 
@@ -230,25 +229,18 @@ extern "C" fn dequeue_shared_exclusive<B: Transport>(
     unsafe { dequeue_entered::<B, true>(instance, state, h, event) }
 }
 
-/// The dequeue of a provider that does not share, whose word another
-/// thread held (against the consumer's contract) or a panic poisoned
-/// (`found`): entered as every call enters it, then the ordinary dequeue.
-///
-/// # Safety
-/// `instance` does not share its state, and `found` is what its word's
-/// [`Locked::try_enter_word`](crate::lock::Locked::try_enter_word) returned.
+/// The dequeue of a provider that does not share, whose word was not
+/// free: held by another thread (against the consumer's contract), or
+/// poisoned by a panic. Entered as every call enters it, then the
+/// ordinary dequeue.
 #[cold]
 #[inline(never)]
-unsafe extern "C" fn dequeue_contended<B: Transport>(
+extern "C" fn dequeue_contended<B: Transport>(
     instance: &'static Instance<B>,
-    found: Found,
     h: DAT_EVD_HANDLE,
     event: Arg<2, *mut DAT_EVENT>,
 ) -> DAT_RETURN {
-    // SAFETY: the caller's contract.
-    let Some(state) = (unsafe { instance.state.enter_word_found(found) }) else {
-        return DatError::of(ErrorType::InternalError).to_raw();
-    };
+    let Some(state) = enter(instance) else { return DatError::of(ErrorType::InternalError).to_raw() };
     dequeue_ordinary(instance, state, h, event)
 }
 

@@ -628,14 +628,12 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
             )
         };
     }
-    // The lane calls nothing where it does not take the post: every other
-    // way out is a jump to the ordinary call with the C arguments
-    // ([`Post::not_taken`]), which enters anew. Nothing is kept for it
-    // (an ordinary call made here would keep the arguments in memory,
-    // stored on every post), and the lane, which writes nothing unless it
-    // takes the post, leaves the word as it found it. A post of other
-    // than one good segment goes before the word is taken, so that past
-    // it the count is known and need not be kept.
+    // Every way out of the lane but the success is a jump to the ordinary
+    // call with the C arguments ([`Post::not_taken`]), which enters anew:
+    // nothing is kept for it (an ordinary call made here would keep the
+    // arguments in memory, stored on every post). A post of other than one
+    // good segment goes before the word is taken, so that past it the
+    // count is known and need not be kept.
     // SAFETY: the call's contract.
     let Some(seg) = (unsafe { lane_segment(n, segs) }) else {
         // SAFETY: the call's contract.
@@ -652,14 +650,17 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
     // A guard to drop would cost its address stored on every post.
     let mut state = ManuallyDrop::new(state);
     let State { core, handles, .. } = &mut **state;
-    // The segment is read once, as values, after the provider's guard and
-    // the handle's look-up, not kept across them.
+    // The lane reads the segment where it judges it, as the shared lane
+    // does: a copy made here would need registers the C arguments hold,
+    // and be spilled.
     let taken = handles.slot_of(h, Kind::Ep).is_some_and(|(index, word)| {
         let ep = LaneHandle::new(index, handles, Kind::Ep, word);
         // SAFETY: the call's contract.
         unsafe { post.lane(core, ep, seg) }
     });
-    // SAFETY: as above.
+    // Let go before the jump: a lane that did not take the post wrote
+    // nothing, so the ordinary call finds the state as the lane found it.
+    // SAFETY: the lock is the word (above).
     unsafe { Exclusive::leave_word(ManuallyDrop::into_inner(state)) };
     if taken {
         return DAT_SUCCESS;

@@ -10,9 +10,9 @@ use udat_core::types::{CloseFlags, CompletionFlags, ConnectFlags, EpAttr, IaAddr
 use udat_core::{DatError, DatResult, Door, EpChanges, ErrorType, PostOp};
 
 use super::arg::{iov, lane_segment, private_data};
-use super::{shared_lane_or, with, Arg, Entered, LaneHandle};
+use super::{shared_on, with, Arg, Entered, LaneHandle};
 use crate::capacity::Heap;
-use crate::instance::{invalid, Addr, Core, Instance, State};
+use crate::instance::{invalid, Addr, Instance, State};
 use crate::lock::{Exclusive, LaneLock};
 use crate::sys::*;
 use crate::transport::Transport;
@@ -369,14 +369,14 @@ trait Post: Copy {
         iov: &[LmrTriplet],
     ) -> DatResult<()>;
 
-    /// The ordinary call of a provider that does not share, where the
-    /// lane did not take the post, out of line and entered anew
-    /// ([`ordinary_post`]): a jump with the C arguments of the call, which
-    /// the post's registers still hold.
+    /// The ordinary call, where the lane did not take the post, out of
+    /// line and entered anew ([`ordinary_post`]), shared if `SHARES`: a
+    /// jump with the C arguments of the call, which the post's registers
+    /// still hold.
     ///
     /// # Safety
     /// As for [`post`].
-    unsafe fn not_taken<B: Transport>(
+    unsafe fn not_taken<B: Transport, const SHARES: bool>(
         self,
         ep: Arg<1, DAT_EP_HANDLE>,
         n: Arg<2, DAT_COUNT>,
@@ -479,14 +479,14 @@ impl<O: Operation> Post for Request<O> {
     }
 
     #[inline(always)]
-    unsafe fn not_taken<B: Transport>(
+    unsafe fn not_taken<B: Transport, const SHARES: bool>(
         self,
         ep: Arg<1, DAT_EP_HANDLE>,
         n: Arg<2, DAT_COUNT>,
         segs: Arg<3, *mut DAT_LMR_TRIPLET>,
     ) -> DAT_RETURN {
         // SAFETY: forwarded contract.
-        unsafe { request_not_taken::<B, O>(ep, n, segs, self.cookie, self.op, self.flags.0) }
+        unsafe { request_not_taken::<B, SHARES, O>(ep, n, segs, self.cookie, self.op, self.flags.0) }
     }
 }
 
@@ -499,7 +499,7 @@ impl<O: Operation> Post for Request<O> {
 /// As for [`post`].
 #[cold]
 #[inline(never)]
-unsafe extern "C" fn request_not_taken<B: Transport, O: Operation>(
+unsafe extern "C" fn request_not_taken<B: Transport, const SHARES: bool, O: Operation>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
@@ -508,7 +508,7 @@ unsafe extern "C" fn request_not_taken<B: Transport, O: Operation>(
     flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     // SAFETY: forwarded contract.
-    unsafe { ordinary_post::<B, _>(ep, n, segs, Request { cookie, flags: CompletionFlags(flags), op }) }
+    unsafe { ordinary_post::<B, SHARES, _>(ep, n, segs, Request { cookie, flags: CompletionFlags(flags), op }) }
 }
 
 impl Post for Recv {
@@ -535,14 +535,14 @@ impl Post for Recv {
     }
 
     #[inline(always)]
-    unsafe fn not_taken<B: Transport>(
+    unsafe fn not_taken<B: Transport, const SHARES: bool>(
         self,
         ep: Arg<1, DAT_EP_HANDLE>,
         n: Arg<2, DAT_COUNT>,
         segs: Arg<3, *mut DAT_LMR_TRIPLET>,
     ) -> DAT_RETURN {
         // SAFETY: forwarded contract.
-        unsafe { recv_not_taken::<B>(ep, n, segs, self.cookie, self.flags.0) }
+        unsafe { recv_not_taken::<B, SHARES>(ep, n, segs, self.cookie, self.flags.0) }
     }
 }
 
@@ -552,7 +552,7 @@ impl Post for Recv {
 /// As for [`post`].
 #[cold]
 #[inline(never)]
-unsafe extern "C" fn recv_not_taken<B: Transport>(
+unsafe extern "C" fn recv_not_taken<B: Transport, const SHARES: bool>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
@@ -560,21 +560,39 @@ unsafe extern "C" fn recv_not_taken<B: Transport>(
     flags: DAT_COMPLETION_FLAGS,
 ) -> DAT_RETURN {
     // SAFETY: forwarded contract.
-    unsafe { ordinary_post::<B, _>(ep, n, segs, Recv { cookie, flags: CompletionFlags(flags) }) }
+    unsafe { ordinary_post::<B, SHARES, _>(ep, n, segs, Recv { cookie, flags: CompletionFlags(flags) }) }
 }
 
-/// The ordinary post of a provider that does not share, entered as every
-/// call enters it: the judge of every error.
+/// The ordinary post, entered as every call enters it: the judge of every
+/// error. Of a provider that shares (`SHARES`), with the state shared and
+/// the EP locked, as [`post`] says.
 ///
 /// # Safety
 /// As for [`post`].
 #[inline(always)]
-unsafe fn ordinary_post<B: Transport, P: Post>(
+unsafe fn ordinary_post<B: Transport, const SHARES: bool, P: Post>(
     ep: Arg<1, DAT_EP_HANDLE>,
     n: Arg<2, DAT_COUNT>,
     segs: Arg<3, *mut DAT_LMR_TRIPLET>,
     post: P,
 ) -> DAT_RETURN {
+    if SHARES {
+        let h = ep.0;
+        if h.is_null() {
+            return invalid(Kind::Ep).to_raw();
+        }
+        // SAFETY: a non-null handle dispatched to this transport; the
+        // provider shares (`SHARES`, its own table's), and the call
+        // changes only the EP, whose lock the door takes, with no `&mut`
+        // to the state (the contract of `shared_on`), which is
+        // `Provider::locked`'s; the rest by the call's contract.
+        return unsafe {
+            let instance = Instance::<B>::of(h);
+            shared_on(instance, h, Kind::Ep, |core, raw| {
+                post.ordinary(&mut core.locked(instance.call_lock()), EpHandle::from_raw(raw), iov(n, segs)?)
+            })
+        };
+    }
     // SAFETY: the contract.
     unsafe {
         with::<B>(ep, Kind::Ep, |cx, raw| post.ordinary(&mut cx.state.core, EpHandle::from_raw(raw), iov(n, segs)?))
@@ -610,23 +628,34 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
     let instance = unsafe { Instance::<B>::of(h) };
     debug_assert_eq!(instance.shares, SHARES, "the slot of the instance's own table");
     if SHARES {
-        // SAFETY: the provider shares (`SHARES`), and each closure below
-        // changes only the EP, whose lock the door takes, with no `&mut`
-        // to the state (the contract of `shared_lane_or`), which is
-        // `Provider::locked`'s; the rest by the call's contract.
-        return unsafe {
-            let ordinary = move |core: &Core<B>, raw| {
-                post.ordinary(&mut core.locked(instance.call_lock()), EpHandle::from_raw(raw), iov(n, segs)?)
-            };
-            shared_lane_or(
-                instance,
-                h,
-                Kind::Ep,
-                #[inline(always)]
-                move |core, ep| lane_segment(n, segs).is_some_and(|seg| post.lane(&mut core.locked(LaneLock), ep, seg)),
-                ordinary,
-            )
+        // As below, with the state shared and only the EP locked: every
+        // way out of the lane but the success is a jump. A poisoned
+        // provider lets no sharer in, and a poisoned EP lock no holder
+        // (`crate::lock`): the ordinary call then refuses.
+        // SAFETY: the call's contract.
+        let Some(seg) = (unsafe { lane_segment(n, segs) }) else {
+            // SAFETY: the call's contract.
+            return unsafe { post.not_taken::<B, true>(ep, n, segs) };
         };
+        // SAFETY: the provider shares (`SHARES`, its own table's), so its
+        // lock is `Threads::Sharing`'s; the lane changes only the EP, whose
+        // lock the door takes.
+        let Some(state) = (unsafe { instance.state.share() }) else {
+            // SAFETY: the call's contract.
+            return unsafe { post.not_taken::<B, true>(ep, n, segs) };
+        };
+        let taken = state.handles.slot_of(h, Kind::Ep).is_some_and(|(index, word)| {
+            let ep = LaneHandle::new(index, &state.handles, Kind::Ep, word);
+            // SAFETY: the call's contract.
+            unsafe { post.lane(&mut state.core.locked(LaneLock), ep, seg) }
+        });
+        // Let go before the jump, which enters anew.
+        drop(state);
+        if taken {
+            return DAT_SUCCESS;
+        }
+        // SAFETY: the call's contract.
+        return unsafe { post.not_taken::<B, true>(ep, n, segs) };
     }
     // Every way out of the lane but the success is a jump to the ordinary
     // call with the C arguments ([`Post::not_taken`]), which enters anew:
@@ -637,13 +666,13 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
     // SAFETY: the call's contract.
     let Some(seg) = (unsafe { lane_segment(n, segs) }) else {
         // SAFETY: the call's contract.
-        return unsafe { post.not_taken::<B>(ep, n, segs) };
+        return unsafe { post.not_taken::<B, false>(ep, n, segs) };
     };
     // SAFETY: a provider that does not share (`SHARES`, its own table's)
     // has the lock of one word (`Instance::new`).
     let Some(state) = (unsafe { instance.state.try_take_word() }) else {
         // SAFETY: the call's contract.
-        return unsafe { post.not_taken::<B>(ep, n, segs) };
+        return unsafe { post.not_taken::<B, false>(ep, n, segs) };
     };
     // Not dropped if the lane panics: it has no panic, and one could not
     // unwind out of this `extern "C"` call but would abort the process.
@@ -666,7 +695,7 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
         return DAT_SUCCESS;
     }
     // SAFETY: the call's contract.
-    unsafe { post.not_taken::<B>(ep, n, segs) }
+    unsafe { post.not_taken::<B, false>(ep, n, segs) }
 }
 
 /// dat_ep_post_send(3DAT).

@@ -27,6 +27,7 @@ sync_peer() { # the fabric's barrier
 
 cat > "$LOG/dat.conf" <<CONF
 udat u2.0 nonthreadsafe default $MPI_PLUGIN dapl.2.0 "verbs $UDAT_RDMA_DEVICE" ""
+udat2 u2.0 nonthreadsafe default $MPI_PLUGIN dapl.2.0 "verbs $UDAT_RDMA_DEVICE" ""
 ofa u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "eth0 0" ""
 CONF
 export DAT_OVERRIDE="$LOG/dat.conf" MV2_USE_SHARED_MEM=0

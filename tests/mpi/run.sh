@@ -7,7 +7,9 @@
 #   MPI_PREFIX      MVAPICH2's install prefix (bin/mpiexec, libexec/...)
 #   MPI_TESTS       its configured and built test/mpi directory
 #   MPI_PLUGIN      udat's libdat2 plug-in (libudat_dapl.so)
-#   MPI_PROVIDERS   which providers: udat, ofa (OFA dapl's cma)
+#   MPI_PROVIDERS   which providers: udat, udat2 (udat's plug-in under a
+#                   second name, to run udat against itself), ofa (OFA
+#                   dapl's cma)
 #   MPI_OSU         the OSU benchmarks to run, 2 ranks each
 #   MPI_ROUNDS      how many times each runs over each provider (1)
 #   MPI_SUITES      test/mpi directories, each through runtests/testlist
@@ -37,6 +39,7 @@ NETDEV=$(ip -o -4 addr show | awk -v a="$UDAT_RDMA_ADDR" 'index($4, a"/") == 1 {
 
 cat > "$LOG/dat.conf" <<CONF
 udat u2.0 nonthreadsafe default $MPI_PLUGIN dapl.2.0 "verbs $UDAT_RDMA_DEVICE" ""
+udat2 u2.0 nonthreadsafe default $MPI_PLUGIN dapl.2.0 "verbs $UDAT_RDMA_DEVICE" ""
 ofa u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "$NETDEV 0" ""
 CONF
 export DAT_OVERRIDE="$LOG/dat.conf" MV2_USE_SHARED_MEM=0

@@ -1,4 +1,4 @@
-//! `cargo xtask mpi [--ci] [--providers udat,ofa] [--osu A,B|none]
+//! `cargo xtask mpi [--ci] [--providers udat,udat2,ofa] [--osu A,B|none]
 //! [--suites A,B|none] [--ranks 2,4] [--leave-out SUITE/NAME,...]
 //! [--fast-path] [--no-fabric]`:
 //! a real MPI over DAT. MVAPICH2 1.7's `ch3:mrail` device speaks DAT 2.0
@@ -24,6 +24,10 @@
 //! - Across two hosts (`cargo xtask fabric`, `tests/mpi/fabric.sh`): one
 //!   rank on each guest, `osu_latency` and `osu_bw`.
 //!
+//! `--providers udat,udat2` runs udat against itself: `udat2` is the same
+//! plug-in under a second name, so the table's comparison shows what a
+//! run's rounds can tell apart at all when the two sides are one provider.
+//!
 //! `--ci` is the subset `cargo xtask test` runs: `osu_latency`, `osu_bw`,
 //! `osu_bcast` and `pt2pt` at 2 and 4 ranks, over udat, in one guest.
 //!
@@ -38,6 +42,10 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+/// The providers `tests/mpi/run.sh` names in its `dat.conf`: udat's
+/// plug-in, the same plug-in again (a run's noise floor), OFA dapl's cma.
+const PROVIDERS: [&str; 3] = ["udat", "udat2", "ofa"];
 
 /// The source fixes the release needs on glibc ≥ 2.32, which removed
 /// `sys_siglist`: (file, what it says, what it says instead). Each must
@@ -220,7 +228,7 @@ impl Plan {
 }
 
 fn parse(args: &[String]) -> Result<Plan, String> {
-    let usage = "usage: cargo xtask mpi [--ci] [--providers udat,ofa] [--osu A,B|none] [--suites A,B|none] \
+    let usage = "usage: cargo xtask mpi [--ci] [--providers udat,udat2,ofa] [--osu A,B|none] [--suites A,B|none] \
                  [--ranks 2,4] [--rounds N] [--leave-out SUITE/NAME,...] [--fast-path] [--no-fabric]";
     let mut plan = Plan {
         providers: vec!["udat".into(), "ofa".into()],
@@ -241,7 +249,7 @@ fn parse(args: &[String]) -> Result<Plan, String> {
             "--providers" => {
                 let list = rest.next().ok_or(usage)?;
                 plan.providers = list.split(',').map(str::to_string).collect();
-                if plan.providers.iter().any(|p| p != "udat" && p != "ofa") {
+                if plan.providers.iter().any(|p| !PROVIDERS.contains(&p.as_str())) {
                     return Err(usage.into());
                 }
             }

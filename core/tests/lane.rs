@@ -168,7 +168,7 @@ fn the_request_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_d
                         (ep_case, seg_case, op_case, flags),
                         |fx, ep, seg| {
                             let (raw, op) = (ep.raw(), request(op_case, fx));
-                            fx.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 9, op, flags)
+                            fx.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 9, || Some(op), flags)
                         },
                         |fx, ep, seg| ordinary(fx, ep, seg, request(op_case, fx), flags),
                         |a, b, ep| a.p.backend().pending_sends(ep) == b.p.backend().pending_sends(ep),
@@ -266,9 +266,24 @@ fn a_lane_refuses_a_handle_of_another_generation() {
     let (mut fx, ep, seg) = world(EpCase::Connected, SegCase::Good);
     let raw = ep.raw();
     let stale = raw.generation().wrapping_add(1);
-    assert!(!fx.p.lane_request(raw.index(), |g| g == stale, &seg, 1, RequestOp::Send, CompletionFlags::DEFAULT));
+    let send = || Some(RequestOp::Send);
+    assert!(!fx.p.lane_request(raw.index(), |g| g == stale, &seg, 1, send, CompletionFlags::DEFAULT));
     assert!(fx.p.lane_dequeue(fx.dto_evd.raw().index(), |g| g == stale).is_err());
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
+}
+
+/// An operation that reads as `None` (a remote pointer the ordinary call
+/// refuses, for the C ABI) is declined with nothing posted; the same post
+/// with its operation read is taken.
+#[test]
+fn a_lane_declines_an_operation_it_cannot_read() {
+    let (mut fx, ep, seg) = world(EpCase::Connected, SegCase::Good);
+    let raw = ep.raw();
+    let flags = CompletionFlags::DEFAULT;
+    assert!(!fx.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 1, || None, flags));
+    assert_eq!(fx.p.backend().pending_sends(ep), 0);
+    assert!(fx.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 1, || Some(RequestOp::Send), flags));
+    assert_eq!(fx.p.backend().pending_sends(ep), 1);
 }
 
 #[test]
@@ -323,7 +338,7 @@ fn probe(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, flags: CompletionFlags, ste
     let status = fx.p.ep_get_status(ep).ok().map(|s| s.0);
     let op = RequestOp::RdmaWrite { remote: fx.remote(64) };
     let posts = matches!(status, Some(EpState::Connected | EpState::Disconnected));
-    let took = fx.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 1, op, flags);
+    let took = fx.p.lane_request(raw.index(), |g| g == raw.generation(), &seg, 1, || Some(op), flags);
     let ordinary = if took { Ok(()) } else { fx.p.ep_post_request(ep, &[seg], 1, op, flags) };
     assert!(!took || posts, "{step}: the lane posted in {status:?}");
     assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary write differ ({ordinary:?})");

@@ -451,16 +451,20 @@ impl<O: Operation> Post for Request<O> {
     #[inline(always)]
     unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: &LmrTriplet) -> bool {
         let Request { cookie, flags, op } = self;
-        // A pointer the ordinary call refuses is the ordinary call's.
-        // SAFETY: by the contract.
-        let Ok(op) = (unsafe { op.read() }) else { return false };
         door.lane_request(
             ep.index,
             #[inline(always)]
             |g| ep.matches_generation(g),
             seg,
             cookie,
-            op,
+            // Read where the lane needs it, once the EP is found (and, if
+            // shared, held): read before the look-up, the remote buffer's
+            // three words were kept across the shard and the EP's lock, and
+            // spilled. A pointer the ordinary call refuses is the ordinary
+            // call's.
+            #[inline(always)]
+            // SAFETY: by the contract.
+            || unsafe { op.read() }.ok(),
             flags,
         )
     }

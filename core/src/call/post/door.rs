@@ -149,6 +149,15 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     /// slot `ep` if `matches_generation` accepts its generation. `true`:
     /// posted, exactly as the ordinary call would have; `false`: nothing
     /// changed, and the ordinary call decides.
+    ///
+    /// `op` is read only once the slot holds an EP (through a [`Locked`]
+    /// door, once the EP is held); `None` declines, as for a remote
+    /// pointer the ordinary call refuses. A caller whose operation sits
+    /// behind a pointer (the C ABI's remote triplet) reads it there, so
+    /// that the remote buffer's three words are not kept in registers, or
+    /// spilled, across the look-up and the lock. (Read before the
+    /// generation is judged rather than after, the C ABI's RDMA read
+    /// takes one instruction fewer: the registers fall out so.)
     #[inline(always)]
     fn lane_request(
         &mut self,
@@ -156,19 +165,22 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
         matches_generation: impl FnOnce(u32) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
-        op: RequestOp,
+        op: impl FnOnce() -> Option<RequestOp>,
         flags: CompletionFlags,
     ) -> bool {
         let Some(At { generation, object: ep, lmrs, ias, mut hand, .. }) = self.ep_at(ep) else { return false };
-        matches_generation(generation)
-            && request_lane(
-                ep,
-                lmrs,
-                ias,
-                &Request { iov: slice::from_ref(seg), op, flags },
-                #[inline(always)]
-                |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
-            )
+        let Some(op) = op() else { return false };
+        if !matches_generation(generation) {
+            return false;
+        }
+        request_lane(
+            ep,
+            lmrs,
+            ias,
+            &Request { iov: slice::from_ref(seg), op, flags },
+            #[inline(always)]
+            |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
+        )
     }
 
     /// Every request post: dat_ep_post_send(3DAT),

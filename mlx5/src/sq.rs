@@ -637,9 +637,16 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
             None => (2, data, [0; 2]),
         };
         let ctrl = [wqe::ctrl_head(self.pi, opcode, self.qpn_ds | ds), wqe::ctrl_tail(flags, 0)];
-        let block = [ctrl[0], ctrl[1], first[0], first[1], second[0], second[1], 0, 0];
-        // SAFETY: `block_offset` is 64-aligned and inside the ring.
-        unsafe { self.buf.store_block(self.block_offset(self.pi), &block) };
+        let wqe = [ctrl[0], ctrl[1], first[0], first[1], second[0], second[1]];
+        // The ring gets the WQE's three segments at most: the device reads
+        // `ds` of them, and leaves the rest of the WQEBB alone (rdma-core
+        // writes no padding either). BlueFlame gets the whole WQEBB, as
+        // rdma-core's `mlx5_bf_copy` copies whole blocks, so the
+        // write-combining buffer fills and goes out in one burst.
+        // SAFETY: `block_offset` is 64-aligned and inside the ring, which
+        // holds whole WQEBBs: the six words lie in the WQEBB.
+        unsafe { self.buf.store_words(self.block_offset(self.pi), &wqe) };
+        let block = [wqe[0], wqe[1], wqe[2], wqe[3], wqe[4], wqe[5], 0, 0];
         let pi = self.keep(slot, 1);
         self.doorbell(pi);
         // SAFETY: `bf_offset` is 0 or `bf_size`, and `new` checked that

@@ -638,14 +638,21 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         };
         let ctrl = [wqe::ctrl_head(self.pi, opcode, self.qpn_ds | ds), wqe::ctrl_tail(flags, 0)];
         let wqe = [ctrl[0], ctrl[1], first[0], first[1], second[0], second[1]];
-        // The ring gets the WQE's three segments at most: the device reads
-        // `ds` of them, and leaves the rest of the WQEBB alone (rdma-core
-        // writes no padding either). BlueFlame gets the whole WQEBB, as
+        // The ring gets the WQE's `ds` segments, which are all the device
+        // reads: the rest of the WQEBB is left as it was (rdma-core writes
+        // no padding either). BlueFlame gets the whole WQEBB, as
         // rdma-core's `mlx5_bf_copy` copies whole blocks, so the
         // write-combining buffer fills and goes out in one burst.
-        // SAFETY: `block_offset` is 64-aligned and inside the ring, which
-        // holds whole WQEBBs: the six words lie in the WQEBB.
-        unsafe { self.buf.store_words(self.block_offset(self.pi), &wqe) };
+        let at = self.block_offset(self.pi);
+        // SAFETY: `at` is 64-aligned and inside the ring, which holds whole
+        // WQEBBs: the four or six words lie in the WQEBB.
+        unsafe {
+            if ds == 3 {
+                self.buf.store_words(at, &wqe);
+            } else {
+                self.buf.store_words(at, &[wqe[0], wqe[1], wqe[2], wqe[3]]);
+            }
+        }
         let block = [wqe[0], wqe[1], wqe[2], wqe[3], wqe[4], wqe[5], 0, 0];
         let pi = self.keep(slot, 1);
         self.doorbell(pi);

@@ -14,7 +14,7 @@ use udat_core::DatResult;
 use crate::cq::CqGeometry;
 use crate::doorbell::Register;
 use crate::rq::{RecvSlot, RqGeometry};
-use crate::sq::{SendSlot, SqGeometry};
+use crate::sq::{SendSlotStorage, SqGeometry};
 use crate::wqe::AddressVector;
 
 /// The shape of a QP the backend asks the device for.
@@ -112,8 +112,8 @@ pub trait Device {
     type Ah;
     /// A doorbell register (UAR page or BlueFlame buffer).
     type Register: Register;
-    /// Storage for one [`SendSlot`] per send WQEBB.
-    type SendSlots: AsMut<[SendSlot]> + AsRef<[SendSlot]>;
+    /// Storage for one [`SendSlot`](crate::sq::SendSlot) per send WQEBB.
+    type SendSlots: SendSlotStorage;
     /// Storage for one [`RecvSlot`] per receive WQE.
     type RecvSlots: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>;
 

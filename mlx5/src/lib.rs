@@ -58,6 +58,9 @@ pub mod wqe;
 #[cfg(any(test, feature = "testing"))]
 extern crate std;
 
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
 pub use backend::Mlx5;
 pub use device::Device;
 

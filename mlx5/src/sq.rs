@@ -161,6 +161,30 @@ impl Default for SendSlot {
     }
 }
 
+/// Storage for one [`SendSlot`] per WQEBB, whose length holds still.
+///
+/// # Safety
+/// While nothing but [`AsRef::as_ref`] and [`AsMut::as_mut`] uses the
+/// value, every call of them returns a slice of the same length. A
+/// [`SendQueue`] owns its storage, uses it only through those two,
+/// checks the length once in [`SendQueue::new`] and then stores each
+/// post's slot unchecked.
+pub unsafe trait SendSlotStorage: AsMut<[SendSlot]> + AsRef<[SendSlot]> {}
+
+// SAFETY: an array's length is its type's `N`.
+unsafe impl<const N: usize> SendSlotStorage for [SendSlot; N] {}
+
+#[cfg(feature = "alloc")]
+// SAFETY: a boxed slice's length is fixed when it is made, and `as_ref`
+// and `as_mut` return the whole slice.
+unsafe impl SendSlotStorage for alloc::boxed::Box<[SendSlot]> {}
+
+#[cfg(feature = "alloc")]
+// SAFETY: a `Vec`'s length changes only through its own `&mut` methods
+// (`push`, `truncate`, ...); `as_ref` and `as_mut` return its elements
+// and change nothing.
+unsafe impl SendSlotStorage for alloc::vec::Vec<SendSlot> {}
+
 /// The ring has no room for the WQE; nothing was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use]
@@ -299,7 +323,7 @@ pub struct SendQueue<R, S> {
     last: Last,
 }
 
-impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
+impl<R: Register, S: SendSlotStorage> SendQueue<R, S> {
     /// Take over a send queue; its geometry must be what the data path
     /// expects (64-byte stride, a power-of-two ring, BlueFlame of 0 or 256
     /// bytes), and `slots` must cover the ring.
@@ -567,9 +591,14 @@ impl<R: Register, S: AsMut<[SendSlot]> + AsRef<[SendSlot]>> SendQueue<R, S> {
         let pi = self.pi;
         let next = pi.wrapping_add(bbs);
         self.pi = next;
-        if let Some(s) = self.slots.as_mut().get_mut(usize::from(pi & self.wqe_mask)) {
-            *s = slot;
-        }
+        let slots = self.slots.as_mut();
+        let i = usize::from(pi & self.wqe_mask);
+        debug_assert!(i < slots.len());
+        // SAFETY: `i <= wqe_mask`, which is `wqe_cnt - 1` from `new` on;
+        // `new` checked that the slots are at least `wqe_cnt`, a length
+        // that `SendSlotStorage` holds still (the queue uses them only
+        // through `as_ref` and `as_mut`).
+        unsafe { *slots.get_unchecked_mut(i) = slot };
         next
     }
 

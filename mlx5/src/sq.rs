@@ -921,7 +921,12 @@ impl<R: Register, S: SendSlotStorage> SendQueue<R, S> {
         if wqe_counter != self.ci || self.pi == self.ci {
             return None;
         }
-        self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask))
+        let slots = self.slots.as_ref();
+        let i = usize::from(self.ci & self.wqe_mask);
+        debug_assert!(i < slots.len());
+        // SAFETY: as in `keep`: `i <= wqe_mask < wqe_cnt`, which `new`
+        // checked the slots hold, a length `SendSlotStorage` holds still.
+        Some(unsafe { slots.get_unchecked(i) })
     }
 
     /// Retire the oldest outstanding WQE, of `bbs` WQEBBs: the `bbs` of

@@ -387,3 +387,43 @@ fn a_stale_evd_handle_is_refused_by_the_dequeue_of_the_evd_in_its_slot() {
         }
     }
 }
+
+/// A post's lane knows its EP by the handle the EP was made with: a stale
+/// handle whose slot a live EP took again is refused by a receive's lane
+/// and a request's as an unknown one is, and the live EP's own handle
+/// posts its receive (and gets its request judged by its state).
+#[test]
+fn a_stale_ep_handle_is_refused_by_the_posts_to_the_ep_in_its_slot() {
+    // Room for one EP: every EP made takes the slot of the one freed
+    // before it.
+    let rig = Rig::new(c"abi-stale-ep", "softhca mlx5_soft0 eps=1");
+    let t = rig.t();
+    let pz = rig.pz();
+    let evd = rig.evd(8, DAT_EVD_DTO_FLAG);
+    let mut buf = vec![0u8; 64];
+    let (_, lmr_context, rmr_context) = rig.lmr(pz, &mut buf, DAT_MEM_PRIV_ALL_FLAG);
+    let at = buf.as_ptr() as u64;
+    let mut seg = DAT_LMR_TRIPLET { lmr_context, virtual_address: at, segment_length: 64 };
+    let remote = DAT_RMR_TRIPLET { rmr_context, virtual_address: at, segment_length: 64 };
+    let (cookie, flags) = (DAT_DTO_COOKIE { as_64: 7 }, DAT_COMPLETION_DEFAULT_FLAG);
+    let unknown = DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+    let stale = rig.ep(pz, evd, evd, ptr::null_mut());
+    // SAFETY: handles from this provider, live or freed; triplets inside
+    // a live LMR.
+    unsafe {
+        assert_eq!(t.ep_free_func.unwrap()(stale), DAT_SUCCESS);
+        for cycle in 0..1000 {
+            let ep = rig.ep(pz, evd, evd, ptr::null_mut());
+            assert_ne!(ep, stale);
+            let recv = t.ep_post_recv_func.unwrap();
+            let write = t.ep_post_rdma_write_func.unwrap();
+            assert_eq!(recv(stale, 1, &mut seg, cookie, flags), unknown, "cycle {cycle}");
+            assert_eq!(write(stale, 1, &mut seg, cookie, &remote, flags), unknown, "cycle {cycle}");
+            assert_eq!(recv(ep, 1, &mut seg, cookie, flags), DAT_SUCCESS, "cycle {cycle}");
+            assert_eq!(ty(write(ep, 1, &mut seg, cookie, &remote, flags)), DAT_INVALID_STATE, "cycle {cycle}");
+            assert_eq!(t.ep_free_func.unwrap()(ep), DAT_SUCCESS, "cycle {cycle}");
+            // The receive's flush, if the free made one.
+            while !rig.empty(evd) {}
+        }
+    }
+}

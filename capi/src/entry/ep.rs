@@ -454,7 +454,7 @@ impl<O: Operation> Post for Request<O> {
         door.lane_request(
             ep.index,
             #[inline(always)]
-            |g| ep.matches_generation(g),
+            |g, name| ep.names(g, name),
             seg,
             cookie,
             // Read where the lane needs it, once the EP is found (and, if
@@ -521,7 +521,7 @@ impl Post for Recv {
         door.lane_recv(
             ep.index,
             #[inline(always)]
-            |g| ep.matches_generation(g),
+            |g, name| ep.names(g, name),
             seg,
             self.cookie,
             self.flags,
@@ -649,7 +649,7 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
             return unsafe { post.not_taken::<B, true>(ep, n, segs) };
         };
         let taken = state.handles.slot_of(h, Kind::Ep).is_some_and(|(index, word)| {
-            let ep = LaneHandle::new(index, &state.handles, Kind::Ep, word);
+            let ep = LaneHandle::new(h, index, &state.handles, Kind::Ep, word);
             // SAFETY: the call's contract.
             unsafe { post.lane(&mut state.core.locked(LaneLock), ep, seg) }
         });
@@ -687,7 +687,7 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
     // does: a copy made here would need registers the C arguments hold,
     // and be spilled.
     let taken = handles.slot_of(h, Kind::Ep).is_some_and(|(index, word)| {
-        let ep = LaneHandle::new(index, handles, Kind::Ep, word);
+        let ep = LaneHandle::new(h, index, handles, Kind::Ep, word);
         // SAFETY: the call's contract.
         unsafe { post.lane(core, ep, seg) }
     });

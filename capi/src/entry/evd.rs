@@ -191,12 +191,12 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
     };
     // A NULL or misaligned `event` is the ordinary call's to refuse.
     let Ok(slot) = event.out() else { return dequeue_ordinary(instance, state, h, event) };
-    let evd = LaneHandle::new(index, handles, Kind::Evd, word);
+    let evd = LaneHandle::new(h, index, handles, Kind::Evd, word);
     let taken = core.lane_dequeue_cq(
         index,
         // The EVD's own handle is `h` itself; one `evd_create` did not name
         // (the async EVD dat_ia_open made) is judged by its generation.
-        |g, name| name == h as usize as u64 || evd.matches_generation(g),
+        |g, name| evd.names(g, name),
         #[inline(always)]
         |_, c, name| write_lane_event(handles, h, c, name, slot),
     );
@@ -308,7 +308,7 @@ fn dequeue_shared<B: Transport>(
     // provider lets no sharer in, and a poisoned object lock no holder.
     let state = unsafe { instance.state.share() }?;
     let (index, word) = state.handles.slot_of(h, Kind::Evd)?;
-    let named = LaneHandle::new(index, &state.handles, Kind::Evd, word);
+    let named = LaneHandle::new(h, index, &state.handles, Kind::Evd, word);
     // SAFETY: the state is shared, never held exclusively meanwhile; the
     // dequeue takes the EVD's lock, then the EP's, each as it finds the
     // object, through the lock every shared call of the C ABI takes.
@@ -316,7 +316,7 @@ fn dequeue_shared<B: Transport>(
         state.core.evd_dequeue_shared(
             index,
             #[inline(always)]
-            |g, name| name == h as usize as u64 || named.matches_generation(g),
+            |g, name| named.names(g, name),
             &LaneLock,
             #[inline(always)]
             |_, c, name| write_lane_event(&state.handles, h, c, name, slot),

@@ -210,23 +210,33 @@ pub(crate) unsafe fn shared_on<B: Transport>(
     })
 }
 
-/// What a lane knows of its first handle: the slot the handle names, and
-/// how to judge the generation of the object living there (see
-/// [`udat_core`]'s lanes).
+/// What a lane knows of its first handle: the handle, the slot it names,
+/// and how to judge the object living there (see [`udat_core`]'s lanes).
 #[derive(Clone, Copy)]
 pub(crate) struct LaneHandle<'a> {
     pub(crate) index: u32,
+    h: DAT_HANDLE,
     handles: &'a HandleSpace,
     kind: Kind,
     word: usize,
 }
 
 impl<'a> LaneHandle<'a> {
-    /// The handle of `kind` whose slot is `index` and whose word is `word`
-    /// in `handle_space` ([`HandleSpace::slot_of`]).
+    /// The handle `h` of `kind`, whose slot is `index` and whose word is
+    /// `word` in `handle_space` ([`HandleSpace::slot_of`]).
     #[inline(always)]
-    pub(crate) fn new(index: u32, handles: &'a HandleSpace, kind: Kind, word: usize) -> Self {
-        LaneHandle { index, handles, kind, word }
+    pub(crate) fn new(h: DAT_HANDLE, index: u32, handles: &'a HandleSpace, kind: Kind, word: usize) -> Self {
+        LaneHandle { index, h, handles, kind, word }
+    }
+
+    /// Whether the handle names the object living at `generation` whose
+    /// name is `name` (the C handle it was made with, 0 if none: see
+    /// `udat_core::Provider::ep_name` and `evd_name`). An object that keeps
+    /// this very handle is the one it names, with no generation to judge:
+    /// a slot's next object is made with a name of its own, or none.
+    #[inline(always)]
+    pub(crate) fn names(self, generation: u32, name: u64) -> bool {
+        name == self.h as usize as u64 || self.handles.matches_generation(self.kind, self.word, generation)
     }
 
     /// Whether the handle names the object living at `generation`.
@@ -263,7 +273,7 @@ pub(crate) unsafe fn lane_or<B: Transport>(
     };
     let State { core, handles, .. } = &mut *state;
     if let Some((index, word)) = handles.slot_of(h, kind) {
-        if lane(core, LaneHandle { index, handles, kind, word }) {
+        if lane(core, LaneHandle { index, h, handles, kind, word }) {
             // SAFETY: the caller's contract.
             unsafe { leave_door::<B, false>(state) };
             return DAT_SUCCESS;
@@ -343,7 +353,7 @@ pub(crate) unsafe fn shared_lane_or<B: Transport>(
     // takes.
     if let Some(state) = unsafe { instance.state.share() } {
         if let Some((index, word)) = state.handles.slot_of(h, kind) {
-            if lane(&state.core, LaneHandle { index, handles: &state.handles, kind, word }) {
+            if lane(&state.core, LaneHandle { index, h, handles: &state.handles, kind, word }) {
                 return DAT_SUCCESS;
             }
         }

@@ -146,7 +146,8 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     /// The lane of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
     /// dat_ep_post_rdma_read(3DAT) and the IB extension's requests (`op`
     /// says which) of one segment that is not empty, on the EP living in
-    /// slot `ep` if `matches_generation` accepts its generation. `true`:
+    /// slot `ep` if `accept` takes its generation and its name
+    /// ([`Provider::ep_name`]). `true`:
     /// posted, exactly as the ordinary call would have; `false`: nothing
     /// changed, and the ordinary call decides.
     ///
@@ -162,7 +163,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     fn lane_request(
         &mut self,
         ep: u32,
-        matches_generation: impl FnOnce(u32) -> bool,
+        accept: impl FnOnce(u32, u64) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
         op: impl FnOnce() -> Option<RequestOp>,
@@ -170,7 +171,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     ) -> bool {
         let Some(At { generation, object: ep, lmrs, ias, mut hand, .. }) = self.ep_at(ep) else { return false };
         let Some(op) = op() else { return false };
-        if !matches_generation(generation) {
+        if !accept(generation, ep.name) {
             return false;
         }
         request_lane(
@@ -243,8 +244,8 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     }
 
     /// The lane of dat_ep_post_recv(3DAT) of one segment that is not
-    /// empty, on the EP living in slot `ep` if `matches_generation`
-    /// accepts its generation; as [`Door::lane_request`]. "The operation
+    /// empty, on the EP living in slot `ep` if `accept` takes its
+    /// generation and its name; as [`Door::lane_request`]. "The operation
     /// is valid for all states of the Endpoint": a receive of a
     /// Disconnected EP is posted, and the transport flushes it, as the
     /// ordinary call does.
@@ -252,13 +253,13 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     fn lane_recv(
         &mut self,
         ep: u32,
-        matches_generation: impl FnOnce(u32) -> bool,
+        accept: impl FnOnce(u32, u64) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
         flags: CompletionFlags,
     ) -> bool {
         let Some(At { generation, object: ep, lmrs, mut hand, .. }) = self.ep_at(ep) else { return false };
-        matches_generation(generation)
+        accept(generation, ep.name)
             && recv_lane(
                 ep,
                 lmrs,

@@ -8,9 +8,10 @@ use std::ffi::CStr;
 use std::ptr;
 
 use udat_capi::sys::*;
+use udat_capi::Registration;
 
 mod common;
-use common::{ty, Rig, SOFTHCA};
+use common::{ty, Rig, REGISTRATION, SOFTHCA};
 
 #[test]
 fn freed_handle_is_invalid_handle_and_others_survive() {
@@ -391,12 +392,18 @@ fn a_stale_evd_handle_is_refused_by_the_dequeue_of_the_evd_in_its_slot() {
 /// A post's lane knows its EP by the handle the EP was made with: a stale
 /// handle whose slot a live EP took again is refused by a receive's lane
 /// and a request's as an unknown one is, and the live EP's own handle
-/// posts its receive (and gets its request judged by its state).
+/// posts its receive (and gets its request judged by its state); on a
+/// provider of one thread and on a thread-safe one, whose lanes differ.
 #[test]
 fn a_stale_ep_handle_is_refused_by_the_posts_to_the_ep_in_its_slot() {
+    stale_ep_handle(c"abi-stale-ep-one", false);
+    stale_ep_handle(c"abi-stale-ep-shared", true);
+}
+
+fn stale_ep_handle(name: &'static CStr, thread_safe: bool) {
     // Room for one EP: every EP made takes the slot of the one freed
     // before it.
-    let rig = Rig::new(c"abi-stale-ep", "softhca mlx5_soft0 eps=1");
+    let rig = Rig::registered(name, "softhca mlx5_soft0 eps=1", Registration { thread_safe, ..REGISTRATION });
     let t = rig.t();
     let pz = rig.pz();
     let evd = rig.evd(8, DAT_EVD_DTO_FLAG);
@@ -417,11 +424,11 @@ fn a_stale_ep_handle_is_refused_by_the_posts_to_the_ep_in_its_slot() {
             assert_ne!(ep, stale);
             let recv = t.ep_post_recv_func.unwrap();
             let write = t.ep_post_rdma_write_func.unwrap();
-            assert_eq!(recv(stale, 1, &mut seg, cookie, flags), unknown, "cycle {cycle}");
-            assert_eq!(write(stale, 1, &mut seg, cookie, &remote, flags), unknown, "cycle {cycle}");
-            assert_eq!(recv(ep, 1, &mut seg, cookie, flags), DAT_SUCCESS, "cycle {cycle}");
-            assert_eq!(ty(write(ep, 1, &mut seg, cookie, &remote, flags)), DAT_INVALID_STATE, "cycle {cycle}");
-            assert_eq!(t.ep_free_func.unwrap()(ep), DAT_SUCCESS, "cycle {cycle}");
+            assert_eq!(recv(stale, 1, &mut seg, cookie, flags), unknown, "{name:?} cycle {cycle}");
+            assert_eq!(write(stale, 1, &mut seg, cookie, &remote, flags), unknown, "{name:?} cycle {cycle}");
+            assert_eq!(recv(ep, 1, &mut seg, cookie, flags), DAT_SUCCESS, "{name:?} cycle {cycle}");
+            assert_eq!(ty(write(ep, 1, &mut seg, cookie, &remote, flags)), DAT_INVALID_STATE, "{name:?} cycle {cycle}");
+            assert_eq!(t.ep_free_func.unwrap()(ep), DAT_SUCCESS, "{name:?} cycle {cycle}");
             // The receive's flush, if the free made one.
             while !rig.empty(evd) {}
         }

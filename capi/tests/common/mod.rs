@@ -53,7 +53,12 @@ pub struct Rig {
 impl Rig {
     /// A provider registered with `params` as its `ia_params`.
     pub fn new(name: &'static CStr, params: &str) -> Rig {
-        let table = udat_capi::register(name, params, REGISTRATION).expect("register the software HCA provider");
+        Rig::registered(name, params, REGISTRATION)
+    }
+
+    /// A provider registered with `params` as its `ia_params` and `reg`.
+    pub fn registered(name: &'static CStr, params: &str, reg: Registration) -> Rig {
+        let table = udat_capi::register(name, params, reg).expect("register the software HCA provider");
         let (mut async_evd, mut ia) = (ptr::null_mut(), ptr::null_mut());
         // SAFETY: the table was just registered; the arguments are valid.
         let ret = unsafe { (*table).ia_open_func.unwrap()(name.as_ptr().cast_mut(), 8, &mut async_evd, &mut ia) };

@@ -236,7 +236,7 @@ impl<'a> LaneHandle<'a> {
     /// a slot's next object is made with a name of its own, or none.
     #[inline(always)]
     pub(crate) fn names(self, generation: u32, name: u64) -> bool {
-        name == self.h as usize as u64 || self.handles.matches_generation(self.kind, self.word, generation)
+        name == self.h as usize as u64 || self.matches_generation(generation)
     }
 
     /// Whether the handle names the object living at `generation`.
@@ -273,7 +273,7 @@ pub(crate) unsafe fn lane_or<B: Transport>(
     };
     let State { core, handles, .. } = &mut *state;
     if let Some((index, word)) = handles.slot_of(h, kind) {
-        if lane(core, LaneHandle { index, h, handles, kind, word }) {
+        if lane(core, LaneHandle::new(h, index, handles, kind, word)) {
             // SAFETY: the caller's contract.
             unsafe { leave_door::<B, false>(state) };
             return DAT_SUCCESS;
@@ -353,7 +353,7 @@ pub(crate) unsafe fn shared_lane_or<B: Transport>(
     // takes.
     if let Some(state) = unsafe { instance.state.share() } {
         if let Some((index, word)) = state.handles.slot_of(h, kind) {
-            if lane(&state.core, LaneHandle { index, h, handles: &state.handles, kind, word }) {
+            if lane(&state.core, LaneHandle::new(h, index, &state.handles, kind, word)) {
                 return DAT_SUCCESS;
             }
         }

@@ -383,11 +383,30 @@ impl<T> Locked<T> {
         debug_assert_eq!(self.shards.len(), SHARDS, "a sharded lock");
         // SAFETY: the lock of `Threads::Sharing` has `SHARDS` shards (the
         // caller's contract), and the offset is one of theirs.
-        let shard = unsafe { &*self.shards.as_ptr().byte_add(shard_offset()) };
-        if !shard.try_share() && !self.wait_shared(shard) {
+        let shard = unsafe { &*self.shards.as_ptr().byte_add(SHARD.get()) };
+        // Alone in the shard, with nobody holding or poisoning it: in.
+        let before = shard.0.fetch_add(1, Ordering::Acquire);
+        if before != 0 && !self.share_busy(shard, before) {
             return None;
         }
         Some(Sharing { locked: self, shard })
+    }
+
+    /// [`Locked::share`] where the shard's word was not 0 before this
+    /// thread counted itself in (`before`): beside other sharers, it is
+    /// in, and moves to another shard for its next call
+    /// ([`move_shard`]); with an [`Exclusive`] holding or waiting for
+    /// the shard, or the provider poisoned, it counts itself out and
+    /// waits ([`Locked::wait_shared`]).
+    #[cold]
+    #[inline(never)]
+    fn share_busy(&self, shard: &Shard, before: u32) -> bool {
+        if before & !SHARERS == 0 {
+            move_shard();
+            return true;
+        }
+        shard.0.fetch_sub(1, Ordering::Relaxed);
+        self.wait_shared(shard)
     }
 
     /// A call panicked: no sharer is let in from now on ([`Locked::share`]
@@ -422,22 +441,24 @@ impl<T> Locked<T> {
     }
 }
 
-/// This thread's shard, as its byte offset among a sharded lock's
-/// [`SHARDS`] shards (so that taking it is one add): handed out in the
-/// order threads first share a provider, so that threads fall on
-/// different shards.
-#[inline(always)]
-fn shard_offset() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local! {
-        static OFFSET: Cell<usize> = const { Cell::new(usize::MAX) };
-    }
-    OFFSET.with(|o| {
-        if o.get() == usize::MAX {
-            o.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS * std::mem::size_of::<Shard>());
-        }
-        o.get()
-    })
+thread_local! {
+    /// This thread's shard, as its byte offset among a sharded lock's
+    /// [`SHARDS`] shards, so that taking it is one add. Every thread
+    /// starts on the first, and one that finds another sharer in its shard
+    /// moves on ([`move_shard`]): threads that share a provider at the
+    /// same time spread over the shards, and a thread's call reads the
+    /// offset with no test of whether it was handed one.
+    static SHARD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Move this thread off its shard, to another: each move steps on by
+/// one more shard than the move before it (modulo the others), so that
+/// the threads that meet on one part.
+fn move_shard() {
+    static MOVES: AtomicUsize = AtomicUsize::new(0);
+    let size = std::mem::size_of::<Shard>();
+    let step = 1 + MOVES.fetch_add(1, Ordering::Relaxed) % (SHARDS - 1);
+    SHARD.set((SHARD.get() / size + step) % SHARDS * size);
 }
 
 /// The value, held by one thread alone. `repr(C)`: a hot call hands it to
@@ -686,6 +707,26 @@ mod tests {
             drop(held);
             assert_eq!(t.join().unwrap(), 1);
         });
+    }
+
+    /// A thread that finds another sharer in its shard is let in, and
+    /// takes another shard from its next call on.
+    #[test]
+    fn a_sharer_that_meets_another_in_its_shard_moves_to_another() {
+        let locked = Locked::new(0u64, Threads::Sharing);
+        let count = |offset: usize| locked.shards[offset / std::mem::size_of::<Shard>()].0.load(Ordering::Relaxed);
+        let first = SHARD.get();
+        // SAFETY: the test only reads through the shared value.
+        let (a, b) = unsafe { (locked.share().unwrap(), locked.share().unwrap()) };
+        assert_eq!(count(first), 2, "both in the thread's shard");
+        let moved = SHARD.get();
+        assert_ne!(moved, first, "the second moved the thread on");
+        drop((a, b));
+        // SAFETY: as above.
+        let c = unsafe { locked.share() }.unwrap();
+        assert_eq!((count(first), count(moved)), (0, 1), "the next call takes the new shard");
+        drop(c);
+        assert_eq!(count(moved), 0);
     }
 
     /// A call that had the provider to itself while a sharer waited owes

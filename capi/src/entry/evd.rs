@@ -318,16 +318,21 @@ fn dequeue_shared<B: Transport>(
             #[inline(always)]
             |g, name| named.names(g, name),
             &LaneLock,
+            // The IB extension's record is written under the locks: it is
+            // rare, and its answer then need not outlive them.
             #[inline(always)]
-            |_, c, name| write_lane_event(&state.handles, h, c, name, slot),
+            |_, c, name| {
+                if let Some(extension) = write_lane_event(&state.handles, h, c, name, slot) {
+                    extension_written(extension, slot);
+                }
+            },
             // Where the transport cannot tell whether a connection event
             // waits, the exclusive path looks once a millisecond.
             |ia| instance.cm_look_due(ia),
         )
     };
     match taken {
-        Shared::Done(None) => Some(DAT_SUCCESS),
-        Shared::Done(Some(extension)) => Some(extension_written(extension, slot)),
+        Shared::Done(()) => Some(DAT_SUCCESS),
         Shared::Empty => Some(DatError::of(ErrorType::QueueEmpty).to_raw()),
         // Or a connection event to pull, which the exclusive path does.
         Shared::NeedsExclusive => None,

@@ -14,7 +14,8 @@ use udat_core::DatResult;
 use crate::cq::CqGeometry;
 use crate::doorbell::Register;
 use crate::rq::{RecvSlot, RqGeometry};
-use crate::sq::{SendSlotStorage, SqGeometry};
+use crate::slots::SlotStorage;
+use crate::sq::{SendSlot, SqGeometry};
 use crate::wqe::AddressVector;
 
 /// The shape of a QP the backend asks the device for.
@@ -112,10 +113,10 @@ pub trait Device {
     type Ah;
     /// A doorbell register (UAR page or BlueFlame buffer).
     type Register: Register;
-    /// Storage for one [`SendSlot`](crate::sq::SendSlot) per send WQEBB.
-    type SendSlots: SendSlotStorage;
+    /// Storage for one [`SendSlot`] per send WQEBB.
+    type SendSlots: SlotStorage<SendSlot>;
     /// Storage for one [`RecvSlot`] per receive WQE.
-    type RecvSlots: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>;
+    type RecvSlots: SlotStorage<RecvSlot>;
 
     /// Whether threads may post on different QPs at once: each QP's
     /// doorbell register is its own (no two QPs share a BlueFlame buffer,

@@ -25,7 +25,8 @@
 //! One file per concern, as rdma-core's provider has: [`wqe`] (segments),
 //! [`sq`] (post and doorbell), [`rq`] (receive queues and SRQs), [`cqe`] and
 //! [`cq`] (poll, arm), [`doorbell`] (registers), [`barrier`] (ordering),
-//! [`mem`] (queue memory), [`table`] (queue tables in caller storage),
+//! [`mem`] (queue memory), [`slots`] (what a queue keeps per WQE),
+//! [`table`] (queue tables in caller storage),
 //! [`dv`] (what `mlx5dv_init_obj` hands over, checked into geometry),
 //! [`mw`] (memory window binds).
 //! [`device`] is the control path the
@@ -49,6 +50,7 @@ pub mod dv;
 pub mod mem;
 pub mod mw;
 pub mod rq;
+pub mod slots;
 pub mod sq;
 pub mod table;
 #[cfg(any(test, feature = "testing"))]

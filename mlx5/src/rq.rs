@@ -10,6 +10,7 @@
 
 use crate::barrier;
 use crate::mem::DmaBuf;
+use crate::slots::SlotStorage;
 use crate::sq::Sge;
 use crate::wqe::{self, SEG_BYTES};
 use crate::Geometry;
@@ -58,7 +59,7 @@ struct Ring<S> {
     max_sge: usize,
 }
 
-impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> Ring<S> {
+impl<S: SlotStorage<RecvSlot>> Ring<S> {
     /// A ring of WQEs that each begin with `header_segs` segments of their
     /// own before the scatter list.
     fn new(geometry: RqGeometry, slots: S, header_segs: usize) -> Result<Ring<S>, Geometry> {
@@ -115,14 +116,28 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> Ring<S> {
         Ok(())
     }
 
+    /// The slot of WQE `index`, masked into the ring.
+    #[allow(unsafe_code)]
     #[inline(always)]
-    fn slot(&mut self, index: u16) -> Option<&mut RecvSlot> {
-        self.slots.as_mut().get_mut(usize::from(index & self.mask))
+    fn slot(&mut self, index: u16) -> &mut RecvSlot {
+        let slots = self.slots.as_mut();
+        let i = usize::from(index & self.mask);
+        debug_assert!(i < slots.len());
+        // SAFETY: `i <= mask`, which is `cnt - 1`; `new` checked that the
+        // slots are at least `cnt`, a length `SlotStorage` holds still
+        // (the ring uses them only through `as_ref` and `as_mut`).
+        unsafe { slots.get_unchecked_mut(i) }
     }
 
+    /// [`Ring::slot`], to read.
+    #[allow(unsafe_code)]
     #[inline(always)]
-    fn slot_ref(&self, index: u16) -> Option<&RecvSlot> {
-        self.slots.as_ref().get(usize::from(index & self.mask))
+    fn slot_ref(&self, index: u16) -> &RecvSlot {
+        let slots = self.slots.as_ref();
+        let i = usize::from(index & self.mask);
+        debug_assert!(i < slots.len());
+        // SAFETY: as in `slot`.
+        unsafe { slots.get_unchecked(i) }
     }
 }
 
@@ -134,7 +149,7 @@ pub struct RecvQueue<S> {
     tail: u16,
 }
 
-impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> RecvQueue<S> {
+impl<S: SlotStorage<RecvSlot>> RecvQueue<S> {
     /// Take over a receive queue, with one slot of `slots` per WQE.
     pub fn new(geometry: RqGeometry, slots: S) -> Result<Self, Geometry> {
         let mut rq = RecvQueue { ring: Ring::new(geometry, slots, 0)?, head: 0, tail: 0 };
@@ -162,18 +177,18 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> RecvQueue<S> {
         self.post_inlined(core::slice::from_ref(&sge), cookie).is_ok()
     }
 
+    #[allow(unsafe_code)]
     #[inline(always)]
     fn post_inlined(&mut self, sges: &[Sge], cookie: u64) -> Result<(), Full> {
         if self.head.wrapping_sub(self.tail) == self.ring.cnt {
             return Err(Full);
         }
         self.ring.scatter(self.head, sges)?;
-        if let Some(slot) = self.ring.slot(self.head) {
-            slot.cookie = cookie;
-        }
+        self.ring.slot(self.head).cookie = cookie;
         self.head = self.head.wrapping_add(1);
         barrier::to_device_barrier();
-        self.ring.dbrec.write_be32(RCV_DBR * 4, u32::from(self.head));
+        // SAFETY: `new` checked that the record holds its first word.
+        unsafe { self.ring.dbrec.store_be32(RCV_DBR * 4, u32::from(self.head)) };
         Ok(())
     }
 
@@ -183,7 +198,7 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> RecvQueue<S> {
         if self.head == self.tail {
             return None;
         }
-        Some(self.ring.slot_ref(self.tail).map_or(0, |s| s.cookie))
+        Some(self.ring.slot_ref(self.tail).cookie)
     }
 
     /// Retire the oldest receive: its cookie.
@@ -192,7 +207,7 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> RecvQueue<S> {
         if self.head == self.tail {
             return None;
         }
-        let cookie = self.ring.slot(self.tail).map_or(0, |s| s.cookie);
+        let cookie = self.ring.slot(self.tail).cookie;
         self.tail = self.tail.wrapping_add(1);
         Some(cookie)
     }
@@ -215,7 +230,7 @@ pub struct SharedRecvQueue<S> {
     counter: u16,
 }
 
-impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> SharedRecvQueue<S> {
+impl<S: SlotStorage<RecvSlot>> SharedRecvQueue<S> {
     /// Take over an SRQ and link every WQE into the free list. One WQE
     /// always stays on the list, so the SRQ holds `wqe_cnt - 1` receives.
     pub fn new(geometry: RqGeometry, slots: S) -> Result<Self, Geometry> {
@@ -224,9 +239,7 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> SharedRecvQueue<S> {
         for i in 0..srq.ring.cnt {
             let next = (i + 1) & srq.ring.mask;
             srq.ring.buf.write(usize::from(i) * srq.ring.stride, &wqe::srq_next_seg(next));
-            if let Some(slot) = srq.ring.slot(i) {
-                *slot = RecvSlot { cookie: 0, next };
-            }
+            *srq.ring.slot(i) = RecvSlot { cookie: 0, next };
         }
         srq.tail = srq.ring.mask;
         srq.ring.dbrec.write_be32(0, 0);
@@ -234,6 +247,7 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> SharedRecvQueue<S> {
     }
 
     /// Post a receive and publish it in the doorbell record.
+    #[allow(unsafe_code)]
     #[inline]
     pub fn post(&mut self, sges: &[Sge], cookie: u64) -> Result<(), Full> {
         if self.head == self.tail {
@@ -241,12 +255,13 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> SharedRecvQueue<S> {
         }
         let index = self.head;
         self.ring.scatter(index, sges)?;
-        let Some(slot) = self.ring.slot(index) else { return Err(Full) };
+        let slot = self.ring.slot(index);
         slot.cookie = cookie;
         self.head = slot.next;
         self.counter = self.counter.wrapping_add(1);
         barrier::to_device_barrier();
-        self.ring.dbrec.write_be32(0, u32::from(self.counter));
+        // SAFETY: `new` checked that the record holds its first word.
+        unsafe { self.ring.dbrec.store_be32(0, u32::from(self.counter)) };
         Ok(())
     }
 
@@ -258,12 +273,10 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> SharedRecvQueue<S> {
         if index == self.tail {
             return None;
         }
-        let cookie = self.ring.slot(index)?.cookie;
+        let cookie = self.ring.slot(index).cookie;
         let tail = self.tail;
         self.ring.buf.write(usize::from(tail) * self.ring.stride, &wqe::srq_next_seg(index));
-        if let Some(slot) = self.ring.slot(tail) {
-            slot.next = index;
-        }
+        self.ring.slot(tail).next = index;
         self.tail = index;
         Some(cookie)
     }
@@ -276,8 +289,6 @@ impl<S: AsMut<[RecvSlot]> + AsRef<[RecvSlot]>> SharedRecvQueue<S> {
 
 #[cfg(test)]
 mod tests {
-    use std::vec;
-
     use super::*;
     use crate::testing::Memory;
 
@@ -291,7 +302,7 @@ mod tests {
         // Four segments a WQE, four WQEs.
         let (ring, record) = (Memory::new(4 * 64), Memory::new(64));
         let geometry = RqGeometry { buf: ring.share(), wqe_cnt: 4, stride: 64, dbrec: record.share() };
-        let mut rq = RecvQueue::new(geometry, vec![RecvSlot::default(); 4]).unwrap();
+        let mut rq = RecvQueue::new(geometry, [RecvSlot::default(); 4]).unwrap();
         let sge = |addr, length, lkey| Sge { addr, length, lkey };
         rq.post(&[sge(0x1000, 100, 7), sge(0x2000, 28, 8)], 1).unwrap();
         assert_eq!(seg(&ring.read(0, 16)), (100, 7, 0x1000));
@@ -308,11 +319,31 @@ mod tests {
     fn an_srq_scatters_after_its_next_segment_and_a_ring_without_room_for_one_is_refused() {
         let (ring, record) = (Memory::new(4 * 32), Memory::new(64));
         let geometry = RqGeometry { buf: ring.share(), wqe_cnt: 4, stride: 32, dbrec: record.share() };
-        let mut srq = SharedRecvQueue::new(geometry, vec![RecvSlot::default(); 4]).unwrap();
+        let mut srq = SharedRecvQueue::new(geometry, [RecvSlot::default(); 4]).unwrap();
         srq.post(&[Sge { addr: 0x1000, length: 64, lkey: 5 }], 1).unwrap();
         assert_eq!(seg(&ring.read(SEG_BYTES, 16)), (64, 5, 0x1000), "after the next segment");
         let (ring, record) = (Memory::new(4 * 16), Memory::new(64));
         let geometry = RqGeometry { buf: ring.share(), wqe_cnt: 4, stride: 16, dbrec: record.share() };
-        assert!(matches!(SharedRecvQueue::new(geometry, vec![RecvSlot::default(); 4]), Err(Geometry::Stride)));
+        assert!(matches!(SharedRecvQueue::new(geometry, [RecvSlot::default(); 4]), Err(Geometry::Stride)));
+    }
+
+    /// The slots and the record are indexed unchecked once the queue is
+    /// made: fewer slots than WQEs, or a record short of its word, are
+    /// refused then.
+    #[test]
+    fn a_queue_with_fewer_slots_than_wqes_or_a_short_record_is_refused() {
+        let (ring, record, short) = (Memory::new(4 * 64), Memory::new(64), Memory::new(2));
+        let geometry = |dbrec: &Memory| RqGeometry { buf: ring.share(), wqe_cnt: 4, stride: 64, dbrec: dbrec.share() };
+        let three = [RecvSlot::default(); 3];
+        assert!(matches!(RecvQueue::new(geometry(&record), three), Err(Geometry::Ring)));
+        assert!(matches!(SharedRecvQueue::new(geometry(&record), three), Err(Geometry::Ring)));
+        let four = [RecvSlot::default(); 4];
+        assert!(matches!(RecvQueue::new(geometry(&short), four), Err(Geometry::Ring)));
+        let mut rq = RecvQueue::new(geometry(&record), four).unwrap();
+        for cookie in 0..4 {
+            assert!(rq.post_one(Sge { addr: 0x1000, length: 8, lkey: 1 }, cookie));
+        }
+        assert!(!rq.post_one(Sge { addr: 0x1000, length: 8, lkey: 1 }, 4), "full at four");
+        assert_eq!((rq.complete(), rq.oldest()), (Some(0), Some(1)), "the oldest first");
     }
 }

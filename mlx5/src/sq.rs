@@ -18,6 +18,7 @@ use udat_core::types::DtoOp;
 use crate::barrier;
 use crate::doorbell::Register;
 use crate::mem::DmaBuf;
+use crate::slots::SlotStorage;
 use crate::wqe::{self, opcode, AddressVector, SegWords, SEG_BYTES, WQEBB_BYTES};
 use crate::Geometry;
 
@@ -161,30 +162,6 @@ impl Default for SendSlot {
     }
 }
 
-/// Storage for one [`SendSlot`] per WQEBB, whose length holds still.
-///
-/// # Safety
-/// While nothing but [`AsRef::as_ref`] and [`AsMut::as_mut`] uses the
-/// value, every call of them returns a slice of the same length. A
-/// [`SendQueue`] owns its storage, uses it only through those two,
-/// checks the length once in [`SendQueue::new`] and then stores each
-/// post's slot unchecked.
-pub unsafe trait SendSlotStorage: AsMut<[SendSlot]> + AsRef<[SendSlot]> {}
-
-// SAFETY: an array's length is its type's `N`.
-unsafe impl<const N: usize> SendSlotStorage for [SendSlot; N] {}
-
-#[cfg(feature = "alloc")]
-// SAFETY: a boxed slice's length is fixed when it is made, and `as_ref`
-// and `as_mut` return the whole slice.
-unsafe impl SendSlotStorage for alloc::boxed::Box<[SendSlot]> {}
-
-#[cfg(feature = "alloc")]
-// SAFETY: a `Vec`'s length changes only through its own `&mut` methods
-// (`push`, `truncate`, ...); `as_ref` and `as_mut` return its elements
-// and change nothing.
-unsafe impl SendSlotStorage for alloc::vec::Vec<SendSlot> {}
-
 /// The ring has no room for the WQE; nothing was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use]
@@ -323,7 +300,7 @@ pub struct SendQueue<R, S> {
     last: Last,
 }
 
-impl<R: Register, S: SendSlotStorage> SendQueue<R, S> {
+impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
     /// Take over a send queue; its geometry must be what the data path
     /// expects (64-byte stride, a power-of-two ring, BlueFlame of 0 or 256
     /// bytes), and `slots` must cover the ring.
@@ -596,7 +573,7 @@ impl<R: Register, S: SendSlotStorage> SendQueue<R, S> {
         debug_assert!(i < slots.len());
         // SAFETY: `i <= wqe_mask`, which is `wqe_cnt - 1` from `new` on;
         // `new` checked that the slots are at least `wqe_cnt`, a length
-        // that `SendSlotStorage` holds still (the queue uses them only
+        // that `SlotStorage` holds still (the queue uses them only
         // through `as_ref` and `as_mut`).
         unsafe { *slots.get_unchecked_mut(i) = slot };
         next
@@ -925,7 +902,7 @@ impl<R: Register, S: SendSlotStorage> SendQueue<R, S> {
         let i = usize::from(self.ci & self.wqe_mask);
         debug_assert!(i < slots.len());
         // SAFETY: as in `keep`: `i <= wqe_mask < wqe_cnt`, which `new`
-        // checked the slots hold, a length `SendSlotStorage` holds still.
+        // checked the slots hold, a length `SlotStorage` holds still.
         Some(unsafe { slots.get_unchecked(i) })
     }
 

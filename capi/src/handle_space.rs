@@ -121,7 +121,7 @@ pub struct HandleSpace {
     /// Per kind: the bits of a region's word that hold the slot index
     /// (`2^slot_bits - 1`), and those that hold the generation, as masks
     /// kept rather than made from `slot_bits` on every look-up.
-    masks: [(usize, usize); KINDS.len()],
+    masks: [(u32, usize); KINDS.len()],
 }
 
 impl HandleSpace {
@@ -150,7 +150,9 @@ impl HandleSpace {
         SPACES.extent.store((at + 1) * SPACE_BYTES, Ordering::Release);
         let masks = slot_bits.map(|bits| {
             let slots = (1usize << bits) - 1;
-            (slots, (REGION_WORDS - 1) & !slots)
+            // Below REGION_WORDS (checked above), so in 32 bits: a
+            // lane's slot is made and widened in one `and`.
+            (slots as u32, (REGION_WORDS - 1) & !slots)
         });
         Ok(HandleSpace { base, word: 0, slot_bits, masks })
     }
@@ -221,7 +223,21 @@ impl HandleSpace {
             return None;
         }
         let word = off / WORD;
-        Some(((word & self.masks[kind as usize].0) as u32, word))
+        Some((word as u32 & self.masks[kind as usize].0, word))
+    }
+
+    /// The slot `h` names if it is a handle of `kind`, with no test that
+    /// it is one: a lane that compares the object living there with `h`
+    /// itself (its name) needs none, and judges any other handle by
+    /// [`slot_of`](Self::slot_of) and
+    /// [`matches_generation`](Self::matches_generation). Below
+    /// `2^slot_bits` of the kind whatever `h` is, and for a handle of
+    /// `kind` the slot [`slot_of`](Self::slot_of) gives: a region is
+    /// `REGION_BYTES`, a multiple of every kind's slots' span, long.
+    /// Reads nothing through `h`.
+    #[inline(always)]
+    pub fn lane_slot(&self, h: DAT_HANDLE, kind: Kind) -> u32 {
+        ((h as usize).wrapping_sub(self.base) / WORD) as u32 & self.masks[kind as usize].0
     }
 
     /// The other half: whether the object living at `generation` in the
@@ -281,6 +297,13 @@ mod tests {
         assert!(!s.matches_generation(Kind::Pz, word, 8));
         assert_eq!(s.slot_of(h, Kind::Ep), None);
         assert_eq!(s.slot_of(h.wrapping_byte_add(4), Kind::Pz), None);
+        // A lane's slot, untested, is the same for a handle of the kind,
+        // and within the kind's slots for any other value.
+        assert_eq!(s.lane_slot(h, Kind::Pz), 42);
+        let slots = 1u32 << s.slot_bits[Kind::Ep as usize];
+        for other in [h, h.wrapping_byte_add(4), ptr::null_mut(), usize::MAX as DAT_HANDLE] {
+            assert!(s.lane_slot(other, Kind::Ep) < slots);
+        }
         assert!(!issued(h.wrapping_byte_add(4)));
     }
 

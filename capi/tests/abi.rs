@@ -434,3 +434,62 @@ fn stale_ep_handle(name: &'static CStr, thread_safe: bool) {
         }
     }
 }
+
+/// A lane takes its slot from the handle's address masked to the kind's
+/// slots, and knows its object by the handle the object keeps: a handle
+/// of another kind, whose address masks onto a live object (every slot
+/// holds one here), is refused as an unknown one is, and the completion
+/// waiting on the EVD is left for the EVD's own handle; on a provider of
+/// one thread and on a thread-safe one.
+#[test]
+fn a_handle_of_another_kind_is_refused_by_the_lanes_of_the_objects_its_address_masks_onto() {
+    other_kind(c"abi-other-kind-one", false, 7431);
+    other_kind(c"abi-other-kind-shared", true, 7432);
+}
+
+fn other_kind(name: &'static CStr, thread_safe: bool, qual: u64) {
+    // Two EPs and four EVDs (the async EVD, the DTO EVD, the connection
+    // EVD and the CR EVD): each kind's slots all live.
+    let rig = Rig::registered(name, "softhca mlx5_soft0 eps=2 evds=4", Registration { thread_safe, ..REGISTRATION });
+    let t = rig.t();
+    let pz = rig.pz();
+    let cr_evd = rig.evd(4, DAT_EVD_CR_FLAG);
+    let psp = rig.psp(qual, cr_evd);
+    let dto = rig.evd(16, DAT_EVD_DTO_FLAG);
+    let conn = rig.evd(4, DAT_EVD_CONNECTION_FLAG);
+    let (client, server) = (rig.ep(pz, dto, dto, conn), rig.ep(pz, dto, dto, conn));
+    rig.connect(client, server, qual, cr_evd);
+    for _ in 0..2 {
+        assert_eq!(rig.next(conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    }
+    let (mut local, mut target) = (vec![0u8; 64], vec![0u8; 64]);
+    let (lmr, lmr_context, _) = rig.lmr(pz, &mut local, DAT_MEM_PRIV_ALL_FLAG);
+    let (_, _, rmr_context) = rig.lmr(pz, &mut target, DAT_MEM_PRIV_ALL_FLAG);
+    let mut seg = DAT_LMR_TRIPLET { lmr_context, virtual_address: local.as_ptr() as u64, segment_length: 64 };
+    let remote = DAT_RMR_TRIPLET { rmr_context, virtual_address: target.as_ptr() as u64, segment_length: 64 };
+    let (cookie, flags) = (DAT_DTO_COOKIE { as_64: 7 }, DAT_COMPLETION_DEFAULT_FLAG);
+    let mut event = DAT_EVENT::default();
+    // SAFETY: handles from this provider, of the kinds the test says;
+    // triplets inside live LMRs; a valid out-pointer.
+    unsafe {
+        assert_eq!(t.ep_post_rdma_write_func.unwrap()(client, 1, &mut seg, cookie, &remote, flags), DAT_SUCCESS);
+        let not_eps = [pz, dto, conn, cr_evd, psp, lmr, rig.ia];
+        for h in not_eps {
+            let recv = t.ep_post_recv_func.unwrap()(h, 1, &mut seg, cookie, flags);
+            assert_eq!(ty(recv), DAT_INVALID_HANDLE, "{name:?}: a receive on {h:?}: {recv:#x}");
+            let write = t.ep_post_rdma_write_func.unwrap()(h, 1, &mut seg, cookie, &remote, flags);
+            assert_eq!(ty(write), DAT_INVALID_HANDLE, "{name:?}: a write on {h:?}: {write:#x}");
+        }
+        // The write's completion waits on the DTO EVD: no other kind's
+        // handle takes it.
+        for h in [pz, client, server, psp, lmr, rig.ia] {
+            let ret = t.evd_dequeue_func.unwrap()(h, &mut event);
+            assert_eq!(ty(ret), DAT_INVALID_HANDLE, "{name:?}: a dequeue on {h:?}: {ret:#x}");
+        }
+        let done = rig.next(dto);
+        assert_eq!(done.event_number, DAT_DTO_COMPLETION_EVENT);
+        let dto_data = done.event_data.dto_completion_event_data;
+        assert_eq!((dto_data.ep_handle, dto_data.user_cookie.as_64), (client, 7), "{name:?}");
+        assert_eq!(t.ep_post_recv_func.unwrap()(server, 1, &mut seg, cookie, flags), DAT_SUCCESS, "{name:?}");
+    }
+}

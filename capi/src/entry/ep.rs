@@ -648,11 +648,9 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
             // SAFETY: the call's contract.
             return unsafe { post.not_taken::<B, true>(ep, n, segs) };
         };
-        let taken = state.handles.slot_of(h, Kind::Ep).is_some_and(|(index, word)| {
-            let ep = LaneHandle::new(h, index, &state.handles, Kind::Ep, word);
-            // SAFETY: the call's contract.
-            unsafe { post.lane(&mut state.core.locked(LaneLock), ep, seg) }
-        });
+        let named = LaneHandle::new(h, &state.handles, Kind::Ep);
+        // SAFETY: the call's contract.
+        let taken = unsafe { post.lane(&mut state.core.locked(LaneLock), named, seg) };
         // Let go before the jump, which enters anew.
         drop(state);
         if taken {
@@ -686,11 +684,9 @@ unsafe fn post<B: Transport, const SHARES: bool, P: Post>(
     // The lane reads the segment where it judges it, as the shared lane
     // does: a copy made here would need registers the C arguments hold,
     // and be spilled.
-    let taken = handles.slot_of(h, Kind::Ep).is_some_and(|(index, word)| {
-        let ep = LaneHandle::new(h, index, handles, Kind::Ep, word);
-        // SAFETY: the call's contract.
-        unsafe { post.lane(core, ep, seg) }
-    });
+    let named = LaneHandle::new(h, handles, Kind::Ep);
+    // SAFETY: the call's contract.
+    let taken = unsafe { post.lane(core, named, seg) };
     // Let go before the jump: a lane that did not take the post wrote
     // nothing, so the ordinary call finds the state as the lane found it.
     // SAFETY: the lock is the word (above).

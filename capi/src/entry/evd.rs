@@ -186,12 +186,10 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
     event: Arg<2, *mut DAT_EVENT>,
 ) -> DAT_RETURN {
     let State { core, handles, .. } = &mut *state;
-    let Some((index, word)) = handles.slot_of(h, Kind::Evd) else {
-        return dequeue_ordinary(instance, state, h, event);
-    };
     // A NULL or misaligned `event` is the ordinary call's to refuse.
     let Ok(slot) = event.out() else { return dequeue_ordinary(instance, state, h, event) };
-    let evd = LaneHandle::new(h, index, handles, Kind::Evd, word);
+    let evd = LaneHandle::new(h, handles, Kind::Evd);
+    let index = evd.index;
     let taken = core.lane_dequeue_cq(
         index,
         // The EVD's own handle is `h` itself; one `evd_create` did not name
@@ -307,8 +305,8 @@ fn dequeue_shared<B: Transport>(
     // EPs whose locks it takes below (`udat_core::shared`). A poisoned
     // provider lets no sharer in, and a poisoned object lock no holder.
     let state = unsafe { instance.state.share() }?;
-    let (index, word) = state.handles.slot_of(h, Kind::Evd)?;
-    let named = LaneHandle::new(h, index, &state.handles, Kind::Evd, word);
+    let named = LaneHandle::new(h, &state.handles, Kind::Evd);
+    let index = named.index;
     // SAFETY: the state is shared, never held exclusively meanwhile; the
     // dequeue takes the EVD's lock, then the EP's, each as it finds the
     // object, through the lock every shared call of the C ABI takes.

@@ -210,39 +210,45 @@ pub(crate) unsafe fn shared_on<B: Transport>(
     })
 }
 
-/// What a lane knows of its first handle: the handle, the slot it names,
-/// and how to judge the object living there (see [`udat_core`]'s lanes).
+/// What a lane knows of its first handle: the handle, the slot it would
+/// name as a handle of its kind, and how to judge the object living there
+/// (see [`udat_core`]'s lanes).
 #[derive(Clone, Copy)]
 pub(crate) struct LaneHandle<'a> {
     pub(crate) index: u32,
     h: DAT_HANDLE,
     handles: &'a HandleSpace,
     kind: Kind,
-    word: usize,
 }
 
 impl<'a> LaneHandle<'a> {
-    /// The handle `h` of `kind`, whose slot is `index` and whose word is
-    /// `word` in `handle_space` ([`HandleSpace::slot_of`]).
+    /// The handle `h`, taken as one of `kind` of `handles`: its slot
+    /// ([`HandleSpace::lane_slot`]), with no test that it is one, which
+    /// [`LaneHandle::names`] makes.
     #[inline(always)]
-    pub(crate) fn new(h: DAT_HANDLE, index: u32, handles: &'a HandleSpace, kind: Kind, word: usize) -> Self {
-        LaneHandle { index, h, handles, kind, word }
+    pub(crate) fn new(h: DAT_HANDLE, handles: &'a HandleSpace, kind: Kind) -> Self {
+        LaneHandle { index: handles.lane_slot(h, kind), h, handles, kind }
     }
 
     /// Whether the handle names the object living at `generation` whose
     /// name is `name` (the C handle it was made with, 0 if none: see
     /// `udat_core::Provider::ep_name` and `evd_name`). An object that keeps
     /// this very handle is the one it names, with no generation to judge:
-    /// a slot's next object is made with a name of its own, or none.
+    /// a slot's next object is made with a name of its own, or none; and
+    /// a name is a handle of the object's kind, so no value of another
+    /// kind, or none at all, equals it.
     #[inline(always)]
     pub(crate) fn names(self, generation: u32, name: u64) -> bool {
         name == self.h as usize as u64 || self.matches_generation(generation)
     }
 
-    /// Whether the handle names the object living at `generation`.
+    /// Whether the handle is one of its kind, of this slot, and names the
+    /// object living there at `generation`.
     #[inline(always)]
     pub(crate) fn matches_generation(self, generation: u32) -> bool {
-        self.handles.matches_generation(self.kind, self.word, generation)
+        let Some((index, word)) = self.handles.slot_of(self.h, self.kind) else { return false };
+        debug_assert_eq!(index, self.index, "a lane's slot is the handle's");
+        self.handles.matches_generation(self.kind, word, generation)
     }
 }
 
@@ -272,12 +278,10 @@ pub(crate) unsafe fn lane_or<B: Transport>(
         return DatError::of(ErrorType::InternalError).to_raw();
     };
     let State { core, handles, .. } = &mut *state;
-    if let Some((index, word)) = handles.slot_of(h, kind) {
-        if lane(core, LaneHandle::new(h, index, handles, kind, word)) {
-            // SAFETY: the caller's contract.
-            unsafe { leave_door::<B, false>(state) };
-            return DAT_SUCCESS;
-        }
+    if lane(core, LaneHandle::new(h, handles, kind)) {
+        // SAFETY: the caller's contract.
+        unsafe { leave_door::<B, false>(state) };
+        return DAT_SUCCESS;
     }
     // The context is made only where the lane did not take the call: made
     // before the lane, it would live in memory, stored on every call.
@@ -352,10 +356,8 @@ pub(crate) unsafe fn shared_lane_or<B: Transport>(
     // `Threads::Sharing`'s; the lane changes only the object whose lock it
     // takes.
     if let Some(state) = unsafe { instance.state.share() } {
-        if let Some((index, word)) = state.handles.slot_of(h, kind) {
-            if lane(&state.core, LaneHandle::new(h, index, &state.handles, kind, word)) {
-                return DAT_SUCCESS;
-            }
+        if lane(&state.core, LaneHandle::new(h, &state.handles, kind)) {
+            return DAT_SUCCESS;
         }
     }
     // SAFETY: forwarded contract.

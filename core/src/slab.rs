@@ -75,6 +75,39 @@ impl<T> Slot<T> {
     fn value_mut(&mut self) -> &mut Option<T> {
         self.value.get_mut()
     }
+
+    /// The object, mutably, judged by `live`: a byte to compare, where
+    /// the value's own `None` may be a niche of a word that the test must
+    /// build in a register.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn live_value_mut(&mut self) -> Option<&mut T> {
+        if !self.live {
+            return None;
+        }
+        debug_assert!(self.value.get_mut().is_some(), "a live slot holds its object");
+        // SAFETY: `live` is true exactly while the place holds an object:
+        // only this module reaches the place, and it sets `live` right
+        // after it stores an object and clears it right after it takes
+        // one out (`insert`, `insert_at_any`, `remove_any`).
+        Some(unsafe { self.value.get_mut().as_mut().unwrap_unchecked() })
+    }
+
+    /// [`Slot::live_value_mut`] through a shared slot.
+    ///
+    /// # Safety
+    /// As [`Place::get_shared`].
+    #[inline(always)]
+    #[allow(unsafe_code, clippy::mut_from_ref)]
+    unsafe fn live_value_shared(&self) -> Option<&mut T> {
+        if !self.live {
+            return None;
+        }
+        // SAFETY: the caller's promise is the place's; the place holds an
+        // object while `live` is true (`live_value_mut`), and `live` is
+        // changed only through `&mut` to the slab, which no sharer has.
+        Some(unsafe { self.value.get_shared().unwrap_unchecked() })
+    }
 }
 
 impl<T> Slot<T> {
@@ -319,7 +352,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         if slot.generation != h.generation {
             return None;
         }
-        slot.value_mut().as_mut()
+        slot.live_value_mut()
     }
 
     /// The live object `h` names, mutably, through a shared slab.
@@ -334,7 +367,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     pub unsafe fn get_shared(&self, h: RawHandle) -> Option<&mut T> {
         let slot = self.slot(h)?;
         // SAFETY: the caller's promise is the place's.
-        unsafe { slot.value.get_shared() }
+        unsafe { slot.live_value_shared() }
     }
 
     /// Whether `h` names a live object.
@@ -487,7 +520,9 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     /// The live object in slot `index`, mutably, with its generation: a
     /// lane's one look-up, which judges the generation itself. (A slot
-    /// never handed out holds no object.)
+    /// never handed out holds no object.) Judged by the place itself, not
+    /// by `live` as the other look-ups are: the post's lanes, which
+    /// inline it, keep the value's `None` in a register they need anyway.
     #[inline(always)]
     pub fn live_mut(&mut self, index: u32) -> Option<(u32, &mut T)> {
         let slot = self.slots.items_mut().get_mut(index as usize)?;
@@ -505,7 +540,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     pub unsafe fn live_shared(&self, index: u32) -> Option<(u32, &mut T)> {
         let slot = self.slots.items().get(index as usize)?;
         // SAFETY: the caller's promise is the place's.
-        let value = unsafe { slot.value.get_shared()? };
+        let value = unsafe { slot.live_value_shared()? };
         Some((slot.generation, value))
     }
 
@@ -526,7 +561,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         let slot = self.slots.items().get(index as usize)?;
         let held = lock(&slot.lock)?;
         // SAFETY: the caller's promise is the place's, and its lock is held.
-        let value = unsafe { slot.value.get_shared()? };
+        let value = unsafe { slot.live_value_shared()? };
         Some((held, slot.generation, value))
     }
 
@@ -547,7 +582,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         let slot = self.indexed().get(h.index as usize).filter(|s| s.generation == h.generation)?;
         let held = lock(&slot.lock)?;
         // SAFETY: as in `live_locked`.
-        let value = unsafe { slot.value.get_shared()? };
+        let value = unsafe { slot.live_value_shared()? };
         Some((held, value))
     }
 

@@ -162,6 +162,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 return Err(DatError::new(ErrorType::InsufficientResources, Subtype::ResourceTevd));
             }
         };
+        if let Some(e) = self.evds.get_mut(raw) {
+            e.handle = EvdHandle(raw);
+        }
         if flags.intersects(EvdFlags::DTO | EvdFlags::RMR_BIND) {
             let Provider { ias, evds, backend, events, .. } = self;
             let made = match ias.get_mut(ia_h.0) {

@@ -169,6 +169,12 @@ pub(crate) struct Evd<C> {
     /// `direct` is false, so that the ordinary dequeue, which counts,
     /// serves the EVD.
     counting: bool,
+    /// Its own handle, set once it has its slot
+    /// ([`Provider::evd_create`](crate::Provider::evd_create)): a dequeue
+    /// compares a completion's stream with it, read where it compares,
+    /// rather than keep the slot's generation and index in registers
+    /// across the CQ's look.
+    pub(crate) handle: EvdHandle,
     /// What the layer above calls this EVD (the C ABI: its handle), kept
     /// so that a dequeue's lane knows the EVD it is handed by one compare
     /// ([`Provider::evd_name`](crate::Provider::evd_name)); 0 when none
@@ -200,6 +206,7 @@ impl<C> Evd<C> {
             cq_failed: false,
             context: 0,
             counting: false,
+            handle: EvdHandle::NULL,
             name: 0,
         };
         evd.tie(cno);

@@ -96,7 +96,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !accept(generation, e.name) || !e.lane() {
             return Err(Untaken::Declined);
         }
-        let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
+        debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd))));
+        let evd = e.handle;
         let Some(cq) = e.cq.as_mut() else { return Err(Untaken::Declined) };
         let (c, Completing { settle, recv, .. }) = backend.cq_lane(
             cq,
@@ -224,7 +225,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !accept(generation, e.name) || !e.lane() {
             return Shared::NeedsExclusive;
         }
-        let evd = EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd)));
+        debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd))));
+        let evd = e.handle;
         let Some(cq) = e.cq.as_mut() else { return Shared::NeedsExclusive };
         // SAFETY: the CQ is the locked EVD's; the closure takes the lock
         // of the EP of the QP the CQE names before anything is taken, and

@@ -103,10 +103,25 @@ impl<T> Slot<T> {
         if !self.live {
             return None;
         }
-        // SAFETY: the caller's promise is the place's; the place holds an
-        // object while `live` is true (`live_value_mut`), and `live` is
-        // changed only through `&mut` to the slab, which no sharer has.
-        Some(unsafe { self.value.get_shared().unwrap_unchecked() })
+        // SAFETY: the caller's promise, and the slot is live.
+        Some(unsafe { self.live_value_unchecked() })
+    }
+
+    /// The object of a slot found live, through a shared slot: a look-up
+    /// that takes the object's lock judges `live` before it, where the
+    /// slot's address is at hand, not again after.
+    ///
+    /// # Safety
+    /// As [`Place::get_shared`], and `live` is true. (The place holds an
+    /// object while `live` is true (`live_value_mut`), and `live` is
+    /// changed only through `&mut` to the slab, which no sharer has: a
+    /// slot found live stays live while the slab is shared.)
+    #[inline(always)]
+    #[allow(unsafe_code, clippy::mut_from_ref)]
+    unsafe fn live_value_unchecked(&self) -> &mut T {
+        debug_assert!(self.live);
+        // SAFETY: the caller's promise.
+        unsafe { self.value.get_shared().unwrap_unchecked() }
     }
 }
 
@@ -546,7 +561,8 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     /// [`Slab::live_shared`] once `lock` has taken the slot's lock word
     /// (`None`: not taken, and the object is not read), with what `lock`
-    /// handed back: the look-up that finds the object finds its lock.
+    /// handed back: the look-up that finds the object finds its lock. A
+    /// slot holding no object takes no lock.
     ///
     /// # Safety
     /// As [`Slab::get_shared`], with the lock `lock` takes as the one
@@ -558,15 +574,17 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         index: u32,
         lock: impl FnOnce(&'s AtomicU8) -> Option<G>,
     ) -> Option<(G, u32, &'s mut T)> {
-        let slot = self.slots.items().get(index as usize)?;
+        let slot = self.slots.items().get(index as usize).filter(|s| s.live)?;
         let held = lock(&slot.lock)?;
-        // SAFETY: the caller's promise is the place's, and its lock is held.
-        let value = unsafe { slot.live_value_shared()? };
+        // SAFETY: the caller's promise is the place's, its lock is held,
+        // and the slot is live.
+        let value = unsafe { slot.live_value_unchecked() };
         Some((held, slot.generation, value))
     }
 
     /// [`Slab::get_shared`] once `lock` has taken the slot's lock word, as
-    /// [`Slab::live_locked`]; a stale handle takes no lock.
+    /// [`Slab::live_locked`]; a stale handle, or one of a slot holding no
+    /// object, takes no lock.
     ///
     /// # Safety
     /// As [`Slab::live_locked`].
@@ -577,12 +595,10 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         h: RawHandle,
         lock: impl FnOnce(&'s AtomicU8) -> Option<G>,
     ) -> Option<(G, &'s mut T)> {
-        // The generation alone, as `get_mut` judges it: a slot holding no
-        // object answers `None` from its place once the lock is held.
-        let slot = self.indexed().get(h.index as usize).filter(|s| s.generation == h.generation)?;
+        let slot = self.indexed().get(h.index as usize).filter(|s| s.generation == h.generation && s.live)?;
         let held = lock(&slot.lock)?;
         // SAFETY: as in `live_locked`.
-        let value = unsafe { slot.live_value_shared()? };
+        let value = unsafe { slot.live_value_unchecked() };
         Some((held, value))
     }
 
@@ -854,6 +870,8 @@ mod tests {
             drop(held);
             assert_eq!(slab.live_locked(h.index, word).map(|(w, ..)| w), Some(0), "let go");
             assert!(slab.live_locked(3, |w| Spin.take(w)).is_none(), "a free slot holds nothing");
+            let no_lock = |_: &AtomicU8| -> Option<()> { panic!("a free slot's lock is taken") };
+            assert!(slab.live_locked(3, no_lock).is_none(), "nor takes its lock");
             // A handle whose generation a slot with no object carries (slot
             // 3 was never handed out) takes that slot's lock only while it
             // finds nothing, and one past the store takes none.

@@ -97,21 +97,22 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(Untaken::Declined);
         }
         debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd))));
-        let evd = e.handle;
+        // Read where the stream is compared, not kept across the CQ's look.
+        let evd = &e.handle;
         let Some(cq) = e.cq.as_mut() else { return Err(Untaken::Declined) };
         let (c, Completing { settle, recv, .. }) = backend.cq_lane(
             cq,
             #[inline(always)]
             |head: CqHead| {
                 let ep = eps.get_mut(RawHandle::from_bits(head.tag))?;
-                Completing::of(ep, head, evd, ())
+                Completing::of(ep, head, *evd, ())
             },
         )?;
         // What `Provider::complete_to` counts for a completion it hands
         // to the dequeue.
         let name = settle.name;
         settle.dto(recv, c.retired);
-        Ok(event(evd, &c, name))
+        Ok(event(*evd, &c, name))
     }
 
     /// What a dequeue's lane answers for the EVD in slot `evd`, whose CQ
@@ -226,7 +227,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Shared::NeedsExclusive;
         }
         debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd))));
-        let evd = e.handle;
+        // As in `lane_dequeue_cq`.
+        let evd = &e.handle;
         let Some(cq) = e.cq.as_mut() else { return Shared::NeedsExclusive };
         // SAFETY: the CQ is the locked EVD's; the closure takes the lock
         // of the EP of the QP the CQE names before anything is taken, and
@@ -241,7 +243,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     // SRQ's receives are counted on the SRQ, and a receive
                     // may invalidate a window of the EP: all exclusive
                     // work (`Ep::recv_direct`).
-                    Completing::of(ep, head, evd, held)
+                    Completing::of(ep, head, *evd, held)
                 },
             )
         };
@@ -252,7 +254,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         };
         let name = settle.name;
         settle.dto(recv, c.retired);
-        Shared::Done(event(evd, &c, name))
+        Shared::Done(event(*evd, &c, name))
     }
 
     /// What a shared dequeue answers for an EVD of `ia` whose CQ it found

@@ -453,7 +453,7 @@ thread_local! {
 
 /// Move this thread off its shard, to another: each move steps on by
 /// one more shard than the move before it (modulo the others), so that
-/// the threads that meet on one part.
+/// threads that met on one shard go to different ones.
 fn move_shard() {
     static MOVES: AtomicUsize = AtomicUsize::new(0);
     let size = std::mem::size_of::<Shard>();

@@ -3,9 +3,9 @@
 //!
 //! Completions are taken early in two places: a blocking wait arms the CQ
 //! and polls once more to close the race with a completion that arrived
-//! before the arming, and an abrupt disconnect polls until the QP's
-//! flushes are all in. Either way they wait in the stash, in order, for
-//! the next [`CqShared::poll`].
+//! before the arming (never past what the CQ holds), and an abrupt
+//! disconnect polls until the QP's flushes are all in. Either way they
+//! wait in the stash, in order, for the next [`CqShared::poll`].
 //!
 //! A dequeue's lane, and a dequeue of a provider shared among threads,
 //! take one work completion at a time ([`CqShared::take`]); one they
@@ -281,16 +281,42 @@ impl CqShared {
     /// belongs to, and counting it would wake a waiter on another EVD of
     /// the IA again and again, to find nothing.
     pub fn pull(&self) -> bool {
-        let mut came = self.translate_held();
+        let came = self.translate_held();
+        self.pull_at_most(usize::MAX) | came
+    }
+
+    /// As [`CqShared::pull`] for a wait, which looks at every CQ of the
+    /// IA: the stash is filled no further than the device's CQ holds, and
+    /// the rest stays in the device. What a consumer leaves undequeued
+    /// then overruns the device's CQ as it would had no wait looked, and
+    /// the EVD's overflow is reported (dat_evd_create(3DAT)); a stash
+    /// without that bound would take every completion a waiter on another
+    /// EVD saw come, and the overflow would never be.
+    pub fn pull_within_capacity(&self) -> bool {
+        let came = self.translate_held();
+        // SAFETY: the CQ is live while `self` is; ibv_resize_cq(3) updates
+        // `cqe` under the same one-thread-at-a-time use as this read.
+        let capacity = usize::try_from(unsafe { (*self.cq).cqe }).unwrap_or(0);
+        let room = capacity.saturating_sub(self.early(|e| e.stash.len()));
+        self.pull_at_most(room) | came
+    }
+
+    /// Move up to `room` completions from the device into the stash;
+    /// whether any came.
+    fn pull_at_most(&self, mut room: usize) -> bool {
+        let mut came = false;
         let mut buf = [Completion::EMPTY; BATCH];
-        loop {
-            let got = self.poll_device(&mut buf);
+        while room > 0 {
+            let want = room.min(BATCH);
+            let got = self.poll_device(&mut buf[..want]);
             self.early(|e| e.stash.extend(buf[..got].iter().copied()));
             came |= got != 0;
-            if got < BATCH {
-                return came;
+            if got < want {
+                break;
             }
+            room -= got;
         }
+        came
     }
 
     /// Move what lanes and shared dequeues left into the stash,

@@ -439,7 +439,7 @@ impl Backend for Verbs {
                     cq.armed.set(true);
                 }
             }
-            ready |= cq.pull();
+            ready |= cq.pull_within_capacity();
         }
         if ready {
             return Wake::Activity;

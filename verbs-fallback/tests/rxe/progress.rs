@@ -7,6 +7,7 @@
 //! descriptors) is readable; the peer is another provider, on a thread of
 //! its own.
 
+use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -257,14 +258,21 @@ fn threads() -> usize {
 /// DAT_ASYNC_ERROR_EVD_OVERFLOW naming that EVD, whichever woke it first:
 /// the CQ's notification (every CQ of the IA is armed for a wait), after
 /// which the overrun may not yet have been read, or the IA's device-error
-/// flag, which alone can wake it then. A wait that never returns fails
-/// the test loudly, from a watchdog, after three PATIENCEs.
+/// flag, which alone can wake it then. The peer sends one at a time,
+/// `APART` apart, so that the waiter wakes for each and looks at the
+/// CQ before the next comes: what it looks at stays the EVD's to dequeue,
+/// and still the CQ overruns (a wait that took every completion it saw
+/// into a store of its own left the device's CQ empty, and the overflow
+/// never came). A wait that never returns fails the test loudly, from a
+/// watchdog, after three PATIENCEs.
 #[test]
 fn a_wait_with_no_timeout_on_the_async_evd_wakes_when_a_cq_overruns() {
     const RECEIVES: u64 = 32;
     /// How long the peer waits after it is told the consumer is about to
     /// sleep before it sends.
     const LATER: Duration = Duration::from_millis(500);
+    /// How long the peer waits between two sends.
+    const APART: Duration = Duration::from_millis(50);
     let qual = PORT + 65;
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let peer = Peer::start_then(qual, Answer::Accept, move |rig, ep| {
@@ -278,6 +286,7 @@ fn a_wait_with_no_timeout_on_the_async_evd_wakes_when_a_cq_overruns() {
             {
                 break;
             }
+            std::thread::sleep(APART);
         }
     });
 
@@ -306,7 +315,10 @@ fn a_wait_with_no_timeout_on_the_async_evd_wakes_when_a_cq_overruns() {
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
         if done_rx.recv_timeout(PATIENCE * 3).is_err() {
-            eprintln!(
+            // Written to the descriptor itself: the harness captures
+            // `eprintln!` of a test's threads, and would lose it on exit.
+            let _ = writeln!(
+                std::io::stderr(),
                 "a_wait_with_no_timeout_on_the_async_evd_wakes_when_a_cq_overruns: dat_evd_wait \
                  still asleep after {:?}: the overrun did not wake it",
                 PATIENCE * 3

@@ -430,7 +430,9 @@ impl Backend for Verbs {
     fn block(&mut self, ia: &mut Ia, _: &mut impl Cqs<Cq>, timeout_us: Option<u64>) -> Wake {
         let shared = &ia.0;
         // Arm every CQ, then look once more: a completion that arrived
-        // before the arming raises no notification.
+        // before the arming raises no notification. The look takes no
+        // more than the CQ holds: a CQ whose EVD nobody dequeues must
+        // still overrun.
         let mut ready = false;
         for cq in shared.cqs.borrow().iter() {
             if !cq.armed.get() {

@@ -92,6 +92,9 @@ impl PostMasks {
     /// The bit a lane sets in the flags it checks: no flag of DAT's.
     pub(crate) const READY: u64 = 1 << 32;
 
+    /// Masks that admit no post: an EP's until its parts are known.
+    const REFUSE_ALL: PostMasks = PostMasks { send: !0, rdma: !0, recv: !0 };
+
     fn of<B: Backend>(ep: &Ep<B>) -> PostMasks {
         let reject = |admitted: u32, ready: bool| {
             let admit = u64::from(admitted) | if ready { PostMasks::READY } else { 0 };
@@ -151,7 +154,7 @@ impl<B: Backend> Ep<B> {
             attr,
             connection: Connection::new(state, provider_owned),
             qp: None,
-            post_masks: PostMasks { send: !0, rdma: !0, recv: !0 },
+            post_masks: PostMasks::REFUSE_ALL,
             request_outstanding: 0,
             recv_outstanding: 0,
             context: 0,
@@ -227,6 +230,24 @@ impl<B: Backend> Ep<B> {
         self.qp.as_mut()
     }
 
+    /// The EP's QP, once its post mask admitted a post ([`PostMasks::READY`]
+    /// clear): a mask admits only while the EP has a QP, so a lane does
+    /// not test for it again.
+    ///
+    /// # Safety
+    /// A post mask of this EP admitted a post, and the EP has not changed
+    /// since.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn qp_admitted(&mut self) -> &mut B::Qp {
+        debug_assert!(self.post_masks_current() && self.qp.is_some());
+        // SAFETY: `PostMasks::of` clears `READY` only while `qp` holds a
+        // QP, and `qp` changes only in `reconfigure`, which refuses every
+        // post while it changes it and computes the masks anew after:
+        // the masks that admitted are the QP's (the caller's promise).
+        unsafe { self.qp.as_mut().unwrap_unchecked() }
+    }
+
     /// The DTO completion rule, which every dequeue keeps: the EVD a
     /// completion of this EP goes to (of a receive if `recv`), and whether
     /// settling it changes this EP's accounts alone ([`Ep::settle_dto`]),
@@ -275,6 +296,9 @@ impl<B: Backend> Ep<B> {
     /// follow.
     #[inline]
     pub(crate) fn reconfigure<R>(&mut self, change: impl FnOnce(&mut EpAttr, &mut Option<B::Qp>) -> R) -> R {
+        // No post is admitted while the QP changes, even if `change` does
+        // not return ([`Ep::qp_admitted`] counts on the masks).
+        self.post_masks = PostMasks::REFUSE_ALL;
         let r = change(&mut self.attr, &mut self.qp);
         self.post_masks = PostMasks::of(self);
         r

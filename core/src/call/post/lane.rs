@@ -17,7 +17,7 @@
 
 use core::slice;
 
-use super::rule::{check, check_recv, check_srq_recv, commit_one, Checked};
+use super::rule::{check, check_recv, check_srq_recv, commit_admitted, Checked};
 use super::Request;
 use crate::backend::{Backend, Sge};
 use crate::object::ep::Ep;
@@ -32,6 +32,7 @@ use crate::types::{CompletionFlags, LmrTriplet};
 /// nothing unless every rule holds, the EP does not count, and the
 /// transport took it; a refusal is the ordinary call's to explain.
 #[inline(always)]
+#[allow(unsafe_code)]
 pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     ep: &mut Ep<B>,
     lmrs: &Slab<Lmr<B>, L>,
@@ -41,13 +42,16 @@ pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
 ) -> bool {
     let Ok(checked) = check::<_, _, _, Option<Sge>>(ep, lmrs, ias, request) else { return false };
     let Some(sge) = checked.sges else { return false };
-    commit_one(ep, sge, post)
+    // SAFETY: a lane's check admits only what the EP's post mask admits
+    // (`Gathered::LANE`), and nothing changed the EP since.
+    unsafe { commit_admitted(ep, sge, post) }
 }
 
 /// A receive of the one segment `seg` on `ep`, judged by [`check_recv`];
 /// then `post` offers it to the transport's lane. Changes nothing unless
 /// every rule holds and the transport took it.
 #[inline(always)]
+#[allow(unsafe_code)]
 pub(crate) fn recv_lane<B: Backend, L: SlotsOf<Lmr<B>>>(
     ep: &mut Ep<B>,
     lmrs: &Slab<Lmr<B>, L>,
@@ -59,7 +63,9 @@ pub(crate) fn recv_lane<B: Backend, L: SlotsOf<Lmr<B>>>(
     else {
         return false;
     };
-    let Some(qp) = ep.qp_mut() else { return false };
+    // SAFETY: as in `request_lane`: `check_recv` of a lane admitted the
+    // receive by the EP's post mask.
+    let qp = unsafe { ep.qp_admitted() };
     if !post(qp, sge) {
         return false;
     }

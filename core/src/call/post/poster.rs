@@ -19,7 +19,7 @@
 
 use super::door::{Hand, Owned};
 use super::rule::segments;
-use super::rule::{admitted, checked_post, commit, commit_one, fits, kind, room, Checked, PostSend, Sges};
+use super::rule::{admitted, checked_post, commit, commit_admitted, fits, kind, room, Checked, PostSend, Sges};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::handle::{EpHandle, PzHandle};
@@ -159,6 +159,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// The rules of `rule::check` that [`Provider::segments`] did not
     /// judge, in its order, then the transport's lane.
     #[inline(always)]
+    #[allow(unsafe_code)]
     fn post_as(
         &mut self,
         segs: &Segments,
@@ -186,12 +187,16 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         fits(ep, ias, &op, kind.length, segs.checked.total)?;
         room(ep)?;
         if let Some(sge) = segs.checked.sges.one() {
-            if commit_one(
-                ep,
-                sge,
-                #[inline(always)]
-                |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
-            ) {
+            // SAFETY: `admitted` took the post above, and nothing changed
+            // the EP since.
+            if unsafe {
+                commit_admitted(
+                    ep,
+                    sge,
+                    #[inline(always)]
+                    |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
+                )
+            } {
                 return Ok(());
             }
         }

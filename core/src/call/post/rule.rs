@@ -566,16 +566,26 @@ pub(crate) fn room<B: Backend>(ep: &Ep<B>) -> Result<(), Refusal> {
 }
 
 /// Hand one segment that [`check`] admitted to the transport's lane
-/// through `post`, on an EP that does not count (the caller knows: the
-/// EP's post mask admitted the post, [`admitted`]; an EP that counts hands
-/// its posts to the counters as work requests, through [`commit`]):
+/// through `post`, on an EP whose post mask admitted the post
+/// ([`admitted`]; an EP that counts, or has no QP, is not admitted: it
+/// hands its posts to the counters as work requests, through [`commit`]):
 /// `true` once taken and counted outstanding; `false` with nothing
-/// changed when the EP has no QP (which [`commit`] explains) or the
-/// transport's lane declines. Everything stays in registers.
+/// changed when the transport's lane declines. Everything stays in
+/// registers.
+///
+/// # Safety
+/// [`admitted`] answered `Ok(true)` for this post on `ep`, which has not
+/// changed since ([`Ep::qp_admitted`]).
 #[inline(always)]
-pub(crate) fn commit_one<B: Backend>(ep: &mut Ep<B>, sge: Sge, post: impl FnOnce(&mut B::Qp, Sge) -> bool) -> bool {
+#[allow(unsafe_code)]
+pub(crate) unsafe fn commit_admitted<B: Backend>(
+    ep: &mut Ep<B>,
+    sge: Sge,
+    post: impl FnOnce(&mut B::Qp, Sge) -> bool,
+) -> bool {
     debug_assert!(!ep.counting);
-    let Some(qp) = ep.qp_mut() else { return false };
+    // SAFETY: the caller's promise.
+    let qp = unsafe { ep.qp_admitted() };
     if !post(qp, sge) {
         return false;
     }
@@ -599,21 +609,14 @@ pub(crate) fn commit<B: Backend, G: Sges>(
     (cookie, op, flags): (u64, RequestOp, CompletionFlags),
     hand: &mut impl Hand<B>,
 ) -> Result<(), DatError> {
-    if ep.qp().is_none() {
-        return Err(Refusal::NotReady.error());
-    }
-    if let (Some(sge), false) = (sges.one(), ep.counting) {
-        if commit_one(
-            ep,
-            sge,
-            #[inline(always)]
-            |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
-        ) {
+    let counting = ep.counting;
+    let Some(qp) = ep.qp_mut() else { return Err(Refusal::NotReady.error()) };
+    if let (Some(sge), false) = (sges.one(), counting) {
+        if hand.post_one(qp, op, sge, cookie, flags) {
+            ep.request_outstanding += 1;
             return Ok(());
         }
     }
-    let counting = ep.counting;
-    let Some(qp) = ep.qp_mut() else { return Err(Refusal::NotReady.error()) };
     let wr = SendWr { op, sges: sges.sges(), length: total as u32, cookie, flags };
     hand.post_send(qp, &wr)?;
     ep.request_outstanding += 1;

@@ -325,7 +325,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             let Provider { evds, eps, backend, polled, .. } = self;
             let Some(e) = evds.get_mut(evd.0) else { return };
             let want = (e.queue().room() as usize).min(POLL_BATCH);
-            let Some(cq) = e.cq.as_mut() else { return };
+            let Some(cq) = e.cq_mut() else { return };
             if want == 0 {
                 return;
             }

@@ -147,7 +147,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             let mut next = self.evds.first_member(&self.owned(ia).evds);
             while let Some(evd) = next {
                 next = self.evds.next_member(evd);
-                if self.evds.get(evd).is_some_and(|e| e.cq.is_some()) {
+                if self.evds.get(evd).is_some_and(|e| e.cq().is_some()) {
                     self.pump_cq(EvdHandle(evd));
                 }
             }

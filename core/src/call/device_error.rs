@@ -90,7 +90,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !evd.cq_fails() {
             return;
         }
-        if let Some(cq) = evd.cq.as_mut() {
+        if let Some(cq) = evd.cq_mut() {
             backend.cq_failed(cq);
         }
         self.async_event(ia, EventNumber::AsyncEvdOverflow, Some(evd_h.into()), EVD_OVERFLOW_ERROR);

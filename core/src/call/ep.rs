@@ -218,8 +218,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some(pz) = pzs.get(ep.pz.0) else { return Ok(()) };
         let config = QpConfig {
             pd: &pz.pd,
-            send_cq: evds.get(ep.request_evd.0).and_then(|e| e.cq.as_ref()),
-            recv_cq: evds.get(ep.recv_evd.0).and_then(|e| e.cq.as_ref()),
+            send_cq: evds.get(ep.request_evd.0).and_then(|e| e.cq()),
+            recv_cq: evds.get(ep.recv_evd.0).and_then(|e| e.cq()),
             srq: srqs.get(ep.srq.0).map(|s| &s.srq),
             max_send_wr: ep.attr().max_request_dtos,
             max_recv_wr: ep.attr().max_recv_dtos,

@@ -172,7 +172,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 None => Err(DatError::invalid_handle(Subtype::InvalidHandleIa)),
             };
             match (made, evds.get_mut(raw)) {
-                (Ok(cq), Some(e)) => e.cq = Some(cq),
+                (Ok(cq), Some(e)) => e.set_cq(cq),
                 // The slot was filled just above.
                 (Ok(cq), None) => backend.cq_destroy(cq),
                 (Err(err), _) => {
@@ -211,7 +211,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some(mut e) = crate::object::owned::remove(&mut self.ias, &mut self.evds, evd.0) else { return };
         e.close(&mut self.events);
         let cno = e.cno();
-        if let Some(cq) = e.cq {
+        if let Some(cq) = e.into_cq() {
             self.backend.cq_destroy(cq);
         }
         self.cno_untie(cno);
@@ -262,7 +262,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !e.resize(events, min_qlen) {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
-        if let Some(cq) = e.cq.as_mut() {
+        if let Some(cq) = e.cq_mut() {
             if let Err(err) = backend.cq_resize(cq, min_qlen) {
                 let restored = e.resize(events, capacity);
                 debug_assert!(restored);
@@ -337,7 +337,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // (`count` false), which asks the EVD's rule itself.
         let direct = if count { e.direct() } else { e.takes_direct() };
         if e.queue().is_empty() && direct {
-            let Some(cq) = e.cq.as_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
+            let Some(cq) = e.cq_mut() else { return Err(DatError::of(ErrorType::QueueEmpty)) };
             // On the stack, not in the provider: the completion then stays
             // in registers on its way to the event.
             let mut c = Completion::EMPTY;
@@ -372,7 +372,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     #[cold]
     #[inline(never)]
     fn dequeue_counted(&mut self, evd: EvdHandle) -> DatResult<Event> {
-        let polls = self.evds.get(evd.0).is_some_and(|e| e.queue().is_empty() && e.cq.is_some());
+        let polls = self.evds.get(evd.0).is_some_and(|e| e.queue().is_empty() && e.cq().is_some());
         let r = self.dequeue(evd, false);
         if let Some(counts) = self.evd_counts.of(evd.0) {
             let found = r.is_ok();

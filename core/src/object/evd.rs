@@ -132,7 +132,9 @@ pub(crate) struct Evd<C> {
     pub(crate) ia: IaHandle,
     pub(crate) flags: EvdFlags,
     queue: EventQueue,
-    pub(crate) cq: Option<C>,
+    /// Set once, by [`Evd::set_cq`], which keeps `lane` current: an open
+    /// lane says the EVD has its CQ ([`Evd::lane_cq`]).
+    cq: Option<C>,
     /// Changed only through [`Evd::tie`], which keeps `direct` current.
     cno: CnoHandle,
     /// [`Evd::takes_direct`], kept for the dequeue's lane: its flags never
@@ -231,6 +233,45 @@ impl<C> Evd<C> {
         self.lane
     }
 
+    /// The EVD's handle and its CQ, if the dequeue's lane is open
+    /// ([`Evd::lane`]): an open lane holds a CQ, so this tests the lane's
+    /// byte alone.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) fn lane_cq(&mut self) -> Option<(&EvdHandle, &mut C)> {
+        if !self.lane() {
+            return None;
+        }
+        // SAFETY: `lane` is `lane_opens()` as last refreshed, which is
+        // false without a CQ; `cq` is set only by `set_cq`, which refreshes
+        // `lane`, and never taken while the EVD lives.
+        Some((&self.handle, unsafe { self.cq.as_mut().unwrap_unchecked() }))
+    }
+
+    /// The CQ that DTO or bind completions feed it through, if any.
+    #[inline(always)]
+    pub(crate) fn cq(&self) -> Option<&C> {
+        self.cq.as_ref()
+    }
+
+    /// [`Evd::cq`], mutably.
+    #[inline(always)]
+    pub(crate) fn cq_mut(&mut self) -> Option<&mut C> {
+        self.cq.as_mut()
+    }
+
+    /// The EVD's CQ, made once it has its slot.
+    pub(crate) fn set_cq(&mut self, cq: C) {
+        debug_assert!(self.cq.is_none());
+        self.cq = Some(cq);
+        self.refresh_lane();
+    }
+
+    /// The CQ, as the EVD goes away.
+    pub(crate) fn into_cq(self) -> Option<C> {
+        self.cq
+    }
+
     /// Whether the ordinary dequeue may take its CQ's next completion
     /// straight to the caller: [`Evd::takes_direct`], unless the EVD counts.
     #[inline(always)]
@@ -294,7 +335,7 @@ impl<C> Evd<C> {
     /// direct](Evd::takes_direct), no waiter and no EP holds it, and no
     /// event is queued before its CQ's next completion.
     fn lane_opens(&self) -> bool {
-        self.direct && !self.waiter && self.lane_holds == 0 && self.queue.is_empty()
+        self.direct && !self.waiter && self.lane_holds == 0 && self.queue.is_empty() && self.cq.is_some()
     }
 
     /// Bring `lane` up to date after a change of what it depends on.
@@ -479,7 +520,7 @@ impl<C, S: SlotsOf<Evd<C>>> Cqs<C> for EvdCqs<'_, C, S> {
     fn each(&mut self, mut f: impl FnMut(&mut C)) {
         let evds = &mut *self.evds;
         let mut visit = |evds: &mut Slab<Evd<C>, S>, h: RawHandle| {
-            if let Some(cq) = evds.get_mut(h).and_then(|e| e.cq.as_mut()) {
+            if let Some(cq) = evds.get_mut(h).and_then(|e| e.cq_mut()) {
                 f(cq);
             }
         };
@@ -492,7 +533,7 @@ impl<C, S: SlotsOf<Evd<C>>> Cqs<C> for EvdCqs<'_, C, S> {
             }
             None => {
                 let mut from = 0;
-                while let Some(h) = evds.find_from(from, |e| e.cq.is_some()) {
+                while let Some(h) = evds.find_from(from, |e| e.cq().is_some()) {
                     from = h.index() + 1;
                     visit(evds, h);
                 }
@@ -579,7 +620,10 @@ mod tests {
     fn a_waiter_a_lane_hold_or_a_queued_event_closes_the_lane_until_it_ends() {
         let mut pool = pool();
         let mut e = evd(&mut pool, EvdFlags::DTO, 4, CnoHandle::NULL);
-        assert!(e.direct() && e.lane());
+        // No lane before the CQ: the lane's CQ is taken without a test.
+        assert!(e.direct() && !e.lane() && e.lane_cq().is_none());
+        e.set_cq(());
+        assert!(e.lane() && e.lane_cq().is_some());
         e.set_waiter(true);
         assert!(!e.lane());
         e.set_waiter(false);
@@ -606,6 +650,7 @@ mod tests {
     fn counting_or_a_cno_closes_direct_and_the_lane() {
         let mut pool = pool();
         let mut e = evd(&mut pool, EvdFlags::DTO, 4, CnoHandle::NULL);
+        e.set_cq(());
         e.set_counting(true);
         assert!(!e.direct() && !e.lane());
         // The EVD's own rule still holds: the counted dequeue asks it.

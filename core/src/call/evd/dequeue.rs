@@ -93,13 +93,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> Result<R, Untaken> {
         let Provider { evds, eps, backend, .. } = self;
         let Some((generation, e)) = evds.live_mut(evd) else { return Err(Untaken::Declined) };
-        if !accept(generation, e.name) || !e.lane() {
+        if !accept(generation, e.name) {
             return Err(Untaken::Declined);
         }
         debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd))));
-        // Read where the stream is compared, not kept across the CQ's look.
-        let evd = &e.handle;
-        let Some(cq) = e.cq.as_mut() else { return Err(Untaken::Declined) };
+        // The handle read where the stream is compared, not kept across
+        // the CQ's look.
+        let Some((evd, cq)) = e.lane_cq() else { return Err(Untaken::Declined) };
         let (c, Completing { settle, recv, .. }) = backend.cq_lane(
             cq,
             #[inline(always)]
@@ -223,13 +223,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some((_evd_held, generation, e)) = (unsafe { self.evds.live_locked(evd, |word| lock.take(word)) }) else {
             return Shared::NeedsExclusive;
         };
-        if !accept(generation, e.name) || !e.lane() {
+        if !accept(generation, e.name) {
             return Shared::NeedsExclusive;
         }
         debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd))));
         // As in `lane_dequeue_cq`.
-        let evd = &e.handle;
-        let Some(cq) = e.cq.as_mut() else { return Shared::NeedsExclusive };
+        let Some((evd, cq)) = e.lane_cq() else { return Shared::NeedsExclusive };
         // SAFETY: the CQ is the locked EVD's; the closure takes the lock
         // of the EP of the QP the CQE names before anything is taken, and
         // reads the EP only once it holds it.

@@ -28,7 +28,7 @@ use crate::slab::{Slab, SlotsOf};
 use crate::types::{CompletionFlags, LmrTriplet};
 
 /// A request post of one segment on `ep`, judged by [`check`]; then
-/// `post` offers it to the transport's lane ([`commit_one`]). Changes
+/// `post` offers it to the transport's lane ([`commit_admitted`]). Changes
 /// nothing unless every rule holds, the EP does not count, and the
 /// transport took it; a refusal is the ordinary call's to explain.
 #[inline(always)]

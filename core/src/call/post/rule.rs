@@ -596,9 +596,9 @@ pub(crate) unsafe fn commit_admitted<B: Backend>(
 /// Hand a request on the EP `h` whose segments `sges` of `total` bytes
 /// [`check`] admitted to the transport through `hand`, once the last rule
 /// holds: a QP to post on. One segment goes to the transport's lane
-/// ([`commit_one`]); any other number, or a segment the lane does not
+/// ([`commit_admitted`]); any other number, or a segment the lane does not
 /// take, as a work request, which an EP that counts hands its counters.
-/// Out of line: the hot paths try [`commit_one`] first.
+/// Out of line: the hot paths try [`commit_admitted`] first.
 #[cold]
 #[inline(never)]
 pub(crate) fn commit<B: Backend, G: Sges>(

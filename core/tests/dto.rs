@@ -250,6 +250,28 @@ fn dat_ep_post_missing_local_privilege_is_privileges_violation() {
 }
 
 #[test]
+fn dat_ep_post_region_of_another_pz_is_protection_before_privileges() {
+    // The region breaks both rules; the PZ's is reported, the first the
+    // DTO pages give. Its privilege alone would be granted on its own PZ.
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let pz2 = fx.p.pz_create(fx.ia).unwrap();
+    let ro =
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::LOCAL_READ)
+            .unwrap();
+    let seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &[seg], 1, RequestOp::RdmaRead { remote: fx.remote(8) }, CompletionFlags::DEFAULT)),
+        ErrorType::ProtectionViolation
+    );
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::ProtectionViolation
+    );
+}
+
+#[test]
 fn dat_ep_post_too_many_segments_is_invalid_parameter() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();

@@ -151,20 +151,29 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let rmr_context = remote.then_some(reg.rkey);
         let (registered_address, registered_size) = (reg.address, reg.length);
         let slot = lmrs.key_slot(lmr_context);
-        let made = crate::object::owned::insert_at(ias, lmrs, ia_h, slot, reg.mr, |mr| Lmr {
-            ia: ia_h,
-            pz: pz_h,
-            mem_type,
-            privileges,
-            address: reg.address,
-            length: reg.length,
-            mr,
-            lkey: reg.lkey,
-            lmr_context,
-            rmr_context,
-            rmr_refs: 0,
-            context: 0,
-        });
+        let made = crate::object::owned::insert_at(
+            ias,
+            lmrs,
+            ia_h,
+            slot,
+            reg.mr,
+            #[inline(always)]
+            |mr| Lmr {
+                ia: ia_h,
+                pz: pz_h,
+                mem_type,
+                privileges,
+                address: reg.address,
+                length: reg.length,
+                mr,
+                lkey: reg.lkey,
+                lmr_context,
+                rmr_context,
+                rmr_refs: 0,
+                context: 0,
+                pz_grants: crate::object::lmr::pz_grants(pz_h, privileges),
+            },
+        );
         match made {
             Ok(raw) => {
                 pz.refs += 1;

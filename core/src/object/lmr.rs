@@ -20,6 +20,19 @@ pub(crate) struct Lmr<B: Backend> {
     /// RMRs bound to this LMR.
     pub(crate) rmr_refs: u32,
     pub(crate) context: u64,
+    /// The PZ's bits if the region grants local read, else [`NO_PZ`]; and
+    /// the same for local write ([`Lmr::pz_granting`]).
+    pub(crate) pz_grants: [u64; 2],
+}
+
+/// A word no PZ handle is (its slot index is past any slab's): what
+/// [`Lmr::pz_granting`] answers for a privilege the region lacks.
+const NO_PZ: u64 = u32::MAX as u64;
+
+/// [`Lmr::pz_grants`] of a region of `pz` with `privileges`.
+pub(crate) fn pz_grants(pz: PzHandle, privileges: MemPriv) -> [u64; 2] {
+    let grant = |need| if privileges.contains(need) { pz.0.to_bits() } else { NO_PZ };
+    [grant(MemPriv::LOCAL_READ), grant(MemPriv::LOCAL_WRITE)]
 }
 
 /// The live LMR of `lmrs` whose context this is.
@@ -33,6 +46,23 @@ pub(crate) fn by_context<B: Backend, L: SlotsOf<Lmr<B>>>(
 }
 
 impl<B: Backend> Lmr<B> {
+    /// The region's PZ if it grants `need`, as a handle's bits, or a word
+    /// no PZ handle is: a post's PZ and privilege rules (the DTO pages'
+    /// `DAT_PROTECTION_VIOLATION` and `DAT_PRIVILEGES_VIOLATION`) in one
+    /// compare with the EP's PZ. `need` is a constant of the post's kind.
+    #[inline(always)]
+    pub(crate) fn pz_granting(&self, need: MemPriv) -> u64 {
+        if need == MemPriv::LOCAL_READ {
+            self.pz_grants[0]
+        } else if need == MemPriv::LOCAL_WRITE {
+            self.pz_grants[1]
+        } else if self.privileges.contains(need) {
+            self.pz.0.to_bits()
+        } else {
+            NO_PZ
+        }
+    }
+
     /// Whether `[address, address + length)` lies inside the region.
     /// (`Provider::lmr_create` keeps `self.address + self.length` from
     /// overflowing, so an address below the region is an offset past its

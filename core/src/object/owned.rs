@@ -68,11 +68,17 @@ where
 {
     let Some(ia) = ias.get_mut(ia.0) else { return Err(part) };
     let counting = ia.counting;
-    let inserted = slab.insert_member_at(T::list(&mut ia.owned), index, part, |part| {
-        let mut value = make(part);
-        value.follow(counting);
-        value
-    });
+    let inserted = slab.insert_member_at(
+        T::list(&mut ia.owned),
+        index,
+        part,
+        #[inline(always)]
+        |part| {
+            let mut value = make(part);
+            value.follow(counting);
+            value
+        },
+    );
     if inserted.is_ok() {
         count_created::<B, T>(ia);
     }

@@ -492,14 +492,14 @@ pub(crate) fn translated<B: Backend, L: SlotsOf<Lmr<B>>>(
     need: MemPriv,
 ) -> Result<Sge, Refusal> {
     let (_, lmr) = by_context(lmrs, seg.lmr_context).ok_or(Refusal::Protection)?;
-    // One compare of the handles' bits rather than one per field, and the
-    // rules as one yes/no; only a refusal says which.
-    let same_pz = lmr.pz.0.to_bits() == pz.0.to_bits();
+    // The PZ and the privilege in one compare of the handles' bits, and
+    // the rules as one yes/no; only a refusal says which.
+    let granted = lmr.pz_granting(need) == pz.0.to_bits();
     let inside = lmr.contains(seg.virtual_address, u64::from(seg.segment_length));
-    if same_pz & inside & lmr.privileges.contains(need) {
+    if granted & inside {
         return Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey });
     }
-    Err(lmr_refusal(same_pz, inside))
+    Err(lmr_refusal(lmr.pz == pz, inside))
 }
 
 /// Which of [`translated`]'s rules refused, in their order.

@@ -189,8 +189,17 @@ const BF_BYTES: usize = 256;
 /// As `store_blocks_from`.
 #[inline(never)]
 unsafe fn copy_out<R: Register>(bf: &mut R, offset: usize, src: *const u64, n: usize) {
-    // SAFETY: the caller's contract.
-    unsafe { bf.store_blocks_from(offset, src, n) }
+    // The WQEs lanes send most, of one WQEBB or two (an inline RDMA
+    // write of up to 92 bytes), get a copy the compiler unrolls, with no
+    // loop to count; the longer ones, up to `BF_BYTES`, loop.
+    // SAFETY: the caller's contract, for each arm alike.
+    unsafe {
+        match n {
+            1 => bf.store_blocks_from(offset, src, 1),
+            2 => bf.store_blocks_from(offset, src, 2),
+            _ => bf.store_blocks_from(offset, src, n),
+        }
+    }
 }
 
 /// A WQE of at most `K` WQEBBs built on the stack in words: every word

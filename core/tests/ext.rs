@@ -134,7 +134,7 @@ fn an_atomic_needs_eight_aligned_bytes_and_a_writable_result() {
 fn atomics_on_a_transport_without_them_are_not_implemented() {
     let mut backend = MockBackend::new();
     backend.attr.atomics = false;
-    let mut p: Box<P> = Box::new(Provider::new(backend));
+    let mut p: Box<P> = udat_testkit::boxed(backend, Inline);
     let (ia, _) = p.ia_open(MOCK_IA_NAME, AsyncEvd::Exists).unwrap();
     assert!(!p.ia_query(ia).unwrap().1.atomics);
     let pz = p.pz_create(ia).unwrap();

@@ -441,7 +441,7 @@ fn dat_lmr_create_on_a_transport_that_reads_every_region_has_local_read() {
     // InfiniBand and RoCE: ibv_reg_mr(3) always enables local read.
     let mut mock = udat_testkit::mock::MockBackend::new();
     mock.attr.local_read_implied = true;
-    let mut p: Box<P> = Box::new(Provider::new(mock));
+    let mut p: Box<P> = udat_testkit::boxed(mock, Inline);
     let (ia, _) = p.ia_open(udat_testkit::mock::MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 }).unwrap();
     let pz = p.pz_create(ia).unwrap();
     let wo = p.mock_lmr_create(ia, MemType::Virtual { address: BUF, length: 64 }, pz, MemPriv::LOCAL_WRITE).unwrap();

@@ -48,7 +48,7 @@ fn a_ud_ep_has_a_ud_qp_and_a_transport_without_ud_refuses_one() {
 
     let mut backend = MockBackend::new();
     backend.attr.ud = false;
-    let mut p: Box<P> = Box::new(Provider::new(backend));
+    let mut p: Box<P> = udat_testkit::boxed(backend, Inline);
     let (ia, _) = p.ia_open(MOCK_IA_NAME, AsyncEvd::Create { min_qlen: 8 }).unwrap();
     let pz = p.pz_create(ia).unwrap();
     let refused = p.ep_create_ud(ia, pz, (EvdHandle::NULL, EvdHandle::NULL, EvdHandle::NULL), None);

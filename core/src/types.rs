@@ -56,6 +56,28 @@ flags!(
     }
 );
 
+/// What a post's local segments are for: read by the HCA (a send, or an
+/// RDMA write's source) or written by it (a receive, an RDMA read's
+/// destination, an atomic's result); the one local privilege each needs
+/// of its LMR ([`Access::privilege`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// The HCA reads the segments: they need local read privilege.
+    Read = 0,
+    /// The HCA writes the segments: they need local write privilege.
+    Write = 1,
+}
+
+impl Access {
+    /// The privilege the segments need of their LMRs.
+    pub const fn privilege(self) -> MemPriv {
+        match self {
+            Access::Read => MemPriv::LOCAL_READ,
+            Access::Write => MemPriv::LOCAL_WRITE,
+        }
+    }
+}
+
 impl MemPriv {
     /// `DAT_MEM_PRIV_ALL_FLAG`.
     pub const ALL: MemPriv = MemPriv(0x33);

@@ -4,7 +4,7 @@
 use crate::backend::Backend;
 use crate::handle::{IaHandle, LmrHandle, PzHandle};
 use crate::slab::{Slab, SlotsOf};
-use crate::types::{MemPriv, MemType};
+use crate::types::{Access, MemPriv, MemType};
 
 pub(crate) struct Lmr<B: Backend> {
     pub(crate) ia: IaHandle,
@@ -29,10 +29,11 @@ pub(crate) struct Lmr<B: Backend> {
 /// [`Lmr::pz_granting`] answers for a privilege the region lacks.
 const NO_PZ: u64 = u32::MAX as u64;
 
-/// [`Lmr::pz_grants`] of a region of `pz` with `privileges`.
+/// [`Lmr::pz_grants`] of a region of `pz` with `privileges`, in the
+/// order of [`Access`].
 pub(crate) fn pz_grants(pz: PzHandle, privileges: MemPriv) -> [u64; 2] {
-    let grant = |need| if privileges.contains(need) { pz.0.to_bits() } else { NO_PZ };
-    [grant(MemPriv::LOCAL_READ), grant(MemPriv::LOCAL_WRITE)]
+    let grant = |access: Access| if privileges.contains(access.privilege()) { pz.0.to_bits() } else { NO_PZ };
+    [grant(Access::Read), grant(Access::Write)]
 }
 
 /// The live LMR of `lmrs` whose context this is.
@@ -46,21 +47,13 @@ pub(crate) fn by_context<B: Backend, L: SlotsOf<Lmr<B>>>(
 }
 
 impl<B: Backend> Lmr<B> {
-    /// The region's PZ if it grants `need`, as a handle's bits, or a word
-    /// no PZ handle is: a post's PZ and privilege rules (the DTO pages'
-    /// `DAT_PROTECTION_VIOLATION` and `DAT_PRIVILEGES_VIOLATION`) in one
-    /// compare with the EP's PZ. `need` is a constant of the post's kind.
+    /// The region's PZ if it grants what `access` needs, as a handle's
+    /// bits, or a word no PZ handle is: a post's PZ and privilege rules
+    /// (the DTO pages' `DAT_PROTECTION_VIOLATION` and
+    /// `DAT_PRIVILEGES_VIOLATION`) in one compare with the EP's PZ.
     #[inline(always)]
-    pub(crate) fn pz_granting(&self, need: MemPriv) -> u64 {
-        if need == MemPriv::LOCAL_READ {
-            self.pz_grants[0]
-        } else if need == MemPriv::LOCAL_WRITE {
-            self.pz_grants[1]
-        } else if self.privileges.contains(need) {
-            self.pz.0.to_bits()
-        } else {
-            NO_PZ
-        }
+    pub(crate) fn pz_granting(&self, access: Access) -> u64 {
+        self.pz_grants[access as usize]
     }
 
     /// Whether `[address, address + length)` lies inside the region.

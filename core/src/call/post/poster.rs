@@ -30,26 +30,9 @@ use crate::provider::Provider;
 use crate::slab::Slab;
 use crate::storage::Storage;
 use crate::store::FixedVec;
-use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
+use crate::types::{CompletionFlags, EpState, LmrTriplet};
 
-/// What the segments are for: read by the HCA (a send, or an RDMA
-/// write's source) or written by it (an RDMA read's destination).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    /// The HCA reads the segments: they need local read privilege.
-    Read,
-    /// The HCA writes the segments: they need local write privilege.
-    Write,
-}
-
-impl Access {
-    fn privilege(self) -> MemPriv {
-        match self {
-            Access::Read => MemPriv::LOCAL_READ,
-            Access::Write => MemPriv::LOCAL_WRITE,
-        }
-    }
-}
+pub use crate::types::Access;
 
 /// Local segments checked against their LMRs, with the keys the transport
 /// needs; see [`Provider::segments`].
@@ -86,7 +69,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `DAT_INVALID_PARAMETER` for the count.
     pub fn segments(&self, pz: PzHandle, iov: &[LmrTriplet], access: Access) -> DatResult<Segments> {
         let kept = FixedVec::from_slice(iov).map_err(|_| DatError::invalid(PostSend::NumSegments))?;
-        let (sges, total) = segments::<B, _, FixedVec<Sge, MAX_SGE>>(&self.lmrs, pz, iov, access.privilege())?;
+        let (sges, total) = segments::<B, _, FixedVec<Sge, MAX_SGE>>(&self.lmrs, pz, iov, access)?;
         let checked = Checked { sges, total };
         Ok(Segments { iov: kept, checked, access, pz, provider: self.number, epoch: self.lmr_epoch })
     }
@@ -144,8 +127,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// them: a read's or an atomic's; [`Access::Read`] otherwise).
     #[inline(always)]
     pub fn post(&mut self, segs: &Segments, cookie: u64, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
-        let access = if kind(&op).need.contains(MemPriv::LOCAL_WRITE) { Access::Write } else { Access::Read };
-        self.post_as(segs, access, op, cookie, flags)
+        self.post_as(segs, kind(&op).need, op, cookie, flags)
     }
 
     /// The full post of segments whose check is stale: out of the fast

@@ -24,7 +24,7 @@ use crate::object::srq::Srq;
 use crate::signature::signature;
 use crate::slab::{Slab, SlotsOf};
 use crate::store::FixedVec;
-use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
+use crate::types::{Access, CompletionFlags, EpState, LmrTriplet};
 
 use super::door::Hand;
 use super::Request;
@@ -105,7 +105,7 @@ pub(crate) struct Kind {
     /// `DAT_INVALID_PARAMETER`.
     pub(crate) flags_arg: u8,
     /// What the local segments need of their LMRs.
-    pub(crate) need: MemPriv,
+    pub(crate) need: Access,
     pub(crate) length: Length,
     pub(crate) mask: Mask,
 }
@@ -115,7 +115,7 @@ macro_rules! kinds {
         $($(#[$doc])* pub(crate) const $name: Kind = Kind {
             flags: $flags,
             flags_arg: $arg.position(),
-            need: MemPriv::$need,
+            need: Access::$need,
             length: Length::$length,
             mask: Mask::$mask,
         };)*
@@ -128,22 +128,22 @@ macro_rules! kinds {
 // local memory, so its segment needs local write as a read's does.
 kinds! {
     /// dat_ep_post_send(3DAT).
-    SEND: SEND_FLAGS, PostSend::CompletionFlags, LOCAL_READ, Message, Send;
+    SEND: SEND_FLAGS, PostSend::CompletionFlags, Read, Message, Send;
     /// dat_ep_post_send_with_invalidate of `<dat2/dat.h>`: a send's rules;
     /// no lane takes it.
-    SEND_INVALIDATE: SEND_FLAGS, PostSendWithInvalidate::CompletionFlags, LOCAL_READ, Message, None;
+    SEND_INVALIDATE: SEND_FLAGS, PostSendWithInvalidate::CompletionFlags, Read, Message, None;
     /// dat_ep_post_rdma_write(3DAT).
-    RDMA_WRITE: REQUEST_FLAGS, PostRdmaWrite::CompletionFlags, LOCAL_READ, IntoRemote, Rdma;
+    RDMA_WRITE: REQUEST_FLAGS, PostRdmaWrite::CompletionFlags, Read, IntoRemote, Rdma;
     /// `dat_ib_post_rdma_write_immed`: the write's rules.
-    RDMA_WRITE_IMM: REQUEST_FLAGS, PostRdmaWriteImmed::CompletionFlags, LOCAL_READ, IntoRemote, Rdma;
+    RDMA_WRITE_IMM: REQUEST_FLAGS, PostRdmaWriteImmed::CompletionFlags, Read, IntoRemote, Rdma;
     /// dat_ep_post_rdma_read(3DAT).
-    RDMA_READ: REQUEST_FLAGS, PostRdmaRead::CompletionFlags, LOCAL_WRITE, FromRemote, Rdma;
+    RDMA_READ: REQUEST_FLAGS, PostRdmaRead::CompletionFlags, Write, FromRemote, Rdma;
     /// `dat_ib_post_cmp_and_swap`.
-    COMPARE_SWAP: REQUEST_FLAGS, PostCmpAndSwap::CompletionFlags, LOCAL_WRITE, Atomic, None;
+    COMPARE_SWAP: REQUEST_FLAGS, PostCmpAndSwap::CompletionFlags, Write, Atomic, None;
     /// `dat_ib_post_fetch_and_add`.
-    FETCH_ADD: REQUEST_FLAGS, PostFetchAndAdd::CompletionFlags, LOCAL_WRITE, Atomic, None;
+    FETCH_ADD: REQUEST_FLAGS, PostFetchAndAdd::CompletionFlags, Write, Atomic, None;
     /// dat_ep_post_recv(3DAT).
-    RECV: CompletionFlags::UNSIGNALLED.0, PostRecv::CompletionFlags, LOCAL_WRITE, Receive, Recv;
+    RECV: CompletionFlags::UNSIGNALLED.0, PostRecv::CompletionFlags, Write, Receive, Recv;
 }
 
 /// The row of a request: a constant's address, which a refusal's
@@ -376,7 +376,7 @@ pub(crate) fn check_srq_recv<B: Backend, L: SlotsOf<Lmr<B>>, G: Gathered>(
     if iov.len() > s.attr.max_recv_iov as usize {
         return Err(Refusal::Segments);
     }
-    let (sges, total) = segments::<B, L, G>(lmrs, s.pz, iov, MemPriv::LOCAL_WRITE)?;
+    let (sges, total) = segments::<B, L, G>(lmrs, s.pz, iov, Access::Write)?;
     if s.outstanding >= s.attr.max_recv_dtos {
         return Err(Refusal::Full);
     }
@@ -394,7 +394,7 @@ pub(crate) fn segments<B: Backend, L: SlotsOf<Lmr<B>>, G: Gathered>(
     lmrs: &Slab<Lmr<B>, L>,
     pz: PzHandle,
     iov: &[LmrTriplet],
-    need: MemPriv,
+    need: Access,
 ) -> Result<(G, u64), Refusal> {
     let mut sges = G::default();
     let mut total = 0u64;
@@ -489,7 +489,7 @@ pub(crate) fn translated<B: Backend, L: SlotsOf<Lmr<B>>>(
     lmrs: &Slab<Lmr<B>, L>,
     pz: PzHandle,
     seg: &LmrTriplet,
-    need: MemPriv,
+    need: Access,
 ) -> Result<Sge, Refusal> {
     let (_, lmr) = by_context(lmrs, seg.lmr_context).ok_or(Refusal::Protection)?;
     // The PZ and the privilege in one compare of the handles' bits, and

@@ -20,7 +20,7 @@ use crate::object::ep::SEND_FLAGS;
 use crate::signature::signature;
 use crate::storage::Storage;
 use crate::store::FixedVec;
-use crate::types::{CompletionFlags, EpState, LmrTriplet, MemPriv};
+use crate::types::{Access, CompletionFlags, EpState, LmrTriplet};
 
 /// The bits of a QP number: the 24 of the Base Transport Header's DestQP
 /// field (IBTA Vol. 1, §9.2 "Base Transport Header").
@@ -64,7 +64,7 @@ pub(crate) fn send_ud<B: Backend, S: Storage, D: Door<B, S> + ?Sized>(
     if remote_qpn & !QPN_MASK != 0 {
         return Err(DatError::invalid(PostSendUd::AddrHandle));
     }
-    let (sges, total) = segments::<B, _, FixedVec<Sge, MAX_SGE>>(lmrs, ep.pz, iov, MemPriv::LOCAL_READ)?;
+    let (sges, total) = segments::<B, _, FixedVec<Sge, MAX_SGE>>(lmrs, ep.pz, iov, Access::Read)?;
     if total > u64::from(ep.attr().max_message_size) {
         return Err(DatError::invalid(PostSendUd::LocalIov));
     }

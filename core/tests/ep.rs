@@ -287,6 +287,27 @@ fn dat_ep_free_in_unconnected_flushes_posted_receives() {
 }
 
 #[test]
+fn an_ep_whose_qp_could_not_be_rebuilt_refuses_a_receive_on_both_paths() {
+    // dat_ep_modify(3DAT) rebuilds the QP to a new shape; a transport
+    // that cannot make the new one leaves the EP without a QP. A receive,
+    // which an Unconnected EP takes, is then refused, by the lane (which
+    // takes the QP its post mask vouches for) and by the ordinary call.
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    let evd2 = fx.p.evd_create(fx.ia, 4, CnoHandle::NULL, EvdFlags::DTO).unwrap();
+    fx.p.backend_mut().refuse_qps = true;
+    let ch = EpChanges { recv_evd: Some(evd2), ..EpChanges::default() };
+    assert_eq!(ty(fx.p.ep_modify(ep, &ch)), ErrorType::InsufficientResources);
+    let (raw, seg) = (ep.raw(), fx.seg(0, 8));
+    assert!(!fx.p.lane_recv(raw.index(), |g, _| g == raw.generation(), &seg, 1, CompletionFlags::DEFAULT));
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidState);
+    // A QP made again takes the receive.
+    fx.p.backend_mut().refuse_qps = false;
+    fx.p.ep_modify(ep, &EpChanges::default()).unwrap();
+    fx.p.ep_post_recv(ep, &[seg], 2, CompletionFlags::DEFAULT).unwrap();
+}
+
+#[test]
 fn dat_ep_modify_in_unconnected_changes_evds_pz_and_attributes() {
     let mut fx = Fx::new();
     let ep = fx.ep();

@@ -114,6 +114,8 @@ pub struct MockBackend {
     /// The transport's lanes decline every post, so that each post is the
     /// core's ordinary one: the twin the lane tests post through alone.
     pub no_lanes: bool,
+    /// `qp_create` fails, as a device out of QPs does.
+    pub refuse_qps: bool,
     /// The backend says whether a connection event waits
     /// (`Backend::cm_waiting`), as one whose connections progress on a
     /// thread of their own does; otherwise it cannot tell, and the core
@@ -168,6 +170,7 @@ impl MockBackend {
             invalidates: None,
             type2_windows: true,
             no_lanes: false,
+            refuse_qps: false,
             tells_waiting: false,
             live_ias: 0,
             live_pds: 0,
@@ -690,6 +693,9 @@ impl Backend for MockBackend {
     }
 
     fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<u32> {
+        if self.refuse_qps {
+            return Err(DatError::of(ErrorType::InsufficientResources));
+        }
         let i = Self::free_slot(&mut self.qps, |q| q.live)?;
         self.qps[i] = MockQp {
             live: true,

@@ -97,8 +97,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         // The core's lane hands over only completions of DTOs that write
         // no local memory: each lent one holds the lane of its EVD
         // (`Ia::lent_post`). Its events are the core's as they are.
-        let raw = evd.handle().raw();
-        match self.provider.lane_dequeue(raw.index(), |g| g == raw.generation()) {
+        match self.provider.lane_dequeue(self.evd_named(evd)) {
             Ok(event) => Ok(event),
             Err(passed) => self.evd_dequeue_ordinary(evd, passed),
         }

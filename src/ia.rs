@@ -6,10 +6,13 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use udat_core::types::{CloseFlags, IaAttr};
-use udat_core::{AsyncEvd, DatResult, IaHandle, Inline, LmrHandle, Provider, PzParam, Storage, PZ_FIELD_ALL};
+use udat_core::{
+    AsyncEvd, DatResult, EpHandle, EvdHandle, IaHandle, Inline, LmrHandle, Named, Provider, PzParam, Storage,
+    PZ_FIELD_ALL,
+};
 
 use crate::memory::Buffer;
-use crate::object::{Brand, Evd, Pz, Refused};
+use crate::object::{Brand, Ep, Evd, Pz, Refused};
 use crate::post::Lent;
 use crate::Backend;
 use udat_wake::notify::Notifier;
@@ -159,6 +162,28 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         // The CNOs went with the IA: their descriptors may close.
         self.notifiers.clear();
         Ok(())
+    }
+
+    /// `ep` named to the core for a hot call: vouched for while the IA is
+    /// open, judged once it is closed (the core then refuses it as stale).
+    #[inline(always)]
+    pub(crate) fn ep_named(&self, ep: &Ep<'id>) -> Named<EpHandle> {
+        // SAFETY: while the IA is open, an `Ep<'id>` stands for a live EP
+        // of this IA's provider, of its handle's generation: only
+        // `ep_create*` make one, only `ep_free` frees the EP, and it takes
+        // the object (a refused free hands it back with the EP intact);
+        // the brand `'id` keeps another IA's objects out; and only
+        // `close` frees objects otherwise, after which `open` is false.
+        unsafe { Named::vouched(ep.handle(), self.open) }
+    }
+
+    /// `evd` named to the core for a hot call, as [`Ia::ep_named`].
+    #[inline(always)]
+    pub(crate) fn evd_named(&self, evd: &Evd<'id>) -> Named<EvdHandle> {
+        // SAFETY: as in `ep_named`: only `evd_create` makes an `Evd<'id>`
+        // (and `open`, the async EVD, which the IA keeps and lends), and
+        // only `evd_free`, which takes it, or `close` frees the EVD.
+        unsafe { Named::vouched(evd.handle(), self.open) }
     }
 
     /// dat_pz_create(3DAT).

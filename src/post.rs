@@ -108,7 +108,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.provider.ep_post_request(ep.handle(), Local::triplets(iov), cookie, RequestOp::Send, flags)
+        self.provider.ep_post_request(self.ep_named(ep), Local::triplets(iov), cookie, RequestOp::Send, flags)
     }
 
     /// dat_ep_post_rdma_write(3DAT): `iov` into the peer's `remote`.
@@ -122,7 +122,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         self.provider.ep_post_request(
-            ep.handle(),
+            self.ep_named(ep),
             Local::triplets(iov),
             cookie,
             RequestOp::RdmaWrite { remote: *remote },
@@ -143,7 +143,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         flags: CompletionFlags,
     ) -> DatResult<()> {
         self.provider.ep_post_request(
-            ep.handle(),
+            self.ep_named(ep),
             Local::triplets(iov),
             cookie,
             RequestOp::RdmaWriteImm { remote: *remote, imm },

@@ -170,6 +170,63 @@ typed_handle!(/// A Common Service Point: a PSP that listens on a socket address
     /// (DAT 2.0), so its handle is of the PSPs' kind.
     CspHandle, Kind::Psp);
 
+/// How a hot call names its object: by a handle the core judges (stale,
+/// garbage and null handles refused), or by one whose object the caller
+/// vouches is alive, which the look-up then takes without a test. The
+/// Rust API vouches for the objects it holds: a typed object stands for
+/// its object's life, since only its free takes it and its brand ends
+/// with its IA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Named<H> {
+    handle: H,
+    vouched: bool,
+}
+
+impl<H: Copy> Named<H> {
+    /// `handle`, judged by the core.
+    #[inline(always)]
+    pub const fn judged(handle: H) -> Named<H> {
+        Named { handle, vouched: false }
+    }
+
+    /// `handle`, vouched for if `vouched`, judged if not.
+    ///
+    /// # Safety
+    /// If `vouched`, the object `handle` names lives, with that handle's
+    /// generation, in the provider this is handed to, for the whole call.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub const unsafe fn vouched(handle: H, vouched: bool) -> Named<H> {
+        Named { handle, vouched }
+    }
+
+    /// The handle.
+    #[inline(always)]
+    pub const fn handle(self) -> H {
+        self.handle
+    }
+
+    /// Whether the caller vouched that the object lives ([`Named::vouched`]).
+    #[inline(always)]
+    pub const fn is_vouched(self) -> bool {
+        self.vouched
+    }
+}
+
+impl From<EpHandle> for Named<EpHandle> {
+    #[inline(always)]
+    fn from(h: EpHandle) -> Named<EpHandle> {
+        Named::judged(h)
+    }
+}
+
+impl From<EvdHandle> for Named<EvdHandle> {
+    #[inline(always)]
+    fn from(h: EvdHandle) -> Named<EvdHandle> {
+        Named::judged(h)
+    }
+}
+
 /// A UD address handle of the IB extension: the `ah` of a
 /// `DAT_IB_ADDR_HANDLE`. It is no DAT object (it has no
 /// `DAT_HANDLE_TYPE`), so it has no [`Kind`]; like every handle it carries

@@ -112,8 +112,8 @@ pub use call::{counters, device_error};
 pub use error::{DatError, DatResult, ErrorType, Subtype};
 pub use event::{Event, EventData, EventNumber};
 pub use handle::{
-    AhHandle, AnyHandle, CnoHandle, CrHandle, CspHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, PspHandle,
-    PzHandle, RawHandle, RmrHandle, RspHandle, SrqHandle,
+    AhHandle, AnyHandle, CnoHandle, CrHandle, CspHandle, EpHandle, EvdHandle, IaHandle, Kind, LmrHandle, Named,
+    PspHandle, PzHandle, RawHandle, RmrHandle, RspHandle, SrqHandle,
 };
 pub use object::cno::{ProxyAgent, Signal};
 pub use object::csp::Comm;

@@ -545,6 +545,23 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         Some((generation, slot.value_mut().as_mut()?))
     }
 
+    /// The object in slot `index`, mutably, with its generation, taken
+    /// without a test: for a caller that vouches the object lives
+    /// ([`Named::vouched`](crate::Named::vouched)).
+    ///
+    /// # Safety
+    /// Slot `index` holds an object.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub unsafe fn vouched_mut(&mut self, index: u32) -> (u32, &mut T) {
+        debug_assert!(self.slots.items().get(index as usize).is_some_and(|s| s.live), "a vouched slot is live");
+        // SAFETY: the caller's promise: the slot exists and holds an object.
+        let slot = unsafe { self.slots.items_mut().get_unchecked_mut(index as usize) };
+        // SAFETY: as above; `live` is true exactly while the place holds an
+        // object (`Slot::live_value_mut`).
+        (slot.generation, unsafe { slot.value_mut().as_mut().unwrap_unchecked() })
+    }
+
     /// [`Slab::live_mut`] through a shared slab.
     ///
     /// # Safety

@@ -355,7 +355,7 @@ fn an_empty_evd_is_answered_by_the_lane_only_while_no_look_at_connection_events_
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let raw = fx.dto_evd.raw();
-    let empty = |fx: &mut Fx| fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()) == Err(Passed::Empty);
+    let empty = |fx: &mut Fx| fx.p.lane_dequeue(fx.dto_evd) == Err(Passed::Empty);
     // The ordinary dequeue of an empty EVD takes a look if one is due;
     // until the next is due, the EVD is answered as empty without it.
     assert_eq!(ty(fx.p.evd_dequeue_ordinary(fx.dto_evd)), ErrorType::QueueEmpty);
@@ -367,13 +367,13 @@ fn an_empty_evd_is_answered_by_the_lane_only_while_no_look_at_connection_events_
     assert_eq!(ty(fx.p.evd_dequeue_ordinary(fx.dto_evd)), ErrorType::QueueEmpty);
     assert!(empty(&mut fx));
     // A stale handle is never answered.
-    let stale = fx.p.lane_dequeue(raw.index(), |g| g == raw.generation().wrapping_add(1));
+    let stale = fx.p.lane_dequeue(EvdHandle::from_raw(RawHandle::from_bits(raw.to_bits() + (1 << 32))));
     assert_eq!(stale, Err(Passed::Ordinary));
     // A completion waiting is never answered as empty: the lane takes it,
     // and then the EVD is empty again.
     fx.p.ep_post_request(ep, &[fx.seg(0, 8)], 9, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
-    let event = fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()).unwrap();
+    let event = fx.p.lane_dequeue(fx.dto_evd).unwrap();
     assert!(matches!(event.data, EventData::Dto { cookie: 9, status: DtoStatus::Success, .. }), "{event:?}");
     assert!(empty(&mut fx));
     // An EVD that counts has its lane closed: its dequeues are counted by
@@ -389,8 +389,7 @@ fn an_empty_evd_looks_at_connection_events_exactly_when_the_transport_says_one_w
     let mut fx = Fx::new();
     fx.p.backend_mut().tells_waiting = true;
     let ep = fx.ep_connected();
-    let raw = fx.dto_evd.raw();
-    let empty = |fx: &mut Fx| fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()) == Err(Passed::Empty);
+    let empty = |fx: &mut Fx| fx.p.lane_dequeue(fx.dto_evd) == Err(Passed::Empty);
     for cookie in 1..=2 {
         fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], cookie, CompletionFlags::DEFAULT).unwrap();
     }

@@ -268,7 +268,12 @@ fn a_lane_refuses_a_handle_of_another_generation() {
     let stale = raw.generation().wrapping_add(1);
     let send = || Some(RequestOp::Send);
     assert!(!fx.p.lane_request(raw.index(), |g, _| g == stale, &seg, 1, send, CompletionFlags::DEFAULT));
-    assert!(fx.p.lane_dequeue(fx.dto_evd.raw().index(), |g| g == stale).is_err());
+    assert!(fx
+        .p
+        .lane_dequeue(EvdHandle::from_raw(RawHandle::from_bits(
+            u64::from(stale) << 32 | u64::from(fx.dto_evd.raw().index())
+        )))
+        .is_err());
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
 }
 
@@ -304,8 +309,7 @@ fn the_dequeue_lane_hands_over_exactly_what_the_ordinary_dequeue_does() {
             (fx, ep)
         };
         let ((mut a, ep), (mut b, _)) = (twin(), twin());
-        let evd = a.dto_evd.raw();
-        let lane = a.p.lane_dequeue(evd.index(), |g| g == evd.generation());
+        let lane = a.p.lane_dequeue(a.dto_evd);
         let alone = b.p.evd_dequeue_ordinary(b.dto_evd);
         let case = (recv, fail);
         let succeeded = |e: &Event| matches!(e.data, EventData::Dto { status: DtoStatus::Success, .. });
@@ -474,8 +478,7 @@ fn the_srq_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does(
 fn lane_takes_a_receive(fx: &mut Fx, ep: EpHandle, evd: EvdHandle) -> bool {
     fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], 3, CompletionFlags::DEFAULT).unwrap();
     assert!(fx.p.backend_mut().complete_recv(ep, 64));
-    let raw = evd.raw();
-    if fx.p.lane_dequeue(raw.index(), |g| g == raw.generation()).is_ok() {
+    if fx.p.lane_dequeue(evd).is_ok() {
         return true;
     }
     let event = fx.p.evd_dequeue_ordinary(evd).unwrap();

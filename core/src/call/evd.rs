@@ -302,8 +302,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// EVD then runs without a call or an event copied through memory.
     #[inline]
     pub fn evd_dequeue(&mut self, evd: EvdHandle) -> DatResult<Event> {
-        let raw = evd.raw();
-        match self.lane_dequeue(raw.index(), |g| g == raw.generation()) {
+        match self.lane_dequeue(evd) {
             Ok(event) => Ok(event),
             Err(Passed::Empty) => Err(DatError::of(ErrorType::QueueEmpty)),
             Err(Passed::Ordinary) => self.evd_dequeue_ordinary(evd),

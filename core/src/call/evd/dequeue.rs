@@ -14,7 +14,7 @@
 use crate::backend::{Backend, Completion, CqHead, HoldsQp, Shared, Untaken};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
-use crate::handle::{EpHandle, EvdHandle, IaHandle, RawHandle};
+use crate::handle::{EpHandle, EvdHandle, IaHandle, Named, RawHandle};
 use crate::object::ep::{Ep, Settle};
 use crate::provider::Provider;
 use crate::shared::SlotLock;
@@ -34,16 +34,16 @@ pub enum Passed {
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {
-    /// The lane of dat_evd_dequeue(3DAT) on the EVD living in slot `evd`
-    /// if `matches_generation` accepts its generation: the successful DTO completion
+    /// The lane of dat_evd_dequeue(3DAT) on the EVD `evd` names (judged,
+    /// or vouched for: [`Named`]): the successful DTO completion
     /// its CQ holds next, when nothing is queued on the EVD before it and
     /// the ordinary dequeue would hand it straight to the caller (no
     /// waiter, nothing but DTO completions feed the EVD, no CNO). Where it
     /// takes nothing, nothing changed, and [`Passed`] says whether the
     /// EVD is empty or the ordinary dequeue decides.
     #[inline(always)]
-    pub fn lane_dequeue(&mut self, evd: u32, matches_generation: impl FnOnce(u32) -> bool) -> Result<Event, Passed> {
-        self.lane_dequeue_with(evd, matches_generation, |evd, c, _| Event {
+    pub fn lane_dequeue(&mut self, evd: impl Into<Named<EvdHandle>>) -> Result<Event, Passed> {
+        self.lane_dequeue_with(evd.into(), |evd, c, _| Event {
             number: EventNumber::DtoCompletion,
             evd,
             data: EventData::Dto {
@@ -65,13 +65,18 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     #[inline(always)]
     pub fn lane_dequeue_with<R>(
         &mut self,
-        evd: u32,
-        matches_generation: impl FnOnce(u32) -> bool,
+        evd: Named<EvdHandle>,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Passed> {
-        match self.lane_dequeue_cq(evd, |generation, _| matches_generation(generation), event) {
+        let raw = evd.handle().raw();
+        // SAFETY: a vouched EVD lives, with its handle's generation: the
+        // promise of `Named::vouched`.
+        let taken = unsafe {
+            self.lane_dequeue_at(raw.index(), evd.is_vouched(), |generation, _| generation == raw.generation(), event)
+        };
+        match taken {
             Ok(taken) => Ok(taken),
-            Err(Untaken::Empty) => Err(self.lane_dequeue_empty_out_of_line(evd)),
+            Err(Untaken::Empty) => Err(self.lane_dequeue_empty_out_of_line(raw.index())),
             Err(Untaken::Declined) => Err(Passed::Ordinary),
         }
     }
@@ -91,11 +96,34 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         accept: impl FnOnce(u32, u64) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Untaken> {
+        // SAFETY: nothing is vouched for; `accept` judges the EVD.
+        unsafe { self.lane_dequeue_at(evd, false, accept, event) }
+    }
+
+    /// [`Provider::lane_dequeue_cq`] on the EVD in slot `evd`, taken as
+    /// it is if `vouched`, or else judged by `accept`.
+    ///
+    /// # Safety
+    /// If `vouched`, slot `evd` holds an EVD.
+    #[inline(always)]
+    unsafe fn lane_dequeue_at<R>(
+        &mut self,
+        evd: u32,
+        vouched: bool,
+        accept: impl FnOnce(u32, u64) -> bool,
+        event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
+    ) -> Result<R, Untaken> {
         let Provider { evds, eps, backend, .. } = self;
-        let Some((generation, e)) = evds.live_mut(evd) else { return Err(Untaken::Declined) };
-        if !accept(generation, e.name) {
-            return Err(Untaken::Declined);
-        }
+        let (generation, e) = if vouched {
+            // SAFETY: the caller's promise.
+            unsafe { evds.vouched_mut(evd) }
+        } else {
+            let Some((generation, e)) = evds.live_mut(evd) else { return Err(Untaken::Declined) };
+            if !accept(generation, e.name) {
+                return Err(Untaken::Declined);
+            }
+            (generation, e)
+        };
         debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd))));
         // The handle read where the stream is compared, not kept across
         // the CQ's look.

@@ -292,6 +292,39 @@ pub struct CqHead {
     pub tag: u64,
     /// Whether the CQE completes a receive.
     pub recv: bool,
+    /// Whether the transport vouches that the QP lives
+    /// ([`CqHead::of_live_qp`]).
+    live: bool,
+}
+
+impl CqHead {
+    /// The head of a CQE for the QP of `tag`, as the transport found it:
+    /// the core judges the tag as it judges any handle.
+    #[inline(always)]
+    pub const fn new(tag: u64, recv: bool) -> CqHead {
+        CqHead { tag, recv, live: false }
+    }
+
+    /// The head of a CQE for a QP the transport vouches lives: the core
+    /// then takes the EP the tag names without judging it, since it tags
+    /// a QP with the handle of the EP that holds it until it destroys it
+    /// ([`Backend::qp_create`]).
+    ///
+    /// # Safety
+    /// `tag` is what [`Backend::qp_create`] was given for a QP of this
+    /// transport that [`Backend::qp_destroy`] has not yet taken.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub const unsafe fn of_live_qp(tag: u64, recv: bool) -> CqHead {
+        CqHead { tag, recv, live: true }
+    }
+
+    /// Whether the transport vouched that the QP lives
+    /// ([`CqHead::of_live_qp`]).
+    #[inline(always)]
+    pub const fn is_live(self) -> bool {
+        self.live
+    }
 }
 
 /// What a connection attempt or connection came to.
@@ -535,7 +568,10 @@ pub trait Backend {
     fn cq_poll(&mut self, cq: &mut Self::Cq, qps: &mut impl Qps<Self::Qp>, out: &mut [Completion]) -> usize;
 
     /// A new QP of `config`'s shape, for an EP that has a PZ; its
-    /// completions and connection events carry `tag`.
+    /// completions and connection events carry `tag`. The core gives the
+    /// handle of the EP that holds the QP, and holds it there until it
+    /// hands it to [`Backend::qp_destroy`], with no dequeue between the
+    /// EP's free and that ([`CqHead::of_live_qp`] relies on it).
     fn qp_create(&mut self, config: &QpConfig<'_, Self>, tag: u64) -> DatResult<Self::Qp>;
     /// Release a QP (dat_ep_free(3DAT), or dat_ep_modify(3DAT) replacing
     /// it). `cqs` are the CQs it was made with that still exist: what it

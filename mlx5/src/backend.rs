@@ -416,6 +416,7 @@ enum Next<G> {
 /// software's. The consumer index reaches the device at the caller's
 /// [`CompletionQueue::update_ci`].
 #[inline(always)]
+#[allow(unsafe_code)]
 fn next<D: Device, R: Store<Entry<Route>>, Q: Store<Entry<SrqQueue<D>>>, G: HoldsQp<Qp<D>>>(
     ring: &mut CompletionQueue<D::Register>,
     by_qpn: &QpnIndex<R>,
@@ -435,7 +436,12 @@ fn next<D: Device, R: Store<Entry<Route>>, Q: Store<Entry<SrqQueue<D>>>, G: Hold
         #[inline(always)]
         |qpn| by_qpn.route(qpn),
     );
-    let admitted = route.and_then(|r| admit(CqHead { tag: r.tag, recv: done == Some(Done::Receive) }));
+    // SAFETY: a route is in the QP index or a CQ's kept route only while
+    // its QP lives: `qp_destroy` takes it out of the index and
+    // `forget_cqes` clears the kept route of each CQ the QP reports to,
+    // the only CQs whose CQEs name it. Its tag is the one `qp_create` was
+    // given.
+    let admitted = route.and_then(|r| admit(unsafe { CqHead::of_live_qp(r.tag, done == Some(Done::Receive)) }));
     let Some(mut admitted) = admitted else {
         let srqs = ordinary.ok_or(Untaken::Declined)?;
         let cqe = ring.peeked(head);

@@ -799,7 +799,7 @@ impl Backend for MockBackend {
         if c.status != DtoStatus::Success || c.op == DtoOp::BindMw {
             return Err(Untaken::Declined);
         }
-        let accepted = accept(CqHead { tag: c.tag, recv: c.op.is_recv() }).ok_or(Untaken::Declined)?;
+        let accepted = accept(CqHead::new(c.tag, c.op.is_recv())).ok_or(Untaken::Declined)?;
         cq.entries.pop_front();
         Ok((c, accepted))
     }

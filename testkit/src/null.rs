@@ -157,7 +157,7 @@ impl Backend for NullBackend {
             return Err(Untaken::Empty);
         }
         let c = Completion { tag: self.tag, ..Completion::EMPTY };
-        let accepted = accept(CqHead { tag: c.tag, recv: c.op.is_recv() }).ok_or(Untaken::Declined)?;
+        let accepted = accept(CqHead::new(c.tag, c.op.is_recv())).ok_or(Untaken::Declined)?;
         self.pending -= 1;
         Ok((c, accepted))
     }

@@ -383,7 +383,7 @@ impl CqShared {
         if w.status != sys::ibv_wc_status::IBV_WC_SUCCESS || (recv && qp.srq.is_some()) {
             return Err(hold(w));
         }
-        let Some(admitted) = admit(CqHead { tag: qp.tag, recv }) else { return Err(hold(w)) };
+        let Some(admitted) = admit(CqHead::new(qp.tag, recv)) else { return Err(hold(w)) };
         let c = translate(qp, w).ok_or(Untaken::Declined)?;
         // A bind's completion changes its window: the ordinary poll's too,
         // which finds it first in the stash (translating it retired it).

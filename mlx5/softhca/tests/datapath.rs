@@ -10,8 +10,8 @@ use std::ptr::NonNull;
 
 use proptest::prelude::*;
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, Cqs, Grh, QpConfig, QpType, Qps,
-    Registration, RequestOp, SendWr, Sge, UdDest,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, CqHead, Cqs, Grh, HoldsQp, QpConfig, QpType,
+    Qps, Registration, RequestOp, SendWr, Sge, UdDest, Untaken,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAttr, MemPriv, RmrTriplet, SrqAttr};
 use udat_mlx5::testing::Recorder;
@@ -768,6 +768,61 @@ fn a_destroyed_qps_srq_receive_gives_its_wqe_back_when_its_cqe_is_skipped() {
     b.qp_destroy(a, &mut One(&mut cq));
     b.srq_destroy(srq);
     b.cq_destroy(cq);
+}
+
+/// A dequeue's lane is shown only the tags of QPs that live, which the
+/// core then takes without judging them (`CqHead::of_live_qp`): once a QP
+/// is destroyed, neither the route the CQ kept for it nor its CQEs still
+/// in the CQ lead to it.
+#[test]
+fn a_dequeues_lane_is_never_shown_a_destroyed_qps_cqe() {
+    let Opened { mut b, mut ia, attr, pd, mut cq, mem, reg } = opened();
+    let config = rc(&pd, &cq, None);
+    let (mut a, mut c) = (b.qp_create(&config, 1).unwrap(), b.qp_create(&config, 2).unwrap());
+    let listener = b.cm().listen(&mut ia, 9, 7).unwrap();
+    connect(&mut b, &mut ia, &attr, &mut a, &mut c);
+    let sge = Sge { addr: mem.as_ptr() as u64, length: 64, lkey: reg.lkey };
+    let remote = RmrTriplet { virtual_address: mem.as_ptr() as u64 + 1024, segment_length: 64, rmr_context: reg.rkey };
+    for cookie in 0..2 {
+        let write = SendWr {
+            op: RequestOp::RdmaWrite { remote },
+            sges: std::slice::from_ref(&sge),
+            length: 64,
+            cookie,
+            flags: CompletionFlags::DEFAULT,
+        };
+        b.post_send(&mut a, &write).unwrap();
+    }
+    let (first, _) = b
+        .cq_lane(&mut cq, |head: CqHead| {
+            assert!(head.is_live() && head.tag == 1, "{head:?}");
+            Some(Held(&mut a))
+        })
+        .unwrap();
+    assert_eq!((first.tag, first.cookie), (1, 0));
+    // The CQ's kept route is QP 1's, and its second CQE waits.
+    b.qp_destroy(a, &mut One(&mut cq));
+    assert_eq!(b.cq_lane(&mut cq, never_shown).err(), Some(Untaken::Declined));
+    let mut out = [Completion::EMPTY; 4];
+    assert_eq!(b.cq_poll(&mut cq, &mut Only(&mut c), &mut out), 0, "the CQE completes nothing");
+    assert_eq!(b.cq_lane(&mut cq, never_shown).err(), Some(Untaken::Empty));
+    b.cm().unlisten(listener);
+    b.qp_destroy(c, &mut One(&mut cq));
+    b.cq_destroy(cq);
+}
+
+/// The QP a dequeue's lane was admitted to.
+struct Held<'q>(&'q mut Qp<SoftHca>);
+
+impl HoldsQp<Qp<SoftHca>> for Held<'_> {
+    fn qp(&mut self) -> &mut Qp<SoftHca> {
+        self.0
+    }
+}
+
+/// A lane's `accept` that no CQE may reach.
+fn never_shown<'q>(head: CqHead) -> Option<Held<'q>> {
+    panic!("a lane was shown {head:?}")
 }
 
 /// The one QP of a test, by its tag 1.

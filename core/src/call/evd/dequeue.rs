@@ -132,7 +132,19 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             cq,
             #[inline(always)]
             |head: CqHead| {
-                let ep = eps.get_mut(RawHandle::from_bits(head.tag))?;
+                let raw = RawHandle::from_bits(head.tag);
+                let ep = if head.is_live() {
+                    // SAFETY: the QP of the tag lives (`CqHead::of_live_qp`),
+                    // and the core tags a QP with the handle of the EP
+                    // that holds it until it destroys it
+                    // (`Backend::qp_create`): that EP lives, of the tag's
+                    // generation.
+                    let (generation, ep) = unsafe { eps.vouched_mut(raw.index()) };
+                    debug_assert_eq!(generation, raw.generation(), "a live QP's EP is of its tag's generation");
+                    ep
+                } else {
+                    eps.get_mut(raw)?
+                };
                 Completing::of(ep, head, *evd, ())
             },
         )?;

@@ -619,6 +619,28 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         Some((held, value))
     }
 
+    /// [`Slab::live_locked`] of slot `index`, which the caller vouches
+    /// holds an object ([`Slab::vouched_mut`]): only the lock is taken.
+    ///
+    /// # Safety
+    /// As [`Slab::live_locked`], and slot `index` holds an object.
+    #[inline(always)]
+    #[allow(unsafe_code, clippy::mut_from_ref)]
+    pub unsafe fn vouched_locked<'s, G>(
+        &'s self,
+        index: u32,
+        lock: impl FnOnce(&'s AtomicU8) -> Option<G>,
+    ) -> Option<(G, u32, &'s mut T)> {
+        debug_assert!(self.indexed().get(index as usize).is_some_and(|s| s.live), "a vouched slot is live");
+        // SAFETY: the caller's promise: the slot exists and is live.
+        let slot = unsafe { self.indexed().get_unchecked(index as usize) };
+        let held = lock(&slot.lock)?;
+        // SAFETY: as in `live_locked`: the caller's promise, the lock held,
+        // and the slot live.
+        let value = unsafe { slot.live_value_unchecked() };
+        Some((held, slot.generation, value))
+    }
+
     /// The generation of the object living in slot `index`; `None` for a
     /// free slot or one never handed out.
     #[inline(always)]

@@ -271,13 +271,26 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some((evd, cq)) = e.lane_cq() else { return Shared::NeedsExclusive };
         // SAFETY: the CQ is the locked EVD's; the closure takes the lock
         // of the EP of the QP the CQE names before anything is taken, and
-        // reads the EP only once it holds it.
+        // reads the EP only once it holds it; the slot of a QP the
+        // transport vouches lives (`CqHead::of_live_qp`) holds that EP,
+        // since the core tags a QP with the EP that holds it until it
+        // destroys it, and nothing is freed while the provider is shared.
         let taken = unsafe {
             self.backend.cq_take_shared(
                 cq,
                 #[inline(always)]
                 |head: CqHead| {
-                    let (held, ep) = self.eps.get_locked(RawHandle::from_bits(head.tag), |word| lock.take(word))?;
+                    let raw = RawHandle::from_bits(head.tag);
+                    let (held, ep) = if head.is_live() {
+                        // The EP of a live QP lives, as in `lane_dequeue_at`,
+                        // and no `&mut` to the provider (which a free needs)
+                        // exists while this runs.
+                        let (held, generation, ep) = self.eps.vouched_locked(raw.index(), |word| lock.take(word))?;
+                        debug_assert_eq!(generation, raw.generation(), "a live QP's EP is of its tag's generation");
+                        (held, ep)
+                    } else {
+                        self.eps.get_locked(raw, |word| lock.take(word))?
+                    };
                     // A completion for another EVD is queued there, an
                     // SRQ's receives are counted on the SRQ, and a receive
                     // may invalidate a window of the EP: all exclusive

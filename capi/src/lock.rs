@@ -574,7 +574,9 @@ impl<T> Drop for Sharing<'_, T> {
 /// This one is a lane's, which runs outside `catch_unwind` and cannot
 /// panic (a panic there would unwind into C and abort the process), so
 /// its guard need not ask whether the thread is panicking when it lets
-/// the lock go; [`CallLock`] is every other call's.
+/// the lock go; and which never waits: a lock another thread holds is
+/// declined, and the call's ordinary path, which waits, decides.
+/// [`CallLock`] is every other call's.
 #[derive(Clone, Copy)]
 pub struct LaneLock;
 
@@ -637,10 +639,25 @@ fn contend(word: &AtomicU8, mut prev: u8) -> bool {
 unsafe impl SlotLock for LaneLock {
     type Guard<'w> = LaneGuard<'w>;
 
+    /// One exchange, and no wait: a lane takes a lock that is free, and
+    /// declines one another thread holds, or one poisoned, so that its
+    /// caller decides on a path that waits ([`CallLock`]). No call is
+    /// made, not even one never taken, which would make the lane keep
+    /// what it holds across it on the stack (a spin in place of the call
+    /// costs more still).
     #[inline(always)]
     fn take<'w>(&self, word: &'w AtomicU8) -> Option<LaneGuard<'w>> {
-        // Made only once taken: a guard made and dropped lets the lock go.
-        take(word).then(|| LaneGuard { word })
+        match word.swap(OBJ_HELD, Ordering::Acquire) {
+            // Made only once taken: a guard made and dropped lets the lock go.
+            OBJ_FREE => Some(LaneGuard { word }),
+            // Held by another thread: the exchange wrote what was there.
+            OBJ_HELD => None,
+            // Poisoned: put back.
+            _ => {
+                word.store(OBJ_POISONED, Ordering::Relaxed);
+                None
+            }
+        }
     }
 }
 
@@ -848,9 +865,16 @@ mod tests {
                 let (words, counter) = (&words, &counter);
                 s.spawn(move || {
                     for _ in 0..10_000 {
-                        // Lanes and calls exclude each other on one word.
+                        // Lanes and calls exclude each other on one word; a
+                        // lane declines a held lock, and tries again.
                         let _g: (Option<LaneGuard>, Option<CallGuard>) = if t % 2 == 0 {
-                            (Some(LaneLock.take(&words[1]).unwrap()), None)
+                            let lane = loop {
+                                match LaneLock.take(&words[1]) {
+                                    Some(g) => break g,
+                                    None => std::hint::spin_loop(),
+                                }
+                            };
+                            (Some(lane), None)
                         } else {
                             (None, Some(lock.take(&words[1]).unwrap()))
                         };
@@ -884,12 +908,27 @@ mod tests {
     }
 
     #[test]
+    fn a_lane_declines_a_held_object_lock_without_waiting_and_leaves_it_held() {
+        let word = AtomicU8::new(OBJ_FREE);
+        let lock = CallLock { poisoned: flag() };
+        let held = lock.take(&word).unwrap();
+        assert!(LaneLock.take(&word).is_none(), "held by a call");
+        assert_eq!(word.load(Ordering::Relaxed), OBJ_HELD, "and still held");
+        drop(held);
+        assert_eq!(word.load(Ordering::Relaxed), OBJ_FREE, "let go by its holder alone");
+        let lane = LaneLock.take(&word).expect("free");
+        assert!(LaneLock.take(&word).is_none(), "held by a lane");
+        drop(lane);
+        assert_eq!(word.load(Ordering::Relaxed), OBJ_FREE);
+    }
+
+    #[test]
     fn a_poisoned_object_lock_refuses_a_thread_that_waited_for_it() {
         let word = AtomicU8::new(OBJ_FREE);
         let lock = CallLock { poisoned: flag() };
         let held = lock.take(&word).unwrap();
         std::thread::scope(|s| {
-            let waiter = s.spawn(|| LaneLock.take(&word).is_none() && lock.poisoned.load(Ordering::Acquire));
+            let waiter = s.spawn(|| lock.take(&word).is_none() && lock.poisoned.load(Ordering::Acquire));
             std::thread::sleep(std::time::Duration::from_millis(20));
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
                 let _held = held;

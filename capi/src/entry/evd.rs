@@ -5,6 +5,7 @@ use std::ptr;
 use udat_core::backend::{Completion, Shared, Untaken, Wake};
 use udat_core::counters::evd::Counter as evd_counter;
 use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind, RawHandle};
+use udat_core::shared::SlotLock;
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, EvdWait, Event, EventData, EventNumber, Passed, WaitStep};
 
@@ -157,10 +158,12 @@ pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
     let instance = unsafe { Instance::<B>::of(h) };
     debug_assert_eq!(instance.shares, SHARES, "the slot of the instance's own table");
     if SHARES {
-        if let Some(ret) = dequeue_shared(instance, h, event) {
+        // Where the transport cannot tell whether a connection event
+        // waits, the exclusive path looks once a millisecond.
+        if let Some(ret) = dequeue_shared(instance, h, event, &LaneLock, |ia| instance.cm_look_due(ia)) {
             return ret;
         }
-        return dequeue_shared_exclusive(instance, h, event);
+        return dequeue_shared_waiting(instance, h, event);
     }
     // SAFETY: a provider that does not share has the lock of one word
     // (`Instance::new`: only one that shares is `Threads::Sharing`).
@@ -211,6 +214,26 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
         Err(Untaken::Empty) => unsafe { dequeue_empty::<B, SHARES>(instance, state, h, event, index) },
         Err(Untaken::Declined) => dequeue_ordinary(instance, state, h, event),
     }
+}
+
+/// The dequeue of a provider that shares, where its lane settled
+/// nothing: the shared dequeue again, waiting for the locks the lane
+/// declined held ([`LaneLock`]), and where that settles nothing either,
+/// the exclusive dequeue.
+#[cold]
+#[inline(never)]
+extern "C" fn dequeue_shared_waiting<B: Transport>(
+    instance: &'static Instance<B>,
+    h: DAT_EVD_HANDLE,
+    event: Arg<2, *mut DAT_EVENT>,
+) -> DAT_RETURN {
+    // The lane may have found a look at connection events due, and
+    // counted it as taken: an EVD found empty now goes on to the
+    // exclusive path, which looks.
+    if let Some(ret) = dequeue_shared(instance, h, event, &instance.call_lock(), |_| true) {
+        return ret;
+    }
+    dequeue_shared_exclusive(instance, h, event)
 }
 
 /// The exclusive dequeue of a provider that shares, where its shared
@@ -294,10 +317,12 @@ extern "C" fn dequeue_ordinary<B: Transport>(
 /// holds it (`SHARES`). Like every lane it runs outside `catch_unwind`
 /// ([`lane_or`](super::lane_or)).
 #[inline(always)]
-fn dequeue_shared<B: Transport>(
+fn dequeue_shared<B: Transport, L: SlotLock>(
     instance: &'static Instance<B>,
     h: DAT_EVD_HANDLE,
     event: Arg<2, *mut DAT_EVENT>,
+    lock: &L,
+    look_due: impl FnOnce(u32) -> bool,
 ) -> Option<DAT_RETURN> {
     let slot = event.out().ok()?;
     // SAFETY: the provider shares (only its slot calls this), so its lock
@@ -315,7 +340,7 @@ fn dequeue_shared<B: Transport>(
             index,
             #[inline(always)]
             |g, name| named.names(g, name),
-            &LaneLock,
+            lock,
             // The IB extension's record is written under the locks: it is
             // rare, and its answer then need not outlive them.
             #[inline(always)]
@@ -324,9 +349,7 @@ fn dequeue_shared<B: Transport>(
                     extension_written(extension, slot);
                 }
             },
-            // Where the transport cannot tell whether a connection event
-            // waits, the exclusive path looks once a millisecond.
-            |ia| instance.cm_look_due(ia),
+            look_due,
         )
     };
     match taken {

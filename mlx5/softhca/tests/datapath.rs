@@ -10,8 +10,8 @@ use std::ptr::NonNull;
 
 use proptest::prelude::*;
 use udat_core::backend::{
-    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, CqHead, Cqs, Grh, HoldsQp, QpConfig, QpType,
-    Qps, Registration, RequestOp, SendWr, Sge, UdDest, Untaken,
+    Backend, CmEvent, Completion, ConnOutcome, ConnectionManager, Control, CqHead, Cqs, Grh, HoldsQp, Listener,
+    QpConfig, QpType, Qps, Registration, RequestOp, SendWr, Sge, UdDest, Untaken,
 };
 use udat_core::types::{CompletionFlags, DtoOp, DtoStatus, IaAttr, MemPriv, RmrTriplet, SrqAttr};
 use udat_mlx5::testing::Recorder;
@@ -693,18 +693,28 @@ fn connect(b: &mut B, ia: &mut <B as Backend>::Ia, attr: &IaAttr, a: &mut Qp<Sof
     while b.cm().poll_cm(ia).is_some() {}
 }
 
+/// QPs 1 and 2 of `o`'s CQ, connected to each other through the listener
+/// on qualifier 9 (given back, to let go of), and the segment of `o`'s
+/// first 64 bytes with the remote triplet of its bytes from 1024.
+fn looped(o: &mut Opened) -> (Qp<SoftHca>, Qp<SoftHca>, Listener<B>, Sge, RmrTriplet) {
+    let config = rc(&o.pd, &o.cq, None);
+    let (mut a, mut c) = (o.b.qp_create(&config, 1).unwrap(), o.b.qp_create(&config, 2).unwrap());
+    let listener = o.b.cm().listen(&mut o.ia, 9, 7).unwrap();
+    connect(&mut o.b, &mut o.ia, &o.attr, &mut a, &mut c);
+    let at = o.mem.as_ptr() as u64;
+    let sge = Sge { addr: at, length: 64, lkey: o.reg.lkey };
+    let remote = RmrTriplet { virtual_address: at + 1024, segment_length: 64, rmr_context: o.reg.rkey };
+    (a, c, listener, sge, remote)
+}
+
 /// dat_ep_reset(3DAT) may lose completions not yet dequeued, but never
 /// hands them to the reset QP: after a reset the flushed CQEs of the old
 /// connection are skipped, and the first new WQE completes as itself.
 #[test]
 fn cqes_from_before_a_reset_never_reach_the_reset_qp() {
-    let Opened { mut b, mut ia, attr, pd, mut cq, mem, reg } = opened();
-    let config = rc(&pd, &cq, None);
-    let (mut a, mut c) = (b.qp_create(&config, 1).unwrap(), b.qp_create(&config, 2).unwrap());
-    let listener = b.cm().listen(&mut ia, 9, 7).unwrap();
-    connect(&mut b, &mut ia, &attr, &mut a, &mut c);
-    let sge = Sge { addr: mem.as_ptr() as u64, length: 64, lkey: reg.lkey };
-    let remote = RmrTriplet { virtual_address: mem.as_ptr() as u64 + 1024, segment_length: 64, rmr_context: reg.rkey };
+    let mut o = opened();
+    let (mut a, mut c, listener, sge, remote) = looped(&mut o);
+    let Opened { mut b, mut ia, attr, mut cq, .. } = o;
     let write = |cookie| SendWr {
         op: RequestOp::RdmaWrite { remote },
         sges: std::slice::from_ref(&sge),
@@ -776,13 +786,9 @@ fn a_destroyed_qps_srq_receive_gives_its_wqe_back_when_its_cqe_is_skipped() {
 /// in the CQ lead to it.
 #[test]
 fn a_dequeues_lane_is_never_shown_a_destroyed_qps_cqe() {
-    let Opened { mut b, mut ia, attr, pd, mut cq, mem, reg } = opened();
-    let config = rc(&pd, &cq, None);
-    let (mut a, mut c) = (b.qp_create(&config, 1).unwrap(), b.qp_create(&config, 2).unwrap());
-    let listener = b.cm().listen(&mut ia, 9, 7).unwrap();
-    connect(&mut b, &mut ia, &attr, &mut a, &mut c);
-    let sge = Sge { addr: mem.as_ptr() as u64, length: 64, lkey: reg.lkey };
-    let remote = RmrTriplet { virtual_address: mem.as_ptr() as u64 + 1024, segment_length: 64, rmr_context: reg.rkey };
+    let mut o = opened();
+    let (mut a, mut c, listener, sge, remote) = looped(&mut o);
+    let Opened { mut b, mut cq, .. } = o;
     for cookie in 0..2 {
         let write = SendWr {
             op: RequestOp::RdmaWrite { remote },

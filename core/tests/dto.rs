@@ -185,6 +185,10 @@ fn dat_ep_post_segment_outside_its_lmr_is_invalid_parameter() {
     );
     let below = LmrTriplet { virtual_address: BUF - 1, ..fx.seg(0, 4) };
     assert_eq!(ty(fx.p.ep_post_recv(ep, &[below], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidParameter);
+    // Below the region by less than its length: the offset wraps, and so
+    // would its sum with the length.
+    let wraps = LmrTriplet { virtual_address: BUF - 16, ..fx.seg(0, 32) };
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &[wraps], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidParameter);
     assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Connected, true, true)));
 }
 

@@ -63,6 +63,6 @@ impl<B: Backend> Lmr<B> {
     #[inline(always)]
     pub(crate) fn contains(&self, address: u64, length: u64) -> bool {
         let offset = address.wrapping_sub(self.address);
-        offset <= self.length && length <= self.length - offset
+        offset.checked_add(length).is_some_and(|end| end <= self.length)
     }
 }

@@ -200,14 +200,23 @@ struct Completing<'e, B: Backend, L> {
 impl<'e, B: Backend, L> Completing<'e, B, L> {
     /// `ep`'s halves for the CQE `head` shows, if its completion is one
     /// a dequeue of `evd` settles alone ([`routes_here`]) and `ep` has a
-    /// QP.
+    /// QP (which the EP of a live QP has: [`CqHead::of_live_qp`]).
     #[inline(always)]
     fn of(ep: &'e mut Ep<B>, head: CqHead, evd: EvdHandle, lock: L) -> Option<Self> {
         if !routes_here(ep, head.recv, evd) {
             return None;
         }
         let (qp, settle) = ep.completing();
-        Some(Completing { qp: qp?, settle, recv: head.recv, lock })
+        let qp = if head.is_live() {
+            debug_assert!(qp.is_some(), "the EP of a live QP holds it");
+            // SAFETY: the QP of the tag lives (`CqHead::of_live_qp`), and
+            // the EP the core tagged it with holds it until it destroys it
+            // (`Backend::qp_create`).
+            unsafe { qp.unwrap_unchecked() }
+        } else {
+            qp?
+        };
+        Some(Completing { qp, settle, recv: head.recv, lock })
     }
 }
 

@@ -268,6 +268,11 @@ pub enum Shared<T> {
     Done(T),
     /// Nothing to take.
     Empty,
+    /// Nothing to take, and the connection events of the object's IA are
+    /// to be looked at now, which only an exclusive call does: make the
+    /// call again through `&mut`. The caller's clock counted the look as
+    /// made; nothing else was changed.
+    Look,
     /// The call needs the provider to itself: make it again through
     /// `&mut`. Nothing was changed.
     NeedsExclusive,

@@ -2,9 +2,12 @@
 //! dat_ep_post_rdma_read(3DAT), dat_ep_post_rdma_write(3DAT), and the
 //! completion rules: every DTO completes once, flushes in post order.
 mod common;
+use std::cell::Cell;
+use std::sync::atomic::AtomicU8;
+
 use common::*;
 use udat_core::backend::{ConnOutcome, Shared};
-use udat_core::shared::Spin;
+use udat_core::shared::{SlotLock, Spin};
 use udat_core::types::*;
 use udat_core::*;
 
@@ -434,14 +437,49 @@ fn a_shared_dequeue_of_an_empty_evd_leaves_it_to_the_exclusive_one_exactly_when_
     assert_eq!(shared(&fx, true), Shared::Empty);
     // An event waits: the exclusive dequeue looks, and takes it.
     fx.p.backend_mut().conn_event(ep, ConnOutcome::Disconnected, b"");
-    assert_eq!(shared(&fx, false), Shared::NeedsExclusive);
+    assert_eq!(shared(&fx, false), Shared::Look);
     assert_eq!(ty(fx.p.evd_dequeue(fx.dto_evd)), ErrorType::QueueEmpty);
     assert_eq!(fx.p.ep_get_status(ep).unwrap().0, EpState::Disconnected);
     assert_eq!(shared(&fx, true), Shared::Empty);
     // A transport that cannot tell: the caller's clock decides.
     fx.p.backend_mut().tells_waiting = false;
     assert_eq!(shared(&fx, false), Shared::Empty);
-    assert_eq!(shared(&fx, true), Shared::NeedsExclusive);
+    assert_eq!(shared(&fx, true), Shared::Look);
+}
+
+/// A lock that refuses every take, as a lane's does a held one.
+struct Refuse;
+
+// SAFETY: it admits no holder at all.
+unsafe impl SlotLock for Refuse {
+    type Guard<'w> = ();
+
+    fn take(&self, _: &AtomicU8) -> Option<()> {
+        None
+    }
+}
+
+#[test]
+fn a_shared_dequeue_refused_a_lock_leaves_the_look_at_connection_events_to_the_next_call() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let raw = fx.dto_evd.raw();
+    fx.p.ep_post_recv(ep, &[fx.seg(0, 64)], 1, CompletionFlags::DEFAULT).unwrap();
+    let asked = Cell::new(0);
+    let due = |_| {
+        asked.set(asked.get() + 1);
+        true
+    };
+    // SAFETY: one thread; nothing else reaches the provider meanwhile.
+    let refused =
+        unsafe { fx.p.evd_dequeue_shared(raw.index(), |g, _| g == raw.generation(), &Refuse, |_, _, _| (), due) };
+    assert_eq!(refused, Shared::NeedsExclusive);
+    assert_eq!(asked.get(), 0, "a call that settled nothing for a refused lock asked the clock");
+    // The CQ is as empty as before: the next call, given the lock, looks.
+    // SAFETY: as above.
+    let taken = unsafe { fx.p.evd_dequeue_shared(raw.index(), |g, _| g == raw.generation(), &Spin, |_, _, _| (), due) };
+    assert_eq!(taken, Shared::Look);
+    assert_eq!(asked.get(), 1);
 }
 
 #[test]

@@ -160,10 +160,11 @@ pub(crate) unsafe fn evd_dequeue<B: Transport, const SHARES: bool>(
     if SHARES {
         // Where the transport cannot tell whether a connection event
         // waits, the exclusive path looks once a millisecond.
-        if let Some(ret) = dequeue_shared(instance, h, event, &LaneLock, |ia| instance.cm_look_due(ia)) {
-            return ret;
-        }
-        return dequeue_shared_waiting(instance, h, event);
+        return match dequeue_shared(instance, h, event, &LaneLock, |ia| instance.cm_look_due(ia)) {
+            Shared::Done(ret) => ret,
+            Shared::Look => dequeue_shared_exclusive(instance, h, event),
+            Shared::Empty | Shared::NeedsExclusive => dequeue_shared_waiting(instance, h, event),
+        };
     }
     // SAFETY: a provider that does not share has the lock of one word
     // (`Instance::new`: only one that shares is `Threads::Sharing`).
@@ -227,13 +228,12 @@ extern "C" fn dequeue_shared_waiting<B: Transport>(
     h: DAT_EVD_HANDLE,
     event: Arg<2, *mut DAT_EVENT>,
 ) -> DAT_RETURN {
-    // The lane may have found a look at connection events due, and
-    // counted it as taken: an EVD found empty now goes on to the
-    // exclusive path, which looks.
-    if let Some(ret) = dequeue_shared(instance, h, event, &instance.call_lock(), |_| true) {
-        return ret;
+    // The lane asked no clock (it found no look due, or asked none before
+    // it declined), so this one may.
+    match dequeue_shared(instance, h, event, &instance.call_lock(), |ia| instance.cm_look_due(ia)) {
+        Shared::Done(ret) => ret,
+        _ => dequeue_shared_exclusive(instance, h, event),
     }
-    dequeue_shared_exclusive(instance, h, event)
 }
 
 /// The exclusive dequeue of a provider that shares, where its shared
@@ -311,9 +311,10 @@ extern "C" fn dequeue_ordinary<B: Transport>(
 }
 
 /// The dequeue of a provider that shares its state, a lane with the state
-/// shared that takes the locks of this EVD and of the EP it settles for;
-/// `None` when it is for the exclusive path, which then decides (a bad
-/// handle or pointer among it). Only the dequeue of a provider that shares
+/// shared that takes the locks of this EVD and of the EP it settles for:
+/// its answer (an empty EVD's among them) as [`Shared::Done`], or what
+/// settled nothing, for a lock taken through the call's lock or for the
+/// exclusive path, which then decides (a bad handle or pointer among it). Only the dequeue of a provider that shares
 /// holds it (`SHARES`). Like every lane it runs outside `catch_unwind`
 /// ([`lane_or`](super::lane_or)).
 #[inline(always)]
@@ -323,13 +324,13 @@ fn dequeue_shared<B: Transport, L: SlotLock>(
     event: Arg<2, *mut DAT_EVENT>,
     lock: &L,
     look_due: impl FnOnce(u32) -> bool,
-) -> Option<DAT_RETURN> {
-    let slot = event.out().ok()?;
+) -> Shared<DAT_RETURN> {
+    let Ok(slot) = event.out() else { return Shared::NeedsExclusive };
     // SAFETY: the provider shares (only its slot calls this), so its lock
     // is `Threads::Sharing`'s; the dequeue changes only the EVD and the
     // EPs whose locks it takes below (`udat_core::shared`). A poisoned
     // provider lets no sharer in, and a poisoned object lock no holder.
-    let state = unsafe { instance.state.share() }?;
+    let Some(state) = (unsafe { instance.state.share() }) else { return Shared::NeedsExclusive };
     let named = LaneHandle::new(h, &state.handles, Kind::Evd);
     let index = named.index;
     // SAFETY: the state is shared, never held exclusively meanwhile; the
@@ -353,10 +354,10 @@ fn dequeue_shared<B: Transport, L: SlotLock>(
         )
     };
     match taken {
-        Shared::Done(()) => Some(DAT_SUCCESS),
-        Shared::Empty => Some(DatError::of(ErrorType::QueueEmpty).to_raw()),
-        // Or a connection event to pull, which the exclusive path does.
-        Shared::NeedsExclusive => None,
+        Shared::Done(()) => Shared::Done(DAT_SUCCESS),
+        Shared::Empty => Shared::Done(DatError::of(ErrorType::QueueEmpty).to_raw()),
+        Shared::Look => Shared::Look,
+        Shared::NeedsExclusive => Shared::NeedsExclusive,
     }
 }
 

@@ -250,9 +250,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// [`Provider::lane_dequeue_with`] hands it over, while both locks are
     /// held. An EVD whose CQ holds nothing is [`Shared::Empty`] unless its
     /// IA's connection events are to be looked at, which the exclusive
-    /// dequeue does: when one waits, where the transport can tell
-    /// ([`Backend::cm_waiting`]), or else when `look_due`, given the IA's
-    /// slot, says a look is due by the caller's clock.
+    /// dequeue does ([`Shared::Look`]): when one waits, where the transport
+    /// can tell ([`Backend::cm_waiting`]), or else when `look_due`, given
+    /// the IA's slot, says a look is due by the caller's clock. `look_due`
+    /// is asked only there, so a call that settles nothing for another
+    /// reason ([`Shared::NeedsExclusive`], a lock refused among them)
+    /// leaves the clock's turn to the next.
     ///
     /// # Safety
     /// No `&mut` to the provider exists while this runs, and every other
@@ -330,7 +333,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             None => look_due(ia.0.index()),
         };
         if look {
-            Shared::NeedsExclusive
+            Shared::Look
         } else {
             Shared::Empty
         }

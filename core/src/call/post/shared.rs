@@ -27,7 +27,8 @@
 //! [`Shared::Empty`](crate::backend::Shared::Empty) unless one waits
 //! ([`Backend::cm_waiting`](crate::backend::Backend::cm_waiting)), or,
 //! where the transport cannot tell, a look at them is due by the caller's
-//! clock; then the caller makes an exclusive one, which looks. Every post
+//! clock; then it answers [`Shared::Look`](crate::backend::Shared::Look)
+//! and the caller makes an exclusive one, which looks. Every post
 //! is made through the provider [`Locked`](crate::Locked)
 //! ([`Provider::locked`]), the same [`Door`](crate::Door) as the
 //! provider held to itself: requests (DAT 2.0's and the IB extension's,

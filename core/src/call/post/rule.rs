@@ -499,16 +499,18 @@ pub(crate) fn translated<B: Backend, L: SlotsOf<Lmr<B>>>(
     if granted & inside {
         return Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey });
     }
-    Err(lmr_refusal(lmr.pz == pz, inside))
+    Err(lmr_refusal(lmr, pz, seg))
 }
 
-/// Which of [`translated`]'s rules refused, in their order.
+/// Which of [`translated`]'s rules refused `seg` on `lmr`, in their
+/// order: judged again here, out of line, so that the post keeps no
+/// partial answer for it.
 #[cold]
 #[inline(never)]
-fn lmr_refusal(same_pz: bool, inside: bool) -> Refusal {
-    if !same_pz {
+fn lmr_refusal<B: Backend>(lmr: &Lmr<B>, pz: PzHandle, seg: &LmrTriplet) -> Refusal {
+    if lmr.pz != pz {
         Refusal::Protection
-    } else if !inside {
+    } else if !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {
         Refusal::Range
     } else {
         Refusal::Privileges

@@ -20,6 +20,11 @@
 //!   Beside one and two threads on one provider, two threads on two
 //!   providers, which share nothing but the machine: what this machine
 //!   lets two threads gain at most;
+//! - "one EP, two threads": one worker's EP, end to end, with a thread
+//!   that posts the writes and another that dequeues their completions,
+//!   so that the two meet at the EP's lock (a post takes it; a dequeue
+//!   takes the EVD's, then the EP's of the CQE): what a collision costs
+//!   a lane, which declines a held lock and takes the ordinary call;
 //! - "beside the control path": one worker, end to end, alone and while a
 //!   second thread runs control cycles on the same IA (a PZ, an LMR, a
 //!   DTO EVD and two EPs created, the EPs connected and disconnected,
@@ -83,23 +88,39 @@ impl Worker {
 
     /// `n` RDMA writes.
     fn post(&self, n: usize) {
-        let t = self.t;
         for i in 0..n {
-            let cookie = DAT_DTO_COOKIE { as_64: i as u64 };
-            let mut local = self.local;
-            // SAFETY: live handles, a triplet in a live LMR, a remote
-            // triplet of the peer's LMR.
-            let ret = unsafe {
-                t.ep_post_rdma_write_func.unwrap()(
-                    self.ep,
-                    1,
-                    &mut local,
-                    cookie,
-                    &self.remote,
-                    DAT_COMPLETION_DEFAULT_FLAG,
-                )
-            };
-            ok(ret, "dat_ep_post_rdma_write");
+            ok(self.write(i as u64), "dat_ep_post_rdma_write");
+        }
+    }
+
+    /// `n` RDMA writes, each tried again while the EP has as many
+    /// outstanding as it takes (another thread reaps them).
+    fn post_as_reaped(&self, n: usize) {
+        for i in 0..n {
+            loop {
+                match self.write(i as u64) {
+                    DAT_SUCCESS => break,
+                    ret => assert_eq!(ty(ret), DAT_INSUFFICIENT_RESOURCES, "dat_ep_post_rdma_write: {ret:#x}"),
+                }
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// One RDMA write of `cookie`.
+    fn write(&self, cookie: u64) -> DAT_RETURN {
+        let mut local = self.local;
+        // SAFETY: live handles, a triplet in a live LMR, a remote triplet
+        // of the peer's LMR.
+        unsafe {
+            self.t.ep_post_rdma_write_func.unwrap()(
+                self.ep,
+                1,
+                &mut local,
+                DAT_DTO_COOKIE { as_64: cookie },
+                &self.remote,
+                DAT_COMPLETION_DEFAULT_FLAG,
+            )
         }
     }
 
@@ -207,6 +228,18 @@ fn run(workers: &[Worker], bursts: u64) -> Duration {
                 }
             });
         }
+    });
+    start.elapsed()
+}
+
+/// `bursts` bursts of `w` split between two threads: this one reaps the
+/// completions of the writes the other posts; the time taken.
+fn run_split_ep(w: &Worker, bursts: u64) -> Duration {
+    let n = bursts as usize * BURST;
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| w.post_as_reaped(n));
+        w.reap(n);
     });
     start.elapsed()
 }
@@ -349,6 +382,14 @@ fn threads(c: &mut Criterion) {
             b.iter_custom(|bursts| run(&rig.workers[..n], bursts));
         });
     }
+    group.finish();
+    let mut group = c.benchmark_group("one EP, two threads");
+    group.sample_size(10).measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Elements(2 * BURST as u64));
+    group.bench_function("1 thread posts and reaps", |b| b.iter_custom(|bursts| run(&rig.workers[..1], bursts)));
+    group.bench_function("1 thread posts, 1 reaps", |b| {
+        b.iter_custom(|bursts| run_split_ep(&rig.workers[0], bursts));
+    });
     group.finish();
     let mut group = c.benchmark_group("beside the control path");
     group.sample_size(10).measurement_time(Duration::from_secs(4));

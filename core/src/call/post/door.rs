@@ -230,16 +230,17 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
         let Some(At { object: ep, lmrs, ias, mut hand, .. }) = at else {
             return Err(Refusal::NoEp.error());
         };
-        // The lane judges the segment as values, read once; one it declines
-        // goes out of line as a copy. A pointer into the caller's memory
+        // The lane reads the segment where it judges it, from the caller's
+        // memory: a copy made first went to the stack and was read back
+        // from there (6 instructions a post on the Rust API's write). One
+        // the lane declines goes out of line as a copy: the caller's memory
         // handed to a function the compiler cannot see into would make it
         // assume that memory changed, and reload what it held in registers
         // across a run of posts.
         let declined;
         let iov = match iov {
             [seg] => {
-                let seg = *seg;
-                let one = Request { iov: slice::from_ref(&seg), op, flags };
+                let one = Request { iov: slice::from_ref(seg), op, flags };
                 if request_lane(
                     ep,
                     lmrs,
@@ -250,7 +251,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
                 ) {
                     return Ok(());
                 }
-                declined = seg;
+                declined = *seg;
                 slice::from_ref(&declined)
             }
             _ => iov,

@@ -499,15 +499,18 @@ pub(crate) fn translated<B: Backend, L: SlotsOf<Lmr<B>>>(
     if granted & inside {
         return Ok(Sge { addr: seg.virtual_address, length: seg.segment_length, lkey: lmr.lkey });
     }
-    Err(lmr_refusal(lmr, pz, seg))
+    Err(lmr_refusal(lmr, pz, *seg))
 }
 
 /// Which of [`translated`]'s rules refused `seg` on `lmr`, in their
 /// order: judged again here, out of line, so that the post keeps no
-/// partial answer for it.
+/// partial answer for it. The segment comes as a value: its address
+/// handed to a function the compiler cannot see into would be the
+/// caller's memory escaping, which a loop of posts would then read
+/// again at each turn.
 #[cold]
 #[inline(never)]
-fn lmr_refusal<B: Backend>(lmr: &Lmr<B>, pz: PzHandle, seg: &LmrTriplet) -> Refusal {
+fn lmr_refusal<B: Backend>(lmr: &Lmr<B>, pz: PzHandle, seg: LmrTriplet) -> Refusal {
     if lmr.pz != pz {
         Refusal::Protection
     } else if !lmr.contains(seg.virtual_address, u64::from(seg.segment_length)) {

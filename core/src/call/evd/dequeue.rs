@@ -43,7 +43,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// EVD is empty or the ordinary dequeue decides.
     #[inline(always)]
     pub fn lane_dequeue(&mut self, evd: impl Into<Named<EvdHandle>>) -> Result<Event, Passed> {
-        self.lane_dequeue_with(evd.into(), |evd, c, _| Event {
+        self.lane_dequeue_with(evd, |evd, c, _| Event {
             number: EventNumber::DtoCompletion,
             evd,
             data: EventData::Dto {
@@ -65,9 +65,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     #[inline(always)]
     pub fn lane_dequeue_with<R>(
         &mut self,
-        evd: Named<EvdHandle>,
+        evd: impl Into<Named<EvdHandle>>,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Passed> {
+        let evd = evd.into();
         let raw = evd.handle().raw();
         // SAFETY: a vouched EVD lives, with its handle's generation: the
         // promise of `Named::vouched`.

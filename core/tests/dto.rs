@@ -279,6 +279,29 @@ fn dat_ep_post_region_of_another_pz_is_protection_before_privileges() {
 }
 
 #[test]
+fn dat_ep_post_segment_breaking_several_lmr_rules_reports_the_first() {
+    // The pages' order: the LMR's PZ, then the segment's range, then the
+    // privilege. Each segment below breaks the rule named and every one
+    // after it.
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let pz2 = fx.p.pz_create(fx.ia).unwrap();
+    let theirs =
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::LOCAL_WRITE)
+            .unwrap();
+    let ours =
+        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE)
+            .unwrap();
+    let outside =
+        |lmr_context, address: u64| LmrTriplet { virtual_address: address + 32, segment_length: 64, lmr_context };
+    let send = |fx: &mut Fx, seg| fx.p.ep_post_request(ep, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT);
+    assert_eq!(ty(send(&mut fx, outside(theirs.lmr_context, 0x8000))), ErrorType::ProtectionViolation);
+    assert_eq!(ty(send(&mut fx, outside(ours.lmr_context, 0x9000))), ErrorType::InvalidParameter);
+    let inside = LmrTriplet { virtual_address: 0x9000, segment_length: 64, lmr_context: ours.lmr_context };
+    assert_eq!(ty(send(&mut fx, inside)), ErrorType::PrivilegesViolation);
+}
+
+#[test]
 fn dat_ep_post_too_many_segments_is_invalid_parameter() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();

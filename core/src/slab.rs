@@ -195,6 +195,12 @@ pub struct Slab<T, S> {
     _objects: PhantomData<T>,
 }
 
+/// The low bits of a key that name one of `capacity` slots: as many as
+/// the highest slot needs.
+const fn key_mask_of(capacity: u32) -> u32 {
+    u32::MAX >> (if capacity < 2 { 2 } else { capacity } - 1).leading_zeros()
+}
+
 impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// An empty slab over `slots`. An index must fit below `u32::MAX`:
     /// slots past that are never used.
@@ -206,7 +212,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// whose index must fit fewer bits).
     pub fn with_limit(slots: S, limit: usize) -> Self {
         let capacity = slots.limit().min(limit).min(NONE as usize - 1) as u32;
-        let key_mask = u32::MAX >> (capacity.max(2) - 1).leading_zeros();
+        let key_mask = key_mask_of(capacity);
         Slab {
             slots,
             fresh: 0,
@@ -281,7 +287,16 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
     /// none.
     #[inline(always)]
     pub fn key_slot(&self, key: u32) -> u32 {
-        key & self.key_mask
+        debug_assert!(self.keyed, "a key names a slot of a keyed slab");
+        // A keyed slab holds as many slots as its store (`keyed`): where
+        // the store's type fixes that number, the mask is a constant, and
+        // for a power of two the slot is known to be inside the store.
+        let mask = match S::FIXED_LIMIT {
+            Some(limit) => key_mask_of(limit.min(NONE as usize - 1) as u32),
+            None => self.key_mask,
+        };
+        debug_assert_eq!(mask, self.key_mask);
+        key & mask
     }
 
     /// Store `value` in slot `index` of a keyed slab; `Err(value)` when the

@@ -35,6 +35,10 @@ pub trait Store<X> {
     fn grow(&mut self) -> bool;
     /// The most places the store holds.
     fn limit(&self) -> usize;
+    /// [`limit`](Self::limit), where the store's type fixes it (an
+    /// array's length): a keyed slab over it names a key's slot with a
+    /// constant mask ([`Slab::key_slot`](crate::slab::Slab::key_slot)).
+    const FIXED_LIMIT: Option<usize> = None;
 }
 
 impl<X, const N: usize> Store<X> for [X; N] {
@@ -56,4 +60,6 @@ impl<X, const N: usize> Store<X> for [X; N] {
     fn limit(&self) -> usize {
         N
     }
+
+    const FIXED_LIMIT: Option<usize> = Some(N);
 }

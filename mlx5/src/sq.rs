@@ -284,6 +284,10 @@ pub struct SendQueue<R, S> {
     qpn: u32,
     /// `qpn << 8`: the control segment's second field, less its `ds`.
     qpn_ds: u32,
+    /// That field with the `ds` of the one-WQEBB lane's two shapes (2 and
+    /// 3), as words in place ([`wqe::qpn_ds_word`]): `try_send_one` makes
+    /// only the index and opcode per WQE.
+    lane_qpn_ds: [u64; 2],
     ring_mask: usize,
     wqe_mask: u16,
     wqe_cnt: u16,
@@ -336,6 +340,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
             slots,
             qpn,
             qpn_ds: qpn << 8,
+            lane_qpn_ds: [2, 3].map(|ds| wqe::qpn_ds_word(qpn << 8 | ds)),
             ring_mask: wqe_cnt as usize * WQEBB_BYTES - 1,
             wqe_mask: (wqe_cnt - 1) as u16,
             wqe_cnt: wqe_cnt as u16,
@@ -651,7 +656,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
             Some(r) => (3, wqe::raddr_words(r.addr, r.rkey), data),
             None => (2, data, [0; 2]),
         };
-        let ctrl = [wqe::ctrl_head(self.pi, opcode, self.qpn_ds | ds), wqe::ctrl_tail(flags, 0)];
+        let ctrl = [wqe::ctrl_head_with(self.pi, opcode, self.lane_qpn_ds[ds - 2]), wqe::ctrl_tail(flags, 0)];
         let wqe = [ctrl[0], ctrl[1], first[0], first[1], second[0], second[1]];
         // The ring gets the WQE's `ds` segments, which are all the device
         // reads: the rest of the WQEBB is left as it was (rdma-core writes

@@ -181,6 +181,21 @@ pub const fn ctrl_head(pi: u16, opcode: u8, qpn_ds: u32) -> u64 {
     be64(((pi as u64) << 40) | ((opcode as u64) << 32) | qpn_ds as u64)
 }
 
+/// The word of a control segment's second field alone, `qpn << 8 | ds`,
+/// in its place in the segment's first word: what a queue keeps made for
+/// [`ctrl_head_with`].
+#[inline(always)]
+pub const fn qpn_ds_word(qpn_ds: u32) -> u64 {
+    be64(qpn_ds as u64)
+}
+
+/// [`ctrl_head`] from the second field's word as [`qpn_ds_word`] made it:
+/// the index and opcode are the only field made per WQE, in 32 bits.
+#[inline(always)]
+pub const fn ctrl_head_with(pi: u16, opcode: u8, qpn_ds_word: u64) -> u64 {
+    (((pi as u32) << 8) | opcode as u32).to_be() as u64 | qpn_ds_word
+}
+
 /// The control segment's second word: no signature or stream id, then
 /// `fm_ce_se` and the immediate (host order), as [`ctrl_words`] makes it.
 #[inline(always)]
@@ -395,6 +410,7 @@ mod tests {
         {
             let whole = ctrl_words(pi, opcode, 0, qpn, ds, flags, 0);
             assert_eq!([ctrl_head(pi, opcode, qpn << 8 | u32::from(ds)), ctrl_tail(flags, 0)], whole);
+            assert_eq!(ctrl_head_with(pi, opcode, qpn_ds_word(qpn << 8 | u32::from(ds))), whole[0]);
         }
     }
 }

@@ -12,11 +12,23 @@
 #![allow(unsafe_code)]
 
 use crate::barrier;
-use crate::cqe::{self, field, Cqe, CqeOpcode, Head, CQE_BYTES};
+use crate::cqe::{self, field, Cqe, Head, CQE_BYTES};
 use crate::doorbell::{Register, CQ_DOORBELL};
 use crate::mem::DmaBuf;
 use crate::table::Route;
 use crate::Geometry;
+
+/// Whether a CQE whose `op_own` byte this is, met in the pass of wrap
+/// parity `parity`, is software's: its opcode (the high nibble) is not
+/// `INVALID` and its owner bit (bit 0) is the parity. Both in one
+/// compare: with the parity taken off the owner bit and the bits between
+/// masked out, the byte is `oooo000e`; rotated right by one, `eoooo000`,
+/// which is below `0x78` exactly when `e` is 0 and the opcode is not
+/// `INVALID`'s `0xf`.
+#[inline(always)]
+fn software_owns(op_own: u8, parity: bool) -> bool {
+    ((op_own ^ u8::from(parity)) & 0xf1).rotate_right(1) < 0x78
+}
 
 /// Index of the consumer counter in a CQ's doorbell record.
 #[doc(alias = "MLX5_CQ_SET_CI")]
@@ -133,7 +145,7 @@ impl<R: Register> CompletionQueue<R> {
     #[inline(always)]
     fn owns(&self, last: u64, index: u32) -> bool {
         let op_own = last.to_ne_bytes()[field::OP_OWN - cqe::LAST_WORD];
-        op_own >> 4 != u8::from(CqeOpcode::Invalid) && (op_own & 1 != 0) == (index & self.cqe_cnt != 0)
+        software_owns(op_own, index & self.cqe_cnt != 0)
     }
 
     /// Whether the next CQE is software's.
@@ -292,8 +304,23 @@ impl<R: Register> CompletionQueue<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cqe::CqeOpcode;
     use crate::testing::{Memory, Recorder};
     use crate::wqe::opcode;
+
+    /// The one compare of `software_owns` says what its two tests say
+    /// (the PRM's, and rdma-core's `get_sw_cqe`'s), for every byte and
+    /// either parity.
+    #[test]
+    fn ownership_in_one_compare_is_the_opcode_and_owner_tests() {
+        let invalid = u8::from(CqeOpcode::Invalid);
+        for op_own in 0..=u8::MAX {
+            for parity in [false, true] {
+                let plain = op_own >> 4 != invalid && (op_own & 1 != 0) == parity;
+                assert_eq!(software_owns(op_own, parity), plain, "op_own {op_own:#04x}, parity {parity}");
+            }
+        }
+    }
 
     const CNT: u32 = 4;
 

@@ -838,6 +838,19 @@ mod tests {
         assert_eq!((slab.get(a), slab.get(b), slab.len()), (None, Some(&13), 1));
     }
 
+    /// A keyed slab over an array masks a key by a constant: the low bits
+    /// the highest slot needs. Where the array's length is not a power of
+    /// two, a key whose slot lies past it names nothing.
+    #[test]
+    fn a_keyed_slab_over_an_array_names_a_keys_slot_by_its_low_bits() {
+        let mut slab = Slab::keyed([Slot::<u32>::VACANT; 5]);
+        assert_eq!([0, 4, 5, 9, 13, 0xffff_fffc].map(|key| slab.key_slot(key)), [0, 4, 5, 1, 5, 4]);
+        slab.insert_at(slab.key_slot(12), 7).unwrap();
+        assert_eq!(slab.live_at(slab.key_slot(0x104)).map(|(_, v)| *v), Some(7));
+        assert_eq!(slab.live_at(slab.key_slot(13)), None);
+        assert_eq!(slab.insert_at(slab.key_slot(13), 8), Err(8));
+    }
+
     /// Threads change their own objects through one shared slab at once
     /// while another reads every slot's generation: what the C ABI's
     /// shared data path does, and what Miri checks for races and aliasing.

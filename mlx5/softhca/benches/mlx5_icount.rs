@@ -19,6 +19,16 @@ use udat::{Backend, CompletionFlags, DatResult, Event, RmrTriplet, Storage};
 /// kind where an enum cannot be a const parameter.
 const KINDS: [Post; 3] = [Post::WriteInline, Post::Write, Post::Send];
 
+// `post_as` and `fast_post_as` pick a kind's function by `kind as usize`:
+// each kind sits at its own place.
+const _: () = {
+    let mut i = 0;
+    while i < KINDS.len() {
+        assert!(KINDS[i] as usize == i);
+        i += 1;
+    }
+};
+
 /// One post of the kind `KINDS[K]`, its result handed to the caller,
 /// which tests it uncounted. Each kind is counted in a function of its
 /// own, as a consumer's call site posts one kind: a function that chose

@@ -59,9 +59,15 @@ struct Mailbox {
     next_seq: u64,
     /// The flag of each open IA, by its device context.
     flags: Vec<(usize, Arc<Flag>)>,
+    /// Where `next_seq` is published, to be read without the lock: the
+    /// process's mailbox publishes it in [`KEPT_SO_FAR`], which its IAs
+    /// read; a mailbox of the tests elsewhere, so that it never moves what
+    /// the process's IAs see.
+    published: &'static AtomicU64,
 }
 
-static MAILBOX: Mutex<Mailbox> = Mutex::new(Mailbox { events: VecDeque::new(), next_seq: 0, flags: Vec::new() });
+static MAILBOX: Mutex<Mailbox> =
+    Mutex::new(Mailbox { events: VecDeque::new(), next_seq: 0, flags: Vec::new(), published: &KEPT_SO_FAR });
 
 /// The mailbox's `next_seq`, to be read without its lock: it moves only
 /// when an event is kept.
@@ -104,7 +110,7 @@ impl Mailbox {
         }
         self.events.push_back(Unclaimed { ctx, seq: self.next_seq, element });
         self.next_seq += 1;
-        KEPT_SO_FAR.store(self.next_seq, Ordering::Release);
+        self.published.store(self.next_seq, Ordering::Release);
     }
 
     /// Read and acknowledge every event `ctx` has ready; then, if any was
@@ -348,8 +354,12 @@ mod tests {
         }
     }
 
+    /// Where the tests' own mailboxes publish: tests run side by side, and
+    /// one of them watches the process's mailbox.
+    static UNWATCHED: AtomicU64 = AtomicU64::new(0);
+
     fn mailbox() -> Mailbox {
-        Mailbox { events: VecDeque::new(), next_seq: 0, flags: Vec::new() }
+        Mailbox { events: VecDeque::new(), next_seq: 0, flags: Vec::new(), published: &UNWATCHED }
     }
 
     type Event = Option<CmEvent<()>>;

@@ -13,6 +13,10 @@ use udat_core::*;
 enum Segs {
     Fine,
     None,
+    /// One triplet of no bytes: not one segment a lane posts.
+    Empty,
+    /// Two triplets.
+    Two,
     /// Their LMR was freed after they were checked.
     Freed,
     /// Checked for the other access.
@@ -35,6 +39,8 @@ fn same(op: Op, segs: Segs, flags: CompletionFlags, remote_len: u32) {
         let ep = fx.ep_connected();
         let iov = match segs {
             Segs::None => vec![],
+            Segs::Empty => vec![fx.seg(0, 0)],
+            Segs::Two => vec![fx.seg(0, 4), fx.seg(16, 4)],
             _ => vec![fx.seg(0, 8)],
         };
         let reads_back = matches!(op, Op::Read) != matches!(segs, Segs::OtherAccess);
@@ -66,7 +72,7 @@ fn same(op: Op, segs: Segs, flags: CompletionFlags, remote_len: u32) {
 #[test]
 fn fast_posts_give_what_ordinary_posts_give() {
     for op in [Op::Send, Op::Write, Op::Read] {
-        for segs in [Segs::Fine, Segs::None, Segs::Freed, Segs::OtherAccess] {
+        for segs in [Segs::Fine, Segs::None, Segs::Empty, Segs::Two, Segs::Freed, Segs::OtherAccess] {
             for flags in [CompletionFlags::DEFAULT, CompletionFlags::UNSIGNALLED, CompletionFlags::SOLICITED_WAIT] {
                 for remote_len in [4, 8] {
                     same(op, segs, flags, remote_len);
@@ -107,6 +113,23 @@ fn the_outstanding_limit_holds_on_the_fast_path() {
     poster.post(&segs, 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     poster.post(&segs, 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     assert_eq!(ty(poster.post(&segs, 3, RequestOp::Send, CompletionFlags::DEFAULT)), ErrorType::InsufficientResources);
+}
+
+#[test]
+fn the_segment_limit_holds_on_the_fast_path() {
+    let mut fx = Fx::new();
+    let mut attr = fx.attr();
+    attr.max_request_iov = 1;
+    let ep = fx.ep_with(Some(&attr));
+    fx.establish(ep);
+    let iov = [fx.seg(0, 4), fx.seg(16, 4)];
+    let ordinary = fx.p.ep_post_request(ep, &iov, 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap_err();
+    assert_eq!(ordinary.error_type(), ErrorType::InvalidParameter);
+    let two = fx.p.segments(fx.pz, &iov, Access::Read).unwrap();
+    let one = fx.p.segments(fx.pz, &iov[..1], Access::Read).unwrap();
+    let mut poster = fx.p.poster(ep).unwrap();
+    assert_eq!(poster.post(&two, 1, RequestOp::Send, CompletionFlags::DEFAULT), Err(ordinary));
+    poster.post(&one, 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
 }
 
 #[test]

@@ -40,6 +40,9 @@ pub use crate::types::Access;
 pub struct Segments {
     iov: FixedVec<LmrTriplet, MAX_SGE>,
     checked: Checked<FixedVec<Sge, MAX_SGE>>,
+    /// The segment a lane posts, when `iov` is one triplet that is not
+    /// empty: then the EP's limit of segments holds whatever it is.
+    lane: Option<Sge>,
     access: Access,
     pz: PzHandle,
     /// The provider that checked them, and its LMR epoch then.
@@ -71,7 +74,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let kept = FixedVec::from_slice(iov).map_err(|_| DatError::invalid(PostSend::NumSegments))?;
         let (sges, total) = segments::<B, _, FixedVec<Sge, MAX_SGE>>(&self.lmrs, pz, iov, access)?;
         let checked = Checked { sges, total };
-        Ok(Segments { iov: kept, checked, access, pz, provider: self.number, epoch: self.lmr_epoch })
+        let lane = if iov.len() == 1 { checked.sges.one() } else { None };
+        Ok(Segments { iov: kept, checked, lane, access, pz, provider: self.number, epoch: self.lmr_epoch })
     }
 
     /// Borrow `ep` for a run of posts: its handle and state are checked
@@ -159,29 +163,39 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
             // checks everything and says what is wrong.
             return self.post_afresh(&segs.iov, cookie, op, flags);
         }
+        let Some(sge) = segs.lane else { return self.several(segs, op, cookie, flags) };
         let Found { ep, ias, hand, .. } = &mut self.found;
         let kind = kind(&op);
-        if !admitted(ep, kind, flags, segs.iov.len())? {
+        // One segment: within any limit a mask that admits holds.
+        if !admitted(ep, kind, flags, 1)? {
             // The EP's rules hold, but its post mask does not take the post
             // (it counts, or has no QP): out of the lane's way.
             return self.commit(segs, op, cookie, flags);
         }
         fits(ep, ias, &op, kind.length, segs.checked.total)?;
         room(ep)?;
-        if let Some(sge) = segs.checked.sges.one() {
-            // SAFETY: `admitted` took the post above, and nothing changed
-            // the EP since.
-            if unsafe {
-                commit_admitted(
-                    ep,
-                    sge,
-                    #[inline(always)]
-                    |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
-                )
-            } {
-                return Ok(());
-            }
+        // SAFETY: `admitted` took the post above, and nothing changed the
+        // EP since.
+        if unsafe {
+            commit_admitted(
+                ep,
+                sge,
+                #[inline(always)]
+                |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
+            )
+        } {
+            return Ok(());
         }
+        self.commit(segs, op, cookie, flags)
+    }
+
+    /// A post of segments that are not one segment a lane posts (several,
+    /// or an empty one): judged by the EP's rules, then as any post the
+    /// lane does not take.
+    #[cold]
+    #[inline(never)]
+    fn several(&mut self, segs: &Segments, op: RequestOp, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
+        admitted(self.found.ep, kind(&op), flags, segs.iov.len())?;
         self.commit(segs, op, cookie, flags)
     }
 

@@ -8,7 +8,7 @@
 
 use core::mem::MaybeUninit;
 use core::ptr::addr_of_mut;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::{Backend, CmEvent, Completion, ConnOutcome, ConnReq, ConnectionManager, PrivateData};
 use crate::counts::{self, CountTable, SlotCounts};
@@ -31,9 +31,17 @@ use crate::slab::Slab;
 use crate::storage::{Inline, Storage};
 use crate::types::{DtoOp, DtoStatus, EpState};
 
-/// Gives each provider its own number, so that segments a poster checked
-/// for one are never taken as checked by another.
-static PROVIDERS: AtomicU32 = AtomicU32::new(1);
+/// Stamps never given before in the process: each provider takes one when
+/// it is made and another each time it frees an LMR, so that segments a
+/// poster checked are taken as checked only by the provider that checked
+/// them, and only while it has freed no LMR since (see `poster`). One
+/// word of 64 bits, where a count of frees of 32 could come round again.
+static STAMPS: AtomicU64 = AtomicU64::new(1);
+
+/// A stamp never given before (see [`STAMPS`]).
+pub(crate) fn new_stamp() -> u64 {
+    STAMPS.fetch_add(1, Ordering::Relaxed)
+}
 
 /// The EVD of a provider over `B`: its CQ is the backend's.
 type EvdOf<B> = Evd<<B as Backend>::Cq>;
@@ -65,11 +73,10 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) polled: [Completion; POLL_BATCH],
     /// The last `lmr_context` handed out (see `lmr`).
     pub(crate) lmr_sequence: u32,
-    /// LMRs freed so far: segments checked before the last free are
-    /// checked again (see `poster`).
-    pub(crate) lmr_epoch: u64,
-    /// This provider's number among those of the process (see `poster`).
-    pub(crate) number: u32,
+    /// This provider's stamp since it last freed an LMR ([`new_stamp`]):
+    /// segments checked under another stamp are checked again (see
+    /// `poster`).
+    pub(crate) lmr_stamp: u64,
 }
 
 /// Completions taken from a CQ in one poll.
@@ -177,8 +184,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             addr_of_mut!((*p).evd_counts).write(CountTable::new(storage.slots(Kind::Evd)));
             addr_of_mut!((*p).polled).write([Completion::EMPTY; POLL_BATCH]);
             addr_of_mut!((*p).lmr_sequence).write(0);
-            addr_of_mut!((*p).lmr_epoch).write(0);
-            addr_of_mut!((*p).number).write(PROVIDERS.fetch_add(1, Ordering::Relaxed));
+            addr_of_mut!((*p).lmr_stamp).write(new_stamp());
         }
         // SAFETY: every field was written above.
         let provider = unsafe { slot.assume_init_mut() };
@@ -203,8 +209,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             evd_counts: _,
             polled: _,
             lmr_sequence: _,
-            lmr_epoch: _,
-            number: _,
+            lmr_stamp: _,
         } = provider;
         provider
     }

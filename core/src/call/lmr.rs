@@ -218,7 +218,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     pub(crate) fn lmr_destroy(&mut self, lmr: LmrHandle) {
         if let Some(lmr) = crate::object::owned::remove(&mut self.ias, &mut self.lmrs, lmr.0) {
-            self.lmr_epoch += 1;
+            self.lmr_stamp = crate::provider::new_stamp();
             self.backend.control().mr_deregister(lmr.mr);
             self.pz_release(lmr.pz);
         }

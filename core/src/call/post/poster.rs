@@ -45,9 +45,8 @@ pub struct Segments {
     lane: Option<Sge>,
     access: Access,
     pz: PzHandle,
-    /// The provider that checked them, and its LMR epoch then.
-    provider: u32,
-    epoch: u64,
+    /// The stamp of the provider that checked them, then.
+    stamp: u64,
 }
 
 impl Segments {
@@ -75,7 +74,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let (sges, total) = segments::<B, _, FixedVec<Sge, MAX_SGE>>(&self.lmrs, pz, iov, access)?;
         let checked = Checked { sges, total };
         let lane = if iov.len() == 1 { checked.sges.one() } else { None };
-        Ok(Segments { iov: kept, checked, lane, access, pz, provider: self.number, epoch: self.lmr_epoch })
+        Ok(Segments { iov: kept, checked, lane, access, pz, stamp: self.lmr_stamp })
     }
 
     /// Borrow `ep` for a run of posts: its handle and state are checked
@@ -84,7 +83,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// poster holds the EP itself, and the other parts of the provider a
     /// post reads, so a post looks nothing up again.
     pub fn poster(&mut self, ep: EpHandle) -> DatResult<Poster<'_, B, S>> {
-        let Provider { eps, lmrs, ias, backend, ep_counts, number, lmr_epoch, .. } = self;
+        let Provider { eps, lmrs, ias, backend, ep_counts, lmr_stamp, .. } = self;
         let e = eps.get_mut(ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         if !matches!(e.state(), EpState::Connected | EpState::Disconnected) {
             return Err(DatError::invalid_state(e.state_subtype()));
@@ -93,7 +92,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
         let found = Found { h: ep, ep: e, lmrs, ias, hand: Owned::new(backend, ep_counts) };
-        Ok(Poster { found, provider: *number, epoch: *lmr_epoch })
+        Ok(Poster { found, stamp: *lmr_stamp })
     }
 }
 
@@ -108,13 +107,12 @@ struct Found<'p, B: Backend, S: Storage> {
 
 /// An EP borrowed for posting; see [`Provider::poster`]. While it lives
 /// nothing else reaches the provider, so the EP stays where it is and in
-/// its state, and no LMR is freed: the LMR epoch it keeps stays current.
+/// its state, and no LMR is freed: the stamp it keeps stays current.
 pub struct Poster<'p, B: Backend, S: Storage> {
     found: Found<'p, B, S>,
-    /// The provider's number and its LMR epoch: [`Segments`] checked by
-    /// another provider, or before an LMR was freed, are checked again.
-    provider: u32,
-    epoch: u64,
+    /// The provider's stamp: [`Segments`] checked by another provider,
+    /// or before an LMR was freed, bear another, and are checked again.
+    stamp: u64,
 }
 
 impl<B: Backend, S: Storage> core::fmt::Debug for Poster<'_, B, S> {
@@ -154,10 +152,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let fresh = segs.provider == self.provider
-            && segs.epoch == self.epoch
-            && segs.access == access
-            && segs.pz == self.found.ep.pz;
+        let fresh = segs.stamp == self.stamp && segs.access == access && segs.pz == self.found.ep.pz;
         if !fresh {
             // Something changed since the check: the full post, which
             // checks everything and says what is wrong.

@@ -101,13 +101,19 @@ fn a_fast_post_completes_like_any_other() {
     }
 }
 
+/// A connected EP whose attributes `limit` changed from the defaults.
+fn connected_with(fx: &mut Fx, limit: impl FnOnce(&mut EpAttr)) -> EpHandle {
+    let mut attr = fx.attr();
+    limit(&mut attr);
+    let ep = fx.ep_with(Some(&attr));
+    fx.establish(ep);
+    ep
+}
+
 #[test]
 fn the_outstanding_limit_holds_on_the_fast_path() {
     let mut fx = Fx::new();
-    let mut attr = fx.attr();
-    attr.max_request_dtos = 2;
-    let ep = fx.ep_with(Some(&attr));
-    fx.establish(ep);
+    let ep = connected_with(&mut fx, |attr| attr.max_request_dtos = 2);
     let segs = fx.p.segments(fx.pz, &[fx.seg(0, 8)], Access::Read).unwrap();
     let mut poster = fx.p.poster(ep).unwrap();
     poster.post(&segs, 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
@@ -118,10 +124,7 @@ fn the_outstanding_limit_holds_on_the_fast_path() {
 #[test]
 fn the_segment_limit_holds_on_the_fast_path() {
     let mut fx = Fx::new();
-    let mut attr = fx.attr();
-    attr.max_request_iov = 1;
-    let ep = fx.ep_with(Some(&attr));
-    fx.establish(ep);
+    let ep = connected_with(&mut fx, |attr| attr.max_request_iov = 1);
     let iov = [fx.seg(0, 4), fx.seg(16, 4)];
     let ordinary = fx.p.ep_post_request(ep, &iov, 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap_err();
     assert_eq!(ordinary.error_type(), ErrorType::InvalidParameter);

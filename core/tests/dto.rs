@@ -200,8 +200,7 @@ fn dat_ep_post_lmr_of_another_pz_is_protection_violation() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let pz2 = fx.p.pz_create(fx.ia).unwrap();
-    let other =
-        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::ALL).unwrap();
+    let other = fx.lmr_of_64(0x8000, pz2, MemPriv::ALL);
     let seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: other.lmr_context };
     assert_eq!(
         ty(fx.p.ep_post_request(ep, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
@@ -218,12 +217,8 @@ fn dat_ep_post_lmr_of_another_pz_is_protection_violation() {
 fn dat_ep_post_missing_local_privilege_is_privileges_violation() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    let ro =
-        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ)
-            .unwrap();
-    let wo =
-        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE)
-            .unwrap();
+    let ro = fx.lmr_of_64(0x8000, fx.pz, MemPriv::LOCAL_READ);
+    let wo = fx.lmr_of_64(0x9000, fx.pz, MemPriv::LOCAL_WRITE);
     let ro_seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
     let wo_seg = LmrTriplet { virtual_address: 0x9000, segment_length: 8, lmr_context: wo.lmr_context };
     // Send and RDMA write read local memory; receive and RDMA read write it.
@@ -263,9 +258,7 @@ fn dat_ep_post_region_of_another_pz_is_protection_before_privileges() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let pz2 = fx.p.pz_create(fx.ia).unwrap();
-    let ro =
-        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::LOCAL_READ)
-            .unwrap();
+    let ro = fx.lmr_of_64(0x8000, pz2, MemPriv::LOCAL_READ);
     let seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
     assert_eq!(ty(fx.p.ep_post_recv(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
     assert_eq!(
@@ -286,12 +279,8 @@ fn dat_ep_post_segment_breaking_several_lmr_rules_reports_the_first() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
     let pz2 = fx.p.pz_create(fx.ia).unwrap();
-    let theirs =
-        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::LOCAL_WRITE)
-            .unwrap();
-    let ours =
-        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x9000, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE)
-            .unwrap();
+    let theirs = fx.lmr_of_64(0x8000, pz2, MemPriv::LOCAL_WRITE);
+    let ours = fx.lmr_of_64(0x9000, fx.pz, MemPriv::LOCAL_WRITE);
     let outside =
         |lmr_context, address: u64| LmrTriplet { virtual_address: address + 32, segment_length: 64, lmr_context };
     let send = |fx: &mut Fx, seg| fx.p.ep_post_request(ep, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT);

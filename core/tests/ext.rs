@@ -119,9 +119,7 @@ fn an_atomic_needs_eight_aligned_bytes_and_a_writable_result() {
         ErrorType::InvalidParameter
     );
     // The result is written locally: local write, like an RDMA read.
-    let ro =
-        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, fx.pz, MemPriv::LOCAL_READ)
-            .unwrap();
+    let ro = fx.lmr_of_64(0x8000, fx.pz, MemPriv::LOCAL_READ);
     let ro_seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
     assert_eq!(
         ty(fx.p.ep_post_request(ep, &[ro_seg], 1, RequestOp::CompareSwap { remote, compare: 1, swap: 2 }, flags())),

@@ -64,9 +64,7 @@ fn dat_lmr_create_no_rmr_context_without_remote_privileges() {
         .unwrap();
     assert_eq!(local.rmr_context, None);
     assert!(fx.lmr.rmr_context.is_some());
-    let remote =
-        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x5000, length: 64 }, fx.pz, MemPriv::REMOTE_WRITE)
-            .unwrap();
+    let remote = fx.lmr_of_64(0x5000, fx.pz, MemPriv::REMOTE_WRITE);
     assert!(remote.rmr_context.is_some());
 }
 
@@ -448,8 +446,6 @@ fn dat_lmr_create_on_a_transport_that_reads_every_region_has_local_read() {
     assert_eq!(p.lmr_query(wo.lmr, LMR_FIELD_ALL).unwrap().mem_privileges, MemPriv::LOCAL_READ | MemPriv::LOCAL_WRITE);
     // Where the transport does not, the LMR has what was asked.
     let mut fx = Fx::new();
-    let wo =
-        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: BUF, length: 64 }, fx.pz, MemPriv::LOCAL_WRITE)
-            .unwrap();
+    let wo = fx.lmr_of_64(BUF, fx.pz, MemPriv::LOCAL_WRITE);
     assert_eq!(fx.p.lmr_query(wo.lmr, LMR_FIELD_ALL).unwrap().mem_privileges, MemPriv::LOCAL_WRITE);
 }

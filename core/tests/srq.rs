@@ -79,8 +79,7 @@ fn dat_srq_post_recv_checks_like_a_receive() {
     let seg = fx.seg(0, 8);
     assert_eq!(ty(fx.p.srq_post_recv(srq, &[seg; 3], 1)), ErrorType::InvalidParameter);
     let pz2 = fx.p.pz_create(fx.ia).unwrap();
-    let other =
-        fx.p.mock_lmr_create(fx.ia, MemType::Virtual { address: 0x8000, length: 64 }, pz2, MemPriv::ALL).unwrap();
+    let other = fx.lmr_of_64(0x8000, pz2, MemPriv::ALL);
     let foreign = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: other.lmr_context };
     assert_eq!(ty(fx.p.srq_post_recv(srq, &[foreign], 1)), ErrorType::ProtectionViolation);
     for c in 0..4 {

@@ -73,6 +73,11 @@ impl Fx {
         Fx { p, ia, async_evd, pz, dto_evd, conn_evd, cr_evd, lmr }
     }
 
+    /// An LMR of the 64 bytes at `address`, on the fixture's IA.
+    pub fn lmr_of_64(&mut self, address: u64, pz: PzHandle, privileges: MemPriv) -> LmrCreated {
+        self.p.mock_lmr_create(self.ia, MemType::Virtual { address, length: 64 }, pz, privileges).unwrap()
+    }
+
     /// An Unconnected EP on the fixture's PZ and EVDs.
     pub fn ep(&mut self) -> EpHandle {
         self.ep_with(None)

@@ -193,7 +193,10 @@ pub const fn qpn_ds_word(qpn_ds: u32) -> u64 {
 /// the index and opcode are the only field made per WQE, in 32 bits.
 #[inline(always)]
 pub const fn ctrl_head_with(pi: u16, opcode: u8, qpn_ds_word: u64) -> u64 {
-    (((pi as u32) << 8) | opcode as u32).to_be() as u64 | qpn_ds_word
+    // The index and opcode are the segment's first four bytes, big-endian,
+    // whatever the host's order: one 32-bit swap on a little-endian host.
+    let [a, b, c, d] = (((pi as u32) << 8) | opcode as u32).to_be_bytes();
+    u64::from_ne_bytes([a, b, c, d, 0, 0, 0, 0]) | qpn_ds_word
 }
 
 /// The control segment's second word: no signature or stream id, then

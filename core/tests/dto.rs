@@ -536,6 +536,34 @@ fn dat_ep_post_beyond_max_dtos_is_insufficient_resources() {
 }
 
 #[test]
+fn the_dto_limits_dat_ep_modify_sets_are_the_ones_posts_meet() {
+    let mut fx = Fx::new();
+    let ep = fx.ep();
+    let mut attr = fx.attr();
+    attr.max_request_dtos = 2;
+    attr.max_recv_dtos = 1;
+    fx.p.ep_modify(ep, &EpChanges { attr: Some(attr), ..EpChanges::default() }).unwrap();
+    fx.establish(ep);
+    let seg = [fx.seg(0, 8)];
+    fx.p.ep_post_recv(ep, &seg, 1, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(ty(fx.p.ep_post_recv(ep, &seg, 2, CompletionFlags::DEFAULT)), ErrorType::InsufficientResources);
+    assert_eq!(fx.p.ep_recv_query(ep), Ok((1, 1)));
+    fx.p.ep_post_request(ep, &seg, 3, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &seg, 4, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &seg, 5, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::InsufficientResources
+    );
+    assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Connected, false, false)));
+    for _ in 0..2 {
+        fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    }
+    fx.drain(fx.dto_evd);
+    assert_eq!(fx.p.ep_get_status(ep), Ok((EpState::Connected, false, true)));
+    fx.p.ep_post_request(ep, &seg, 5, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+}
+
+#[test]
 fn suppressed_successes_produce_no_event_but_free_their_slot() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();

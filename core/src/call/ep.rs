@@ -325,7 +325,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// still exists.
     pub(crate) fn ep_destroy(&mut self, h: EpHandle) {
         let Some(ep) = self.eps.get_mut(h.0) else { return };
-        let outstanding = ep.request_outstanding + ep.recv_outstanding != 0;
+        let outstanding = ep.request_outstanding() != 0 || ep.recv_outstanding() != 0;
         let live = !matches!(ep.state(), EpState::Unconnected | EpState::Disconnected);
         let (ia, recv, request) = (ep.ia, ep.recv_evd, ep.request_evd);
         if let Some(qp) = ep.qp_mut() {
@@ -402,7 +402,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         }
         if let Some(attr) = changes.attr {
             attr.check(&ia.attr, EpModify::EpParam)?;
-            if attr.recv_completion_flags != ep.attr().recv_completion_flags && ep.recv_outstanding != 0 {
+            if attr.recv_completion_flags != ep.attr().recv_completion_flags && ep.recv_outstanding() != 0 {
                 return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
             }
         }
@@ -410,7 +410,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.pz_of(ep.ia, pz)?;
         }
         let rebuild = ep.qp().is_some() && (changes.pz.is_some() || shaping);
-        if rebuild && ep.recv_outstanding != 0 {
+        if rebuild && ep.recv_outstanding() != 0 {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
         let pz = changes.pz.unwrap_or(ep.pz);
@@ -570,8 +570,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     backend.qp_reset(qp, &mut EvdCqs::of(evds, streams))?;
                 }
                 ep.connection_moves(|c| c.reset());
-                ep.request_outstanding = 0;
-                ep.recv_outstanding = 0;
+                ep.forget_outstanding();
                 Ok(())
             }
             _ => Err(DatError::invalid_state(ep.state_subtype())),
@@ -591,7 +590,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// request sides are idle.
     pub fn ep_get_status(&self, h: EpHandle) -> DatResult<(EpState, bool, bool)> {
         let ep = self.ep(h)?;
-        Ok((ep.state(), ep.recv_outstanding == 0, ep.request_outstanding == 0))
+        Ok((ep.state(), ep.recv_outstanding() == 0, ep.request_outstanding() == 0))
     }
 
     /// dat_ep_recv_query(3DAT): `(nbufs_allocated, bufs_alloc_span)`. An EP
@@ -601,7 +600,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub fn ep_recv_query(&self, h: EpHandle) -> DatResult<(u32, u32)> {
         let ep = self.ep(h)?;
         if ep.srq.is_null() {
-            Ok((ep.recv_outstanding, ep.recv_outstanding))
+            let n = ep.recv_outstanding();
+            Ok((n, n))
         } else {
             Ok((VALUE_UNKNOWN, VALUE_UNKNOWN))
         }

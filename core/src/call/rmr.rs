@@ -129,7 +129,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if !matches!(ep.state(), EpState::Connected | EpState::Disconnected) {
             return Err(DatError::invalid_state(ep.state_subtype()));
         }
-        if ep.request_outstanding >= ep.attr().max_request_dtos {
+        if ep.request_room.full() {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
         if ep.pz != rmr_pz {
@@ -185,7 +185,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             None => (None, Sge::default()),
         };
         let rkey = backend.post_bind(qp, &mut rmr.mw, mr, sge, privileges, rmr_h.0.to_bits(), flags)?;
-        ep.request_outstanding += 1;
+        ep.request_room.take();
         rmr.in_flight.record(ep_h, cookie, !flags.contains(CompletionFlags::SUPPRESS));
         let old = rmr.binding.take();
         rmr.binding = bind.map(|(lmr, _)| Binding { ep: ep_h, lmr, triplet: *triplet, privileges, rmr_context: rkey });

@@ -35,8 +35,10 @@ pub(crate) struct Ep<B: Backend> {
     qp: Option<B::Qp>,
     /// What the lanes read of them.
     pub(crate) post_masks: PostMasks,
-    pub(crate) request_outstanding: u32,
-    pub(crate) recv_outstanding: u32,
+    /// Room for requests and for receives of the EP's own queue, under
+    /// `max_request_dtos` and `max_recv_dtos` ([`Room`]).
+    pub(crate) request_room: Room,
+    pub(crate) recv_room: Room,
     pub(crate) context: u64,
     /// What the layer above calls this EP in the events it writes (the C
     /// ABI: its handle), kept so that a dequeue's lane need not make it
@@ -155,8 +157,8 @@ impl<B: Backend> Ep<B> {
             connection: Connection::new(state, provider_owned),
             qp: None,
             post_masks: PostMasks::REFUSE_ALL,
-            request_outstanding: 0,
-            recv_outstanding: 0,
+            request_room: Room::new(attr.max_request_dtos),
+            recv_room: Room::new(attr.max_recv_dtos),
             context: 0,
             name: 0,
             windows: 0,
@@ -192,6 +194,22 @@ impl<B: Backend> Ep<B> {
     pub(crate) fn set_counting(&mut self, on: bool) {
         self.counting = on;
         self.post_masks = PostMasks::of(self);
+    }
+
+    /// Requests posted and not yet completed.
+    pub(crate) fn request_outstanding(&self) -> u32 {
+        self.request_room.outstanding(self.attr.max_request_dtos)
+    }
+
+    /// Receives of the EP's own queue posted and not yet completed.
+    pub(crate) fn recv_outstanding(&self) -> u32 {
+        self.recv_room.outstanding(self.attr.max_recv_dtos)
+    }
+
+    /// Forget the outstanding work: dat_ep_reset(3DAT) flushed it.
+    pub(crate) fn forget_outstanding(&mut self) {
+        self.request_room = Room::new(self.attr.max_request_dtos);
+        self.recv_room = Room::new(self.attr.max_recv_dtos);
     }
 
     /// The EP's state.
@@ -275,11 +293,7 @@ impl<B: Backend> Ep<B> {
     /// holds at once.
     #[inline(always)]
     pub(crate) fn completing(&mut self) -> (Option<&mut B::Qp>, Settle<'_>) {
-        let settle = Settle {
-            request_outstanding: &mut self.request_outstanding,
-            recv_outstanding: &mut self.recv_outstanding,
-            name: self.name,
-        };
+        let settle = Settle { request_room: &mut self.request_room, recv_room: &mut self.recv_room, name: self.name };
         (self.qp.as_mut(), settle)
     }
 
@@ -299,7 +313,10 @@ impl<B: Backend> Ep<B> {
         // No post is admitted while the QP changes, even if `change` does
         // not return ([`Ep::qp_admitted`] counts on the masks).
         self.post_masks = PostMasks::REFUSE_ALL;
+        let old = (self.attr.max_request_dtos, self.attr.max_recv_dtos);
         let r = change(&mut self.attr, &mut self.qp);
+        self.request_room.relimit(old.0, self.attr.max_request_dtos);
+        self.recv_room.relimit(old.1, self.attr.max_recv_dtos);
         self.post_masks = PostMasks::of(self);
         r
     }
@@ -461,8 +478,8 @@ impl<B: Backend, S: SlotsOf<Ep<B>>> Qps<B::Qp> for EpQps<'_, B, S> {
 /// The accounts a DTO completion of an EP settles, apart from its QP
 /// ([`Ep::completing`]), and the name its events carry.
 pub(crate) struct Settle<'e> {
-    request_outstanding: &'e mut u32,
-    recv_outstanding: &'e mut u32,
+    request_room: &'e mut Room,
+    recv_room: &'e mut Room,
     /// [`Ep::name`].
     pub(crate) name: u64,
 }
@@ -474,9 +491,54 @@ impl Settle<'_> {
     #[inline(always)]
     pub(crate) fn dto(self, recv: bool, retired: u32) {
         if recv {
-            *self.recv_outstanding = self.recv_outstanding.saturating_sub(1);
+            self.recv_room.give(1);
         } else {
-            *self.request_outstanding = self.request_outstanding.saturating_sub(retired);
+            self.request_room.give(retired);
         }
+    }
+}
+
+/// What an EP may still have outstanding on one side: its limit
+/// (`max_request_dtos` or `max_recv_dtos`, dat_ep_create(3DAT)) less the
+/// work posted and not yet completed. Kept as the room, not the count, so
+/// that a post tests it against none and a completion adds to it with no
+/// floor to keep. Signed, so that a limit moved by [`Ep::reconfigure`]
+/// keeps the outstanding count exact even when it falls below it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Room(i64);
+
+impl Room {
+    /// Room for `limit`, with nothing outstanding.
+    pub(crate) fn new(limit: u32) -> Self {
+        Room(i64::from(limit))
+    }
+
+    /// Whether a post would exceed the limit.
+    #[inline(always)]
+    pub(crate) fn full(self) -> bool {
+        self.0 <= 0
+    }
+
+    /// One more outstanding: a post taken.
+    #[inline(always)]
+    pub(crate) fn take(&mut self) {
+        self.0 = self.0.wrapping_sub(1);
+    }
+
+    /// `n` fewer outstanding: a completion settled.
+    #[inline(always)]
+    pub(crate) fn give(&mut self, n: u32) {
+        self.0 = self.0.wrapping_add(i64::from(n));
+    }
+
+    /// How many are outstanding under `limit`; none when the transport
+    /// completed more than was counted.
+    pub(crate) fn outstanding(self, limit: u32) -> u32 {
+        u32::try_from(i64::from(limit).saturating_sub(self.0).max(0)).unwrap_or(u32::MAX)
+    }
+
+    /// The limit moved from `old` to `new`, with the same work outstanding.
+    fn relimit(&mut self, old: u32, new: u32) {
+        self.0 = self.0.wrapping_add(i64::from(new) - i64::from(old));
     }
 }

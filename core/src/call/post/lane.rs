@@ -69,7 +69,7 @@ pub(crate) fn recv_lane<B: Backend, L: SlotsOf<Lmr<B>>>(
     if !post(qp, sge) {
         return false;
     }
-    ep.recv_outstanding += 1;
+    ep.recv_room.take();
     true
 }
 

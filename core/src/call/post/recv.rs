@@ -33,7 +33,7 @@ pub(crate) fn recv_checked<B: Backend, L: SlotsOf<Lmr<B>>>(
     let Checked { sges, total } = check_recv::<_, _, FixedVec<Sge, MAX_SGE>>(ep, lmrs, iov, flags)?;
     let qp = ep.qp_mut().ok_or(Refusal::NotReady)?;
     hand.post_recv(qp, &sges, cookie)?;
-    ep.recv_outstanding += 1;
+    ep.recv_room.take();
     if ep.counting {
         hand.posted_recv(h, total);
     }

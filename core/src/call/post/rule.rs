@@ -355,7 +355,7 @@ pub(crate) fn check_recv<B: Backend, L: SlotsOf<Lmr<B>>, G: Gathered>(
     if ep.ud && total < u64::from(GRH_BYTES) {
         return Err(Refusal::Length);
     }
-    if ep.recv_outstanding >= ep.attr().max_recv_dtos {
+    if ep.recv_room.full() {
         return Err(Refusal::Full);
     }
     Ok(Checked { sges, total })
@@ -564,7 +564,7 @@ pub(crate) fn fits<B: Backend, I: SlotsOf<Ia<B>>>(
 /// Room among the EP's outstanding requests.
 #[inline(always)]
 pub(crate) fn room<B: Backend>(ep: &Ep<B>) -> Result<(), Refusal> {
-    if ep.request_outstanding >= ep.attr().max_request_dtos {
+    if ep.request_room.full() {
         return Err(Refusal::Full);
     }
     Ok(())
@@ -594,7 +594,7 @@ pub(crate) unsafe fn commit_admitted<B: Backend>(
     if !post(qp, sge) {
         return false;
     }
-    ep.request_outstanding += 1;
+    ep.request_room.take();
     true
 }
 
@@ -618,13 +618,13 @@ pub(crate) fn commit<B: Backend, G: Sges>(
     let Some(qp) = ep.qp_mut() else { return Err(Refusal::NotReady.error()) };
     if let (Some(sge), false) = (sges.one(), counting) {
         if hand.post_one(qp, op, sge, cookie, flags) {
-            ep.request_outstanding += 1;
+            ep.request_room.take();
             return Ok(());
         }
     }
     let wr = SendWr { op, sges: sges.sges(), length: total as u32, cookie, flags };
     hand.post_send(qp, &wr)?;
-    ep.request_outstanding += 1;
+    ep.request_room.take();
     if counting {
         hand.posted(h, &wr);
     }

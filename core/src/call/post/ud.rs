@@ -68,12 +68,12 @@ pub(crate) fn send_ud<B: Backend, S: Storage, D: Door<B, S> + ?Sized>(
     if total > u64::from(ep.attr().max_message_size) {
         return Err(DatError::invalid(PostSendUd::LocalIov));
     }
-    if ep.request_outstanding >= ep.attr().max_request_dtos {
+    if ep.request_room.full() {
         return Err(DatError::of(ErrorType::InsufficientResources));
     }
     let qp = ep.qp_mut().ok_or(DatError::invalid_state(Subtype::InvalidStateEpNotready))?;
     let wr = SendWr { op: RequestOp::Send, sges: &sges, length: total as u32, cookie, flags };
     hand.post_send_ud(qp, &ah.ah, UdDest { remote_qpn, qkey: ah.qkey }, &wr)?;
-    ep.request_outstanding += 1;
+    ep.request_room.take();
     Ok(())
 }

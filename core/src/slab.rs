@@ -550,14 +550,14 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 
     /// The live object in slot `index`, mutably, with its generation: a
     /// lane's one look-up, which judges the generation itself. (A slot
-    /// never handed out holds no object.) Judged by the place itself, not
-    /// by `live` as the other look-ups are: the post's lanes, which
-    /// inline it, keep the value's `None` in a register they need anyway.
+    /// never handed out holds no object.) Judged by `live`, a byte to
+    /// compare, not by the value's `None`, a niche whose word the test
+    /// builds in a register first.
     #[inline(always)]
     pub fn live_mut(&mut self, index: u32) -> Option<(u32, &mut T)> {
         let slot = self.slots.items_mut().get_mut(index as usize)?;
         let generation = slot.generation;
-        Some((generation, slot.value_mut().as_mut()?))
+        Some((generation, slot.live_value_mut()?))
     }
 
     /// The object in slot `index`, mutably, with its generation, taken

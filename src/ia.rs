@@ -36,6 +36,7 @@ pub struct Ia<'id, B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) provider: Box<Provider<B, S>>,
     pub(crate) ia: IaHandle,
     async_evd: Evd<'id>,
+    /// Whether [`Ia::close`] has not closed it: what dropping it reads.
     open: bool,
     /// The descriptors of the CNOs made by [`Ia::cno_fd_create`].
     pub(crate) notifiers: Vec<(udat_core::CnoHandle, Notifier)>,
@@ -153,28 +154,46 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         Ok(self.provider.ia_query(self.ia)?.1)
     }
 
-    /// dat_ia_close(3DAT). A refused graceful close leaves every object
-    /// intact; after a close, every call is `DAT_INVALID_HANDLE`. The
-    /// memory the IA held is dropped when [`Ia::open`] returns.
-    pub fn close(&mut self, flags: CloseFlags) -> DatResult<()> {
-        self.provider.ia_close(self.ia, flags)?;
+    /// dat_ia_close(3DAT). A close takes the IA: no call can follow it,
+    /// on the IA or on any of its objects. A refused graceful close hands
+    /// the IA back with every object intact ([`Refused`]). The memory the
+    /// IA held is dropped when [`Ia::open`] returns.
+    ///
+    /// ```compile_fail
+    /// use udat::{CloseFlags, Ia};
+    /// use udat_testkit::mock::{MockBackend, MOCK_IA_NAME};
+    ///
+    /// Ia::open(MockBackend::new(), MOCK_IA_NAME, 8, |mut ia| {
+    ///     let pz = ia.pz_create()?;
+    ///     ia.close(CloseFlags::Abrupt)?;
+    ///     ia.pz_free(pz)?; // the IA is gone
+    ///     Ok(())
+    /// })?;
+    /// # Ok::<(), udat::DatError>(())
+    /// ```
+    // The refusal hands the IA itself back, as a refused free hands back
+    // its object; a close is no hot call, and its error is rare.
+    #[allow(clippy::result_large_err)]
+    pub fn close(mut self, flags: CloseFlags) -> Result<(), Refused<Self>> {
+        if let Err(e) = self.provider.ia_close(self.ia, flags) {
+            return Err(Refused::new(e, self));
+        }
         self.open = false;
         // The CNOs went with the IA: their descriptors may close.
         self.notifiers.clear();
         Ok(())
     }
 
-    /// `ep` named to the core for a hot call: vouched for while the IA is
-    /// open, judged once it is closed (the core then refuses it as stale).
+    /// `ep` named to the core for a hot call, vouched for.
     #[inline(always)]
     pub(crate) fn ep_named(&self, ep: &Ep<'id>) -> Named<EpHandle> {
-        // SAFETY: while the IA is open, an `Ep<'id>` stands for a live EP
-        // of this IA's provider, of its handle's generation: only
-        // `ep_create*` make one, only `ep_free` frees the EP, and it takes
-        // the object (a refused free hands it back with the EP intact);
-        // the brand `'id` keeps another IA's objects out; and only
-        // `close` frees objects otherwise, after which `open` is false.
-        unsafe { Named::vouched(ep.handle(), self.open) }
+        // SAFETY: an `Ep<'id>` stands for a live EP of this IA's provider,
+        // of its handle's generation: only `ep_create*` make one, only
+        // `ep_free` frees the EP, and it takes the object (a refused free
+        // hands it back with the EP intact); the brand `'id` keeps another
+        // IA's objects out; and only `close` frees objects otherwise, which
+        // takes the IA, so no call is made through it after.
+        unsafe { Named::vouched(ep.handle(), true) }
     }
 
     /// `evd` named to the core for a hot call, as [`Ia::ep_named`].
@@ -183,7 +202,7 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         // SAFETY: as in `ep_named`: only `evd_create` makes an `Evd<'id>`
         // (and `open`, the async EVD, which the IA keeps and lends), and
         // only `evd_free`, which takes it, or `close` frees the EVD.
-        unsafe { Named::vouched(evd.handle(), self.open) }
+        unsafe { Named::vouched(evd.handle(), true) }
     }
 
     /// dat_pz_create(3DAT).

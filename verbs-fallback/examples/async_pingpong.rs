@@ -95,8 +95,8 @@ impl<'id, B: Backend> Side<'id, B> {
         Ok(())
     }
 
-    fn close(mut self) -> DatResult<()> {
-        self.ia.close(CloseFlags::Abrupt)
+    fn close(self) -> DatResult<()> {
+        Ok(self.ia.close(CloseFlags::Abrupt)?)
     }
 }
 

@@ -295,7 +295,7 @@ pub enum Untaken {
 pub struct CqHead {
     /// The QP's tag.
     pub tag: u64,
-    /// Whether the CQE completes a receive.
+    /// Whether the CQE is a receive's, done or failed.
     pub recv: bool,
     /// Whether the transport vouches that the QP lives
     /// ([`CqHead::of_live_qp`]).
@@ -313,11 +313,14 @@ impl CqHead {
     /// The head of a CQE for a QP the transport vouches lives: the core
     /// then takes the EP the tag names without judging it, since it tags
     /// a QP with the handle of the EP that holds it until it destroys it
-    /// ([`Backend::qp_create`]).
+    /// ([`Backend::qp_create`]); nor does it judge the CQE's stream, since
+    /// an EP's EVDs change only with its QP.
     ///
     /// # Safety
     /// `tag` is what [`Backend::qp_create`] was given for a QP of this
-    /// transport that [`Backend::qp_destroy`] has not yet taken.
+    /// transport that [`Backend::qp_destroy`] has not yet taken, and the
+    /// CQE is of the CQ that call was given for the CQE's stream: its
+    /// `recv_cq` if `recv`, else its `send_cq`.
     #[inline(always)]
     #[allow(unsafe_code)]
     pub const unsafe fn of_live_qp(tag: u64, recv: bool) -> CqHead {

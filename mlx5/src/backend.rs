@@ -436,12 +436,19 @@ fn next<D: Device, R: Store<Entry<Route>>, Q: Store<Entry<SrqQueue<D>>>, G: Hold
         #[inline(always)]
         |qpn| by_qpn.route(qpn),
     );
+    // A lane's CQE is done (above): its `done` says what `is_receive`
+    // would, and the lane need not ask the opcode again.
+    let recv = match done {
+        Some(done) => done == Done::Receive,
+        None => head.is_receive(),
+    };
     // SAFETY: a route is in the QP index or a CQ's kept route only while
     // its QP lives: `qp_destroy` takes it out of the index and
     // `forget_cqes` clears the kept route of each CQ the QP reports to,
     // the only CQs whose CQEs name it. Its tag is the one `qp_create` was
-    // given.
-    let admitted = route.and_then(|r| admit(unsafe { CqHead::of_live_qp(r.tag, done == Some(Done::Receive)) }));
+    // given, and the device writes a QP's receive CQEs (`recv`) to the
+    // receive CQ `qp_create` was given, the others to its send CQ.
+    let admitted = route.and_then(|r| admit(unsafe { CqHead::of_live_qp(r.tag, recv) }));
     let Some(mut admitted) = admitted else {
         let srqs = ordinary.ok_or(Untaken::Declined)?;
         let cqe = ring.peeked(head);

@@ -225,6 +225,15 @@ impl Head {
         self.byte(field::OP_OWN) >> 4
     }
 
+    /// Whether the CQE is no request's: a request's, done or failed
+    /// (`REQ`, `REQ_ERR`), goes to its QP's send CQ, a receive's (a
+    /// responder opcode) to its receive CQ.
+    #[inline(always)]
+    pub fn is_receive(self) -> bool {
+        let op = self.opcode();
+        op != u8::from(CqeOpcode::Req) && op != u8::from(CqeOpcode::ReqErr)
+    }
+
     /// The QP the CQE belongs to.
     #[inline(always)]
     pub fn qpn(self) -> u32 {
@@ -309,6 +318,34 @@ impl Cqe {
             self.syndrome.dto_status()
         } else {
             DtoStatus::Success
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The head whose opcode is `op`, the rest zero.
+    fn head_of(op: u8) -> Head {
+        let mut bytes = [0u8; 8];
+        bytes[field::OP_OWN - LAST_WORD] = op << 4;
+        Head(u64::from_ne_bytes(bytes))
+    }
+
+    /// A request's CQE, done or failed, is no receive's; a receive's,
+    /// done or failed, is; and a done CQE is a receive's exactly when
+    /// `done` says so, as a lane reads it.
+    #[test]
+    fn a_receive_is_a_responder_opcode_done_or_failed() {
+        for op in [CqeOpcode::Req, CqeOpcode::ReqErr] {
+            assert!(!head_of(op.into()).is_receive(), "{op:?}");
+        }
+        assert!(head_of(CqeOpcode::RespErr.into()).is_receive());
+        for op in 0..16 {
+            if let Some(done) = head_of(op).done() {
+                assert_eq!(head_of(op).is_receive(), done == Done::Receive, "opcode {op}");
+            }
         }
     }
 }

@@ -199,12 +199,23 @@ struct Completing<'e, B: Backend, L> {
 }
 
 impl<'e, B: Backend, L> Completing<'e, B, L> {
-    /// `ep`'s halves for the CQE `head` shows, if its completion is one
-    /// a dequeue of `evd` settles alone ([`routes_here`]) and `ep` has a
-    /// QP (which the EP of a live QP has: [`CqHead::of_live_qp`]).
+    /// `ep`'s halves for the CQE `head` shows, if `ep` has a QP (which
+    /// the EP of a live QP has: [`CqHead::of_live_qp`]) and
+    /// `Provider::complete_to` would hand the successful completion that
+    /// is no window bind's (what a CQ's lane takes, [`CqHead`]) to a
+    /// dequeue of `evd` as a DTO event and change nothing else: of the
+    /// stream `evd` takes, and for a receive one the EP settles alone
+    /// ([`Ep::recv_direct`]: not an SRQ's, whose count is the SRQ's, nor
+    /// one that may have invalidated a window).
     #[inline(always)]
     fn of(ep: &'e mut Ep<B>, head: CqHead, evd: EvdHandle, lock: L) -> Option<Self> {
-        if !routes_here(ep, head.recv, evd) {
+        let (stream, alone) = ep.dto_stream(head.recv);
+        // A live QP's CQE is of the CQ its EP's EVD of that stream had
+        // when the QP was made (`CqHead::of_live_qp`); each EVD has a CQ
+        // of its own, and an EP changes its EVDs only with its QP
+        // (`Provider::ep_modify`): the stream is `evd`'s.
+        debug_assert!(!head.is_live() || stream == evd, "a live QP's CQE is of its EP's EVD");
+        if !alone || !(head.is_live() || stream == evd) {
             return None;
         }
         let (qp, settle) = ep.completing();
@@ -226,18 +237,6 @@ impl<B: Backend, L> HoldsQp<B::Qp> for Completing<'_, B, L> {
     fn qp(&mut self) -> &mut B::Qp {
         self.qp
     }
-}
-
-/// Whether `Provider::complete_to` would hand a successful completion of
-/// `ep` that is no window bind's (what a CQ's lane takes, [`CqHead`]; of
-/// a receive if `recv`) to a dequeue of `evd` as a DTO event, and change
-/// nothing else: of the stream `evd` takes, and for a receive one the EP
-/// settles alone ([`Ep::recv_direct`]: not an SRQ's, whose count is the
-/// SRQ's, nor one that may have invalidated a window).
-#[inline(always)]
-fn routes_here<B: Backend>(ep: &Ep<B>, recv: bool, evd: EvdHandle) -> bool {
-    let (stream, alone) = ep.dto_stream(recv);
-    stream == evd && alone
 }
 
 impl<B: Backend, S: Storage> Provider<B, S> {

@@ -35,12 +35,14 @@ use crate::types::{DtoOp, DtoStatus, EpState};
 /// it is made and another each time it frees an LMR, so that segments a
 /// poster checked are taken as checked only by the provider that checked
 /// them, and only while it has freed no LMR since (see `poster`). One
-/// word of 64 bits, where a count of frees of 32 could come round again.
-static STAMPS: AtomicU64 = AtomicU64::new(1);
+/// word of 64 bits, where a count of frees of 32 could come round again;
+/// even, so that segments keep a stamp and what they are for (the bit of
+/// their `Access`) in one word, which a post compares once.
+static STAMPS: AtomicU64 = AtomicU64::new(2);
 
-/// A stamp never given before (see [`STAMPS`]).
+/// A stamp never given before (see [`STAMPS`]); even.
 pub(crate) fn new_stamp() -> u64 {
-    STAMPS.fetch_add(1, Ordering::Relaxed)
+    STAMPS.fetch_add(2, Ordering::Relaxed)
 }
 
 /// The EVD of a provider over `B`: its CQ is the backend's.

@@ -159,6 +159,22 @@ fn segments_another_provider_checked_are_checked_again() {
 }
 
 #[test]
+fn segments_checked_for_one_use_are_checked_again_for_the_other() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    // An LMR the HCA may read and not write: fine for a write's source,
+    // not for a read's destination (dat_ep_post_rdma_read(3DAT)).
+    let ro = fx.lmr_of_64(0x8000, fx.pz, MemPriv::LOCAL_READ);
+    let seg = LmrTriplet { lmr_context: ro.lmr_context, virtual_address: 0x8000, segment_length: 8 };
+    let segs = fx.p.segments(fx.pz, &[seg], Access::Read).unwrap();
+    let remote = fx.remote(8);
+    let mut poster = fx.p.poster(ep).unwrap();
+    let e = poster.post(&segs, 1, RequestOp::RdmaRead { remote }, CompletionFlags::DEFAULT).unwrap_err();
+    assert_eq!(e.error_type(), ErrorType::PrivilegesViolation);
+    poster.post(&segs, 2, RequestOp::RdmaWrite { remote }, CompletionFlags::DEFAULT).unwrap();
+}
+
+#[test]
 fn segments_are_checked_as_a_post_checks_them() {
     let fx = Fx::new();
     let outside = LmrTriplet { segment_length: 8, ..fx.seg(BUF_LEN - 4, 8) };

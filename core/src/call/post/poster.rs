@@ -43,10 +43,18 @@ pub struct Segments {
     /// The segment a lane posts, when `iov` is one triplet that is not
     /// empty: then the EP's limit of segments holds whatever it is.
     lane: Option<Sge>,
-    access: Access,
     pz: PzHandle,
-    /// The stamp of the provider that checked them, then.
+    /// The stamp of the provider that checked them, then, and what they
+    /// were checked for: [`stamped`].
     stamp: u64,
+}
+
+/// `stamp`, an even one (`provider::new_stamp`), with the bit of `access`:
+/// one word that says both.
+#[inline(always)]
+fn stamped(stamp: u64, access: Access) -> u64 {
+    debug_assert_eq!(stamp & 1, 0, "a stamp is even");
+    stamp | access as u64
 }
 
 impl Segments {
@@ -74,7 +82,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let (sges, total) = segments::<B, _, FixedVec<Sge, MAX_SGE>>(&self.lmrs, pz, iov, access)?;
         let checked = Checked { sges, total };
         let lane = if iov.len() == 1 { checked.sges.one() } else { None };
-        Ok(Segments { iov: kept, checked, lane, access, pz, stamp: self.lmr_stamp })
+        Ok(Segments { iov: kept, checked, lane, pz, stamp: stamped(self.lmr_stamp, access) })
     }
 
     /// Borrow `ep` for a run of posts: its handle and state are checked
@@ -152,7 +160,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let fresh = segs.stamp == self.stamp && segs.access == access && segs.pz == self.found.ep.pz;
+        let fresh = segs.stamp == stamped(self.stamp, access) && segs.pz == self.found.ep.pz;
         if !fresh {
             // Something changed since the check: the full post, which
             // checks everything and says what is wrong.

@@ -31,13 +31,15 @@ use crate::slab::Slab;
 use crate::storage::{Inline, Storage};
 use crate::types::{DtoOp, DtoStatus, EpState};
 
-/// Stamps never given before in the process: each provider takes one when
-/// it is made and another each time it frees an LMR, so that segments a
-/// poster checked are taken as checked only by the provider that checked
-/// them, and only while it has freed no LMR since (see `poster`). One
-/// word of 64 bits, where a count of frees of 32 could come round again;
-/// even, so that segments keep a stamp and what they are for (the bit of
-/// their `Access`) in one word, which a post compares once.
+/// Stamps never given before in the process: each PZ takes one when it is
+/// made and another each time one of its LMRs is freed, so that segments
+/// a poster checked are taken as checked only on an EP of the zone they
+/// were checked in, of the provider that checked them, and only while
+/// none of the zone's LMRs was freed since (see `poster`). One word of 64
+/// bits, where a count of frees of 32 could come round again; even, so
+/// that segments keep a stamp and what they are for (the bit of their
+/// `Access`) in one word, which a post compares once; never 0, which no
+/// zone has.
 static STAMPS: AtomicU64 = AtomicU64::new(2);
 
 /// A stamp never given before (see [`STAMPS`]); even.
@@ -75,10 +77,6 @@ pub struct Provider<B: Backend, S: Storage = Inline<64, 1024>> {
     pub(crate) polled: [Completion; POLL_BATCH],
     /// The last `lmr_context` handed out (see `lmr`).
     pub(crate) lmr_sequence: u32,
-    /// This provider's stamp since it last freed an LMR ([`new_stamp`]):
-    /// segments checked under another stamp are checked again (see
-    /// `poster`).
-    pub(crate) lmr_stamp: u64,
 }
 
 /// Completions taken from a CQ in one poll.
@@ -186,7 +184,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             addr_of_mut!((*p).evd_counts).write(CountTable::new(storage.slots(Kind::Evd)));
             addr_of_mut!((*p).polled).write([Completion::EMPTY; POLL_BATCH]);
             addr_of_mut!((*p).lmr_sequence).write(0);
-            addr_of_mut!((*p).lmr_stamp).write(new_stamp());
         }
         // SAFETY: every field was written above.
         let provider = unsafe { slot.assume_init_mut() };
@@ -211,7 +208,6 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             evd_counts: _,
             polled: _,
             lmr_sequence: _,
-            lmr_stamp: _,
         } = provider;
         provider
     }

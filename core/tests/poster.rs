@@ -159,6 +159,21 @@ fn segments_another_provider_checked_are_checked_again() {
 }
 
 #[test]
+fn segments_of_another_zone_are_checked_again() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let pz2 = fx.p.pz_create(fx.ia).unwrap();
+    let other = fx.lmr_of_64(0x8000, pz2, MemPriv::ALL);
+    let seg = LmrTriplet { lmr_context: other.lmr_context, virtual_address: 0x8000, segment_length: 8 };
+    let segs = fx.p.segments(pz2, &[seg], Access::Read).unwrap();
+    let ordinary = fx.p.ep_post_request(ep, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT);
+    assert_eq!(ty(ordinary), ErrorType::ProtectionViolation);
+    let mut poster = fx.p.poster(ep).unwrap();
+    assert_eq!(ty(poster.post(&segs, 2, RequestOp::Send, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(fx.p.backend().pending_sends(ep), 0);
+}
+
+#[test]
 fn segments_checked_for_one_use_are_checked_again_for_the_other() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();

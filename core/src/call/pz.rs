@@ -30,7 +30,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { ias, backend, .. } = self;
         let ia = ias.get_mut(ia_h.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleIa))?;
         let pd = backend.control().pd_alloc(&mut ia.dev)?;
-        match crate::object::owned::insert(&mut self.ias, &mut self.pzs, Pz { ia: ia_h, pd, refs: 0, context: 0 }) {
+        match crate::object::owned::insert(
+            &mut self.ias,
+            &mut self.pzs,
+            Pz { ia: ia_h, pd, refs: 0, context: 0, stamp: crate::provider::new_stamp() },
+        ) {
             Ok(raw) => Ok(PzHandle(raw)),
             Err(pz) => {
                 self.backend.control().pd_free(pz.pd);

@@ -10,4 +10,9 @@ pub(crate) struct Pz<B: Backend> {
     /// EPs, LMRs, RMRs and SRQs in this zone.
     pub(crate) refs: u32,
     pub(crate) context: u64,
+    /// The zone's stamp since it last lost an LMR
+    /// ([`new_stamp`](crate::provider::new_stamp)): segments checked
+    /// against its LMRs under another stamp are checked again (see
+    /// `poster`).
+    pub(crate) stamp: u64,
 }

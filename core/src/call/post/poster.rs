@@ -9,8 +9,8 @@
 //! at the moment each fact is fixed:
 //! - the segments' LMR contexts, PZ, ranges and privileges when
 //!   [`Provider::segments`] builds them; a post uses them as they are only
-//!   while no LMR of the provider has been freed since and the EP's PZ is
-//!   theirs, and otherwise checks them again exactly as
+//!   while the EP's PZ is theirs and none of its LMRs has been freed since
+//!   (one stamp says both), and otherwise checks them again exactly as
 //!   [`Door::ep_post_request`](super::door::Door::ep_post_request) does,
 //!   so every error is the same;
 //! - the EP's handle and state when [`Provider::poster`] borrows it: while
@@ -21,7 +21,7 @@ use super::door::{Hand, Owned};
 use super::rule::segments;
 use super::rule::{admitted, checked_post, commit, commit_admitted, fits, kind, room, Checked, PostSend, Sges};
 use crate::backend::{Backend, RequestOp, Sge, MAX_SGE};
-use crate::error::{DatError, DatResult, Subtype};
+use crate::error::{DatError, DatResult, ErrorType, Subtype};
 use crate::handle::{EpHandle, PzHandle};
 use crate::object::ep::Ep;
 use crate::object::ia::Ia;
@@ -43,9 +43,9 @@ pub struct Segments {
     /// The segment a lane posts, when `iov` is one triplet that is not
     /// empty: then the EP's limit of segments holds whatever it is.
     lane: Option<Sge>,
-    pz: PzHandle,
-    /// The stamp of the provider that checked them, then, and what they
-    /// were checked for: [`stamped`].
+    /// The stamp their PZ had when they were checked (0 for a PZ that
+    /// does not live, which no PZ has), and what they were checked for:
+    /// [`stamped`].
     stamp: u64,
 }
 
@@ -82,7 +82,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let (sges, total) = segments::<B, _, FixedVec<Sge, MAX_SGE>>(&self.lmrs, pz, iov, access)?;
         let checked = Checked { sges, total };
         let lane = if iov.len() == 1 { checked.sges.one() } else { None };
-        Ok(Segments { iov: kept, checked, lane, pz, stamp: stamped(self.lmr_stamp, access) })
+        let stamp = self.pzs.get(pz.0).map_or(0, |p| p.stamp);
+        Ok(Segments { iov: kept, checked, lane, stamp: stamped(stamp, access) })
     }
 
     /// Borrow `ep` for a run of posts: its handle and state are checked
@@ -91,7 +92,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// poster holds the EP itself, and the other parts of the provider a
     /// post reads, so a post looks nothing up again.
     pub fn poster(&mut self, ep: EpHandle) -> DatResult<Poster<'_, B, S>> {
-        let Provider { eps, lmrs, ias, backend, ep_counts, lmr_stamp, .. } = self;
+        let Provider { eps, lmrs, ias, pzs, backend, ep_counts, .. } = self;
         let e = eps.get_mut(ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?;
         if !matches!(e.state(), EpState::Connected | EpState::Disconnected) {
             return Err(DatError::invalid_state(e.state_subtype()));
@@ -99,8 +100,10 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         if e.qp().is_none() {
             return Err(DatError::invalid_state(Subtype::InvalidStateEpNotready));
         }
+        // An EP holds its PZ (a reference of the zone's), so it lives.
+        let stamp = pzs.get(e.pz.0).ok_or(DatError::of(ErrorType::InternalError))?.stamp;
         let found = Found { h: ep, ep: e, lmrs, ias, hand: Owned::new(backend, ep_counts) };
-        Ok(Poster { found, stamp: *lmr_stamp })
+        Ok(Poster { found, stamp })
     }
 }
 
@@ -118,8 +121,9 @@ struct Found<'p, B: Backend, S: Storage> {
 /// its state, and no LMR is freed: the stamp it keeps stays current.
 pub struct Poster<'p, B: Backend, S: Storage> {
     found: Found<'p, B, S>,
-    /// The provider's stamp: [`Segments`] checked by another provider,
-    /// or before an LMR was freed, bear another, and are checked again.
+    /// The stamp of the EP's PZ: [`Segments`] checked in another zone,
+    /// by another provider, or before an LMR of the zone was freed, bear
+    /// another, and are checked again.
     stamp: u64,
 }
 
@@ -160,7 +164,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        let fresh = segs.stamp == stamped(self.stamp, access) && segs.pz == self.found.ep.pz;
+        let fresh = segs.stamp == stamped(self.stamp, access);
         if !fresh {
             // Something changed since the check: the full post, which
             // checks everything and says what is wrong.

@@ -97,6 +97,6 @@ impl<'id, B: Backend, S: Storage> Poster<'_, 'id, B, S> {
         remote: &RmrTriplet,
         flags: CompletionFlags,
     ) -> DatResult<()> {
-        self.ep.post(&segs.checked, cookie, RequestOp::RdmaWrite { remote: *remote }, flags)
+        self.ep.rdma_write(&segs.checked, cookie, remote, flags)
     }
 }

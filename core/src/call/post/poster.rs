@@ -30,7 +30,7 @@ use crate::provider::Provider;
 use crate::slab::Slab;
 use crate::storage::Storage;
 use crate::store::FixedVec;
-use crate::types::{CompletionFlags, EpState, LmrTriplet};
+use crate::types::{CompletionFlags, EpState, LmrTriplet, RmrTriplet};
 
 pub use crate::types::Access;
 
@@ -141,7 +141,21 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
     /// them: a read's or an atomic's; [`Access::Read`] otherwise).
     #[inline(always)]
     pub fn post(&mut self, segs: &Segments, cookie: u64, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
-        self.post_as(segs, kind(&op).need, op, cookie, flags)
+        self.post_as(segs, kind(&op).need, move || op, cookie, flags)
+    }
+
+    /// dat_ep_post_rdma_write(3DAT) of `segs` into the peer's `remote`:
+    /// [`Poster::post`] of [`RequestOp::RdmaWrite`], the remote buffer read
+    /// where the post uses it.
+    #[inline(always)]
+    pub fn rdma_write(
+        &mut self,
+        segs: &Segments,
+        cookie: u64,
+        remote: &RmrTriplet,
+        flags: CompletionFlags,
+    ) -> DatResult<()> {
+        self.post_as(segs, Access::Read, || RequestOp::RdmaWrite { remote: *remote }, cookie, flags)
     }
 
     /// The full post of segments whose check is stale: out of the fast
@@ -160,7 +174,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         &mut self,
         segs: &Segments,
         access: Access,
-        op: RequestOp,
+        op_of: impl Fn() -> RequestOp,
         cookie: u64,
         flags: CompletionFlags,
     ) -> DatResult<()> {
@@ -168,16 +182,19 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         if !fresh {
             // Something changed since the check: the full post, which
             // checks everything and says what is wrong.
-            return self.post_afresh(&segs.iov, cookie, op, flags);
+            return self.post_afresh(&segs.iov, cookie, op_of(), flags);
         }
-        let Some(sge) = segs.lane else { return self.several(segs, op, cookie, flags) };
+        // Each cold path makes its own: handed the one the lane reads, the
+        // operation would be kept on the stack and read back from there.
+        let Some(sge) = segs.lane else { return self.several(segs, op_of(), cookie, flags) };
+        let op = op_of();
         let Found { ep, ias, hand, .. } = &mut self.found;
         let kind = kind(&op);
         // One segment: within any limit a mask that admits holds.
         if !admitted(ep, kind, flags, 1)? {
             // The EP's rules hold, but its post mask does not take the post
             // (it counts, or has no QP): out of the lane's way.
-            return self.commit(segs, op, cookie, flags);
+            return self.commit(segs, op_of(), cookie, flags);
         }
         fits(ep, ias, &op, kind.length, segs.checked.total)?;
         room(ep)?;
@@ -193,7 +210,7 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         } {
             return Ok(());
         }
-        self.commit(segs, op, cookie, flags)
+        self.commit(segs, op_of(), cookie, flags)
     }
 
     /// A post of segments that are not one segment a lane posts (several,

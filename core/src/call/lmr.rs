@@ -218,12 +218,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     pub(crate) fn lmr_destroy(&mut self, lmr: LmrHandle) {
         if let Some(lmr) = crate::object::owned::remove(&mut self.ias, &mut self.lmrs, lmr.0) {
-            // Segments of its zone may name it: they are checked again.
+            self.backend.control().mr_deregister(lmr.mr);
             if let Some(pz) = self.pzs.get_mut(lmr.pz.0) {
+                pz.release();
+                // Segments of the zone may name the LMR: they are checked
+                // again.
                 pz.stamp = crate::provider::new_stamp();
             }
-            self.backend.control().mr_deregister(lmr.mr);
-            self.pz_release(lmr.pz);
         }
     }
 

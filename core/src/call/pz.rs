@@ -78,7 +78,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// Count one user of `pz` fewer.
     pub(crate) fn pz_release(&mut self, pz: PzHandle) {
         if let Some(pz) = self.pzs.get_mut(pz.0) {
-            pz.refs = pz.refs.saturating_sub(1);
+            pz.release();
         }
     }
 

@@ -16,3 +16,10 @@ pub(crate) struct Pz<B: Backend> {
     /// `poster`).
     pub(crate) stamp: u64,
 }
+
+impl<B: Backend> Pz<B> {
+    /// One of the zone's objects is gone.
+    pub(crate) fn release(&mut self) {
+        self.refs = self.refs.saturating_sub(1);
+    }
+}

@@ -383,7 +383,13 @@ impl CqShared {
         if w.status != sys::ibv_wc_status::IBV_WC_SUCCESS || (recv && qp.srq.is_some()) {
             return Err(hold(w));
         }
-        let Some(admitted) = admit(CqHead::new(qp.tag, recv)) else { return Err(hold(w)) };
+        // SAFETY: the table holds a QP only while its `Qp` lives (its drop,
+        // in `qp_destroy`, takes it out of both CQs' tables), and its tag is
+        // the one `qp_create` was given. A receive's completion (its work
+        // request's id has `RECV`) comes to the QP's receive CQ, any other
+        // to its send CQ, each the CQ `qp_create` was given.
+        let head = unsafe { CqHead::of_live_qp(qp.tag, recv) };
+        let Some(admitted) = admit(head) else { return Err(hold(w)) };
         let c = translate(qp, w).ok_or(Untaken::Declined)?;
         // A bind's completion changes its window: the ordinary poll's too,
         // which finds it first in the stash (translating it retired it).

@@ -199,9 +199,7 @@ fn dat_ep_post_segment_outside_its_lmr_is_invalid_parameter() {
 fn dat_ep_post_lmr_of_another_pz_is_protection_violation() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    let pz2 = fx.p.pz_create(fx.ia).unwrap();
-    let other = fx.lmr_of_64(0x8000, pz2, MemPriv::ALL);
-    let seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: other.lmr_context };
+    let (_, seg) = fx.another_zone();
     assert_eq!(
         ty(fx.p.ep_post_request(ep, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
         ErrorType::ProtectionViolation
@@ -217,10 +215,8 @@ fn dat_ep_post_lmr_of_another_pz_is_protection_violation() {
 fn dat_ep_post_missing_local_privilege_is_privileges_violation() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();
-    let ro = fx.lmr_of_64(0x8000, fx.pz, MemPriv::LOCAL_READ);
-    let wo = fx.lmr_of_64(0x9000, fx.pz, MemPriv::LOCAL_WRITE);
-    let ro_seg = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: ro.lmr_context };
-    let wo_seg = LmrTriplet { virtual_address: 0x9000, segment_length: 8, lmr_context: wo.lmr_context };
+    let ro_seg = fx.seg_of_64(0x8000, fx.pz, MemPriv::LOCAL_READ);
+    let wo_seg = fx.seg_of_64(0x9000, fx.pz, MemPriv::LOCAL_WRITE);
     // Send and RDMA write read local memory; receive and RDMA read write it.
     assert_eq!(
         ty(fx.p.ep_post_request(ep, &[wo_seg], 1, RequestOp::Send, CompletionFlags::DEFAULT)),
@@ -539,9 +535,7 @@ fn dat_ep_post_beyond_max_dtos_is_insufficient_resources() {
 fn the_dto_limits_dat_ep_modify_sets_are_the_ones_posts_meet() {
     let mut fx = Fx::new();
     let ep = fx.ep();
-    let mut attr = fx.attr();
-    attr.max_request_dtos = 2;
-    attr.max_recv_dtos = 1;
+    let attr = EpAttr { max_request_dtos: 2, max_recv_dtos: 1, ..fx.attr() };
     fx.p.ep_modify(ep, &EpChanges { attr: Some(attr), ..EpChanges::default() }).unwrap();
     fx.establish(ep);
     let seg = [fx.seg(0, 8)];

@@ -78,9 +78,7 @@ fn dat_srq_post_recv_checks_like_a_receive() {
     let srq = fx.p.srq_create(fx.ia, fx.pz, &ATTR).unwrap();
     let seg = fx.seg(0, 8);
     assert_eq!(ty(fx.p.srq_post_recv(srq, &[seg; 3], 1)), ErrorType::InvalidParameter);
-    let pz2 = fx.p.pz_create(fx.ia).unwrap();
-    let other = fx.lmr_of_64(0x8000, pz2, MemPriv::ALL);
-    let foreign = LmrTriplet { virtual_address: 0x8000, segment_length: 8, lmr_context: other.lmr_context };
+    let (_, foreign) = fx.another_zone();
     assert_eq!(ty(fx.p.srq_post_recv(srq, &[foreign], 1)), ErrorType::ProtectionViolation);
     for c in 0..4 {
         fx.p.srq_post_recv(srq, &[seg], c).unwrap();

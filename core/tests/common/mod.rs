@@ -78,6 +78,19 @@ impl Fx {
         self.p.mock_lmr_create(self.ia, MemType::Virtual { address, length: 64 }, pz, privileges).unwrap()
     }
 
+    /// A second PZ of the fixture's IA, and a segment of an LMR in it
+    /// ([`Fx::seg_of_64`], every privilege).
+    pub fn another_zone(&mut self) -> (PzHandle, LmrTriplet) {
+        let pz = self.p.pz_create(self.ia).unwrap();
+        (pz, self.seg_of_64(0x8000, pz, MemPriv::ALL))
+    }
+
+    /// The first 8 bytes of a new [`Fx::lmr_of_64`], as a segment.
+    pub fn seg_of_64(&mut self, address: u64, pz: PzHandle, privileges: MemPriv) -> LmrTriplet {
+        let lmr = self.lmr_of_64(address, pz, privileges);
+        LmrTriplet { lmr_context: lmr.lmr_context, virtual_address: address, segment_length: 8 }
+    }
+
     /// An Unconnected EP on the fixture's PZ and EVDs.
     pub fn ep(&mut self) -> EpHandle {
         self.ep_with(None)

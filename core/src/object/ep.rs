@@ -503,7 +503,11 @@ impl Settle<'_> {
 /// work posted and not yet completed. Kept as the room, not the count, so
 /// that a post tests it against none and a completion adds to it with no
 /// floor to keep. Signed, so that a limit moved by [`Ep::reconfigure`]
-/// keeps the outstanding count exact even when it falls below it.
+/// keeps the outstanding count exact even when it falls below it. Were a
+/// transport to report more completions than were posted (none does:
+/// dat_ep_reset(3DAT) discards the old ones), the room would pass the
+/// limit, and the transport's queue, made for the limit, would refuse
+/// what it cannot hold with the same `DAT_INSUFFICIENT_RESOURCES`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Room(i64);
 

@@ -586,7 +586,10 @@ pub trait Backend {
     /// left in them must not reach a QP made later.
     fn qp_destroy(&mut self, qp: Self::Qp, cqs: &mut impl Cqs<Self::Cq>);
     /// Make a disconnected QP connectable again (`dat_ep_reset`); `cqs`
-    /// as for [`Backend::qp_destroy`].
+    /// as for [`Backend::qp_destroy`]. A completion of the QP's work from
+    /// before the reset is discarded, or left to [`Backend::cq_poll`]:
+    /// [`Backend::cq_lane`] never takes one, so that the lanes count
+    /// only work the EP counted since (`Ep::settle_dto`).
     fn qp_reset(&mut self, qp: &mut Self::Qp, cqs: &mut impl Cqs<Self::Cq>) -> DatResult<()>;
     /// Whether a disconnected QP still owes flushes that a reset would
     /// lose, so that a caller can wait for them before

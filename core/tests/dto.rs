@@ -558,6 +558,33 @@ fn the_dto_limits_dat_ep_modify_sets_are_the_ones_posts_meet() {
 }
 
 #[test]
+fn completions_of_work_a_reset_forgot_leave_the_limit_whole() {
+    let mut fx = Fx::new();
+    let attr = EpAttr { max_request_dtos: 2, ..fx.attr() };
+    let ep = fx.ep_with(Some(&attr));
+    fx.establish(ep);
+    let seg = [fx.seg(0, 8)];
+    for cookie in [1, 2] {
+        fx.p.ep_post_request(ep, &seg, cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+        fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    }
+    // Both completions wait in the CQ while the EP is reset ("might cause
+    // the loss of any completions ... that were not dequeued yet",
+    // dat_ep_reset(3DAT)), and are dequeued after it.
+    fx.p.ep_disconnect(ep, CloseFlags::Abrupt).unwrap();
+    fx.drain(fx.conn_evd);
+    fx.p.ep_reset(ep).unwrap();
+    assert_eq!(dtos(&fx.drain(fx.dto_evd)), [(1, DtoStatus::Success), (2, DtoStatus::Success)]);
+    fx.establish(ep);
+    fx.p.ep_post_request(ep, &seg, 3, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    fx.p.ep_post_request(ep, &seg, 4, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(
+        ty(fx.p.ep_post_request(ep, &seg, 5, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::InsufficientResources
+    );
+}
+
+#[test]
 fn suppressed_successes_produce_no_event_but_free_their_slot() {
     let mut fx = Fx::new();
     let ep = fx.ep_connected();

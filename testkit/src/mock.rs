@@ -63,6 +63,9 @@ struct MockCq {
     /// What its [`CmEvent::CqError`] carries.
     tag: u64,
     entries: Deque<Completion, CQ_DEPTH>,
+    /// How many entries at the front only `cq_poll` takes: those a QP's
+    /// reset found (`Backend::qp_reset`).
+    held: usize,
     overflowed: bool,
 }
 
@@ -685,6 +688,7 @@ impl Backend for MockBackend {
                 Some(c) => {
                     *slot = c;
                     n += 1;
+                    cq.held = cq.held.saturating_sub(1);
                 }
                 None => break,
             }
@@ -742,6 +746,12 @@ impl Backend for MockBackend {
         q.sends.clear();
         q.recvs.clear();
         q.suppressed = 0;
+        // What the QP completed before the reset is left to the poll.
+        for cq in [q.send_cq, q.recv_cq].into_iter().flatten() {
+            if let Some(cq) = self.cqs.get_mut(cq as usize) {
+                cq.held = cq.entries.len();
+            }
+        }
         Ok(())
     }
 
@@ -796,7 +806,7 @@ impl Backend for MockBackend {
         self.run_due();
         let cq = self.cqs.get_mut(*cq as usize).ok_or(Untaken::Declined)?;
         let c = *cq.entries.front().ok_or(Untaken::Empty)?;
-        if c.status != DtoStatus::Success || c.op == DtoOp::BindMw {
+        if c.status != DtoStatus::Success || c.op == DtoOp::BindMw || cq.held != 0 {
             return Err(Untaken::Declined);
         }
         let accepted = accept(CqHead::new(c.tag, c.op.is_recv())).ok_or(Untaken::Declined)?;

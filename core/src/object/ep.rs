@@ -281,11 +281,18 @@ impl<B: Backend> Ep<B> {
         }
     }
 
-    /// Count a DTO completion out of this EP's outstanding work
-    /// ([`Settle::dto`]).
-    #[inline(always)]
+    /// Count a DTO completion the ordinary poll took out of this EP's
+    /// outstanding work, as [`Settle::dto`] does, with no room beyond the
+    /// limit: that poll also takes what a transport flushed before
+    /// dat_ep_reset(3DAT) forgot the outstanding work (udat-verbs hands
+    /// its flushes over after the reset), which the lanes never take (a
+    /// CQE from before the reset is discarded, or waits for this poll).
     pub(crate) fn settle_dto(&mut self, recv: bool, retired: u32) {
-        self.completing().1.dto(recv, retired);
+        if recv {
+            self.recv_room.give_within(1, self.attr.max_recv_dtos);
+        } else {
+            self.request_room.give_within(retired, self.attr.max_request_dtos);
+        }
     }
 
     /// This EP's QP, for a CQ's poll to complete its work, beside what
@@ -485,9 +492,12 @@ pub(crate) struct Settle<'e> {
 }
 
 impl Settle<'_> {
-    /// Count a DTO completion out of the EP's outstanding work: a receive
-    /// of its own queue, or the `retired` requests a request's completion
-    /// retires (unsignalled ones before it complete with it).
+    /// Count a DTO completion a lane took out of the EP's outstanding
+    /// work: a receive of its own queue, or the `retired` requests a
+    /// request's completion retires (unsignalled ones before it complete
+    /// with it). A lane takes only work the EP counted since any reset
+    /// (`Backend::qp_reset`), so the room needs no bound here, as it does
+    /// in [`Ep::settle_dto`].
     #[inline(always)]
     pub(crate) fn dto(self, recv: bool, retired: u32) {
         if recv {
@@ -503,11 +513,9 @@ impl Settle<'_> {
 /// work posted and not yet completed. Kept as the room, not the count, so
 /// that a post tests it against none and a completion adds to it with no
 /// floor to keep. Signed, so that a limit moved by [`Ep::reconfigure`]
-/// keeps the outstanding count exact even when it falls below it. Were a
-/// transport to report more completions than were posted (none does:
-/// dat_ep_reset(3DAT) discards the old ones), the room would pass the
-/// limit, and the transport's queue, made for the limit, would refuse
-/// what it cannot hold with the same `DAT_INSUFFICIENT_RESOURCES`.
+/// keeps the outstanding count exact even when it falls below it. A
+/// completion of work from before dat_ep_reset(3DAT) forgot it gives
+/// back no room beyond the limit ([`Ep::settle_dto`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Room(i64);
 
@@ -533,6 +541,11 @@ impl Room {
     #[inline(always)]
     pub(crate) fn give(&mut self, n: u32) {
         self.0 = self.0.wrapping_add(i64::from(n));
+    }
+
+    /// [`Room::give`], up to `limit` at most.
+    fn give_within(&mut self, n: u32, limit: u32) {
+        self.0 = self.0.saturating_add(i64::from(n)).min(i64::from(limit));
     }
 
     /// How many are outstanding under `limit`; none when the transport

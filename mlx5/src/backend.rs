@@ -432,7 +432,7 @@ fn next<D: Device, R: Store<Entry<Route>>, Q: Store<Entry<SrqQueue<D>>>, G: Hold
     // stack of a dequeue's lane, and a stack slot whose address escapes
     // keeps the lane's ways out from being jumps.
     let route = ring.route(
-        head.qpn(),
+        head.qpn_word(),
         #[inline(always)]
         |qpn| by_qpn.route(qpn),
     );

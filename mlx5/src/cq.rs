@@ -12,7 +12,7 @@
 #![allow(unsafe_code)]
 
 use crate::barrier;
-use crate::cqe::{self, field, Cqe, Head, CQE_BYTES};
+use crate::cqe::{self, field, Cqe, Head, QpnWord, CQE_BYTES};
 use crate::doorbell::{Register, CQ_DOORBELL};
 use crate::mem::DmaBuf;
 use crate::table::Route;
@@ -81,6 +81,8 @@ pub struct CompletionQueue<R> {
     /// first): CQEs of one QP come in runs, so the next one most often
     /// needs no look-up in the QP-number index (rdma-core's `cur_rsc`).
     last: Route,
+    /// `last`'s QP number as its CQEs carry it.
+    last_word: QpnWord,
 }
 
 impl<R: Register> CompletionQueue<R> {
@@ -113,6 +115,7 @@ impl<R: Register> CompletionQueue<R> {
             arm_sn: 0,
             reported: None,
             last: Route::NONE,
+            last_word: QpnWord::of(Route::NONE.qpn),
         })
     }
 
@@ -222,18 +225,20 @@ impl<R: Register> CompletionQueue<R> {
         Cqe::from_words(middle, head.0)
     }
 
-    /// Where the QP `qpn` of a CQE leads: the last CQE's route if it is
-    /// that QP's, or else what `find` says, kept for the next CQE.
+    /// Where the QP of a CQE leads, its number `word` as the CQE carries
+    /// it: the last CQE's route if it is that QP's, or else what `find`
+    /// says of the number, kept for the next CQE.
     #[inline(always)]
-    pub fn route(&mut self, qpn: u32, find: impl FnOnce(u32) -> Option<Route>) -> Option<Route> {
-        if self.last.qpn == qpn {
+    pub fn route(&mut self, word: QpnWord, find: impl FnOnce(u32) -> Option<Route>) -> Option<Route> {
+        if self.last_word == word {
             // Made of the kept route's fields, not a copy of it whole: a
             // copy merged with the look-up's answer is read back through
             // the stack, a few bytes at a time.
-            return Some(Route { qpn, srq: self.last.srq, tag: self.last.tag });
+            return Some(Route { qpn: self.last.qpn, srq: self.last.srq, tag: self.last.tag });
         }
-        let route = find(qpn)?;
+        let route = find(word.qpn())?;
         self.last = route;
+        self.last_word = QpnWord::of(route.qpn);
         Some(route)
     }
 
@@ -285,6 +290,7 @@ impl<R: Register> CompletionQueue<R> {
     pub fn forget_qp(&mut self, qpn: u32) {
         if self.last.qpn == qpn {
             self.last = Route::NONE;
+            self.last_word = QpnWord::of(Route::NONE.qpn);
         }
         let mut index = self.ci;
         for _ in 0..self.cqe_cnt {
@@ -438,17 +444,21 @@ mod tests {
                 Some(route(qpn, tag))
             }
         };
-        assert_eq!(cq.route(0x42, find(1)), Some(route(0x42, 1)));
-        assert_eq!(cq.route(0x42, find(9)), Some(route(0x42, 1)), "kept");
+        assert_eq!(cq.route(QpnWord::of(0x42), find(1)), Some(route(0x42, 1)));
+        assert_eq!(cq.route(QpnWord::of(0x42), find(9)), Some(route(0x42, 1)), "kept");
         assert_eq!(asked.get(), 1);
-        assert_eq!(cq.route(0x43, find(2)), Some(route(0x43, 2)));
-        assert_eq!(cq.route(0x44, |_| None), None, "no QP has the number");
-        assert_eq!(cq.route(0x43, find(9)), Some(route(0x43, 2)), "a miss keeps the last route");
+        assert_eq!(cq.route(QpnWord::of(0x43), find(2)), Some(route(0x43, 2)));
+        assert_eq!(cq.route(QpnWord::of(0x44), |_| None), None, "no QP has the number");
+        assert_eq!(cq.route(QpnWord::of(0x43), find(9)), Some(route(0x43, 2)), "a miss keeps the last route");
         cq.forget_qp(0x42);
-        assert_eq!(cq.route(0x43, find(9)), Some(route(0x43, 2)), "another QP's route stays");
+        assert_eq!(cq.route(QpnWord::of(0x43), find(9)), Some(route(0x43, 2)), "another QP's route stays");
         cq.forget_qp(0x43);
-        assert_eq!(cq.route(0x43, find(3)), Some(route(0x43, 3)), "a forgotten QP's number is looked up again");
+        assert_eq!(
+            cq.route(QpnWord::of(0x43), find(3)),
+            Some(route(0x43, 3)),
+            "a forgotten QP's number is looked up again"
+        );
         assert_eq!(asked.get(), 3);
-        assert_eq!(cq.route(NO_QPN, |_| None), None);
+        assert_eq!(cq.route(QpnWord::of(NO_QPN), |_| None), None);
     }
 }

@@ -206,6 +206,28 @@ pub fn needs_middle(last: u64) -> bool {
         || matches!(send_opcode, opcode::RDMA_READ | opcode::ATOMIC_CS | opcode::ATOMIC_FA)
 }
 
+/// A QP number as a CQE carries it: the `sop_drop_qpn` word, read in
+/// memory order, with the `sop_drop` byte cleared. Two compare equal
+/// exactly when their QP numbers do, so a CQ that keeps the last QP's
+/// word knows a run of that QP's CQEs without swapping bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpnWord(u32);
+
+impl QpnWord {
+    /// The word a CQE of QP `qpn` (24 bits) carries; one of a wider
+    /// number is no CQE's.
+    #[inline(always)]
+    pub const fn of(qpn: u32) -> Self {
+        QpnWord(qpn.to_be())
+    }
+
+    /// The QP number.
+    #[inline(always)]
+    pub const fn qpn(self) -> u32 {
+        u32::from_be(self.0)
+    }
+}
+
 /// A CQE's last word ([`LAST_WORD`]), its bytes in memory order: the QP
 /// number, the WQE counter and the opcode, which is all a dequeue needs
 /// to decide whether a CQE is one it settles alone, and all a successful
@@ -234,11 +256,11 @@ impl Head {
         op != u8::from(CqeOpcode::Req) && op != u8::from(CqeOpcode::ReqErr)
     }
 
-    /// The QP the CQE belongs to.
+    /// The QP the CQE belongs to, as the device wrote its number.
     #[inline(always)]
-    pub fn qpn(self) -> u32 {
+    pub fn qpn_word(self) -> QpnWord {
         let at = field::SOP_DROP_QPN.start;
-        u32::from_be_bytes([0, self.byte(at + 1), self.byte(at + 2), self.byte(at + 3)])
+        QpnWord(u32::from_ne_bytes([0, self.byte(at + 1), self.byte(at + 2), self.byte(at + 3)]))
     }
 
     /// The index of the WQE (its first WQEBB) the CQE completes.
@@ -347,5 +369,25 @@ mod tests {
                 assert_eq!(head_of(op).is_receive(), done == Done::Receive, "opcode {op}");
             }
         }
+    }
+
+    /// A head's QP number word is the QP's, whatever the `sop_drop` byte
+    /// and the rest of the word hold, and another QP's differs.
+    #[test]
+    fn a_heads_qp_number_word_names_its_qp_alone() {
+        let head = |sop_drop: u8, qpn: u32, rest: [u8; 4]| {
+            let mut bytes = [0u8; 8];
+            bytes[..4].copy_from_slice(&((u32::from(sop_drop) << 24) | qpn).to_be_bytes());
+            bytes[4..].copy_from_slice(&rest);
+            Head(u64::from_ne_bytes(bytes))
+        };
+        for qpn in [0, 1, 0x12_3456, 0xff_ffff] {
+            let word = head(0xa5, qpn, [0xff; 4]).qpn_word();
+            assert_eq!(word, QpnWord::of(qpn), "QP {qpn:#x}");
+            assert_eq!(word, head(0, qpn, [0; 4]).qpn_word());
+            assert_eq!(word.qpn(), qpn);
+            assert_ne!(word, QpnWord::of(qpn ^ 0x80_0001));
+        }
+        assert_ne!(head(0xff, 0xff_ffff, [0xff; 4]).qpn_word(), QpnWord::of(u32::MAX), "no CQE's");
     }
 }

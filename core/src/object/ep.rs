@@ -77,9 +77,9 @@ pub(crate) struct LaneHolds {
 
 /// The facts a post's lane reads of its EP, derived from the EP's state,
 /// attributes, QP and SRQ, as three masks: the bits a post's completion
-/// flags (widened to 64 bits, with [`PostMasks::READY`] set) may not have. A
-/// mask has [`PostMasks::READY`] itself when the EP takes no post of the kind at
-/// all, so one `and` answers both questions.
+/// flags ([`PostMasks::widened`], with [`PostMasks::READY`] set) may not
+/// have. A mask has [`PostMasks::READY`] itself when the EP takes no post
+/// of the kind at all, so one `and` answers both questions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PostMasks {
     /// dat_ep_post_send(3DAT).
@@ -91,15 +91,24 @@ pub(crate) struct PostMasks {
 }
 
 impl PostMasks {
-    /// The bit a lane sets in the flags it checks: no flag of DAT's.
-    pub(crate) const READY: u64 = 1 << 32;
+    /// The bit a lane sets in the flags it checks: no flag of DAT's,
+    /// which [`widened`](Self::widened) moves up past it.
+    pub(crate) const READY: u64 = 1;
+
+    /// A post's completion `flags` as its EP's masks take them, with
+    /// [`READY`](Self::READY) set: one `lea`, where a bit above the flags
+    /// would be a 64-bit constant and an `or`.
+    #[inline(always)]
+    pub(crate) fn widened(flags: CompletionFlags) -> u64 {
+        u64::from(flags.0) << 1 | PostMasks::READY
+    }
 
     /// Masks that admit no post: an EP's until its parts are known.
     const REFUSE_ALL: PostMasks = PostMasks { send: !0, rdma: !0, recv: !0 };
 
     fn of<B: Backend>(ep: &Ep<B>) -> PostMasks {
         let reject = |admitted: u32, ready: bool| {
-            let admit = u64::from(admitted) | if ready { PostMasks::READY } else { 0 };
+            let admit = u64::from(admitted) << 1 | if ready { PostMasks::READY } else { 0 };
             !admit
         };
         let unsignalled = |stream: CompletionFlags| {

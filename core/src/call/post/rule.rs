@@ -440,7 +440,7 @@ pub(crate) fn admitted<B: Backend>(
     let limit = if kind.mask == Mask::Recv { ep.attr().max_recv_iov } else { ep.attr().max_request_iov };
     // A mask that admits holds a limit of at least one segment.
     let within = segments <= 1 || segments <= limit as usize;
-    if (u64::from(flags.0) | PostMasks::READY) & mask == 0 && within {
+    if PostMasks::widened(flags) & mask == 0 && within {
         return Ok(true);
     }
     one_by_one(ep, kind, flags, segments, limit).map(|()| false)

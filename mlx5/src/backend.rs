@@ -245,8 +245,7 @@ fn goes_inline(op: &RequestOp, length: u32) -> bool {
 #[inline(always)]
 fn request(op: &RequestOp, cookie: u64, length: u32, flags: CompletionFlags) -> (Header, SendSlot) {
     let (header, dto) = request_header(op);
-    let notify = !flags.contains(CompletionFlags::UNSIGNALLED);
-    (header, SendSlot { cookie, length, op: dto, notify, bbs: 0 })
+    (header, SendSlot { cookie, length, op: dto, flags, bbs: 0 })
 }
 
 /// Send `wr` as a datagram of the UD QP of `queues` to `dest` through
@@ -256,8 +255,7 @@ fn ud_to<D: Device>(queues: &mut QpQueues<D>, ah: &Ah<D>, dest: UdDest, wr: &Sen
         return Err(internal());
     }
     let av = AddressVector { qkey: dest.qkey, dqpn: dest.remote_qpn, ..ah.av };
-    let notify = !wr.flags.contains(CompletionFlags::UNSIGNALLED);
-    let slot = SendSlot { cookie: wr.cookie, length: wr.length, op: DtoOp::SendUd, notify, bbs: 0 };
+    let slot = SendSlot { cookie: wr.cookie, length: wr.length, op: DtoOp::SendUd, flags: wr.flags, bbs: 0 };
     queues.sq.send_ud(&av, wr.sges, wqe_flags(wr.flags), slot).map_err(|_| resources())
 }
 
@@ -496,7 +494,7 @@ fn requested(tag: u64, sent: SendSlot, retired: u32) -> Completion {
         transferred_length: sent.length,
         imm: 0,
         retired,
-        notify: sent.notify,
+        notify: sent.notify(),
     }
 }
 
@@ -897,13 +895,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
         let qpn = mw.for_ep.then(|| queues.sq.qpn());
         let bind = mr.map(|_| mw::Bind { lkey: sge.lkey, addr: sge.addr, len: sge.length, privileges, qpn });
         let (body, n) = mw::bind_body(rkey, bind.as_ref());
-        let slot = SendSlot {
-            cookie,
-            length: 0,
-            op: DtoOp::BindMw,
-            notify: !flags.contains(CompletionFlags::UNSIGNALLED),
-            bbs: 0,
-        };
+        let slot = SendSlot { cookie, length: 0, op: DtoOp::BindMw, flags, bbs: 0 };
         let body = body.get(..n).unwrap_or_default();
         queues.sq.post_umr(mw.rkey, body, wqe_flags(flags), slot).map_err(|_| resources())?;
         queues.sq.ring();

@@ -13,7 +13,7 @@
 // Inline data is copied out of the consumer's registered memory.
 #![allow(unsafe_code)]
 
-use udat_core::types::DtoOp;
+use udat_core::types::{CompletionFlags, DtoOp};
 
 use crate::barrier;
 use crate::doorbell::Register;
@@ -145,15 +145,25 @@ pub struct SendSlot {
     pub length: u32,
     /// What the completion reports the request as.
     pub op: DtoOp,
-    /// Whether the event notifies.
-    pub notify: bool,
+    /// The completion flags the request was posted with: kept as given,
+    /// and read for [`notify`](Self::notify) only when the completion is
+    /// delivered, so a post does not test them.
+    pub flags: CompletionFlags,
     /// WQEBBs the WQE took; set by the queue.
     pub bbs: u16,
 }
 
 impl SendSlot {
     /// A slot no WQE uses.
-    pub const EMPTY: SendSlot = SendSlot { cookie: 0, length: 0, op: DtoOp::Send, notify: false, bbs: 1 };
+    pub const EMPTY: SendSlot =
+        SendSlot { cookie: 0, length: 0, op: DtoOp::Send, flags: CompletionFlags::UNSIGNALLED, bbs: 1 };
+
+    /// Whether the completion's event notifies (the request was not
+    /// `DAT_COMPLETION_UNSIGNALLED_FLAG`).
+    #[inline(always)]
+    pub fn notify(&self) -> bool {
+        !self.flags.contains(CompletionFlags::UNSIGNALLED)
+    }
 }
 
 impl Default for SendSlot {
@@ -994,7 +1004,7 @@ mod tests {
     }
 
     fn slot(cookie: u64) -> SendSlot {
-        SendSlot { cookie, length: 8, op: DtoOp::RdmaWrite, notify: true, bbs: 0 }
+        SendSlot { cookie, length: 8, op: DtoOp::RdmaWrite, flags: CompletionFlags::DEFAULT, bbs: 0 }
     }
 
     /// The WQE at `index` as the device reads it (its `ds` segments,

@@ -121,7 +121,7 @@ impl Pair {
 }
 
 fn slot(cookie: u64, op: DtoOp) -> SendSlot {
-    SendSlot { cookie, length: 0, op, notify: true, bbs: 0 }
+    SendSlot { cookie, length: 0, op, flags: CompletionFlags::DEFAULT, bbs: 0 }
 }
 
 const SIGNALLED: u8 = fm_ce_se::CQ_UPDATE;

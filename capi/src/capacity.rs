@@ -25,7 +25,7 @@ use std::ptr::NonNull;
 use udat_core::event::EventSlot;
 use udat_core::handle::Kind;
 use udat_core::slab::Slot;
-use udat_core::store::{Store, Vacant};
+use udat_core::store::{ReadsToPowerOfTwo, Store, Vacant};
 use udat_core::Storage;
 
 use crate::pages::Zeroed;
@@ -132,8 +132,9 @@ impl Capacity {
 /// provider's resident memory grows with the slots written so far, not
 /// with the reservation.
 pub struct Reserved<X> {
-    /// A zeroed mapping of `limit` values' bytes; `None` when those are 0
-    /// bytes (no values, or values of no size).
+    /// A zeroed mapping of the bytes of `limit` values rounded up to a
+    /// power of two; `None` when those are 0 bytes (no values, or values
+    /// of no size).
     memory: Option<Zeroed>,
     /// The first value's place: the start of `memory`, aligned to the
     /// page and so to any `X` (`Zeroed::new` refuses an alignment above
@@ -153,10 +154,15 @@ impl<X> Reserved<X> {
     /// The reservation is a mapping of its own ([`Zeroed`]): pages the
     /// operating system makes resident only when written, yet never
     /// uninitialised, so a garbage C handle that points past the slots
-    /// made so far reads zeros (no provider word) and is refused.
+    /// made so far reads zeros (no provider word) and is refused. It holds
+    /// `limit` rounded up to a power of two, the places a slot index
+    /// masked as a handle's slot is ([`HandleSpace`](crate::handle_space::HandleSpace))
+    /// may name, so that a look-up reads any of them
+    /// ([`Store::READ_TO_POWER_OF_TWO`]).
     fn new(limit: u32) -> Self {
         let limit = limit as usize;
-        let layout = Layout::array::<X>(limit).unwrap_or_else(|_| handle_alloc_error(Layout::new::<X>()));
+        let reach = limit.max(2).next_power_of_two();
+        let layout = Layout::array::<X>(reach).unwrap_or_else(|_| handle_alloc_error(Layout::new::<X>()));
         let memory = match layout.size() {
             0 => None,
             _ => Some(Zeroed::new(layout).unwrap_or_else(|| handle_alloc_error(layout))),
@@ -220,6 +226,21 @@ impl<X: Vacant> Store<X> for Reserved<X> {
     fn limit(&self) -> usize {
         self.limit
     }
+
+    // SAFETY: `new` reserves the limit rounded up to a power of two, at
+    // least 2, as a zeroed mapping that lives as long as the store; only
+    // `grow` writes a place, and `base` is the first.
+    const READ_TO_POWER_OF_TWO: Option<ReadsToPowerOfTwo> = Some(unsafe { ReadsToPowerOfTwo::promise() });
+
+    #[inline(always)]
+    fn first(&self) -> *const X {
+        self.base.as_ptr()
+    }
+
+    #[inline(always)]
+    fn first_mut(&mut self) -> *mut X {
+        self.base.as_ptr()
+    }
 }
 
 /// Heap storage of the sizes a [`Capacity`] gives, reserved once.
@@ -262,6 +283,37 @@ impl udat_mlx5::table::Storage for QueueHeap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The core's slab of a kind takes a lane's word (`HandleSpace::lane_word`)
+    /// to the slot its handle names, whatever the count of the kind and
+    /// the handle's generation, so that a lane masks a handle once; and
+    /// it reads the slots past those made, up to the mask, as none live.
+    #[test]
+    fn a_lanes_word_names_its_handles_slot_in_the_slab_of_its_kind() {
+        use crate::handle_space::HandleSpace;
+        use udat_core::handle::RawHandle;
+        use udat_core::slab::Slab;
+        for cap in [Capacity::default(), Capacity::default().with(["eps=1", "evds=3", "lmrs=5"]).unwrap()] {
+            let mut space = HandleSpace::new(&cap).unwrap();
+            space.set_word(0x1234_5670);
+            for kind in [Kind::Ep, Kind::Evd, Kind::Lmr] {
+                let n = cap.of(kind);
+                let mut slab: Slab<u32, Reserved<Slot<u32>>> = Slab::new(Reserved::new(n));
+                for index in [0, n - 1] {
+                    for generation in [1u64, 7, 1 << 20] {
+                        let h = space.handle(kind, RawHandle::from_bits(generation << 32 | u64::from(index)));
+                        assert_eq!(slab.slot_of(space.lane_word(h)), index, "{kind:?} {index} {generation}");
+                        assert_eq!(space.lane_slot(h, kind), index);
+                    }
+                }
+                for word in [0, n - 1, n.max(2).next_power_of_two() - 1, u32::MAX] {
+                    assert!(slab.named_live_mut(word).is_none(), "{kind:?}: nothing made");
+                }
+                let made = slab.insert(9).unwrap();
+                assert_eq!(slab.named_live_mut(made.index()).map(|(s, _, v)| (s, *v)), Some((made.index(), 9)));
+            }
+        }
+    }
 
     #[test]
     fn words_override_the_defaults() {

@@ -130,7 +130,7 @@ impl HandleSpace {
     pub fn new(capacity: &Capacity) -> DatResult<HandleSpace> {
         let mut slot_bits = [0; KINDS.len()];
         for (bits, kind) in slot_bits.iter_mut().zip(KINDS) {
-            let slots = (capacity.of(kind) as usize).max(1).next_power_of_two();
+            let slots = (capacity.of(kind) as usize).max(2).next_power_of_two();
             if slots > REGION_WORDS {
                 return Err(DatError::of(ErrorType::InsufficientResources));
             }
@@ -237,7 +237,17 @@ impl HandleSpace {
     /// Reads nothing through `h`.
     #[inline(always)]
     pub fn lane_slot(&self, h: DAT_HANDLE, kind: Kind) -> u32 {
-        ((h as usize).wrapping_sub(self.base) / WORD) as u32 & self.masks[kind as usize].0
+        self.lane_word(h) & self.masks[kind as usize].0
+    }
+
+    /// The word of the space `h` is, if it is one, as [`lane_slot`]
+    /// takes it before the mask: its low `slot_bits` are the slot.
+    /// Reads nothing through `h`.
+    ///
+    /// [`lane_slot`]: Self::lane_slot
+    #[inline(always)]
+    pub fn lane_word(&self, h: DAT_HANDLE) -> u32 {
+        ((h as usize).wrapping_sub(self.base) / WORD) as u32
     }
 
     /// The other half: whether the object living at `generation` in the

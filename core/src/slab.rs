@@ -560,6 +560,85 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         Some((generation, slot.live_value_mut()?))
     }
 
+    /// The slot that the low bits of `word` name: as many bits as the
+    /// capacity needs, [`Slab::key_slot`]'s. Any word names a slot.
+    #[inline(always)]
+    pub fn slot_of(&self, word: u32) -> u32 {
+        word & self.key_mask
+    }
+
+    /// Where slot `index` ([`Slab::slot_of`]) is: a place the store
+    /// reaches whether or not it has made it, read with no test
+    /// ([`Store::READ_TO_POWER_OF_TWO`]); otherwise a slot made so far, if
+    /// `index` is one.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn place_of(&self, index: u32) -> Option<*const Slot<T>> {
+        debug_assert!(index <= self.key_mask);
+        if S::READ_TO_POWER_OF_TWO.is_some() {
+            // SAFETY: not read here; `index <= key_mask`, below the
+            // capacity rounded up to a power of two, at least 2
+            // (`key_mask_of`), which the store promises it reaches.
+            return Some(unsafe { self.slots.first().add(index as usize) });
+        }
+        self.slots.items().get(index as usize).map(|s| s as *const Slot<T>)
+    }
+
+    /// [`Slab::place_of`], for a look-up that borrows the slab mutably.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn place_of_mut(&mut self, index: u32) -> Option<*mut Slot<T>> {
+        debug_assert!(index <= self.key_mask);
+        if S::READ_TO_POWER_OF_TWO.is_some() {
+            // SAFETY: as in `place_of`.
+            return Some(unsafe { self.slots.first_mut().add(index as usize) });
+        }
+        self.slots.items_mut().get_mut(index as usize).map(|s| s as *mut Slot<T>)
+    }
+
+    /// The live object in the slot `word` names ([`Slab::slot_of`]),
+    /// mutably, with that slot and its generation: the look-up of a
+    /// lane, whose C handle names its slot in its low bits. Over a store
+    /// that reads the capacity rounded up to a power of two
+    /// ([`Store::READ_TO_POWER_OF_TWO`]) the slot's live byte alone judges
+    /// it, with no test of the slot against the slots made so far.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub fn named_live_mut(&mut self, word: u32) -> Option<(u32, u32, &mut T)> {
+        let index = self.slot_of(word);
+        let slot = self.place_of_mut(index)?;
+        // SAFETY: `place_of_mut` gives a place of the store, made or not: a
+        // slot, or zero bytes, in which `live` (a `bool`) is false. Only a
+        // made slot is ever live, so one that is holds its object and is
+        // borrowed, as the slab is, mutably.
+        unsafe {
+            if !core::ptr::addr_of!((*slot).live).read() {
+                return None;
+            }
+            let slot = &mut *slot;
+            Some((index, slot.generation, slot.live_value_mut().unwrap_unchecked()))
+        }
+    }
+
+    /// The live object of a key ([`Slab::key_slot`]), with its handle, as
+    /// [`Slab::live_at`] finds it; over a store that reads the capacity
+    /// rounded up to a power of two, with no test of the slot against the
+    /// slots made so far ([`Slab::named_live_mut`]).
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub fn keyed_live_at(&self, key: u32) -> Option<(RawHandle, &T)> {
+        let index = self.key_slot(key);
+        let slot = self.place_of(index)?;
+        // SAFETY: as in `named_live_mut`, borrowed as the slab is.
+        unsafe {
+            if !core::ptr::addr_of!((*slot).live).read() {
+                return None;
+            }
+            let slot = &*slot;
+            Some((RawHandle { index, generation: slot.generation }, slot.value().unwrap_unchecked()))
+        }
+    }
+
     /// The object in slot `index`, mutably, with its generation, taken
     /// without a test: for a caller that vouches the object lives
     /// ([`Named::vouched`](crate::Named::vouched)).
@@ -688,6 +767,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::ReadsToPowerOfTwo;
 
     #[test]
     fn stale_handle_refused_after_reuse() {
@@ -1019,5 +1099,117 @@ mod tests {
         assert_eq!(z.index, x.index);
         assert_eq!(slab.members(&a).map(|(h, _)| h).collect::<std::vec::Vec<_>>(), [y]);
         assert_eq!(slab.members(&b).map(|(h, _)| h).collect::<std::vec::Vec<_>>(), [z]);
+    }
+
+    /// A store that reads as far as its limit rounded up to a power of
+    /// two, as zero bytes past the places made ([`Store::READ_TO_POWER_OF_TWO`]),
+    /// as the C ABI's reservation does.
+    struct ZeroedTo<X> {
+        base: core::ptr::NonNull<X>,
+        len: usize,
+        limit: usize,
+    }
+
+    #[allow(unsafe_code)]
+    impl<X> ZeroedTo<X> {
+        fn layout(limit: usize) -> std::alloc::Layout {
+            std::alloc::Layout::array::<X>(limit.max(2).next_power_of_two()).unwrap()
+        }
+
+        fn new(limit: usize) -> Self {
+            // SAFETY: the layout is of more than no bytes (a slot has some).
+            let base = unsafe { std::alloc::alloc_zeroed(Self::layout(limit)) }.cast::<X>();
+            ZeroedTo { base: core::ptr::NonNull::new(base).unwrap(), len: 0, limit }
+        }
+    }
+
+    #[allow(unsafe_code)]
+    impl<X> Drop for ZeroedTo<X> {
+        fn drop(&mut self) {
+            // SAFETY: the first `len` places hold values, dropped here
+            // once; then the memory `new` allocated goes.
+            unsafe {
+                core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(self.base.as_ptr(), self.len));
+                std::alloc::dealloc(self.base.as_ptr().cast(), Self::layout(self.limit));
+            }
+        }
+    }
+
+    #[allow(unsafe_code)]
+    impl<X: Vacant> Store<X> for ZeroedTo<X> {
+        fn items(&self) -> &[X] {
+            // SAFETY: the first `len` places hold values (`grow`).
+            unsafe { core::slice::from_raw_parts(self.base.as_ptr(), self.len) }
+        }
+
+        fn items_mut(&mut self) -> &mut [X] {
+            // SAFETY: as for `items`.
+            unsafe { core::slice::from_raw_parts_mut(self.base.as_ptr(), self.len) }
+        }
+
+        fn grow(&mut self) -> bool {
+            if self.len == self.limit {
+                return false;
+            }
+            // SAFETY: place `len` is below the limit, inside the memory.
+            unsafe { self.base.as_ptr().add(self.len).write(X::vacant()) };
+            self.len += 1;
+            true
+        }
+
+        fn limit(&self) -> usize {
+            self.limit
+        }
+
+        // SAFETY: `new` allocates the limit rounded up to a power of two,
+        // at least 2, zeroed; only `grow` writes a place, and `drop` frees
+        // them.
+        const READ_TO_POWER_OF_TWO: Option<ReadsToPowerOfTwo> = Some(unsafe { ReadsToPowerOfTwo::promise() });
+
+        fn first(&self) -> *const X {
+            self.base.as_ptr()
+        }
+
+        fn first_mut(&mut self) -> *mut X {
+            self.base.as_ptr()
+        }
+    }
+
+    /// A lane's word names its slot by its low bits, over a store that
+    /// reads past its places as over one that does not; a slot the store
+    /// has not made, or one freed, holds nothing; a word's high bits are
+    /// never a slot of their own.
+    #[test]
+    fn a_word_names_the_slot_of_its_low_bits_and_a_slot_not_made_holds_nothing() {
+        fn check<S: Store<Slot<u32>>>(mut slab: Slab<u32, S>) {
+            let a = slab.insert(10).unwrap();
+            let b = slab.insert(11).unwrap();
+            assert_eq!(slab.slot_of(b.index | 0x80), b.index, "a capacity of 5 takes 3 bits");
+            assert_eq!(slab.named_live_mut(b.index).map(|(s, g, v)| (s, g, *v)), Some((b.index, b.generation, 11)));
+            assert_eq!(slab.named_live_mut(a.index | 0x40).map(|(s, _, v)| (s, *v)), Some((a.index, 10)));
+            for never_made in 2..8 {
+                assert!(slab.named_live_mut(never_made).is_none(), "slot {never_made}");
+            }
+            slab.remove(a).unwrap();
+            assert!(slab.named_live_mut(a.index).is_none(), "freed");
+        }
+        check(Slab::new(ZeroedTo::new(5)));
+        check(Slab::new([const { Slot::<u32>::VACANT }; 5]));
+    }
+
+    /// A key finds its LMR by its low bits over a store that reads past
+    /// its places as over one that does not, and a key of a slot not made
+    /// finds none.
+    #[test]
+    fn a_key_finds_the_live_object_of_its_slot_alone() {
+        fn check<S: Store<Slot<u32>>>(mut slab: Slab<u32, S>) {
+            let h = slab.insert_at(3, 7).unwrap();
+            assert_eq!(slab.keyed_live_at(0x1230 | 3).map(|(h, v)| (h, *v)), Some((h, 7)));
+            for other in [0, 1, 2, 4, 7] {
+                assert!(slab.keyed_live_at(other).is_none(), "key {other}");
+            }
+        }
+        check(Slab::keyed(ZeroedTo::new(5)));
+        check(Slab::keyed([const { Slot::<u32>::VACANT }; 5]));
     }
 }

@@ -23,6 +23,26 @@ pub trait Vacant: Sized {
     }
 }
 
+/// A store's promise that it may be read past its items
+/// ([`Store::READ_TO_POWER_OF_TWO`]), which only `unsafe` code makes.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadsToPowerOfTwo(());
+
+impl ReadsToPowerOfTwo {
+    /// The promise.
+    ///
+    /// # Safety
+    /// The store that makes it keeps, for as long as it lives, the places
+    /// from [`Store::first`] up to its limit rounded up to a power of two
+    /// (at least 2) allocated and readable, each past
+    /// [`Store::items`] all zero bytes until [`Store::grow`] makes it;
+    /// [`Store::first_mut`] is the same place.
+    #[allow(unsafe_code)]
+    pub const unsafe fn promise() -> Self {
+        ReadsToPowerOfTwo(())
+    }
+}
+
 /// A run of `X`s that may grow at its end, up to [`Store::limit`], and
 /// never moves the ones it has.
 pub trait Store<X> {
@@ -39,6 +59,27 @@ pub trait Store<X> {
     /// array's length): a keyed slab over it names a key's slot with a
     /// constant mask ([`Slab::key_slot`](crate::slab::Slab::key_slot)).
     const FIXED_LIMIT: Option<usize> = None;
+
+    /// Whether the places from [`first`](Self::first) up to the limit
+    /// rounded up to a power of two (at least 2) may all be read, those
+    /// past [`items`](Self::items) as zero bytes until the store grows
+    /// over them, as the store promises ([`ReadsToPowerOfTwo`]): a slab
+    /// over such a store judges a slot below that bound by the slot's
+    /// live byte alone, with no test against the places made so far
+    /// ([`Slab::named_live_mut`](crate::slab::Slab::named_live_mut)).
+    const READ_TO_POWER_OF_TWO: Option<ReadsToPowerOfTwo> = None;
+
+    /// The first place, as [`items`](Self::items) begins.
+    #[inline(always)]
+    fn first(&self) -> *const X {
+        self.items().as_ptr()
+    }
+
+    /// The first place, as [`items_mut`](Self::items_mut) begins.
+    #[inline(always)]
+    fn first_mut(&mut self) -> *mut X {
+        self.items_mut().as_mut_ptr()
+    }
 }
 
 impl<X, const N: usize> Store<X> for [X; N] {

@@ -168,7 +168,14 @@ fn the_request_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_d
                         (ep_case, seg_case, op_case, flags),
                         |fx, ep, seg| {
                             let (raw, op) = (ep.raw(), request(op_case, fx));
-                            fx.p.lane_request(raw.index(), |g, _| g == raw.generation(), &seg, 9, || Some(op), flags)
+                            fx.p.lane_request(
+                                raw.index(),
+                                |slot, g, _| slot == raw.index() && g == raw.generation(),
+                                &seg,
+                                9,
+                                || Some(op),
+                                flags,
+                            )
                         },
                         |fx, ep, seg| ordinary(fx, ep, seg, request(op_case, fx), flags),
                         |a, b, ep| a.p.backend().pending_sends(ep) == b.p.backend().pending_sends(ep),
@@ -192,7 +199,13 @@ fn the_recv_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does
                     (ep_case, seg_case, flags),
                     |fx, ep, seg| {
                         let raw = ep.raw();
-                        fx.p.lane_recv(raw.index(), |g, _| g == raw.generation(), &seg, 9, flags)
+                        fx.p.lane_recv(
+                            raw.index(),
+                            |slot, g, _| slot == raw.index() && g == raw.generation(),
+                            &seg,
+                            9,
+                            flags,
+                        )
                     },
                     |fx, ep, seg| fx.p.ep_post_recv(ep, &[seg], 9, flags),
                     |a, b, ep| {
@@ -267,7 +280,14 @@ fn a_lane_refuses_a_handle_of_another_generation() {
     let raw = ep.raw();
     let stale = raw.generation().wrapping_add(1);
     let send = || Some(RequestOp::Send);
-    assert!(!fx.p.lane_request(raw.index(), |g, _| g == stale, &seg, 1, send, CompletionFlags::DEFAULT));
+    assert!(!fx.p.lane_request(
+        raw.index(),
+        |slot, g, _| slot == raw.index() && g == stale,
+        &seg,
+        1,
+        send,
+        CompletionFlags::DEFAULT
+    ));
     assert!(fx
         .p
         .lane_dequeue(EvdHandle::from_raw(RawHandle::from_bits(
@@ -285,9 +305,23 @@ fn a_lane_declines_an_operation_it_cannot_read() {
     let (mut fx, ep, seg) = world(EpCase::Connected, SegCase::Good);
     let raw = ep.raw();
     let flags = CompletionFlags::DEFAULT;
-    assert!(!fx.p.lane_request(raw.index(), |g, _| g == raw.generation(), &seg, 1, || None, flags));
+    assert!(!fx.p.lane_request(
+        raw.index(),
+        |slot, g, _| slot == raw.index() && g == raw.generation(),
+        &seg,
+        1,
+        || None,
+        flags
+    ));
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
-    assert!(fx.p.lane_request(raw.index(), |g, _| g == raw.generation(), &seg, 1, || Some(RequestOp::Send), flags));
+    assert!(fx.p.lane_request(
+        raw.index(),
+        |slot, g, _| slot == raw.index() && g == raw.generation(),
+        &seg,
+        1,
+        || Some(RequestOp::Send),
+        flags
+    ));
     assert_eq!(fx.p.backend().pending_sends(ep), 1);
 }
 
@@ -342,11 +376,18 @@ fn probe(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, flags: CompletionFlags, ste
     let status = fx.p.ep_get_status(ep).ok().map(|s| s.0);
     let op = RequestOp::RdmaWrite { remote: fx.remote(64) };
     let posts = matches!(status, Some(EpState::Connected | EpState::Disconnected));
-    let took = fx.p.lane_request(raw.index(), |g, _| g == raw.generation(), &seg, 1, || Some(op), flags);
+    let took = fx.p.lane_request(
+        raw.index(),
+        |slot, g, _| slot == raw.index() && g == raw.generation(),
+        &seg,
+        1,
+        || Some(op),
+        flags,
+    );
     let ordinary = if took { Ok(()) } else { fx.p.ep_post_request(ep, &[seg], 1, op, flags) };
     assert!(!took || posts, "{step}: the lane posted in {status:?}");
     assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary write differ ({ordinary:?})");
-    let took = fx.p.lane_recv(raw.index(), |g, _| g == raw.generation(), &seg, 2, flags);
+    let took = fx.p.lane_recv(raw.index(), |slot, g, _| slot == raw.index() && g == raw.generation(), &seg, 2, flags);
     let ordinary = if took { Ok(()) } else { fx.p.ep_post_recv(ep, &[seg], 2, flags) };
     assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary receive differ ({ordinary:?})");
     // Settle what was posted, so that no later step runs out of room.

@@ -452,9 +452,9 @@ impl<O: Operation> Post for Request<O> {
     unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: &LmrTriplet) -> bool {
         let Request { cookie, flags, op } = self;
         door.lane_request(
-            ep.index,
+            ep.word(),
             #[inline(always)]
-            |g, name| ep.names(g, name),
+            |slot, g, name| ep.names(slot, g, name),
             seg,
             cookie,
             // Read where the lane needs it, once the EP is found (and, if
@@ -519,9 +519,9 @@ impl Post for Recv {
     #[inline(always)]
     unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: &LmrTriplet) -> bool {
         door.lane_recv(
-            ep.index,
+            ep.word(),
             #[inline(always)]
-            |g, name| ep.names(g, name),
+            |slot, g, name| ep.names(slot, g, name),
             seg,
             self.cookie,
             self.flags,

@@ -193,12 +193,12 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
     // A NULL or misaligned `event` is the ordinary call's to refuse.
     let Ok(slot) = event.out() else { return dequeue_ordinary(instance, state, h, event) };
     let evd = LaneHandle::new(h, handles, Kind::Evd);
-    let index = evd.index;
     let taken = core.lane_dequeue_cq(
-        index,
+        evd.word(),
         // The EVD's own handle is `h` itself; one `evd_create` did not name
-        // (the async EVD dat_ia_open made) is judged by its generation.
-        |g, name| evd.names(g, name),
+        // (the async EVD dat_ia_open made) is judged by its slot and
+        // generation.
+        |slot, g, name| evd.names(slot, g, name),
         #[inline(always)]
         |_, c, name| write_lane_event(handles, h, c, name, slot),
     );
@@ -212,7 +212,7 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
             }
         }
         // SAFETY: the caller's contract.
-        Err(Untaken::Empty) => unsafe { dequeue_empty::<B, SHARES>(instance, state, h, event, index) },
+        Err(Untaken::Empty) => unsafe { dequeue_empty::<B, SHARES>(instance, state, h, event) },
         Err(Untaken::Declined) => dequeue_ordinary(instance, state, h, event),
     }
 }
@@ -279,8 +279,8 @@ unsafe extern "C" fn dequeue_empty<B: Transport, const SHARES: bool>(
     mut state: Exclusive<'static, State<B>>,
     h: DAT_EVD_HANDLE,
     event: Arg<2, *mut DAT_EVENT>,
-    evd: u32,
 ) -> DAT_RETURN {
+    let evd = state.handles.lane_slot(h, Kind::Evd);
     match state.core.lane_dequeue_empty(evd) {
         Passed::Empty => {
             // SAFETY: the caller's contract.
@@ -332,7 +332,7 @@ fn dequeue_shared<B: Transport, L: SlotLock>(
     // provider lets no sharer in, and a poisoned object lock no holder.
     let Some(state) = (unsafe { instance.state.share() }) else { return Shared::NeedsExclusive };
     let named = LaneHandle::new(h, &state.handles, Kind::Evd);
-    let index = named.index;
+    let index = named.index();
     // SAFETY: the state is shared, never held exclusively meanwhile; the
     // dequeue takes the EVD's lock, then the EP's, each as it finds the
     // object, through the lock every shared call of the C ABI takes.
@@ -340,7 +340,7 @@ fn dequeue_shared<B: Transport, L: SlotLock>(
         state.core.evd_dequeue_shared(
             index,
             #[inline(always)]
-            |g, name| named.names(g, name),
+            |g, name| named.names(index, g, name),
             lock,
             // The IB extension's record is written under the locks: it is
             // rare, and its answer then need not outlive them.

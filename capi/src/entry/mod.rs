@@ -215,40 +215,50 @@ pub(crate) unsafe fn shared_on<B: Transport>(
 /// (see [`udat_core`]'s lanes).
 #[derive(Clone, Copy)]
 pub(crate) struct LaneHandle<'a> {
-    pub(crate) index: u32,
     h: DAT_HANDLE,
     handles: &'a HandleSpace,
     kind: Kind,
 }
 
 impl<'a> LaneHandle<'a> {
-    /// The handle `h`, taken as one of `kind` of `handles`: its slot
-    /// ([`HandleSpace::lane_slot`]), with no test that it is one, which
-    /// [`LaneHandle::names`] makes.
+    /// The handle `h`, taken as one of `kind` of `handles`, with no test
+    /// that it is one, which [`LaneHandle::names`] makes.
     #[inline(always)]
     pub(crate) fn new(h: DAT_HANDLE, handles: &'a HandleSpace, kind: Kind) -> Self {
-        LaneHandle { index: handles.lane_slot(h, kind), h, handles, kind }
+        LaneHandle { h, handles, kind }
     }
 
-    /// Whether the handle names the object living at `generation` whose
-    /// name is `name` (the C handle it was made with, 0 if none: see
-    /// `udat_core::Provider::ep_name` and `evd_name`). An object that keeps
-    /// this very handle is the one it names, with no generation to judge:
-    /// a slot's next object is made with a name of its own, or none; and
-    /// a name is a handle of the object's kind, so no value of another
-    /// kind, or none at all, equals it.
+    /// Its slot ([`HandleSpace::lane_slot`]).
     #[inline(always)]
-    pub(crate) fn names(self, generation: u32, name: u64) -> bool {
-        name == self.h as usize as u64 || self.matches_generation(generation)
+    pub(crate) fn index(self) -> u32 {
+        self.handles.lane_slot(self.h, self.kind)
     }
 
-    /// Whether the handle is one of its kind, of this slot, and names the
-    /// object living there at `generation`.
+    /// Its word ([`HandleSpace::lane_word`]), whose low bits a core's lane
+    /// takes for the slot (`udat_core::Slab::slot_of`), masked there.
     #[inline(always)]
-    pub(crate) fn matches_generation(self, generation: u32) -> bool {
+    pub(crate) fn word(self) -> u32 {
+        self.handles.lane_word(self.h)
+    }
+
+    /// Whether the handle names the object living in slot `slot` at
+    /// `generation` whose name is `name` (the C handle it was made with,
+    /// 0 if none: see `udat_core::Provider::ep_name` and `evd_name`). An
+    /// object that keeps this very handle is the one it names, with no
+    /// generation to judge: a slot's next object is made with a name of
+    /// its own, or none; and a name is a handle of the object's kind, so
+    /// no value of another kind, or none at all, equals it.
+    #[inline(always)]
+    pub(crate) fn names(self, slot: u32, generation: u32, name: u64) -> bool {
+        name == self.h as usize as u64 || self.matches_generation(slot, generation)
+    }
+
+    /// Whether the handle is one of its kind, of slot `slot`, and names
+    /// the object living there at `generation`.
+    #[inline(always)]
+    pub(crate) fn matches_generation(self, slot: u32, generation: u32) -> bool {
         let Some((index, word)) = self.handles.slot_of(self.h, self.kind) else { return false };
-        debug_assert_eq!(index, self.index, "a lane's slot is the handle's");
-        self.handles.matches_generation(self.kind, word, generation)
+        index == slot && self.handles.matches_generation(self.kind, word, generation)
     }
 }
 

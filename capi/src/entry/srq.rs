@@ -68,7 +68,9 @@ pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
             // SAFETY: `segs` is null or holds `n` triplets (the call's
             // contract).
             let seg = unsafe { lane_segment(n, segs) }.copied();
-            seg.is_some_and(|seg| core.lane_srq_recv(srq.index, |g| srq.matches_generation(g), &seg, cookie))
+            seg.is_some_and(|seg| {
+                core.lane_srq_recv(srq.index(), |g| srq.matches_generation(srq.index(), g), &seg, cookie)
+            })
         };
         let ordinary = move |cx: &mut Entered<B>, raw| {
             // SAFETY: as above.
@@ -90,7 +92,12 @@ pub(crate) unsafe fn srq_post_recv<B: Transport, const SHARES: bool>(
             move |core, srq| {
                 let seg = lane_segment(n, segs);
                 seg.is_some_and(|seg| {
-                    core.locked(LaneLock).lane_srq_recv(srq.index, |g| srq.matches_generation(g), seg, cookie)
+                    core.locked(LaneLock).lane_srq_recv(
+                        srq.index(),
+                        |g| srq.matches_generation(srq.index(), g),
+                        seg,
+                        cookie,
+                    )
                 })
             },
             |core, raw| {

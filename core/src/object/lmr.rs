@@ -42,7 +42,7 @@ pub(crate) fn by_context<B: Backend, L: SlotsOf<Lmr<B>>>(
     lmrs: &Slab<Lmr<B>, L>,
     lmr_context: u32,
 ) -> Option<(LmrHandle, &Lmr<B>)> {
-    let (raw, lmr) = lmrs.live_at(lmrs.key_slot(lmr_context))?;
+    let (raw, lmr) = lmrs.keyed_live_at(lmr_context)?;
     (lmr.lmr_context == lmr_context).then_some((LmrHandle(raw), lmr))
 }
 

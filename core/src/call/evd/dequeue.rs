@@ -73,7 +73,12 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // SAFETY: a vouched EVD lives, with its handle's generation: the
         // promise of `Named::vouched`.
         let taken = unsafe {
-            self.lane_dequeue_at(raw.index(), evd.is_vouched(), |generation, _| generation == raw.generation(), event)
+            self.lane_dequeue_at(
+                raw.index(),
+                evd.is_vouched(),
+                |slot, generation, _| slot == raw.index() && generation == raw.generation(),
+                event,
+            )
         };
         match taken {
             Ok(taken) => Ok(taken),
@@ -88,13 +93,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// line. So a caller can make every way but a taken completion a jump
     /// to code of its own, and the lane calls nothing.
     /// [`Untaken::Declined`] is [`Passed::Ordinary`].
-    /// `accept` judges the EVD living in slot `evd` by its generation and
-    /// its name ([`Provider::evd_name`]).
+    /// `accept` judges the EVD living in the slot the low bits of `evd`
+    /// name ([`Slab::slot_of`](crate::slab::Slab::slot_of): a C handle's
+    /// word) by that slot, its generation and its name
+    /// ([`Provider::evd_name`]).
     #[inline(always)]
     pub fn lane_dequeue_cq<R>(
         &mut self,
         evd: u32,
-        accept: impl FnOnce(u32, u64) -> bool,
+        accept: impl FnOnce(u32, u32, u64) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Untaken> {
         // SAFETY: nothing is vouched for; `accept` judges the EVD.
@@ -102,7 +109,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     /// [`Provider::lane_dequeue_cq`] on the EVD in slot `evd`, taken as
-    /// it is if `vouched`, or else judged by `accept`.
+    /// it is if `vouched`, or else in the slot `evd`'s low bits name,
+    /// judged by `accept`.
     ///
     /// # Safety
     /// If `vouched`, slot `evd` holds an EVD.
@@ -111,21 +119,22 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         &mut self,
         evd: u32,
         vouched: bool,
-        accept: impl FnOnce(u32, u64) -> bool,
+        accept: impl FnOnce(u32, u32, u64) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Untaken> {
         let Provider { evds, eps, backend, .. } = self;
-        let (generation, e) = if vouched {
+        let (slot, generation, e) = if vouched {
             // SAFETY: the caller's promise.
-            unsafe { evds.vouched_mut(evd) }
+            let (generation, e) = unsafe { evds.vouched_mut(evd) };
+            (evd, generation, e)
         } else {
-            let Some((generation, e)) = evds.live_mut(evd) else { return Err(Untaken::Declined) };
-            if !accept(generation, e.name) {
+            let Some((slot, generation, e)) = evds.named_live_mut(evd) else { return Err(Untaken::Declined) };
+            if !accept(slot, generation, e.name) {
                 return Err(Untaken::Declined);
             }
-            (generation, e)
+            (slot, generation, e)
         };
-        debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd))));
+        debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(slot))));
         // The handle read where the stream is compared, not kept across
         // the CQ's look.
         let Some((evd, cq)) = e.lane_cq() else { return Err(Untaken::Declined) };

@@ -60,6 +60,8 @@ type EpCounts<S> = CountTable<{ counts::ep::COUNT }, <S as Storage>::Slots<SlotC
 /// a post reads and the way its work reaches the transport.
 #[doc(hidden)]
 pub struct At<'p, B: Backend, S: Storage, H> {
+    /// The EP's slot.
+    pub(crate) slot: u32,
     pub(crate) generation: u32,
     pub(crate) object: &'p mut Ep<B>,
     pub(crate) lmrs: &'p Slab<Lmr<B>, S::Slots<Lmr<B>>>,
@@ -136,6 +138,12 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     #[doc(hidden)]
     fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, Self::Hand<'_>>>;
 
+    /// The EP living in the slot the low bits of `word` name
+    /// ([`Slab::slot_of`]), that slot, and the rest of what a post reads:
+    /// a lane's look-up.
+    #[doc(hidden)]
+    fn ep_named_by(&mut self, word: u32) -> Option<At<'_, B, S, Self::Hand<'_>>>;
+
     /// The EP `h` names, which its caller vouches lives ([`Named`]):
     /// the provider to itself takes the slot as it is; a locked one still
     /// takes the EP's lock, and judges the handle as it does any.
@@ -162,7 +170,8 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     /// The lane of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
     /// dat_ep_post_rdma_read(3DAT) and the IB extension's requests (`op`
     /// says which) of one segment that is not empty, on the EP living in
-    /// slot `ep` if `accept` takes its generation and its name
+    /// the slot the low bits of `ep` name ([`Slab::slot_of`]: a C handle's
+    /// word) if `accept` takes that slot, the EP's generation and its name
     /// ([`Provider::ep_name`]). `true`:
     /// posted, exactly as the ordinary call would have; `false`: nothing
     /// changed, and the ordinary call decides.
@@ -179,15 +188,17 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     fn lane_request(
         &mut self,
         ep: u32,
-        accept: impl FnOnce(u32, u64) -> bool,
+        accept: impl FnOnce(u32, u32, u64) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
         op: impl FnOnce() -> Option<RequestOp>,
         flags: CompletionFlags,
     ) -> bool {
-        let Some(At { generation, object: ep, lmrs, ias, mut hand, .. }) = self.ep_at(ep) else { return false };
+        let Some(At { slot, generation, object: ep, lmrs, ias, mut hand, .. }) = self.ep_named_by(ep) else {
+            return false;
+        };
         let Some(op) = op() else { return false };
-        if !accept(generation, ep.name) {
+        if !accept(slot, generation, ep.name) {
             return false;
         }
         request_lane(
@@ -268,8 +279,9 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     }
 
     /// The lane of dat_ep_post_recv(3DAT) of one segment that is not
-    /// empty, on the EP living in slot `ep` if `accept` takes its
-    /// generation and its name; as [`Door::lane_request`]. "The operation
+    /// empty, on the EP living in the slot the low bits of `ep` name if
+    /// `accept` takes that slot, its generation and its name; as
+    /// [`Door::lane_request`]. "The operation
     /// is valid for all states of the Endpoint": a receive of a
     /// Disconnected EP is posted, and the transport flushes it, as the
     /// ordinary call does.
@@ -277,13 +289,15 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     fn lane_recv(
         &mut self,
         ep: u32,
-        accept: impl FnOnce(u32, u64) -> bool,
+        accept: impl FnOnce(u32, u32, u64) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
         flags: CompletionFlags,
     ) -> bool {
-        let Some(At { generation, object: ep, lmrs, mut hand, .. }) = self.ep_at(ep) else { return false };
-        accept(generation, ep.name)
+        let Some(At { slot, generation, object: ep, lmrs, mut hand, .. }) = self.ep_named_by(ep) else {
+            return false;
+        };
+        accept(slot, generation, ep.name)
             && recv_lane(
                 ep,
                 lmrs,
@@ -445,7 +459,14 @@ impl<B: Backend, S: Storage> Door<B, S> for Provider<B, S> {
     fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, Owned<'_, B, S>>> {
         let Provider { eps, lmrs, ias, ahs, rmrs, backend, ep_counts, .. } = self;
         let (generation, object) = eps.live_mut(slot)?;
-        Some(At { generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
+        Some(At { slot, generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
+    }
+
+    #[inline(always)]
+    fn ep_named_by(&mut self, word: u32) -> Option<At<'_, B, S, Owned<'_, B, S>>> {
+        let Provider { eps, lmrs, ias, ahs, rmrs, backend, ep_counts, .. } = self;
+        let (slot, generation, object) = eps.named_live_mut(word)?;
+        Some(At { slot, generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
     }
 
     #[inline(always)]
@@ -454,7 +475,7 @@ impl<B: Backend, S: Storage> Door<B, S> for Provider<B, S> {
         // SAFETY: the caller's promise: slot `h.index` holds the EP.
         let (generation, object) = unsafe { eps.vouched_mut(h.index()) };
         debug_assert_eq!(generation, h.generation(), "a vouched EP is of its handle's generation");
-        Some(At { generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
+        Some(At { slot: h.index(), generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
     }
 
     #[inline(always)]
@@ -585,7 +606,13 @@ impl<'p, B: Backend, S: Storage, L: SlotLock> Door<B, S> for Locked<'p, B, S, L>
         // `&mut` to the provider exists (the contract of `Provider::locked`).
         let (held, generation, object) = unsafe { p.eps.live_locked(slot, |word| lock.take(word)) }?;
         let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts, _held: held };
-        Some(At { generation, object, lmrs: &p.lmrs, ias: &p.ias, ahs: &p.ahs, rmrs: &p.rmrs, hand })
+        Some(At { slot, generation, object, lmrs: &p.lmrs, ias: &p.ias, ahs: &p.ahs, rmrs: &p.rmrs, hand })
+    }
+
+    #[inline(always)]
+    fn ep_named_by(&mut self, word: u32) -> Option<At<'_, B, S, Self::Hand<'_>>> {
+        let slot = self.provider.eps.slot_of(word);
+        self.ep_at(slot)
     }
 
     #[inline(always)]

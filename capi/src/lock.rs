@@ -252,6 +252,17 @@ impl<T> Locked<T> {
         Some(Exclusive { locked: self, poison: false })
     }
 
+    /// The guard of the lock this thread holds, handed over
+    /// ([`Exclusive::hand_over`]).
+    ///
+    /// # Safety
+    /// This thread holds the lock, through a guard it handed over and has
+    /// not taken back.
+    #[inline(always)]
+    pub unsafe fn held(&self) -> Exclusive<'_, T> {
+        Exclusive { locked: self, poison: false }
+    }
+
     /// [`Locked::enter_word`] of a word that is free, in one
     /// compare-and-swap; `None`, the word untouched, if it is not, for the
     /// caller to enter as every call enters, out of line. A hot call whose
@@ -492,6 +503,15 @@ impl<T> Exclusive<'_, T> {
         unsafe { guard.locked.unlock_all(guard.poison) };
         let _relock = Relock(guard);
         f()
+    }
+
+    /// Let the guard go with the lock still held, for code out of line
+    /// that takes it back ([`Locked::held`]): a hot call that jumps there
+    /// passes on nothing of its guard.
+    #[inline(always)]
+    pub fn hand_over(guard: Self) {
+        debug_assert!(!guard.poison, "a guard handed over carries no poison");
+        std::mem::forget(guard);
     }
 
     /// A call panicked holding the guard: a lock of one word refuses

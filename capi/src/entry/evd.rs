@@ -191,7 +191,11 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
 ) -> DAT_RETURN {
     let State { core, handles, .. } = &mut *state;
     // A NULL or misaligned `event` is the ordinary call's to refuse.
-    let Ok(slot) = event.out() else { return dequeue_ordinary(instance, state, h, event) };
+    let Ok(slot) = event.out() else {
+        Exclusive::hand_over(state);
+        // SAFETY: the lock is handed over.
+        return unsafe { dequeue_ordinary_held(instance, h, event) };
+    };
     let evd = LaneHandle::new(h, handles, Kind::Evd);
     let taken = core.lane_dequeue_cq(
         evd.word(),
@@ -212,8 +216,16 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
             }
         }
         // SAFETY: the caller's contract.
-        Err(Untaken::Empty) => unsafe { dequeue_empty::<B, SHARES>(instance, state, h, event) },
-        Err(Untaken::Declined) => dequeue_ordinary(instance, state, h, event),
+        Err(Untaken::Empty) => {
+            Exclusive::hand_over(state);
+            // SAFETY: the caller's contract; the lock is handed over.
+            unsafe { dequeue_empty::<B, SHARES>(instance, h, event) }
+        }
+        Err(Untaken::Declined) => {
+            Exclusive::hand_over(state);
+            // SAFETY: the lock is handed over.
+            unsafe { dequeue_ordinary_held(instance, h, event) }
+        }
     }
 }
 
@@ -276,10 +288,12 @@ extern "C" fn dequeue_contended<B: Transport>(
 #[inline(never)]
 unsafe extern "C" fn dequeue_empty<B: Transport, const SHARES: bool>(
     instance: &'static Instance<B>,
-    mut state: Exclusive<'static, State<B>>,
     h: DAT_EVD_HANDLE,
     event: Arg<2, *mut DAT_EVENT>,
 ) -> DAT_RETURN {
+    // SAFETY: the caller's contract: this thread holds the lock, handed
+    // over.
+    let mut state = unsafe { instance.state.held() };
     let evd = state.handles.lane_slot(h, Kind::Evd);
     match state.core.lane_dequeue_empty(evd) {
         Passed::Empty => {
@@ -289,6 +303,22 @@ unsafe extern "C" fn dequeue_empty<B: Transport, const SHARES: bool>(
         }
         Passed::Ordinary => dequeue_ordinary(instance, state, h, event),
     }
+}
+
+/// [`dequeue_ordinary`] of a dequeue whose lock this thread holds,
+/// handed over ([`Exclusive::hand_over`]).
+///
+/// # Safety
+/// This thread holds `instance`'s lock, handed over.
+#[cold]
+#[inline(never)]
+unsafe extern "C" fn dequeue_ordinary_held<B: Transport>(
+    instance: &'static Instance<B>,
+    h: DAT_EVD_HANDLE,
+    event: Arg<2, *mut DAT_EVENT>,
+) -> DAT_RETURN {
+    // SAFETY: the caller's contract.
+    dequeue_ordinary(instance, unsafe { instance.state.held() }, h, event)
 }
 
 /// The ordinary dequeue, where the lane did not take the call: the judge

@@ -1101,58 +1101,49 @@ mod tests {
         assert_eq!(slab.members(&b).map(|(h, _)| h).collect::<std::vec::Vec<_>>(), [z]);
     }
 
-    /// A store that reads as far as its limit rounded up to a power of
-    /// two, as zero bytes past the places made ([`Store::READ_TO_POWER_OF_TWO`]),
-    /// as the C ABI's reservation does.
-    struct ZeroedTo<X> {
-        base: core::ptr::NonNull<X>,
+    /// A store of `N` places, zero bytes until made, that makes at most
+    /// `limit` of them and promises reads up to `limit` rounded up to a
+    /// power of two ([`Store::READ_TO_POWER_OF_TWO`]), as the C ABI's
+    /// reservation does: `N` is at least that.
+    struct ZeroedTo<X, const N: usize> {
+        places: [core::mem::MaybeUninit<X>; N],
         len: usize,
         limit: usize,
     }
 
-    #[allow(unsafe_code)]
-    impl<X> ZeroedTo<X> {
-        fn layout(limit: usize) -> std::alloc::Layout {
-            std::alloc::Layout::array::<X>(limit.max(2).next_power_of_two()).unwrap()
-        }
-
+    impl<X, const N: usize> ZeroedTo<X, N> {
         fn new(limit: usize) -> Self {
-            // SAFETY: the layout is of more than no bytes (a slot has some).
-            let base = unsafe { std::alloc::alloc_zeroed(Self::layout(limit)) }.cast::<X>();
-            ZeroedTo { base: core::ptr::NonNull::new(base).unwrap(), len: 0, limit }
+            assert!(limit.max(2).next_power_of_two() <= N);
+            ZeroedTo { places: [const { core::mem::MaybeUninit::zeroed() }; N], len: 0, limit }
         }
     }
 
     #[allow(unsafe_code)]
-    impl<X> Drop for ZeroedTo<X> {
+    impl<X, const N: usize> Drop for ZeroedTo<X, N> {
         fn drop(&mut self) {
-            // SAFETY: the first `len` places hold values, dropped here
-            // once; then the memory `new` allocated goes.
-            unsafe {
-                core::ptr::drop_in_place(core::ptr::slice_from_raw_parts_mut(self.base.as_ptr(), self.len));
-                std::alloc::dealloc(self.base.as_ptr().cast(), Self::layout(self.limit));
+            for place in &mut self.places[..self.len] {
+                // SAFETY: the first `len` places hold values (`grow`),
+                // each dropped only here.
+                unsafe { place.assume_init_drop() };
             }
         }
     }
 
     #[allow(unsafe_code)]
-    impl<X: Vacant> Store<X> for ZeroedTo<X> {
+    impl<X: Vacant, const N: usize> Store<X> for ZeroedTo<X, N> {
         fn items(&self) -> &[X] {
             // SAFETY: the first `len` places hold values (`grow`).
-            unsafe { core::slice::from_raw_parts(self.base.as_ptr(), self.len) }
+            unsafe { core::slice::from_raw_parts(self.places.as_ptr().cast(), self.len) }
         }
 
         fn items_mut(&mut self) -> &mut [X] {
             // SAFETY: as for `items`.
-            unsafe { core::slice::from_raw_parts_mut(self.base.as_ptr(), self.len) }
+            unsafe { core::slice::from_raw_parts_mut(self.places.as_mut_ptr().cast(), self.len) }
         }
 
         fn grow(&mut self) -> bool {
-            if self.len == self.limit {
-                return false;
-            }
-            // SAFETY: place `len` is below the limit, inside the memory.
-            unsafe { self.base.as_ptr().add(self.len).write(X::vacant()) };
+            let Some(place) = self.places.get_mut(self.len).filter(|_| self.len < self.limit) else { return false };
+            place.write(X::vacant());
             self.len += 1;
             true
         }
@@ -1161,17 +1152,16 @@ mod tests {
             self.limit
         }
 
-        // SAFETY: `new` allocates the limit rounded up to a power of two,
-        // at least 2, zeroed; only `grow` writes a place, and `drop` frees
-        // them.
+        // SAFETY: `new` checks that the `N` places, zeroed, reach the limit
+        // rounded up to a power of two; only `grow` writes one.
         const READ_TO_POWER_OF_TWO: Option<ReadsToPowerOfTwo> = Some(unsafe { ReadsToPowerOfTwo::promise() });
 
         fn first(&self) -> *const X {
-            self.base.as_ptr()
+            self.places.as_ptr().cast()
         }
 
         fn first_mut(&mut self) -> *mut X {
-            self.base.as_ptr()
+            self.places.as_mut_ptr().cast()
         }
     }
 
@@ -1193,7 +1183,7 @@ mod tests {
             slab.remove(a).unwrap();
             assert!(slab.named_live_mut(a.index).is_none(), "freed");
         }
-        check(Slab::new(ZeroedTo::new(5)));
+        check(Slab::new(ZeroedTo::<_, 8>::new(5)));
         check(Slab::new([const { Slot::<u32>::VACANT }; 5]));
     }
 
@@ -1209,7 +1199,7 @@ mod tests {
                 assert!(slab.keyed_live_at(other).is_none(), "key {other}");
             }
         }
-        check(Slab::keyed(ZeroedTo::new(5)));
+        check(Slab::keyed(ZeroedTo::<_, 8>::new(5)));
         check(Slab::keyed([const { Slot::<u32>::VACANT }; 5]));
     }
 }

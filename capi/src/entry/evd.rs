@@ -277,13 +277,15 @@ extern "C" fn dequeue_contended<B: Transport>(
     dequeue_ordinary(instance, state, h, event)
 }
 
-/// A dequeue whose lane found the CQ of the EVD in slot `evd` empty:
+/// A dequeue on `h` whose lane found the CQ of its EVD empty:
 /// `DAT_QUEUE_EMPTY`, without the ordinary dequeue's look-ups and its
 /// `catch_unwind`, unless a look at connection events is due
 /// ([`udat_core::Provider::lane_dequeue_empty`]).
 ///
 /// # Safety
-/// `SHARES` is whether `instance` shares its state (`Instance::shares`).
+/// `SHARES` is whether `instance` shares its state (`Instance::shares`),
+/// and this thread holds its lock, handed over
+/// ([`Exclusive::hand_over`]).
 #[cold]
 #[inline(never)]
 unsafe extern "C" fn dequeue_empty<B: Transport, const SHARES: bool>(

@@ -1007,6 +1007,26 @@ mod tests {
         assert_eq!(f(all), fm_ce_se::SOLICITED | fm_ce_se::FENCE);
     }
 
+    /// `DAT_COMPLETION_UNSIGNALLED_FLAG`: the request's completion event
+    /// does not notify; with any other flags it does. The send slot keeps
+    /// the flags, and the completion reads them.
+    #[test]
+    fn an_unsignalled_request_completes_without_notifying() {
+        let completion = |flags: CompletionFlags| {
+            let (_, slot) = request(&RequestOp::Send, 7, 64, flags);
+            requested(1, slot, 1)
+        };
+        assert!(!completion(CompletionFlags::UNSIGNALLED).notify);
+        let all_but =
+            CompletionFlags::SUPPRESS.0 | CompletionFlags::SOLICITED_WAIT.0 | CompletionFlags::BARRIER_FENCE.0;
+        assert!(!completion(CompletionFlags(all_but | CompletionFlags::UNSIGNALLED.0)).notify);
+        for flags in [CompletionFlags::DEFAULT, CompletionFlags(all_but)] {
+            let c = completion(flags);
+            assert!(c.notify, "{flags:?}");
+            assert_eq!((c.cookie, c.transferred_length, c.op), (7, 64, DtoOp::Send));
+        }
+    }
+
     #[test]
     fn the_send_ring_holds_max_send_wr_of_the_largest_wqe() {
         // 16 gather segments: ctrl, raddr and 16 data = 18 ds = 5 WQEBBs.

@@ -77,12 +77,28 @@ pub struct CompletionQueue<R> {
     /// The consumer index at which a waiting CQE was last reported by
     /// [`has_news`](Self::has_news).
     reported: Option<u32>,
-    /// Where the QP of the last CQE taken leads ([`Route::NONE`] at
+    /// Where the QP of the last CQE taken leads ([`Kept::NONE`] at
     /// first): CQEs of one QP come in runs, so the next one most often
     /// needs no look-up in the QP-number index (rdma-core's `cur_rsc`).
-    last: Route,
-    /// `last`'s QP number as its CQEs carry it.
-    last_word: QpnWord,
+    last: Kept,
+}
+
+/// The route a CQ keeps for the QP of its last CQE, its QP number as
+/// CQEs carry it, so that a CQE of the same QP is known with no swap.
+#[derive(Clone, Copy, Debug)]
+struct Kept {
+    word: QpnWord,
+    srq: bool,
+    tag: u64,
+}
+
+impl Kept {
+    /// No CQE's QP: [`Route::NONE`]'s number has more than 24 bits.
+    const NONE: Kept = Kept::of(Route::NONE);
+
+    const fn of(route: Route) -> Kept {
+        Kept { word: QpnWord::of(route.qpn), srq: route.srq, tag: route.tag }
+    }
 }
 
 impl<R: Register> CompletionQueue<R> {
@@ -114,8 +130,7 @@ impl<R: Register> CompletionQueue<R> {
             ci: 0,
             arm_sn: 0,
             reported: None,
-            last: Route::NONE,
-            last_word: QpnWord::of(Route::NONE.qpn),
+            last: Kept::NONE,
         })
     }
 
@@ -230,15 +245,14 @@ impl<R: Register> CompletionQueue<R> {
     /// says of the number, kept for the next CQE.
     #[inline(always)]
     pub fn route(&mut self, word: QpnWord, find: impl FnOnce(u32) -> Option<Route>) -> Option<Route> {
-        if self.last_word == word {
-            // Made of the kept route's fields, not a copy of it whole: a
-            // copy merged with the look-up's answer is read back through
-            // the stack, a few bytes at a time.
-            return Some(Route { qpn: self.last.qpn, srq: self.last.srq, tag: self.last.tag });
+        if self.last.word == word {
+            // Made of the kept route's fields: a copy merged with the
+            // look-up's answer is read back through the stack, a few bytes
+            // at a time.
+            return Some(Route { qpn: word.qpn(), srq: self.last.srq, tag: self.last.tag });
         }
         let route = find(word.qpn())?;
-        self.last = route;
-        self.last_word = QpnWord::of(route.qpn);
+        self.last = Kept::of(route);
         Some(route)
     }
 
@@ -288,9 +302,8 @@ impl<R: Register> CompletionQueue<R> {
     /// route. The device writes no CQE for a destroyed QP, and the ones it
     /// wrote are software's.
     pub fn forget_qp(&mut self, qpn: u32) {
-        if self.last.qpn == qpn {
-            self.last = Route::NONE;
-            self.last_word = QpnWord::of(Route::NONE.qpn);
+        if self.last.word == QpnWord::of(qpn) {
+            self.last = Kept::NONE;
         }
         let mut index = self.ci;
         for _ in 0..self.cqe_cnt {

@@ -154,15 +154,16 @@ impl<R: Register> CompletionQueue<R> {
     #[inline(always)]
     fn owned(&self, at: usize, index: u32) -> bool {
         // SAFETY: `at` is an entry's CQE (see `entry`): 8-aligned, its 64
-        // bytes inside the ring, whose length `new` checked.
-        let [last] = unsafe { self.buf.load_words::<1>(at + cqe::LAST_WORD) };
-        self.owns(last, index)
+        // bytes inside the ring, whose length `new` checked; the ring lives
+        // as long as `self`.
+        let op_own = unsafe { self.buf.word(at + cqe::LAST_WORD).byte(field::OP_OWN - cqe::LAST_WORD) };
+        self.owns(op_own, index)
     }
 
-    /// Whether a CQE `index` whose last word reads `last` is software's.
+    /// Whether a CQE `index` whose `op_own` byte reads `op_own` is
+    /// software's.
     #[inline(always)]
-    fn owns(&self, last: u64, index: u32) -> bool {
-        let op_own = last.to_ne_bytes()[field::OP_OWN - cqe::LAST_WORD];
+    fn owns(&self, op_own: u8, index: u32) -> bool {
         software_owns(op_own, index & self.cqe_cnt != 0)
     }
 
@@ -218,8 +219,9 @@ impl<R: Register> CompletionQueue<R> {
         // SAFETY: as in `owned`; the ring lives as long as `self`, past
         // both reads.
         let word = unsafe { self.buf.word(self.entry(self.ci) + cqe::LAST_WORD) };
-        // SAFETY: the ring is alive (above).
-        if !self.owns(unsafe { word.read() }, self.ci) {
+        // SAFETY: the ring is alive (above). The owner alone is read
+        // before the barrier: one byte, as rdma-core's `op_own` test.
+        if !self.owns(unsafe { word.byte(field::OP_OWN - cqe::LAST_WORD) }, self.ci) {
             return None;
         }
         barrier::from_device_barrier();

@@ -230,4 +230,16 @@ impl DeviceWord {
         // contract and the caller's); volatile because the device writes it.
         unsafe { self.0.read_volatile() }
     }
+
+    /// A volatile load of the word's byte `at` (0 to 7, in memory order).
+    ///
+    /// # Safety
+    /// As [`read`](Self::read).
+    #[inline(always)]
+    pub unsafe fn byte(self, at: usize) -> u8 {
+        debug_assert!(at < 8);
+        // SAFETY: inside the word (`at < 8`), so inside the live buffer;
+        // volatile because the device writes it.
+        unsafe { self.0.cast::<u8>().add(at).read_volatile() }
+    }
 }

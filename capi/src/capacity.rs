@@ -288,31 +288,39 @@ mod tests {
     /// to the slot its handle names, whatever the count of the kind and
     /// the handle's generation, so that a lane masks a handle once; and
     /// it reads the slots past those made, up to the mask, as none live.
+    /// Over slots of a whole number of words, which the slab scales with
+    /// no shift, and over slots of another size.
     #[test]
     fn a_lanes_word_names_its_handles_slot_in_the_slab_of_its_kind() {
         use crate::handle_space::HandleSpace;
         use udat_core::handle::RawHandle;
-        use udat_core::slab::Slab;
-        for cap in [Capacity::default(), Capacity::default().with(["eps=1", "evds=3", "lmrs=5"]).unwrap()] {
-            let mut space = HandleSpace::new(&cap).unwrap();
-            space.set_word(0x1234_5670);
-            for kind in [Kind::Ep, Kind::Evd, Kind::Lmr] {
-                let n = cap.of(kind);
-                let mut slab: Slab<u32, Reserved<Slot<u32>>> = Slab::new(Reserved::new(n));
-                for index in [0, n - 1] {
-                    for generation in [1u64, 7, 1 << 20] {
-                        let h = space.handle(kind, RawHandle::from_bits(generation << 32 | u64::from(index)));
-                        assert_eq!(slab.slot_of(space.lane_word(h)), index, "{kind:?} {index} {generation}");
-                        assert_eq!(space.lane_slot(h, kind), index);
+        use udat_core::slab::{Slab, WORD_SHIFT};
+        fn check<T: Copy + PartialEq + std::fmt::Debug>(nine: T) {
+            for cap in [Capacity::default(), Capacity::default().with(["eps=1", "evds=3", "lmrs=5"]).unwrap()] {
+                let mut space = HandleSpace::new(&cap).unwrap();
+                space.set_word(0x1234_5670);
+                for kind in [Kind::Ep, Kind::Evd, Kind::Lmr] {
+                    let n = cap.of(kind);
+                    let mut slab: Slab<T, Reserved<Slot<T>>> = Slab::new(Reserved::new(n));
+                    for index in [0, n - 1] {
+                        for generation in [1u64, 7, 1 << 20] {
+                            let h = space.handle(kind, RawHandle::from_bits(generation << 32 | u64::from(index)));
+                            assert_eq!(slab.slot_of(space.lane_word(h)), index, "{kind:?} {index} {generation}");
+                            assert_eq!(space.lane_slot(h, kind), index);
+                        }
                     }
+                    for slot in [0, n - 1, n.max(2).next_power_of_two() - 1, u32::MAX] {
+                        let word = (slot as usize) << WORD_SHIFT;
+                        assert!(slab.named_live_mut(word).is_none(), "{kind:?}: nothing made");
+                    }
+                    let made = slab.insert(nine).unwrap();
+                    let word = (made.index() as usize) << WORD_SHIFT;
+                    assert_eq!(slab.named_live_mut(word).map(|(s, _, v)| (s, *v)), Some((made.index(), nine)));
                 }
-                for word in [0, n - 1, n.max(2).next_power_of_two() - 1, u32::MAX] {
-                    assert!(slab.named_live_mut(word).is_none(), "{kind:?}: nothing made");
-                }
-                let made = slab.insert(9).unwrap();
-                assert_eq!(slab.named_live_mut(made.index()).map(|(s, _, v)| (s, *v)), Some((made.index(), 9)));
             }
         }
+        check(9u64);
+        check(9u32);
     }
 
     #[test]

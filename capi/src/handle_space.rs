@@ -237,17 +237,18 @@ impl HandleSpace {
     /// Reads nothing through `h`.
     #[inline(always)]
     pub fn lane_slot(&self, h: DAT_HANDLE, kind: Kind) -> u32 {
-        self.lane_word(h) & self.masks[kind as usize].0
+        (self.lane_word(h) / WORD) as u32 & self.masks[kind as usize].0
     }
 
-    /// The word of the space `h` is, if it is one, as [`lane_slot`]
-    /// takes it before the mask: its low `slot_bits` are the slot.
-    /// Reads nothing through `h`.
+    /// The byte offset of `h` in the space, if it is one of its words, as
+    /// [`lane_slot`] takes it before the mask: the core's lanes take it
+    /// whole (`udat_core::Slab::slot_of`), its word's low `slot_bits` the
+    /// slot. Reads nothing through `h`.
     ///
     /// [`lane_slot`]: Self::lane_slot
     #[inline(always)]
-    pub fn lane_word(&self, h: DAT_HANDLE) -> u32 {
-        ((h as usize).wrapping_sub(self.base) / WORD) as u32
+    pub fn lane_word(&self, h: DAT_HANDLE) -> usize {
+        (h as usize).wrapping_sub(self.base)
     }
 
     /// The other half: whether the object living at `generation` in the

@@ -189,10 +189,26 @@ pub struct Slab<T, S> {
     keyed: bool,
     /// The low bits of a key that name a slot (see [`Slab::key_slot`]).
     key_mask: u32,
+    /// The bits of a lane's word that name a slot ([`Slab::slot_of`]):
+    /// `key_mask` above [`WORD_SHIFT`].
+    word_mask: usize,
     /// Every object is a member of its owner's [`Members`]: it comes and
     /// goes through [`Slab::insert_member`] and [`Slab::remove_member`].
     listed: bool,
     _objects: PhantomData<T>,
+}
+
+/// The bits of a lane's word below those that name its slot
+/// ([`Slab::slot_of`]): a lane's word is the byte offset of a handle in an
+/// array of pointer-sized words (the C ABI's handle space), whose slot is
+/// its index there, masked.
+pub const WORD_SHIFT: u32 = size_of::<usize>().trailing_zeros();
+
+/// The word that names slot `index` ([`Slab::slot_of`]): the byte offset
+/// of the `index`th pointer-sized word.
+#[inline(always)]
+pub const fn word_of(index: u32) -> usize {
+    (index as usize) << WORD_SHIFT
 }
 
 /// The low bits of a key that name one of `capacity` slots: as many as
@@ -214,6 +230,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         let capacity = slots.limit().min(limit).min(NONE as usize - 1) as u32;
         let key_mask = key_mask_of(capacity);
         Slab {
+            word_mask: (key_mask as usize) << WORD_SHIFT,
             slots,
             fresh: 0,
             free_head: NONE,
@@ -560,14 +577,15 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         Some((generation, slot.live_value_mut()?))
     }
 
-    /// The slot that the low bits of `word` name: as many bits as the
-    /// capacity needs, [`Slab::key_slot`]'s. Any word names a slot.
+    /// The slot that `word` names: its bits above [`WORD_SHIFT`], as many
+    /// as the capacity needs ([`Slab::key_slot`]'s). Any word names a
+    /// slot.
     #[inline(always)]
-    pub fn slot_of(&self, word: u32) -> u32 {
-        word & self.key_mask
+    pub fn slot_of(&self, word: usize) -> u32 {
+        ((word & self.word_mask) >> WORD_SHIFT) as u32
     }
 
-    /// Where slot `index` ([`Slab::slot_of`]) is: a place the store
+    /// Where slot `index` ([`Slab::key_slot`]) is: a place the store
     /// reaches whether or not it has made it, read with no test
     /// ([`Store::READ_TO_POWER_OF_TWO`]); otherwise a slot made so far, if
     /// `index` is one.
@@ -584,33 +602,43 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         self.slots.items().get(index as usize).map(|s| s as *const Slot<T>)
     }
 
-    /// [`Slab::place_of`], for a look-up that borrows the slab mutably.
+    /// The slot `word` names ([`Slab::slot_of`]) and where it is, as
+    /// [`Slab::place_of`] finds a slot, for a look-up that borrows the slab
+    /// mutably. Where a slot's size is a whole number of words, the word
+    /// masked is scaled to the slot's place at once, with no shift.
     #[inline(always)]
     #[allow(unsafe_code)]
-    fn place_of_mut(&mut self, index: u32) -> Option<*mut Slot<T>> {
-        debug_assert!(index <= self.key_mask);
+    fn place_of_word_mut(&mut self, word: usize) -> Option<(u32, *mut Slot<T>)> {
+        const { assert!(size_of::<Slot<T>>() != 0) };
+        let masked = word & self.word_mask;
+        let index = (masked >> WORD_SHIFT) as u32;
         if S::READ_TO_POWER_OF_TWO.is_some() {
-            // SAFETY: as in `place_of`.
-            return Some(unsafe { self.slots.first_mut().add(index as usize) });
+            let offset = if size_of::<Slot<T>>() % (1 << WORD_SHIFT) == 0 {
+                masked * (size_of::<Slot<T>>() >> WORD_SHIFT)
+            } else {
+                index as usize * size_of::<Slot<T>>()
+            };
+            // SAFETY: not read here; `offset` is the place of slot `index`,
+            // at most `key_mask`, as in `place_of`.
+            return Some((index, unsafe { self.slots.first_mut().byte_add(offset) }));
         }
-        self.slots.items_mut().get_mut(index as usize).map(|s| s as *mut Slot<T>)
+        self.slots.items_mut().get_mut(index as usize).map(|s| (index, s as *mut Slot<T>))
     }
 
     /// The live object in the slot `word` names ([`Slab::slot_of`]),
     /// mutably, with that slot and its generation: the look-up of a
-    /// lane, whose C handle names its slot in its low bits. Over a store
-    /// that reads the capacity rounded up to a power of two
+    /// lane, whose C handle's byte offset is its word. Over a store that
+    /// reads the capacity rounded up to a power of two
     /// ([`Store::READ_TO_POWER_OF_TWO`]) the slot's live byte alone judges
     /// it, with no test of the slot against the slots made so far.
     #[inline(always)]
     #[allow(unsafe_code)]
-    pub fn named_live_mut(&mut self, word: u32) -> Option<(u32, u32, &mut T)> {
-        let index = self.slot_of(word);
-        let slot = self.place_of_mut(index)?;
-        // SAFETY: `place_of_mut` gives a place of the store, made or not: a
-        // slot, or zero bytes, in which `live` (a `bool`) is false. Only a
-        // made slot is ever live, so one that is holds its object and is
-        // borrowed, as the slab is, mutably.
+    pub fn named_live_mut(&mut self, word: usize) -> Option<(u32, u32, &mut T)> {
+        let (index, slot) = self.place_of_word_mut(word)?;
+        // SAFETY: `place_of_word_mut` gives a place of the store, made or
+        // not: a slot, or zero bytes, in which `live` (a `bool`) is false.
+        // Only a made slot is ever live, so one that is holds its object
+        // and is borrowed, as the slab is, mutably.
         unsafe {
             if !core::ptr::addr_of!((*slot).live).read() {
                 return None;
@@ -1165,26 +1193,33 @@ mod tests {
         }
     }
 
-    /// A lane's word names its slot by its low bits, over a store that
-    /// reads past its places as over one that does not; a slot the store
-    /// has not made, or one freed, holds nothing; a word's high bits are
-    /// never a slot of their own.
+    /// A lane's word names its slot by its bits above `WORD_SHIFT`, over
+    /// a store that reads past its places as over one that does not; a
+    /// slot the store has not made, or one freed, holds nothing; a word's
+    /// high bits are never a slot of their own, nor its low ones.
     #[test]
-    fn a_word_names_the_slot_of_its_low_bits_and_a_slot_not_made_holds_nothing() {
-        fn check<S: Store<Slot<u32>>>(mut slab: Slab<u32, S>) {
-            let a = slab.insert(10).unwrap();
-            let b = slab.insert(11).unwrap();
-            assert_eq!(slab.slot_of(b.index | 0x80), b.index, "a capacity of 5 takes 3 bits");
-            assert_eq!(slab.named_live_mut(b.index).map(|(s, g, v)| (s, g, *v)), Some((b.index, b.generation, 11)));
-            assert_eq!(slab.named_live_mut(a.index | 0x40).map(|(s, _, v)| (s, *v)), Some((a.index, 10)));
+    fn a_word_names_the_slot_of_its_bits_above_a_words_and_a_slot_not_made_holds_nothing() {
+        fn check<S: Store<Slot<T>>, T: Copy + PartialEq + core::fmt::Debug>(mut slab: Slab<T, S>, ten: T, eleven: T) {
+            let word = |index: u32| (index as usize) << WORD_SHIFT;
+            let a = slab.insert(ten).unwrap();
+            let b = slab.insert(eleven).unwrap();
+            assert_eq!(slab.slot_of(word(b.index | 0x80)), b.index, "a capacity of 5 takes 3 bits");
+            assert_eq!(slab.slot_of(word(b.index) | 1), b.index, "nor the bits below a word");
+            let found = slab.named_live_mut(word(b.index)).map(|(s, g, v)| (s, g, *v));
+            assert_eq!(found, Some((b.index, b.generation, eleven)));
+            let found = slab.named_live_mut(word(a.index | 0x40) | 3).map(|(s, _, v)| (s, *v));
+            assert_eq!(found, Some((a.index, ten)));
             for never_made in 2..8 {
-                assert!(slab.named_live_mut(never_made).is_none(), "slot {never_made}");
+                assert!(slab.named_live_mut(word(never_made)).is_none(), "slot {never_made}");
             }
             slab.remove(a).unwrap();
-            assert!(slab.named_live_mut(a.index).is_none(), "freed");
+            assert!(slab.named_live_mut(word(a.index)).is_none(), "freed");
         }
-        check(Slab::new(ZeroedTo::<_, 8>::new(5)));
-        check(Slab::new([const { Slot::<u32>::VACANT }; 5]));
+        // A slot of a whole number of words, and one of no such size.
+        check(Slab::new(ZeroedTo::<_, 8>::new(5)), 10u64, 11);
+        check(Slab::new([const { Slot::<u64>::VACANT }; 5]), 10u64, 11);
+        check(Slab::new(ZeroedTo::<_, 8>::new(5)), [10u8; 3], [11; 3]);
+        check(Slab::new([const { Slot::<[u8; 3]>::VACANT }; 5]), [10u8; 3], [11; 3]);
     }
 
     /// A key finds its LMR by its low bits over a store that reads past

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicU8;
 use common::*;
 use udat_core::backend::{ConnOutcome, Shared};
 use udat_core::shared::{SlotLock, Spin};
+use udat_core::slab::word_of;
 use udat_core::types::*;
 use udat_core::*;
 
@@ -742,7 +743,7 @@ fn the_shared_receive_posts_answer_as_the_exclusive_ones() {
         // SAFETY: one thread: no `&mut` to the provider exists while the
         // door lives, and nothing else uses the EP or the SRQ.
         let mut door = unsafe { shared.p.locked(Spin) };
-        assert!(!door.lane_recv(b.raw().index(), |_, _, _| true, &iov2[0], 1, f2), "{iov2:?} {f2:?}");
+        assert!(!door.lane_recv(word_of(b.raw().index()), |_, _, _| true, &iov2[0], 1, f2), "{iov2:?} {f2:?}");
         let got = door.ep_post_recv(b, &iov2, 1, f2);
         assert_eq!(got, if want.is_ok() { transport } else { want }, "{iov:?} {f:?}");
         let want = exclusive.p.srq_post_recv(sa, &iov, 2);

@@ -7,6 +7,7 @@
 mod common;
 use common::*;
 use udat_core::backend::ConnOutcome;
+use udat_core::slab::word_of;
 use udat_core::types::*;
 use udat_core::*;
 
@@ -300,7 +301,7 @@ fn an_ep_whose_qp_could_not_be_rebuilt_refuses_a_receive_on_both_paths() {
     assert_eq!(ty(fx.p.ep_modify(ep, &ch)), ErrorType::InsufficientResources);
     let (raw, seg) = (ep.raw(), fx.seg(0, 8));
     assert!(!fx.p.lane_recv(
-        raw.index(),
+        word_of(raw.index()),
         |slot, g, _| slot == raw.index() && g == raw.generation(),
         &seg,
         1,

@@ -8,6 +8,7 @@
 mod common;
 use common::*;
 use udat_core::backend::RequestOp;
+use udat_core::slab::word_of;
 use udat_core::types::*;
 use udat_core::*;
 
@@ -169,7 +170,7 @@ fn the_request_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_d
                         |fx, ep, seg| {
                             let (raw, op) = (ep.raw(), request(op_case, fx));
                             fx.p.lane_request(
-                                raw.index(),
+                                word_of(raw.index()),
                                 |slot, g, _| slot == raw.index() && g == raw.generation(),
                                 &seg,
                                 9,
@@ -200,7 +201,7 @@ fn the_recv_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does
                     |fx, ep, seg| {
                         let raw = ep.raw();
                         fx.p.lane_recv(
-                            raw.index(),
+                            word_of(raw.index()),
                             |slot, g, _| slot == raw.index() && g == raw.generation(),
                             &seg,
                             9,
@@ -281,7 +282,7 @@ fn a_lane_refuses_a_handle_of_another_generation() {
     let stale = raw.generation().wrapping_add(1);
     let send = || Some(RequestOp::Send);
     assert!(!fx.p.lane_request(
-        raw.index(),
+        word_of(raw.index()),
         |slot, g, _| slot == raw.index() && g == stale,
         &seg,
         1,
@@ -306,7 +307,7 @@ fn a_lane_declines_an_operation_it_cannot_read() {
     let raw = ep.raw();
     let flags = CompletionFlags::DEFAULT;
     assert!(!fx.p.lane_request(
-        raw.index(),
+        word_of(raw.index()),
         |slot, g, _| slot == raw.index() && g == raw.generation(),
         &seg,
         1,
@@ -315,7 +316,7 @@ fn a_lane_declines_an_operation_it_cannot_read() {
     ));
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
     assert!(fx.p.lane_request(
-        raw.index(),
+        word_of(raw.index()),
         |slot, g, _| slot == raw.index() && g == raw.generation(),
         &seg,
         1,
@@ -377,7 +378,7 @@ fn probe(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, flags: CompletionFlags, ste
     let op = RequestOp::RdmaWrite { remote: fx.remote(64) };
     let posts = matches!(status, Some(EpState::Connected | EpState::Disconnected));
     let took = fx.p.lane_request(
-        raw.index(),
+        word_of(raw.index()),
         |slot, g, _| slot == raw.index() && g == raw.generation(),
         &seg,
         1,
@@ -387,7 +388,8 @@ fn probe(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, flags: CompletionFlags, ste
     let ordinary = if took { Ok(()) } else { fx.p.ep_post_request(ep, &[seg], 1, op, flags) };
     assert!(!took || posts, "{step}: the lane posted in {status:?}");
     assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary write differ ({ordinary:?})");
-    let took = fx.p.lane_recv(raw.index(), |slot, g, _| slot == raw.index() && g == raw.generation(), &seg, 2, flags);
+    let took =
+        fx.p.lane_recv(word_of(raw.index()), |slot, g, _| slot == raw.index() && g == raw.generation(), &seg, 2, flags);
     let ordinary = if took { Ok(()) } else { fx.p.ep_post_recv(ep, &[seg], 2, flags) };
     assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary receive differ ({ordinary:?})");
     // Settle what was posted, so that no later step runs out of room.

@@ -234,10 +234,11 @@ impl<'a> LaneHandle<'a> {
         self.handles.lane_slot(self.h, self.kind)
     }
 
-    /// Its word ([`HandleSpace::lane_word`]), whose low bits a core's lane
-    /// takes for the slot (`udat_core::Slab::slot_of`), masked there.
+    /// Its byte offset in the space ([`HandleSpace::lane_word`]), which a
+    /// core's lane takes for the slot (`udat_core::Slab::slot_of`), masked
+    /// there.
     #[inline(always)]
-    pub(crate) fn word(self) -> u32 {
+    pub(crate) fn word(self) -> usize {
         self.handles.lane_word(self.h)
     }
 

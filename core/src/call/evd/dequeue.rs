@@ -18,6 +18,7 @@ use crate::handle::{EpHandle, EvdHandle, IaHandle, Named, RawHandle};
 use crate::object::ep::{Ep, Settle};
 use crate::provider::Provider;
 use crate::shared::SlotLock;
+use crate::slab::word_of;
 use crate::storage::Storage;
 
 /// Why a dequeue's lane took nothing ([`Provider::lane_dequeue_with`]).
@@ -70,12 +71,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     ) -> Result<R, Passed> {
         let evd = evd.into();
         let raw = evd.handle().raw();
+        let vouched = evd.is_vouched();
+        let at = if vouched { raw.index() as usize } else { word_of(raw.index()) };
         // SAFETY: a vouched EVD lives, with its handle's generation: the
         // promise of `Named::vouched`.
         let taken = unsafe {
             self.lane_dequeue_at(
-                raw.index(),
-                evd.is_vouched(),
+                at,
+                vouched,
                 |slot, generation, _| slot == raw.index() && generation == raw.generation(),
                 event,
             )
@@ -93,14 +96,14 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// line. So a caller can make every way but a taken completion a jump
     /// to code of its own, and the lane calls nothing.
     /// [`Untaken::Declined`] is [`Passed::Ordinary`].
-    /// `accept` judges the EVD living in the slot the low bits of `evd`
-    /// name ([`Slab::slot_of`](crate::slab::Slab::slot_of): a C handle's
-    /// word) by that slot, its generation and its name
+    /// `accept` judges the EVD living in the slot `evd` names
+    /// ([`Slab::slot_of`](crate::slab::Slab::slot_of): a C handle's byte
+    /// offset) by that slot, its generation and its name
     /// ([`Provider::evd_name`]).
     #[inline(always)]
     pub fn lane_dequeue_cq<R>(
         &mut self,
-        evd: u32,
+        evd: usize,
         accept: impl FnOnce(u32, u32, u64) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Untaken> {
@@ -109,15 +112,15 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     }
 
     /// [`Provider::lane_dequeue_cq`] on the EVD in slot `evd`, taken as
-    /// it is if `vouched`, or else in the slot `evd`'s low bits name,
-    /// judged by `accept`.
+    /// it is, if `vouched`; or else on the one in the slot the word `evd`
+    /// names ([`word_of`](crate::slab::word_of)), judged by `accept`.
     ///
     /// # Safety
     /// If `vouched`, slot `evd` holds an EVD.
     #[inline(always)]
     unsafe fn lane_dequeue_at<R>(
         &mut self,
-        evd: u32,
+        evd: usize,
         vouched: bool,
         accept: impl FnOnce(u32, u32, u64) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
@@ -125,8 +128,8 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Provider { evds, eps, backend, .. } = self;
         let (slot, generation, e) = if vouched {
             // SAFETY: the caller's promise.
-            let (generation, e) = unsafe { evds.vouched_mut(evd) };
-            (evd, generation, e)
+            let (generation, e) = unsafe { evds.vouched_mut(evd as u32) };
+            (evd as u32, generation, e)
         } else {
             let Some((slot, generation, e)) = evds.named_live_mut(evd) else { return Err(Untaken::Declined) };
             if !accept(slot, generation, e.name) {
@@ -256,13 +259,13 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// then the lock of the Endpoint whose completion it settles (EVD, then
     /// Endpoint: a post takes no EVD lock); where `lock` refuses one, the
     /// call is for the exclusive path. What it settled goes to `event`, as
-    /// [`Provider::lane_dequeue_with`] hands it over, while both locks are
-    /// held. An EVD whose CQ holds nothing is [`Shared::Empty`] unless its
-    /// IA's connection events are to be looked at, which the exclusive
-    /// dequeue does ([`Shared::Look`]): when one waits, where the transport
-    /// can tell ([`Backend::cm_waiting`]), or else when `look_due`, given
-    /// the IA's slot, says a look is due by the caller's clock. `look_due`
-    /// is asked only there, so a call that settles nothing for another
+    /// [`Provider::lane_dequeue_with`] hands it over, while
+    /// both locks are held. An EVD whose CQ holds nothing is
+    /// [`Shared::Empty`] unless its IA's connection events are to be looked
+    /// at, which the exclusive dequeue does ([`Shared::Look`]): when one
+    /// waits, where the transport can tell ([`Backend::cm_waiting`]), or
+    /// else when `look_due`, given the IA's slot, says a look is due by the
+    /// caller's clock. `look_due` is asked only there, so a call that settles nothing for another
     /// reason ([`Shared::NeedsExclusive`], a lock refused among them)
     /// leaves the clock's turn to the next.
     ///

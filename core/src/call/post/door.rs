@@ -138,11 +138,11 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     #[doc(hidden)]
     fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, Self::Hand<'_>>>;
 
-    /// The EP living in the slot the low bits of `word` name
-    /// ([`Slab::slot_of`]), that slot, and the rest of what a post reads:
+    /// The EP living in the slot `word` names ([`Slab::slot_of`]: a C
+    /// handle's byte offset), that slot, and the rest of what a post reads:
     /// a lane's look-up.
     #[doc(hidden)]
-    fn ep_named_by(&mut self, word: u32) -> Option<At<'_, B, S, Self::Hand<'_>>>;
+    fn ep_named_by(&mut self, word: usize) -> Option<At<'_, B, S, Self::Hand<'_>>>;
 
     /// The EP `h` names, which its caller vouches lives ([`Named`]):
     /// the provider to itself takes the slot as it is; a locked one still
@@ -170,8 +170,8 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     /// The lane of dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
     /// dat_ep_post_rdma_read(3DAT) and the IB extension's requests (`op`
     /// says which) of one segment that is not empty, on the EP living in
-    /// the slot the low bits of `ep` name ([`Slab::slot_of`]: a C handle's
-    /// word) if `accept` takes that slot, the EP's generation and its name
+    /// the slot `ep` names ([`Slab::slot_of`]: a C handle's byte offset)
+    /// if `accept` takes that slot, the EP's generation and its name
     /// ([`Provider::ep_name`]). `true`:
     /// posted, exactly as the ordinary call would have; `false`: nothing
     /// changed, and the ordinary call decides.
@@ -187,7 +187,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     #[inline(always)]
     fn lane_request(
         &mut self,
-        ep: u32,
+        ep: usize,
         accept: impl FnOnce(u32, u32, u64) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
@@ -279,7 +279,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     }
 
     /// The lane of dat_ep_post_recv(3DAT) of one segment that is not
-    /// empty, on the EP living in the slot the low bits of `ep` name if
+    /// empty, on the EP living in the slot `ep` names if
     /// `accept` takes that slot, its generation and its name; as
     /// [`Door::lane_request`]. "The operation
     /// is valid for all states of the Endpoint": a receive of a
@@ -288,7 +288,7 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     #[inline(always)]
     fn lane_recv(
         &mut self,
-        ep: u32,
+        ep: usize,
         accept: impl FnOnce(u32, u32, u64) -> bool,
         seg: &LmrTriplet,
         cookie: u64,
@@ -463,7 +463,7 @@ impl<B: Backend, S: Storage> Door<B, S> for Provider<B, S> {
     }
 
     #[inline(always)]
-    fn ep_named_by(&mut self, word: u32) -> Option<At<'_, B, S, Owned<'_, B, S>>> {
+    fn ep_named_by(&mut self, word: usize) -> Option<At<'_, B, S, Owned<'_, B, S>>> {
         let Provider { eps, lmrs, ias, ahs, rmrs, backend, ep_counts, .. } = self;
         let (slot, generation, object) = eps.named_live_mut(word)?;
         Some(At { slot, generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
@@ -610,7 +610,7 @@ impl<'p, B: Backend, S: Storage, L: SlotLock> Door<B, S> for Locked<'p, B, S, L>
     }
 
     #[inline(always)]
-    fn ep_named_by(&mut self, word: u32) -> Option<At<'_, B, S, Self::Hand<'_>>> {
+    fn ep_named_by(&mut self, word: usize) -> Option<At<'_, B, S, Self::Hand<'_>>> {
         let slot = self.provider.eps.slot_of(word);
         self.ep_at(slot)
     }

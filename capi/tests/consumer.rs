@@ -320,3 +320,133 @@ fn mvapich2_udapl_channel_from_init_to_finalize() {
     }
     assert!(registry::remove(table));
 }
+
+/// `DAT_EP_FIELD_PZ_HANDLE`, `_RECV_EVD_HANDLE`, `_REQUEST_EVD_HANDLE`,
+/// `_CONNECT_EVD_HANDLE` (macros, so not in the bindings).
+const EP_FIELD_PZ_AND_EVDS: DAT_EP_PARAM_MASK = 0x80 | 0x100 | 0x200 | 0x400;
+
+/// An EP that a `DAT_PSP_PROVIDER` PSP made has no handle until
+/// dat_cr_query(3DAT) gives it one; its completions then carry that
+/// handle, the receive's and the send's alike, however the dequeue takes
+/// them (the lane takes only an EP named by its handle).
+#[test]
+fn the_completions_of_an_ep_the_provider_made_carry_the_handle_dat_cr_query_gave() {
+    let name = c"consumer-psp-provider";
+    let params = std::env::var("UDAT_CONSUMER_IA").unwrap_or_else(|_| SOFTHCA.to_string());
+    let table = udat_capi::register(name, &params, REGISTRATION).expect("register the provider");
+    // SAFETY: registered until the end of the test.
+    let t = unsafe { &*table };
+    let qual = 3 * 1024 + u64::from(std::process::id());
+    let (server, client) = (rank(t, name, qual), rank(t, name, qual + 100_000));
+    let client_ep = ep(t, &client);
+    let (mut psp, mut psp_qual) = (ptr::null_mut(), server.service_id + 1);
+    // SAFETY: live handles of this provider and valid pointers throughout.
+    unsafe {
+        while ty(t.psp_create_func.unwrap()(server.ia, psp_qual, server.creq, DAT_PSP_PROVIDER_FLAG, &mut psp))
+            == DAT_CONN_QUAL_IN_USE
+        {
+            psp_qual += 1024;
+        }
+        assert!(!psp.is_null(), "dat_psp_create with DAT_PSP_PROVIDER_FLAG");
+        let mut address = server.address;
+        let connect = t.ep_connect_func.unwrap()(
+            client_ep,
+            &mut address,
+            psp_qual,
+            TIMEOUT_INFINITE,
+            0,
+            ptr::null_mut(),
+            DAT_QOS_BEST_EFFORT,
+            DAT_CONNECT_DEFAULT_FLAG,
+        );
+        ok(connect, "dat_ep_connect");
+    }
+    let request = wait(t, server.creq);
+    assert_eq!(request.event_number, DAT_CONNECTION_REQUEST_EVENT);
+    // SAFETY: a request's data.
+    let cr = unsafe { request.event_data.cr_arrival_event_data.cr_handle };
+    let mut cr_param = DAT_CR_PARAM::default();
+    // SAFETY: a live CR and a valid out-pointer.
+    ok(unsafe { t.cr_query_func.unwrap()(cr, DAT_CR_FIELD_ALL, &mut cr_param) }, "dat_cr_query");
+    let server_ep = cr_param.local_ep_handle;
+    assert!(!server_ep.is_null(), "the EP the provider made");
+    let mut param = DAT_EP_PARAM {
+        pz_handle: server.pz,
+        recv_evd_handle: server.cq,
+        request_evd_handle: server.cq,
+        connect_evd_handle: server.conn,
+        ..DAT_EP_PARAM::default()
+    };
+    // SAFETY: live handles and valid pointers.
+    unsafe {
+        ok(t.ep_modify_func.unwrap()(server_ep, EP_FIELD_PZ_AND_EVDS, &mut param), "dat_ep_modify");
+        ok(t.cr_accept_func.unwrap()(cr, server_ep, 0, ptr::null_mut()), "dat_cr_accept");
+    }
+    for r in [&client, &server] {
+        assert_eq!(wait(t, r.conn).event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+    }
+    let (mut server_buf, mut client_buf) = (vec![0u8; 8192], vec![7u8; 8192]);
+    let (server_lmr, server_lkey, _) = registered(t, &server, &mut server_buf);
+    let (client_lmr, client_lkey, _) = registered(t, &client, &mut client_buf);
+    let seg = |buf: &[u8], len: usize, lkey| DAT_LMR_TRIPLET {
+        virtual_address: buf.as_ptr() as u64,
+        segment_length: len as u32,
+        lmr_context: lkey,
+    };
+    let cookie = |c: u64| DAT_DTO_COOKIE { as_64: c };
+    // dat_evd_dequeue, the call whose lane takes a completion.
+    let dequeue = |evd| {
+        let mut e = DAT_EVENT::default();
+        let mut tries = 0;
+        // SAFETY: a live EVD and a valid out-pointer.
+        while ty(unsafe { t.evd_dequeue_func.unwrap()(evd, &mut e) }) == DAT_QUEUE_EMPTY {
+            tries += 1;
+            assert!(tries < 10_000_000, "no completion");
+        }
+        assert_eq!(e.event_number, DAT_DTO_COMPLETION_EVENT);
+        // SAFETY: a DTO completion's data.
+        let d = unsafe { e.event_data.dto_completion_event_data };
+        assert_eq!(d.status, DAT_DTO_SUCCESS);
+        // SAFETY: the cookies here are integers.
+        (d.ep_handle, unsafe { d.user_cookie.as_64 })
+    };
+    // Each way twice: a receive and a send of the EP the provider made.
+    for round in 0..2 {
+        // SAFETY: live EPs, segments inside live LMRs, valid pointers.
+        unsafe {
+            let mut recv = seg(&server_buf, 4096, server_lkey);
+            ok(t.ep_post_recv_func.unwrap()(server_ep, 1, &mut recv, cookie(1), DAT_COMPLETION_DEFAULT_FLAG), "recv");
+            let mut send = seg(&client_buf, 100, client_lkey);
+            let flags = DAT_COMPLETION_SUPPRESS_FLAG;
+            ok(t.ep_post_send_func.unwrap()(client_ep, 1, &mut send, cookie(2), flags), "send");
+        }
+        assert_eq!(dequeue(server.cq), (server_ep, 1), "round {round}: the receive");
+        // SAFETY: as above.
+        unsafe {
+            let mut recv = seg(&client_buf, 4096, client_lkey);
+            ok(t.ep_post_recv_func.unwrap()(client_ep, 1, &mut recv, cookie(3), DAT_COMPLETION_DEFAULT_FLAG), "recv");
+            let mut send = seg(&server_buf, 100, server_lkey);
+            ok(t.ep_post_send_func.unwrap()(server_ep, 1, &mut send, cookie(4), DAT_COMPLETION_DEFAULT_FLAG), "send");
+        }
+        assert_eq!(dequeue(server.cq), (server_ep, 4), "round {round}: the send");
+        assert_eq!(dequeue(client.cq), (client_ep, 3), "round {round}: the peer's receive");
+    }
+    // SAFETY: live handles of this provider, each freed once.
+    unsafe {
+        ok(t.lmr_free_func.unwrap()(server_lmr), "dat_lmr_free");
+        ok(t.lmr_free_func.unwrap()(client_lmr), "dat_lmr_free");
+        for ep in [client_ep, server_ep] {
+            ok(t.ep_free_func.unwrap()(ep), "dat_ep_free");
+        }
+        ok(t.psp_free_func.unwrap()(psp), "dat_psp_free");
+        for r in [&server, &client] {
+            ok(t.psp_free_func.unwrap()(r.psp), "dat_psp_free");
+            for evd in [r.conn, r.creq, r.cq] {
+                ok(t.evd_free_func.unwrap()(evd), "dat_evd_free");
+            }
+            ok(t.pz_free_func.unwrap()(r.pz), "dat_pz_free");
+            ok(t.ia_close_func.unwrap()(r.ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close");
+        }
+    }
+    assert!(registry::remove(table));
+}

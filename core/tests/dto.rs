@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::sync::atomic::AtomicU8;
 
 use common::*;
-use udat_core::backend::{ConnOutcome, Shared};
+use udat_core::backend::{ConnOutcome, Shared, Untaken};
 use udat_core::shared::{SlotLock, Spin};
 use udat_core::slab::word_of;
 use udat_core::types::*;
@@ -454,6 +454,30 @@ fn a_shared_dequeue_of_an_empty_evd_leaves_it_to_the_exclusive_one_exactly_when_
     fx.p.backend_mut().tells_waiting = false;
     assert_eq!(shared(&fx, false), Shared::Empty);
     assert_eq!(shared(&fx, true), Shared::Look);
+}
+
+/// The lane of a layer that names its EPs hands each completion over with
+/// the EP's name: a completion of an EP it has not named (one a
+/// `DAT_PSP_PROVIDER` PSP made, until its consumer learns it) is left to
+/// the ordinary dequeue. (The shared dequeue declines it alike; this
+/// transport's shared dequeue takes nothing at all.)
+#[test]
+fn a_lane_leaves_a_completion_of_an_ep_with_no_name_to_the_ordinary_dequeue() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let evd = fx.dto_evd.raw();
+    for cookie in 1..=2 {
+        fx.p.ep_post_request(ep, &[fx.seg(0, 8)], cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+        fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    }
+    let accept = |slot, g, _| slot == evd.index() && g == evd.generation();
+    let lane = |fx: &mut Fx| fx.p.lane_dequeue_cq(word_of(evd.index()), accept, |_, c, name| (c.cookie, name));
+    assert_eq!(lane(&mut fx), Err(Untaken::Declined));
+    let event = fx.p.evd_dequeue(fx.dto_evd).unwrap();
+    assert!(matches!(event.data, EventData::Dto { cookie: 1, .. }), "{event:?}");
+    fx.p.ep_name(ep, 0x5000).unwrap();
+    assert_eq!(lane(&mut fx), Ok((2, 0x5000)));
+    assert_eq!(lane(&mut fx), Err(Untaken::Empty));
 }
 
 /// A lock that refuses every take, as a lane's does a held one.

@@ -32,6 +32,12 @@ pub(crate) unsafe fn cr_query<B: Transport>(
             slot.remote_port_qual = p.remote_port_qual;
             slot.private_data_size = p.private_data_size as DAT_COUNT;
             slot.local_ep_handle = cx.state.ptr(p.local_ep);
+            // The EP a `DAT_PSP_PROVIDER` PSP made is named here, where its
+            // consumer learns its handle: the lanes take the completions
+            // of a named EP alone (`udat_core::Provider::lane_dequeue_cq`).
+            if !p.local_ep.is_null() {
+                cx.state.core.ep_name(p.local_ep, slot.local_ep_handle as usize as u64)?;
+            }
             Ok(())
         })
     }

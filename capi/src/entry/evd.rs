@@ -4,14 +4,13 @@ use std::ptr;
 
 use udat_core::backend::{Completion, Shared, Untaken, Wake};
 use udat_core::counters::evd::Counter as evd_counter;
-use udat_core::handle::{CnoHandle, EpHandle, EvdHandle, IaHandle, Kind, RawHandle};
+use udat_core::handle::{CnoHandle, EvdHandle, IaHandle, Kind};
 use udat_core::shared::SlotLock;
 use udat_core::types::{DtoOp, DtoStatus, EvdFlags};
 use udat_core::{DatError, DatResult, ErrorType, EvdWait, Event, EventData, EventNumber, Passed, WaitStep};
 
 use super::{enter, guarded_on, leave_door, not_taken, with, Arg, Entered, LaneHandle};
 use crate::debug;
-use crate::handle_space::HandleSpace;
 use crate::instance::{invalid, Instance, State};
 use crate::lock::{Exclusive, LaneLock};
 use crate::sys::*;
@@ -204,7 +203,7 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
         // generation.
         |slot, g, name| evd.names(slot, g, name),
         #[inline(always)]
-        |_, c, name| write_lane_event(handles, h, c, name, slot),
+        |_, c, name| write_lane_event(h, c, name, slot),
     );
     match taken {
         Ok(extension) => {
@@ -378,7 +377,7 @@ fn dequeue_shared<B: Transport, L: SlotLock>(
             // rare, and its answer then need not outlive them.
             #[inline(always)]
             |_, c, name| {
-                if let Some(extension) = write_lane_event(&state.handles, h, c, name, slot) {
+                if let Some(extension) = write_lane_event(h, c, name, slot) {
                     extension_written(extension, slot);
                 }
             },
@@ -562,26 +561,18 @@ pub(crate) fn sleep<B: Transport>(
 }
 
 /// Fill a `DAT_EVENT` with the DTO completion `c` that the lane, or a
-/// shared dequeue, of the EVD whose C handle is `evd` settled, of the EP named `name` (its C
-/// handle, [`udat_core::Provider::ep_name`]; 0 when it has none). An
-/// operation of the IB extension still needs its record
-/// ([`extension_written`]), written once the provider is let go: the
-/// [`Extension`] returned.
+/// shared dequeue, of the EVD whose C handle is `evd` settled, of the EP
+/// named `name`: its C handle ([`udat_core::Provider::ep_name`]; never 0
+/// there, since the core leaves a completion of an EP with no name to the
+/// ordinary dequeue). An operation of the IB extension still needs its
+/// record ([`extension_written`]), written once the provider is let go:
+/// the [`Extension`] returned.
 #[inline(always)]
-fn write_lane_event(
-    handles: &HandleSpace,
-    evd: DAT_EVD_HANDLE,
-    c: &Completion,
-    name: u64,
-    out: &mut DAT_EVENT,
-) -> Option<Extension> {
-    let ep = match name {
-        0 => ep_handle(handles, EpHandle::from_raw(RawHandle::from_bits(c.tag))),
-        name => name as usize as DAT_EP_HANDLE,
-    };
+fn write_lane_event(evd: DAT_EVD_HANDLE, c: &Completion, name: u64, out: &mut DAT_EVENT) -> Option<Extension> {
+    debug_assert_ne!(name, 0, "a lane's completion is of an EP with a name");
     out.event_number = EventNumber::DtoCompletion as DAT_EVENT_NUMBER;
     out.evd_handle = evd;
-    write_dto(ep, c.cookie, c.status, c.transferred_length, c.op, out);
+    write_dto(name as usize as DAT_EP_HANDLE, c.cookie, c.status, c.transferred_length, c.op, out);
     c.op.is_extension().then_some(Extension { status: c.status, op: c.op, imm: c.imm })
 }
 
@@ -602,15 +593,6 @@ struct Extension {
 extern "C" fn extension_written(extension: Extension, out: &mut DAT_EVENT) -> DAT_RETURN {
     write_extension(extension.status, extension.op, extension.imm, out);
     DAT_SUCCESS
-}
-
-/// The C handle of an EP that has no name kept: one the provider made
-/// (`DAT_PSP_PROVIDER`), whose handle the consumer learns from
-/// dat_cr_query(3DAT).
-#[cold]
-#[inline(never)]
-fn ep_handle(handles: &HandleSpace, ep: EpHandle) -> DAT_EP_HANDLE {
-    handles.handle(Kind::Ep, ep.raw())
 }
 
 /// The event data of a DTO completion of the EP whose C handle is `ep`:

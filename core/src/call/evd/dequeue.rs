@@ -76,7 +76,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // SAFETY: a vouched EVD lives, with its handle's generation: the
         // promise of `Named::vouched`.
         let taken = unsafe {
-            self.lane_dequeue_at(
+            self.lane_dequeue_at::<false, R>(
                 at,
                 vouched,
                 |slot, generation, _| slot == raw.index() && generation == raw.generation(),
@@ -99,7 +99,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// `accept` judges the EVD living in the slot `evd` names
     /// ([`Slab::slot_of`](crate::slab::Slab::slot_of): a C handle's byte
     /// offset) by that slot, its generation and its name
-    /// ([`Provider::evd_name`]).
+    /// ([`Provider::evd_name`]). A completion of an EP with no name
+    /// ([`Provider::ep_name`]) is declined: `event` is handed the EP's
+    /// name, never 0.
     #[inline(always)]
     pub fn lane_dequeue_cq<R>(
         &mut self,
@@ -108,17 +110,19 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Untaken> {
         // SAFETY: nothing is vouched for; `accept` judges the EVD.
-        unsafe { self.lane_dequeue_at(evd, false, accept, event) }
+        unsafe { self.lane_dequeue_at::<true, R>(evd, false, accept, event) }
     }
 
     /// [`Provider::lane_dequeue_cq`] on the EVD in slot `evd`, taken as
     /// it is, if `vouched`; or else on the one in the slot the word `evd`
-    /// names ([`word_of`](crate::slab::word_of)), judged by `accept`.
+    /// names ([`word_of`](crate::slab::word_of)), judged by `accept`; if
+    /// `NAMED`, a completion of an EP with no name ([`Provider::ep_name`])
+    /// is declined, so that `event` is handed a name, never 0.
     ///
     /// # Safety
     /// If `vouched`, slot `evd` holds an EVD.
     #[inline(always)]
-    unsafe fn lane_dequeue_at<R>(
+    unsafe fn lane_dequeue_at<const NAMED: bool, R>(
         &mut self,
         evd: usize,
         vouched: bool,
@@ -158,7 +162,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                 } else {
                     eps.get_mut(raw)?
                 };
-                Completing::of(ep, head, *evd, ())
+                Completing::of(ep, head, *evd, ()).filter(|c| !NAMED || c.settle.name != 0)
             },
         )?;
         // What `Provider::complete_to` counts for a completion it hands
@@ -259,7 +263,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// then the lock of the Endpoint whose completion it settles (EVD, then
     /// Endpoint: a post takes no EVD lock); where `lock` refuses one, the
     /// call is for the exclusive path. What it settled goes to `event`, as
-    /// [`Provider::lane_dequeue_with`] hands it over, while
+    /// [`Provider::lane_dequeue_cq`] hands it over (a name, never 0), while
     /// both locks are held. An EVD whose CQ holds nothing is
     /// [`Shared::Empty`] unless its IA's connection events are to be looked
     /// at, which the exclusive dequeue does ([`Shared::Look`]): when one
@@ -318,8 +322,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
                     // A completion for another EVD is queued there, an
                     // SRQ's receives are counted on the SRQ, and a receive
                     // may invalidate a window of the EP: all exclusive
-                    // work (`Ep::recv_direct`).
-                    Completing::of(ep, head, *evd, held)
+                    // work (`Ep::recv_direct`). So is one of an EP with no
+                    // name, as in `lane_dequeue_cq`.
+                    Completing::of(ep, head, *evd, held).filter(|c| c.settle.name != 0)
                 },
             )
         };

@@ -3,6 +3,7 @@
 //! completion rules: every DTO completes once, flushes in post order.
 mod common;
 use std::cell::Cell;
+use std::num::NonZeroU64;
 use std::sync::atomic::AtomicU8;
 
 use common::*;
@@ -440,7 +441,9 @@ fn a_shared_dequeue_of_an_empty_evd_leaves_it_to_the_exclusive_one_exactly_when_
     // `due`: what the caller's clock says of a look at the IA's events.
     let shared = |fx: &Fx, due: bool| {
         // SAFETY: one thread; nothing else reaches the provider meanwhile.
-        unsafe { fx.p.evd_dequeue_shared(raw.index(), |g, _| g == raw.generation(), &Spin, |_, _, _| (), |_| due) }
+        unsafe {
+            fx.p.evd_dequeue_shared(raw.index(), NAME, |g, _| g == raw.generation(), &Spin, |_, _, _| (), |_| due)
+        }
     };
     // The transport tells: nothing waits, whatever the clock says.
     assert_eq!(shared(&fx, true), Shared::Empty);
@@ -471,7 +474,7 @@ fn a_lane_leaves_a_completion_of_an_ep_with_no_name_to_the_ordinary_dequeue() {
         fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
     }
     let accept = |slot, g, _| slot == evd.index() && g == evd.generation();
-    let lane = |fx: &mut Fx| fx.p.lane_dequeue_cq(word_of(evd.index()), accept, |_, c, name| (c.cookie, name));
+    let lane = |fx: &mut Fx| fx.p.lane_dequeue_cq(word_of(evd.index()), NAME, accept, |_, c, name| (c.cookie, name));
     assert_eq!(lane(&mut fx), Err(Untaken::Declined));
     let event = fx.p.evd_dequeue(fx.dto_evd).unwrap();
     assert!(matches!(event.data, EventData::Dto { cookie: 1, .. }), "{event:?}");
@@ -479,6 +482,38 @@ fn a_lane_leaves_a_completion_of_an_ep_with_no_name_to_the_ordinary_dequeue() {
     assert_eq!(lane(&mut fx), Ok((2, 0x5000)));
     assert_eq!(lane(&mut fx), Err(Untaken::Empty));
 }
+
+/// A lane handed an EVD's name takes the EVD by that one compare only
+/// while its lane is open: shut (an EP holds it), the lane declines the
+/// EVD named as any other; open again, it takes it. Another name leaves
+/// the EVD to `accept`.
+#[test]
+fn a_lane_handed_an_evds_name_takes_it_only_while_its_lane_is_open() {
+    let mut fx = Fx::new();
+    let ep = fx.ep_connected();
+    let evd = fx.dto_evd.raw();
+    fx.p.evd_name(fx.dto_evd, 0x6000).unwrap();
+    fx.p.ep_name(ep, 0x5000).unwrap();
+    for cookie in 1..=2 {
+        fx.p.ep_post_request(ep, &[fx.seg(0, 8)], cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+        fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+    }
+    let lane = |fx: &mut Fx, name: u64| {
+        let name = NonZeroU64::new(name).unwrap();
+        fx.p.lane_dequeue_cq(word_of(evd.index()), name, |_, _, _| false, |_, c, _| c.cookie)
+    };
+    fx.p.ep_hold_lane(ep, false).unwrap();
+    assert_eq!(lane(&mut fx, 0x6000), Err(Untaken::Declined));
+    fx.p.ep_release_lane(ep, false);
+    assert_eq!(lane(&mut fx, 0x6008), Err(Untaken::Declined));
+    assert_eq!(lane(&mut fx, 0x6000), Ok(1));
+    fx.p.evd_name(fx.dto_evd, 0x6008).unwrap();
+    assert_eq!(lane(&mut fx, 0x6000), Err(Untaken::Declined));
+    assert_eq!(lane(&mut fx, 0x6008), Ok(2));
+}
+
+/// A name no EVD here has: the lanes judge the EVD by `accept`.
+const NAME: NonZeroU64 = NonZeroU64::new(0x7000).unwrap();
 
 /// A lock that refuses every take, as a lane's does a held one.
 struct Refuse;
@@ -505,12 +540,13 @@ fn a_shared_dequeue_refused_a_lock_leaves_the_look_at_connection_events_to_the_n
     };
     // SAFETY: one thread; nothing else reaches the provider meanwhile.
     let refused =
-        unsafe { fx.p.evd_dequeue_shared(raw.index(), |g, _| g == raw.generation(), &Refuse, |_, _, _| (), due) };
+        unsafe { fx.p.evd_dequeue_shared(raw.index(), NAME, |g, _| g == raw.generation(), &Refuse, |_, _, _| (), due) };
     assert_eq!(refused, Shared::NeedsExclusive);
     assert_eq!(asked.get(), 0, "a call that settled nothing for a refused lock asked the clock");
     // The CQ is as empty as before: the next call, given the lock, looks.
     // SAFETY: as above.
-    let taken = unsafe { fx.p.evd_dequeue_shared(raw.index(), |g, _| g == raw.generation(), &Spin, |_, _, _| (), due) };
+    let taken =
+        unsafe { fx.p.evd_dequeue_shared(raw.index(), NAME, |g, _| g == raw.generation(), &Spin, |_, _, _| (), due) };
     assert_eq!(taken, Shared::Look);
     assert_eq!(asked.get(), 1);
 }

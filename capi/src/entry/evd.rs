@@ -196,8 +196,14 @@ unsafe fn dequeue_entered<B: Transport, const SHARES: bool>(
         return unsafe { dequeue_ordinary_held(instance, h, event) };
     };
     let evd = LaneHandle::new(h, handles, Kind::Evd);
+    let Some(name) = evd.name() else {
+        Exclusive::hand_over(state);
+        // SAFETY: the lock is handed over.
+        return unsafe { dequeue_ordinary_held(instance, h, event) };
+    };
     let taken = core.lane_dequeue_cq(
         evd.word(),
+        name,
         // The EVD's own handle is `h` itself; one `evd_create` did not name
         // (the async EVD dat_ia_open made) is judged by its slot and
         // generation.
@@ -363,6 +369,7 @@ fn dequeue_shared<B: Transport, L: SlotLock>(
     // provider lets no sharer in, and a poisoned object lock no holder.
     let Some(state) = (unsafe { instance.state.share() }) else { return Shared::NeedsExclusive };
     let named = LaneHandle::new(h, &state.handles, Kind::Evd);
+    let Some(name) = named.name() else { return Shared::NeedsExclusive };
     let index = named.index();
     // SAFETY: the state is shared, never held exclusively meanwhile; the
     // dequeue takes the EVD's lock, then the EP's, each as it finds the
@@ -370,6 +377,7 @@ fn dequeue_shared<B: Transport, L: SlotLock>(
     let taken = unsafe {
         state.core.evd_dequeue_shared(
             index,
+            name,
             #[inline(always)]
             |g, name| named.names(index, g, name),
             lock,

@@ -13,6 +13,7 @@
 //! valid for its type as the man page describes it.
 #![allow(clippy::missing_safety_doc)]
 
+use std::num::NonZeroU64;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
@@ -240,6 +241,13 @@ impl<'a> LaneHandle<'a> {
     #[inline(always)]
     pub(crate) fn word(self) -> usize {
         self.handles.lane_word(self.h)
+    }
+
+    /// The handle as the name of the object it names (see
+    /// [`LaneHandle::names`]), if it is not null.
+    #[inline(always)]
+    pub(crate) fn name(self) -> Option<NonZeroU64> {
+        NonZeroU64::new(self.h as usize as u64)
     }
 
     /// Whether the handle names the object living in slot `slot` at

@@ -193,7 +193,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// handle), so that a dequeue's lane knows the EVD it is handed by
     /// one compare ([`Provider::lane_dequeue_cq`]).
     pub fn evd_name(&mut self, evd: EvdHandle, name: u64) -> DatResult<()> {
-        self.evd_mut(evd)?.name = name;
+        self.evd_mut(evd)?.set_name(name);
         Ok(())
     }
 

@@ -8,6 +8,8 @@
 //! acts on the answer (the CNO to trigger, the overflow to report); it
 //! never writes the EVD's state.
 
+use core::num::NonZeroU64;
+
 use crate::backend::Cqs;
 use crate::event::{Event, EventPool, EventQueue, EventSlot};
 use crate::handle::{CnoHandle, EvdHandle, IaHandle, RawHandle};
@@ -180,8 +182,12 @@ pub(crate) struct Evd<C> {
     /// What the layer above calls this EVD (the C ABI: its handle), kept
     /// so that a dequeue's lane knows the EVD it is handed by one compare
     /// ([`Provider::evd_name`](crate::Provider::evd_name)); 0 when none
-    /// was given.
-    pub(crate) name: u64,
+    /// was given. Set through [`Evd::set_name`].
+    name: u64,
+    /// `name` while the lane is open, 0 while it is shut: a lane handed the
+    /// EVD's name knows the EVD and its lane open by one compare
+    /// ([`Evd::lane_cq_named`]). Kept by [`Evd::refresh_lane`].
+    lane_name: u64,
 }
 
 impl<C> Evd<C> {
@@ -210,6 +216,7 @@ impl<C> Evd<C> {
             counting: false,
             handle: EvdHandle::NULL,
             name: 0,
+            lane_name: 0,
         };
         evd.tie(cno);
         evd
@@ -237,15 +244,44 @@ impl<C> Evd<C> {
     /// ([`Evd::lane`]): an open lane holds a CQ, so this tests the lane's
     /// byte alone.
     #[inline(always)]
-    #[allow(unsafe_code)]
     pub(crate) fn lane_cq(&mut self) -> Option<(&EvdHandle, &mut C)> {
-        if !self.lane() {
+        self.lane_cq_named(None, |_| true)
+    }
+
+    /// [`Evd::lane_cq`] for a lane handed `name` and told to take the EVD
+    /// only if `judged` accepts it: where `name` is the EVD's name and its
+    /// lane is open, one compare (`lane_name`), with no judgment; else the
+    /// judgment, then the lane's byte.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) fn lane_cq_named(
+        &mut self,
+        name: Option<NonZeroU64>,
+        judged: impl FnOnce(&Self) -> bool,
+    ) -> Option<(&EvdHandle, &mut C)> {
+        let named = name.is_some_and(|name| name.get() == self.lane_name);
+        debug_assert!(!named || (self.lane() && self.name == self.lane_name));
+        if !(named || judged(self) && self.lane()) {
             return None;
         }
-        // SAFETY: `lane` is `lane_opens()` as last refreshed, which is
-        // false without a CQ; `cq` is set only by `set_cq`, which refreshes
-        // `lane`, and never taken while the EVD lives.
+        // SAFETY: the lane is open: `lane`, or `lane_name` equal to a name
+        // that is not 0, which it is only while `lane` holds
+        // (`refresh_lane`). `lane` is `lane_opens()` as last refreshed,
+        // which is false without a CQ; `cq` is set only by `set_cq`, which
+        // refreshes `lane`, and never taken while the EVD lives.
         Some((&self.handle, unsafe { self.cq.as_mut().unwrap_unchecked() }))
+    }
+
+    /// What the layer above calls it ([`Provider::evd_name`](crate::Provider::evd_name)).
+    #[inline(always)]
+    pub(crate) fn name(&self) -> u64 {
+        self.name
+    }
+
+    /// Name it `name`.
+    pub(crate) fn set_name(&mut self, name: u64) {
+        self.name = name;
+        self.refresh_lane();
     }
 
     /// The CQ that DTO or bind completions feed it through, if any.
@@ -342,6 +378,7 @@ impl<C> Evd<C> {
     #[inline(always)]
     fn refresh_lane(&mut self) {
         self.lane = self.lane_opens();
+        self.lane_name = if self.lane { self.name } else { 0 };
     }
 
     /// The CNO an event queued now triggers, if any.

@@ -11,6 +11,8 @@
 //! ([`Provider::evd_dequeue`]) decides.
 #![allow(unsafe_code)]
 
+use core::num::NonZeroU64;
+
 use crate::backend::{Backend, Completion, CqHead, HoldsQp, Shared, Untaken};
 use crate::error::{DatError, DatResult, Subtype};
 use crate::event::{Event, EventData, EventNumber};
@@ -79,6 +81,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
             self.lane_dequeue_at::<false, R>(
                 at,
                 vouched,
+                None,
                 |slot, generation, _| slot == raw.index() && generation == raw.generation(),
                 event,
             )
@@ -96,21 +99,22 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// line. So a caller can make every way but a taken completion a jump
     /// to code of its own, and the lane calls nothing.
     /// [`Untaken::Declined`] is [`Passed::Ordinary`].
-    /// `accept` judges the EVD living in the slot `evd` names
+    /// The EVD is the one living in the slot `evd` names
     /// ([`Slab::slot_of`](crate::slab::Slab::slot_of): a C handle's byte
-    /// offset) by that slot, its generation and its name
-    /// ([`Provider::evd_name`]). A completion of an EP with no name
+    /// offset) if its name ([`Provider::evd_name`]) is `name`, or else if
+    /// `accept` takes that slot, its generation and its name. A completion of an EP with no name
     /// ([`Provider::ep_name`]) is declined: `event` is handed the EP's
     /// name, never 0.
     #[inline(always)]
     pub fn lane_dequeue_cq<R>(
         &mut self,
         evd: usize,
+        name: NonZeroU64,
         accept: impl FnOnce(u32, u32, u64) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Untaken> {
         // SAFETY: nothing is vouched for; `accept` judges the EVD.
-        unsafe { self.lane_dequeue_at::<true, R>(evd, false, accept, event) }
+        unsafe { self.lane_dequeue_at::<true, R>(evd, false, Some(name), accept, event) }
     }
 
     /// [`Provider::lane_dequeue_cq`] on the EVD in slot `evd`, taken as
@@ -126,25 +130,24 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         &mut self,
         evd: usize,
         vouched: bool,
+        name: Option<NonZeroU64>,
         accept: impl FnOnce(u32, u32, u64) -> bool,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
     ) -> Result<R, Untaken> {
         let Provider { evds, eps, backend, .. } = self;
-        let (slot, generation, e) = if vouched {
-            // SAFETY: the caller's promise.
-            let (generation, e) = unsafe { evds.vouched_mut(evd as u32) };
-            (evd as u32, generation, e)
-        } else {
-            let Some((slot, generation, e)) = evds.named_live_mut(evd) else { return Err(Untaken::Declined) };
-            if !accept(slot, generation, e.name) {
-                return Err(Untaken::Declined);
-            }
-            (slot, generation, e)
-        };
-        debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(slot))));
         // The handle read where the stream is compared, not kept across
         // the CQ's look.
-        let Some((evd, cq)) = e.lane_cq() else { return Err(Untaken::Declined) };
+        let open = if vouched {
+            // SAFETY: the caller's promise.
+            let (generation, e) = unsafe { evds.vouched_mut(evd as u32) };
+            debug_assert_eq!(e.handle.raw(), RawHandle::from_bits(u64::from(generation) << 32 | evd as u64));
+            e.lane_cq()
+        } else {
+            let Some((slot, generation, e)) = evds.named_live_mut(evd) else { return Err(Untaken::Declined) };
+            debug_assert_eq!(e.handle.raw(), RawHandle::from_bits(u64::from(generation) << 32 | u64::from(slot)));
+            e.lane_cq_named(name, |e| accept(slot, generation, e.name()))
+        };
+        let Some((evd, cq)) = open else { return Err(Untaken::Declined) };
         let (c, Completing { settle, recv, .. }) = backend.cq_lane(
             cq,
             #[inline(always)]
@@ -258,8 +261,8 @@ impl<B: Backend, L> HoldsQp<B::Qp> for Completing<'_, B, L> {
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// [`Provider::evd_dequeue`] through a shared provider, for what it can
     /// settle alone (see the module and [`crate::shared`]), on the EVD
-    /// living in slot `evd` if `accept` accepts its generation and name (as
-    /// [`Provider::lane_dequeue_cq`]). It takes the EVD's lock through `lock`,
+    /// living in slot `evd` if its name is `name`, or else if `accept`
+    /// accepts its generation and name (as [`Provider::lane_dequeue_cq`]). It takes the EVD's lock through `lock`,
     /// then the lock of the Endpoint whose completion it settles (EVD, then
     /// Endpoint: a post takes no EVD lock); where `lock` refuses one, the
     /// call is for the exclusive path. What it settled goes to `event`, as
@@ -281,6 +284,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     pub unsafe fn evd_dequeue_shared<L: SlotLock, R>(
         &self,
         evd: u32,
+        name: NonZeroU64,
         accept: impl FnOnce(u32, u64) -> bool,
         lock: &L,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
@@ -291,12 +295,11 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         let Some((_evd_held, generation, e)) = (unsafe { self.evds.live_locked(evd, |word| lock.take(word)) }) else {
             return Shared::NeedsExclusive;
         };
-        if !accept(generation, e.name) {
-            return Shared::NeedsExclusive;
-        }
         debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd))));
         // As in `lane_dequeue_cq`.
-        let Some((evd, cq)) = e.lane_cq() else { return Shared::NeedsExclusive };
+        let Some((evd, cq)) = e.lane_cq_named(Some(name), |e| accept(generation, e.name())) else {
+            return Shared::NeedsExclusive;
+        };
         // SAFETY: the CQ is the locked EVD's; the closure takes the lock
         // of the EP of the QP the CQE names before anything is taken, and
         // reads the EP only once it holds it; the slot of a QP the

@@ -299,7 +299,9 @@ pub struct SendQueue<R, S> {
     /// only the index and opcode per WQE.
     lane_qpn_ds: [u64; 2],
     ring_mask: usize,
-    wqe_mask: u16,
+    /// `wqe_cnt - 1`, a word: a 16-bit index is widened and masked by it in
+    /// two instructions, not three.
+    wqe_mask: usize,
     wqe_cnt: u16,
     bf_size: usize,
     bf_offset: usize,
@@ -352,7 +354,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
             qpn_ds: qpn << 8,
             lane_qpn_ds: [2, 3].map(|ds| wqe::qpn_ds_word(qpn << 8 | ds)),
             ring_mask: wqe_cnt as usize * WQEBB_BYTES - 1,
-            wqe_mask: (wqe_cnt - 1) as u16,
+            wqe_mask: wqe_cnt as usize - 1,
             wqe_cnt: wqe_cnt as u16,
             bf_size: bf_size as usize,
             bf_offset: 0,
@@ -434,7 +436,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
     /// The ring position of WQEBB `index`: below `wqe_cnt`.
     #[inline(always)]
     fn block_index(&self, index: u16) -> usize {
-        usize::from(index & self.wqe_mask)
+        usize::from(index) & self.wqe_mask
     }
 
     /// The ring offset of WQEBB `index`: inside the ring, which `new`
@@ -550,7 +552,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
         if wqe::bbs(ds) > usize::from(self.free_bbs()) || ds > usize::from(u8::MAX) {
             return Err(Full);
         }
-        Ok(usize::from(self.pi & self.wqe_mask) * WQEBB_BYTES)
+        Ok((usize::from(self.pi) & self.wqe_mask) * WQEBB_BYTES)
     }
 
     /// The remote-address and atomic segments; the byte after them.
@@ -593,7 +595,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
         let next = pi.wrapping_add(bbs);
         self.pi = next;
         let slots = self.slots.as_mut();
-        let i = usize::from(pi & self.wqe_mask);
+        let i = usize::from(pi) & self.wqe_mask;
         debug_assert!(i < slots.len());
         // SAFETY: `i <= wqe_mask`, which is `wqe_cnt - 1` from `new` on;
         // `new` checked that the slots are at least `wqe_cnt`, a length
@@ -719,7 +721,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
         let head = 1 + remote.is_some() as usize;
         let ds = head + wqe::inline_ds(len as usize);
         let bbs = wqe::bbs(ds);
-        let first = usize::from(self.pi & self.wqe_mask);
+        let first = usize::from(self.pi) & self.wqe_mask;
         debug_assert_eq!(self.lane_room, self.room_for_lanes());
         // An open lane (no doorbell or fence owed, BlueFlame of halves of
         // `BF_BYTES`) with room for all `bbs`.
@@ -911,7 +913,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
         if wqe_counter.wrapping_sub(self.ci) >= self.pi.wrapping_sub(self.ci) {
             return None;
         }
-        self.slots.as_ref().get(usize::from(wqe_counter & self.wqe_mask))
+        self.slots.as_ref().get(usize::from(wqe_counter) & self.wqe_mask)
     }
 
     /// What the oldest outstanding WQE reports, if its first WQEBB is
@@ -923,7 +925,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
             return None;
         }
         let slots = self.slots.as_ref();
-        let i = usize::from(self.ci & self.wqe_mask);
+        let i = usize::from(self.ci) & self.wqe_mask;
         debug_assert!(i < slots.len());
         // SAFETY: as in `keep`: `i <= wqe_mask < wqe_cnt`, which `new`
         // checked the slots hold, a length `SlotStorage` holds still.
@@ -944,7 +946,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
         if self.pi == self.ci {
             return None;
         }
-        let slot = *self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask))?;
+        let slot = *self.slots.as_ref().get(usize::from(self.ci) & self.wqe_mask)?;
         self.ci = self.ci.wrapping_add(slot.bbs.max(1));
         Some(slot)
     }
@@ -959,7 +961,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
         }
         let mut retired = 0;
         loop {
-            let slot = *self.slots.as_ref().get(usize::from(self.ci & self.wqe_mask))?;
+            let slot = *self.slots.as_ref().get(usize::from(self.ci) & self.wqe_mask)?;
             retired += 1;
             let (this, bbs) = (self.ci, slot.bbs.max(1));
             self.ci = self.ci.wrapping_add(bbs);

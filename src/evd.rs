@@ -97,21 +97,19 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
         // The core's lane hands over only completions of DTOs that write
         // no local memory: each lent one holds the lane of its EVD
         // (`Ia::lent_post`). Its events are the core's as they are.
+        // An empty EVD is answered as the lane found it, without the
+        // ordinary dequeue.
         match self.provider.lane_dequeue(self.evd_named(evd)) {
             Ok(event) => Ok(event),
-            Err(passed) => self.evd_dequeue_ordinary(evd, passed),
+            Err(Passed::Empty) => Err(DatError::of(ErrorType::QueueEmpty)),
+            Err(Passed::Ordinary) => self.evd_dequeue_ordinary(evd),
         }
     }
 
-    /// [`Ia::evd_dequeue`] past the lane: an empty EVD answered as the
-    /// lane found it ([`Passed::Empty`]), without the ordinary dequeue; a
-    /// completion of a DTO that wrote local memory gives its cookie and
-    /// segment back.
+    /// [`Ia::evd_dequeue`] past the lane: a completion of a DTO that wrote
+    /// local memory gives its cookie and segment back.
     #[inline(never)]
-    fn evd_dequeue_ordinary(&mut self, evd: &Evd<'id>, passed: Passed) -> DatResult<Event> {
-        if passed == Passed::Empty {
-            return Err(DatError::of(ErrorType::QueueEmpty));
-        }
+    fn evd_dequeue_ordinary(&mut self, evd: &Evd<'id>) -> DatResult<Event> {
         let mut event = self.provider.evd_dequeue_ordinary(evd.handle())?;
         self.complete(&mut event);
         Ok(event)

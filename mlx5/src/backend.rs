@@ -422,10 +422,27 @@ fn next<D: Device, R: Store<Entry<Route>>, Q: Store<Entry<SrqQueue<D>>>, G: Hold
     ordinary: Option<&mut Table<SrqQueue<D>, Q>>,
 ) -> Result<Next<G>, Untaken> {
     let head = ring.peek_head().ok_or(Untaken::Empty)?;
-    let done = head.done();
-    if done.is_none() && ordinary.is_none() {
-        return Err(Untaken::Declined);
+    // Each kind of CQE in code of its own, so that a request's is known by
+    // its opcode's one test and none after.
+    match head.done() {
+        Some(Done::Request) => next_done(ring, by_qpn, admit, ordinary, head, Some(Done::Request)),
+        Some(Done::Receive) => next_done(ring, by_qpn, admit, ordinary, head, Some(Done::Receive)),
+        None if ordinary.is_none() => Err(Untaken::Declined),
+        None => next_done(ring, by_qpn, admit, ordinary, head, None),
     }
+}
+
+/// [`next`] of the CQE `head`, whose [`Head::done`] is `done`.
+#[inline(always)]
+#[allow(unsafe_code)]
+fn next_done<D: Device, R: Store<Entry<Route>>, Q: Store<Entry<SrqQueue<D>>>, G: HoldsQp<Qp<D>>>(
+    ring: &mut CompletionQueue<D::Register>,
+    by_qpn: &QpnIndex<R>,
+    admit: impl FnOnce(CqHead) -> Option<G>,
+    ordinary: Option<&mut Table<SrqQueue<D>, Q>>,
+    head: Head,
+    done: Option<Done>,
+) -> Result<Next<G>, Untaken> {
     // Inlined: called, the look-up would hand its route back through the
     // stack of a dequeue's lane, and a stack slot whose address escapes
     // keeps the lane's ways out from being jumps.

@@ -602,24 +602,45 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         self.slots.items().get(index as usize).map(|s| s as *const Slot<T>)
     }
 
-    /// The slot `word` names ([`Slab::slot_of`]) and where it is, as
-    /// [`Slab::place_of`] finds a slot, for a look-up that borrows the slab
-    /// mutably. Where a slot's size is a whole number of words, the word
-    /// masked is scaled to the slot's place at once, with no shift.
+    /// The slot `word` names ([`Slab::slot_of`]) and its place's byte
+    /// offset in the store. Where a slot's size is a whole number of
+    /// words, the word masked is scaled to the offset at once, with no
+    /// shift.
     #[inline(always)]
-    #[allow(unsafe_code)]
-    fn place_of_word_mut(&mut self, word: usize) -> Option<(u32, *mut Slot<T>)> {
+    fn word_place(&self, word: usize) -> (u32, usize) {
         const { assert!(size_of::<Slot<T>>() != 0) };
         let masked = word & self.word_mask;
         let index = (masked >> WORD_SHIFT) as u32;
+        let offset = if size_of::<Slot<T>>() % (1 << WORD_SHIFT) == 0 {
+            masked * (size_of::<Slot<T>>() >> WORD_SHIFT)
+        } else {
+            index as usize * size_of::<Slot<T>>()
+        };
+        (index, offset)
+    }
+
+    /// The slot `word` names ([`Slab::slot_of`]) and where it is, as
+    /// [`Slab::place_of`] finds a slot.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn place_of_word(&self, word: usize) -> Option<(u32, *const Slot<T>)> {
+        let (index, offset) = self.word_place(word);
         if S::READ_TO_POWER_OF_TWO.is_some() {
-            let offset = if size_of::<Slot<T>>() % (1 << WORD_SHIFT) == 0 {
-                masked * (size_of::<Slot<T>>() >> WORD_SHIFT)
-            } else {
-                index as usize * size_of::<Slot<T>>()
-            };
             // SAFETY: not read here; `offset` is the place of slot `index`,
             // at most `key_mask`, as in `place_of`.
+            return Some((index, unsafe { self.slots.first().byte_add(offset) }));
+        }
+        self.slots.items().get(index as usize).map(|s| (index, s as *const Slot<T>))
+    }
+
+    /// [`Slab::place_of_word`], for a look-up that borrows the slab
+    /// mutably.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn place_of_word_mut(&mut self, word: usize) -> Option<(u32, *mut Slot<T>)> {
+        let (index, offset) = self.word_place(word);
+        if S::READ_TO_POWER_OF_TWO.is_some() {
+            // SAFETY: as in `place_of_word`.
             return Some((index, unsafe { self.slots.first_mut().byte_add(offset) }));
         }
         self.slots.items_mut().get_mut(index as usize).map(|s| (index, s as *mut Slot<T>))
@@ -719,6 +740,32 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         // and the slot is live.
         let value = unsafe { slot.live_value_unchecked() };
         Some((held, slot.generation, value))
+    }
+
+    /// [`Slab::live_locked`] of the slot `word` names ([`Slab::slot_of`]),
+    /// found as [`Slab::named_live_mut`] finds it, with that slot.
+    ///
+    /// # Safety
+    /// As [`Slab::live_locked`].
+    #[inline(always)]
+    #[allow(unsafe_code, clippy::mut_from_ref, clippy::type_complexity)]
+    pub unsafe fn named_live_locked<'s, G>(
+        &'s self,
+        word: usize,
+        lock: impl FnOnce(&'s AtomicU8) -> Option<G>,
+    ) -> Option<(G, u32, u32, &'s mut T)> {
+        let (index, slot) = self.place_of_word(word)?;
+        // SAFETY: as in `named_live_mut`: a place of the store, made or
+        // not, in which `live` is false unless it holds its object; then
+        // as in `live_locked`.
+        unsafe {
+            if !core::ptr::addr_of!((*slot).live).read() {
+                return None;
+            }
+            let slot = &*slot;
+            let held = lock(&slot.lock)?;
+            Some((held, index, slot.generation, slot.live_value_unchecked()))
+        }
     }
 
     /// [`Slab::get_shared`] once `lock` has taken the slot's lock word, as
@@ -1198,6 +1245,7 @@ mod tests {
     /// slot the store has not made, or one freed, holds nothing; a word's
     /// high bits are never a slot of their own, nor its low ones.
     #[test]
+    #[allow(unsafe_code)]
     fn a_word_names_the_slot_of_its_bits_above_a_words_and_a_slot_not_made_holds_nothing() {
         fn check<S: Store<Slot<T>>, T: Copy + PartialEq + core::fmt::Debug>(mut slab: Slab<T, S>, ten: T, eleven: T) {
             let word = |index: u32| (index as usize) << WORD_SHIFT;
@@ -1207,13 +1255,25 @@ mod tests {
             assert_eq!(slab.slot_of(word(b.index) | 1), b.index, "nor the bits below a word");
             let found = slab.named_live_mut(word(b.index)).map(|(s, g, v)| (s, g, *v));
             assert_eq!(found, Some((b.index, b.generation, eleven)));
+            // The shared look-up: its slot, generation and object, taken
+            // if `takes`.
+            let locked = |slab: &Slab<T, S>, word: usize, takes: bool| {
+                // SAFETY: one thread, and no other reference to the slab's
+                // objects lives while the one found does.
+                let found = unsafe { slab.named_live_locked(word, |_| takes.then_some(())) };
+                found.map(|(_, s, g, v)| (s, g, *v))
+            };
+            assert_eq!(locked(&slab, word(b.index) | 5, true), Some((b.index, b.generation, eleven)));
+            assert_eq!(locked(&slab, word(b.index), false), None, "lock refused");
             let found = slab.named_live_mut(word(a.index | 0x40) | 3).map(|(s, _, v)| (s, *v));
             assert_eq!(found, Some((a.index, ten)));
             for never_made in 2..8 {
                 assert!(slab.named_live_mut(word(never_made)).is_none(), "slot {never_made}");
+                assert_eq!(locked(&slab, word(never_made), true), None);
             }
             slab.remove(a).unwrap();
             assert!(slab.named_live_mut(word(a.index)).is_none(), "freed");
+            assert_eq!(locked(&slab, word(a.index), true), None, "freed");
         }
         // A slot of a whole number of words, and one of no such size.
         check(Slab::new(ZeroedTo::<_, 8>::new(5)), 10u64, 11);

@@ -442,7 +442,14 @@ fn a_shared_dequeue_of_an_empty_evd_leaves_it_to_the_exclusive_one_exactly_when_
     let shared = |fx: &Fx, due: bool| {
         // SAFETY: one thread; nothing else reaches the provider meanwhile.
         unsafe {
-            fx.p.evd_dequeue_shared(raw.index(), NAME, |g, _| g == raw.generation(), &Spin, |_, _, _| (), |_| due)
+            fx.p.evd_dequeue_shared(
+                word_of(raw.index()),
+                NAME,
+                |_, g, _| g == raw.generation(),
+                &Spin,
+                |_, _, _| (),
+                |_| due,
+            )
         }
     };
     // The transport tells: nothing waits, whatever the clock says.
@@ -539,14 +546,16 @@ fn a_shared_dequeue_refused_a_lock_leaves_the_look_at_connection_events_to_the_n
         true
     };
     // SAFETY: one thread; nothing else reaches the provider meanwhile.
-    let refused =
-        unsafe { fx.p.evd_dequeue_shared(raw.index(), NAME, |g, _| g == raw.generation(), &Refuse, |_, _, _| (), due) };
+    let refused = unsafe {
+        fx.p.evd_dequeue_shared(word_of(raw.index()), NAME, |_, g, _| g == raw.generation(), &Refuse, |_, _, _| (), due)
+    };
     assert_eq!(refused, Shared::NeedsExclusive);
     assert_eq!(asked.get(), 0, "a call that settled nothing for a refused lock asked the clock");
     // The CQ is as empty as before: the next call, given the lock, looks.
     // SAFETY: as above.
-    let taken =
-        unsafe { fx.p.evd_dequeue_shared(raw.index(), NAME, |g, _| g == raw.generation(), &Spin, |_, _, _| (), due) };
+    let taken = unsafe {
+        fx.p.evd_dequeue_shared(word_of(raw.index()), NAME, |_, g, _| g == raw.generation(), &Spin, |_, _, _| (), due)
+    };
     assert_eq!(taken, Shared::Look);
     assert_eq!(asked.get(), 1);
 }

@@ -370,16 +370,15 @@ fn dequeue_shared<B: Transport, L: SlotLock>(
     let Some(state) = (unsafe { instance.state.share() }) else { return Shared::NeedsExclusive };
     let named = LaneHandle::new(h, &state.handles, Kind::Evd);
     let Some(name) = named.name() else { return Shared::NeedsExclusive };
-    let index = named.index();
     // SAFETY: the state is shared, never held exclusively meanwhile; the
     // dequeue takes the EVD's lock, then the EP's, each as it finds the
     // object, through the lock every shared call of the C ABI takes.
     let taken = unsafe {
         state.core.evd_dequeue_shared(
-            index,
+            named.word(),
             name,
             #[inline(always)]
-            |g, name| named.names(index, g, name),
+            |slot, g, name| named.names(slot, g, name),
             lock,
             // The IB extension's record is written under the locks: it is
             // rare, and its answer then need not outlive them.

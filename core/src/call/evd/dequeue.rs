@@ -261,8 +261,9 @@ impl<B: Backend, L> HoldsQp<B::Qp> for Completing<'_, B, L> {
 impl<B: Backend, S: Storage> Provider<B, S> {
     /// [`Provider::evd_dequeue`] through a shared provider, for what it can
     /// settle alone (see the module and [`crate::shared`]), on the EVD
-    /// living in slot `evd` if its name is `name`, or else if `accept`
-    /// accepts its generation and name (as [`Provider::lane_dequeue_cq`]). It takes the EVD's lock through `lock`,
+    /// living in the slot the word `evd` names if its name is `name`, or
+    /// else if `accept` accepts that slot, its generation and its name (as
+    /// [`Provider::lane_dequeue_cq`]). It takes the EVD's lock through `lock`,
     /// then the lock of the Endpoint whose completion it settles (EVD, then
     /// Endpoint: a post takes no EVD lock); where `lock` refuses one, the
     /// call is for the exclusive path. What it settled goes to `event`, as
@@ -283,21 +284,20 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     #[inline(always)]
     pub unsafe fn evd_dequeue_shared<L: SlotLock, R>(
         &self,
-        evd: u32,
+        evd: usize,
         name: NonZeroU64,
-        accept: impl FnOnce(u32, u64) -> bool,
+        accept: impl FnOnce(u32, u32, u64) -> bool,
         lock: &L,
         event: impl FnOnce(EvdHandle, &Completion, u64) -> R,
         look_due: impl FnOnce(u32) -> bool,
     ) -> Shared<R> {
         // SAFETY: the EVD's lock is taken before it is read (the caller's
         // promise covers the rest).
-        let Some((_evd_held, generation, e)) = (unsafe { self.evds.live_locked(evd, |word| lock.take(word)) }) else {
-            return Shared::NeedsExclusive;
-        };
-        debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(evd))));
+        let taken = unsafe { self.evds.named_live_locked(evd, |word| lock.take(word)) };
+        let Some((_evd_held, slot, generation, e)) = taken else { return Shared::NeedsExclusive };
+        debug_assert_eq!(e.handle, EvdHandle(RawHandle::from_bits(u64::from(generation) << 32 | u64::from(slot))));
         // As in `lane_dequeue_cq`.
-        let Some((evd, cq)) = e.lane_cq_named(Some(name), |e| accept(generation, e.name())) else {
+        let Some((evd, cq)) = e.lane_cq_named(Some(name), |e| accept(slot, generation, e.name())) else {
             return Shared::NeedsExclusive;
         };
         // SAFETY: the CQ is the locked EVD's; the closure takes the lock

@@ -590,6 +590,20 @@ impl<B: Backend, S: Storage, G> Hand<B> for LockedHand<'_, B, S, G> {
     }
 }
 
+/// What a [`Locked`] door hands a post of the EP `object`, found in slot
+/// `slot` at `generation` with its lock `held`.
+#[inline(always)]
+fn locked_at<'h, B: Backend, S: Storage, G>(
+    p: &'h Provider<B, S>,
+    held: G,
+    slot: u32,
+    generation: u32,
+    object: &'h mut Ep<B>,
+) -> At<'h, B, S, LockedHand<'h, B, S, G>> {
+    let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts, _held: held };
+    At { slot, generation, object, lmrs: &p.lmrs, ias: &p.ias, ahs: &p.ahs, rmrs: &p.rmrs, hand }
+}
+
 impl<B: Backend, S: Storage, L> sealed::Sealed for Locked<'_, B, S, L> {}
 
 impl<'p, B: Backend, S: Storage, L: SlotLock> Door<B, S> for Locked<'p, B, S, L> {
@@ -605,14 +619,15 @@ impl<'p, B: Backend, S: Storage, L: SlotLock> Door<B, S> for Locked<'p, B, S, L>
         // is read, through the lock every other access to it takes, and no
         // `&mut` to the provider exists (the contract of `Provider::locked`).
         let (held, generation, object) = unsafe { p.eps.live_locked(slot, |word| lock.take(word)) }?;
-        let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts, _held: held };
-        Some(At { slot, generation, object, lmrs: &p.lmrs, ias: &p.ias, ahs: &p.ahs, rmrs: &p.rmrs, hand })
+        Some(locked_at(p, held, slot, generation, object))
     }
 
     #[inline(always)]
     fn ep_named_by(&mut self, word: usize) -> Option<At<'_, B, S, Self::Hand<'_>>> {
-        let slot = self.provider.eps.slot_of(word);
-        self.ep_at(slot)
+        let (p, lock) = (self.provider, &self.lock);
+        // SAFETY: as in `ep_at`.
+        let (held, slot, generation, object) = unsafe { p.eps.named_live_locked(word, |word| lock.take(word)) }?;
+        Some(locked_at(p, held, slot, generation, object))
     }
 
     #[inline(always)]

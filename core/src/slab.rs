@@ -9,6 +9,7 @@
 //! owner visits its own and never walks the slab.
 
 use core::marker::PhantomData;
+use core::num::NonZeroU64;
 use core::sync::atomic::AtomicU8;
 
 use crate::handle::RawHandle;
@@ -30,6 +31,12 @@ use crate::store::{Store, Vacant};
 /// That lock is a word the slot keeps for the caller ([`Slab::live_locked`]),
 /// so that the look-up which finds the object also finds its lock.
 pub struct Slot<T> {
+    value: Place<T>,
+    /// What the slab's owner calls the object living here
+    /// ([`Slab::call`]), never 0; 0 while it has given none, and while the
+    /// slot is free: a look-up handed a name that is not 0 knows the slot
+    /// holds the object so called by one compare ([`Slab::called_mut`]).
+    name: u64,
     /// The generation a live handle must carry.
     generation: u32,
     /// Whether `value` holds an object.
@@ -44,7 +51,6 @@ pub struct Slot<T> {
     /// While live in a listed slab, the previous member (`NONE` at the
     /// head).
     prev: u32,
-    value: Place<T>,
 }
 
 impl<T: core::fmt::Debug> core::fmt::Debug for Slot<T> {
@@ -54,12 +60,27 @@ impl<T: core::fmt::Debug> core::fmt::Debug for Slot<T> {
 }
 
 impl<T> Vacant for Slot<T> {
-    const VACANT: Slot<T> =
-        Slot { generation: 1, live: false, lock: AtomicU8::new(0), next: NONE, prev: NONE, value: Place::VACANT };
+    const VACANT: Slot<T> = Slot {
+        generation: 1,
+        live: false,
+        lock: AtomicU8::new(0),
+        next: NONE,
+        prev: NONE,
+        name: 0,
+        value: Place::VACANT,
+    };
 
     #[inline(always)]
     fn vacant() -> Slot<T> {
-        Slot { generation: 1, live: false, lock: AtomicU8::new(0), next: NONE, prev: NONE, value: Place::vacant() }
+        Slot {
+            generation: 1,
+            live: false,
+            lock: AtomicU8::new(0),
+            next: NONE,
+            prev: NONE,
+            name: 0,
+            value: Place::vacant(),
+        }
     }
 }
 
@@ -441,6 +462,7 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
         }
         let value = slot.value_mut().take()?;
         slot.live = false;
+        slot.name = 0;
         // The generation runs 1, 2, …, 2^32 − 1 and back to 1 (0 is the
         // null handle's), so a slot's generation repeats only once the
         // slot has been freed 2^32 − 1 times more: a stale handle is
@@ -666,6 +688,69 @@ impl<T, S: Store<Slot<T>>> Slab<T, S> {
             }
             let slot = &mut *slot;
             Some((index, slot.generation, slot.live_value_mut().unwrap_unchecked()))
+        }
+    }
+
+    /// Call the object living in slot `index` `name` (0: no name), so
+    /// that a look-up handed `name` finds it by one compare
+    /// ([`Slab::called_mut`]). `false`, and nothing changed, where the
+    /// slot holds no object. The name goes with the object.
+    pub fn call(&mut self, index: u32, name: u64) -> bool {
+        match self.slots.items_mut().get_mut(index as usize) {
+            Some(slot) if slot.live => {
+                slot.name = name;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The object living in the slot `word` names ([`Slab::slot_of`]),
+    /// mutably, with that slot and its generation, if it is called `name`
+    /// ([`Slab::call`]): one compare, the slot's name being 0 while it is
+    /// free or was never made ([`Store::READ_TO_POWER_OF_TWO`]'s places
+    /// read as zeros), and never 0 otherwise.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub fn called_mut(&mut self, word: usize, name: NonZeroU64) -> Option<(u32, u32, &mut T)> {
+        let (index, slot) = self.place_of_word_mut(word)?;
+        // SAFETY: `place_of_word_mut` gives a place of the store, made or
+        // not: a slot, or zero bytes, in which `name` is 0. A slot is named
+        // only while it holds its object (`call`, `remove_any`), so one
+        // called `name`, which is not 0, holds it, borrowed as the slab is,
+        // mutably.
+        unsafe {
+            if core::ptr::addr_of!((*slot).name).read() != name.get() {
+                return None;
+            }
+            let slot = &mut *slot;
+            Some((index, slot.generation, slot.value_mut().as_mut().unwrap_unchecked()))
+        }
+    }
+
+    /// [`Slab::live_locked`] of the object [`Slab::called_mut`] finds, with
+    /// its slot.
+    ///
+    /// # Safety
+    /// As [`Slab::live_locked`].
+    #[inline(always)]
+    #[allow(unsafe_code, clippy::mut_from_ref, clippy::type_complexity)]
+    pub unsafe fn called_locked<'s, G>(
+        &'s self,
+        word: usize,
+        name: NonZeroU64,
+        lock: impl FnOnce(&'s AtomicU8) -> Option<G>,
+    ) -> Option<(G, u32, u32, &'s mut T)> {
+        let (index, slot) = self.place_of_word(word)?;
+        // SAFETY: as in `called_mut`: a slot called `name` holds its
+        // object; then as in `live_locked`.
+        unsafe {
+            if core::ptr::addr_of!((*slot).name).read() != name.get() {
+                return None;
+            }
+            let slot = &*slot;
+            let held = lock(&slot.lock)?;
+            Some((held, index, slot.generation, slot.live_value_unchecked()))
         }
     }
 
@@ -1296,5 +1381,35 @@ mod tests {
         }
         check(Slab::keyed(ZeroedTo::<_, 8>::new(5)));
         check(Slab::keyed([const { Slot::<u32>::VACANT }; 5]));
+    }
+
+    /// An object called by a name is found by it alone: not by another
+    /// name, not once freed, and not the slot's next object by the old
+    /// one; a slot holding nothing takes no name.
+    #[test]
+    fn a_word_finds_the_object_its_slot_calls_by_the_name_alone() {
+        fn check<S: Store<Slot<u64>>>(mut slab: Slab<u64, S>) {
+            let name = |n: u64| NonZeroU64::new(n).unwrap();
+            let word = |index: u32| word_of(index) | 3;
+            let a = slab.insert(7).unwrap();
+            assert_eq!(slab.called_mut(word(a.index), name(9)), None, "not yet called");
+            assert!(slab.call(a.index, 9));
+            assert!(!slab.call(a.index + 1, 9), "no object to call");
+            let found = slab.called_mut(word(a.index), name(9)).map(|(s, g, v)| (s, g, *v));
+            assert_eq!(found, Some((a.index, a.generation, 7)));
+            assert_eq!(slab.called_mut(word(a.index), name(8)), None, "another name");
+            for never_made in 1..8 {
+                assert_eq!(slab.called_mut(word(never_made), name(9)), None, "slot {never_made}");
+            }
+            slab.remove(a).unwrap();
+            assert_eq!(slab.called_mut(word(a.index), name(9)), None, "freed");
+            // Fresh slots are taken first: the freed one comes back last.
+            let b = (0..5).map(|_| slab.insert(8).unwrap()).find(|b| b.index == a.index).unwrap();
+            assert_eq!(slab.called_mut(word(b.index), name(9)), None, "the old name");
+            slab.call(b.index, 10);
+            assert_eq!(slab.called_mut(word(b.index), name(10)).map(|(_, _, v)| *v), Some(8));
+        }
+        check(Slab::new(ZeroedTo::<_, 8>::new(5)));
+        check(Slab::new([const { Slot::<u64>::VACANT }; 5]));
     }
 }

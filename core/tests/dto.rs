@@ -804,7 +804,8 @@ fn the_shared_receive_posts_answer_as_the_exclusive_ones() {
         ]
     };
     let transport = Err(DatError::of(ErrorType::InternalError));
-    let ((mut exclusive, a, sa), (shared, b, sb)) = (world(), world());
+    let ((mut exclusive, a, sa), (mut shared, b, sb)) = (world(), world());
+    let b_name = shared.name(b);
     let (mut refused, mut posted) = (0, 0);
     for ((iov, f), (iov2, f2)) in cases(&exclusive).into_iter().zip(cases(&shared)) {
         let want = exclusive.p.ep_post_recv(a, &iov, 1, f);
@@ -812,7 +813,7 @@ fn the_shared_receive_posts_answer_as_the_exclusive_ones() {
         // SAFETY: one thread: no `&mut` to the provider exists while the
         // door lives, and nothing else uses the EP or the SRQ.
         let mut door = unsafe { shared.p.locked(Spin) };
-        assert!(!door.lane_recv(word_of(b.raw().index()), |_, _, _| true, &iov2[0], 1, f2), "{iov2:?} {f2:?}");
+        assert!(!door.lane_recv(word_of(b.raw().index()), b_name, &iov2[0], 1, f2), "{iov2:?} {f2:?}");
         let got = door.ep_post_recv(b, &iov2, 1, f2);
         assert_eq!(got, if want.is_ok() { transport } else { want }, "{iov:?} {f:?}");
         let want = exclusive.p.srq_post_recv(sa, &iov, 2);

@@ -299,14 +299,8 @@ fn an_ep_whose_qp_could_not_be_rebuilt_refuses_a_receive_on_both_paths() {
     fx.p.backend_mut().refuse_qps = true;
     let ch = EpChanges { recv_evd: Some(evd2), ..EpChanges::default() };
     assert_eq!(ty(fx.p.ep_modify(ep, &ch)), ErrorType::InsufficientResources);
-    let (raw, seg) = (ep.raw(), fx.seg(0, 8));
-    assert!(!fx.p.lane_recv(
-        word_of(raw.index()),
-        |slot, g, _| slot == raw.index() && g == raw.generation(),
-        &seg,
-        1,
-        CompletionFlags::DEFAULT
-    ));
+    let (raw, seg, name) = (ep.raw(), fx.seg(0, 8), fx.name(ep));
+    assert!(!fx.p.lane_recv(word_of(raw.index()), name, &seg, 1, CompletionFlags::DEFAULT));
     assert_eq!(ty(fx.p.ep_post_recv(ep, &[seg], 1, CompletionFlags::DEFAULT)), ErrorType::InvalidState);
     // A QP made again takes the receive.
     fx.p.backend_mut().refuse_qps = false;

@@ -6,6 +6,8 @@
 //! takes what the ordinary call refuses, and the twins answer and hold
 //! the same throughout.
 mod common;
+use std::num::NonZeroU64;
+
 use common::*;
 use udat_core::backend::RequestOp;
 use udat_core::slab::word_of;
@@ -141,6 +143,11 @@ fn world(ep: EpCase, seg: SegCase) -> (Fx, EpHandle, LmrTriplet) {
         SegCase::OtherPz => at(&other, 64),
         SegCase::ReadOnly => at(&read_only, 64),
     };
+    // Named as the C ABI names each EP it hands out (a freed one keeps no
+    // name: its slot answers none).
+    if ep != EpCase::Freed {
+        fx.name(h);
+    }
     (fx, h, seg)
 }
 
@@ -169,14 +176,7 @@ fn the_request_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_d
                         (ep_case, seg_case, op_case, flags),
                         |fx, ep, seg| {
                             let (raw, op) = (ep.raw(), request(op_case, fx));
-                            fx.p.lane_request(
-                                word_of(raw.index()),
-                                |slot, g, _| slot == raw.index() && g == raw.generation(),
-                                &seg,
-                                9,
-                                || Some(op),
-                                flags,
-                            )
+                            fx.p.lane_request(word_of(raw.index()), lane_name(ep), &seg, 9, || Some(op), flags)
                         },
                         |fx, ep, seg| ordinary(fx, ep, seg, request(op_case, fx), flags),
                         |a, b, ep| a.p.backend().pending_sends(ep) == b.p.backend().pending_sends(ep),
@@ -200,13 +200,7 @@ fn the_recv_lane_takes_only_what_the_ordinary_post_accepts_and_does_what_it_does
                     (ep_case, seg_case, flags),
                     |fx, ep, seg| {
                         let raw = ep.raw();
-                        fx.p.lane_recv(
-                            word_of(raw.index()),
-                            |slot, g, _| slot == raw.index() && g == raw.generation(),
-                            &seg,
-                            9,
-                            flags,
-                        )
+                        fx.p.lane_recv(word_of(raw.index()), lane_name(ep), &seg, 9, flags)
                     },
                     |fx, ep, seg| fx.p.ep_post_recv(ep, &[seg], 9, flags),
                     |a, b, ep| {
@@ -275,20 +269,18 @@ impl Tally {
     }
 }
 
+/// A post's lane takes an EP by its name alone: the name of its slot's
+/// other generation is refused, and so is an EP not named at all (the
+/// ordinary call takes its posts).
 #[test]
 fn a_lane_refuses_a_handle_of_another_generation() {
     let (mut fx, ep, seg) = world(EpCase::Connected, SegCase::Good);
     let raw = ep.raw();
     let stale = raw.generation().wrapping_add(1);
     let send = || Some(RequestOp::Send);
-    assert!(!fx.p.lane_request(
-        word_of(raw.index()),
-        |slot, g, _| slot == raw.index() && g == stale,
-        &seg,
-        1,
-        send,
-        CompletionFlags::DEFAULT
-    ));
+    // The name of the handle of the slot's other generation.
+    let other = NonZeroU64::new(u64::from(stale) << 32 | u64::from(raw.index())).unwrap();
+    assert!(!fx.p.lane_request(word_of(raw.index()), other, &seg, 1, send, CompletionFlags::DEFAULT));
     assert!(fx
         .p
         .lane_dequeue(EvdHandle::from_raw(RawHandle::from_bits(
@@ -296,6 +288,14 @@ fn a_lane_refuses_a_handle_of_another_generation() {
         )))
         .is_err());
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
+    let unnamed = fx.ep_connected();
+    let raw = unnamed.raw();
+    assert!(!fx.p.lane_request(word_of(raw.index()), lane_name(unnamed), &seg, 1, send, CompletionFlags::DEFAULT));
+    assert_eq!(fx.p.backend().pending_sends(unnamed), 0);
+    fx.p.ep_post_request(unnamed, &[seg], 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    fx.name(unnamed);
+    assert!(fx.p.lane_request(word_of(raw.index()), lane_name(unnamed), &seg, 2, send, CompletionFlags::DEFAULT));
+    assert_eq!(fx.p.backend().pending_sends(unnamed), 2);
 }
 
 /// An operation that reads as `None` (a remote pointer the ordinary call
@@ -306,23 +306,9 @@ fn a_lane_declines_an_operation_it_cannot_read() {
     let (mut fx, ep, seg) = world(EpCase::Connected, SegCase::Good);
     let raw = ep.raw();
     let flags = CompletionFlags::DEFAULT;
-    assert!(!fx.p.lane_request(
-        word_of(raw.index()),
-        |slot, g, _| slot == raw.index() && g == raw.generation(),
-        &seg,
-        1,
-        || None,
-        flags
-    ));
+    assert!(!fx.p.lane_request(word_of(raw.index()), lane_name(ep), &seg, 1, || None, flags));
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
-    assert!(fx.p.lane_request(
-        word_of(raw.index()),
-        |slot, g, _| slot == raw.index() && g == raw.generation(),
-        &seg,
-        1,
-        || Some(RequestOp::Send),
-        flags
-    ));
+    assert!(fx.p.lane_request(word_of(raw.index()), lane_name(ep), &seg, 1, || Some(RequestOp::Send), flags));
     assert_eq!(fx.p.backend().pending_sends(ep), 1);
 }
 
@@ -377,19 +363,11 @@ fn probe(fx: &mut Fx, ep: EpHandle, seg: LmrTriplet, flags: CompletionFlags, ste
     let status = fx.p.ep_get_status(ep).ok().map(|s| s.0);
     let op = RequestOp::RdmaWrite { remote: fx.remote(64) };
     let posts = matches!(status, Some(EpState::Connected | EpState::Disconnected));
-    let took = fx.p.lane_request(
-        word_of(raw.index()),
-        |slot, g, _| slot == raw.index() && g == raw.generation(),
-        &seg,
-        1,
-        || Some(op),
-        flags,
-    );
+    let took = fx.p.lane_request(word_of(raw.index()), lane_name(ep), &seg, 1, || Some(op), flags);
     let ordinary = if took { Ok(()) } else { fx.p.ep_post_request(ep, &[seg], 1, op, flags) };
     assert!(!took || posts, "{step}: the lane posted in {status:?}");
     assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary write differ ({ordinary:?})");
-    let took =
-        fx.p.lane_recv(word_of(raw.index()), |slot, g, _| slot == raw.index() && g == raw.generation(), &seg, 2, flags);
+    let took = fx.p.lane_recv(word_of(raw.index()), lane_name(ep), &seg, 2, flags);
     let ordinary = if took { Ok(()) } else { fx.p.ep_post_recv(ep, &[seg], 2, flags) };
     assert_eq!(took, ordinary.is_ok(), "{step}: the lane and the ordinary receive differ ({ordinary:?})");
     // Settle what was posted, so that no later step runs out of room.
@@ -408,6 +386,7 @@ fn the_lanes_follow_every_change_of_an_eps_state_attributes_and_qp() {
     let mut fx = Fx::new();
     let seg = fx.seg(0, 64);
     let ep = fx.ep();
+    fx.name(ep);
     probe(&mut fx, ep, seg, flags, "created");
     fx.connect(ep);
     probe(&mut fx, ep, seg, flags, "connect");
@@ -445,6 +424,7 @@ fn the_lanes_follow_every_change_of_an_eps_state_attributes_and_qp() {
     // notification mode of the fixture's.
     let evd = fx.p.evd_create(fx.ia, 32, CnoHandle::NULL, EvdFlags::DTO).unwrap();
     let passive = fx.p.ep_create(fx.ia, fx.pz, evd, evd, fx.conn_evd, None).unwrap();
+    fx.name(passive);
     fx.p.cr_accept(cr, passive, b"").unwrap();
     probe(&mut fx, passive, seg, flags, "accept");
     fx.p.backend_mut().conn_event(passive, backend::ConnOutcome::Established, b"");

@@ -451,10 +451,11 @@ impl<O: Operation> Post for Request<O> {
     #[inline(always)]
     unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: &LmrTriplet) -> bool {
         let Request { cookie, flags, op } = self;
+        // An EP is named by its handle (`ep_create`, `cr_query`).
+        let Some(name) = ep.name() else { return false };
         door.lane_request(
             ep.word(),
-            #[inline(always)]
-            |slot, g, name| ep.names(slot, g, name),
+            name,
             seg,
             cookie,
             // Read where the lane needs it, once the EP is found (and, if
@@ -518,14 +519,8 @@ unsafe extern "C" fn request_not_taken<B: Transport, const SHARES: bool, O: Oper
 impl Post for Recv {
     #[inline(always)]
     unsafe fn lane<B: Transport>(self, door: &mut impl Door<B, Heap>, ep: LaneHandle<'_>, seg: &LmrTriplet) -> bool {
-        door.lane_recv(
-            ep.word(),
-            #[inline(always)]
-            |slot, g, name| ep.names(slot, g, name),
-            seg,
-            self.cookie,
-            self.flags,
-        )
+        let Some(name) = ep.name() else { return false };
+        door.lane_recv(ep.word(), name, seg, self.cookie, self.flags)
     }
 
     #[inline(always)]

@@ -372,6 +372,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// the EP ([`Provider::lane_dequeue_with`]).
     pub fn ep_name(&mut self, ep: EpHandle, name: u64) -> DatResult<()> {
         self.eps.get_mut(ep.0).ok_or(DatError::invalid_handle(Subtype::InvalidHandleEp))?.name = name;
+        self.eps.call(ep.0.index(), name);
         Ok(())
     }
 

@@ -144,6 +144,14 @@ impl Fx {
         ep
     }
 
+    /// Name `ep` as a layer above names it for the lanes
+    /// ([`Provider::ep_name`]): by a word no other EP has ([`lane_name`]).
+    pub fn name(&mut self, ep: EpHandle) -> std::num::NonZeroU64 {
+        let name = lane_name(ep);
+        self.p.ep_name(ep, name.get()).unwrap();
+        name
+    }
+
     /// A segment of the fixture's LMR.
     pub fn seg(&self, offset: u64, len: u32) -> LmrTriplet {
         LmrTriplet { virtual_address: BUF + offset, segment_length: len, lmr_context: self.lmr.lmr_context }
@@ -179,6 +187,12 @@ impl Fx {
 }
 
 /// The DTO events among `events`: (cookie, status).
+/// The name [`Fx::name`] gives `ep`: its handle's bits, which are never
+/// 0 (a generation is never 0).
+pub fn lane_name(ep: EpHandle) -> std::num::NonZeroU64 {
+    std::num::NonZeroU64::new(ep.raw().to_bits()).unwrap()
+}
+
 pub fn dtos(events: &[Event]) -> Vec<(u64, DtoStatus)> {
     events
         .iter()

@@ -26,6 +26,8 @@
 //! pages' order and returns the exact `DAT_RETURN`.
 #![allow(unsafe_code)]
 
+use core::num::NonZeroU64;
+
 use core::slice;
 
 use super::lane::{recv_lane, request_lane, srq_recv_lane};
@@ -60,8 +62,6 @@ type EpCounts<S> = CountTable<{ counts::ep::COUNT }, <S as Storage>::Slots<SlotC
 /// a post reads and the way its work reaches the transport.
 #[doc(hidden)]
 pub struct At<'p, B: Backend, S: Storage, H> {
-    /// The EP's slot.
-    pub(crate) slot: u32,
     pub(crate) generation: u32,
     pub(crate) object: &'p mut Ep<B>,
     pub(crate) lmrs: &'p Slab<Lmr<B>, S::Slots<Lmr<B>>>,
@@ -139,10 +139,10 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, Self::Hand<'_>>>;
 
     /// The EP living in the slot `word` names ([`Slab::slot_of`]: a C
-    /// handle's byte offset), that slot, and the rest of what a post reads:
-    /// a lane's look-up.
+    /// handle's byte offset) if it is named `name` ([`Provider::ep_name`]),
+    /// that slot, and the rest of what a post reads: a lane's look-up.
     #[doc(hidden)]
-    fn ep_named_by(&mut self, word: usize) -> Option<At<'_, B, S, Self::Hand<'_>>>;
+    fn ep_called(&mut self, word: usize, name: NonZeroU64) -> Option<At<'_, B, S, Self::Hand<'_>>>;
 
     /// The EP `h` names, which its caller vouches lives ([`Named`]):
     /// the provider to itself takes the slot as it is; a locked one still
@@ -171,36 +171,30 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     /// dat_ep_post_rdma_read(3DAT) and the IB extension's requests (`op`
     /// says which) of one segment that is not empty, on the EP living in
     /// the slot `ep` names ([`Slab::slot_of`]: a C handle's byte offset)
-    /// if `accept` takes that slot, the EP's generation and its name
-    /// ([`Provider::ep_name`]). `true`:
-    /// posted, exactly as the ordinary call would have; `false`: nothing
-    /// changed, and the ordinary call decides.
+    /// if it is named `name` ([`Provider::ep_name`]). `true`: posted,
+    /// exactly as the ordinary call would have; `false`: nothing changed,
+    /// and the ordinary call decides.
     ///
-    /// `op` is read only once the slot holds an EP (through a [`Locked`]
+    /// `op` is read only once the slot holds the EP (through a [`Locked`]
     /// door, once the EP is held); `None` declines, as for a remote
     /// pointer the ordinary call refuses. A caller whose operation sits
     /// behind a pointer (the C ABI's remote triplet) reads it there, so
     /// that the remote buffer's three words are not kept in registers, or
-    /// spilled, across the look-up and the lock. (Read before the
-    /// generation is judged rather than after, the C ABI's RDMA read
-    /// takes one instruction fewer: the registers fall out so.)
+    /// spilled, across the look-up and the lock.
     #[inline(always)]
     fn lane_request(
         &mut self,
         ep: usize,
-        accept: impl FnOnce(u32, u32, u64) -> bool,
+        name: NonZeroU64,
         seg: &LmrTriplet,
         cookie: u64,
         op: impl FnOnce() -> Option<RequestOp>,
         flags: CompletionFlags,
     ) -> bool {
-        let Some(At { slot, generation, object: ep, lmrs, ias, mut hand, .. }) = self.ep_named_by(ep) else {
+        let Some(At { object: ep, lmrs, ias, mut hand, .. }) = self.ep_called(ep, name) else {
             return false;
         };
         let Some(op) = op() else { return false };
-        if !accept(slot, generation, ep.name) {
-            return false;
-        }
         request_lane(
             ep,
             lmrs,
@@ -279,33 +273,30 @@ pub trait Door<B: Backend, S: Storage>: sealed::Sealed {
     }
 
     /// The lane of dat_ep_post_recv(3DAT) of one segment that is not
-    /// empty, on the EP living in the slot `ep` names if
-    /// `accept` takes that slot, its generation and its name; as
-    /// [`Door::lane_request`]. "The operation
-    /// is valid for all states of the Endpoint": a receive of a
-    /// Disconnected EP is posted, and the transport flushes it, as the
-    /// ordinary call does.
+    /// empty, on the EP living in the slot `ep` names if it is named
+    /// `name`; as [`Door::lane_request`]. "The operation is valid for all
+    /// states of the Endpoint": a receive of a Disconnected EP is posted,
+    /// and the transport flushes it, as the ordinary call does.
     #[inline(always)]
     fn lane_recv(
         &mut self,
         ep: usize,
-        accept: impl FnOnce(u32, u32, u64) -> bool,
+        name: NonZeroU64,
         seg: &LmrTriplet,
         cookie: u64,
         flags: CompletionFlags,
     ) -> bool {
-        let Some(At { slot, generation, object: ep, lmrs, mut hand, .. }) = self.ep_named_by(ep) else {
+        let Some(At { object: ep, lmrs, mut hand, .. }) = self.ep_called(ep, name) else {
             return false;
         };
-        accept(slot, generation, ep.name)
-            && recv_lane(
-                ep,
-                lmrs,
-                seg,
-                flags,
-                #[inline(always)]
-                |qp, sge| hand.post_recv_one(qp, sge, cookie),
-            )
+        recv_lane(
+            ep,
+            lmrs,
+            seg,
+            flags,
+            #[inline(always)]
+            |qp, sge| hand.post_recv_one(qp, sge, cookie),
+        )
     }
 
     /// dat_ep_post_recv(3DAT): "The operation is valid for all states of
@@ -459,14 +450,14 @@ impl<B: Backend, S: Storage> Door<B, S> for Provider<B, S> {
     fn ep_at(&mut self, slot: u32) -> Option<At<'_, B, S, Owned<'_, B, S>>> {
         let Provider { eps, lmrs, ias, ahs, rmrs, backend, ep_counts, .. } = self;
         let (generation, object) = eps.live_mut(slot)?;
-        Some(At { slot, generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
+        Some(At { generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
     }
 
     #[inline(always)]
-    fn ep_named_by(&mut self, word: usize) -> Option<At<'_, B, S, Owned<'_, B, S>>> {
+    fn ep_called(&mut self, word: usize, name: NonZeroU64) -> Option<At<'_, B, S, Owned<'_, B, S>>> {
         let Provider { eps, lmrs, ias, ahs, rmrs, backend, ep_counts, .. } = self;
-        let (slot, generation, object) = eps.named_live_mut(word)?;
-        Some(At { slot, generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
+        let (_, generation, object) = eps.called_mut(word, name)?;
+        Some(At { generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
     }
 
     #[inline(always)]
@@ -475,7 +466,7 @@ impl<B: Backend, S: Storage> Door<B, S> for Provider<B, S> {
         // SAFETY: the caller's promise: slot `h.index` holds the EP.
         let (generation, object) = unsafe { eps.vouched_mut(h.index()) };
         debug_assert_eq!(generation, h.generation(), "a vouched EP is of its handle's generation");
-        Some(At { slot: h.index(), generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
+        Some(At { generation, object, lmrs, ias, ahs, rmrs, hand: Owned { backend, ep_counts } })
     }
 
     #[inline(always)]
@@ -590,18 +581,17 @@ impl<B: Backend, S: Storage, G> Hand<B> for LockedHand<'_, B, S, G> {
     }
 }
 
-/// What a [`Locked`] door hands a post of the EP `object`, found in slot
-/// `slot` at `generation` with its lock `held`.
+/// What a [`Locked`] door hands a post of the EP `object`, found at
+/// `generation` with its lock `held`.
 #[inline(always)]
 fn locked_at<'h, B: Backend, S: Storage, G>(
     p: &'h Provider<B, S>,
     held: G,
-    slot: u32,
     generation: u32,
     object: &'h mut Ep<B>,
 ) -> At<'h, B, S, LockedHand<'h, B, S, G>> {
     let hand = LockedHand { backend: &p.backend, ep_counts: &p.ep_counts, _held: held };
-    At { slot, generation, object, lmrs: &p.lmrs, ias: &p.ias, ahs: &p.ahs, rmrs: &p.rmrs, hand }
+    At { generation, object, lmrs: &p.lmrs, ias: &p.ias, ahs: &p.ahs, rmrs: &p.rmrs, hand }
 }
 
 impl<B: Backend, S: Storage, L> sealed::Sealed for Locked<'_, B, S, L> {}
@@ -619,15 +609,15 @@ impl<'p, B: Backend, S: Storage, L: SlotLock> Door<B, S> for Locked<'p, B, S, L>
         // is read, through the lock every other access to it takes, and no
         // `&mut` to the provider exists (the contract of `Provider::locked`).
         let (held, generation, object) = unsafe { p.eps.live_locked(slot, |word| lock.take(word)) }?;
-        Some(locked_at(p, held, slot, generation, object))
+        Some(locked_at(p, held, generation, object))
     }
 
     #[inline(always)]
-    fn ep_named_by(&mut self, word: usize) -> Option<At<'_, B, S, Self::Hand<'_>>> {
+    fn ep_called(&mut self, word: usize, name: NonZeroU64) -> Option<At<'_, B, S, Self::Hand<'_>>> {
         let (p, lock) = (self.provider, &self.lock);
         // SAFETY: as in `ep_at`.
-        let (held, slot, generation, object) = unsafe { p.eps.named_live_locked(word, |word| lock.take(word)) }?;
-        Some(locked_at(p, held, slot, generation, object))
+        let (held, _, generation, object) = unsafe { p.eps.called_locked(word, name, |word| lock.take(word)) }?;
+        Some(locked_at(p, held, generation, object))
     }
 
     #[inline(always)]

@@ -119,7 +119,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// [`Provider::lane_dequeue_cq`] on the EVD in slot `evd`, taken as
     /// it is, if `vouched`; or else on the one in the slot the word `evd`
-    /// names ([`word_of`](crate::slab::word_of)), judged by `accept`; if
+    /// names ([`word_of`]), judged by `accept`; if
     /// `NAMED`, a completion of an EP with no name ([`Provider::ep_name`])
     /// is declined, so that `event` is handed a name, never 0.
     ///

@@ -414,7 +414,6 @@ enum Next<G> {
 /// software's. The consumer index reaches the device at the caller's
 /// [`CompletionQueue::update_ci`].
 #[inline(always)]
-#[allow(unsafe_code)]
 fn next<D: Device, R: Store<Entry<Route>>, Q: Store<Entry<SrqQueue<D>>>, G: HoldsQp<Qp<D>>>(
     ring: &mut CompletionQueue<D::Register>,
     by_qpn: &QpnIndex<R>,

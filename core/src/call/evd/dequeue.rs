@@ -102,9 +102,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// The EVD is the one living in the slot `evd` names
     /// ([`Slab::slot_of`](crate::slab::Slab::slot_of): a C handle's byte
     /// offset) if its name ([`Provider::evd_name`]) is `name`, or else if
-    /// `accept` takes that slot, its generation and its name. A completion of an EP with no name
-    /// ([`Provider::ep_name`]) is declined: `event` is handed the EP's
-    /// name, never 0.
+    /// `accept` takes that slot, its generation and its name. A completion
+    /// of an EP with no name ([`Provider::ep_name`]) is declined: `event`
+    /// is handed the EP's name, never 0.
     #[inline(always)]
     pub fn lane_dequeue_cq<R>(
         &mut self,
@@ -119,9 +119,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
 
     /// [`Provider::lane_dequeue_cq`] on the EVD in slot `evd`, taken as
     /// it is, if `vouched`; or else on the one in the slot the word `evd`
-    /// names ([`word_of`]), judged by `accept`; if
-    /// `NAMED`, a completion of an EP with no name ([`Provider::ep_name`])
-    /// is declined, so that `event` is handed a name, never 0.
+    /// names ([`word_of`]), judged by `accept`; if `NAMED`, a completion
+    /// of an EP with no name ([`Provider::ep_name`]) is declined, so that
+    /// `event` is handed a name, never 0.
     ///
     /// # Safety
     /// If `vouched`, slot `evd` holds an EVD.
@@ -273,9 +273,9 @@ impl<B: Backend, S: Storage> Provider<B, S> {
     /// at, which the exclusive dequeue does ([`Shared::Look`]): when one
     /// waits, where the transport can tell ([`Backend::cm_waiting`]), or
     /// else when `look_due`, given the IA's slot, says a look is due by the
-    /// caller's clock. `look_due` is asked only there, so a call that settles nothing for another
-    /// reason ([`Shared::NeedsExclusive`], a lock refused among them)
-    /// leaves the clock's turn to the next.
+    /// caller's clock. `look_due` is asked only there, so a call that
+    /// settles nothing for another reason ([`Shared::NeedsExclusive`], a
+    /// lock refused among them) leaves the clock's turn to the next.
     ///
     /// # Safety
     /// No `&mut` to the provider exists while this runs, and every other

@@ -27,7 +27,6 @@
 #![allow(unsafe_code)]
 
 use core::num::NonZeroU64;
-
 use core::slice;
 
 use super::lane::{recv_lane, request_lane, srq_recv_lane};

@@ -193,7 +193,8 @@ const BF_BYTES: usize = 256;
 /// A lane's BlueFlame copy of a WQE written in place
 /// ([`Register::store_blocks_from`]), out of line: inlined, its loop
 /// would cost registers in the lanes of one WQEBB, which build theirs in
-/// registers and share the caller's code.
+/// registers and share the caller's code. (The inline lane copies a WQE of
+/// two WQEBBs itself: unrolled, that copy has no loop.)
 ///
 /// # Safety
 /// As `store_blocks_from`.
@@ -292,11 +293,10 @@ pub struct SendQueue<R, S> {
     bf: R,
     slots: S,
     qpn: u32,
-    /// `qpn << 8`: the control segment's second field, less its `ds`.
-    qpn_ds: u32,
-    /// That field with the `ds` of the one-WQEBB lane's two shapes (2 and
-    /// 3), as words in place ([`wqe::qpn_ds_word`]): `try_send_one` makes
-    /// only the index and opcode per WQE.
+    /// The control segment's second field, `qpn << 8 | ds`, with the `ds`
+    /// of the one-WQEBB lane's two shapes (2 and 3), as words in place
+    /// ([`wqe::qpn_ds_word`]): `try_send_one` makes only the index and
+    /// opcode per WQE; `try_send_inline_one` adds its `ds` beyond 2.
     lane_qpn_ds: [u64; 2],
     ring_mask: usize,
     /// `wqe_cnt - 1`, a word: a 16-bit index is widened and masked by it in
@@ -351,7 +351,6 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
             bf,
             slots,
             qpn,
-            qpn_ds: qpn << 8,
             lane_qpn_ds: [2, 3].map(|ds| wqe::qpn_ds_word(qpn << 8 | ds)),
             ring_mask: wqe_cnt as usize * WQEBB_BYTES - 1,
             wqe_mask: wqe_cnt as usize - 1,
@@ -724,16 +723,21 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
         let first = usize::from(self.pi) & self.wqe_mask;
         debug_assert_eq!(self.lane_room, self.room_for_lanes());
         // An open lane (no doorbell or fence owed, BlueFlame of halves of
-        // `BF_BYTES`) with room for all `bbs`.
+        // `BF_BYTES`) with room for all `bbs` (at most 4 by then, so
+        // `bbs as u16` is exact; a sum past `u16::MAX` has no room either).
         if len == 0
             || ds * SEG_BYTES > BF_BYTES
-            || usize::from(self.pi.wrapping_sub(self.ci)) + bbs > usize::from(self.lane_room)
+            || self.pi.wrapping_sub(self.ci).checked_add(bbs as u16).is_none_or(|n| n > self.lane_room)
             || first + bbs > usize::from(self.wqe_cnt)
         {
             return false;
         }
         let start = first * WQEBB_BYTES;
-        let ctrl = [wqe::ctrl_head(self.pi, opcode, self.qpn_ds | ds as u32), wqe::ctrl_tail(flags, 0)];
+        // The second field as the lane of one WQEBB keeps it for `ds` 2,
+        // plus the `ds` beyond 2 (a header and inline data make at least
+        // 2; at most 16, so the sum stays in the field's byte).
+        let qpn_ds = self.lane_qpn_ds[0] + wqe::qpn_ds_word(ds as u32 - 2);
+        let ctrl = [wqe::ctrl_head_with(self.pi, opcode, qpn_ds), wqe::ctrl_tail(flags, 0)];
         // SAFETY: the WQE's `bbs` WQEBBs from `start` are inside the ring
         // (`first + bbs <= wqe_cnt`, and `new` checked the ring holds
         // `wqe_cnt` WQEBBs), and every segment stored below lies in them:
@@ -749,15 +753,27 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
             // A DAT address is an integer: the consumer exposed its pointer.
             // The caller vouches that the bytes are readable.
             let src = core::ptr::with_exposed_provenance::<u8>(addr as usize);
-            self.buf.copy_in_unchecked(at + 4, src, len as usize);
+            self.buf.move_in_unchecked(at + 4, src, len as usize);
         }
         let pi = self.keep(slot, bbs as u16);
         self.doorbell(pi);
+        let from = self.buf.block_ptr(start);
         // SAFETY: `bf_offset` is 0 or `bf_size`, both halves lie in the
         // register (`new` checked), and the WQE fits one half; its `bbs`
         // WQEBBs lie in the ring from the 64-aligned `start` (as above),
         // written above and read by nothing else meanwhile.
-        unsafe { copy_out(&mut self.bf, self.bf_offset, self.buf.block_ptr(start), bbs) };
+        unsafe {
+            // A WQE of two WQEBBs, what a 64-byte send or RDMA write takes
+            // (a write of 29 to 92 bytes, a send of 45 to 108), is copied
+            // here: of a known length, unrolled, it needs one register and
+            // no loop, and saves the call and `copy_out`'s own test of the
+            // length. The others go out of line, as `copy_out` says why.
+            if bbs == 2 {
+                self.bf.store_blocks_from(self.bf_offset, from, 2);
+            } else {
+                copy_out(&mut self.bf, self.bf_offset, from, bbs);
+            }
+        }
         self.bf.flush();
         self.bf_offset ^= BF_BYTES;
         true
@@ -1141,6 +1157,58 @@ mod tests {
         let pi = owed.sq.pi();
         assert!(!owed.sq.try_send_one(opcode::SEND, None, sge, fm_ce_se::CQ_UPDATE, slot(2)));
         assert_eq!(owed.sq.pi(), pi);
+    }
+
+    /// The inline lane writes and rings the WQE `post_inline` writes and
+    /// `ring` publishes, for every length it takes (1 to
+    /// [`MAX_INLINE`](crate::backend::MAX_INLINE), so those it copies
+    /// itself and those it leaves to `memmove`, and a BlueFlame copy of one
+    /// WQEBB to four), from every place in the ring: up to its last WQEBB,
+    /// from its first, and, refused, across its end (which the ordinary
+    /// send then writes). The data is the source's in the ring and at the
+    /// register alike.
+    #[test]
+    fn an_inline_lane_wqe_of_every_length_is_the_wqe_post_inline_writes() {
+        let max = crate::backend::MAX_INLINE;
+        let data: Vec<u8> = (0..max).map(|i| (i * 37 + 11) as u8).collect();
+        let remote = Remote { addr: 0x1122_3344_5566_7788, rkey: 0xabcd };
+        let (mut lane, mut posted) = (queue(), queue());
+        let (mut at_end, mut refused) = (0, 0);
+        // Under Miri, every fifth length: each WQE size and ring place still.
+        for len in (1..=max).step_by(if cfg!(miri) { 5 } else { 1 }) {
+            for (opcode, remote, op) in
+                [(opcode::RDMA_WRITE, Some(remote), Op::Write(remote)), (opcode::SEND, None, Op::Send)]
+            {
+                let (cookie, length) = (len as u64, len as u32);
+                let sge = Sge { addr: data.as_ptr() as u64, length, lkey: 7 };
+                let (start, head) = (lane.sq.pi(), 1 + usize::from(remote.is_some()));
+                let first = u32::from(start) % CNT;
+                let bbs = wqe::bbs(head + wqe::inline_ds(len)) as u32;
+                // SAFETY: the segment lies in `data`, which outlives the posts.
+                unsafe {
+                    let flags = fm_ce_se::CQ_UPDATE;
+                    if lane.sq.try_send_inline_one(opcode, remote, sge.addr, length, flags, slot(cookie)) {
+                        at_end += usize::from(first + bbs == CNT);
+                    } else {
+                        assert!(first + bbs > CNT, "len {len}: refused, yet it does not wrap");
+                        refused += 1;
+                        lane.sq.send_inline(op, &[sge], length, flags, slot(cookie)).unwrap();
+                    }
+                    posted.sq.post_inline(op, &[sge], length, flags, slot(cookie)).unwrap();
+                }
+                posted.sq.ring();
+                assert_eq!(lane.sq.pi(), posted.sq.pi(), "len {len}");
+                let padding = wqe::inline_ds(len) * SEG_BYTES - 4 - len;
+                let (wqe, doorbell) = rung(&lane, start, padding);
+                assert_eq!(wqe, rung(&posted, start, padding).0, "len {len}: the ring");
+                assert_eq!(doorbell, wqe, "len {len}: the BlueFlame copy");
+                assert_eq!(&wqe[head * SEG_BYTES + 4..], &data[..len], "len {len}: the inline data");
+                for q in [&mut lane, &mut posted] {
+                    assert_eq!(q.sq.retire(start).map(|(s, n)| (s.cookie, n)), Some((cookie, 1)), "len {len}");
+                }
+            }
+        }
+        assert!(at_end > 0 && refused > 0, "{at_end} WQEs up to the ring's end, {refused} refused");
     }
 
     /// A window bind is a UMR WQE of its control segment and the `mw`

@@ -122,32 +122,20 @@ impl DmaBuf {
     }
 
     /// [`copy_in`](Self::copy_in) with its range checked by the caller.
+    /// 17 to 64 bytes are copied here rather than by a call to `memmove`:
+    /// as two or four 16-byte words, the first and last of which may
+    /// overlap the others, all loaded before any is stored. That is a
+    /// `memmove` still, as `ptr::copy` is: the bytes written are the
+    /// source's as they were before the copy, whether or not the source
+    /// overlaps the buffer (a consumer may register any memory it has).
+    /// Other lengths, and hosts other than x86-64, call `memmove`.
     ///
     /// # Safety
     /// As `copy_in`, and `offset + len <= self.len()`.
     #[inline(always)]
     pub unsafe fn copy_in_unchecked(&self, offset: usize, src: *const u8, len: usize) {
         debug_assert!(self.holds(offset, len));
-        // SAFETY: the destination is inside the buffer (the caller's
-        // contract), as is the source's readability.
-        unsafe { self.ptr.as_ptr().add(offset).copy_from(src, len) }
-    }
-
-    /// [`copy_in_unchecked`](Self::copy_in_unchecked) that copies 17 to 64
-    /// bytes here rather than by a call to `memmove`: as two or four
-    /// 16-byte words, the first and last of which may overlap the others,
-    /// all loaded before any is stored. That is a `memmove` still, as
-    /// `ptr::copy` is: the bytes written are the source's as they were
-    /// before the copy, whether or not the source overlaps the buffer (a
-    /// consumer may register any memory it has). Other lengths, and hosts
-    /// without SSE2, call `copy_in_unchecked`.
-    ///
-    /// # Safety
-    /// As `copy_in_unchecked`.
-    #[inline(always)]
-    pub unsafe fn move_in_unchecked(&self, offset: usize, src: *const u8, len: usize) {
-        debug_assert!(self.holds(offset, len));
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        #[cfg(target_arch = "x86_64")]
         {
             use core::arch::x86_64::__m128i;
             /// The 16 bytes at `at` from `from`, unaligned.
@@ -192,8 +180,9 @@ impl DmaBuf {
                 }
             }
         }
-        // SAFETY: the caller's contract.
-        unsafe { self.copy_in_unchecked(offset, src, len) };
+        // SAFETY: the destination is inside the buffer (the caller's
+        // contract), as is the source's readability.
+        unsafe { self.ptr.as_ptr().add(offset).copy_from(src, len) }
     }
 
     /// The address of the WQEBB at `offset`, for a BlueFlame copy that
@@ -313,13 +302,13 @@ mod tests {
 
     use crate::testing::Memory;
 
-    /// `move_in_unchecked` is a `memmove` for every length from 0 to 100
+    /// `copy_in_unchecked` is a `memmove` for every length from 0 to 100
     /// (17 to 64 it copies itself, the others it leaves to `ptr::copy`), to
     /// places of each alignment the inline lane uses and others, from
     /// memory of its own and from the buffer itself: before, at and after
     /// the destination, overlapping it or not.
     #[test]
-    fn a_move_in_is_a_memmove_of_every_length_from_anywhere() {
+    fn a_copy_in_is_a_memmove_of_every_length_from_anywhere() {
         const LEN: usize = 256;
         let pattern: Vec<u8> = (0..LEN).map(|i| (i * 7 + 3) as u8).collect();
         // Under Miri, the lengths at the edges of each way of copying.
@@ -331,7 +320,7 @@ mod tests {
                 let mem = Memory::new(LEN);
                 mem.write(0, &pattern);
                 // SAFETY: `own` holds the `len` bytes; `at + len` is inside.
-                unsafe { mem.share().move_in_unchecked(at, own.as_ptr(), len) };
+                unsafe { mem.share().copy_in_unchecked(at, own.as_ptr(), len) };
                 let mut expected = pattern.clone();
                 expected[at..at + len].copy_from_slice(&own);
                 assert_eq!(mem.read(0, LEN), expected, "{len} bytes to {at}");
@@ -345,7 +334,7 @@ mod tests {
                     let src = buf.block_ptr(0).cast::<u8>().wrapping_add(from);
                     // SAFETY: both ranges lie in the buffer, which is
                     // readable and writable through its pointer.
-                    unsafe { buf.move_in_unchecked(at, src, len) };
+                    unsafe { buf.copy_in_unchecked(at, src, len) };
                     let mut expected = pattern.clone();
                     expected.copy_within(from..from + len, at);
                     assert_eq!(mem.read(0, LEN), expected, "{len} bytes from {from} to {at}");

@@ -753,7 +753,7 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
             // A DAT address is an integer: the consumer exposed its pointer.
             // The caller vouches that the bytes are readable.
             let src = core::ptr::with_exposed_provenance::<u8>(addr as usize);
-            self.buf.move_in_unchecked(at + 4, src, len as usize);
+            self.buf.copy_in_unchecked(at + 4, src, len as usize);
         }
         let pi = self.keep(slot, bbs as u16);
         self.doorbell(pi);

@@ -18,6 +18,8 @@ use core::ptr::NonNull;
 use volatile::VolatilePtr;
 
 use crate::barrier;
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+use crate::cpu;
 
 /// Offset of the CQ arm doorbell in a UAR page (`MLX5_CQ_DOORBELL`).
 #[doc(alias = "MLX5_CQ_DOORBELL")]
@@ -69,11 +71,42 @@ pub trait Register {
 pub struct Uar {
     base: NonNull<u8>,
     len: usize,
-    /// Whether the mapping is 16-aligned, so that a block at a multiple
-    /// of 64 from it takes 16-byte stores
-    /// ([`store_blocks_from`](Register::store_blocks_from)).
+    /// How a block at a multiple of 64 from the mapping is stored when it
+    /// is copied from memory ([`store_blocks_from`](Register::store_blocks_from)).
+    copies: Copies,
+}
+
+/// The widest stores a copy of blocks from memory to a [`Uar`] takes: as
+/// wide as the mapping's alignment and the CPU allow. The widest is 0, so
+/// that a copy tests for it against zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Copies {
+    /// 32-byte AVX stores: the mapping is 32-aligned, and the CPU has AVX
+    /// with its registers enabled ([`cpu::avx`]).
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    Avx = 0,
+    /// 16-byte SSE2 stores: the mapping is 16-aligned.
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    wide: bool,
+    Sse = 1,
+    /// 8-byte stores from general registers.
+    Words = 2,
+}
+
+impl Copies {
+    /// The widest copy to a mapping at `base`.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    fn of(base: NonNull<u8>) -> Copies {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if base.as_ptr() as usize % 32 == 0 && cpu::avx() {
+            return Copies::Avx;
+        }
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if base.as_ptr() as usize % 16 == 0 {
+            return Copies::Sse;
+        }
+        Copies::Words
+    }
 }
 
 impl Uar {
@@ -81,12 +114,7 @@ impl Uar {
     /// `base` is a device register mapping of `len` bytes, 8-aligned, that
     /// stays mapped while the value lives.
     pub unsafe fn new(base: NonNull<u8>, len: usize) -> Uar {
-        Uar {
-            base,
-            len,
-            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-            wide: base.as_ptr() as usize % 16 == 0,
-        }
+        Uar { base, len, copies: Copies::of(base) }
     }
 
     #[inline(always)]
@@ -147,23 +175,57 @@ impl Register for Uar {
         }
     }
 
-    /// With SSE2, where the mapping is 16-aligned (a BlueFlame half is, in
-    /// a page-aligned UAR), each block goes as four 16-byte loads and
-    /// volatile stores, in address order, rather than eight of 8 bytes, as
-    /// UCX's `uct_ib_mlx5_bf_copy_bb` copies a WQEBB in `__m128i` words: the
-    /// block is still whole in the write-combining buffer before
-    /// [`flush`](Register::flush) pushes it out.
+    /// As wide as the mapping's alignment and the CPU allow: with AVX,
+    /// where the mapping is 32-aligned (a BlueFlame half is, in a
+    /// page-aligned UAR), each block goes as two 32-byte loads and stores
+    /// (`cpu::copy_blocks`); otherwise as `Uar::narrow_copy` copies.
+    /// Either way each block is still whole in the write-combining buffer
+    /// before [`flush`](Register::flush) pushes it out.
     #[inline(always)]
     unsafe fn store_blocks_from(&mut self, offset: usize, src: *const u64, n: usize) {
         // SAFETY: the caller's contract puts the `64 * n` bytes from
         // `offset` inside the mapping.
         let reg = unsafe { self.base.as_ptr().add(offset) };
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        {
+            if self.copies != Copies::Avx {
+                // SAFETY: the caller's contract.
+                return unsafe { self.narrow_copy(reg, src, n) };
+            }
+            // SAFETY: `Avx` says the CPU has it and the mapping is
+            // 32-aligned, so a block at a multiple of 64 from it is; the
+            // caller's contract puts both ranges inside what may be read
+            // and written. MMIO takes the stores as they are written:
+            // assembly is not reordered or merged.
+            unsafe { cpu::copy_blocks(reg, src, n) };
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        // SAFETY: the caller's contract.
+        unsafe {
+            self.narrow_copy(reg, src, n)
+        };
+    }
+}
+
+impl Uar {
+    /// [`store_blocks_from`](Register::store_blocks_from) to `reg` without
+    /// AVX: with SSE2, where the mapping is 16-aligned, each block as four
+    /// 16-byte loads and stores, as UCX's `uct_ib_mlx5_bf_copy_bb` copies a
+    /// WQEBB in `__m128i` words; else as eight of 8 bytes. Out of line on
+    /// x86-64, where a CPU that has no AVX is rare, so that the AVX copy is
+    /// the one the posts' code holds.
+    ///
+    /// # Safety
+    /// As `store_blocks_from`'s, with `reg` the register at its `offset`.
+    #[cfg_attr(all(target_arch = "x86_64", not(miri)), cold, inline(never))]
+    #[cfg_attr(not(all(target_arch = "x86_64", not(miri))), inline(always))]
+    unsafe fn narrow_copy(&mut self, reg: *mut u8, src: *const u64, n: usize) {
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        if self.wide {
+        if self.copies == Copies::Sse {
             use core::arch::x86_64::__m128i;
             let (to, from) = (reg.cast::<__m128i>(), src.cast::<__m128i>());
             for i in 0..n * 4 {
-                // SAFETY: both 16-aligned (`wide` and a multiple of 64;
+                // SAFETY: both 16-aligned (`Sse` and a multiple of 64;
                 // the caller's contract); `i < 4 * n` keeps the load
                 // inside the source and the store inside the register's
                 // span (the caller's contract). MMIO is written only
@@ -223,33 +285,57 @@ mod copies {
     use super::*;
 
     /// Memory standing in for a mapped register, aligned as a BlueFlame
-    /// register is, with a word to spare in front.
+    /// register is, with room to spare in front.
     #[repr(C, align(64))]
-    struct Aligned([u64; 25]);
+    struct Aligned([u64; 44]);
 
-    /// Two blocks copied from memory land whole, in order, and nothing
-    /// else is written: from a 16-aligned mapping (16-byte stores on
-    /// x86-64) and from one that is only 8-aligned (8-byte stores).
-    #[test]
-    fn blocks_copied_from_memory_land_whole_wide_or_not() {
-        let src = Aligned(core::array::from_fn(|i| i as u64 + 1));
-        for skip in [0, 1] {
-            let mut page = Aligned([0; 25]);
-            {
-                let base = NonNull::new(page.0.as_mut_ptr().wrapping_add(skip).cast::<u8>()).unwrap();
-                // SAFETY: the 192 bytes from `base` lie in `page`, which
-                // outlives the Uar and is read only after the writes.
-                let mut uar = unsafe { Uar::new(base, 192) };
-                #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-                assert_eq!(uar.wide, skip == 0);
-                // SAFETY: 128 + 64 bytes fit the span; `src` is 64-aligned
-                // and holds the 16 words read.
-                unsafe { uar.store_blocks_from(64, src.0.as_ptr(), 2) };
-            }
-            let words = &page.0[skip..skip + 24];
-            assert!(words[..8].iter().all(|&w| w == 0));
-            assert_eq!(&words[8..], &src.0[..16]);
-            assert!(page.0.iter().enumerate().all(|(i, &w)| (skip + 8..skip + 24).contains(&i) || w == 0));
+    /// The copy a mapping `skip` words past a 64-aligned one takes.
+    fn expected(skip: usize) -> Copies {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if skip % 4 == 0 && cpu::avx() {
+            return Copies::Avx;
         }
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if skip % 2 == 0 {
+            return Copies::Sse;
+        }
+        Copies::Words
+    }
+
+    /// One to four blocks copied from memory land whole, in order, and
+    /// nothing else is written, whichever copy the mapping's alignment
+    /// allows: from a 32-aligned mapping (32-byte stores where the CPU has
+    /// AVX), a 16-aligned one (16-byte stores on x86-64) and one that is
+    /// only 8-aligned (8-byte stores).
+    #[test]
+    fn blocks_copied_from_memory_land_whole_at_every_width() {
+        let src = Aligned(core::array::from_fn(|i| i as u64 + 1));
+        let mut avx = false;
+        for skip in [0, 1, 2, 4] {
+            for n in 1..=4 {
+                let mut page = Aligned([0; 44]);
+                {
+                    let base = NonNull::new(page.0.as_mut_ptr().wrapping_add(skip).cast::<u8>()).unwrap();
+                    // SAFETY: the 320 bytes from `base` lie in `page`, which
+                    // outlives the Uar and is read only after the writes.
+                    let mut uar = unsafe { Uar::new(base, 320) };
+                    assert_eq!(uar.copies, expected(skip), "{skip} words in");
+                    #[cfg(all(target_arch = "x86_64", not(miri)))]
+                    {
+                        avx |= uar.copies == Copies::Avx;
+                    }
+                    // SAFETY: 64 + 64 * n bytes fit the span; `src` is
+                    // 64-aligned and holds the `8 * n` words read.
+                    unsafe { uar.store_blocks_from(64, src.0.as_ptr(), n) };
+                }
+                let (from, to) = (skip + 8, skip + 8 + 8 * n);
+                assert_eq!(&page.0[from..to], &src.0[..8 * n], "{n} blocks, {skip} words in");
+                assert!(page.0.iter().enumerate().all(|(i, &w)| (from..to).contains(&i) || w == 0));
+            }
+        }
+        // A CPU without AVX runs the other copies only: the assertion says
+        // so, where the check is made.
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        assert!(avx || !cpu::avx(), "the AVX copy was not run on a CPU that has AVX");
     }
 }

@@ -25,8 +25,8 @@
 //! One file per concern, as rdma-core's provider has: [`wqe`] (segments),
 //! [`sq`] (post and doorbell), [`rq`] (receive queues and SRQs), [`cqe`] and
 //! [`cq`] (poll, arm), [`doorbell`] (registers), [`barrier`] (ordering),
-//! [`mem`] (queue memory), [`slots`] (what a queue keeps per WQE),
-//! [`table`] (queue tables in caller storage),
+//! [`mem`] (queue memory), `cpu` (the AVX copy, on x86-64), [`slots`]
+//! (what a queue keeps per WQE), [`table`] (queue tables in caller storage),
 //! [`dv`] (what `mlx5dv_init_obj` hands over, checked into geometry),
 //! [`mw`] (memory window binds).
 //! [`device`] is the control path the
@@ -42,6 +42,8 @@
 
 pub mod backend;
 pub mod barrier;
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod cpu;
 pub mod cq;
 pub mod cqe;
 pub mod device;

@@ -724,11 +724,13 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
         debug_assert_eq!(self.lane_room, self.room_for_lanes());
         // An open lane (no doorbell or fence owed, BlueFlame of halves of
         // `BF_BYTES`) with room for all `bbs` (at most 4 by then, so
-        // `bbs as u16` is exact; a sum past `u16::MAX` has no room either).
+        // `bbs as u16` is exact; a sum past `u16::MAX` has no room either),
+        // and no wrap: `first + bbs` is below `MAX_WQEBBS + 4` then, so
+        // exact in 16 bits, and compared with the 16-bit count as it is.
         if len == 0
             || ds * SEG_BYTES > BF_BYTES
             || self.pi.wrapping_sub(self.ci).checked_add(bbs as u16).is_none_or(|n| n > self.lane_room)
-            || first + bbs > usize::from(self.wqe_cnt)
+            || (first + bbs) as u16 > self.wqe_cnt
         {
             return false;
         }

@@ -18,7 +18,7 @@ use core::ptr::NonNull;
 use volatile::VolatilePtr;
 
 use crate::barrier;
-#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(miri)))]
 use crate::cpu;
 
 /// Offset of the CQ arm doorbell in a UAR page (`MLX5_CQ_DOORBELL`).
@@ -72,40 +72,43 @@ pub struct Uar {
     base: NonNull<u8>,
     len: usize,
     /// How a block at a multiple of 64 from the mapping is stored when it
-    /// is copied from memory ([`store_blocks_from`](Register::store_blocks_from)).
+    /// is copied from memory ([`store_blocks_from`](Register::store_blocks_from));
+    /// 8-byte stores where SSE2 is not enabled.
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     copies: Copies,
 }
 
 /// The widest stores a copy of blocks from memory to a [`Uar`] takes: as
 /// wide as the mapping's alignment and the CPU allow. The widest is 0, so
 /// that a copy tests for it against zero.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 enum Copies {
     /// 32-byte AVX stores: the mapping is 32-aligned, and the CPU has AVX
     /// with its registers enabled ([`cpu::avx`]).
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    #[cfg(not(miri))]
     Avx = 0,
     /// 16-byte SSE2 stores: the mapping is 16-aligned.
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     Sse = 1,
     /// 8-byte stores from general registers.
     Words = 2,
 }
 
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 impl Copies {
     /// The widest copy to a mapping at `base`.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
     fn of(base: NonNull<u8>) -> Copies {
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
-        if base.as_ptr() as usize % 32 == 0 && cpu::avx() {
+        let at = base.as_ptr() as usize;
+        #[cfg(not(miri))]
+        if at % 32 == 0 && cpu::avx() {
             return Copies::Avx;
         }
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        if base.as_ptr() as usize % 16 == 0 {
-            return Copies::Sse;
+        if at % 16 == 0 {
+            Copies::Sse
+        } else {
+            Copies::Words
         }
-        Copies::Words
     }
 }
 
@@ -114,7 +117,12 @@ impl Uar {
     /// `base` is a device register mapping of `len` bytes, 8-aligned, that
     /// stays mapped while the value lives.
     pub unsafe fn new(base: NonNull<u8>, len: usize) -> Uar {
-        Uar { base, len, copies: Copies::of(base) }
+        Uar {
+            base,
+            len,
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            copies: Copies::of(base),
+        }
     }
 
     #[inline(always)]
@@ -186,7 +194,7 @@ impl Register for Uar {
         // SAFETY: the caller's contract puts the `64 * n` bytes from
         // `offset` inside the mapping.
         let reg = unsafe { self.base.as_ptr().add(offset) };
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(miri)))]
         {
             if self.copies != Copies::Avx {
                 // SAFETY: the caller's contract.
@@ -199,7 +207,7 @@ impl Register for Uar {
             // assembly is not reordered or merged.
             unsafe { cpu::copy_blocks(reg, src, n) };
         }
-        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2", not(miri))))]
         // SAFETY: the caller's contract.
         unsafe {
             self.narrow_copy(reg, src, n)
@@ -217,8 +225,8 @@ impl Uar {
     ///
     /// # Safety
     /// As `store_blocks_from`'s, with `reg` the register at its `offset`.
-    #[cfg_attr(all(target_arch = "x86_64", not(miri)), cold, inline(never))]
-    #[cfg_attr(not(all(target_arch = "x86_64", not(miri))), inline(always))]
+    #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2", not(miri)), cold, inline(never))]
+    #[cfg_attr(not(all(target_arch = "x86_64", target_feature = "sse2", not(miri))), inline(always))]
     unsafe fn narrow_copy(&mut self, reg: *mut u8, src: *const u64, n: usize) {
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         if self.copies == Copies::Sse {
@@ -290,16 +298,17 @@ mod copies {
     struct Aligned([u64; 44]);
 
     /// The copy a mapping `skip` words past a 64-aligned one takes.
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     fn expected(skip: usize) -> Copies {
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        #[cfg(not(miri))]
         if skip % 4 == 0 && cpu::avx() {
             return Copies::Avx;
         }
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         if skip % 2 == 0 {
-            return Copies::Sse;
+            Copies::Sse
+        } else {
+            Copies::Words
         }
-        Copies::Words
     }
 
     /// One to four blocks copied from memory land whole, in order, and
@@ -310,6 +319,7 @@ mod copies {
     #[test]
     fn blocks_copied_from_memory_land_whole_at_every_width() {
         let src = Aligned(core::array::from_fn(|i| i as u64 + 1));
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(miri)))]
         let mut avx = false;
         for skip in [0, 1, 2, 4] {
             for n in 1..=4 {
@@ -319,8 +329,9 @@ mod copies {
                     // SAFETY: the 320 bytes from `base` lie in `page`, which
                     // outlives the Uar and is read only after the writes.
                     let mut uar = unsafe { Uar::new(base, 320) };
+                    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
                     assert_eq!(uar.copies, expected(skip), "{skip} words in");
-                    #[cfg(all(target_arch = "x86_64", not(miri)))]
+                    #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(miri)))]
                     {
                         avx |= uar.copies == Copies::Avx;
                     }
@@ -335,7 +346,7 @@ mod copies {
         }
         // A CPU without AVX runs the other copies only: the assertion says
         // so, where the check is made.
-        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(miri)))]
         assert!(avx || !cpu::avx(), "the AVX copy was not run on a CPU that has AVX");
     }
 }

@@ -42,7 +42,7 @@
 
 pub mod backend;
 pub mod barrier;
-#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(miri)))]
 mod cpu;
 pub mod cq;
 pub mod cqe;

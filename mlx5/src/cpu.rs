@@ -34,7 +34,10 @@ pub(crate) fn avx() -> bool {
     const OSXSAVE: u32 = 1 << 27;
     const HAS_AVX: u32 = 1 << 28;
     const SSE_AVX_STATE: u64 = 0b110;
-    let ecx = core::arch::x86_64::__cpuid(1).ecx;
+    // SAFETY: every x86-64 CPU has CPUID. (A safe function from Rust
+    // 1.87 on; the block is for the workspace's rust-version.)
+    #[allow(unused_unsafe)]
+    let ecx = unsafe { core::arch::x86_64::__cpuid(1) }.ecx;
     let usable = ecx & (OSXSAVE | HAS_AVX) == OSXSAVE | HAS_AVX
         // SAFETY: OSXSAVE says the OS enabled XGETBV, and with it the
         // XSAVE feature the intrinsic asks for.

@@ -68,13 +68,14 @@ pub const MAX_SPACES: usize = 32;
 pub struct Spaces {
     /// Where the reservation starts (0 before the first instance).
     pub base: AtomicUsize,
-    /// Bytes of it made readable so far, from its start, a space at a
-    /// time; [`issued`] looks no further.
-    pub extent: AtomicUsize,
+    /// Words of it made readable so far, from its start, a space at a
+    /// time; [`issued`] looks no further. Kept in words so that the range
+    /// and the alignment of a handle are one compare ([`issued`]).
+    pub words: AtomicUsize,
 }
 
 /// The handle spaces of this process.
-pub static SPACES: Spaces = Spaces { base: AtomicUsize::new(0), extent: AtomicUsize::new(0) };
+pub static SPACES: Spaces = Spaces { base: AtomicUsize::new(0), words: AtomicUsize::new(0) };
 /// Serialises making spaces.
 static MAKING: Mutex<()> = Mutex::new(());
 
@@ -137,7 +138,7 @@ impl HandleSpace {
             *bits = slots.trailing_zeros();
         }
         let _making = MAKING.lock();
-        let at = SPACES.extent.load(Ordering::Acquire) / SPACE_BYTES;
+        let at = SPACES.words.load(Ordering::Acquire) / (SPACE_BYTES / WORD);
         if at >= MAX_SPACES {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
@@ -147,7 +148,7 @@ impl HandleSpace {
         if unsafe { libc::mprotect(base as *mut libc::c_void, SPACE_BYTES, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
             return Err(DatError::of(ErrorType::InsufficientResources));
         }
-        SPACES.extent.store((at + 1) * SPACE_BYTES, Ordering::Release);
+        SPACES.words.store((at + 1) * (SPACE_BYTES / WORD), Ordering::Release);
         let masks = slot_bits.map(|bits| {
             let slots = (1usize << bits) - 1;
             // Below REGION_WORDS (checked above), so in 32 bits: a
@@ -269,11 +270,14 @@ impl HandleSpace {
 /// operation in it can panic.
 #[inline]
 pub fn issued(h: DAT_HANDLE) -> bool {
-    let extent = SPACES.extent.load(Ordering::Acquire);
+    let words = SPACES.words.load(Ordering::Acquire);
     let off = (h as usize).wrapping_sub(SPACES.base.load(Ordering::Relaxed));
-    off < extent && off % WORD == 0 && {
+    // The offset in words, its bits below a word's alignment rotated to
+    // the top: below `words` exactly when the offset is in range and
+    // aligned.
+    off.rotate_right(WORD.trailing_zeros()) < words && {
         // SAFETY: `h` is an aligned word of a space made readable before
-        // the extent took it in, and spaces are never unmapped.
+        // `words` took it in, and spaces are never unmapped.
         unsafe { &*(h as *const AtomicUsize) }.load(Ordering::Relaxed) != 0
     }
 }

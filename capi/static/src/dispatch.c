@@ -24,7 +24,7 @@
  * file reaches it at a fixed offset from its code, not through the GOT. */
 struct udat_spaces {
 	uintptr_t base;
-	uintptr_t extent;
+	uintptr_t words;
 };
 
 extern const struct udat_spaces *const udat_handle_spaces __attribute__((visibility("hidden")));
@@ -32,15 +32,42 @@ extern const struct udat_spaces *const udat_handle_spaces __attribute__((visibil
 /* The provider table of `handle` if a provider of this process handed it
  * out, an aligned word of a readable handle space that holds a provider
  * word; NULL if not. Inline, so that a dispatch stays a jump into the
- * provider (handle_space.rs: issued), and the word is read once. */
+ * provider (handle_space.rs: issued), and the word is read once.
+ *
+ * The handle's offset into the spaces, rotated right by a word's three
+ * bits, is below the readable words exactly when it is in range and
+ * aligned: one compare. On x86-64 the test is written in assembly, with
+ * its scratch registers named (rax, r10, r11: no argument's), so that a
+ * dispatcher of any number of arguments passes them on where they came,
+ * with no register moved out and back; the loads are in the order of
+ * the portable code (the words, acquired, then the base), which x86-64
+ * keeps. */
 static inline const DAT_PROVIDER *udat_handle_provider(DAT_HANDLE handle)
 {
-	uintptr_t extent = __atomic_load_n(&udat_handle_spaces->extent, __ATOMIC_ACQUIRE);
+#if defined(__x86_64__)
+	__asm__ goto(
+		"mov udat_handle_spaces(%%rip), %%r11\n\t"
+		"mov 8(%%r11), %%r10\n\t"
+		"mov %0, %%rax\n\t"
+		"sub (%%r11), %%rax\n\t"
+		"ror $3, %%rax\n\t"
+		"cmp %%r10, %%rax\n\t"
+		"jae %l1"
+		:
+		: "r"(handle)
+		: "rax", "r10", "r11", "cc", "memory"
+		: refused);
+	return (const DAT_PROVIDER *)__atomic_load_n((const uintptr_t *)handle, __ATOMIC_RELAXED);
+refused:
+	return NULL;
+#else
+	uintptr_t words = __atomic_load_n(&udat_handle_spaces->words, __ATOMIC_ACQUIRE);
 	uintptr_t off = (uintptr_t)handle - __atomic_load_n(&udat_handle_spaces->base, __ATOMIC_RELAXED);
 
-	if (off >= extent || (off & (sizeof(uintptr_t) - 1)) != 0)
+	if ((off >> 3 | off << (8 * sizeof(uintptr_t) - 3)) >= words)
 		return NULL;
 	return (const DAT_PROVIDER *)__atomic_load_n((const uintptr_t *)handle, __ATOMIC_RELAXED);
+#endif
 }
 
 #include "consumer_calls.inc"

@@ -34,8 +34,8 @@ extern const struct udat_spaces *const udat_handle_spaces __attribute__((visibil
  * word; NULL if not. Inline, so that a dispatch stays a jump into the
  * provider (handle_space.rs: issued), and the word is read once.
  *
- * The handle's offset into the spaces, rotated right by a word's three
- * bits, is below the readable words exactly when it is in range and
+ * The handle's offset into the spaces, rotated right by the bits of a
+ * word's alignment, is below the readable words exactly when it is in range and
  * aligned: one compare. On x86-64 the test is written in assembly, with
  * its scratch registers named (rax, r10, r11: no argument's), so that a
  * dispatcher of any number of arguments passes them on where they came,
@@ -61,10 +61,11 @@ static inline const DAT_PROVIDER *udat_handle_provider(DAT_HANDLE handle)
 refused:
 	return NULL;
 #else
+	enum { shift = sizeof(uintptr_t) == 8 ? 3 : 2 };
 	uintptr_t words = __atomic_load_n(&udat_handle_spaces->words, __ATOMIC_ACQUIRE);
 	uintptr_t off = (uintptr_t)handle - __atomic_load_n(&udat_handle_spaces->base, __ATOMIC_RELAXED);
 
-	if ((off >> 3 | off << (8 * sizeof(uintptr_t) - 3)) >= words)
+	if ((off >> shift | off << (8 * sizeof(uintptr_t) - shift)) >= words)
 		return NULL;
 	return (const DAT_PROVIDER *)__atomic_load_n((const uintptr_t *)handle, __ATOMIC_RELAXED);
 #endif

@@ -331,6 +331,24 @@ mod tests {
         assert!(!issued(8 as DAT_HANDLE));
     }
 
+    /// The one compare of `issued` refuses every misalignment of an issued
+    /// handle, the first word past the readable ones, and any word below
+    /// the spaces.
+    #[test]
+    fn an_issued_handle_off_by_a_byte_past_the_spaces_or_below_them_is_not() {
+        let s = space();
+        let h = s.handle(Kind::Pz, RawHandle::from_bits(1 << 32 | 9));
+        assert!(issued(h));
+        for by in 1..WORD {
+            assert!(!issued(h.wrapping_byte_add(by)), "{by} bytes in");
+        }
+        let base = SPACES.base.load(Ordering::Relaxed);
+        let end = base + SPACES.words.load(Ordering::Acquire) * WORD;
+        assert!(!issued(end as DAT_HANDLE));
+        assert!(!issued((base - WORD) as DAT_HANDLE));
+        assert!(!issued(usize::MAX as DAT_HANDLE));
+    }
+
     #[test]
     fn the_handle_space_is_kept_in_small_pages() {
         let s = space();

@@ -87,7 +87,9 @@ static int first_argument_garbage(void)
 	ok &= invalid(dat_pz_free((DAT_PZ_HANDLE)(uintptr_t)8), "pz_free(8)");
 	ok &= invalid(dat_pz_free(zeroed), "pz_free(zeroed memory)");
 	ok &= invalid(dat_pz_free(filled), "pz_free(0x41 memory)");
-	ok &= invalid(dat_pz_free((char *)pz + 1), "pz_free(misaligned)");
+	for (size_t by = 1; by < sizeof(void *); by++)
+		ok &= invalid(dat_pz_free((char *)pz + by), "pz_free(misaligned)");
+	ok &= invalid(dat_pz_free((char *)pz - ((uintptr_t)1 << 32)), "pz_free(below the handle spaces)");
 	ok &= invalid(dat_pz_free((char *)pz + 4), "pz_free(middle of a handle)");
 	ok &= invalid(dat_pz_free((char *)pz + sizeof(void *)), "pz_free(a handle word never handed out)");
 	ok &= invalid(dat_evd_dequeue(filled, &event), "evd_dequeue(0x41 memory)");

@@ -35,8 +35,8 @@ extern const struct udat_spaces *const udat_handle_spaces __attribute__((visibil
  * provider (handle_space.rs: issued), and the word is read once.
  *
  * The handle's offset into the spaces, rotated right by the bits of a
- * word's alignment, is below the readable words exactly when it is in range and
- * aligned: one compare. On x86-64 the test is written in assembly, with
+ * word's alignment, is below the readable words exactly when it is in
+ * range and aligned: one compare. On x86-64 the test is written in assembly, with
  * its scratch registers named (rax, r10, r11: no argument's), so that a
  * dispatcher of any number of arguments passes them on where they came,
  * with no register moved out and back; the loads are in the order of

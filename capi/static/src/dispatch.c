@@ -19,7 +19,7 @@
 #include <dat2/dat_ib_extensions.h>
 
 /* capi/src/handle_space.rs, `Spaces`: where the handle spaces of this process
- * start, and how many bytes of them are readable. Its address is hidden:
+ * start, and how many words of them are readable. Its address is hidden:
  * libudat.a defines it, in whatever program or library links it, so this
  * file reaches it at a fixed offset from its code, not through the GOT. */
 struct udat_spaces {
@@ -28,6 +28,9 @@ struct udat_spaces {
 };
 
 extern const struct udat_spaces *const udat_handle_spaces __attribute__((visibility("hidden")));
+
+/* The bits of a word's alignment, by which a handle's offset is rotated. */
+enum { udat_word_shift = sizeof(uintptr_t) == 8 ? 3 : 2 };
 
 /* The provider table of `handle` if a provider of this process handed it
  * out, an aligned word of a readable handle space that holds a provider
@@ -47,21 +50,22 @@ static inline const DAT_PROVIDER *udat_handle_provider(DAT_HANDLE handle)
 #if defined(__x86_64__)
 	__asm__ goto(
 		"mov udat_handle_spaces(%%rip), %%r11\n\t"
-		"mov 8(%%r11), %%r10\n\t"
-		"mov %0, %%rax\n\t"
-		"sub (%%r11), %%rax\n\t"
-		"ror $3, %%rax\n\t"
+		"mov %c[words](%%r11), %%r10\n\t"
+		"mov %[handle], %%rax\n\t"
+		"sub %c[base](%%r11), %%rax\n\t"
+		"ror %[shift], %%rax\n\t"
 		"cmp %%r10, %%rax\n\t"
-		"jae %l1"
+		"jae %l[refused]"
 		:
-		: "r"(handle)
+		: [handle] "r"(handle), [words] "i"(offsetof(struct udat_spaces, words)),
+		  [base] "i"(offsetof(struct udat_spaces, base)), [shift] "i"(udat_word_shift)
 		: "rax", "r10", "r11", "cc", "memory"
 		: refused);
 	return (const DAT_PROVIDER *)__atomic_load_n((const uintptr_t *)handle, __ATOMIC_RELAXED);
 refused:
 	return NULL;
 #else
-	enum { shift = sizeof(uintptr_t) == 8 ? 3 : 2 };
+	enum { shift = udat_word_shift };
 	uintptr_t words = __atomic_load_n(&udat_handle_spaces->words, __ATOMIC_ACQUIRE);
 	uintptr_t off = (uintptr_t)handle - __atomic_load_n(&udat_handle_spaces->base, __ATOMIC_RELAXED);
 

@@ -35,11 +35,14 @@ struct Row {
 /// Small-message latency of each operation, RDMA-write bandwidth at
 /// 64 KiB, and the message rate of 64-byte RDMA writes (posted while the
 /// send queue has room, a completion asked for every 32, reaped as they
-/// come).
+/// come). A latency row takes 20000 iterations, a third of a second to a
+/// second of the guest's time: 2000 took 40 to 120 ms, a few of the
+/// host's scheduler slices, and its median moved with whatever the host
+/// did in them, by up to a fifth from one program to the next.
 const DEFAULT: [Row; 5] = [
-    Row { args: "-t write_lat -n 2000", figure: "p50 µs" },
-    Row { args: "-t send_lat -n 2000", figure: "p50 µs" },
-    Row { args: "-t read_lat -n 2000", figure: "p50 µs" },
+    Row { args: "-t write_lat -n 20000", figure: "p50 µs" },
+    Row { args: "-t send_lat -n 20000", figure: "p50 µs" },
+    Row { args: "-t read_lat -n 20000", figure: "p50 µs" },
     Row { args: "-t write_bw -s 65536 -n 2000", figure: "MB/s" },
     Row { args: "-t write_bw -s 64 -n 20000", figure: "Mops/s" },
 ];

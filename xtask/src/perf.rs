@@ -35,10 +35,10 @@ struct Row {
 /// Small-message latency of each operation, RDMA-write bandwidth at
 /// 64 KiB, and the message rate of 64-byte RDMA writes (posted while the
 /// send queue has room, a completion asked for every 32, reaped as they
-/// come). A latency row takes 20000 iterations, a third of a second to a
-/// second of the guest's time: 2000 took 40 to 120 ms, a few of the
-/// host's scheduler slices, and its median moved with whatever the host
-/// did in them, by up to a fifth from one program to the next.
+/// come). A latency row takes 20000 iterations, 0.7 to 1.6 s of the
+/// guest's time: 2000 took 40 to 150 ms, a few of the host's scheduler
+/// slices, and its median moved with whatever the host did in them, by a
+/// fifth or more from one program to the next.
 const DEFAULT: [Row; 5] = [
     Row { args: "-t write_lat -n 20000", figure: "p50 µs" },
     Row { args: "-t send_lat -n 20000", figure: "p50 µs" },

@@ -65,11 +65,10 @@ static inline const DAT_PROVIDER *udat_handle_provider(DAT_HANDLE handle)
 refused:
 	return NULL;
 #else
-	enum { shift = udat_word_shift };
 	uintptr_t words = __atomic_load_n(&udat_handle_spaces->words, __ATOMIC_ACQUIRE);
 	uintptr_t off = (uintptr_t)handle - __atomic_load_n(&udat_handle_spaces->base, __ATOMIC_RELAXED);
 
-	if ((off >> shift | off << (8 * sizeof(uintptr_t) - shift)) >= words)
+	if ((off >> udat_word_shift | off << (8 * sizeof(uintptr_t) - udat_word_shift)) >= words)
 		return NULL;
 	return (const DAT_PROVIDER *)__atomic_load_n((const uintptr_t *)handle, __ATOMIC_RELAXED);
 #endif

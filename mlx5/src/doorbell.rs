@@ -20,6 +20,7 @@ use volatile::VolatilePtr;
 use crate::barrier;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(miri)))]
 use crate::cpu;
+use crate::kept::{self, Wqebb};
 
 /// Offset of the CQ arm doorbell in a UAR page (`MLX5_CQ_DOORBELL`).
 #[doc(alias = "MLX5_CQ_DOORBELL")]
@@ -47,6 +48,16 @@ pub trait Register {
     #[inline(always)]
     unsafe fn store_block(&mut self, offset: usize, block: &[u64; 8]) {
         self.write_block(offset, block);
+    }
+    /// [`store_block`](Self::store_block) of a block in the words a
+    /// [`Wqebb`] holds.
+    ///
+    /// # Safety
+    /// As [`store_block`](Self::store_block)'s.
+    #[inline(always)]
+    unsafe fn store_wqebb(&mut self, offset: usize, block: &Wqebb) {
+        // SAFETY: the caller's contract.
+        unsafe { self.store_block(offset, &kept::words(block)) };
     }
     /// [`store_block`](Self::store_block) of the `n` blocks that follow
     /// one another from `src`: a WQE of `n` WQEBBs copied from memory (the
@@ -179,6 +190,26 @@ impl Register for Uar {
         let reg = unsafe { self.base.as_ptr().add(offset).cast::<u64>() };
         for (i, &word) in block.iter().enumerate() {
             // SAFETY: as above; `i < 8` keeps the store inside the block.
+            unsafe { reg.add(i).write_volatile(word) };
+        }
+    }
+
+    /// As the words are, where the mapping is 16-aligned (four 16-byte
+    /// stores on x86-64); otherwise as eight 8-byte ones.
+    #[inline(always)]
+    unsafe fn store_wqebb(&mut self, offset: usize, block: &Wqebb) {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if self.copies == Copies::Words {
+            // SAFETY: the caller's contract.
+            return unsafe { self.store_block(offset, &kept::words(block)) };
+        }
+        // SAFETY: the caller's contract puts the 64 bytes from `offset`
+        // inside the mapping, and `offset` at a multiple of 8 from a
+        // mapping that takes the words' alignment (16 on x86-64, checked
+        // above); MMIO is written only through volatile stores.
+        let reg = unsafe { self.base.as_ptr().add(offset).cast::<kept::Word>() };
+        for (i, &word) in block.iter().enumerate() {
+            // SAFETY: as above; the block's words fill the 64 bytes.
             unsafe { reg.add(i).write_volatile(word) };
         }
     }

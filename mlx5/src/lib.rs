@@ -28,7 +28,7 @@
 //! [`mem`] (queue memory), `cpu` (the AVX copy, on x86-64), [`slots`]
 //! (what a queue keeps per WQE), [`table`] (queue tables in caller storage),
 //! [`dv`] (what `mlx5dv_init_obj` hands over, checked into geometry),
-//! [`mw`] (memory window binds).
+//! [`mw`] (memory window binds), [`kept`] (a WQE kept built).
 //! [`device`] is the control path the
 //! [`backend::Mlx5`] backend stands on.
 //!
@@ -49,6 +49,7 @@ pub mod cqe;
 pub mod device;
 pub mod doorbell;
 pub mod dv;
+pub mod kept;
 pub mod mem;
 pub mod mw;
 pub mod rq;

@@ -10,6 +10,8 @@
 
 use core::ptr::NonNull;
 
+use crate::kept::Wqebb;
+
 /// A span of queue memory shared with the device.
 #[derive(Debug)]
 pub struct DmaBuf {
@@ -104,6 +106,18 @@ impl DmaBuf {
             // Word by word, so the block goes from registers to the ring.
             unsafe { to.add(i).write(word) };
         }
+    }
+
+    /// Store one WQEBB, in the words [`Wqebb`] holds, at `offset`.
+    ///
+    /// # Safety
+    /// As [`store_block`](Self::store_block)'s.
+    #[inline(always)]
+    pub unsafe fn store_wqebb(&self, offset: usize, block: &Wqebb) {
+        debug_assert!(offset % 64 == 0 && self.holds(offset, 64));
+        // SAFETY: inside the buffer and 64-aligned, as `store_block`'s; a
+        // `Wqebb` is 64 bytes.
+        unsafe { self.ptr.as_ptr().add(offset).cast::<Wqebb>().write(*block) }
     }
 
     /// Store `N` words at the 8-aligned `offset`, in memory order.

@@ -17,6 +17,7 @@ use udat_core::types::{CompletionFlags, DtoOp};
 
 use crate::barrier;
 use crate::doorbell::Register;
+use crate::kept::{KeptInline, KeptWqe};
 use crate::mem::DmaBuf;
 use crate::slots::SlotStorage;
 use crate::wqe::{self, opcode, AddressVector, SegWords, SEG_BYTES, WQEBB_BYTES};
@@ -696,6 +697,47 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
         true
     }
 
+    /// A request of one data segment, as [`try_send_one`](Self::try_send_one)
+    /// builds it, kept built for this queue: its WQE but for the index,
+    /// and its slot but for the cookie.
+    pub fn keep_wqe(&self, opcode: u8, remote: Option<Remote>, sge: Sge, flags: u8, slot: SendSlot) -> KeptWqe {
+        let data = wqe::data_words(sge.length, sge.lkey, sge.addr);
+        let (ds, first, second) = match remote {
+            Some(r) => (3, wqe::raddr_words(r.addr, r.rkey), data),
+            None => (2, data, [0; 2]),
+        };
+        let ctrl = [wqe::ctrl_head_with(0, opcode, self.lane_qpn_ds[ds - 2]), wqe::ctrl_tail(flags, 0)];
+        KeptWqe::new([ctrl[0], ctrl[1], first[0], first[1], second[0], second[1], 0, 0], slot)
+    }
+
+    /// The lane of a WQE this queue kept ([`keep_wqe`](Self::keep_wqe)), posted with
+    /// `cookie`: the kept WQEBB with its index stored into the ring and
+    /// copied to BlueFlame from the same registers, and rung. Taken, as
+    /// [`try_send_one`](Self::try_send_one)'s lane, only when nothing
+    /// waits for a doorbell, the queue has BlueFlame and a WQEBB is free;
+    /// otherwise `false`, and nothing was written. The whole WQEBB goes
+    /// to the ring, its bytes past the WQE's segments zero: one store of
+    /// each of its words, where the segments alone would take as many.
+    #[inline(always)]
+    pub fn try_send_kept(&mut self, kept: &KeptWqe, cookie: u64) -> bool {
+        debug_assert_eq!(self.lane_room, self.room_for_lanes());
+        if self.pi.wrapping_sub(self.ci) >= self.lane_room {
+            return false;
+        }
+        let block = kept.at(self.pi);
+        // SAFETY: `block_offset` is 64-aligned and inside the ring.
+        unsafe { self.buf.store_wqebb(self.block_offset(self.pi), &block) };
+        let pi = self.keep(kept.slot(cookie), 1);
+        self.doorbell(pi);
+        // SAFETY: `bf_offset` is 0 or `bf_size`, and `new` checked that
+        // both halves lie in the register.
+        unsafe { self.bf.store_wqebb(self.bf_offset, &block) };
+        self.bf.flush();
+        // An open lane has BlueFlame, of halves of `BF_BYTES` (`reopen`).
+        self.bf_offset ^= BF_BYTES;
+        true
+    }
+
     /// The lane of a request whose `len` bytes at `addr` go inline (1 to
     /// what one BlueFlame copy holds): the WQE is written into the ring in
     /// place, its data copied straight from the consumer's memory, and
@@ -751,7 +793,97 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
                 self.buf.store_words(at, &wqe::raddr_words(r.addr, r.rkey));
                 at += SEG_BYTES;
             }
-            self.buf.store_words(at, &[wqe::inline_words(len)]);
+            self.finish_inline(start, at, wqe::inline_words(len), addr, len, bbs, slot)
+        }
+    }
+
+    /// A request whose `len` bytes at `addr` go inline, as
+    /// [`try_send_inline_one`](Self::try_send_inline_one) builds it, kept
+    /// for this queue: its segments before the data but for the index;
+    /// `None` where the lane would not take it (no data, or more than one
+    /// BlueFlame copy holds).
+    pub fn keep_inline(
+        &self,
+        opcode: u8,
+        remote: Option<Remote>,
+        addr: u64,
+        len: u32,
+        flags: u8,
+        slot: SendSlot,
+    ) -> Option<KeptInline> {
+        let head = 1 + remote.is_some() as usize;
+        let ds = head + wqe::inline_ds(len as usize);
+        if len == 0 || ds * SEG_BYTES > BF_BYTES {
+            return None;
+        }
+        let qpn_ds = self.lane_qpn_ds[0] + wqe::qpn_ds_word(ds as u32 - 2);
+        let raddr = remote.map_or([0; 2], |r| wqe::raddr_words(r.addr, r.rkey));
+        let words = [wqe::ctrl_head_with(0, opcode, qpn_ds), wqe::ctrl_tail(flags, 0), raddr[0], raddr[1]];
+        let bbs = wqe::bbs(ds) as u16;
+        Some(KeptInline { words, remote: remote.is_some(), inline: wqe::inline_words(len), addr, len, bbs, slot })
+    }
+
+    /// The lane of a request this queue kept inline
+    /// ([`keep_inline`](Self::keep_inline)), posted with `cookie`: as
+    /// [`try_send_inline_one`](Self::try_send_inline_one)'s, its segments
+    /// before the data as they were kept, but for the index.
+    ///
+    /// # Safety
+    /// As [`try_send_inline_one`](Self::try_send_inline_one)'s, for the
+    /// kept request's data.
+    #[inline(always)]
+    pub unsafe fn try_send_inline_kept(&mut self, kept: &KeptInline, cookie: u64) -> bool {
+        let bbs = usize::from(kept.bbs);
+        let first = usize::from(self.pi) & self.wqe_mask;
+        debug_assert_eq!(self.lane_room, self.room_for_lanes());
+        // As `try_send_inline_one`'s test, of a WQE `keep_inline` found to
+        // fit one BlueFlame copy.
+        if self.pi.wrapping_sub(self.ci).checked_add(kept.bbs).is_none_or(|n| n > self.lane_room)
+            || (first + bbs) as u16 > self.wqe_cnt
+        {
+            return false;
+        }
+        let start = first * WQEBB_BYTES;
+        let head = kept.at(self.pi);
+        // SAFETY: as `try_send_inline_one`'s: the kept WQE is of `bbs`
+        // WQEBBs, inside the ring from `start`; the caller's contract.
+        unsafe {
+            let at = if kept.remote {
+                self.buf.store_words(start, &head);
+                start + 2 * SEG_BYTES
+            } else {
+                self.buf.store_words(start, &[head[0], head[1]]);
+                start + SEG_BYTES
+            };
+            self.finish_inline(start, at, kept.inline, kept.addr, kept.len, bbs, kept.slot(cookie))
+        }
+    }
+
+    /// The inline lane's WQE from its inline segment on: the segment's
+    /// word `inline` at `at`, the `len` bytes at `addr` after its four,
+    /// then the slot, the doorbell and BlueFlame for the `bbs` WQEBBs
+    /// from `start`, whose segments before `at` are written.
+    ///
+    /// # Safety
+    /// As [`try_send_inline_one`](Self::try_send_inline_one)'s, for a WQE
+    /// of `bbs` WQEBBs that fits one BlueFlame copy and lies in the ring
+    /// from `start` without a wrap, with the lane open for it.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn finish_inline(
+        &mut self,
+        start: usize,
+        at: usize,
+        inline: u64,
+        addr: u64,
+        len: u32,
+        bbs: usize,
+        slot: SendSlot,
+    ) -> bool {
+        // SAFETY: the caller's contract: the segment and the data lie in
+        // the WQE's WQEBBs.
+        unsafe {
+            self.buf.store_words(at, &[inline]);
             // A DAT address is an integer: the consumer exposed its pointer.
             // The caller vouches that the bytes are readable.
             let src = core::ptr::with_exposed_provenance::<u8>(addr as usize);
@@ -1159,6 +1291,86 @@ mod tests {
         let pi = owed.sq.pi();
         assert!(!owed.sq.try_send_one(opcode::SEND, None, sge, fm_ce_se::CQ_UPDATE, slot(2)));
         assert_eq!(owed.sq.pi(), pi);
+    }
+
+    /// A request kept (`keep_wqe`, `keep_inline`) and posted again
+    /// (`try_send_kept`, `try_send_inline_kept`) writes and rings, post
+    /// after post and round the ring twice, the WQE the lanes build afresh
+    /// for it, and keeps its slot with the cookie of each post; where the
+    /// inline lane refuses a WQE that would run across the ring's end, so
+    /// does the kept one, writing nothing; and with a doorbell owed both
+    /// refuse. Inline data the lane would not take is not kept.
+    #[test]
+    fn a_kept_wqe_is_the_lanes_wqe_at_every_index() {
+        let data: Vec<u8> = (0..64u8).collect();
+        let remote = Remote { addr: 0x1122_3344_5566_7788, rkey: 0xabcd };
+        let sge = Sge { addr: data.as_ptr() as u64, length: 64, lkey: 7 };
+        let flags = fm_ce_se::CQ_UPDATE;
+        let (mut kept, mut lane) = (queue(), queue());
+        let shapes = [(opcode::RDMA_WRITE, Some(remote)), (opcode::SEND, None), (opcode::RDMA_READ, Some(remote))];
+        for (opcode, remote) in shapes {
+            let wqe = kept.sq.keep_wqe(opcode, remote, sge, flags, slot(0));
+            for cookie in 0..2 * u64::from(CNT) {
+                let start = kept.sq.pi();
+                assert!(kept.sq.try_send_kept(&wqe, cookie));
+                assert!(lane.sq.try_send_one(opcode, remote, sge, flags, slot(cookie)));
+                assert_eq!(rung(&kept, start, 0), rung(&lane, start, 0), "opcode {opcode}, cookie {cookie}");
+                for q in [&mut kept, &mut lane] {
+                    let oldest = *q.sq.oldest(start).expect("the WQE just posted is the oldest");
+                    assert_eq!((oldest.cookie, oldest.bbs), (cookie, 1));
+                    q.sq.retire_oldest(1);
+                }
+            }
+        }
+        // One WQEBB more, so that WQEs of two come to the ring's end.
+        for q in [&mut kept, &mut lane] {
+            let start = q.sq.pi();
+            assert!(q.sq.try_send_one(opcode::SEND, None, sge, flags, slot(0)));
+            q.sq.retire_oldest(q.sq.oldest(start).expect("just posted").bbs);
+        }
+        let mut refused = 0;
+        for (opcode, remote) in shapes.into_iter().take(2) {
+            let inline = kept.sq.keep_inline(opcode, remote, sge.addr, 64, flags, slot(0)).expect("64 bytes go inline");
+            for cookie in 0..2 * u64::from(CNT) {
+                let (start, written) = (kept.sq.pi(), kept.sq.register().writes.len());
+                // SAFETY: the data lies in `data`, which outlives the posts.
+                let taken = unsafe {
+                    let taken = kept.sq.try_send_inline_kept(&inline, cookie);
+                    assert_eq!(taken, lane.sq.try_send_inline_one(opcode, remote, sge.addr, 64, flags, slot(cookie)));
+                    if !taken {
+                        assert_eq!(
+                            (kept.sq.pi(), kept.sq.register().writes.len()),
+                            (start, written),
+                            "a refusal wrote"
+                        );
+                        refused += 1;
+                        for q in [&mut kept, &mut lane] {
+                            let op = remote.map_or(Op::Send, Op::Write);
+                            q.sq.send_inline(op, &[sge], 64, flags, slot(cookie)).unwrap();
+                        }
+                    }
+                    taken
+                };
+                let padding = wqe::inline_ds(64) * SEG_BYTES - 4 - 64;
+                assert_eq!(rung(&kept, start, padding), rung(&lane, start, padding), "opcode {opcode}, {taken}");
+                for q in [&mut kept, &mut lane] {
+                    assert_eq!(q.sq.retire(start).map(|(s, _)| s.cookie), Some(cookie), "opcode {opcode}");
+                }
+            }
+        }
+        assert!(refused > 0, "no kept inline WQE came to the ring's end");
+        assert!(kept.sq.keep_inline(opcode::SEND, None, sge.addr, 0, flags, slot(0)).is_none());
+        let too_long = crate::backend::MAX_INLINE as u32 + 200;
+        assert!(kept.sq.keep_inline(opcode::SEND, None, sge.addr, too_long, flags, slot(0)).is_none());
+        // A doorbell still owed: neither kept lane takes a WQE.
+        let wqe = kept.sq.keep_wqe(opcode::SEND, None, sge, flags, slot(0));
+        let inline = kept.sq.keep_inline(opcode::SEND, None, sge.addr, 64, flags, slot(0)).expect("inline");
+        kept.sq.post(Op::Send, &[sge], flags, slot(1)).unwrap();
+        let pi = kept.sq.pi();
+        assert!(!kept.sq.try_send_kept(&wqe, 2));
+        // SAFETY: as above.
+        assert!(!unsafe { kept.sq.try_send_inline_kept(&inline, 3) });
+        assert_eq!(kept.sq.pi(), pi);
     }
 
     /// The inline lane writes and rings the WQE `post_inline` writes and

@@ -43,6 +43,7 @@ use udat_core::{DatError, DatResult, ErrorType};
 use udat_mlx5::device::{CqParts, Device, QpParts, QpSpec, SrqParts};
 use udat_mlx5::doorbell::{Register, Uar};
 use udat_mlx5::dv::{self, DvBlueFlame, DvCq, DvQp, DvSrq, DvWorkQueue};
+use udat_mlx5::kept::Wqebb;
 use udat_mlx5::rq::RecvSlot;
 use udat_mlx5::sq::SendSlot;
 use udat_mlx5::wqe::AddressVector;
@@ -228,6 +229,14 @@ impl Register for SoftRegister {
     unsafe fn store_block(&mut self, offset: usize, block: &[u64; 8]) {
         // SAFETY: the caller's contract, and the mirror spans the register.
         unsafe { self.mirror.store_block(offset, block) };
+        self.stored_end = offset + 64;
+    }
+
+    /// As [`store_block`](Register::store_block).
+    #[inline(always)]
+    unsafe fn store_wqebb(&mut self, offset: usize, block: &Wqebb) {
+        // SAFETY: the caller's contract, and the mirror spans the register.
+        unsafe { self.mirror.store_wqebb(offset, block) };
         self.stored_end = offset + 64;
     }
 

@@ -26,7 +26,7 @@ use udat_mlx5::doorbell::Register;
 use udat_mlx5::mem::DmaBuf;
 use udat_mlx5::rq::RecvQueue;
 use udat_mlx5::sq::{Op, Remote, SendQueue, SendSlot, SqGeometry};
-use udat_mlx5::wqe::{fm_ce_se, WQEBB_BYTES};
+use udat_mlx5::wqe::{fm_ce_se, opcode, WQEBB_BYTES};
 use udat_mlx5::Mlx5;
 use udat_softhca::{SoftHca, SoftPd, SoftRegister};
 
@@ -394,6 +394,61 @@ fn the_send_ring_wraps_three_times() {
     let stats = p.hca.stats();
     assert_eq!(stats.blueflame + stats.doorbells, posted);
     assert!(stats.blueflame > 0, "{stats:?}");
+}
+
+/// Requests kept once (`SendQueue::keep_wqe`, `keep_inline`) and posted
+/// again round the ring three times execute on the software HCA, which
+/// checks every doorbell and WQE, as the lanes' own: each RDMA write
+/// lands its bytes of the moment (an inline one copies them at its post),
+/// each CQE names its WQE and each slot its post's cookie.
+#[test]
+fn kept_requests_post_again_round_the_ring() {
+    let depth = 16u32;
+    let mut p = Pair::new(depth);
+    let gathered =
+        p.a.0.keep_wqe(opcode::RDMA_WRITE, Some(p.b_remote(0)), p.a_seg(0, 256), SIGNALLED, slot(0, DtoOp::RdmaWrite));
+    let inline =
+        p.a.0
+            .keep_inline(
+                opcode::RDMA_WRITE,
+                Some(p.b_remote(512)),
+                p.mem_a.as_ptr() as u64 + 512,
+                64,
+                SIGNALLED,
+                slot(0, DtoOp::RdmaWrite),
+            )
+            .expect("64 bytes go inline");
+    let mut refused = 0;
+    for cookie in 0..3 * u64::from(depth) {
+        let fill = cookie as u8 + 1;
+        let (at, len) = if cookie % 2 == 0 { (0, 256) } else { (512, 64) };
+        p.mem_a[at..at + len].fill(fill);
+        let taken = if cookie % 2 == 0 {
+            p.a.0.try_send_kept(&gathered, cookie)
+        } else {
+            // SAFETY: the inline request's bytes lie in mem_a, registered
+            // and alive.
+            unsafe { p.a.0.try_send_inline_kept(&inline, cookie) }
+        };
+        if !taken {
+            refused += 1;
+            // An inline WQE of two WQEBBs at the ring's last is the ordinary send's.
+            let s = p.a_seg(512, 64);
+            // SAFETY: as above.
+            unsafe {
+                p.a.0.send_inline(Op::Write(p.b_remote(512)), &[s], 64, SIGNALLED, slot(cookie, DtoOp::RdmaWrite))
+            }
+            .unwrap();
+        }
+        let cqe = p.cq_a.poll().expect("the write completed");
+        assert_eq!(cqe.opcode, CqeOpcode::Req, "cookie {cookie}: {cqe:?}");
+        assert_eq!(p.a.0.retire(cqe.wqe_counter).map(|(s, n)| (s.cookie, n)), Some((cookie, 1)));
+        p.cq_a.update_ci();
+        assert!(p.mem_b[at..at + len].iter().all(|&b| b == fill), "cookie {cookie}: the bytes of the moment");
+    }
+    assert!(p.a.0.pi() as u32 >= 3 * depth, "pi {}", p.a.0.pi());
+    assert!(p.hca.stats().blueflame > 0);
+    assert!(refused > 0, "no kept inline WQE came to the ring's end");
 }
 
 /// Unsignalled WQEs retire with the next signalled one.

@@ -1,7 +1,8 @@
-//! The fast path: segments checked once ([`Segments`]) and an endpoint
-//! checked once for a run of posts ([`Poster`]), so that a post pays only
-//! for what can change between posts. The rules and errors are those of
-//! the ordinary posts (the core's [`udat_core::poster`] says which check is
+//! The fast path: segments checked once ([`Segments`]), an endpoint
+//! checked once for a run of posts ([`Poster`]), and requests kept for
+//! it ([`Kept`]), so that a post pays only for what can change between
+//! posts: its cookie and the room. The rules and errors are those of the
+//! ordinary posts (the core's [`udat_core::poster`] says which check is
 //! made when); the segments are the IA's tokens, for sends and RDMA writes,
 //! which only read them.
 //!
@@ -81,22 +82,49 @@ impl<'id, B: Backend, S: Storage> Ia<'id, B, S> {
     }
 }
 
+/// A request kept for a run of posts: [`Poster::keep_send`],
+/// [`Poster::keep_rdma_write`].
+pub struct Kept<'id, B: Backend> {
+    kept: core_poster::Kept<B>,
+    _brand: Brand<'id>,
+}
+
+impl<B: Backend> std::fmt::Debug for Kept<'_, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.kept.fmt(f)
+    }
+}
+
+impl<B: Backend> Clone for Kept<'_, B> {
+    fn clone(&self) -> Self {
+        Kept { kept: self.kept.clone(), _brand: PhantomData }
+    }
+}
+
 impl<'id, B: Backend, S: Storage> Poster<'_, 'id, B, S> {
-    /// dat_ep_post_send(3DAT) of `segs`.
-    #[inline]
-    pub fn send(&mut self, segs: &Segments<'id>, cookie: u64, flags: CompletionFlags) -> DatResult<()> {
-        self.ep.post(&segs.checked, cookie, RequestOp::Send, flags)
+    /// Keep dat_ep_post_send(3DAT) of `segs` for [`Poster::post`]: checked
+    /// and, where the transport can, built once, so that each post pays
+    /// only for its cookie and the room (the core's
+    /// [`Poster::keep`](udat_core::poster::Poster::keep)).
+    pub fn keep_send(&self, segs: &Segments<'id>, flags: CompletionFlags) -> Kept<'id, B> {
+        self.keep(segs, RequestOp::Send, flags)
     }
 
-    /// dat_ep_post_rdma_write(3DAT): `segs` into the peer's `remote`.
+    /// Keep dat_ep_post_rdma_write(3DAT) of `segs` into the peer's
+    /// `remote` for [`Poster::post`], as [`Poster::keep_send`] keeps a
+    /// send.
+    pub fn keep_rdma_write(&self, segs: &Segments<'id>, remote: &RmrTriplet, flags: CompletionFlags) -> Kept<'id, B> {
+        self.keep(segs, RequestOp::RdmaWrite { remote: *remote }, flags)
+    }
+
+    fn keep(&self, segs: &Segments<'id>, op: RequestOp, flags: CompletionFlags) -> Kept<'id, B> {
+        Kept { kept: self.ep.keep(&segs.checked, op, flags), _brand: PhantomData }
+    }
+
+    /// Post `kept` with `cookie`: what the post it keeps would do, with
+    /// every error of its page.
     #[inline]
-    pub fn rdma_write(
-        &mut self,
-        segs: &Segments<'id>,
-        cookie: u64,
-        remote: &RmrTriplet,
-        flags: CompletionFlags,
-    ) -> DatResult<()> {
-        self.ep.rdma_write(&segs.checked, cookie, remote, flags)
+    pub fn post(&mut self, kept: &Kept<'id, B>, cookie: u64) -> DatResult<()> {
+        self.ep.post(&kept.kept, cookie)
     }
 }

@@ -51,6 +51,7 @@ impl<const SHARED: bool> Backend for Panicky<SHARED> {
     type Mw = <M as Backend>::Mw;
     type Cq = <M as Backend>::Cq;
     type Qp = <M as Backend>::Qp;
+    type Kept = <M as Backend>::Kept;
     type Srq = <M as Backend>::Srq;
     type Ah = <M as Backend>::Ah;
     type Cm = <M as Backend>::Cm;

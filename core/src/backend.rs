@@ -530,6 +530,11 @@ pub trait Backend {
     type Srq;
     /// An address handle: where a UD send goes.
     type Ah;
+    /// A request of one segment kept built for one QP, which
+    /// [`Backend::post_kept`] posts again with a new cookie
+    /// ([`Backend::keep_one`]); its default stands where the transport
+    /// built nothing. `()` for a transport that keeps no requests.
+    type Kept: Clone + core::fmt::Debug + Default;
     /// The connection manager: rdma_cm's for udat-verbs, itself for a
     /// test backend, its device's for the mlx5 data path.
     type Cm: ConnectionManager<Ia = Self::Ia>;
@@ -635,6 +640,33 @@ pub trait Backend {
         _cookie: u64,
         _flags: CompletionFlags,
     ) -> bool {
+        false
+    }
+
+    /// `op` of the one segment `sge` with `flags`, built for `qp` once so
+    /// that [`Backend::post_kept`] posts it as [`Backend::post_one`]
+    /// would, with only the cookie new; `None` where the transport keeps
+    /// no such request (the core then posts it through the lane each
+    /// time). The core has checked the request as for `post_one`.
+    fn keep_one(&self, _qp: &Self::Qp, _op: RequestOp, _sge: Sge, _flags: CompletionFlags) -> Option<Self::Kept> {
+        None
+    }
+
+    /// Whether the lane of `kept` is short enough to go in line into
+    /// every post of a kept request; the others are posted through a call,
+    /// so that what their lanes keep in registers does not weigh on it.
+    #[inline(always)]
+    fn keeps_hot(_kept: &Self::Kept) -> bool {
+        false
+    }
+
+    /// The lane of a request [`Backend::keep_one`] built for `qp`, with
+    /// `cookie`: `true` when the transport took it, `false` when it left
+    /// no trace, as [`Backend::post_one`]'s. The core has checked the
+    /// request when it was kept, and the EP's room now. It must not
+    /// panic.
+    #[inline(always)]
+    fn post_kept(&mut self, _qp: &mut Self::Qp, _kept: &Self::Kept, _cookie: u64) -> bool {
         false
     }
 

@@ -1,12 +1,14 @@
-//! The fast path (`udat_core::poster`): segments checked once and an
-//! endpoint borrowed for a run of posts give exactly what the ordinary
-//! posts give — every error code, every completion — including after an
-//! LMR was freed or with segments another provider checked.
+//! The fast path (`udat_core::poster`): segments checked once, an
+//! endpoint borrowed for a run of posts and requests kept for it give
+//! exactly what the ordinary posts give — every error code, every
+//! completion — including after an LMR was freed, with segments another
+//! provider checked, or with a request another poster kept.
 mod common;
 use common::*;
-use udat_core::poster::Access;
+use udat_core::poster::{Access, Poster, Segments};
 use udat_core::types::*;
 use udat_core::*;
+use udat_testkit::mock::MockBackend;
 
 /// How the segments of a case stand when the post is made.
 #[derive(Clone, Copy, Debug)]
@@ -28,6 +30,18 @@ enum Op {
     Send,
     Write,
     Read,
+}
+
+/// Keep `op` of `segs` with `flags` and post it once with `cookie`.
+fn once<S: Storage>(
+    poster: &mut Poster<'_, MockBackend, S>,
+    segs: &Segments,
+    cookie: u64,
+    op: RequestOp,
+    flags: CompletionFlags,
+) -> DatResult<()> {
+    let kept = poster.keep(segs, op, flags);
+    poster.post(&kept, cookie)
 }
 
 /// One post both ways, on two fixtures made alike: the results and what
@@ -53,9 +67,9 @@ fn same(op: Op, segs: Segs, flags: CompletionFlags, remote_len: u32) {
         let r = if fast {
             let mut poster = fx.p.poster(ep).unwrap();
             match op {
-                Op::Send => poster.post(&checked, 9, RequestOp::Send, flags),
-                Op::Write => poster.post(&checked, 9, RequestOp::RdmaWrite { remote }, flags),
-                Op::Read => poster.post(&checked, 9, RequestOp::RdmaRead { remote }, flags),
+                Op::Send => once(&mut poster, &checked, 9, RequestOp::Send, flags),
+                Op::Write => once(&mut poster, &checked, 9, RequestOp::RdmaWrite { remote }, flags),
+                Op::Read => once(&mut poster, &checked, 9, RequestOp::RdmaRead { remote }, flags),
             }
         } else {
             match op {
@@ -90,7 +104,7 @@ fn a_fast_post_completes_like_any_other() {
     assert_eq!(segs.len(), 30);
     let mut poster = fx.p.poster(ep).unwrap();
     for cookie in 1..=3 {
-        poster.post(&segs, cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+        once(&mut poster, &segs, cookie, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
     }
     for cookie in 1..=3 {
         fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
@@ -99,6 +113,52 @@ fn a_fast_post_completes_like_any_other() {
             EventData::Dto { ep, cookie, status: DtoStatus::Success, transferred_length: 30, op: DtoOp::Send, imm: 0 };
         assert_eq!(ev.data, want);
     }
+}
+
+/// A request kept once posts again and again, each post its own
+/// completion with its own cookie: kept built, where the transport's
+/// lanes are open, and as a request judged at each post where they are
+/// not.
+#[test]
+fn a_kept_request_posts_again_and_again() {
+    for no_lanes in [false, true] {
+        let mut fx = Fx::new();
+        fx.p.backend_mut().no_lanes = no_lanes;
+        let ep = fx.ep_connected();
+        let segs = fx.p.segments(fx.pz, &[fx.seg(0, 24)], Access::Read).unwrap();
+        let remote = fx.remote(24);
+        let mut poster = fx.p.poster(ep).unwrap();
+        let kept = poster.keep(&segs, RequestOp::RdmaWrite { remote }, CompletionFlags::DEFAULT);
+        assert_eq!(format!("{kept:?}").contains("built: true"), !no_lanes, "{kept:?}");
+        for cookie in 1..=3 {
+            poster.post(&kept, cookie).unwrap();
+        }
+        for cookie in 1..=3 {
+            fx.p.backend_mut().complete_send(ep, DtoStatus::Success);
+            let ev = fx.p.evd_dequeue(fx.dto_evd).unwrap();
+            let (status, transferred_length, op) = (DtoStatus::Success, 24, DtoOp::RdmaWrite);
+            let want = EventData::Dto { ep, cookie, status, transferred_length, op, imm: 0 };
+            assert_eq!(ev.data, want, "no lanes: {no_lanes}");
+        }
+    }
+}
+
+/// A request is kept built for the poster that kept it alone: another
+/// poster judges it afresh at each post, on its own EP, after an LMR of
+/// its segments was freed too.
+#[test]
+fn a_request_another_poster_kept_is_judged_again() {
+    let mut fx = Fx::new();
+    let (a, b) = (fx.ep_connected(), fx.ep_connected());
+    let segs = fx.p.segments(fx.pz, &[fx.seg(0, 8)], Access::Read).unwrap();
+    let kept = fx.p.poster(a).unwrap().keep(&segs, RequestOp::Send, CompletionFlags::DEFAULT);
+    fx.p.poster(b).unwrap().post(&kept, 7).unwrap();
+    assert_eq!((fx.p.backend().pending_sends(a), fx.p.backend().pending_sends(b)), (0, 1));
+    fx.p.poster(a).unwrap().post(&kept, 8).unwrap();
+    assert_eq!(fx.p.backend().pending_sends(a), 1);
+    fx.p.lmr_free(fx.lmr.lmr).unwrap();
+    assert_eq!(ty(fx.p.poster(a).unwrap().post(&kept, 9)), ErrorType::ProtectionViolation);
+    assert_eq!(fx.p.backend().pending_sends(a), 1);
 }
 
 /// A connected EP whose attributes `limit` changed from the defaults.
@@ -116,9 +176,12 @@ fn the_outstanding_limit_holds_on_the_fast_path() {
     let ep = connected_with(&mut fx, |attr| attr.max_request_dtos = 2);
     let segs = fx.p.segments(fx.pz, &[fx.seg(0, 8)], Access::Read).unwrap();
     let mut poster = fx.p.poster(ep).unwrap();
-    poster.post(&segs, 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
-    poster.post(&segs, 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
-    assert_eq!(ty(poster.post(&segs, 3, RequestOp::Send, CompletionFlags::DEFAULT)), ErrorType::InsufficientResources);
+    once(&mut poster, &segs, 1, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    once(&mut poster, &segs, 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(
+        ty(once(&mut poster, &segs, 3, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::InsufficientResources
+    );
 }
 
 #[test]
@@ -131,8 +194,8 @@ fn the_segment_limit_holds_on_the_fast_path() {
     let two = fx.p.segments(fx.pz, &iov, Access::Read).unwrap();
     let one = fx.p.segments(fx.pz, &iov[..1], Access::Read).unwrap();
     let mut poster = fx.p.poster(ep).unwrap();
-    assert_eq!(poster.post(&two, 1, RequestOp::Send, CompletionFlags::DEFAULT), Err(ordinary));
-    poster.post(&one, 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
+    assert_eq!(once(&mut poster, &two, 1, RequestOp::Send, CompletionFlags::DEFAULT), Err(ordinary));
+    once(&mut poster, &one, 2, RequestOp::Send, CompletionFlags::DEFAULT).unwrap();
 }
 
 #[test]
@@ -155,7 +218,10 @@ fn segments_another_provider_checked_are_checked_again() {
     let ep = b.ep_connected();
     b.p.lmr_free(b.lmr.lmr).unwrap();
     let mut poster = b.p.poster(ep).unwrap();
-    assert_eq!(ty(poster.post(&segs, 1, RequestOp::Send, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(
+        ty(once(&mut poster, &segs, 1, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::ProtectionViolation
+    );
 }
 
 #[test]
@@ -165,7 +231,10 @@ fn segments_of_another_zone_are_checked_again() {
     let (pz2, seg) = fx.another_zone();
     let segs = fx.p.segments(pz2, &[seg], Access::Read).unwrap();
     let mut poster = fx.p.poster(ep).unwrap();
-    assert_eq!(ty(poster.post(&segs, 2, RequestOp::Send, CompletionFlags::DEFAULT)), ErrorType::ProtectionViolation);
+    assert_eq!(
+        ty(once(&mut poster, &segs, 2, RequestOp::Send, CompletionFlags::DEFAULT)),
+        ErrorType::ProtectionViolation
+    );
     assert_eq!(fx.p.backend().pending_sends(ep), 0);
 }
 
@@ -179,9 +248,9 @@ fn segments_checked_for_one_use_are_checked_again_for_the_other() {
     let segs = fx.p.segments(fx.pz, &[seg], Access::Read).unwrap();
     let remote = fx.remote(8);
     let mut poster = fx.p.poster(ep).unwrap();
-    let e = poster.post(&segs, 1, RequestOp::RdmaRead { remote }, CompletionFlags::DEFAULT).unwrap_err();
+    let e = once(&mut poster, &segs, 1, RequestOp::RdmaRead { remote }, CompletionFlags::DEFAULT).unwrap_err();
     assert_eq!(e.error_type(), ErrorType::PrivilegesViolation);
-    poster.post(&segs, 2, RequestOp::RdmaWrite { remote }, CompletionFlags::DEFAULT).unwrap();
+    once(&mut poster, &segs, 2, RequestOp::RdmaWrite { remote }, CompletionFlags::DEFAULT).unwrap();
 }
 
 #[test]

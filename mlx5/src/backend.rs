@@ -23,6 +23,7 @@ use udat_core::{DatError, DatResult, ErrorType};
 use crate::cq::CompletionQueue;
 use crate::cqe::{Cqe, CqeOpcode, Done, Head};
 use crate::device::{Device, QpSpec};
+use crate::kept::Kept;
 use crate::mw;
 use crate::rq::{RecvQueue, SharedRecvQueue};
 use crate::sq::{Header, Remote, SendQueue, SendSlot};
@@ -603,6 +604,7 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     type Mw = Mw<D>;
     type Cq = Cq<D>;
     type Qp = Qp<D>;
+    type Kept = Kept;
     type Srq = Srq<D>;
     type Ah = Ah<D>;
     type Cm = D::Cm;
@@ -790,6 +792,40 @@ impl<D: Device, S: Storage> Backend for Mlx5<D, S> {
     #[cfg_attr(feature = "measure-dat-layer", inline(never))]
     fn post_one(&mut self, qp: &mut Qp<D>, op: RequestOp, sge: Sge, cookie: u64, flags: CompletionFlags) -> bool {
         lane_to(&mut qp.queues, op, sge, cookie, flags)
+    }
+
+    /// A send, RDMA write or read, as `lane_to` posts it: gathered, a WQE
+    /// of one WQEBB ([`SendQueue::keep_wqe`]); inline, the inline lane's
+    /// scalars.
+    fn keep_one(&self, qp: &Qp<D>, op: RequestOp, sge: Sge, flags: CompletionFlags) -> Option<Kept> {
+        if !matches!(op, RequestOp::Send | RequestOp::RdmaWrite { .. } | RequestOp::RdmaRead { .. }) {
+            return None;
+        }
+        let (header, slot) = request(&op, 0, sge.length, flags);
+        let (sq, flags) = (&qp.queues.sq, wqe_flags(flags));
+        if goes_inline(&op, sge.length) {
+            let kept = sq.keep_inline(header.opcode, header.remote, sge.addr, sge.length, flags, slot);
+            return kept.map(Kept::Inline);
+        }
+        Some(Kept::Gathered(sq.keep_wqe(header.opcode, header.remote, sge, flags, slot)))
+    }
+
+    /// A gathered WQE: [`Kept::is_gathered`].
+    #[inline(always)]
+    fn keeps_hot(kept: &Kept) -> bool {
+        kept.is_gathered()
+    }
+
+    /// The kept lane: [`Kept::post`].
+    #[cfg_attr(not(feature = "measure-dat-layer"), inline(always))]
+    #[cfg_attr(feature = "measure-dat-layer", inline(never))]
+    #[allow(unsafe_code)]
+    fn post_kept(&mut self, qp: &mut Qp<D>, kept: &Kept, cookie: u64) -> bool {
+        // SAFETY: the core translated the segment through a live LMR that
+        // covers it when it kept the request, and no LMR is freed while
+        // the poster that kept it posts; registered memory stays mapped
+        // while it is registered.
+        unsafe { kept.post(&mut qp.queues.sq, cookie) }
     }
 
     #[cfg_attr(not(feature = "measure-dat-layer"), inline(always))]

@@ -628,6 +628,8 @@ impl Backend for MockBackend {
     type Mw = u32;
     type Cq = u32;
     type Qp = u32;
+    /// A request kept is the request: its post is the lane's.
+    type Kept = Option<(RequestOp, Sge, CompletionFlags)>;
     type Srq = u32;
     type Ah = u32;
     type Cm = Self;
@@ -785,6 +787,16 @@ impl Backend for MockBackend {
         }
         let sges = core::slice::from_ref(&sge);
         self.post_send(qp, &SendWr { op, sges, length: sge.length, cookie, flags }).is_ok()
+    }
+
+    /// Kept as it is, where lanes are open.
+    fn keep_one(&self, _qp: &u32, op: RequestOp, sge: Sge, flags: CompletionFlags) -> Option<Self::Kept> {
+        (!self.no_lanes).then_some(Some((op, sge, flags)))
+    }
+
+    /// The lane's post of the kept request.
+    fn post_kept(&mut self, qp: &mut u32, kept: &Self::Kept, cookie: u64) -> bool {
+        kept.is_some_and(|(op, sge, flags)| self.post_one(qp, op, sge, cookie, flags))
     }
 
     /// The lane is the ordinary post, which leaves no trace when it fails.

@@ -96,6 +96,7 @@ impl Backend for NullBackend {
     type Mw = ();
     type Cq = ();
     type Qp = ();
+    type Kept = ();
     type Srq = ();
     type Ah = ();
     type Cm = Self;

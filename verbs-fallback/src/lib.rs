@@ -149,6 +149,7 @@ impl Backend for Verbs {
     type Mw = Mw;
     type Cq = Cq;
     type Qp = Qp;
+    type Kept = ();
     type Srq = Srq;
     type Ah = qp::Ah;
     type Cm = RdmaCm<Qp>;

@@ -292,10 +292,18 @@ fn rust_mlx5() -> Result<Vec<Figure>, String> {
         (
             "rust.mlx5.post.write_64_inline.fast",
             "write_inline_fast",
-            "Rust fast path, mlx5: `Poster::rdma_write`, 64 B inline (BlueFlame)",
+            "Rust fast path, mlx5: `Poster::post` of a kept `rdma_write`, 64 B inline (BlueFlame)",
         ),
-        ("rust.mlx5.post.write_4k.fast", "write_fast", "Rust fast path, mlx5: `Poster::rdma_write`, 4 KiB gathered"),
-        ("rust.mlx5.post.send_64_inline.fast", "send_fast", "Rust fast path, mlx5: `Poster::send`, 64 B inline"),
+        (
+            "rust.mlx5.post.write_4k.fast",
+            "write_fast",
+            "Rust fast path, mlx5: `Poster::post` of a kept `rdma_write`, 4 KiB gathered",
+        ),
+        (
+            "rust.mlx5.post.send_64_inline.fast",
+            "send_fast",
+            "Rust fast path, mlx5: `Poster::post` of a kept `send`, 64 B inline",
+        ),
         ("rust.mlx5.dequeue.one", "dequeue_one", "Rust API, mlx5: `evd_dequeue`, the only CQE waiting"),
         ("rust.mlx5.dequeue.batch16", "dequeue_batch16", "Rust API, mlx5: `evd_dequeue`, per event of 16 CQEs waiting"),
     ] {

@@ -6,20 +6,21 @@
 //! waiting at each dequeue: post one, execute, dequeue it) and
 //! dequeue_batch16 (post 16, execute, dequeue each of them); and the posts
 //! again through the fast path (`udat_core::poster`): write_inline_fast,
-//! write_fast, send_fast.
+//! write_fast, send_fast (each a request kept for a `Poster`, posted
+//! again).
 
 mod rig;
 use std::hint::black_box;
 
 use rig::{with_rig, Post, Rig, BATCH};
-use udat::poster::{Poster, Segments};
-use udat::{Backend, CompletionFlags, DatResult, Event, RmrTriplet, Storage};
+use udat::poster::{Kept, Poster};
+use udat::{Backend, CompletionFlags, DatResult, Event, Storage};
 
 /// Each kind, at its place (`Post as usize`): a `const` index names a
 /// kind where an enum cannot be a const parameter.
 const KINDS: [Post; 3] = [Post::WriteInline, Post::Write, Post::Send];
 
-// `post_as` and `fast_post_as` pick a kind's function by `kind as usize`:
+// `post_as` picks a kind's function by `kind as usize`:
 // each kind sits at its own place.
 const _: () = {
     let mut i = 0;
@@ -39,31 +40,21 @@ fn measured_post<const K: usize>(rig: &mut Rig<'_, '_>, cookie: u64) -> DatResul
     rig.post(KINDS[K], cookie)
 }
 
-/// One post of the fast path, of one kind as `measured_post`'s, its
-/// result handed to the caller as `measured_post`'s is.
+/// One post of the fast path: a request kept for the poster, its
+/// result handed to the caller as `measured_post`'s is. The request says
+/// its kind, so one function counts them all.
 #[inline(never)]
-fn measured_fast_post<'id, B: Backend, S: Storage, const K: usize>(
+fn measured_fast_post<'id, B: Backend, S: Storage>(
     poster: &mut Poster<'_, 'id, B, S>,
-    segs: &Segments<'id>,
-    remote: &RmrTriplet,
+    kept: &Kept<'id, B>,
     cookie: u64,
 ) -> DatResult<()> {
-    match KINDS[K] {
-        Post::Send => poster.send(segs, cookie, CompletionFlags::DEFAULT),
-        Post::WriteInline | Post::Write => poster.rdma_write(segs, cookie, remote, CompletionFlags::DEFAULT),
-    }
+    poster.post(kept, cookie)
 }
 
 /// The counted post of `kind`: its `measured_post`.
 fn post_as(kind: Post) -> fn(&mut Rig<'_, '_>, u64) -> DatResult<()> {
     [measured_post::<0>, measured_post::<1>, measured_post::<2>][kind as usize]
-}
-
-/// The counted fast post of `kind`: its `measured_fast_post`.
-fn fast_post_as<'id, B: Backend, S: Storage>(
-    kind: Post,
-) -> fn(&mut Poster<'_, 'id, B, S>, &Segments<'id>, &RmrTriplet, u64) -> DatResult<()> {
-    [measured_fast_post::<B, S, 0>, measured_fast_post::<B, S, 1>, measured_fast_post::<B, S, 2>][kind as usize]
 }
 
 /// One dequeue, its event handed to the caller whole, as any consumer
@@ -99,9 +90,12 @@ fn main() {
             if fast {
                 let (segs, remote) = rig.segments(kind);
                 let mut poster = rig.poster();
-                let post = fast_post_as(kind);
+                let kept = match kind {
+                    Post::Send => poster.keep_send(&segs, CompletionFlags::DEFAULT),
+                    Post::WriteInline | Post::Write => poster.keep_rdma_write(&segs, &remote, CompletionFlags::DEFAULT),
+                };
                 for i in 0..n {
-                    black_box(post(&mut poster, &segs, &remote, i)).expect("a post");
+                    black_box(measured_fast_post(&mut poster, &kept, i)).expect("a post");
                 }
             } else {
                 let post = post_as(kind);

@@ -384,6 +384,17 @@ impl<B: Backend, S: Storage> Owned<'_, B, S> {
         Owned { backend, ep_counts }
     }
 
+    /// The transport's form of a request kept ([`Backend::keep_one`]).
+    pub(crate) fn keep_one(&self, qp: &B::Qp, op: RequestOp, sge: Sge, flags: CompletionFlags) -> Option<B::Kept> {
+        self.backend.keep_one(qp, op, sge, flags)
+    }
+
+    /// The lane of a request kept built ([`Backend::post_kept`]).
+    #[inline(always)]
+    pub(crate) fn post_kept(&mut self, qp: &mut B::Qp, kept: &B::Kept, cookie: u64) -> bool {
+        self.backend.post_kept(qp, kept, cookie)
+    }
+
     /// This hand again, for one call that takes a hand by value.
     #[inline(always)]
     pub(crate) fn reborrow(&mut self) -> Owned<'_, B, S> {

@@ -44,7 +44,7 @@ pub(crate) fn request_lane<B: Backend, L: SlotsOf<Lmr<B>>, I: SlotsOf<Ia<B>>>(
     let Some(sge) = checked.sges else { return false };
     // SAFETY: a lane's check admits only what the EP's post mask admits
     // (`Gathered::LANE`), and nothing changed the EP since.
-    unsafe { commit_admitted(ep, sge, post) }
+    unsafe { commit_admitted(ep, |qp| post(qp, sge)) }
 }
 
 /// A receive of the one segment `seg` on `ep`, judged by [`check_recv`];

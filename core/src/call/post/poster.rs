@@ -1,7 +1,7 @@
 //! The fast path of the Rust API: local segments checked once against
-//! their LMRs ([`Segments`]), and an endpoint checked once for a run of
-//! posts ([`Poster`]), so that a post pays only for what can change
-//! between posts — its flags, the lengths against the remote buffer, the
+//! their LMRs ([`Segments`]), an endpoint checked once for a run of posts
+//! ([`Poster`]), and requests kept for its posts ([`Kept`]), so that a
+//! post pays only for what can change between posts — the cookie and the
 //! outstanding count — and the transport.
 //!
 //! The rules are the ones of dat_ep_post_send(3DAT),
@@ -15,7 +15,12 @@
 //!   so every error is the same;
 //! - the EP's handle and state when [`Provider::poster`] borrows it: while
 //!   the borrow lasts the provider makes no progress (that takes `&mut`),
-//!   so no connection event can move the EP's state.
+//!   so no connection event can move the EP's state;
+//! - the request's flags and its lengths against the remote buffer and
+//!   the EP's limits when [`Poster::keep`] keeps it for a poster, which
+//!   then has the transport build it once: its posts test the room alone.
+//!   A request kept by another poster, or that the rules or the
+//!   transport did not let the poster build, is judged at each post.
 
 use super::door::{Hand, Owned};
 use super::rule::segments;
@@ -26,11 +31,11 @@ use crate::handle::{EpHandle, PzHandle};
 use crate::object::ep::Ep;
 use crate::object::ia::Ia;
 use crate::object::lmr::Lmr;
-use crate::provider::Provider;
+use crate::provider::{new_stamp, Provider};
 use crate::slab::Slab;
 use crate::storage::Storage;
 use crate::store::FixedVec;
-use crate::types::{CompletionFlags, EpState, LmrTriplet, RmrTriplet};
+use crate::types::{CompletionFlags, EpState, LmrTriplet};
 
 pub use crate::types::Access;
 
@@ -103,7 +108,7 @@ impl<B: Backend, S: Storage> Provider<B, S> {
         // An EP holds its PZ (a reference of the zone's), so it lives.
         let stamp = pzs.get(e.pz.0).ok_or(DatError::of(ErrorType::InternalError))?.stamp;
         let found = Found { h: ep, ep: e, lmrs, ias, hand: Owned::new(backend, ep_counts) };
-        Ok(Poster { found, stamp })
+        Ok(Poster { found, stamp, token: new_stamp() })
     }
 }
 
@@ -121,6 +126,9 @@ struct Found<'p, B: Backend, S: Storage> {
 /// its state, and no LMR is freed: the stamp it keeps stays current.
 pub struct Poster<'p, B: Backend, S: Storage> {
     found: Found<'p, B, S>,
+    /// This poster's, and no other's ([`new_stamp`]): what a request it
+    /// kept built bears ([`Kept`]).
+    token: u64,
     /// The stamp of the EP's PZ: [`Segments`] checked in another zone,
     /// by another provider, or before an LMR of the zone was freed, bear
     /// another, and are checked again.
@@ -134,28 +142,90 @@ impl<B: Backend, S: Storage> core::fmt::Debug for Poster<'_, B, S> {
 }
 
 impl<B: Backend, S: Storage> Poster<'_, B, S> {
-    /// A request of `segs`: dat_ep_post_send(3DAT),
+    /// Keep a request of `segs` to post again and again: dat_ep_post_send(3DAT),
     /// dat_ep_post_rdma_write(3DAT), dat_ep_post_rdma_read(3DAT) or one of
     /// the IB extension's, as `op` says, with the segments checked for
     /// what `op` does with them ([`Access::Write`] where the HCA writes
     /// them: a read's or an atomic's; [`Access::Read`] otherwise).
-    #[inline(always)]
-    pub fn post(&mut self, segs: &Segments, cookie: u64, op: RequestOp, flags: CompletionFlags) -> DatResult<()> {
-        self.post_as(segs, kind(&op).need, move || op, cookie, flags)
+    ///
+    /// Nothing is posted and nothing refused here: [`Poster::post`] of
+    /// the kept request does what a post of `segs`, `op` and `flags`
+    /// would, with every error of the pages. What keeping saves is the
+    /// work: where every rule but the room holds now, on one segment,
+    /// and the transport builds the request ([`Backend::keep_one`]), the
+    /// request is kept built for this poster, whose posts then test only
+    /// the room before they hand it over (while the poster lives nothing
+    /// else reaches the provider, so none of the rules judged here can
+    /// change).
+    pub fn keep(&self, segs: &Segments, op: RequestOp, flags: CompletionFlags) -> Kept<B> {
+        let (token, built) = match self.build(segs, &op, flags) {
+            Some(built) => (self.token, built),
+            None => (0, B::Kept::default()),
+        };
+        Kept { segs: segs.clone(), op, flags, token, built }
     }
 
-    /// dat_ep_post_rdma_write(3DAT) of `segs` into the peer's `remote`:
-    /// [`Poster::post`] of [`RequestOp::RdmaWrite`], the remote buffer read
-    /// where the post uses it.
+    /// The transport's form of a request that every rule but the room
+    /// admits now, on one segment, if the transport builds it.
+    fn build(&self, segs: &Segments, op: &RequestOp, flags: CompletionFlags) -> Option<B::Kept> {
+        let kind = kind(op);
+        let sge = segs.lane?;
+        let Found { ep, ias, hand, .. } = &self.found;
+        let fresh = segs.stamp == stamped(self.stamp, kind.need);
+        if !fresh || !admitted(ep, kind, flags, 1).ok()? || fits(ep, ias, op, kind.length, segs.checked.total).is_err()
+        {
+            return None;
+        }
+        hand.keep_one(ep.qp()?, *op, sge, flags)
+    }
+
+    /// Post `kept` with `cookie`, as [`Poster::keep`] says: a request kept
+    /// built by this poster is handed to the transport once the EP has
+    /// room for it; any other, and one the transport declines now, is
+    /// posted as its segments, operation and flags say, through every
+    /// rule. In line only for the transport's hot kind
+    /// ([`Backend::keeps_hot`]); the others through one call.
     #[inline(always)]
-    pub fn rdma_write(
-        &mut self,
-        segs: &Segments,
-        cookie: u64,
-        remote: &RmrTriplet,
-        flags: CompletionFlags,
-    ) -> DatResult<()> {
-        self.post_as(segs, Access::Read, || RequestOp::RdmaWrite { remote: *remote }, cookie, flags)
+    pub fn post(&mut self, kept: &Kept<B>, cookie: u64) -> DatResult<()> {
+        if kept.token == self.token && B::keeps_hot(&kept.built) {
+            return self.post_built(kept, cookie);
+        }
+        self.post_other(kept, cookie)
+    }
+
+    /// [`Poster::post`] of a request this poster kept built.
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    fn post_built(&mut self, kept: &Kept<B>, cookie: u64) -> DatResult<()> {
+        debug_assert_eq!(kept.token, self.token);
+        let Found { ep, hand, .. } = &mut self.found;
+        room(ep)?;
+        // SAFETY: the request was kept built by this poster, so its post
+        // mask admitted it (`build`), and nothing has changed the EP
+        // since: while the poster lives nothing else reaches the provider.
+        if unsafe { commit_admitted(ep, |qp| hand.post_kept(qp, &kept.built, cookie)) } {
+            return Ok(());
+        }
+        self.post_unbuilt(kept, cookie)
+    }
+
+    /// [`Poster::post`] of a request that is not of the transport's hot
+    /// kind, or not kept built by this poster.
+    #[inline(never)]
+    fn post_other(&mut self, kept: &Kept<B>, cookie: u64) -> DatResult<()> {
+        if kept.token == self.token {
+            return self.post_built(kept, cookie);
+        }
+        self.post_unbuilt(kept, cookie)
+    }
+
+    /// [`Poster::post`] of a request not kept built for this poster, or
+    /// that the transport declined: the lane and its rules.
+    #[cold]
+    #[inline(never)]
+    fn post_unbuilt(&mut self, kept: &Kept<B>, cookie: u64) -> DatResult<()> {
+        let op = kept.op;
+        self.post_as(&kept.segs, kind(&op).need, move || op, cookie, kept.flags)
     }
 
     /// The full post of segments whose check is stale: out of the fast
@@ -203,9 +273,8 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         if unsafe {
             commit_admitted(
                 ep,
-                sge,
                 #[inline(always)]
-                |qp, sge| hand.post_one(qp, op, sge, cookie, flags),
+                |qp| hand.post_one(qp, op, sge, cookie, flags),
             )
         } {
             return Ok(());
@@ -235,5 +304,32 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         fits(ep, ias, &op, kind(&op).length, segs.checked.total)?;
         room(ep)?;
         commit(ep, h.0, &segs.checked.sges, segs.checked.total, (cookie, op, flags), hand)
+    }
+}
+
+/// A request kept to post again and again: [`Poster::keep`].
+pub struct Kept<B: Backend> {
+    segs: Segments,
+    op: RequestOp,
+    flags: CompletionFlags,
+    /// The token of the poster that kept it built, or 0 (no poster's)
+    /// where `built` is the default.
+    token: u64,
+    built: B::Kept,
+}
+
+impl<B: Backend> Clone for Kept<B> {
+    fn clone(&self) -> Self {
+        Kept { segs: self.segs.clone(), op: self.op, flags: self.flags, token: self.token, built: self.built.clone() }
+    }
+}
+
+impl<B: Backend> core::fmt::Debug for Kept<B> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Kept")
+            .field("op", &self.op)
+            .field("flags", &self.flags)
+            .field("built", &(self.token != 0))
+            .finish_non_exhaustive()
     }
 }

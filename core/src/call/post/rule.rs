@@ -570,8 +570,8 @@ pub(crate) fn room<B: Backend>(ep: &Ep<B>) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Hand one segment that [`check`] admitted to the transport's lane
-/// through `post`, on an EP whose post mask admitted the post
+/// Hand a request of one segment that [`check`] admitted to the
+/// transport's lane through `post`, on an EP whose post mask admitted the post
 /// ([`admitted`]; an EP that counts, or has no QP, is not admitted: it
 /// hands its posts to the counters as work requests, through [`commit`]):
 /// `true` once taken and counted outstanding; `false` with nothing
@@ -583,15 +583,11 @@ pub(crate) fn room<B: Backend>(ep: &Ep<B>) -> Result<(), Refusal> {
 /// changed since ([`Ep::qp_admitted`]).
 #[inline(always)]
 #[allow(unsafe_code)]
-pub(crate) unsafe fn commit_admitted<B: Backend>(
-    ep: &mut Ep<B>,
-    sge: Sge,
-    post: impl FnOnce(&mut B::Qp, Sge) -> bool,
-) -> bool {
+pub(crate) unsafe fn commit_admitted<B: Backend>(ep: &mut Ep<B>, post: impl FnOnce(&mut B::Qp) -> bool) -> bool {
     debug_assert!(!ep.counting);
     // SAFETY: the caller's promise.
     let qp = unsafe { ep.qp_admitted() };
-    if !post(qp, sge) {
+    if !post(qp) {
         return false;
     }
     ep.request_room.take();

@@ -35,10 +35,11 @@ pub(crate) unsafe fn cr_query<B: Transport>(
             // The EP a `DAT_PSP_PROVIDER` PSP made is named here, where its
             // consumer learns its handle: the lanes take the completions
             // of a named EP alone (`udat_core::Provider::lane_dequeue_cq`).
-            // One its consumer has freed since is no longer there to name,
-            // and the query answers as before.
+            // One its consumer has freed since is no longer there to name
+            // (`ep_name` refuses its handle), and the query answers as
+            // before.
             if !p.local_ep.is_null() {
-                let _freed = cx.state.core.ep_name(p.local_ep, slot.local_ep_handle as usize as u64).is_err();
+                let _ = cx.state.core.ep_name(p.local_ep, slot.local_ep_handle as usize as u64);
             }
             Ok(())
         })

@@ -206,24 +206,26 @@ impl<B: Backend, S: Storage> Poster<'_, B, S> {
         if unsafe { commit_admitted(ep, |qp| hand.post_kept(qp, &kept.built, cookie)) } {
             return Ok(());
         }
-        self.post_unbuilt(kept, cookie)
+        self.post_judged(kept, cookie)
     }
 
     /// [`Poster::post`] of a request that is not of the transport's hot
-    /// kind, or not kept built by this poster.
+    /// kind, or not kept built by this poster (any request, over a
+    /// transport that keeps none).
     #[inline(never)]
     fn post_other(&mut self, kept: &Kept<B>, cookie: u64) -> DatResult<()> {
         if kept.token == self.token {
             return self.post_built(kept, cookie);
         }
-        self.post_unbuilt(kept, cookie)
+        self.post_judged(kept, cookie)
     }
 
-    /// [`Poster::post`] of a request not kept built for this poster, or
-    /// that the transport declined: the lane and its rules.
-    #[cold]
+    /// The post of `kept` as its segments, operation and flags say: the
+    /// lane and every rule. For a request not kept built by this poster,
+    /// or over a transport that keeps none, and for one the transport's
+    /// kept lane declined (a doorbell or a fence owed, a full ring).
     #[inline(never)]
-    fn post_unbuilt(&mut self, kept: &Kept<B>, cookie: u64) -> DatResult<()> {
+    fn post_judged(&mut self, kept: &Kept<B>, cookie: u64) -> DatResult<()> {
         let op = kept.op;
         self.post_as(&kept.segs, kind(&op).need, move || op, cookie, kept.flags)
     }

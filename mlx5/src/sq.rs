@@ -710,14 +710,14 @@ impl<R: Register, S: SlotStorage<SendSlot>> SendQueue<R, S> {
         KeptWqe::new([ctrl[0], ctrl[1], first[0], first[1], second[0], second[1], 0, 0], slot)
     }
 
-    /// The lane of a WQE this queue kept ([`keep_wqe`](Self::keep_wqe)), posted with
-    /// `cookie`: the kept WQEBB with its index stored into the ring and
-    /// copied to BlueFlame from the same registers, and rung. Taken, as
-    /// [`try_send_one`](Self::try_send_one)'s lane, only when nothing
-    /// waits for a doorbell, the queue has BlueFlame and a WQEBB is free;
-    /// otherwise `false`, and nothing was written. The whole WQEBB goes
-    /// to the ring, its bytes past the WQE's segments zero: one store of
-    /// each of its words, where the segments alone would take as many.
+    /// The lane of a WQE this queue kept ([`keep_wqe`](Self::keep_wqe)),
+    /// posted with `cookie`: the kept WQEBB with its index stored into the
+    /// ring and copied to BlueFlame from the same registers, and rung.
+    /// Taken, as [`try_send_one`](Self::try_send_one)'s lane, only when
+    /// nothing waits for a doorbell, the queue has BlueFlame and a WQEBB
+    /// is free; otherwise `false`, and nothing was written. The ring gets
+    /// the whole WQEBB, its bytes past the WQE's segments zero, which the
+    /// device does not read.
     #[inline(always)]
     pub fn try_send_kept(&mut self, kept: &KeptWqe, cookie: u64) -> bool {
         debug_assert_eq!(self.lane_room, self.room_for_lanes());
